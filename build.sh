@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# build.sh - build and test nanogpt.
+#
+#   ./build.sh            build ./nanogpt (with CUDA when nvcc is found, CPU-only otherwise)
+#   ./build.sh cpu        build ./nanogpt CPU-only
+#   ./build.sh debug      CPU-only, -O0 -g
+#   ./build.sh asan       run the CPU test suite under AddressSanitizer + UndefinedBehaviorSanitizer
+#   ./build.sh test       run the whole test suite (ends with "N passed, N failed")
+#   ./build.sh cuda-check compile nanogpt.cu for every target architecture
+#   ./build.sh clean      remove what the builds made
+#
+# Environment: CC (default cc), NVCC (default: nvcc on PATH or /usr/local/cuda/bin/nvcc), CFLAGS (replace
+# the default optimisation flags), CUDA_ARCHS (default "80 86 89 90a"), NGPT_SHARED_DATA (test data folder,
+# default ../shared/data).
+set -euo pipefail
+cd "$(dirname "$0")"
+
+CC=${CC:-cc}
+CFLAGS=${CFLAGS:--O3 -march=native}
+WARN="-std=c11 -Wall -Wextra -Wno-unused-function"
+LIBS="-lm -lpthread"
+CUDA_ARCHS=${CUDA_ARCHS:-"80 86 89 90a"}
+
+find_nvcc() {
+    if [ -n "${NVCC:-}" ]; then command -v "$NVCC" || true; return; fi
+    command -v nvcc || { [ -x /usr/local/cuda/bin/nvcc ] && echo /usr/local/cuda/bin/nvcc; } || true
+}
+
+gencode_flags() {
+    local flags="" a
+    for a in $1; do flags="$flags -gencode arch=compute_$a,code=sm_$a"; done
+    echo "$flags"
+}
+
+build_cpu() {
+    echo "building ./nanogpt for the CPU ($CC $CFLAGS)"
+    $CC $WARN $CFLAGS -o nanogpt nanogpt.c $LIBS
+}
+
+build_cuda() {
+    local nvcc=$1
+    local ver
+    ver=$("$nvcc" --version | sed -n 's/.*release \([0-9.]*\).*/\1/p')
+    echo "nvcc $ver found: building with CUDA for$(for a in $CUDA_ARCHS; do printf ' sm_%s' "$a"; done)"
+    mkdir -p build
+    "$nvcc" -O3 -std=c++17 $(gencode_flags "$CUDA_ARCHS") -Xcompiler -Wall,-Wextra -c nanogpt.cu -o build/nanogpt_cuda.o
+    $CC $WARN $CFLAGS -DNGPT_CUDA -c nanogpt.c -o build/nanogpt.o
+    local cudalib
+    cudalib=$(dirname "$(dirname "$nvcc")")/lib64
+    # the CUDA runtime is linked statically: the binary needs only the driver
+    "$nvcc" -o nanogpt build/nanogpt.o build/nanogpt_cuda.o -cudart static -L"$cudalib" -lm -lpthread -ldl -lrt
+}
+
+# Compiles and runs every test/test_*.c that does not need a GPU; prints each program's lines, then the total.
+run_tests() {
+    local extra_cflags=$1 label=$2
+    mkdir -p build
+    local passed=0 failed=0 t name out rc p f
+    for t in test/test_*.c; do
+        name=$(basename "$t" .c)
+        case "$name" in test_gpu*) continue ;; esac
+        echo "== $name ($label)"
+        if ! $CC $WARN $CFLAGS $extra_cflags -Itest -o "build/$name" "$t" $LIBS 2>"build/$name.cc.log"; then
+            cat "build/$name.cc.log"
+            echo "FAIL $name: did not compile"
+            failed=$((failed + 1))
+            continue
+        fi
+        [ -s "build/$name.cc.log" ] && cat "build/$name.cc.log"
+        set +e
+        out=$("./build/$name" 2>&1)
+        rc=$?
+        set -e
+        echo "$out"
+        p=$(echo "$out" | sed -n 's/^summary: \([0-9]*\) passed, \([0-9]*\) failed$/\1/p' | tail -1)
+        f=$(echo "$out" | sed -n 's/^summary: \([0-9]*\) passed, \([0-9]*\) failed$/\2/p' | tail -1)
+        if [ -z "$p" ]; then
+            echo "FAIL $name: exited with status $rc before its summary"
+            failed=$((failed + 1))
+            continue
+        fi
+        passed=$((passed + p))
+        failed=$((failed + f))
+        if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
+            echo "FAIL $name: exit status $rc"
+            failed=$((failed + 1))
+        fi
+    done
+    TEST_PASSED=$((TEST_PASSED + passed))
+    TEST_FAILED=$((TEST_FAILED + failed))
+}
+
+cuda_check() {
+    local nvcc
+    nvcc=$(find_nvcc)
+    if [ -z "$nvcc" ]; then echo "nvcc not found: skipping the CUDA compile check"; return 0; fi
+    bash tools/cuda_compile_check.sh "$nvcc"
+}
+
+cmd=${1:-build}
+case "$cmd" in
+    build)
+        nvcc=$(find_nvcc)
+        if [ -n "$nvcc" ] && [ -f nanogpt.cu ]; then build_cuda "$nvcc"; else echo "nvcc not found: CPU-only build"; build_cpu; fi ;;
+    cpu) build_cpu ;;
+    debug) CFLAGS="-O0 -g" build_cpu ;;
+    asan)
+        TEST_PASSED=0 TEST_FAILED=0
+        CFLAGS="-O1 -g -fno-omit-frame-pointer" run_tests "-fsanitize=address,undefined -fno-sanitize-recover=undefined -DNGPT_SANITIZE" asan
+        echo "$TEST_PASSED passed, $TEST_FAILED failed"
+        [ "$TEST_FAILED" -eq 0 ] ;;
+    test)
+        TEST_PASSED=0 TEST_FAILED=0
+        run_tests "" release
+        echo "== CUDA compile check"
+        if cuda_check; then
+            nv=$(find_nvcc)
+            if [ -n "$nv" ]; then TEST_PASSED=$((TEST_PASSED + 1)); echo "ok cuda_compile_check"; fi
+        else
+            TEST_FAILED=$((TEST_FAILED + 1)); echo "FAIL cuda_compile_check"
+        fi
+        echo "$TEST_PASSED passed, $TEST_FAILED failed"
+        [ "$TEST_FAILED" -eq 0 ] ;;
+    cuda-check) cuda_check ;;
+    clean) rm -rf build nanogpt ;;
+    *) echo "usage: ./build.sh [build|cpu|debug|asan|test|cuda-check|clean]" >&2; exit 2 ;;
+esac

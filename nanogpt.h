@@ -1,0 +1,302 @@
+/* nanogpt.h - train GPT-2 in C on one GPU (or the CPU) without ever running out of memory.
+ *
+ * nanogpt measures the memory it may use, plans every byte of a training run before it starts (choosing
+ * the micro-batch and gradient accumulation that keep the tokens per step you asked for), allocates one
+ * arena, and allocates nothing while training. The model is GPT-2 exactly as nanoGPT defines it.
+ *
+ * Build (CPU only, one line; add nanogpt.cu with nvcc and -DNGPT_CUDA for the GPU backend):
+ *     cc -O3 -march=native -DNGPT_NO_MAIN -c nanogpt.c && cc your_program.c nanogpt.o -lm -lpthread
+ * or just ./build.sh, which builds the `nanogpt` program.
+ *
+ * Compile-time options:
+ *     NGPT_NO_MAIN   leave out main() (for embedding nanogpt.c and for the tests)
+ *     NGPT_CUDA      link the CUDA backend from nanogpt.cu (build.sh sets it when nvcc is found)
+ *
+ * Example: train the model a config file describes, through the library.
+ *
+ *     ngpt_config cfg;
+ *     ngpt_config_defaults(&cfg);
+ *     char err[512];
+ *     if (ngpt_config_load(&cfg, "data/shakespeare_char/train_cpu.cfg", err, sizeof err) ||
+ *         ngpt_config_set(&cfg, "max_iters", "100", err, sizeof err)) { puts(err); return 1; }
+ *     ngpt_trainer *tr;
+ *     if (ngpt_trainer_create(&cfg, NULL, &tr, err, sizeof err)) { puts(err); return 1; }
+ *     for (int it = 0; it < cfg.max_iters; it++) {
+ *         float loss;
+ *         if (ngpt_train_step(tr, &loss)) { puts(ngpt_last_error(tr)); break; }
+ *     }
+ *     ngpt_trainer_free(tr);
+ *
+ * Error contract: every function that can fail returns an int status, 0 (NGPT_OK) on success and one of
+ * the NGPT_ERR_* codes otherwise. Functions that work on a trainer keep a human-readable message in it
+ * (ngpt_last_error); the others write it into the caller's buffer. The library never exits, never prints
+ * unless a log callback asks for it, and keeps no mutable global state.
+ *
+ * Dimension letters used in the comments: B batch, T time (sequence), C channels, L layers, NH heads,
+ * hs head size (C / NH), V vocabulary, Vp vocabulary padded to a multiple of 64.
+ */
+#ifndef NANOGPT_H
+#define NANOGPT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define NGPT_VERSION "0.1.0"
+#define NGPT_VERSION_NUMBER 100
+
+/* Status codes. */
+enum {
+    NGPT_OK = 0,
+    NGPT_ERR_ARG = 1,      /* a bad argument or configuration value */
+    NGPT_ERR_IO = 2,       /* a file could not be opened, read or written */
+    NGPT_ERR_FORMAT = 3,   /* a file's contents are malformed (data, tokenizer, checkpoint, weights) */
+    NGPT_ERR_NOMEM = 4,    /* the plan does not fit the memory budget, or the one allocation failed */
+    NGPT_ERR_DEVICE = 5,   /* a CUDA call failed, or the requested device is unavailable */
+    NGPT_ERR_NUMERIC = 6,  /* NaN or Inf in the loss or the gradients */
+    NGPT_ERR_STATE = 7,    /* the call does not fit the object's state */
+    NGPT_ERR_INTERRUPTED = 8
+};
+
+/* A short name for a status code ("ok", "bad argument", ...). */
+const char *ngpt_status_name(int status);
+
+/* ------------------------------------------------------------------------------------------------------
+ * Configuration: nanoGPT's knob names and meanings, plus nanogpt's own (marked *). Set fields directly or
+ * by name with ngpt_config_set (which validates and names the valid range).
+ * ---------------------------------------------------------------------------------------------------- */
+typedef struct ngpt_config {
+    /* I/O */
+    char out_dir[256];
+    int eval_interval, log_interval, eval_iters;
+    int eval_only;              /* evaluate once and exit */
+    int always_save_checkpoint; /* save at every eval, not only when val loss improves */
+    char init_from[256];        /* "scratch", "resume", "gpt2".."gpt2-xl" */
+    /* data */
+    char dataset[128];    /* data lives in data/<dataset>/ unless data_dir is set */
+    char data_dir[256];   /* * explicit folder with train.bin, val.bin (and meta.bin) */
+    char input[256];      /* * text file the default dataset is prepared from */
+    int gradient_accumulation_steps;
+    int batch_size;       /* sequences per micro-step as asked; the planner may split it */
+    int block_size;       /* T */
+    /* model */
+    int n_layer, n_head, n_embd;
+    double dropout;
+    int bias;
+    int vocab_size;       /* * 0 = from the dataset (meta.bin), else GPT-2's 50257 */
+    /* AdamW and schedule */
+    double learning_rate;
+    int max_iters;
+    double weight_decay, beta1, beta2;
+    double grad_clip;     /* 0 = no clipping */
+    int decay_lr, warmup_iters, lr_decay_iters;
+    double min_lr;
+    /* system */
+    char device[16];      /* "auto", "cpu", "cuda" */
+    char dtype[16];       /* "auto", "float32", "bfloat16", "float16" */
+    int compile;          /* accepted for nanoGPT configs; nanogpt has nothing to compile */
+    long long seed;
+    /* memory plan (*) */
+    double max_memory;    /* bytes; 0 = what the device has free */
+    int micro_batch;      /* 0 = the planner chooses */
+    int recompute;        /* -1 = the planner chooses; 0 none, 1 GELU, 2 GELU and LayerNorm */
+    int logits_chunk;     /* rows of logits per chunk; 0 = the planner chooses */
+    int threads;          /* CPU threads; 0 = one per core */
+} ngpt_config;
+
+/* nanoGPT's train.py defaults (GPT-2 124M on OpenWebText). */
+void ngpt_config_defaults(ngpt_config *cfg);
+/* Sets one knob from text ("batch_size", "12"). An unknown key names the closest valid one; a bad value
+ * names the valid range. */
+int ngpt_config_set(ngpt_config *cfg, const char *key, const char *value, char *err, size_t errlen);
+/* Reads a config file of `key = value` lines (nanoGPT's config/ .py files work: # comments, quoted
+ * strings, True/False, products such as 5 * 8). Errors name the file and line. */
+int ngpt_config_load(ngpt_config *cfg, const char *path, char *err, size_t errlen);
+/* Writes every knob as `key = value` lines. */
+void ngpt_config_print(const ngpt_config *cfg, FILE *f);
+
+/* ------------------------------------------------------------------------------------------------------
+ * Trainer: a model, its optimizer state, its data and its one arena.
+ * ---------------------------------------------------------------------------------------------------- */
+typedef struct ngpt_trainer ngpt_trainer;
+
+/* Where the library's progress lines go (NULL: nowhere). level 0 = info, 1 = warning. */
+typedef void (*ngpt_log_fn)(void *ctx, int level, const char *line);
+
+typedef struct ngpt_options {
+    ngpt_log_fn log;
+    void *log_ctx;
+} ngpt_options;
+
+/* Resolves the device, reads the dataset, plans memory, allocates the arena once and initialises (or
+ * loads) the model. After this returns, training allocates nothing. opt may be NULL. */
+int ngpt_trainer_create(const ngpt_config *cfg, const ngpt_options *opt, ngpt_trainer **out, char *err, size_t errlen);
+void ngpt_trainer_free(ngpt_trainer *tr);
+/* The message of the last failure on this trainer. */
+const char *ngpt_last_error(const ngpt_trainer *tr);
+
+/* One optimizer step: the planned micro-steps, gradient clipping, AdamW with the scheduled learning rate.
+ * *loss (may be NULL) receives the mean training loss of the step. */
+int ngpt_train_step(ngpt_trainer *tr, float *loss);
+/* nanoGPT's estimate_loss: mean loss over eval_iters batches of each split (dropout off). */
+int ngpt_evaluate(ngpt_trainer *tr, float *train_loss, float *val_loss);
+/* The whole run as nanoGPT's train.py does it: evaluate every eval_interval steps, log every log_interval
+ * steps, stop after max_iters. */
+int ngpt_train(ngpt_trainer *tr);
+
+/* What the trainer is: step, losses, plan decisions. */
+typedef struct ngpt_stats {
+    int step;                 /* optimizer steps done (nanoGPT's iter_num) */
+    float best_val_loss;      /* lowest val loss seen by an evaluation (1e9 before any) */
+    float last_loss;          /* training loss of the last step */
+    float lr;                 /* learning rate of the last step */
+    int micro_batch, grad_accum, eval_micro_batch, recompute, logits_chunk;
+    size_t parameters;        /* excluding the vocabulary padding */
+    size_t device_bytes, host_bytes;
+    double tokens_per_second; /* of the last step */
+    const char *device;       /* "cpu" or "cuda" */
+} ngpt_stats;
+void ngpt_get_stats(const ngpt_trainer *tr, ngpt_stats *st);
+
+/* ------------------------------------------------------------------------------------------------------
+ * The backend interface: the model graph (nanogpt.c) runs as calls to one of these. The CPU backend (fp32)
+ * lives in nanogpt.c, the CUDA backend (bf16/fp16 storage, fp32 accumulation) in nanogpt.cu. It is an
+ * internal interface between the two files, not a stable API: embedders use the trainer functions below.
+ *
+ * Conventions. Every pointer points into the backend's arena. "act" tensors (parameters, gradients,
+ * activations) are stored in the backend's dtype; "f32" tensors are float. Shapes are row-major.
+ * Operations are asynchronous on the GPU and report failures through the sticky `status`/`msg` pair: the
+ * first failure is kept, later calls are still allowed, and the graph checks `status` after each phase.
+ * Gradients of weights accumulate (+=) so micro-batches add up; gradients of activations are written
+ * unless the comment says += .
+ * ---------------------------------------------------------------------------------------------------- */
+enum { NGPT_DTYPE_F32 = 0, NGPT_DTYPE_BF16 = 1, NGPT_DTYPE_F16 = 2 };
+
+/* Dropout of one site: keep element i when ngpt_uniform(seed, stream, i) >= p, scaling kept ones by
+ * 1/(1-p). Masks are regenerated in the backward pass from (seed, stream, i), never stored. */
+typedef struct ngpt_dropout {
+    float p;          /* 0 = no dropout */
+    uint64_t seed;
+    uint64_t stream;  /* identifies (step, micro-step, layer, site) */
+} ngpt_dropout;
+
+/* One AdamW update (decoupled weight decay, bias-corrected moments, as torch.optim.AdamW). The caller
+ * computes the derived constants in double, as torch does, so every backend uses the same floats:
+ *   g = grad * grad_scale; m = beta1 m + one_minus_beta1 g; v = beta2 v + one_minus_beta2 g^2;
+ *   p -= lr * (m / bias_correction1 / (sqrt(v / bias_correction2) + eps) + weight_decay * p) */
+typedef struct ngpt_adamw {
+    float lr, beta1, beta2, one_minus_beta1, one_minus_beta2;
+    float bias_correction1, bias_correction2; /* 1 - beta^t for the 1-based step t */
+    float eps, weight_decay;
+    float grad_scale;  /* gradients are multiplied by this first (clipping, loss-scale removal) */
+    int moments_dtype; /* NGPT_DTYPE_F32 or NGPT_DTYPE_BF16 for m and v */
+} ngpt_adamw;
+
+/* The shapes a backend sizes its own scratch for (ngpt_backend.scratch_bytes). */
+typedef struct ngpt_shape {
+    int B, T, C, NH, L, Vp;
+    int chunk;  /* rows of the logits chunk */
+} ngpt_shape;
+
+typedef struct ngpt_backend ngpt_backend;
+struct ngpt_backend {
+    const char *name;  /* "cpu" or "cuda" */
+    int dtype;         /* storage of parameters, gradients and activations */
+    void *impl;        /* the backend's private state */
+    int status;        /* first failure since create (sticky), NGPT_OK when none */
+    char msg[512];     /* its message: what failed, where */
+
+    void (*destroy)(ngpt_backend *be);
+    /* Memory. arena_alloc makes the single device allocation and the single host allocation (pinned on
+     * the GPU) of a run; nothing else is allocated afterwards. scratch_bytes says how much device scratch
+     * the backend wants for shapes s (the planner reserves it); set_scratch hands it over. */
+    int (*arena_alloc)(ngpt_backend *be, size_t device_bytes, void **device, size_t host_bytes, void **host);
+    void (*arena_free)(ngpt_backend *be);
+    size_t (*scratch_bytes)(ngpt_backend *be, const ngpt_shape *s);
+    void (*set_scratch)(ngpt_backend *be, void *scratch, size_t bytes);
+    /* Copies between the host arena and the device arena. upload is ordered before later operations and
+     * may return before it completes; download and sync wait. */
+    void (*upload)(ngpt_backend *be, void *dst, const void *host_src, size_t bytes);
+    void (*download)(ngpt_backend *be, void *host_dst, const void *src, size_t bytes);
+    void (*sync)(ngpt_backend *be);
+    void (*zero)(ngpt_backend *be, void *dst, size_t bytes);
+    /* f32 dst[i] = mean + std * N(0,1) from the counter-based generator (same numbers on every backend) */
+    void (*fill_normal)(ngpt_backend *be, float *dst, size_t n, float mean, float std, uint64_t seed, uint64_t stream);
+    /* act dst = (dtype) f32 src; dst == src allowed when dtype is f32 */
+    void (*cast_from_f32)(ngpt_backend *be, void *dst, const float *src, size_t n);
+
+    /* out (B,T,C) = wte[tokens] + wpe[t] */
+    void (*encoder_forward)(ngpt_backend *be, void *out, const int32_t *tokens, const void *wte, const void *wpe, int B, int T, int C);
+    /* dwte (Vp,C) += , dwpe (T,C) += ; deterministic (no float atomics). The graph groups the B*T
+     * positions by token id on the host: bucket k holds the positions bucket_pos[bucket_start[k] ..
+     * bucket_start[k+1]-1] (ascending) of token tokens[bucket_pos[bucket_start[k]]], k < nbuckets. */
+    void (*encoder_backward)(ngpt_backend *be, void *dwte, void *dwpe, const void *dout, const int32_t *tokens,
+                             const int32_t *bucket_start, const int32_t *bucket_pos, int nbuckets, int B, int T, int C);
+    /* out (N,C), mean (N), rstd (N) f32; b may be NULL */
+    void (*layernorm_forward)(ngpt_backend *be, void *out, float *mean, float *rstd, const void *inp, const void *w, const void *b, int N, int C);
+    /* dinp (N,C) += , dw (C) += , db (C) += (db NULL when there is no bias) */
+    void (*layernorm_backward)(ngpt_backend *be, void *dinp, void *dw, void *db, const void *dout, const void *inp, const void *w, const float *mean, const float *rstd, int N, int C);
+    /* out (N,OC) = inp (N,C) @ w (OC,C)^T + bias (OC); bias may be NULL */
+    void (*matmul_forward)(ngpt_backend *be, void *out, const void *inp, const void *w, const void *bias, int N, int C, int OC);
+    /* dinp (N,C) = dout (N,OC) @ w ; dw (OC,C) += dout^T @ inp ; dbias (OC) += colsum(dout) (NULL: none) */
+    void (*matmul_backward)(ngpt_backend *be, void *dinp, void *dw, void *dbias, const void *dout, const void *inp, const void *w, int N, int C, int OC);
+    /* causal self-attention. qkv (B,T,3C) holds q,k,v, each split in NH heads of hs = C/NH channels.
+     * out (B,T,C); lse (B,NH,T) f32 = log-sum-exp of each row of scaled scores (saved for backward). */
+    void (*attention_forward)(ngpt_backend *be, void *out, float *lse, const void *qkv, int B, int T, int C, int NH, const ngpt_dropout *drop);
+    /* dqkv (B,T,3C) = gradient of the attention above, from dout, qkv, out and lse; the T x T matrix is
+     * never stored */
+    void (*attention_backward)(ngpt_backend *be, void *dqkv, const void *dout, const void *qkv, const void *out, const float *lse, int B, int T, int C, int NH, const ngpt_dropout *drop);
+    /* exact (erf) GELU; in gelu_backward dinp may alias dout */
+    void (*gelu_forward)(ngpt_backend *be, void *out, const void *inp, size_t n);
+    void (*gelu_backward)(ngpt_backend *be, void *dinp, const void *inp, const void *dout, size_t n);
+    /* out = a + b; out may alias a or b */
+    void (*residual_forward)(ngpt_backend *be, void *out, const void *a, const void *b, size_t n);
+    /* out = inp * mask / (1-p); out may alias inp; also the backward of dropout (same mask) */
+    void (*dropout)(ngpt_backend *be, void *out, const void *inp, size_t n, const ngpt_dropout *drop);
+    /* Softmax cross-entropy over the first V of Vp logits of each of N rows: losses (N) f32 = lse - logit[target].
+     * When dscale != 0 the logits are overwritten by their gradient (softmax - onehot) * dscale, with 0 in
+     * the V..Vp padding. */
+    void (*crossentropy)(ngpt_backend *be, void *logits, float *losses, const int32_t *targets, int N, int V, int Vp, float dscale);
+    /* sum of squares of n act values (waits for the result) */
+    double (*norm_sq)(ngpt_backend *be, const void *x, size_t n);
+    /* AdamW on n parameters: master (f32, the truth; NULL when dtype is f32 and param is the master),
+     * param (act), grad (act), m and v in h->moments_dtype */
+    void (*adamw)(ngpt_backend *be, void *param, float *master, const void *grad, void *m, void *v, size_t n, const ngpt_adamw *h);
+};
+
+/* The counter-based generator shared by both backends: 32 random bits from (seed, stream, i). */
+#if defined(__CUDACC__)
+#define NGPT_HOST_DEVICE __host__ __device__
+#else
+#define NGPT_HOST_DEVICE
+#endif
+static inline NGPT_HOST_DEVICE uint32_t ngpt_hash(uint64_t seed, uint64_t stream, uint64_t i) {
+    uint64_t z = seed ^ (stream * 0x9E3779B97F4A7C15ull) ^ (i * 0xD1B54A32D192ED03ull);
+    z ^= z >> 30; z *= 0xBF58476D1CE4E5B9ull;
+    z ^= z >> 27; z *= 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    return (uint32_t)(z >> 32);
+}
+/* uniform in [0, 1) with 24 bits */
+static inline NGPT_HOST_DEVICE float ngpt_uniform(uint64_t seed, uint64_t stream, uint64_t i) {
+    return (float)(ngpt_hash(seed, stream, i) >> 8) * (1.0f / 16777216.0f);
+}
+
+/* The CPU backend (nanogpt.c): fp32, nthreads worker threads (0 = one per core). */
+int ngpt_cpu_backend_create(ngpt_backend **out, int nthreads, char *err, size_t errlen);
+
+/* The CUDA backend (nanogpt.cu). Without NGPT_CUDA, nanogpt.c defines these to fail with NGPT_ERR_DEVICE. */
+int ngpt_cuda_available(char *why, size_t whylen);  /* 1 when a usable device exists, else 0 and why */
+int ngpt_cuda_mem_info(size_t *free_bytes, size_t *total_bytes, char *err, size_t errlen);
+int ngpt_cuda_backend_create(ngpt_backend **out, int dtype, char *err, size_t errlen);
+/* a one-line description: name, compute capability, memory, bf16 support */
+int ngpt_cuda_describe(char *out, size_t outlen);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* NANOGPT_H */
