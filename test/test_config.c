@@ -1,0 +1,241 @@
+/* test_config.c: configuration (keys, values, files, errors), the default job's presets, and the data
+ * files (prepare, the loader's checks and error messages). */
+#define NGPT_NO_MAIN
+#include "../nanogpt.c"
+#include "check.h"
+
+static char tmpdir[256];
+
+static const char *tmp_path(const char *name) {
+    static char buf[4][512];
+    static int k;
+    k = (k + 1) % 4;
+    snprintf(buf[k], sizeof buf[k], "%s/%s", tmpdir, name);
+    return buf[k];
+}
+
+static void write_file(const char *path, const void *data, size_t n) {
+    FILE *f = fopen(path, "wb");
+    fwrite(data, 1, n, f);
+    fclose(f);
+}
+
+static void test_set_and_validate(void) {
+    ngpt_config c;
+    char err[NGPT_ERRLEN];
+    ngpt_config_defaults(&c);
+    CHECK(c.batch_size == 12 && c.block_size == 1024 && c.gradient_accumulation_steps == 40 && c.beta2 == 0.95,
+          "nanoGPT's train.py defaults");
+    CHECK(ngpt_config_set(&c, "batch_size", "64", err, sizeof err) == 0 && c.batch_size == 64, "set batch_size");
+    CHECK(ngpt_config_set(&c, "learning_rate", "3e-4", err, sizeof err) == 0 && c.learning_rate == 3e-4, "set learning_rate");
+    CHECK(ngpt_config_set(&c, "bias", "True", err, sizeof err) == 0 && c.bias == 1, "set bias True");
+    CHECK(ngpt_config_set(&c, "dataset", "'shakespeare_char'", err, sizeof err) == 0 && !strcmp(c.dataset, "shakespeare_char"),
+          "quoted string");
+    CHECK(ngpt_config_set(&c, "gradient_accumulation_steps", "5 * 8", err, sizeof err) == 0 && c.gradient_accumulation_steps == 40,
+          "product");
+    CHECK(ngpt_config_set(&c, "max_memory", "2.68GiB", err, sizeof err) == 0 && fabs(c.max_memory - 2.68 * GiB) < 1, "max_memory");
+    CHECK(ngpt_config_set(&c, "wandb_log", "False", err, sizeof err) == 0, "nanoGPT's wandb keys are accepted");
+
+    int rc = ngpt_config_set(&c, "bath_size", "3", err, sizeof err);
+    CHECK(rc == NGPT_ERR_ARG && strstr(err, "'batch_size'"), "unknown key names the closest: %s", err);
+    rc = ngpt_config_set(&c, "lerning_rate", "3", err, sizeof err);
+    CHECK(rc == NGPT_ERR_ARG && strstr(err, "'learning_rate'"), "unknown key names the closest: %s", err);
+    rc = ngpt_config_set(&c, "batch_size", "-1", err, sizeof err);
+    CHECK(rc == NGPT_ERR_ARG && strstr(err, "[1, 1000000]"), "range in the message: %s", err);
+    rc = ngpt_config_set(&c, "batch_size", "1.5", err, sizeof err);
+    CHECK(rc == NGPT_ERR_ARG && strstr(err, "integer"), "non-integer: %s", err);
+    rc = ngpt_config_set(&c, "dropout", "abc", err, sizeof err);
+    CHECK(rc == NGPT_ERR_ARG && strstr(err, "[0, 0.99]"), "non-number: %s", err);
+    rc = ngpt_config_set(&c, "device", "tpu", err, sizeof err);
+    CHECK(rc == NGPT_ERR_ARG && strstr(err, "auto|cpu|cuda"), "choices: %s", err);
+    rc = ngpt_config_set(&c, "bias", "maybe", err, sizeof err);
+    CHECK(rc == NGPT_ERR_ARG && strstr(err, "True or False"), "bool: %s", err);
+
+    ngpt_config_defaults(&c);
+    c.n_embd = 100;
+    c.n_head = 12;
+    rc = config_validate(&c, err, sizeof err);
+    CHECK(rc == NGPT_ERR_ARG && strstr(err, "n_embd = 100") && strstr(err, "n_head = 12"), "divisibility: %s", err);
+}
+
+static void test_config_file(void) {
+    const char *text = "# a nanoGPT config file\n"
+                       "out_dir = 'out-x'  # trailing comment\n"
+                       "\n"
+                       "batch_size = 8\n"
+                       "wandb_project = \"a # not a comment\"\n"
+                       "gradient_accumulation_steps = 2 * 3\n"
+                       "decay_lr = False\n";
+    write_file(tmp_path("ok.cfg"), text, strlen(text));
+    ngpt_config c;
+    char err[NGPT_ERRLEN];
+    ngpt_config_defaults(&c);
+    int rc = ngpt_config_load(&c, tmp_path("ok.cfg"), err, sizeof err);
+    CHECK(rc == 0, "load: %s", err);
+    CHECK(!strcmp(c.out_dir, "out-x") && c.batch_size == 8 && c.gradient_accumulation_steps == 6 && c.decay_lr == 0, "values");
+
+    const char *bad = "batch_size = 8\nn_layers = 3\n";
+    write_file(tmp_path("bad.cfg"), bad, strlen(bad));
+    rc = ngpt_config_load(&c, tmp_path("bad.cfg"), err, sizeof err);
+    CHECK(rc == NGPT_ERR_ARG && strstr(err, "bad.cfg:2:") && strstr(err, "'n_layer'"), "file, line, closest key: %s", err);
+    const char *noeq = "batch_size 8\n";
+    write_file(tmp_path("noeq.cfg"), noeq, strlen(noeq));
+    rc = ngpt_config_load(&c, tmp_path("noeq.cfg"), err, sizeof err);
+    CHECK(rc == NGPT_ERR_FORMAT && strstr(err, "noeq.cfg:1:"), "missing '=': %s", err);
+    rc = ngpt_config_load(&c, tmp_path("missing.cfg"), err, sizeof err);
+    CHECK(rc == NGPT_ERR_IO && strstr(err, "missing.cfg"), "missing file: %s", err);
+}
+
+/* the built-in default job and the shipped config files say the same thing */
+static void test_presets_match_files(void) {
+    const char *files[2] = {"data/shakespeare_char/train.cfg", "data/shakespeare_char/train_cpu.cfg"};
+    const char *const *presets[2] = {preset_shakespeare_char, preset_shakespeare_char_cpu};
+    for (int i = 0; i < 2; i++) {
+        ngpt_config a, b;
+        char err[NGPT_ERRLEN];
+        ngpt_config_defaults(&a);
+        ngpt_config_defaults(&b);
+        apply_preset(&a, presets[i]);
+        int rc = ngpt_config_load(&b, files[i], err, sizeof err);
+        CHECK(rc == 0, "%s: %s", files[i], err);
+        CHECK(!memcmp(&a, &b, sizeof a), "%s differs from the built-in preset", files[i]);
+    }
+}
+
+static void test_lr_schedule(void) {
+    ngpt_config c;
+    ngpt_config_defaults(&c);
+    c.learning_rate = 1e-3; c.min_lr = 1e-4; c.warmup_iters = 100; c.lr_decay_iters = 5000;
+    CHECK_CLOSE(lr_at(&c, 0), 1e-3 * 1 / 101, 1e-6, "warmup start");
+    CHECK_CLOSE(lr_at(&c, 99), 1e-3 * 100 / 101, 1e-6, "warmup end");
+    CHECK_CLOSE(lr_at(&c, 100), 1e-3, 1e-6, "peak");
+    CHECK_CLOSE(lr_at(&c, 2550), 1e-4 + 0.5 * (1e-3 - 1e-4), 1e-6, "cosine midpoint");
+    CHECK_CLOSE(lr_at(&c, 5000), 1e-4, 1e-6, "decay end");
+    CHECK_CLOSE(lr_at(&c, 6000), 1e-4, 1e-6, "after decay");
+    c.decay_lr = 0;
+    CHECK_CLOSE(lr_at(&c, 50), 1e-3, 1e-7, "constant");
+}
+
+/* ---- data ---- */
+
+static void test_prepare_char(void) {
+    const char *text = "hello, world\nh\xC3\xA9llo\n"; /* includes U+00E9 */
+    write_file(tmp_path("in.txt"), text, strlen(text));
+    char err[NGPT_ERRLEN];
+    int rc = prepare_char(tmp_path("in.txt"), tmp_path("ds"), 0.25, NULL, err, sizeof err);
+    CHECK(rc == 0, "prepare: %s", err);
+    CharVocab *v = malloc(sizeof *v);
+    rc = charvocab_load(v, tmp_path("ds/meta.bin"), err, sizeof err);
+    CHECK(rc == 0 && v->n == 11, "vocab: %d entries (%s)", v->n, err);
+    CHECK(v->cp[0] == '\n' && v->cp[v->n - 1] == 0xE9, "code point order");
+    TokenFile tf, vf;
+    rc = tokenfile_open(&tf, tmp_path("ds/train.bin"), v->n, 2, err, sizeof err);
+    CHECK(rc == 0, "train.bin: %s", err);
+    rc = tokenfile_open(&vf, tmp_path("ds/val.bin"), v->n, 2, err, sizeof err);
+    CHECK(rc == 0, "val.bin: %s", err);
+    size_t nchars = 19; /* "hello, world\nhéllo\n" */
+    CHECK(tf.ntok == (size_t)(nchars * 0.75) && tf.ntok + vf.ntok == nchars, "split %zu + %zu", tf.ntok, vf.ntok);
+    /* decode(train ++ val) == text */
+    int32_t ids[32];
+    for (size_t i = 0; i < tf.ntok; i++) ids[i] = tf.tokens[i];
+    for (size_t i = 0; i < vf.ntok; i++) ids[tf.ntok + i] = vf.tokens[i];
+    char back[64];
+    charvocab_decode(v, ids, nchars, back, sizeof back);
+    CHECK(!strcmp(back, text), "round trip: '%s'", back);
+    tokenfile_close(&tf);
+    tokenfile_close(&vf);
+
+    const char *invalid = "abc\xC3(def";
+    write_file(tmp_path("bad.txt"), invalid, strlen(invalid));
+    rc = prepare_char(tmp_path("bad.txt"), tmp_path("ds2"), 0.1, NULL, err, sizeof err);
+    CHECK(rc == NGPT_ERR_FORMAT && strstr(err, "byte offset 3"), "invalid UTF-8 names the offset: %s", err);
+    free(v);
+}
+
+static void test_prepare_tiny_shakespeare(void) {
+    char path[512], err[NGPT_ERRLEN];
+    snprintf(path, sizeof path, "%s/tinyshakespeare.txt", shared_data_dir());
+    int rc = prepare_char(path, tmp_path("ts"), 0.1, NULL, err, sizeof err);
+    CHECK(rc == 0, "%s", err);
+    TokenFile tf, vf;
+    CHECK(tokenfile_open(&tf, tmp_path("ts/train.bin"), 65, 2, err, sizeof err) == 0, "%s", err);
+    CHECK(tokenfile_open(&vf, tmp_path("ts/val.bin"), 65, 2, err, sizeof err) == 0, "%s", err);
+    /* nanoGPT's prepare.py prints: train has 1,003,854 tokens, val has 111,540 tokens, vocab size 65 */
+    CHECK(tf.ntok == 1003854 && vf.ntok == 111540, "train %zu val %zu", tf.ntok, vf.ntok);
+    tokenfile_close(&tf);
+    tokenfile_close(&vf);
+}
+
+static void test_token_file_errors(void) {
+    char err[NGPT_ERRLEN];
+    TokenFile tf;
+    uint16_t good[10] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 0};
+    write_file(tmp_path("odd.bin"), good, 7);
+    int rc = tokenfile_open(&tf, tmp_path("odd.bin"), 65, 2, err, sizeof err);
+    CHECK(rc == NGPT_ERR_FORMAT && strstr(err, "odd size") && strstr(err, "odd.bin"), "odd size: %s", err);
+    write_file(tmp_path("empty.bin"), good, 0);
+    rc = tokenfile_open(&tf, tmp_path("empty.bin"), 65, 2, err, sizeof err);
+    CHECK(rc == NGPT_ERR_FORMAT && strstr(err, "empty"), "empty: %s", err);
+    write_file(tmp_path("short.bin"), good, 8);
+    rc = tokenfile_open(&tf, tmp_path("short.bin"), 65, 65, err, sizeof err);
+    CHECK(rc == NGPT_ERR_FORMAT && strstr(err, "has 4 tokens") && strstr(err, "65"), "too short: %s", err);
+    uint16_t badid[4] = {1, 2, 70, 3};
+    write_file(tmp_path("badid.bin"), badid, sizeof badid);
+    rc = tokenfile_open(&tf, tmp_path("badid.bin"), 65, 2, err, sizeof err);
+    CHECK(rc == NGPT_ERR_FORMAT && strstr(err, "token id 70 at byte offset 4") && strstr(err, "0..64"), "id out of range: %s", err);
+    rc = tokenfile_open(&tf, tmp_path("nope.bin"), 65, 2, err, sizeof err);
+    CHECK(rc == NGPT_ERR_IO && strstr(err, "nope.bin"), "missing: %s", err);
+
+    /* llm.c shards: header checked against the size */
+    int32_t hdr[256] = {0};
+    hdr[0] = LLMC_MAGIC; hdr[1] = 1; hdr[2] = 10;
+    char buf[1024 + 20];
+    memcpy(buf, hdr, 1024);
+    memcpy(buf + 1024, good, 20);
+    write_file(tmp_path("shard.bin"), buf, sizeof buf);
+    rc = tokenfile_open(&tf, tmp_path("shard.bin"), 65, 2, err, sizeof err);
+    CHECK(rc == 0 && tf.llmc && tf.ntok == 10 && tf.tokens[2] == 3, "llm.c shard: %s", err);
+    if (!rc) tokenfile_close(&tf);
+    write_file(tmp_path("trunc.bin"), buf, sizeof buf - 6);
+    rc = tokenfile_open(&tf, tmp_path("trunc.bin"), 65, 2, err, sizeof err);
+    CHECK(rc == NGPT_ERR_FORMAT && strstr(err, "header says 10 tokens"), "truncated shard: %s", err);
+    hdr[1] = 2;
+    memcpy(buf, hdr, 1024);
+    write_file(tmp_path("v2.bin"), buf, sizeof buf);
+    rc = tokenfile_open(&tf, tmp_path("v2.bin"), 65, 2, err, sizeof err);
+    CHECK(rc == NGPT_ERR_FORMAT && strstr(err, "version 2"), "shard version: %s", err);
+}
+
+static void test_trainer_reports_data_errors(void) {
+    /* a dataset whose val.bin is missing: the error names it, and nothing is left allocated */
+    ngpt_config c;
+    char err[NGPT_ERRLEN];
+    ngpt_config_defaults(&c);
+    apply_preset(&c, preset_shakespeare_char_cpu);
+    copy_str(c.device, sizeof c.device, "cpu");
+    mkdir(tmp_path("half"), 0777);
+    uint16_t toks[200] = {0};
+    write_file(tmp_path("half/train.bin"), toks, sizeof toks);
+    copy_str(c.data_dir, sizeof c.data_dir, tmp_path("half"));
+    c.vocab_size = 65;
+    ngpt_trainer *tr = NULL;
+    int rc = ngpt_trainer_create(&c, NULL, &tr, err, sizeof err);
+    CHECK(rc == NGPT_ERR_IO && tr == NULL && strstr(err, "half/val.bin"), "missing val.bin: %s", err);
+}
+
+int main(void) {
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/ngpt_test_config_%d", (int)getpid());
+    mkdir(tmpdir, 0777);
+    RUN(test_set_and_validate);
+    RUN(test_config_file);
+    RUN(test_presets_match_files);
+    RUN(test_lr_schedule);
+    RUN(test_prepare_char);
+    RUN(test_prepare_tiny_shakespeare);
+    RUN(test_token_file_errors);
+    RUN(test_trainer_reports_data_errors);
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+    if (system(cmd)) printf("could not remove %s\n", tmpdir);
+    return check_summary();
+}
