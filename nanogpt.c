@@ -858,11 +858,14 @@ static int plan_make(Plan *p, const PlanRequest *r, char *err, size_t errlen) {
         for (long long B = B0; B >= 1; B--) {
             if (seqs % B) continue;
             if (r->pin_micro_batch && B != r->pin_micro_batch) continue;
-            /* trades in order of cost: recompute GELU, recompute LayerNorm, smaller logits chunk */
+            /* trades in order of cost: recompute GELU, recompute LayerNorm, then a smaller logits chunk */
             for (int level = 0; level < 4; level++) {
                 int rc = MIN(level, RECOMPUTE_GELU_LN);
                 int small = level == 3;
-                if (r->pin_recompute >= 0 && rc != r->pin_recompute) continue;
+                if (r->pin_recompute >= 0) {
+                    if (level == 1 || level == 2) continue;
+                    rc = r->pin_recompute;
+                }
                 if (r->pin_chunk && small) continue;
                 int chunk = r->pin_chunk ? r->pin_chunk : default_chunk(r, small);
                 if (plan_layout(p, r, (int)B, rc, chunk, moment_opts[mo]) <= r->budget) {
@@ -1253,7 +1256,7 @@ typedef struct {
 
 /* attention-probability dropout factor of (b, h, t, t2): 0 or 1/(1-p) */
 static inline float attn_keep(const ngpt_dropout *d, size_t bh, int T, int t, int t2) {
-    size_t i = (bh * (size_t)T + (size_t)t) * (size_t)T + (size_t)t2;
+    uint64_t i = d->offset + (bh * (size_t)T + (size_t)t) * (size_t)T + (size_t)t2;
     return ngpt_uniform(d->seed, d->stream, i) >= d->p ? 1.0f / (1.0f - d->p) : 0.0f;
 }
 
@@ -1384,7 +1387,7 @@ static void dropout_range(void *arg, size_t lo, size_t hi, int tid) {
     const Elem *e = (const Elem *)arg;
     float scale = 1.0f / (1.0f - e->drop.p);
     for (size_t i = lo; i < hi; i++)
-        e->out[i] = ngpt_uniform(e->drop.seed, e->drop.stream, i) >= e->drop.p ? e->a[i] * scale : 0.0f;
+        e->out[i] = ngpt_uniform(e->drop.seed, e->drop.stream, e->drop.offset + i) >= e->drop.p ? e->a[i] * scale : 0.0f;
 }
 static void normal_range(void *arg, size_t lo, size_t hi, int tid) {
     (void)tid;
@@ -1938,13 +1941,16 @@ static void *rows(const ngpt_trainer *tr, void *base, size_t r, size_t width) { 
 
 enum { DROP_EMBED, DROP_ATTN, DROP_ATTN_RESID, DROP_MLP_RESID };
 
-/* the dropout of one site of one micro-step; off outside training */
-static ngpt_dropout drop_site(const ngpt_trainer *tr, int training, int micro, int layer, int site) {
-    ngpt_dropout d = {0, 0, 0};
+/* The dropout of one site for micro-batch `micro` (of B sequences); off outside training. The masks of a
+ * step are indexed by the sequence's place in the whole step, so any micro-batch split gives the same. */
+static ngpt_dropout drop_site(const ngpt_trainer *tr, int training, int micro, int B, int layer, int site) {
+    ngpt_dropout d = {0, 0, 0, 0};
     if (!training || tr->cfg.dropout <= 0) return d;
+    uint64_t T = (uint64_t)tr->plan.req.T, seq0 = (uint64_t)micro * (uint64_t)B;
     d.p = (float)tr->cfg.dropout;
     d.seed = (uint64_t)tr->cfg.seed;
-    d.stream = ((uint64_t)tr->step << 32) ^ ((uint64_t)micro << 20) ^ ((uint64_t)layer << 4) ^ (uint64_t)site ^ 0x5A5A000000000000ull;
+    d.stream = ((uint64_t)tr->step << 24) ^ ((uint64_t)layer << 4) ^ (uint64_t)site ^ 0x5A5A000000000000ull;
+    d.offset = site == DROP_ATTN ? seq0 * (uint64_t)tr->ms.NH * T * T : seq0 * T * (uint64_t)tr->ms.C;
     return d;
 }
 
@@ -1959,7 +1965,7 @@ static void graph_forward(ngpt_trainer *tr, const BatchLayout *lay, int B, int t
     const int32_t *tokens = (const int32_t *)slot(tr, lay, B_TOKENS, 0);
     void *res0 = slot(tr, lay, B_RES, 0);
     be->encoder_forward(be, res0, tokens, pt(tr, P, P_WTE, 0), pt(tr, P, P_WPE, 0), B, T, C);
-    ngpt_dropout d = drop_site(tr, training, micro, L, DROP_EMBED);
+    ngpt_dropout d = drop_site(tr, training, micro, B, L, DROP_EMBED);
     if (d.p > 0) be->dropout(be, res0, res0, NC, &d);
     for (int l = 0; l < L; l++) {
         void *res = slot(tr, lay, B_RES, l), *res_out = slot(tr, lay, B_RES, l + 1);
@@ -1971,17 +1977,17 @@ static void graph_forward(ngpt_trainer *tr, const BatchLayout *lay, int B, int t
         float *lse = slot_f(tr, lay, B_LSE, l);
         be->layernorm_forward(be, ln1, ln1s, ln1s + N, res, pt(tr, P, P_LN1W, l), pt_bias(tr, P, P_LN1B, l), N, C);
         be->matmul_forward(be, qkv, ln1, pt(tr, P, P_QKVW, l), pt_bias(tr, P, P_QKVB, l), N, C, 3 * C);
-        d = drop_site(tr, training, micro, l, DROP_ATTN);
+        d = drop_site(tr, training, micro, B, l, DROP_ATTN);
         be->attention_forward(be, atty, lse, qkv, B, T, C, NH, &d);
         be->matmul_forward(be, tmp, atty, pt(tr, P, P_ATTPROJW, l), pt_bias(tr, P, P_ATTPROJB, l), N, C, C);
-        d = drop_site(tr, training, micro, l, DROP_ATTN_RESID);
+        d = drop_site(tr, training, micro, B, l, DROP_ATTN_RESID);
         if (d.p > 0) be->dropout(be, tmp, tmp, NC, &d);
         be->residual_forward(be, res_mid, res, tmp, NC);
         be->layernorm_forward(be, ln2, ln2s, ln2s + N, res_mid, pt(tr, P, P_LN2W, l), pt_bias(tr, P, P_LN2B, l), N, C);
         be->matmul_forward(be, fch, ln2, pt(tr, P, P_FCW, l), pt_bias(tr, P, P_FCB, l), N, C, 4 * C);
         be->gelu_forward(be, gelu, fch, 4 * NC);
         be->matmul_forward(be, tmp, gelu, pt(tr, P, P_FCPROJW, l), pt_bias(tr, P, P_FCPROJB, l), N, 4 * C, C);
-        d = drop_site(tr, training, micro, l, DROP_MLP_RESID);
+        d = drop_site(tr, training, micro, B, l, DROP_MLP_RESID);
         if (d.p > 0) be->dropout(be, tmp, tmp, NC, &d);
         be->residual_forward(be, res_out, res_mid, tmp, NC);
     }
@@ -2038,7 +2044,7 @@ static void graph_backward(ngpt_trainer *tr, const BatchLayout *lay, int B, int 
         }
         if (tr->plan.recompute >= RECOMPUTE_GELU) be->gelu_forward(be, gelu, fch, 4 * NC);
         /* MLP: res_out = res_mid + drop(gelu(ln2 . fcw^T) . fcprojw^T) */
-        ngpt_dropout d = drop_site(tr, 1, micro, l, DROP_MLP_RESID);
+        ngpt_dropout d = drop_site(tr, 1, micro, B, l, DROP_MLP_RESID);
         const void *dproj = dres;
         if (d.p > 0) { be->dropout(be, tmp, dres, NC, &d); dproj = tmp; }
         be->matmul_backward(be, dbig, pt(tr, G, P_FCPROJW, l), pt_bias(tr, G, P_FCPROJB, l), dproj, gelu, pt(tr, P, P_FCPROJW, l), N, 4 * C, C);
@@ -2046,16 +2052,16 @@ static void graph_backward(ngpt_trainer *tr, const BatchLayout *lay, int B, int 
         be->matmul_backward(be, tmp, pt(tr, G, P_FCW, l), pt_bias(tr, G, P_FCB, l), dbig, ln2, pt(tr, P, P_FCW, l), N, C, 4 * C);
         be->layernorm_backward(be, dres, pt(tr, G, P_LN2W, l), pt_bias(tr, G, P_LN2B, l), tmp, res_mid, pt(tr, P, P_LN2W, l), ln2s, ln2s + N, N, C);
         /* attention: res_mid = res + drop(attention(ln1 . qkvw^T) . attprojw^T) */
-        d = drop_site(tr, 1, micro, l, DROP_ATTN_RESID);
+        d = drop_site(tr, 1, micro, B, l, DROP_ATTN_RESID);
         dproj = dres;
         if (d.p > 0) { be->dropout(be, tmp, dres, NC, &d); dproj = tmp; }
         be->matmul_backward(be, datt, pt(tr, G, P_ATTPROJW, l), pt_bias(tr, G, P_ATTPROJB, l), dproj, atty, pt(tr, P, P_ATTPROJW, l), N, C, C);
-        d = drop_site(tr, 1, micro, l, DROP_ATTN);
+        d = drop_site(tr, 1, micro, B, l, DROP_ATTN);
         be->attention_backward(be, dbig, datt, qkv, atty, lse, B, T, C, NH, &d);
         be->matmul_backward(be, tmp, pt(tr, G, P_QKVW, l), pt_bias(tr, G, P_QKVB, l), dbig, ln1, pt(tr, P, P_QKVW, l), N, C, 3 * C);
         be->layernorm_backward(be, dres, pt(tr, G, P_LN1W, l), pt_bias(tr, G, P_LN1B, l), tmp, res, pt(tr, P, P_LN1W, l), ln1s, ln1s + N, N, C);
     }
-    ngpt_dropout d = drop_site(tr, 1, micro, L, DROP_EMBED);
+    ngpt_dropout d = drop_site(tr, 1, micro, B, L, DROP_EMBED);
     if (d.p > 0) be->dropout(be, dres, dres, NC, &d);
     const int32_t *buckets = (const int32_t *)slot(tr, lay, B_BUCKETS, 0);
     be->encoder_backward(be, pt(tr, G, P_WTE, 0), pt(tr, G, P_WPE, 0), dres, (const int32_t *)slot(tr, lay, B_TOKENS, 0), buckets,

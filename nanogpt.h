@@ -176,12 +176,15 @@ void ngpt_get_stats(const ngpt_trainer *tr, ngpt_stats *st);
  * ---------------------------------------------------------------------------------------------------- */
 enum { NGPT_DTYPE_F32 = 0, NGPT_DTYPE_BF16 = 1, NGPT_DTYPE_F16 = 2 };
 
-/* Dropout of one site: keep element i when ngpt_uniform(seed, stream, i) >= p, scaling kept ones by
- * 1/(1-p). Masks are regenerated in the backward pass from (seed, stream, i), never stored. */
+/* Dropout of one site: keep element i when ngpt_uniform(seed, stream, offset + i) >= p, scaling kept ones
+ * by 1/(1-p). Masks are regenerated in the backward pass, never stored. For attention probabilities i is
+ * ((b*NH + h)*T + t)*T + t2. The offset places a micro-batch inside its optimizer step, so the masks do
+ * not depend on how the step is split into micro-batches. */
 typedef struct ngpt_dropout {
     float p;          /* 0 = no dropout */
     uint64_t seed;
-    uint64_t stream;  /* identifies (step, micro-step, layer, site) */
+    uint64_t stream;  /* identifies (step, layer, site) */
+    uint64_t offset;  /* index of this micro-batch's first element within the step */
 } ngpt_dropout;
 
 /* One AdamW update (decoupled weight decay, bias-corrected moments, as torch.optim.AdamW). The caller

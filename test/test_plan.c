@@ -1,0 +1,284 @@
+/* test_plan.c: the memory planner.
+ *  - sizes against values computed independently (published parameter counts, hand formulas);
+ *  - a property test over random configs and budgets: aligned, disjoint, within budget, tokens per step
+ *    kept, the largest micro-batch chosen, and a refusal only when the smallest plan truly does not fit;
+ *  - the seed scenario: GPT-2 124M, 64 x 1024 tokens per step, in 2.68 GiB;
+ *  - training with different forced micro-batches gives the same losses;
+ *  - a failing allocation is a clear error. */
+#define NGPT_NO_MAIN
+#include "../nanogpt.c"
+#include "check.h"
+#include <sys/resource.h>
+#include <sys/wait.h>
+
+static ModelShape gpt2_shape(int L, int NH, int C, int bias) {
+    ModelShape m = {L, NH, C, 50257, 50304, 1024, bias};
+    return m;
+}
+
+static PlanRequest request(ModelShape m, int T, int batch, int accum, int dtype, int device, double budget) {
+    PlanRequest r;
+    memset(&r, 0, sizeof r);
+    r.m = m; r.T = T; r.batch_size = batch; r.grad_accum = accum; r.dtype = dtype; r.device = device;
+    r.nthreads = 2; r.budget = budget; r.pin_recompute = -1; r.eval_seqs = (long long)batch * 200;
+    return r;
+}
+
+static void test_parameter_counts(void) {
+    size_t sizes[N_PARAM_TENSORS];
+    ModelShape m = gpt2_shape(12, 12, 768, 1);
+    /* llm.c prints num_parameters: 124475904 for GPT-2 124M with the padded vocabulary; Hugging Face's
+     * gpt2 has 124439808 = that minus 47 padding rows of 768 */
+    CHECK(param_sizes(&m, sizes) == 124475904, "GPT-2 124M: %zu", param_sizes(&m, sizes));
+    m = gpt2_shape(24, 16, 1024, 1);
+    CHECK(param_sizes(&m, sizes) == 354823168 + 47 * 1024, "GPT-2 350M: %zu", param_sizes(&m, sizes));
+    /* nanoGPT's bias=False drops 2 LN biases, qkv, proj, fc, fcproj biases per layer and the final LN bias */
+    m = gpt2_shape(12, 12, 768, 0);
+    size_t biases = 12 * (768 + 768 + 3 * 768 + 768 + 4 * 768 + 768) + 768;
+    CHECK(param_sizes(&m, sizes) == 124475904 - biases, "GPT-2 124M without biases: %zu", param_sizes(&m, sizes));
+    ModelShape tiny = {2, 2, 32, 37, 64, 16, 1};
+    size_t want = 64 * 32 + 16 * 32 + 2 * (32 + 32 + 96 * 32 + 96 + 32 * 32 + 32 + 32 + 32 + 128 * 32 + 128 + 32 * 128 + 32) + 32 + 32;
+    CHECK(param_sizes(&tiny, sizes) == want, "tiny: %zu want %zu", param_sizes(&tiny, sizes), want);
+}
+
+/* bytes of the training activations for micro-batch B, from the model's definition rather than the
+ * layout code: what backward needs of each layer */
+static double activation_bytes_by_hand(const ModelShape *m, int B, int T, int recompute, size_t act) {
+    double BT = (double)B * T, C = m->C, L = m->L;
+    double per_layer = BT * C * act          /* residual stream after the block */
+                     + BT * C * act          /* residual after attention */
+                     + 2 * 2 * BT * 4        /* LayerNorm mean and rstd, twice */
+                     + BT * 3 * C * act      /* qkv */
+                     + BT * C * act          /* attention output */
+                     + (double)B * m->NH * T * 4 /* log-sum-exp */
+                     + BT * 4 * C * act;     /* fc pre-activation */
+    double kept = L * per_layer + BT * C * act; /* + the embedding output (residual 0) */
+    double ln = BT * C * act, gelu = BT * 4 * C * act;
+    kept += (recompute >= RECOMPUTE_GELU_LN ? 2 : 2 * L) * ln;
+    kept += (recompute >= RECOMPUTE_GELU ? 1 : L) * gelu;
+    kept += BT * C * act + 2 * BT * 4; /* final LayerNorm output and stats */
+    return kept;
+}
+
+static void test_sizes_by_category(void) {
+    ModelShape m = gpt2_shape(12, 12, 768, 0);
+    for (int rc = 0; rc <= 2; rc++) {
+        PlanRequest r = request(m, 1024, 8, 1, NGPT_DTYPE_BF16, DEV_BACKEND_CUDA, 1e15);
+        r.pin_recompute = rc;
+        Plan p;
+        char err[NGPT_ERRLEN];
+        CHECK(plan_make(&p, &r, err, sizeof err) == 0, "%s", err);
+        double np = (double)p.nparams;
+        /* alignment gaps: at most 64 elements per tensor, 256 bytes per buffer */
+        CHECK(p.cat_bytes[CAT_PARAMS] >= 2 * np && p.cat_bytes[CAT_PARAMS] <= 2 * (np + 64 * 16) + 256, "params bytes");
+        CHECK(p.cat_bytes[CAT_GRADS] == p.cat_bytes[CAT_PARAMS], "grads bytes");
+        CHECK(p.cat_bytes[CAT_MASTER] >= 4 * np && p.cat_bytes[CAT_MASTER] <= 4 * (np + 64 * 16) + 256, "master bytes");
+        CHECK(p.cat_bytes[CAT_MOMENTS] >= 8 * np && p.cat_bytes[CAT_MOMENTS] <= 8 * (np + 64 * 16) + 512, "moments bytes");
+        double want = activation_bytes_by_hand(&m, 8, 1024, rc, 2);
+        double got = p.cat_bytes[CAT_ACTS];
+        CHECK(got >= want && got <= want + 256.0 * N_BATCH_BUFS, "recompute %d: activations %.0f, by hand %.0f", rc, got, want);
+        CHECK(p.cat_bytes[CAT_LOGITS] == (double)ALIGN_UP((size_t)p.logits_chunk * 50304 * 2, ARENA_ALIGN), "logits chunk bytes");
+        double sum = 0;
+        for (int c = 0; c < N_CATS; c++) sum += p.cat_bytes[c];
+        CHECK(sum == (double)p.device_bytes, "categories add up to the arena: %.0f vs %zu", sum, p.device_bytes);
+    }
+    /* CPU fp32: no master copy, 4-byte everything, and the host arena counts against the budget */
+    PlanRequest r = request(m, 256, 4, 1, NGPT_DTYPE_F32, DEV_BACKEND_CPU, 1e15);
+    Plan p;
+    char err[NGPT_ERRLEN];
+    CHECK(plan_make(&p, &r, err, sizeof err) == 0, "%s", err);
+    CHECK(p.cat_bytes[CAT_MASTER] == 0 && p.cat_bytes[CAT_PARAMS] >= 4.0 * p.nparams, "cpu fp32 layout");
+}
+
+/* every buffer of a layout aligned, inside the region, and disjoint */
+static int layout_ok(const BatchLayout *lay, size_t region, char *why, size_t n) {
+    for (int i = 0; i < N_BATCH_BUFS; i++) {
+        if (lay->off[i] % ARENA_ALIGN || lay->slot_bytes[i] % ARENA_ALIGN) { snprintf(why, n, "%s misaligned", batch_buf_names[i]); return 0; }
+        if (lay->off[i] + lay->bytes[i] > region) { snprintf(why, n, "%s outside the region", batch_buf_names[i]); return 0; }
+        for (int j = 0; j < i; j++)
+            if (lay->bytes[i] && lay->bytes[j] && lay->off[i] < lay->off[j] + lay->bytes[j] && lay->off[j] < lay->off[i] + lay->bytes[i]) {
+                snprintf(why, n, "%s overlaps %s", batch_buf_names[i], batch_buf_names[j]);
+                return 0;
+            }
+    }
+    return 1;
+}
+
+static double plan_bytes(const Plan *p) {
+    return p->req.device == DEV_BACKEND_CUDA ? (double)p->device_bytes : (double)(p->device_bytes + p->host_bytes);
+}
+
+static void test_property_random_configs(void) {
+    Rng rng = {77, 1, 0};
+    int fits = 0, refusals = 0, failures = 0;
+    for (int it = 0; it < 3000 && failures < 5; it++) {
+        int NH = 1 + (int)rng_below(&rng, 8);
+        int C = NH * (8 << rng_below(&rng, 4));
+        ModelShape m = {1 + (int)rng_below(&rng, 12), NH, C, 0, 0, 0, (int)rng_below(&rng, 2)};
+        m.V = 10 + (int)rng_below(&rng, 60000);
+        m.Vp = pad_vocab(m.V);
+        int T = 1 + (int)rng_below(&rng, 2048);
+        m.maxT = T;
+        int batch = 1 + (int)rng_below(&rng, 64), accum = 1 + (int)rng_below(&rng, 8);
+        int device = (int)rng_below(&rng, 2);
+        int dtype = device == DEV_BACKEND_CPU ? NGPT_DTYPE_F32 : (int)rng_below(&rng, 3);
+        double budget = exp(log(1e6) + (log(1e11) - log(1e6)) * (double)rng_below(&rng, 1000000) / 1e6);
+        PlanRequest r = request(m, T, batch, accum, dtype, device, budget);
+        if (rng_below(&rng, 4) == 0) r.pin_recompute = (int)rng_below(&rng, 3);
+        Plan p;
+        char err[NGPT_ERRLEN], why[128];
+        int rc = plan_make(&p, &r, err, sizeof err);
+        long long seqs = (long long)batch * accum;
+        if (rc == NGPT_OK) {
+            fits++;
+            int ok = 1;
+            if (plan_bytes(&p) > budget) { ok = 0; snprintf(why, sizeof why, "%.0f bytes over budget %.0f", plan_bytes(&p), budget); }
+            else if ((long long)p.micro_batch * p.grad_accum != seqs) { ok = 0; snprintf(why, sizeof why, "tokens per step changed"); }
+            else if (p.micro_batch > batch) { ok = 0; snprintf(why, sizeof why, "micro-batch above batch_size"); }
+            else if (!layout_ok(&p.train, p.region_bytes, why, sizeof why) || !layout_ok(&p.eval, p.region_bytes, why, sizeof why)) ok = 0;
+            else if (p.off_region % ARENA_ALIGN || p.off_grads % ARENA_ALIGN || p.off_m % ARENA_ALIGN || p.off_v % ARENA_ALIGN) {
+                ok = 0; snprintf(why, sizeof why, "fixed buffers misaligned");
+            } else if (p.eval_micro_batch < p.micro_batch) { ok = 0; snprintf(why, sizeof why, "eval micro-batch below training's"); }
+            else {
+                /* largest: no bigger divisor of the sequences per step fits at any trade */
+                for (long long B = p.micro_batch + 1; B <= batch && ok; B++) {
+                    if (seqs % B) continue;
+                    for (int level = 0; level < 4 && ok; level++) {
+                        int rcl = r.pin_recompute >= 0 ? r.pin_recompute : MIN(level, 2);
+                        Plan q;
+                        /* within the chosen moment precision: bf16 moments are the last resort */
+                        if (plan_layout(&q, &r, (int)B, rcl, default_chunk(&r, level == 3), p.moments_dtype) <= budget) {
+                                ok = 0;
+                                snprintf(why, sizeof why, "micro-batch %lld would fit but %d was chosen", B, p.micro_batch);
+                            }
+                    }
+                }
+            }
+            if (!ok) { failures++; CHECK(0, "config %d (L%d C%d T%d batch %d x %d, budget %.0f): %s", it, m.L, m.C, T, batch, accum, budget, why); }
+        } else {
+            refusals++;
+            /* a refusal: the smallest possible plan really is over the budget */
+            Plan q;
+            int rcl = r.pin_recompute >= 0 ? r.pin_recompute : 2;
+            double smallest = plan_layout(&q, &r, 1, rcl, default_chunk(&r, 1), dtype == NGPT_DTYPE_F32 ? NGPT_DTYPE_F32 : NGPT_DTYPE_BF16);
+            if (!(rc == NGPT_ERR_NOMEM && smallest > budget && strstr(err, "does not fit"))) {
+                failures++;
+                CHECK(0, "config %d refused (%d) though the smallest plan needs %.0f of %.0f: %s", it, rc, smallest, budget, err);
+            }
+        }
+    }
+    printf("  3000 random configs: %d planned, %d refused\n", fits, refusals);
+    CHECK(fits > 300 && refusals > 300, "the random budgets should exercise both outcomes (%d fit, %d refused)", fits, refusals);
+}
+
+/* The reason this project exists: GPT-2 124M, batch 64 x block 1024, a 12 GB card with 2.68 GiB free. */
+static void test_seed_scenario(void) {
+    ModelShape m = gpt2_shape(12, 12, 768, 0);
+    PlanRequest r = request(m, 1024, 64, 1, NGPT_DTYPE_BF16, DEV_BACKEND_CUDA, 2.68 * GiB - CUDA_SAFETY_MARGIN);
+    Plan p;
+    char err[NGPT_ERRLEN];
+    int rc = plan_make(&p, &r, err, sizeof err);
+    CHECK(rc == 0, "2.68 GiB: %s", err);
+    CHECK((long long)p.micro_batch * p.grad_accum * 1024 == 65536, "tokens per step %d x %d x 1024", p.micro_batch, p.grad_accum);
+    CHECK(p.device_bytes <= 2.68 * GiB - CUDA_SAFETY_MARGIN, "arena %zu", p.device_bytes);
+    printf("  2.68 GiB: micro-batch %d x %d, recompute %s, chunk %d, arena %.2f GiB\n", p.micro_batch, p.grad_accum,
+           recompute_name(p.recompute), p.logits_chunk, p.device_bytes / GiB);
+    /* the logits chunk is never the full (B*T, Vp) tensor nanoGPT asks for (6.14 GiB in bf16) */
+    CHECK(p.cat_bytes[CAT_LOGITS] < 0.05 * 65536.0 * 50304 * 2, "logits chunk %.0f bytes", p.cat_bytes[CAT_LOGITS]);
+    /* a budget too small for even the parameters and optimizer is refused with the numbers */
+    r.budget = 1.0 * GiB;
+    rc = plan_make(&p, &r, err, sizeof err);
+    CHECK(rc == NGPT_ERR_NOMEM && strstr(err, "needs") && strstr(err, "budget is 1.00 GiB") && strstr(err, "block_size"),
+          "refusal message: %s", err);
+}
+
+/* ---- training with forced micro-batches ---- */
+static char data_dir[256];
+static void make_dataset(int V) {
+    snprintf(data_dir, sizeof data_dir, "/tmp/ngpt_test_plan_%d", (int)getpid());
+    mkdir(data_dir, 0777);
+    for (int k = 0; k < 2; k++) {
+        char path[320];
+        snprintf(path, sizeof path, "%s/%s", data_dir, k ? "val.bin" : "train.bin");
+        FILE *f = fopen(path, "wb");
+        for (int i = 0; i < 20000; i++) {
+            uint16_t t = (uint16_t)((i * 7 + (int)(ngpt_hash(5, (uint64_t)k, (uint64_t)i) % 3)) % V); /* learnable */
+            fwrite(&t, 2, 1, f);
+        }
+        fclose(f);
+    }
+}
+
+static void losses_with_micro_batch(int mb, float *losses, int steps) {
+    ngpt_config c;
+    ngpt_config_defaults(&c);
+    copy_str(c.device, sizeof c.device, "cpu");
+    copy_str(c.data_dir, sizeof c.data_dir, data_dir);
+    c.vocab_size = 50; c.block_size = 32; c.n_layer = 2; c.n_head = 2; c.n_embd = 32; c.bias = 1;
+    c.batch_size = 8; c.gradient_accumulation_steps = 1; c.micro_batch = mb; c.dropout = 0.1;
+    c.learning_rate = 3e-3; c.warmup_iters = 2; c.lr_decay_iters = 10; c.min_lr = 3e-4; c.threads = 2;
+    ngpt_trainer *tr;
+    char err[NGPT_ERRLEN];
+    if (ngpt_trainer_create(&c, NULL, &tr, err, sizeof err)) { CHECK(0, "%s", err); return; }
+    CHECK(tr->plan.micro_batch == mb && tr->plan.grad_accum == 8 / mb, "plan %d x %d", tr->plan.micro_batch, tr->plan.grad_accum);
+    for (int s = 0; s < steps; s++) CHECK(ngpt_train_step(tr, &losses[s]) == 0, "%s", tr->err);
+    ngpt_trainer_free(tr);
+}
+
+static void test_forced_micro_batches_same_losses(void) {
+    make_dataset(50);
+    enum { STEPS = 6 };
+    float ref[STEPS], got[STEPS];
+    losses_with_micro_batch(8, ref, STEPS);
+    int mbs[3] = {4, 2, 1};
+    for (int i = 0; i < 3; i++) {
+        losses_with_micro_batch(mbs[i], got, STEPS);
+        for (int s = 0; s < STEPS; s++)
+            CHECK(fabs(got[s] - ref[s]) <= 1e-5 * fabs(ref[s]), "micro-batch %d step %d: loss %.8f vs %.8f", mbs[i], s, (double)got[s],
+                  (double)ref[s]);
+    }
+    CHECK(ref[STEPS - 1] < ref[0], "the loss should fall (%.4f -> %.4f)", (double)ref[0], (double)ref[STEPS - 1]);
+}
+
+/* the one allocation fails (here: an address-space limit): a clear error, nothing half-made */
+static void test_allocation_failure(void) {
+#ifdef NGPT_SANITIZE
+    printf("  (skipped under the sanitizers, which reserve address space)\n");
+#else
+    pid_t pid = fork();
+    if (pid == 0) {
+        ngpt_config c;
+        ngpt_config_defaults(&c);
+        copy_str(c.device, sizeof c.device, "cpu");
+        copy_str(c.data_dir, sizeof c.data_dir, data_dir);
+        c.vocab_size = 50; c.block_size = 32; c.n_layer = 8; c.n_head = 8; c.n_embd = 1024; c.batch_size = 8;
+        c.gradient_accumulation_steps = 1; c.threads = 1;
+        c.max_memory = 4.0 * GiB; /* the plan fits this, but the process may not have it */
+        struct rlimit rl = {(rlim_t)1 << 30, (rlim_t)1 << 30};
+        setrlimit(RLIMIT_AS, &rl);
+        ngpt_trainer *tr = NULL;
+        char err[NGPT_ERRLEN];
+        int rc = ngpt_trainer_create(&c, NULL, &tr, err, sizeof err);
+        int ok = rc == NGPT_ERR_NOMEM && tr == NULL && strstr(err, "allocating the planned");
+        if (!ok) printf("  child: rc %d: %s\n", rc, err);
+        fflush(stdout);
+        _exit(ok ? 0 : 1);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "allocation failure was not reported cleanly");
+#endif
+}
+
+int main(void) {
+    RUN(test_parameter_counts);
+    RUN(test_sizes_by_category);
+    RUN(test_property_random_configs);
+    RUN(test_seed_scenario);
+    RUN(test_forced_micro_batches_same_losses);
+    RUN(test_allocation_failure);
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", data_dir);
+    if (system(cmd)) printf("could not remove %s\n", data_dir);
+    return check_summary();
+}
