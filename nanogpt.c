@@ -941,6 +941,22 @@ static void plan_print_json(const Plan *p, FILE *f) {
             p->micro_batch, p->grad_accum, recompute_name(p->recompute), p->logits_chunk, p->eval_micro_batch,
             p->moments_dtype == NGPT_DTYPE_F32 ? "fp32" : "bf16", p->device_bytes, p->host_bytes);
     for (int c = 0; c < N_CATS; c++) fprintf(f, "%s\"%s\": %.0f", c ? ", " : "", cat_keys[c], p->cat_bytes[c]);
+    /* every buffer: device offsets are from the arena start, the batch region is laid out twice */
+    fprintf(f, "}, \"parameters_by_tensor\": {");
+    for (int i = 0; i < N_PARAM_TENSORS; i++)
+        fprintf(f, "%s\"%s\": {\"offset_elements\": %zu, \"elements\": %zu}", i ? ", " : "", param_names[i], p->param_off[i], p->param_len[i]);
+    fprintf(f, "}, \"device_buffers\": {\"params\": [%zu, %zu], \"grads\": [%zu, %zu], \"master\": [%zu, %zu], \"adam_m\": [%zu, %zu], "
+               "\"adam_v\": [%zu, %zu]",
+            p->off_params, p->off_grads - p->off_params, p->off_grads, p->off_master - p->off_grads, p->off_master,
+            p->off_m - p->off_master, p->off_m, p->off_v - p->off_m, p->off_v, p->off_region - p->off_v);
+    const BatchLayout *lays[2] = {&p->train, &p->eval};
+    for (int k = 0; k < 2; k++) {
+        fprintf(f, "}, \"%s_buffers\": {", k ? "eval" : "train");
+        for (int i = 0; i < N_BATCH_BUFS; i++)
+            fprintf(f, "%s\"%s\": [%zu, %zu]", i ? ", " : "", batch_buf_names[i], p->off_region + lays[k]->off[i], lays[k]->bytes[i]);
+    }
+    fprintf(f, "}, \"host_buffers\": {");
+    for (int i = 0; i < N_HOST_BUFS; i++) fprintf(f, "%s\"%s\": [%zu, %zu]", i ? ", " : "", host_buf_names[i], p->host_off[i], p->host_bytes_of[i]);
     fprintf(f, "}}\n");
 }
 
@@ -2182,13 +2198,6 @@ static double host_memory_available(void) {
     return 0.9 * (double)pages * (double)psize;
 }
 
-static uint16_t f32_to_bf16(float f) {
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    if ((u & 0x7FFFFFFFu) > 0x7F800000u) return (uint16_t)(u >> 16 | 0x40); /* NaN stays NaN */
-    u += 0x7FFFu + ((u >> 16) & 1);                                         /* round to nearest even */
-    return (uint16_t)(u >> 16);
-}
 static float bf16_to_f32(uint16_t h) {
     uint32_t u = (uint32_t)h << 16;
     float f;
@@ -2306,7 +2315,7 @@ static int resolve_device(const ngpt_config *c, int *device, int *dtype, char *n
     if (want_cuda || auto_dev) {
         if (ngpt_cuda_available(why, sizeof why)) *device = DEV_BACKEND_CUDA;
         else if (want_cuda) return fail(err, errlen, NGPT_ERR_DEVICE, "device = cuda, but %s", why);
-        else snprintf(note, notelen, "no usable GPU (%s): training on the CPU", why);
+        else snprintf(note, notelen, "no usable GPU (%.400s): training on the CPU", why);
     }
     if (*device == DEV_BACKEND_CPU) {
         if (strcmp(c->dtype, "auto") && strcmp(c->dtype, "float32"))
@@ -2598,8 +2607,8 @@ int ngpt_train(ngpt_trainer *tr) {
  * ==================================================================================================== */
 
 static int charvocab_save(const CharVocab *v, const char *path, char *err, size_t errlen) {
-    char tmp[600];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    char tmp[1100];
+    snprintf(tmp, sizeof tmp, "%.1000s.tmp", path);
     FILE *f = fopen(tmp, "wb");
     if (!f) return fail(err, errlen, NGPT_ERR_IO, "cannot create %s: %s", tmp, strerror(errno));
     uint32_t hdr[2] = {CHARVOCAB_VERSION, (uint32_t)v->n};
@@ -2865,7 +2874,7 @@ static int ensure_shakespeare_char(const ngpt_config *cfg, char *err, size_t err
         mkdir(dir, 0777);
         printf("downloading Tiny Shakespeare from %s\n", TINY_SHAKESPEARE_URL);
         fflush(stdout);
-        char cmd[1024];
+        char cmd[2048];
         snprintf(cmd, sizeof cmd, "curl -fsSL --max-time 60 -o '%s.part' '%s' 2>/dev/null || wget -q -T 60 -O '%s.part' '%s' 2>/dev/null",
                  input, TINY_SHAKESPEARE_URL, input, TINY_SHAKESPEARE_URL);
         char part[420];
