@@ -1,12 +1,22 @@
 /* test_train.c: a short real training run. nanoGPT's CPU recipe for Tiny Shakespeare characters, cut to
  * 300 steps (warmup 20, cosine to step 300): the validation loss must fall from ~4.17 (uniform over 65
  * characters) below 2.45 (measured 2.398 on the development machine; a model that learnt only character
- * frequencies stays above 3.0). */
+ * frequencies stays above 3.0). Under the sanitizers (10x slower) the run is 60 steps (warmup 10) and the
+ * bar 2.8 (measured 2.666). */
+#ifdef NGPT_SANITIZE
+#define TRAIN_STEPS 60
+#define WARMUP 10
+#define VAL_BAR 2.8f
+#else
+#define TRAIN_STEPS 300
+#define WARMUP 20
+#define VAL_BAR 2.45f
+#endif
 #define NGPT_NO_MAIN
 #include "../nanogpt.c"
 #include "check.h"
 
-static void test_tiny_shakespeare_300_steps(void) {
+static void test_tiny_shakespeare_training(void) {
     char dir[256], input[512], err[NGPT_ERRLEN];
     snprintf(dir, sizeof dir, "/tmp/ngpt_test_train_%d", (int)getpid());
     snprintf(input, sizeof input, "%s/tinyshakespeare.txt", shared_data_dir());
@@ -18,10 +28,10 @@ static void test_tiny_shakespeare_300_steps(void) {
     apply_preset(&c, preset_shakespeare_char_cpu);
     copy_str(c.device, sizeof c.device, "cpu");
     copy_str(c.data_dir, sizeof c.data_dir, dir);
-    c.max_iters = 300;
-    c.lr_decay_iters = 300;
-    c.warmup_iters = 20;
-    c.eval_interval = 100;
+    c.max_iters = TRAIN_STEPS;
+    c.lr_decay_iters = TRAIN_STEPS;
+    c.warmup_iters = WARMUP;
+    c.eval_interval = TRAIN_STEPS / 3;
     c.eval_iters = 10;
     ngpt_trainer *tr;
     rc = ngpt_trainer_create(&c, NULL, &tr, err, sizeof err);
@@ -40,7 +50,7 @@ static void test_tiny_shakespeare_300_steps(void) {
     }
     printf("  %d steps in %.1f s\n", tr->step, now_seconds() - t0);
     CHECK(first_val > 4.0f, "initial val loss %.4f: expected about ln(65) = 4.17", (double)first_val);
-    CHECK(val < 2.45f, "val loss after 300 steps %.4f, expected below 2.45", (double)val);
+    CHECK(val < VAL_BAR, "val loss after %d steps %.4f, expected below %.2f", TRAIN_STEPS, (double)val, (double)VAL_BAR);
     ngpt_trainer_free(tr);
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
@@ -48,6 +58,6 @@ static void test_tiny_shakespeare_300_steps(void) {
 }
 
 int main(void) {
-    RUN(test_tiny_shakespeare_300_steps);
+    RUN(test_tiny_shakespeare_training);
     return check_summary();
 }
