@@ -11,6 +11,7 @@
 #include "nanogpt.h"
 
 #include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <float.h>
@@ -1889,7 +1890,9 @@ struct ngpt_trainer {
     /* data */
     TokenFile train_data, val_data;
     CharVocab *charvocab; /* NULL unless the dataset has meta.bin */
-    Rng rng_train, rng_val;
+    Rng rng_train;
+    FILE *resume_file; /* open only while the trainer is being made */
+    _Atomic int stop_requested;
     /* progress */
     int step;
     int eval_count; /* evaluations done; seeds the eval batches */
@@ -2363,6 +2366,349 @@ static void plan_request_from_config(PlanRequest *r, const ngpt_config *c, const
     r->eval_seqs = (long long)c->eval_iters * c->batch_size;
 }
 
+/* ======================================================================================================
+ * Checkpoints (docs/formats.md): magic "ngptckpt", a version, a table of sections each with its own
+ * checksum, then the sections: the config, the model shape, the training state (step, RNG position, best
+ * val loss), the fp32 parameters and the AdamW moments. Written to a temporary file, fsynced and renamed,
+ * so a crash or a full disk leaves the previous checkpoint whole.
+ * ==================================================================================================== */
+
+#define CKPT_MAGIC "ngptckpt"
+#define CKPT_VERSION 1
+enum { SEC_CONFIG = 1, SEC_MODEL, SEC_STATE, SEC_PARAMS, SEC_ADAM_M, SEC_ADAM_V, N_SECTIONS = 6 };
+static const char *const section_names[N_SECTIONS + 1] = {"", "config", "model", "state", "parameters", "AdamW m", "AdamW v"};
+
+typedef struct {
+    uint32_t id, reserved;
+    uint64_t offset, bytes, checksum;
+} CkptSection;
+
+typedef struct {
+    char magic[8];
+    uint32_t version, nsections;
+    CkptSection sec[N_SECTIONS];
+} CkptHeader;
+
+typedef struct {
+    int32_t L, NH, C, V, Vp, maxT, bias, reserved;
+} CkptModel;
+
+typedef struct {
+    int64_t step, eval_count, rng_train_counter, seed;
+    double best_val_loss, last_loss;
+    int64_t reserved[4];
+} CkptState;
+
+/* FNV-1a over little-endian 64-bit words, then the remaining bytes and the length; streaming. */
+typedef struct {
+    uint64_t h, len;
+    unsigned char buf[8];
+    int nbuf;
+} Hash64;
+#define FNV_PRIME 0x100000001B3ull
+static void hash_init(Hash64 *s) { memset(s, 0, sizeof *s); s->h = 0xCBF29CE484222325ull; }
+static void hash_update(Hash64 *s, const void *data, size_t n) {
+    const unsigned char *b = (const unsigned char *)data;
+    s->len += n;
+    while (n && s->nbuf) {
+        s->buf[s->nbuf++] = *b++;
+        n--;
+        if (s->nbuf == 8) { uint64_t w; memcpy(&w, s->buf, 8); s->h = (s->h ^ w) * FNV_PRIME; s->nbuf = 0; }
+    }
+    for (; n >= 8; b += 8, n -= 8) { uint64_t w; memcpy(&w, b, 8); s->h = (s->h ^ w) * FNV_PRIME; }
+    while (n--) s->buf[s->nbuf++] = *b++;
+}
+static uint64_t hash_final(const Hash64 *s) {
+    uint64_t h = s->h;
+    for (int i = 0; i < s->nbuf; i++) h = (h ^ s->buf[i]) * FNV_PRIME;
+    return (h ^ s->len) * FNV_PRIME;
+}
+
+typedef struct {
+    FILE *f;
+    const char *path;
+    Hash64 hash;
+    int failed;
+} CkptWriter;
+
+static void ckpt_put(CkptWriter *w, const void *p, size_t n) {
+    if (w->failed || !n) return;
+    if (fwrite(p, 1, n, w->f) != n) w->failed = errno ? errno : EIO;
+    hash_update(&w->hash, p, n);
+}
+
+/* a tensor block (n values of esize bytes on the device) as fp32, through the staging buffer */
+static void ckpt_put_tensor(ngpt_trainer *tr, CkptWriter *w, const void *src, size_t n, size_t esize) {
+    float *stage = (float *)tr->h_staging;
+    size_t per = HOST_STAGING_BYTES / 8;
+    for (size_t i = 0; i < n; i += per) {
+        size_t k = MIN(per, n - i);
+        if (esize == 4) tr->be->download(tr->be, stage, (const char *)src + i * 4, k * 4);
+        else {
+            uint16_t *raw = (uint16_t *)(stage + per);
+            tr->be->download(tr->be, raw, (const char *)src + i * 2, k * 2);
+            for (size_t j = 0; j < k; j++) stage[j] = bf16_to_f32(raw[j]);
+        }
+        ckpt_put(w, stage, k * 4);
+    }
+}
+
+static void ckpt_begin_section(CkptWriter *w, CkptHeader *h, int id) {
+    CkptSection *s = &h->sec[id - 1];
+    s->id = (uint32_t)id;
+    s->offset = (uint64_t)ftell(w->f);
+    hash_init(&w->hash);
+}
+static void ckpt_end_section(CkptWriter *w, CkptHeader *h, int id) {
+    CkptSection *s = &h->sec[id - 1];
+    s->bytes = (uint64_t)ftell(w->f) - s->offset;
+    s->checksum = hash_final(&w->hash);
+}
+
+static int mkdir_p(const char *dir) {
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s", dir);
+    for (char *p = buf + 1; *p; p++)
+        if (*p == '/') { *p = 0; mkdir(buf, 0777); *p = '/'; }
+    return mkdir(buf, 0777) == 0 || errno == EEXIST ? 0 : -1;
+}
+
+/* Writes the trainer's whole state to path (atomically). */
+static int checkpoint_write(ngpt_trainer *tr, const char *path) {
+    char tmp[600];
+    snprintf(tmp, sizeof tmp, "%.580s.tmp", path);
+    CkptWriter w = {fopen(tmp, "wb"), tmp, {0}, 0};
+    if (!w.f) return tr_fail(tr, NGPT_ERR_IO, "cannot create checkpoint %s: %s", tmp, strerror(errno));
+    CkptHeader h;
+    memset(&h, 0, sizeof h);
+    memcpy(h.magic, CKPT_MAGIC, 8);
+    h.version = CKPT_VERSION;
+    h.nsections = N_SECTIONS;
+    errno = 0;
+    if (fwrite(&h, sizeof h, 1, w.f) != 1) w.failed = errno ? errno : EIO; /* placeholder, rewritten last */
+
+    ckpt_begin_section(&w, &h, SEC_CONFIG);
+    char line[600];
+    for (size_t i = 0; i < N_CONFIG_KEYS; i++) { /* the config as `key = value` lines, as ngpt_config_print */
+        const ConfigKey *k = &config_keys[i];
+        const char *field = (const char *)&tr->cfg + k->offset;
+        int n = 0;
+        switch (k->type) {
+        case KEY_INT: case KEY_BOOL: n = snprintf(line, sizeof line, "%s = %d\n", k->name, *(const int *)field); break;
+        case KEY_I64: n = snprintf(line, sizeof line, "%s = %lld\n", k->name, *(const long long *)field); break;
+        case KEY_FLOAT: n = snprintf(line, sizeof line, "%s = %.17g\n", k->name, *(const double *)field); break;
+        case KEY_BYTES: n = snprintf(line, sizeof line, "%s = %.0f\n", k->name, *(const double *)field); break;
+        case KEY_STR: n = snprintf(line, sizeof line, "%s = '%s'\n", k->name, field); break;
+        default: break;
+        }
+        ckpt_put(&w, line, (size_t)MAX(n, 0));
+    }
+    ckpt_end_section(&w, &h, SEC_CONFIG);
+
+    ckpt_begin_section(&w, &h, SEC_MODEL);
+    CkptModel m = {tr->ms.L, tr->ms.NH, tr->ms.C, tr->ms.V, tr->ms.Vp, tr->ms.maxT, tr->ms.bias, 0};
+    ckpt_put(&w, &m, sizeof m);
+    ckpt_end_section(&w, &h, SEC_MODEL);
+
+    ckpt_begin_section(&w, &h, SEC_STATE);
+    CkptState st;
+    memset(&st, 0, sizeof st);
+    st.step = tr->step;
+    st.eval_count = tr->eval_count;
+    st.rng_train_counter = (int64_t)tr->rng_train.counter;
+    st.seed = tr->cfg.seed;
+    st.best_val_loss = tr->best_val_loss;
+    st.last_loss = tr->last_loss;
+    ckpt_put(&w, &st, sizeof st);
+    ckpt_end_section(&w, &h, SEC_STATE);
+
+    int ids[3] = {SEC_PARAMS, SEC_ADAM_M, SEC_ADAM_V};
+    void *bases[3] = {tr->master, tr->m, tr->v};
+    size_t esizes[3] = {4, tr->plan.moment_bytes, tr->plan.moment_bytes};
+    for (int k = 0; k < 3; k++) {
+        ckpt_begin_section(&w, &h, ids[k]);
+        for (int i = 0; i < N_PARAM_TENSORS; i++)
+            ckpt_put_tensor(tr, &w, tensor_at(tr, bases[k], i, esizes[k]), tr->plan.param_len[i], esizes[k]);
+        ckpt_end_section(&w, &h, ids[k]);
+    }
+    if (!w.failed && (fseek(w.f, 0, SEEK_SET) || fwrite(&h, sizeof h, 1, w.f) != 1)) w.failed = errno ? errno : EIO;
+    if (!w.failed && (fflush(w.f) || fsync(fileno(w.f)))) w.failed = errno ? errno : EIO;
+    if (fclose(w.f) && !w.failed) w.failed = errno ? errno : EIO;
+    if (!w.failed && rename(tmp, path)) w.failed = errno ? errno : EIO;
+    int rc = be_check(tr, "writing a checkpoint");
+    if (w.failed || rc) {
+        unlink(tmp);
+        if (rc) return rc;
+        return tr_fail(tr, NGPT_ERR_IO, "writing checkpoint %s failed: %s; the previous checkpoint is untouched", path, strerror(w.failed));
+    }
+    return NGPT_OK;
+}
+
+typedef struct {
+    FILE *f;
+    CkptHeader h;
+    CkptModel model;
+    CkptState state;
+} CkptReader;
+
+/* Opens a checkpoint and checks its header, section table, model and state sections. */
+static int checkpoint_open(CkptReader *r, const char *path, char *err, size_t errlen) {
+    memset(r, 0, sizeof *r);
+    r->f = fopen(path, "rb");
+    if (!r->f) return fail(err, errlen, NGPT_ERR_IO, "cannot open checkpoint %s: %s", path, strerror(errno));
+    struct stat st;
+    fstat(fileno(r->f), &st);
+    uint64_t size = (uint64_t)st.st_size;
+    int rc = NGPT_OK;
+    if (fread(&r->h, sizeof r->h, 1, r->f) != 1 || memcmp(r->h.magic, CKPT_MAGIC, 8))
+        rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s is not a nanogpt checkpoint (no '%s' magic; %llu bytes)", path, CKPT_MAGIC,
+                  (unsigned long long)size);
+    else if (r->h.version != CKPT_VERSION)
+        rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s is checkpoint version %u; this build reads version %d", path, r->h.version, CKPT_VERSION);
+    else if (r->h.nsections != N_SECTIONS)
+        rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s: %u sections, expected %d", path, r->h.nsections, N_SECTIONS);
+    for (int i = 0; i < N_SECTIONS && !rc; i++) {
+        const CkptSection *s = &r->h.sec[i];
+        if (s->id != (uint32_t)(i + 1) || s->offset < sizeof r->h || s->offset > size || s->bytes > size - s->offset)
+            rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s: section %d (%s) at offset %llu with %llu bytes lies outside the %llu-byte file (truncated?)",
+                      path, i + 1, section_names[i + 1], (unsigned long long)s->offset, (unsigned long long)s->bytes, (unsigned long long)size);
+    }
+    /* small sections: read and verify now */
+    struct { int id; void *dst; size_t n; } small[2] = {{SEC_MODEL, &r->model, sizeof r->model}, {SEC_STATE, &r->state, sizeof r->state}};
+    for (int k = 0; k < 2 && !rc; k++) {
+        const CkptSection *s = &r->h.sec[small[k].id - 1];
+        Hash64 hs;
+        hash_init(&hs);
+        if (s->bytes != small[k].n || fseek(r->f, (long)s->offset, SEEK_SET) || fread(small[k].dst, small[k].n, 1, r->f) != 1)
+            rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s: %s section unreadable", path, section_names[small[k].id]);
+        else {
+            hash_update(&hs, small[k].dst, small[k].n);
+            if (hash_final(&hs) != s->checksum)
+                rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s: %s section checksum mismatch (the file is corrupt)", path, section_names[small[k].id]);
+        }
+    }
+    const CkptModel *m = &r->model;
+    if (!rc && (m->L < 1 || m->NH < 1 || m->C < 1 || m->C % m->NH || m->V < 1 || m->Vp != pad_vocab(m->V) || m->maxT < 1 || (m->bias & ~1)))
+        rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s: impossible model shape (L %d, NH %d, C %d, V %d, Vp %d, block %d)", path, m->L, m->NH, m->C,
+                  m->V, m->Vp, m->maxT);
+    if (rc) { fclose(r->f); r->f = NULL; }
+    return rc;
+}
+
+/* Reads one big section into the device tensors at bases (esize bytes per value), checking its size and
+ * checksum. */
+static int checkpoint_read_tensors(ngpt_trainer *tr, CkptReader *r, const char *path, int id, void *base, size_t esize) {
+    const CkptSection *s = &r->h.sec[id - 1];
+    if (s->bytes != (uint64_t)tr->plan.nparams * 4)
+        return tr_fail(tr, NGPT_ERR_FORMAT, "%s: %s section has %llu bytes, the model needs %zu", path, section_names[id],
+                       (unsigned long long)s->bytes, tr->plan.nparams * 4);
+    if (fseek(r->f, (long)s->offset, SEEK_SET)) return tr_fail(tr, NGPT_ERR_IO, "%s: seek failed", path);
+    Hash64 hs;
+    hash_init(&hs);
+    float *stage = (float *)tr->h_staging;
+    size_t per = HOST_STAGING_BYTES / 8;
+    for (int i = 0; i < N_PARAM_TENSORS; i++) {
+        char *dst = (char *)tensor_at(tr, base, i, esize);
+        size_t n = tr->plan.param_len[i];
+        for (size_t j = 0; j < n; j += per) {
+            size_t k = MIN(per, n - j);
+            if (fread(stage, 4, k, r->f) != k) return tr_fail(tr, NGPT_ERR_FORMAT, "%s: %s section truncated", path, section_names[id]);
+            hash_update(&hs, stage, k * 4);
+            if (esize == 4) tr->be->upload(tr->be, dst + j * 4, stage, k * 4);
+            else {
+                uint16_t *raw = (uint16_t *)(stage + per);
+                for (size_t q = 0; q < k; q++) { uint32_t u; memcpy(&u, &stage[q], 4); raw[q] = (uint16_t)(u >> 16); }
+                tr->be->upload(tr->be, dst + j * 2, raw, k * 2);
+            }
+            tr->be->sync(tr->be);
+        }
+    }
+    if (hash_final(&hs) != s->checksum)
+        return tr_fail(tr, NGPT_ERR_FORMAT, "%s: %s section checksum mismatch (the file is corrupt)", path, section_names[id]);
+    return be_check(tr, "loading a checkpoint");
+}
+
+/* Steps of the ckpt_<step>.bin files in dir, ascending; returns how many (at most cap). */
+static int checkpoint_list(const char *dir, long long *steps, int cap) {
+    DIR *d = opendir(dir);
+    if (!d) return 0;
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        const char *nm = e->d_name;
+        if (strlen(nm) == 18 && !strncmp(nm, "ckpt_", 5) && !strcmp(nm + 14, ".bin") && strspn(nm + 5, "0123456789") == 9 && n < cap)
+            steps[n++] = atoll(nm + 5);
+    }
+    closedir(d);
+    for (int i = 1; i < n; i++) /* insertion sort: a handful of files */
+        for (int j = i; j > 0 && steps[j - 1] > steps[j]; j--) { long long t = steps[j]; steps[j] = steps[j - 1]; steps[j - 1] = t; }
+    return n;
+}
+
+static void checkpoint_path(const char *dir, long long step, char *path, size_t n) { snprintf(path, n, "%.400s/ckpt_%09lld.bin", dir, step); }
+
+#define KEEP_CHECKPOINTS 3
+
+/* Saves ckpt_<step>.bin in out_dir, keeps the newest KEEP_CHECKPOINTS, and points best.bin at it when
+ * is_best (a hard link: pruning never removes the best). */
+static int checkpoint_save(ngpt_trainer *tr, int is_best) {
+    const char *dir = tr->cfg.out_dir;
+    char path[512], best[512], tmp[530];
+    if (mkdir_p(dir)) return tr_fail(tr, NGPT_ERR_IO, "cannot create out_dir %s: %s", dir, strerror(errno));
+    checkpoint_path(dir, tr->step, path, sizeof path);
+    int rc = checkpoint_write(tr, path);
+    if (rc) return rc;
+    if (is_best) {
+        snprintf(best, sizeof best, "%.400s/best.bin", dir);
+        snprintf(tmp, sizeof tmp, "%s.tmp", best);
+        unlink(tmp);
+        if (link(path, tmp) || rename(tmp, best)) return tr_fail(tr, NGPT_ERR_IO, "cannot link %s to %s: %s", best, path, strerror(errno));
+    }
+    long long steps[256];
+    int n = checkpoint_list(dir, steps, 256);
+    for (int i = 0; i + KEEP_CHECKPOINTS < n; i++) {
+        checkpoint_path(dir, steps[i], path, sizeof path);
+        unlink(path);
+    }
+    tr_log(tr, 0, "saved checkpoint %.400s/ckpt_%09d.bin%s", dir, tr->step, is_best ? " (best so far)" : "");
+    return NGPT_OK;
+}
+
+int ngpt_save(ngpt_trainer *tr, const char *path) { return checkpoint_write(tr, path); }
+
+/* Loads parameters, moments and training state from an open checkpoint whose model matches. */
+static int checkpoint_load(ngpt_trainer *tr, CkptReader *r, const char *path) {
+    const CkptModel *m = &r->model;
+    const ModelShape *ms = &tr->ms;
+    if (m->L != ms->L || m->NH != ms->NH || m->C != ms->C || m->V != ms->V || m->maxT != ms->maxT || m->bias != ms->bias)
+        return tr_fail(tr, NGPT_ERR_FORMAT,
+                       "%s holds a different model (n_layer %d, n_head %d, n_embd %d, vocab %d, block_size %d, bias %d) than this trainer "
+                       "(%d, %d, %d, %d, %d, %d)",
+                       path, m->L, m->NH, m->C, m->V, m->maxT, m->bias, ms->L, ms->NH, ms->C, ms->V, ms->maxT, ms->bias);
+    int rc = checkpoint_read_tensors(tr, r, path, SEC_PARAMS, tr->master, 4);
+    if (!rc) rc = checkpoint_read_tensors(tr, r, path, SEC_ADAM_M, tr->m, tr->plan.moment_bytes);
+    if (!rc) rc = checkpoint_read_tensors(tr, r, path, SEC_ADAM_V, tr->v, tr->plan.moment_bytes);
+    if (rc) return rc;
+    for (int i = 0; i < N_PARAM_TENSORS; i++)
+        tr->be->cast_from_f32(tr->be, pt(tr, tr->params, i, 0), (float *)tensor_at(tr, tr->master, i, 4), tr->plan.param_len[i]);
+    tr->step = (int)r->state.step;
+    tr->eval_count = (int)r->state.eval_count;
+    tr->rng_train.counter = (uint64_t)r->state.rng_train_counter;
+    tr->best_val_loss = (float)r->state.best_val_loss;
+    tr->last_loss = (float)r->state.last_loss;
+    tr->be->sync(tr->be);
+    return be_check(tr, "loading a checkpoint");
+}
+
+int ngpt_load(ngpt_trainer *tr, const char *path) {
+    CkptReader r;
+    int rc = checkpoint_open(&r, path, tr->err, sizeof tr->err);
+    if (rc) return rc;
+    rc = checkpoint_load(tr, &r, path);
+    fclose(r.f);
+    return rc;
+}
+
 static int trainer_setup(ngpt_trainer *tr) {
     ngpt_config *c = &tr->cfg;
     char msg[NGPT_ERRLEN], note[NGPT_ERRLEN], dir[300], path[400];
@@ -2371,6 +2717,25 @@ static int trainer_setup(ngpt_trainer *tr) {
     int device, dtype;
     if ((rc = resolve_device(c, &device, &dtype, note, sizeof note, msg, sizeof msg))) return tr_fail(tr, rc, "%s", msg);
     if (note[0]) tr_log(tr, 1, "note: %s", note);
+
+    /* resume: the model comes from the newest checkpoint in out_dir, the rest of the config from the caller */
+    CkptReader resume = {0};
+    char resume_path[512] = "";
+    if (!strcmp(c->init_from, "resume")) {
+        long long steps[256];
+        int n = checkpoint_list(c->out_dir, steps, 256);
+        if (!n) return tr_fail(tr, NGPT_ERR_IO, "init_from = resume, but out_dir %s holds no checkpoint (ckpt_<step>.bin)", c->out_dir);
+        checkpoint_path(c->out_dir, steps[n - 1], resume_path, sizeof resume_path);
+        if ((rc = checkpoint_open(&resume, resume_path, msg, sizeof msg))) return tr_fail(tr, rc, "%s", msg);
+        tr->resume_file = resume.f;
+        c->n_layer = resume.model.L;
+        c->n_head = resume.model.NH;
+        c->n_embd = resume.model.C;
+        c->block_size = resume.model.maxT;
+        c->bias = resume.model.bias;
+        c->vocab_size = resume.model.V;
+        tr_log(tr, 0, "resuming from %s (step %lld)", resume_path, (long long)resume.state.step);
+    }
 
     /* data and vocabulary */
     dataset_dir(c, dir, sizeof dir);
@@ -2438,10 +2803,14 @@ static int trainer_setup(ngpt_trainer *tr) {
 
     tr->be->zero(tr->be, tr->grads, tr->plan.off_master - tr->plan.off_grads);
     tr->be->zero(tr->be, tr->m, tr->plan.off_region - tr->plan.off_m);
-    if ((rc = init_params(tr))) return rc;
     tr->rng_train = (Rng){(uint64_t)c->seed, 1, 0};
-    tr->rng_val = (Rng){(uint64_t)c->seed, 2, 0};
     tr->best_val_loss = 1e9f;
+    if (resume.f) {
+        rc = checkpoint_load(tr, &resume, resume_path);
+        fclose(resume.f);
+        tr->resume_file = NULL;
+        if (rc) return rc;
+    } else if ((rc = init_params(tr))) return rc;
     tr->be->sync(tr->be);
     return be_check(tr, "setup");
 }
@@ -2464,6 +2833,7 @@ int ngpt_trainer_create(const ngpt_config *cfg, const ngpt_options *opt, ngpt_tr
 
 void ngpt_trainer_free(ngpt_trainer *tr) {
     if (!tr) return;
+    if (tr->resume_file) fclose(tr->resume_file);
     if (tr->be) tr->be->destroy(tr->be);
     tokenfile_close(&tr->train_data);
     tokenfile_close(&tr->val_data);
@@ -2547,8 +2917,8 @@ static int eval_split(ngpt_trainer *tr, const TokenFile *f, uint64_t stream, flo
 int ngpt_evaluate(ngpt_trainer *tr, float *train_loss, float *val_loss) {
     ngpt_backend *be = tr->be;
     be->set_scratch(be, slot(tr, &tr->plan.eval, B_SCRATCH, 0), tr->plan.eval.slot_bytes[B_SCRATCH]);
-    /* fresh windows at every evaluation, reproducible from (seed, evaluation number) */
-    uint64_t base = 0x1000 + (uint64_t)tr->eval_count * 2;
+    /* fresh windows at every evaluation, reproducible from (seed, step): a resumed run sees the same */
+    uint64_t base = 0x1000 + (uint64_t)tr->step * 2;
     int rc = eval_split(tr, &tr->train_data, base, train_loss);
     if (!rc) rc = eval_split(tr, &tr->val_data, base + 1, val_loss);
     if (rc) return rc;
@@ -2575,14 +2945,19 @@ void ngpt_get_stats(const ngpt_trainer *tr, ngpt_stats *st) {
     st->device = tr->be->name;
 }
 
+void ngpt_request_stop(ngpt_trainer *tr) { atomic_store(&tr->stop_requested, 1); }
+
 int ngpt_train(ngpt_trainer *tr) {
     const ngpt_config *c = &tr->cfg;
     for (;;) {
         if (tr->step % c->eval_interval == 0) {
-            float tl, vl;
+            float tl, vl, best_before = tr->best_val_loss;
             int rc = ngpt_evaluate(tr, &tl, &vl);
             if (rc) return rc;
             tr_log(tr, 0, "step %d: train loss %.4f, val loss %.4f", tr->step, (double)tl, (double)vl);
+            /* nanoGPT: save when val improves, or at every evaluation with always_save_checkpoint */
+            if (tr->step > 0 && (vl < best_before || c->always_save_checkpoint) && (rc = checkpoint_save(tr, vl < best_before)))
+                return rc;
         }
         if (tr->step == 0 && c->eval_only) break;
         if (tr->step >= c->max_iters + 1) break;
@@ -2597,6 +2972,11 @@ int ngpt_train(ngpt_trainer *tr) {
                    (double)tr->lr, st.tokens_per_second);
         }
         if (tr->step > c->max_iters) break;
+        if (atomic_load(&tr->stop_requested)) {
+            int rc = checkpoint_save(tr, 0);
+            if (rc) return rc;
+            return tr_fail(tr, NGPT_ERR_INTERRUPTED, "stopped at step %d; the checkpoint is saved: resume with --init_from=resume", tr->step);
+        }
     }
     return NGPT_OK;
 }

@@ -148,6 +148,15 @@ int ngpt_evaluate(ngpt_trainer *tr, float *train_loss, float *val_loss);
  * steps, stop after max_iters. */
 int ngpt_train(ngpt_trainer *tr);
 
+/* Asks ngpt_train to finish the current step, save a checkpoint and return NGPT_ERR_INTERRUPTED.
+ * Async-signal-safe: call it from a SIGINT handler. */
+void ngpt_request_stop(ngpt_trainer *tr);
+/* Writes the whole training state (config, model, step, data position, parameters, AdamW moments) as a
+ * checkpoint (docs/formats.md), atomically. */
+int ngpt_save(ngpt_trainer *tr, const char *path);
+/* Loads a checkpoint of the same model into the trainer: parameters, moments and training state. */
+int ngpt_load(ngpt_trainer *tr, const char *path);
+
 /* What the trainer is: step, losses, plan decisions. */
 typedef struct ngpt_stats {
     int step;                 /* optimizer steps done (nanoGPT's iter_num) */

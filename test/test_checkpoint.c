@@ -1,0 +1,279 @@
+/* test_checkpoint.c: checkpoints and resume.
+ *  - a run interrupted and resumed is bit-identical to an uninterrupted one (losses and parameters);
+ *  - ngpt_request_stop (what SIGINT calls) finishes the step, saves and returns NGPT_ERR_INTERRUPTED;
+ *  - the newest KEEP_CHECKPOINTS are kept, best.bin follows the best val loss;
+ *  - bad checkpoints (not one, wrong version, truncated, bit flips, another model) are clear errors;
+ *  - kill -9 in the middle of a save and a full disk both leave the previous checkpoint intact. */
+#define NGPT_NO_MAIN
+#include "../nanogpt.c"
+#include "check.h"
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+
+static char root[256], data_dir[300], out_dir[300];
+
+static void make_dataset(int V) {
+    mkdir(data_dir, 0777);
+    for (int k = 0; k < 2; k++) {
+        char path[400];
+        snprintf(path, sizeof path, "%s/%s", data_dir, k ? "val.bin" : "train.bin");
+        FILE *f = fopen(path, "wb");
+        for (int i = 0; i < 20000; i++) {
+            uint16_t t = (uint16_t)((i * 5 + (int)(ngpt_hash(5, (uint64_t)k, (uint64_t)i) % 4)) % V);
+            fwrite(&t, 2, 1, f);
+        }
+        fclose(f);
+    }
+}
+
+static void config(ngpt_config *c) {
+    ngpt_config_defaults(c);
+    copy_str(c->device, sizeof c->device, "cpu");
+    copy_str(c->data_dir, sizeof c->data_dir, data_dir);
+    copy_str(c->out_dir, sizeof c->out_dir, out_dir);
+    c->vocab_size = 40; c->block_size = 16; c->n_layer = 2; c->n_head = 2; c->n_embd = 32; c->bias = 1;
+    c->batch_size = 4; c->gradient_accumulation_steps = 2; c->dropout = 0.1;
+    c->learning_rate = 3e-3; c->warmup_iters = 2; c->lr_decay_iters = 20; c->min_lr = 3e-4;
+    c->eval_interval = 1000; c->eval_iters = 2; c->log_interval = 1; c->threads = 2;
+}
+
+static ngpt_trainer *make(const ngpt_config *c) {
+    ngpt_trainer *tr;
+    char err[NGPT_ERRLEN];
+    if (ngpt_trainer_create(c, NULL, &tr, err, sizeof err)) { CHECK(0, "create: %s", err); return NULL; }
+    return tr;
+}
+
+static float *params_of(ngpt_trainer *tr) {
+    float *p = malloc(tr->plan.nparams * 4);
+    copy_params_out(tr, p, tr->params);
+    return p;
+}
+
+static void clear_out_dir(void) {
+    char cmd[400];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", out_dir);
+    if (system(cmd)) printf("could not clear %s\n", out_dir);
+}
+
+static void test_resume_bit_identical(void) {
+    clear_out_dir();
+    ngpt_config c;
+    config(&c);
+    enum { STEPS = 8, CUT = 3 };
+    float straight[STEPS], resumed[STEPS];
+    ngpt_trainer *a = make(&c);
+    if (!a) return;
+    for (int s = 0; s < STEPS; s++) CHECK(ngpt_train_step(a, &straight[s]) == 0, "%s", a->err);
+    float *pa = params_of(a);
+
+    ngpt_trainer *b = make(&c);
+    if (!b) return;
+    for (int s = 0; s < CUT; s++) CHECK(ngpt_train_step(b, &resumed[s]) == 0, "%s", b->err);
+    CHECK(checkpoint_save(b, 0) == 0, "save: %s", b->err);
+    ngpt_trainer_free(b);
+
+    copy_str(c.init_from, sizeof c.init_from, "resume");
+    ngpt_trainer *r = make(&c);
+    if (!r) return;
+    CHECK(r->step == CUT, "resumed at step %d", r->step);
+    for (int s = CUT; s < STEPS; s++) CHECK(ngpt_train_step(r, &resumed[s]) == 0, "%s", r->err);
+    float *pr = params_of(r);
+    for (int s = 0; s < STEPS; s++) CHECK(resumed[s] == straight[s], "step %d: loss %.9g resumed, %.9g straight", s, (double)resumed[s], (double)straight[s]);
+    CHECK(!memcmp(pa, pr, a->plan.nparams * 4), "parameters differ after resume");
+    /* the evaluation after a resume uses the same batches as the uninterrupted run's */
+    float ta, va, tb, vb;
+    CHECK(ngpt_evaluate(a, &ta, &va) == 0 && ngpt_evaluate(r, &tb, &vb) == 0 && ta == tb && va == vb, "eval after resume differs");
+    ngpt_trainer_free(a);
+    ngpt_trainer_free(r);
+    free(pa);
+    free(pr);
+}
+
+static void test_stop_request_saves(void) {
+    clear_out_dir();
+    ngpt_config c;
+    config(&c);
+    c.max_iters = 100;
+    ngpt_trainer *tr = make(&c);
+    if (!tr) return;
+    ngpt_request_stop(tr); /* as the SIGINT handler does: the current step finishes first */
+    int rc = ngpt_train(tr);
+    CHECK(rc == NGPT_ERR_INTERRUPTED && strstr(tr->err, "init_from=resume"), "rc %d: %s", rc, tr->err);
+    CHECK(tr->step == 1, "stopped after %d steps", tr->step);
+    char path[512];
+    checkpoint_path(out_dir, 1, path, sizeof path);
+    CHECK(file_exists(path), "no checkpoint at %s", path);
+    ngpt_trainer_free(tr);
+}
+
+static void test_keep_last_and_best(void) {
+    clear_out_dir();
+    ngpt_config c;
+    config(&c);
+    c.eval_interval = 2;
+    c.max_iters = 12;
+    c.always_save_checkpoint = 1;
+    ngpt_trainer *tr = make(&c);
+    if (!tr) return;
+    CHECK(ngpt_train(tr) == 0, "%s", tr->err);
+    long long steps[16];
+    int n = checkpoint_list(out_dir, steps, 16);
+    CHECK(n == KEEP_CHECKPOINTS && steps[n - 1] == 12, "%d checkpoints kept, newest %lld", n, n ? steps[n - 1] : -1);
+    char best[512];
+    snprintf(best, sizeof best, "%s/best.bin", out_dir);
+    CkptReader r;
+    char err[NGPT_ERRLEN];
+    CHECK(checkpoint_open(&r, best, err, sizeof err) == 0, "best.bin: %s", err);
+    if (r.f) {
+        CHECK(fabs(r.state.best_val_loss - tr->best_val_loss) < 1e-6, "best.bin holds val %.5f, the best was %.5f", r.state.best_val_loss,
+              (double)tr->best_val_loss);
+        fclose(r.f);
+    }
+    ngpt_trainer_free(tr);
+}
+
+/* copies src to dst with a transform applied to the bytes */
+static void mutate(const char *src, const char *dst, long truncate_to, long flip_at, uint32_t version) {
+    FILE *f = fopen(src, "rb");
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    unsigned char *b = malloc((size_t)n);
+    if (fread(b, 1, (size_t)n, f) != (size_t)n) printf("short read\n");
+    fclose(f);
+    if (flip_at >= 0) b[flip_at] ^= 0x10;
+    if (version) memcpy(b + 8, &version, 4);
+    f = fopen(dst, "wb");
+    fwrite(b, 1, (size_t)(truncate_to >= 0 ? truncate_to : n), f);
+    fclose(f);
+    free(b);
+}
+
+static void test_bad_checkpoints(void) {
+    clear_out_dir();
+    ngpt_config c;
+    config(&c);
+    ngpt_trainer *tr = make(&c);
+    if (!tr) return;
+    CHECK(ngpt_train_step(tr, NULL) == 0, "%s", tr->err);
+    char good[512], bad[512];
+    snprintf(good, sizeof good, "%s/good.bin", root);
+    snprintf(bad, sizeof bad, "%s/bad.bin", root);
+    CHECK(ngpt_save(tr, good) == 0, "save: %s", tr->err);
+    CHECK(ngpt_load(tr, good) == 0, "reload: %s", tr->err);
+    CkptReader r;
+    char err[NGPT_ERRLEN];
+    checkpoint_open(&r, good, err, sizeof err);
+    long params_at = (long)r.h.sec[SEC_PARAMS - 1].offset, model_at = (long)r.h.sec[SEC_MODEL - 1].offset;
+    fclose(r.f);
+
+    struct { const char *what; long trunc, flip; uint32_t version; const char *expect; } cases[] = {
+        {"truncated", params_at + 100, -1, 0, "truncated"},
+        {"bit flip in the parameters", -1, params_at + 4000, 0, "checksum mismatch"},
+        {"bit flip in the model section", -1, model_at + 1, 0, "checksum mismatch"},
+        {"another version", -1, -1, 7, "version 7; this build reads version 1"},
+        {"not a checkpoint", -1, 2, 0, "not a nanogpt checkpoint"},
+        {"cut inside the header", 20, -1, 0, "not a nanogpt checkpoint"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        mutate(good, bad, cases[i].trunc, cases[i].flip, cases[i].version);
+        int rc = ngpt_load(tr, bad);
+        CHECK(rc == NGPT_ERR_FORMAT && strstr(tr->err, cases[i].expect) && strstr(tr->err, "bad.bin"), "%s: rc %d: %s", cases[i].what, rc,
+              tr->err);
+    }
+    /* another model: same file, a trainer with one more layer */
+    ngpt_config c2 = c;
+    c2.n_layer = 3;
+    ngpt_trainer *other = make(&c2);
+    if (other) {
+        int rc = ngpt_load(other, good);
+        CHECK(rc == NGPT_ERR_FORMAT && strstr(other->err, "different model") && strstr(other->err, "n_layer 2"), "shape: %s", other->err);
+        ngpt_trainer_free(other);
+    }
+    ngpt_trainer_free(tr);
+}
+
+/* kill -9 while a checkpoint is being written: the previous one survives and resumes */
+static void test_kill_during_save(void) {
+    clear_out_dir();
+    ngpt_config c;
+    config(&c);
+    c.n_embd = 256; /* a few MB per checkpoint, so the kill lands inside a write */
+    c.n_head = 4;
+    ngpt_trainer *tr = make(&c);
+    if (!tr) return;
+    CHECK(ngpt_train_step(tr, NULL) == 0 && checkpoint_save(tr, 0) == 0, "%s", tr->err);
+    ngpt_trainer_free(tr);
+    pid_t pid = fork();
+    if (pid == 0) {
+        copy_str(c.init_from, sizeof c.init_from, "resume");
+        ngpt_trainer *t = NULL;
+        char err[NGPT_ERRLEN];
+        if (ngpt_trainer_create(&c, NULL, &t, err, sizeof err)) _exit(2);
+        for (;;) { /* keep overwriting a newer checkpoint until killed */
+            t->step = 2;
+            checkpoint_save(t, 0);
+        }
+    }
+    usleep(300000);
+    kill(pid, SIGKILL);
+    int status;
+    waitpid(pid, &status, 0);
+    CHECK(WIFSIGNALED(status), "the writer was not killed (status %d)", status);
+    copy_str(c.init_from, sizeof c.init_from, "resume");
+    ngpt_trainer *r = make(&c);
+    CHECK(r && (r->step == 1 || r->step == 2), "resume after kill -9: step %d", r ? r->step : -1);
+    if (r) ngpt_trainer_free(r);
+}
+
+/* a full disk (here: a file-size limit) fails the save with an error and keeps the previous checkpoint */
+static void test_full_disk(void) {
+    clear_out_dir();
+    ngpt_config c;
+    config(&c);
+    ngpt_trainer *tr = make(&c);
+    if (!tr) return;
+    CHECK(ngpt_train_step(tr, NULL) == 0 && checkpoint_save(tr, 0) == 0, "%s", tr->err);
+    pid_t pid = fork();
+    if (pid == 0) {
+        signal(SIGXFSZ, SIG_IGN);
+        struct rlimit rl = {20000, 20000};
+        setrlimit(RLIMIT_FSIZE, &rl);
+        tr->step = 2;
+        int rc = checkpoint_save(tr, 0);
+        int ok = rc == NGPT_ERR_IO && strstr(tr->err, "previous checkpoint is untouched");
+        if (!ok) printf("  child: rc %d: %s\n", rc, tr->err);
+        fflush(stdout);
+        _exit(ok ? 0 : 1);
+    }
+    int status;
+    waitpid(pid, &status, 0);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "full disk not reported");
+    char path[512], tmp[600];
+    checkpoint_path(out_dir, 2, path, sizeof path);
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    CHECK(!file_exists(path) && !file_exists(tmp), "a partial checkpoint was left behind");
+    checkpoint_path(out_dir, 1, path, sizeof path);
+    CHECK(ngpt_load(tr, path) == 0, "the previous checkpoint: %s", tr->err);
+    ngpt_trainer_free(tr);
+}
+
+int main(void) {
+    snprintf(root, sizeof root, "/tmp/ngpt_test_ckpt_%d", (int)getpid());
+    snprintf(data_dir, sizeof data_dir, "%s/data", root);
+    snprintf(out_dir, sizeof out_dir, "%s/out", root);
+    mkdir(root, 0777);
+    make_dataset(40);
+    RUN(test_resume_bit_identical);
+    RUN(test_stop_request_saves);
+    RUN(test_keep_last_and_best);
+    RUN(test_bad_checkpoints);
+    RUN(test_kill_during_save);
+    RUN(test_full_disk);
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
+    if (system(cmd)) printf("could not remove %s\n", root);
+    return check_summary();
+}
