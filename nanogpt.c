@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <time.h>
@@ -1868,6 +1869,1520 @@ static size_t charvocab_decode(const CharVocab *v, const int32_t *ids, size_t n,
 }
 
 /* ======================================================================================================
+ * Tokenizer: GPT-2's byte-level BPE (OpenAI's encoder.json + vocab.bpe, or nanogpt's compact file)
+ *
+ * Text is split into pre-tokens by GPT-2's pattern
+ *     's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
+ * (written out by hand in tok_piece_end, with \s the Unicode White_Space property as in OpenAI's
+ * encoder.py and tiktoken), then each pre-token's bytes are merged by BPE: repeatedly join every
+ * occurrence of the adjacent pair with the lowest merge rank, as encoder.py does.
+ *
+ * Bytes that are not valid UTF-8 (the reference cannot take them: it encodes Python or JS strings) are
+ * split as the U+FFFD a decoder would put in their place would be -- one "other" character each -- but
+ * BPE runs on the original bytes, so decode(encode(x)) == x for every byte string x.
+ *
+ * Streaming: tok_piece_end reads a pre-token one character at a time, and with a "soft" end (more text
+ * may follow) it gives up instead of reading past the buffer. A pre-token it returns therefore depends
+ * only on bytes in the buffer, and since the pattern restarts at each pre-token's end and looks behind
+ * nothing, the encoding of the settled prefix is that of the whole text (ngpt_tokenizer_encode_chunk).
+ *
+ * The one block: the tokenizer is a single allocation (struct, token bytes, merges, two hash tables and
+ * the class table of the Basic Multilingual Plane). Encoding allocates nothing, except scratch for a
+ * pre-token longer than TOK_SMALL bytes. A tokenizer is never written after loading, so threads may share
+ * one.
+ * ---------------------------------------------------------------------------------------------------- */
+
+enum { TOK_OTHER = 0, TOK_LETTER = 1, TOK_NUMBER = 2, TOK_SPACE = 3, TOK_END = 4 };
+#define TOK_L(lo, hi) {(lo), (uint32_t)(hi) | (uint32_t)TOK_LETTER << 24}
+#define TOK_N(lo, hi) {(lo), (uint32_t)(hi) | (uint32_t)TOK_NUMBER << 24}
+#define TOK_S(lo, hi) {(lo), (uint32_t)(hi) | (uint32_t)TOK_SPACE << 24}
+
+/* BEGIN GENERATED: tools/gen_unicode_tables.py */
+/* Character classes of GPT-2's pre-tokenizer, Unicode 14.0.0 (Python unicodedata): sorted, disjoint ranges of
+ * letters L (131756 code points), numbers N (1791) and White_Space S (25); all else is "other".
+ * Do not edit: rerun python3 tools/gen_unicode_tables.py on this file. */
+#define TOK_UNICODE_VERSION "14.0.0"
+#define TOK_UNI_NRANGES 792
+static const uint32_t tok_uni_ranges[TOK_UNI_NRANGES][2] = {
+    TOK_S(0x0009, 0x000D), TOK_S(0x0020, 0x0020), TOK_N(0x0030, 0x0039), TOK_L(0x0041, 0x005A),
+    TOK_L(0x0061, 0x007A), TOK_S(0x0085, 0x0085), TOK_S(0x00A0, 0x00A0), TOK_L(0x00AA, 0x00AA),
+    TOK_N(0x00B2, 0x00B3), TOK_L(0x00B5, 0x00B5), TOK_N(0x00B9, 0x00B9), TOK_L(0x00BA, 0x00BA),
+    TOK_N(0x00BC, 0x00BE), TOK_L(0x00C0, 0x00D6), TOK_L(0x00D8, 0x00F6), TOK_L(0x00F8, 0x02C1),
+    TOK_L(0x02C6, 0x02D1), TOK_L(0x02E0, 0x02E4), TOK_L(0x02EC, 0x02EC), TOK_L(0x02EE, 0x02EE),
+    TOK_L(0x0370, 0x0374), TOK_L(0x0376, 0x0377), TOK_L(0x037A, 0x037D), TOK_L(0x037F, 0x037F),
+    TOK_L(0x0386, 0x0386), TOK_L(0x0388, 0x038A), TOK_L(0x038C, 0x038C), TOK_L(0x038E, 0x03A1),
+    TOK_L(0x03A3, 0x03F5), TOK_L(0x03F7, 0x0481), TOK_L(0x048A, 0x052F), TOK_L(0x0531, 0x0556),
+    TOK_L(0x0559, 0x0559), TOK_L(0x0560, 0x0588), TOK_L(0x05D0, 0x05EA), TOK_L(0x05EF, 0x05F2),
+    TOK_L(0x0620, 0x064A), TOK_N(0x0660, 0x0669), TOK_L(0x066E, 0x066F), TOK_L(0x0671, 0x06D3),
+    TOK_L(0x06D5, 0x06D5), TOK_L(0x06E5, 0x06E6), TOK_L(0x06EE, 0x06EF), TOK_N(0x06F0, 0x06F9),
+    TOK_L(0x06FA, 0x06FC), TOK_L(0x06FF, 0x06FF), TOK_L(0x0710, 0x0710), TOK_L(0x0712, 0x072F),
+    TOK_L(0x074D, 0x07A5), TOK_L(0x07B1, 0x07B1), TOK_N(0x07C0, 0x07C9), TOK_L(0x07CA, 0x07EA),
+    TOK_L(0x07F4, 0x07F5), TOK_L(0x07FA, 0x07FA), TOK_L(0x0800, 0x0815), TOK_L(0x081A, 0x081A),
+    TOK_L(0x0824, 0x0824), TOK_L(0x0828, 0x0828), TOK_L(0x0840, 0x0858), TOK_L(0x0860, 0x086A),
+    TOK_L(0x0870, 0x0887), TOK_L(0x0889, 0x088E), TOK_L(0x08A0, 0x08C9), TOK_L(0x0904, 0x0939),
+    TOK_L(0x093D, 0x093D), TOK_L(0x0950, 0x0950), TOK_L(0x0958, 0x0961), TOK_N(0x0966, 0x096F),
+    TOK_L(0x0971, 0x0980), TOK_L(0x0985, 0x098C), TOK_L(0x098F, 0x0990), TOK_L(0x0993, 0x09A8),
+    TOK_L(0x09AA, 0x09B0), TOK_L(0x09B2, 0x09B2), TOK_L(0x09B6, 0x09B9), TOK_L(0x09BD, 0x09BD),
+    TOK_L(0x09CE, 0x09CE), TOK_L(0x09DC, 0x09DD), TOK_L(0x09DF, 0x09E1), TOK_N(0x09E6, 0x09EF),
+    TOK_L(0x09F0, 0x09F1), TOK_N(0x09F4, 0x09F9), TOK_L(0x09FC, 0x09FC), TOK_L(0x0A05, 0x0A0A),
+    TOK_L(0x0A0F, 0x0A10), TOK_L(0x0A13, 0x0A28), TOK_L(0x0A2A, 0x0A30), TOK_L(0x0A32, 0x0A33),
+    TOK_L(0x0A35, 0x0A36), TOK_L(0x0A38, 0x0A39), TOK_L(0x0A59, 0x0A5C), TOK_L(0x0A5E, 0x0A5E),
+    TOK_N(0x0A66, 0x0A6F), TOK_L(0x0A72, 0x0A74), TOK_L(0x0A85, 0x0A8D), TOK_L(0x0A8F, 0x0A91),
+    TOK_L(0x0A93, 0x0AA8), TOK_L(0x0AAA, 0x0AB0), TOK_L(0x0AB2, 0x0AB3), TOK_L(0x0AB5, 0x0AB9),
+    TOK_L(0x0ABD, 0x0ABD), TOK_L(0x0AD0, 0x0AD0), TOK_L(0x0AE0, 0x0AE1), TOK_N(0x0AE6, 0x0AEF),
+    TOK_L(0x0AF9, 0x0AF9), TOK_L(0x0B05, 0x0B0C), TOK_L(0x0B0F, 0x0B10), TOK_L(0x0B13, 0x0B28),
+    TOK_L(0x0B2A, 0x0B30), TOK_L(0x0B32, 0x0B33), TOK_L(0x0B35, 0x0B39), TOK_L(0x0B3D, 0x0B3D),
+    TOK_L(0x0B5C, 0x0B5D), TOK_L(0x0B5F, 0x0B61), TOK_N(0x0B66, 0x0B6F), TOK_L(0x0B71, 0x0B71),
+    TOK_N(0x0B72, 0x0B77), TOK_L(0x0B83, 0x0B83), TOK_L(0x0B85, 0x0B8A), TOK_L(0x0B8E, 0x0B90),
+    TOK_L(0x0B92, 0x0B95), TOK_L(0x0B99, 0x0B9A), TOK_L(0x0B9C, 0x0B9C), TOK_L(0x0B9E, 0x0B9F),
+    TOK_L(0x0BA3, 0x0BA4), TOK_L(0x0BA8, 0x0BAA), TOK_L(0x0BAE, 0x0BB9), TOK_L(0x0BD0, 0x0BD0),
+    TOK_N(0x0BE6, 0x0BF2), TOK_L(0x0C05, 0x0C0C), TOK_L(0x0C0E, 0x0C10), TOK_L(0x0C12, 0x0C28),
+    TOK_L(0x0C2A, 0x0C39), TOK_L(0x0C3D, 0x0C3D), TOK_L(0x0C58, 0x0C5A), TOK_L(0x0C5D, 0x0C5D),
+    TOK_L(0x0C60, 0x0C61), TOK_N(0x0C66, 0x0C6F), TOK_N(0x0C78, 0x0C7E), TOK_L(0x0C80, 0x0C80),
+    TOK_L(0x0C85, 0x0C8C), TOK_L(0x0C8E, 0x0C90), TOK_L(0x0C92, 0x0CA8), TOK_L(0x0CAA, 0x0CB3),
+    TOK_L(0x0CB5, 0x0CB9), TOK_L(0x0CBD, 0x0CBD), TOK_L(0x0CDD, 0x0CDE), TOK_L(0x0CE0, 0x0CE1),
+    TOK_N(0x0CE6, 0x0CEF), TOK_L(0x0CF1, 0x0CF2), TOK_L(0x0D04, 0x0D0C), TOK_L(0x0D0E, 0x0D10),
+    TOK_L(0x0D12, 0x0D3A), TOK_L(0x0D3D, 0x0D3D), TOK_L(0x0D4E, 0x0D4E), TOK_L(0x0D54, 0x0D56),
+    TOK_N(0x0D58, 0x0D5E), TOK_L(0x0D5F, 0x0D61), TOK_N(0x0D66, 0x0D78), TOK_L(0x0D7A, 0x0D7F),
+    TOK_L(0x0D85, 0x0D96), TOK_L(0x0D9A, 0x0DB1), TOK_L(0x0DB3, 0x0DBB), TOK_L(0x0DBD, 0x0DBD),
+    TOK_L(0x0DC0, 0x0DC6), TOK_N(0x0DE6, 0x0DEF), TOK_L(0x0E01, 0x0E30), TOK_L(0x0E32, 0x0E33),
+    TOK_L(0x0E40, 0x0E46), TOK_N(0x0E50, 0x0E59), TOK_L(0x0E81, 0x0E82), TOK_L(0x0E84, 0x0E84),
+    TOK_L(0x0E86, 0x0E8A), TOK_L(0x0E8C, 0x0EA3), TOK_L(0x0EA5, 0x0EA5), TOK_L(0x0EA7, 0x0EB0),
+    TOK_L(0x0EB2, 0x0EB3), TOK_L(0x0EBD, 0x0EBD), TOK_L(0x0EC0, 0x0EC4), TOK_L(0x0EC6, 0x0EC6),
+    TOK_N(0x0ED0, 0x0ED9), TOK_L(0x0EDC, 0x0EDF), TOK_L(0x0F00, 0x0F00), TOK_N(0x0F20, 0x0F33),
+    TOK_L(0x0F40, 0x0F47), TOK_L(0x0F49, 0x0F6C), TOK_L(0x0F88, 0x0F8C), TOK_L(0x1000, 0x102A),
+    TOK_L(0x103F, 0x103F), TOK_N(0x1040, 0x1049), TOK_L(0x1050, 0x1055), TOK_L(0x105A, 0x105D),
+    TOK_L(0x1061, 0x1061), TOK_L(0x1065, 0x1066), TOK_L(0x106E, 0x1070), TOK_L(0x1075, 0x1081),
+    TOK_L(0x108E, 0x108E), TOK_N(0x1090, 0x1099), TOK_L(0x10A0, 0x10C5), TOK_L(0x10C7, 0x10C7),
+    TOK_L(0x10CD, 0x10CD), TOK_L(0x10D0, 0x10FA), TOK_L(0x10FC, 0x1248), TOK_L(0x124A, 0x124D),
+    TOK_L(0x1250, 0x1256), TOK_L(0x1258, 0x1258), TOK_L(0x125A, 0x125D), TOK_L(0x1260, 0x1288),
+    TOK_L(0x128A, 0x128D), TOK_L(0x1290, 0x12B0), TOK_L(0x12B2, 0x12B5), TOK_L(0x12B8, 0x12BE),
+    TOK_L(0x12C0, 0x12C0), TOK_L(0x12C2, 0x12C5), TOK_L(0x12C8, 0x12D6), TOK_L(0x12D8, 0x1310),
+    TOK_L(0x1312, 0x1315), TOK_L(0x1318, 0x135A), TOK_N(0x1369, 0x137C), TOK_L(0x1380, 0x138F),
+    TOK_L(0x13A0, 0x13F5), TOK_L(0x13F8, 0x13FD), TOK_L(0x1401, 0x166C), TOK_L(0x166F, 0x167F),
+    TOK_S(0x1680, 0x1680), TOK_L(0x1681, 0x169A), TOK_L(0x16A0, 0x16EA), TOK_N(0x16EE, 0x16F0),
+    TOK_L(0x16F1, 0x16F8), TOK_L(0x1700, 0x1711), TOK_L(0x171F, 0x1731), TOK_L(0x1740, 0x1751),
+    TOK_L(0x1760, 0x176C), TOK_L(0x176E, 0x1770), TOK_L(0x1780, 0x17B3), TOK_L(0x17D7, 0x17D7),
+    TOK_L(0x17DC, 0x17DC), TOK_N(0x17E0, 0x17E9), TOK_N(0x17F0, 0x17F9), TOK_N(0x1810, 0x1819),
+    TOK_L(0x1820, 0x1878), TOK_L(0x1880, 0x1884), TOK_L(0x1887, 0x18A8), TOK_L(0x18AA, 0x18AA),
+    TOK_L(0x18B0, 0x18F5), TOK_L(0x1900, 0x191E), TOK_N(0x1946, 0x194F), TOK_L(0x1950, 0x196D),
+    TOK_L(0x1970, 0x1974), TOK_L(0x1980, 0x19AB), TOK_L(0x19B0, 0x19C9), TOK_N(0x19D0, 0x19DA),
+    TOK_L(0x1A00, 0x1A16), TOK_L(0x1A20, 0x1A54), TOK_N(0x1A80, 0x1A89), TOK_N(0x1A90, 0x1A99),
+    TOK_L(0x1AA7, 0x1AA7), TOK_L(0x1B05, 0x1B33), TOK_L(0x1B45, 0x1B4C), TOK_N(0x1B50, 0x1B59),
+    TOK_L(0x1B83, 0x1BA0), TOK_L(0x1BAE, 0x1BAF), TOK_N(0x1BB0, 0x1BB9), TOK_L(0x1BBA, 0x1BE5),
+    TOK_L(0x1C00, 0x1C23), TOK_N(0x1C40, 0x1C49), TOK_L(0x1C4D, 0x1C4F), TOK_N(0x1C50, 0x1C59),
+    TOK_L(0x1C5A, 0x1C7D), TOK_L(0x1C80, 0x1C88), TOK_L(0x1C90, 0x1CBA), TOK_L(0x1CBD, 0x1CBF),
+    TOK_L(0x1CE9, 0x1CEC), TOK_L(0x1CEE, 0x1CF3), TOK_L(0x1CF5, 0x1CF6), TOK_L(0x1CFA, 0x1CFA),
+    TOK_L(0x1D00, 0x1DBF), TOK_L(0x1E00, 0x1F15), TOK_L(0x1F18, 0x1F1D), TOK_L(0x1F20, 0x1F45),
+    TOK_L(0x1F48, 0x1F4D), TOK_L(0x1F50, 0x1F57), TOK_L(0x1F59, 0x1F59), TOK_L(0x1F5B, 0x1F5B),
+    TOK_L(0x1F5D, 0x1F5D), TOK_L(0x1F5F, 0x1F7D), TOK_L(0x1F80, 0x1FB4), TOK_L(0x1FB6, 0x1FBC),
+    TOK_L(0x1FBE, 0x1FBE), TOK_L(0x1FC2, 0x1FC4), TOK_L(0x1FC6, 0x1FCC), TOK_L(0x1FD0, 0x1FD3),
+    TOK_L(0x1FD6, 0x1FDB), TOK_L(0x1FE0, 0x1FEC), TOK_L(0x1FF2, 0x1FF4), TOK_L(0x1FF6, 0x1FFC),
+    TOK_S(0x2000, 0x200A), TOK_S(0x2028, 0x2029), TOK_S(0x202F, 0x202F), TOK_S(0x205F, 0x205F),
+    TOK_N(0x2070, 0x2070), TOK_L(0x2071, 0x2071), TOK_N(0x2074, 0x2079), TOK_L(0x207F, 0x207F),
+    TOK_N(0x2080, 0x2089), TOK_L(0x2090, 0x209C), TOK_L(0x2102, 0x2102), TOK_L(0x2107, 0x2107),
+    TOK_L(0x210A, 0x2113), TOK_L(0x2115, 0x2115), TOK_L(0x2119, 0x211D), TOK_L(0x2124, 0x2124),
+    TOK_L(0x2126, 0x2126), TOK_L(0x2128, 0x2128), TOK_L(0x212A, 0x212D), TOK_L(0x212F, 0x2139),
+    TOK_L(0x213C, 0x213F), TOK_L(0x2145, 0x2149), TOK_L(0x214E, 0x214E), TOK_N(0x2150, 0x2182),
+    TOK_L(0x2183, 0x2184), TOK_N(0x2185, 0x2189), TOK_N(0x2460, 0x249B), TOK_N(0x24EA, 0x24FF),
+    TOK_N(0x2776, 0x2793), TOK_L(0x2C00, 0x2CE4), TOK_L(0x2CEB, 0x2CEE), TOK_L(0x2CF2, 0x2CF3),
+    TOK_N(0x2CFD, 0x2CFD), TOK_L(0x2D00, 0x2D25), TOK_L(0x2D27, 0x2D27), TOK_L(0x2D2D, 0x2D2D),
+    TOK_L(0x2D30, 0x2D67), TOK_L(0x2D6F, 0x2D6F), TOK_L(0x2D80, 0x2D96), TOK_L(0x2DA0, 0x2DA6),
+    TOK_L(0x2DA8, 0x2DAE), TOK_L(0x2DB0, 0x2DB6), TOK_L(0x2DB8, 0x2DBE), TOK_L(0x2DC0, 0x2DC6),
+    TOK_L(0x2DC8, 0x2DCE), TOK_L(0x2DD0, 0x2DD6), TOK_L(0x2DD8, 0x2DDE), TOK_L(0x2E2F, 0x2E2F),
+    TOK_S(0x3000, 0x3000), TOK_L(0x3005, 0x3006), TOK_N(0x3007, 0x3007), TOK_N(0x3021, 0x3029),
+    TOK_L(0x3031, 0x3035), TOK_N(0x3038, 0x303A), TOK_L(0x303B, 0x303C), TOK_L(0x3041, 0x3096),
+    TOK_L(0x309D, 0x309F), TOK_L(0x30A1, 0x30FA), TOK_L(0x30FC, 0x30FF), TOK_L(0x3105, 0x312F),
+    TOK_L(0x3131, 0x318E), TOK_N(0x3192, 0x3195), TOK_L(0x31A0, 0x31BF), TOK_L(0x31F0, 0x31FF),
+    TOK_N(0x3220, 0x3229), TOK_N(0x3248, 0x324F), TOK_N(0x3251, 0x325F), TOK_N(0x3280, 0x3289),
+    TOK_N(0x32B1, 0x32BF), TOK_L(0x3400, 0x4DBF), TOK_L(0x4E00, 0xA48C), TOK_L(0xA4D0, 0xA4FD),
+    TOK_L(0xA500, 0xA60C), TOK_L(0xA610, 0xA61F), TOK_N(0xA620, 0xA629), TOK_L(0xA62A, 0xA62B),
+    TOK_L(0xA640, 0xA66E), TOK_L(0xA67F, 0xA69D), TOK_L(0xA6A0, 0xA6E5), TOK_N(0xA6E6, 0xA6EF),
+    TOK_L(0xA717, 0xA71F), TOK_L(0xA722, 0xA788), TOK_L(0xA78B, 0xA7CA), TOK_L(0xA7D0, 0xA7D1),
+    TOK_L(0xA7D3, 0xA7D3), TOK_L(0xA7D5, 0xA7D9), TOK_L(0xA7F2, 0xA801), TOK_L(0xA803, 0xA805),
+    TOK_L(0xA807, 0xA80A), TOK_L(0xA80C, 0xA822), TOK_N(0xA830, 0xA835), TOK_L(0xA840, 0xA873),
+    TOK_L(0xA882, 0xA8B3), TOK_N(0xA8D0, 0xA8D9), TOK_L(0xA8F2, 0xA8F7), TOK_L(0xA8FB, 0xA8FB),
+    TOK_L(0xA8FD, 0xA8FE), TOK_N(0xA900, 0xA909), TOK_L(0xA90A, 0xA925), TOK_L(0xA930, 0xA946),
+    TOK_L(0xA960, 0xA97C), TOK_L(0xA984, 0xA9B2), TOK_L(0xA9CF, 0xA9CF), TOK_N(0xA9D0, 0xA9D9),
+    TOK_L(0xA9E0, 0xA9E4), TOK_L(0xA9E6, 0xA9EF), TOK_N(0xA9F0, 0xA9F9), TOK_L(0xA9FA, 0xA9FE),
+    TOK_L(0xAA00, 0xAA28), TOK_L(0xAA40, 0xAA42), TOK_L(0xAA44, 0xAA4B), TOK_N(0xAA50, 0xAA59),
+    TOK_L(0xAA60, 0xAA76), TOK_L(0xAA7A, 0xAA7A), TOK_L(0xAA7E, 0xAAAF), TOK_L(0xAAB1, 0xAAB1),
+    TOK_L(0xAAB5, 0xAAB6), TOK_L(0xAAB9, 0xAABD), TOK_L(0xAAC0, 0xAAC0), TOK_L(0xAAC2, 0xAAC2),
+    TOK_L(0xAADB, 0xAADD), TOK_L(0xAAE0, 0xAAEA), TOK_L(0xAAF2, 0xAAF4), TOK_L(0xAB01, 0xAB06),
+    TOK_L(0xAB09, 0xAB0E), TOK_L(0xAB11, 0xAB16), TOK_L(0xAB20, 0xAB26), TOK_L(0xAB28, 0xAB2E),
+    TOK_L(0xAB30, 0xAB5A), TOK_L(0xAB5C, 0xAB69), TOK_L(0xAB70, 0xABE2), TOK_N(0xABF0, 0xABF9),
+    TOK_L(0xAC00, 0xD7A3), TOK_L(0xD7B0, 0xD7C6), TOK_L(0xD7CB, 0xD7FB), TOK_L(0xF900, 0xFA6D),
+    TOK_L(0xFA70, 0xFAD9), TOK_L(0xFB00, 0xFB06), TOK_L(0xFB13, 0xFB17), TOK_L(0xFB1D, 0xFB1D),
+    TOK_L(0xFB1F, 0xFB28), TOK_L(0xFB2A, 0xFB36), TOK_L(0xFB38, 0xFB3C), TOK_L(0xFB3E, 0xFB3E),
+    TOK_L(0xFB40, 0xFB41), TOK_L(0xFB43, 0xFB44), TOK_L(0xFB46, 0xFBB1), TOK_L(0xFBD3, 0xFD3D),
+    TOK_L(0xFD50, 0xFD8F), TOK_L(0xFD92, 0xFDC7), TOK_L(0xFDF0, 0xFDFB), TOK_L(0xFE70, 0xFE74),
+    TOK_L(0xFE76, 0xFEFC), TOK_N(0xFF10, 0xFF19), TOK_L(0xFF21, 0xFF3A), TOK_L(0xFF41, 0xFF5A),
+    TOK_L(0xFF66, 0xFFBE), TOK_L(0xFFC2, 0xFFC7), TOK_L(0xFFCA, 0xFFCF), TOK_L(0xFFD2, 0xFFD7),
+    TOK_L(0xFFDA, 0xFFDC), TOK_L(0x10000, 0x1000B), TOK_L(0x1000D, 0x10026), TOK_L(0x10028, 0x1003A),
+    TOK_L(0x1003C, 0x1003D), TOK_L(0x1003F, 0x1004D), TOK_L(0x10050, 0x1005D), TOK_L(0x10080, 0x100FA),
+    TOK_N(0x10107, 0x10133), TOK_N(0x10140, 0x10178), TOK_N(0x1018A, 0x1018B), TOK_L(0x10280, 0x1029C),
+    TOK_L(0x102A0, 0x102D0), TOK_N(0x102E1, 0x102FB), TOK_L(0x10300, 0x1031F), TOK_N(0x10320, 0x10323),
+    TOK_L(0x1032D, 0x10340), TOK_N(0x10341, 0x10341), TOK_L(0x10342, 0x10349), TOK_N(0x1034A, 0x1034A),
+    TOK_L(0x10350, 0x10375), TOK_L(0x10380, 0x1039D), TOK_L(0x103A0, 0x103C3), TOK_L(0x103C8, 0x103CF),
+    TOK_N(0x103D1, 0x103D5), TOK_L(0x10400, 0x1049D), TOK_N(0x104A0, 0x104A9), TOK_L(0x104B0, 0x104D3),
+    TOK_L(0x104D8, 0x104FB), TOK_L(0x10500, 0x10527), TOK_L(0x10530, 0x10563), TOK_L(0x10570, 0x1057A),
+    TOK_L(0x1057C, 0x1058A), TOK_L(0x1058C, 0x10592), TOK_L(0x10594, 0x10595), TOK_L(0x10597, 0x105A1),
+    TOK_L(0x105A3, 0x105B1), TOK_L(0x105B3, 0x105B9), TOK_L(0x105BB, 0x105BC), TOK_L(0x10600, 0x10736),
+    TOK_L(0x10740, 0x10755), TOK_L(0x10760, 0x10767), TOK_L(0x10780, 0x10785), TOK_L(0x10787, 0x107B0),
+    TOK_L(0x107B2, 0x107BA), TOK_L(0x10800, 0x10805), TOK_L(0x10808, 0x10808), TOK_L(0x1080A, 0x10835),
+    TOK_L(0x10837, 0x10838), TOK_L(0x1083C, 0x1083C), TOK_L(0x1083F, 0x10855), TOK_N(0x10858, 0x1085F),
+    TOK_L(0x10860, 0x10876), TOK_N(0x10879, 0x1087F), TOK_L(0x10880, 0x1089E), TOK_N(0x108A7, 0x108AF),
+    TOK_L(0x108E0, 0x108F2), TOK_L(0x108F4, 0x108F5), TOK_N(0x108FB, 0x108FF), TOK_L(0x10900, 0x10915),
+    TOK_N(0x10916, 0x1091B), TOK_L(0x10920, 0x10939), TOK_L(0x10980, 0x109B7), TOK_N(0x109BC, 0x109BD),
+    TOK_L(0x109BE, 0x109BF), TOK_N(0x109C0, 0x109CF), TOK_N(0x109D2, 0x109FF), TOK_L(0x10A00, 0x10A00),
+    TOK_L(0x10A10, 0x10A13), TOK_L(0x10A15, 0x10A17), TOK_L(0x10A19, 0x10A35), TOK_N(0x10A40, 0x10A48),
+    TOK_L(0x10A60, 0x10A7C), TOK_N(0x10A7D, 0x10A7E), TOK_L(0x10A80, 0x10A9C), TOK_N(0x10A9D, 0x10A9F),
+    TOK_L(0x10AC0, 0x10AC7), TOK_L(0x10AC9, 0x10AE4), TOK_N(0x10AEB, 0x10AEF), TOK_L(0x10B00, 0x10B35),
+    TOK_L(0x10B40, 0x10B55), TOK_N(0x10B58, 0x10B5F), TOK_L(0x10B60, 0x10B72), TOK_N(0x10B78, 0x10B7F),
+    TOK_L(0x10B80, 0x10B91), TOK_N(0x10BA9, 0x10BAF), TOK_L(0x10C00, 0x10C48), TOK_L(0x10C80, 0x10CB2),
+    TOK_L(0x10CC0, 0x10CF2), TOK_N(0x10CFA, 0x10CFF), TOK_L(0x10D00, 0x10D23), TOK_N(0x10D30, 0x10D39),
+    TOK_N(0x10E60, 0x10E7E), TOK_L(0x10E80, 0x10EA9), TOK_L(0x10EB0, 0x10EB1), TOK_L(0x10F00, 0x10F1C),
+    TOK_N(0x10F1D, 0x10F26), TOK_L(0x10F27, 0x10F27), TOK_L(0x10F30, 0x10F45), TOK_N(0x10F51, 0x10F54),
+    TOK_L(0x10F70, 0x10F81), TOK_L(0x10FB0, 0x10FC4), TOK_N(0x10FC5, 0x10FCB), TOK_L(0x10FE0, 0x10FF6),
+    TOK_L(0x11003, 0x11037), TOK_N(0x11052, 0x1106F), TOK_L(0x11071, 0x11072), TOK_L(0x11075, 0x11075),
+    TOK_L(0x11083, 0x110AF), TOK_L(0x110D0, 0x110E8), TOK_N(0x110F0, 0x110F9), TOK_L(0x11103, 0x11126),
+    TOK_N(0x11136, 0x1113F), TOK_L(0x11144, 0x11144), TOK_L(0x11147, 0x11147), TOK_L(0x11150, 0x11172),
+    TOK_L(0x11176, 0x11176), TOK_L(0x11183, 0x111B2), TOK_L(0x111C1, 0x111C4), TOK_N(0x111D0, 0x111D9),
+    TOK_L(0x111DA, 0x111DA), TOK_L(0x111DC, 0x111DC), TOK_N(0x111E1, 0x111F4), TOK_L(0x11200, 0x11211),
+    TOK_L(0x11213, 0x1122B), TOK_L(0x11280, 0x11286), TOK_L(0x11288, 0x11288), TOK_L(0x1128A, 0x1128D),
+    TOK_L(0x1128F, 0x1129D), TOK_L(0x1129F, 0x112A8), TOK_L(0x112B0, 0x112DE), TOK_N(0x112F0, 0x112F9),
+    TOK_L(0x11305, 0x1130C), TOK_L(0x1130F, 0x11310), TOK_L(0x11313, 0x11328), TOK_L(0x1132A, 0x11330),
+    TOK_L(0x11332, 0x11333), TOK_L(0x11335, 0x11339), TOK_L(0x1133D, 0x1133D), TOK_L(0x11350, 0x11350),
+    TOK_L(0x1135D, 0x11361), TOK_L(0x11400, 0x11434), TOK_L(0x11447, 0x1144A), TOK_N(0x11450, 0x11459),
+    TOK_L(0x1145F, 0x11461), TOK_L(0x11480, 0x114AF), TOK_L(0x114C4, 0x114C5), TOK_L(0x114C7, 0x114C7),
+    TOK_N(0x114D0, 0x114D9), TOK_L(0x11580, 0x115AE), TOK_L(0x115D8, 0x115DB), TOK_L(0x11600, 0x1162F),
+    TOK_L(0x11644, 0x11644), TOK_N(0x11650, 0x11659), TOK_L(0x11680, 0x116AA), TOK_L(0x116B8, 0x116B8),
+    TOK_N(0x116C0, 0x116C9), TOK_L(0x11700, 0x1171A), TOK_N(0x11730, 0x1173B), TOK_L(0x11740, 0x11746),
+    TOK_L(0x11800, 0x1182B), TOK_L(0x118A0, 0x118DF), TOK_N(0x118E0, 0x118F2), TOK_L(0x118FF, 0x11906),
+    TOK_L(0x11909, 0x11909), TOK_L(0x1190C, 0x11913), TOK_L(0x11915, 0x11916), TOK_L(0x11918, 0x1192F),
+    TOK_L(0x1193F, 0x1193F), TOK_L(0x11941, 0x11941), TOK_N(0x11950, 0x11959), TOK_L(0x119A0, 0x119A7),
+    TOK_L(0x119AA, 0x119D0), TOK_L(0x119E1, 0x119E1), TOK_L(0x119E3, 0x119E3), TOK_L(0x11A00, 0x11A00),
+    TOK_L(0x11A0B, 0x11A32), TOK_L(0x11A3A, 0x11A3A), TOK_L(0x11A50, 0x11A50), TOK_L(0x11A5C, 0x11A89),
+    TOK_L(0x11A9D, 0x11A9D), TOK_L(0x11AB0, 0x11AF8), TOK_L(0x11C00, 0x11C08), TOK_L(0x11C0A, 0x11C2E),
+    TOK_L(0x11C40, 0x11C40), TOK_N(0x11C50, 0x11C6C), TOK_L(0x11C72, 0x11C8F), TOK_L(0x11D00, 0x11D06),
+    TOK_L(0x11D08, 0x11D09), TOK_L(0x11D0B, 0x11D30), TOK_L(0x11D46, 0x11D46), TOK_N(0x11D50, 0x11D59),
+    TOK_L(0x11D60, 0x11D65), TOK_L(0x11D67, 0x11D68), TOK_L(0x11D6A, 0x11D89), TOK_L(0x11D98, 0x11D98),
+    TOK_N(0x11DA0, 0x11DA9), TOK_L(0x11EE0, 0x11EF2), TOK_L(0x11FB0, 0x11FB0), TOK_N(0x11FC0, 0x11FD4),
+    TOK_L(0x12000, 0x12399), TOK_N(0x12400, 0x1246E), TOK_L(0x12480, 0x12543), TOK_L(0x12F90, 0x12FF0),
+    TOK_L(0x13000, 0x1342E), TOK_L(0x14400, 0x14646), TOK_L(0x16800, 0x16A38), TOK_L(0x16A40, 0x16A5E),
+    TOK_N(0x16A60, 0x16A69), TOK_L(0x16A70, 0x16ABE), TOK_N(0x16AC0, 0x16AC9), TOK_L(0x16AD0, 0x16AED),
+    TOK_L(0x16B00, 0x16B2F), TOK_L(0x16B40, 0x16B43), TOK_N(0x16B50, 0x16B59), TOK_N(0x16B5B, 0x16B61),
+    TOK_L(0x16B63, 0x16B77), TOK_L(0x16B7D, 0x16B8F), TOK_L(0x16E40, 0x16E7F), TOK_N(0x16E80, 0x16E96),
+    TOK_L(0x16F00, 0x16F4A), TOK_L(0x16F50, 0x16F50), TOK_L(0x16F93, 0x16F9F), TOK_L(0x16FE0, 0x16FE1),
+    TOK_L(0x16FE3, 0x16FE3), TOK_L(0x17000, 0x187F7), TOK_L(0x18800, 0x18CD5), TOK_L(0x18D00, 0x18D08),
+    TOK_L(0x1AFF0, 0x1AFF3), TOK_L(0x1AFF5, 0x1AFFB), TOK_L(0x1AFFD, 0x1AFFE), TOK_L(0x1B000, 0x1B122),
+    TOK_L(0x1B150, 0x1B152), TOK_L(0x1B164, 0x1B167), TOK_L(0x1B170, 0x1B2FB), TOK_L(0x1BC00, 0x1BC6A),
+    TOK_L(0x1BC70, 0x1BC7C), TOK_L(0x1BC80, 0x1BC88), TOK_L(0x1BC90, 0x1BC99), TOK_N(0x1D2E0, 0x1D2F3),
+    TOK_N(0x1D360, 0x1D378), TOK_L(0x1D400, 0x1D454), TOK_L(0x1D456, 0x1D49C), TOK_L(0x1D49E, 0x1D49F),
+    TOK_L(0x1D4A2, 0x1D4A2), TOK_L(0x1D4A5, 0x1D4A6), TOK_L(0x1D4A9, 0x1D4AC), TOK_L(0x1D4AE, 0x1D4B9),
+    TOK_L(0x1D4BB, 0x1D4BB), TOK_L(0x1D4BD, 0x1D4C3), TOK_L(0x1D4C5, 0x1D505), TOK_L(0x1D507, 0x1D50A),
+    TOK_L(0x1D50D, 0x1D514), TOK_L(0x1D516, 0x1D51C), TOK_L(0x1D51E, 0x1D539), TOK_L(0x1D53B, 0x1D53E),
+    TOK_L(0x1D540, 0x1D544), TOK_L(0x1D546, 0x1D546), TOK_L(0x1D54A, 0x1D550), TOK_L(0x1D552, 0x1D6A5),
+    TOK_L(0x1D6A8, 0x1D6C0), TOK_L(0x1D6C2, 0x1D6DA), TOK_L(0x1D6DC, 0x1D6FA), TOK_L(0x1D6FC, 0x1D714),
+    TOK_L(0x1D716, 0x1D734), TOK_L(0x1D736, 0x1D74E), TOK_L(0x1D750, 0x1D76E), TOK_L(0x1D770, 0x1D788),
+    TOK_L(0x1D78A, 0x1D7A8), TOK_L(0x1D7AA, 0x1D7C2), TOK_L(0x1D7C4, 0x1D7CB), TOK_N(0x1D7CE, 0x1D7FF),
+    TOK_L(0x1DF00, 0x1DF1E), TOK_L(0x1E100, 0x1E12C), TOK_L(0x1E137, 0x1E13D), TOK_N(0x1E140, 0x1E149),
+    TOK_L(0x1E14E, 0x1E14E), TOK_L(0x1E290, 0x1E2AD), TOK_L(0x1E2C0, 0x1E2EB), TOK_N(0x1E2F0, 0x1E2F9),
+    TOK_L(0x1E7E0, 0x1E7E6), TOK_L(0x1E7E8, 0x1E7EB), TOK_L(0x1E7ED, 0x1E7EE), TOK_L(0x1E7F0, 0x1E7FE),
+    TOK_L(0x1E800, 0x1E8C4), TOK_N(0x1E8C7, 0x1E8CF), TOK_L(0x1E900, 0x1E943), TOK_L(0x1E94B, 0x1E94B),
+    TOK_N(0x1E950, 0x1E959), TOK_N(0x1EC71, 0x1ECAB), TOK_N(0x1ECAD, 0x1ECAF), TOK_N(0x1ECB1, 0x1ECB4),
+    TOK_N(0x1ED01, 0x1ED2D), TOK_N(0x1ED2F, 0x1ED3D), TOK_L(0x1EE00, 0x1EE03), TOK_L(0x1EE05, 0x1EE1F),
+    TOK_L(0x1EE21, 0x1EE22), TOK_L(0x1EE24, 0x1EE24), TOK_L(0x1EE27, 0x1EE27), TOK_L(0x1EE29, 0x1EE32),
+    TOK_L(0x1EE34, 0x1EE37), TOK_L(0x1EE39, 0x1EE39), TOK_L(0x1EE3B, 0x1EE3B), TOK_L(0x1EE42, 0x1EE42),
+    TOK_L(0x1EE47, 0x1EE47), TOK_L(0x1EE49, 0x1EE49), TOK_L(0x1EE4B, 0x1EE4B), TOK_L(0x1EE4D, 0x1EE4F),
+    TOK_L(0x1EE51, 0x1EE52), TOK_L(0x1EE54, 0x1EE54), TOK_L(0x1EE57, 0x1EE57), TOK_L(0x1EE59, 0x1EE59),
+    TOK_L(0x1EE5B, 0x1EE5B), TOK_L(0x1EE5D, 0x1EE5D), TOK_L(0x1EE5F, 0x1EE5F), TOK_L(0x1EE61, 0x1EE62),
+    TOK_L(0x1EE64, 0x1EE64), TOK_L(0x1EE67, 0x1EE6A), TOK_L(0x1EE6C, 0x1EE72), TOK_L(0x1EE74, 0x1EE77),
+    TOK_L(0x1EE79, 0x1EE7C), TOK_L(0x1EE7E, 0x1EE7E), TOK_L(0x1EE80, 0x1EE89), TOK_L(0x1EE8B, 0x1EE9B),
+    TOK_L(0x1EEA1, 0x1EEA3), TOK_L(0x1EEA5, 0x1EEA9), TOK_L(0x1EEAB, 0x1EEBB), TOK_N(0x1F100, 0x1F10C),
+    TOK_N(0x1FBF0, 0x1FBF9), TOK_L(0x20000, 0x2A6DF), TOK_L(0x2A700, 0x2B738), TOK_L(0x2B740, 0x2B81D),
+    TOK_L(0x2B820, 0x2CEA1), TOK_L(0x2CEB0, 0x2EBE0), TOK_L(0x2F800, 0x2FA1D), TOK_L(0x30000, 0x3134A),
+};
+/* END GENERATED: tools/gen_unicode_tables.py */
+
+#define TOK_EOT_TEXT "<|endoftext|>"  /* the key of GPT-2's end-of-text token in encoder.json */
+#define TOK_SMALL 256                 /* pre-tokens up to this many bytes are merged on the stack */
+#define TOK_NO_RANK UINT32_MAX        /* no merge for this pair */
+#define TOK_DIRTY (UINT32_MAX - 1)    /* tok_bpe_small: the pair's rank must be looked up again */
+#define TOK_MAX_VOCAB ((1 << 21) - 1) /* ids fit the pair table's 21 bits (and ranks its 22) */
+#define TOK_MAX_PIECE ((size_t)1 << 31)
+
+typedef struct { int32_t left, right, result; } tok_merge;             /* merges[rank] */
+/* A token in the vocab table: its first 8 bytes (zero-padded) and length are in the slot, so most
+ * lookups read only the slot. id -1: empty. */
+typedef struct { uint64_t head; int32_t id; uint32_t len; } tok_vocab_slot;
+/* A merge in the pair table: left << 43 | right << 22 | rank, so one 8-byte read answers a lookup
+ * (ids < 2^21, ranks < 2^22); TOK_PAIR_EMPTY: empty. */
+typedef uint64_t tok_pair_slot;
+#define TOK_PAIR_EMPTY UINT64_MAX
+
+struct ngpt_tokenizer {
+    int32_t n_vocab;             /* V, 50257 for GPT-2 */
+    int32_t n_merges;            /* 50000 for GPT-2 */
+    int32_t eot;                 /* id of <|endoftext|>, or -1 */
+    int32_t max_len;             /* longest token, in bytes */
+    size_t n_bytes;              /* bytes of all tokens together */
+    uint32_t *off;               /* (V+1) token id -> its bytes are bytes[off[id] .. off[id+1]) */
+    unsigned char *bytes;        /* (n_bytes) */
+    tok_merge *merges;           /* (n_merges) in rank order */
+    tok_vocab_slot *vocab;       /* (vocab_mask+1) open addressing on a token's bytes */
+    tok_pair_slot *pairs;        /* (pair_mask+1) open addressing on (left, right) */
+    size_t vocab_mask, pair_mask;  /* table sizes - 1 (powers of two) */
+    unsigned char *whole;        /* (V) 1 when BPE of the token's own bytes gives just the token back */
+    unsigned char *bmp_class;    /* (65536) TOK_* class of each code point below U+10000 */
+    int32_t byte_tok[256];       /* id of each single-byte token */
+};
+
+/* ---- small helpers ---------------------------------------------------------------------------------- */
+
+#if defined(__GNUC__) || defined(__clang__)
+#define TOK_PRINTF(fmt, args) __attribute__((format(printf, fmt, args)))
+#else
+#define TOK_PRINTF(fmt, args)
+#endif
+
+
+
+/* Writes up to max bytes of p as a quoted, escaped C-like string into buf (for error messages). */
+static const char *tok_quote(char *buf, size_t cap, const unsigned char *p, size_t n, size_t max) {
+    size_t o = 0, i;
+    if (cap < 8) { if (cap) buf[0] = 0; return buf; }
+    buf[o++] = '\'';
+    for (i = 0; i < n && i < max && o + 6 < cap; i++) {
+        unsigned c = p[i];
+        if (c == '\'' || c == '\\') { buf[o++] = '\\'; buf[o++] = (char)c; }
+        else if (c >= 0x20 && c < 0x7f) buf[o++] = (char)c;
+        else if (c == '\n') { buf[o++] = '\\'; buf[o++] = 'n'; }
+        else { snprintf(buf + o, cap - o, "\\x%02X", c); o += 4; }
+    }
+    if (i < n && o + 4 < cap) { buf[o++] = '.'; buf[o++] = '.'; buf[o++] = '.'; }
+    buf[o++] = '\'';
+    buf[o] = 0;
+    return buf;
+}
+
+static uint64_t tok_mix(uint64_t x) {
+    x ^= x >> 32;
+    x *= 0xd6e8feb86659fd93u;
+    x ^= x >> 32;
+    x *= 0xd6e8feb86659fd93u;
+    x ^= x >> 32;
+    return x;
+}
+
+static uint64_t tok_hash(const unsigned char *p, size_t n) {
+    uint64_t h = 0x9e3779b97f4a7c15u * (uint64_t)(n + 1), w;
+    for (; n > 8; p += 8, n -= 8) {
+        memcpy(&w, p, 8);
+        h = (h ^ w) * 0xff51afd7ed558ccdu;
+        h ^= h >> 29;
+    }
+    w = 0;
+    memcpy(&w, p, n);
+    return tok_mix(h ^ w);
+}
+
+static uint32_t tok_get_u32(const unsigned char *p) {
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+static void tok_put_u32(unsigned char *p, uint32_t v) {
+    p[0] = (unsigned char)v; p[1] = (unsigned char)(v >> 8);
+    p[2] = (unsigned char)(v >> 16); p[3] = (unsigned char)(v >> 24);
+}
+
+/* CRC-32 (IEEE 802.3, the one of zlib and `crc32`), continuing from crc (0 to start). */
+static uint32_t tok_crc32(uint32_t crc, const unsigned char *p, size_t n) {
+    uint32_t table[256];
+    for (uint32_t i = 0; i < 256; i++) {
+        uint32_t c = i;
+        for (int k = 0; k < 8; k++) c = c & 1 ? 0xEDB88320u ^ (c >> 1) : c >> 1;
+        table[i] = c;
+    }
+    crc = ~crc;
+    for (size_t i = 0; i < n; i++) crc = table[(crc ^ p[i]) & 0xff] ^ (crc >> 8);
+    return ~crc;
+}
+
+/* Reads a whole file into a malloc'd buffer (one spare byte past the end, set to 0). */
+static int tok_read_file(const char *path, unsigned char **out, size_t *len, char *err, size_t errlen) {
+    FILE *f = fopen(path, "rb");
+    size_t cap = 1 << 16, n = 0;
+    unsigned char *buf;
+    if (!f) return fail(err, errlen, NGPT_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    buf = malloc(cap);
+    for (;;) {
+        if (!buf) { fclose(f); return fail(err, errlen, NGPT_ERR_NOMEM, "%s: out of memory reading the file", path); }
+        n += fread(buf + n, 1, cap - 1 - n, f);
+        if (n < cap - 1) break;
+        if (cap > SIZE_MAX / 2) { free(buf); fclose(f); return fail(err, errlen, NGPT_ERR_NOMEM, "%s: file too large", path); }
+        unsigned char *nb = realloc(buf, cap *= 2);
+        if (!nb) free(buf);
+        buf = nb;
+    }
+    if (ferror(f)) {
+        int e = errno;
+        free(buf);
+        fclose(f);
+        return fail(err, errlen, NGPT_ERR_IO, "%s: read error: %s", path, strerror(e));
+    }
+    fclose(f);
+    buf[n] = 0;
+    *out = buf;
+    *len = n;
+    return NGPT_OK;
+}
+
+/* ---- Unicode classes and UTF-8 ---------------------------------------------------------------------- */
+
+/* Class of a code point at or above U+10000 (the BMP ones are in t->bmp_class). */
+static int tok_class_supp(uint32_t cp) {
+    size_t lo = 0, hi = TOK_UNI_NRANGES;
+    while (lo < hi) { /* first range whose start is above cp */
+        size_t mid = lo + (hi - lo) / 2;
+        if (tok_uni_ranges[mid][0] <= cp) lo = mid + 1; else hi = mid;
+    }
+    if (lo == 0 || (tok_uni_ranges[lo - 1][1] & 0xffffffu) < cp) return TOK_OTHER;
+    return (int)(tok_uni_ranges[lo - 1][1] >> 24);
+}
+
+/* Decodes the UTF-8 sequence at s[i] (i < n, s[i] >= 0x80) by Unicode's Table 3-7: returns its length and
+ * sets *cp, or returns 0 when s[i] does not start a well-formed sequence, or -1 when the bytes so far are
+ * well-formed but n cuts the sequence short. */
+static inline int tok_utf8(const unsigned char *s, size_t i, size_t n, uint32_t *cp) {
+    unsigned c = s[i], lo = 0x80, hi = 0xBF;
+    int need;
+    if (c >= 0xC2 && c <= 0xDF) { need = 1; *cp = c & 0x1F; }
+    else if (c >= 0xE0 && c <= 0xEF) { need = 2; *cp = c & 0x0F; if (c == 0xE0) lo = 0xA0; if (c == 0xED) hi = 0x9F; }
+    else if (c >= 0xF0 && c <= 0xF4) { need = 3; *cp = c & 0x07; if (c == 0xF0) lo = 0x90; if (c == 0xF4) hi = 0x8F; }
+    else return 0;
+    for (int k = 1; k <= need; k++) {
+        unsigned b;
+        if (i + (size_t)k >= n) return -1;
+        b = s[i + (size_t)k];
+        if (b < lo || b > hi) return 0;
+        lo = 0x80; hi = 0xBF;
+        *cp = *cp << 6 | (b & 0x3F);
+    }
+    return need + 1;
+}
+
+/* Class of the character that starts at s[i] and its length in bytes. A byte that does not start a
+ * well-formed UTF-8 sequence is a one-byte "other" character (as the U+FFFD it would decode to is).
+ * Returns TOK_END when i >= n, or when soft and n cuts a well-formed sequence short. */
+static inline int tok_class_at(const ngpt_tokenizer *t, const unsigned char *s, size_t i, size_t n, int soft,
+                               size_t *len) {
+    uint32_t cp;
+    int r;
+    if (i >= n) return TOK_END;
+    *len = 1;
+    if (s[i] < 0x80) return t->bmp_class[s[i]];
+    r = tok_utf8(s, i, n, &cp);
+    if (r > 0) {
+        *len = (size_t)r;
+        return cp < 0x10000 ? t->bmp_class[cp] : tok_class_supp(cp);
+    }
+    return r < 0 && soft ? TOK_END : TOK_OTHER;
+}
+
+/* GPT-2's files spell bytes as characters: bytes 0x21..0x7E, 0xA1..0xAC and 0xAE..0xFF stand for
+ * themselves and the other 68 bytes, in order, for U+0100..U+0143. Returns the byte, or -1. */
+static int tok_unicode_to_byte(uint32_t cp) {
+    if ((cp >= 0x21 && cp <= 0x7E) || (cp >= 0xA1 && cp <= 0xAC) || (cp >= 0xAE && cp <= 0xFF)) return (int)cp;
+    if (cp < 0x100 || cp >= 0x100 + 68) return -1;
+    cp -= 0x100;
+    return cp < 33 ? (int)cp : cp < 67 ? (int)(0x7F + cp - 33) : 0xAD;
+}
+
+/* ---- lookups ---------------------------------------------------------------------------------------- */
+
+/* The first 8 bytes of p[0..n), zero-padded, as one word (in memory order). */
+static inline uint64_t tok_head(const unsigned char *p, size_t n) {
+    uint64_t w = 0;
+    memcpy(&w, p, n < 8 ? n : 8);
+    return w;
+}
+
+static int32_t tok_vocab_find(const ngpt_tokenizer *t, const unsigned char *p, size_t n) {
+    uint64_t head = tok_head(p, n);
+    for (size_t i = (size_t)tok_hash(p, n) & t->vocab_mask;; i = (i + 1) & t->vocab_mask) {
+        const tok_vocab_slot *v = &t->vocab[i];
+        if (v->id < 0) return -1;
+        if (v->head == head && v->len == n && (n <= 8 || memcmp(t->bytes + t->off[v->id] + 8, p + 8, n - 8) == 0)) return v->id;
+    }
+}
+
+static inline uint64_t tok_pair_key(int32_t left, int32_t right) {
+    return (uint64_t)(uint32_t)left << 21 | (uint32_t)right;
+}
+
+static inline size_t tok_pair_slot_of(const ngpt_tokenizer *t, uint64_t key) {
+    return (size_t)tok_mix(key) & t->pair_mask;
+}
+
+/* Rank of merging left and right, or TOK_NO_RANK; merges[rank].result is what they make. */
+static inline uint32_t tok_pair_rank(const ngpt_tokenizer *t, int32_t left, int32_t right) {
+    uint64_t key = tok_pair_key(left, right);
+    for (size_t i = tok_pair_slot_of(t, key);; i = (i + 1) & t->pair_mask) {
+        tok_pair_slot s = t->pairs[i];
+        if (s == TOK_PAIR_EMPTY) return TOK_NO_RANK;
+        if (s >> 22 == key) return (uint32_t)(s & ((1u << 22) - 1));
+    }
+}
+
+/* ---- BPE -------------------------------------------------------------------------------------------- */
+
+/* BPE the obvious way, for short pieces: sym (n) holds the byte tokens on entry and the merged tokens on
+ * return; rank (n) is scratch. Each round finds the lowest-ranked adjacent pair and merges all its
+ * occurrences left to right, as encoder.py does. O(n^2). Returns the number of tokens. */
+static size_t tok_bpe_small(const ngpt_tokenizer *t, int32_t *sym, uint32_t *rank, size_t n) {
+    size_t i, w;
+    int32_t made;
+    if (n < 2) return n;
+    for (i = 0; i + 1 < n; i++) rank[i] = tok_pair_rank(t, sym[i], sym[i + 1]);
+    rank[n - 1] = TOK_NO_RANK;
+    for (;;) {
+        uint32_t r = TOK_NO_RANK;
+        for (i = 0; i + 1 < n; i++) if (rank[i] < r) r = rank[i];
+        if (r == TOK_NO_RANK) return n;
+        made = t->merges[r].result;
+        for (i = 0, w = 0; i < n; w++) {
+            if (rank[i] == r) { /* merge i and i+1 (rank[n-1] is never r) */
+                sym[w] = made;
+                rank[w] = TOK_DIRTY;
+                if (w) rank[w - 1] = TOK_DIRTY;
+                i += 2;
+            } else {
+                sym[w] = sym[i];
+                rank[w] = rank[i];
+                i++;
+            }
+        }
+        n = w;
+        if (n < 2) return n;
+        for (i = 0; i < n; i++)
+            if (rank[i] == TOK_DIRTY) rank[i] = i + 1 < n ? tok_pair_rank(t, sym[i], sym[i + 1]) : TOK_NO_RANK;
+    }
+}
+
+static void tok_heap_push(uint64_t *heap, size_t *len, uint64_t v) {
+    size_t i = (*len)++;
+    while (i > 0) {
+        size_t p = (i - 1) / 2;
+        if (heap[p] <= v) break;
+        heap[i] = heap[p];
+        i = p;
+    }
+    heap[i] = v;
+}
+
+static uint64_t tok_heap_pop(uint64_t *heap, size_t *len) {
+    uint64_t top = heap[0], v = heap[--*len];
+    size_t i = 0, n = *len;
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= n) break;
+        if (c + 1 < n && heap[c + 1] < heap[c]) c++;
+        if (heap[c] >= v) break;
+        heap[i] = heap[c];
+        i = c;
+    }
+    if (n) heap[i] = v;
+    return top;
+}
+
+/* The same merges as tok_bpe_small in O(n log n), for long pieces: a linked list of symbols and a
+ * min-heap of (rank, position). Each round pops every pair of the lowest rank, merges those still
+ * present left to right, and only then pushes the new pairs. n < 2^31. Returns the count, or
+ * (size_t)-1 when out of memory. */
+static size_t tok_bpe_heap(const ngpt_tokenizer *t, int32_t *sym, size_t n) {
+    uint32_t *next, *prev, *done;
+    uint64_t *heap;
+    size_t hn = 0, i, w;
+    const uint32_t NIL = UINT32_MAX;
+    unsigned char *mem;
+    if (n < 2) return n;
+    if (n > TOK_MAX_PIECE || n > SIZE_MAX / 40) return (size_t)-1;
+    mem = malloc(n * (3 * sizeof(uint32_t) + 3 * sizeof(uint64_t)));
+    if (!mem) return (size_t)-1;
+    heap = (uint64_t *)mem;                  /* (3n) at most n-1 pairs, then 2 per merge */
+    next = (uint32_t *)(heap + 3 * n);       /* (n) */
+    prev = next + n;                         /* (n) */
+    done = prev + n;                         /* (n) positions merged in this round */
+    for (i = 0; i < n; i++) { next[i] = i + 1 < n ? (uint32_t)(i + 1) : NIL; prev[i] = i ? (uint32_t)(i - 1) : NIL; }
+    for (i = 0; i + 1 < n; i++) {
+        uint32_t r = tok_pair_rank(t, sym[i], sym[i + 1]);
+        if (r != TOK_NO_RANK) tok_heap_push(heap, &hn, (uint64_t)r << 32 | i);
+    }
+    while (hn) {
+        uint32_t r = (uint32_t)(heap[0] >> 32);
+        size_t nd = 0;
+        while (hn && (uint32_t)(heap[0] >> 32) == r) { /* pops in position order */
+            uint32_t p = (uint32_t)tok_heap_pop(heap, &hn), q;
+            if (sym[p] < 0 || (q = next[p]) == NIL || tok_pair_rank(t, sym[p], sym[q]) != r) continue;
+            sym[p] = t->merges[r].result;
+            sym[q] = -1;
+            next[p] = next[q];
+            if (next[q] != NIL) prev[next[q]] = p;
+            done[nd++] = p;
+        }
+        for (i = 0; i < nd; i++) {
+            uint32_t p = done[i], rr;
+            if (prev[p] != NIL && (rr = tok_pair_rank(t, sym[prev[p]], sym[p])) != TOK_NO_RANK)
+                tok_heap_push(heap, &hn, (uint64_t)rr << 32 | prev[p]);
+            if (next[p] != NIL && (rr = tok_pair_rank(t, sym[p], sym[next[p]])) != TOK_NO_RANK)
+                tok_heap_push(heap, &hn, (uint64_t)rr << 32 | p);
+        }
+    }
+    for (i = 0, w = 0; i != NIL; i = next[i]) sym[w++] = sym[i];
+    free(mem);
+    return w;
+}
+
+/* Encodes one pre-token p (n >= 1 bytes) into out (room for n ids). Returns the number of ids, or
+ * (size_t)-1 when out of memory. */
+static size_t tok_bpe(const ngpt_tokenizer *t, const unsigned char *p, size_t n, int32_t *out) {
+    if (n == 1) { out[0] = t->byte_tok[p[0]]; return 1; }
+    if (n <= (size_t)t->max_len) {
+        int32_t id = tok_vocab_find(t, p, n);
+        if (id >= 0 && t->whole[id]) { out[0] = id; return 1; }
+    }
+    for (size_t i = 0; i < n; i++) out[i] = t->byte_tok[p[i]];
+    if (n <= TOK_SMALL) {
+        uint32_t rank[TOK_SMALL];
+        return tok_bpe_small(t, out, rank, n);
+    }
+    return tok_bpe_heap(t, out, n);
+}
+
+/* ---- pre-tokenizer ---------------------------------------------------------------------------------- */
+
+/* Where the pre-token that starts at s[i] (i < n) ends, by GPT-2's pattern
+ *     's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
+ * tried alternative by alternative as a backtracking regex engine does. With soft set, n is not the end
+ * of the text: the function returns 0 whenever the answer would depend on a byte at or past n (that is,
+ * whenever it would look at one), and so a pre-token it returns is the one the whole text has there. */
+static int tok_piece_end(const ngpt_tokenizer *t, const unsigned char *s, size_t i, size_t n, int soft, size_t *end) {
+    size_t l, k, last;
+    int c = tok_class_at(t, s, i, n, soft, &l), ck;
+    if (c == TOK_END) return 0;
+    if (s[i] == '\'') { /* 's 't 're 've 'm 'll 'd, case-sensitive as in GPT-2 */
+        if (i + 1 >= n) { if (soft) return 0; }
+        else {
+            unsigned char a = s[i + 1];
+            if (a == 's' || a == 't' || a == 'm' || a == 'd') { *end = i + 2; return 1; }
+            if (a == 'r' || a == 'v' || a == 'l') {
+                if (i + 2 >= n) { if (soft) return 0; }
+                else if (s[i + 2] == (a == 'l' ? 'l' : 'e')) { *end = i + 3; return 1; }
+            }
+        }
+    }
+    k = i;
+    if (s[i] == ' ') { /* the optional space of ' ?\p{L}+', ' ?\p{N}+' and ' ?[^\s\p{L}\p{N}]+' */
+        size_t l1;
+        int c1 = tok_class_at(t, s, i + 1, n, soft, &l1);
+        if (c1 == TOK_END && soft) return 0;
+        if (c1 != TOK_END && c1 != TOK_SPACE) { k = i + 1; c = c1; l = l1; }
+    }
+    if (c != TOK_SPACE) { /* a run of letters, of numbers, or of other characters */
+        for (k += l;; k += l) {
+            ck = tok_class_at(t, s, k, n, soft, &l);
+            if (ck == TOK_END) { if (soft) return 0; break; }
+            if (ck != c) break;
+        }
+        *end = k;
+        return 1;
+    }
+    /* whitespace: \s+(?!\S) takes the run up to the end of the text, or all of it but its last character
+     * when a non-space follows; when the run is that one character, \s+ takes it alone */
+    for (k = i, last = i;; k += l) {
+        ck = tok_class_at(t, s, k, n, soft, &l);
+        if (ck == TOK_END) { if (soft) return 0; *end = k; return 1; }
+        if (ck != TOK_SPACE) break;
+        last = k;
+    }
+    *end = last > i ? last : k;
+    return 1;
+}
+
+/* ---- encoding --------------------------------------------------------------------------------------- */
+
+/* First occurrence of needle (m >= 1 bytes) in s[0..n), or NULL. */
+static const unsigned char *tok_find(const unsigned char *s, size_t n, const unsigned char *needle, size_t m) {
+    const unsigned char *p = s, *last;
+    if (n < m) return NULL;
+    last = s + (n - m);
+    while (p <= last) {
+        p = memchr(p, needle[0], (size_t)(last - p) + 1);
+        if (!p) return NULL;
+        if (memcmp(p, needle, m) == 0) return p;
+        p++;
+    }
+    return NULL;
+}
+
+enum { TOK_STOP_NONE, TOK_STOP_END, TOK_STOP_CAP };
+
+/* Encodes text s[0..len) into ids. Pre-tokens are emitted only when settled: with is_last 0, a pre-token
+ * that may still change with what follows len, or a possible start of <|endoftext|> at the very end,
+ * stops the encoding (*stop = TOK_STOP_END). With stop_at_cap, a pre-token whose ids do not all fit in
+ * cap stops it too (TOK_STOP_CAP); otherwise ids past cap are counted and not written. *consumed is the
+ * number of bytes encoded and *n_out the number of ids (written or, past cap, counted). */
+static int tok_encode_core(const ngpt_tokenizer *t, const unsigned char *s, size_t len, int is_last,
+                           int allow_special, int stop_at_cap, int32_t *ids, size_t cap, size_t *n_out,
+                           size_t *consumed, int *stop, char *err, size_t errlen) {
+    int32_t tmp[TOK_SMALL];
+    size_t pos = 0, count = 0;
+    const unsigned char *eot = NULL;
+    size_t eot_len = 0;
+    *stop = TOK_STOP_NONE;
+    if (allow_special && t->eot >= 0) {
+        eot = t->bytes + t->off[t->eot];
+        eot_len = t->off[t->eot + 1] - t->off[t->eot];
+    }
+    while (pos < len) {
+        size_t seg_end = len, sp = SIZE_MAX;
+        int soft = !is_last;
+        if (eot) {
+            const unsigned char *f = tok_find(s + pos, len - pos, eot, eot_len);
+            if (f) { sp = (size_t)(f - s); seg_end = sp; soft = 0; }
+            else if (!is_last) { /* the text may go on with the rest of <|endoftext|>: stop before it */
+                size_t q = len - pos < eot_len ? pos : len - eot_len + 1;
+                while (q < len && memcmp(s + q, eot, len - q) != 0) q++;
+                seg_end = q;
+            }
+        }
+        while (pos < seg_end) {
+            size_t e, n, m, room = count < cap ? cap - count : 0;
+            int32_t *dst;
+            int in_place;
+            if (!tok_piece_end(t, s, pos, seg_end, soft, &e)) { *stop = TOK_STOP_END; goto done; }
+            n = e - pos;
+            in_place = n <= room; /* room > 0: ids is not NULL */
+            dst = in_place ? ids + count : n <= TOK_SMALL ? tmp : NULL;
+            if (!dst && (n > SIZE_MAX / sizeof(int32_t) || !(dst = malloc(n * sizeof(int32_t)))))
+                return fail(err, errlen, NGPT_ERR_NOMEM, "tokenizer: out of memory for a pre-token of %zu bytes at byte %zu", n, pos);
+            m = tok_bpe(t, s + pos, n, dst);
+            if (m == (size_t)-1) {
+                if (!in_place && dst != tmp) free(dst);
+                if (n > TOK_MAX_PIECE)
+                    return fail(err, errlen, NGPT_ERR_ARG, "tokenizer: the pre-token at byte %zu is %zu bytes long; this tokenizer merges at most %zu", pos, n, TOK_MAX_PIECE);
+                return fail(err, errlen, NGPT_ERR_NOMEM, "tokenizer: out of memory for a pre-token of %zu bytes at byte %zu", n, pos);
+            }
+            if (!in_place) {
+                if (stop_at_cap && m > room) {
+                    if (dst != tmp) free(dst);
+                    *stop = TOK_STOP_CAP;
+                    if (count == 0) count = m; /* what the caller needs to make progress */
+                    goto done;
+                }
+                if (room) memcpy(ids + count, dst, (m < room ? m : room) * sizeof(int32_t));
+                if (dst != tmp) free(dst);
+            }
+            count += m;
+            pos = e;
+        }
+        if (sp == SIZE_MAX) {
+            if (seg_end < len) *stop = TOK_STOP_END;
+            break;
+        }
+        if (count >= cap && stop_at_cap) { *stop = TOK_STOP_CAP; if (count == 0) count = 1; break; }
+        if (count < cap) ids[count] = t->eot;
+        count++;
+        pos = sp + eot_len;
+    }
+done:
+    *n_out = count;
+    *consumed = pos;
+    return NGPT_OK;
+}
+
+int ngpt_tokenizer_encode(const ngpt_tokenizer *t, const char *text, size_t len, int allow_special,
+                          int32_t *ids, size_t cap, size_t *n_out, char *err, size_t errlen) {
+    size_t n = 0, consumed;
+    int stop, rc;
+    if (n_out) *n_out = 0;
+    if (!t || !n_out || (!text && len) || (!ids && cap))
+        return fail(err, errlen, NGPT_ERR_ARG, "ngpt_tokenizer_encode: %s is NULL",
+                        !t ? "the tokenizer" : !n_out ? "n_out" : !ids && cap ? "ids (with cap > 0)" : "text (with len > 0)");
+    rc = tok_encode_core(t, (const unsigned char *)text, len, 1, allow_special, 0, ids, cap, &n, &consumed, &stop,
+                         err, errlen);
+    if (rc) return rc;
+    *n_out = n;
+    if (n > cap)
+        return fail(err, errlen, NGPT_ERR_ARG, "ngpt_tokenizer_encode: ids has room for %zu ids; these %zu bytes need %zu "
+                        "(cap >= len always suffices)", cap, len, n);
+    return NGPT_OK;
+}
+
+int ngpt_tokenizer_encode_chunk(const ngpt_tokenizer *t, const char *text, size_t len, int is_last,
+                                int allow_special, int32_t *ids, size_t cap, size_t *n_out, size_t *consumed,
+                                char *err, size_t errlen) {
+    size_t n = 0, used = 0;
+    int stop, rc;
+    if (n_out) *n_out = 0;
+    if (consumed) *consumed = 0;
+    if (!t || !n_out || !consumed || (!text && len) || (!ids && cap))
+        return fail(err, errlen, NGPT_ERR_ARG, "ngpt_tokenizer_encode_chunk: %s is NULL",
+                        !t ? "the tokenizer" : !n_out ? "n_out" : !consumed ? "consumed" :
+                        !ids && cap ? "ids (with cap > 0)" : "text (with len > 0)");
+    rc = tok_encode_core(t, (const unsigned char *)text, len, is_last, allow_special, 1, ids, cap, &n, &used, &stop,
+                         err, errlen);
+    if (rc) return rc;
+    *n_out = n;
+    *consumed = used;
+    if (stop == TOK_STOP_CAP && used == 0) /* nothing fitted: n is what the first pre-token needs */
+        return fail(err, errlen, NGPT_ERR_ARG, "ngpt_tokenizer_encode_chunk: ids has room for %zu ids; the pre-token at the "
+                        "start of the chunk needs %zu (cap >= len always suffices)", cap, n);
+    return NGPT_OK;
+}
+
+/* ---- decoding --------------------------------------------------------------------------------------- */
+
+int ngpt_tokenizer_decode(const ngpt_tokenizer *t, const int32_t *ids, size_t n, char *out, size_t cap,
+                          size_t *len_out, char *err, size_t errlen) {
+    size_t total = 0;
+    if (len_out) *len_out = 0;
+    if (!t || !len_out || (!ids && n) || (!out && cap))
+        return fail(err, errlen, NGPT_ERR_ARG, "ngpt_tokenizer_decode: %s is NULL",
+                        !t ? "the tokenizer" : !len_out ? "len_out" : !out && cap ? "out (with cap > 0)" : "ids (with n > 0)");
+    for (size_t i = 0; i < n; i++) {
+        int32_t id = ids[i];
+        size_t m;
+        if (id < 0 || id >= t->n_vocab)
+            return fail(err, errlen, NGPT_ERR_ARG, "ngpt_tokenizer_decode: ids[%zu] = %ld is not a token id (valid: 0..%ld)",
+                            i, (long)id, (long)t->n_vocab - 1);
+        m = t->off[id + 1] - t->off[id];
+        if (total < cap) memcpy(out + total, t->bytes + t->off[id], m < cap - total ? m : cap - total);
+        total += m;
+    }
+    *len_out = total;
+    if (total > cap)
+        return fail(err, errlen, NGPT_ERR_ARG, "ngpt_tokenizer_decode: out has room for %zu bytes; these %zu ids need %zu",
+                        cap, n, total);
+    return NGPT_OK;
+}
+
+const char *ngpt_tokenizer_token(const ngpt_tokenizer *t, int32_t id, size_t *len) {
+    if (!t || id < 0 || id >= t->n_vocab) { if (len) *len = 0; return NULL; }
+    if (len) *len = t->off[id + 1] - t->off[id];
+    return (const char *)(t->bytes + t->off[id]);
+}
+
+int ngpt_tokenizer_vocab_size(const ngpt_tokenizer *t) { return t ? (int)t->n_vocab : 0; }
+
+int32_t ngpt_tokenizer_eot(const ngpt_tokenizer *t) { return t ? t->eot : -1; }
+
+void ngpt_tokenizer_free(ngpt_tokenizer *t) { free(t); }
+
+/* ---- building the tables ---------------------------------------------------------------------------- */
+
+static size_t tok_pow2_at_least(size_t x) {
+    size_t p = 16;
+    while (p < x) p *= 2;
+    return p;
+}
+
+/* One block for a tokenizer of V tokens, M merges and nb token bytes: sizes first, then pointers. */
+static ngpt_tokenizer *tok_alloc(int32_t V, int32_t M, size_t nb) {
+    size_t vcap = tok_pow2_at_least((size_t)V + (size_t)V / 4), pcap = tok_pow2_at_least((size_t)M + (size_t)M / 4), o = 0, sz[8], i;
+    ngpt_tokenizer *t;
+    unsigned char *base;
+    sz[0] = sizeof(ngpt_tokenizer);
+    sz[1] = ((size_t)V + 1) * sizeof(uint32_t);        /* off */
+    sz[2] = (size_t)M * sizeof(tok_merge);             /* merges */
+    sz[3] = vcap * sizeof(tok_vocab_slot);             /* vocab */
+    sz[4] = pcap * sizeof(tok_pair_slot);              /* pairs */
+    sz[5] = (size_t)V;                                 /* whole */
+    sz[6] = 65536;                                     /* bmp_class */
+    sz[7] = nb + 1;                                    /* bytes */
+    for (i = 0; i < 8; i++) o += (sz[i] + 15) & ~(size_t)15;
+    base = calloc(1, o);
+    if (!base) return NULL;
+    t = (ngpt_tokenizer *)base;
+    o = (sz[0] + 15) & ~(size_t)15;
+    t->off = (uint32_t *)(base + o);        o += (sz[1] + 15) & ~(size_t)15;
+    t->merges = (tok_merge *)(base + o);    o += (sz[2] + 15) & ~(size_t)15;
+    t->vocab = (tok_vocab_slot *)(base + o); o += (sz[3] + 15) & ~(size_t)15;
+    t->pairs = (tok_pair_slot *)(base + o); o += (sz[4] + 15) & ~(size_t)15;
+    t->whole = base + o;                    o += (sz[5] + 15) & ~(size_t)15;
+    t->bmp_class = base + o;                o += (sz[6] + 15) & ~(size_t)15;
+    t->bytes = base + o;
+    t->n_vocab = V;
+    t->n_merges = M;
+    t->n_bytes = nb;
+    t->eot = -1;
+    t->vocab_mask = vcap - 1;
+    t->pair_mask = pcap - 1;
+    return t;
+}
+
+/* Indexes the tokens of a tokenizer whose off and bytes are filled: checks that they are distinct and
+ * non-empty and that every byte has one, builds the vocab table and the class table. what names the
+ * source in messages; with src, at[id] is the byte offset in src of where token id is defined. */
+typedef struct tok_src tok_src;
+static int tok_src_fail(const tok_src *src, size_t at, int status, const char *fmt, ...) TOK_PRINTF(4, 5);
+
+static int tok_index_tokens(ngpt_tokenizer *t, const char *what, const tok_src *src, const size_t *at, char *err,
+                            size_t errlen) {
+    char q1[96];
+    int32_t V = t->n_vocab, id;
+    for (int b = 0; b < 256; b++) t->byte_tok[b] = -1;
+    t->max_len = 0;
+    for (size_t i = 0; i <= t->vocab_mask; i++) t->vocab[i].id = -1;
+    for (id = 0; id < V; id++) {
+        size_t n = t->off[id + 1] - t->off[id];
+        const unsigned char *p = t->bytes + t->off[id];
+        uint64_t h;
+        size_t i;
+        if (t->off[id + 1] < t->off[id] || t->off[id + 1] > t->n_bytes)
+            return fail(err, errlen, NGPT_ERR_FORMAT, "%s: token %ld has a bad extent (%lu..%lu of %zu bytes)", what,
+                            (long)id, (unsigned long)t->off[id], (unsigned long)t->off[id + 1], t->n_bytes);
+        if (n == 0) return fail(err, errlen, NGPT_ERR_FORMAT, "%s: token %ld is empty; every token needs at least one byte", what, (long)id);
+        h = tok_hash(p, n);
+        if (n > UINT32_MAX) return fail(err, errlen, NGPT_ERR_FORMAT, "%s: token %ld is too long", what, (long)id);
+        for (i = (size_t)h & t->vocab_mask; t->vocab[i].id >= 0; i = (i + 1) & t->vocab_mask) {
+            int32_t o = t->vocab[i].id;
+            if (t->off[o + 1] - t->off[o] == n && memcmp(t->bytes + t->off[o], p, n) == 0) {
+                if (src) {
+                    size_t a = at[o] > at[id] ? at[o] : at[id];
+                    return tok_src_fail(src, a, NGPT_ERR_FORMAT, "the key %s appears twice (ids %ld and %ld); keys must be distinct",
+                                        tok_quote(q1, sizeof q1, p, n, 40), (long)o, (long)id);
+                }
+                return fail(err, errlen, NGPT_ERR_FORMAT, "%s: tokens %ld and %ld are both %s; every token must be distinct",
+                                what, (long)o, (long)id, tok_quote(q1, sizeof q1, p, n, 40));
+            }
+        }
+        t->vocab[i].id = id;
+        t->vocab[i].head = tok_head(p, n);
+        t->vocab[i].len = (uint32_t)n;
+        if (n == 1) t->byte_tok[p[0]] = id;
+        if (n > (size_t)t->max_len) t->max_len = (int32_t)n;
+    }
+    for (int b = 0; b < 256; b++)
+        if (t->byte_tok[b] < 0)
+            return fail(err, errlen, NGPT_ERR_FORMAT, "%s: no token for the byte 0x%02X; byte-level BPE needs one for each of the 256 bytes", what, b);
+    memset(t->bmp_class, TOK_OTHER, 65536);
+    for (size_t r = 0; r < TOK_UNI_NRANGES && tok_uni_ranges[r][0] < 0x10000; r++) {
+        uint32_t hi = tok_uni_ranges[r][1] & 0xffffffu;
+        for (uint32_t cp = tok_uni_ranges[r][0]; cp <= hi && cp < 0x10000; cp++)
+            t->bmp_class[cp] = (unsigned char)(tok_uni_ranges[r][1] >> 24);
+    }
+    return NGPT_OK;
+}
+
+/* Indexes the merges (merges[].left/right filled, tokens indexed): checks them, finds what each makes,
+ * builds the pair table and, with find_whole, the whole-token flags. Merge r is on line line0 + r of
+ * what, or is called "merge r" when line0 < 0. */
+static int tok_index_merges(ngpt_tokenizer *t, const char *what, long line0, int find_whole, char *err, size_t errlen) {
+    char q1[96], q2[96];
+    int32_t V = t->n_vocab, id;
+    for (size_t i = 0; i <= t->pair_mask; i++) t->pairs[i] = TOK_PAIR_EMPTY;
+    for (int32_t r = 0; r < t->n_merges; r++) {
+        tok_merge *m = &t->merges[r];
+        unsigned char cat[512];
+        size_t nl, nr, i;
+        uint64_t key;
+        long line = line0 >= 0 ? line0 + r : r;
+        const char *unit = line0 >= 0 ? "" : " merge "; /* "vocab.bpe:7: ..." or "x.tok: merge 5: ..." */
+        if (m->left < 0 || m->left >= V || m->right < 0 || m->right >= V)
+            return fail(err, errlen, NGPT_ERR_FORMAT, "%s:%s%ld: merges tokens %ld and %ld; ids must be 0..%ld", what, unit,
+                            line, (long)m->left, (long)m->right, (long)V - 1);
+        nl = t->off[m->left + 1] - t->off[m->left];
+        nr = t->off[m->right + 1] - t->off[m->right];
+        m->result = -1;
+        if (nl + nr <= sizeof cat) {
+            memcpy(cat, t->bytes + t->off[m->left], nl);
+            memcpy(cat + nl, t->bytes + t->off[m->right], nr);
+            m->result = tok_vocab_find(t, cat, nl + nr);
+        }
+        if (m->result < 0)
+            return fail(err, errlen, NGPT_ERR_FORMAT, "%s:%s%ld: merges %s and %s, but their concatenation is not a token",
+                            what, unit, line, tok_quote(q1, sizeof q1, t->bytes + t->off[m->left], nl, 40),
+                            tok_quote(q2, sizeof q2, t->bytes + t->off[m->right], nr, 40));
+        key = tok_pair_key(m->left, m->right);
+        for (i = tok_pair_slot_of(t, key); t->pairs[i] != TOK_PAIR_EMPTY; i = (i + 1) & t->pair_mask)
+            if (t->pairs[i] >> 22 == key)
+                return fail(err, errlen, NGPT_ERR_FORMAT, "%s:%s%ld: repeats the merge of %s and %s (first on %s %ld)", what,
+                                unit, line, tok_quote(q1, sizeof q1, t->bytes + t->off[m->left], nl, 40),
+                                tok_quote(q2, sizeof q2, t->bytes + t->off[m->right], nr, 40), line0 >= 0 ? "line" : "merge",
+                                (line0 >= 0 ? line0 : 0) + (long)(t->pairs[i] & ((1u << 22) - 1)));
+        t->pairs[i] = key << 22 | (uint64_t)r;
+    }
+    /* A pre-token that is itself a token is usually that one token; the shortcut is taken only for the
+     * tokens where BPE of their own bytes says so, which keeps it exact for any vocabulary. */
+    for (id = 0; find_whole && id < V; id++) {
+        size_t n = t->off[id + 1] - t->off[id], m;
+        const unsigned char *p = t->bytes + t->off[id];
+        int32_t one[TOK_SMALL], *sym = n <= TOK_SMALL ? one : malloc(n * sizeof(int32_t));
+        if (!sym) return fail(err, errlen, NGPT_ERR_NOMEM, "%s: out of memory", what);
+        for (size_t i = 0; i < n; i++) sym[i] = t->byte_tok[p[i]];
+        if (n <= TOK_SMALL) {
+            uint32_t rank[TOK_SMALL];
+            m = tok_bpe_small(t, sym, rank, n);
+        } else {
+            m = tok_bpe_heap(t, sym, n);
+        }
+        t->whole[id] = m == 1 && sym[0] == id;
+        if (sym != one) free(sym);
+        if (m == (size_t)-1) return fail(err, errlen, NGPT_ERR_NOMEM, "%s: out of memory", what);
+    }
+    return NGPT_OK;
+}
+
+/* ---- OpenAI's encoder.json and vocab.bpe ------------------------------------------------------------ */
+
+struct tok_src {
+    const char *path;
+    const unsigned char *s;
+    size_t n;
+    char *err;
+    size_t errlen;
+};
+
+/* An error at byte offset at of src: "PATH:LINE:COL (byte AT): message". */
+static int tok_src_fail(const tok_src *src, size_t at, int status, const char *fmt, ...) {
+    size_t line = 1, col = 1, o;
+    va_list ap;
+    if (!src->err || !src->errlen) return status;
+    for (size_t i = 0; i < at && i < src->n; i++) {
+        if (src->s[i] == '\n') { line++; col = 1; }
+        else if ((src->s[i] & 0xC0) != 0x80) col++;
+    }
+    snprintf(src->err, src->errlen, "%s:%zu:%zu (byte %zu): ", src->path, line, col, at);
+    o = strlen(src->err);
+    va_start(ap, fmt);
+    vsnprintf(src->err + o, src->errlen - o, fmt, ap);
+    va_end(ap);
+    return status;
+}
+
+/* What is at s[i], for messages: "end of file", "'x'", "byte 0xNN". */
+static const char *tok_src_what(const tok_src *src, size_t i, char *buf, size_t cap) {
+    /* buf needs room for 48 bytes */
+    if (i >= src->n) snprintf(buf, cap, "the end of the file (it is truncated)");
+    else if (src->s[i] >= 0x20 && src->s[i] < 0x7f) snprintf(buf, cap, "'%c'", src->s[i]);
+    else snprintf(buf, cap, "byte 0x%02X", src->s[i]);
+    return buf;
+}
+
+/* Decodes one well-formed UTF-8 character at s[*i] (advancing *i); -1 if there is none. */
+static int32_t tok_utf8_next(const unsigned char *s, size_t n, size_t *i) {
+    uint32_t cp;
+    int r;
+    if (s[*i] < 0x80) return s[(*i)++];
+    if ((r = tok_utf8(s, *i, n, &cp)) <= 0) return -1;
+    *i += (size_t)r;
+    return (int32_t)cp;
+}
+
+/* Appends the byte GPT-2's alphabet gives code point cp to buf; fails naming the code point. */
+static int tok_push_symbol(const tok_src *src, size_t at, int32_t cp, unsigned char *buf, size_t *len, size_t cap) {
+    int b = tok_unicode_to_byte((uint32_t)cp);
+    if (b < 0)
+        return tok_src_fail(src, at, NGPT_ERR_FORMAT, "U+%04lX is not one of the 256 characters GPT-2's byte-level "
+                            "vocabulary spells bytes with (U+0021..U+007E, U+00A1..U+00AC, U+00AE..U+0143)", (long)cp);
+    if (*len >= cap) return tok_src_fail(src, at, NGPT_ERR_FORMAT, "a token longer than %zu bytes", cap);
+    buf[(*len)++] = (unsigned char)b;
+    return NGPT_OK;
+}
+
+static size_t tok_json_ws(const tok_src *src, size_t i) {
+    while (i < src->n && (src->s[i] == ' ' || src->s[i] == '\t' || src->s[i] == '\n' || src->s[i] == '\r')) i++;
+    return i;
+}
+
+static int tok_hex4(const unsigned char *p) {
+    int v = 0;
+    for (int k = 0; k < 4; k++) {
+        int c = p[k], d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+        if (d < 0) return -1;
+        v = v * 16 + d;
+    }
+    return v;
+}
+
+/* Parses the JSON string at s[*i] (a '"') into token bytes. */
+static int tok_json_key(const tok_src *src, size_t *i, unsigned char *buf, size_t *len, size_t cap) {
+    size_t start = *i, j = *i + 1;
+    char w[64];
+    int rc;
+    *len = 0;
+    for (;;) {
+        size_t at = j;
+        int32_t cp;
+        if (j >= src->n) return tok_src_fail(src, start, NGPT_ERR_FORMAT, "the string that starts here has no closing '\"' (the file is truncated)");
+        if (src->s[j] == '"') break;
+        if (src->s[j] < 0x20)
+            return tok_src_fail(src, j, NGPT_ERR_FORMAT, "raw control byte 0x%02X inside a string; JSON needs it escaped", src->s[j]);
+        if (src->s[j] == '\\') {
+            unsigned char e = j + 1 < src->n ? src->s[j + 1] : 0;
+            j += 2;
+            switch (e) {
+            case '"': cp = '"'; break;
+            case '\\': cp = '\\'; break;
+            case '/': cp = '/'; break;
+            case 'b': cp = 8; break;
+            case 'f': cp = 12; break;
+            case 'n': cp = 10; break;
+            case 'r': cp = 13; break;
+            case 't': cp = 9; break;
+            case 'u':
+                if (j + 4 > src->n || (cp = tok_hex4(src->s + j)) < 0)
+                    return tok_src_fail(src, at, NGPT_ERR_FORMAT, "bad escape: \\u must be followed by 4 hex digits");
+                j += 4;
+                if (cp >= 0xDC00 && cp <= 0xDFFF)
+                    return tok_src_fail(src, at, NGPT_ERR_FORMAT, "unpaired low surrogate \\u%04X (it must follow a high surrogate \\uD800..\\uDBFF)", (unsigned)cp);
+                if (cp >= 0xD800 && cp <= 0xDBFF) {
+                    int lo = j + 6 <= src->n && src->s[j] == '\\' && src->s[j + 1] == 'u' ? tok_hex4(src->s + j + 2) : -1;
+                    if (lo < 0xDC00 || lo > 0xDFFF)
+                        return tok_src_fail(src, at, NGPT_ERR_FORMAT, "unpaired high surrogate \\u%04X (expected a low surrogate \\uDC00..\\uDFFF after it)", (unsigned)cp);
+                    cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+                    j += 6;
+                }
+                break;
+            default:
+                if (at + 1 >= src->n) return tok_src_fail(src, start, NGPT_ERR_FORMAT, "the string that starts here has no closing '\"' (the file is truncated)");
+                if (e > 0x20 && e < 0x7f)
+                    return tok_src_fail(src, at, NGPT_ERR_FORMAT, "bad escape \\%c in a string; expected one of \\\" \\\\ \\/ \\b \\f \\n \\r \\t \\uXXXX", e);
+                return tok_src_fail(src, at, NGPT_ERR_FORMAT, "bad escape: byte 0x%02X after a backslash; expected one of \\\" \\\\ \\/ \\b \\f \\n \\r \\t \\uXXXX", e);
+            }
+        } else if ((cp = tok_utf8_next(src->s, src->n, &j)) < 0) {
+            return tok_src_fail(src, at, NGPT_ERR_FORMAT, "%s inside a string is not valid UTF-8", tok_src_what(src, at, w, sizeof w));
+        }
+        if ((rc = tok_push_symbol(src, at, cp, buf, len, cap))) return rc;
+    }
+    if (*len == 0) return tok_src_fail(src, start, NGPT_ERR_FORMAT, "an empty key; every token needs at least one byte");
+    *i = j + 1;
+    return NGPT_OK;
+}
+
+typedef struct { size_t at; uint32_t off, len; int64_t id; } tok_entry; /* at: byte offset of the key */
+
+/* Parses encoder.json ({"token": id, ...}) into entries and their bytes (both malloc'd). */
+static int tok_parse_encoder(const tok_src *src, tok_entry **entries_out, size_t *count_out, unsigned char **blob_out,
+                             size_t *blob_len_out) {
+    size_t i, cap = 0, count = 0, blob_cap = 1 << 16, blob_len = 0;
+    tok_entry *entries = NULL;
+    unsigned char *blob = malloc(blob_cap), key[1024];
+    char w[64];
+    int rc = NGPT_OK;
+    if (!blob) return tok_src_fail(src, 0, NGPT_ERR_NOMEM, "out of memory");
+    i = tok_json_ws(src, 0);
+    if (i >= src->n || src->s[i] != '{') {
+        rc = tok_src_fail(src, i, NGPT_ERR_FORMAT, "expected '{' to open the JSON object of token -> id, found %s",
+                          tok_src_what(src, i, w, sizeof w));
+        goto fail;
+    }
+    i = tok_json_ws(src, i + 1);
+    if (i < src->n && src->s[i] == '}') { rc = tok_src_fail(src, i, NGPT_ERR_FORMAT, "the object has no tokens"); goto fail; }
+    for (;;) {
+        size_t at = i, klen, nd = 0;
+        int64_t v = 0;
+        int neg = 0;
+        if (i >= src->n || src->s[i] != '"') {
+            rc = tok_src_fail(src, i, NGPT_ERR_FORMAT, "expected a '\"' to start a token string, found %s", tok_src_what(src, i, w, sizeof w));
+            goto fail;
+        }
+        if ((rc = tok_json_key(src, &i, key, &klen, sizeof key))) goto fail;
+        i = tok_json_ws(src, i);
+        if (i >= src->n || src->s[i] != ':') {
+            rc = tok_src_fail(src, i, NGPT_ERR_FORMAT, "expected ':' after the key, found %s", tok_src_what(src, i, w, sizeof w));
+            goto fail;
+        }
+        i = tok_json_ws(src, i + 1);
+        size_t vat = i;
+        if (i < src->n && src->s[i] == '-') { neg = 1; i++; }
+        while (i < src->n && src->s[i] >= '0' && src->s[i] <= '9') {
+            if (v < INT64_C(1) << 40) v = v * 10 + (src->s[i] - '0');
+            i++;
+            nd++;
+        }
+        if (nd == 0) {
+            rc = tok_src_fail(src, vat, NGPT_ERR_FORMAT, "expected an integer token id, found %s", tok_src_what(src, vat, w, sizeof w));
+            goto fail;
+        }
+        if (i < src->n && (src->s[i] == '.' || src->s[i] == 'e' || src->s[i] == 'E')) {
+            rc = tok_src_fail(src, vat, NGPT_ERR_FORMAT, "token ids are integers; this one has a fraction or exponent");
+            goto fail;
+        }
+        if (nd > 1 && src->s[vat + neg] == '0') {
+            rc = tok_src_fail(src, vat, NGPT_ERR_FORMAT, "a number with a leading zero is not JSON");
+            goto fail;
+        }
+        if (neg) v = -v; /* the range is checked once the count is known */
+        if (count == cap) {
+            size_t nc = cap ? 2 * cap : 1 << 14;
+            tok_entry *ne = realloc(entries, nc * sizeof *ne);
+            if (!ne) { rc = tok_src_fail(src, at, NGPT_ERR_NOMEM, "out of memory"); goto fail; }
+            entries = ne;
+            cap = nc;
+        }
+        while (blob_len + klen > blob_cap) {
+            unsigned char *nb = realloc(blob, blob_cap * 2);
+            if (!nb) { rc = tok_src_fail(src, at, NGPT_ERR_NOMEM, "out of memory"); goto fail; }
+            blob = nb;
+            blob_cap *= 2;
+        }
+        if (count >= TOK_MAX_VOCAB || blob_len + klen > UINT32_MAX) {
+            rc = tok_src_fail(src, at, NGPT_ERR_FORMAT, "more tokens than this tokenizer takes (%d)", TOK_MAX_VOCAB);
+            goto fail;
+        }
+        memcpy(blob + blob_len, key, klen);
+        entries[count].at = at;
+        entries[count].off = (uint32_t)blob_len;
+        entries[count].len = (uint32_t)klen;
+        entries[count].id = v;
+        count++;
+        blob_len += klen;
+        i = tok_json_ws(src, i);
+        if (i < src->n && src->s[i] == ',') { i = tok_json_ws(src, i + 1); continue; }
+        if (i < src->n && src->s[i] == '}') break;
+        rc = tok_src_fail(src, i, NGPT_ERR_FORMAT, "expected ',' or '}' after a token id, found %s", tok_src_what(src, i, w, sizeof w));
+        goto fail;
+    }
+    i = tok_json_ws(src, i + 1);
+    if (i < src->n) {
+        rc = tok_src_fail(src, i, NGPT_ERR_FORMAT, "unexpected %s after the end of the JSON object", tok_src_what(src, i, w, sizeof w));
+        goto fail;
+    }
+    *entries_out = entries;
+    *count_out = count;
+    *blob_out = blob;
+    *blob_len_out = blob_len;
+    return NGPT_OK;
+fail:
+    free(entries);
+    free(blob);
+    return rc;
+}
+
+/* Parses one side of a merge line ("Ġt") into bytes. */
+static int tok_bpe_word(const tok_src *src, size_t a, size_t b, unsigned char *buf, size_t *len, size_t cap) {
+    int rc;
+    *len = 0;
+    while (a < b) {
+        size_t at = a;
+        int32_t cp = tok_utf8_next(src->s, b, &a);
+        if (cp < 0) return tok_src_fail(src, at, NGPT_ERR_FORMAT, "byte 0x%02X is not valid UTF-8", src->s[at]);
+        if ((rc = tok_push_symbol(src, at, cp, buf, len, cap))) return rc;
+    }
+    return NGPT_OK;
+}
+
+int ngpt_tokenizer_load_gpt2(const char *encoder_json, const char *vocab_bpe, ngpt_tokenizer **out, char *err,
+                             size_t errlen) {
+    unsigned char *js = NULL, *bp = NULL, *blob = NULL;
+    size_t *first = NULL;  /* (count) 1 + index of the entry with each id, 0 if none */
+    size_t js_len, bp_len, count = 0, blob_len = 0, i, n_lines = 0, line_start;
+    tok_entry *entries = NULL;
+    ngpt_tokenizer *t = NULL;
+    tok_src src;
+    int rc;
+    if (out) *out = NULL;
+    if (!encoder_json || !vocab_bpe || !out)
+        return fail(err, errlen, NGPT_ERR_ARG, "ngpt_tokenizer_load_gpt2: %s is NULL", !encoder_json ? "encoder_json" : !vocab_bpe ? "vocab_bpe" : "out");
+    if ((rc = tok_read_file(encoder_json, &js, &js_len, err, errlen))) goto done;
+    if ((rc = tok_read_file(vocab_bpe, &bp, &bp_len, err, errlen))) goto done;
+
+    src = (tok_src){encoder_json, js, js_len, err, errlen};
+    if ((rc = tok_parse_encoder(&src, &entries, &count, &blob, &blob_len))) goto done;
+    /* ids must be exactly 0..count-1 */
+    first = calloc(count, sizeof *first);
+    if (!first) { rc = fail(err, errlen, NGPT_ERR_NOMEM, "%s: out of memory", encoder_json); goto done; }
+    for (i = 0; i < count; i++) {
+        char q[96], q2[96];
+        if (entries[i].id < 0 || (uint64_t)entries[i].id >= count) {
+            rc = tok_src_fail(&src, entries[i].at, NGPT_ERR_FORMAT, "id %s%lld of %s is out of range: the file has %zu tokens, so ids are 0..%zu",
+                              entries[i].id >= INT64_C(1) << 40 ? ">= " : "", (long long)entries[i].id, tok_quote(q, sizeof q, blob + entries[i].off, entries[i].len, 40), count, count - 1);
+            goto done;
+        }
+        if (first[entries[i].id]) {
+            const tok_entry *o = &entries[first[entries[i].id] - 1];
+            rc = tok_src_fail(&src, entries[i].at, NGPT_ERR_FORMAT, "id %ld of %s is also the id of %s (byte %zu); ids must be distinct",
+                              (long)entries[i].id, tok_quote(q, sizeof q, blob + entries[i].off, entries[i].len, 40),
+                              tok_quote(q2, sizeof q2, blob + o->off, o->len, 40), o->at);
+            goto done;
+        }
+        first[entries[i].id] = i + 1;
+    }
+
+    /* vocab.bpe: "#version: ..." then one "left right" merge per line, in rank order */
+    src = (tok_src){vocab_bpe, bp, bp_len, err, errlen};
+    if (bp_len < 9 || memcmp(bp, "#version:", 9) != 0) {
+        char q[96];
+        size_t e = 0;
+        while (e < bp_len && bp[e] != '\n') e++;
+        rc = tok_src_fail(&src, 0, NGPT_ERR_FORMAT, "expected the header line '#version: 0.2' of GPT-2's merges file, found %s",
+                          tok_quote(q, sizeof q, bp, e, 40));
+        goto done;
+    }
+    for (i = 0; i < bp_len; i++) n_lines += bp[i] == '\n';
+    if (bp_len && bp[bp_len - 1] != '\n') n_lines++;  /* a last line without its newline */
+    n_lines -= 1;                                     /* the header */
+    if (n_lines >= TOK_MAX_VOCAB) { rc = tok_src_fail(&src, 0, NGPT_ERR_FORMAT, "more merges than this tokenizer takes (%d)", TOK_MAX_VOCAB); goto done; }
+
+    t = tok_alloc((int32_t)count, (int32_t)n_lines, blob_len);
+    if (!t) { rc = fail(err, errlen, NGPT_ERR_NOMEM, "%s: out of memory", encoder_json); goto done; }
+    {
+        size_t o = 0;
+        for (int32_t id = 0; id < (int32_t)count; id++) {
+            const tok_entry *e = &entries[first[id] - 1];
+            t->off[id] = (uint32_t)o;
+            memcpy(t->bytes + o, blob + e->off, e->len);
+            o += e->len;
+        }
+        t->off[count] = (uint32_t)o;
+    }
+    {
+        size_t *at = malloc(count * sizeof *at);
+        if (!at) { rc = fail(err, errlen, NGPT_ERR_NOMEM, "%s: out of memory", encoder_json); goto done; }
+        for (size_t id = 0; id < count; id++) at[id] = entries[first[id] - 1].at;
+        src = (tok_src){encoder_json, js, js_len, err, errlen};
+        rc = tok_index_tokens(t, encoder_json, &src, at, err, errlen);
+        free(at);
+        if (rc) goto done;
+        src = (tok_src){vocab_bpe, bp, bp_len, err, errlen};
+    }
+    for (i = 0; i < bp_len && bp[i] != '\n'; i++) {}
+    line_start = i + 1;
+    {
+        size_t line = 2, r = 0;
+        while (line_start < bp_len) {
+            size_t e = line_start, sp = SIZE_MAX, end, ln, rn;
+            unsigned char lb[1024], rb[1024];
+            int32_t left, right;
+            char q[96];
+            while (e < bp_len && bp[e] != '\n') { if (bp[e] == ' ' && sp == SIZE_MAX) sp = e; e++; }
+            end = e > line_start && bp[e - 1] == '\r' ? e - 1 : e;  /* tolerate CRLF */
+            if (end == line_start) {
+                rc = tok_src_fail(&src, line_start, NGPT_ERR_FORMAT, "an empty line; expected a merge 'left right'");
+                goto done;
+            }
+            if (sp == SIZE_MAX || sp >= end || sp == line_start || sp + 1 == end || memchr(bp + sp + 1, ' ', end - sp - 1)) {
+                rc = tok_src_fail(&src, line_start, NGPT_ERR_FORMAT, "expected a merge 'left right' (two tokens and one space), found %s",
+                                  tok_quote(q, sizeof q, bp + line_start, end - line_start, 60));
+                goto done;
+            }
+            if ((rc = tok_bpe_word(&src, line_start, sp, lb, &ln, sizeof lb))) goto done;
+            if ((rc = tok_bpe_word(&src, sp + 1, end, rb, &rn, sizeof rb))) goto done;
+            left = tok_vocab_find(t, lb, ln);
+            right = tok_vocab_find(t, rb, rn);
+            if (left < 0 || right < 0) {
+                int l = left < 0;
+                rc = tok_src_fail(&src, l ? line_start : sp + 1, NGPT_ERR_FORMAT, "the merge names %s, which is not a token of %s",
+                                  tok_quote(q, sizeof q, l ? lb : rb, l ? ln : rn, 40), encoder_json);
+                goto done;
+            }
+            t->merges[r].left = left;
+            t->merges[r].right = right;
+            r++;
+            line++;
+            line_start = e + 1;
+        }
+        t->n_merges = (int32_t)r;
+    }
+    if ((rc = tok_index_merges(t, vocab_bpe, 2, 1, err, errlen))) goto done;
+    t->eot = tok_vocab_find(t, (const unsigned char *)TOK_EOT_TEXT, strlen(TOK_EOT_TEXT));
+    *out = t;
+    t = NULL;
+done:
+    free(t);
+    free(first);
+    free(entries);
+    free(blob);
+    free(js);
+    free(bp);
+    return rc;
+}
+
+/* ---- the compact file ------------------------------------------------------------------------------- *
+ * Little-endian; see docs/formats.md. Header (48 bytes), then the payload:
+ *   0  char[8] "NGPT-TOK"     8 u32 version (1)      12 u32 header bytes (48)   16 u32 V   20 u32 M
+ *  24  i32 eot id or -1      28 u32 0 (reserved)    32 u64 token bytes B
+ *  40  u32 CRC-32 of the payload                    44 u32 CRC-32 of header bytes 0..43
+ *  48  u32 length of each token (V), the token bytes (B), (u32 left, u32 right) per merge (M), then the
+ *      whole-token flags, bit id % 8 of byte id / 8 (ceil(V / 8) bytes): saved because finding them
+ *      takes a BPE of every token, most of the time of loading. */
+
+#define TOK_FILE_MAGIC "NGPT-TOK"
+#define TOK_FILE_VERSION 1
+#define TOK_FILE_HEADER 48
+
+int ngpt_tokenizer_save(const ngpt_tokenizer *t, const char *path, char *err, size_t errlen) {
+    size_t V, M, size, o, plen;
+    unsigned char *buf, *p;
+    char *tmp;
+    int fd, rc = NGPT_OK;
+    if (!t || !path) return fail(err, errlen, NGPT_ERR_ARG, "ngpt_tokenizer_save: %s is NULL", !t ? "the tokenizer" : "path");
+    V = (size_t)t->n_vocab;
+    M = (size_t)t->n_merges;
+    size = TOK_FILE_HEADER + 4 * V + t->n_bytes + 8 * M + (V + 7) / 8;
+    buf = malloc(size);
+    plen = strlen(path);
+    tmp = malloc(plen + 32);
+    if (!buf || !tmp) { free(buf); free(tmp); return fail(err, errlen, NGPT_ERR_NOMEM, "%s: out of memory", path); }
+    memset(buf, 0, TOK_FILE_HEADER);
+    memcpy(buf, TOK_FILE_MAGIC, 8);
+    tok_put_u32(buf + 8, TOK_FILE_VERSION);
+    tok_put_u32(buf + 12, TOK_FILE_HEADER);
+    tok_put_u32(buf + 16, (uint32_t)V);
+    tok_put_u32(buf + 20, (uint32_t)M);
+    tok_put_u32(buf + 24, (uint32_t)t->eot);
+    tok_put_u32(buf + 32, (uint32_t)t->n_bytes);
+    tok_put_u32(buf + 36, (uint32_t)((uint64_t)t->n_bytes >> 32));
+    p = buf + TOK_FILE_HEADER;
+    for (size_t id = 0; id < V; id++, p += 4) tok_put_u32(p, t->off[id + 1] - t->off[id]);
+    memcpy(p, t->bytes, t->n_bytes);
+    p += t->n_bytes;
+    for (size_t r = 0; r < M; r++, p += 8) {
+        tok_put_u32(p, (uint32_t)t->merges[r].left);
+        tok_put_u32(p + 4, (uint32_t)t->merges[r].right);
+    }
+    memset(p, 0, (V + 7) / 8);
+    for (size_t id = 0; id < V; id++) p[id / 8] |= (unsigned char)(t->whole[id] << (id % 8));
+    tok_put_u32(buf + 40, tok_crc32(0, buf + TOK_FILE_HEADER, size - TOK_FILE_HEADER));
+    tok_put_u32(buf + 44, tok_crc32(0, buf, 44));
+
+    /* write next to the target, flush to disk, then rename over it: readers see the old or the new file */
+    snprintf(tmp, plen + 32, "%s.tmp.%ld", path, (long)getpid());
+    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0) { rc = fail(err, errlen, NGPT_ERR_IO, "%s: cannot create: %s", tmp, strerror(errno)); goto done; }
+    for (o = 0; o < size;) {
+        ssize_t w = write(fd, buf + o, size - o);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) {
+            rc = fail(err, errlen, NGPT_ERR_IO, "%s: write failed: %s", tmp, w < 0 ? strerror(errno) : "no progress");
+            close(fd);
+            remove(tmp);
+            goto done;
+        }
+        o += (size_t)w;
+    }
+    if (fsync(fd) != 0) {
+        rc = fail(err, errlen, NGPT_ERR_IO, "%s: fsync failed: %s", tmp, strerror(errno));
+        close(fd);
+        remove(tmp);
+        goto done;
+    }
+    if (close(fd) != 0) { rc = fail(err, errlen, NGPT_ERR_IO, "%s: close failed: %s", tmp, strerror(errno)); remove(tmp); goto done; }
+    if (rename(tmp, path) != 0) { rc = fail(err, errlen, NGPT_ERR_IO, "%s: cannot rename to %s: %s", tmp, path, strerror(errno)); remove(tmp); goto done; }
+    { /* make the rename itself durable */
+        char *slash = strrchr(tmp, '/');
+        if (slash) *slash = 0;
+        fd = open(slash ? (slash == tmp ? "/" : tmp) : ".", O_RDONLY);
+        if (fd >= 0) { fsync(fd); close(fd); }
+    }
+done:
+    free(buf);
+    free(tmp);
+    return rc;
+}
+
+int ngpt_tokenizer_load(const char *path, ngpt_tokenizer **out, char *err, size_t errlen) {
+    unsigned char *buf = NULL;
+    size_t n, V, M, need;
+    uint64_t nb;
+    uint32_t version, hdr;
+    int32_t eot;
+    ngpt_tokenizer *t = NULL;
+    int rc;
+    if (out) *out = NULL;
+    if (!path || !out) return fail(err, errlen, NGPT_ERR_ARG, "ngpt_tokenizer_load: %s is NULL", !path ? "path" : "out");
+    if ((rc = tok_read_file(path, &buf, &n, err, errlen))) return rc;
+    rc = NGPT_ERR_FORMAT;
+    if (n < 12 || memcmp(buf, TOK_FILE_MAGIC, 8) != 0) {
+        char q[64];
+        fail(err, errlen, rc, "%s: not a nanogpt tokenizer file: it starts with %s, expected '%s' (make one with ngpt_tokenizer_save)",
+                 path, tok_quote(q, sizeof q, buf, n < 8 ? n : 8, 8), TOK_FILE_MAGIC);
+        goto done;
+    }
+    version = tok_get_u32(buf + 8);
+    if (version != TOK_FILE_VERSION) {
+        fail(err, errlen, rc, "%s: tokenizer file version %lu; this build reads version %d: re-create it from encoder.json and "
+                 "vocab.bpe with this build", path, (unsigned long)version, TOK_FILE_VERSION);
+        goto done;
+    }
+    if (n < TOK_FILE_HEADER) {
+        fail(err, errlen, rc, "%s: truncated: %zu bytes, shorter than the %d-byte header", path, n, TOK_FILE_HEADER);
+        goto done;
+    }
+    if (tok_get_u32(buf + 44) != tok_crc32(0, buf, 44)) {
+        fail(err, errlen, rc, "%s: the header is corrupt (its CRC-32 is 0x%08lX, the header's bytes give 0x%08lX)", path,
+                 (unsigned long)tok_get_u32(buf + 44), (unsigned long)tok_crc32(0, buf, 44));
+        goto done;
+    }
+    hdr = tok_get_u32(buf + 12);
+    V = tok_get_u32(buf + 16);
+    M = tok_get_u32(buf + 20);
+    eot = (int32_t)tok_get_u32(buf + 24);
+    nb = (uint64_t)tok_get_u32(buf + 32) | (uint64_t)tok_get_u32(buf + 36) << 32;
+    if (hdr != TOK_FILE_HEADER || V < 256 || V > TOK_MAX_VOCAB || M > TOK_MAX_VOCAB || nb > UINT32_MAX || eot < -1 ||
+        eot >= (int32_t)V) {
+        fail(err, errlen, rc, "%s: bad header: header bytes %lu (expected %d), %zu tokens (256..%d), %zu merges (0..%d), "
+                 "%llu token bytes (< 4 GiB), end-of-text id %ld", path, (unsigned long)hdr, TOK_FILE_HEADER, V, TOK_MAX_VOCAB, M,
+                 TOK_MAX_VOCAB, (unsigned long long)nb, (long)eot);
+        goto done;
+    }
+    need = TOK_FILE_HEADER + 4 * V + (size_t)nb + 8 * M + (V + 7) / 8;
+    if (n != need) {
+        fail(err, errlen, rc, "%s: %s: the file has %zu bytes, its header says %zu", path, n < need ? "truncated" : "trailing bytes",
+                 n, need);
+        goto done;
+    }
+    if (tok_get_u32(buf + 40) != tok_crc32(0, buf + TOK_FILE_HEADER, n - TOK_FILE_HEADER)) {
+        fail(err, errlen, rc, "%s: the contents are corrupt (CRC-32 mismatch over bytes %d..%zu)", path, TOK_FILE_HEADER, n);
+        goto done;
+    }
+    t = tok_alloc((int32_t)V, (int32_t)M, (size_t)nb);
+    if (!t) { rc = fail(err, errlen, NGPT_ERR_NOMEM, "%s: out of memory", path); goto done; }
+    {
+        const unsigned char *p = buf + TOK_FILE_HEADER;
+        uint64_t o = 0;
+        for (size_t id = 0; id < V; id++, p += 4) {
+            t->off[id] = (uint32_t)o;
+            o += tok_get_u32(p);
+            if (o > nb) {
+                fail(err, errlen, rc, "%s: token %zu ends at byte %llu of the token bytes, past their %llu", path, id,
+                         (unsigned long long)o, (unsigned long long)nb);
+                goto done;
+            }
+        }
+        if (o != nb) {
+            fail(err, errlen, rc, "%s: the token lengths add up to %llu bytes, the header says %llu", path, (unsigned long long)o,
+                     (unsigned long long)nb);
+            goto done;
+        }
+        t->off[V] = (uint32_t)o;
+        memcpy(t->bytes, p, (size_t)nb);
+        p += nb;
+        for (size_t r = 0; r < M; r++, p += 8) {
+            t->merges[r].left = (int32_t)tok_get_u32(p);
+            t->merges[r].right = (int32_t)tok_get_u32(p + 4);
+        }
+        for (size_t id = 0; id < V; id++) t->whole[id] = (unsigned char)(p[id / 8] >> (id % 8) & 1);
+        if (V % 8 && p[V / 8] >> (V % 8)) {
+            fail(err, errlen, rc, "%s: the whole-token flags have bits set past token %zu", path, V - 1);
+            goto done;
+        }
+    }
+    if ((rc = tok_index_tokens(t, path, NULL, NULL, err, errlen)) || (rc = tok_index_merges(t, path, -1, 0, err, errlen))) goto done;
+    t->eot = eot;
+    *out = t;
+    t = NULL;
+done:
+    free(t);
+    free(buf);
+    return rc;
+}
+
+#define KEEP_CHECKPOINTS 3
+
+/* ======================================================================================================
  * Trainer state and the model graph. The graph is written once, as calls to the backend; it knows
  * nothing of threads or grids, and the backends know nothing of the model.
  * ==================================================================================================== */
@@ -1892,6 +3407,7 @@ struct ngpt_trainer {
     CharVocab *charvocab; /* NULL unless the dataset has meta.bin */
     Rng rng_train;
     FILE *resume_file; /* open only while the trainer is being made */
+    long long kept_steps[KEEP_CHECKPOINTS]; /* steps of the checkpoints in out_dir, oldest first; -1 = none */
     _Atomic int stop_requested;
     /* progress */
     int step;
@@ -1928,7 +3444,7 @@ static void tr_log(ngpt_trainer *tr, int level, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(line, sizeof line, fmt, ap);
     va_end(ap);
-    tr->opt.log(tr->opt.log_ctx, level, line);
+    tr->opt.log(tr->opt.ctx, level, line);
 }
 
 /* A backend failure becomes the trainer's error. */
@@ -2424,17 +3940,27 @@ static uint64_t hash_final(const Hash64 *s) {
     return (h ^ s->len) * FNV_PRIME;
 }
 
+/* Checkpoints are written with plain file descriptors (no stdio buffers): saving during training
+ * allocates nothing. */
 typedef struct {
-    FILE *f;
-    const char *path;
+    int fd;
+    uint64_t offset;
     Hash64 hash;
-    int failed;
+    int failed; /* errno of the first failure */
 } CkptWriter;
 
 static void ckpt_put(CkptWriter *w, const void *p, size_t n) {
     if (w->failed || !n) return;
-    if (fwrite(p, 1, n, w->f) != n) w->failed = errno ? errno : EIO;
     hash_update(&w->hash, p, n);
+    const char *b = (const char *)p;
+    while (n) {
+        ssize_t k = write(w->fd, b, n);
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0) { w->failed = k < 0 ? errno : ENOSPC; return; }
+        b += k;
+        n -= (size_t)k;
+        w->offset += (uint64_t)k;
+    }
 }
 
 /* a tensor block (n values of esize bytes on the device) as fp32, through the staging buffer */
@@ -2456,12 +3982,12 @@ static void ckpt_put_tensor(ngpt_trainer *tr, CkptWriter *w, const void *src, si
 static void ckpt_begin_section(CkptWriter *w, CkptHeader *h, int id) {
     CkptSection *s = &h->sec[id - 1];
     s->id = (uint32_t)id;
-    s->offset = (uint64_t)ftell(w->f);
+    s->offset = w->offset;
     hash_init(&w->hash);
 }
 static void ckpt_end_section(CkptWriter *w, CkptHeader *h, int id) {
     CkptSection *s = &h->sec[id - 1];
-    s->bytes = (uint64_t)ftell(w->f) - s->offset;
+    s->bytes = w->offset - s->offset;
     s->checksum = hash_final(&w->hash);
 }
 
@@ -2477,15 +4003,14 @@ static int mkdir_p(const char *dir) {
 static int checkpoint_write(ngpt_trainer *tr, const char *path) {
     char tmp[600];
     snprintf(tmp, sizeof tmp, "%.580s.tmp", path);
-    CkptWriter w = {fopen(tmp, "wb"), tmp, {0}, 0};
-    if (!w.f) return tr_fail(tr, NGPT_ERR_IO, "cannot create checkpoint %s: %s", tmp, strerror(errno));
+    CkptWriter w = {open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644), 0, {0, 0, {0}, 0}, 0};
+    if (w.fd < 0) return tr_fail(tr, NGPT_ERR_IO, "cannot create checkpoint %s: %s", tmp, strerror(errno));
     CkptHeader h;
     memset(&h, 0, sizeof h);
     memcpy(h.magic, CKPT_MAGIC, 8);
     h.version = CKPT_VERSION;
     h.nsections = N_SECTIONS;
-    errno = 0;
-    if (fwrite(&h, sizeof h, 1, w.f) != 1) w.failed = errno ? errno : EIO; /* placeholder, rewritten last */
+    ckpt_put(&w, &h, sizeof h); /* placeholder, rewritten last */
 
     ckpt_begin_section(&w, &h, SEC_CONFIG);
     char line[600];
@@ -2531,9 +4056,9 @@ static int checkpoint_write(ngpt_trainer *tr, const char *path) {
             ckpt_put_tensor(tr, &w, tensor_at(tr, bases[k], i, esizes[k]), tr->plan.param_len[i], esizes[k]);
         ckpt_end_section(&w, &h, ids[k]);
     }
-    if (!w.failed && (fseek(w.f, 0, SEEK_SET) || fwrite(&h, sizeof h, 1, w.f) != 1)) w.failed = errno ? errno : EIO;
-    if (!w.failed && (fflush(w.f) || fsync(fileno(w.f)))) w.failed = errno ? errno : EIO;
-    if (fclose(w.f) && !w.failed) w.failed = errno ? errno : EIO;
+    if (!w.failed && pwrite(w.fd, &h, sizeof h, 0) != (ssize_t)sizeof h) w.failed = errno ? errno : EIO;
+    if (!w.failed && fsync(w.fd)) w.failed = errno ? errno : EIO;
+    if (close(w.fd) && !w.failed) w.failed = errno ? errno : EIO;
     if (!w.failed && rename(tmp, path)) w.failed = errno ? errno : EIO;
     int rc = be_check(tr, "writing a checkpoint");
     if (w.failed || rc) {
@@ -2647,8 +4172,6 @@ static int checkpoint_list(const char *dir, long long *steps, int cap) {
 
 static void checkpoint_path(const char *dir, long long step, char *path, size_t n) { snprintf(path, n, "%.400s/ckpt_%09lld.bin", dir, step); }
 
-#define KEEP_CHECKPOINTS 3
-
 /* Saves ckpt_<step>.bin in out_dir, keeps the newest KEEP_CHECKPOINTS, and points best.bin at it when
  * is_best (a hard link: pruning never removes the best). */
 static int checkpoint_save(ngpt_trainer *tr, int is_best) {
@@ -2664,11 +4187,15 @@ static int checkpoint_save(ngpt_trainer *tr, int is_best) {
         unlink(tmp);
         if (link(path, tmp) || rename(tmp, best)) return tr_fail(tr, NGPT_ERR_IO, "cannot link %s to %s: %s", best, path, strerror(errno));
     }
-    long long steps[256];
-    int n = checkpoint_list(dir, steps, 256);
-    for (int i = 0; i + KEEP_CHECKPOINTS < n; i++) {
-        checkpoint_path(dir, steps[i], path, sizeof path);
-        unlink(path);
+    /* the newest KEEP_CHECKPOINTS stay: the ring knows them (filled from out_dir at start, no listing now) */
+    long long *ring = tr->kept_steps, oldest = ring[0];
+    if (ring[KEEP_CHECKPOINTS - 1] != tr->step) {
+        memmove(ring, ring + 1, (KEEP_CHECKPOINTS - 1) * sizeof *ring);
+        ring[KEEP_CHECKPOINTS - 1] = tr->step;
+        if (oldest >= 0) {
+            checkpoint_path(dir, oldest, path, sizeof path);
+            unlink(path);
+        }
     }
     tr_log(tr, 0, "saved checkpoint %.400s/ckpt_%09d.bin%s", dir, tr->step, is_best ? " (best so far)" : "");
     return NGPT_OK;
@@ -2805,6 +4332,12 @@ static int trainer_setup(ngpt_trainer *tr) {
     tr->be->zero(tr->be, tr->m, tr->plan.off_region - tr->plan.off_m);
     tr->rng_train = (Rng){(uint64_t)c->seed, 1, 0};
     tr->best_val_loss = 1e9f;
+    long long steps[256];
+    int nkept = checkpoint_list(c->out_dir, steps, 256);
+    for (int i = 0; i < KEEP_CHECKPOINTS; i++) {
+        int j = nkept - KEEP_CHECKPOINTS + i;
+        tr->kept_steps[i] = j >= 0 ? steps[j] : -1;
+    }
     if (resume.f) {
         rc = checkpoint_load(tr, &resume, resume_path);
         fclose(resume.f);
@@ -2947,38 +4480,100 @@ void ngpt_get_stats(const ngpt_trainer *tr, ngpt_stats *st) {
 
 void ngpt_request_stop(ngpt_trainer *tr) { atomic_store(&tr->stop_requested, 1); }
 
-int ngpt_train(ngpt_trainer *tr) {
+/* model FLOPs per token, as nanoGPT's estimate_mfu counts them: 6N (N without the position embeddings)
+ * plus 12 L C T for attention */
+static double flops_per_token(const ngpt_trainer *tr) {
+    double N = (double)(tr->plan.nparams - tr->plan.param_len[P_WPE] - (size_t)(tr->ms.Vp - tr->ms.V) * tr->ms.C);
+    return 6.0 * N + 12.0 * tr->ms.L * tr->ms.C * tr->plan.req.T;
+}
+
+/* Reports a step or an evaluation: the progress callback, the log (every log_interval steps when there is
+ * no progress callback) and one line of out_dir/log.jsonl. */
+/* one line to the JSONL log: formatted on the stack and written with write(2), so nothing is allocated */
+static void jsonl_line(int fd, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+static void jsonl_line(int fd, const char *fmt, ...) {
+    if (fd < 0) return;
+    char line[512];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    if (n > 0 && write(fd, line, (size_t)MIN(n, (int)sizeof line - 1)) < 0) { /* a full disk must not stop training */ }
+}
+
+static void report(ngpt_trainer *tr, int jsonl, int is_eval, float train_loss, float val_loss, double mean_step_seconds) {
     const ngpt_config *c = &tr->cfg;
+    ngpt_progress p;
+    memset(&p, 0, sizeof p);
+    p.step = is_eval ? tr->step : tr->step - 1;
+    p.max_iters = c->max_iters;
+    p.is_eval = is_eval;
+    p.loss = tr->last_loss;
+    p.lr = tr->lr;
+    p.train_loss = train_loss;
+    p.val_loss = val_loss;
+    p.step_seconds = tr->last_step_seconds;
+    p.tokens_per_second = tr->last_step_seconds > 0 ? tr->last_step_tokens / tr->last_step_seconds : 0;
+    p.flops_per_second = p.tokens_per_second * flops_per_token(tr);
+    p.mfu = -1;
+    p.eta_seconds = mean_step_seconds * (double)MAX(0, c->max_iters + 1 - tr->step);
+    p.memory_bytes = tr->plan.device_bytes + tr->plan.host_bytes;
+    if (tr->opt.progress) tr->opt.progress(tr->opt.ctx, &p);
+    if (is_eval) {
+        tr_log(tr, 0, "step %d: train loss %.4f, val loss %.4f", p.step, (double)train_loss, (double)val_loss);
+        jsonl_line(jsonl, "{\"step\": %d, \"train_loss\": %.6f, \"val_loss\": %.6f}\n", p.step, (double)train_loss, (double)val_loss);
+    } else {
+        if (!tr->opt.progress && p.step % c->log_interval == 0)
+            tr_log(tr, 0, "iter %d: loss %.4f, time %.2fms, lr %.3e, %.0f tok/s", p.step, (double)p.loss, p.step_seconds * 1e3, (double)p.lr,
+                   p.tokens_per_second);
+        jsonl_line(jsonl, "{\"step\": %d, \"loss\": %.6f, \"lr\": %.6e, \"dt_ms\": %.3f, \"tokens_per_second\": %.1f}\n", p.step,
+                   (double)p.loss, (double)p.lr, p.step_seconds * 1e3, p.tokens_per_second);
+    }
+}
+
+static int train_loop(ngpt_trainer *tr, int jsonl) {
+    const ngpt_config *c = &tr->cfg;
+    double run_seconds = 0;
+    int run_steps = 0;
     for (;;) {
         if (tr->step % c->eval_interval == 0) {
             float tl, vl, best_before = tr->best_val_loss;
             int rc = ngpt_evaluate(tr, &tl, &vl);
             if (rc) return rc;
-            tr_log(tr, 0, "step %d: train loss %.4f, val loss %.4f", tr->step, (double)tl, (double)vl);
+            report(tr, jsonl, 1, tl, vl, run_steps ? run_seconds / run_steps : 0);
             /* nanoGPT: save when val improves, or at every evaluation with always_save_checkpoint */
             if (tr->step > 0 && (vl < best_before || c->always_save_checkpoint) && (rc = checkpoint_save(tr, vl < best_before)))
                 return rc;
         }
         if (tr->step == 0 && c->eval_only) break;
         if (tr->step >= c->max_iters + 1) break;
-        float loss;
-        int rc = ngpt_train_step(tr, &loss);
+        int rc = ngpt_train_step(tr, NULL);
         if (rc) return rc;
-        int it = tr->step - 1;
-        if (it % c->log_interval == 0) {
-            ngpt_stats st;
-            ngpt_get_stats(tr, &st);
-            tr_log(tr, 0, "iter %d: loss %.4f, time %.2fms, lr %.3e, %.0f tok/s", it, (double)loss, tr->last_step_seconds * 1e3,
-                   (double)tr->lr, st.tokens_per_second);
-        }
+        run_seconds += tr->last_step_seconds;
+        run_steps++;
+        report(tr, jsonl, 0, 0, 0, run_seconds / run_steps);
         if (tr->step > c->max_iters) break;
         if (atomic_load(&tr->stop_requested)) {
-            int rc = checkpoint_save(tr, 0);
-            if (rc) return rc;
+            if ((rc = checkpoint_save(tr, 0))) return rc;
             return tr_fail(tr, NGPT_ERR_INTERRUPTED, "stopped at step %d; the checkpoint is saved: resume with --init_from=resume", tr->step);
         }
     }
     return NGPT_OK;
+}
+
+int ngpt_train(ngpt_trainer *tr) {
+    char path[600];
+    if (mkdir_p(tr->cfg.out_dir)) return tr_fail(tr, NGPT_ERR_IO, "cannot create out_dir %s: %s", tr->cfg.out_dir, strerror(errno));
+    snprintf(path, sizeof path, "%.580s/log.jsonl", tr->cfg.out_dir);
+    int jsonl = open(path, O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (jsonl < 0) return tr_fail(tr, NGPT_ERR_IO, "cannot open %s: %s", path, strerror(errno));
+    int rc = train_loop(tr, jsonl);
+    close(jsonl);
+    return rc;
 }
 
 /* ======================================================================================================
@@ -3170,11 +4765,50 @@ static void apply_preset(ngpt_config *c, const char *const *kv) {
 
 #ifndef NGPT_NO_MAIN
 
-static void print_log(void *ctx, int level, const char *line) {
-    (void)ctx;
+/* The display: on a terminal a live line for the training steps, otherwise plain lines every
+ * log_interval steps; messages and evaluations always on their own lines. */
+typedef struct {
+    int tty, log_interval, live; /* live: the last thing printed is the live line */
+} Display;
+
+static void display_log(void *ctx, int level, const char *line) {
+    Display *d = (Display *)ctx;
     FILE *f = level ? stderr : stdout;
+    if (d->live) { fputs("\r\033[K", stdout); fflush(stdout); d->live = 0; }
     fprintf(f, "%s\n", line);
     fflush(f);
+}
+
+static void fmt_duration(char *buf, size_t n, double s) {
+    if (s >= 3600) snprintf(buf, n, "%dh%02dm", (int)(s / 3600), (int)(s / 60) % 60);
+    else if (s >= 60) snprintf(buf, n, "%dm%02ds", (int)(s / 60), (int)s % 60);
+    else snprintf(buf, n, "%.0fs", s);
+}
+
+static void display_progress(void *ctx, const ngpt_progress *p) {
+    Display *d = (Display *)ctx;
+    if (p->is_eval) return; /* the log line says it */
+    if (!d->tty && p->step % d->log_interval) return;
+    char eta[32], mem[32], perf[48];
+    fmt_duration(eta, sizeof eta, p->eta_seconds);
+    fmt_bytes(mem, sizeof mem, (double)p->memory_bytes);
+    if (p->mfu >= 0) snprintf(perf, sizeof perf, "MFU %.1f%%", 100 * p->mfu);
+    else snprintf(perf, sizeof perf, "%.1f GFLOP/s", p->flops_per_second / 1e9);
+    if (d->tty) printf("\r\033[K");
+    printf("iter %d/%d: loss %.4f, lr %.2e, %.2fms, %.0f tok/s, %s, mem %s, ETA %s", p->step, p->max_iters, (double)p->loss, (double)p->lr,
+           p->step_seconds * 1e3, p->tokens_per_second, perf, mem, eta);
+    if (d->tty) d->live = 1;
+    else printf("\n");
+    fflush(stdout);
+}
+
+static ngpt_trainer *volatile running_trainer; /* for the signal handler */
+
+static void on_signal(int sig) {
+    static const char msg[] = "\nstopping: finishing the step and saving a checkpoint (again to quit now)\n";
+    if (write(2, msg, sizeof msg - 1) < 0) { /* nothing to do */ }
+    if (running_trainer) ngpt_request_stop(running_trainer);
+    signal(sig, SIG_DFL);
 }
 
 static void usage(FILE *f) {
@@ -3185,6 +4819,7 @@ static void usage(FILE *f) {
             "  train     train a model (no config: the baby GPT on Tiny Shakespeare characters)\n"
             "  plan      print the memory plan for a config (--json for JSON); no GPU needed\n"
             "  prepare   text -> train.bin/val.bin/meta.bin (character level): --input=FILE --out=DIR [--val_fraction=0.1]\n"
+            "  plot      OUT_DIR/log.jsonl -> OUT_DIR/loss.svg\n"
             "  info      the devices this build can use\n"
             "  help      this text; `nanogpt help config` lists every config key\n",
             NGPT_VERSION);
@@ -3279,12 +4914,16 @@ static int cmd_train(int argc, char **argv) {
     if (!has_file)
         printf("no config file: the default job, nanoGPT's shakespeare_char recipe (n_layer %d, n_embd %d, block_size %d, %d iterations)\n",
                cfg.n_layer, cfg.n_embd, cfg.block_size, cfg.max_iters);
-    ngpt_options opt = {print_log, NULL};
+    Display disp = {isatty(1), cfg.log_interval, 0};
+    ngpt_options opt = {display_log, display_progress, &disp};
     ngpt_trainer *tr;
     if (ngpt_trainer_create(&cfg, &opt, &tr, err, sizeof err)) {
         fprintf(stderr, "error: %s\n", err);
         return 1;
     }
+    running_trainer = tr;
+    signal(SIGINT, on_signal);
+    signal(SIGTERM, on_signal);
     ngpt_stats st;
     ngpt_get_stats(tr, &st);
     char b1[32], b2[32];
@@ -3295,13 +4934,20 @@ static int cmd_train(int argc, char **argv) {
            fmt_bytes(b2, sizeof b2, (double)st.host_bytes));
     double t0 = now_seconds();
     int rc = ngpt_train(tr);
-    if (rc) fprintf(stderr, "error: %s\n", ngpt_last_error(tr));
-    else {
-        ngpt_get_stats(tr, &st);
-        printf("done: %d steps in %.1f s, best val loss %.4f\n", st.step, now_seconds() - t0, (double)st.best_val_loss);
-    }
+    running_trainer = NULL;
+    if (disp.live) printf("\n");
+    ngpt_get_stats(tr, &st);
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    fmt_bytes(b1, sizeof b1, (double)st.device_bytes + (st.device[0] == 'c' && st.device[1] == 'p' ? (double)st.host_bytes : 0));
+    fmt_bytes(b2, sizeof b2, (double)ru.ru_maxrss * 1024.0);
+    if (rc == NGPT_ERR_INTERRUPTED) printf("%s\n", ngpt_last_error(tr));
+    else if (rc) fprintf(stderr, "error: %s\n", ngpt_last_error(tr));
+    else
+        printf("done: %d steps in %.1f s, best val loss %.4f; memory: arena %s (allocated once), process peak resident %s; log in %s/log.jsonl\n",
+               st.step, now_seconds() - t0, (double)st.best_val_loss, b1, b2, cfg.out_dir);
     ngpt_trainer_free(tr);
-    return rc ? 1 : 0;
+    return rc == NGPT_OK || rc == NGPT_ERR_INTERRUPTED ? 0 : 1;
 }
 
 static int cmd_plan(int argc, char **argv) {
@@ -3374,6 +5020,107 @@ static int cmd_prepare(int argc, char **argv) {
     return 0;
 }
 
+/* ---- nanogpt plot OUT_DIR: out_dir/log.jsonl -> out_dir/loss.svg (train loss per step, and the train
+ * and val losses of each evaluation), a self-contained SVG ---- */
+
+typedef struct {
+    double *x, *y;
+    size_t n, cap;
+} Series;
+
+static int series_add(Series *s, double x, double y) {
+    if (s->n == s->cap) {
+        size_t cap = s->cap ? 2 * s->cap : 256;
+        double *nx = (double *)realloc(s->x, cap * sizeof *nx), *ny;
+        if (!nx) return -1;
+        s->x = nx;
+        ny = (double *)realloc(s->y, cap * sizeof *ny);
+        if (!ny) return -1;
+        s->y = ny;
+        s->cap = cap;
+    }
+    s->x[s->n] = x;
+    s->y[s->n++] = y;
+    return 0;
+}
+
+/* the number after "key": in a JSON line, or NAN */
+static double json_number(const char *line, const char *key) {
+    char pat[64];
+    snprintf(pat, sizeof pat, "\"%s\":", key);
+    const char *p = strstr(line, pat);
+    return p ? strtod(p + strlen(pat), NULL) : NAN;
+}
+
+static void svg_polyline(FILE *f, const Series *s, double x0, double x1, double y0, double y1, const char *color, int dots) {
+    const double W = 720, H = 400, L = 70, T = 20, PW = W - L - 20, PH = H - T - 50;
+    if (!dots) fprintf(f, "<polyline fill='none' stroke='%s' stroke-width='1.2' points='", color);
+    for (size_t i = 0; i < s->n; i++) {
+        double px = L + (s->x[i] - x0) / (x1 - x0) * PW, py = T + PH - (s->y[i] - y0) / (y1 - y0) * PH;
+        if (dots) fprintf(f, "<circle cx='%.1f' cy='%.1f' r='3' fill='%s'/>\n", px, py, color);
+        else fprintf(f, "%.1f,%.1f ", px, py);
+    }
+    if (!dots) fprintf(f, "'/>\n");
+}
+
+static int cmd_plot(int argc, char **argv) {
+    if (argc != 1) { fprintf(stderr, "usage: nanogpt plot OUT_DIR (reads OUT_DIR/log.jsonl, writes OUT_DIR/loss.svg)\n"); return 2; }
+    char in[600], out[600], line[1024];
+    snprintf(in, sizeof in, "%.580s/log.jsonl", argv[0]);
+    snprintf(out, sizeof out, "%.580s/loss.svg", argv[0]);
+    FILE *f = fopen(in, "r");
+    if (!f) { fprintf(stderr, "error: cannot open %s: %s\n", in, strerror(errno)); return 1; }
+    Series tr = {0}, ev_train = {0}, ev_val = {0};
+    int bad = 0;
+    while (fgets(line, sizeof line, f)) {
+        double step = json_number(line, "step"), loss = json_number(line, "loss"), vl = json_number(line, "val_loss");
+        if (isnan(step)) continue;
+        if (!isnan(loss)) bad |= series_add(&tr, step, loss);
+        if (!isnan(vl)) bad |= series_add(&ev_val, step, vl) | series_add(&ev_train, step, json_number(line, "train_loss"));
+    }
+    fclose(f);
+    if (bad || tr.n + ev_val.n == 0) {
+        fprintf(stderr, "error: %s holds no losses\n", in);
+        return 1;
+    }
+    double x0 = 0, x1 = 1, y0 = 1e30, y1 = -1e30;
+    const Series *all[3] = {&tr, &ev_train, &ev_val};
+    for (int k = 0; k < 3; k++)
+        for (size_t i = 0; i < all[k]->n; i++) {
+            x1 = fmax(x1, all[k]->x[i]);
+            if (isfinite(all[k]->y[i])) { y0 = fmin(y0, all[k]->y[i]); y1 = fmax(y1, all[k]->y[i]); }
+        }
+    if (y1 <= y0) y1 = y0 + 1;
+    double pad = 0.05 * (y1 - y0);
+    y0 -= pad;
+    y1 += pad;
+    FILE *o = fopen(out, "w");
+    if (!o) { fprintf(stderr, "error: cannot write %s: %s\n", out, strerror(errno)); return 1; }
+    fprintf(o, "<svg xmlns='http://www.w3.org/2000/svg' width='720' height='400' font-family='sans-serif' font-size='12'>\n"
+               "<rect width='720' height='400' fill='white'/>\n"
+               "<rect x='70' y='20' width='630' height='330' fill='none' stroke='#888'/>\n");
+    for (int i = 0; i <= 5; i++) { /* ticks */
+        double yv = y0 + (y1 - y0) * i / 5, py = 20 + 330 - 330.0 * i / 5;
+        double xv = x0 + (x1 - x0) * i / 5, px = 70 + 630.0 * i / 5;
+        fprintf(o, "<line x1='66' y1='%.1f' x2='700' y2='%.1f' stroke='#eee'/><text x='62' y='%.1f' text-anchor='end'>%.2f</text>\n", py, py,
+                py + 4, yv);
+        fprintf(o, "<text x='%.1f' y='368' text-anchor='middle'>%.0f</text>\n", px, xv);
+    }
+    fprintf(o, "<text x='385' y='390' text-anchor='middle'>step</text>\n"
+               "<text x='16' y='185' transform='rotate(-90 16 185)' text-anchor='middle'>loss</text>\n");
+    svg_polyline(o, &tr, x0, x1, y0, y1, "#9ab", 0);
+    svg_polyline(o, &ev_train, x0, x1, y0, y1, "#1f77b4", 1);
+    svg_polyline(o, &ev_val, x0, x1, y0, y1, "#d62728", 1);
+    if (ev_val.n > 1) svg_polyline(o, &ev_val, x0, x1, y0, y1, "#d62728", 0);
+    fprintf(o, "<text x='560' y='40' fill='#9ab'>train (each step)</text><text x='560' y='56' fill='#1f77b4'>train (eval)</text>"
+               "<text x='560' y='72' fill='#d62728'>val (eval)</text>\n</svg>\n");
+    int rc = fclose(o);
+    free(tr.x); free(tr.y); free(ev_train.x); free(ev_train.y); free(ev_val.x); free(ev_val.y);
+    if (rc) { fprintf(stderr, "error: writing %s failed\n", out); return 1; }
+    printf("wrote %s (%zu steps, %zu evaluations)\n", out, tr.n, ev_val.n);
+    return 0;
+}
+
 static int cmd_info(void) {
     char line[512];
     printf("nanogpt %s\n", NGPT_VERSION);
@@ -3390,6 +5137,7 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "plan")) return cmd_plan(argc - 2, argv + 2);
     if (!strcmp(cmd, "prepare")) return cmd_prepare(argc - 2, argv + 2);
     if (!strcmp(cmd, "info")) return cmd_info();
+    if (!strcmp(cmd, "plot")) return cmd_plot(argc - 2, argv + 2);
     if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
         if (argc > 2 && !strcmp(argv[2], "config")) print_config_keys();
         else usage(stdout);

@@ -124,12 +124,26 @@ void ngpt_config_print(const ngpt_config *cfg, FILE *f);
  * ---------------------------------------------------------------------------------------------------- */
 typedef struct ngpt_trainer ngpt_trainer;
 
-/* Where the library's progress lines go (NULL: nowhere). level 0 = info, 1 = warning. */
+/* Where the library's messages go (NULL: nowhere). level 0 = info, 1 = warning. */
 typedef void (*ngpt_log_fn)(void *ctx, int level, const char *line);
 
+/* One training step or evaluation, for a live display (ngpt_train calls it after each). */
+typedef struct ngpt_progress {
+    int step, max_iters;       /* the step just done (nanoGPT's iter_num) and the last one */
+    int is_eval;               /* 1: an evaluation at `step` (train_loss, val_loss), 0: a training step */
+    float loss, lr, train_loss, val_loss;
+    double step_seconds, tokens_per_second;
+    double flops_per_second;   /* model FLOPs (6N + 12 L C T per token, as nanoGPT counts) per second */
+    double mfu;                /* flops_per_second / the device's peak; < 0 when the peak is unknown */
+    double eta_seconds;        /* until step max_iters, from the mean step time so far */
+    size_t memory_bytes;       /* the arenas (device + host on the CPU) */
+} ngpt_progress;
+typedef void (*ngpt_progress_fn)(void *ctx, const ngpt_progress *p);
+
 typedef struct ngpt_options {
-    ngpt_log_fn log;
-    void *log_ctx;
+    ngpt_log_fn log;           /* messages; without `progress`, also a line every log_interval steps */
+    ngpt_progress_fn progress; /* every step and evaluation */
+    void *ctx;                 /* passed to both */
 } ngpt_options;
 
 /* Resolves the device, reads the dataset, plans memory, allocates the arena once and initialises (or
@@ -144,8 +158,10 @@ const char *ngpt_last_error(const ngpt_trainer *tr);
 int ngpt_train_step(ngpt_trainer *tr, float *loss);
 /* nanoGPT's estimate_loss: mean loss over eval_iters batches of each split (dropout off). */
 int ngpt_evaluate(ngpt_trainer *tr, float *train_loss, float *val_loss);
-/* The whole run as nanoGPT's train.py does it: evaluate every eval_interval steps, log every log_interval
- * steps, stop after max_iters. */
+/* The whole run as nanoGPT's train.py does it: evaluate every eval_interval steps, save a checkpoint in
+ * out_dir when the val loss improves (or at every evaluation with always_save_checkpoint), log every
+ * log_interval steps, stop after max_iters. Appends one JSON object per step and per evaluation to
+ * out_dir/log.jsonl. */
 int ngpt_train(ngpt_trainer *tr);
 
 /* Asks ngpt_train to finish the current step, save a checkpoint and return NGPT_ERR_INTERRUPTED.
@@ -170,6 +186,60 @@ typedef struct ngpt_stats {
     const char *device;       /* "cpu" or "cuda" */
 } ngpt_stats;
 void ngpt_get_stats(const ngpt_trainer *tr, ngpt_stats *st);
+
+/* ------------------------------------------------------------------------------------------------------
+ * Tokenizer: GPT-2's byte-level BPE.
+ * Exactly the encoding of OpenAI's GPT-2 (encoder.py / tiktoken's "gpt2" = r50k_base) on every valid
+ * UTF-8 text. Bytes that are not valid UTF-8 are split as the U+FFFD they would decode to, but keep their
+ * own bytes, so decode(encode(x)) == x for every byte string. A tokenizer is immutable once loaded: any
+ * number of threads may encode and decode with one at the same time.
+ *
+ * Buffers: encode and decode write at most cap items and report in *n_out / *len_out how many the whole
+ * result needs; when that is more than cap they return NGPT_ERR_ARG (call with cap 0 and a NULL buffer
+ * to size one). An encoding never has more ids than the text has bytes, so cap >= len always suffices. */
+typedef struct ngpt_tokenizer ngpt_tokenizer;
+
+/* Loads OpenAI's GPT-2 vocabulary: encoder.json (token -> id) and vocab.bpe (the merges, in rank order,
+ * after a "#version" line). Everything is checked: a bad file gives NGPT_ERR_FORMAT naming the file,
+ * line, column and byte offset, the bad value and what was expected. */
+int ngpt_tokenizer_load_gpt2(const char *encoder_json, const char *vocab_bpe, ngpt_tokenizer **out, char *err,
+                             size_t errlen);
+
+/* Saves / loads nanogpt's compact tokenizer file (docs/formats.md): a checksummed binary image that loads
+ * several times faster than the JSON. Saving writes a temporary file, fsyncs it and renames it over path. */
+int ngpt_tokenizer_save(const ngpt_tokenizer *t, const char *path, char *err, size_t errlen);
+int ngpt_tokenizer_load(const char *path, ngpt_tokenizer **out, char *err, size_t errlen);
+
+/* Encodes text[0..len) into ids[0..cap); *n_out = the number of ids of the whole encoding. With
+ * allow_special nonzero, each "<|endoftext|>" in the text becomes the end-of-text id (50256); with it 0,
+ * those 13 bytes are encoded as ordinary text. */
+int ngpt_tokenizer_encode(const ngpt_tokenizer *t, const char *text, size_t len, int allow_special, int32_t *ids,
+                          size_t cap, size_t *n_out, char *err, size_t errlen);
+
+/* Streaming encoder for text larger than memory. Encodes the longest prefix text[0..*consumed) whose ids
+ * cannot change whatever follows len, into ids[0..*n_out); the caller keeps text[*consumed..len), appends
+ * more text after it and calls again; the last call passes is_last = 1 (then the text ends at len and all
+ * of it is settled, unless ids ran out). The ids of all calls together are exactly encode() of the whole
+ * text. A call stops early, at a pre-token boundary, when the next pre-token's ids do not fit in cap; it
+ * returns NGPT_ERR_ARG only when not even the first one fits, with *consumed = 0 and *n_out = the ids it
+ * needs. *consumed may be 0 when is_last is 0: the buffer holds no settled pre-token yet (one long word or
+ * run of spaces, say): give it more bytes. A partial "<|endoftext|>" at the end is held back too. */
+int ngpt_tokenizer_encode_chunk(const ngpt_tokenizer *t, const char *text, size_t len, int is_last,
+                                int allow_special, int32_t *ids, size_t cap, size_t *n_out, size_t *consumed,
+                                char *err, size_t errlen);
+
+/* Decodes ids[0..n) into the bytes out[0..cap) (not NUL-terminated); *len_out = the bytes of the whole
+ * text. An id outside 0..vocab_size-1 is NGPT_ERR_ARG naming its position. */
+int ngpt_tokenizer_decode(const ngpt_tokenizer *t, const int32_t *ids, size_t n, char *out, size_t cap,
+                          size_t *len_out, char *err, size_t errlen);
+
+/* The bytes of one token (not NUL-terminated; *len gets their count), for streaming decode; NULL for an
+ * id out of range. A token may hold part of a UTF-8 character. */
+const char *ngpt_tokenizer_token(const ngpt_tokenizer *t, int32_t id, size_t *len);
+
+int ngpt_tokenizer_vocab_size(const ngpt_tokenizer *t); /* V: 50257 for GPT-2 */
+int32_t ngpt_tokenizer_eot(const ngpt_tokenizer *t);    /* the id of <|endoftext|> (50256), or -1 if none */
+void ngpt_tokenizer_free(ngpt_tokenizer *t);
 
 /* ------------------------------------------------------------------------------------------------------
  * The backend interface: the model graph (nanogpt.c) runs as calls to one of these. The CPU backend (fp32)

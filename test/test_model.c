@@ -93,16 +93,16 @@ static void make_dataset(int V) {
 }
 
 static void remove_dataset(void) {
-    char path[320];
-    snprintf(path, sizeof path, "%s/train.bin", data_dir); unlink(path);
-    snprintf(path, sizeof path, "%s/val.bin", data_dir); unlink(path);
-    rmdir(data_dir);
+    char cmd[320];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", data_dir);
+    if (system(cmd)) printf("could not remove %s\n", data_dir);
 }
 
 static void base_config(ngpt_config *c, int V, int T, int L, int NH, int C, int bias, int B) {
     ngpt_config_defaults(c);
     copy_str(c->device, sizeof c->device, "cpu");
     copy_str(c->data_dir, sizeof c->data_dir, data_dir);
+    snprintf(c->out_dir, sizeof c->out_dir, "%s/out", data_dir);
     c->vocab_size = V; c->block_size = T; c->n_layer = L; c->n_head = NH; c->n_embd = C; c->bias = bias;
     c->batch_size = B; c->gradient_accumulation_steps = 1; c->dropout = 0; c->decay_lr = 0; c->eval_iters = 1;
     c->threads = 2;
