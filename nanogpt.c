@@ -87,6 +87,11 @@ static const char *fmt_bytes(char *buf, size_t n, double bytes) {
     return buf;
 }
 
+static int file_exists(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0;
+}
+
 /* Parses "2.68GiB", "512MiB", "3GB", "1e9" into bytes. Returns 0 on success. */
 static int parse_bytes(const char *s, double *out) {
     char *end;
@@ -287,6 +292,7 @@ static const ConfigKey config_keys[] = {
     CK(dataset, KEY_STR, 0, 0, NULL, "data/<dataset>/ holds train.bin and val.bin"),
     CK(data_dir, KEY_STR, 0, 0, NULL, "explicit data folder (overrides data/<dataset>)"),
     CK(input, KEY_STR, 0, 0, NULL, "text file the default dataset is prepared from"),
+    CK(tokenizer_dir, KEY_STR, 0, 0, NULL, "GPT-2 vocabulary folder (encoder.json + vocab.bpe, or gpt2.tok)"),
     CK(gradient_accumulation_steps, KEY_INT, 1, 1e6, NULL, "micro-steps per optimizer step"),
     CK(batch_size, KEY_INT, 1, 1e6, NULL, "sequences per micro-step (the planner may split it)"),
     CK(block_size, KEY_INT, 1, 1048576, NULL, "sequence length T"),
@@ -338,6 +344,7 @@ void ngpt_config_defaults(ngpt_config *c) {
     c->always_save_checkpoint = 1;
     copy_str(c->init_from, sizeof c->init_from, "scratch");
     copy_str(c->dataset, sizeof c->dataset, "openwebtext");
+    copy_str(c->tokenizer_dir, sizeof c->tokenizer_dir, "data/gpt2");
     c->gradient_accumulation_steps = 5 * 8;
     c->batch_size = 12;
     c->block_size = 1024;
@@ -1778,6 +1785,77 @@ static int tokenfile_open(TokenFile *f, const char *path, int vocab, size_t min_
         }
     }
     return NGPT_OK;
+}
+
+/* A split of a dataset: DIR/<split>.bin, or else every llm.c-style shard DIR/..._<split>_....bin in name order.
+ * Windows never cross a file boundary; a window is drawn uniformly over all of them. */
+#define MAX_SHARDS 4096
+typedef struct {
+    int n;
+    TokenFile *files;
+    size_t *windows_before; /* windows in the files before file i */
+    size_t windows;         /* all windows of T + 1 tokens */
+} TokenSet;
+
+static void tokenset_close(TokenSet *s) {
+    for (int i = 0; i < s->n; i++) tokenfile_close(&s->files[i]);
+    free(s->files);
+    free(s->windows_before);
+    memset(s, 0, sizeof *s);
+}
+
+static int name_cmp(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+static int tokenset_open(TokenSet *s, const char *dir, const char *split, int vocab, int T, char *err, size_t errlen) {
+    memset(s, 0, sizeof *s);
+    char path[600], *names[MAX_SHARDS];
+    int n = 0, rc = NGPT_OK;
+    snprintf(path, sizeof path, "%.400s/%s.bin", dir, split);
+    if (file_exists(path)) {
+        names[n++] = strdup(path);
+    } else {
+        DIR *d = opendir(dir);
+        if (!d) return fail(err, errlen, NGPT_ERR_IO, "cannot open data folder %s: %s (prepare it with `nanogpt prepare`)", dir, strerror(errno));
+        struct dirent *e;
+        size_t ls = strlen(split);
+        while ((e = readdir(d)) != NULL && n < MAX_SHARDS) {
+            size_t ln = strlen(e->d_name);
+            const char *hit = strstr(e->d_name, split);
+            /* llm.c's names: fineweb_train_000001.bin, tiny_shakespeare_val.bin */
+            if (ln > 4 && !strcmp(e->d_name + ln - 4, ".bin") && hit && (hit == e->d_name || hit[-1] == '_') && (hit[ls] == '_' || hit[ls] == '.')) {
+                snprintf(path, sizeof path, "%.400s/%s", dir, e->d_name);
+                names[n++] = strdup(path);
+            }
+        }
+        closedir(d);
+        if (!n) return fail(err, errlen, NGPT_ERR_IO, "%s has no %s.bin (nor llm.c shards *_%s_*.bin); prepare it with `nanogpt prepare`", dir, split, split);
+        qsort(names, (size_t)n, sizeof names[0], name_cmp);
+    }
+    s->files = (TokenFile *)calloc((size_t)n, sizeof *s->files);
+    s->windows_before = (size_t *)calloc((size_t)n + 1, sizeof *s->windows_before);
+    if (!s->files || !s->windows_before) rc = fail(err, errlen, NGPT_ERR_NOMEM, "out of host memory");
+    for (int i = 0; i < n && !rc; i++) {
+        if (!names[i]) { rc = fail(err, errlen, NGPT_ERR_NOMEM, "out of host memory"); break; }
+        rc = tokenfile_open(&s->files[i], names[i], vocab, (size_t)T + 1, err, errlen);
+        if (!rc) {
+            s->n = i + 1;
+            s->windows_before[i] = s->windows;
+            s->windows += s->files[i].ntok - (size_t)T;
+        }
+    }
+    for (int i = 0; i < n; i++) free(names[i]);
+    if (rc) tokenset_close(s);
+    return rc;
+}
+
+/* the first token of window g */
+static const uint16_t *tokenset_window(const TokenSet *s, size_t g) {
+    int lo = 0, hi = s->n - 1;
+    while (lo < hi) { /* the last file whose first window is <= g */
+        int mid = (lo + hi + 1) / 2;
+        if (s->windows_before[mid] <= g) lo = mid; else hi = mid - 1;
+    }
+    return s->files[lo].tokens + (g - s->windows_before[lo]);
 }
 
 /* ---- character vocabulary (meta.bin): "ngptchar", uint32 version 1, uint32 count, then per id a length
@@ -3403,7 +3481,7 @@ struct ngpt_trainer {
     void *h_staging;
     int nbuckets; /* distinct tokens of the current micro-batch */
     /* data */
-    TokenFile train_data, val_data;
+    TokenSet train_data, val_data;
     CharVocab *charvocab; /* NULL unless the dataset has meta.bin */
     Rng rng_train;
     FILE *resume_file; /* open only while the trainer is being made */
@@ -3651,13 +3729,13 @@ static double run_micro_batch(ngpt_trainer *tr, const BatchLayout *lay, int B, i
 }
 
 /* nanoGPT's get_batch: B random windows of T + 1 tokens into h_tokens / h_targets */
-static void sample_batch(ngpt_trainer *tr, const TokenFile *f, Rng *rng, int B) {
+static void sample_batch(ngpt_trainer *tr, const TokenSet *set, Rng *rng, int B) {
     int T = tr->plan.req.T;
     for (int b = 0; b < B; b++) {
-        size_t ix = (size_t)rng_below(rng, f->ntok - (size_t)T);
+        const uint16_t *w = tokenset_window(set, (size_t)rng_below(rng, set->windows));
         for (int t = 0; t < T; t++) {
-            tr->h_tokens[(size_t)b * T + t] = f->tokens[ix + (size_t)t];
-            tr->h_targets[(size_t)b * T + t] = f->tokens[ix + (size_t)t + 1];
+            tr->h_tokens[(size_t)b * T + t] = w[t];
+            tr->h_targets[(size_t)b * T + t] = w[t + 1];
         }
     }
 }
@@ -3820,10 +3898,6 @@ static const char *dataset_dir(const ngpt_config *c, char *buf, size_t n) {
     return buf;
 }
 
-static int file_exists(const char *path) {
-    struct stat st;
-    return stat(path, &st) == 0;
-}
 
 /* Picks the backend and the dtype. Writes a notice into note when it falls back to the CPU. */
 static int resolve_device(const ngpt_config *c, int *device, int *dtype, char *note, size_t notelen, char *err, size_t errlen) {
@@ -4278,11 +4352,8 @@ static int trainer_setup(ngpt_trainer *tr) {
     }
     if (V == 0) V = 50257;
     if (V > 65536) return tr_fail(tr, NGPT_ERR_ARG, "vocab_size = %d: token files hold uint16 ids, so at most 65536", V);
-    size_t min_tokens = (size_t)c->block_size + 1;
-    snprintf(path, sizeof path, "%s/train.bin", dir);
-    if ((rc = tokenfile_open(&tr->train_data, path, V, min_tokens, msg, sizeof msg))) return tr_fail(tr, rc, "%s", msg);
-    snprintf(path, sizeof path, "%s/val.bin", dir);
-    if ((rc = tokenfile_open(&tr->val_data, path, V, min_tokens, msg, sizeof msg))) return tr_fail(tr, rc, "%s", msg);
+    if ((rc = tokenset_open(&tr->train_data, dir, "train", V, c->block_size, msg, sizeof msg))) return tr_fail(tr, rc, "%s", msg);
+    if ((rc = tokenset_open(&tr->val_data, dir, "val", V, c->block_size, msg, sizeof msg))) return tr_fail(tr, rc, "%s", msg);
 
     /* the model and the budget */
     tr->ms = (ModelShape){c->n_layer, c->n_head, c->n_embd, V, pad_vocab(V), c->block_size, c->bias};
@@ -4368,8 +4439,8 @@ void ngpt_trainer_free(ngpt_trainer *tr) {
     if (!tr) return;
     if (tr->resume_file) fclose(tr->resume_file);
     if (tr->be) tr->be->destroy(tr->be);
-    tokenfile_close(&tr->train_data);
-    tokenfile_close(&tr->val_data);
+    tokenset_close(&tr->train_data);
+    tokenset_close(&tr->val_data);
     free(tr->charvocab);
     free(tr);
 }
@@ -4429,7 +4500,7 @@ static void fill_from_train(ngpt_trainer *tr, int micro, void *ctx) {
 int ngpt_train_step(ngpt_trainer *tr, float *loss) { return train_step_with(tr, fill_from_train, NULL, loss); }
 
 /* mean loss over eval_iters * batch_size sequences of one split, in eval micro-batches */
-static int eval_split(ngpt_trainer *tr, const TokenFile *f, uint64_t stream, float *out) {
+static int eval_split(ngpt_trainer *tr, const TokenSet *f, uint64_t stream, float *out) {
     const Plan *p = &tr->plan;
     int T = p->req.T;
     long long total = (long long)tr->cfg.eval_iters * tr->cfg.batch_size;
@@ -4732,6 +4803,179 @@ done:
     return rc;
 }
 
+/* ---- GPT-2 BPE: text files -> train/val token files, as nanoGPT's shakespeare/prepare.py (the first
+ * 1 - val_fraction of the characters are train, the rest val, each encoded on its own) and llm.c's
+ * shards (--format llmc). Several files are several documents, with <|endoftext|> between them. The
+ * inputs are streamed in 1 MiB reads, so they may be larger than memory. ---- */
+
+/* GPT-2's vocabulary from dir: gpt2.tok (nanogpt's compact file), else encoder.json + vocab.bpe */
+static int load_gpt2_tokenizer(const char *dir, ngpt_tokenizer **out, char *err, size_t errlen) {
+    char a[600], b[600];
+    snprintf(a, sizeof a, "%.580s/gpt2.tok", dir);
+    if (file_exists(a)) return ngpt_tokenizer_load(a, out, err, errlen);
+    snprintf(a, sizeof a, "%.580s/encoder.json", dir);
+    snprintf(b, sizeof b, "%.580s/vocab.bpe", dir);
+    if (!file_exists(a))
+        return fail(err, errlen, NGPT_ERR_IO,
+                    "no GPT-2 vocabulary in %s: put OpenAI's encoder.json and vocab.bpe there (README: the GPT-2 vocabulary), or pass --tokenizer_dir",
+                    dir);
+    return ngpt_tokenizer_load_gpt2(a, b, out, err, errlen);
+}
+
+typedef struct {
+    int fd;
+    int llmc;
+    uint64_t count;
+    char tmp[620], path[600];
+    uint16_t buf[8192];
+    size_t nbuf;
+} TokWriter;
+
+static int tokwriter_flush(TokWriter *w) {
+    size_t bytes = w->nbuf * 2;
+    const char *p = (const char *)w->buf;
+    while (bytes) {
+        ssize_t k = write(w->fd, p, bytes);
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0) return -1;
+        p += k;
+        bytes -= (size_t)k;
+    }
+    w->nbuf = 0;
+    return 0;
+}
+
+static int tokwriter_open(TokWriter *w, const char *dir, const char *name, int llmc) {
+    memset(w, 0, sizeof *w);
+    w->llmc = llmc;
+    snprintf(w->path, sizeof w->path, "%.580s/%s", dir, name);
+    snprintf(w->tmp, sizeof w->tmp, "%s.tmp", w->path);
+    w->fd = open(w->tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (w->fd < 0) return -1;
+    if (llmc) {
+        int32_t hdr[LLMC_HEADER_INTS] = {0};
+        if (write(w->fd, hdr, sizeof hdr) != (ssize_t)sizeof hdr) return -1;
+    }
+    return 0;
+}
+
+static int tokwriter_put(TokWriter *w, const int32_t *ids, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        w->buf[w->nbuf++] = (uint16_t)ids[i];
+        if (w->nbuf == sizeof w->buf / sizeof w->buf[0] && tokwriter_flush(w)) return -1;
+    }
+    w->count += n;
+    return 0;
+}
+
+static int tokwriter_close(TokWriter *w) {
+    int bad = tokwriter_flush(w) != 0;
+    if (!bad && w->llmc) {
+        int32_t hdr[3] = {LLMC_MAGIC, 1, (int32_t)w->count};
+        bad = w->count > INT32_MAX || pwrite(w->fd, hdr, sizeof hdr, 0) != (ssize_t)sizeof hdr;
+    }
+    bad = bad || fsync(w->fd) != 0;
+    bad = close(w->fd) != 0 || bad;
+    w->fd = -1;
+    bad = bad || rename(w->tmp, w->path) != 0;
+    if (bad) unlink(w->tmp);
+    return bad ? -1 : 0;
+}
+
+static int utf8_continuation(unsigned char c) { return (c & 0xC0) == 0x80; }
+
+static int prepare_gpt2(char **inputs, int n_inputs, const char *out_dir, double val_fraction, int llmc, const ngpt_tokenizer *tok,
+                        FILE *log, char *err, size_t errlen) {
+    /* pass 1: characters (code points; a stray byte counts as one) of all inputs */
+    uint64_t chars = 0, total_bytes = 0;
+    enum { BUF = 1 << 20 };
+    unsigned char *buf = (unsigned char *)malloc(BUF + 64);
+    int32_t *ids = (int32_t *)malloc((BUF + 64) * sizeof(int32_t));
+    int rc = NGPT_OK;
+    TokWriter w[2];
+    w[0].fd = w[1].fd = -1;
+    if (!buf || !ids) { rc = fail(err, errlen, NGPT_ERR_NOMEM, "out of host memory"); goto done; }
+    for (int i = 0; i < n_inputs && !rc; i++) {
+        FILE *f = fopen(inputs[i], "rb");
+        if (!f) { rc = fail(err, errlen, NGPT_ERR_IO, "cannot open %s: %s", inputs[i], strerror(errno)); break; }
+        size_t got;
+        while ((got = fread(buf, 1, BUF, f)) > 0) {
+            total_bytes += got;
+            for (size_t k = 0; k < got; k++) chars += !utf8_continuation(buf[k]);
+        }
+        fclose(f);
+    }
+    if (rc) goto done;
+    uint64_t train_chars = (uint64_t)((double)chars * (1.0 - val_fraction));
+    mkdir_p(out_dir);
+    if (tokwriter_open(&w[0], out_dir, "train.bin", llmc) || tokwriter_open(&w[1], out_dir, "val.bin", llmc)) {
+        rc = fail(err, errlen, NGPT_ERR_IO, "cannot create token files in %s: %s", out_dir, strerror(errno));
+        goto done;
+    }
+    /* pass 2: encode, switching from train to val at the character cut */
+    uint64_t seen_chars = 0, seen_bytes = 0, next_report = 64u << 20;
+    int split = 0;
+    for (int i = 0; i < n_inputs && !rc; i++) {
+        FILE *f = fopen(inputs[i], "rb");
+        if (!f) { rc = fail(err, errlen, NGPT_ERR_IO, "cannot open %s: %s", inputs[i], strerror(errno)); break; }
+        size_t have = 0;
+        int eof = 0;
+        while (!rc) {
+            size_t got = eof ? 0 : fread(buf + have, 1, BUF - have, f);
+            if (got == 0) eof = 1;
+            /* where this split ends inside the new bytes: at the character cut */
+            size_t end = have + got;
+            int cut_here = 0;
+            if (split == 0) {
+                for (size_t k = have; k < have + got; k++) {
+                    if (!utf8_continuation(buf[k])) {
+                        if (seen_chars == train_chars) { end = k; cut_here = 1; break; }
+                        seen_chars++;
+                    }
+                }
+            }
+            seen_bytes += (uint64_t)(end - have);
+            int last = eof || cut_here;
+            size_t n = 0, used = 0;
+            if (ngpt_tokenizer_encode_chunk(tok, (const char *)buf, end, last, 0, ids, BUF + 64, &n, &used, err, errlen)) {
+                rc = NGPT_ERR_FORMAT;
+                break;
+            }
+            if (tokwriter_put(&w[split], ids, n)) { rc = fail(err, errlen, NGPT_ERR_IO, "writing %s: %s", w[split].tmp, strerror(errno)); break; }
+            if (last && used != end) { rc = fail(err, errlen, NGPT_ERR_STATE, "internal: the encoder left %zu bytes at the end", end - used); break; }
+            memmove(buf, buf + used, have + got - used);
+            have = have + got - used;
+            if (cut_here) split = 1; /* the rest of this buffer starts the val text */
+            if (log && total_bytes > (64u << 20) && seen_bytes >= next_report) {
+                fprintf(log, "prepare: %.0f of %.0f MiB, %llu train + %llu val tokens\r", seen_bytes / MiB, total_bytes / MiB,
+                        (unsigned long long)w[0].count, (unsigned long long)w[1].count);
+                fflush(log);
+                next_report += 64u << 20;
+            }
+            if (eof && have == 0) break;
+        }
+        fclose(f);
+        if (!rc && i + 1 < n_inputs) { /* documents are separated by <|endoftext|> */
+            int32_t eot = ngpt_tokenizer_eot(tok);
+            if (tokwriter_put(&w[split], &eot, 1)) rc = fail(err, errlen, NGPT_ERR_IO, "writing %s: %s", w[split].tmp, strerror(errno));
+        }
+    }
+    if (!rc) {
+        for (int k = 0; k < 2 && !rc; k++)
+            if (tokwriter_close(&w[k])) rc = fail(err, errlen, NGPT_ERR_IO, "writing %s failed: %s", w[k].path, strerror(errno));
+        if (!rc && log)
+            fprintf(log, "prepared %d file(s), %.1f MiB, %llu characters: train has %llu tokens, val has %llu tokens (GPT-2 BPE, %s format) -> %s\n",
+                    n_inputs, total_bytes / MiB, (unsigned long long)chars, (unsigned long long)w[0].count, (unsigned long long)w[1].count,
+                    llmc ? "llm.c" : "nanoGPT", out_dir);
+    }
+done:
+    for (int k = 0; k < 2; k++)
+        if (w[k].fd >= 0) { close(w[k].fd); unlink(w[k].tmp); }
+    free(buf);
+    free(ids);
+    return rc;
+}
+
 /* ======================================================================================================
  * Command line
  * ==================================================================================================== */
@@ -4818,7 +5062,8 @@ static void usage(FILE *f) {
             "usage: nanogpt <command> [config file] [--key=value ...]\n"
             "  train     train a model (no config: the baby GPT on Tiny Shakespeare characters)\n"
             "  plan      print the memory plan for a config (--json for JSON); no GPU needed\n"
-            "  prepare   text -> train.bin/val.bin/meta.bin (character level): --input=FILE --out=DIR [--val_fraction=0.1]\n"
+            "  prepare   text -> train.bin/val.bin: --input=FILE[,FILE...] --out=DIR [--tokenizer=char|gpt2] [--format=nanogpt|llmc]\n"
+            "            [--tokenizer_dir=data/gpt2] [--val_fraction=0.1]\n"
             "  plot      OUT_DIR/log.jsonl -> OUT_DIR/loss.svg\n"
             "  info      the devices this build can use\n"
             "  help      this text; `nanogpt help config` lists every config key\n",
@@ -4876,38 +5121,65 @@ static int parse_args(int argc, char **argv, ngpt_config *cfg, int *has_file, in
 }
 
 /* The default dataset: data/shakespeare_char from the input file, downloading Tiny Shakespeare if needed. */
-static int ensure_shakespeare_char(const ngpt_config *cfg, char *err, size_t errlen) {
-    char dir[300], path[400], input[400];
+#define GPT2_VOCAB_URL "https://openaipublic.blob.core.windows.net/gpt-2/encodings/main"
+
+/* url -> path with curl (or wget), through path.part */
+static int download(const char *url, const char *path, char *err, size_t errlen) {
+    char cmd[2048], part[620];
+    snprintf(part, sizeof part, "%.600s.part", path);
+    printf("downloading %s\n", url);
+    fflush(stdout);
+    snprintf(cmd, sizeof cmd, "curl -fsSL --max-time 120 -o '%s' '%s' 2>/dev/null || wget -q -T 120 -O '%s' '%s' 2>/dev/null", part, url, part, url);
+    if (system(cmd) != 0 || rename(part, path) != 0) {
+        unlink(part);
+        return fail(err, errlen, NGPT_ERR_IO, "could not download %s (offline?)", url);
+    }
+    return NGPT_OK;
+}
+
+/* The recipes' datasets prepare themselves: shakespeare_char (characters) and shakespeare (GPT-2 BPE)
+ * from data/<dataset>/input.txt (downloaded when missing, or --input). */
+static int ensure_dataset(const ngpt_config *cfg, char *err, size_t errlen) {
+    char dir[300], path[600], input[400];
+    int chars = !strcmp(cfg->dataset, "shakespeare_char"), bpe = !strcmp(cfg->dataset, "shakespeare");
+    if (cfg->data_dir[0] || (!chars && !bpe)) return NGPT_OK;
     dataset_dir(cfg, dir, sizeof dir);
     snprintf(path, sizeof path, "%s/train.bin", dir);
-    if (file_exists(path) || strcmp(cfg->dataset, "shakespeare_char") || cfg->data_dir[0]) return NGPT_OK;
+    if (file_exists(path)) return NGPT_OK;
     if (cfg->input[0]) snprintf(input, sizeof input, "%s", cfg->input);
     else snprintf(input, sizeof input, "%s/input.txt", dir);
+    mkdir_p(dir);
     if (!file_exists(input)) {
         if (cfg->input[0]) return fail(err, errlen, NGPT_ERR_IO, "input = %s: no such file", cfg->input);
-        mkdir("data", 0777);
-        mkdir(dir, 0777);
-        printf("downloading Tiny Shakespeare from %s\n", TINY_SHAKESPEARE_URL);
-        fflush(stdout);
-        char cmd[2048];
-        snprintf(cmd, sizeof cmd, "curl -fsSL --max-time 60 -o '%s.part' '%s' 2>/dev/null || wget -q -T 60 -O '%s.part' '%s' 2>/dev/null",
-                 input, TINY_SHAKESPEARE_URL, input, TINY_SHAKESPEARE_URL);
-        char part[420];
-        snprintf(part, sizeof part, "%s.part", input);
-        if (system(cmd) != 0 || rename(part, input) != 0) {
-            unlink(part);
-            return fail(err, errlen, NGPT_ERR_IO,
-                        "could not download Tiny Shakespeare (offline?). Put the text at %s, or pass --input=/path/to/input.txt", input);
-        }
+        if (download(TINY_SHAKESPEARE_URL, input, err, errlen))
+            return fail(err, errlen, NGPT_ERR_IO, "could not download Tiny Shakespeare (offline?). Put the text at %s, or pass --input=/path/to/input.txt",
+                        input);
     }
-    return prepare_char(input, dir, 0.1, stdout, err, errlen);
+    if (chars) return prepare_char(input, dir, 0.1, stdout, err, errlen);
+    const char *names[2] = {"encoder.json", "vocab.bpe"};
+    snprintf(path, sizeof path, "%.500s/gpt2.tok", cfg->tokenizer_dir);
+    for (int i = 0; i < 2 && !file_exists(path); i++) {
+        char file[600], url[300];
+        snprintf(file, sizeof file, "%.500s/%s", cfg->tokenizer_dir, names[i]);
+        snprintf(url, sizeof url, "%s/%s", GPT2_VOCAB_URL, names[i]);
+        mkdir_p(cfg->tokenizer_dir);
+        if (!file_exists(file) && download(url, file, err, errlen))
+            return fail(err, errlen, NGPT_ERR_IO, "could not download GPT-2's %s (offline?). Put encoder.json and vocab.bpe in %s", names[i],
+                        cfg->tokenizer_dir);
+    }
+    ngpt_tokenizer *tok = NULL;
+    int rc = load_gpt2_tokenizer(cfg->tokenizer_dir, &tok, err, errlen);
+    char *inputs[1] = {input};
+    if (!rc) rc = prepare_gpt2(inputs, 1, dir, 0.1, 0, tok, stdout, err, errlen);
+    ngpt_tokenizer_free(tok);
+    return rc;
 }
 
 static int cmd_train(int argc, char **argv) {
     ngpt_config cfg;
     char err[NGPT_ERRLEN];
     int has_file;
-    if (parse_args(argc, argv, &cfg, &has_file, NULL, err, sizeof err) || ensure_shakespeare_char(&cfg, err, sizeof err)) {
+    if (parse_args(argc, argv, &cfg, &has_file, NULL, err, sizeof err) || ensure_dataset(&cfg, err, sizeof err)) {
         fprintf(stderr, "error: %s\n", err);
         return 1;
     }
@@ -4993,27 +5265,53 @@ static int cmd_plan(int argc, char **argv) {
 }
 
 static int cmd_prepare(int argc, char **argv) {
-    const char *input = NULL, *out = NULL;
+    const char *out = NULL, *tokenizer = "char", *format = "nanogpt", *tok_dir = "data/gpt2";
+    char *inputs[256];
+    int n_inputs = 0;
     double val_fraction = 0.1;
     for (int i = 0; i < argc; i++) {
-        if (!strncmp(argv[i], "--input=", 8)) input = argv[i] + 8;
-        else if (!strncmp(argv[i], "--out=", 6)) out = argv[i] + 6;
-        else if (!strncmp(argv[i], "--val_fraction=", 15)) {
-            if (parse_number(argv[i] + 15, &val_fraction) || val_fraction <= 0 || val_fraction >= 1) {
-                fprintf(stderr, "error: --val_fraction=%s: must be a number in (0, 1)\n", argv[i] + 15);
+        const char *a = argv[i];
+        if (!strncmp(a, "--input=", 8)) {
+            /* comma-separated list, or repeated --input */
+            char *list = strdup(a + 8), *save = NULL;
+            for (char *t = strtok_r(list, ",", &save); t && n_inputs < 256; t = strtok_r(NULL, ",", &save)) inputs[n_inputs++] = strdup(t);
+            free(list);
+        } else if (!strncmp(a, "--out=", 6)) out = a + 6;
+        else if (!strncmp(a, "--tokenizer=", 12)) tokenizer = a + 12;
+        else if (!strncmp(a, "--format=", 9)) format = a + 9;
+        else if (!strncmp(a, "--tokenizer_dir=", 16)) tok_dir = a + 16;
+        else if (!strncmp(a, "--val_fraction=", 15)) {
+            if (parse_number(a + 15, &val_fraction) || val_fraction <= 0 || val_fraction >= 1) {
+                fprintf(stderr, "error: --val_fraction=%s: must be a number in (0, 1)\n", a + 15);
                 return 1;
             }
         } else {
-            fprintf(stderr, "error: prepare: unknown argument '%s' (valid: --input=FILE --out=DIR --val_fraction=X)\n", argv[i]);
+            fprintf(stderr, "error: prepare: unknown argument '%s' (valid: --input=FILE[,FILE...] --out=DIR --tokenizer=char|gpt2 "
+                            "--format=nanogpt|llmc --tokenizer_dir=DIR --val_fraction=X)\n", a);
             return 1;
         }
     }
-    if (!input || !out) {
-        fprintf(stderr, "error: prepare needs --input=FILE and --out=DIR\n");
+    int gpt2 = !strcmp(tokenizer, "gpt2"), llmc = !strcmp(format, "llmc");
+    if (!n_inputs || !out || (!gpt2 && strcmp(tokenizer, "char")) || (!llmc && strcmp(format, "nanogpt"))) {
+        fprintf(stderr, "error: prepare needs --input=FILE and --out=DIR; --tokenizer is char or gpt2, --format nanogpt or llmc\n");
         return 1;
     }
     char err[NGPT_ERRLEN];
-    if (prepare_char(input, out, val_fraction, stdout, err, sizeof err)) {
+    int rc;
+    if (!gpt2) {
+        if (n_inputs > 1 || llmc) {
+            fprintf(stderr, "error: character-level data is one text file in nanoGPT's format (use --tokenizer=gpt2 for documents or llm.c shards)\n");
+            return 1;
+        }
+        rc = prepare_char(inputs[0], out, val_fraction, stdout, err, sizeof err);
+    } else {
+        ngpt_tokenizer *tok = NULL;
+        rc = load_gpt2_tokenizer(tok_dir, &tok, err, sizeof err);
+        if (!rc) rc = prepare_gpt2(inputs, n_inputs, out, val_fraction, llmc, tok, stdout, err, sizeof err);
+        ngpt_tokenizer_free(tok);
+    }
+    for (int i = 0; i < n_inputs; i++) free(inputs[i]);
+    if (rc) {
         fprintf(stderr, "error: %s\n", err);
         return 1;
     }

@@ -80,6 +80,7 @@ typedef struct ngpt_config {
     char dataset[128];    /* data lives in data/<dataset>/ unless data_dir is set */
     char data_dir[256];   /* * explicit folder with train.bin, val.bin (and meta.bin) */
     char input[256];      /* * text file the default dataset is prepared from */
+    char tokenizer_dir[256]; /* * GPT-2 vocabulary: encoder.json + vocab.bpe (or gpt2.tok) */
     int gradient_accumulation_steps;
     int batch_size;       /* sequences per micro-step as asked; the planner may split it */
     int block_size;       /* T */

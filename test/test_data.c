@@ -1,0 +1,160 @@
+/* test_data.c: preparing GPT-2 BPE data and reading it back.
+ *  - Tiny Shakespeare gives exactly nanoGPT's data/shakespeare numbers (301,966 train and 36,059 val
+ *    tokens), the ids of a whole-text encoding, and decodes back to the text;
+ *  - several documents get <|endoftext|> between them; llm.c's format has a valid header;
+ *  - a dataset of several llm.c shards is read as one, every shard sampled;
+ *  - the one-command BPE recipe's dataset check (data/shakespeare/train.cfg names the dataset). */
+#define NGPT_NO_MAIN
+#include "../nanogpt.c"
+#include "check.h"
+
+static char tmpdir[256];
+static ngpt_tokenizer *tok;
+
+static unsigned char *read_all(const char *path, size_t *n) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    *n = (size_t)ftell(f);
+    fseek(f, 0, SEEK_SET);
+    unsigned char *b = malloc(*n + 1);
+    if (fread(b, 1, *n, f) != *n) { free(b); b = NULL; }
+    fclose(f);
+    return b;
+}
+
+static void test_shakespeare_like_nanogpt(void) {
+    char input[512], out[512], err[NGPT_ERRLEN];
+    snprintf(input, sizeof input, "%s/tinyshakespeare.txt", shared_data_dir());
+    snprintf(out, sizeof out, "%s/bpe", tmpdir);
+    char *inputs[1] = {input};
+    int rc = prepare_gpt2(inputs, 1, out, 0.1, 0, tok, NULL, err, sizeof err);
+    CHECK(rc == 0, "prepare: %s", err);
+    TokenSet tr, va;
+    CHECK(tokenset_open(&tr, out, "train", 50257, 64, err, sizeof err) == 0, "%s", err);
+    CHECK(tokenset_open(&va, out, "val", 50257, 64, err, sizeof err) == 0, "%s", err);
+    size_t nt = tr.files[0].ntok, nv = va.files[0].ntok;
+    /* nanoGPT's data/shakespeare/prepare.py prints: train has 301,966 tokens, val has 36,059 tokens */
+    CHECK(nt == 301966 && nv == 36059, "train %zu val %zu", nt, nv);
+    /* the streamed encoding equals one encode() of the whole train text (the first 90% of the characters) */
+    size_t len = 0;
+    unsigned char *text = read_all(input, &len);
+    size_t cut = 0, chars = 0, want_chars = (size_t)(1115394 * 0.9);
+    while (chars < want_chars) chars += !utf8_continuation(text[cut++]);
+    while (cut < len && utf8_continuation(text[cut])) cut++;
+    int32_t *ids = malloc(len * sizeof *ids);
+    size_t n = 0;
+    CHECK(ngpt_tokenizer_encode(tok, (const char *)text, cut, 0, ids, len, &n, err, sizeof err) == 0, "%s", err);
+    int same = n == nt;
+    for (size_t i = 0; same && i < n; i++) same = ids[i] == tr.files[0].tokens[i];
+    CHECK(same, "streamed train ids differ from the whole-text encoding (%zu vs %zu ids)", nt, n);
+    /* decode(train ++ val) == text */
+    int32_t *all = malloc((nt + nv) * sizeof *all);
+    for (size_t i = 0; i < nt; i++) all[i] = tr.files[0].tokens[i];
+    for (size_t i = 0; i < nv; i++) all[nt + i] = va.files[0].tokens[i];
+    char *back = malloc(len + 16);
+    size_t blen = 0;
+    CHECK(ngpt_tokenizer_decode(tok, all, nt + nv, back, len + 16, &blen, err, sizeof err) == 0, "%s", err);
+    CHECK(blen == len && !memcmp(back, text, len), "decode(train ++ val) != text (%zu vs %zu bytes)", blen, len);
+    tokenset_close(&tr);
+    tokenset_close(&va);
+    free(text); free(ids); free(all); free(back);
+}
+
+static void test_documents_and_llmc_format(void) {
+    char a[512], b[512], out[512], err[NGPT_ERRLEN];
+    snprintf(a, sizeof a, "%s/a.txt", tmpdir);
+    snprintf(b, sizeof b, "%s/b.txt", tmpdir);
+    snprintf(out, sizeof out, "%s/docs", tmpdir);
+    FILE *f = fopen(a, "w");
+    for (int i = 0; i < 200; i++) fprintf(f, "First document, line %d. ", i);
+    fclose(f);
+    f = fopen(b, "w");
+    fprintf(f, "Second document <|endoftext|> with a literal marker, which stays text.");
+    fclose(f);
+    char *inputs[2] = {a, b};
+    int rc = prepare_gpt2(inputs, 2, out, 0.01, 1, tok, NULL, err, sizeof err);
+    CHECK(rc == 0, "prepare: %s", err);
+    char path[600];
+    snprintf(path, sizeof path, "%s/train.bin", out);
+    TokenFile t;
+    CHECK(tokenfile_open(&t, path, 50257, 2, err, sizeof err) == 0 && t.llmc, "llm.c header: %s", err);
+    size_t eots = 0, at = 0;
+    for (size_t i = 0; i < t.ntok; i++)
+        if (t.tokens[i] == 50256) { eots++; at = i; }
+    CHECK(eots == 1, "%zu <|endoftext|> ids in train, expected 1 (between the documents)", eots);
+    /* what follows the separator is the second document's first word */
+    char word[64];
+    size_t wl = 0;
+    int32_t next = t.tokens[at + 1];
+    ngpt_tokenizer_decode(tok, &next, 1, word, sizeof word, &wl, err, sizeof err);
+    CHECK(wl >= 6 && !strncmp(word, "Second", 6), "after the separator: '%.*s'", (int)wl, word);
+    tokenfile_close(&t);
+}
+
+static void test_llmc_shards_read_as_one(void) {
+    char dir[512], err[NGPT_ERRLEN];
+    snprintf(dir, sizeof dir, "%s/shards", tmpdir);
+    mkdir(dir, 0777);
+    const char *names[4] = {"fineweb_train_000001.bin", "fineweb_train_000002.bin", "fineweb_val_000000.bin", "meta.bin.unrelated"};
+    for (int k = 0; k < 3; k++) {
+        char path[600];
+        snprintf(path, sizeof path, "%s/%s", dir, names[k]);
+        FILE *f = fopen(path, "wb");
+        int32_t hdr[256] = {LLMC_MAGIC, 1, 1000};
+        fwrite(hdr, 4, 256, f);
+        for (int i = 0; i < 1000; i++) {
+            uint16_t v = (uint16_t)(k * 1000 + i % 7); /* shard k's ids tell where a window came from */
+            fwrite(&v, 2, 1, f);
+        }
+        fclose(f);
+    }
+    TokenSet tr;
+    int rc = tokenset_open(&tr, dir, "train", 50257, 32, err, sizeof err);
+    CHECK(rc == 0 && tr.n == 2 && tr.windows == 2 * (1000 - 32), "train shards: %d files, %zu windows (%s)", tr.n, tr.windows, err);
+    if (rc) return;
+    Rng rng = {1, 2, 0};
+    int from[2] = {0, 0};
+    for (int i = 0; i < 200; i++) {
+        const uint16_t *w = tokenset_window(&tr, (size_t)rng_below(&rng, tr.windows));
+        int k = w[0] / 1000;
+        CHECK(k == 0 || k == 1, "a window from outside the train shards");
+        if (k == 0 || k == 1) from[k]++;
+        CHECK(w[32] / 1000 == w[0] / 1000, "a window crossed a shard boundary");
+    }
+    CHECK(from[0] > 50 && from[1] > 50, "both shards sampled: %d and %d", from[0], from[1]);
+    tokenset_close(&tr);
+    TokenSet va;
+    CHECK(tokenset_open(&va, dir, "val", 50257, 32, err, sizeof err) == 0 && va.n == 1, "val shard: %s", err);
+    tokenset_close(&va);
+    rc = tokenset_open(&va, dir, "test", 50257, 32, err, sizeof err);
+    CHECK(rc == NGPT_ERR_IO && strstr(err, "no test.bin"), "no such split: %s", err);
+}
+
+static void test_bpe_recipe_names_its_dataset(void) {
+    ngpt_config c;
+    char err[NGPT_ERRLEN];
+    ngpt_config_defaults(&c);
+    CHECK(ngpt_config_load(&c, "data/shakespeare/train.cfg", err, sizeof err) == 0, "%s", err);
+    CHECK(!strcmp(c.dataset, "shakespeare") && c.vocab_size == 0, "the recipe trains on data/shakespeare with GPT-2's vocabulary");
+}
+
+int main(void) {
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/ngpt_test_data_%d", (int)getpid());
+    mkdir(tmpdir, 0777);
+    char dir[512], err[NGPT_ERRLEN];
+    snprintf(dir, sizeof dir, "%s/gpt2", shared_data_dir());
+    if (load_gpt2_tokenizer(dir, &tok, err, sizeof err)) {
+        printf("FAIL setup: %s\n", err);
+        return 1;
+    }
+    RUN(test_shakespeare_like_nanogpt);
+    RUN(test_documents_and_llmc_format);
+    RUN(test_llmc_shards_read_as_one);
+    RUN(test_bpe_recipe_names_its_dataset);
+    ngpt_tokenizer_free(tok);
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+    if (system(cmd)) printf("could not remove %s\n", tmpdir);
+    return check_summary();
+}
