@@ -1375,6 +1375,49 @@ static void cpu_attention_backward(ngpt_backend *be, void *dqkv, const void *dou
     parallel_for(cpu_of(be), (size_t)B * NH, 1, attn_backward_heads, &a);
 }
 
+/* one decoding position: append k, v at t, attend over 0..t; one (sequence, head) per item */
+typedef struct {
+    CpuBackend *cb;
+    float *out, *kv;
+    const float *qkv;
+    int t, maxT, C, NH;
+} Decode;
+
+static void attn_decode_heads(void *arg, size_t lo, size_t hi, int tid) {
+    const Decode *d = (const Decode *)arg;
+    int C = d->C, hs = C / d->NH;
+    float scale = 1.0f / sqrtf((float)hs), *p = cpu_scratch_attn(d->cb, tid, C);
+    for (size_t sh = lo; sh < hi; sh++) {
+        size_t sidx = sh / (size_t)d->NH;
+        int h = (int)(sh % (size_t)d->NH);
+        const float *q = d->qkv + sidx * 3 * C + (size_t)h * hs;
+        float *K = d->kv + sidx * 2 * (size_t)d->maxT * C, *V = K + (size_t)d->maxT * C;
+        memcpy(K + (size_t)d->t * C + (size_t)h * hs, q + C, (size_t)hs * sizeof(float));
+        memcpy(V + (size_t)d->t * C + (size_t)h * hs, q + 2 * C, (size_t)hs * sizeof(float));
+        float mx = -FLT_MAX, sum = 0;
+        for (int t2 = 0; t2 <= d->t; t2++) {
+            const float *k = K + (size_t)t2 * C + (size_t)h * hs;
+            float sc = 0;
+            for (int i = 0; i < hs; i++) sc += q[i] * k[i];
+            p[t2] = sc * scale;
+            mx = fmaxf(mx, p[t2]);
+        }
+        for (int t2 = 0; t2 <= d->t; t2++) { p[t2] = expf(p[t2] - mx); sum += p[t2]; }
+        float *o = d->out + sidx * C + (size_t)h * hs;
+        for (int i = 0; i < hs; i++) o[i] = 0;
+        for (int t2 = 0; t2 <= d->t; t2++) {
+            const float *v = V + (size_t)t2 * C + (size_t)h * hs;
+            float w = p[t2] / sum;
+            for (int i = 0; i < hs; i++) o[i] += w * v[i];
+        }
+    }
+}
+
+static void cpu_attention_decode(ngpt_backend *be, void *out, void *kv, const void *qkv, int S, int t, int maxT, int C, int NH) {
+    Decode d = {cpu_of(be), (float *)out, (float *)kv, (const float *)qkv, t, maxT, C, NH};
+    parallel_for(cpu_of(be), (size_t)S * NH, 4, attn_decode_heads, &d);
+}
+
 /* ---- elementwise ops ---- */
 
 typedef struct {
@@ -1664,6 +1707,7 @@ int ngpt_cpu_backend_create(ngpt_backend **out, int nthreads, char *err, size_t 
     be->matmul_backward = cpu_matmul_backward;
     be->attention_forward = cpu_attention_forward;
     be->attention_backward = cpu_attention_backward;
+    be->attention_decode = cpu_attention_decode;
     be->gelu_forward = cpu_gelu_forward;
     be->gelu_backward = cpu_gelu_backward;
     be->residual_forward = cpu_residual_forward;
@@ -4301,6 +4345,38 @@ static int checkpoint_load(ngpt_trainer *tr, CkptReader *r, const char *path) {
     return be_check(tr, "loading a checkpoint");
 }
 
+/* Applies the config stored in a checkpoint (its `key = value` lines) to cfg. */
+static int checkpoint_read_config(const char *path, ngpt_config *cfg, char *err, size_t errlen) {
+    CkptReader r;
+    int rc = checkpoint_open(&r, path, err, errlen);
+    if (rc) return rc;
+    const CkptSection *sec = &r.h.sec[SEC_CONFIG - 1];
+    char *text = sec->bytes < (1u << 20) ? (char *)malloc(sec->bytes + 1) : NULL;
+    Hash64 hs;
+    hash_init(&hs);
+    if (!text || fseek(r.f, (long)sec->offset, SEEK_SET) || fread(text, 1, sec->bytes, r.f) != sec->bytes)
+        rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s: config section unreadable", path);
+    else {
+        hash_update(&hs, text, sec->bytes);
+        if (hash_final(&hs) != sec->checksum) rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s: config section checksum mismatch (the file is corrupt)", path);
+    }
+    for (char *line = text, *next; !rc && line && line < text + sec->bytes; line = next) {
+        text[sec->bytes] = 0;
+        next = strchr(line, '\n');
+        if (next) *next++ = 0;
+        char *eq = strchr(line, '=');
+        if (!eq) continue;
+        char *kend = eq;
+        while (kend > line && kend[-1] == ' ') kend--;
+        *kend = 0;
+        char msg[NGPT_ERRLEN];
+        if (ngpt_config_set(cfg, line, eq + 1, msg, sizeof msg)) rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s: stored config: %s", path, msg);
+    }
+    free(text);
+    fclose(r.f);
+    return rc;
+}
+
 int ngpt_load(ngpt_trainer *tr, const char *path) {
     CkptReader r;
     int rc = checkpoint_open(&r, path, tr->err, sizeof tr->err);
@@ -4352,8 +4428,10 @@ static int trainer_setup(ngpt_trainer *tr) {
     }
     if (V == 0) V = 50257;
     if (V > 65536) return tr_fail(tr, NGPT_ERR_ARG, "vocab_size = %d: token files hold uint16 ids, so at most 65536", V);
-    if ((rc = tokenset_open(&tr->train_data, dir, "train", V, c->block_size, msg, sizeof msg))) return tr_fail(tr, rc, "%s", msg);
-    if ((rc = tokenset_open(&tr->val_data, dir, "val", V, c->block_size, msg, sizeof msg))) return tr_fail(tr, rc, "%s", msg);
+    if (!tr->opt.no_data) {
+        if ((rc = tokenset_open(&tr->train_data, dir, "train", V, c->block_size, msg, sizeof msg))) return tr_fail(tr, rc, "%s", msg);
+        if ((rc = tokenset_open(&tr->val_data, dir, "val", V, c->block_size, msg, sizeof msg))) return tr_fail(tr, rc, "%s", msg);
+    }
 
     /* the model and the budget */
     tr->ms = (ModelShape){c->n_layer, c->n_head, c->n_embd, V, pad_vocab(V), c->block_size, c->bias};
@@ -4497,7 +4575,10 @@ static void fill_from_train(ngpt_trainer *tr, int micro, void *ctx) {
     sample_batch(tr, &tr->train_data, &tr->rng_train, tr->plan.micro_batch);
 }
 
-int ngpt_train_step(ngpt_trainer *tr, float *loss) { return train_step_with(tr, fill_from_train, NULL, loss); }
+int ngpt_train_step(ngpt_trainer *tr, float *loss) {
+    if (!tr->train_data.n) return tr_fail(tr, NGPT_ERR_STATE, "this trainer was made without data (no_data)");
+    return train_step_with(tr, fill_from_train, NULL, loss);
+}
 
 /* mean loss over eval_iters * batch_size sequences of one split, in eval micro-batches */
 static int eval_split(ngpt_trainer *tr, const TokenSet *f, uint64_t stream, float *out) {
@@ -4520,6 +4601,7 @@ static int eval_split(ngpt_trainer *tr, const TokenSet *f, uint64_t stream, floa
 
 int ngpt_evaluate(ngpt_trainer *tr, float *train_loss, float *val_loss) {
     ngpt_backend *be = tr->be;
+    if (!tr->train_data.n) return tr_fail(tr, NGPT_ERR_STATE, "this trainer was made without data (no_data)");
     be->set_scratch(be, slot(tr, &tr->plan.eval, B_SCRATCH, 0), tr->plan.eval.slot_bytes[B_SCRATCH]);
     /* fresh windows at every evaluation, reproducible from (seed, step): a resumed run sees the same */
     uint64_t base = 0x1000 + (uint64_t)tr->step * 2;
@@ -4529,6 +4611,139 @@ int ngpt_evaluate(ngpt_trainer *tr, float *train_loss, float *val_loss) {
     tr->eval_count++;
     if (*val_loss < tr->best_val_loss) tr->best_val_loss = *val_loss;
     return NGPT_OK;
+}
+
+/* ---- generation with a KV cache, laid out in the batch region (nothing trains meanwhile) ---- */
+
+enum { S_KV, S_X, S_LN, S_STATS, S_QKV, S_ATT, S_TMP, S_FC, S_LOGITS, S_TOKENS, S_SCRATCH, N_SAMPLE_BUFS };
+
+/* offsets of the buffers for S sequences; returns the bytes */
+static size_t sample_layout(ngpt_trainer *tr, int S, size_t off[N_SAMPLE_BUFS]) {
+    size_t a = act_size(tr), C = (size_t)tr->ms.C, n = (size_t)S;
+    ngpt_shape shape = {S, tr->ms.maxT, tr->ms.C, tr->ms.NH, tr->ms.L, tr->ms.Vp, S};
+    size_t bytes[N_SAMPLE_BUFS] = {(size_t)tr->ms.L * n * 2 * (size_t)tr->ms.maxT * C * a, n * C * a, n * C * a, 2 * n * 4, n * 3 * C * a,
+                                   n * C * a, n * C * a, n * 4 * C * a, n * (size_t)tr->ms.Vp * a, n * 4,
+                                   tr->be->scratch_bytes(tr->be, &shape)};
+    size_t o = 0;
+    for (int i = 0; i < N_SAMPLE_BUFS; i++) {
+        off[i] = o;
+        o += ALIGN_UP(bytes[i], ARENA_ALIGN);
+    }
+    return o;
+}
+
+/* Runs position t for S sequences whose tokens at t are tok[0..S); leaves the logits in S_LOGITS. */
+static void decode_step(ngpt_trainer *tr, const size_t *off, int S, int t, const int32_t *tok) {
+    ngpt_backend *be = tr->be;
+    const ModelShape *m = &tr->ms;
+    int C = m->C;
+    char *R = tr->region, *P = tr->params;
+    void *x = R + off[S_X], *ln = R + off[S_LN], *qkv = R + off[S_QKV], *att = R + off[S_ATT], *tmp = R + off[S_TMP], *fc = R + off[S_FC];
+    float *mean = (float *)(R + off[S_STATS]), *rstd = mean + S;
+    int32_t *dtok = (int32_t *)(R + off[S_TOKENS]);
+    size_t kv_layer = (size_t)S * 2 * (size_t)m->maxT * C * act_size(tr);
+    memcpy(tr->h_tokens, tok, (size_t)S * 4);
+    be->upload(be, dtok, tr->h_tokens, (size_t)S * 4);
+    be->encoder_forward(be, x, dtok, pt(tr, P, P_WTE, 0), rows(tr, pt(tr, P, P_WPE, 0), (size_t)t, (size_t)C), S, 1, C);
+    for (int l = 0; l < m->L; l++) {
+        be->layernorm_forward(be, ln, mean, rstd, x, pt(tr, P, P_LN1W, l), pt_bias(tr, P, P_LN1B, l), S, C);
+        be->matmul_forward(be, qkv, ln, pt(tr, P, P_QKVW, l), pt_bias(tr, P, P_QKVB, l), S, C, 3 * C);
+        be->attention_decode(be, att, R + off[S_KV] + (size_t)l * kv_layer, qkv, S, t, m->maxT, C, m->NH);
+        be->matmul_forward(be, tmp, att, pt(tr, P, P_ATTPROJW, l), pt_bias(tr, P, P_ATTPROJB, l), S, C, C);
+        be->residual_forward(be, x, x, tmp, (size_t)S * C);
+        be->layernorm_forward(be, ln, mean, rstd, x, pt(tr, P, P_LN2W, l), pt_bias(tr, P, P_LN2B, l), S, C);
+        be->matmul_forward(be, fc, ln, pt(tr, P, P_FCW, l), pt_bias(tr, P, P_FCB, l), S, C, 4 * C);
+        be->gelu_forward(be, fc, fc, (size_t)S * 4 * C);
+        be->matmul_forward(be, tmp, fc, pt(tr, P, P_FCPROJW, l), pt_bias(tr, P, P_FCPROJB, l), S, 4 * C, C);
+        be->residual_forward(be, x, x, tmp, (size_t)S * C);
+    }
+    be->layernorm_forward(be, ln, mean, rstd, x, pt(tr, P, P_LNFW, 0), pt_bias(tr, P, P_LNFB, 0), S, C);
+    be->matmul_forward(be, R + off[S_LOGITS], ln, pt(tr, P, P_WTE, 0), NULL, S, C, m->Vp);
+}
+
+/* the k-th largest of x[0..n) (k >= 1), by quickselect on a copy in tmp */
+static float kth_largest(const float *x, float *tmp, int n, int k) {
+    memcpy(tmp, x, (size_t)n * sizeof *tmp);
+    int lo = 0, hi = n - 1, want = k - 1;
+    while (lo < hi) {
+        float pivot = tmp[(lo + hi) / 2];
+        int i = lo, j = hi;
+        while (i <= j) {
+            while (tmp[i] > pivot) i++;
+            while (tmp[j] < pivot) j--;
+            if (i <= j) { float t = tmp[i]; tmp[i] = tmp[j]; tmp[j] = t; i++; j--; }
+        }
+        if (want <= j) hi = j;
+        else if (want >= i) lo = i;
+        else break;
+    }
+    return tmp[want];
+}
+
+/* nanoGPT's sampling from logits[0..V): / temperature, keep the top_k (ties included), softmax, draw */
+static int32_t sample_token(float *logits, float *tmp, int V, float temperature, int top_k, Rng *rng) {
+    float cut = -FLT_MAX, mx = -FLT_MAX;
+    for (int j = 0; j < V; j++) logits[j] /= temperature;
+    if (top_k > 0 && top_k < V) cut = kth_largest(logits, tmp, V, top_k);
+    for (int j = 0; j < V; j++)
+        if (logits[j] >= cut) mx = fmaxf(mx, logits[j]);
+    double sum = 0;
+    for (int j = 0; j < V; j++) sum += logits[j] >= cut ? exp((double)logits[j] - mx) : 0.0;
+    double u = (double)(rng_next(rng) >> 11) * (1.0 / 9007199254740992.0) * sum, acc = 0;
+    int32_t last = 0;
+    for (int j = 0; j < V; j++) {
+        if (logits[j] < cut) continue;
+        acc += exp((double)logits[j] - mx);
+        last = j;
+        if (acc > u) return j;
+    }
+    return last;
+}
+
+int ngpt_sample(ngpt_trainer *tr, const int32_t *prompt, int n_prompt, int num_samples, int max_new, float temperature, int top_k,
+                uint64_t seed, int32_t *out) {
+    const ModelShape *m = &tr->ms;
+    if (n_prompt < 1 || num_samples < 1 || max_new < 0 || !(temperature > 0))
+        return tr_fail(tr, NGPT_ERR_ARG, "sample: need a prompt of at least one token, num_samples >= 1, max_new_tokens >= 0, temperature > 0");
+    for (int i = 0; i < n_prompt; i++)
+        if (prompt[i] < 0 || prompt[i] >= m->V) return tr_fail(tr, NGPT_ERR_ARG, "sample: prompt token %d is %d, outside the vocabulary (0..%d)", i, prompt[i], m->V - 1);
+    size_t off[N_SAMPLE_BUFS];
+    int S = num_samples;
+    while (S > 1 && sample_layout(tr, S, off) > tr->plan.region_bytes) S--;
+    if (sample_layout(tr, S, off) > tr->plan.region_bytes)
+        return tr_fail(tr, NGPT_ERR_NOMEM, "sample: the KV cache of one sequence does not fit the planned batch region");
+    ngpt_backend *be = tr->be;
+    be->set_scratch(be, tr->region + off[S_SCRATCH], tr->plan.region_bytes - off[S_SCRATCH]);
+    int total = n_prompt + max_new, rc = NGPT_OK;
+    float *logits = (float *)malloc((size_t)m->Vp * 2 * sizeof(float));
+    int32_t *tok = (int32_t *)malloc((size_t)S * sizeof(int32_t));
+    if (!logits || !tok) { free(logits); free(tok); return tr_fail(tr, NGPT_ERR_NOMEM, "out of host memory"); }
+    Rng rng = {seed, 7, 0};
+    for (int first = 0; first < num_samples && !rc; first += S) {
+        int n = MIN(S, num_samples - first);
+        int32_t *seqs = out + (size_t)first * total;
+        for (int s = 0; s < n; s++) memcpy(seqs + (size_t)s * total, prompt, (size_t)n_prompt * sizeof(int32_t));
+        int len = n_prompt, pos = 0, start = 0; /* the cache holds tokens start..start+pos-1 at positions 0..pos-1 */
+        if (len > m->maxT) start = len - m->maxT;
+        while (len < total && !rc) {
+            /* feed what the cache lacks, then sample one token */
+            while (start + pos < len) {
+                if (pos == m->maxT) { start = len - m->maxT / 2; pos = 0; } /* full: rebuild from the last half */
+                for (int s = 0; s < n; s++) tok[s] = seqs[(size_t)s * total + start + pos];
+                decode_step(tr, off, n, pos, tok);
+                pos++;
+            }
+            for (int s = 0; s < n; s++) {
+                download_as_f32(tr, logits, tr->region + off[S_LOGITS] + (size_t)s * m->Vp * act_size(tr), (size_t)m->Vp);
+                seqs[(size_t)s * total + len] = sample_token(logits, logits + m->Vp, m->V, temperature, top_k, &rng);
+            }
+            len++;
+            rc = be_check(tr, "sampling");
+        }
+    }
+    free(logits);
+    free(tok);
+    return rc;
 }
 
 void ngpt_get_stats(const ngpt_trainer *tr, ngpt_stats *st) {
@@ -5064,6 +5279,8 @@ static void usage(FILE *f) {
             "  plan      print the memory plan for a config (--json for JSON); no GPU needed\n"
             "  prepare   text -> train.bin/val.bin: --input=FILE[,FILE...] --out=DIR [--tokenizer=char|gpt2] [--format=nanogpt|llmc]\n"
             "            [--tokenizer_dir=data/gpt2] [--val_fraction=0.1]\n"
+            "  sample    text from a trained model: --out_dir=DIR --start=TEXT|FILE:path --num_samples=10 --max_new_tokens=500\n"
+            "            --temperature=0.8 --top_k=200 --seed=1337 (nanoGPT's sample.py)\n"
             "  plot      OUT_DIR/log.jsonl -> OUT_DIR/loss.svg\n"
             "  info      the devices this build can use\n"
             "  help      this text; `nanogpt help config` lists every config key\n",
@@ -5187,7 +5404,7 @@ static int cmd_train(int argc, char **argv) {
         printf("no config file: the default job, nanoGPT's shakespeare_char recipe (n_layer %d, n_embd %d, block_size %d, %d iterations)\n",
                cfg.n_layer, cfg.n_embd, cfg.block_size, cfg.max_iters);
     Display disp = {isatty(1), cfg.log_interval, 0};
-    ngpt_options opt = {display_log, display_progress, &disp};
+    ngpt_options opt = {display_log, display_progress, &disp, 0};
     ngpt_trainer *tr;
     if (ngpt_trainer_create(&cfg, &opt, &tr, err, sizeof err)) {
         fprintf(stderr, "error: %s\n", err);
@@ -5318,6 +5535,117 @@ static int cmd_prepare(int argc, char **argv) {
     return 0;
 }
 
+/* ---- nanogpt sample: nanoGPT's sample.py ---- */
+
+/* text -> ids with the character vocabulary; an unknown character is an error */
+static int char_encode(const CharVocab *v, const char *text, int32_t *ids, int cap, int *n, char *err, size_t errlen) {
+    size_t len = strlen(text), i = 0;
+    *n = 0;
+    while (i < len) {
+        uint32_t cp;
+        int k = utf8_decode((const unsigned char *)text + i, len - i, &cp);
+        if (k <= 0) return fail(err, errlen, NGPT_ERR_ARG, "start text: invalid UTF-8 at byte %zu", i);
+        int lo = 0, hi = v->n - 1;
+        while (lo < hi) { int mid = (lo + hi) / 2; if (v->cp[mid] < cp) lo = mid + 1; else hi = mid; }
+        if (v->cp[lo] != cp) return fail(err, errlen, NGPT_ERR_ARG, "start text: the character U+%04X at byte %zu is not in the vocabulary", cp, i);
+        if (*n == cap) return fail(err, errlen, NGPT_ERR_ARG, "start text: longer than %d tokens", cap);
+        ids[(*n)++] = lo;
+        i += (size_t)k;
+    }
+    return NGPT_OK;
+}
+
+static int cmd_sample(int argc, char **argv) {
+    char start[65536] = "\n", err[NGPT_ERRLEN], path[700];
+    int num_samples = 10, max_new = 500, top_k = 200;
+    double temperature = 0.8;
+    long long seed = 1337;
+    ngpt_config cfg;
+    ngpt_config_defaults(&cfg);
+    /* out_dir first: the checkpoint's config is the base, the command line overrides it */
+    for (int i = 0; i < argc; i++)
+        if (!strncmp(argv[i], "--out_dir=", 10)) copy_str(cfg.out_dir, sizeof cfg.out_dir, argv[i] + 10);
+    long long steps[256];
+    int n = checkpoint_list(cfg.out_dir, steps, 256);
+    snprintf(path, sizeof path, "%.400s/best.bin", cfg.out_dir);
+    if (!file_exists(path)) {
+        if (!n) { fprintf(stderr, "error: no checkpoint in out_dir %s (train first, or pass --out_dir)\n", cfg.out_dir); return 1; }
+        checkpoint_path(cfg.out_dir, steps[n - 1], path, sizeof path);
+    }
+    if (checkpoint_read_config(path, &cfg, err, sizeof err)) { fprintf(stderr, "error: %s\n", err); return 1; }
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i], *eq = strchr(a, '=');
+        double x;
+        if (strncmp(a, "--", 2) || !eq) { fprintf(stderr, "error: argument '%s': expected --key=value\n", a); return 1; }
+        if (!strncmp(a, "--start=", 8)) {
+            const char *v = a + 8;
+            if (!strncmp(v, "FILE:", 5)) {
+                FILE *f = fopen(v + 5, "rb");
+                if (!f) { fprintf(stderr, "error: --start=%s: %s\n", v, strerror(errno)); return 1; }
+                size_t got = fread(start, 1, sizeof start - 1, f);
+                start[got] = 0;
+                fclose(f);
+            } else copy_str(start, sizeof start, v);
+        } else if (!strncmp(a, "--num_samples=", 14) && !parse_number(a + 14, &x) && x >= 1 && x <= 1e6) num_samples = (int)x;
+        else if (!strncmp(a, "--max_new_tokens=", 17) && !parse_number(a + 17, &x) && x >= 0 && x <= 1e7) max_new = (int)x;
+        else if (!strncmp(a, "--temperature=", 14) && !parse_number(a + 14, &x) && x > 0) temperature = x;
+        else if (!strncmp(a, "--top_k=", 8) && !parse_number(a + 8, &x) && x >= 0) top_k = (int)x;
+        else if (!strncmp(a, "--seed=", 7) && !parse_number(a + 7, &x) && x >= 0) seed = (long long)x;
+        else if (!strncmp(a, "--start=", 8) || !strncmp(a, "--num_samples=", 14) || !strncmp(a, "--max_new_tokens=", 17) ||
+                 !strncmp(a, "--temperature=", 14) || !strncmp(a, "--top_k=", 8) || !strncmp(a, "--seed=", 7)) {
+            fprintf(stderr, "error: %s: num_samples >= 1, max_new_tokens >= 0, temperature > 0, top_k >= 0 (0 = all), seed >= 0\n", a);
+            return 1;
+        } else {
+            char key[128];
+            size_t kn = MIN((size_t)(eq - a - 2), sizeof key - 1);
+            memcpy(key, a + 2, kn);
+            key[kn] = 0;
+            if (ngpt_config_set(&cfg, key, eq + 1, err, sizeof err)) { fprintf(stderr, "error: --%s: %s\n", key, err); return 1; }
+        }
+    }
+    copy_str(cfg.init_from, sizeof cfg.init_from, "resume");
+    ngpt_options opt = {NULL, NULL, NULL, 1};
+    ngpt_trainer *tr;
+    if (ngpt_trainer_create(&cfg, &opt, &tr, err, sizeof err)) { fprintf(stderr, "error: %s\n", err); return 1; }
+    ngpt_tokenizer *tok = NULL;
+    int32_t *prompt = (int32_t *)malloc(sizeof start * sizeof(int32_t));
+    int np = 0, rc = 0;
+    if (tr->charvocab) rc = char_encode(tr->charvocab, start, prompt, (int)sizeof start, &np, err, sizeof err);
+    else {
+        size_t nn = 0;
+        rc = load_gpt2_tokenizer(cfg.tokenizer_dir, &tok, err, sizeof err);
+        if (!rc) rc = ngpt_tokenizer_encode(tok, start, strlen(start), 1, prompt, sizeof start, &nn, err, sizeof err);
+        np = (int)nn;
+        if (!rc && np == 0) prompt[np++] = ngpt_tokenizer_eot(tok); /* nanoGPT starts an empty prompt at <|endoftext|> */
+    }
+    int total = np + max_new;
+    int32_t *out = rc ? NULL : (int32_t *)malloc((size_t)num_samples * total * sizeof(int32_t));
+    if (!rc && !out) rc = fail(err, sizeof err, NGPT_ERR_NOMEM, "out of host memory");
+    if (!rc && ngpt_sample(tr, prompt, np, num_samples, max_new, (float)temperature, top_k, (uint64_t)seed, out))
+        rc = fail(err, sizeof err, NGPT_ERR_STATE, "%s", ngpt_last_error(tr));
+    for (int sidx = 0; !rc && sidx < num_samples; sidx++) {
+        const int32_t *ids = out + (size_t)sidx * total;
+        for (int i = 0; i < total; i++) {
+            if (tr->charvocab) {
+                char b[8];
+                charvocab_decode(tr->charvocab, ids + i, 1, b, sizeof b);
+                fputs(b, stdout);
+            } else {
+                size_t len;
+                const char *b = ngpt_tokenizer_token(tok, ids[i], &len);
+                if (b) fwrite(b, 1, len, stdout);
+            }
+        }
+        printf("\n---------------\n");
+    }
+    if (rc) fprintf(stderr, "error: %s\n", err);
+    free(prompt);
+    free(out);
+    ngpt_tokenizer_free(tok);
+    ngpt_trainer_free(tr);
+    return rc ? 1 : 0;
+}
+
 /* ---- nanogpt plot OUT_DIR: out_dir/log.jsonl -> out_dir/loss.svg (train loss per step, and the train
  * and val losses of each evaluation), a self-contained SVG ---- */
 
@@ -5436,6 +5764,7 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "prepare")) return cmd_prepare(argc - 2, argv + 2);
     if (!strcmp(cmd, "info")) return cmd_info();
     if (!strcmp(cmd, "plot")) return cmd_plot(argc - 2, argv + 2);
+    if (!strcmp(cmd, "sample")) return cmd_sample(argc - 2, argv + 2);
     if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
         if (argc > 2 && !strcmp(argv[2], "config")) print_config_keys();
         else usage(stdout);

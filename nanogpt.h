@@ -145,6 +145,7 @@ typedef struct ngpt_options {
     ngpt_log_fn log;           /* messages; without `progress`, also a line every log_interval steps */
     ngpt_progress_fn progress; /* every step and evaluation */
     void *ctx;                 /* passed to both */
+    int no_data;               /* 1: do not open the dataset (a trainer made only to sample) */
 } ngpt_options;
 
 /* Resolves the device, reads the dataset, plans memory, allocates the arena once and initialises (or
@@ -173,6 +174,13 @@ void ngpt_request_stop(ngpt_trainer *tr);
 int ngpt_save(ngpt_trainer *tr, const char *path);
 /* Loads a checkpoint of the same model into the trainer: parameters, moments and training state. */
 int ngpt_load(ngpt_trainer *tr, const char *path);
+
+/* Generates max_new tokens after the prompt for each of num_samples sequences, as nanoGPT's sample.py
+ * (temperature, then the top_k most likely tokens, 0 = all), with a KV cache. out receives num_samples
+ * rows of n_prompt + max_new ids. Once a sequence fills block_size, the cache is rebuilt from its last
+ * block_size/2 tokens (nanoGPT crops to the last block_size tokens at every step). */
+int ngpt_sample(ngpt_trainer *tr, const int32_t *prompt, int n_prompt, int num_samples, int max_new, float temperature, int top_k,
+                uint64_t seed, int32_t *out);
 
 /* What the trainer is: step, losses, plan decisions. */
 typedef struct ngpt_stats {
@@ -333,7 +341,11 @@ struct ngpt_backend {
     /* dqkv (B,T,3C) = gradient of the attention above, from dout, qkv, out and lse; the T x T matrix is
      * never stored */
     void (*attention_backward)(ngpt_backend *be, void *dqkv, const void *dout, const void *qkv, const void *out, const float *lse, int B, int T, int C, int NH, const ngpt_dropout *drop);
-    /* exact (erf) GELU; in gelu_backward dinp may alias dout */
+    /* One decoding position t of S sequences (generation with a KV cache): stores k and v of qkv (S,3C)
+     * at position t of kv (S, 2, maxT, C) (keys then values), then out (S,C) = each sequence's attention of
+     * q over its positions 0..t. */
+    void (*attention_decode)(ngpt_backend *be, void *out, void *kv, const void *qkv, int S, int t, int maxT, int C, int NH);
+    /* exact (erf) GELU; out may alias inp, and in gelu_backward dinp may alias dout */
     void (*gelu_forward)(ngpt_backend *be, void *out, const void *inp, size_t n);
     void (*gelu_backward)(ngpt_backend *be, void *dinp, const void *inp, const void *dout, size_t n);
     /* out = a + b; out may alias a or b */
