@@ -114,6 +114,28 @@ static int parse_bytes(const char *s, double *out) {
     return 0;
 }
 
+static float bf16_to_f32(uint16_t h) {
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+static float f16_to_f32(uint16_t h) {
+    uint32_t sign = (uint32_t)(h >> 15) << 31, exp = (h >> 10) & 31, man = h & 1023, u;
+    if (exp == 0) {
+        if (!man) u = sign;
+        else { /* subnormal */
+            exp = 127 - 15 + 1;
+            while (!(man & 1024)) { man <<= 1; exp--; }
+            u = sign | exp << 23 | (man & 1023) << 13;
+        }
+    } else if (exp == 31) u = sign | 0x7F800000u | man << 13;
+    else u = sign | (exp + 127 - 15) << 23 | man << 13;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
 /* Box-Muller on the shared counter-based hash: the same numbers on every backend. */
 static float normal_at(uint64_t seed, uint64_t stream, uint64_t i) {
     float u1 = (float)((ngpt_hash(seed, stream, 2 * i) >> 8) + 1) * (1.0f / 16777216.0f);
@@ -293,6 +315,7 @@ static const ConfigKey config_keys[] = {
     CK(data_dir, KEY_STR, 0, 0, NULL, "explicit data folder (overrides data/<dataset>)"),
     CK(input, KEY_STR, 0, 0, NULL, "text file the default dataset is prepared from"),
     CK(tokenizer_dir, KEY_STR, 0, 0, NULL, "GPT-2 vocabulary folder (encoder.json + vocab.bpe, or gpt2.tok)"),
+    CK(pretrained_dir, KEY_STR, 0, 0, NULL, "where init_from = gpt2.. finds <name>/model.safetensors"),
     CK(gradient_accumulation_steps, KEY_INT, 1, 1e6, NULL, "micro-steps per optimizer step"),
     CK(batch_size, KEY_INT, 1, 1e6, NULL, "sequences per micro-step (the planner may split it)"),
     CK(block_size, KEY_INT, 1, 1048576, NULL, "sequence length T"),
@@ -345,6 +368,7 @@ void ngpt_config_defaults(ngpt_config *c) {
     copy_str(c->init_from, sizeof c->init_from, "scratch");
     copy_str(c->dataset, sizeof c->dataset, "openwebtext");
     copy_str(c->tokenizer_dir, sizeof c->tokenizer_dir, "data/gpt2");
+    copy_str(c->pretrained_dir, sizeof c->pretrained_dir, "pretrained");
     c->gradient_accumulation_steps = 5 * 8;
     c->batch_size = 12;
     c->block_size = 1024;
@@ -3531,6 +3555,8 @@ struct ngpt_trainer {
     FILE *resume_file; /* open only while the trainer is being made */
     long long kept_steps[KEEP_CHECKPOINTS]; /* steps of the checkpoints in out_dir, oldest first; -1 = none */
     _Atomic int stop_requested;
+    int plan_only; /* set up to the plan, allocate nothing (ngpt_plan_arenas) */
+    float *pretrained; /* weights read for init_from = gpt2.. or a path, until they are in the arena */
     /* progress */
     int step;
     int eval_count; /* evaluations done; seeds the eval batches */
@@ -3839,28 +3865,6 @@ static double host_memory_available(void) {
     return 0.9 * (double)pages * (double)psize;
 }
 
-static float bf16_to_f32(uint16_t h) {
-    uint32_t u = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
-static float f16_to_f32(uint16_t h) {
-    uint32_t sign = (uint32_t)(h >> 15) << 31, exp = (h >> 10) & 31, man = h & 1023, u;
-    if (exp == 0) {
-        if (!man) u = sign;
-        else { /* subnormal */
-            exp = 127 - 15 + 1;
-            while (!(man & 1024)) { man <<= 1; exp--; }
-            u = sign | exp << 23 | (man & 1023) << 13;
-        }
-    } else if (exp == 31) u = sign | 0x7F800000u | man << 13;
-    else u = sign | (exp + 127 - 15) << 23 | man << 13;
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
-
 /* Copies n act-dtype values from the device to host floats, through the staging buffer. */
 static void download_as_f32(ngpt_trainer *tr, float *dst, const void *src, size_t n) {
     ngpt_backend *be = tr->be;
@@ -3880,6 +3884,20 @@ static void copy_params_out(ngpt_trainer *tr, float *dst, char *base) {
     size_t k = 0;
     for (int i = 0; i < N_PARAM_TENSORS; i++) {
         download_as_f32(tr, dst + k, pt(tr, base, i, 0), tr->plan.param_len[i]);
+        k += tr->plan.param_len[i];
+    }
+}
+
+/* The fp32 master weights to host floats, in packed order. */
+static void copy_master_out(ngpt_trainer *tr, float *dst) {
+    size_t k = 0, per = HOST_STAGING_BYTES / 4;
+    for (int i = 0; i < N_PARAM_TENSORS; i++) {
+        const float *src = (const float *)tensor_at(tr, tr->master, i, 4);
+        for (size_t j = 0; j < tr->plan.param_len[i]; j += per) {
+            size_t c = MIN(per, tr->plan.param_len[i] - j);
+            tr->be->download(tr->be, tr->h_staging, src + j, c * 4);
+            memcpy(dst + k + j, tr->h_staging, c * 4);
+        }
         k += tr->plan.param_len[i];
     }
 }
@@ -4001,6 +4019,952 @@ static void plan_request_from_config(PlanRequest *r, const ngpt_config *c, const
 }
 
 /* ======================================================================================================
+ * Pretrained weights: Hugging Face GPT-2 safetensors in, llm.c model files in and out.
+ *
+ * Both readers produce a ModelShape (bias = 1) and a malloc'd float array of every parameter in the packed
+ * order of param_sizes(), wte padded to Vp rows of zeros; the caller frees it. Files are mapped, not read
+ * into a second buffer, so a 6 GB gpt2-xl file costs its parameters once. Errors name the file and what
+ * was expected and found. Uses fail, pad_vocab, param_sizes, utf8_decode, bf16_to_f32 and f16_to_f32
+ * from above.
+ * ==================================================================================================== */
+
+/* ---- a strict JSON reader (RFC 8259) for the safetensors header and config.json ----
+ * The text is parsed into a flat array of nodes in document order; an object's members are key, value,
+ * key, value, ... and `next` is the index just past a node's subtree, so siblings are walked by jumping. */
+
+enum { JSON_OBJECT, JSON_ARRAY, JSON_STRING, JSON_NUMBER, JSON_TRUE, JSON_FALSE, JSON_NULL };
+#define JSON_MAX_DEPTH 64
+#define JSON_MAX_NODES (1 << 22) /* a gpt2-xl header has about 7000 */
+
+typedef struct {
+    int type;
+    int next;     /* index of the node after this one's subtree */
+    int count;    /* members of an object, elements of an array */
+    size_t start; /* strings: the first byte inside the quotes; others: the first byte of the value */
+    size_t end;   /* strings: the closing quote; others: one past the last byte */
+} JsonNode;
+
+typedef struct {
+    const char *s;
+    size_t n;
+    JsonNode *nodes;
+    int len, cap;
+    size_t err_at;      /* on failure: byte offset of the problem within s */
+    const char *err_what;
+} Json;
+
+static int json_err(Json *j, size_t at, const char *what) {
+    j->err_at = at;
+    j->err_what = what;
+    return -1;
+}
+
+static void json_ws(const Json *j, size_t *p) {
+    while (*p < j->n && (j->s[*p] == ' ' || j->s[*p] == '\t' || j->s[*p] == '\n' || j->s[*p] == '\r')) (*p)++;
+}
+
+static int json_push(Json *j, int type, size_t start) {
+    if (j->len >= JSON_MAX_NODES) return -1;
+    if (j->len == j->cap) {
+        int cap = j->cap ? 2 * j->cap : 256;
+        JsonNode *nn = (JsonNode *)realloc(j->nodes, (size_t)cap * sizeof *nn);
+        if (!nn) return -1;
+        j->nodes = nn;
+        j->cap = cap;
+    }
+    JsonNode *nd = &j->nodes[j->len];
+    nd->type = type;
+    nd->next = j->len + 1;
+    nd->count = 0;
+    nd->start = nd->end = start;
+    return j->len++;
+}
+
+static int json_hex4(const Json *j, size_t p, uint32_t *v) {
+    if (p + 4 > j->n) return -1;
+    *v = 0;
+    for (int i = 0; i < 4; i++) {
+        char c = j->s[p + (size_t)i];
+        int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+        if (d < 0) return -1;
+        *v = *v << 4 | (uint32_t)d;
+    }
+    return 0;
+}
+
+/* a string starting at the opening quote *p; leaves *p past the closing quote */
+static int json_string_at(Json *j, size_t *p) {
+    int k = json_push(j, JSON_STRING, *p + 1);
+    if (k < 0) return json_err(j, *p, "out of memory, or more than 4M values");
+    size_t i = *p + 1;
+    for (;;) {
+        if (i >= j->n) return json_err(j, *p, "unterminated string");
+        unsigned char c = (unsigned char)j->s[i];
+        if (c == '"') break;
+        if (c < 0x20) return json_err(j, i, "control character inside a string (must be escaped)");
+        if (c == '\\') {
+            if (i + 1 >= j->n) return json_err(j, i, "unterminated string");
+            char e = j->s[i + 1];
+            if (e == 'u') {
+                uint32_t u, lo;
+                if (json_hex4(j, i + 2, &u)) return json_err(j, i, "bad \\u escape (needs 4 hex digits)");
+                i += 6;
+                if (u >= 0xDC00 && u <= 0xDFFF) return json_err(j, i - 6, "\\u escape is a lone low surrogate");
+                if (u >= 0xD800 && u <= 0xDBFF) {
+                    if (i + 1 >= j->n || j->s[i] != '\\' || j->s[i + 1] != 'u' || json_hex4(j, i + 2, &lo) || lo < 0xDC00 || lo > 0xDFFF)
+                        return json_err(j, i - 6, "\\u escape is a high surrogate without its low half");
+                    i += 6;
+                }
+                continue;
+            }
+            if (!strchr("\"\\/bfnrt", e) || !e) return json_err(j, i, "unknown escape in a string");
+            i += 2;
+            continue;
+        }
+        if (c >= 0x80) {
+            uint32_t cp;
+            int len = utf8_decode((const unsigned char *)j->s + i, j->n - i, &cp);
+            if (len <= 0) return json_err(j, i, "invalid UTF-8 in a string");
+            i += (size_t)len;
+            continue;
+        }
+        i++;
+    }
+    j->nodes[k].end = i;
+    *p = i + 1;
+    return k;
+}
+
+static int json_number_at(Json *j, size_t *p) {
+    size_t i = *p, n = j->n;
+    const char *s = j->s;
+    if (i < n && s[i] == '-') i++;
+    if (i >= n || !(s[i] >= '0' && s[i] <= '9')) return json_err(j, i, "expected a digit");
+    if (s[i] == '0') i++;
+    else while (i < n && s[i] >= '0' && s[i] <= '9') i++;
+    if (i < n && s[i] == '.') {
+        i++;
+        if (i >= n || !(s[i] >= '0' && s[i] <= '9')) return json_err(j, i, "expected a digit after the decimal point");
+        while (i < n && s[i] >= '0' && s[i] <= '9') i++;
+    }
+    if (i < n && (s[i] == 'e' || s[i] == 'E')) {
+        i++;
+        if (i < n && (s[i] == '+' || s[i] == '-')) i++;
+        if (i >= n || !(s[i] >= '0' && s[i] <= '9')) return json_err(j, i, "expected a digit in the exponent");
+        while (i < n && s[i] >= '0' && s[i] <= '9') i++;
+    }
+    int k = json_push(j, JSON_NUMBER, *p);
+    if (k < 0) return json_err(j, *p, "out of memory, or more than 4M values");
+    j->nodes[k].end = i;
+    *p = i;
+    return k;
+}
+
+static int json_value_at(Json *j, size_t *p, int depth) {
+    json_ws(j, p);
+    if (*p >= j->n) return json_err(j, *p, "unexpected end of the text, expected a value");
+    char c = j->s[*p];
+    if (c == '"') return json_string_at(j, p);
+    if (c == '-' || (c >= '0' && c <= '9')) return json_number_at(j, p);
+    static const char *const words[3] = {"true", "false", "null"};
+    static const int word_types[3] = {JSON_TRUE, JSON_FALSE, JSON_NULL};
+    for (int w = 0; w < 3; w++) {
+        size_t len = strlen(words[w]);
+        if (c == words[w][0]) {
+            if (j->n - *p < len || memcmp(j->s + *p, words[w], len)) return json_err(j, *p, "unknown literal");
+            int k = json_push(j, word_types[w], *p);
+            if (k < 0) return json_err(j, *p, "out of memory, or more than 4M values");
+            *p += len;
+            j->nodes[k].end = *p;
+            return k;
+        }
+    }
+    if (c != '{' && c != '[') return json_err(j, *p, "unexpected character, expected a value");
+    if (depth >= JSON_MAX_DEPTH) return json_err(j, *p, "nested too deeply");
+    int obj = c == '{';
+    int k = json_push(j, obj ? JSON_OBJECT : JSON_ARRAY, *p);
+    if (k < 0) return json_err(j, *p, "out of memory, or more than 4M values");
+    (*p)++;
+    json_ws(j, p);
+    char close = obj ? '}' : ']';
+    if (*p < j->n && j->s[*p] == close) {
+        (*p)++;
+    } else {
+        for (;;) {
+            if (obj) {
+                json_ws(j, p);
+                if (*p >= j->n || j->s[*p] != '"') return json_err(j, *p, "expected a string key");
+                if (json_string_at(j, p) < 0) return -1;
+                json_ws(j, p);
+                if (*p >= j->n || j->s[*p] != ':') return json_err(j, *p, "expected ':' after a key");
+                (*p)++;
+            }
+            if (json_value_at(j, p, depth + 1) < 0) return -1;
+            j->nodes[k].count++;
+            json_ws(j, p);
+            if (*p < j->n && j->s[*p] == ',') { (*p)++; continue; }
+            if (*p < j->n && j->s[*p] == close) { (*p)++; break; }
+            return json_err(j, *p, obj ? "expected ',' or '}'" : "expected ',' or ']'");
+        }
+    }
+    j->nodes[k].end = *p;
+    j->nodes[k].next = j->len;
+    return k;
+}
+
+/* Parses s[0..n) as one JSON value (surrounded by whitespace only). 0, or -1 with err_at/err_what. */
+static int json_parse(Json *j, const char *s, size_t n) {
+    memset(j, 0, sizeof *j);
+    j->s = s;
+    j->n = n;
+    size_t p = 0;
+    if (json_value_at(j, &p, 0) < 0) return -1;
+    json_ws(j, &p);
+    if (p != n) return json_err(j, p, "unexpected bytes after the JSON value");
+    return 0;
+}
+
+static void json_free(Json *j) {
+    free(j->nodes);
+    j->nodes = NULL;
+}
+
+/* The decoded text of string node k into buf (NUL-terminated, UTF-8). Returns its length, or -1 when it
+ * does not fit in cap bytes. The escapes were validated by the parser. */
+static long json_str(const Json *j, int k, char *buf, size_t cap) {
+    const JsonNode *nd = &j->nodes[k];
+    size_t o = 0;
+    for (size_t i = nd->start; i < nd->end;) {
+        unsigned char tmp[4];
+        size_t len = 1;
+        char c = j->s[i];
+        if (c != '\\') { tmp[0] = (unsigned char)c; i++; }
+        else {
+            char e = j->s[i + 1];
+            if (e == 'u') {
+                uint32_t u = 0, lo = 0xDC00;
+                json_hex4(j, i + 2, &u);
+                i += 6;
+                if (u >= 0xD800 && u <= 0xDBFF) {
+                    json_hex4(j, i + 2, &lo);
+                    u = 0x10000 + ((u - 0xD800) << 10) + (lo - 0xDC00);
+                    i += 6;
+                }
+                len = (size_t)utf8_encode(u, tmp);
+            } else {
+                tmp[0] = (unsigned char)(e == 'b' ? '\b' : e == 'f' ? '\f' : e == 'n' ? '\n' : e == 'r' ? '\r' : e == 't' ? '\t' : e);
+                i += 2;
+            }
+        }
+        if (o + len >= cap) return -1;
+        memcpy(buf + o, tmp, len);
+        o += len;
+    }
+    buf[o] = 0;
+    return (long)o;
+}
+
+/* The value of member `key` of object node k, or -1. */
+static int json_get(const Json *j, int k, const char *key) {
+    char buf[256];
+    int i = k + 1;
+    for (int m = 0; m < j->nodes[k].count; m++) {
+        if (json_str(j, i, buf, sizeof buf) >= 0 && !strcmp(buf, key)) return i + 1;
+        i = j->nodes[i + 1].next;
+    }
+    return -1;
+}
+
+/* A non-negative integer node (no sign, fraction or exponent) as uint64. 0, or -1 when it is not one or
+ * does not fit. */
+static int json_u64(const Json *j, int k, uint64_t *out) {
+    const JsonNode *nd = &j->nodes[k];
+    if (nd->type != JSON_NUMBER) return -1;
+    uint64_t v = 0;
+    for (size_t i = nd->start; i < nd->end; i++) {
+        char c = j->s[i];
+        if (c < '0' || c > '9') return -1;
+        if (v > (UINT64_MAX - (uint64_t)(c - '0')) / 10) return -1;
+        v = v * 10 + (uint64_t)(c - '0');
+    }
+    *out = v;
+    return 0;
+}
+
+/* ---- number formats ---- */
+
+/* float -> bfloat16, round to nearest even; NaN becomes the quiet NaN 0x7FC0 (both as torch) */
+static uint16_t f32_to_bf16(float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    if ((u & 0x7FFFFFFFu) > 0x7F800000u) return 0x7FC0;
+    u += 0x7FFFu + (u >> 16 & 1);
+    return (uint16_t)(u >> 16);
+}
+
+enum { ST_F32, ST_F16, ST_BF16, ST_OTHER };
+
+/* n values of a file dtype (little-endian, any alignment) to floats */
+static void convert_to_f32(float *dst, const unsigned char *src, int dtype, size_t n) {
+    if (dtype == ST_F32) { memcpy(dst, src, n * 4); return; }
+    for (size_t i = 0; i < n; i++) {
+        uint16_t h = (uint16_t)(src[2 * i] | src[2 * i + 1] << 8);
+        dst[i] = dtype == ST_BF16 ? bf16_to_f32(h) : f16_to_f32(h);
+    }
+}
+
+/* A Conv1D weight (in, out) in the file to a Linear weight (out, in) in dst, in 64x64 tiles. */
+static void convert_transposed(float *dst, const unsigned char *src, int dtype, size_t in, size_t out) {
+    enum { TILE = 64 };
+    float tile[TILE][TILE];
+    size_t es = dtype == ST_F32 ? 4 : 2;
+    for (size_t i0 = 0; i0 < in; i0 += TILE) {
+        size_t ni = MIN((size_t)TILE, in - i0);
+        for (size_t o0 = 0; o0 < out; o0 += TILE) {
+            size_t no = MIN((size_t)TILE, out - o0);
+            for (size_t i = 0; i < ni; i++) convert_to_f32(tile[i], src + ((i0 + i) * out + o0) * es, dtype, no);
+            for (size_t o = 0; o < no; o++)
+                for (size_t i = 0; i < ni; i++) dst[(o0 + o) * in + i0 + i] = tile[i][o];
+        }
+    }
+}
+
+/* ---- Hugging Face safetensors: u64 header length N, N bytes of JSON {name: {dtype, shape, data_offsets},
+ * "__metadata__": {...}}, then the data; offsets are relative to the data, which the tensors must cover
+ * exactly (no holes, no overlaps). GPT-2's Conv1D weights are stored (in, out). ---- */
+
+#define ST_MAX_HEADER 100000000u /* the limit of the safetensors library */
+#define ST_MAX_DIMS 8
+
+/* the tensors of one GPT-2 block, in Hugging Face's names, and where each goes */
+enum { HF_LN1W, HF_LN1B, HF_QKVW, HF_QKVB, HF_ATTPROJW, HF_ATTPROJB, HF_LN2W, HF_LN2B, HF_FCW, HF_FCB, HF_FCPROJW, HF_FCPROJB, N_HF_LAYER };
+static const char *const hf_layer_names[N_HF_LAYER] = {
+    "ln_1.weight", "ln_1.bias", "attn.c_attn.weight", "attn.c_attn.bias", "attn.c_proj.weight", "attn.c_proj.bias",
+    "ln_2.weight", "ln_2.bias", "mlp.c_fc.weight", "mlp.c_fc.bias", "mlp.c_proj.weight", "mlp.c_proj.bias"};
+static const int hf_layer_param[N_HF_LAYER] = {P_LN1W, P_LN1B, P_QKVW, P_QKVB, P_ATTPROJW, P_ATTPROJB,
+                                               P_LN2W, P_LN2B, P_FCW, P_FCB, P_FCPROJW, P_FCPROJB};
+/* the tensors outside the blocks */
+enum { HF_WTE, HF_WPE, HF_LNFW, HF_LNFB, N_HF_GLOBAL };
+static const char *const hf_global_names[N_HF_GLOBAL] = {"wte.weight", "wpe.weight", "ln_f.weight", "ln_f.bias"};
+
+typedef struct {
+    char name[256];
+    int dtype;               /* ST_* */
+    char dtype_name[16];
+    int ndim;
+    uint64_t shape[ST_MAX_DIMS];
+    uint64_t begin, end;     /* byte offsets within the data section */
+} StTensor;
+
+static size_t st_dtype_size(const char *d) {
+    static const char *const one[] = {"BOOL", "U8", "I8", "F8_E5M2", "F8_E4M3", "F8_E8M0"}, *const two[] = {"I16", "U16", "F16", "BF16"},
+                             *const four[] = {"I32", "U32", "F32"}, *const eight[] = {"I64", "U64", "F64", "C64"};
+    for (size_t i = 0; i < sizeof one / sizeof *one; i++) if (!strcmp(d, one[i])) return 1;
+    for (size_t i = 0; i < sizeof two / sizeof *two; i++) if (!strcmp(d, two[i])) return 2;
+    for (size_t i = 0; i < sizeof four / sizeof *four; i++) if (!strcmp(d, four[i])) return 4;
+    for (size_t i = 0; i < sizeof eight / sizeof *eight; i++) if (!strcmp(d, eight[i])) return 8;
+    return 0;
+}
+
+static const char *st_shape_str(const uint64_t *shape, int ndim, char *buf, size_t cap) {
+    size_t o = (size_t)snprintf(buf, cap, "[");
+    for (int d = 0; d < ndim && o < cap; d++) o += (size_t)snprintf(buf + o, cap - o, "%s%llu", d ? ", " : "", (unsigned long long)shape[d]);
+    if (o < cap) snprintf(buf + o, cap - o, "]");
+    return buf;
+}
+
+/* Reads one tensor entry {"dtype": .., "shape": [..], "data_offsets": [b, e]} of the header. */
+static int st_parse_entry(const Json *j, int v, StTensor *t, const char *path, size_t hdr_at, char *err, size_t errlen) {
+    const JsonNode *nd = &j->nodes[v];
+    if (nd->type != JSON_OBJECT)
+        return fail(err, errlen, NGPT_ERR_FORMAT, "%s: header entry \"%s\" (byte %zu) is not an object {dtype, shape, data_offsets}", path,
+                    t->name, hdr_at + nd->start);
+    int kd = json_get(j, v, "dtype"), ks = json_get(j, v, "shape"), ko = json_get(j, v, "data_offsets");
+    if (kd < 0 || ks < 0 || ko < 0)
+        return fail(err, errlen, NGPT_ERR_FORMAT, "%s: header entry \"%s\" (byte %zu) lacks \"%s\"", path, t->name, hdr_at + nd->start,
+                    kd < 0 ? "dtype" : ks < 0 ? "shape" : "data_offsets");
+    if (j->nodes[kd].type != JSON_STRING || json_str(j, kd, t->dtype_name, sizeof t->dtype_name) < 0)
+        return fail(err, errlen, NGPT_ERR_FORMAT, "%s: tensor %s: dtype (byte %zu) is not a known dtype name", path, t->name, hdr_at + j->nodes[kd].start);
+    if (!st_dtype_size(t->dtype_name))
+        return fail(err, errlen, NGPT_ERR_FORMAT, "%s: tensor %s has unknown dtype \"%s\" (safetensors dtypes: F32, F16, BF16, F64, I64, ..., BOOL)",
+                    path, t->name, t->dtype_name);
+    t->dtype = !strcmp(t->dtype_name, "F32") ? ST_F32 : !strcmp(t->dtype_name, "F16") ? ST_F16 : !strcmp(t->dtype_name, "BF16") ? ST_BF16 : ST_OTHER;
+    if (j->nodes[ks].type != JSON_ARRAY || j->nodes[ks].count > ST_MAX_DIMS)
+        return fail(err, errlen, NGPT_ERR_FORMAT, "%s: tensor %s: shape (byte %zu) is not an array of at most %d sizes", path, t->name,
+                    hdr_at + j->nodes[ks].start, ST_MAX_DIMS);
+    t->ndim = j->nodes[ks].count;
+    for (int d = 0; d < t->ndim; d++)
+        if (json_u64(j, ks + 1 + d, &t->shape[d]))
+            return fail(err, errlen, NGPT_ERR_FORMAT, "%s: tensor %s: shape entry %d (byte %zu) is not a non-negative integer", path, t->name, d,
+                        hdr_at + j->nodes[ks + 1 + d].start);
+    if (j->nodes[ko].type != JSON_ARRAY || j->nodes[ko].count != 2 || json_u64(j, ko + 1, &t->begin) || json_u64(j, ko + 2, &t->end))
+        return fail(err, errlen, NGPT_ERR_FORMAT, "%s: tensor %s: data_offsets (byte %zu) is not [begin, end] with non-negative integers", path,
+                    t->name, hdr_at + j->nodes[ko].start);
+    return NGPT_OK;
+}
+
+static int st_cmp_begin(const void *a, const void *b) {
+    const StTensor *x = (const StTensor *)a, *y = (const StTensor *)b;
+    if (x->begin != y->begin) return x->begin < y->begin ? -1 : 1;
+    return x->end < y->end ? -1 : x->end > y->end;
+}
+
+/* Checks that each tensor holds shape x dtype bytes and that together they tile the data section
+ * [0, data_len) exactly (no holes, no overlaps: also what makes a duplicated name harmless). Sorts t by
+ * offset. */
+static int st_check_offsets(StTensor *t, int n, uint64_t data_len, const char *path, char *err, size_t errlen) {
+    char sh[128];
+    for (int i = 0; i < n; i++) {
+        uint64_t elems = 1;
+        for (int d = 0; d < t[i].ndim; d++) {
+            if (t[i].shape[d] && elems > UINT64_MAX / 8 / t[i].shape[d])
+                return fail(err, errlen, NGPT_ERR_FORMAT, "%s: tensor %s: shape %s is too large", path, t[i].name, st_shape_str(t[i].shape, t[i].ndim, sh, sizeof sh));
+            elems *= t[i].shape[d];
+        }
+        uint64_t bytes = elems * st_dtype_size(t[i].dtype_name);
+        if (t[i].begin > t[i].end)
+            return fail(err, errlen, NGPT_ERR_FORMAT, "%s: tensor %s: data_offsets [%llu, %llu] end before they begin", path, t[i].name,
+                        (unsigned long long)t[i].begin, (unsigned long long)t[i].end);
+        if (t[i].end > data_len)
+            return fail(err, errlen, NGPT_ERR_FORMAT,
+                        "%s: tensor %s: data_offsets [%llu, %llu] reach past the end of the data section (%llu bytes): the file is truncated or "
+                        "its header is wrong", path, t[i].name, (unsigned long long)t[i].begin, (unsigned long long)t[i].end,
+                        (unsigned long long)data_len);
+        if (t[i].end - t[i].begin != bytes)
+            return fail(err, errlen, NGPT_ERR_FORMAT, "%s: tensor %s: data_offsets [%llu, %llu] hold %llu bytes, but shape %s of %s needs %llu",
+                        path, t[i].name, (unsigned long long)t[i].begin, (unsigned long long)t[i].end,
+                        (unsigned long long)(t[i].end - t[i].begin), st_shape_str(t[i].shape, t[i].ndim, sh, sizeof sh), t[i].dtype_name,
+                        (unsigned long long)bytes);
+    }
+    qsort(t, (size_t)n, sizeof *t, st_cmp_begin);
+    uint64_t at = 0;
+    for (int i = 0; i < n; i++) {
+        if (t[i].begin < at)
+            return fail(err, errlen, NGPT_ERR_FORMAT, "%s: tensors %s and %s overlap (bytes %llu..%llu of the data section)", path, t[i - 1].name,
+                        t[i].name, (unsigned long long)t[i].begin, (unsigned long long)at);
+        if (t[i].begin > at)
+            return fail(err, errlen, NGPT_ERR_FORMAT, "%s: bytes %llu..%llu of the data section belong to no tensor (safetensors allows no holes)",
+                        path, (unsigned long long)at, (unsigned long long)t[i].begin);
+        at = t[i].end;
+    }
+    if (at != data_len)
+        return fail(err, errlen, NGPT_ERR_FORMAT, "%s: the tensors cover %llu bytes of the %llu-byte data section: %llu bytes after them belong to no tensor",
+                    path, (unsigned long long)at, (unsigned long long)data_len, (unsigned long long)(data_len - at));
+    return NGPT_OK;
+}
+
+/* Which tensor of ours a Hugging Face name is: *global in HF_* (layer -1), or *layer >= 0 and *slot in
+ * HF_LN1W..; returns 1 when it is one of ours, 0 when it is to be ignored. */
+static int st_classify(const char *name, int *layer, int *slot) {
+    if (!strncmp(name, "transformer.", 12)) name += 12;
+    for (int g = 0; g < N_HF_GLOBAL; g++)
+        if (!strcmp(name, hf_global_names[g])) { *layer = -1; *slot = g; return 1; }
+    if (name[0] != 'h' || name[1] != '.' || !(name[2] >= '0' && name[2] <= '9')) return 0;
+    const char *p = name + 2;
+    if (p[0] == '0' && p[1] != '.') return 0; /* no leading zeros */
+    long l = 0;
+    while (*p >= '0' && *p <= '9') {
+        l = l * 10 + (*p++ - '0');
+        if (l > 100000) return 0;
+    }
+    if (*p++ != '.') return 0;
+    for (int s = 0; s < N_HF_LAYER; s++)
+        if (!strcmp(p, hf_layer_names[s])) { *layer = (int)l; *slot = s; return 1; }
+    return 0; /* attn.bias / attn.masked_bias buffers, or unknown */
+}
+
+/* The expected Hugging Face shape of slot s of a block; returns its dimensions (2: a Conv1D weight, stored
+ * (in, out), the transpose of ours). */
+static int hf_layer_shape(int s, uint64_t C, uint64_t shape[2]) {
+    switch (s) {
+    case HF_QKVW: shape[0] = C; shape[1] = 3 * C; return 2;
+    case HF_ATTPROJW: shape[0] = C; shape[1] = C; return 2;
+    case HF_FCW: shape[0] = C; shape[1] = 4 * C; return 2;
+    case HF_FCPROJW: shape[0] = 4 * C; shape[1] = C; return 2;
+    case HF_QKVB: shape[0] = 3 * C; return 1;
+    case HF_FCB: shape[0] = 4 * C; return 1;
+    default: shape[0] = C; return 1;
+    }
+}
+
+/* n_head: config.json next to the .safetensors file ("n_head"), else GPT-2's sizes by C. Cross-checks the
+ * other sizes config.json gives. */
+static int st_n_head(const char *path, const ModelShape *ms, int *NH, char *err, size_t errlen) {
+    char cfg[4096];
+    const char *slash = strrchr(path, '/');
+    if (slash) snprintf(cfg, sizeof cfg, "%.*s/config.json", (int)(slash - path), path);
+    else snprintf(cfg, sizeof cfg, "config.json");
+    FILE *f = fopen(cfg, "rb");
+    if (!f) {
+        if (errno != ENOENT) return fail(err, errlen, NGPT_ERR_IO, "cannot open %s (for the n_head of %s): %s", cfg, path, strerror(errno));
+        static const int known[4][2] = {{768, 12}, {1024, 16}, {1280, 20}, {1600, 25}};
+        for (int i = 0; i < 4; i++)
+            if (ms->C == known[i][0]) { *NH = known[i][1]; return NGPT_OK; }
+        return fail(err, errlen, NGPT_ERR_FORMAT,
+                    "%s: cannot tell the number of heads: safetensors files do not store it, there is no %s, and n_embd = %d is none of "
+                    "GPT-2's sizes (768, 1024, 1280, 1600): put the model's config.json (with \"n_head\") next to the file",
+                    path, cfg, ms->C);
+    }
+    char *text = NULL;
+    size_t n = 0, cap = 0;
+    int rc = NGPT_OK;
+    for (;;) {
+        if (n == cap) {
+            if (cap >= ((size_t)1 << 24)) {
+                rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s: larger than 16 MiB, not the config of %s", cfg, path);
+                break;
+            }
+            cap = cap ? 2 * cap : 4096;
+            char *t = (char *)realloc(text, cap);
+            if (!t) { rc = fail(err, errlen, NGPT_ERR_NOMEM, "out of host memory reading %s", cfg); break; }
+            text = t;
+        }
+        size_t got = fread(text + n, 1, cap - n, f);
+        n += got;
+        if (got == 0) {
+            if (ferror(f)) rc = fail(err, errlen, NGPT_ERR_IO, "cannot read %s (for the n_head of %s): %s", cfg, path, strerror(errno));
+            break;
+        }
+    }
+    fclose(f);
+    Json j;
+    memset(&j, 0, sizeof j);
+    if (!rc && json_parse(&j, text, n))
+        rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s: bad JSON at byte %zu: %s (read for the n_head of %s)", cfg, j.err_at, j.err_what, path);
+    if (!rc && j.nodes[0].type != JSON_OBJECT)
+        rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s: not a JSON object (read for the n_head of %s)", cfg, path);
+    if (!rc) {
+        uint64_t v;
+        int k = json_get(&j, 0, "n_head");
+        if (k < 0 || json_u64(&j, k, &v) || v == 0 || v > (uint64_t)ms->C)
+            rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s: \"n_head\" %s, needed for %s (safetensors files do not store it)", cfg,
+                      k < 0 ? "is missing" : "is not a positive integer no larger than n_embd", path);
+        else *NH = (int)v;
+        static const char *const keys[4] = {"n_embd", "n_layer", "vocab_size", "n_positions"};
+        const int want[4] = {ms->C, ms->L, ms->V, ms->maxT};
+        const char *from[4] = {"wte", "the h.* blocks", "wte", "wpe"};
+        for (int i = 0; i < 4 && !rc; i++) {
+            if ((k = json_get(&j, 0, keys[i])) < 0) continue;
+            if (json_u64(&j, k, &v) || v != (uint64_t)want[i])
+                rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s: \"%s\" is %.*s but %s in %s has %d: the config belongs to another model", cfg, keys[i],
+                          (int)MIN(j.nodes[k].end - j.nodes[k].start, (size_t)40), text + j.nodes[k].start, from[i], path, want[i]);
+        }
+    }
+    json_free(&j);
+    free(text);
+    return rc;
+}
+
+/* GPT-2 ties lm_head to wte; files saved from GPT2LMHeadModel may carry lm_head.weight as a copy. nanogpt
+ * has no separate head, so a copy that differs (an untied fine-tune) is refused rather than dropped. */
+static int st_check_tied_head(const StTensor *t, int n, const StTensor *wte, const unsigned char *data, const char *path, char *err,
+                              size_t errlen) {
+    for (int i = 0; i < n; i++) {
+        const StTensor *h = &t[i];
+        if (strcmp(h->name, "lm_head.weight") && strcmp(h->name, "transformer.lm_head.weight")) continue;
+        char sh[128], sh2[128];
+        if (h->ndim != 2 || h->shape[0] != wte->shape[0] || h->shape[1] != wte->shape[1] || h->dtype == ST_OTHER)
+            return fail(err, errlen, NGPT_ERR_FORMAT, "%s: %s has shape %s and dtype %s; a tied copy of wte.weight %s %s was expected", path,
+                        h->name, st_shape_str(h->shape, h->ndim, sh, sizeof sh), h->dtype_name,
+                        st_shape_str(wte->shape, wte->ndim, sh2, sizeof sh2), wte->dtype_name);
+        size_t C = (size_t)wte->shape[1], esw = wte->dtype == ST_F32 ? 4 : 2, esh = h->dtype == ST_F32 ? 4 : 2;
+        float a[256], b[256];
+        for (uint64_t r = 0; r < wte->shape[0]; r++)
+            for (size_t c0 = 0; c0 < C; c0 += 256) {
+                size_t k = MIN((size_t)256, C - c0);
+                convert_to_f32(a, data + wte->begin + (r * C + c0) * esw, wte->dtype, k);
+                convert_to_f32(b, data + h->begin + (r * C + c0) * esh, h->dtype, k);
+                if (memcmp(a, b, k * sizeof(float)))
+                    return fail(err, errlen, NGPT_ERR_FORMAT, "%s: %s differs from wte.weight (row %llu): nanogpt, like GPT-2, ties the output "
+                                                              "head to the token embedding and cannot load an untied head", path, h->name,
+                                (unsigned long long)r);
+            }
+    }
+    return NGPT_OK;
+}
+
+/* Maps path read-only: *map (NULL for an empty file), *size. */
+static int map_file(const char *path, void **map, size_t *size, char *err, size_t errlen) {
+    *map = NULL;
+    int fd = open(path, O_RDONLY);
+    if (fd < 0) return fail(err, errlen, NGPT_ERR_IO, "cannot open %s: %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st)) {
+        int e = errno;
+        close(fd);
+        return fail(err, errlen, NGPT_ERR_IO, "cannot stat %s: %s", path, strerror(e));
+    }
+    if (!S_ISREG(st.st_mode)) {
+        close(fd);
+        return fail(err, errlen, NGPT_ERR_IO, "%s is not a regular file", path);
+    }
+    *size = (size_t)st.st_size;
+    if (*size) {
+        void *m = mmap(NULL, *size, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (m == MAP_FAILED) {
+            int e = errno;
+            close(fd);
+            return fail(err, errlen, NGPT_ERR_IO, "cannot map %s: %s", path, strerror(e));
+        }
+        madvise(m, *size, MADV_SEQUENTIAL);
+        *map = m;
+    }
+    close(fd);
+    return NGPT_OK;
+}
+
+static int st_fail_unmap(void *map, size_t size, int rc) {
+    if (map) munmap(map, size);
+    return rc;
+}
+
+/* Reads a Hugging Face GPT-2 model.safetensors (F32, F16 or BF16; names with or without "transformer.").
+ * n_head comes from config.json in the same folder, else from GPT-2's sizes. */
+static int safetensors_read_gpt2(const char *path, ModelShape *ms, float **params, char *err, size_t errlen) {
+    *params = NULL;
+    void *map;
+    size_t fsize;
+    int rc = map_file(path, &map, &fsize, err, errlen);
+    if (rc) return rc;
+    const unsigned char *file = (const unsigned char *)map;
+    if (fsize < 8)
+        return st_fail_unmap(map, fsize, fail(err, errlen, NGPT_ERR_FORMAT, "%s: %zu bytes, too short for safetensors (an 8-byte header length, "
+                                                                             "the JSON header, the data): the file is truncated", path, fsize));
+    uint64_t hlen = 0;
+    for (int i = 7; i >= 0; i--) hlen = hlen << 8 | file[i];
+    if (hlen > fsize - 8)
+        return st_fail_unmap(map, fsize, fail(err, errlen, NGPT_ERR_FORMAT,
+                                              "%s: the header length (first 8 bytes) says %llu bytes of JSON, but only %zu bytes follow: the file "
+                                              "is truncated or is not safetensors", path, (unsigned long long)hlen, fsize - 8));
+    if (hlen < 2 || hlen > ST_MAX_HEADER || file[8] != '{')
+        return st_fail_unmap(map, fsize, fail(err, errlen, NGPT_ERR_FORMAT,
+                                              "%s: not safetensors: expected a header length of 2..%u bytes followed by '{', found %llu and 0x%02x",
+                                              path, ST_MAX_HEADER, (unsigned long long)hlen, file[8]));
+    Json j;
+    if (json_parse(&j, (const char *)file + 8, (size_t)hlen)) {
+        rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s: bad JSON in the header at byte %zu of the file: %s", path, 8 + j.err_at, j.err_what);
+        json_free(&j);
+        return st_fail_unmap(map, fsize, rc);
+    }
+    const size_t hdr_at = 8; /* file offset of the JSON */
+    uint64_t data_len = fsize - 8 - hlen;
+    const unsigned char *data = file + 8 + hlen;
+    int ntensors = j.nodes[0].count;
+    StTensor *t = (StTensor *)calloc((size_t)(ntensors ? ntensors : 1), sizeof *t);
+    if (!t) { json_free(&j); return st_fail_unmap(map, fsize, fail(err, errlen, NGPT_ERR_NOMEM, "out of host memory reading %s", path)); }
+    int n = 0;
+    for (int m = 0, k = 1; m < j.nodes[0].count && !rc; m++, k = j.nodes[k + 1].next) {
+        char name[256];
+        if (json_str(&j, k, name, sizeof name) < 0) {
+            rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s: a tensor name at byte %zu is longer than 255 bytes", path, hdr_at + j.nodes[k].start);
+            break;
+        }
+        if (!strcmp(name, "__metadata__")) {
+            const JsonNode *md = &j.nodes[k + 1];
+            if (md->type != JSON_OBJECT) rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s: __metadata__ (byte %zu) is not an object", path, hdr_at + md->start);
+            for (int q = 0, v = k + 2; q < md->count && !rc; q++, v = j.nodes[v + 1].next)
+                if (j.nodes[v + 1].type != JSON_STRING)
+                    rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s: __metadata__ value at byte %zu is not a string", path, hdr_at + j.nodes[v + 1].start);
+            continue;
+        }
+        memcpy(t[n].name, name, sizeof name);
+        rc = st_parse_entry(&j, k + 1, &t[n], path, hdr_at, err, errlen);
+        n++;
+    }
+    json_free(&j);
+    if (!rc) rc = st_check_offsets(t, n, data_len, path, err, errlen);
+
+    /* find our tensors: the globals, and the blocks 0..L-1 */
+    int L = 0;
+    for (int i = 0; i < n && !rc; i++) {
+        int layer, s;
+        if (st_classify(t[i].name, &layer, &s) && layer + 1 > L) L = layer + 1;
+    }
+    const StTensor *glob[N_HF_GLOBAL] = {0};
+    const StTensor **lay = NULL;
+    if (!rc && L > n) rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s: block h.%d exists, but there are only %d tensors", path, L - 1, n);
+    if (!rc && !(lay = (const StTensor **)calloc((size_t)L * N_HF_LAYER + 1, sizeof *lay)))
+        rc = fail(err, errlen, NGPT_ERR_NOMEM, "out of host memory reading %s", path);
+    for (int i = 0; i < n && !rc; i++) {
+        int layer, s;
+        if (!st_classify(t[i].name, &layer, &s)) continue;
+        const StTensor **slotp = layer < 0 ? &glob[s] : &lay[(size_t)layer * N_HF_LAYER + (size_t)s];
+        if (*slotp)
+            rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s: tensors %s and %s are the same parameter (with and without \"transformer.\")", path,
+                      (*slotp)->name, t[i].name);
+        *slotp = &t[i];
+    }
+    for (int g = 0; g < N_HF_GLOBAL && !rc; g++)
+        if (!glob[g]) rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s: missing tensor %s (not a GPT-2 model?)", path, hf_global_names[g]);
+    for (int l = 0; l < L && !rc; l++)
+        for (int s = 0; s < N_HF_LAYER && !rc; s++)
+            if (!lay[(size_t)l * N_HF_LAYER + (size_t)s])
+                rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s: missing tensor h.%d.%s (the file has blocks up to h.%d)", path, l, hf_layer_names[s], L - 1);
+    if (!rc && L == 0) rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s: no transformer blocks (h.0.*)", path);
+
+    /* shapes: wte (V, C) and wpe (maxT, C) set the sizes, everything else must agree */
+    char sh[128], sh2[128];
+    if (!rc) {
+        const StTensor *wte = glob[HF_WTE], *wpe = glob[HF_WPE];
+        if (wte->ndim != 2 || wpe->ndim != 2 || wte->shape[1] != wpe->shape[1] || !wte->shape[0] || !wte->shape[1] || !wpe->shape[0])
+            rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s: wte.weight %s and wpe.weight %s should be (V, C) and (maxT, C) with the same C > 0", path,
+                      st_shape_str(wte->shape, wte->ndim, sh, sizeof sh), st_shape_str(wpe->shape, wpe->ndim, sh2, sizeof sh2));
+        else if (wte->shape[0] > (uint64_t)INT_MAX - 64 || wte->shape[1] > 65536 || wpe->shape[0] > (uint64_t)INT_MAX)
+            rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s: wte.weight %s / wpe.weight %s: sizes out of range", path,
+                      st_shape_str(wte->shape, wte->ndim, sh, sizeof sh), st_shape_str(wpe->shape, wpe->ndim, sh2, sizeof sh2));
+        else {
+            ms->L = L;
+            ms->C = (int)wte->shape[1];
+            ms->V = (int)wte->shape[0];
+            ms->Vp = pad_vocab(ms->V);
+            ms->maxT = (int)wpe->shape[0];
+            ms->bias = 1;
+            ms->NH = 0;
+        }
+    }
+    for (int g = HF_LNFW; g < N_HF_GLOBAL && !rc; g++) {
+        const StTensor *x = glob[g];
+        if (x->ndim != 1 || x->shape[0] != (uint64_t)ms->C)
+            rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s: tensor %s has shape %s, expected [%d] (C, from wte.weight)", path, x->name,
+                      st_shape_str(x->shape, x->ndim, sh, sizeof sh), ms->C);
+    }
+    for (int l = 0; l < L && !rc; l++)
+        for (int s = 0; s < N_HF_LAYER && !rc; s++) {
+            const StTensor *x = lay[(size_t)l * N_HF_LAYER + (size_t)s];
+            uint64_t want[2];
+            int nd = hf_layer_shape(s, (uint64_t)ms->C, want);
+            if (x->ndim != nd || x->shape[0] != want[0] || (nd == 2 && x->shape[1] != want[1]))
+                rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s: tensor %s has shape %s, expected %s (C = %d from wte.weight%s)", path, x->name,
+                          st_shape_str(x->shape, x->ndim, sh, sizeof sh), st_shape_str(want, nd, sh2, sizeof sh2), ms->C,
+                          nd == 2 ? "; GPT-2's Conv1D stores (in, out)" : "");
+        }
+    for (int i = 0; i < n && !rc; i++) {
+        int layer, s;
+        if (st_classify(t[i].name, &layer, &s) && t[i].dtype == ST_OTHER)
+            rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s: tensor %s has dtype %s; nanogpt reads F32, F16 and BF16", path, t[i].name, t[i].dtype_name);
+    }
+    if (!rc) rc = st_check_tied_head(t, n, glob[HF_WTE], data, path, err, errlen);
+    if (!rc) rc = st_n_head(path, ms, &ms->NH, err, errlen);
+    if (!rc && ms->C % ms->NH)
+        rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s: n_head = %d does not divide n_embd = %d", path, ms->NH, ms->C);
+
+    /* convert into the packed parameter array */
+    size_t sizes[N_PARAM_TENSORS], off[N_PARAM_TENSORS], total = 0;
+    float *p = NULL;
+    if (!rc) {
+        total = param_sizes(ms, sizes);
+        for (int i = 0; i < N_PARAM_TENSORS; i++) off[i] = i ? off[i - 1] + sizes[i - 1] : 0;
+        if (!(p = (float *)malloc(total * sizeof(float))))
+            rc = fail(err, errlen, NGPT_ERR_NOMEM, "%s: out of host memory for %zu parameters (%.2f GiB)", path, total, (double)total * 4 / GiB);
+    }
+    if (!rc) {
+        size_t C = (size_t)ms->C, V = (size_t)ms->V;
+        const int gparam[N_HF_GLOBAL] = {P_WTE, P_WPE, P_LNFW, P_LNFB};
+        for (int g = 0; g < N_HF_GLOBAL; g++) {
+            const StTensor *x = glob[g];
+            size_t cnt = g == HF_WTE ? V * C : g == HF_WPE ? sizes[P_WPE] : C;
+            convert_to_f32(p + off[gparam[g]], data + x->begin, x->dtype, cnt);
+        }
+        memset(p + off[P_WTE] + V * C, 0, ((size_t)ms->Vp - V) * C * sizeof(float));
+        for (int l = 0; l < L; l++)
+            for (int s = 0; s < N_HF_LAYER; s++) {
+                const StTensor *x = lay[(size_t)l * N_HF_LAYER + (size_t)s];
+                int pi = hf_layer_param[s];
+                size_t per = sizes[pi] / (size_t)L;
+                float *dst = p + off[pi] + (size_t)l * per;
+                if (x->ndim == 2) convert_transposed(dst, data + x->begin, x->dtype, (size_t)x->shape[0], (size_t)x->shape[1]);
+                else convert_to_f32(dst, data + x->begin, x->dtype, per);
+            }
+        *params = p;
+    }
+    free(lay);
+    free(t);
+    return st_fail_unmap(map, fsize, rc);
+}
+
+/* ---- llm.c model files (llm.c's train_gpt2.py write_model): int32 header[256] = magic 20240326, version
+ * (3: fp32 parameters, 5: bf16), maxT, V, L, NH, C, Vp, zeros; then the parameters in llm.c's order, which
+ * is ours with biases, wte padded to Vp rows (llm.c pads to a multiple of 128, nanogpt to 64). ---- */
+
+#define LLMC_MODEL_MAGIC 20240326
+#define LLMC_MODEL_HEADER_BYTES 1024
+
+static int llmc_read_model(const char *path, ModelShape *ms, float **params, char *err, size_t errlen) {
+    *params = NULL;
+    void *map;
+    size_t fsize;
+    int rc = map_file(path, &map, &fsize, err, errlen);
+    if (rc) return rc;
+    if (fsize < LLMC_MODEL_HEADER_BYTES)
+        return st_fail_unmap(map, fsize, fail(err, errlen, NGPT_ERR_FORMAT, "%s: %zu bytes, too short for an llm.c model file (a %d-byte header, "
+                                                                             "then the parameters): the file is truncated", path, fsize, LLMC_MODEL_HEADER_BYTES));
+    int32_t h[8];
+    memcpy(h, map, sizeof h);
+    if (h[0] != LLMC_MODEL_MAGIC) {
+        const char *what = h[0] == 20240327 ? " (llm.c's debug state file, not its model file)"
+                         : h[0] == 20240328 ? " (llm.c's tokenizer file, not its model file)"
+                         : h[0] == 20240520 ? " (an llm.c token data shard, not a model file)"
+                         : ((const unsigned char *)map)[8] == '{' ? " (it looks like safetensors)" : "";
+        return st_fail_unmap(map, fsize, fail(err, errlen, NGPT_ERR_FORMAT, "%s: magic %d%s; an llm.c model file starts with %d (llm.c's gpt2_124M.bin)",
+                                              path, h[0], what, LLMC_MODEL_MAGIC));
+    }
+    if (h[1] != 3 && h[1] != 5)
+        return st_fail_unmap(map, fsize, fail(err, errlen, NGPT_ERR_FORMAT, "%s: llm.c model file version %d; nanogpt reads version 3 (fp32) and 5 "
+                                                                             "(bf16): re-export it with llm.c's train_gpt2.py", path, h[1]));
+    int maxT = h[2], V = h[3], L = h[4], NH = h[5], C = h[6], Vp = h[7];
+    if (maxT <= 0 || V <= 0 || L <= 0 || NH <= 0 || C <= 0 || C % NH || Vp < V || V > INT_MAX - 64 || C > 65536)
+        return st_fail_unmap(map, fsize, fail(err, errlen, NGPT_ERR_FORMAT, "%s: llm.c header has maxT %d, V %d, L %d, NH %d, C %d, Vp %d: expected "
+                                                                             "positive sizes, NH dividing C, Vp >= V", path, maxT, V, L, NH, C, Vp));
+    size_t es = h[1] == 3 ? 4 : 2, sizes[N_PARAM_TENSORS];
+    ModelShape fms = {L, NH, C, V, Vp, maxT, 1};
+    size_t fparams = param_sizes(&fms, sizes);
+    if (fparams > (SIZE_MAX - LLMC_MODEL_HEADER_BYTES) / es)
+        return st_fail_unmap(map, fsize, fail(err, errlen, NGPT_ERR_FORMAT, "%s: llm.c header sizes are too large", path));
+    size_t want = LLMC_MODEL_HEADER_BYTES + fparams * es;
+    if (fsize != want)
+        return st_fail_unmap(map, fsize, fail(err, errlen, NGPT_ERR_FORMAT,
+                                              "%s: %zu bytes, but its header (version %d = %s; maxT %d, V %d, L %d, NH %d, C %d, Vp %d) needs %zu: the "
+                                              "file is %s", path, fsize, h[1], es == 4 ? "fp32" : "bf16", maxT, V, L, NH, C, Vp, want,
+                                              fsize < want ? "truncated" : "longer than the model (trailing bytes)"));
+    *ms = (ModelShape){L, NH, C, V, pad_vocab(V), maxT, 1};
+    size_t total = param_sizes(ms, sizes);
+    float *p = (float *)malloc(total * sizeof(float));
+    if (!p) return st_fail_unmap(map, fsize, fail(err, errlen, NGPT_ERR_NOMEM, "%s: out of host memory for %zu parameters", path, total));
+    const unsigned char *src = (const unsigned char *)map + LLMC_MODEL_HEADER_BYTES;
+    int dt = es == 4 ? ST_F32 : ST_BF16;
+    /* wte: the first V rows, then our padding (rows V..Vp-1 of the file are padding too and never used) */
+    convert_to_f32(p, src, dt, (size_t)V * C);
+    memset(p + (size_t)V * C, 0, (size_t)(ms->Vp - V) * C * sizeof(float));
+    src += (size_t)Vp * C * es;
+    convert_to_f32(p + sizes[P_WTE], src, dt, total - sizes[P_WTE]);
+    *params = p;
+    return st_fail_unmap(map, fsize, NGPT_OK);
+}
+
+/* Writes an llm.c model file (version 3 fp32, or 5 bf16 rounded to nearest even) atomically: a temporary
+ * file, fsync, rename. llm.c's format always has biases; a model without them (bias = 0) is the same
+ * model as one whose biases and LayerNorm biases are zero, so zeros are written in their place. */
+static int llmc_write_model(const char *path, const ModelShape *ms, const float *params, int bf16, char *err, size_t errlen) {
+    if (ms->L <= 0 || ms->NH <= 0 || ms->C <= 0 || ms->V <= 0 || ms->Vp < ms->V || ms->maxT <= 0)
+        return fail(err, errlen, NGPT_ERR_ARG, "cannot export %s: bad model shape (L %d, NH %d, C %d, V %d, Vp %d, maxT %d)", path, ms->L, ms->NH,
+                    ms->C, ms->V, ms->Vp, ms->maxT);
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%.4000s.tmp.%d", path, (int)getpid());
+    FILE *f = fopen(tmp, "wb");
+    if (!f) return fail(err, errlen, NGPT_ERR_IO, "cannot create %s: %s", tmp, strerror(errno));
+    int32_t h[256];
+    memset(h, 0, sizeof h);
+    h[0] = LLMC_MODEL_MAGIC;
+    h[1] = bf16 ? 5 : 3;
+    h[2] = ms->maxT; h[3] = ms->V; h[4] = ms->L; h[5] = ms->NH; h[6] = ms->C; h[7] = ms->Vp;
+    int failed = fwrite(h, sizeof h, 1, f) != 1 ? (errno ? errno : EIO) : 0;
+    ModelShape with_bias = *ms;
+    with_bias.bias = 1;
+    size_t sizes[N_PARAM_TENSORS], file_sizes[N_PARAM_TENSORS];
+    param_sizes(ms, sizes);
+    param_sizes(&with_bias, file_sizes);
+    enum { CHUNK = 8192 };
+    uint16_t half[CHUNK];
+    static const float zeros[CHUNK];
+    const float *src = params;
+    for (int i = 0; i < N_PARAM_TENSORS && !failed; i++) {
+        size_t n = file_sizes[i];
+        const float *s = sizes[i] ? src : NULL; /* NULL: a bias the model does not have */
+        for (size_t k = 0; k < n && !failed; k += CHUNK) {
+            size_t c = MIN((size_t)CHUNK, n - k);
+            const float *x = s ? s + k : zeros;
+            size_t ok;
+            if (bf16) {
+                for (size_t q = 0; q < c; q++) half[q] = f32_to_bf16(x[q]);
+                ok = fwrite(half, 2, c, f);
+            } else ok = fwrite(x, 4, c, f);
+            if (ok != c) failed = errno ? errno : EIO;
+        }
+        src += sizes[i];
+    }
+    if (!failed && (fflush(f) || fsync(fileno(f)))) failed = errno ? errno : EIO;
+    if (fclose(f) && !failed) failed = errno ? errno : EIO;
+    if (!failed && rename(tmp, path)) failed = errno ? errno : EIO;
+    if (failed) {
+        unlink(tmp);
+        return fail(err, errlen, NGPT_ERR_IO, "writing %s failed: %s", path, strerror(failed));
+    }
+    /* the rename itself survives a crash once the folder is synced (best effort) */
+    char dir[4200];
+    const char *slash = strrchr(path, '/');
+    snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - path) + (slash == path) : 1, slash ? path : ".");
+    int dfd = open(dir, O_RDONLY);
+    if (dfd >= 0) { fsync(dfd); close(dfd); }
+    return NGPT_OK;
+}
+
+/* ---- which reader: by content ---- */
+
+/* Reads GPT-2 weights from path: an llm.c model file (by its magic), a safetensors file, or a folder
+ * holding model.safetensors (and config.json), as Hugging Face's downloads are laid out. */
+static int pretrained_read(const char *path, ModelShape *ms, float **params, char *err, size_t errlen) {
+    *params = NULL;
+    struct stat st;
+    if (stat(path, &st)) return fail(err, errlen, NGPT_ERR_IO, "cannot open %s: %s", path, strerror(errno));
+    if (S_ISDIR(st.st_mode)) {
+        char file[4200];
+        snprintf(file, sizeof file, "%.4000s/model.safetensors", path);
+        if (stat(file, &st))
+            return fail(err, errlen, NGPT_ERR_IO, "%s is a folder without model.safetensors: download model.safetensors and config.json from "
+                                                   "Hugging Face (e.g. huggingface.co/gpt2) into it", path);
+        return safetensors_read_gpt2(file, ms, params, err, errlen);
+    }
+    int fd = open(path, O_RDONLY);
+    if (fd < 0) return fail(err, errlen, NGPT_ERR_IO, "cannot open %s: %s", path, strerror(errno));
+    unsigned char head[9] = {0};
+    ssize_t got = pread(fd, head, sizeof head, 0);
+    close(fd);
+    int32_t magic;
+    memcpy(&magic, head, 4);
+    if (got >= 4 && magic == LLMC_MODEL_MAGIC) return llmc_read_model(path, ms, params, err, errlen);
+    if (got == 9 && head[8] == '{') return safetensors_read_gpt2(path, ms, params, err, errlen);
+    size_t n = strlen(path);
+    if (n > 4 && !strcmp(path + n - 4, ".bin")) return llmc_read_model(path, ms, params, err, errlen); /* its errors say why */
+    if (n > 12 && !strcmp(path + n - 12, ".safetensors")) return safetensors_read_gpt2(path, ms, params, err, errlen);
+    return fail(err, errlen, NGPT_ERR_FORMAT, "%s is neither an llm.c model file (magic %d) nor safetensors (a JSON header after 8 bytes)", path,
+                LLMC_MODEL_MAGIC);
+}
+
+/* nanoGPT's crop_block_size: keeps the first T rows of wpe (T <= maxT), moving the tensors after it. */
+static int pretrained_crop(ModelShape *ms, float *params, int T, char *err, size_t errlen) {
+    if (T <= 0 || T > ms->maxT)
+        return fail(err, errlen, NGPT_ERR_ARG, "block_size = %d: the pretrained model has %d positions, so 1..%d", T, ms->maxT, ms->maxT);
+    size_t sizes[N_PARAM_TENSORS];
+    size_t total = param_sizes(ms, sizes), C = (size_t)ms->C;
+    size_t after = sizes[P_WTE] + sizes[P_WPE];
+    memmove(params + sizes[P_WTE] + (size_t)T * C, params + after, (total - after) * sizeof(float));
+    ms->maxT = T;
+    return NGPT_OK;
+}
+
+/* What init_from names: "gpt2", "gpt2-medium", "gpt2-large" and "gpt2-xl" are Hugging Face downloads in
+ * <pretrained_dir>/<name>/ (model.safetensors and config.json; pretrained_dir NULL or "" = "pretrained");
+ * anything else is a path for pretrained_read. */
+static int pretrained_load(const char *init_from, const char *pretrained_dir, ModelShape *ms, float **params, char *err, size_t errlen) {
+    static const char *const names[4] = {"gpt2", "gpt2-medium", "gpt2-large", "gpt2-xl"};
+    *params = NULL;
+    for (int i = 0; i < 4; i++) {
+        if (strcmp(init_from, names[i])) continue;
+        char dir[4200], file[4300];
+        snprintf(dir, sizeof dir, "%.4000s/%s", pretrained_dir && *pretrained_dir ? pretrained_dir : "pretrained", init_from);
+        snprintf(file, sizeof file, "%s/model.safetensors", dir);
+        struct stat st;
+        if (stat(file, &st))
+            return fail(err, errlen, NGPT_ERR_IO,
+                        "init_from = %s reads %s (with config.json beside it), which does not exist: download both from Hugging Face, e.g. "
+                        "`huggingface-cli download openai-community/%s model.safetensors config.json --local-dir %s`, or set pretrained_dir",
+                        init_from, file, init_from, dir);
+        return safetensors_read_gpt2(file, ms, params, err, errlen);
+    }
+    return pretrained_read(init_from, ms, params, err, errlen);
+}
+
+/* ======================================================================================================
  * Checkpoints (docs/formats.md): magic "ngptckpt", a version, a table of sections each with its own
  * checksum, then the sections: the config, the model shape, the training state (step, RNG position, best
  * val loss), the fp32 parameters and the AdamW moments. Written to a temporary file, fsynced and renamed,
@@ -4050,7 +5014,8 @@ static void hash_update(Hash64 *s, const void *data, size_t n) {
         if (s->nbuf == 8) { uint64_t w; memcpy(&w, s->buf, 8); s->h = (s->h ^ w) * FNV_PRIME; s->nbuf = 0; }
     }
     for (; n >= 8; b += 8, n -= 8) { uint64_t w; memcpy(&w, b, 8); s->h = (s->h ^ w) * FNV_PRIME; }
-    while (n--) s->buf[s->nbuf++] = *b++;
+    memcpy(s->buf + s->nbuf, b, n); /* n < 8 and nbuf == 0 here */
+    s->nbuf += (int)n;
 }
 static uint64_t hash_final(const Hash64 *s) {
     uint64_t h = s->h;
@@ -4414,6 +5379,20 @@ static int trainer_setup(ngpt_trainer *tr) {
         tr_log(tr, 0, "resuming from %s (step %lld)", resume_path, (long long)resume.state.step);
     }
 
+    /* pretrained weights: the model's shape comes from the file, as in nanoGPT's from_pretrained */
+    if (strcmp(c->init_from, "scratch") && strcmp(c->init_from, "resume")) {
+        ModelShape pm;
+        if ((rc = pretrained_load(c->init_from, c->pretrained_dir, &pm, &tr->pretrained, msg, sizeof msg))) return tr_fail(tr, rc, "%s", msg);
+        if ((rc = pretrained_crop(&pm, tr->pretrained, c->block_size, msg, sizeof msg))) return tr_fail(tr, rc, "%s", msg);
+        c->n_layer = pm.L;
+        c->n_head = pm.NH;
+        c->n_embd = pm.C;
+        c->bias = 1;
+        c->vocab_size = pm.V;
+        tr_log(tr, 0, "initialising from %s: n_layer %d, n_head %d, n_embd %d, vocab %d, block_size %d", c->init_from, pm.L, pm.NH, pm.C,
+               pm.V, c->block_size);
+    }
+
     /* data and vocabulary */
     dataset_dir(c, dir, sizeof dir);
     int V = c->vocab_size;
@@ -4451,6 +5430,8 @@ static int trainer_setup(ngpt_trainer *tr) {
     plan_request_from_config(&req, c, &tr->ms, device, dtype, nthreads, budget);
     if ((rc = plan_make(&tr->plan, &req, msg, sizeof msg))) return tr_fail(tr, rc, "%s", msg);
 
+    if (tr->plan_only) return NGPT_OK; /* ngpt_plan_arenas: sizes only */
+
     /* the backend and the one allocation */
     if (device == DEV_BACKEND_CUDA) rc = ngpt_cuda_backend_create(&tr->be, dtype, msg, sizeof msg);
     else rc = ngpt_cpu_backend_create(&tr->be, nthreads, msg, sizeof msg);
@@ -4465,7 +5446,13 @@ static int trainer_setup(ngpt_trainer *tr) {
                            tr->be->name, need, lay->slot_bytes[B_SCRATCH]);
     }
     void *dev = NULL, *host = NULL;
-    if ((rc = tr->be->arena_alloc(tr->be, tr->plan.device_bytes, &dev, tr->plan.host_bytes, &host))) {
+    if (tr->opt.device_arena) { /* the embedder's own memory */
+        if (tr->opt.device_arena_bytes < tr->plan.device_bytes || tr->opt.host_arena_bytes < tr->plan.host_bytes || !tr->opt.host_arena)
+            return tr_fail(tr, NGPT_ERR_NOMEM, "the arenas handed in (%zu device, %zu host bytes) are smaller than the plan (%zu, %zu)",
+                           tr->opt.device_arena_bytes, tr->opt.host_arena_bytes, tr->plan.device_bytes, tr->plan.host_bytes);
+        dev = tr->opt.device_arena;
+        host = tr->opt.host_arena;
+    } else if ((rc = tr->be->arena_alloc(tr->be, tr->plan.device_bytes, &dev, tr->plan.host_bytes, &host))) {
         char b1[32];
         return tr_fail(tr, rc, "allocating the planned %s arena failed (another process may have taken memory since it was measured): %s",
                        fmt_bytes(b1, sizeof b1, (double)tr->plan.device_bytes), tr->be->msg);
@@ -4492,6 +5479,11 @@ static int trainer_setup(ngpt_trainer *tr) {
         fclose(resume.f);
         tr->resume_file = NULL;
         if (rc) return rc;
+    } else if (tr->pretrained) {
+        rc = copy_params_in(tr, tr->pretrained);
+        free(tr->pretrained);
+        tr->pretrained = NULL;
+        if (rc) return rc;
     } else if ((rc = init_params(tr))) return rc;
     tr->be->sync(tr->be);
     return be_check(tr, "setup");
@@ -4513,9 +5505,25 @@ int ngpt_trainer_create(const ngpt_config *cfg, const ngpt_options *opt, ngpt_tr
     return NGPT_OK;
 }
 
+int ngpt_plan_arenas(const ngpt_config *cfg, size_t *device_bytes, size_t *host_bytes, char *err, size_t errlen) {
+    ngpt_trainer *tr = (ngpt_trainer *)calloc(1, sizeof *tr);
+    if (!tr) return fail(err, errlen, NGPT_ERR_NOMEM, "out of host memory");
+    tr->cfg = *cfg;
+    tr->plan_only = 1;
+    int rc = trainer_setup(tr);
+    if (rc) fail(err, errlen, rc, "%s", tr->err);
+    else {
+        *device_bytes = tr->plan.device_bytes;
+        *host_bytes = tr->plan.host_bytes;
+    }
+    ngpt_trainer_free(tr);
+    return rc;
+}
+
 void ngpt_trainer_free(ngpt_trainer *tr) {
     if (!tr) return;
     if (tr->resume_file) fclose(tr->resume_file);
+    free(tr->pretrained);
     if (tr->be) tr->be->destroy(tr->be);
     tokenset_close(&tr->train_data);
     tokenset_close(&tr->val_data);
@@ -5281,6 +6289,7 @@ static void usage(FILE *f) {
             "            [--tokenizer_dir=data/gpt2] [--val_fraction=0.1]\n"
             "  sample    text from a trained model: --out_dir=DIR --start=TEXT|FILE:path --num_samples=10 --max_new_tokens=500\n"
             "            --temperature=0.8 --top_k=200 --seed=1337 (nanoGPT's sample.py)\n"
+            "  export    a checkpoint as an llm.c model file: --out_dir=DIR --out=FILE [--bf16]\n"
             "  plot      OUT_DIR/log.jsonl -> OUT_DIR/loss.svg\n"
             "  info      the devices this build can use\n"
             "  help      this text; `nanogpt help config` lists every config key\n",
@@ -5404,7 +6413,11 @@ static int cmd_train(int argc, char **argv) {
         printf("no config file: the default job, nanoGPT's shakespeare_char recipe (n_layer %d, n_embd %d, block_size %d, %d iterations)\n",
                cfg.n_layer, cfg.n_embd, cfg.block_size, cfg.max_iters);
     Display disp = {isatty(1), cfg.log_interval, 0};
-    ngpt_options opt = {display_log, display_progress, &disp, 0};
+    ngpt_options opt;
+    memset(&opt, 0, sizeof opt);
+    opt.log = display_log;
+    opt.progress = display_progress;
+    opt.ctx = &disp;
     ngpt_trainer *tr;
     if (ngpt_trainer_create(&cfg, &opt, &tr, err, sizeof err)) {
         fprintf(stderr, "error: %s\n", err);
@@ -5604,7 +6617,9 @@ static int cmd_sample(int argc, char **argv) {
         }
     }
     copy_str(cfg.init_from, sizeof cfg.init_from, "resume");
-    ngpt_options opt = {NULL, NULL, NULL, 1};
+    ngpt_options opt;
+    memset(&opt, 0, sizeof opt);
+    opt.no_data = 1;
     ngpt_trainer *tr;
     if (ngpt_trainer_create(&cfg, &opt, &tr, err, sizeof err)) { fprintf(stderr, "error: %s\n", err); return 1; }
     ngpt_tokenizer *tok = NULL;
@@ -5642,6 +6657,44 @@ static int cmd_sample(int argc, char **argv) {
     free(prompt);
     free(out);
     ngpt_tokenizer_free(tok);
+    ngpt_trainer_free(tr);
+    return rc ? 1 : 0;
+}
+
+/* ---- nanogpt export: a checkpoint's weights as an llm.c model file ---- */
+static int cmd_export(int argc, char **argv) {
+    const char *out = NULL;
+    int bf16 = 0;
+    ngpt_config cfg;
+    ngpt_config_defaults(&cfg);
+    for (int i = 0; i < argc; i++) {
+        if (!strncmp(argv[i], "--out_dir=", 10)) copy_str(cfg.out_dir, sizeof cfg.out_dir, argv[i] + 10);
+        else if (!strncmp(argv[i], "--out=", 6)) out = argv[i] + 6;
+        else if (!strcmp(argv[i], "--bf16")) bf16 = 1;
+        else { fprintf(stderr, "error: export: unknown argument '%s' (valid: --out_dir=DIR --out=FILE [--bf16])\n", argv[i]); return 1; }
+    }
+    if (!out) { fprintf(stderr, "error: export needs --out=FILE (an llm.c model file; --bf16 for version 5)\n"); return 1; }
+    char err[NGPT_ERRLEN], path[700];
+    long long steps[256];
+    int n = checkpoint_list(cfg.out_dir, steps, 256);
+    if (!n) { fprintf(stderr, "error: no checkpoint in out_dir %s\n", cfg.out_dir); return 1; }
+    checkpoint_path(cfg.out_dir, steps[n - 1], path, sizeof path);
+    if (checkpoint_read_config(path, &cfg, err, sizeof err)) { fprintf(stderr, "error: %s\n", err); return 1; }
+    copy_str(cfg.init_from, sizeof cfg.init_from, "resume");
+    ngpt_options opt;
+    memset(&opt, 0, sizeof opt);
+    opt.no_data = 1;
+    ngpt_trainer *tr;
+    if (ngpt_trainer_create(&cfg, &opt, &tr, err, sizeof err)) { fprintf(stderr, "error: %s\n", err); return 1; }
+    float *params = (float *)malloc(tr->plan.nparams * sizeof(float));
+    int rc = params ? NGPT_OK : fail(err, sizeof err, NGPT_ERR_NOMEM, "out of host memory");
+    if (!rc) {
+        copy_master_out(tr, params);
+        rc = llmc_write_model(out, &tr->ms, params, bf16, err, sizeof err);
+    }
+    if (rc) fprintf(stderr, "error: %s\n", err);
+    else printf("wrote %s (llm.c version %d, step %d of %s)\n", out, bf16 ? 5 : 3, tr->step, path);
+    free(params);
     ngpt_trainer_free(tr);
     return rc ? 1 : 0;
 }
@@ -5765,6 +6818,7 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "info")) return cmd_info();
     if (!strcmp(cmd, "plot")) return cmd_plot(argc - 2, argv + 2);
     if (!strcmp(cmd, "sample")) return cmd_sample(argc - 2, argv + 2);
+    if (!strcmp(cmd, "export")) return cmd_export(argc - 2, argv + 2);
     if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
         if (argc > 2 && !strcmp(argv[2], "config")) print_config_keys();
         else usage(stdout);

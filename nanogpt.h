@@ -75,12 +75,13 @@ typedef struct ngpt_config {
     int eval_interval, log_interval, eval_iters;
     int eval_only;              /* evaluate once and exit */
     int always_save_checkpoint; /* save at every eval, not only when val loss improves */
-    char init_from[256];        /* "scratch", "resume", "gpt2".."gpt2-xl" */
+    char init_from[256];        /* "scratch", "resume", "gpt2".."gpt2-xl", or a .safetensors / llm.c .bin path */
     /* data */
     char dataset[128];    /* data lives in data/<dataset>/ unless data_dir is set */
     char data_dir[256];   /* * explicit folder with train.bin, val.bin (and meta.bin) */
     char input[256];      /* * text file the default dataset is prepared from */
     char tokenizer_dir[256]; /* * GPT-2 vocabulary: encoder.json + vocab.bpe (or gpt2.tok) */
+    char pretrained_dir[256]; /* * init_from = gpt2.. reads <pretrained_dir>/<name>/model.safetensors */
     int gradient_accumulation_steps;
     int batch_size;       /* sequences per micro-step as asked; the planner may split it */
     int block_size;       /* T */
@@ -146,12 +147,19 @@ typedef struct ngpt_options {
     ngpt_progress_fn progress; /* every step and evaluation */
     void *ctx;                 /* passed to both */
     int no_data;               /* 1: do not open the dataset (a trainer made only to sample) */
+    /* The embedder's own memory instead of the library's one allocation of each arena (sizes from
+     * ngpt_plan_arenas; on the GPU device_arena is device memory and host_arena should be pinned).
+     * The library never frees them. Beyond them it mallocs only small bookkeeping at creation. */
+    void *device_arena, *host_arena;
+    size_t device_arena_bytes, host_arena_bytes;
 } ngpt_options;
 
 /* Resolves the device, reads the dataset, plans memory, allocates the arena once and initialises (or
  * loads) the model. After this returns, training allocates nothing. opt may be NULL. */
 int ngpt_trainer_create(const ngpt_config *cfg, const ngpt_options *opt, ngpt_trainer **out, char *err, size_t errlen);
 void ngpt_trainer_free(ngpt_trainer *tr);
+/* The arena bytes ngpt_trainer_create would plan for cfg on this machine, allocating nothing. */
+int ngpt_plan_arenas(const ngpt_config *cfg, size_t *device_bytes, size_t *host_bytes, char *err, size_t errlen);
 /* The message of the last failure on this trainer. */
 const char *ngpt_last_error(const ngpt_trainer *tr);
 
