@@ -16,8 +16,9 @@ set -euo pipefail
 cd "$(dirname "$0")"
 
 CC=${CC:-cc}
+CXX=${CXX:-c++}
 CFLAGS=${CFLAGS:--O3 -march=native}
-WARN="-std=c11 -Wall -Wextra -Wno-unused-function"
+WARN="-std=c11 -Wall -Wextra"
 LIBS="-lm -lpthread"
 CUDA_ARCHS=${CUDA_ARCHS:-"80 86 89 90a"}
 
@@ -55,39 +56,63 @@ build_cuda() {
 run_tests() {
     local extra_cflags=$1 label=$2
     mkdir -p build
-    local passed=0 failed=0 t name out rc p f
+    local t name
+    passed=0 failed=0
     for t in test/test_*.c; do
         name=$(basename "$t" .c)
         case "$name" in test_gpu*) continue ;; esac
         echo "== $name ($label)"
-        if ! $CC $WARN $CFLAGS $extra_cflags -Itest -o "build/$name" "$t" $LIBS 2>"build/$name.cc.log"; then
+        if [ "$name" = test_api ]; then
+            # an embedder's program: only nanogpt.h, linked against nanogpt.c built as a library, as C99 and as C++
+            if ! { $CC $WARN $CFLAGS $extra_cflags -DNGPT_NO_MAIN -c nanogpt.c -o build/nanogpt_lib.o &&
+                   $CC -std=c99 -pedantic -Wall -Wextra -D_POSIX_C_SOURCE=200809L $CFLAGS $extra_cflags -I. -c "$t" -o build/test_api_c.o &&
+                   $CC $extra_cflags -o build/test_api_c99 build/test_api_c.o build/nanogpt_lib.o $LIBS &&
+                   $CXX -std=c++11 -Wall -Wextra $CFLAGS $extra_cflags -I. -x c++ -c "$t" -o build/test_api_cxx.o &&
+                   $CXX $extra_cflags -o build/test_api_cxx build/test_api_cxx.o build/nanogpt_lib.o $LIBS; } 2>"build/$name.cc.log"; then
+                cat "build/$name.cc.log"
+                echo "FAIL $name: did not compile"
+                failed=$((failed + 1))
+                continue
+            fi
+            [ -s "build/$name.cc.log" ] && cat "build/$name.cc.log"
+            run_one "$name (C99)" ./build/test_api_c99
+            run_one "$name (C++)" ./build/test_api_cxx
+            continue
+        fi
+        if ! $CC $WARN -Wno-unused-function $CFLAGS $extra_cflags -Itest -o "build/$name" "$t" $LIBS 2>"build/$name.cc.log"; then
             cat "build/$name.cc.log"
             echo "FAIL $name: did not compile"
             failed=$((failed + 1))
             continue
         fi
         [ -s "build/$name.cc.log" ] && cat "build/$name.cc.log"
-        set +e
-        out=$("./build/$name" 2>&1)
-        rc=$?
-        set -e
-        echo "$out"
-        p=$(echo "$out" | sed -n 's/^summary: \([0-9]*\) passed, \([0-9]*\) failed$/\1/p' | tail -1)
-        f=$(echo "$out" | sed -n 's/^summary: \([0-9]*\) passed, \([0-9]*\) failed$/\2/p' | tail -1)
-        if [ -z "$p" ]; then
-            echo "FAIL $name: exited with status $rc before its summary"
-            failed=$((failed + 1))
-            continue
-        fi
-        passed=$((passed + p))
-        failed=$((failed + f))
-        if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
-            echo "FAIL $name: exit status $rc"
-            failed=$((failed + 1))
-        fi
+        run_one "$name" "./build/$name"
     done
     TEST_PASSED=$((TEST_PASSED + passed))
     TEST_FAILED=$((TEST_FAILED + failed))
+}
+
+# Runs one test program and adds its summary line to passed/failed (of the caller).
+run_one() {
+    local name=$1 bin=$2 out rc p f
+    set +e
+    out=$("$bin" 2>&1)
+    rc=$?
+    set -e
+    echo "$out"
+    p=$(echo "$out" | sed -n 's/^summary: \([0-9]*\) passed, \([0-9]*\) failed$/\1/p' | tail -1)
+    f=$(echo "$out" | sed -n 's/^summary: \([0-9]*\) passed, \([0-9]*\) failed$/\2/p' | tail -1)
+    if [ -z "$p" ]; then
+        echo "FAIL $name: exited with status $rc before its summary"
+        failed=$((failed + 1))
+        return
+    fi
+    passed=$((passed + p))
+    failed=$((failed + f))
+    if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
+        echo "FAIL $name: exit status $rc"
+        failed=$((failed + 1))
+    fi
 }
 
 cuda_check() {

@@ -344,6 +344,7 @@ static const ConfigKey config_keys[] = {
     CK(recompute, KEY_INT, -1, 2, NULL, "-1 auto, 0 none, 1 GELU, 2 GELU and LayerNorm"),
     CK(logits_chunk, KEY_INT, 0, 1 << 30, NULL, "rows of logits per chunk (0 = the planner chooses)"),
     CK(threads, KEY_INT, 0, POOL_MAX_THREADS, NULL, "CPU threads (0 = one per core)"),
+    CK(on_nonfinite, KEY_STR, 0, 0, "skip|halt", "a NaN/Inf loss or gradient: skip the step (10 in a row halt) or halt"),
     CK_IGNORED(wandb_log, "nanoGPT's wandb logging: not supported, ignored"),
     CK_IGNORED(wandb_project, "ignored"),
     CK_IGNORED(wandb_run_name, "ignored"),
@@ -390,6 +391,7 @@ void ngpt_config_defaults(ngpt_config *c) {
     c->compile = 1;
     c->seed = 1337;
     c->recompute = -1;
+    copy_str(c->on_nonfinite, sizeof c->on_nonfinite, "skip");
 }
 
 static size_t edit_distance(const char *a, const char *b) {
@@ -3527,6 +3529,7 @@ done:
 }
 
 #define KEEP_CHECKPOINTS 3
+#define MAX_NONFINITE_SKIPS 10 /* on_nonfinite = skip: more in a row than this halts */
 
 /* ======================================================================================================
  * Trainer state and the model graph. The graph is written once, as calls to the backend; it knows
@@ -3557,6 +3560,7 @@ struct ngpt_trainer {
     _Atomic int stop_requested;
     int plan_only; /* set up to the plan, allocate nothing (ngpt_plan_arenas) */
     float *pretrained; /* weights read for init_from = gpt2.. or a path, until they are in the arena */
+    int nonfinite_run; /* consecutive steps skipped for a non-finite loss or gradient */
     /* progress */
     int step;
     int eval_count; /* evaluations done; seeds the eval batches */
@@ -3828,13 +3832,13 @@ static void *tensor_at(const ngpt_trainer *tr, void *base, int p, size_t esize) 
     return (char *)base + tr->plan.param_off[p] * esize;
 }
 
-/* Clips and applies AdamW with learning rate lr to every parameter tensor. Returns the gradient norm
- * (before clipping), or NaN/Inf when the gradients are not finite (then nothing is updated). */
-static double optimizer_step(ngpt_trainer *tr, float lr) {
+/* The global gradient norm (waits for it). */
+static double grad_norm(ngpt_trainer *tr) { return sqrt(tr->be->norm_sq(tr->be, tr->grads, tr->plan.nparams_padded)); }
+
+/* Clips to grad_clip given the gradient norm and applies AdamW with learning rate lr to every tensor. */
+static void optimizer_step(ngpt_trainer *tr, float lr, double norm) {
     ngpt_backend *be = tr->be;
     const ngpt_config *c = &tr->cfg;
-    double norm = sqrt(be->norm_sq(be, tr->grads, tr->plan.nparams_padded));
-    if (!isfinite(norm)) return norm;
     float scale = 1.0f;
     if (c->grad_clip > 0 && norm > c->grad_clip) scale = (float)(c->grad_clip / (norm + 1e-6));
     size_t mb = tr->plan.moment_bytes;
@@ -3848,7 +3852,6 @@ static double optimizer_step(ngpt_trainer *tr, float lr) {
         be->adamw(be, pt(tr, tr->params, i, 0), master, pt(tr, tr->grads, i, 0), tensor_at(tr, tr->m, i, mb),
                   tensor_at(tr, tr->v, i, mb), tr->plan.param_len[i], &h);
     }
-    return norm;
 }
 
 /* ======================================================================================================
@@ -3876,15 +3879,6 @@ static void download_as_f32(ngpt_trainer *tr, float *dst, const void *src, size_
         for (size_t j = 0; j < k; j++)
             dst[i + j] = es == 4 ? ((const float *)tr->h_staging)[j]
                        : be->dtype == NGPT_DTYPE_BF16 ? bf16_to_f32(h[j]) : f16_to_f32(h[j]);
-    }
-}
-
-/* Parameters (or gradients) to host floats, in the packed order of param_sizes (no alignment gaps). */
-static void copy_params_out(ngpt_trainer *tr, float *dst, char *base) {
-    size_t k = 0;
-    for (int i = 0; i < N_PARAM_TENSORS; i++) {
-        download_as_f32(tr, dst + k, pt(tr, base, i, 0), tr->plan.param_len[i]);
-        k += tr->plan.param_len[i];
     }
 }
 
@@ -5082,8 +5076,11 @@ static int mkdir_p(const char *dir) {
     return mkdir(buf, 0777) == 0 || errno == EEXIST ? 0 : -1;
 }
 
-/* Writes the trainer's whole state to path (atomically). */
+/* Writes the trainer's whole state to path (atomically); never a model with non-finite weights. */
 static int checkpoint_write(ngpt_trainer *tr, const char *path) {
+    double wn = tr->be->norm_sq(tr->be, tr->params, tr->plan.nparams_padded);
+    if (!isfinite(wn))
+        return tr_fail(tr, NGPT_ERR_NUMERIC, "the parameters hold NaN or Inf: %s was not written, the previous checkpoints are kept", path);
     char tmp[600];
     snprintf(tmp, sizeof tmp, "%.580s.tmp", path);
     CkptWriter w = {open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644), 0, {0, 0, {0}, 0}, 0};
@@ -5562,11 +5559,20 @@ static int train_step_with(ngpt_trainer *tr, batch_fill_fn fill, void *ctx, floa
     double mean;
     int rc = forward_backward(tr, fill, ctx, &mean);
     if (rc) return rc;
-    double norm = optimizer_step(tr, lr);
+    double norm = grad_norm(tr);
+    if (!isfinite(mean) || !isfinite(norm)) {
+        /* a poisoned step never reaches the parameters: skip it (on_nonfinite = skip) or stop */
+        tr->nonfinite_run++;
+        if (!strcmp(tr->cfg.on_nonfinite, "halt") || tr->nonfinite_run > MAX_NONFINITE_SKIPS)
+            return tr_fail(tr, NGPT_ERR_NUMERIC, "step %d: the loss (%g) or the gradient norm (%g) is not finite%s; the parameters were not updated",
+                           tr->step, mean, norm, tr->nonfinite_run > 1 ? " again" : "");
+        tr_log(tr, 1, "warning: step %d: loss %g, gradient norm %g: not finite, step skipped (%d in a row)", tr->step, mean, norm,
+               tr->nonfinite_run);
+    } else {
+        tr->nonfinite_run = 0;
+        optimizer_step(tr, lr, norm);
+    }
     if ((rc = be_check(tr, "the optimizer step"))) return rc;
-    if (!isfinite(mean) || !isfinite(norm))
-        return tr_fail(tr, NGPT_ERR_NUMERIC, "step %d: the loss (%g) or the gradient norm (%g) is not finite; the parameters were not updated",
-                       tr->step, mean, norm);
     be->sync(be);
     tr->step++;
     tr->last_loss = (float)mean;

@@ -108,6 +108,7 @@ typedef struct ngpt_config {
     int recompute;        /* -1 = the planner chooses; 0 none, 1 GELU, 2 GELU and LayerNorm */
     int logits_chunk;     /* rows of logits per chunk; 0 = the planner chooses */
     int threads;          /* CPU threads; 0 = one per core */
+    char on_nonfinite[8]; /* * "skip" (default; 10 skipped steps in a row halt) or "halt" */
 } ngpt_config;
 
 /* nanoGPT's train.py defaults (GPT-2 124M on OpenWebText). */

@@ -3,10 +3,13 @@
  *  - ngpt_request_stop (what SIGINT calls) finishes the step, saves and returns NGPT_ERR_INTERRUPTED;
  *  - the newest KEEP_CHECKPOINTS are kept, best.bin follows the best val loss;
  *  - bad checkpoints (not one, wrong version, truncated, bit flips, another model) are clear errors;
- *  - kill -9 in the middle of a save and a full disk both leave the previous checkpoint intact. */
+ *  - kill -9 in the middle of a save and a full disk both leave the previous checkpoint intact;
+ *  - a NaN/Inf loss or gradient never reaches the parameters (skipped, or the run halts), and a model with
+ *    non-finite weights is never saved. */
 #define NGPT_NO_MAIN
 #include "../nanogpt.c"
 #include "check.h"
+#include "trainer_util.h"
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -260,6 +263,46 @@ static void test_full_disk(void) {
     ngpt_trainer_free(tr);
 }
 
+static void test_nonfinite_steps(void) {
+    clear_out_dir();
+    ngpt_config c;
+    config(&c);
+    ngpt_trainer *tr = make(&c);
+    if (!tr) return;
+    CHECK(ngpt_train_step(tr, NULL) == 0 && checkpoint_save(tr, 0) == 0, "%s", tr->err);
+    float *good = params_of(tr), *bad = params_of(tr);
+    bad[tr->plan.nparams - 1] = NAN; /* a final LayerNorm weight: every loss becomes NaN */
+    CHECK(copy_params_in(tr, bad) == 0, "%s", tr->err);
+    int step0 = tr->step;
+    int rc = ngpt_train_step(tr, NULL);
+    CHECK(rc == 0 && tr->step == step0 + 1 && tr->nonfinite_run == 1, "skip: rc %d (%s), step %d", rc, tr->err, tr->step);
+    float *after = params_of(tr);
+    size_t same = 0;
+    for (size_t i = 0; i + 1 < tr->plan.nparams; i++) same += after[i] == good[i];
+    CHECK(same == tr->plan.nparams - 1, "a skipped step changed %zu parameters", tr->plan.nparams - 1 - same);
+    rc = checkpoint_save(tr, 0);
+    CHECK(rc == NGPT_ERR_NUMERIC && strstr(tr->err, "NaN"), "a poisoned model was saved: rc %d %s", rc, tr->err);
+    int skipped = 1;
+    rc = 0;
+    while (rc == 0 && skipped <= MAX_NONFINITE_SKIPS + 1) { rc = ngpt_train_step(tr, NULL); skipped += rc == 0; }
+    CHECK(rc == NGPT_ERR_NUMERIC && skipped == MAX_NONFINITE_SKIPS, "halted after %d skipped steps (rc %d), expected %d", skipped, rc,
+          MAX_NONFINITE_SKIPS);
+    CHECK(copy_params_in(tr, good) == 0 && ngpt_train_step(tr, NULL) == 0 && tr->nonfinite_run == 0, "recovers: %s", tr->err);
+    ngpt_trainer_free(tr);
+    /* on_nonfinite = halt: the first one stops */
+    copy_str(c.on_nonfinite, sizeof c.on_nonfinite, "halt");
+    tr = make(&c);
+    if (!tr) return;
+    CHECK(copy_params_in(tr, bad) == 0, "%s", tr->err);
+    rc = ngpt_train_step(tr, NULL);
+    CHECK(rc == NGPT_ERR_NUMERIC && tr->step == 0 && strstr(tr->err, "not finite"), "halt: rc %d %s", rc, tr->err);
+    ngpt_trainer_free(tr);
+    char path[512];
+    checkpoint_path(out_dir, 1, path, sizeof path);
+    CHECK(file_exists(path), "the good checkpoint is gone");
+    free(good); free(bad); free(after);
+}
+
 int main(void) {
     snprintf(root, sizeof root, "/tmp/ngpt_test_ckpt_%d", (int)getpid());
     snprintf(data_dir, sizeof data_dir, "%s/data", root);
@@ -272,6 +315,7 @@ int main(void) {
     RUN(test_bad_checkpoints);
     RUN(test_kill_during_save);
     RUN(test_full_disk);
+    RUN(test_nonfinite_steps);
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
     if (system(cmd)) printf("could not remove %s\n", root);

@@ -7,6 +7,7 @@
 #define NGPT_NO_MAIN
 #include "../nanogpt.c"
 #include "check.h"
+#include "trainer_util.h"
 
 /* ---- counting allocations: the test binary's own malloc family, forwarding to glibc ---- */
 #ifndef NGPT_SANITIZE

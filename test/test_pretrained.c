@@ -12,6 +12,7 @@
 #define NGPT_NO_MAIN
 #include "../nanogpt.c"
 #include "check.h"
+#include "trainer_util.h"
 #include <dirent.h>
 
 
