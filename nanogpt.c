@@ -1295,6 +1295,38 @@ static void cpu_layernorm_backward(ngpt_backend *be, void *dinp, void *dw, void 
     }
 }
 
+/* ---- vectorisable math: exp and erf without libm calls, so elementwise loops compile to SIMD ---- */
+
+/* e^x for x in about [-87, 88]: 2^k * p(r) with r = x - k ln2, p a degree-6 polynomial (rel. error ~1e-7) */
+static inline float fast_expf(float x) {
+    x = x < -87.0f ? -87.0f : x > 88.0f ? 88.0f : x;
+    float k = floorf(x * 1.44269504f + 0.5f);
+    float r = x - k * 0.693145752f - k * 1.42860677e-6f;
+    float p = 1.0f + r * (1.0f + r * (0.5f + r * (0.166666672f + r * (0.0416666493f + r * (0.00833336823f + r * 0.00138878408f)))));
+    int32_t bits = ((int32_t)k + 127) << 23;
+    float scale;
+    memcpy(&scale, &bits, 4);
+    return p * scale;
+}
+
+/* erf(x), Abramowitz & Stegun 7.1.26 (absolute error below 1.5e-7) */
+static inline float fast_erff(float x) {
+    float ax = fabsf(x), t = 1.0f / (1.0f + 0.3275911f * ax);
+    float y = 1.0f - t * (0.254829592f + t * (-0.284496736f + t * (1.421413741f + t * (-1.453152027f + t * 1.061405429f)))) *
+                         fast_expf(-ax * ax);
+    return x < 0 ? -y : y;
+}
+
+/* dot product of n floats with 8-wide partial sums */
+static inline float dot(const float *a, const float *b, int n) {
+    v8f acc = {0, 0, 0, 0, 0, 0, 0, 0};
+    int i = 0;
+    for (; i + 8 <= n; i += 8) acc += *(const v8fu *)(a + i) * *(const v8fu *)(b + i);
+    float s = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+    for (; i < n; i++) s += a[i] * b[i];
+    return s;
+}
+
 /* ---- causal self-attention, one query row at a time: scores, softmax, weighted sum; no T x T matrix ---- */
 
 typedef struct {
@@ -1325,14 +1357,12 @@ static void attn_forward_rows(void *arg, size_t lo, size_t hi, int tid) {
         float mx = -FLT_MAX;
         for (int t2 = 0; t2 <= t; t2++) {
             const float *k = base + (size_t)t2 * 3 * C + C + (size_t)h * hs;
-            float s = 0;
-            for (int i = 0; i < hs; i++) s += q[i] * k[i];
-            s *= scale;
+            float s = dot(q, k, hs) * scale;
             p[t2] = s;
             if (s > mx) mx = s;
         }
         float sum = 0;
-        for (int t2 = 0; t2 <= t; t2++) { p[t2] = expf(p[t2] - mx); sum += p[t2]; }
+        for (int t2 = 0; t2 <= t; t2++) { p[t2] = fast_expf(p[t2] - mx); sum += p[t2]; }
         float inv = 1.0f / sum;
         float *o = a->out + ((size_t)b * T + t) * C + (size_t)h * hs;
         for (int i = 0; i < hs; i++) o[i] = 0;
@@ -1370,13 +1400,11 @@ static void attn_backward_heads(void *arg, size_t lo, size_t hi, int tid) {
             const float *dO = a->dout + ((size_t)b * T + t) * C + (size_t)h * hs;
             const float *O = a->fout + ((size_t)b * T + t) * C + (size_t)h * hs;
             float lse = a->lse[bh * (size_t)T + t];
-            float D = 0;
-            for (int i = 0; i < hs; i++) D += dO[i] * O[i];
+            float D = dot(dO, O, hs);
             for (int t2 = 0; t2 <= t; t2++) {
                 const float *k = base + (size_t)t2 * 3 * C + C + (size_t)h * hs, *v = k + C;
-                float s = 0, g = 0;
-                for (int i = 0; i < hs; i++) { s += q[i] * k[i]; g += dO[i] * v[i]; }
-                p[t2] = expf(s * scale - lse);
+                float s = dot(q, k, hs), g = dot(dO, v, hs);
+                p[t2] = fast_expf(s * scale - lse);
                 float keep = a->drop.p > 0 ? attn_keep(&a->drop, bh, T, t, t2) : 1.0f;
                 dp[t2] = g * keep;
                 float *dv = dbase + (size_t)t2 * 3 * C + 2 * C + (size_t)h * hs;
@@ -1422,13 +1450,10 @@ static void attn_decode_heads(void *arg, size_t lo, size_t hi, int tid) {
         memcpy(V + (size_t)d->t * C + (size_t)h * hs, q + 2 * C, (size_t)hs * sizeof(float));
         float mx = -FLT_MAX, sum = 0;
         for (int t2 = 0; t2 <= d->t; t2++) {
-            const float *k = K + (size_t)t2 * C + (size_t)h * hs;
-            float sc = 0;
-            for (int i = 0; i < hs; i++) sc += q[i] * k[i];
-            p[t2] = sc * scale;
+            p[t2] = dot(q, K + (size_t)t2 * C + (size_t)h * hs, hs) * scale;
             mx = fmaxf(mx, p[t2]);
         }
-        for (int t2 = 0; t2 <= d->t; t2++) { p[t2] = expf(p[t2] - mx); sum += p[t2]; }
+        for (int t2 = 0; t2 <= d->t; t2++) { p[t2] = fast_expf(p[t2] - mx); sum += p[t2]; }
         float *o = d->out + sidx * C + (size_t)h * hs;
         for (int i = 0; i < hs; i++) o[i] = 0;
         for (int t2 = 0; t2 <= d->t; t2++) {
@@ -1460,14 +1485,14 @@ typedef struct {
 static void gelu_fwd_range(void *arg, size_t lo, size_t hi, int tid) {
     (void)tid;
     const Elem *e = (const Elem *)arg;
-    for (size_t i = lo; i < hi; i++) { float x = e->a[i]; e->out[i] = 0.5f * x * (1.0f + erff(x * GELU_SCALE)); }
+    for (size_t i = lo; i < hi; i++) { float x = e->a[i]; e->out[i] = 0.5f * x * (1.0f + fast_erff(x * GELU_SCALE)); }
 }
 static void gelu_bwd_range(void *arg, size_t lo, size_t hi, int tid) {
     (void)tid;
     const Elem *e = (const Elem *)arg; /* a = inp, b = dout */
     for (size_t i = lo; i < hi; i++) {
         float x = e->a[i];
-        float cdf = 0.5f * (1.0f + erff(x * GELU_SCALE)), pdf = INV_SQRT_2PI * expf(-0.5f * x * x);
+        float cdf = 0.5f * (1.0f + fast_erff(x * GELU_SCALE)), pdf = INV_SQRT_2PI * fast_expf(-0.5f * x * x);
         e->out[i] = e->b[i] * (cdf + x * pdf);
     }
 }
@@ -1760,7 +1785,7 @@ int ngpt_cuda_backend_create(ngpt_backend **out, int dtype, char *err, size_t er
     return fail(err, errlen, NGPT_ERR_DEVICE, "this nanogpt was built without CUDA: rebuild with ./build.sh where nvcc is installed");
 }
 int ngpt_cuda_describe(char *out, size_t outlen) {
-    snprintf(out, outlen, "no CUDA (CPU-only build)");
+    snprintf(out, outlen, "cuda: none (a CPU-only build: ./build.sh builds with CUDA where nvcc is installed)");
     return NGPT_ERR_DEVICE;
 }
 #endif
@@ -3561,6 +3586,8 @@ struct ngpt_trainer {
     int plan_only; /* set up to the plan, allocate nothing (ngpt_plan_arenas) */
     float *pretrained; /* weights read for init_from = gpt2.. or a path, until they are in the arena */
     int nonfinite_run; /* consecutive steps skipped for a non-finite loss or gradient */
+    float loss_scale;  /* fp16: the dynamic loss scale (2^16 at start); 1 otherwise */
+    int good_steps;    /* fp16: steps since the scale last changed (it doubles after 2000) */
     /* progress */
     int step;
     int eval_count; /* evaluations done; seeds the eval batches */
@@ -3835,12 +3862,13 @@ static void *tensor_at(const ngpt_trainer *tr, void *base, int p, size_t esize) 
 /* The global gradient norm (waits for it). */
 static double grad_norm(ngpt_trainer *tr) { return sqrt(tr->be->norm_sq(tr->be, tr->grads, tr->plan.nparams_padded)); }
 
-/* Clips to grad_clip given the gradient norm and applies AdamW with learning rate lr to every tensor. */
+/* Clips to grad_clip given the (unscaled) gradient norm and applies AdamW with learning rate lr to every
+ * tensor; the loss scale is divided out on the way. */
 static void optimizer_step(ngpt_trainer *tr, float lr, double norm) {
     ngpt_backend *be = tr->be;
     const ngpt_config *c = &tr->cfg;
-    float scale = 1.0f;
-    if (c->grad_clip > 0 && norm > c->grad_clip) scale = (float)(c->grad_clip / (norm + 1e-6));
+    float scale = 1.0f / tr->loss_scale;
+    if (c->grad_clip > 0 && norm > c->grad_clip) scale = (float)(c->grad_clip / (norm + 1e-6)) / tr->loss_scale;
     size_t mb = tr->plan.moment_bytes;
     for (int i = 0; i < N_PARAM_TENSORS; i++) {
         if (!tr->plan.param_len[i]) continue;
@@ -5353,7 +5381,7 @@ static int trainer_setup(ngpt_trainer *tr) {
     char msg[NGPT_ERRLEN], note[NGPT_ERRLEN], dir[300], path[400];
     int rc = config_validate(c, msg, sizeof msg);
     if (rc) return tr_fail(tr, rc, "%s", msg);
-    int device, dtype;
+    int device = DEV_BACKEND_CPU, dtype = NGPT_DTYPE_F32;
     if ((rc = resolve_device(c, &device, &dtype, note, sizeof note, msg, sizeof msg))) return tr_fail(tr, rc, "%s", msg);
     if (note[0]) tr_log(tr, 1, "note: %s", note);
 
@@ -5465,6 +5493,7 @@ static int trainer_setup(ngpt_trainer *tr) {
     tr->be->zero(tr->be, tr->m, tr->plan.off_region - tr->plan.off_m);
     tr->rng_train = (Rng){(uint64_t)c->seed, 1, 0};
     tr->best_val_loss = 1e9f;
+    tr->loss_scale = dtype == NGPT_DTYPE_F16 ? 65536.0f : 1.0f;
     long long steps[256];
     int nkept = checkpoint_list(c->out_dir, steps, 256);
     for (int i = 0; i < KEEP_CHECKPOINTS; i++) {
@@ -5540,7 +5569,7 @@ static int forward_backward(ngpt_trainer *tr, batch_fill_fn fill, void *ctx, dou
     int B = p->micro_batch, GA = p->grad_accum, T = p->req.T;
     be->set_scratch(be, slot(tr, &p->train, B_SCRATCH, 0), p->train.slot_bytes[B_SCRATCH]);
     be->zero(be, tr->grads, p->off_master - p->off_grads);
-    float dscale = 1.0f / ((float)B * (float)T * (float)GA);
+    float dscale = tr->loss_scale / ((float)B * (float)T * (float)GA);
     double sum = 0;
     for (int k = 0; k < GA; k++) {
         fill(tr, k, ctx);
@@ -5559,8 +5588,16 @@ static int train_step_with(ngpt_trainer *tr, batch_fill_fn fill, void *ctx, floa
     double mean;
     int rc = forward_backward(tr, fill, ctx, &mean);
     if (rc) return rc;
-    double norm = grad_norm(tr);
-    if (!isfinite(mean) || !isfinite(norm)) {
+    double norm = grad_norm(tr) / tr->loss_scale;
+    if (tr->plan.req.dtype == NGPT_DTYPE_F16 && isfinite(mean) && !isfinite(norm)) {
+        /* fp16: the scaled gradients overflowed. Halve the loss scale and skip the step (dynamic loss
+         * scaling, as torch's GradScaler) */
+        tr->loss_scale *= 0.5f;
+        tr->good_steps = 0;
+        if (tr->loss_scale < 1.0f)
+            return tr_fail(tr, NGPT_ERR_NUMERIC, "step %d: fp16 gradients overflow even at loss scale 1: use dtype bfloat16 or float32", tr->step);
+        tr_log(tr, 1, "fp16: gradient overflow at step %d, loss scale now %g, step skipped", tr->step, (double)tr->loss_scale);
+    } else if (!isfinite(mean) || !isfinite(norm)) {
         /* a poisoned step never reaches the parameters: skip it (on_nonfinite = skip) or stop */
         tr->nonfinite_run++;
         if (!strcmp(tr->cfg.on_nonfinite, "halt") || tr->nonfinite_run > MAX_NONFINITE_SKIPS)
@@ -5571,6 +5608,7 @@ static int train_step_with(ngpt_trainer *tr, batch_fill_fn fill, void *ctx, floa
     } else {
         tr->nonfinite_run = 0;
         optimizer_step(tr, lr, norm);
+        if (tr->plan.req.dtype == NGPT_DTYPE_F16 && ++tr->good_steps == 2000) { tr->loss_scale *= 2.0f; tr->good_steps = 0; }
     }
     if ((rc = be_check(tr, "the optimizer step"))) return rc;
     be->sync(be);
@@ -6330,7 +6368,7 @@ static int parse_args(int argc, char **argv, ngpt_config *cfg, int *has_file, in
         ngpt_config probe = *cfg;
         for (int i = 0; i < argc; i++)
             if (!strncmp(argv[i], "--device=", 9)) copy_str(probe.device, sizeof probe.device, argv[i] + 9);
-        int device, dtype;
+        int device = DEV_BACKEND_CPU, dtype = NGPT_DTYPE_F32;
         char note[NGPT_ERRLEN], msg[NGPT_ERRLEN];
         int gpu = resolve_device(&probe, &device, &dtype, note, sizeof note, msg, sizeof msg) == NGPT_OK && device == DEV_BACKEND_CUDA;
         apply_preset(cfg, gpu ? preset_shakespeare_char : preset_shakespeare_char_cpu);
@@ -6811,7 +6849,7 @@ static int cmd_info(void) {
     printf("nanogpt %s\n", NGPT_VERSION);
     printf("cpu: %d cores, %.1f GiB available\n", cpu_count(), host_memory_available() / 0.9 / GiB);
     int rc = ngpt_cuda_describe(line, sizeof line);
-    printf("cuda: %s\n", line);
+    printf("%s\n", line);
     return rc == NGPT_OK || rc == NGPT_ERR_DEVICE ? 0 : 1;
 }
 

@@ -191,7 +191,7 @@ static double at_ref(const AtCtx *c, const double *qkv, double *out, double *lse
                         double p = exp(s[t2] - mx) / sum;
                         if (c->drop.p > 0) {
                             size_t idx = (((size_t)b * NH + h) * T + t) * T + t2;
-                            p *= ngpt_uniform(c->drop.seed, c->drop.stream, idx) >= c->drop.p ? 1 / (1 - (double)c->drop.p) : 0;
+                            p *= ngpt_uniform(c->drop.seed, c->drop.stream, c->drop.offset + idx) >= c->drop.p ? 1 / (1 - (double)c->drop.p) : 0;
                         }
                         y += p * qkv[((size_t)b * T + t2) * 3 * C + 2 * C + h * hs + i];
                     }
@@ -208,7 +208,7 @@ static void check_attention(int B, int T, int C, int NH, float p) {
     float *qkv = malloc(nq * 4), *out = malloc(no * 4), *lse = malloc(nl * 4), *R = malloc(no * 4), *dqkv = malloc(nq * 4);
     fill_rand(qkv, nq, 21, 1); fill_rand(R, no, 22, 1);
     for (size_t i = 0; i < nq; i++) dqkv[i] = NAN;
-    ngpt_dropout d = {p, 7, 99};
+    ngpt_dropout d = {p, 7, 99, 1000};
     be->attention_forward(be, out, lse, qkv, B, T, C, NH, &d);
     be->attention_backward(be, dqkv, R, qkv, out, lse, B, T, C, NH, &d);
     double *qd = to_double(qkv, nq), *Rd = to_double(R, no), *outd = malloc(no * 8), *lsed = malloc(nl * 8), *g = malloc(nq * 8);
@@ -237,7 +237,7 @@ static double el_loss(void *p, const double *x) {
     double L = 0;
     for (size_t i = 0; i < c->n; i++) {
         double y = c->op == 0 ? gelu_d(x[i])
-                 : ngpt_uniform(c->drop.seed, c->drop.stream, i) >= c->drop.p ? x[i] / (1 - (double)c->drop.p) : 0;
+                 : ngpt_uniform(c->drop.seed, c->drop.stream, c->drop.offset + i) >= c->drop.p ? x[i] / (1 - (double)c->drop.p) : 0;
         L += y * c->R[i];
     }
     return L;
@@ -252,7 +252,7 @@ static void test_gelu(void) {
     double *xd = to_double(x, n), *Rd = to_double(R, n), *yd = malloc(n * 8), *g = malloc(n * 8);
     for (size_t i = 0; i < n; i++) yd[i] = gelu_d(xd[i]);
     EXPECT_CLOSE_ARR(y, yd, n, 1.0, 1e-6, "gelu fwd");
-    ElCtx c = {n, Rd, 0, {0, 0, 0}};
+    ElCtx c = {n, Rd, 0, {0, 0, 0, 0}};
     finite_diff(el_loss, &c, xd, n, g);
     EXPECT_CLOSE_ARR(dx, g, n, 1.0, 1e-5, "gelu bwd");
     free(x); free(y); free(R); free(dx); free(xd); free(Rd); free(yd); free(g);
@@ -261,7 +261,7 @@ static void test_dropout(void) {
     size_t n = 100000;
     float *x = malloc(n * 4), *y = malloc(n * 4), *y2 = malloc(n * 4);
     fill_rand(x, n, 41, 1);
-    ngpt_dropout d = {0.2f, 5, 6};
+    ngpt_dropout d = {0.2f, 5, 6, 0};
     be->dropout(be, y, x, n, &d);
     be->dropout(be, y2, x, n, &d);
     size_t zeros = 0, bad = 0;

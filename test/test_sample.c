@@ -17,7 +17,9 @@ static ngpt_trainer *make(void) {
     copy_str(c.data_dir, sizeof c.data_dir, dir);
     c.vocab_size = V; c.block_size = T; c.n_layer = 2; c.n_head = 4; c.n_embd = 32; c.bias = 1;
     c.batch_size = S; c.gradient_accumulation_steps = 1; c.threads = 2;
-    ngpt_options opt = {NULL, NULL, NULL, 1}; /* no dataset needed to sample */
+    ngpt_options opt;
+    memset(&opt, 0, sizeof opt);
+    opt.no_data = 1; /* no dataset needed to sample */
     ngpt_trainer *tr;
     char err[NGPT_ERRLEN];
     if (ngpt_trainer_create(&c, &opt, &tr, err, sizeof err)) { printf("create: %s\n", err); return NULL; }

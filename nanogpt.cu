@@ -1,0 +1,1917 @@
+/* nanogpt.cu - the CUDA backend of nanogpt: one device arena, every kernel, and the extern "C" entry points.
+ *
+ * The model graph in nanogpt.c calls the ops of `struct ngpt_backend` (nanogpt.h); this file fills that
+ * table for the GPU. It uses the CUDA runtime and nothing else: matrix products are written here with
+ * tensor-core `mma.sync` instructions, attention is a flash-attention pair of kernels, and every reduction
+ * runs in a fixed order, so the same inputs give the same bits on every run.
+ *
+ * Storage types: NGPT_DTYPE_BF16 (bf16 storage, fp32 math; sm_80 and newer), NGPT_DTYPE_F16 (fp16 storage
+ * for sm_75, where bf16 tensor cores do not exist; the graph does dynamic loss scaling) and NGPT_DTYPE_F32
+ * (fp32 everywhere with simple SIMT kernels, for debugging). Accumulation is fp32 everywhere; norm_sq adds
+ * its block partials in double.
+ *
+ * Memory: arena_alloc makes the only cudaMalloc and the only cudaMallocHost of a run; every other buffer,
+ * the reduction scratch included, is a pointer into them. No kernel allocates.
+ *
+ * Errors: every CUDA call goes through CU_CHECK and every launch is followed by CU_LAUNCHED. The first
+ * failure is kept in be->status / be->msg (the call, the CUDA error, file:line); nothing here prints or exits.
+ *
+ * Dimension letters: B batch, T time, C channels, NH heads, hs head size (C/NH), V vocabulary,
+ * Vp padded vocabulary, N rows (B*T or a chunk of it), OC output channels of a matmul.
+ *
+ * Sections: errors and types | arena and copies | elementwise | encoder | layernorm | matmul |
+ * attention | loss | optimizer | backend table and entry points.
+ */
+#include <cuda_runtime.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <float.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nanogpt.h"
+
+/* ======================================================================================================
+ * Errors and types
+ * ==================================================================================================== */
+
+typedef struct {
+    cudaStream_t stream;
+    int device, cc;            /* cc = 10 * major + minor */
+    int sm_count;
+    size_t smem_optin;         /* the most dynamic shared memory one block may ask for */
+    void *dev_arena, *host_arena;
+    void *scratch;             /* device scratch handed over by set_scratch, 256-byte aligned */
+    size_t scratch_bytes;
+} CudaImpl;
+
+static CudaImpl *impl_of(ngpt_backend *be) { return (CudaImpl *)be->impl; }
+
+/* Records the first failure (sticky). */
+static void cu_fail(ngpt_backend *be, int status, const char *fmt, ...) {
+    if (be->status != NGPT_OK) return;
+    be->status = status;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(be->msg, sizeof be->msg, fmt, ap);
+    va_end(ap);
+}
+
+static int cu_check_(ngpt_backend *be, cudaError_t e, const char *call, const char *file, int line) {
+    if (e == cudaSuccess) return 0;
+    cu_fail(be, e == cudaErrorMemoryAllocation ? NGPT_ERR_NOMEM : NGPT_ERR_DEVICE, "cuda: %s failed: %s (%s) at %s:%d", call,
+            cudaGetErrorString(e), cudaGetErrorName(e), file, line);
+    return 1;
+}
+/* CU_CHECK(be, call) is nonzero when the call failed; CU_LAUNCHED checks the launch that just happened. */
+#define CU_CHECK(be, call) cu_check_((be), (call), #call, __FILE__, __LINE__)
+#define CU_LAUNCHED(be, what) cu_check_((be), cudaGetLastError(), "launch of " what, __FILE__, __LINE__)
+
+/* Storage types: float, __nv_bfloat16 and __half; math in float. */
+static __device__ __forceinline__ float to_f(float x) { return x; }
+static __device__ __forceinline__ float to_f(__nv_bfloat16 x) { return __bfloat162float(x); }
+static __device__ __forceinline__ float to_f(__half x) { return __half2float(x); }
+template <typename T> static __device__ __forceinline__ T from_f(float x);
+template <> __device__ __forceinline__ float from_f<float>(float x) { return x; }
+template <> __device__ __forceinline__ __nv_bfloat16 from_f<__nv_bfloat16>(float x) { return __float2bfloat16_rn(x); }
+template <> __device__ __forceinline__ __half from_f<__half>(float x) { return __float2half_rn(x); }
+
+/* Runs STMT with T bound to the storage type of dtype. */
+#define DISPATCH_DTYPE(dtype, T, ...)                                         \
+    do {                                                                      \
+        switch (dtype) {                                                      \
+        case NGPT_DTYPE_BF16: { typedef __nv_bfloat16 T; __VA_ARGS__; } break; \
+        case NGPT_DTYPE_F16: { typedef __half T; __VA_ARGS__; } break;         \
+        default: { typedef float T; __VA_ARGS__; } break;                      \
+        }                                                                     \
+    } while (0)
+
+static size_t dtype_size(int dtype) { return dtype == NGPT_DTYPE_F32 ? 4 : 2; }
+
+/* Reductions with a fixed order: the xor butterfly gives every lane the same bits. */
+static __device__ __forceinline__ float warp_sum(float v) {
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+static __device__ __forceinline__ float warp_max(float v) {
+    for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+    return v;
+}
+static __device__ __forceinline__ double warp_sum_d(double v) {
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+/* Block-wide sums and max (blockDim.x a multiple of 32, at most 1024); every thread gets the result.
+ * Each call starts with a barrier, so calls can follow each other. */
+static __device__ float2 block_sum2(float a, float b) {
+    __shared__ float2 s[32];
+    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    a = warp_sum(a);
+    b = warp_sum(b);
+    __syncthreads();
+    if (lane == 0) s[warp] = make_float2(a, b);
+    __syncthreads();
+    float2 r = make_float2(0.f, 0.f);
+    for (int i = 0; i < nw; i++) { r.x += s[i].x; r.y += s[i].y; }
+    return r;
+}
+static __device__ float block_max(float v) {
+    __shared__ float s[32];
+    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    v = warp_max(v);
+    __syncthreads();
+    if (lane == 0) s[warp] = v;
+    __syncthreads();
+    float r = s[0];
+    for (int i = 1; i < nw; i++) r = fmaxf(r, s[i]);
+    return r;
+}
+static __device__ double block_sum_d(double v) {
+    __shared__ double s[32];
+    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    v = warp_sum_d(v);
+    __syncthreads();
+    if (lane == 0) s[warp] = v;
+    __syncthreads();
+    double r = 0;
+    for (int i = 0; i < nw; i++) r += s[i];
+    return r;
+}
+
+/* Grid for a grid-stride loop over n elements. */
+#define EW_THREADS 256
+static unsigned ew_blocks(size_t n) {
+    size_t b = (n + EW_THREADS - 1) / EW_THREADS;
+    return (unsigned)(b > 65536 ? 65536 : (b ? b : 1));
+}
+#define GRID_STRIDE(i, n) \
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += (size_t)gridDim.x * blockDim.x)
+
+/* Argument checks: a bad shape is NGPT_ERR_ARG, not a launch with a negative grid. */
+static int bad_dims(ngpt_backend *be, const char *op, long long a, long long b, long long c) {
+    if (a < 0 || b < 0 || c < 0) {
+        cu_fail(be, NGPT_ERR_ARG, "cuda %s: negative dimension (%lld, %lld, %lld)", op, a, b, c);
+        return 1;
+    }
+    return 0;
+}
+
+/* The device scratch, or NULL (with NGPT_ERR_ARG) when it is smaller than an op needs. All ops run in
+ * order on one stream, so each op may use the whole scratch from its start. */
+static void *scratch_get(ngpt_backend *be, size_t bytes, const char *op) {
+    CudaImpl *im = impl_of(be);
+    if (!im->scratch || im->scratch_bytes < bytes) {
+        cu_fail(be, NGPT_ERR_ARG,
+                "cuda %s needs %zu bytes of scratch but set_scratch gave %zu: the shape passed to scratch_bytes must "
+                "cover every call",
+                op, bytes, im->scratch ? im->scratch_bytes : (size_t)0);
+        return NULL;
+    }
+    return im->scratch;
+}
+
+/* ======================================================================================================
+ * Arena and copies
+ * ==================================================================================================== */
+
+static void cu_arena_free(ngpt_backend *be) {
+    CudaImpl *im = impl_of(be);
+    if (im->dev_arena || im->host_arena) CU_CHECK(be, cudaStreamSynchronize(im->stream));
+    if (im->dev_arena) CU_CHECK(be, cudaFree(im->dev_arena));
+    if (im->host_arena) CU_CHECK(be, cudaFreeHost(im->host_arena));
+    im->dev_arena = im->host_arena = NULL;
+    im->scratch = NULL;
+    im->scratch_bytes = 0;
+}
+
+static int cu_arena_alloc(ngpt_backend *be, size_t device_bytes, void **device, size_t host_bytes, void **host) {
+    CudaImpl *im = impl_of(be);
+    *device = *host = NULL;
+    if (im->dev_arena || im->host_arena) {
+        cu_fail(be, NGPT_ERR_STATE, "cuda arena_alloc: the arena is already allocated");
+        return NGPT_ERR_STATE;
+    }
+    size_t free_b = 0, total_b = 0;
+    cudaMemGetInfo(&free_b, &total_b);
+    cudaError_t e = cudaMalloc(&im->dev_arena, device_bytes ? device_bytes : 256);
+    if (e != cudaSuccess) {
+        im->dev_arena = NULL;
+        cudaGetLastError();
+        cu_fail(be, e == cudaErrorMemoryAllocation ? NGPT_ERR_NOMEM : NGPT_ERR_DEVICE,
+                "cuda: cudaMalloc of the %.3f GiB device arena failed: %s (%.3f GiB free of %.3f GiB)",
+                device_bytes / 1073741824.0, cudaGetErrorString(e), free_b / 1073741824.0, total_b / 1073741824.0);
+        return be->status;
+    }
+    e = cudaMallocHost(&im->host_arena, host_bytes ? host_bytes : 256);
+    if (e != cudaSuccess) {
+        im->host_arena = NULL;
+        cudaGetLastError();
+        cu_arena_free(be);
+        cu_fail(be, e == cudaErrorMemoryAllocation ? NGPT_ERR_NOMEM : NGPT_ERR_DEVICE,
+                "cuda: cudaMallocHost of the %.3f GiB pinned host arena failed: %s", host_bytes / 1073741824.0,
+                cudaGetErrorString(e));
+        return be->status;
+    }
+    *device = im->dev_arena;
+    *host = im->host_arena;
+    return NGPT_OK;
+}
+
+/* Scratch needs per op (the largest is asked for; one op at a time uses it):
+ *   layernorm_backward  LN_GROUPS row groups x 2C floats of dw/db partial sums
+ *   matmul_backward     up to RED_GROUPS row groups x OC floats of dbias partial sums (OC <= 4C planned;
+ *                       a larger OC uses fewer groups)
+ *   norm_sq             NORM_BLOCKS + 1 doubles
+ *   attention_backward  D = rowsum(dO * O): B*NH*T floats
+ * nanogpt.c's planner reserves cuda_scratch_bytes(s), which must stay >= this. */
+#define LN_GROUPS 256
+#define RED_GROUPS 64
+#define NORM_BLOCKS 1024
+static size_t cu_scratch_bytes(ngpt_backend *be, const ngpt_shape *s) {
+    (void)be;
+    size_t C = s->C > 0 ? (size_t)s->C : 0;
+    size_t ln = (size_t)LN_GROUPS * 2 * C * sizeof(float);
+    size_t db = (size_t)RED_GROUPS * 4 * C * sizeof(float);
+    size_t nrm = (size_t)(NORM_BLOCKS + 1) * sizeof(double);
+    size_t att = (size_t)(s->B > 0 ? s->B : 0) * (size_t)(s->NH > 0 ? s->NH : 0) * (size_t)(s->T > 0 ? s->T : 0) * sizeof(float);
+    size_t m = ln;
+    if (db > m) m = db;
+    if (nrm > m) m = nrm;
+    if (att > m) m = att;
+    return (m + 255) / 256 * 256;
+}
+
+static void cu_set_scratch(ngpt_backend *be, void *scratch, size_t bytes) {
+    CudaImpl *im = impl_of(be);
+    uintptr_t p = (uintptr_t)scratch, a = (p + 255) / 256 * 256;
+    if (!scratch || bytes < a - p) { im->scratch = NULL; im->scratch_bytes = 0; return; }
+    im->scratch = (void *)a;
+    im->scratch_bytes = bytes - (size_t)(a - p);
+}
+
+static void cu_upload(ngpt_backend *be, void *dst, const void *host_src, size_t bytes) {
+    if (!bytes) return;
+    CU_CHECK(be, cudaMemcpyAsync(dst, host_src, bytes, cudaMemcpyHostToDevice, impl_of(be)->stream));
+}
+static void cu_download(ngpt_backend *be, void *host_dst, const void *src, size_t bytes) {
+    if (bytes) CU_CHECK(be, cudaMemcpyAsync(host_dst, src, bytes, cudaMemcpyDeviceToHost, impl_of(be)->stream));
+    CU_CHECK(be, cudaStreamSynchronize(impl_of(be)->stream));
+}
+static void cu_sync(ngpt_backend *be) { CU_CHECK(be, cudaStreamSynchronize(impl_of(be)->stream)); }
+static void cu_zero(ngpt_backend *be, void *dst, size_t bytes) {
+    if (bytes) CU_CHECK(be, cudaMemsetAsync(dst, 0, bytes, impl_of(be)->stream));
+}
+
+/* ======================================================================================================
+ * Elementwise: fill_normal, cast, gelu, residual, dropout
+ * ==================================================================================================== */
+
+/* Box-Muller on the shared hash, the formula of nanogpt.c's normal_at. */
+__global__ void fill_normal_kernel(float *dst, size_t n, float mean, float std, uint64_t seed, uint64_t stream) {
+    GRID_STRIDE(i, n) {
+        float u1 = (float)((ngpt_hash(seed, stream, 2 * (uint64_t)i) >> 8) + 1) * (1.0f / 16777216.0f);
+        float u2 = (float)(ngpt_hash(seed, stream, 2 * (uint64_t)i + 1) >> 8) * (1.0f / 16777216.0f);
+        float z = sqrtf(-2.0f * logf(u1)) * cosf(6.2831853f * u2);
+        dst[i] = mean + std * z;
+    }
+}
+static void cu_fill_normal(ngpt_backend *be, float *dst, size_t n, float mean, float std, uint64_t seed, uint64_t stream) {
+    if (!n) return;
+    fill_normal_kernel<<<ew_blocks(n), EW_THREADS, 0, impl_of(be)->stream>>>(dst, n, mean, std, seed, stream);
+    CU_LAUNCHED(be, "fill_normal_kernel");
+}
+
+template <typename T> __global__ void cast_kernel(T *dst, const float *src, size_t n) {
+    GRID_STRIDE(i, n) dst[i] = from_f<T>(src[i]);
+}
+static void cu_cast_from_f32(ngpt_backend *be, void *dst, const float *src, size_t n) {
+    if (!n || (be->dtype == NGPT_DTYPE_F32 && dst == (const void *)src)) return;
+    DISPATCH_DTYPE(be->dtype, T, cast_kernel<T><<<ew_blocks(n), EW_THREADS, 0, impl_of(be)->stream>>>((T *)dst, src, n));
+    CU_LAUNCHED(be, "cast_kernel");
+}
+
+#define GELU_SCALE 0.70710678118654752f   /* 1/sqrt(2) */
+#define INV_SQRT_2PI 0.39894228040143268f /* 1/sqrt(2 pi) */
+template <typename T> __global__ void gelu_forward_kernel(T *out, const T *inp, size_t n) {
+    GRID_STRIDE(i, n) {
+        float x = to_f(inp[i]);
+        out[i] = from_f<T>(0.5f * x * (1.0f + erff(x * GELU_SCALE)));
+    }
+}
+/* dinp may alias dout: each element is read, then written, by the same thread */
+template <typename T> __global__ void gelu_backward_kernel(T *dinp, const T *inp, const T *dout, size_t n) {
+    GRID_STRIDE(i, n) {
+        float x = to_f(inp[i]);
+        float cdf = 0.5f * (1.0f + erff(x * GELU_SCALE)), pdf = INV_SQRT_2PI * expf(-0.5f * x * x);
+        dinp[i] = from_f<T>(to_f(dout[i]) * (cdf + x * pdf));
+    }
+}
+static void cu_gelu_forward(ngpt_backend *be, void *out, const void *inp, size_t n) {
+    if (!n) return;
+    DISPATCH_DTYPE(be->dtype, T, gelu_forward_kernel<T><<<ew_blocks(n), EW_THREADS, 0, impl_of(be)->stream>>>((T *)out, (const T *)inp, n));
+    CU_LAUNCHED(be, "gelu_forward_kernel");
+}
+static void cu_gelu_backward(ngpt_backend *be, void *dinp, const void *inp, const void *dout, size_t n) {
+    if (!n) return;
+    DISPATCH_DTYPE(be->dtype, T,
+                   gelu_backward_kernel<T><<<ew_blocks(n), EW_THREADS, 0, impl_of(be)->stream>>>((T *)dinp, (const T *)inp, (const T *)dout, n));
+    CU_LAUNCHED(be, "gelu_backward_kernel");
+}
+
+template <typename T> __global__ void residual_kernel(T *out, const T *a, const T *b, size_t n) {
+    GRID_STRIDE(i, n) out[i] = from_f<T>(to_f(a[i]) + to_f(b[i]));
+}
+static void cu_residual_forward(ngpt_backend *be, void *out, const void *a, const void *b, size_t n) {
+    if (!n) return;
+    DISPATCH_DTYPE(be->dtype, T,
+                   residual_kernel<T><<<ew_blocks(n), EW_THREADS, 0, impl_of(be)->stream>>>((T *)out, (const T *)a, (const T *)b, n));
+    CU_LAUNCHED(be, "residual_kernel");
+}
+
+/* A dropout site on the device: element i is kept when ngpt_uniform(seed, stream, offset + i) >= p. */
+typedef struct {
+    float p, inv_keep; /* p = 0: no dropout; inv_keep = 1/(1-p) */
+    uint64_t seed, stream, offset;
+} DropArgs;
+static float keep_scale(float p) { return p < 1.0f ? 1.0f / (1.0f - p) : 0.0f; }
+static DropArgs drop_args(const ngpt_dropout *d) {
+    DropArgs a = {0.0f, 1.0f, 0, 0, 0};
+    if (d && d->p > 0) { a.p = d->p; a.inv_keep = keep_scale(d->p); a.seed = d->seed; a.stream = d->stream; a.offset = d->offset; }
+    return a;
+}
+/* 0 or 1/(1-p) for element i of a dropout site */
+static __device__ __forceinline__ float drop_factor(const DropArgs &d, uint64_t i) {
+    return ngpt_uniform(d.seed, d.stream, d.offset + i) >= d.p ? d.inv_keep : 0.0f;
+}
+
+template <typename T> __global__ void dropout_kernel(T *out, const T *inp, size_t n, DropArgs dr) {
+    GRID_STRIDE(i, n) out[i] = from_f<T>(to_f(inp[i]) * drop_factor(dr, i));
+}
+template <typename T> __global__ void copy_kernel(T *out, const T *inp, size_t n) {
+    GRID_STRIDE(i, n) out[i] = inp[i];
+}
+static void cu_dropout(ngpt_backend *be, void *out, const void *inp, size_t n, const ngpt_dropout *drop) {
+    if (!n) return;
+    cudaStream_t st = impl_of(be)->stream;
+    if (!drop || drop->p <= 0) {
+        if (out != inp) CU_CHECK(be, cudaMemcpyAsync(out, inp, n * dtype_size(be->dtype), cudaMemcpyDeviceToDevice, st));
+        return;
+    }
+    DropArgs dr = drop_args(drop);
+    DISPATCH_DTYPE(be->dtype, T, dropout_kernel<T><<<ew_blocks(n), EW_THREADS, 0, st>>>((T *)out, (const T *)inp, n, dr));
+    CU_LAUNCHED(be, "dropout_kernel");
+}
+
+/* ======================================================================================================
+ * Encoder: token + position embeddings, and their deterministic backward
+ * ==================================================================================================== */
+
+template <typename T> __global__ void encoder_forward_kernel(T *out, const int32_t *tokens, const T *wte, const T *wpe, int B, int T_, int C) {
+    size_t n = (size_t)B * T_ * C;
+    GRID_STRIDE(i, n) {
+        size_t row = i / (size_t)C;
+        int c = (int)(i % (size_t)C), t = (int)(row % (size_t)T_);
+        out[i] = from_f<T>(to_f(wte[(size_t)tokens[row] * C + c]) + to_f(wpe[(size_t)t * C + c]));
+    }
+}
+
+/* dwte: one block row per bucket (a distinct token id, so no two blocks touch one row); each thread owns
+ * columns and adds the bucket's dout rows in ascending position order, starting from the old value as the
+ * CPU backend does. */
+template <typename T>
+__global__ void encoder_backward_wte_kernel(T *dwte, const T *dout, const int32_t *tokens, const int32_t *bucket_start,
+                                            const int32_t *bucket_pos, int C) {
+    int k = blockIdx.x;
+    int c = blockIdx.y * blockDim.x + threadIdx.x;
+    if (c >= C) return;
+    int first = bucket_start[k], last = bucket_start[k + 1];
+    if (first >= last) return;
+    T *dst = dwte + (size_t)tokens[bucket_pos[first]] * C + c;
+    float acc = to_f(*dst);
+    for (int j = first; j < last; j++) acc += to_f(dout[(size_t)bucket_pos[j] * C + c]);
+    *dst = from_f<T>(acc);
+}
+/* dwpe: one thread per (t, c), adding over b in order */
+template <typename T> __global__ void encoder_backward_wpe_kernel(T *dwpe, const T *dout, int B, int T_, int C) {
+    size_t n = (size_t)T_ * C;
+    GRID_STRIDE(i, n) {
+        float acc = to_f(dwpe[i]);
+        for (int b = 0; b < B; b++) acc += to_f(dout[(size_t)b * n + i]);
+        dwpe[i] = from_f<T>(acc);
+    }
+}
+
+static void cu_encoder_forward(ngpt_backend *be, void *out, const int32_t *tokens, const void *wte, const void *wpe, int B, int T, int C) {
+    if (bad_dims(be, "encoder_forward", B, T, C)) return;
+    size_t n = (size_t)B * T * C;
+    if (!n) return;
+    DISPATCH_DTYPE(be->dtype, Ty,
+                   encoder_forward_kernel<Ty><<<ew_blocks(n), EW_THREADS, 0, impl_of(be)->stream>>>(
+                       (Ty *)out, tokens, (const Ty *)wte, (const Ty *)wpe, B, T, C));
+    CU_LAUNCHED(be, "encoder_forward_kernel");
+}
+static void cu_encoder_backward(ngpt_backend *be, void *dwte, void *dwpe, const void *dout, const int32_t *tokens, const int32_t *bucket_start,
+                                const int32_t *bucket_pos, int nbuckets, int B, int T, int C) {
+    if (bad_dims(be, "encoder_backward", B, T, C) || bad_dims(be, "encoder_backward", nbuckets, 0, 0)) return;
+    if (!B || !T || !C) return;
+    cudaStream_t st = impl_of(be)->stream;
+    if (nbuckets > 0) {
+        dim3 grid((unsigned)nbuckets, (unsigned)((C + 127) / 128));
+        DISPATCH_DTYPE(be->dtype, Ty,
+                       encoder_backward_wte_kernel<Ty><<<grid, 128, 0, st>>>((Ty *)dwte, (const Ty *)dout, tokens, bucket_start, bucket_pos, C));
+        CU_LAUNCHED(be, "encoder_backward_wte_kernel");
+    }
+    size_t n = (size_t)T * C;
+    DISPATCH_DTYPE(be->dtype, Ty,
+                   encoder_backward_wpe_kernel<Ty><<<ew_blocks(n), EW_THREADS, 0, st>>>((Ty *)dwpe, (const Ty *)dout, B, T, C));
+    CU_LAUNCHED(be, "encoder_backward_wpe_kernel");
+}
+
+/* ======================================================================================================
+ * LayerNorm (eps 1e-5): forward one warp per row; backward one block per row group with per-group dw/db
+ * partial sums in scratch, added in group order by a second kernel.
+ * ==================================================================================================== */
+
+#define LN_EPS 1e-5f
+#define LN_FWD_ROWS 8 /* warps (rows) per block */
+template <typename T>
+__global__ void layernorm_forward_kernel(T *out, float *mean, float *rstd, const T *inp, const T *w, const T *b, int N, int C) {
+    int row = blockIdx.x * LN_FWD_ROWS + (threadIdx.x >> 5), lane = threadIdx.x & 31;
+    if (row >= N) return;
+    const T *x = inp + (size_t)row * C;
+    float s = 0;
+    for (int c = lane; c < C; c += 32) s += to_f(x[c]);
+    float m = warp_sum(s) / (float)C;
+    float v = 0;
+    for (int c = lane; c < C; c += 32) { float d = to_f(x[c]) - m; v += d * d; }
+    v = warp_sum(v) / (float)C;
+    float rs = 1.0f / sqrtf(v + LN_EPS);
+    T *o = out + (size_t)row * C;
+    for (int c = lane; c < C; c += 32) o[c] = from_f<T>((to_f(x[c]) - m) * rs * to_f(w[c]) + (b ? to_f(b[c]) : 0.0f));
+    if (lane == 0) {
+        if (mean) mean[row] = m;
+        if (rstd) rstd[row] = rs;
+    }
+}
+
+#define LN_BWD_THREADS 256
+/* Block g handles rows g, g+G, ... one row at a time; thread j owns columns j, j+256, ... of the block's
+ * dw/db sums in shared memory, so they are added in row order without atomics. */
+template <typename T>
+__global__ void __launch_bounds__(LN_BWD_THREADS) layernorm_backward_kernel(T *dinp, float *partial, const T *dout, const T *inp, const T *w,
+                                                                            const float *mean, const float *rstd, int N, int C, int G) {
+    extern __shared__ float ln_smem[]; /* dw sums [C], db sums [C] */
+    float *sdw = ln_smem, *sdb = ln_smem + C;
+    for (int c = threadIdx.x; c < C; c += blockDim.x) sdw[c] = sdb[c] = 0.0f;
+    for (int row = blockIdx.x; row < N; row += G) {
+        const T *x = inp + (size_t)row * C, *dy = dout + (size_t)row * C;
+        float m = mean[row], rs = rstd[row];
+        float a = 0, bsum = 0;
+        for (int c = threadIdx.x; c < C; c += blockDim.x) {
+            float xn = (to_f(x[c]) - m) * rs, dn = to_f(dy[c]) * to_f(w[c]);
+            a += dn;
+            bsum += dn * xn;
+        }
+        float2 r = block_sum2(a, bsum);
+        float dnorm_mean = r.x / (float)C, dnorm_norm_mean = r.y / (float)C;
+        T *dx = dinp + (size_t)row * C;
+        for (int c = threadIdx.x; c < C; c += blockDim.x) {
+            float g = to_f(dy[c]);
+            float xn = (to_f(x[c]) - m) * rs, dn = g * to_f(w[c]);
+            dx[c] = from_f<T>(to_f(dx[c]) + (dn - dnorm_mean - xn * dnorm_norm_mean) * rs);
+            sdw[c] += g * xn;
+            sdb[c] += g;
+        }
+    }
+    float *pw = partial + (size_t)blockIdx.x * 2 * C, *pb = pw + C;
+    for (int c = threadIdx.x; c < C; c += blockDim.x) { pw[c] = sdw[c]; pb[c] = sdb[c]; }
+}
+/* dw[c] += sum over groups in order; the same for db */
+template <typename T> __global__ void layernorm_reduce_kernel(T *dw, T *db, const float *partial, int C, int G) {
+    int c = blockIdx.x * blockDim.x + threadIdx.x;
+    if (c >= C) return;
+    float sw = 0, sb = 0;
+    for (int g = 0; g < G; g++) {
+        sw += partial[(size_t)g * 2 * C + c];
+        sb += partial[(size_t)g * 2 * C + C + c];
+    }
+    if (dw) dw[c] = from_f<T>(to_f(dw[c]) + sw);
+    if (db) db[c] = from_f<T>(to_f(db[c]) + sb);
+}
+
+static void cu_layernorm_forward(ngpt_backend *be, void *out, float *mean, float *rstd, const void *inp, const void *w, const void *b, int N, int C) {
+    if (bad_dims(be, "layernorm_forward", N, C, 0) || !N || !C) return;
+    unsigned blocks = (unsigned)((N + LN_FWD_ROWS - 1) / LN_FWD_ROWS);
+    DISPATCH_DTYPE(be->dtype, T,
+                   layernorm_forward_kernel<T><<<blocks, 32 * LN_FWD_ROWS, 0, impl_of(be)->stream>>>(
+                       (T *)out, mean, rstd, (const T *)inp, (const T *)w, (const T *)b, N, C));
+    CU_LAUNCHED(be, "layernorm_forward_kernel");
+}
+
+template <typename T>
+static void layernorm_backward_t(ngpt_backend *be, T *dinp, T *dw, T *db, const T *dout, const T *inp, const T *w, const float *mean,
+                                 const float *rstd, int N, int C) {
+    CudaImpl *im = impl_of(be);
+    int G = N < LN_GROUPS ? N : LN_GROUPS;
+    float *partial = (float *)scratch_get(be, (size_t)G * 2 * C * sizeof(float), "layernorm_backward");
+    if (!partial) return;
+    size_t smem = (size_t)2 * C * sizeof(float);
+    if (smem > im->smem_optin) {
+        cu_fail(be, NGPT_ERR_ARG, "cuda layernorm_backward: C = %d needs %zu bytes of shared memory; this GPU gives %zu", C, smem, im->smem_optin);
+        return;
+    }
+    if (smem > 48 * 1024 &&
+        CU_CHECK(be, cudaFuncSetAttribute(layernorm_backward_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem)))
+        return;
+    layernorm_backward_kernel<T><<<G, LN_BWD_THREADS, smem, im->stream>>>(dinp, partial, dout, inp, w, mean, rstd, N, C, G);
+    if (CU_LAUNCHED(be, "layernorm_backward_kernel")) return;
+    layernorm_reduce_kernel<T><<<(C + 255) / 256, 256, 0, im->stream>>>(dw, db, partial, C, G);
+    CU_LAUNCHED(be, "layernorm_reduce_kernel");
+}
+static void cu_layernorm_backward(ngpt_backend *be, void *dinp, void *dw, void *db, const void *dout, const void *inp, const void *w,
+                                  const float *mean, const float *rstd, int N, int C) {
+    if (bad_dims(be, "layernorm_backward", N, C, 0) || !N || !C) return;
+    DISPATCH_DTYPE(be->dtype, T,
+                   layernorm_backward_t<T>(be, (T *)dinp, (T *)dw, (T *)db, (const T *)dout, (const T *)inp, (const T *)w, mean, rstd, N, C));
+}
+
+/* ======================================================================================================
+ * Matmul. One generic product C (M,N) = A (M,K) B (K,N) [+ bias] [+= old C] with the operands read either
+ * way round, used three ways:
+ *   forward   out  (N,OC) = inp (N,C) . w^T     A k-contiguous, B = w (OC,C): k-contiguous, + bias
+ *   dinp      dinp (N,C)  = dout (N,OC) . w     A k-contiguous, B = w (OC,C): n-contiguous
+ *   dw        dw   (OC,C) += dout^T . inp       A = dout (N,OC): m-contiguous, B = inp (N,C): n-contiguous
+ * 16-bit types run on tensor cores: 128x128x32 block tiles, 8 warps of 64x32, a 3-stage cp.async pipeline
+ * (plain loads on sm_75), ldmatrix (.trans for the m/n-contiguous operands) and mma.sync m16n8k16 (two
+ * m16n8k8 on sm_75). Edges are predicated: any M, N, K work, and rows whose length is not a multiple of 8
+ * elements take a scalar load path. F32 runs a SIMT kernel. dbias is a two-pass column sum.
+ * ==================================================================================================== */
+
+/* --- tensor-core building blocks (sm_75+; cp.async on sm_80+) --- */
+static __device__ __forceinline__ void cp_async16(void *smem, const void *gmem) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    unsigned s = (unsigned)__cvta_generic_to_shared(smem);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem) : "memory");
+#else
+    *(uint4 *)smem = *(const uint4 *)gmem;
+#endif
+}
+static __device__ __forceinline__ void cp_async_commit() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.commit_group;\n" ::: "memory");
+#endif
+}
+template <int N> static __device__ __forceinline__ void cp_async_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+#endif
+}
+
+static __device__ __forceinline__ void ldsm_x4(uint32_t (&r)[4], const void *p) {
+    unsigned a = (unsigned)__cvta_generic_to_shared(p);
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(a));
+}
+static __device__ __forceinline__ void ldsm_x4_t(uint32_t (&r)[4], const void *p) {
+    unsigned a = (unsigned)__cvta_generic_to_shared(p);
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(a));
+}
+
+/* Fragment loads for mma m16n8k16 from shared-memory tiles with a row stride of ld elements.
+ * Lane l addresses row (l % 8) of the 8x8 matrix l / 8; the four matrices land in r[0..3]. */
+/* A (16 rows x 16 k) from a [m][k] tile: a0..a3 = (rows 0-7, k 0-7), (rows 8-15, k 0-7), (rows 0-7, k 8-15), (rows 8-15, k 8-15) */
+template <typename T> static __device__ __forceinline__ void frag_a_mk(uint32_t (&a)[4], const T *s, int ld, int m0, int k0, int lane) {
+    ldsm_x4(a, s + (size_t)(m0 + (lane & 15)) * ld + k0 + (lane >> 4) * 8);
+}
+/* A (16 rows x 16 k) from a [k][m] tile (transposed load) */
+template <typename T> static __device__ __forceinline__ void frag_a_km(uint32_t (&a)[4], const T *s, int ld, int m0, int k0, int lane) {
+    ldsm_x4_t(a, s + (size_t)(k0 + (lane & 7) + (lane >> 4) * 8) * ld + m0 + ((lane >> 3) & 1) * 8);
+}
+/* B of two n8 tiles (n0..n0+15) x 16 k from a [n][k] tile: b[0], b[1] for n0..n0+7, b[2], b[3] for n0+8.. */
+template <typename T> static __device__ __forceinline__ void frag_b_nk(uint32_t (&b)[4], const T *s, int ld, int n0, int k0, int lane) {
+    ldsm_x4(b, s + (size_t)(n0 + (lane & 7) + (lane >> 4) * 8) * ld + k0 + ((lane >> 3) & 1) * 8);
+}
+/* B of two n8 tiles from a [k][n] tile (transposed load) */
+template <typename T> static __device__ __forceinline__ void frag_b_kn(uint32_t (&b)[4], const T *s, int ld, int n0, int k0, int lane) {
+    ldsm_x4_t(b, s + (size_t)(k0 + (lane & 7) + ((lane >> 3) & 1) * 8) * ld + n0 + (lane >> 4) * 8);
+}
+
+/* d (16x8, f32) += a (16x16) b (16x8). Accumulator layout: d[0], d[1] at (row lane/4, cols 2*(lane%4) + 0, 1),
+ * d[2], d[3] at row lane/4 + 8. */
+template <typename T> static __device__ __forceinline__ void mma16816(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1);
+template <>
+__device__ __forceinline__ void mma16816<__nv_bfloat16>(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+#elif defined(__CUDA_ARCH__)
+    (void)d; (void)a; (void)b0; (void)b1;
+    __trap(); /* bf16 tensor cores need sm_80; the backend refuses bf16 on older GPUs */
+#endif
+}
+template <> __device__ __forceinline__ void mma16816<__half>(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+#elif defined(__CUDA_ARCH__)
+    /* sm_75: k16 = two k8 steps; a0,a1 with b0 cover k 0-7, a2,a3 with b1 cover k 8-15 */
+    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5}, {%6}, {%0,%1,%2,%3};\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(b0));
+    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5}, {%6}, {%0,%1,%2,%3};\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[2]), "r"(a[3]), "r"(b1));
+#endif
+}
+
+/* two floats into one register of 16-bit halves (lo in the low half: the lower k index) */
+template <typename T> static __device__ __forceinline__ uint32_t pack2(float lo, float hi);
+template <> __device__ __forceinline__ uint32_t pack2<__nv_bfloat16>(float lo, float hi) {
+    __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+    uint32_t r;
+    memcpy(&r, &v, 4);
+    return r;
+}
+template <> __device__ __forceinline__ uint32_t pack2<__half>(float lo, float hi) {
+    __half2 v = __floats2half2_rn(lo, hi);
+    uint32_t r;
+    memcpy(&r, &v, 4);
+    return r;
+}
+
+/* dst[j] = src[outer * ld + inner + j] for j < 8, zero where outer >= outer_lim or inner + j >= inner_lim.
+ * vec: 16-byte copies are allowed (ld a multiple of 8 elements and src 16-byte aligned). */
+template <typename T>
+static __device__ __forceinline__ void copy_chunk8(T *dst, const T *src, size_t ld, int outer, int outer_lim, int inner, int inner_lim, int vec) {
+    if (outer < outer_lim && inner < inner_lim) {
+        const T *g = src + (size_t)outer * ld + inner;
+        if (vec && inner + 8 <= inner_lim) {
+            cp_async16(dst, g);
+            return;
+        }
+        for (int j = 0; j < 8; j++) dst[j] = inner + j < inner_lim ? g[j] : from_f<T>(0.0f);
+    } else {
+        *(uint4 *)dst = make_uint4(0u, 0u, 0u, 0u);
+    }
+}
+static int vec_ok(const void *p, size_t ld) { return ((uintptr_t)p % 16 == 0) && (ld % 8 == 0); }
+
+#define MM_BM 128
+#define MM_BN 128
+#define MM_BK 32
+#define MM_PAD 8 /* elements of padding per shared-memory row: 16 bytes, so ldmatrix rows hit distinct banks */
+#define MM_STAGES 3
+#define MM_THREADS 256
+
+template <bool KCONTIG, int ROWS> struct MmTile {
+    /* KCONTIG: [ROWS][BK + PAD] ; else [BK][ROWS + PAD] */
+    static constexpr int LD = KCONTIG ? MM_BK + MM_PAD : ROWS + MM_PAD;
+    static constexpr int ELEMS = KCONTIG ? ROWS * (MM_BK + MM_PAD) : MM_BK * (ROWS + MM_PAD);
+};
+template <bool A_K, bool B_K> static size_t mm_smem_bytes() {
+    return (size_t)MM_STAGES * (MmTile<A_K, MM_BM>::ELEMS + MmTile<B_K, MM_BN>::ELEMS) * 2;
+}
+
+/* One ROWS x BK tile of an operand into shared memory: row r (m or n) in [r0, r0 + ROWS), k in [k0, k0 + BK).
+ * KCONTIG: element (r, k) at g[r * ld + k]; else at g[k * ld + r]. */
+template <typename T, bool KCONTIG, int ROWS>
+static __device__ __forceinline__ void mm_load_tile(T *s, const T *g, size_t ld, int r0, int R, int k0, int K, int vec) {
+    constexpr int LD = MmTile<KCONTIG, ROWS>::LD;
+    constexpr int CHUNKS = ROWS * MM_BK / 8;
+    for (int q = threadIdx.x; q < CHUNKS; q += MM_THREADS) {
+        if (KCONTIG) {
+            int r = q / (MM_BK / 8), kc = (q % (MM_BK / 8)) * 8;
+            copy_chunk8(s + r * LD + kc, g, ld, r0 + r, R, k0 + kc, K, vec);
+        } else {
+            int k = q / (ROWS / 8), rc = (q % (ROWS / 8)) * 8;
+            copy_chunk8(s + k * LD + rc, g, ld, k0 + k, K, r0 + rc, R, vec);
+        }
+    }
+}
+
+template <typename T, bool A_K, bool B_K>
+__global__ void __launch_bounds__(MM_THREADS)
+    matmul_tc_kernel(T *out, const T *A, const T *B, const T *bias, int M, int N, int K, size_t lda, size_t ldb, size_t ldc, int accumulate,
+                     int vecA, int vecB) {
+    extern __shared__ __align__(16) unsigned char mm_smem[];
+    typedef MmTile<A_K, MM_BM> TA;
+    typedef MmTile<B_K, MM_BN> TB;
+    T *sA = (T *)mm_smem, *sB = sA + MM_STAGES * TA::ELEMS;
+    const int m0 = blockIdx.x * MM_BM, n0 = blockIdx.y * MM_BN;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int wm = (warp >> 2) * 64, wn = (warp & 3) * 32; /* this warp's 64 x 32 sub-tile */
+    float acc[4][4][4];
+#pragma unroll
+    for (int i = 0; i < 4; i++)
+#pragma unroll
+        for (int j = 0; j < 4; j++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) acc[i][j][e] = 0.0f;
+
+    const int KT = (K + MM_BK - 1) / MM_BK;
+#pragma unroll
+    for (int s = 0; s < MM_STAGES - 1; s++) {
+        if (s < KT) {
+            mm_load_tile<T, A_K, MM_BM>(sA + s * TA::ELEMS, A, lda, m0, M, s * MM_BK, K, vecA);
+            mm_load_tile<T, B_K, MM_BN>(sB + s * TB::ELEMS, B, ldb, n0, N, s * MM_BK, K, vecB);
+        }
+        cp_async_commit();
+    }
+    for (int kt = 0; kt < KT; kt++) {
+        cp_async_wait<MM_STAGES - 2>(); /* this thread's copies of tile kt have landed */
+        __syncthreads();                /* ... everyone's have, and everyone is done with tile kt - 1 */
+        int nk = kt + MM_STAGES - 1;    /* refill the stage tile kt - 1 used */
+        if (nk < KT) {
+            int st = nk % MM_STAGES;
+            mm_load_tile<T, A_K, MM_BM>(sA + st * TA::ELEMS, A, lda, m0, M, nk * MM_BK, K, vecA);
+            mm_load_tile<T, B_K, MM_BN>(sB + st * TB::ELEMS, B, ldb, n0, N, nk * MM_BK, K, vecB);
+        }
+        cp_async_commit();
+        const T *a = sA + (kt % MM_STAGES) * TA::ELEMS, *b = sB + (kt % MM_STAGES) * TB::ELEMS;
+#pragma unroll
+        for (int kk = 0; kk < MM_BK; kk += 16) {
+            uint32_t af[4][4], bf[4][2];
+#pragma unroll
+            for (int i = 0; i < 4; i++) {
+                if (A_K) frag_a_mk(af[i], a, TA::LD, wm + i * 16, kk, lane);
+                else frag_a_km(af[i], a, TA::LD, wm + i * 16, kk, lane);
+            }
+#pragma unroll
+            for (int p = 0; p < 2; p++) {
+                uint32_t r[4];
+                if (B_K) frag_b_nk(r, b, TB::LD, wn + p * 16, kk, lane);
+                else frag_b_kn(r, b, TB::LD, wn + p * 16, kk, lane);
+                bf[2 * p][0] = r[0]; bf[2 * p][1] = r[1];
+                bf[2 * p + 1][0] = r[2]; bf[2 * p + 1][1] = r[3];
+            }
+#pragma unroll
+            for (int i = 0; i < 4; i++)
+#pragma unroll
+                for (int j = 0; j < 4; j++) mma16816<T>(acc[i][j], af[i], bf[j][0], bf[j][1]);
+        }
+    }
+    cp_async_wait<0>();
+
+    const int g = lane >> 2, tq = lane & 3;
+#pragma unroll
+    for (int i = 0; i < 4; i++)
+#pragma unroll
+        for (int j = 0; j < 4; j++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                int row = m0 + wm + i * 16 + g + (e >> 1) * 8, col = n0 + wn + j * 8 + tq * 2 + (e & 1);
+                if (row < M && col < N) {
+                    float v = acc[i][j][e];
+                    if (bias) v += to_f(bias[col]);
+                    T *o = out + (size_t)row * ldc + col;
+                    if (accumulate) v += to_f(*o);
+                    *o = from_f<T>(v);
+                }
+            }
+}
+
+/* F32: 64x64 tiles, 256 threads of 4x4 outputs, k steps of 16 */
+#define SM_TILE 64
+#define SM_BK 16
+template <bool A_K, bool B_K>
+__global__ void __launch_bounds__(256) matmul_simt_kernel(float *out, const float *A, const float *B, const float *bias, int M, int N, int K,
+                                                          size_t lda, size_t ldb, size_t ldc, int accumulate) {
+    __shared__ float sA[SM_BK][SM_TILE + 1], sB[SM_BK][SM_TILE + 1];
+    const int m0 = blockIdx.x * SM_TILE, n0 = blockIdx.y * SM_TILE;
+    const int tx = threadIdx.x & 15, ty = threadIdx.x >> 4;
+    float acc[4][4] = {{0.0f}};
+    for (int k0 = 0; k0 < K; k0 += SM_BK) {
+        for (int e = threadIdx.x; e < SM_TILE * SM_BK; e += 256) {
+            int m, k;
+            if (A_K) { m = e / SM_BK; k = e % SM_BK; }
+            else { k = e / SM_TILE; m = e % SM_TILE; }
+            int gm = m0 + m, gk = k0 + k;
+            sA[k][m] = (gm < M && gk < K) ? (A_K ? A[(size_t)gm * lda + gk] : A[(size_t)gk * lda + gm]) : 0.0f;
+            int n;
+            if (B_K) { n = e / SM_BK; k = e % SM_BK; }
+            else { k = e / SM_TILE; n = e % SM_TILE; }
+            int gn = n0 + n;
+            gk = k0 + k;
+            sB[k][n] = (gn < N && gk < K) ? (B_K ? B[(size_t)gn * ldb + gk] : B[(size_t)gk * ldb + gn]) : 0.0f;
+        }
+        __syncthreads();
+#pragma unroll
+        for (int k = 0; k < SM_BK; k++) {
+            float a[4], b[4];
+#pragma unroll
+            for (int i = 0; i < 4; i++) { a[i] = sA[k][ty + 16 * i]; b[i] = sB[k][tx + 16 * i]; }
+#pragma unroll
+            for (int i = 0; i < 4; i++)
+#pragma unroll
+                for (int j = 0; j < 4; j++) acc[i][j] += a[i] * b[j];
+        }
+        __syncthreads();
+    }
+#pragma unroll
+    for (int i = 0; i < 4; i++)
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            int row = m0 + ty + 16 * i, col = n0 + tx + 16 * j;
+            if (row < M && col < N) {
+                float v = acc[i][j];
+                if (bias) v += bias[col];
+                float *o = out + (size_t)row * ldc + col;
+                if (accumulate) v += *o;
+                *o = v;
+            }
+        }
+}
+
+template <typename T, bool A_K, bool B_K>
+static void gemm_tc(ngpt_backend *be, T *out, const T *A, const T *B, const T *bias, int M, int N, int K, size_t lda, size_t ldb, size_t ldc,
+                    int accumulate) {
+    dim3 grid((unsigned)((M + MM_BM - 1) / MM_BM), (unsigned)((N + MM_BN - 1) / MM_BN));
+    matmul_tc_kernel<T, A_K, B_K><<<grid, MM_THREADS, mm_smem_bytes<A_K, B_K>(), impl_of(be)->stream>>>(
+        out, A, B, bias, M, N, K, lda, ldb, ldc, accumulate, vec_ok(A, lda), vec_ok(B, ldb));
+    CU_LAUNCHED(be, "matmul_tc_kernel");
+}
+template <bool A_K, bool B_K>
+static void gemm_simt(ngpt_backend *be, float *out, const float *A, const float *B, const float *bias, int M, int N, int K, size_t lda, size_t ldb,
+                      size_t ldc, int accumulate) {
+    dim3 grid((unsigned)((M + SM_TILE - 1) / SM_TILE), (unsigned)((N + SM_TILE - 1) / SM_TILE));
+    matmul_simt_kernel<A_K, B_K><<<grid, 256, 0, impl_of(be)->stream>>>(out, A, B, bias, M, N, K, lda, ldb, ldc, accumulate);
+    CU_LAUNCHED(be, "matmul_simt_kernel");
+}
+
+/* The three layouts the model uses: FWD (A k-contig, B k-contig), DINP (A k-contig, B n-contig), DW (A m-contig, B n-contig) */
+enum { MM_FWD, MM_DINP, MM_DW };
+static void gemm(ngpt_backend *be, int layout, void *out, const void *A, const void *B, const void *bias, int M, int N, int K, size_t lda,
+                 size_t ldb, size_t ldc, int accumulate) {
+    if (M <= 0 || N <= 0) return;
+    if ((unsigned)((N + MM_BN - 1) / MM_BN) > 65535u) {
+        cu_fail(be, NGPT_ERR_ARG, "cuda matmul: N = %d is too large for one launch", N);
+        return;
+    }
+#define GEMM_LAYOUTS(CALL_T)                                   \
+    switch (layout) {                                          \
+    case MM_FWD: CALL_T(true, true); break;                    \
+    case MM_DINP: CALL_T(true, false); break;                  \
+    default: CALL_T(false, false); break;                      \
+    }
+    if (be->dtype == NGPT_DTYPE_F32) {
+#define CALL_SIMT(AK, BK) \
+    gemm_simt<AK, BK>(be, (float *)out, (const float *)A, (const float *)B, (const float *)bias, M, N, K, lda, ldb, ldc, accumulate)
+        GEMM_LAYOUTS(CALL_SIMT)
+#undef CALL_SIMT
+    } else if (be->dtype == NGPT_DTYPE_BF16) {
+#define CALL_BF16(AK, BK)                                                                                                           \
+    gemm_tc<__nv_bfloat16, AK, BK>(be, (__nv_bfloat16 *)out, (const __nv_bfloat16 *)A, (const __nv_bfloat16 *)B, (const __nv_bfloat16 *)bias, \
+                                   M, N, K, lda, ldb, ldc, accumulate)
+        GEMM_LAYOUTS(CALL_BF16)
+#undef CALL_BF16
+    } else {
+#define CALL_F16(AK, BK) \
+    gemm_tc<__half, AK, BK>(be, (__half *)out, (const __half *)A, (const __half *)B, (const __half *)bias, M, N, K, lda, ldb, ldc, accumulate)
+        GEMM_LAYOUTS(CALL_F16)
+#undef CALL_F16
+    }
+#undef GEMM_LAYOUTS
+}
+
+/* dbias: block (x: 32 columns, y: row group) -> partial[group][col]; 8 warps take rows in turn and their sums
+ * are added in warp order. Then one thread per column adds the groups in order. */
+template <typename T> __global__ void colsum_partial_kernel(float *partial, const T *x, int N, int OC, int rows_per_group) {
+    __shared__ float s[8][33];
+    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    int col = blockIdx.x * 32 + lane, g = blockIdx.y;
+    int r0 = g * rows_per_group, r1 = min(N, r0 + rows_per_group);
+    float acc = 0;
+    if (col < OC)
+        for (int r = r0 + warp; r < r1; r += 8) acc += to_f(x[(size_t)r * OC + col]);
+    s[warp][lane] = acc;
+    __syncthreads();
+    if (warp == 0 && col < OC) {
+        float t = 0;
+        for (int w = 0; w < 8; w++) t += s[w][lane];
+        partial[(size_t)g * OC + col] = t;
+    }
+}
+template <typename T> __global__ void colsum_final_kernel(T *dbias, const float *partial, int OC, int G) {
+    int c = blockIdx.x * blockDim.x + threadIdx.x;
+    if (c >= OC) return;
+    float t = 0;
+    for (int g = 0; g < G; g++) t += partial[(size_t)g * OC + c];
+    dbias[c] = from_f<T>(to_f(dbias[c]) + t);
+}
+static void bias_backward(ngpt_backend *be, void *dbias, const void *dout, int N, int OC) {
+    CudaImpl *im = impl_of(be);
+    if (N <= 0 || OC <= 0) return;
+    size_t have = im->scratch ? im->scratch_bytes / ((size_t)OC * sizeof(float)) : 0;
+    int G = RED_GROUPS;
+    if ((size_t)G > have) G = (int)have;
+    if (G > N) G = N;
+    if (G < 1) {
+        scratch_get(be, (size_t)OC * sizeof(float), "matmul_backward (dbias)");
+        return;
+    }
+    int rpg = (N + G - 1) / G;
+    G = (N + rpg - 1) / rpg;
+    float *partial = (float *)im->scratch;
+    dim3 grid((unsigned)((OC + 31) / 32), (unsigned)G);
+    DISPATCH_DTYPE(be->dtype, T, colsum_partial_kernel<T><<<grid, 256, 0, im->stream>>>(partial, (const T *)dout, N, OC, rpg));
+    if (CU_LAUNCHED(be, "colsum_partial_kernel")) return;
+    DISPATCH_DTYPE(be->dtype, T, colsum_final_kernel<T><<<(OC + 255) / 256, 256, 0, im->stream>>>((T *)dbias, partial, OC, G));
+    CU_LAUNCHED(be, "colsum_final_kernel");
+}
+
+static void cu_matmul_forward(ngpt_backend *be, void *out, const void *inp, const void *w, const void *bias, int N, int C, int OC) {
+    if (bad_dims(be, "matmul_forward", N, C, OC)) return;
+    gemm(be, MM_FWD, out, inp, w, bias, N, OC, C, (size_t)C, (size_t)C, (size_t)OC, 0);
+}
+static void cu_matmul_backward(ngpt_backend *be, void *dinp, void *dw, void *dbias, const void *dout, const void *inp, const void *w, int N, int C,
+                               int OC) {
+    if (bad_dims(be, "matmul_backward", N, C, OC)) return;
+    if (dinp) gemm(be, MM_DINP, dinp, dout, w, NULL, N, C, OC, (size_t)OC, (size_t)C, (size_t)C, 0);
+    if (dw) gemm(be, MM_DW, dw, dout, inp, NULL, OC, C, N, (size_t)OC, (size_t)C, (size_t)C, 1);
+    if (dbias) bias_backward(be, dbias, dout, N, OC);
+}
+
+/* ======================================================================================================
+ * Attention: causal, softmax scale 1/sqrt(hs), dropout on the probabilities from the hash of
+ * offset + i with i = ((b*NH + h)*T + t)*T + t2.
+ * 16-bit types with hs <= 128: flash attention on tensor cores. 64-query x 64-key tiles, 4 warps of 16
+ * rows; the head dimension is padded to HS = 32, 64 or 128 with zeros. Forward keeps a running max and
+ * sum per row (online softmax, exp2 domain) and saves lse. Backward is deterministic: D = rowsum(dO*O),
+ * then one kernel per key tile for dK, dV (looping over query tiles) and one per query tile for dQ
+ * (looping over key tiles); every output element is written once, by one thread.
+ * F32 (and a 16-bit head size the tensor-core kernels cannot fit) runs SIMT kernels of the same math,
+ * one warp per row. Decoding with a KV cache (one new position per sequence) is one warp per head.
+ * ==================================================================================================== */
+
+#define ATT_B 64 /* query rows and keys per tile */
+#define ATT_THREADS 128
+#define LOG2E_F 1.4426950408889634f
+#define LN2_F 0.6931471805599453f
+
+template <int HS> static size_t attn_smem_bytes(int tiles) { return (size_t)tiles * ATT_B * (HS + 8) * 2 + 2 * ATT_B * sizeof(float); }
+
+/* one 64 x HS tile of rows t0.. of a (B*T, ld) matrix part, columns [0, hs), zero-padded */
+template <typename T, int HS>
+static __device__ __forceinline__ void attn_load_tile(T *s, const T *base, size_t ld, int t0, int T_, int hs, int vec) {
+    constexpr int LD = HS + 8, CPR = HS / 8; /* chunks per row */
+    for (int q = threadIdx.x; q < ATT_B * CPR; q += ATT_THREADS) {
+        int r = q / CPR, c = (q % CPR) * 8;
+        copy_chunk8(s + r * LD + c, base, ld, t0 + r, T_, c, hs, vec);
+    }
+}
+
+template <typename T, int HS>
+__global__ void __launch_bounds__(ATT_THREADS)
+    attn_forward_tc_kernel(T *out, float *lse, const T *qkv, int T_, int C, int NH, int hs, float scale_log2, DropArgs dr, int vec) {
+    constexpr int LD = HS + 8, ND = HS / 8;
+    extern __shared__ __align__(16) unsigned char att_smem[];
+    T *Qs = (T *)att_smem, *Ks = Qs + ATT_B * LD, *Vs = Ks + ATT_B * LD;
+    const int nqb = (T_ + ATT_B - 1) / ATT_B;
+    const int qb = nqb - 1 - (int)blockIdx.x; /* longest rows first */
+    const int bh = blockIdx.y, b = bh / NH, h = bh % NH;
+    const int q0 = qb * ATT_B;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, tq = lane & 3;
+    const size_t ld = (size_t)3 * C;
+    const T *qbase = qkv + (size_t)b * T_ * ld + (size_t)h * hs;
+    attn_load_tile<T, HS>(Qs, qbase, ld, q0, T_, hs, vec);
+    cp_async_commit();
+
+    float o[ND][4];
+#pragma unroll
+    for (int d = 0; d < ND; d++) o[d][0] = o[d][1] = o[d][2] = o[d][3] = 0.0f;
+    float mrow[2] = {-INFINITY, -INFINITY}, lrow[2] = {0.0f, 0.0f};
+    int qrow[2] = {q0 + warp * 16 + g, q0 + warp * 16 + g + 8};
+
+    for (int kb = 0; kb <= qb; kb++) {
+        __syncthreads(); /* everyone is done with the previous K, V */
+        attn_load_tile<T, HS>(Ks, qbase + C, ld, kb * ATT_B, T_, hs, vec);
+        attn_load_tile<T, HS>(Vs, qbase + 2 * C, ld, kb * ATT_B, T_, hs, vec);
+        cp_async_commit();
+        cp_async_wait<0>();
+        __syncthreads();
+
+        float s[8][4];
+#pragma unroll
+        for (int j = 0; j < 8; j++) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.0f;
+#pragma unroll
+        for (int ks = 0; ks < HS; ks += 16) {
+            uint32_t qa[4];
+            frag_a_mk(qa, Qs, LD, warp * 16, ks, lane);
+#pragma unroll
+            for (int p = 0; p < 4; p++) {
+                uint32_t kf[4];
+                frag_b_nk(kf, Ks, LD, p * 16, ks, lane);
+                mma16816<T>(s[2 * p], qa, kf[0], kf[1]);
+                mma16816<T>(s[2 * p + 1], qa, kf[2], kf[3]);
+            }
+        }
+        /* mask and scale (log2 domain), row max over this tile */
+        float mx[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+        for (int j = 0; j < 8; j++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                int key = kb * ATT_B + j * 8 + tq * 2 + (e & 1), r = e >> 1;
+                float v = (key <= qrow[r] && key < T_) ? s[j][e] * scale_log2 : -INFINITY;
+                s[j][e] = v;
+                mx[r] = fmaxf(mx[r], v);
+            }
+        float corr[2], rsum[2] = {0.0f, 0.0f};
+#pragma unroll
+        for (int r = 0; r < 2; r++) {
+            mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
+            mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
+            float mnew = fmaxf(mrow[r], mx[r]); /* finite: every row sees key kb*64 <= its row in every tile */
+            corr[r] = exp2f(mrow[r] - mnew);
+            mrow[r] = mnew;
+        }
+#pragma unroll
+        for (int j = 0; j < 8; j++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                int r = e >> 1;
+                float pe = exp2f(s[j][e] - mrow[r]);
+                rsum[r] += pe;
+                if (dr.p > 0.0f) {
+                    int key = kb * ATT_B + j * 8 + tq * 2 + (e & 1);
+                    uint64_t idx = ((uint64_t)bh * T_ + (uint64_t)qrow[r]) * (uint64_t)T_ + (uint64_t)key;
+                    pe *= drop_factor(dr, idx);
+                }
+                s[j][e] = pe;
+            }
+#pragma unroll
+        for (int r = 0; r < 2; r++) {
+            rsum[r] += __shfl_xor_sync(0xffffffffu, rsum[r], 1);
+            rsum[r] += __shfl_xor_sync(0xffffffffu, rsum[r], 2);
+            lrow[r] = lrow[r] * corr[r] + rsum[r];
+        }
+#pragma unroll
+        for (int d = 0; d < ND; d++) {
+            o[d][0] *= corr[0]; o[d][1] *= corr[0];
+            o[d][2] *= corr[1]; o[d][3] *= corr[1];
+        }
+        /* O += P V: the accumulator layout of two key tiles is the A fragment of one k16 step */
+#pragma unroll
+        for (int kk = 0; kk < 4; kk++) {
+            uint32_t pa[4] = {pack2<T>(s[2 * kk][0], s[2 * kk][1]), pack2<T>(s[2 * kk][2], s[2 * kk][3]),
+                              pack2<T>(s[2 * kk + 1][0], s[2 * kk + 1][1]), pack2<T>(s[2 * kk + 1][2], s[2 * kk + 1][3])};
+#pragma unroll
+            for (int dp = 0; dp < HS / 16; dp++) {
+                uint32_t vf[4];
+                frag_b_kn(vf, Vs, LD, dp * 16, kk * 16, lane);
+                mma16816<T>(o[2 * dp], pa, vf[0], vf[1]);
+                mma16816<T>(o[2 * dp + 1], pa, vf[2], vf[3]);
+            }
+        }
+    }
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+        int t = qrow[r];
+        if (t >= T_) continue;
+        float inv = 1.0f / lrow[r];
+        T *orow = out + ((size_t)b * T_ + t) * C + (size_t)h * hs;
+#pragma unroll
+        for (int d = 0; d < ND; d++)
+#pragma unroll
+            for (int c = 0; c < 2; c++) {
+                int col = d * 8 + tq * 2 + c;
+                if (col < hs) orow[col] = from_f<T>(o[d][r * 2 + c] * inv);
+            }
+        if (tq == 0) lse[(size_t)bh * T_ + t] = (mrow[r] + log2f(lrow[r])) * LN2_F;
+    }
+}
+
+/* D[(b*NH + h)*T + t] = sum_d dO * O, one warp per row */
+template <typename T> __global__ void attn_rowdot_kernel(float *D, const T *dout, const T *out, int B, int T_, int C, int NH, int hs) {
+    size_t row = (size_t)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+    int lane = threadIdx.x & 31;
+    if (row >= (size_t)B * NH * T_) return;
+    int t = (int)(row % (size_t)T_);
+    size_t bh = row / (size_t)T_;
+    int h = (int)(bh % (size_t)NH), b = (int)(bh / (size_t)NH);
+    size_t off = ((size_t)b * T_ + t) * C + (size_t)h * hs;
+    float s = 0;
+    for (int d = lane; d < hs; d += 32) s += to_f(dout[off + d]) * to_f(out[off + d]);
+    s = warp_sum(s);
+    if (lane == 0) D[row] = s;
+}
+
+/* dK, dV of one 64-key tile: loop over the query tiles at and after it. Per warp 16 keys; S^T = K Q^T has
+ * the keys as rows, so P^T and dS^T are A fragments of dV += P^T dO and dK += dS^T Q. */
+template <typename T, int HS>
+__global__ void __launch_bounds__(ATT_THREADS)
+    attn_backward_dkdv_tc_kernel(T *dqkv, const T *dout, const T *qkv, const float *lse, const float *Dsum, int T_, int C, int NH, int hs,
+                                 float scale, float scale_log2, DropArgs dr, int vec_qkv, int vec_do) {
+    constexpr int LD = HS + 8, ND = HS / 8;
+    extern __shared__ __align__(16) unsigned char att_smem[];
+    T *Ks = (T *)att_smem, *Vs = Ks + ATT_B * LD, *Qs = Vs + ATT_B * LD, *dOs = Qs + ATT_B * LD;
+    float *lse_s = (float *)(dOs + ATT_B * LD), *D_s = lse_s + ATT_B;
+    const int nqb = (T_ + ATT_B - 1) / ATT_B;
+    const int kb = blockIdx.x; /* small kb first: they have the longest loops */
+    const int bh = blockIdx.y, b = bh / NH, h = bh % NH;
+    const int k0 = kb * ATT_B;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, tq = lane & 3;
+    const size_t ld = (size_t)3 * C;
+    const T *qbase = qkv + (size_t)b * T_ * ld + (size_t)h * hs;
+    const T *dobase = dout + (size_t)b * T_ * C + (size_t)h * hs;
+    attn_load_tile<T, HS>(Ks, qbase + C, ld, k0, T_, hs, vec_qkv);
+    attn_load_tile<T, HS>(Vs, qbase + 2 * C, ld, k0, T_, hs, vec_qkv);
+    cp_async_commit();
+
+    float dk[ND][4], dv[ND][4];
+#pragma unroll
+    for (int d = 0; d < ND; d++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) dk[d][e] = dv[d][e] = 0.0f;
+    const int key[2] = {k0 + warp * 16 + g, k0 + warp * 16 + g + 8};
+
+    for (int qb = kb; qb < nqb; qb++) {
+        const int q0 = qb * ATT_B;
+        __syncthreads(); /* everyone is done with the previous Q, dO */
+        attn_load_tile<T, HS>(Qs, qbase, ld, q0, T_, hs, vec_qkv);
+        attn_load_tile<T, HS>(dOs, dobase, (size_t)C, q0, T_, hs, vec_do);
+        cp_async_commit();
+        for (int i = threadIdx.x; i < ATT_B; i += ATT_THREADS) {
+            int q = q0 + i;
+            lse_s[i] = q < T_ ? lse[(size_t)bh * T_ + q] * LOG2E_F : 0.0f;
+            D_s[i] = q < T_ ? Dsum[(size_t)bh * T_ + q] : 0.0f;
+        }
+        cp_async_wait<0>();
+        __syncthreads();
+
+        float st[8][4], dpt[8][4];
+#pragma unroll
+        for (int j = 0; j < 8; j++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) st[j][e] = dpt[j][e] = 0.0f;
+#pragma unroll
+        for (int ks = 0; ks < HS; ks += 16) {
+            uint32_t ka[4], va[4];
+            frag_a_mk(ka, Ks, LD, warp * 16, ks, lane);
+            frag_a_mk(va, Vs, LD, warp * 16, ks, lane);
+#pragma unroll
+            for (int p = 0; p < 4; p++) {
+                uint32_t qf[4], df[4];
+                frag_b_nk(qf, Qs, LD, p * 16, ks, lane);
+                frag_b_nk(df, dOs, LD, p * 16, ks, lane);
+                mma16816<T>(st[2 * p], ka, qf[0], qf[1]);
+                mma16816<T>(st[2 * p + 1], ka, qf[2], qf[3]);
+                mma16816<T>(dpt[2 * p], va, df[0], df[1]);
+                mma16816<T>(dpt[2 * p + 1], va, df[2], df[3]);
+            }
+        }
+        /* st -> dropped P^T (for dV), dpt -> dS^T (for dK) */
+#pragma unroll
+        for (int j = 0; j < 8; j++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                int qi = j * 8 + tq * 2 + (e & 1), q = q0 + qi, kr = key[e >> 1];
+                bool valid = q < T_ && kr <= q && kr < T_;
+                float p = valid ? exp2f(st[j][e] * scale_log2 - lse_s[qi]) : 0.0f;
+                float f = 1.0f;
+                if (dr.p > 0.0f && valid) f = drop_factor(dr, ((uint64_t)bh * T_ + (uint64_t)q) * (uint64_t)T_ + (uint64_t)kr);
+                st[j][e] = p * f;
+                dpt[j][e] = p * (dpt[j][e] * f - D_s[qi]);
+            }
+#pragma unroll
+        for (int kk = 0; kk < 4; kk++) {
+            uint32_t pa[4] = {pack2<T>(st[2 * kk][0], st[2 * kk][1]), pack2<T>(st[2 * kk][2], st[2 * kk][3]),
+                              pack2<T>(st[2 * kk + 1][0], st[2 * kk + 1][1]), pack2<T>(st[2 * kk + 1][2], st[2 * kk + 1][3])};
+            uint32_t sa[4] = {pack2<T>(dpt[2 * kk][0], dpt[2 * kk][1]), pack2<T>(dpt[2 * kk][2], dpt[2 * kk][3]),
+                              pack2<T>(dpt[2 * kk + 1][0], dpt[2 * kk + 1][1]), pack2<T>(dpt[2 * kk + 1][2], dpt[2 * kk + 1][3])};
+#pragma unroll
+            for (int dp = 0; dp < HS / 16; dp++) {
+                uint32_t of[4], qf[4];
+                frag_b_kn(of, dOs, LD, dp * 16, kk * 16, lane);
+                frag_b_kn(qf, Qs, LD, dp * 16, kk * 16, lane);
+                mma16816<T>(dv[2 * dp], pa, of[0], of[1]);
+                mma16816<T>(dv[2 * dp + 1], pa, of[2], of[3]);
+                mma16816<T>(dk[2 * dp], sa, qf[0], qf[1]);
+                mma16816<T>(dk[2 * dp + 1], sa, qf[2], qf[3]);
+            }
+        }
+    }
+    cp_async_wait<0>();
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+        int t = key[r];
+        if (t >= T_) continue;
+        T *drow = dqkv + ((size_t)b * T_ + t) * ld + (size_t)h * hs;
+#pragma unroll
+        for (int d = 0; d < ND; d++)
+#pragma unroll
+            for (int c = 0; c < 2; c++) {
+                int col = d * 8 + tq * 2 + c;
+                if (col < hs) {
+                    drow[C + col] = from_f<T>(dk[d][r * 2 + c] * scale);
+                    drow[2 * C + col] = from_f<T>(dv[d][r * 2 + c]);
+                }
+            }
+    }
+}
+
+/* dQ of one 64-query tile: loop over the key tiles up to the diagonal. */
+template <typename T, int HS>
+__global__ void __launch_bounds__(ATT_THREADS)
+    attn_backward_dq_tc_kernel(T *dqkv, const T *dout, const T *qkv, const float *lse, const float *Dsum, int T_, int C, int NH, int hs, float scale,
+                               float scale_log2, DropArgs dr, int vec_qkv, int vec_do) {
+    constexpr int LD = HS + 8, ND = HS / 8;
+    extern __shared__ __align__(16) unsigned char att_smem[];
+    T *Qs = (T *)att_smem, *dOs = Qs + ATT_B * LD, *Ks = dOs + ATT_B * LD, *Vs = Ks + ATT_B * LD;
+    const int nqb = (T_ + ATT_B - 1) / ATT_B;
+    const int qb = nqb - 1 - (int)blockIdx.x;
+    const int bh = blockIdx.y, b = bh / NH, h = bh % NH;
+    const int q0 = qb * ATT_B;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, tq = lane & 3;
+    const size_t ld = (size_t)3 * C;
+    const T *qbase = qkv + (size_t)b * T_ * ld + (size_t)h * hs;
+    attn_load_tile<T, HS>(Qs, qbase, ld, q0, T_, hs, vec_qkv);
+    attn_load_tile<T, HS>(dOs, dout + (size_t)b * T_ * C + (size_t)h * hs, (size_t)C, q0, T_, hs, vec_do);
+    cp_async_commit();
+
+    const int qrow[2] = {q0 + warp * 16 + g, q0 + warp * 16 + g + 8};
+    float lse2[2], Dr[2];
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+        lse2[r] = qrow[r] < T_ ? lse[(size_t)bh * T_ + qrow[r]] * LOG2E_F : 0.0f;
+        Dr[r] = qrow[r] < T_ ? Dsum[(size_t)bh * T_ + qrow[r]] : 0.0f;
+    }
+    float dq[ND][4];
+#pragma unroll
+    for (int d = 0; d < ND; d++) dq[d][0] = dq[d][1] = dq[d][2] = dq[d][3] = 0.0f;
+
+    for (int kb = 0; kb <= qb; kb++) {
+        __syncthreads();
+        attn_load_tile<T, HS>(Ks, qbase + C, ld, kb * ATT_B, T_, hs, vec_qkv);
+        attn_load_tile<T, HS>(Vs, qbase + 2 * C, ld, kb * ATT_B, T_, hs, vec_qkv);
+        cp_async_commit();
+        cp_async_wait<0>();
+        __syncthreads();
+
+        float s[8][4], dp[8][4];
+#pragma unroll
+        for (int j = 0; j < 8; j++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) s[j][e] = dp[j][e] = 0.0f;
+#pragma unroll
+        for (int ks = 0; ks < HS; ks += 16) {
+            uint32_t qa[4], da[4];
+            frag_a_mk(qa, Qs, LD, warp * 16, ks, lane);
+            frag_a_mk(da, dOs, LD, warp * 16, ks, lane);
+#pragma unroll
+            for (int p = 0; p < 4; p++) {
+                uint32_t kf[4], vf[4];
+                frag_b_nk(kf, Ks, LD, p * 16, ks, lane);
+                frag_b_nk(vf, Vs, LD, p * 16, ks, lane);
+                mma16816<T>(s[2 * p], qa, kf[0], kf[1]);
+                mma16816<T>(s[2 * p + 1], qa, kf[2], kf[3]);
+                mma16816<T>(dp[2 * p], da, vf[0], vf[1]);
+                mma16816<T>(dp[2 * p + 1], da, vf[2], vf[3]);
+            }
+        }
+#pragma unroll
+        for (int j = 0; j < 8; j++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                int r = e >> 1, kk = kb * ATT_B + j * 8 + tq * 2 + (e & 1), q = qrow[r];
+                bool valid = q < T_ && kk <= q && kk < T_;
+                float p = valid ? exp2f(s[j][e] * scale_log2 - lse2[r]) : 0.0f;
+                float f = 1.0f;
+                if (dr.p > 0.0f && valid) f = drop_factor(dr, ((uint64_t)bh * T_ + (uint64_t)q) * (uint64_t)T_ + (uint64_t)kk);
+                s[j][e] = p * (dp[j][e] * f - Dr[r]); /* dS */
+            }
+#pragma unroll
+        for (int kk = 0; kk < 4; kk++) {
+            uint32_t sa[4] = {pack2<T>(s[2 * kk][0], s[2 * kk][1]), pack2<T>(s[2 * kk][2], s[2 * kk][3]),
+                              pack2<T>(s[2 * kk + 1][0], s[2 * kk + 1][1]), pack2<T>(s[2 * kk + 1][2], s[2 * kk + 1][3])};
+#pragma unroll
+            for (int dpi = 0; dpi < HS / 16; dpi++) {
+                uint32_t kf[4];
+                frag_b_kn(kf, Ks, LD, dpi * 16, kk * 16, lane);
+                mma16816<T>(dq[2 * dpi], sa, kf[0], kf[1]);
+                mma16816<T>(dq[2 * dpi + 1], sa, kf[2], kf[3]);
+            }
+        }
+    }
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+        int t = qrow[r];
+        if (t >= T_) continue;
+        T *drow = dqkv + ((size_t)b * T_ + t) * ld + (size_t)h * hs;
+#pragma unroll
+        for (int d = 0; d < ND; d++)
+#pragma unroll
+            for (int c = 0; c < 2; c++) {
+                int col = d * 8 + tq * 2 + c;
+                if (col < hs) drow[col] = from_f<T>(dq[d][r * 2 + c] * scale);
+            }
+    }
+}
+
+/* --- SIMT attention: one warp per row, lane owns channels lane, lane+32, lane+64, lane+96 (hs <= 128) --- */
+#define ATT_SIMT_WARPS 4
+#define ATT_MAXD 4
+template <typename T>
+__global__ void attn_forward_simt_kernel(T *out, float *lse, const T *qkv, int B, int T_, int C, int NH, int hs, float scale, DropArgs dr) {
+    size_t row = (size_t)blockIdx.x * ATT_SIMT_WARPS + (threadIdx.x >> 5); /* (b*NH + h)*T + t */
+    int lane = threadIdx.x & 31;
+    if (row >= (size_t)B * NH * T_) return;
+    int t = (int)(row % (size_t)T_);
+    size_t bh = row / (size_t)T_;
+    int h = (int)(bh % (size_t)NH), b = (int)(bh / (size_t)NH);
+    const size_t ld = (size_t)3 * C;
+    const T *base = qkv + (size_t)b * T_ * ld + (size_t)h * hs;
+    float q[ATT_MAXD], acc[ATT_MAXD];
+#pragma unroll
+    for (int i = 0; i < ATT_MAXD; i++) {
+        int d = lane + 32 * i;
+        q[i] = d < hs ? to_f(base[(size_t)t * ld + d]) : 0.0f;
+        acc[i] = 0.0f;
+    }
+    float m = -INFINITY, l = 0.0f;
+    for (int t2 = 0; t2 <= t; t2++) {
+        const T *k = base + (size_t)t2 * ld + C, *v = base + (size_t)t2 * ld + 2 * C;
+        float s = 0;
+#pragma unroll
+        for (int i = 0; i < ATT_MAXD; i++) {
+            int d = lane + 32 * i;
+            if (d < hs) s += q[i] * to_f(k[d]);
+        }
+        s = warp_sum(s) * scale;
+        float mnew = fmaxf(m, s), corr = expf(m - mnew), pe = expf(s - mnew);
+        l = l * corr + pe;
+        if (dr.p > 0.0f) pe *= drop_factor(dr, (uint64_t)row * T_ + (uint64_t)t2);
+#pragma unroll
+        for (int i = 0; i < ATT_MAXD; i++) {
+            int d = lane + 32 * i;
+            acc[i] = acc[i] * corr + (d < hs ? pe * to_f(v[d]) : 0.0f);
+        }
+        m = mnew;
+    }
+    T *o = out + ((size_t)b * T_ + t) * C + (size_t)h * hs;
+#pragma unroll
+    for (int i = 0; i < ATT_MAXD; i++) {
+        int d = lane + 32 * i;
+        if (d < hs) o[d] = from_f<T>(acc[i] / l);
+    }
+    if (lane == 0) lse[row] = m + logf(l);
+}
+
+/* dQ, one warp per query row */
+template <typename T>
+__global__ void attn_backward_dq_simt_kernel(T *dqkv, const T *dout, const T *qkv, const float *lse, const float *Dsum, int B, int T_, int C, int NH,
+                                             int hs, float scale, DropArgs dr) {
+    size_t row = (size_t)blockIdx.x * ATT_SIMT_WARPS + (threadIdx.x >> 5);
+    int lane = threadIdx.x & 31;
+    if (row >= (size_t)B * NH * T_) return;
+    int t = (int)(row % (size_t)T_);
+    size_t bh = row / (size_t)T_;
+    int h = (int)(bh % (size_t)NH), b = (int)(bh / (size_t)NH);
+    const size_t ld = (size_t)3 * C;
+    const T *base = qkv + (size_t)b * T_ * ld + (size_t)h * hs;
+    const T *dO = dout + ((size_t)b * T_ + t) * C + (size_t)h * hs;
+    float q[ATT_MAXD], g[ATT_MAXD], dq[ATT_MAXD];
+#pragma unroll
+    for (int i = 0; i < ATT_MAXD; i++) {
+        int d = lane + 32 * i;
+        q[i] = d < hs ? to_f(base[(size_t)t * ld + d]) : 0.0f;
+        g[i] = d < hs ? to_f(dO[d]) : 0.0f;
+        dq[i] = 0.0f;
+    }
+    float L = lse[row], Dv = Dsum[row];
+    for (int t2 = 0; t2 <= t; t2++) {
+        const T *k = base + (size_t)t2 * ld + C, *v = base + (size_t)t2 * ld + 2 * C;
+        float s = 0, dp = 0, kk[ATT_MAXD];
+#pragma unroll
+        for (int i = 0; i < ATT_MAXD; i++) {
+            int d = lane + 32 * i;
+            kk[i] = d < hs ? to_f(k[d]) : 0.0f;
+            s += q[i] * kk[i];
+            if (d < hs) dp += g[i] * to_f(v[d]);
+        }
+        s = warp_sum(s);
+        dp = warp_sum(dp);
+        float p = expf(s * scale - L);
+        float f = dr.p > 0.0f ? drop_factor(dr, (uint64_t)row * T_ + (uint64_t)t2) : 1.0f;
+        float ds = p * (dp * f - Dv) * scale;
+#pragma unroll
+        for (int i = 0; i < ATT_MAXD; i++) dq[i] += ds * kk[i];
+    }
+    T *d_q = dqkv + ((size_t)b * T_ + t) * ld + (size_t)h * hs;
+#pragma unroll
+    for (int i = 0; i < ATT_MAXD; i++) {
+        int d = lane + 32 * i;
+        if (d < hs) d_q[d] = from_f<T>(dq[i]);
+    }
+}
+
+/* dK, dV, one warp per key row t2, looping over the queries t >= t2 */
+template <typename T>
+__global__ void attn_backward_dkdv_simt_kernel(T *dqkv, const T *dout, const T *qkv, const float *lse, const float *Dsum, int B, int T_, int C,
+                                               int NH, int hs, float scale, DropArgs dr) {
+    size_t krow = (size_t)blockIdx.x * ATT_SIMT_WARPS + (threadIdx.x >> 5);
+    int lane = threadIdx.x & 31;
+    if (krow >= (size_t)B * NH * T_) return;
+    int t2 = (int)(krow % (size_t)T_);
+    size_t bh = krow / (size_t)T_;
+    int h = (int)(bh % (size_t)NH), b = (int)(bh / (size_t)NH);
+    const size_t ld = (size_t)3 * C;
+    const T *base = qkv + (size_t)b * T_ * ld + (size_t)h * hs;
+    float k[ATT_MAXD], v[ATT_MAXD], dk[ATT_MAXD], dv[ATT_MAXD];
+#pragma unroll
+    for (int i = 0; i < ATT_MAXD; i++) {
+        int d = lane + 32 * i;
+        k[i] = d < hs ? to_f(base[(size_t)t2 * ld + C + d]) : 0.0f;
+        v[i] = d < hs ? to_f(base[(size_t)t2 * ld + 2 * C + d]) : 0.0f;
+        dk[i] = dv[i] = 0.0f;
+    }
+    for (int t = t2; t < T_; t++) {
+        const T *q = base + (size_t)t * ld;
+        const T *dO = dout + ((size_t)b * T_ + t) * C + (size_t)h * hs;
+        float s = 0, dp = 0, qq[ATT_MAXD], gg[ATT_MAXD];
+#pragma unroll
+        for (int i = 0; i < ATT_MAXD; i++) {
+            int d = lane + 32 * i;
+            qq[i] = d < hs ? to_f(q[d]) : 0.0f;
+            gg[i] = d < hs ? to_f(dO[d]) : 0.0f;
+            s += qq[i] * k[i];
+            dp += gg[i] * v[i];
+        }
+        s = warp_sum(s);
+        dp = warp_sum(dp);
+        size_t qrow = bh * (size_t)T_ + t;
+        float p = expf(s * scale - lse[qrow]);
+        float f = dr.p > 0.0f ? drop_factor(dr, (uint64_t)qrow * T_ + (uint64_t)t2) : 1.0f;
+        float ds = p * (dp * f - Dsum[qrow]) * scale;
+        float pf = p * f;
+#pragma unroll
+        for (int i = 0; i < ATT_MAXD; i++) {
+            dv[i] += pf * gg[i];
+            dk[i] += ds * qq[i];
+        }
+    }
+    T *drow = dqkv + ((size_t)b * T_ + t2) * ld + (size_t)h * hs;
+#pragma unroll
+    for (int i = 0; i < ATT_MAXD; i++) {
+        int d = lane + 32 * i;
+        if (d < hs) {
+            drow[C + d] = from_f<T>(dk[i]);
+            drow[2 * C + d] = from_f<T>(dv[i]);
+        }
+    }
+}
+
+/* Decoding (generation with a KV cache): one warp per (sequence s, head h). Stores k and v of qkv (S,3C) at
+ * position t of the cache kv (S, 2, maxT, C), then out (S,C) = softmax(q K^T * scale) V over positions 0..t.
+ * Each lane writes, then reads back, its own channels of position t, so the new entry is seen in order. */
+template <typename T>
+__global__ void attn_decode_kernel(T *out, T *kv, const T *qkv, int S, int t, int maxT, int C, int NH, int hs, float scale) {
+    size_t sh = (size_t)blockIdx.x * ATT_SIMT_WARPS + (threadIdx.x >> 5);
+    int lane = threadIdx.x & 31;
+    if (sh >= (size_t)S * NH) return;
+    size_t s = sh / (size_t)NH;
+    int h = (int)(sh % (size_t)NH);
+    const T *row = qkv + s * 3 * (size_t)C + (size_t)h * hs;
+    T *K = kv + s * 2 * (size_t)maxT * C + (size_t)h * hs, *V = K + (size_t)maxT * C;
+    float q[ATT_MAXD], acc[ATT_MAXD];
+#pragma unroll
+    for (int i = 0; i < ATT_MAXD; i++) {
+        int d = lane + 32 * i;
+        q[i] = d < hs ? to_f(row[d]) : 0.0f;
+        acc[i] = 0.0f;
+        if (d < hs) {
+            K[(size_t)t * C + d] = row[C + d];
+            V[(size_t)t * C + d] = row[2 * C + d];
+        }
+    }
+    float m = -INFINITY, l = 0.0f;
+    for (int t2 = 0; t2 <= t; t2++) {
+        const T *k = K + (size_t)t2 * C, *v = V + (size_t)t2 * C;
+        float sc = 0;
+#pragma unroll
+        for (int i = 0; i < ATT_MAXD; i++) {
+            int d = lane + 32 * i;
+            if (d < hs) sc += q[i] * to_f(k[d]);
+        }
+        sc = warp_sum(sc) * scale;
+        float mnew = fmaxf(m, sc), corr = expf(m - mnew), pe = expf(sc - mnew);
+        l = l * corr + pe;
+#pragma unroll
+        for (int i = 0; i < ATT_MAXD; i++) {
+            int d = lane + 32 * i;
+            acc[i] = acc[i] * corr + (d < hs ? pe * to_f(v[d]) : 0.0f);
+        }
+        m = mnew;
+    }
+    T *o = out + s * (size_t)C + (size_t)h * hs;
+#pragma unroll
+    for (int i = 0; i < ATT_MAXD; i++) {
+        int d = lane + 32 * i;
+        if (d < hs) o[d] = from_f<T>(acc[i] / l);
+    }
+}
+
+/* the padded head size of the tensor-core kernels for hs, or 0 when they cannot run it here */
+static int attn_tc_hs(ngpt_backend *be, int hs) {
+    if (be->dtype == NGPT_DTYPE_F32 || hs <= 0 || hs > 128) return 0;
+    int HS = hs <= 32 ? 32 : hs <= 64 ? 64 : 128;
+    size_t need = HS == 32 ? attn_smem_bytes<32>(4) : HS == 64 ? attn_smem_bytes<64>(4) : attn_smem_bytes<128>(4);
+    return need <= impl_of(be)->smem_optin ? HS : 0;
+}
+
+static int attn_check(ngpt_backend *be, const char *op, int B, int T, int C, int NH) {
+    if (bad_dims(be, op, B, T, C) || bad_dims(be, op, NH, 0, 0)) return 1;
+    if (NH <= 0 || C % NH != 0 || C / NH > 32 * ATT_MAXD) {
+        cu_fail(be, NGPT_ERR_ARG, "cuda %s: C = %d and NH = %d give a head size that is not a whole number in 1..%d", op, C, NH, 32 * ATT_MAXD);
+        return 1;
+    }
+    if ((T + ATT_B - 1) / ATT_B > 65535 || (size_t)B * NH > 65535) {
+        cu_fail(be, NGPT_ERR_ARG, "cuda %s: B*NH = %lld or T = %d is too large for one launch", op, (long long)B * NH, T);
+        return 1;
+    }
+    return 0;
+}
+
+template <typename T, int HS>
+static void attn_forward_tc(ngpt_backend *be, T *out, float *lse, const T *qkv, int B, int T_, int C, int NH, DropArgs dr) {
+    int hs = C / NH;
+    float scale_log2 = LOG2E_F / sqrtf((float)hs);
+    dim3 grid((unsigned)((T_ + ATT_B - 1) / ATT_B), (unsigned)(B * NH));
+    int vec = vec_ok(qkv, (size_t)3 * C) && hs % 8 == 0 && C % 8 == 0;
+    attn_forward_tc_kernel<T, HS><<<grid, ATT_THREADS, attn_smem_bytes<HS>(3), impl_of(be)->stream>>>(out, lse, qkv, T_, C, NH, hs, scale_log2, dr, vec);
+    CU_LAUNCHED(be, "attn_forward_tc_kernel");
+}
+template <typename T, int HS>
+static void attn_backward_tc(ngpt_backend *be, T *dqkv, const T *dout, const T *qkv, const float *lse, const float *D, int B, int T_, int C, int NH,
+                             DropArgs dr) {
+    int hs = C / NH;
+    float scale = 1.0f / sqrtf((float)hs), scale_log2 = LOG2E_F * scale;
+    dim3 grid((unsigned)((T_ + ATT_B - 1) / ATT_B), (unsigned)(B * NH));
+    int vq = vec_ok(qkv, (size_t)3 * C) && hs % 8 == 0 && C % 8 == 0, vd = vec_ok(dout, (size_t)C) && hs % 8 == 0;
+    size_t smem = attn_smem_bytes<HS>(4);
+    attn_backward_dkdv_tc_kernel<T, HS><<<grid, ATT_THREADS, smem, impl_of(be)->stream>>>(dqkv, dout, qkv, lse, D, T_, C, NH, hs, scale, scale_log2,
+                                                                                          dr, vq, vd);
+    if (CU_LAUNCHED(be, "attn_backward_dkdv_tc_kernel")) return;
+    attn_backward_dq_tc_kernel<T, HS><<<grid, ATT_THREADS, smem, impl_of(be)->stream>>>(dqkv, dout, qkv, lse, D, T_, C, NH, hs, scale, scale_log2, dr,
+                                                                                        vq, vd);
+    CU_LAUNCHED(be, "attn_backward_dq_tc_kernel");
+}
+
+template <typename T>
+static void attention_forward_t(ngpt_backend *be, T *out, float *lse, const T *qkv, int B, int T_, int C, int NH, DropArgs dr) {
+    int hs = C / NH;
+    if constexpr (sizeof(T) == 2) {
+        switch (attn_tc_hs(be, hs)) {
+        case 32: attn_forward_tc<T, 32>(be, out, lse, qkv, B, T_, C, NH, dr); return;
+        case 64: attn_forward_tc<T, 64>(be, out, lse, qkv, B, T_, C, NH, dr); return;
+        case 128: attn_forward_tc<T, 128>(be, out, lse, qkv, B, T_, C, NH, dr); return;
+        default: break; /* SIMT below */
+        }
+    }
+    size_t rows = (size_t)B * NH * T_;
+    attn_forward_simt_kernel<T><<<(unsigned)((rows + ATT_SIMT_WARPS - 1) / ATT_SIMT_WARPS), 32 * ATT_SIMT_WARPS, 0, impl_of(be)->stream>>>(
+        out, lse, qkv, B, T_, C, NH, hs, 1.0f / sqrtf((float)hs), dr);
+    CU_LAUNCHED(be, "attn_forward_simt_kernel");
+}
+template <typename T>
+static void attention_backward_t(ngpt_backend *be, T *dqkv, const T *dout, const T *qkv, const T *out, const float *lse, int B, int T_, int C, int NH,
+                                 DropArgs dr) {
+    CudaImpl *im = impl_of(be);
+    size_t rows = (size_t)B * NH * T_;
+    int hs = C / NH;
+    float *D = (float *)scratch_get(be, rows * sizeof(float), "attention_backward");
+    if (!D) return;
+    attn_rowdot_kernel<T><<<(unsigned)((rows + 7) / 8), 256, 0, im->stream>>>(D, dout, out, B, T_, C, NH, hs);
+    if (CU_LAUNCHED(be, "attn_rowdot_kernel")) return;
+    if constexpr (sizeof(T) == 2) {
+        switch (attn_tc_hs(be, hs)) {
+        case 32: attn_backward_tc<T, 32>(be, dqkv, dout, qkv, lse, D, B, T_, C, NH, dr); return;
+        case 64: attn_backward_tc<T, 64>(be, dqkv, dout, qkv, lse, D, B, T_, C, NH, dr); return;
+        case 128: attn_backward_tc<T, 128>(be, dqkv, dout, qkv, lse, D, B, T_, C, NH, dr); return;
+        default: break; /* SIMT below */
+        }
+    }
+    unsigned blocks = (unsigned)((rows + ATT_SIMT_WARPS - 1) / ATT_SIMT_WARPS);
+    float scale = 1.0f / sqrtf((float)hs);
+    attn_backward_dkdv_simt_kernel<T><<<blocks, 32 * ATT_SIMT_WARPS, 0, im->stream>>>(dqkv, dout, qkv, lse, D, B, T_, C, NH, hs, scale, dr);
+    if (CU_LAUNCHED(be, "attn_backward_dkdv_simt_kernel")) return;
+    attn_backward_dq_simt_kernel<T><<<blocks, 32 * ATT_SIMT_WARPS, 0, im->stream>>>(dqkv, dout, qkv, lse, D, B, T_, C, NH, hs, scale, dr);
+    CU_LAUNCHED(be, "attn_backward_dq_simt_kernel");
+}
+
+static void cu_attention_forward(ngpt_backend *be, void *out, float *lse, const void *qkv, int B, int T, int C, int NH, const ngpt_dropout *drop) {
+    if (attn_check(be, "attention_forward", B, T, C, NH) || !B || !T || !C) return;
+    DISPATCH_DTYPE(be->dtype, Ty, attention_forward_t<Ty>(be, (Ty *)out, lse, (const Ty *)qkv, B, T, C, NH, drop_args(drop)));
+}
+static void cu_attention_backward(ngpt_backend *be, void *dqkv, const void *dout, const void *qkv, const void *out, const float *lse, int B, int T,
+                                  int C, int NH, const ngpt_dropout *drop) {
+    if (attn_check(be, "attention_backward", B, T, C, NH) || !B || !T || !C) return;
+    DISPATCH_DTYPE(be->dtype, Ty,
+                   attention_backward_t<Ty>(be, (Ty *)dqkv, (const Ty *)dout, (const Ty *)qkv, (const Ty *)out, lse, B, T, C, NH, drop_args(drop)));
+}
+
+static void cu_attention_decode(ngpt_backend *be, void *out, void *kv, const void *qkv, int S, int t, int maxT, int C, int NH) {
+    if (attn_check(be, "attention_decode", S, maxT, C, NH) || !S || !C) return;
+    if (t < 0 || t >= maxT) {
+        cu_fail(be, NGPT_ERR_ARG, "cuda attention_decode: position t = %d is outside the cache of %d positions", t, maxT);
+        return;
+    }
+    int hs = C / NH;
+    size_t rows = (size_t)S * NH;
+    DISPATCH_DTYPE(be->dtype, Ty,
+                   attn_decode_kernel<Ty><<<(unsigned)((rows + ATT_SIMT_WARPS - 1) / ATT_SIMT_WARPS), 32 * ATT_SIMT_WARPS, 0, impl_of(be)->stream>>>(
+                       (Ty *)out, (Ty *)kv, (const Ty *)qkv, S, t, maxT, C, NH, hs, 1.0f / sqrtf((float)hs)));
+    CU_LAUNCHED(be, "attn_decode_kernel");
+}
+
+/* ======================================================================================================
+ * Loss: softmax cross-entropy over the first V of Vp columns, one block per row, gradient in place
+ * ==================================================================================================== */
+
+#define XENT_THREADS 512
+template <typename T> __global__ void __launch_bounds__(XENT_THREADS) crossentropy_kernel(T *logits, float *losses, const int32_t *targets, int V, int Vp, float dscale) {
+    int row = blockIdx.x;
+    T *z = logits + (size_t)row * Vp;
+    int tg = targets[row];
+    float zt = (tg >= 0 && tg < V) ? to_f(z[tg]) : 0.0f; /* read before anything is overwritten */
+    float mx = -FLT_MAX;
+    for (int j = threadIdx.x; j < V; j += blockDim.x) mx = fmaxf(mx, to_f(z[j]));
+    mx = block_max(mx);
+    float s = 0;
+    for (int j = threadIdx.x; j < V; j += blockDim.x) s += expf(to_f(z[j]) - mx);
+    s = block_sum2(s, 0.0f).x; /* its barriers also order every read above before the writes below */
+    float lse = mx + logf(s);
+    if (threadIdx.x == 0) losses[row] = (tg >= 0 && tg < V) ? lse - zt : NAN;
+    if (dscale != 0.0f) {
+        for (int j = threadIdx.x; j < Vp; j += blockDim.x) {
+            float gr = j < V ? (expf(to_f(z[j]) - lse) - (j == tg ? 1.0f : 0.0f)) * dscale : 0.0f;
+            z[j] = from_f<T>(gr);
+        }
+    }
+}
+static void cu_crossentropy(ngpt_backend *be, void *logits, float *losses, const int32_t *targets, int N, int V, int Vp, float dscale) {
+    if (bad_dims(be, "crossentropy", N, V, Vp) || !N) return;
+    if (V < 1 || V > Vp) {
+        cu_fail(be, NGPT_ERR_ARG, "cuda crossentropy: V = %d must be in 1..Vp (%d)", V, Vp);
+        return;
+    }
+    DISPATCH_DTYPE(be->dtype, T,
+                   crossentropy_kernel<T><<<(unsigned)N, XENT_THREADS, 0, impl_of(be)->stream>>>((T *)logits, losses, targets, V, Vp, dscale));
+    CU_LAUNCHED(be, "crossentropy_kernel");
+}
+
+/* ======================================================================================================
+ * Optimizer: the squared norm of the gradients (two deterministic passes) and AdamW
+ * ==================================================================================================== */
+
+#define NORM_THREADS 256
+/* pass 1: NB blocks, block j sums elements j*256 + tid + k*NB*256 in float per thread, then in double */
+template <typename T> __global__ void __launch_bounds__(NORM_THREADS) norm_partial_kernel(double *partial, const T *x, size_t n) {
+    float s = 0;
+    GRID_STRIDE(i, n) {
+        float v = to_f(x[i]);
+        s += v * v;
+    }
+    double t = block_sum_d((double)s);
+    if (threadIdx.x == 0) partial[blockIdx.x] = t;
+}
+/* pass 2: one block adds the partials; result in partial[NB] */
+__global__ void __launch_bounds__(NORM_THREADS) norm_final_kernel(double *partial, int nb) {
+    double s = 0;
+    for (int i = threadIdx.x; i < nb; i += blockDim.x) s += partial[i];
+    s = block_sum_d(s);
+    if (threadIdx.x == 0) partial[nb] = s;
+}
+static double cu_norm_sq(ngpt_backend *be, const void *x, size_t n) {
+    if (!n) return 0.0;
+    CudaImpl *im = impl_of(be);
+    double *partial = (double *)scratch_get(be, (size_t)(NORM_BLOCKS + 1) * sizeof(double), "norm_sq");
+    if (!partial) return NAN;
+    size_t want = (n + (size_t)NORM_THREADS * 16 - 1) / ((size_t)NORM_THREADS * 16); /* >= 16 elements per thread */
+    int nb = (int)(want < 1 ? 1 : want > NORM_BLOCKS ? NORM_BLOCKS : want);
+    DISPATCH_DTYPE(be->dtype, T, norm_partial_kernel<T><<<nb, NORM_THREADS, 0, im->stream>>>(partial, (const T *)x, n));
+    if (CU_LAUNCHED(be, "norm_partial_kernel")) return NAN;
+    norm_final_kernel<<<1, NORM_THREADS, 0, im->stream>>>(partial, nb);
+    if (CU_LAUNCHED(be, "norm_final_kernel")) return NAN;
+    double r = NAN; /* pageable destination: the copy is synchronous, nothing is allocated */
+    if (CU_CHECK(be, cudaMemcpyAsync(&r, partial + nb, sizeof r, cudaMemcpyDeviceToHost, im->stream))) return NAN;
+    if (CU_CHECK(be, cudaStreamSynchronize(im->stream))) return NAN;
+    return r;
+}
+
+/* AdamW in the arithmetic nanogpt.h gives (the caller precomputes the constants, so every backend uses
+ * the same floats). The master copy (f32) is the truth when present; param gets it in the storage type. */
+template <typename T, typename M>
+__global__ void adamw_kernel(T *param, float *master, const T *grad, M *m, M *v, size_t n, ngpt_adamw h) {
+    GRID_STRIDE(i, n) {
+        float g = to_f(grad[i]) * h.grad_scale;
+        float mi = h.beta1 * to_f(m[i]) + h.one_minus_beta1 * g;
+        float vi = h.beta2 * to_f(v[i]) + h.one_minus_beta2 * g * g;
+        m[i] = from_f<M>(mi);
+        v[i] = from_f<M>(vi);
+        float p = master ? master[i] : to_f(param[i]);
+        p = p - h.lr * (mi / h.bias_correction1 / (sqrtf(vi / h.bias_correction2) + h.eps) + h.weight_decay * p);
+        if (master) master[i] = p;
+        param[i] = from_f<T>(p);
+    }
+}
+static void cu_adamw(ngpt_backend *be, void *param, float *master, const void *grad, void *m, void *v, size_t n, const ngpt_adamw *h) {
+    if (!n) return;
+    if (!master && be->dtype != NGPT_DTYPE_F32) {
+        cu_fail(be, NGPT_ERR_ARG, "cuda adamw: a 16-bit parameter needs its f32 master copy (master was NULL)");
+        return;
+    }
+    if (h->moments_dtype != NGPT_DTYPE_F32 && h->moments_dtype != NGPT_DTYPE_BF16) {
+        cu_fail(be, NGPT_ERR_ARG, "cuda adamw: moments_dtype %d is not f32 or bf16", h->moments_dtype);
+        return;
+    }
+    cudaStream_t st = impl_of(be)->stream;
+    unsigned nb = ew_blocks(n);
+    if (h->moments_dtype == NGPT_DTYPE_F32) {
+        DISPATCH_DTYPE(be->dtype, T,
+                       adamw_kernel<T, float><<<nb, EW_THREADS, 0, st>>>((T *)param, master, (const T *)grad, (float *)m, (float *)v, n, *h));
+    } else {
+        DISPATCH_DTYPE(be->dtype, T,
+                       adamw_kernel<T, __nv_bfloat16><<<nb, EW_THREADS, 0, st>>>((T *)param, master, (const T *)grad, (__nv_bfloat16 *)m,
+                                                                                 (__nv_bfloat16 *)v, n, *h));
+    }
+    CU_LAUNCHED(be, "adamw_kernel");
+}
+
+/* ======================================================================================================
+ * Backend table and entry points
+ * ==================================================================================================== */
+
+static void cu_destroy(ngpt_backend *be) {
+    if (!be) return;
+    CudaImpl *im = impl_of(be);
+    if (im) {
+        cu_arena_free(be);
+        if (im->stream) cudaStreamDestroy(im->stream);
+        free(im);
+    }
+    free(be);
+}
+
+static int errf(char *err, size_t errlen, int status, const char *fmt, ...) {
+    if (err && errlen) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, errlen, fmt, ap);
+        va_end(ap);
+    }
+    return status;
+}
+
+/* Device, compute capability, and whether this binary carries kernels for it. */
+static int probe_device(int *device, int *cc, char *err, size_t errlen) {
+    int count = 0;
+    cudaError_t e = cudaGetDeviceCount(&count);
+    if (e != cudaSuccess) {
+        cudaGetLastError();
+        return errf(err, errlen, NGPT_ERR_DEVICE, "no usable CUDA device: %s (%s)", cudaGetErrorString(e), cudaGetErrorName(e));
+    }
+    if (count < 1) return errf(err, errlen, NGPT_ERR_DEVICE, "no CUDA device found");
+    if ((e = cudaGetDevice(device)) != cudaSuccess) return errf(err, errlen, NGPT_ERR_DEVICE, "cudaGetDevice failed: %s", cudaGetErrorString(e));
+    int major = 0, minor = 0;
+    cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, *device);
+    cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, *device);
+    *cc = major * 10 + minor;
+    if (*cc < 75)
+        return errf(err, errlen, NGPT_ERR_DEVICE, "the GPU has compute capability %d.%d; nanogpt needs 7.5 or newer (tensor-core mma and ldmatrix)",
+                    major, minor);
+    cudaFuncAttributes fa;
+    e = cudaFuncGetAttributes(&fa, fill_normal_kernel);
+    if (e != cudaSuccess) {
+        cudaGetLastError();
+        return errf(err, errlen, NGPT_ERR_DEVICE, "this build has no kernels for compute capability %d.%d (%s): rebuild nanogpt.cu with -arch=sm_%d",
+                    major, minor, cudaGetErrorString(e), *cc);
+    }
+    return NGPT_OK;
+}
+
+/* Opt the big-tile kernels into more than 48 KB of dynamic shared memory. */
+template <typename T> static int set_smem_attrs(ngpt_backend *be) {
+    int bad = 0;
+    bad |= CU_CHECK(be, cudaFuncSetAttribute(matmul_tc_kernel<T, true, true>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)mm_smem_bytes<true, true>()));
+    bad |= CU_CHECK(be, cudaFuncSetAttribute(matmul_tc_kernel<T, true, false>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)mm_smem_bytes<true, false>()));
+    bad |= CU_CHECK(be, cudaFuncSetAttribute(matmul_tc_kernel<T, false, false>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)mm_smem_bytes<false, false>()));
+    if (attn_smem_bytes<128>(4) <= impl_of(be)->smem_optin) {
+        bad |= CU_CHECK(be, cudaFuncSetAttribute(attn_forward_tc_kernel<T, 128>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)attn_smem_bytes<128>(3)));
+        bad |= CU_CHECK(be, cudaFuncSetAttribute(attn_backward_dkdv_tc_kernel<T, 128>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)attn_smem_bytes<128>(4)));
+        bad |= CU_CHECK(be, cudaFuncSetAttribute(attn_backward_dq_tc_kernel<T, 128>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)attn_smem_bytes<128>(4)));
+    }
+    return bad;
+}
+
+extern "C" {
+
+int ngpt_cuda_available(char *why, size_t whylen) {
+    int device = 0, cc = 0;
+    if (why && whylen) why[0] = 0;
+    return probe_device(&device, &cc, why, whylen) == NGPT_OK ? 1 : 0;
+}
+
+int ngpt_cuda_mem_info(size_t *free_bytes, size_t *total_bytes, char *err, size_t errlen) {
+    *free_bytes = *total_bytes = 0;
+    cudaError_t e = cudaMemGetInfo(free_bytes, total_bytes);
+    if (e != cudaSuccess) {
+        cudaGetLastError();
+        return errf(err, errlen, NGPT_ERR_DEVICE, "cudaMemGetInfo failed: %s (%s)", cudaGetErrorString(e), cudaGetErrorName(e));
+    }
+    return NGPT_OK;
+}
+
+int ngpt_cuda_describe(char *out, size_t outlen) {
+    int device = 0, cc = 0;
+    char err[256];
+    int rc = probe_device(&device, &cc, err, sizeof err);
+    if (rc) return errf(out, outlen, rc, "cuda: %s", err);
+    cudaDeviceProp prop;
+    if (cudaGetDeviceProperties(&prop, device) != cudaSuccess) {
+        cudaGetLastError();
+        return errf(out, outlen, NGPT_ERR_DEVICE, "cuda: cudaGetDeviceProperties failed");
+    }
+    size_t fb = 0, tb = 0;
+    cudaMemGetInfo(&fb, &tb);
+    return errf(out, outlen, NGPT_OK, "cuda: %s, sm_%d, %d SMs, %.1f GiB (%.1f GiB free), bf16 %s", prop.name, cc, prop.multiProcessorCount,
+                tb / 1073741824.0, fb / 1073741824.0, cc >= 80 ? "yes" : "no (fp16 with loss scaling)");
+}
+
+int ngpt_cuda_backend_create(ngpt_backend **out, int dtype, char *err, size_t errlen) {
+    *out = NULL;
+    if (dtype != NGPT_DTYPE_F32 && dtype != NGPT_DTYPE_BF16 && dtype != NGPT_DTYPE_F16)
+        return errf(err, errlen, NGPT_ERR_ARG, "cuda backend: unknown dtype %d", dtype);
+    int device = 0, cc = 0;
+    int rc = probe_device(&device, &cc, err, errlen);
+    if (rc) return rc;
+    if (dtype == NGPT_DTYPE_BF16 && cc < 80)
+        return errf(err, errlen, NGPT_ERR_DEVICE, "bfloat16 needs compute capability 8.0 or newer; this GPU is %d.%d: use dtype float16", cc / 10, cc % 10);
+    ngpt_backend *be = (ngpt_backend *)calloc(1, sizeof *be);
+    CudaImpl *im = (CudaImpl *)calloc(1, sizeof *im);
+    if (!be || !im) {
+        free(be);
+        free(im);
+        return errf(err, errlen, NGPT_ERR_NOMEM, "out of host memory creating the CUDA backend");
+    }
+    be->name = "cuda";
+    be->dtype = dtype;
+    be->impl = im;
+    im->device = device;
+    im->cc = cc;
+    int v = 0;
+    cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, device);
+    im->sm_count = v;
+    v = 0;
+    cudaDeviceGetAttribute(&v, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
+    im->smem_optin = v > 0 ? (size_t)v : 48 * 1024;
+    if (!CU_CHECK(be, cudaStreamCreateWithFlags(&im->stream, cudaStreamNonBlocking))) {
+        if (dtype == NGPT_DTYPE_BF16) set_smem_attrs<__nv_bfloat16>(be);
+        else if (dtype == NGPT_DTYPE_F16) set_smem_attrs<__half>(be);
+    }
+    if (be->status != NGPT_OK) {
+        rc = errf(err, errlen, be->status, "%s", be->msg);
+        cu_destroy(be);
+        return rc;
+    }
+    be->destroy = cu_destroy;
+    be->arena_alloc = cu_arena_alloc;
+    be->arena_free = cu_arena_free;
+    be->scratch_bytes = cu_scratch_bytes;
+    be->set_scratch = cu_set_scratch;
+    be->upload = cu_upload;
+    be->download = cu_download;
+    be->sync = cu_sync;
+    be->zero = cu_zero;
+    be->fill_normal = cu_fill_normal;
+    be->cast_from_f32 = cu_cast_from_f32;
+    be->encoder_forward = cu_encoder_forward;
+    be->encoder_backward = cu_encoder_backward;
+    be->layernorm_forward = cu_layernorm_forward;
+    be->layernorm_backward = cu_layernorm_backward;
+    be->matmul_forward = cu_matmul_forward;
+    be->matmul_backward = cu_matmul_backward;
+    be->attention_forward = cu_attention_forward;
+    be->attention_backward = cu_attention_backward;
+    be->attention_decode = cu_attention_decode;
+    be->gelu_forward = cu_gelu_forward;
+    be->gelu_backward = cu_gelu_backward;
+    be->residual_forward = cu_residual_forward;
+    be->dropout = cu_dropout;
+    be->crossentropy = cu_crossentropy;
+    be->norm_sq = cu_norm_sq;
+    be->adamw = cu_adamw;
+    *out = be;
+    return NGPT_OK;
+}
+
+} /* extern "C" */

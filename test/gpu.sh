@@ -1,0 +1,174 @@
+#!/usr/bin/env bash
+# test/gpu.sh - every GPU check of nanogpt in one call, for a machine with an NVIDIA GPU (CI has none).
+#
+#   bash test/gpu.sh                 all steps, in order
+#   bash test/gpu.sh ops sanitize    only some steps (build always runs first)
+#
+# Steps: build (nvcc for this GPU + the C test program), ops (every CUDA op against the CPU backend, for each
+# dtype the GPU supports, with determinism and no-allocation checks), sanitize (compute-sanitizer memcheck,
+# racecheck and synccheck on the small op tests), train (test/test_gpu_train.c: whole step vs CPU,
+# determinism, no allocation while training, resume, 300-step curve), bench (issue 8, not written yet).
+# Not in the default run: recipe (nanoGPT's shakespeare_char GPU recipe, ~10 minutes: bash test/gpu.sh recipe).
+#
+# Logs go to $OUT (the device tool's folder) or ./gpu-logs: build.log, ops.log, sanitize.log, train.log,
+# recipe.log, summary.txt.
+# The device tool brings back at most 8 files: new steps should add one log each, at most. The table
+# "check | result | numbers" is printed last. Exit status 1 when any check failed (SKIP is not a failure).
+# The whole default run is meant to fit one 10-minute device call; GPU_SH_BUDGET (seconds, default 560)
+# makes later steps SKIP rather than run past it.
+set -u
+cd "$(dirname "$0")/.." || exit 1
+ROOT=$(pwd)
+LOG=${OUT:-$ROOT/gpu-logs}
+mkdir -p "$LOG"
+NVCC=${NVCC:-nvcc}
+CC=${CC:-cc}
+BUDGET=${GPU_SH_BUDGET:-560}
+BUILD=$(mktemp -d "${TMPDIR:-/tmp}/ngpt-gpu.XXXXXX")
+trap 'rm -rf "$BUILD"' EXIT
+export CUDA_MODULE_LOADING=EAGER # kernels load at start, so lazy loading is not mistaken for allocation
+# Tiny Shakespeare for the trainer checks: $NGPT_SHARED_DATA, ../shared/data, or a copy carried to the
+# device machine as data/shakespeare_char/input.txt (an ignored path: run with carry)
+if [ ! -f "${NGPT_SHARED_DATA:-../shared/data}/tinyshakespeare.txt" ] && [ -f data/shakespeare_char/input.txt ]; then
+    mkdir -p "$BUILD/shared"
+    ln -sf "$ROOT/data/shakespeare_char/input.txt" "$BUILD/shared/tinyshakespeare.txt"
+    export NGPT_SHARED_DATA="$BUILD/shared"
+fi
+START=$(date +%s)
+STEPS=${*:-"ops sanitize train bench"}
+
+ROWS=()
+FAILED=0
+row() { # check result numbers
+    ROWS+=("$(printf '%-34s | %-5s | %s' "$1" "$2" "$3")")
+    [ "$2" = FAIL ] && FAILED=1
+    echo ">> $1: $2 ($3)"
+}
+elapsed() { echo $(($(date +%s) - START)); }
+want() { case " $STEPS " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
+time_left() { # step_name seconds_needed: true when the budget allows the step
+    if [ $(($(elapsed) + $2)) -gt "$BUDGET" ]; then
+        row "$1" SKIP "not started: $(elapsed) s used of the ${BUDGET} s budget (run: bash test/gpu.sh $1 ...)"
+        return 1
+    fi
+}
+
+# ---- build ----------------------------------------------------------------------------------------------
+ARCH=${NGPT_GPU_ARCH:-}
+if [ -z "$ARCH" ]; then
+    cc=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n 1 | tr -d '. ')
+    if [ -n "$cc" ]; then ARCH="sm_$cc"; else ARCH=native; fi
+fi
+t0=$(date +%s)
+(
+    echo "== $(date -u '+%Y-%m-%d %H:%M:%S UTC') on $(hostname)"
+    nvidia-smi --query-gpu=name,compute_cap,memory.total,driver_version --format=csv,noheader 2>&1
+    "$NVCC" --version | tail -n 1
+    set -x
+    "$NVCC" -std=c++17 -O3 -lineinfo -arch="$ARCH" -Xcompiler -Wall,-Wextra -c nanogpt.cu -o "$BUILD/nanogpt_cu.o" &&
+        "$CC" -O3 -march=native -std=c11 -Wall -Wextra -Wno-unused-function -DNGPT_CUDA -c test/test_gpu_ops.c -o "$BUILD/test_gpu_ops.o" &&
+        "$NVCC" -arch="$ARCH" "$BUILD/test_gpu_ops.o" "$BUILD/nanogpt_cu.o" -o "$BUILD/test_gpu_ops" -lm -lpthread &&
+        "$CC" -O3 -march=native -std=c11 -Wall -Wextra -Wno-unused-function -DNGPT_CUDA -Itest -c test/test_gpu_train.c -o "$BUILD/test_gpu_train.o" &&
+        "$NVCC" -arch="$ARCH" "$BUILD/test_gpu_train.o" "$BUILD/nanogpt_cu.o" -o "$BUILD/test_gpu_train" -lm -lpthread \
+            -Xlinker --wrap=cudaMalloc -Xlinker --wrap=cudaMallocHost -Xlinker --wrap=cudaFree &&
+        "$CC" -O3 -march=native -std=c11 -Wall -Wextra -DNGPT_CUDA -c nanogpt.c -o "$BUILD/nanogpt.o" &&
+        "$NVCC" -arch="$ARCH" "$BUILD/nanogpt.o" "$BUILD/nanogpt_cu.o" -o "$BUILD/nanogpt" -lm -lpthread
+) >"$LOG/build.log" 2>&1
+rc=$?
+GPU=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n 1)
+if [ $rc = 0 ]; then
+    row "build ($ARCH)" PASS "$(($(date +%s) - t0)) s; ${GPU:-no nvidia-smi}"
+else
+    row "build ($ARCH)" FAIL "exit $rc; see build.log"
+    tail -n 30 "$LOG/build.log"
+fi
+BUILT=$rc
+
+# ---- ops: every CUDA op against the CPU backend -----------------------------------------------------------
+if want ops && [ $BUILT = 0 ] && time_left "op tests" 120; then
+    t0=$(date +%s)
+    timeout $((BUDGET - $(elapsed))) "$BUILD/test_gpu_ops" >"$LOG/ops.log" 2>&1
+    rc=$?
+    sum=$(grep '^summary:' "$LOG/ops.log" | tail -n 1)
+    nfail=$(grep -c '^FAIL' "$LOG/ops.log")
+    res=PASS
+    [ $rc = 0 ] || res=FAIL
+    row "op tests vs CPU (f32, bf16, f16)" $res "${sum:-no summary (exit $rc)}; $(($(date +%s) - t0)) s"
+    alloc=$(grep -c '^ok .*no device allocation' "$LOG/ops.log")
+    allocf=$(grep -c '^FAIL .*no device allocation' "$LOG/ops.log")
+    if [ "$allocf" -gt 0 ]; then row "no allocation during the op sweep" FAIL "$allocf dtype(s) changed free memory"
+    elif [ "$alloc" -gt 0 ]; then row "no allocation during the op sweep" PASS "free memory unchanged, $alloc dtype(s)"
+    else row "no allocation during the op sweep" FAIL "not reached"; fi
+    [ "$nfail" -gt 0 ] && grep -A3 '^FAIL' "$LOG/ops.log" | head -n 40
+fi
+
+# ---- sanitize: compute-sanitizer on the small op tests ---------------------------------------------------
+if want sanitize && [ $BUILT = 0 ]; then
+    CS=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
+    : >"$LOG/sanitize.log"
+    for tool in memcheck racecheck synccheck; do
+        time_left "compute-sanitizer $tool" 60 || continue
+        if [ -z "$CS" ]; then row "compute-sanitizer $tool" SKIP "compute-sanitizer not found"; continue; fi
+        extra=()
+        [ $tool = memcheck ] && extra=(--leak-check full)
+        t0=$(date +%s)
+        echo "===== $tool" >>"$LOG/sanitize.log"
+        timeout $((BUDGET - $(elapsed))) "$CS" --tool $tool "${extra[@]}" --error-exitcode 99 \
+            "$BUILD/test_gpu_ops" --small --skip-alloc-check >>"$LOG/sanitize.log" 2>&1
+        rc=$?
+        summ=$(grep -E '(ERROR|RACECHECK) SUMMARY' "$LOG/sanitize.log" | tail -n 1 | sed 's/^=* *//')
+        if grep -q 'Device not supported' "$LOG/sanitize.log"; then
+            row "compute-sanitizer $tool" SKIP "device not supported by compute-sanitizer here"
+        elif [ $rc = 0 ]; then
+            row "compute-sanitizer $tool" PASS "${summ:-clean}; $(($(date +%s) - t0)) s"
+        else
+            why="exit $rc"
+            [ $rc = 99 ] && why="sanitizer errors"
+            [ $rc = 1 ] && why="op tests failed under the sanitizer"
+            [ $rc = 124 ] && why="timed out"
+            row "compute-sanitizer $tool" FAIL "$why; ${summ:-see sanitize.log}"
+        fi
+    done
+fi
+
+# ---- trainer-level checks (test/test_gpu_train.c): whole step vs CPU, determinism, no allocation while
+# training (cudaMalloc & co. wrapped at link time), resume, the 300-step curve ------------------------------
+if want train && [ $BUILT = 0 ] && time_left "trainer checks" 240; then
+    t0=$(date +%s)
+    ( cd "$ROOT" && timeout $((BUDGET - $(elapsed))) "$BUILD/test_gpu_train" ) >"$LOG/train.log" 2>&1
+    rc=$?
+    for t in test_step_fp32 test_step_bf16 test_deterministic_and_no_allocation test_resume_bit_identical test_curve_follows_cpu; do
+        if grep -q "^ok $t" "$LOG/train.log"; then res=PASS; elif grep -q "^FAIL $t" "$LOG/train.log"; then res=FAIL; else res=FAIL; fi
+        nums=$(grep -A1 "^FAIL $t" "$LOG/train.log" | head -n 1 | cut -c1-90)
+        row "${t#test_}" $res "${nums:-see train.log}"
+    done
+    grep -E '^  ' "$LOG/train.log" | head -n 8
+    [ $rc = 124 ] && row "trainer checks" FAIL "timed out after $(($(date +%s) - t0)) s"
+fi
+
+# ---- recipe (not in the default run: about 10 minutes on its own call): nanoGPT's shakespeare_char GPU
+# recipe, best val loss (nanoGPT: 1.4697) and wall time -------------------------------------------------------
+if want recipe && [ $BUILT = 0 ]; then
+    t0=$(date +%s)
+    mkdir -p data/shakespeare_char
+    [ -f data/shakespeare_char/input.txt ] || cp "${NGPT_SHARED_DATA:-../shared/data}/tinyshakespeare.txt" data/shakespeare_char/input.txt
+    timeout $((BUDGET - $(elapsed))) "$BUILD/nanogpt" train data/shakespeare_char/train.cfg --out_dir="$BUILD/out" >"$LOG/recipe.log" 2>&1
+    rc=$?
+    best=$(sed -n 's/.*best val loss \([0-9.]*\).*/\1/p' "$LOG/recipe.log" | tail -n 1)
+    if [ $rc = 0 ] && [ -n "$best" ] && awk "BEGIN{exit !($best <= 1.47)}"; then res=PASS; else res=FAIL; fi
+    row "shakespeare_char recipe (<= 1.47)" $res "best val ${best:-none}, $(($(date +%s) - t0)) s, exit $rc"
+fi
+if want bench; then
+    row "benchmarks" SKIP "issue 8: the benchmark program is not written yet"
+fi
+
+# ---- the table -------------------------------------------------------------------------------------------
+{
+    echo
+    echo "nanogpt GPU checks: ${GPU:-unknown GPU}, $(elapsed) s"
+    printf '%-34s | %-5s | %s\n' check result numbers
+    printf '%s\n' "-----------------------------------+-------+------------------------------------------"
+    for r in "${ROWS[@]}"; do echo "$r"; done
+    [ $FAILED = 0 ] && echo "gpu checks: PASS" || echo "gpu checks: FAIL"
+} | tee "$LOG/summary.txt"
+exit $FAILED

@@ -1,0 +1,901 @@
+/* test_gpu_ops.c - every op of the CUDA backend against its CPU twin, for each dtype the GPU supports.
+ *
+ * Built and run by test/gpu.sh on a machine with a GPU:
+ *     nvcc -c nanogpt.cu ; cc -DNGPT_CUDA -DNGPT_NO_MAIN -c test/test_gpu_ops.c ; link both with nvcc
+ *     ./test_gpu_ops [--small] [--skip-alloc-check] [--dtype f32|bf16|f16]
+ * --small keeps to small shapes (for compute-sanitizer); the default adds GPT-2-sized ones.
+ * --skip-alloc-check leaves out the free-memory check (compute-sanitizer allocates device memory itself).
+ *
+ * For every op and shape: fresh random inputs (never zeros), rounded to the GPU's storage type so that
+ * both backends see the same numbers; outputs poisoned with NaN bit patterns before each run, so an
+ * element the kernel forgets to write fails; the GPU op run twice on the same inputs, and the two results
+ * must be bit-identical (determinism); then the GPU result is compared with the CPU backend's fp32 result.
+ * Every GPU buffer is followed by a guard zone whose pattern is checked after each case (the arena is one
+ * allocation, so compute-sanitizer cannot see an overrun from one tensor into the next; the guards can).
+ *
+ * The error measure: err_i = |gpu_i - cpu_i| / max(|cpu_i|, rms(cpu)); the case prints the largest err_i,
+ * where it is, and the relative norm ||gpu - cpu|| / ||cpu||. Thresholds:
+ *   f32   1e-5 for elementwise ops; 1e-4 where a sum runs in another order than on the CPU (matmul over K,
+ *         layernorm over C and over rows, attention over keys, cross-entropy over V).
+ *   bf16  1e-2 (outputs are rounded to bf16: half an ulp is up to 2^-8 = 3.9e-3 relative; sums are fp32). Attention rounds its
+ *         probabilities and dS to bf16 before the tensor-core products, as flash attention does: a numpy
+ *         model of those rounding points gives a max err up to ~4e-2 (T=1024, hs=128) but a rel-norm of
+ *         ~2.5e-3, so attention is held to max err 8e-2 and rel-norm 1e-2.
+ *   f16   1e-2 as bf16; attention max err 1e-2 and rel-norm 2e-3 (the model: ~5e-3 and ~3e-4).
+ *   f32 results (mean, rstd, lse, losses, master weights, norms) are held to 1e-4 in every dtype.
+ *
+ * No allocation after arena_alloc: the free device memory (cudaMemGetInfo through ngpt_cuda_mem_info) is
+ * read after arena_alloc and again after the whole sweep of ops, and must not change. Run with
+ * CUDA_MODULE_LOADING=EAGER (main sets it) so that lazy loading of kernels does not show up as memory use.
+ * This is a check of behaviour, not of source text: any cudaMalloc, cudaMallocAsync, managed or pinned
+ * allocation the library made during the ops would lower the free memory (allocations are at least one
+ * 2 MiB page), and a cudaFree of something the arena did not own would raise it.
+ */
+#include "../nanogpt.c"
+#include "check.h"
+
+/* ------------------------------------------------------------------------------------------------------
+ * Test state: the CPU backend, the CUDA backend under test, and a bump allocator on each arena.
+ * ---------------------------------------------------------------------------------------------------- */
+
+static ngpt_backend *tg_cpu, *tg_gpu;
+static char *tg_cpu_dev, *tg_gpu_dev, *tg_gpu_host;
+static size_t tg_cpu_cap, tg_gpu_cap, tg_host_cap, tg_cpu_base, tg_gpu_base, tg_cpu_off, tg_gpu_off;
+static int tg_small, tg_cc, tg_skip_alloc_check;
+static char tg_case[256];
+static double tg_t0;
+static double tg_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+#define TG_GUARD 256
+#define TG_MAX_BUFS 64
+static char *tg_guards[TG_MAX_BUFS];
+static int tg_nguards;
+
+static const char *tg_dtname(int dt) { return dt == NGPT_DTYPE_BF16 ? "bf16" : dt == NGPT_DTYPE_F16 ? "f16" : "f32"; }
+static size_t tg_esz(int dt) { return dt == NGPT_DTYPE_F32 ? 4 : 2; }
+
+static void tg_begin(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int n = snprintf(tg_case, sizeof tg_case, "%s ", tg_gpu ? tg_dtname(tg_gpu->dtype) : "-");
+    vsnprintf(tg_case + n, sizeof tg_case - (size_t)n, fmt, ap);
+    va_end(ap);
+    check_case_name = tg_case;
+    check_case_failed = 0;
+    tg_cpu_off = tg_cpu_base;
+    tg_gpu_off = tg_gpu_base;
+    tg_nguards = 0;
+    tg_t0 = tg_now();
+    fflush(stdout);
+}
+
+/* the backends' sticky status: report it, then clear it so that later cases report their own failures */
+static void tg_status(void) {
+    if (tg_gpu->status) {
+        CHECK(0, "cuda backend status %d (%s): %s", tg_gpu->status, ngpt_status_name(tg_gpu->status), tg_gpu->msg);
+        tg_gpu->status = 0;
+        tg_gpu->msg[0] = 0;
+    }
+    if (tg_cpu->status) {
+        CHECK(0, "cpu backend status %d: %s", tg_cpu->status, tg_cpu->msg);
+        tg_cpu->status = 0;
+        tg_cpu->msg[0] = 0;
+    }
+}
+
+static void tg_check_guards(void) {
+    for (int i = 0; i < tg_nguards; i++) {
+        tg_gpu->download(tg_gpu, tg_gpu_host, tg_guards[i], TG_GUARD);
+        int bad = 0;
+        for (int j = 0; j < TG_GUARD; j++) bad += (unsigned char)tg_gpu_host[j] != 0x5A;
+        CHECK(bad == 0, "guard zone %d after a GPU buffer was overwritten (%d bytes changed): a kernel wrote out of bounds", i, bad);
+    }
+}
+
+static void tg_end(void) {
+    tg_status();
+    tg_check_guards();
+    tg_status();
+    printf("    (%.2f s)\n", tg_now() - tg_t0);
+    if (check_case_failed) check_failed++;
+    else { check_passed++; printf("ok %s\n", tg_case); }
+    fflush(stdout);
+}
+
+/* device memory of n bytes on the GPU arena, followed by a guard zone */
+static char *tg_gpu_take(size_t bytes) {
+    size_t off = ALIGN_UP(tg_gpu_off, 256);
+    if (off + bytes + TG_GUARD > tg_gpu_cap || tg_nguards >= TG_MAX_BUFS) {
+        fprintf(stderr, "test_gpu_ops: GPU test arena too small (%zu bytes asked at %zu of %zu)\n", bytes, off, tg_gpu_cap);
+        exit(2);
+    }
+    char *p = tg_gpu_dev + off, *g = p + ALIGN_UP(bytes, 16);
+    /* the guard starts 16-byte aligned right after the data, so writing one 16-byte chunk too far lands in it */
+    memset(tg_gpu_host, 0x5A, TG_GUARD);
+    tg_gpu->upload(tg_gpu, g, tg_gpu_host, TG_GUARD);
+    tg_gpu->sync(tg_gpu);
+    tg_guards[tg_nguards++] = g;
+    tg_gpu_off = (size_t)(g - tg_gpu_dev) + TG_GUARD;
+    return p;
+}
+static char *tg_cpu_take(size_t bytes) {
+    size_t off = ALIGN_UP(tg_cpu_off, 64);
+    if (off + bytes > tg_cpu_cap) {
+        fprintf(stderr, "test_gpu_ops: CPU test arena too small\n");
+        exit(2);
+    }
+    tg_cpu_off = off + bytes;
+    return tg_cpu_dev + off;
+}
+
+/* ------------------------------------------------------------------------------------------------------
+ * Numbers: random inputs, bf16/f16 conversions (round to nearest even, as the GPU's __float2*_rn).
+ * ---------------------------------------------------------------------------------------------------- */
+
+static uint64_t tg_rs = 0x9E3779B97F4A7C15ull;
+static double tg_urand(void) { /* (0, 1) */
+    tg_rs ^= tg_rs << 13; tg_rs ^= tg_rs >> 7; tg_rs ^= tg_rs << 17;
+    return ((tg_rs >> 11) + 0.5) * (1.0 / 9007199254740992.0);
+}
+static float tg_nrand(void) { return (float)(sqrt(-2.0 * log(tg_urand())) * cos(6.283185307179586 * tg_urand())); }
+
+static uint16_t tg_f2bf(float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40); /* quiet NaN */
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return (uint16_t)(u >> 16);
+}
+static float tg_bf2f(uint16_t h) {
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+static uint16_t tg_f2h(float f) {
+    uint32_t x;
+    memcpy(&x, &f, 4);
+    uint32_t sign = (x >> 16) & 0x8000u, ax = x & 0x7fffffffu;
+    if (ax > 0x7f800000u) return (uint16_t)(sign | 0x7e00u);
+    if (ax >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u); /* >= 65520: inf */
+    if (ax <= 0x33000000u) return (uint16_t)sign;             /* <= 2^-25: zero (2^-25 ties to even 0) */
+    int e = (int)(ax >> 23);
+    if (e < 113) { /* half subnormal */
+        uint32_t mant = (ax & 0x7fffffu) | 0x800000u;
+        int shift = 126 - e;
+        uint32_t m = mant >> shift, rem = mant & ((1u << shift) - 1), half = 1u << (shift - 1);
+        if (rem > half || (rem == half && (m & 1u))) m++;
+        return (uint16_t)(sign | m);
+    }
+    uint32_t r = ax - (112u << 23);
+    uint32_t h = r >> 13, rem = r & 0x1fffu;
+    if (rem > 0x1000u || (rem == 0x1000u && (h & 1u))) h++;
+    return (uint16_t)(sign | h);
+}
+static float tg_h2f(uint16_t h) {
+    uint32_t e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
+    float f = e == 0 ? ldexpf((float)m, -24) : e == 31 ? (m ? NAN : INFINITY) : ldexpf((float)(m | 0x400u), (int)e - 25);
+    return (h & 0x8000u) ? -f : f;
+}
+static float tg_round(float x, int dt) {
+    return dt == NGPT_DTYPE_BF16 ? tg_bf2f(tg_f2bf(x)) : dt == NGPT_DTYPE_F16 ? tg_h2f(tg_f2h(x)) : x;
+}
+static void tg_to_dt(void *dst, const float *src, size_t n, int dt) {
+    if (dt == NGPT_DTYPE_F32) { memcpy(dst, src, n * 4); return; }
+    uint16_t *d = (uint16_t *)dst;
+    for (size_t i = 0; i < n; i++) d[i] = dt == NGPT_DTYPE_BF16 ? tg_f2bf(src[i]) : tg_f2h(src[i]);
+}
+static void tg_from_dt(float *dst, const void *src, size_t n, int dt) {
+    if (dt == NGPT_DTYPE_F32) { memcpy(dst, src, n * 4); return; }
+    const uint16_t *s = (const uint16_t *)src;
+    for (size_t i = 0; i < n; i++) dst[i] = dt == NGPT_DTYPE_BF16 ? tg_bf2f(s[i]) : tg_h2f(s[i]);
+}
+
+/* n normal numbers * scale (+ shift), rounded to the GPU's storage type; never zero */
+static float *tg_rand(size_t n, float scale, float shift, int dt) {
+    float *x = (float *)malloc(n * sizeof(float) + 4);
+    for (size_t i = 0; i < n; i++) {
+        float v = shift + scale * tg_nrand();
+        if (v == 0.0f) v = scale * 0.5f;
+        x[i] = tg_round(v, dt);
+    }
+    return x;
+}
+
+/* ------------------------------------------------------------------------------------------------------
+ * Buffers on both backends: act buffers in the GPU's dtype (f32 on the CPU), f32 buffers, int32 buffers.
+ * ---------------------------------------------------------------------------------------------------- */
+
+enum { TG_ACT, TG_F32, TG_I32 };
+typedef struct {
+    size_t n;
+    int kind, dt; /* dt: the GPU storage type of the elements */
+    char *g, *c;  /* GPU and CPU device pointers */
+} TgBuf;
+
+static TgBuf tg_buf(size_t n, int kind) {
+    TgBuf b;
+    b.n = n;
+    b.kind = kind;
+    b.dt = kind == TG_ACT ? tg_gpu->dtype : NGPT_DTYPE_F32;
+    b.g = tg_gpu_take(n * tg_esz(b.dt));
+    b.c = tg_cpu_take(n * 4);
+    return b;
+}
+static size_t tg_gbytes(const TgBuf *b) { return b->n * tg_esz(b->dt); }
+
+static void tg_put_gpu(TgBuf *b, const void *h) {
+    if (tg_gbytes(b) > tg_host_cap) { fprintf(stderr, "test_gpu_ops: host staging too small\n"); exit(2); }
+    if (b->kind == TG_I32) memcpy(tg_gpu_host, h, b->n * 4);
+    else tg_to_dt(tg_gpu_host, (const float *)h, b->n, b->dt);
+    tg_gpu->upload(tg_gpu, b->g, tg_gpu_host, tg_gbytes(b));
+    tg_gpu->sync(tg_gpu); /* the staging area is reused by the next upload */
+}
+static void tg_put_cpu(TgBuf *b, const void *h) { tg_cpu->upload(tg_cpu, b->c, h, b->n * 4); }
+static void tg_put(TgBuf *b, const void *h) { tg_put_gpu(b, h); tg_put_cpu(b, h); }
+
+/* NaN bit patterns in an output before a run (all-ones bytes are a NaN in f32, bf16 and f16), on the
+ * GPU (gpu_side) or the CPU */
+static void tg_poison_side(TgBuf *b, int gpu_side) {
+    if (gpu_side) {
+        memset(tg_gpu_host, 0xFF, tg_gbytes(b));
+        tg_gpu->upload(tg_gpu, b->g, tg_gpu_host, tg_gbytes(b));
+        tg_gpu->sync(tg_gpu);
+    } else {
+        memset(b->c, 0xFF, b->n * 4);
+    }
+}
+
+/* Each case runs three times: rep 0 on the CPU, reps 1 and 2 on the GPU (which must agree bit for bit).
+ * PTR(b) is the buffer on this rep's backend, PUT(b, host) uploads to it, POISON(b) fills it with NaN. */
+#define PTR(B) ((void *)(rep ? (B).g : (B).c))
+#define PUT(B, H) (rep ? tg_put_gpu(&(B), (H)) : tg_put_cpu(&(B), (H)))
+#define POISON(B) tg_poison_side(&(B), rep)
+
+/* raw GPU bytes (for bit-identity) */
+static void *tg_raw_gpu(const TgBuf *b) {
+    void *r = malloc(tg_gbytes(b) + 4);
+    tg_gpu->download(tg_gpu, tg_gpu_host, b->g, tg_gbytes(b));
+    memcpy(r, tg_gpu_host, tg_gbytes(b));
+    return r;
+}
+static float *tg_raw_to_f32(const TgBuf *b, const void *raw) {
+    float *f = (float *)malloc(b->n * 4 + 4);
+    tg_from_dt(f, raw, b->n, b->dt);
+    return f;
+}
+static float *tg_get_cpu(const TgBuf *b) {
+    float *f = (float *)malloc(b->n * 4 + 4);
+    tg_cpu->download(tg_cpu, f, b->c, b->n * 4);
+    return f;
+}
+
+/* ------------------------------------------------------------------------------------------------------
+ * Comparison
+ * ---------------------------------------------------------------------------------------------------- */
+
+static double tg_tol(double f32_tol, double half_tol) { return tg_gpu->dtype == NGPT_DTYPE_F32 ? f32_tol : half_tol; }
+static double tg_tol3(double f32_tol, double bf16_tol, double f16_tol) {
+    return tg_gpu->dtype == NGPT_DTYPE_F32 ? f32_tol : tg_gpu->dtype == NGPT_DTYPE_BF16 ? bf16_tol : f16_tol;
+}
+
+/* max err <= tol, and (when tol_rn > 0) rel-norm <= tol_rn */
+static void tg_compare(const char *what, const float *got, const float *want, size_t n, double tol, double tol_rn) {
+    double ss = 0;
+    size_t want_bad = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (isfinite(want[i])) ss += (double)want[i] * want[i];
+        else want_bad++;
+    }
+    double rms = n ? sqrt(ss / (double)n) : 0, se = 0, maxerr = 0;
+    size_t at = 0, bad = 0, first_bad = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!isfinite(want[i])) {
+            int same = isnan(want[i]) ? isnan(got[i]) : got[i] == want[i];
+            if (!same && bad++ == 0) first_bad = i;
+            continue;
+        }
+        if (!isfinite(got[i])) {
+            if (bad++ == 0) first_bad = i;
+            continue;
+        }
+        double d = fabs((double)got[i] - want[i]), den = fabs(want[i]);
+        if (den < rms) den = rms;
+        if (den < 1e-30) den = 1e-30;
+        se += d * d;
+        if (d / den > maxerr) { maxerr = d / den; at = i; }
+    }
+    double relnorm = ss > 0 ? sqrt(se / ss) : sqrt(se);
+    printf("    %-14s n=%-9zu max err %.2e at %zu (gpu %.7g cpu %.7g)  rel-norm %.2e  tol %.0e\n", what, n, maxerr, at,
+           n ? got[at] : 0.0, n ? want[at] : 0.0, relnorm, tol);
+    CHECK(tol_rn <= 0 || relnorm <= tol_rn, "%s: rel-norm %.3e exceeds %.1e", what, relnorm, tol_rn);
+    CHECK(want_bad == 0, "%s: the CPU reference has %zu non-finite values", what, want_bad);
+    CHECK(bad == 0, "%s: %zu elements non-finite or unwritten on the GPU (first at %zu: gpu %g cpu %g)", what, bad, first_bad,
+          n ? got[first_bad] : 0.0, n ? want[first_bad] : 0.0);
+    CHECK(maxerr <= tol, "%s: max error %.3e at %zu (gpu %.9g, cpu %.9g) exceeds %.1e", what, maxerr, at, n ? got[at] : 0.0,
+          n ? want[at] : 0.0, tol);
+}
+
+/* GPU outputs of two runs: bit-identical, then compared with the CPU */
+typedef struct {
+    const char *what;
+    TgBuf *b;
+    double tol;
+    void *raw[2];
+    double tol_rn; /* 0: only the max error is checked */
+} TgOut;
+
+static void tg_grab(TgOut *o, int nout, int rep) {
+    for (int i = 0; i < nout; i++) o[i].raw[rep] = tg_raw_gpu(o[i].b);
+}
+static void tg_finish(TgOut *o, int nout) {
+    for (int i = 0; i < nout; i++) {
+        size_t bytes = tg_gbytes(o[i].b);
+        CHECK(memcmp(o[i].raw[0], o[i].raw[1], bytes) == 0, "%s: two GPU runs on the same inputs differ (not deterministic)", o[i].what);
+        float *g = tg_raw_to_f32(o[i].b, o[i].raw[0]), *c = tg_get_cpu(o[i].b);
+        tg_compare(o[i].what, g, c, o[i].b->n, o[i].tol, o[i].tol_rn);
+        free(g);
+        free(c);
+        free(o[i].raw[0]);
+        free(o[i].raw[1]);
+    }
+}
+
+/* ------------------------------------------------------------------------------------------------------
+ * Op cases
+ * ---------------------------------------------------------------------------------------------------- */
+
+static void t_matmul(int N, int C, int OC, int bias) {
+    int dt = tg_gpu->dtype;
+    tg_begin("matmul N=%d C=%d OC=%d%s", N, C, OC, bias ? " bias" : "");
+    float *inp = tg_rand((size_t)N * C, 1.0f, 0, dt), *w = tg_rand((size_t)OC * C, 1.0f / sqrtf((float)C), 0, dt);
+    float *b = tg_rand((size_t)OC, 1.0f, 0, dt), *dout = tg_rand((size_t)N * OC, 1.0f, 0, dt);
+    float *dw0 = tg_rand((size_t)OC * C, 1.0f, 0, dt), *db0 = tg_rand((size_t)OC, 1.0f, 0, dt);
+    TgBuf Binp = tg_buf((size_t)N * C, TG_ACT), Bw = tg_buf((size_t)OC * C, TG_ACT), Bb = tg_buf((size_t)OC, TG_ACT);
+    TgBuf Bout = tg_buf((size_t)N * OC, TG_ACT), Bdout = tg_buf((size_t)N * OC, TG_ACT), Bdinp = tg_buf((size_t)N * C, TG_ACT);
+    TgBuf Bdw = tg_buf((size_t)OC * C, TG_ACT), Bdb = tg_buf((size_t)OC, TG_ACT);
+    TgOut outs[] = {{"out", &Bout, tg_tol(1e-4, 1e-2), {0}, 0}, {"dinp", &Bdinp, tg_tol(1e-4, 1e-2), {0}, 0},
+                    {"dw (+=)", &Bdw, tg_tol(1e-4, 1e-2), {0}, 0}, {"dbias (+=)", &Bdb, tg_tol(1e-4, 1e-2), {0}, 0}};
+    int nout = bias ? 4 : 3;
+    for (int rep = 0; rep < 3; rep++) {
+        ngpt_backend *be = rep ? tg_gpu : tg_cpu;
+        PUT(Binp, inp); PUT(Bw, w); PUT(Bb, b); PUT(Bdout, dout); PUT(Bdw, dw0); PUT(Bdb, db0);
+        POISON(Bout); POISON(Bdinp);
+        be->matmul_forward(be, PTR(Bout), PTR(Binp), PTR(Bw), bias ? PTR(Bb) : NULL, N, C, OC);
+        be->matmul_backward(be, PTR(Bdinp), PTR(Bdw), bias ? PTR(Bdb) : NULL, PTR(Bdout), PTR(Binp), PTR(Bw), N, C, OC);
+        be->sync(be);
+        if (rep) tg_grab(outs, nout, rep - 1);
+    }
+    tg_finish(outs, nout);
+    free(inp); free(w); free(b); free(dout); free(dw0); free(db0);
+    tg_end();
+}
+
+static void t_layernorm(int N, int C, int bias) {
+    int dt = tg_gpu->dtype;
+    tg_begin("layernorm N=%d C=%d%s", N, C, bias ? " bias" : "");
+    float *inp = tg_rand((size_t)N * C, 2.0f, 0.5f, dt), *w = tg_rand((size_t)C, 0.3f, 1.0f, dt), *b = tg_rand((size_t)C, 0.5f, 0, dt);
+    float *dout = tg_rand((size_t)N * C, 1.0f, 0, dt), *dinp0 = tg_rand((size_t)N * C, 1.0f, 0, dt);
+    float *dw0 = tg_rand((size_t)C, 1.0f, 0, dt), *db0 = tg_rand((size_t)C, 1.0f, 0, dt);
+    TgBuf Binp = tg_buf((size_t)N * C, TG_ACT), Bw = tg_buf((size_t)C, TG_ACT), Bb = tg_buf((size_t)C, TG_ACT);
+    TgBuf Bout = tg_buf((size_t)N * C, TG_ACT), Bmean = tg_buf((size_t)N, TG_F32), Brstd = tg_buf((size_t)N, TG_F32);
+    TgBuf Bdout = tg_buf((size_t)N * C, TG_ACT), Bdinp = tg_buf((size_t)N * C, TG_ACT), Bdw = tg_buf((size_t)C, TG_ACT), Bdb = tg_buf((size_t)C, TG_ACT);
+    TgBuf Bmean2 = tg_buf((size_t)N, TG_F32), Brstd2 = tg_buf((size_t)N, TG_F32);
+    /* the backward runs on the CPU forward's mean and rstd on both backends, so it is tested alone */
+    float *mean = NULL, *rstd = NULL;
+    TgOut outs[] = {{"out", &Bout, tg_tol(1e-5, 1e-2), {0}, 0}, {"mean", &Bmean, 1e-4, {0}, 0}, {"rstd", &Brstd, 1e-4, {0}, 0},
+                    {"dinp (+=)", &Bdinp, tg_tol(1e-4, 1e-2), {0}, 0}, {"dw (+=)", &Bdw, tg_tol(1e-4, 1e-2), {0}, 0},
+                    {"db (+=)", &Bdb, tg_tol(1e-4, 1e-2), {0}, 0}};
+    int nout = bias ? 6 : 5;
+    for (int rep = 0; rep < 3; rep++) {
+        ngpt_backend *be = rep ? tg_gpu : tg_cpu;
+        PUT(Binp, inp); PUT(Bw, w); PUT(Bb, b); PUT(Bdout, dout); PUT(Bdinp, dinp0); PUT(Bdw, dw0); PUT(Bdb, db0);
+        POISON(Bout); POISON(Bmean); POISON(Brstd);
+        be->layernorm_forward(be, PTR(Bout), (float *)PTR(Bmean), (float *)PTR(Brstd), PTR(Binp), PTR(Bw), bias ? PTR(Bb) : NULL, N, C);
+        be->sync(be);
+        if (!rep) { mean = tg_get_cpu(&Bmean); rstd = tg_get_cpu(&Brstd); }
+        PUT(Bmean2, mean);
+        PUT(Brstd2, rstd);
+        be->layernorm_backward(be, PTR(Bdinp), PTR(Bdw), bias ? PTR(Bdb) : NULL, PTR(Bdout), PTR(Binp), PTR(Bw), (float *)PTR(Bmean2),
+                               (float *)PTR(Brstd2), N, C);
+        be->sync(be);
+        if (rep) tg_grab(outs, nout, rep - 1);
+    }
+    tg_finish(outs, nout);
+    free(inp); free(w); free(b); free(dout); free(dinp0); free(dw0); free(db0); free(mean); free(rstd);
+    tg_end();
+}
+
+static void t_attention(int B, int NH, int T, int hs, float p) {
+    int dt = tg_gpu->dtype, C = NH * hs;
+    tg_begin("attention B=%d NH=%d T=%d hs=%d dropout=%g", B, NH, T, hs, p);
+    ngpt_dropout drop = {.p = p, .seed = 1234567, .stream = 89, .offset = (uint64_t)B * NH * T * T * 3};
+    size_t nqkv = (size_t)B * T * 3 * C, nout = (size_t)B * T * C, nlse = (size_t)B * NH * T;
+    float *qkv = tg_rand(nqkv, 1.0f, 0, dt), *dout = tg_rand(nout, 1.0f, 0, dt);
+    TgBuf Bqkv = tg_buf(nqkv, TG_ACT), Bout = tg_buf(nout, TG_ACT), Blse = tg_buf(nlse, TG_F32);
+    TgBuf Bdout = tg_buf(nout, TG_ACT), Bout2 = tg_buf(nout, TG_ACT), Blse2 = tg_buf(nlse, TG_F32), Bdqkv = tg_buf(nqkv, TG_ACT);
+    float *out_ref = NULL, *lse_ref = NULL;
+    /* 16-bit: probabilities and dS are rounded before the tensor-core products. A numpy model of those
+     * rounding points gives bf16 max err up to ~4e-2 (T=1024 or hs=128) with rel-norm ~2.5e-3, and f16
+     * max err ~5e-3 with rel-norm ~3e-4 (see the thresholds at the top). */
+    double tmax = tg_tol3(1e-4, 8e-2, 1e-2), trn = tg_tol3(0, 1e-2, 2e-3);
+    TgOut outs[] = {{"out", &Bout, tmax, {0}, trn}, {"lse", &Blse, 1e-4, {0}, 0}, {"dqkv", &Bdqkv, tmax, {0}, trn}};
+    for (int rep = 0; rep < 3; rep++) {
+        ngpt_backend *be = rep ? tg_gpu : tg_cpu;
+        PUT(Bqkv, qkv);
+        PUT(Bdout, dout);
+        POISON(Bout); POISON(Blse); POISON(Bdqkv);
+        be->attention_forward(be, PTR(Bout), (float *)PTR(Blse), PTR(Bqkv), B, T, C, NH, &drop);
+        be->sync(be);
+        if (!rep) { /* the backward's out and lse: the CPU forward's, out rounded to the storage type */
+            out_ref = tg_get_cpu(&Bout);
+            for (size_t i = 0; i < nout; i++) out_ref[i] = tg_round(out_ref[i], dt);
+            lse_ref = tg_get_cpu(&Blse);
+        }
+        PUT(Bout2, out_ref);
+        PUT(Blse2, lse_ref);
+        be->attention_backward(be, PTR(Bdqkv), PTR(Bdout), PTR(Bqkv), PTR(Bout2), (float *)PTR(Blse2), B, T, C, NH, &drop);
+        be->sync(be);
+        if (rep) tg_grab(outs, 3, rep - 1);
+    }
+    tg_finish(outs, 3);
+    free(qkv); free(dout); free(out_ref); free(lse_ref);
+    tg_end();
+}
+
+/* generation with a KV cache: position t of S sequences. The cache is random except position t, which is
+ * NaN until the op writes it; the positions after t must come back untouched. */
+static void t_attention_decode(int S, int NH, int hs, int t, int maxT) {
+    int dt = tg_gpu->dtype, C = NH * hs;
+    tg_begin("attention_decode S=%d NH=%d hs=%d t=%d maxT=%d", S, NH, hs, t, maxT);
+    size_t nkv = (size_t)S * 2 * maxT * C;
+    float *qkv = tg_rand((size_t)S * 3 * C, 1.0f, 0, dt), *kv = tg_rand(nkv, 1.0f, 0, dt);
+    for (size_t i = 0; i < nkv; i++)
+        if ((int)((i / (size_t)C) % (size_t)maxT) == t) kv[i] = NAN;
+    TgBuf Bqkv = tg_buf((size_t)S * 3 * C, TG_ACT), Bkv = tg_buf(nkv, TG_ACT), Bout = tg_buf((size_t)S * C, TG_ACT);
+    TgOut outs[] = {{"out", &Bout, tg_tol(1e-4, 1e-2), {0}, 0}, {"kv cache", &Bkv, tg_tol(1e-6, 1e-6), {0}, 0}};
+    for (int rep = 0; rep < 3; rep++) {
+        ngpt_backend *be = rep ? tg_gpu : tg_cpu;
+        PUT(Bqkv, qkv);
+        PUT(Bkv, kv);
+        POISON(Bout);
+        be->attention_decode(be, PTR(Bout), PTR(Bkv), PTR(Bqkv), S, t, maxT, C, NH);
+        be->sync(be);
+        if (rep) tg_grab(outs, 2, rep - 1);
+    }
+    tg_finish(outs, 2);
+    free(qkv); free(kv);
+    tg_end();
+}
+
+static void t_encoder(int B, int T, int C, int V, int Vp) {
+    int dt = tg_gpu->dtype;
+    tg_begin("encoder B=%d T=%d C=%d V=%d Vp=%d", B, T, C, V, Vp);
+    size_t BT = (size_t)B * T;
+    int32_t *tok = (int32_t *)malloc(BT * 4), *start = (int32_t *)malloc(((size_t)Vp + 1) * 4), *pos = (int32_t *)malloc(BT * 4);
+    for (size_t i = 0; i < BT; i++) tok[i] = (int32_t)(tg_urand() * V) % V;
+    /* buckets: positions grouped by token id, ascending (what the graph builds on the host) */
+    int nb = 0, k = 0;
+    start[0] = 0;
+    for (int id = 0; id < Vp; id++) {
+        int any = 0;
+        for (size_t i = 0; i < BT; i++)
+            if (tok[i] == id) { pos[k++] = (int32_t)i; any = 1; }
+        if (any) start[++nb] = k;
+    }
+    float *wte = tg_rand((size_t)Vp * C, 1.0f, 0, dt), *wpe = tg_rand((size_t)T * C, 1.0f, 0, dt), *dout = tg_rand(BT * C, 1.0f, 0, dt);
+    float *dwte0 = tg_rand((size_t)Vp * C, 1.0f, 0, dt), *dwpe0 = tg_rand((size_t)T * C, 1.0f, 0, dt);
+    TgBuf Btok = tg_buf(BT, TG_I32), Bstart = tg_buf((size_t)nb + 1, TG_I32), Bpos = tg_buf(BT, TG_I32);
+    TgBuf Bwte = tg_buf((size_t)Vp * C, TG_ACT), Bwpe = tg_buf((size_t)T * C, TG_ACT), Bout = tg_buf(BT * C, TG_ACT);
+    TgBuf Bdout = tg_buf(BT * C, TG_ACT), Bdwte = tg_buf((size_t)Vp * C, TG_ACT), Bdwpe = tg_buf((size_t)T * C, TG_ACT);
+    TgOut outs[] = {{"out", &Bout, tg_tol(1e-5, 1e-2), {0}, 0}, {"dwte (+=)", &Bdwte, tg_tol(1e-5, 1e-2), {0}, 0}, {"dwpe (+=)", &Bdwpe, tg_tol(1e-5, 1e-2), {0}, 0}};
+    for (int rep = 0; rep < 3; rep++) {
+        ngpt_backend *be = rep ? tg_gpu : tg_cpu;
+        PUT(Btok, tok); PUT(Bstart, start); PUT(Bpos, pos);
+        PUT(Bwte, wte); PUT(Bwpe, wpe); PUT(Bdout, dout); PUT(Bdwte, dwte0); PUT(Bdwpe, dwpe0);
+        POISON(Bout);
+        be->encoder_forward(be, PTR(Bout), (const int32_t *)PTR(Btok), PTR(Bwte), PTR(Bwpe), B, T, C);
+        be->encoder_backward(be, PTR(Bdwte), PTR(Bdwpe), PTR(Bdout), (const int32_t *)PTR(Btok), (const int32_t *)PTR(Bstart),
+                             (const int32_t *)PTR(Bpos), nb, B, T, C);
+        be->sync(be);
+        if (rep) tg_grab(outs, 3, rep - 1);
+    }
+    tg_finish(outs, 3);
+    free(tok); free(start); free(pos); free(wte); free(wpe); free(dout); free(dwte0); free(dwpe0);
+    tg_end();
+}
+
+static void t_elementwise(size_t n) {
+    int dt = tg_gpu->dtype;
+    tg_begin("gelu, residual, dropout n=%zu", n);
+    float *x = tg_rand(n, 1.5f, 0, dt), *y = tg_rand(n, 1.0f, 0, dt), *d = tg_rand(n, 1.0f, 0, dt);
+    ngpt_dropout drop = {.p = 0.1f, .seed = 42, .stream = 7, .offset = 5 * n}, nodrop = {.p = 0.0f, .seed = 42, .stream = 7, .offset = 0};
+    TgBuf Bx = tg_buf(n, TG_ACT), By = tg_buf(n, TG_ACT), Bgelu = tg_buf(n, TG_ACT), Bdg = tg_buf(n, TG_ACT), Bres = tg_buf(n, TG_ACT);
+    TgBuf Bdrop = tg_buf(n, TG_ACT), Bdrop2 = tg_buf(n, TG_ACT), Bcopy = tg_buf(n, TG_ACT), Bgelu2 = tg_buf(n, TG_ACT);
+    double t1 = tg_tol(1e-5, 1e-2);
+    TgOut outs[] = {{"gelu", &Bgelu, t1, {0}, 0}, {"gelu_bwd alias", &Bdg, t1, {0}, 0}, {"residual alias", &Bres, t1, {0}, 0},
+                    {"dropout", &Bdrop, t1, {0}, 0}, {"dropout alias", &Bdrop2, t1, {0}, 0}, {"dropout p=0", &Bcopy, t1, {0}, 0},
+                    {"gelu alias", &Bgelu2, t1, {0}, 0}};
+    for (int rep = 0; rep < 3; rep++) {
+        ngpt_backend *be = rep ? tg_gpu : tg_cpu;
+        PUT(Bx, x); PUT(By, y);
+        POISON(Bgelu); POISON(Bdrop); POISON(Bcopy);
+        PUT(Bdg, d);     /* gelu_backward in place: dinp aliases dout */
+        PUT(Bres, x);    /* residual in place: out aliases a */
+        PUT(Bdrop2, y);  /* dropout in place */
+        PUT(Bgelu2, x);  /* gelu in place */
+        be->gelu_forward(be, PTR(Bgelu), PTR(Bx), n);
+        be->gelu_backward(be, PTR(Bdg), PTR(Bx), PTR(Bdg), n);
+        be->residual_forward(be, PTR(Bres), PTR(Bres), PTR(By), n);
+        be->dropout(be, PTR(Bdrop), PTR(Bx), n, &drop);
+        be->dropout(be, PTR(Bdrop2), PTR(Bdrop2), n, &drop);
+        be->dropout(be, PTR(Bcopy), PTR(By), n, &nodrop);
+        be->gelu_forward(be, PTR(Bgelu2), PTR(Bgelu2), n);
+        be->sync(be);
+        if (rep) tg_grab(outs, 7, rep - 1);
+    }
+    /* the masks agree exactly: the inputs are never zero, so an output is zero iff the element was dropped */
+    {
+        float *g = tg_raw_to_f32(&Bdrop, outs[3].raw[0]), *c = tg_get_cpu(&Bdrop);
+        size_t differ = 0, dropped = 0;
+        for (size_t i = 0; i < n; i++) {
+            differ += (g[i] == 0.0f) != (c[i] == 0.0f);
+            dropped += c[i] == 0.0f;
+        }
+        printf("    dropout mask: %zu of %zu dropped (p = 0.1), %zu differ\n", dropped, n, differ);
+        CHECK(differ == 0, "dropout: %zu mask positions differ between GPU and CPU", differ);
+        free(g);
+        free(c);
+    }
+    tg_finish(outs, 7);
+    free(x); free(y); free(d);
+    tg_end();
+}
+
+static void t_crossentropy(int N, int V, int Vp, int with_grad) {
+    int dt = tg_gpu->dtype;
+    float dscale = with_grad ? 1.0f / (float)N : 0.0f;
+    tg_begin("crossentropy N=%d V=%d Vp=%d dscale=%g", N, V, Vp, dscale);
+    float *logits = tg_rand((size_t)N * Vp, 2.0f, 0, dt);
+    int32_t *tg = (int32_t *)malloc((size_t)N * 4);
+    for (int i = 0; i < N; i++) tg[i] = (int32_t)(tg_urand() * V) % V;
+    TgBuf Bl = tg_buf((size_t)N * Vp, TG_ACT), Bloss = tg_buf((size_t)N, TG_F32), Bt = tg_buf((size_t)N, TG_I32);
+    TgOut outs[] = {{"losses", &Bloss, 1e-4, {0}, 0}, {with_grad ? "dlogits" : "logits kept", &Bl, tg_tol(1e-4, 1e-2), {0}, 0}};
+    for (int rep = 0; rep < 3; rep++) {
+        ngpt_backend *be = rep ? tg_gpu : tg_cpu;
+        PUT(Bl, logits);
+        PUT(Bt, tg);
+        POISON(Bloss);
+        be->crossentropy(be, PTR(Bl), (float *)PTR(Bloss), (const int32_t *)PTR(Bt), N, V, Vp, dscale);
+        be->sync(be);
+        if (rep) tg_grab(outs, 2, rep - 1);
+    }
+    if (with_grad) { /* the padding columns are exactly zero */
+        float *g = tg_raw_to_f32(&Bl, outs[1].raw[0]);
+        size_t nz = 0;
+        for (int i = 0; i < N; i++)
+            for (int j = V; j < Vp; j++) nz += g[(size_t)i * Vp + j] != 0.0f;
+        CHECK(nz == 0, "crossentropy: %zu padding gradients are not 0", nz);
+        free(g);
+    } else { /* dscale 0: the logits are left as they were, bit for bit */
+        void *in = malloc(tg_gbytes(&Bl));
+        tg_to_dt(in, logits, Bl.n, dt);
+        CHECK(memcmp(in, outs[1].raw[0], tg_gbytes(&Bl)) == 0, "crossentropy with dscale 0 changed the logits");
+        free(in);
+    }
+    tg_finish(outs, 2);
+    free(logits); free(tg);
+    tg_end();
+}
+
+static void t_norm_sq(size_t n) {
+    int dt = tg_gpu->dtype;
+    tg_begin("norm_sq n=%zu", n);
+    float *x = tg_rand(n, 1.0f, 0, dt);
+    TgBuf Bx = tg_buf(n, TG_ACT);
+    tg_put(&Bx, x);
+    double c = tg_cpu->norm_sq(tg_cpu, Bx.c, n);
+    double g1 = tg_gpu->norm_sq(tg_gpu, Bx.g, n), g2 = tg_gpu->norm_sq(tg_gpu, Bx.g, n);
+    printf("    norm_sq: gpu %.12g cpu %.12g rel %.2e\n", g1, c, fabs(g1 - c) / c);
+    CHECK(memcmp(&g1, &g2, sizeof g1) == 0, "norm_sq: two runs differ (%.17g, %.17g)", g1, g2);
+    CHECK(fabs(g1 - c) <= 1e-5 * c, "norm_sq: gpu %.12g cpu %.12g", g1, c);
+    /* inf and NaN reach the result (dynamic loss scaling reads them) */
+    float bad[2] = {INFINITY, NAN};
+    for (int k = 0; k < 2; k++) {
+        float saved = x[n / 2];
+        x[n / 2] = bad[k];
+        tg_put_gpu(&Bx, x);
+        double r = tg_gpu->norm_sq(tg_gpu, Bx.g, n);
+        CHECK(k == 0 ? isinf(r) : isnan(r), "norm_sq with one %s element gave %g", k ? "NaN" : "inf", r);
+        x[n / 2] = saved;
+    }
+    free(x);
+    tg_end();
+}
+
+static void t_adamw(size_t n, int moments_dtype) {
+    int dt = tg_gpu->dtype;
+    int use_master = dt != NGPT_DTYPE_F32 || moments_dtype == NGPT_DTYPE_BF16;
+    tg_begin("adamw n=%zu moments=%s master=%s", n, tg_dtname(moments_dtype), use_master ? "yes" : "no");
+    ngpt_adamw h;
+    memset(&h, 0, sizeof h);
+    h.lr = 3e-3f; h.beta1 = 0.9f; h.beta2 = 0.95f; h.eps = 1e-8f; h.weight_decay = 0.1f; h.grad_scale = 0.5f;
+    h.one_minus_beta1 = (float)(1.0 - 0.9); h.one_minus_beta2 = (float)(1.0 - 0.95);
+    h.bias_correction1 = (float)(1.0 - pow(0.9, 3)); h.bias_correction2 = (float)(1.0 - pow(0.95, 3)); /* step 3 */
+    h.moments_dtype = moments_dtype;
+    float *master = tg_rand(n, 0.05f, 0, NGPT_DTYPE_F32), *grad = tg_rand(n, 0.01f, 0, dt);
+    float *m = tg_rand(n, 0.001f, 0, moments_dtype), *v = (float *)malloc(n * 4);
+    for (size_t i = 0; i < n; i++) v[i] = tg_round(1e-5f * (float)tg_urand() + 1e-7f, moments_dtype);
+    float *param = (float *)malloc(n * 4);
+    for (size_t i = 0; i < n; i++) param[i] = use_master ? tg_round(master[i], dt) : master[i];
+    TgBuf Bp = tg_buf(n, TG_ACT), Bmaster = tg_buf(n, TG_F32), Bg = tg_buf(n, TG_ACT);
+    TgBuf Bm = tg_buf(n, TG_F32), Bv = tg_buf(n, TG_F32);
+    if (moments_dtype == NGPT_DTYPE_BF16) { Bm.dt = Bv.dt = NGPT_DTYPE_BF16; } /* stored as bf16 on the GPU */
+    /* the CPU backend keeps f32 moments and updates the parameter itself (its parameters are the master) */
+    tg_put_cpu(&Bp, master); tg_put_cpu(&Bg, grad); tg_put_cpu(&Bm, m); tg_put_cpu(&Bv, v);
+    tg_cpu->adamw(tg_cpu, Bp.c, NULL, Bg.c, Bm.c, Bv.c, n, &h);
+    TgOut outs[] = {{"param", &Bp, tg_tol(1e-5, 1e-2), {0}, 0}, {"m", &Bm, moments_dtype == NGPT_DTYPE_BF16 ? 1e-2 : 1e-5, {0}, 0},
+                    {"v", &Bv, moments_dtype == NGPT_DTYPE_BF16 ? 1e-2 : 1e-5, {0}, 0}, {"master", &Bmaster, 1e-5, {0}, 0}};
+    for (int rep = 0; rep < 2; rep++) {
+        tg_put_gpu(&Bp, param); tg_put_gpu(&Bmaster, master); tg_put_gpu(&Bg, grad); tg_put_gpu(&Bm, m); tg_put_gpu(&Bv, v);
+        tg_gpu->adamw(tg_gpu, Bp.g, use_master ? (float *)Bmaster.g : NULL, Bg.g, Bm.g, Bv.g, n, &h);
+        tg_gpu->sync(tg_gpu);
+        tg_grab(outs, use_master ? 4 : 3, rep);
+    }
+    if (use_master) tg_cpu->upload(tg_cpu, Bmaster.c, Bp.c, n * 4); /* compare the GPU master with the CPU parameters */
+    tg_finish(outs, use_master ? 4 : 3);
+    free(master); free(grad); free(m); free(v); free(param);
+    tg_end();
+}
+
+static void t_fill_cast_zero(size_t n) {
+    int dt = tg_gpu->dtype;
+    tg_begin("fill_normal, cast_from_f32, zero, copies n=%zu", n);
+    TgBuf Bf = tg_buf(n, TG_F32), Bc = tg_buf(n, TG_ACT), Bz = tg_buf(n, TG_ACT);
+    TgOut outs[] = {{"fill_normal", &Bf, 1e-5, {0}, 0}};
+    for (int rep = 0; rep < 3; rep++) {
+        ngpt_backend *be = rep ? tg_gpu : tg_cpu;
+        POISON(Bf);
+        be->fill_normal(be, (float *)PTR(Bf), n, 0.25f, 2.0f, 1337, 4242);
+        be->sync(be);
+        if (rep) tg_grab(outs, 1, rep - 1);
+    }
+    {
+        float *g = tg_raw_to_f32(&Bf, outs[0].raw[0]);
+        double s = 0, s2 = 0;
+        for (size_t i = 0; i < n; i++) { s += g[i]; s2 += (double)g[i] * g[i]; }
+        double mean = s / n, sd = sqrt(s2 / n - mean * mean);
+        printf("    fill_normal: mean %.4f (0.25) std %.4f (2.0)\n", mean, sd);
+        CHECK(fabs(mean - 0.25) < 0.05 && fabs(sd - 2.0) < 0.05, "fill_normal statistics: mean %g std %g", mean, sd);
+        free(g);
+    }
+    tg_finish(outs, 1);
+    /* cast: bit-exact against round-to-nearest-even on the host, special values included */
+    float *src = tg_rand(n, 3.0f, 0, NGPT_DTYPE_F32);
+    float specials[] = {0.0f, -0.0f, 1.0f, -1.0f, 65504.0f, 65520.0f, 1e6f, -1e6f, 3.0e38f, 1e-8f, -1e-8f, 6.0e-8f, 5.96e-8f, 2.98e-8f,
+                        1.00390625f, 1.01171875f, 1.0009765625f, INFINITY, -INFINITY, 1e-40f};
+    size_t ns = sizeof specials / sizeof specials[0];
+    for (size_t i = 0; i < ns && i < n; i++) src[i] = specials[i];
+    tg_put_gpu(&Bf, src);
+    tg_gpu->cast_from_f32(tg_gpu, Bc.g, (const float *)Bf.g, n);
+    void *got = tg_raw_gpu(&Bc), *want = malloc(tg_gbytes(&Bc));
+    tg_to_dt(want, src, n, dt);
+    size_t diff = 0, first = 0;
+    for (size_t i = 0; i < n; i++) {
+        int d = dt == NGPT_DTYPE_F32 ? memcmp((char *)got + 4 * i, (char *)want + 4 * i, 4) : ((uint16_t *)got)[i] != ((uint16_t *)want)[i];
+        if (d && diff++ == 0) first = i;
+    }
+    CHECK(diff == 0, "cast_from_f32: %zu values differ from round-to-nearest-even (first at %zu: %g)", diff, first, src[first]);
+    printf("    cast_from_f32: %zu values, %zu differ from the host's round-to-nearest-even\n", n, diff);
+    if (dt == NGPT_DTYPE_F32) { /* dst == src is allowed for f32 and leaves the values */
+        tg_gpu->cast_from_f32(tg_gpu, Bf.g, (const float *)Bf.g, n);
+        void *same = tg_raw_gpu(&Bf);
+        CHECK(memcmp(same, want, n * 4) == 0, "cast_from_f32 in place changed the values");
+        free(same);
+    }
+    free(got); free(want); free(src);
+    /* zero, and an upload/download round trip */
+    tg_poison_side(&Bz, 1);
+    tg_gpu->zero(tg_gpu, Bz.g, tg_gbytes(&Bz));
+    unsigned char *z = (unsigned char *)tg_raw_gpu(&Bz);
+    size_t nz = 0;
+    for (size_t i = 0; i < tg_gbytes(&Bz); i++) nz += z[i] != 0;
+    CHECK(nz == 0, "zero left %zu nonzero bytes", nz);
+    free(z);
+    for (size_t i = 0; i < tg_gbytes(&Bz); i++) tg_gpu_host[i] = (char)(i * 7 + 3);
+    tg_gpu->upload(tg_gpu, Bz.g, tg_gpu_host, tg_gbytes(&Bz));
+    unsigned char *back = (unsigned char *)malloc(tg_gbytes(&Bz));
+    memset(tg_gpu_host, 0, tg_gbytes(&Bz));
+    tg_gpu->download(tg_gpu, tg_gpu_host, Bz.g, tg_gbytes(&Bz));
+    memcpy(back, tg_gpu_host, tg_gbytes(&Bz));
+    size_t bad = 0;
+    for (size_t i = 0; i < tg_gbytes(&Bz); i++) bad += back[i] != (unsigned char)(i * 7 + 3);
+    CHECK(bad == 0, "upload/download round trip changed %zu bytes", bad);
+    free(back);
+    tg_end();
+}
+
+/* the error contract: bad arguments are sticky NGPT_ERR_ARG with a message; too little scratch is
+ * reported, not overrun; the CUDA scratch fits what nanogpt.c's planner reserves for it */
+static void t_contract(void) {
+    tg_begin("error contract and scratch sizing");
+    tg_gpu->matmul_forward(tg_gpu, tg_gpu_dev, tg_gpu_dev, tg_gpu_dev, NULL, -1, 8, 8);
+    CHECK(tg_gpu->status == NGPT_ERR_ARG && tg_gpu->msg[0], "a negative N gave status %d, msg '%s'", tg_gpu->status, tg_gpu->msg);
+    char first[512];
+    snprintf(first, sizeof first, "%s", tg_gpu->msg);
+    tg_gpu->attention_forward(tg_gpu, tg_gpu_dev, (float *)tg_gpu_dev, tg_gpu_dev, 1, 4, 10, 3, NULL);
+    CHECK(strcmp(first, tg_gpu->msg) == 0, "the first failure was not kept: '%s' became '%s'", first, tg_gpu->msg);
+    printf("    sticky message: %s\n", tg_gpu->msg);
+    tg_gpu->status = 0;
+    tg_gpu->msg[0] = 0;
+    /* scratch of 64 bytes: layernorm_backward must refuse rather than overrun */
+    size_t keep = tg_gpu_base;
+    tg_gpu->set_scratch(tg_gpu, tg_gpu_dev, 64);
+    TgBuf x = tg_buf(64 * 64, TG_ACT), w = tg_buf(64, TG_ACT), mr = tg_buf(64, TG_F32);
+    tg_gpu->layernorm_backward(tg_gpu, x.g, w.g, NULL, x.g, x.g, w.g, (float *)mr.g, (float *)mr.g, 64, 64);
+    tg_gpu->sync(tg_gpu);
+    CHECK(tg_gpu->status == NGPT_ERR_ARG, "layernorm_backward with 64 bytes of scratch gave status %d", tg_gpu->status);
+    printf("    small scratch: %s\n", tg_gpu->msg);
+    tg_gpu->status = 0;
+    tg_gpu->msg[0] = 0;
+    tg_gpu->set_scratch(tg_gpu, tg_gpu_dev, keep);
+    ngpt_shape shapes[] = {{12, 1024, 768, 12, 12, 50304, 1024}, {1, 64, 96, 2, 2, 128, 64}, {64, 1024, 1600, 25, 48, 50304, 4096},
+                           {4, 256, 48, 3, 1, 64, 256}};
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        size_t mine = tg_gpu->scratch_bytes(tg_gpu, &shapes[i]), planned = cuda_scratch_bytes(&shapes[i]);
+        CHECK(mine <= planned, "scratch_bytes %zu > the planner's cuda_scratch_bytes %zu for B=%d T=%d C=%d", mine, planned, shapes[i].B,
+              shapes[i].T, shapes[i].C);
+    }
+    tg_end();
+}
+
+/* ------------------------------------------------------------------------------------------------------
+ * The sweep and main
+ * ---------------------------------------------------------------------------------------------------- */
+
+static void tg_sweep(void) {
+    int S = tg_small;
+    t_contract();
+    t_fill_cast_zero(S ? 4099 : 1000003);
+    t_elementwise(S ? 4099 : (1u << 20) + 7);
+    t_encoder(2, 37, 96, 50, 64);
+    t_encoder(3, 5, 40, 3, 64); /* few distinct tokens: long buckets */
+    if (!S) t_encoder(4, 1024, 768, 50257, 50304);
+    t_layernorm(111, 96, 1);
+    t_layernorm(111, 96, 0);
+    t_layernorm(300, 100, 1);
+    t_layernorm(3, 1600, 1);
+    if (!S) { t_layernorm(2048, 768, 1); t_layernorm(1024, 1600, 0); }
+    t_matmul(111, 96, 200, 1); /* N = 37*3: nothing is a multiple of the tiles */
+    t_matmul(111, 96, 200, 0);
+    t_matmul(33, 70, 50, 1);   /* rows not a multiple of 8 elements: the scalar load path */
+    t_matmul(1, 8, 3, 1);
+    t_matmul(300, 40, 24, 1);  /* K = 40: a partial k tile */
+    t_matmul(130, 264, 136, 1);
+    if (!S) {
+        t_matmul(2048, 768, 2304, 1);
+        t_matmul(2048, 768, 3072, 1);
+        t_matmul(2048, 3072, 768, 1);
+        t_matmul(64, 768, 50304, 0); /* the classifier shape: OC = Vp */
+    }
+    t_attention(2, 2, 1, 64, 0.0f);
+    t_attention(2, 3, 65, 64, 0.0f);
+    t_attention(2, 3, 65, 64, 0.1f);
+    t_attention(1, 2, 77, 48, 0.0f);  /* hs 48: zero-padded to 64 */
+    t_attention(1, 3, 50, 20, 0.1f);  /* hs 20: rows not a multiple of 8 elements */
+    t_attention(1, 2, 70, 128, 0.0f);
+    t_attention(2, 4, 100, 32, 0.1f);
+    if (!S) {
+        t_attention(1, 4, 256, 64, 0.0f);
+        t_attention(2, 12, 256, 64, 0.1f);
+        t_attention(2, 4, 256, 32, 0.0f);
+        t_attention(1, 2, 256, 128, 0.1f);
+        t_attention(1, 12, 1024, 64, 0.0f);
+    }
+    t_attention_decode(3, 2, 64, 0, 16);
+    t_attention_decode(2, 3, 48, 37, 70);
+    t_attention_decode(4, 4, 32, 99, 100);
+    if (!S) t_attention_decode(8, 12, 64, 700, 1024);
+    t_crossentropy(37, 65, 128, 1);
+    t_crossentropy(37, 65, 128, 0);
+    t_crossentropy(5, 1000, 1024, 1);
+    if (!S) t_crossentropy(64, 50257, 50304, 1);
+    t_norm_sq(1);
+    t_norm_sq(1000);
+    t_norm_sq(S ? 100003 : 3000017);
+    t_adamw(S ? 4099 : 100003, NGPT_DTYPE_F32);
+    t_adamw(S ? 4099 : 100003, NGPT_DTYPE_BF16);
+}
+
+int main(int argc, char **argv) {
+    setenv("CUDA_MODULE_LOADING", "EAGER", 0); /* before the first CUDA call: load every kernel now */
+    const char *only = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--small")) tg_small = 1;
+        else if (!strcmp(argv[i], "--skip-alloc-check")) tg_skip_alloc_check = 1; /* under compute-sanitizer, which allocates */
+        else if (!strcmp(argv[i], "--dtype") && i + 1 < argc) only = argv[++i];
+        else { fprintf(stderr, "usage: %s [--small] [--skip-alloc-check] [--dtype f32|bf16|f16]\n", argv[0]); return 2; }
+    }
+    char why[512], desc[512], err[512];
+    check_case_name = "cuda available";
+    check_case_failed = 0;
+    if (!ngpt_cuda_available(why, sizeof why)) {
+        CHECK(0, "%s", why);
+        check_failed++;
+        return check_summary();
+    }
+    ngpt_cuda_describe(desc, sizeof desc);
+    printf("%s\n", desc);
+    const char *sm = strstr(desc, "sm_");
+    tg_cc = sm ? atoi(sm + 3) : 0;
+
+    if (ngpt_cpu_backend_create(&tg_cpu, 0, err, sizeof err)) { printf("FAIL cpu backend: %s\n", err); return 1; }
+    ngpt_shape shape = {16, 1024, 1600, 25, 1, 50304, 1024};
+    tg_cpu_cap = tg_small ? ((size_t)256 << 20) : ((size_t)3 << 30);
+    void *cdev = NULL, *chost = NULL;
+    if (tg_cpu->arena_alloc(tg_cpu, tg_cpu_cap, &cdev, 4096, &chost)) { printf("FAIL cpu arena: %s\n", tg_cpu->msg); return 1; }
+    tg_cpu_dev = (char *)cdev;
+    size_t cs = tg_cpu->scratch_bytes(tg_cpu, &shape);
+    tg_cpu->set_scratch(tg_cpu, tg_cpu_dev, cs);
+    tg_cpu_base = ALIGN_UP(cs, 256);
+
+    int dts[3] = {NGPT_DTYPE_F32, NGPT_DTYPE_BF16, NGPT_DTYPE_F16};
+    for (int k = 0; k < 3; k++) {
+        int dt = dts[k];
+        if (only && strcmp(only, tg_dtname(dt))) continue;
+        tg_gpu = NULL;
+        int rc = ngpt_cuda_backend_create(&tg_gpu, dt, err, sizeof err);
+        if (dt == NGPT_DTYPE_BF16 && tg_cc && tg_cc < 80) {
+            check_case_name = "bf16 refused below sm_80";
+            check_case_failed = 0;
+            CHECK(rc == NGPT_ERR_DEVICE, "bf16 on sm_%d: create returned %d", tg_cc, rc);
+            if (check_case_failed) check_failed++;
+            else { check_passed++; printf("ok bf16 refused below sm_80: %s\n", err); }
+            if (!rc) tg_gpu->destroy(tg_gpu);
+            tg_gpu = NULL;
+            continue;
+        }
+        if (rc) {
+            printf("FAIL create cuda backend %s: %s\n", tg_dtname(dt), err);
+            check_failed++;
+            continue;
+        }
+        tg_gpu_cap = tg_small ? ((size_t)256 << 20) : ((size_t)2 << 30);
+        tg_host_cap = tg_small ? ((size_t)64 << 20) : ((size_t)512 << 20);
+        void *gdev = NULL, *ghost = NULL;
+        if (tg_gpu->arena_alloc(tg_gpu, tg_gpu_cap, &gdev, tg_host_cap, &ghost)) {
+            printf("FAIL cuda arena %s: %s\n", tg_dtname(dt), tg_gpu->msg);
+            check_failed++;
+            tg_gpu->destroy(tg_gpu);
+            continue;
+        }
+        tg_gpu_dev = (char *)gdev;
+        tg_gpu_host = (char *)ghost;
+        size_t gs = tg_gpu->scratch_bytes(tg_gpu, &shape);
+        tg_gpu->set_scratch(tg_gpu, tg_gpu_dev, gs);
+        tg_gpu_base = ALIGN_UP(gs, 256);
+        printf("== %s: device arena %.0f MiB, scratch %.1f MiB\n", tg_dtname(dt), tg_gpu_cap / MiB, gs / MiB);
+        size_t free0 = 0, free1 = 0, total = 0;
+        ngpt_cuda_mem_info(&free0, &total, err, sizeof err);
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        tg_sweep();
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        ngpt_cuda_mem_info(&free1, &total, err, sizeof err);
+        printf("    %s sweep: %.1f s\n", tg_dtname(dt), (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec));
+        if (!tg_skip_alloc_check) {
+            tg_begin("no device allocation during the sweep");
+            printf("    free device memory: %zu bytes before the sweep, %zu after\n", free0, free1);
+            CHECK(free0 == free1, "free device memory changed by %lld bytes during the op sweep", (long long)free1 - (long long)free0);
+            tg_end();
+        }
+        tg_gpu->destroy(tg_gpu);
+        tg_gpu = NULL;
+    }
+    tg_cpu->destroy(tg_cpu);
+    return check_summary();
+}

@@ -1,0 +1,146 @@
+/* test_gpu_train.c: the CUDA backend through the whole trainer, against the CPU backend (GPU only; run by
+ * test/gpu.sh, linked with -Wl,--wrap for the CUDA allocation calls).
+ *  - one training step on a tiny config: loss and every parameter gradient, CUDA (fp32 and bf16) vs CPU;
+ *  - the same seed twice gives bit-identical losses on the GPU;
+ *  - nothing is allocated on the device (cudaMalloc & co.) or the host (counted in the trainer's calls)
+ *    after the trainer is made: steps, evaluations, checkpoints;
+ *  - 300 steps of the default Tiny Shakespeare char model: the GPU loss curve follows the CPU's;
+ *  - a run resumed from a checkpoint on the GPU is bit-identical to an uninterrupted one. */
+#define NGPT_NO_MAIN
+#include "../nanogpt.c"
+#include "check.h"
+#include "trainer_util.h"
+
+/* every CUDA allocation call our objects make, counted (the link wraps them) */
+static long device_allocs;
+extern int __real_cudaMalloc(void **p, size_t n);
+extern int __real_cudaMallocHost(void **p, size_t n);
+extern int __real_cudaFree(void *p);
+int __wrap_cudaMalloc(void **p, size_t n) { device_allocs++; return __real_cudaMalloc(p, n); }
+int __wrap_cudaMallocHost(void **p, size_t n) { device_allocs++; return __real_cudaMallocHost(p, n); }
+int __wrap_cudaFree(void *p) { device_allocs++; return __real_cudaFree(p); }
+
+static char dir[256], out_dir[300];
+
+static void config(ngpt_config *c, const char *device, const char *dtype) {
+    ngpt_config_defaults(c);
+    copy_str(c->device, sizeof c->device, device);
+    copy_str(c->dtype, sizeof c->dtype, dtype);
+    copy_str(c->data_dir, sizeof c->data_dir, dir);
+    copy_str(c->out_dir, sizeof c->out_dir, out_dir);
+    c->vocab_size = 65; c->block_size = 64; c->n_layer = 2; c->n_head = 4; c->n_embd = 128; c->bias = 1;
+    c->batch_size = 8; c->gradient_accumulation_steps = 2; c->dropout = 0.1; c->eval_iters = 4; c->eval_interval = 1000;
+    c->learning_rate = 1e-3; c->warmup_iters = 5; c->lr_decay_iters = 100; c->min_lr = 1e-4;
+}
+
+static ngpt_trainer *make(const ngpt_config *c) {
+    ngpt_trainer *tr;
+    char err[NGPT_ERRLEN];
+    if (ngpt_trainer_create(c, NULL, &tr, err, sizeof err)) { CHECK(0, "create (%s): %s", c->device, err); return NULL; }
+    return tr;
+}
+
+/* loss and gradients of the first step, CUDA vs CPU (same init: both backends draw from the same hash) */
+static void check_step(const char *dtype, double tol) {
+    ngpt_config cc, gc;
+    config(&cc, "cpu", "float32");
+    config(&gc, "cuda", dtype);
+    ngpt_trainer *cpu = make(&cc), *gpu = make(&gc);
+    if (!cpu || !gpu) return;
+    double lc, lg;
+    CHECK(forward_backward(cpu, fill_from_train, NULL, &lc) == 0, "%s", cpu->err);
+    CHECK(forward_backward(gpu, fill_from_train, NULL, &lg) == 0, "%s", gpu->err);
+    size_t P = cpu->plan.nparams;
+    float *gc_ = malloc(P * 4), *gg = malloc(P * 4);
+    copy_params_out(cpu, gc_, cpu->grads);
+    copy_params_out(gpu, gg, gpu->grads);
+    double worst = 0, scale = 0;
+    for (size_t i = 0; i < P; i++) { worst = fmax(worst, fabs((double)gg[i] - gc_[i])); scale = fmax(scale, fabs((double)gc_[i])); }
+    printf("  %s: loss gpu %.6f cpu %.6f; grads max abs diff %.3g (max |grad| %.3g)\n", dtype, lg, lc, worst, scale);
+    CHECK(fabs(lg - lc) <= tol * lc, "%s loss: gpu %.6f cpu %.6f", dtype, lg, lc);
+    CHECK(worst <= tol * 10 * scale, "%s grads: max abs diff %.3g of %.3g", dtype, worst, scale);
+    free(gc_); free(gg);
+    ngpt_trainer_free(cpu);
+    ngpt_trainer_free(gpu);
+}
+static void test_step_fp32(void) { check_step("float32", 1e-5); }
+static void test_step_bf16(void) { check_step("bfloat16", 1e-2); }
+
+static void test_deterministic_and_no_allocation(void) {
+    ngpt_config c;
+    config(&c, "cuda", "bfloat16");
+    c.eval_interval = 5;
+    c.max_iters = 12;
+    c.always_save_checkpoint = 1;
+    float a[20], b[20];
+    for (int run = 0; run < 2; run++) {
+        ngpt_trainer *tr = make(&c);
+        if (!tr) return;
+        long before = device_allocs;
+        for (int s = 0; s < 12; s++) CHECK(ngpt_train_step(tr, run ? &b[s] : &a[s]) == 0, "%s", tr->err);
+        float tl, vl;
+        CHECK(ngpt_evaluate(tr, &tl, &vl) == 0 && checkpoint_save(tr, 0) == 0, "%s", tr->err);
+        CHECK(device_allocs == before, "%ld CUDA allocation calls while training", device_allocs - before);
+        ngpt_trainer_free(tr);
+    }
+    CHECK(!memcmp(a, b, 12 * sizeof(float)), "the same seed gave different losses on the GPU");
+}
+
+static void test_resume_bit_identical(void) {
+    ngpt_config c;
+    config(&c, "cuda", "bfloat16");
+    float straight[10], resumed[10];
+    ngpt_trainer *a = make(&c), *b;
+    if (!a) return;
+    for (int s = 0; s < 10; s++) ngpt_train_step(a, &straight[s]);
+    b = make(&c);
+    if (!b) return;
+    for (int s = 0; s < 4; s++) ngpt_train_step(b, &resumed[s]);
+    CHECK(checkpoint_save(b, 0) == 0, "%s", b->err);
+    ngpt_trainer_free(b);
+    copy_str(c.init_from, sizeof c.init_from, "resume");
+    b = make(&c);
+    if (!b) return;
+    for (int s = 4; s < 10; s++) ngpt_train_step(b, &resumed[s]);
+    CHECK(!memcmp(straight, resumed, sizeof straight), "the resumed GPU run differs");
+    ngpt_trainer_free(a);
+    ngpt_trainer_free(b);
+}
+
+/* the default char model for 300 steps on both backends: the curves agree within bf16 noise */
+static void test_curve_follows_cpu(void) {
+    float lc[301], lg[301];
+    for (int k = 0; k < 2; k++) {
+        ngpt_config c;
+        ngpt_config_defaults(&c);
+        apply_preset(&c, preset_shakespeare_char);
+        copy_str(c.device, sizeof c.device, k ? "cuda" : "cpu");
+        copy_str(c.data_dir, sizeof c.data_dir, dir);
+        copy_str(c.out_dir, sizeof c.out_dir, out_dir);
+        c.batch_size = 16; /* the CPU side must finish in minutes */
+        ngpt_trainer *tr = make(&c);
+        if (!tr) return;
+        for (int s = 0; s < 300; s++) ngpt_train_step(tr, k ? &lg[s] : &lc[s]);
+        ngpt_trainer_free(tr);
+    }
+    double mc = 0, mg = 0;
+    for (int s = 250; s < 300; s++) { mc += lc[s] / 50; mg += lg[s] / 50; }
+    printf("  300 steps: mean loss of steps 250-299: gpu %.4f, cpu %.4f\n", mg, mc);
+    CHECK(fabs(mg - mc) < 0.03, "the GPU curve (%.4f) does not follow the CPU's (%.4f) within 0.03", mg, mc);
+}
+
+int main(void) {
+    char why[NGPT_ERRLEN];
+    if (!ngpt_cuda_available(why, sizeof why)) { printf("FAIL no GPU: %s\n", why); return 1; }
+    snprintf(dir, sizeof dir, "/tmp/ngpt_test_gpu_train_%d", (int)getpid());
+    snprintf(out_dir, sizeof out_dir, "%s/out", dir);
+    char input[512], err[NGPT_ERRLEN];
+    snprintf(input, sizeof input, "%s/tinyshakespeare.txt", shared_data_dir());
+    if (prepare_char(input, dir, 0.1, NULL, err, sizeof err)) { printf("FAIL prepare: %s\n", err); return 1; }
+    RUN(test_step_fp32);
+    RUN(test_step_bf16);
+    RUN(test_deterministic_and_no_allocation);
+    RUN(test_resume_bit_identical);
+    RUN(test_curve_follows_cpu);
+    return check_summary();
+}

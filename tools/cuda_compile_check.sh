@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# tools/cuda_compile_check.sh - compile nanogpt.cu for every target GPU architecture with warnings as errors,
+# and check the rules nanogpt.cu keeps. Needs nvcc, no GPU: ./build.sh test runs it when nvcc is present.
+#
+#   tools/cuda_compile_check.sh                          sm_75 sm_80 sm_86 sm_89 sm_90a
+#   NGPT_CUDA_ARCHS="80 90a" tools/cuda_compile_check.sh  a subset (NVCC and JOBS can be set too)
+#
+# Prints "ok NAME" or "FAIL NAME: why" per check and closes with "summary: P passed, F failed"; exit status 1
+# when a check failed. Without nvcc it says so and passes nothing and fails nothing.
+set -u
+cd "$(dirname "$0")/.." || exit 1
+NVCC=${NVCC:-nvcc}
+ARCHS=${NGPT_CUDA_ARCHS:-"75 80 86 89 90a"}
+JOBS=${JOBS:-$(nproc 2>/dev/null || echo 2)}
+SRC=${NGPT_CU_SRC:-nanogpt.cu}
+passed=0
+failed=0
+ok() { echo "ok $1"; passed=$((passed + 1)); }
+fail() { echo "FAIL $1: $2"; failed=$((failed + 1)); }
+
+if ! command -v "$NVCC" >/dev/null 2>&1; then
+    echo "skip: $NVCC not found, nanogpt.cu not compiled"
+    echo "summary: 0 passed, 0 failed"
+    exit 0
+fi
+echo "$("$NVCC" --version | tail -n 1); compiling $SRC for: $ARCHS ($JOBS at a time)"
+
+# nvcc's own warnings (and ptxas', cudafe's) as errors where this nvcc knows the option
+WERROR=()
+if "$NVCC" --help 2>/dev/null | grep -q "all-warnings"; then WERROR=(--Werror all-warnings); fi
+# shellcheck disable=SC2054 # -Wall,-Wextra is one argument of -Xcompiler
+FLAGS=(-std=c++17 -O3 -Xcompiler -Wall,-Wextra "${WERROR[@]}")
+
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/ngpt-cucheck.XXXXXX")
+trap 'rm -rf "$TMP"' EXIT
+
+compile_one() { # arch
+    local a=$1 t0 rc
+    t0=$(date +%s)
+    "$NVCC" "${FLAGS[@]}" -gencode "arch=compute_$a,code=sm_$a" -c "$SRC" -o "$TMP/sm_$a.o" >"$TMP/sm_$a.log" 2>&1
+    rc=$?
+    echo "$rc $(($(date +%s) - t0))" >"$TMP/sm_$a.rc"
+}
+
+running=0
+for a in $ARCHS; do
+    compile_one "$a" &
+    running=$((running + 1))
+    if [ "$running" -ge "$JOBS" ]; then wait -n 2>/dev/null || wait; running=$((running - 1)); fi
+done
+wait
+
+for a in $ARCHS; do
+    read -r rc secs <"$TMP/sm_$a.rc" 2>/dev/null || { rc=1; secs=0; }
+    if [ "$rc" = 0 ] && [ ! -s "$TMP/sm_$a.log" ]; then
+        ok "nvcc sm_$a (${secs} s, no warnings)"
+    elif [ "$rc" = 0 ]; then
+        fail "nvcc sm_$a" "compiled but printed:"
+        sed 's/^/    /' "$TMP/sm_$a.log" | head -n 30
+    else
+        fail "nvcc sm_$a" "exit $rc:"
+        sed 's/^/    /' "$TMP/sm_$a.log" | head -n 30
+    fi
+done
+
+# The rules of nanogpt.cu, checked on its text.
+# 1. CUDA runtime only: no library of kernels is named anywhere in the file.
+libs=$(grep -niE 'cublas|cudnn|cutlass|cub::|<cub/|thrust|nccl|cusparse|curand' "$SRC")
+if [ -z "$libs" ]; then ok "$SRC names no library beyond the CUDA runtime"; else fail "$SRC names a library" "$(echo "$libs" | head -n 5)"; fi
+# 2. One device allocation and one pinned host allocation (arena_alloc), freed only by arena_free.
+count() { grep -o "$1" "$SRC" | wc -l | tr -d ' '; }
+nm=$(count 'cudaMalloc(')
+nh=$(count 'cudaMallocHost(')
+other=$(grep -nE 'cudaMalloc(Async|Managed|Pitch|3D|Array|FromPoolAsync)|cudaHostAlloc|cudaHostRegister|__managed__|cudaMemPool' "$SRC")
+if [ "$nm" = 1 ] && [ "$nh" = 1 ] && [ -z "$other" ]; then
+    ok "$SRC allocates once: one cudaMalloc, one cudaMallocHost"
+else
+    fail "$SRC allocation calls" "cudaMalloc( x$nm, cudaMallocHost( x$nh (want 1 each) $other"
+fi
+frees=$(awk '/^static void cu_arena_free/{f=1} f&&/^}/{f=0} !f&&/cudaFree(Host)?\(/{print FILENAME":"NR": "$0}' "$SRC")
+if [ -z "$frees" ]; then ok "$SRC frees only in cu_arena_free"; else fail "$SRC frees outside cu_arena_free" "$frees"; fi
+# 3. A library never prints or exits.
+prints=$(grep -nE '(^|[^a-z_])(printf|fprintf|puts|fputs|perror|exit|abort)[[:space:]]*\(' "$SRC" | grep -v '^[0-9]*:[[:space:]]*/\?\*')
+if [ -z "$prints" ]; then ok "$SRC never prints or exits"; else fail "$SRC prints or exits" "$(echo "$prints" | head -n 5)"; fi
+# 4. Every launch is followed by a check of the last error.
+launches=$(count '<<<')
+checks=$(count 'CU_LAUNCHED(be, ')
+if [ "$checks" -ge "$launches" ]; then ok "$SRC checks its $launches launches"; else fail "$SRC launch checks" "$launches launches, $checks CU_LAUNCHED"; fi
+
+echo "summary: $passed passed, $failed failed"
+[ "$failed" = 0 ]
