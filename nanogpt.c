@@ -1295,15 +1295,18 @@ static void cpu_layernorm_backward(ngpt_backend *be, void *dinp, void *dw, void 
     }
 }
 
-/* ---- vectorisable math: exp and erf without libm calls, so elementwise loops compile to SIMD ---- */
+/* ---- vectorisable math: exp and erf without libm calls, so elementwise loops compile to SIMD (gcc needs
+ * -fno-trapping-math to if-convert them; build.sh passes it) ---- */
 
 /* e^x for x in about [-87, 88]: 2^k * p(r) with r = x - k ln2, p a degree-6 polynomial (rel. error ~1e-7) */
 static inline float fast_expf(float x) {
-    x = x < -87.0f ? -87.0f : x > 88.0f ? 88.0f : x;
-    float k = floorf(x * 1.44269504f + 0.5f);
+    x = x < -87.0f ? -87.0f : x;
+    x = x > 88.0f ? 88.0f : x;
+    int32_t ki = (int32_t)(x * 1.44269504f + 256.5f) - 256; /* round(x / ln2); the shift keeps the cast a floor */
+    float k = (float)ki;
     float r = x - k * 0.693145752f - k * 1.42860677e-6f;
     float p = 1.0f + r * (1.0f + r * (0.5f + r * (0.166666672f + r * (0.0416666493f + r * (0.00833336823f + r * 0.00138878408f)))));
-    int32_t bits = ((int32_t)k + 127) << 23;
+    int32_t bits = (ki + 127) << 23;
     float scale;
     memcpy(&scale, &bits, 4);
     return p * scale;
@@ -1311,7 +1314,7 @@ static inline float fast_expf(float x) {
 
 /* erf(x), Abramowitz & Stegun 7.1.26 (absolute error below 1.5e-7) */
 static inline float fast_erff(float x) {
-    float ax = fabsf(x), t = 1.0f / (1.0f + 0.3275911f * ax);
+    float ax = x < 0 ? -x : x, t = 1.0f / (1.0f + 0.3275911f * ax);
     float y = 1.0f - t * (0.254829592f + t * (-0.284496736f + t * (1.421413741f + t * (-1.453152027f + t * 1.061405429f)))) *
                          fast_expf(-ax * ax);
     return x < 0 ? -y : y;
