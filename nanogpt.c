@@ -18,6 +18,7 @@
 #include <limits.h>
 #include <math.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -258,7 +259,11 @@ static void pool_run(Pool *pool, pool_fn fn, void *arg) {
     if (pool->sleepers) pthread_cond_broadcast(&pool->wake);
     pthread_mutex_unlock(&pool->mu);
     fn(arg, 0, pool->nthreads);
-    while (atomic_load_explicit(&pool->remaining, memory_order_acquire) > 0) cpu_relax();
+    /* wait for the workers: spin, then yield the core (a descheduled worker needs it on a busy machine) */
+    for (int spins = 0; atomic_load_explicit(&pool->remaining, memory_order_acquire) > 0; spins++) {
+        if (spins < 4000) cpu_relax();
+        else sched_yield();
+    }
 }
 
 static void pool_free(PoolStorage *ps) {
