@@ -1780,7 +1780,7 @@ int ngpt_cpu_backend_create(ngpt_backend **out, int nthreads, char *err, size_t 
 
 #ifndef NGPT_CUDA
 int ngpt_cuda_available(char *why, size_t whylen) {
-    fail(why, whylen, NGPT_ERR_DEVICE, "this nanogpt was built without CUDA (nvcc was not found by build.sh)");
+    fail(why, whylen, NGPT_ERR_DEVICE, "this nanogpt was built without CUDA (./build.sh builds with it where nvcc is installed)");
     return 0;
 }
 int ngpt_cuda_mem_info(size_t *free_bytes, size_t *total_bytes, char *err, size_t errlen) {
@@ -5902,7 +5902,11 @@ static int train_loop(ngpt_trainer *tr, int jsonl) {
         run_seconds += tr->last_step_seconds;
         run_steps++;
         report(tr, jsonl, 0, 0, 0, run_seconds / run_steps);
-        if (tr->step > c->max_iters) break;
+        if (tr->step > c->max_iters) {
+            /* the end of the run: its final state is kept too (nanoGPT keeps only evaluation saves) */
+            if (tr->kept_steps[KEEP_CHECKPOINTS - 1] != tr->step && (rc = checkpoint_save(tr, 0))) return rc;
+            break;
+        }
         if (atomic_load(&tr->stop_requested)) {
             if ((rc = checkpoint_save(tr, 0))) return rc;
             return tr_fail(tr, NGPT_ERR_INTERRUPTED, "stopped at step %d; the checkpoint is saved: resume with --init_from=resume", tr->step);
