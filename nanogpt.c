@@ -6859,6 +6859,19 @@ static int cmd_plot(int argc, char **argv) {
 static int cmd_info(void) {
     char line[512];
     printf("nanogpt %s\n", NGPT_VERSION);
+#ifdef NGPT_CUDA
+    const char *cuda = "with the CUDA backend";
+#else
+    const char *cuda = "CPU only";
+#endif
+#if defined(__AVX512F__)
+    const char *simd = "AVX-512";
+#elif defined(__AVX2__)
+    const char *simd = "AVX2";
+#else
+    const char *simd = "no AVX2 (build with -march=native for speed)";
+#endif
+    printf("build: %s, compiled by %s, CPU kernels %s\n", cuda, __VERSION__, simd);
     printf("cpu: %d cores, %.1f GiB available\n", cpu_count(), host_memory_available() / 0.9 / GiB);
     int rc = ngpt_cuda_describe(line, sizeof line);
     printf("%s\n", line);
