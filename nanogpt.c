@@ -436,7 +436,7 @@ static const char *config_unquote(const char *v, char *buf, size_t cap) {
     size_t n = strlen(v);
     while (n && isspace((unsigned char)v[n - 1])) n--;
     if (n >= 2 && (v[0] == '\'' || v[0] == '"') && v[n - 1] == v[0]) { v++; n -= 2; }
-    if (n >= cap) n = cap - 1;
+    if (n >= cap) return NULL; /* never cut a value short: "1*1*...*7" would silently become another number */
     memcpy(buf, v, n);
     buf[n] = 0;
     return buf;
@@ -470,6 +470,10 @@ int ngpt_config_set(ngpt_config *cfg, const char *key, const char *value, char *
     }
     char buf[512];
     const char *v = config_unquote(value, buf, sizeof buf);
+    if (!v) return fail(err, errlen, NGPT_ERR_ARG, "%s: the value is longer than %zu characters", key, sizeof buf - 1);
+    for (const char *q = v; *q; q++)
+        if ((unsigned char)*q < 0x20)
+            return fail(err, errlen, NGPT_ERR_ARG, "%s: the value holds a control character (byte 0x%02X at %d)", key, (unsigned char)*q, (int)(q - v));
     char *field = (char *)cfg + k->offset;
     switch (k->type) {
     case KEY_IGNORED: return NGPT_OK;
@@ -1911,7 +1915,7 @@ static int name_cmp(const void *a, const void *b) { return strcmp(*(char *const 
 
 static int tokenset_open(TokenSet *s, const char *dir, const char *split, int vocab, int T, char *err, size_t errlen) {
     memset(s, 0, sizeof *s);
-    char path[600], *names[MAX_SHARDS];
+    char path[700], *names[MAX_SHARDS];
     int n = 0, rc = NGPT_OK;
     snprintf(path, sizeof path, "%.400s/%s.bin", dir, split);
     if (file_exists(path)) {
@@ -1926,7 +1930,7 @@ static int tokenset_open(TokenSet *s, const char *dir, const char *split, int vo
             const char *hit = strstr(e->d_name, split);
             /* llm.c's names: fineweb_train_000001.bin, tiny_shakespeare_val.bin */
             if (ln > 4 && !strcmp(e->d_name + ln - 4, ".bin") && hit && (hit == e->d_name || hit[-1] == '_') && (hit[ls] == '_' || hit[ls] == '.')) {
-                snprintf(path, sizeof path, "%.400s/%s", dir, e->d_name);
+                snprintf(path, sizeof path, "%.400s/%.255s", dir, e->d_name);
                 names[n++] = strdup(path);
             }
         }
@@ -4669,7 +4673,7 @@ static int safetensors_read_gpt2(const char *path, ModelShape *ms, float **param
     if (hlen < 2 || hlen > ST_MAX_HEADER || file[8] != '{')
         return st_fail_unmap(map, fsize, fail(err, errlen, NGPT_ERR_FORMAT,
                                               "%s: not safetensors: expected a header length of 2..%u bytes followed by '{', found %llu and 0x%02x",
-                                              path, ST_MAX_HEADER, (unsigned long long)hlen, file[8]));
+                                              path, ST_MAX_HEADER, (unsigned long long)hlen, fsize > 8 ? file[8] : 0));
     Json j;
     if (json_parse(&j, (const char *)file + 8, (size_t)hlen)) {
         rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s: bad JSON in the header at byte %zu of the file: %s", path, 8 + j.err_at, j.err_what);
@@ -4846,10 +4850,15 @@ static int llmc_read_model(const char *path, ModelShape *ms, float **params, cha
         return st_fail_unmap(map, fsize, fail(err, errlen, NGPT_ERR_FORMAT, "%s: llm.c header has maxT %d, V %d, L %d, NH %d, C %d, Vp %d: expected "
                                                                              "positive sizes, NH dividing C, Vp >= V", path, maxT, V, L, NH, C, Vp));
     size_t es = h[1] == 3 ? 4 : 2, sizes[N_PARAM_TENSORS];
+    /* count the parameters in double first: L 12 C^2 alone can pass 2^64 and wrap param_sizes' size_t sum
+     * to a small number that a short file then matches (a 1024-byte file claimed 0 parameters) */
+    double dparams = (double)C * ((double)Vp + maxT + 2 + (double)L * (12.0 * C + 13));
+    if (dparams * (double)es > (double)fsize)
+        return st_fail_unmap(map, fsize, fail(err, errlen, NGPT_ERR_FORMAT, "%s: %zu bytes, but its header (maxT %d, V %d, L %d, NH %d, C %d, "
+                                                                             "Vp %d) needs %.0f: the file is truncated or its header is wrong",
+                                              path, fsize, maxT, V, L, NH, C, Vp, (double)LLMC_MODEL_HEADER_BYTES + dparams * (double)es));
     ModelShape fms = {L, NH, C, V, Vp, maxT, 1};
     size_t fparams = param_sizes(&fms, sizes);
-    if (fparams > (SIZE_MAX - LLMC_MODEL_HEADER_BYTES) / es)
-        return st_fail_unmap(map, fsize, fail(err, errlen, NGPT_ERR_FORMAT, "%s: llm.c header sizes are too large", path));
     size_t want = LLMC_MODEL_HEADER_BYTES + fparams * es;
     if (fsize != want)
         return st_fail_unmap(map, fsize, fail(err, errlen, NGPT_ERR_FORMAT,
@@ -5229,7 +5238,8 @@ static int checkpoint_open(CkptReader *r, const char *path, char *err, size_t er
         }
     }
     const CkptModel *m = &r->model;
-    if (!rc && (m->L < 1 || m->NH < 1 || m->C < 1 || m->C % m->NH || m->V < 1 || m->Vp != pad_vocab(m->V) || m->maxT < 1 || (m->bias & ~1)))
+    if (!rc && (m->L < 1 || m->NH < 1 || m->C < 1 || m->C % m->NH || m->V < 1 || m->V > 16777216 || m->Vp != pad_vocab(m->V) || m->maxT < 1 ||
+                (m->bias & ~1)))
         rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s: impossible model shape (L %d, NH %d, C %d, V %d, Vp %d, block %d)", path, m->L, m->NH, m->C,
                   m->V, m->Vp, m->maxT);
     if (rc) { fclose(r->f); r->f = NULL; }

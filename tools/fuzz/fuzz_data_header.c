@@ -1,0 +1,119 @@
+/* fuzz_data_header.c - libFuzzer target for the dataset readers: token files (nanoGPT's raw uint16 .bin
+ * and llm.c's shards with a 256-int32 header, tokenfile_open), a split of them (tokenset_open,
+ * tokenset_window) and the character vocabulary meta.bin (charvocab_load, charvocab_decode).
+ *
+ * The input is written as DIR/train.bin in a private temp folder and opened with a vocabulary and a
+ * block size taken from its first bytes (so both the accepting and the refusing paths run), then read as
+ * a meta.bin. Every window of an opened split is touched. NGPT_FUZZ_SEEDS=DIR writes seeds and exits. */
+#define NGPT_NO_MAIN
+#include "../../nanogpt.c"
+
+static char fz_dir[256], fz_path[320];
+
+static void fz_cleanup(void) {
+    if (fz_path[0]) unlink(fz_path);
+    if (fz_dir[0]) rmdir(fz_dir);
+}
+
+static const char *fz_write(const char *name, const uint8_t *data, size_t size) {
+    if (!fz_dir[0]) {
+        const char *base = getenv("NGPT_FUZZ_TMP");
+        if (!base || !*base) base = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
+        mkdir(base, 0700);
+        snprintf(fz_dir, sizeof fz_dir, "%.200s/ngpt-fuzz-XXXXXX", base);
+        if (!mkdtemp(fz_dir)) { perror("mkdtemp"); abort(); }
+        atexit(fz_cleanup);
+    }
+    snprintf(fz_path, sizeof fz_path, "%s/%s", fz_dir, name);
+    FILE *f = fopen(fz_path, "wb");
+    if (!f || (size && fwrite(data, 1, size, f) != size) || fclose(f)) { perror(fz_path); abort(); }
+    return fz_path;
+}
+
+static void fz_seed(const char *dir, const char *name, const void *data, size_t n) {
+    char path[600];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "wb");
+    if (!f || (n && fwrite(data, 1, n, f) != n) || fclose(f)) { perror(path); exit(1); }
+}
+
+static void make_seeds(const char *dir) {
+    unsigned char buf[4096];
+    /* raw uint16 tokens */
+    for (int i = 0; i < 200; i++) { uint16_t t = (uint16_t)(i * 37 % 65); memcpy(buf + 2 * i, &t, 2); }
+    fz_seed(dir, "raw_tokens", buf, 400);
+    /* an llm.c shard: magic 20240520, version 1, 100 tokens */
+    int32_t hdr[256] = {LLMC_MAGIC, 1, 100};
+    memcpy(buf, hdr, sizeof hdr);
+    for (int i = 0; i < 100; i++) { uint16_t t = (uint16_t)(i * 511 % 50257); memcpy(buf + 1024 + 2 * i, &t, 2); }
+    fz_seed(dir, "llmc_shard", buf, 1024 + 200);
+    /* a character vocabulary: "\n", " ", "a".."z", "é", "中", "😀" */
+    size_t o = 0;
+    uint32_t cps[32], n = 0;
+    cps[n++] = '\n'; cps[n++] = ' ';
+    for (uint32_t c = 'a'; c <= 'z'; c++) cps[n++] = c;
+    cps[n++] = 0xE9; cps[n++] = 0x4E2D; cps[n++] = 0x1F600;
+    memcpy(buf, CHARVOCAB_MAGIC, 8); o = 8;
+    uint32_t v = CHARVOCAB_VERSION;
+    memcpy(buf + o, &v, 4); o += 4;
+    memcpy(buf + o, &n, 4); o += 4;
+    for (uint32_t i = 0; i < n; i++) {
+        unsigned char u[4];
+        int k = utf8_encode(cps[i], u);
+        buf[o++] = (unsigned char)k;
+        memcpy(buf + o, u, (size_t)k);
+        o += (size_t)k;
+    }
+    fz_seed(dir, "meta_bin", buf, o);
+}
+
+int LLVMFuzzerInitialize(int *argc, char ***argv) {
+    (void)argc; (void)argv;
+    const char *seeds = getenv("NGPT_FUZZ_SEEDS");
+    if (seeds && *seeds) { make_seeds(seeds); exit(0); }
+    return 0;
+}
+
+static CharVocab *cv;
+
+static void fz_free(void) { free(cv); }
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    char err[NGPT_ERRLEN];
+    if (!cv) { cv = (CharVocab *)malloc(sizeof *cv); atexit(fz_free); }
+    const char *path = fz_write("train.bin", data, size);
+
+    /* the vocabulary and block size: from bytes the formats mostly do not care about */
+    int vocab = size > 2 ? 1 + (int)(((unsigned)data[size - 1] << 8 | data[size - 2]) % 65536) : 50257;
+    int T = size > 3 ? 1 + data[size - 3] % 64 : 8;
+    static const int vocabs[2] = {50257, 65};
+    for (int k = 0; k < 3; k++) {
+        TokenFile f;
+        int V = k < 2 ? vocabs[k] : vocab;
+        if (tokenfile_open(&f, path, V, (size_t)T + 1, err, sizeof err) == NGPT_OK) {
+            for (size_t i = 0; i < f.ntok; i++)
+                if (f.tokens[i] >= V) { fprintf(stderr, "fuzz_data_header: token %zu = %d passed the check for V = %d\n", i, f.tokens[i], V); abort(); }
+            tokenfile_close(&f);
+        }
+    }
+    TokenSet s;
+    if (tokenset_open(&s, fz_dir, "train", vocab, T, err, sizeof err) == NGPT_OK) {
+        volatile unsigned sum = 0;
+        for (size_t g = 0; g < s.windows; g += 1 + s.windows / 64) {
+            const uint16_t *w = tokenset_window(&s, g);
+            for (int t = 0; t <= T; t++) sum += w[t];
+        }
+        if (s.windows) { const uint16_t *w = tokenset_window(&s, s.windows - 1); for (int t = 0; t <= T; t++) sum += w[t]; }
+        tokenset_close(&s);
+    }
+
+    /* the same bytes as a meta.bin */
+    if (charvocab_load(cv, path, err, sizeof err) == NGPT_OK) {
+        int32_t ids[70];
+        char out[300];
+        for (int i = 0; i < 70; i++) ids[i] = (int32_t)(i * 997) % (cv->n + 2) - 1;
+        charvocab_decode(cv, ids, 70, out, sizeof out);
+        charvocab_decode(cv, ids, 70, out, 7);
+    }
+    return 0;
+}
