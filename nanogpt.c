@@ -1120,14 +1120,18 @@ static inline void gemm_tile_6x16(int kc, const float *A, size_t ars, size_t acs
     *(v8fu *)(C + 5 * ldc) = c50; *(v8fu *)(C + 5 * ldc + 8) = c51;
 }
 
-/* edge tiles (fewer than 6 rows or 16 columns) */
+/* edge tiles (fewer than 6 rows or 16 columns): the same vector tile on local copies, A's rows packed with
+ * zero rows below, C's valid part copied in and out (the panel's missing columns are zero already) */
 static void gemm_tile_edge(int kc, int mr, int nr, const float *A, size_t ars, size_t acs, const float *panel, float *C, size_t ldc) {
-    for (int i = 0; i < mr; i++)
-        for (int j = 0; j < nr; j++) {
-            float acc = 0;
-            for (int k = 0; k < kc; k++) acc += A[(size_t)i * ars + (size_t)k * acs] * panel[(size_t)k * CPU_GEMM_NR + j];
-            C[(size_t)i * ldc + j] += acc;
-        }
+    float tile[GEMM_MR * CPU_GEMM_NR], apack[GEMM_MR * CPU_GEMM_KC];
+    memset(tile, 0, sizeof tile);
+    memset(apack, 0, sizeof(float) * GEMM_MR * (size_t)kc);
+    for (int i = 0; i < mr; i++) {
+        memcpy(tile + i * CPU_GEMM_NR, C + (size_t)i * ldc, (size_t)nr * sizeof(float));
+        for (int k = 0; k < kc; k++) apack[i * kc + k] = A[(size_t)i * ars + (size_t)k * acs];
+    }
+    gemm_tile_6x16(kc, apack, (size_t)kc, 1, panel, tile, CPU_GEMM_NR);
+    for (int i = 0; i < mr; i++) memcpy(C + (size_t)i * ldc, tile + i * CPU_GEMM_NR, (size_t)nr * sizeof(float));
 }
 
 static void gemm_rows(void *arg, size_t lo, size_t hi, int tid) {
