@@ -137,7 +137,7 @@ if want train && [ $BUILT = 0 ] && time_left "trainer checks" 240; then
     t0=$(date +%s)
     ( cd "$ROOT" && timeout $((BUDGET - $(elapsed))) "$BUILD/test_gpu_train" ) >"$LOG/train.log" 2>&1
     rc=$?
-    for t in test_step_fp32 test_step_bf16 test_deterministic_and_no_allocation test_resume_bit_identical test_curve_follows_cpu; do
+    for t in test_step_fp32 test_step_bf16 test_deterministic_and_no_allocation test_resume_bit_identical test_sample_kv_cache test_curve_follows_cpu; do
         if grep -q "^ok $t" "$LOG/train.log"; then res=PASS; elif grep -q "^FAIL $t" "$LOG/train.log"; then res=FAIL; else res=FAIL; fi
         nums=$(grep -A1 "^FAIL $t" "$LOG/train.log" | head -n 1 | cut -c1-90)
         row "${t#test_}" $res "${nums:-see train.log}"

@@ -5,7 +5,8 @@
  *  - nothing is allocated on the device (cudaMalloc & co.) or the host (counted in the trainer's calls)
  *    after the trainer is made: steps, evaluations, checkpoints;
  *  - 300 steps of the default Tiny Shakespeare char model: the GPU loss curve follows the CPU's;
- *  - a run resumed from a checkpoint on the GPU is bit-identical to an uninterrupted one. */
+ *  - a run resumed from a checkpoint on the GPU is bit-identical to an uninterrupted one;
+ *  - generation with the KV cache gives the full forward's logits at every step. */
 #define NGPT_NO_MAIN
 #include "../nanogpt.c"
 #include "check.h"
@@ -129,6 +130,45 @@ static void test_curve_follows_cpu(void) {
     CHECK(fabs(mg - mc) < 0.03, "the GPU curve (%.4f) does not follow the CPU's (%.4f) within 0.03", mg, mc);
 }
 
+/* generation with the KV cache on the GPU (fp32): every decoding step's logits equal those of the full
+ * forward pass over the same prefix, and sampling runs */
+static void test_sample_kv_cache(void) {
+    ngpt_config c;
+    config(&c, "cuda", "float32");
+    ngpt_trainer *tr = make(&c);
+    if (!tr) return;
+    enum { S = 3, T = 64 };
+    int Vp = tr->ms.Vp, V = tr->ms.V;
+    static int32_t tok[S * T];
+    for (int i = 0; i < S * T; i++) tok[i] = (int32_t)(ngpt_hash(4, 4, (uint64_t)i) % (uint32_t)V);
+    float *full = malloc((size_t)S * T * Vp * 4), *step = malloc((size_t)S * Vp * 4);
+    memcpy(tr->h_tokens, tok, sizeof tok);
+    memset(tr->h_targets, 0, sizeof tok);
+    tr->be->set_scratch(tr->be, slot(tr, &tr->plan.eval, B_SCRATCH, 0), tr->plan.eval.slot_bytes[B_SCRATCH]);
+    run_micro_batch(tr, &tr->plan.eval, S, 0, 0, 0);
+    CHECK(tr->plan.eval_chunk >= S * T, "one chunk holds all logits");
+    download_as_f32(tr, full, slot(tr, &tr->plan.eval, B_LOGITS, 0), (size_t)S * T * Vp);
+    size_t off[N_SAMPLE_BUFS];
+    sample_layout(tr, S, off);
+    tr->be->set_scratch(tr->be, tr->region + off[S_SCRATCH], tr->plan.region_bytes - off[S_SCRATCH]);
+    double worst = 0;
+    for (int t = 0; t < T; t++) {
+        int32_t at[S];
+        for (int s2 = 0; s2 < S; s2++) at[s2] = tok[s2 * T + t];
+        decode_step(tr, off, S, t, at);
+        download_as_f32(tr, step, tr->region + off[S_LOGITS], (size_t)S * Vp);
+        for (int s2 = 0; s2 < S; s2++)
+            for (int j = 0; j < V; j++) worst = fmax(worst, fabs((double)step[s2 * Vp + j] - full[((size_t)s2 * T + t) * Vp + j]));
+    }
+    printf("  KV-cache decoding on the GPU vs its full forward: max abs logit diff %.3g\n", worst);
+    CHECK(worst < 1e-4, "KV-cache logits differ from the full forward by %.3g", worst);
+    int32_t prompt[2] = {1, 2}, out[2 * 100];
+    CHECK(ngpt_sample(tr, prompt, 2, 2, 98, 0.8f, 10, 3, out) == 0, "sample: %s", tr->err);
+    free(full);
+    free(step);
+    ngpt_trainer_free(tr);
+}
+
 int main(void) {
     char why[NGPT_ERRLEN];
     if (!ngpt_cuda_available(why, sizeof why)) { printf("FAIL no GPU: %s\n", why); return 1; }
@@ -141,6 +181,7 @@ int main(void) {
     RUN(test_step_bf16);
     RUN(test_deterministic_and_no_allocation);
     RUN(test_resume_bit_identical);
+    RUN(test_sample_kv_cache);
     RUN(test_curve_follows_cpu);
     return check_summary();
 }
