@@ -565,20 +565,34 @@ int ngpt_config_load(ngpt_config *cfg, const char *path, char *err, size_t errle
     return rc;
 }
 
-void ngpt_config_print(const ngpt_config *cfg, FILE *f) {
-    for (size_t i = 0; i < N_CONFIG_KEYS; i++) {
-        const ConfigKey *k = &config_keys[i];
-        const char *field = (const char *)cfg + k->offset;
-        switch (k->type) {
-        case KEY_INT: fprintf(f, "%s = %d\n", k->name, *(const int *)field); break;
-        case KEY_I64: fprintf(f, "%s = %lld\n", k->name, *(const long long *)field); break;
-        case KEY_FLOAT: fprintf(f, "%s = %.9g\n", k->name, *(const double *)field); break;
-        case KEY_BOOL: fprintf(f, "%s = %s\n", k->name, *(const int *)field ? "True" : "False"); break;
-        case KEY_STR: fprintf(f, "%s = '%s'\n", k->name, field); break;
-        case KEY_BYTES: fprintf(f, "%s = %.0f\n", k->name, *(const double *)field); break;
-        default: break;
-        }
+/* Key i of the table as one `key = value` line (with its newline) into line; returns its length (0 for
+ * an ignored key). Numbers are written exactly: reading the line back gives the same bits. */
+static int config_line(const ngpt_config *cfg, size_t i, char *line, size_t cap) {
+    const ConfigKey *k = &config_keys[i];
+    const char *field = (const char *)cfg + k->offset;
+    int n = 0;
+    switch (k->type) {
+    case KEY_INT: n = snprintf(line, cap, "%s = %d\n", k->name, *(const int *)field); break;
+    case KEY_BOOL: n = snprintf(line, cap, "%s = %s\n", k->name, *(const int *)field ? "True" : "False"); break;
+    case KEY_I64: n = snprintf(line, cap, "%s = %lld\n", k->name, *(const long long *)field); break;
+    case KEY_FLOAT: case KEY_BYTES: {
+        double v = *(const double *)field;
+        char num[40];
+        snprintf(num, sizeof num, "%.15g", v);
+        if (strtod(num, NULL) != v) snprintf(num, sizeof num, "%.17g", v);
+        n = snprintf(line, cap, "%s = %s\n", k->name, num);
+        break;
     }
+    case KEY_STR: n = snprintf(line, cap, "%s = '%s'\n", k->name, field); break;
+    default: break;
+    }
+    return n < 0 ? 0 : MIN(n, (int)cap - 1);
+}
+
+void ngpt_config_print(const ngpt_config *cfg, FILE *f) {
+    char line[600];
+    for (size_t i = 0; i < N_CONFIG_KEYS; i++)
+        if (config_line(cfg, i, line, sizeof line)) fputs(line, f);
 }
 
 /* Cross-field checks, run once before a trainer is made. */
@@ -5143,20 +5157,7 @@ static int checkpoint_write(ngpt_trainer *tr, const char *path) {
 
     ckpt_begin_section(&w, &h, SEC_CONFIG);
     char line[600];
-    for (size_t i = 0; i < N_CONFIG_KEYS; i++) { /* the config as `key = value` lines, as ngpt_config_print */
-        const ConfigKey *k = &config_keys[i];
-        const char *field = (const char *)&tr->cfg + k->offset;
-        int n = 0;
-        switch (k->type) {
-        case KEY_INT: case KEY_BOOL: n = snprintf(line, sizeof line, "%s = %d\n", k->name, *(const int *)field); break;
-        case KEY_I64: n = snprintf(line, sizeof line, "%s = %lld\n", k->name, *(const long long *)field); break;
-        case KEY_FLOAT: n = snprintf(line, sizeof line, "%s = %.17g\n", k->name, *(const double *)field); break;
-        case KEY_BYTES: n = snprintf(line, sizeof line, "%s = %.0f\n", k->name, *(const double *)field); break;
-        case KEY_STR: n = snprintf(line, sizeof line, "%s = '%s'\n", k->name, field); break;
-        default: break;
-        }
-        ckpt_put(&w, line, (size_t)MAX(n, 0));
-    }
+    for (size_t i = 0; i < N_CONFIG_KEYS; i++) ckpt_put(&w, line, (size_t)config_line(&tr->cfg, i, line, sizeof line));
     ckpt_end_section(&w, &h, SEC_CONFIG);
 
     ckpt_begin_section(&w, &h, SEC_MODEL);

@@ -86,6 +86,25 @@ static void test_config_file(void) {
     CHECK(rc == NGPT_ERR_IO && strstr(err, "missing.cfg"), "missing file: %s", err);
 }
 
+/* ngpt_config_print writes what ngpt_config_load reads back bit for bit (checkpoints store the same lines) */
+static void test_print_load_round_trip(void) {
+    ngpt_config a, b;
+    char err[NGPT_ERRLEN];
+    ngpt_config_defaults(&a);
+    a.learning_rate = 0.1 + 0.2; /* not the double nearest 0.3: needs 17 digits */
+    a.min_lr = 1e-3;
+    a.max_memory = 2.68 * GiB;
+    a.seed = 123456789012345LL;
+    copy_str(a.out_dir, sizeof a.out_dir, "out dir # with a hash");
+    FILE *f = fopen(tmp_path("printed.cfg"), "w");
+    ngpt_config_print(&a, f);
+    fclose(f);
+    ngpt_config_defaults(&b);
+    CHECK(ngpt_config_load(&b, tmp_path("printed.cfg"), err, sizeof err) == 0, "%s", err);
+    CHECK(!memcmp(&a, &b, sizeof a), "a printed config does not load back the same (learning_rate %.17g vs %.17g)", a.learning_rate,
+          b.learning_rate);
+}
+
 /* the built-in default job and the shipped config files say the same thing */
 static void test_presets_match_files(void) {
     const char *files[2] = {"data/shakespeare_char/train.cfg", "data/shakespeare_char/train_cpu.cfg"};
@@ -228,6 +247,7 @@ int main(void) {
     mkdir(tmpdir, 0777);
     RUN(test_set_and_validate);
     RUN(test_config_file);
+    RUN(test_print_load_round_trip);
     RUN(test_presets_match_files);
     RUN(test_lr_schedule);
     RUN(test_prepare_char);

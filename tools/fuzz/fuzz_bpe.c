@@ -11,17 +11,12 @@
  * repository root). NGPT_FUZZ_SEEDS=DIR writes a seed corpus into DIR and exits. */
 #define NGPT_NO_MAIN
 #include "../../nanogpt.c"
+#include "fuzz_common.h"
 
 static ngpt_tokenizer *tok;
 
 static void fz_free(void) { ngpt_tokenizer_free(tok); tok = NULL; }
 
-static void fz_seed(const char *dir, const char *name, const void *data, size_t n) {
-    char path[600];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    FILE *f = fopen(path, "wb");
-    if (!f || (n && fwrite(data, 1, n, f) != n) || fclose(f)) { perror(path); exit(1); }
-}
 
 static unsigned char *read_all(const char *path, size_t *n) {
     unsigned char *buf;

@@ -3,54 +3,24 @@
  * Each input is used twice:
  *   1. as a config file for ngpt_config_load (written to a private temp file);
  *   2. split at its first NUL byte (else its first '=') into a key and a value for ngpt_config_set.
- * After a successful load, the config is written as a checkpoint writes it (`key = value` lines, %.17g for
- * floats) and read back as checkpoint_read_config reads it: every field must come back the same (abort
+ * After a successful load, the config is written as a checkpoint writes it (config_line: `key = value`
+ * lines, numbers exact) and read back as checkpoint_read_config reads it: every field must come back the same (abort
  * otherwise), since resume relies on it. ngpt_config_print runs too (into /dev/null).
  *
  * Build and run: tools/fuzz.sh 60 fuzz_config (or by hand:
  *   clang -O1 -g -fsanitize=fuzzer,address,undefined tools/fuzz/fuzz_config.c -lm -lpthread). */
 #define NGPT_NO_MAIN
 #include "../../nanogpt.c"
+#include "fuzz_common.h"
 
 /* ---- the temp file: one private folder per process, the file rewritten for each input ---- */
-static char fz_dir[256], fz_path[320];
 
-static void fz_cleanup(void) {
-    if (fz_path[0]) unlink(fz_path);
-    if (fz_dir[0]) rmdir(fz_dir);
-}
-
-static const char *fz_write(const char *name, const uint8_t *data, size_t size) {
-    if (!fz_dir[0]) {
-        const char *base = getenv("NGPT_FUZZ_TMP");
-        if (!base || !*base) base = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
-        mkdir(base, 0700);
-        snprintf(fz_dir, sizeof fz_dir, "%.200s/ngpt-fuzz-XXXXXX", base);
-        if (!mkdtemp(fz_dir)) { perror("mkdtemp"); abort(); }
-        atexit(fz_cleanup);
-    }
-    snprintf(fz_path, sizeof fz_path, "%s/%s", fz_dir, name);
-    FILE *f = fopen(fz_path, "wb");
-    if (!f || (size && fwrite(data, 1, size, f) != size) || fclose(f)) { perror(fz_path); abort(); }
-    return fz_path;
-}
-
-/* ---- the checkpoint round trip (the same lines as checkpoint_write, read as checkpoint_read_config) ---- */
+/* ---- the checkpoint round trip (config_line, as checkpoint_write stores it, read as checkpoint_read_config) ---- */
 static void roundtrip(const ngpt_config *a) {
     char text[1 << 16], line[600], msg[NGPT_ERRLEN];
     size_t o = 0;
-    for (size_t i = 0; i < N_CONFIG_KEYS; i++) {
-        const ConfigKey *k = &config_keys[i];
-        const char *field = (const char *)a + k->offset;
-        int n = 0;
-        switch (k->type) {
-        case KEY_INT: case KEY_BOOL: n = snprintf(line, sizeof line, "%s = %d\n", k->name, *(const int *)field); break;
-        case KEY_I64: n = snprintf(line, sizeof line, "%s = %lld\n", k->name, *(const long long *)field); break;
-        case KEY_FLOAT: n = snprintf(line, sizeof line, "%s = %.17g\n", k->name, *(const double *)field); break;
-        case KEY_BYTES: n = snprintf(line, sizeof line, "%s = %.0f\n", k->name, *(const double *)field); break;
-        case KEY_STR: n = snprintf(line, sizeof line, "%s = '%s'\n", k->name, field); break;
-        default: break;
-        }
+    for (size_t i = 0; i < N_CONFIG_KEYS; i++) { /* what checkpoint_write stores */
+        int n = config_line(a, i, line, sizeof line);
         memcpy(text + o, line, (size_t)n);
         o += (size_t)n;
     }
