@@ -79,18 +79,7 @@ static char data_dir[256];
 
 static void make_dataset(int V) {
     snprintf(data_dir, sizeof data_dir, "/tmp/ngpt_test_model_%d", (int)getpid());
-    mkdir(data_dir, 0777);
-    const char *names[2] = {"train.bin", "val.bin"};
-    for (int k = 0; k < 2; k++) {
-        char path[320];
-        snprintf(path, sizeof path, "%s/%s", data_dir, names[k]);
-        FILE *f = fopen(path, "wb");
-        for (int i = 0; i < 5000; i++) {
-            uint16_t t = (uint16_t)(ngpt_hash(9, (uint64_t)k, (uint64_t)i) % (uint32_t)V);
-            fwrite(&t, 2, 1, f);
-        }
-        fclose(f);
-    }
+    write_random_dataset(data_dir, V, 5000, 9);
 }
 
 static void remove_dataset(void) {

@@ -11,4 +11,20 @@ static void copy_params_out(ngpt_trainer *tr, float *dst, char *base) {
     }
 }
 
+/* dir/train.bin and dir/val.bin (made with dir) of n random ids below V, nanoGPT's raw uint16 format */
+static void write_random_dataset(const char *dir, int V, int n, uint64_t seed) {
+    mkdir(dir, 0777);
+    const char *names[2] = {"train.bin", "val.bin"};
+    for (int k = 0; k < 2; k++) {
+        char path[600];
+        snprintf(path, sizeof path, "%.500s/%s", dir, names[k]);
+        FILE *f = fopen(path, "wb");
+        for (int i = 0; i < n; i++) {
+            uint16_t t = (uint16_t)(ngpt_hash(seed, (uint64_t)k, (uint64_t)i) % (uint32_t)V);
+            fwrite(&t, 2, 1, f);
+        }
+        fclose(f);
+    }
+}
+
 #endif
