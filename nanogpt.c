@@ -740,15 +740,27 @@ typedef struct {
 
 static size_t dtype_bytes(int dtype) { return dtype == NGPT_DTYPE_F32 ? 4 : 2; }
 
-/* Device scratch of the CPU backend: per thread, a packed GEMM panel, attention rows and LayerNorm
- * partial sums. */
-#define CPU_GEMM_KC 256
-#define CPU_GEMM_NR 16
+/* Device scratch of the CPU backend: one shared block of packed GEMM B panels, then per thread: a packed
+ * GEMM A block, its own B panels (for the single-threaded matmuls inside attention), and one region for
+ * either LayerNorm's partial sums (2C) or attention's tiles (K^T, V^T, a block of scores and one of score
+ * gradients). */
+#define CPU_GEMM_KC 256 /* depth of a packed block */
+#define CPU_GEMM_NC 256 /* columns of a packed B block */
+#define CPU_GEMM_MC 72  /* rows of a packed A block */
+#define CPU_GEMM_NR 16  /* columns of the register tile */
+#define CPU_GEMM_MR 6   /* rows of the register tile */
+#define CPU_ATTN_QB 64  /* query rows per attention block */
+#define CPU_GEMM_B_FLOATS ((size_t)CPU_GEMM_KC * CPU_GEMM_NC)
+#define CPU_GEMM_A_FLOATS ((size_t)CPU_GEMM_MC * CPU_GEMM_KC)
+static size_t cpu_attn_floats(const ngpt_shape *s) {
+    size_t hs = (size_t)(s->C / MAX(s->NH, 1)), T = (size_t)s->T;
+    return 2 * ALIGN_UP(hs * T, 16) + 2 * ALIGN_UP((size_t)MIN(s->T, CPU_ATTN_QB) * T, 16);
+}
+static size_t cpu_scratch_per_thread(const ngpt_shape *s) {
+    return (CPU_GEMM_A_FLOATS + CPU_GEMM_B_FLOATS + MAX(ALIGN_UP((size_t)2 * s->C, 16), cpu_attn_floats(s))) * sizeof(float);
+}
 static size_t cpu_scratch_bytes(const ngpt_shape *s, int nthreads) {
-    size_t per_thread = ALIGN_UP((size_t)CPU_GEMM_KC * CPU_GEMM_NR * sizeof(float), 64) +
-                        ALIGN_UP((size_t)2 * s->C * sizeof(float), 64) +
-                        ALIGN_UP((size_t)2 * s->T * sizeof(float), 64);
-    return (size_t)MAX(nthreads, 1) * per_thread + 64;
+    return CPU_GEMM_B_FLOATS * sizeof(float) + (size_t)MAX(nthreads, 1) * cpu_scratch_per_thread(s) + 64;
 }
 
 /* Device scratch the CUDA backend may use (its scratch_bytes must not exceed this; checked at start). */
@@ -1034,17 +1046,16 @@ typedef struct {
 
 static CpuBackend *cpu_of(ngpt_backend *be) { return (CpuBackend *)be; }
 
-/* Per-thread scratch slices (sized by cpu_scratch_bytes): [GEMM panel | LayerNorm partials (2C) | attention rows (2T)] */
-#define CPU_PANEL_BYTES ALIGN_UP((size_t)CPU_GEMM_KC * CPU_GEMM_NR * sizeof(float), 64)
-static float *cpu_scratch_panel(CpuBackend *cb, int tid) {
-    return (float *)(cb->scratch + (size_t)tid * cb->scratch_per_thread);
+/* Scratch layout (sized by cpu_scratch_bytes): [shared B panels | per thread: A block | B panels | one
+ * region that LayerNorm's partial sums and attention's tiles take in turn (never both in one op)] */
+static float *cpu_scratch_shared_b(CpuBackend *cb) { return (float *)cb->scratch; }
+static float *cpu_scratch_thread(CpuBackend *cb, int tid) {
+    return (float *)(cb->scratch + CPU_GEMM_B_FLOATS * sizeof(float) + (size_t)tid * cb->scratch_per_thread);
 }
-static float *cpu_scratch_ln(CpuBackend *cb, int tid) {
-    return (float *)(cb->scratch + (size_t)tid * cb->scratch_per_thread + CPU_PANEL_BYTES);
-}
-static float *cpu_scratch_attn(CpuBackend *cb, int tid, int C) {
-    return (float *)(cb->scratch + (size_t)tid * cb->scratch_per_thread + CPU_PANEL_BYTES + ALIGN_UP((size_t)2 * C * sizeof(float), 64));
-}
+static float *cpu_scratch_a(CpuBackend *cb, int tid) { return cpu_scratch_thread(cb, tid); }
+static float *cpu_scratch_b(CpuBackend *cb, int tid) { return cpu_scratch_thread(cb, tid) + CPU_GEMM_A_FLOATS; }
+static float *cpu_scratch_ln(CpuBackend *cb, int tid) { return cpu_scratch_b(cb, tid) + CPU_GEMM_B_FLOATS; }
+static float *cpu_scratch_attn(CpuBackend *cb, int tid) { return cpu_scratch_b(cb, tid) + CPU_GEMM_B_FLOATS; }
 
 typedef void (*range_fn)(void *ctx, size_t lo, size_t hi, int tid);
 typedef struct {
@@ -1069,12 +1080,14 @@ static void parallel_for(CpuBackend *cb, size_t n, size_t grain, range_fn body, 
 }
 
 /* ---- GEMM: C (M,N) += A (M,K) B (K,N), A and B read through strides, C row-major. ----
- * B is packed in (KC x 16) panels per thread; a 6 x 16 register tile of C accumulates over each panel. */
+ * Blocked as in GotoBLAS/BLIS: each KC x NC block of B is packed once into 16-column panels; each thread packs
+ * MC x KC blocks of its rows of A into 6-row micro-panels and runs a 6 x 16 register tile over every
+ * (micro-panel, panel) pair, so a panel (16 KB) stays in L1 while the A block streams from L2. Threads split
+ * the rows of C and share the packed B of the parallel GEMM; gemm_serial runs the same code on one thread
+ * with that thread's own B panels (the small products inside attention). */
 
 typedef float v8f __attribute__((vector_size(32)));
 typedef float v8fu __attribute__((vector_size(32), aligned(4)));
-#define GEMM_MR 6
-#define GEMM_MC 72
 
 typedef struct {
     int M, N, K;
@@ -1082,43 +1095,75 @@ typedef struct {
     const float *B; size_t brs, bcs;
     float *C; size_t ldc;
     CpuBackend *cb;
+    int overwrite;      /* 1: C = (bias) + A B, C's old contents ignored; 0: C += A B */
+    const float *bias;  /* with overwrite: added to every row of C (N values), or NULL */
+    int n0, nc, k0, kc; /* the B block being worked on */
+    float *bpack;       /* its packed panels: panel p at bpack + p * kc * NR, row kk of it at + kk * NR */
 } Gemm;
 
-static void gemm_pack_b(const Gemm *g, int k0, int kc, int n0, int nr, float *buf) {
-    if (g->bcs == 1) {
-        for (int kk = 0; kk < kc; kk++) {
-            const float *src = g->B + (size_t)(k0 + kk) * g->brs + n0;
-            float *dst = buf + (size_t)kk * CPU_GEMM_NR;
-            int j = 0;
-            for (; j < nr; j++) dst[j] = src[j];
-            for (; j < CPU_GEMM_NR; j++) dst[j] = 0;
-        }
-    } else {
-        for (int j = 0; j < CPU_GEMM_NR; j++) {
-            if (j < nr) {
-                const float *src = g->B + (size_t)(n0 + j) * g->bcs + (size_t)k0 * g->brs;
-                for (int kk = 0; kk < kc; kk++) buf[(size_t)kk * CPU_GEMM_NR + j] = src[(size_t)kk * g->brs];
-            } else {
-                for (int kk = 0; kk < kc; kk++) buf[(size_t)kk * CPU_GEMM_NR + j] = 0;
+static void gemm_pack_b_panels(void *arg, size_t lo, size_t hi, int tid) {
+    (void)tid;
+    const Gemm *g = (const Gemm *)arg;
+    int kc = g->kc;
+    for (size_t p = lo; p < hi; p++) {
+        int n0 = g->n0 + (int)p * CPU_GEMM_NR, nr = MIN(CPU_GEMM_NR, g->N - n0);
+        float *buf = g->bpack + p * (size_t)kc * CPU_GEMM_NR;
+        if (g->bcs == 1) {
+            for (int kk = 0; kk < kc; kk++) {
+                const float *src = g->B + (size_t)(g->k0 + kk) * g->brs + n0;
+                float *dst = buf + (size_t)kk * CPU_GEMM_NR;
+                if (nr == CPU_GEMM_NR) {
+                    *(v8f *)dst = *(const v8fu *)src;
+                    *(v8f *)(dst + 8) = *(const v8fu *)(src + 8);
+                } else {
+                    int j = 0;
+                    for (; j < nr; j++) dst[j] = src[j];
+                    for (; j < CPU_GEMM_NR; j++) dst[j] = 0;
+                }
+            }
+        } else { /* B read down its columns (a weight used transposed): 16 column streams, one row at a time */
+            const float *src[CPU_GEMM_NR];
+            for (int j = 0; j < CPU_GEMM_NR; j++) src[j] = g->B + (size_t)(n0 + MIN(j, nr - 1)) * g->bcs + (size_t)g->k0 * g->brs;
+            for (int kk = 0; kk < kc; kk++) {
+                float *dst = buf + (size_t)kk * CPU_GEMM_NR;
+                size_t o = (size_t)kk * g->brs;
+                for (int j = 0; j < CPU_GEMM_NR; j++) dst[j] = j < nr ? src[j][o] : 0.0f;
             }
         }
     }
 }
 
-/* the 6 x 16 tile: C[0..5][0..15] += A[0..5][0..kc) * panel */
-static inline void gemm_tile_6x16(int kc, const float *A, size_t ars, size_t acs, const float *panel, float *C, size_t ldc) {
+/* rows [mb, me) x depth [k0, k0 + kc) of A as 6-row micro-panels: element (r, kk) of the panel of rows
+ * [m, m + 6) at dst[(m - mb) * kc + kk * MR + r], rows past me zero. Only for A read down its columns
+ * (acs != 1, as dout^T in the weight gradient): each depth step is then one contiguous read of the rows. */
+static void gemm_pack_a(const Gemm *g, int mb, int me, float *dst) {
+    int kc = g->kc, rows = me - mb;
+    const float *src = g->A + (size_t)mb * g->ars + (size_t)g->k0 * g->acs;
+    for (int kk = 0; kk < kc; kk++) {
+        const float *s = src + (size_t)kk * g->acs;
+        for (int m = 0; m < rows; m += CPU_GEMM_MR) {
+            float *d = dst + (size_t)m * kc + (size_t)kk * CPU_GEMM_MR;
+            int mr = MIN(CPU_GEMM_MR, rows - m), r = 0;
+            for (; r < mr; r++) d[r] = s[(size_t)(m + r) * g->ars];
+            for (; r < CPU_GEMM_MR; r++) d[r] = 0;
+        }
+    }
+}
+
+/* the 6 x 16 register tile: C[0..5][0..15] += A (6 x kc; element (r, k) at a[r * ars + k * acs]) . b (kc x 16,
+ * packed). Inlined twice: with the packed strides (1, 6) folded in, and with A's own row stride (acs = 1). */
+static inline __attribute__((always_inline)) void gemm_tile_6x16(int kc, const float *a, size_t ars, size_t acs, const float *b, float *C,
+                                                                 size_t ldc) {
     v8f c00 = *(const v8fu *)(C + 0 * ldc), c01 = *(const v8fu *)(C + 0 * ldc + 8);
     v8f c10 = *(const v8fu *)(C + 1 * ldc), c11 = *(const v8fu *)(C + 1 * ldc + 8);
     v8f c20 = *(const v8fu *)(C + 2 * ldc), c21 = *(const v8fu *)(C + 2 * ldc + 8);
     v8f c30 = *(const v8fu *)(C + 3 * ldc), c31 = *(const v8fu *)(C + 3 * ldc + 8);
     v8f c40 = *(const v8fu *)(C + 4 * ldc), c41 = *(const v8fu *)(C + 4 * ldc + 8);
     v8f c50 = *(const v8fu *)(C + 5 * ldc), c51 = *(const v8fu *)(C + 5 * ldc + 8);
-    const float *a0 = A, *a1 = A + ars, *a2 = A + 2 * ars, *a3 = A + 3 * ars, *a4 = A + 4 * ars, *a5 = A + 5 * ars;
-    for (int k = 0; k < kc; k++) {
-        v8f b0 = *(const v8f *)(panel + (size_t)k * CPU_GEMM_NR);
-        v8f b1 = *(const v8f *)(panel + (size_t)k * CPU_GEMM_NR + 8);
+    const float *a0 = a, *a1 = a + ars, *a2 = a + 2 * ars, *a3 = a + 3 * ars, *a4 = a + 4 * ars, *a5 = a + 5 * ars;
+    for (int k = 0; k < kc; k++, b += CPU_GEMM_NR) {
+        v8f b0 = *(const v8f *)b, b1 = *(const v8f *)(b + 8), x;
         size_t o = (size_t)k * acs;
-        v8f x;
         x = (v8f){a0[o], a0[o], a0[o], a0[o], a0[o], a0[o], a0[o], a0[o]}; c00 += x * b0; c01 += x * b1;
         x = (v8f){a1[o], a1[o], a1[o], a1[o], a1[o], a1[o], a1[o], a1[o]}; c10 += x * b0; c11 += x * b1;
         x = (v8f){a2[o], a2[o], a2[o], a2[o], a2[o], a2[o], a2[o], a2[o]}; c20 += x * b0; c21 += x * b1;
@@ -1134,76 +1179,107 @@ static inline void gemm_tile_6x16(int kc, const float *A, size_t ars, size_t acs
     *(v8fu *)(C + 5 * ldc) = c50; *(v8fu *)(C + 5 * ldc + 8) = c51;
 }
 
-/* edge tiles (fewer than 6 rows or 16 columns): the same vector tile on local copies, A's rows packed with
- * zero rows below, C's valid part copied in and out (the panel's missing columns are zero already) */
-static void gemm_tile_edge(int kc, int mr, int nr, const float *A, size_t ars, size_t acs, const float *panel, float *C, size_t ldc) {
-    float tile[GEMM_MR * CPU_GEMM_NR], apack[GEMM_MR * CPU_GEMM_KC];
-    memset(tile, 0, sizeof tile);
-    memset(apack, 0, sizeof(float) * GEMM_MR * (size_t)kc);
-    for (int i = 0; i < mr; i++) {
-        memcpy(tile + i * CPU_GEMM_NR, C + (size_t)i * ldc, (size_t)nr * sizeof(float));
-        for (int k = 0; k < kc; k++) apack[i * kc + k] = A[(size_t)i * ars + (size_t)k * acs];
+/* one 6 x 16 tile of C (mr x nr valid): A read in place (acs == 1: its rows are contiguous) or from its packed
+ * micro-panel; on the first depth block of an overwriting GEMM the tile starts as the bias (or zero) */
+static inline void gemm_tile(const Gemm *g, int m, int mr, const float *apanel, const float *panel, int n, int nr) {
+    int kc = g->kc;
+    const float *a = apanel ? apanel : g->A + (size_t)m * g->ars + g->k0;
+    float *C = g->C + (size_t)m * g->ldc + n;
+    if (g->overwrite && g->k0 == 0) {
+        for (int i = 0; i < mr; i++) {
+            if (g->bias) memcpy(C + (size_t)i * g->ldc, g->bias + n, (size_t)nr * sizeof(float));
+            else memset(C + (size_t)i * g->ldc, 0, (size_t)nr * sizeof(float));
+        }
     }
-    gemm_tile_6x16(kc, apack, (size_t)kc, 1, panel, tile, CPU_GEMM_NR);
-    for (int i = 0; i < mr; i++) memcpy(C + (size_t)i * ldc, tile + i * CPU_GEMM_NR, (size_t)nr * sizeof(float));
+    if (mr == CPU_GEMM_MR && nr == CPU_GEMM_NR) {
+        if (apanel) gemm_tile_6x16(kc, a, 1, CPU_GEMM_MR, panel, C, g->ldc);
+        else gemm_tile_6x16(kc, a, g->ars, 1, panel, C, g->ldc);
+        return;
+    }
+    /* edge: the same tile on local copies of C's valid part and of A's valid rows (zero rows below) */
+    float tile[CPU_GEMM_MR * CPU_GEMM_NR] = {0};
+    for (int i = 0; i < mr; i++) memcpy(tile + i * CPU_GEMM_NR, C + (size_t)i * g->ldc, (size_t)nr * sizeof(float));
+    if (apanel) {
+        gemm_tile_6x16(kc, a, 1, CPU_GEMM_MR, panel, tile, CPU_GEMM_NR);
+    } else {
+        float rows[CPU_GEMM_MR * CPU_GEMM_KC] = {0};
+        for (int i = 0; i < mr; i++) memcpy(rows + (size_t)i * kc, a + (size_t)i * g->ars, (size_t)kc * sizeof(float));
+        gemm_tile_6x16(kc, rows, (size_t)kc, 1, panel, tile, CPU_GEMM_NR);
+    }
+    for (int i = 0; i < mr; i++) memcpy(C + (size_t)i * g->ldc, tile + i * CPU_GEMM_NR, (size_t)nr * sizeof(float));
 }
 
-static void gemm_rows(void *arg, size_t lo, size_t hi, int tid) {
-    const Gemm *g = (const Gemm *)arg;
-    float *panel = cpu_scratch_panel(g->cb, tid);
-    int m_lo = (int)lo * GEMM_MR, m_hi = MIN((int)hi * GEMM_MR, g->M);
-    for (int mb = m_lo; mb < m_hi; mb += GEMM_MC) {
-        int me = MIN(mb + GEMM_MC, m_hi);
-        for (int k0 = 0; k0 < g->K; k0 += CPU_GEMM_KC) {
-            int kc = MIN(CPU_GEMM_KC, g->K - k0);
-            for (int n0 = 0; n0 < g->N; n0 += CPU_GEMM_NR) {
-                int nr = MIN(CPU_GEMM_NR, g->N - n0);
-                gemm_pack_b(g, k0, kc, n0, nr, panel);
-                for (int m = mb; m < me; m += GEMM_MR) {
-                    int mr = MIN(GEMM_MR, me - m);
-                    const float *A = g->A + (size_t)m * g->ars + (size_t)k0 * g->acs;
-                    float *C = g->C + (size_t)m * g->ldc + n0;
-                    if (mr == GEMM_MR && nr == CPU_GEMM_NR) gemm_tile_6x16(kc, A, g->ars, g->acs, panel, C, g->ldc);
-                    else gemm_tile_edge(kc, mr, nr, A, g->ars, g->acs, panel, C, g->ldc);
-                }
-            }
+/* rows [m_lo, m_hi) of C against the packed B block; A packed MC rows at a time into apack when acs != 1 */
+static void gemm_block_rows(const Gemm *g, int m_lo, int m_hi, float *apack) {
+    int kc = g->kc, panels = (g->nc + CPU_GEMM_NR - 1) / CPU_GEMM_NR, packed = g->acs != 1;
+    for (int mb = m_lo; mb < m_hi; mb += CPU_GEMM_MC) {
+        int me = MIN(mb + CPU_GEMM_MC, m_hi);
+        if (packed) gemm_pack_a(g, mb, me, apack);
+        for (int p = 0; p < panels; p++) {
+            int n = g->n0 + p * CPU_GEMM_NR;
+            const float *panel = g->bpack + (size_t)p * kc * CPU_GEMM_NR;
+            for (int m = mb; m < me; m += CPU_GEMM_MR)
+                gemm_tile(g, m, MIN(CPU_GEMM_MR, me - m), packed ? apack + (size_t)(m - mb) * kc : NULL, panel, n,
+                          MIN(CPU_GEMM_NR, g->N - n));
         }
     }
 }
 
+static void gemm_rows(void *arg, size_t lo, size_t hi, int tid) {
+    const Gemm *g = (const Gemm *)arg;
+    gemm_block_rows(g, (int)lo * CPU_GEMM_MR, MIN((int)hi * CPU_GEMM_MR, g->M), cpu_scratch_a(g->cb, tid));
+}
+
+/* C (M,N) = bias + A B when overwrite (bias: N values or NULL), else C += A B */
 static void gemm(CpuBackend *cb, int M, int N, int K, const float *A, size_t ars, size_t acs, const float *B, size_t brs,
-                 size_t bcs, float *C, size_t ldc) {
-    Gemm g = {M, N, K, A, ars, acs, B, brs, bcs, C, ldc, cb};
-    size_t tiles = (size_t)(M + GEMM_MR - 1) / GEMM_MR;
-    size_t work_per_tile = (size_t)GEMM_MR * (size_t)N * (size_t)K;
-    size_t grain = MAX((size_t)1, ((size_t)1 << 17) / MAX(work_per_tile, (size_t)1));
-    parallel_for(cb, tiles, grain, gemm_rows, &g);
+                 size_t bcs, float *C, size_t ldc, int overwrite, const float *bias) {
+    if (M <= 0 || N <= 0) return;
+    if (K <= 0) {
+        if (overwrite)
+            for (int i = 0; i < M; i++)
+                for (int j = 0; j < N; j++) C[(size_t)i * ldc + j] = bias ? bias[j] : 0.0f;
+        return;
+    }
+    Gemm g = {M, N, K, A, ars, acs, B, brs, bcs, C, ldc, cb, overwrite, bias, 0, 0, 0, 0, cpu_scratch_shared_b(cb)};
+    size_t tiles = (size_t)(M + CPU_GEMM_MR - 1) / CPU_GEMM_MR;
+    for (g.n0 = 0; g.n0 < N; g.n0 += CPU_GEMM_NC) {
+        g.nc = MIN(CPU_GEMM_NC, N - g.n0);
+        size_t panels = (size_t)(g.nc + CPU_GEMM_NR - 1) / CPU_GEMM_NR;
+        for (g.k0 = 0; g.k0 < K; g.k0 += CPU_GEMM_KC) {
+            g.kc = MIN(CPU_GEMM_KC, K - g.k0);
+            size_t work_per_tile = (size_t)CPU_GEMM_MR * (size_t)g.nc * (size_t)g.kc;
+            parallel_for(cb, panels, MAX((size_t)1, ((size_t)1 << 14) / ((size_t)g.kc * CPU_GEMM_NR)), gemm_pack_b_panels, &g);
+            parallel_for(cb, tiles, MAX((size_t)1, ((size_t)1 << 17) / work_per_tile), gemm_rows, &g);
+        }
+    }
+}
+
+/* the same product on the calling thread only, with its own B panels */
+static void gemm_serial(CpuBackend *cb, int tid, int M, int N, int K, const float *A, size_t ars, size_t acs, const float *B,
+                        size_t brs, size_t bcs, float *C, size_t ldc, int overwrite) {
+    if (M <= 0 || N <= 0) return;
+    if (K <= 0) {
+        if (overwrite)
+            for (int i = 0; i < M; i++) memset(C + (size_t)i * ldc, 0, (size_t)N * sizeof(float));
+        return;
+    }
+    Gemm g = {M, N, K, A, ars, acs, B, brs, bcs, C, ldc, cb, overwrite, NULL, 0, 0, 0, 0, cpu_scratch_b(cb, tid)};
+    for (g.n0 = 0; g.n0 < N; g.n0 += CPU_GEMM_NC) {
+        g.nc = MIN(CPU_GEMM_NC, N - g.n0);
+        for (g.k0 = 0; g.k0 < K; g.k0 += CPU_GEMM_KC) {
+            g.kc = MIN(CPU_GEMM_KC, K - g.k0);
+            gemm_pack_b_panels(&g, 0, (size_t)(g.nc + CPU_GEMM_NR - 1) / CPU_GEMM_NR, tid);
+            gemm_block_rows(&g, 0, M, cpu_scratch_a(cb, tid));
+        }
+    }
 }
 
 /* ---- matmul ---- */
 
-typedef struct {
-    float *out;
-    const float *bias;
-    int OC;
-} RowInit;
-
-static void rows_init_bias(void *arg, size_t lo, size_t hi, int tid) {
-    (void)tid;
-    const RowInit *r = (const RowInit *)arg;
-    for (size_t i = lo; i < hi; i++) {
-        float *o = r->out + i * (size_t)r->OC;
-        if (r->bias) memcpy(o, r->bias, (size_t)r->OC * sizeof(float));
-        else memset(o, 0, (size_t)r->OC * sizeof(float));
-    }
-}
-
 static void cpu_matmul_forward(ngpt_backend *be, void *out, const void *inp, const void *w, const void *bias, int N, int C, int OC) {
-    CpuBackend *cb = cpu_of(be);
-    RowInit ri = {(float *)out, (const float *)bias, OC};
-    parallel_for(cb, (size_t)N, 256, rows_init_bias, &ri);
-    /* out (N,OC) += inp (N,C) . w^T : B(k=c, n=o) = w[o*C + c] */
-    gemm(cb, N, OC, C, (const float *)inp, (size_t)C, 1, (const float *)w, 1, (size_t)C, (float *)out, (size_t)OC);
+    /* out (N,OC) = bias + inp (N,C) . w^T : B(k=c, n=o) = w[o*C + c] */
+    gemm(cpu_of(be), N, OC, C, (const float *)inp, (size_t)C, 1, (const float *)w, 1, (size_t)C, (float *)out, (size_t)OC, 1,
+         (const float *)bias);
 }
 
 typedef struct {
@@ -1226,11 +1302,9 @@ static void cpu_matmul_backward(ngpt_backend *be, void *dinp, void *dw, void *db
     CpuBackend *cb = cpu_of(be);
     const float *dY = (const float *)dout;
     /* dinp (N,C) = dout (N,OC) . w (OC,C) */
-    RowInit ri = {(float *)dinp, NULL, C};
-    parallel_for(cb, (size_t)N, 256, rows_init_bias, &ri);
-    gemm(cb, N, C, OC, dY, (size_t)OC, 1, (const float *)w, (size_t)C, 1, (float *)dinp, (size_t)C);
+    gemm(cb, N, C, OC, dY, (size_t)OC, 1, (const float *)w, (size_t)C, 1, (float *)dinp, (size_t)C, 1, NULL);
     /* dw (OC,C) += dout^T (OC,N) . inp (N,C) */
-    gemm(cb, OC, C, N, dY, 1, (size_t)OC, (const float *)inp, (size_t)C, 1, (float *)dw, (size_t)C);
+    gemm(cb, OC, C, N, dY, 1, (size_t)OC, (const float *)inp, (size_t)C, 1, (float *)dw, (size_t)C, 0, NULL);
     if (dbias) {
         ColSum cs = {(float *)dbias, dY, N, OC};
         parallel_for(cb, (size_t)OC, 64, colsum_range, &cs);
@@ -1377,7 +1451,7 @@ static void attn_forward_rows(void *arg, size_t lo, size_t hi, int tid) {
     const Attn *a = (const Attn *)arg;
     int T = a->T, C = a->C, NH = a->NH, hs = C / NH;
     float scale = 1.0f / sqrtf((float)hs);
-    float *p = cpu_scratch_attn(a->cb, tid, C);
+    float *p = cpu_scratch_attn(a->cb, tid);
     for (size_t row = lo; row < hi; row++) { /* row = (b*NH + h)*T + t */
         int t = (int)(row % (size_t)T);
         size_t bh = row / (size_t)T;
@@ -1416,7 +1490,7 @@ static void attn_backward_heads(void *arg, size_t lo, size_t hi, int tid) {
     const Attn *a = (const Attn *)arg;
     int T = a->T, C = a->C, NH = a->NH, hs = C / NH;
     float scale = 1.0f / sqrtf((float)hs);
-    float *p = cpu_scratch_attn(a->cb, tid, C), *dp = p + T;
+    float *p = cpu_scratch_attn(a->cb, tid), *dp = p + T;
     for (size_t bh = lo; bh < hi; bh++) {
         int h = (int)(bh % (size_t)NH), b = (int)(bh / (size_t)NH);
         const float *base = a->qkv + (size_t)b * T * 3 * C;
@@ -1470,7 +1544,7 @@ typedef struct {
 static void attn_decode_heads(void *arg, size_t lo, size_t hi, int tid) {
     const Decode *d = (const Decode *)arg;
     int C = d->C, hs = C / d->NH;
-    float scale = 1.0f / sqrtf((float)hs), *p = cpu_scratch_attn(d->cb, tid, C);
+    float scale = 1.0f / sqrtf((float)hs), *p = cpu_scratch_attn(d->cb, tid);
     for (size_t sh = lo; sh < hi; sh++) {
         size_t sidx = sh / (size_t)d->NH;
         int h = (int)(sh % (size_t)d->NH);
@@ -1738,7 +1812,7 @@ static void cpu_set_scratch(ngpt_backend *be, void *scratch, size_t bytes) {
     CpuBackend *cb = cpu_of(be);
     cb->scratch = (char *)ALIGN_UP((uintptr_t)scratch, 64);
     cb->scratch_bytes = bytes;
-    cb->scratch_per_thread = (bytes - 64) / (size_t)cb->nthreads / 64 * 64;
+    cb->scratch_per_thread = (bytes - 64 - CPU_GEMM_B_FLOATS * sizeof(float)) / (size_t)cb->nthreads / 64 * 64;
 }
 static void cpu_copy(ngpt_backend *be, void *dst, const void *src, size_t bytes) {
     (void)be;

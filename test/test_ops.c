@@ -105,6 +105,43 @@ static void check_matmul(int N, int C, int OC, int bias) {
     free(x); free(w); free(b); free(out); free(R); free(dx); free(dw); free(db); free(dw0); free(db0);
     free(xd); free(wd); free(bd); free(Rd); free(outd); free(g);
 }
+/* the blocked GEMM itself against a plain double loop: shapes past every block size (MC 72, NC 256, KC 256)
+ * with remainders, A and B read by rows or down columns, accumulate / overwrite / overwrite with bias, on the
+ * pool and on one thread (gemm_serial) */
+static void test_gemm_blocks(void) {
+    static const int shapes[][3] = {{151, 270, 300}, {7, 17, 513}, {80, 33, 1}, {6, 16, 256}, {73, 257, 20}};
+    CpuBackend *cb = cpu_of(be);
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        int M = shapes[s][0], N = shapes[s][1], K = shapes[s][2];
+        float *A = malloc((size_t)M * K * 4), *B = malloc((size_t)K * N * 4), *bias = malloc((size_t)N * 4);
+        float *C = malloc((size_t)M * N * 4), *C0 = malloc((size_t)M * N * 4);
+        double *want = malloc((size_t)M * N * 8);
+        fill_rand(A, (size_t)M * K, 60 + s, 1); fill_rand(B, (size_t)K * N, 70 + s, 1); fill_rand(bias, N, 80 + s, 1);
+        fill_rand(C0, (size_t)M * N, 90 + s, 1);
+        for (int mode = 0; mode < 12; mode++) {
+            int ta = mode & 1, tb = (mode >> 1) & 1, init = mode >> 2; /* init 0: +=, 1: =, 2: = bias + */
+            size_t ars = ta ? 1 : (size_t)K, acs = ta ? (size_t)M : 1, brs = tb ? 1 : (size_t)N, bcs = tb ? (size_t)K : 1;
+            for (int serial = 0; serial < 2; serial++) {
+                if (serial && init == 2) continue; /* gemm_serial has no bias */
+                memcpy(C, C0, (size_t)M * N * 4);
+                if (serial) gemm_serial(cb, 0, M, N, K, A, ars, acs, B, brs, bcs, C, (size_t)N, init > 0);
+                else gemm(cb, M, N, K, A, ars, acs, B, brs, bcs, C, (size_t)N, init > 0, init == 2 ? bias : NULL);
+                for (int i = 0; i < M; i++)
+                    for (int j = 0; j < N; j++) {
+                        double acc = init == 0 ? C0[(size_t)i * N + j] : init == 2 ? bias[j] : 0.0;
+                        for (int k = 0; k < K; k++) acc += (double)A[i * ars + k * acs] * B[k * brs + j * bcs];
+                        want[(size_t)i * N + j] = acc;
+                    }
+                char what[96];
+                snprintf(what, sizeof what, "gemm %dx%dx%d A%s B%s %s%s", M, N, K, ta ? "^T" : "", tb ? "^T" : "",
+                         init == 0 ? "+=" : init == 1 ? "=" : "= bias +", serial ? " serial" : "");
+                EXPECT_CLOSE_ARR(C, want, (size_t)M * N, 1.0, 2e-6 * sqrt((double)K), what);
+            }
+        }
+        free(A); free(B); free(bias); free(C); free(C0); free(want);
+    }
+}
+
 static void test_matmul(void) {
     check_matmul(12, 8, 16, 1);   /* exact tiles */
     check_matmul(13, 7, 19, 1);   /* edges everywhere */
@@ -411,6 +448,7 @@ int main(void) {
     size_t sb = be->scratch_bytes(be, &s);
     void *scratch = malloc(sb);
     be->set_scratch(be, scratch, sb);
+    RUN(test_gemm_blocks);
     RUN(test_matmul);
     RUN(test_layernorm);
     RUN(test_attention);
