@@ -18,7 +18,7 @@ cd "$(dirname "$0")"
 CC=${CC:-cc}
 CXX=${CXX:-c++}
 CFLAGS=${CFLAGS:--O3 -march=native}
-WARN="-std=c11 -Wall -Wextra -fno-trapping-math" # no FP traps are used; it lets gcc vectorise exp/erf loops
+WARN="-std=c11 -Wall -Wextra -fno-trapping-math -fno-math-errno" # no FP traps or errno are read; lets gcc vectorise exp/erf/sqrt loops
 LIBS="-lm -lpthread"
 CUDA_ARCHS=${CUDA_ARCHS:-"80 86 89 90a"} # tools/cuda_compile_check.sh also compiles sm_75 (the fp16 path)
 

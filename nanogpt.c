@@ -32,6 +32,9 @@
 #include <sys/types.h>
 #include <time.h>
 #include <unistd.h>
+#if defined(__FMA__) && defined(__AVX__)
+#include <immintrin.h>
+#endif
 
 /* ======================================================================================================
  * Utilities
@@ -741,23 +744,23 @@ typedef struct {
 static size_t dtype_bytes(int dtype) { return dtype == NGPT_DTYPE_F32 ? 4 : 2; }
 
 /* Device scratch of the CPU backend: one shared block of packed GEMM B panels, then per thread: a packed
- * GEMM A block, its own B panels (for the single-threaded matmuls inside attention), and one region for
- * either LayerNorm's partial sums (2C) or attention's tiles (K^T, V^T, a block of scores and one of score
- * gradients). */
+ * GEMM A block, its own B panels (for the single-threaded matmuls inside attention), and one region for the
+ * temporaries of one op at a time: LayerNorm's partial sums (2C), attention's score blocks, the loss's row
+ * of exponentials (Vp). */
 #define CPU_GEMM_KC 256 /* depth of a packed block */
 #define CPU_GEMM_NC 256 /* columns of a packed B block */
 #define CPU_GEMM_MC 72  /* rows of a packed A block */
 #define CPU_GEMM_NR 16  /* columns of the register tile */
 #define CPU_GEMM_MR 6   /* rows of the register tile */
-#define CPU_ATTN_QB 64  /* query rows per attention block */
+#define CPU_ATTN_QB 32  /* query rows per attention block */
 #define CPU_GEMM_B_FLOATS ((size_t)CPU_GEMM_KC * CPU_GEMM_NC)
 #define CPU_GEMM_A_FLOATS ((size_t)CPU_GEMM_MC * CPU_GEMM_KC)
-static size_t cpu_attn_floats(const ngpt_shape *s) {
-    size_t hs = (size_t)(s->C / MAX(s->NH, 1)), T = (size_t)s->T;
-    return 2 * ALIGN_UP(hs * T, 16) + 2 * ALIGN_UP((size_t)MIN(s->T, CPU_ATTN_QB) * T, 16);
+static size_t cpu_attn_floats(const ngpt_shape *s) { /* a block of scores and one of score gradients */
+    return 2 * ALIGN_UP((size_t)MIN(s->T, CPU_ATTN_QB) * (size_t)s->T, 16);
 }
 static size_t cpu_scratch_per_thread(const ngpt_shape *s) {
-    return (CPU_GEMM_A_FLOATS + CPU_GEMM_B_FLOATS + MAX(ALIGN_UP((size_t)2 * s->C, 16), cpu_attn_floats(s))) * sizeof(float);
+    size_t op = MAX(MAX(ALIGN_UP((size_t)2 * s->C, 16), cpu_attn_floats(s)), ALIGN_UP((size_t)s->Vp, 16));
+    return (CPU_GEMM_A_FLOATS + CPU_GEMM_B_FLOATS + op) * sizeof(float);
 }
 static size_t cpu_scratch_bytes(const ngpt_shape *s, int nthreads) {
     return CPU_GEMM_B_FLOATS * sizeof(float) + (size_t)MAX(nthreads, 1) * cpu_scratch_per_thread(s) + 64;
@@ -1047,15 +1050,15 @@ typedef struct {
 static CpuBackend *cpu_of(ngpt_backend *be) { return (CpuBackend *)be; }
 
 /* Scratch layout (sized by cpu_scratch_bytes): [shared B panels | per thread: A block | B panels | one
- * region that LayerNorm's partial sums and attention's tiles take in turn (never both in one op)] */
+ * region for the temporaries of the op running now (LayerNorm partial sums, attention score blocks, a row
+ * of exponentials in the loss)] */
 static float *cpu_scratch_shared_b(CpuBackend *cb) { return (float *)cb->scratch; }
 static float *cpu_scratch_thread(CpuBackend *cb, int tid) {
     return (float *)(cb->scratch + CPU_GEMM_B_FLOATS * sizeof(float) + (size_t)tid * cb->scratch_per_thread);
 }
 static float *cpu_scratch_a(CpuBackend *cb, int tid) { return cpu_scratch_thread(cb, tid); }
 static float *cpu_scratch_b(CpuBackend *cb, int tid) { return cpu_scratch_thread(cb, tid) + CPU_GEMM_A_FLOATS; }
-static float *cpu_scratch_ln(CpuBackend *cb, int tid) { return cpu_scratch_b(cb, tid) + CPU_GEMM_B_FLOATS; }
-static float *cpu_scratch_attn(CpuBackend *cb, int tid) { return cpu_scratch_b(cb, tid) + CPU_GEMM_B_FLOATS; }
+static float *cpu_scratch_op(CpuBackend *cb, int tid) { return cpu_scratch_b(cb, tid) + CPU_GEMM_B_FLOATS; }
 
 typedef void (*range_fn)(void *ctx, size_t lo, size_t hi, int tid);
 typedef struct {
@@ -1079,6 +1082,94 @@ static void parallel_for(CpuBackend *cb, size_t n, size_t grain, range_fn body, 
     pool_run(&cb->pool.pool, parfor_thunk, &pf);
 }
 
+/* ---- 8-wide vectors (GCC/Clang vector extensions: AVX with -march=native, plain SSE or scalar code otherwise) ---- */
+
+typedef float v8f __attribute__((vector_size(32)));
+typedef float v8fu __attribute__((vector_size(32), aligned(4)));
+typedef int32_t v8i __attribute__((vector_size(32)));
+
+/* a * b + c, fused where the target has FMA (ISO C modes such as -std=c11 do not contract a * b + c) */
+static inline v8f vfma(v8f a, v8f b, v8f c) {
+#if defined(__FMA__) && defined(__AVX__)
+    return (v8f)_mm256_fmadd_ps((__m256)a, (__m256)b, (__m256)c);
+#else
+    return a * b + c;
+#endif
+}
+
+/* ---- vectorisable math: exp and erf without libm calls, so elementwise loops compile to SIMD (gcc needs
+ * -fno-trapping-math to if-convert them; build.sh passes it) ---- */
+
+/* e^x for x in about [-87, 88]: 2^k * p(r) with r = x - k ln2, p a degree-6 polynomial (rel. error ~1e-7) */
+static inline float fast_expf(float x) {
+    x = x < -87.0f ? -87.0f : x;
+    x = x > 88.0f ? 88.0f : x;
+    int32_t ki = (int32_t)(x * 1.44269504f + 256.5f) - 256; /* round(x / ln2); the shift keeps the cast a floor */
+    float k = (float)ki;
+    float r = x - k * 0.693145752f - k * 1.42860677e-6f;
+    float p = 1.0f + r * (1.0f + r * (0.5f + r * (0.166666672f + r * (0.0416666493f + r * (0.00833336823f + r * 0.00138878408f)))));
+    int32_t bits = (ki + 127) << 23;
+    float scale;
+    memcpy(&scale, &bits, 4);
+    return p * scale;
+}
+
+/* erf(x), Abramowitz & Stegun 7.1.26 (absolute error below 1.5e-7) */
+static inline float erf_with_gauss(float x, float gauss) { /* gauss = exp(-x^2), shared with GELU's backward */
+    float ax = x < 0 ? -x : x, t = 1.0f / (1.0f + 0.3275911f * ax);
+    float y = 1.0f - t * (0.254829592f + t * (-0.284496736f + t * (1.421413741f + t * (-1.453152027f + t * 1.061405429f)))) * gauss;
+    return x < 0 ? -y : y;
+}
+static inline float fast_erff(float x) { return erf_with_gauss(x, fast_expf(-x * x)); }
+
+/* dot product of n floats with 8-wide partial sums */
+static inline float dot(const float *a, const float *b, int n) {
+    v8f acc = {0, 0, 0, 0, 0, 0, 0, 0};
+    int i = 0;
+    for (; i + 8 <= n; i += 8) acc += *(const v8fu *)(a + i) * *(const v8fu *)(b + i);
+    float s = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+    for (; i < n; i++) s += a[i] * b[i];
+    return s;
+}
+
+/* sum and maximum of n floats with 8-wide partial results (fixed order: reproducible) */
+static inline float vsum(const float *x, int n) {
+    v8f acc = {0, 0, 0, 0, 0, 0, 0, 0};
+    int i = 0;
+    for (; i + 8 <= n; i += 8) acc += *(const v8fu *)(x + i);
+    float s = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+    for (; i < n; i++) s += x[i];
+    return s;
+}
+static inline float vmax(const float *x, int n) {
+    float m = -FLT_MAX;
+    int i = 0;
+    if (n >= 8) {
+        v8f acc = *(const v8fu *)x;
+        for (i = 8; i + 8 <= n; i += 8) {
+            v8f v = *(const v8fu *)(x + i);
+            v8i gt = acc > v; /* lanes of all ones where acc is larger */
+            acc = (v8f)(((v8i)acc & gt) | ((v8i)v & ~gt));
+        }
+        for (int j = 0; j < 8; j++) m = acc[j] > m ? acc[j] : m;
+    }
+    for (; i < n; i++) m = x[i] > m ? x[i] : m;
+    return m;
+}
+
+/* sum over i of (x[i] - m)^2 */
+static inline float vsum_sq_dev(const float *x, float m, int n) {
+    v8f acc = {0, 0, 0, 0, 0, 0, 0, 0};
+    int i = 0;
+    for (; i + 8 <= n; i += 8) {
+        v8f d = *(const v8fu *)(x + i) - m;
+        acc += d * d;
+    }
+    float s = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+    for (; i < n; i++) s += (x[i] - m) * (x[i] - m);
+    return s;
+}
+
 /* ---- GEMM: C (M,N) += A (M,K) B (K,N), A and B read through strides, C row-major. ----
  * Blocked as in GotoBLAS/BLIS: each KC x NC block of B is packed once into 16-column panels; each thread packs
  * MC x KC blocks of its rows of A into 6-row micro-panels and runs a 6 x 16 register tile over every
@@ -1086,8 +1177,6 @@ static void parallel_for(CpuBackend *cb, size_t n, size_t grain, range_fn body, 
  * the rows of C and share the packed B of the parallel GEMM; gemm_serial runs the same code on one thread
  * with that thread's own B panels (the small products inside attention). */
 
-typedef float v8f __attribute__((vector_size(32)));
-typedef float v8fu __attribute__((vector_size(32), aligned(4)));
 
 typedef struct {
     int M, N, K;
@@ -1164,12 +1253,12 @@ static inline __attribute__((always_inline)) void gemm_tile_6x16(int kc, const f
     for (int k = 0; k < kc; k++, b += CPU_GEMM_NR) {
         v8f b0 = *(const v8f *)b, b1 = *(const v8f *)(b + 8), x;
         size_t o = (size_t)k * acs;
-        x = (v8f){a0[o], a0[o], a0[o], a0[o], a0[o], a0[o], a0[o], a0[o]}; c00 += x * b0; c01 += x * b1;
-        x = (v8f){a1[o], a1[o], a1[o], a1[o], a1[o], a1[o], a1[o], a1[o]}; c10 += x * b0; c11 += x * b1;
-        x = (v8f){a2[o], a2[o], a2[o], a2[o], a2[o], a2[o], a2[o], a2[o]}; c20 += x * b0; c21 += x * b1;
-        x = (v8f){a3[o], a3[o], a3[o], a3[o], a3[o], a3[o], a3[o], a3[o]}; c30 += x * b0; c31 += x * b1;
-        x = (v8f){a4[o], a4[o], a4[o], a4[o], a4[o], a4[o], a4[o], a4[o]}; c40 += x * b0; c41 += x * b1;
-        x = (v8f){a5[o], a5[o], a5[o], a5[o], a5[o], a5[o], a5[o], a5[o]}; c50 += x * b0; c51 += x * b1;
+        x = (v8f){a0[o], a0[o], a0[o], a0[o], a0[o], a0[o], a0[o], a0[o]}; c00 = vfma(x, b0, c00); c01 = vfma(x, b1, c01);
+        x = (v8f){a1[o], a1[o], a1[o], a1[o], a1[o], a1[o], a1[o], a1[o]}; c10 = vfma(x, b0, c10); c11 = vfma(x, b1, c11);
+        x = (v8f){a2[o], a2[o], a2[o], a2[o], a2[o], a2[o], a2[o], a2[o]}; c20 = vfma(x, b0, c20); c21 = vfma(x, b1, c21);
+        x = (v8f){a3[o], a3[o], a3[o], a3[o], a3[o], a3[o], a3[o], a3[o]}; c30 = vfma(x, b0, c30); c31 = vfma(x, b1, c31);
+        x = (v8f){a4[o], a4[o], a4[o], a4[o], a4[o], a4[o], a4[o], a4[o]}; c40 = vfma(x, b0, c40); c41 = vfma(x, b1, c41);
+        x = (v8f){a5[o], a5[o], a5[o], a5[o], a5[o], a5[o], a5[o], a5[o]}; c50 = vfma(x, b0, c50); c51 = vfma(x, b1, c51);
     }
     *(v8fu *)(C + 0 * ldc) = c00; *(v8fu *)(C + 0 * ldc + 8) = c01;
     *(v8fu *)(C + 1 * ldc) = c10; *(v8fu *)(C + 1 * ldc + 8) = c11;
@@ -1186,9 +1275,13 @@ static inline void gemm_tile(const Gemm *g, int m, int mr, const float *apanel, 
     const float *a = apanel ? apanel : g->A + (size_t)m * g->ars + g->k0;
     float *C = g->C + (size_t)m * g->ldc + n;
     if (g->overwrite && g->k0 == 0) {
-        for (int i = 0; i < mr; i++) {
-            if (g->bias) memcpy(C + (size_t)i * g->ldc, g->bias + n, (size_t)nr * sizeof(float));
-            else memset(C + (size_t)i * g->ldc, 0, (size_t)nr * sizeof(float));
+        if (nr == CPU_GEMM_NR) {
+            v8f z0 = {0, 0, 0, 0, 0, 0, 0, 0}, z1 = z0;
+            if (g->bias) z0 = *(const v8fu *)(g->bias + n), z1 = *(const v8fu *)(g->bias + n + 8);
+            for (int i = 0; i < mr; i++) *(v8fu *)(C + (size_t)i * g->ldc) = z0, *(v8fu *)(C + (size_t)i * g->ldc + 8) = z1;
+        } else {
+            for (int i = 0; i < mr; i++)
+                for (int j = 0; j < nr; j++) C[(size_t)i * g->ldc + j] = g->bias ? g->bias[n + j] : 0.0f;
         }
     }
     if (mr == CPU_GEMM_MR && nr == CPU_GEMM_NR) {
@@ -1325,15 +1418,14 @@ static void ln_forward_rows(void *arg, size_t lo, size_t hi, int tid) {
     int C = a->C;
     for (size_t i = lo; i < hi; i++) {
         const float *x = a->inp + i * (size_t)C;
-        float m = 0;
-        for (int c = 0; c < C; c++) m += x[c];
-        m /= (float)C;
-        float v = 0;
-        for (int c = 0; c < C; c++) { float d = x[c] - m; v += d * d; }
-        v /= (float)C;
+        float m = vsum(x, C) / (float)C;
+        float v = vsum_sq_dev(x, m, C) / (float)C;
         float s = 1.0f / sqrtf(v + 1e-5f);
         float *o = a->out + i * (size_t)C;
-        for (int c = 0; c < C; c++) o[c] = (x[c] - m) * s * a->w[c] + (a->b ? a->b[c] : 0.0f);
+        if (a->b)
+            for (int c = 0; c < C; c++) o[c] = (x[c] - m) * s * a->w[c] + a->b[c];
+        else
+            for (int c = 0; c < C; c++) o[c] = (x[c] - m) * s * a->w[c];
         a->mean[i] = m;
         a->rstd[i] = s;
     }
@@ -1356,27 +1448,37 @@ static void ln_backward_part(void *arg, int tid, int nt) {
     int C = a->C;
     size_t lo, hi;
     split_range((size_t)a->N, tid, nt, &lo, &hi);
-    float *part = cpu_scratch_ln(a->cb, tid);
+    float *part = cpu_scratch_op(a->cb, tid);
     float *dw = part, *db = part + C;
     memset(part, 0, 2 * (size_t)C * sizeof(float));
     for (size_t i = lo; i < hi; i++) {
         const float *x = a->inp + i * (size_t)C, *dy = a->dout + i * (size_t)C;
         float m = a->mean[i], r = a->rstd[i];
-        float dnorm_mean = 0, dnorm_norm_mean = 0;
-        for (int c = 0; c < C; c++) {
-            float n = (x[c] - m) * r, dn = a->w[c] * dy[c];
+        /* the means over c of dn = w dy and of dn * (x - m) r */
+        v8f s1 = {0, 0, 0, 0, 0, 0, 0, 0}, s2 = s1;
+        int c = 0;
+        for (; c + 8 <= C; c += 8) {
+            v8f dn = *(const v8fu *)(a->w + c) * *(const v8fu *)(dy + c);
+            s1 += dn;
+            s2 += dn * (*(const v8fu *)(x + c) - m);
+        }
+        float dnorm_mean = ((s1[0] + s1[4]) + (s1[1] + s1[5])) + ((s1[2] + s1[6]) + (s1[3] + s1[7]));
+        float dnorm_norm_mean = ((s2[0] + s2[4]) + (s2[1] + s2[5])) + ((s2[2] + s2[6]) + (s2[3] + s2[7]));
+        for (; c < C; c++) {
+            float dn = a->w[c] * dy[c];
             dnorm_mean += dn;
-            dnorm_norm_mean += dn * n;
+            dnorm_norm_mean += dn * (x[c] - m);
         }
         dnorm_mean /= (float)C;
-        dnorm_norm_mean /= (float)C;
+        dnorm_norm_mean *= r / (float)C;
         float *dx = a->dinp + i * (size_t)C;
-        for (int c = 0; c < C; c++) {
+        for (c = 0; c < C; c++) {
             float n = (x[c] - m) * r, dn = a->w[c] * dy[c];
             dx[c] += (dn - dnorm_mean - n * dnorm_norm_mean) * r;
             dw[c] += dy[c] * n;
-            db[c] += dy[c];
         }
+        if (a->has_bias)
+            for (c = 0; c < C; c++) db[c] += dy[c];
     }
 }
 
@@ -1389,49 +1491,18 @@ static void cpu_layernorm_backward(ngpt_backend *be, void *dinp, void *dw, void 
     else pool_run(&cb->pool.pool, ln_backward_part, &a);
     /* add the per-thread partial sums in thread order */
     for (int t = 0; t < nt; t++) {
-        const float *part = cpu_scratch_ln(cb, t);
+        const float *part = cpu_scratch_op(cb, t);
         for (int c = 0; c < C; c++) ((float *)dw)[c] += part[c];
         if (db)
             for (int c = 0; c < C; c++) ((float *)db)[c] += part[C + c];
     }
 }
 
-/* ---- vectorisable math: exp and erf without libm calls, so elementwise loops compile to SIMD (gcc needs
- * -fno-trapping-math to if-convert them; build.sh passes it) ---- */
-
-/* e^x for x in about [-87, 88]: 2^k * p(r) with r = x - k ln2, p a degree-6 polynomial (rel. error ~1e-7) */
-static inline float fast_expf(float x) {
-    x = x < -87.0f ? -87.0f : x;
-    x = x > 88.0f ? 88.0f : x;
-    int32_t ki = (int32_t)(x * 1.44269504f + 256.5f) - 256; /* round(x / ln2); the shift keeps the cast a floor */
-    float k = (float)ki;
-    float r = x - k * 0.693145752f - k * 1.42860677e-6f;
-    float p = 1.0f + r * (1.0f + r * (0.5f + r * (0.166666672f + r * (0.0416666493f + r * (0.00833336823f + r * 0.00138878408f)))));
-    int32_t bits = (ki + 127) << 23;
-    float scale;
-    memcpy(&scale, &bits, 4);
-    return p * scale;
-}
-
-/* erf(x), Abramowitz & Stegun 7.1.26 (absolute error below 1.5e-7) */
-static inline float fast_erff(float x) {
-    float ax = x < 0 ? -x : x, t = 1.0f / (1.0f + 0.3275911f * ax);
-    float y = 1.0f - t * (0.254829592f + t * (-0.284496736f + t * (1.421413741f + t * (-1.453152027f + t * 1.061405429f)))) *
-                         fast_expf(-ax * ax);
-    return x < 0 ? -y : y;
-}
-
-/* dot product of n floats with 8-wide partial sums */
-static inline float dot(const float *a, const float *b, int n) {
-    v8f acc = {0, 0, 0, 0, 0, 0, 0, 0};
-    int i = 0;
-    for (; i + 8 <= n; i += 8) acc += *(const v8fu *)(a + i) * *(const v8fu *)(b + i);
-    float s = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
-    for (; i < n; i++) s += a[i] * b[i];
-    return s;
-}
-
-/* ---- causal self-attention, one query row at a time: scores, softmax, weighted sum; no T x T matrix ---- */
+/* ---- causal self-attention as small matrix products per (sequence, head) and block of query rows ----
+ * For query rows [q0, q0 + qn) only keys [0, q0 + qn) can be seen: S = Q K^T over that block (a QB x T tile in
+ * the thread's scratch, never T x T per head for long blocks), softmax in place, O = P V. The backward pass
+ * recomputes P from the saved log-sum-exp: dP = dO V^T, dS = P (dP - rowsum(dO O)) / sqrt(hs), dV += P^T dO,
+ * dQ = dS K, dK += dS^T Q. Entries above the diagonal are zeroed, so they add nothing. */
 
 typedef struct {
     CpuBackend *cb;
@@ -1447,82 +1518,87 @@ static inline float attn_keep(const ngpt_dropout *d, size_t bh, int T, int t, in
     return ngpt_uniform(d->seed, d->stream, i) >= d->p ? 1.0f / (1.0f - d->p) : 0.0f;
 }
 
-static void attn_forward_rows(void *arg, size_t lo, size_t hi, int tid) {
+/* row r of a score block (query t = q0 + r, kn keys): p = exp(s * scale - lse) for keys <= t, 0 after */
+static inline void attn_probs_row(float *s, int t, int kn, float scale, float lse) {
+    for (int t2 = 0; t2 <= t; t2++) s[t2] = fast_expf(s[t2] * scale - lse);
+    for (int t2 = t + 1; t2 < kn; t2++) s[t2] = 0;
+}
+
+static void attn_forward_heads(void *arg, size_t lo, size_t hi, int tid) {
     const Attn *a = (const Attn *)arg;
     int T = a->T, C = a->C, NH = a->NH, hs = C / NH;
-    float scale = 1.0f / sqrtf((float)hs);
-    float *p = cpu_scratch_attn(a->cb, tid);
-    for (size_t row = lo; row < hi; row++) { /* row = (b*NH + h)*T + t */
-        int t = (int)(row % (size_t)T);
-        size_t bh = row / (size_t)T;
+    size_t C3 = 3 * (size_t)C;
+    float scale = 1.0f / sqrtf((float)hs), *S = cpu_scratch_op(a->cb, tid);
+    for (size_t bh = lo; bh < hi; bh++) {
         int h = (int)(bh % (size_t)NH), b = (int)(bh / (size_t)NH);
-        const float *base = a->qkv + (size_t)b * T * 3 * C;
-        const float *q = base + (size_t)t * 3 * C + (size_t)h * hs;
-        float mx = -FLT_MAX;
-        for (int t2 = 0; t2 <= t; t2++) {
-            const float *k = base + (size_t)t2 * 3 * C + C + (size_t)h * hs;
-            float s = dot(q, k, hs) * scale;
-            p[t2] = s;
-            if (s > mx) mx = s;
+        const float *Q = a->qkv + (size_t)b * T * C3 + (size_t)h * hs, *K = Q + C, *V = Q + 2 * C;
+        for (int q0 = 0; q0 < T; q0 += CPU_ATTN_QB) {
+            int qn = MIN(CPU_ATTN_QB, T - q0), kn = q0 + qn;
+            /* S (qn, kn) = Q[q0:] . K^T */
+            gemm_serial(a->cb, tid, qn, kn, hs, Q + (size_t)q0 * C3, C3, 1, K, 1, C3, S, (size_t)kn, 1);
+            for (int r = 0; r < qn; r++) {
+                int t = q0 + r;
+                float *s = S + (size_t)r * kn;
+                float mx = vmax(s, t + 1) * scale;
+                attn_probs_row(s, t, kn, scale, mx);
+                float sum = vsum(s, t + 1), inv = 1.0f / sum;
+                for (int t2 = 0; t2 <= t; t2++) s[t2] *= inv;
+                if (a->drop.p > 0)
+                    for (int t2 = 0; t2 <= t; t2++) s[t2] *= attn_keep(&a->drop, bh, T, t, t2);
+                a->lse[bh * (size_t)T + t] = mx + logf(sum);
+            }
+            /* O[q0:] (qn, hs) = P . V[:kn] */
+            gemm_serial(a->cb, tid, qn, hs, kn, S, (size_t)kn, 1, V, C3, 1, a->out + ((size_t)b * T + q0) * C + (size_t)h * hs,
+                        (size_t)C, 1);
         }
-        float sum = 0;
-        for (int t2 = 0; t2 <= t; t2++) { p[t2] = fast_expf(p[t2] - mx); sum += p[t2]; }
-        float inv = 1.0f / sum;
-        float *o = a->out + ((size_t)b * T + t) * C + (size_t)h * hs;
-        for (int i = 0; i < hs; i++) o[i] = 0;
-        for (int t2 = 0; t2 <= t; t2++) {
-            float w = p[t2] * inv;
-            if (a->drop.p > 0) w *= attn_keep(&a->drop, bh, T, t, t2);
-            const float *v = base + (size_t)t2 * 3 * C + 2 * C + (size_t)h * hs;
-            for (int i = 0; i < hs; i++) o[i] += w * v[i];
-        }
-        a->lse[row] = mx + logf(sum);
     }
 }
 
 static void cpu_attention_forward(ngpt_backend *be, void *out, float *lse, const void *qkv, int B, int T, int C, int NH, const ngpt_dropout *drop) {
     Attn a = {cpu_of(be), (float *)out, lse, NULL, (const float *)qkv, NULL, NULL, B, T, C, NH, *drop};
-    parallel_for(cpu_of(be), (size_t)B * NH * T, 16, attn_forward_rows, &a);
+    parallel_for(cpu_of(be), (size_t)B * NH, 1, attn_forward_heads, &a);
 }
 
-/* one (b, h) pair per item: dq written, dk and dv accumulated over the query rows of that pair only */
+/* one (b, h) pair per item: dq written, dk and dv accumulated over the query blocks of that pair only */
 static void attn_backward_heads(void *arg, size_t lo, size_t hi, int tid) {
     const Attn *a = (const Attn *)arg;
     int T = a->T, C = a->C, NH = a->NH, hs = C / NH;
+    size_t C3 = 3 * (size_t)C;
     float scale = 1.0f / sqrtf((float)hs);
-    float *p = cpu_scratch_attn(a->cb, tid), *dp = p + T;
+    float *P = cpu_scratch_op(a->cb, tid), *dS = P + (size_t)MIN(T, CPU_ATTN_QB) * T;
     for (size_t bh = lo; bh < hi; bh++) {
         int h = (int)(bh % (size_t)NH), b = (int)(bh / (size_t)NH);
-        const float *base = a->qkv + (size_t)b * T * 3 * C;
-        float *dbase = a->dqkv + (size_t)b * T * 3 * C;
+        const float *Q = a->qkv + (size_t)b * T * C3 + (size_t)h * hs, *K = Q + C, *V = Q + 2 * C;
+        const float *dO = a->dout + (size_t)b * T * C + (size_t)h * hs, *O = a->fout + (size_t)b * T * C + (size_t)h * hs;
+        float *dQ = a->dqkv + (size_t)b * T * C3 + (size_t)h * hs, *dK = dQ + C, *dV = dQ + 2 * C;
         for (int t = 0; t < T; t++) {
-            float *dk = dbase + (size_t)t * 3 * C + C + (size_t)h * hs, *dv = dk + C;
-            for (int i = 0; i < hs; i++) dk[i] = dv[i] = 0;
+            memset(dK + (size_t)t * C3, 0, (size_t)hs * sizeof(float));
+            memset(dV + (size_t)t * C3, 0, (size_t)hs * sizeof(float));
         }
-        for (int t = 0; t < T; t++) {
-            const float *q = base + (size_t)t * 3 * C + (size_t)h * hs;
-            const float *dO = a->dout + ((size_t)b * T + t) * C + (size_t)h * hs;
-            const float *O = a->fout + ((size_t)b * T + t) * C + (size_t)h * hs;
-            float lse = a->lse[bh * (size_t)T + t];
-            float D = dot(dO, O, hs);
-            for (int t2 = 0; t2 <= t; t2++) {
-                const float *k = base + (size_t)t2 * 3 * C + C + (size_t)h * hs, *v = k + C;
-                float s = dot(q, k, hs), g = dot(dO, v, hs);
-                p[t2] = fast_expf(s * scale - lse);
-                float keep = a->drop.p > 0 ? attn_keep(&a->drop, bh, T, t, t2) : 1.0f;
-                dp[t2] = g * keep;
-                float *dv = dbase + (size_t)t2 * 3 * C + 2 * C + (size_t)h * hs;
-                float pv = p[t2] * keep;
-                for (int i = 0; i < hs; i++) dv[i] += pv * dO[i];
+        for (int q0 = 0; q0 < T; q0 += CPU_ATTN_QB) {
+            int qn = MIN(CPU_ATTN_QB, T - q0), kn = q0 + qn;
+            gemm_serial(a->cb, tid, qn, kn, hs, Q + (size_t)q0 * C3, C3, 1, K, 1, C3, P, (size_t)kn, 1);   /* S = Q K^T */
+            gemm_serial(a->cb, tid, qn, kn, hs, dO + (size_t)q0 * C, (size_t)C, 1, V, 1, C3, dS, (size_t)kn, 1); /* dP = dO V^T */
+            for (int r = 0; r < qn; r++) {
+                int t = q0 + r;
+                float *p = P + (size_t)r * kn, *ds = dS + (size_t)r * kn;
+                attn_probs_row(p, t, kn, scale, a->lse[bh * (size_t)T + t]);
+                float D = dot(dO + (size_t)t * C, O + (size_t)t * C, hs);
+                if (a->drop.p > 0) {
+                    for (int t2 = 0; t2 <= t; t2++) {
+                        float keep = attn_keep(&a->drop, bh, T, t, t2);
+                        ds[t2] = p[t2] * (ds[t2] * keep - D) * scale;
+                        p[t2] *= keep;
+                    }
+                } else {
+                    for (int t2 = 0; t2 <= t; t2++) ds[t2] = p[t2] * (ds[t2] - D) * scale;
+                }
+                for (int t2 = t + 1; t2 < kn; t2++) ds[t2] = 0;
             }
-            float *dq = dbase + (size_t)t * 3 * C + (size_t)h * hs;
-            for (int i = 0; i < hs; i++) dq[i] = 0;
-            for (int t2 = 0; t2 <= t; t2++) {
-                float ds = p[t2] * (dp[t2] - D) * scale;
-                const float *k = base + (size_t)t2 * 3 * C + C + (size_t)h * hs;
-                float *dk = dbase + (size_t)t2 * 3 * C + C + (size_t)h * hs;
-                for (int i = 0; i < hs; i++) { dq[i] += ds * k[i]; dk[i] += ds * q[i]; }
-            }
+            /* dV[:kn] += P^T dO[q0:];  dQ[q0:] = dS K[:kn];  dK[:kn] += dS^T Q[q0:] */
+            gemm_serial(a->cb, tid, kn, hs, qn, P, 1, (size_t)kn, dO + (size_t)q0 * C, (size_t)C, 1, dV, C3, 0);
+            gemm_serial(a->cb, tid, qn, hs, kn, dS, (size_t)kn, 1, K, C3, 1, dQ + (size_t)q0 * C3, C3, 1);
+            gemm_serial(a->cb, tid, kn, hs, qn, dS, 1, (size_t)kn, Q + (size_t)q0 * C3, C3, 1, dK, C3, 0);
         }
     }
 }
@@ -1544,7 +1620,7 @@ typedef struct {
 static void attn_decode_heads(void *arg, size_t lo, size_t hi, int tid) {
     const Decode *d = (const Decode *)arg;
     int C = d->C, hs = C / d->NH;
-    float scale = 1.0f / sqrtf((float)hs), *p = cpu_scratch_attn(d->cb, tid);
+    float scale = 1.0f / sqrtf((float)hs), *p = cpu_scratch_op(d->cb, tid);
     for (size_t sh = lo; sh < hi; sh++) {
         size_t sidx = sh / (size_t)d->NH;
         int h = (int)(sh % (size_t)d->NH);
@@ -1596,7 +1672,8 @@ static void gelu_bwd_range(void *arg, size_t lo, size_t hi, int tid) {
     const Elem *e = (const Elem *)arg; /* a = inp, b = dout */
     for (size_t i = lo; i < hi; i++) {
         float x = e->a[i];
-        float cdf = 0.5f * (1.0f + fast_erff(x * GELU_SCALE)), pdf = INV_SQRT_2PI * fast_expf(-0.5f * x * x);
+        float gauss = fast_expf(-0.5f * x * x); /* exp(-(x/sqrt2)^2): erf's and the pdf's exponential */
+        float cdf = 0.5f * (1.0f + erf_with_gauss(x * GELU_SCALE, gauss)), pdf = INV_SQRT_2PI * gauss;
         e->out[i] = e->b[i] * (cdf + x * pdf);
     }
 }
@@ -1705,6 +1782,7 @@ static void cpu_encoder_backward(ngpt_backend *be, void *dwte, void *dwpe, const
 /* ---- softmax cross-entropy over the first V of Vp columns ---- */
 
 typedef struct {
+    CpuBackend *cb;
     float *logits, *losses;
     const int32_t *targets;
     int V, Vp;
@@ -1712,25 +1790,24 @@ typedef struct {
 } Xent;
 
 static void xent_rows(void *arg, size_t lo, size_t hi, int tid) {
-    (void)tid;
     const Xent *x = (const Xent *)arg;
+    float *e = cpu_scratch_op(x->cb, tid); /* exp(z - max) of one row */
     for (size_t i = lo; i < hi; i++) {
         float *z = x->logits + i * (size_t)x->Vp;
-        float mx = -FLT_MAX;
-        for (int j = 0; j < x->V; j++) mx = z[j] > mx ? z[j] : mx;
-        float sum = 0;
-        for (int j = 0; j < x->V; j++) sum += expf(z[j] - mx);
-        float lse = mx + logf(sum);
+        float mx = vmax(z, x->V);
+        for (int j = 0; j < x->V; j++) e[j] = fast_expf(z[j] - mx);
+        float sum = vsum(e, x->V), inv = 1.0f / sum;
         int tg = x->targets[i];
-        x->losses[i] = lse - z[tg];
+        x->losses[i] = mx + logf(sum) - z[tg];
         if (x->dscale != 0) {
-            for (int j = 0; j < x->V; j++) z[j] = (expf(z[j] - lse) - (j == tg)) * x->dscale;
+            for (int j = 0; j < x->V; j++) z[j] = e[j] * inv * x->dscale;
+            z[tg] -= x->dscale;
             for (int j = x->V; j < x->Vp; j++) z[j] = 0;
         }
     }
 }
 static void cpu_crossentropy(ngpt_backend *be, void *logits, float *losses, const int32_t *targets, int N, int V, int Vp, float dscale) {
-    Xent x = {(float *)logits, losses, targets, V, Vp, dscale};
+    Xent x = {cpu_of(be), (float *)logits, losses, targets, V, Vp, dscale};
     parallel_for(cpu_of(be), (size_t)N, 8, xent_rows, &x);
 }
 
@@ -5125,7 +5202,9 @@ typedef struct {
 typedef struct {
     int64_t step, eval_count, rng_train_counter, seed;
     double best_val_loss, last_loss;
-    int64_t reserved[4];
+    double loss_scale;  /* fp16's dynamic loss scale; 0 in checkpoints written before it was stored */
+    int64_t good_steps; /* fp16: steps since the scale last changed */
+    int64_t reserved[2];
 } CkptState;
 
 /* FNV-1a over little-endian 64-bit words, then the remaining bytes and the length; streaming. */
@@ -5248,6 +5327,8 @@ static int checkpoint_write(ngpt_trainer *tr, const char *path) {
     st.seed = tr->cfg.seed;
     st.best_val_loss = tr->best_val_loss;
     st.last_loss = tr->last_loss;
+    st.loss_scale = tr->loss_scale;
+    st.good_steps = tr->good_steps;
     ckpt_put(&w, &st, sizeof st);
     ckpt_end_section(&w, &h, SEC_STATE);
 
@@ -5321,6 +5402,13 @@ static int checkpoint_open(CkptReader *r, const char *path, char *err, size_t er
                 (m->bias & ~1)))
         rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s: impossible model shape (L %d, NH %d, C %d, V %d, Vp %d, block %d)", path, m->L, m->NH, m->C,
                   m->V, m->Vp, m->maxT);
+    const CkptState *state = &r->state;
+    if (!rc && (state->loss_scale != 0 && !(state->loss_scale >= 1 && state->loss_scale <= 1e30)))
+        rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s: state section: fp16 loss scale %g outside [1, 1e30] (0 = not stored)", path,
+                  state->loss_scale);
+    if (!rc && (state->good_steps < 0 || state->good_steps > INT_MAX))
+        rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s: state section: fp16 good-step count %lld outside [0, %d]", path,
+                  (long long)state->good_steps, INT_MAX);
     if (rc) { fclose(r->f); r->f = NULL; }
     return rc;
 }
@@ -5428,6 +5516,10 @@ static int checkpoint_load(ngpt_trainer *tr, CkptReader *r, const char *path) {
     tr->rng_train.counter = (uint64_t)r->state.rng_train_counter;
     tr->best_val_loss = (float)r->state.best_val_loss;
     tr->last_loss = (float)r->state.last_loss;
+    if (tr->plan.req.dtype == NGPT_DTYPE_F16 && r->state.loss_scale != 0) { /* an older file (0) keeps the starting 2^16 */
+        tr->loss_scale = (float)r->state.loss_scale;
+        tr->good_steps = (int)r->state.good_steps;
+    }
     tr->be->sync(tr->be);
     return be_check(tr, "loading a checkpoint");
 }

@@ -3,6 +3,7 @@
  *  - ngpt_request_stop (what SIGINT calls) finishes the step, saves and returns NGPT_ERR_INTERRUPTED;
  *  - the newest KEEP_CHECKPOINTS are kept, best.bin follows the best val loss;
  *  - bad checkpoints (not one, wrong version, truncated, bit flips, another model) are clear errors;
+ *  - fp16's loss scale survives a save and a load;
  *  - kill -9 in the middle of a save and a full disk both leave the previous checkpoint intact;
  *  - a NaN/Inf loss or gradient never reaches the parameters (skipped, or the run halts), and a model with
  *    non-finite weights is never saved. */
@@ -200,6 +201,40 @@ static void test_bad_checkpoints(void) {
     ngpt_trainer_free(tr);
 }
 
+/* fp16's dynamic loss scale and its good-step count are stored and restored (the CPU trains in fp32, so the
+ * trainer is told it runs fp16 for the load); an impossible stored scale is a clear error */
+static void test_fp16_loss_scale_kept(void) {
+    clear_out_dir();
+    ngpt_config c;
+    config(&c);
+    ngpt_trainer *tr = make(&c);
+    if (!tr) return;
+    CHECK(ngpt_train_step(tr, NULL) == 0, "%s", tr->err);
+    char path[512], err[NGPT_ERRLEN];
+    snprintf(path, sizeof path, "%s/scale.bin", root);
+    tr->loss_scale = 1024.0f;
+    tr->good_steps = 77;
+    CHECK(ngpt_save(tr, path) == 0, "save: %s", tr->err);
+    CkptReader r;
+    CHECK(checkpoint_open(&r, path, err, sizeof err) == 0, "%s", err);
+    if (r.f) fclose(r.f);
+    CHECK(r.state.loss_scale == 1024.0 && r.state.good_steps == 77, "stored scale %g, good steps %lld", r.state.loss_scale,
+          (long long)r.state.good_steps);
+    int dtype = tr->plan.req.dtype;
+    tr->plan.req.dtype = NGPT_DTYPE_F16;
+    tr->loss_scale = 65536.0f;
+    tr->good_steps = 0;
+    CHECK(ngpt_load(tr, path) == 0, "load: %s", tr->err);
+    CHECK(tr->loss_scale == 1024.0f && tr->good_steps == 77, "restored scale %g, good steps %d", (double)tr->loss_scale, tr->good_steps);
+    tr->plan.req.dtype = dtype;
+    tr->loss_scale = -3.0f; /* what a corrupt file could hold (its checksum is recomputed on save) */
+    CHECK(ngpt_save(tr, path) == 0, "save: %s", tr->err);
+    int rc = ngpt_load(tr, path);
+    CHECK(rc == NGPT_ERR_FORMAT && strstr(tr->err, "loss scale -3 outside [1, 1e30]") && strstr(tr->err, "scale.bin"), "rc %d: %s", rc,
+          tr->err);
+    ngpt_trainer_free(tr);
+}
+
 /* kill -9 while a checkpoint is being written: the previous one survives and resumes */
 static void test_kill_during_save(void) {
     clear_out_dir();
@@ -315,6 +350,7 @@ int main(void) {
     RUN(test_stop_request_saves);
     RUN(test_keep_last_and_best);
     RUN(test_bad_checkpoints);
+    RUN(test_fp16_loss_scale_kept);
     RUN(test_kill_during_save);
     RUN(test_full_disk);
     RUN(test_nonfinite_steps);

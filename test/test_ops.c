@@ -264,6 +264,8 @@ static void test_attention(void) {
     check_attention(2, 5, 8, 2, 0.0f);
     check_attention(1, 9, 12, 3, 0.0f);
     check_attention(2, 6, 8, 2, 0.3f); /* attention dropout, mask regenerated in backward */
+    check_attention(1, 70, 8, 2, 0.0f); /* three query blocks (CPU_ATTN_QB 32), the last partial */
+    check_attention(1, 40, 16, 2, 0.2f); /* dropout across query blocks */
 }
 
 /* ---------------------------------------------------------------- elementwise */
