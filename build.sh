@@ -131,6 +131,27 @@ cuda_check() {
     TEST_FAILED=$((TEST_FAILED + f))
 }
 
+# Compiles nanogpt.c with gcc and clang (those found), -Wall -Wextra -Werror, as the program and as a library
+# (NGPT_NO_MAIN), for this CPU and for a generic x86-64/arm64: one check each, added to the totals.
+warnings_check() {
+    local cc_name mode flags
+    for cc_name in gcc clang; do
+        if ! command -v "$cc_name" >/dev/null 2>&1; then echo "$cc_name not found: skipping its warnings check"; continue; fi
+        for mode in "program -march=native" "library -march=native -DNGPT_NO_MAIN" "generic"; do
+            flags=${mode#* }
+            [ "$mode" = generic ] && flags=""
+            if "$cc_name" $WARN -Werror -O2 $flags -c nanogpt.c -o build/warnings_check.o 2>build/warnings_check.log; then
+                echo "ok $cc_name -Wall -Wextra -Werror: ${mode%% *}"
+                TEST_PASSED=$((TEST_PASSED + 1))
+            else
+                cat build/warnings_check.log
+                echo "FAIL $cc_name -Wall -Wextra -Werror: ${mode%% *}"
+                TEST_FAILED=$((TEST_FAILED + 1))
+            fi
+        done
+    done
+}
+
 cmd=${1:-build}
 case "$cmd" in
     build)
@@ -146,6 +167,9 @@ case "$cmd" in
     test)
         TEST_PASSED=0 TEST_FAILED=0
         run_tests "" release
+        echo "== warnings check"
+        mkdir -p build
+        warnings_check
         echo "== CUDA compile check"
         cuda_check
         echo "$TEST_PASSED passed, $TEST_FAILED failed"

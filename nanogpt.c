@@ -36,6 +36,10 @@
 #include <immintrin.h>
 #endif
 
+/* marks what only the command line (and the tests) call, so that the library build (NGPT_NO_MAIN) does not
+ * warn that it is unused */
+#define CLI_USED __attribute__((unused))
+
 /* ======================================================================================================
  * Utilities
  * ==================================================================================================== */
@@ -980,7 +984,7 @@ static const char *dtype_name(int dtype) {
     return dtype == NGPT_DTYPE_BF16 ? "bfloat16" : dtype == NGPT_DTYPE_F16 ? "float16" : "float32";
 }
 
-static void plan_print(const Plan *p, FILE *f) {
+CLI_USED static void plan_print(const Plan *p, FILE *f) {
     const PlanRequest *r = &p->req;
     char b1[32], b2[32];
     fprintf(f, "model        L=%d NH=%d C=%d V=%d (padded %d) block_size=%d bias=%s: %.2fM parameters\n", r->m.L, r->m.NH,
@@ -1002,7 +1006,7 @@ static void plan_print(const Plan *p, FILE *f) {
             fmt_bytes(b2, sizeof b2, (double)p->host_bytes));
 }
 
-static void plan_print_json(const Plan *p, FILE *f) {
+CLI_USED static void plan_print_json(const Plan *p, FILE *f) {
     const PlanRequest *r = &p->req;
     fprintf(f, "{\"fits\": %s, \"device\": \"%s\", \"dtype\": \"%s\", \"budget\": %.0f, \"n_layer\": %d, \"n_head\": %d, "
                "\"n_embd\": %d, \"vocab_size\": %d, \"padded_vocab_size\": %d, \"block_size\": %d, \"parameters\": %zu, "
@@ -1088,14 +1092,13 @@ typedef float v8f __attribute__((vector_size(32)));
 typedef float v8fu __attribute__((vector_size(32), aligned(4)));
 typedef int32_t v8i __attribute__((vector_size(32)));
 
-/* a * b + c, fused where the target has FMA (ISO C modes such as -std=c11 do not contract a * b + c) */
-static inline v8f vfma(v8f a, v8f b, v8f c) {
+/* a * b + c, fused where the target has FMA (ISO C modes such as -std=c11 do not contract a * b + c); a macro,
+ * as a function taking 32-byte vectors would change the ABI on targets without AVX */
 #if defined(__FMA__) && defined(__AVX__)
-    return (v8f)_mm256_fmadd_ps((__m256)a, (__m256)b, (__m256)c);
+#define VFMA(a, b, c) ((v8f)_mm256_fmadd_ps((__m256)(a), (__m256)(b), (__m256)(c)))
 #else
-    return a * b + c;
+#define VFMA(a, b, c) ((a) * (b) + (c))
 #endif
-}
 
 /* ---- vectorisable math: exp and erf without libm calls, so elementwise loops compile to SIMD (gcc needs
  * -fno-trapping-math to if-convert them; build.sh passes it) ---- */
@@ -1253,12 +1256,12 @@ static inline __attribute__((always_inline)) void gemm_tile_6x16(int kc, const f
     for (int k = 0; k < kc; k++, b += CPU_GEMM_NR) {
         v8f b0 = *(const v8f *)b, b1 = *(const v8f *)(b + 8), x;
         size_t o = (size_t)k * acs;
-        x = (v8f){a0[o], a0[o], a0[o], a0[o], a0[o], a0[o], a0[o], a0[o]}; c00 = vfma(x, b0, c00); c01 = vfma(x, b1, c01);
-        x = (v8f){a1[o], a1[o], a1[o], a1[o], a1[o], a1[o], a1[o], a1[o]}; c10 = vfma(x, b0, c10); c11 = vfma(x, b1, c11);
-        x = (v8f){a2[o], a2[o], a2[o], a2[o], a2[o], a2[o], a2[o], a2[o]}; c20 = vfma(x, b0, c20); c21 = vfma(x, b1, c21);
-        x = (v8f){a3[o], a3[o], a3[o], a3[o], a3[o], a3[o], a3[o], a3[o]}; c30 = vfma(x, b0, c30); c31 = vfma(x, b1, c31);
-        x = (v8f){a4[o], a4[o], a4[o], a4[o], a4[o], a4[o], a4[o], a4[o]}; c40 = vfma(x, b0, c40); c41 = vfma(x, b1, c41);
-        x = (v8f){a5[o], a5[o], a5[o], a5[o], a5[o], a5[o], a5[o], a5[o]}; c50 = vfma(x, b0, c50); c51 = vfma(x, b1, c51);
+        x = (v8f){a0[o], a0[o], a0[o], a0[o], a0[o], a0[o], a0[o], a0[o]}; c00 = VFMA(x, b0, c00); c01 = VFMA(x, b1, c01);
+        x = (v8f){a1[o], a1[o], a1[o], a1[o], a1[o], a1[o], a1[o], a1[o]}; c10 = VFMA(x, b0, c10); c11 = VFMA(x, b1, c11);
+        x = (v8f){a2[o], a2[o], a2[o], a2[o], a2[o], a2[o], a2[o], a2[o]}; c20 = VFMA(x, b0, c20); c21 = VFMA(x, b1, c21);
+        x = (v8f){a3[o], a3[o], a3[o], a3[o], a3[o], a3[o], a3[o], a3[o]}; c30 = VFMA(x, b0, c30); c31 = VFMA(x, b1, c31);
+        x = (v8f){a4[o], a4[o], a4[o], a4[o], a4[o], a4[o], a4[o], a4[o]}; c40 = VFMA(x, b0, c40); c41 = VFMA(x, b1, c41);
+        x = (v8f){a5[o], a5[o], a5[o], a5[o], a5[o], a5[o], a5[o], a5[o]}; c50 = VFMA(x, b0, c50); c51 = VFMA(x, b1, c51);
     }
     *(v8fu *)(C + 0 * ldc) = c00; *(v8fu *)(C + 0 * ldc + 8) = c01;
     *(v8fu *)(C + 1 * ldc) = c10; *(v8fu *)(C + 1 * ldc + 8) = c11;
@@ -2209,7 +2212,7 @@ static int charvocab_load(CharVocab *v, const char *path, char *err, size_t errl
 }
 
 /* Decodes ids to UTF-8 text into out (cap bytes, NUL-terminated). Unknown ids become U+FFFD. */
-static size_t charvocab_decode(const CharVocab *v, const int32_t *ids, size_t n, char *out, size_t cap) {
+CLI_USED static size_t charvocab_decode(const CharVocab *v, const int32_t *ids, size_t n, char *out, size_t cap) {
     size_t len = 0;
     for (size_t i = 0; i < n; i++) {
         unsigned char b[4];
@@ -4092,7 +4095,7 @@ static void download_as_f32(ngpt_trainer *tr, float *dst, const void *src, size_
 }
 
 /* The fp32 master weights to host floats, in packed order. */
-static void copy_master_out(ngpt_trainer *tr, float *dst) {
+CLI_USED static void copy_master_out(ngpt_trainer *tr, float *dst) {
     size_t k = 0, per = HOST_STAGING_BYTES / 4;
     for (int i = 0; i < N_PARAM_TENSORS; i++) {
         const float *src = (const float *)tensor_at(tr, tr->master, i, 4);
@@ -5052,7 +5055,7 @@ static int llmc_read_model(const char *path, ModelShape *ms, float **params, cha
 /* Writes an llm.c model file (version 3 fp32, or 5 bf16 rounded to nearest even) atomically: a temporary
  * file, fsync, rename. llm.c's format always has biases; a model without them (bias = 0) is the same
  * model as one whose biases and LayerNorm biases are zero, so zeros are written in their place. */
-static int llmc_write_model(const char *path, const ModelShape *ms, const float *params, int bf16, char *err, size_t errlen) {
+CLI_USED static int llmc_write_model(const char *path, const ModelShape *ms, const float *params, int bf16, char *err, size_t errlen) {
     if (ms->L <= 0 || ms->NH <= 0 || ms->C <= 0 || ms->V <= 0 || ms->Vp < ms->V || ms->maxT <= 0)
         return fail(err, errlen, NGPT_ERR_ARG, "cannot export %s: bad model shape (L %d, NH %d, C %d, V %d, Vp %d, maxT %d)", path, ms->L, ms->NH,
                     ms->C, ms->V, ms->Vp, ms->maxT);
@@ -5525,7 +5528,7 @@ static int checkpoint_load(ngpt_trainer *tr, CkptReader *r, const char *path) {
 }
 
 /* Applies the config stored in a checkpoint (its `key = value` lines) to cfg. */
-static int checkpoint_read_config(const char *path, ngpt_config *cfg, char *err, size_t errlen) {
+CLI_USED static int checkpoint_read_config(const char *path, ngpt_config *cfg, char *err, size_t errlen) {
     CkptReader r;
     int rc = checkpoint_open(&r, path, err, errlen);
     if (rc) return rc;
@@ -6211,7 +6214,7 @@ static int prep_write(void *ctx, uint32_t cp) {
 }
 
 /* text file -> out_dir/{train,val}.bin + meta.bin; the last val_fraction of the characters is val */
-static int prepare_char(const char *input, const char *out_dir, double val_fraction, FILE *log, char *err, size_t errlen) {
+CLI_USED static int prepare_char(const char *input, const char *out_dir, double val_fraction, FILE *log, char *err, size_t errlen) {
     CharPrep p;
     memset(&p, 0, sizeof p);
     CharVocab *v = (CharVocab *)calloc(1, sizeof *v);
@@ -6269,7 +6272,7 @@ done:
  * inputs are streamed in 1 MiB reads, so they may be larger than memory. ---- */
 
 /* GPT-2's vocabulary from dir: gpt2.tok (nanogpt's compact file), else encoder.json + vocab.bpe */
-static int load_gpt2_tokenizer(const char *dir, ngpt_tokenizer **out, char *err, size_t errlen) {
+CLI_USED static int load_gpt2_tokenizer(const char *dir, ngpt_tokenizer **out, char *err, size_t errlen) {
     char a[600], b[600];
     snprintf(a, sizeof a, "%.580s/gpt2.tok", dir);
     if (file_exists(a)) return ngpt_tokenizer_load(a, out, err, errlen);
@@ -6344,7 +6347,7 @@ static int tokwriter_close(TokWriter *w) {
 
 static int utf8_continuation(unsigned char c) { return (c & 0xC0) == 0x80; }
 
-static int prepare_gpt2(char **inputs, int n_inputs, const char *out_dir, double val_fraction, int llmc, const ngpt_tokenizer *tok,
+CLI_USED static int prepare_gpt2(char **inputs, int n_inputs, const char *out_dir, double val_fraction, int llmc, const ngpt_tokenizer *tok,
                         FILE *log, char *err, size_t errlen) {
     /* pass 1: characters (code points; a stray byte counts as one) of all inputs */
     uint64_t chars = 0, total_bytes = 0;
@@ -6442,12 +6445,12 @@ done:
 
 /* The default job: nanoGPT's shakespeare_char recipe (data/shakespeare_char/train.cfg) on a GPU, and its
  * documented CPU variant (data/shakespeare_char/train_cpu.cfg) on the CPU. */
-static const char *const preset_shakespeare_char[] = {
+CLI_USED static const char *const preset_shakespeare_char[] = {
     "out_dir=out-shakespeare-char", "eval_interval=250", "eval_iters=200", "log_interval=10", "always_save_checkpoint=False",
     "dataset=shakespeare_char", "gradient_accumulation_steps=1", "batch_size=64", "block_size=256", "n_layer=6", "n_head=6",
     "n_embd=384", "dropout=0.2", "learning_rate=1e-3", "max_iters=5000", "lr_decay_iters=5000", "min_lr=1e-4", "beta2=0.99",
     "warmup_iters=100", NULL};
-static const char *const preset_shakespeare_char_cpu[] = {
+CLI_USED static const char *const preset_shakespeare_char_cpu[] = {
     "out_dir=out-shakespeare-char", "eval_interval=250", "eval_iters=20", "log_interval=10", "always_save_checkpoint=False",
     "dataset=shakespeare_char", "gradient_accumulation_steps=1", "batch_size=12", "block_size=64", "n_layer=4", "n_head=4",
     "n_embd=128", "dropout=0.0", "learning_rate=1e-3", "max_iters=2000", "lr_decay_iters=2000", "min_lr=1e-4", "beta2=0.99",
@@ -6455,7 +6458,7 @@ static const char *const preset_shakespeare_char_cpu[] = {
 
 #define TINY_SHAKESPEARE_URL "https://raw.githubusercontent.com/karpathy/char-rnn/master/data/tinyshakespeare/input.txt"
 
-static void apply_preset(ngpt_config *c, const char *const *kv) {
+CLI_USED static void apply_preset(ngpt_config *c, const char *const *kv) {
     char err[NGPT_ERRLEN];
     for (; *kv; kv++) {
         char key[64];
