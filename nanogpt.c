@@ -905,13 +905,15 @@ static double plan_layout(Plan *p, const PlanRequest *r, int B, int recompute, i
     layout_batch(&p->eval, r, lo, 0, RECOMPUTE_NONE, p->eval_chunk, p->act_bytes);
 
     p->device_bytes = p->off_region + p->region_bytes;
-    /* host arena: batch staging for the larger of the two micro-batches, loss readback, I/O staging */
+    /* host arena: NGPT_FENCES sets (micro-batches in flight) of batch staging for the larger of the two
+     * micro-batches and loss readback, the bucket counts, I/O staging */
     size_t maxBT = (size_t)MAX(B, lo) * r->T;
     size_t hb[N_HOST_BUFS] = {maxBT * 4, maxBT * 4, (2 * maxBT + 2) * 4, (size_t)r->m.Vp * 4, maxBT * 4, HOST_STAGING_BYTES};
+    int sets[N_HOST_BUFS] = {NGPT_FENCES, NGPT_FENCES, NGPT_FENCES, 1, NGPT_FENCES, 1};
     size_t h = 0;
     for (int i = 0; i < N_HOST_BUFS; i++) {
         p->host_off[i] = h;
-        p->host_bytes_of[i] = ALIGN_UP(hb[i], ARENA_ALIGN);
+        p->host_bytes_of[i] = ALIGN_UP(hb[i], ARENA_ALIGN) * (size_t)sets[i];
         h += p->host_bytes_of[i];
     }
     p->host_bytes = h;
@@ -1899,6 +1901,10 @@ static void cpu_copy(ngpt_backend *be, void *dst, const void *src, size_t bytes)
     if (dst != src && bytes) memmove(dst, src, bytes);
 }
 static void cpu_sync(ngpt_backend *be) { (void)be; }
+static void cpu_fence(ngpt_backend *be, int fence) { /* every op has completed when it returns */
+    (void)be;
+    (void)fence;
+}
 static void cpu_zero(ngpt_backend *be, void *dst, size_t bytes) {
     (void)be;
     memset(dst, 0, bytes);
@@ -1930,6 +1936,9 @@ int ngpt_cpu_backend_create(ngpt_backend **out, int nthreads, char *err, size_t 
     be->set_scratch = cpu_set_scratch;
     be->upload = cpu_copy;
     be->download = cpu_copy;
+    be->download_async = cpu_copy;
+    be->fence_record = cpu_fence;
+    be->fence_wait = cpu_fence;
     be->sync = cpu_sync;
     be->zero = cpu_zero;
     be->fill_normal = cpu_fill_normal;
@@ -3756,8 +3765,10 @@ struct ngpt_trainer {
     char *dev, *host, *region;
     char *params, *grads, *m, *v;
     float *master; /* == params (as float) when the dtype is f32 */
-    int32_t *h_tokens, *h_targets, *h_buckets, *h_counts;
+    int32_t *h_tokens, *h_targets, *h_buckets, *h_counts; /* tokens, targets, buckets, losses: the host set in use */
     float *h_losses;
+    int h_set;                  /* that set, 0 .. NGPT_FENCES-1 */
+    int h_pending[NGPT_FENCES]; /* per set: token losses its fence will bring back (0: nothing queued) */
     void *h_staging;
     int nbuckets; /* distinct tokens of the current micro-batch */
     /* data */
@@ -3966,7 +3977,21 @@ static void graph_backward(ngpt_trainer *tr, const BatchLayout *lay, int B, int 
                          buckets + N + 1, tr->nbuckets, B, T, C);
 }
 
-/* ---- one micro-batch: the tokens and targets are in the host arena (h_tokens, h_targets) ---- */
+/* The host buffers of micro-batch set j (tokens, targets, buckets, losses): NGPT_FENCES sets, so that the host
+ * prepares one micro-batch while the device runs the previous one. */
+static char *host_set_buffer(ngpt_trainer *tr, int buf, int j) {
+    const Plan *p = &tr->plan;
+    return tr->host + p->host_off[buf] + (size_t)j * (p->host_bytes_of[buf] / NGPT_FENCES);
+}
+static void host_set_use(ngpt_trainer *tr, int j) {
+    tr->h_set = j;
+    tr->h_tokens = (int32_t *)host_set_buffer(tr, H_TOKENS, j);
+    tr->h_targets = (int32_t *)host_set_buffer(tr, H_TARGETS, j);
+    tr->h_buckets = (int32_t *)host_set_buffer(tr, H_BUCKETS, j);
+    tr->h_losses = (float *)host_set_buffer(tr, H_LOSSES, j);
+}
+
+/* ---- micro-batches: tokens and targets in a host set (h_tokens, h_targets), uploaded, run, losses read back ---- */
 
 /* Groups the N positions of h_tokens by token id for the deterministic embedding backward:
  * h_buckets = [bucket starts (nb + 1) ... | positions (N) from index N + 1]. h_counts is all zero before
@@ -3993,8 +4018,20 @@ static void bucketize(ngpt_trainer *tr, int N) {
     tr->nbuckets = nb;
 }
 
-/* Forward (and backward when training) of B sequences; returns the sum of the B*T token losses. */
-static double run_micro_batch(ngpt_trainer *tr, const BatchLayout *lay, int B, int training, int micro, float dscale) {
+/* Waits for the micro-batch that last used host set j (its uploads and its loss readback) and adds its token
+ * losses to *sum; nothing to wait for when the set is idle. */
+static void host_set_drain(ngpt_trainer *tr, int j, double *sum) {
+    int n = tr->h_pending[j];
+    if (!n) return;
+    tr->be->fence_wait(tr->be, j);
+    const float *losses = (const float *)host_set_buffer(tr, H_LOSSES, j);
+    for (int i = 0; i < n; i++) *sum += losses[i];
+    tr->h_pending[j] = 0;
+}
+
+/* Queues the forward (and backward when training) of the B sequences in the host set in use; the losses
+ * come back to the set by an asynchronous copy, behind the set's fence. */
+static void enqueue_micro_batch(ngpt_trainer *tr, const BatchLayout *lay, int B, int training, int micro, float dscale) {
     ngpt_backend *be = tr->be;
     int N = B * tr->plan.req.T;
     be->upload(be, slot(tr, lay, B_TOKENS, 0), tr->h_tokens, (size_t)N * 4);
@@ -4007,9 +4044,26 @@ static double run_micro_batch(ngpt_trainer *tr, const BatchLayout *lay, int B, i
     int chunk = training ? tr->plan.logits_chunk : tr->plan.eval_chunk;
     graph_classifier(tr, lay, B, chunk, training ? dscale : 0.0f);
     if (training) graph_backward(tr, lay, B, micro);
-    be->download(be, tr->h_losses, slot(tr, lay, B_LOSSES, 0), (size_t)N * 4);
+    be->download_async(be, tr->h_losses, slot(tr, lay, B_LOSSES, 0), (size_t)N * 4);
+    be->fence_record(be, tr->h_set);
+    tr->h_pending[tr->h_set] = N;
+}
+
+/* Runs a sequence of micro-batches with NGPT_FENCES of them in flight: fill(k) writes micro-batch k into the
+ * host set in use, once the micro-batch that used that set before has completed. Returns the sum of the
+ * token losses, added in micro-batch order. */
+typedef void (*micro_fill_fn)(ngpt_trainer *tr, int k, void *ctx, int *B);
+static double run_micro_batches(ngpt_trainer *tr, const BatchLayout *lay, int count, int training, float dscale, micro_fill_fn fill,
+                                void *ctx) {
     double sum = 0;
-    for (int i = 0; i < N; i++) sum += tr->h_losses[i];
+    for (int k = 0; k < count; k++) {
+        int j = k % NGPT_FENCES, B = 0;
+        host_set_drain(tr, j, &sum);
+        host_set_use(tr, j);
+        fill(tr, k, ctx, &B);
+        enqueue_micro_batch(tr, lay, B, training, training ? k : 0, dscale);
+    }
+    for (int k = count; k < count + NGPT_FENCES; k++) host_set_drain(tr, k % NGPT_FENCES, &sum);
     return sum;
 }
 
@@ -4198,11 +4252,8 @@ static void trainer_carve(ngpt_trainer *tr) {
     tr->m = tr->dev + p->off_m;
     tr->v = tr->dev + p->off_v;
     tr->region = tr->dev + p->off_region;
-    tr->h_tokens = (int32_t *)(tr->host + p->host_off[H_TOKENS]);
-    tr->h_targets = (int32_t *)(tr->host + p->host_off[H_TARGETS]);
-    tr->h_buckets = (int32_t *)(tr->host + p->host_off[H_BUCKETS]);
+    host_set_use(tr, 0);
     tr->h_counts = (int32_t *)(tr->host + p->host_off[H_COUNTS]);
-    tr->h_losses = (float *)(tr->host + p->host_off[H_LOSSES]);
     tr->h_staging = tr->host + p->host_off[H_STAGING];
 }
 
@@ -5753,6 +5804,16 @@ void ngpt_trainer_free(ngpt_trainer *tr) {
  * update. fill(tr, k, ctx) writes micro-batch k into h_tokens/h_targets. Returns the mean loss in *loss. */
 typedef void (*batch_fill_fn)(ngpt_trainer *tr, int micro, void *ctx);
 
+typedef struct {
+    batch_fill_fn fill;
+    void *ctx;
+} TrainFill;
+static void train_fill(ngpt_trainer *tr, int k, void *arg, int *B) {
+    const TrainFill *tf = (const TrainFill *)arg;
+    tf->fill(tr, k, tf->ctx);
+    *B = tr->plan.micro_batch;
+}
+
 /* Gradients of one optimizer step (zeroed first, accumulated over the planned micro-batches); the mean
  * loss goes to *mean. */
 static int forward_backward(ngpt_trainer *tr, batch_fill_fn fill, void *ctx, double *mean) {
@@ -5762,11 +5823,8 @@ static int forward_backward(ngpt_trainer *tr, batch_fill_fn fill, void *ctx, dou
     be->set_scratch(be, slot(tr, &p->train, B_SCRATCH, 0), p->train.slot_bytes[B_SCRATCH]);
     be->zero(be, tr->grads, p->off_master - p->off_grads);
     float dscale = tr->loss_scale / ((float)B * (float)T * (float)GA);
-    double sum = 0;
-    for (int k = 0; k < GA; k++) {
-        fill(tr, k, ctx);
-        sum += run_micro_batch(tr, &p->train, B, 1, k, dscale);
-    }
+    TrainFill tf = {fill, ctx};
+    double sum = run_micro_batches(tr, &p->train, GA, 1, dscale, train_fill, &tf);
     *mean = sum / ((double)B * T * GA);
     return be_check(tr, "the forward/backward pass");
 }
@@ -5824,19 +5882,26 @@ int ngpt_train_step(ngpt_trainer *tr, float *loss) {
     return train_step_with(tr, fill_from_train, NULL, loss);
 }
 
+typedef struct {
+    const TokenSet *set;
+    Rng rng;
+    long long total; /* sequences */
+    int micro;       /* sequences per micro-batch (the last may have fewer) */
+} EvalFill;
+static void eval_fill(ngpt_trainer *tr, int k, void *arg, int *B) {
+    EvalFill *ef = (EvalFill *)arg;
+    *B = (int)MIN((long long)ef->micro, ef->total - (long long)k * ef->micro);
+    sample_batch(tr, ef->set, &ef->rng, *B);
+}
+
 /* mean loss over eval_iters * batch_size sequences of one split, in eval micro-batches */
 static int eval_split(ngpt_trainer *tr, const TokenSet *f, uint64_t stream, float *out) {
     const Plan *p = &tr->plan;
     int T = p->req.T;
     long long total = (long long)tr->cfg.eval_iters * tr->cfg.batch_size;
-    Rng rng = {(uint64_t)tr->cfg.seed, stream, 0};
-    double sum = 0;
-    for (long long done = 0; done < total;) {
-        int B = (int)MIN((long long)p->eval_micro_batch, total - done);
-        sample_batch(tr, f, &rng, B);
-        sum += run_micro_batch(tr, &p->eval, B, 0, 0, 0.0f);
-        done += B;
-    }
+    EvalFill ef = {f, {(uint64_t)tr->cfg.seed, stream, 0}, total, p->eval_micro_batch};
+    int count = (int)((total + p->eval_micro_batch - 1) / p->eval_micro_batch);
+    double sum = run_micro_batches(tr, &p->eval, count, 0, 0.0f, eval_fill, &ef);
     int rc = be_check(tr, "evaluation");
     if (rc) return rc;
     *out = (float)(sum / ((double)total * T));

@@ -41,6 +41,7 @@
 
 typedef struct {
     cudaStream_t stream;
+    cudaEvent_t fences[NGPT_FENCES]; /* made with the stream, recorded by fence_record */
     int device, cc;            /* cc = 10 * major + minor */
     int sm_count;
     size_t smem_optin;         /* the most dynamic shared memory one block may ask for */
@@ -261,6 +262,13 @@ static void cu_download(ngpt_backend *be, void *host_dst, const void *src, size_
     if (bytes) CU_CHECK(be, cudaMemcpyAsync(host_dst, src, bytes, cudaMemcpyDeviceToHost, impl_of(be)->stream));
     CU_CHECK(be, cudaStreamSynchronize(impl_of(be)->stream));
 }
+static void cu_download_async(ngpt_backend *be, void *host_dst, const void *src, size_t bytes) {
+    if (bytes) CU_CHECK(be, cudaMemcpyAsync(host_dst, src, bytes, cudaMemcpyDeviceToHost, impl_of(be)->stream));
+}
+static void cu_fence_record(ngpt_backend *be, int fence) {
+    CU_CHECK(be, cudaEventRecord(impl_of(be)->fences[fence], impl_of(be)->stream));
+}
+static void cu_fence_wait(ngpt_backend *be, int fence) { CU_CHECK(be, cudaEventSynchronize(impl_of(be)->fences[fence])); }
 static void cu_sync(ngpt_backend *be) { CU_CHECK(be, cudaStreamSynchronize(impl_of(be)->stream)); }
 static void cu_zero(ngpt_backend *be, void *dst, size_t bytes) {
     if (bytes) CU_CHECK(be, cudaMemsetAsync(dst, 0, bytes, impl_of(be)->stream));
@@ -1756,6 +1764,8 @@ static void cu_destroy(ngpt_backend *be) {
     CudaImpl *im = impl_of(be);
     if (im) {
         cu_arena_free(be);
+        for (int i = 0; i < NGPT_FENCES; i++)
+            if (im->fences[i]) cudaEventDestroy(im->fences[i]);
         if (im->stream) cudaStreamDestroy(im->stream);
         free(im);
     }
@@ -1874,7 +1884,10 @@ int ngpt_cuda_backend_create(ngpt_backend **out, int dtype, char *err, size_t er
     v = 0;
     cudaDeviceGetAttribute(&v, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
     im->smem_optin = v > 0 ? (size_t)v : 48 * 1024;
-    if (!CU_CHECK(be, cudaStreamCreateWithFlags(&im->stream, cudaStreamNonBlocking))) {
+    int made = !CU_CHECK(be, cudaStreamCreateWithFlags(&im->stream, cudaStreamNonBlocking));
+    for (int i = 0; i < NGPT_FENCES && made; i++)
+        made = !CU_CHECK(be, cudaEventCreateWithFlags(&im->fences[i], cudaEventDisableTiming));
+    if (made) {
         if (dtype == NGPT_DTYPE_BF16) set_smem_attrs<__nv_bfloat16>(be);
         else if (dtype == NGPT_DTYPE_F16) set_smem_attrs<__half>(be);
     }
@@ -1890,6 +1903,9 @@ int ngpt_cuda_backend_create(ngpt_backend **out, int dtype, char *err, size_t er
     be->set_scratch = cu_set_scratch;
     be->upload = cu_upload;
     be->download = cu_download;
+    be->download_async = cu_download_async;
+    be->fence_record = cu_fence_record;
+    be->fence_wait = cu_fence_wait;
     be->sync = cu_sync;
     be->zero = cu_zero;
     be->fill_normal = cu_fill_normal;

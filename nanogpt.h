@@ -297,6 +297,8 @@ typedef struct ngpt_adamw {
 } ngpt_adamw;
 
 /* The shapes a backend sizes its own scratch for (ngpt_backend.scratch_bytes). */
+#define NGPT_FENCES 2 /* micro-batches in flight: the host prepares one while the device runs the other */
+
 typedef struct ngpt_shape {
     int B, T, C, NH, L, Vp;
     int chunk;  /* rows of the logits chunk */
@@ -319,9 +321,16 @@ struct ngpt_backend {
     size_t (*scratch_bytes)(ngpt_backend *be, const ngpt_shape *s);
     void (*set_scratch)(ngpt_backend *be, void *scratch, size_t bytes);
     /* Copies between the host arena and the device arena. upload is ordered before later operations and
-     * may return before it completes; download and sync wait. */
+     * may return before it completes (the host memory must stay unchanged until a fence recorded after it
+     * has passed); download and sync wait; download_async is ordered like an operation and the host memory
+     * holds the data once a fence recorded after it has passed. */
     void (*upload)(ngpt_backend *be, void *dst, const void *host_src, size_t bytes);
     void (*download)(ngpt_backend *be, void *host_dst, const void *src, size_t bytes);
+    void (*download_async)(ngpt_backend *be, void *host_dst, const void *src, size_t bytes);
+    /* Fences 0 .. NGPT_FENCES-1 (made when the backend is created): fence_record marks everything queued so
+     * far, fence_wait blocks until that has completed (at once for a fence never recorded). */
+    void (*fence_record)(ngpt_backend *be, int fence);
+    void (*fence_wait)(ngpt_backend *be, int fence);
     void (*sync)(ngpt_backend *be);
     void (*zero)(ngpt_backend *be, void *dst, size_t bytes);
     /* f32 dst[i] = mean + std * N(0,1) from the counter-based generator (same numbers on every backend) */

@@ -3,6 +3,7 @@
 #
 #   bash test/gpu.sh                 all steps, in order
 #   bash test/gpu.sh ops sanitize    only some steps (build always runs first)
+#   NGPT_GPU_ARCH=sm_90a bash test/gpu.sh build   only the build; no GPU needed (CI's CUDA compile check)
 #
 # Steps: build (nvcc for this GPU + the C test program), ops (every CUDA op against the CPU backend, for each
 # dtype the GPU supports, with determinism and no-allocation checks), sanitize (compute-sanitizer memcheck,
@@ -24,6 +25,7 @@ mkdir -p "$LOG"
 NVCC=${NVCC:-nvcc}
 CC=${CC:-cc}
 BUDGET=${GPU_SH_BUDGET:-560}
+CFLAGS_C="-O3 -march=native -std=c11 -Wall -Wextra -fno-trapping-math -fno-math-errno" # as build.sh
 BUILD=$(mktemp -d "${TMPDIR:-/tmp}/ngpt-gpu.XXXXXX")
 trap 'rm -rf "$BUILD"' EXIT
 export CUDA_MODULE_LOADING=EAGER # kernels load at start, so lazy loading is not mistaken for allocation
@@ -66,12 +68,12 @@ t0=$(date +%s)
     "$NVCC" --version | tail -n 1
     set -x
     "$NVCC" -std=c++17 -O3 -lineinfo -arch="$ARCH" -Xcompiler -Wall,-Wextra -c nanogpt.cu -o "$BUILD/nanogpt_cu.o" &&
-        "$CC" -O3 -march=native -std=c11 -Wall -Wextra -Wno-unused-function -DNGPT_CUDA -c test/test_gpu_ops.c -o "$BUILD/test_gpu_ops.o" &&
+        "$CC" $CFLAGS_C -Wno-unused-function -DNGPT_CUDA -c test/test_gpu_ops.c -o "$BUILD/test_gpu_ops.o" &&
         "$NVCC" -arch="$ARCH" "$BUILD/test_gpu_ops.o" "$BUILD/nanogpt_cu.o" -o "$BUILD/test_gpu_ops" -lm -lpthread &&
-        "$CC" -O3 -march=native -std=c11 -Wall -Wextra -Wno-unused-function -DNGPT_CUDA -Itest -c test/test_gpu_train.c -o "$BUILD/test_gpu_train.o" &&
+        "$CC" $CFLAGS_C -Wno-unused-function -DNGPT_CUDA -Itest -c test/test_gpu_train.c -o "$BUILD/test_gpu_train.o" &&
         "$NVCC" -arch="$ARCH" "$BUILD/test_gpu_train.o" "$BUILD/nanogpt_cu.o" -o "$BUILD/test_gpu_train" -lm -lpthread \
             -Xlinker --wrap=cudaMalloc -Xlinker --wrap=cudaMallocHost -Xlinker --wrap=cudaFree &&
-        "$CC" -O3 -march=native -std=c11 -Wall -Wextra -DNGPT_CUDA -c nanogpt.c -o "$BUILD/nanogpt.o" &&
+        "$CC" $CFLAGS_C -DNGPT_CUDA -c nanogpt.c -o "$BUILD/nanogpt.o" &&
         "$NVCC" -arch="$ARCH" "$BUILD/nanogpt.o" "$BUILD/nanogpt_cu.o" -o "$BUILD/nanogpt" -lm -lpthread
 ) >"$LOG/build.log" 2>&1
 rc=$?

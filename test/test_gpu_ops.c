@@ -1,7 +1,7 @@
 /* test_gpu_ops.c - every op of the CUDA backend against its CPU twin, for each dtype the GPU supports.
  *
  * Built and run by test/gpu.sh on a machine with a GPU:
- *     nvcc -c nanogpt.cu ; cc -DNGPT_CUDA -DNGPT_NO_MAIN -c test/test_gpu_ops.c ; link both with nvcc
+ *     nvcc -c nanogpt.cu ; cc -DNGPT_CUDA -c test/test_gpu_ops.c ; link both with nvcc
  *     ./test_gpu_ops [--small] [--skip-alloc-check] [--dtype f32|bf16|f16]
  * --small keeps to small shapes (for compute-sanitizer); the default adds GPT-2-sized ones.
  * --skip-alloc-check leaves out the free-memory check (compute-sanitizer allocates device memory itself).
@@ -31,6 +31,7 @@
  * allocation the library made during the ops would lower the free memory (allocations are at least one
  * 2 MiB page), and a cudaFree of something the arena did not own would raise it.
  */
+#define NGPT_NO_MAIN
 #include "../nanogpt.c"
 #include "check.h"
 

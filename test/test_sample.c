@@ -5,6 +5,7 @@
 #define NGPT_NO_MAIN
 #include "../nanogpt.c"
 #include "check.h"
+#include "trainer_util.h"
 
 enum { V = 75, T = 20, S = 3 };
 static char dir[256];

@@ -11,6 +11,14 @@ static void copy_params_out(ngpt_trainer *tr, float *dst, char *base) {
     }
 }
 
+/* One micro-batch from the host set in use, waited for: the sum of its B*T token losses. */
+static double run_micro_batch(ngpt_trainer *tr, const BatchLayout *lay, int B, int training, int micro, float dscale) {
+    enqueue_micro_batch(tr, lay, B, training, micro, dscale);
+    double sum = 0;
+    host_set_drain(tr, tr->h_set, &sum);
+    return sum;
+}
+
 /* dir/train.bin and dir/val.bin (made with dir) of n random ids below V, nanoGPT's raw uint16 format */
 static void write_random_dataset(const char *dir, int V, int n, uint64_t seed) {
     mkdir(dir, 0777);

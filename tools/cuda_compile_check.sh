@@ -63,6 +63,18 @@ for a in $ARCHS; do
     fi
 done
 
+# The GPU programs (nanogpt with CUDA, test_gpu_ops, test_gpu_train) build as test/gpu.sh builds them on a
+# GPU machine, for the last architecture of the list: a host-side break in them shows here, not on a GPU.
+last_arch=$(echo "$ARCHS" | awk '{print $NF}')
+if [ "$SRC" = nanogpt.cu ]; then
+    if NGPT_GPU_ARCH="sm_$last_arch" OUT="$TMP/gpu-build" NVCC="$NVCC" bash test/gpu.sh build >"$TMP/gpu-build.out" 2>&1; then
+        ok "test/gpu.sh build: nanogpt, test_gpu_ops, test_gpu_train link for sm_$last_arch"
+    else
+        fail "test/gpu.sh build (sm_$last_arch)" "see below"
+        tail -n 30 "$TMP/gpu-build/build.log" 2>/dev/null | sed 's/^/    /'
+    fi
+fi
+
 # The rules of nanogpt.cu, checked on its text.
 # 1. CUDA runtime only: no library of kernels is named anywhere in the file.
 libs=$(grep -niE 'cublas|cudnn|cutlass|cub::|<cub/|thrust|nccl|cusparse|curand' "$SRC")
