@@ -87,6 +87,11 @@ static double now_seconds(void) {
 }
 
 /* Human-readable bytes: "1.23 GiB". Writes into buf and returns it. */
+static const char *fmt_flops(char *buf, size_t n, double flops_per_second) {
+    if (flops_per_second >= 1e12) snprintf(buf, n, "%.1f TFLOP/s", flops_per_second / 1e12);
+    else snprintf(buf, n, "%.1f GFLOP/s", flops_per_second / 1e9);
+    return buf;
+}
 static const char *fmt_bytes(char *buf, size_t n, double bytes) {
     if (bytes >= GiB) snprintf(buf, n, "%.2f GiB", bytes / GiB);
     else if (bytes >= MiB) snprintf(buf, n, "%.1f MiB", bytes / MiB);
@@ -1053,7 +1058,7 @@ typedef struct {
     void *arena;
 } CpuBackend;
 
-static CpuBackend *cpu_of(ngpt_backend *be) { return (CpuBackend *)be; }
+static CpuBackend *cpu_of(ngpt_backend *be) { return (CpuBackend *)be->impl; } /* impl: a copy of the table works too */
 
 /* Scratch layout (sized by cpu_scratch_bytes): [shared B panels | per thread: A block | B panels | one
  * region for the temporaries of the op running now (LayerNorm partial sums, attention score blocks, a row
@@ -6176,6 +6181,216 @@ int ngpt_train(ngpt_trainer *tr) {
 }
 
 /* ======================================================================================================
+ * Benchmark (`nanogpt bench`): steps on random tokens, the backend's own matmul peak, and the time of one
+ * step per op category.
+ * ==================================================================================================== */
+
+enum { PROF_MATMUL, PROF_ATTENTION, PROF_CLASSIFIER, PROF_ELEMENTWISE, PROF_OPTIMIZER, N_PROF };
+static const char *const prof_names[N_PROF] = {"matmul", "attention", "classifier", "elementwise", "optimizer"};
+
+/* A copy of the backend's table whose compute ops wait for the device before and after each call and add
+ * the time to a category. The copy shares impl, so the real functions work on it; a failure it records is
+ * handed back to the real table. The classifier's matmuls are told apart by their weight (wte). */
+typedef struct {
+    ngpt_backend be;    /* what the trainer calls while profiling */
+    ngpt_backend inner; /* the real table */
+    const void *wte;
+    double seconds[N_PROF];
+} ProfBackend;
+
+static double prof_begin(ProfBackend *p) {
+    p->inner.sync(&p->be);
+    return now_seconds();
+}
+static void prof_end(ProfBackend *p, int cat, double t0) {
+    p->inner.sync(&p->be);
+    p->seconds[cat] += now_seconds() - t0;
+}
+
+#define PROF_OP(name, cat, params, args)                                                                         \
+    static void prof_##name params {                                                                              \
+        ProfBackend *p = (ProfBackend *)be;                                                                       \
+        double t0 = prof_begin(p);                                                                                \
+        p->inner.name args;                                                                                       \
+        prof_end(p, cat, t0);                                                                                     \
+    }
+PROF_OP(encoder_forward, PROF_ELEMENTWISE, (ngpt_backend *be, void *out, const int32_t *tokens, const void *wte, const void *wpe, int B, int T, int C),
+        (be, out, tokens, wte, wpe, B, T, C))
+PROF_OP(encoder_backward, PROF_ELEMENTWISE,
+        (ngpt_backend *be, void *dwte, void *dwpe, const void *dout, const int32_t *tokens, const int32_t *bucket_start, const int32_t *bucket_pos,
+         int nbuckets, int B, int T, int C),
+        (be, dwte, dwpe, dout, tokens, bucket_start, bucket_pos, nbuckets, B, T, C))
+PROF_OP(layernorm_forward, PROF_ELEMENTWISE,
+        (ngpt_backend *be, void *out, float *mean, float *rstd, const void *inp, const void *w, const void *b, int N, int C),
+        (be, out, mean, rstd, inp, w, b, N, C))
+PROF_OP(layernorm_backward, PROF_ELEMENTWISE,
+        (ngpt_backend *be, void *dinp, void *dw, void *db, const void *dout, const void *inp, const void *w, const float *mean, const float *rstd,
+         int N, int C),
+        (be, dinp, dw, db, dout, inp, w, mean, rstd, N, C))
+PROF_OP(matmul_forward, w == p->wte ? PROF_CLASSIFIER : PROF_MATMUL,
+        (ngpt_backend *be, void *out, const void *inp, const void *w, const void *bias, int N, int C, int OC), (be, out, inp, w, bias, N, C, OC))
+PROF_OP(matmul_backward, w == p->wte ? PROF_CLASSIFIER : PROF_MATMUL,
+        (ngpt_backend *be, void *dinp, void *dw, void *dbias, const void *dout, const void *inp, const void *w, int N, int C, int OC),
+        (be, dinp, dw, dbias, dout, inp, w, N, C, OC))
+PROF_OP(attention_forward, PROF_ATTENTION,
+        (ngpt_backend *be, void *out, float *lse, const void *qkv, int B, int T, int C, int NH, const ngpt_dropout *drop),
+        (be, out, lse, qkv, B, T, C, NH, drop))
+PROF_OP(attention_backward, PROF_ATTENTION,
+        (ngpt_backend *be, void *dqkv, const void *dout, const void *qkv, const void *out, const float *lse, int B, int T, int C, int NH,
+         const ngpt_dropout *drop),
+        (be, dqkv, dout, qkv, out, lse, B, T, C, NH, drop))
+PROF_OP(gelu_forward, PROF_ELEMENTWISE, (ngpt_backend *be, void *out, const void *inp, size_t n), (be, out, inp, n))
+PROF_OP(gelu_backward, PROF_ELEMENTWISE, (ngpt_backend *be, void *dinp, const void *inp, const void *dout, size_t n), (be, dinp, inp, dout, n))
+PROF_OP(residual_forward, PROF_ELEMENTWISE, (ngpt_backend *be, void *out, const void *a, const void *b, size_t n), (be, out, a, b, n))
+PROF_OP(dropout, PROF_ELEMENTWISE, (ngpt_backend *be, void *out, const void *inp, size_t n, const ngpt_dropout *drop), (be, out, inp, n, drop))
+PROF_OP(crossentropy, PROF_CLASSIFIER,
+        (ngpt_backend *be, void *logits, float *losses, const int32_t *targets, int N, int V, int Vp, float dscale),
+        (be, logits, losses, targets, N, V, Vp, dscale))
+PROF_OP(adamw, PROF_OPTIMIZER, (ngpt_backend *be, void *param, float *master, const void *grad, void *m, void *v, size_t n, const ngpt_adamw *h),
+        (be, param, master, grad, m, v, n, h))
+PROF_OP(zero, PROF_OPTIMIZER, (ngpt_backend *be, void *dst, size_t bytes), (be, dst, bytes))
+#undef PROF_OP
+static double prof_norm_sq(ngpt_backend *be, const void *x, size_t n) {
+    ProfBackend *p = (ProfBackend *)be;
+    double t0 = prof_begin(p), s = p->inner.norm_sq(be, x, n);
+    prof_end(p, PROF_OPTIMIZER, t0);
+    return s;
+}
+
+static void prof_wrap(ProfBackend *p, ngpt_backend *real, const void *wte) {
+    memset(p, 0, sizeof *p);
+    p->inner = *real;
+    p->be = *real;
+    p->wte = wte;
+    ngpt_backend *b = &p->be;
+    b->encoder_forward = prof_encoder_forward;
+    b->encoder_backward = prof_encoder_backward;
+    b->layernorm_forward = prof_layernorm_forward;
+    b->layernorm_backward = prof_layernorm_backward;
+    b->matmul_forward = prof_matmul_forward;
+    b->matmul_backward = prof_matmul_backward;
+    b->attention_forward = prof_attention_forward;
+    b->attention_backward = prof_attention_backward;
+    b->gelu_forward = prof_gelu_forward;
+    b->gelu_backward = prof_gelu_backward;
+    b->residual_forward = prof_residual_forward;
+    b->dropout = prof_dropout;
+    b->crossentropy = prof_crossentropy;
+    b->adamw = prof_adamw;
+    b->zero = prof_zero;
+    b->norm_sq = prof_norm_sq;
+}
+
+typedef struct {
+    int steps, warmup;
+    double median_step_seconds, tokens_per_step, tokens_per_second;
+    double flops_per_token;    /* nanoGPT's estimate_mfu count */
+    int peak_size;             /* the square matmul the peak was measured on (0: no room) */
+    double peak_flops;         /* FLOP/s of the backend's matmul at peak_size, in the run's precision */
+    double mfu;                /* model FLOP/s / peak_flops; -1 without a peak */
+    double op_seconds[N_PROF]; /* one profiled step */
+    double profiled_step_seconds;
+    double arena_bytes;        /* device + host arenas */
+    double memory_in_use;      /* CUDA: device memory in use (cudaMemGetInfo); CPU: peak resident set */
+} BenchResult;
+
+/* random tokens for every micro-batch: the counter generator, ids below V */
+static void fill_random_tokens(ngpt_trainer *tr, int micro, void *ctx) {
+    (void)micro;
+    Rng *rng = (Rng *)ctx;
+    size_t n = (size_t)tr->plan.micro_batch * tr->plan.req.T;
+    for (size_t i = 0; i < n; i++) {
+        tr->h_tokens[i] = (int32_t)rng_below(rng, (uint64_t)tr->ms.V);
+        tr->h_targets[i] = (int32_t)rng_below(rng, (uint64_t)tr->ms.V);
+    }
+}
+
+static int cmp_doubles(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* The backend's matmul on S x S x S in the AdamW moments (zero before the first step, zeroed again after):
+ * the largest S (a multiple of 128, at most 4096 on a GPU and 1024 on the CPU) that fits. */
+static void bench_peak(ngpt_trainer *tr, BenchResult *r) {
+    ngpt_backend *be = tr->be;
+    const Plan *p = &tr->plan;
+    size_t room = p->off_region - p->off_m, a = act_size(tr);
+    int S = strcmp(be->name, "cpu") ? 4096 : 1024;
+    while (S >= 128 && 3 * (size_t)S * S * a > room) S -= 128;
+    r->peak_size = S >= 128 ? S : 0;
+    if (!r->peak_size) return;
+    char *x = tr->m, *w = x + (size_t)S * S * a, *out = w + (size_t)S * S * a;
+    be->zero(be, x, 2 * (size_t)S * S * a);
+    be->set_scratch(be, slot(tr, &p->train, B_SCRATCH, 0), p->train.slot_bytes[B_SCRATCH]);
+    double times[5];
+    for (int i = 0; i < 6; i++) { /* one warm-up call, then five timed */
+        be->sync(be);
+        double t0 = now_seconds();
+        be->matmul_forward(be, out, x, w, NULL, S, S, S);
+        be->sync(be);
+        if (i) times[i - 1] = now_seconds() - t0;
+    }
+    qsort(times, 5, sizeof times[0], cmp_doubles);
+    r->peak_flops = 2.0 * S * S * (double)S / times[0];
+    be->zero(be, tr->m, p->off_region - p->off_m);
+}
+
+/* warmup + steps optimizer steps on random tokens (timed), then one more with every op timed */
+static int bench_run(ngpt_trainer *tr, int warmup, int steps, BenchResult *r) {
+    memset(r, 0, sizeof *r);
+    r->warmup = warmup;
+    r->steps = steps;
+    r->mfu = -1;
+    bench_peak(tr, r);
+    int rc = be_check(tr, "measuring the matmul peak");
+    if (rc) return rc;
+    Rng rng = {(uint64_t)tr->cfg.seed, 0xBE7C4, 0};
+    double *times = (double *)calloc((size_t)MAX(steps, 1), sizeof *times);
+    if (!times) return tr_fail(tr, NGPT_ERR_NOMEM, "out of host memory for %d step times", steps);
+    for (int i = 0; i < warmup + steps && !rc; i++) {
+        float loss;
+        rc = train_step_with(tr, fill_random_tokens, &rng, &loss);
+        if (!rc && i >= warmup) times[i - warmup] = tr->last_step_seconds;
+    }
+    if (!rc && steps > 0) {
+        qsort(times, (size_t)steps, sizeof *times, cmp_doubles);
+        r->median_step_seconds = times[steps / 2];
+        r->tokens_per_step = tr->last_step_tokens;
+        r->tokens_per_second = r->tokens_per_step / r->median_step_seconds;
+        r->flops_per_token = flops_per_token(tr);
+        if (r->peak_flops > 0) r->mfu = r->tokens_per_second * r->flops_per_token / r->peak_flops;
+    }
+    free(times);
+    if (rc) return rc;
+    ProfBackend prof;
+    ngpt_backend *real = tr->be;
+    prof_wrap(&prof, real, pt(tr, tr->params, P_WTE, 0));
+    tr->be = &prof.be;
+    float loss;
+    double t0 = now_seconds();
+    rc = train_step_with(tr, fill_random_tokens, &rng, &loss);
+    tr->be = real;
+    if (prof.be.status && !real->status) {
+        real->status = prof.be.status;
+        memcpy(real->msg, prof.be.msg, sizeof real->msg);
+    }
+    if (rc) return rc;
+    r->profiled_step_seconds = now_seconds() - t0;
+    memcpy(r->op_seconds, prof.seconds, sizeof r->op_seconds);
+    r->arena_bytes = (double)(tr->plan.device_bytes + tr->plan.host_bytes);
+    if (strcmp(real->name, "cpu")) {
+        size_t fr = 0, total = 0;
+        char msg[NGPT_ERRLEN];
+        if (!ngpt_cuda_mem_info(&fr, &total, msg, sizeof msg)) r->memory_in_use = (double)(total - fr);
+    } else {
+        struct rusage ru;
+        if (!getrusage(RUSAGE_SELF, &ru)) r->memory_in_use = (double)ru.ru_maxrss * 1024.0;
+    }
+    return be_check(tr, "the benchmark");
+}
+
+/* ======================================================================================================
  * Preparing data: text -> train.bin / val.bin (nanoGPT's raw uint16) and meta.bin, at the character
  * level, streaming (two passes over the file: one for the vocabulary, one to write the ids).
  * ==================================================================================================== */
@@ -6590,6 +6805,8 @@ static void usage(FILE *f) {
             "usage: nanogpt <command> [config file] [--key=value ...]\n"
             "  train     train a model (no config: the baby GPT on Tiny Shakespeare characters)\n"
             "  plan      print the memory plan for a config (--json for JSON); no GPU needed\n"
+            "  bench     tokens/s, MFU and time per op category on random tokens (default: GPT-2 124M, block 1024)\n"
+            "            [config file] [--key=value ...] [--steps=20] [--warmup=3]\n"
             "  prepare   text -> train.bin/val.bin: --input=FILE[,FILE...] --out=DIR [--tokenizer=char|gpt2] [--format=nanogpt|llmc]\n"
             "            [--tokenizer_dir=data/gpt2] [--val_fraction=0.1]\n"
             "  sample    text from a trained model: --out_dir=DIR --start=TEXT|FILE:path --num_samples=10 --max_new_tokens=500\n"
@@ -6616,7 +6833,9 @@ static void print_config_keys(void) {
 
 /* Parses [config file] [--key=value ...] into cfg. When there is no config file, the default job's preset
  * for device applies first. Unknown arguments are errors. Sets *json for --json. */
-static int parse_args(int argc, char **argv, ngpt_config *cfg, int *has_file, int *json, char *err, size_t errlen) {
+/* [config file] [--key=value ...] -> cfg. Without a file, train and plan (default_job) take the default job's
+ * preset, others nanoGPT's defaults. */
+static int parse_args(int argc, char **argv, int default_job, ngpt_config *cfg, int *has_file, int *json, char *err, size_t errlen) {
     ngpt_config_defaults(cfg);
     *has_file = 0;
     if (json) *json = 0;
@@ -6624,7 +6843,7 @@ static int parse_args(int argc, char **argv, ngpt_config *cfg, int *has_file, in
         *has_file = 1;
         int rc = ngpt_config_load(cfg, argv[0], err, errlen);
         if (rc) return rc;
-    } else {
+    } else if (default_job) {
         /* the default job: which preset depends on where it will run */
         ngpt_config probe = *cfg;
         for (int i = 0; i < argc; i++)
@@ -6710,7 +6929,7 @@ static int cmd_train(int argc, char **argv) {
     ngpt_config cfg;
     char err[NGPT_ERRLEN];
     int has_file;
-    if (parse_args(argc, argv, &cfg, &has_file, NULL, err, sizeof err) || ensure_dataset(&cfg, err, sizeof err)) {
+    if (parse_args(argc, argv, 1, &cfg, &has_file, NULL, err, sizeof err) || ensure_dataset(&cfg, err, sizeof err)) {
         fprintf(stderr, "error: %s\n", err);
         return 1;
     }
@@ -6761,7 +6980,7 @@ static int cmd_plan(int argc, char **argv) {
     ngpt_config cfg;
     char err[NGPT_ERRLEN], dir[300], path[400];
     int has_file, json;
-    if (parse_args(argc, argv, &cfg, &has_file, &json, err, sizeof err) || config_validate(&cfg, err, sizeof err)) {
+    if (parse_args(argc, argv, 1, &cfg, &has_file, &json, err, sizeof err) || config_validate(&cfg, err, sizeof err)) {
         fprintf(stderr, "error: %s\n", err);
         return 1;
     }
@@ -6797,6 +7016,76 @@ static int cmd_plan(int argc, char **argv) {
     else plan_print(&p, stdout);
     if (rc) fprintf(stderr, "error: %s\n", err);
     return rc ? 1 : 0;
+}
+
+/* nanogpt bench [config file] [--key=value ...] [--steps=20] [--warmup=3]: nanoGPT's defaults (GPT-2 124M,
+ * block 1024) on random tokens unless told otherwise */
+static int cmd_bench(int argc, char **argv) {
+    int steps = 20, warmup = 3, n = 0, has_file;
+    char *rest[256], err[NGPT_ERRLEN];
+    for (int i = 0; i < argc; i++) {
+        double x;
+        if (!strncmp(argv[i], "--steps=", 8) || !strncmp(argv[i], "--warmup=", 9)) {
+            int is_steps = argv[i][2] == 's';
+            const char *v = strchr(argv[i], '=') + 1;
+            if (parse_number(v, &x) || x != floor(x) || x < (is_steps ? 1 : 0) || x > 100000) {
+                fprintf(stderr, "error: %s: %s is a whole number in [%d, 100000]\n", argv[i], is_steps ? "steps" : "warmup", is_steps ? 1 : 0);
+                return 1;
+            }
+            if (is_steps) steps = (int)x;
+            else warmup = (int)x;
+        } else if (n < 256) rest[n++] = argv[i];
+    }
+    ngpt_config cfg;
+    if (parse_args(n, rest, 0, &cfg, &has_file, NULL, err, sizeof err) || config_validate(&cfg, err, sizeof err)) {
+        fprintf(stderr, "error: %s\n", err);
+        return 1;
+    }
+    if (!cfg.vocab_size) cfg.vocab_size = 50257;
+    cfg.max_iters = warmup + steps + 1;
+    cfg.eval_interval = 0;
+    cfg.always_save_checkpoint = 0;
+    ngpt_options opt;
+    memset(&opt, 0, sizeof opt);
+    opt.no_data = 1;
+    ngpt_trainer *tr;
+    if (ngpt_trainer_create(&cfg, &opt, &tr, err, sizeof err)) { fprintf(stderr, "error: %s\n", err); return 1; }
+    const Plan *p = &tr->plan;
+    printf("bench: n_layer %d, n_head %d, n_embd %d, block_size %d, vocab %d, %s on %s; micro-batch %d x accumulation %d "
+           "(%d tokens per step); %d warm-up + %d timed steps on random tokens\n",
+           tr->ms.L, tr->ms.NH, tr->ms.C, p->req.T, tr->ms.V, dtype_name(p->req.dtype), tr->be->name, p->micro_batch, p->grad_accum,
+           p->micro_batch * p->grad_accum * p->req.T, warmup, steps);
+    fflush(stdout);
+    BenchResult r;
+    int rc = bench_run(tr, warmup, steps, &r);
+    if (rc) {
+        fprintf(stderr, "error: %s\n", tr->err);
+        ngpt_trainer_free(tr);
+        return 1;
+    }
+    char b1[32], b2[32];
+    printf("step         %.2f ms (median), %.0f tokens/s\n", 1e3 * r.median_step_seconds, r.tokens_per_second);
+    if (r.peak_size)
+        printf("matmul peak  %s (this backend's matmul, %d x %d x %d, %s)\n", fmt_flops(b1, sizeof b1, r.peak_flops), r.peak_size,
+               r.peak_size, r.peak_size, dtype_name(p->req.dtype));
+    if (r.mfu >= 0)
+        printf("MFU          %.1f%% (%s of model FLOPs, nanoGPT's 6N + 12LCT per token)\n", 100 * r.mfu,
+               fmt_flops(b1, sizeof b1, r.tokens_per_second * r.flops_per_token));
+    printf("one step, each op timed with the device synchronised around it (%.2f ms in all):\n", 1e3 * r.profiled_step_seconds);
+    double ops = 0;
+    for (int c = 0; c < N_PROF; c++) {
+        printf("  %-12s %9.2f ms %5.1f%%\n", prof_names[c], 1e3 * r.op_seconds[c], 100 * r.op_seconds[c] / r.profiled_step_seconds);
+        ops += r.op_seconds[c];
+    }
+    printf("  %-12s %9.2f ms %5.1f%%  (copies, host work, synchronisation)\n", "other", 1e3 * (r.profiled_step_seconds - ops),
+           100 * (r.profiled_step_seconds - ops) / r.profiled_step_seconds);
+    fmt_bytes(b1, sizeof b1, r.arena_bytes);
+    fmt_bytes(b2, sizeof b2, r.memory_in_use);
+    printf("memory       arenas %s (allocated once); %s %s\n", b1, strcmp(tr->be->name, "cpu") ? "device memory in use" : "peak resident", b2);
+    printf("bench_result tokens_per_s=%.0f mfu=%.4f peak_tflops=%.2f memory_bytes=%.0f\n", r.tokens_per_second, r.mfu, r.peak_flops / 1e12,
+           r.memory_in_use);
+    ngpt_trainer_free(tr);
+    return 0;
 }
 
 static int cmd_prepare(int argc, char **argv) {
@@ -7132,6 +7421,7 @@ int main(int argc, char **argv) {
     const char *cmd = argv[1];
     if (!strcmp(cmd, "train")) return cmd_train(argc - 2, argv + 2);
     if (!strcmp(cmd, "plan")) return cmd_plan(argc - 2, argv + 2);
+    if (!strcmp(cmd, "bench")) return cmd_bench(argc - 2, argv + 2);
     if (!strcmp(cmd, "prepare")) return cmd_prepare(argc - 2, argv + 2);
     if (!strcmp(cmd, "info")) return cmd_info();
     if (!strcmp(cmd, "plot")) return cmd_plot(argc - 2, argv + 2);
