@@ -87,7 +87,7 @@ static double now_seconds(void) {
 }
 
 /* Human-readable bytes: "1.23 GiB". Writes into buf and returns it. */
-static const char *fmt_flops(char *buf, size_t n, double flops_per_second) {
+CLI_USED static const char *fmt_flops(char *buf, size_t n, double flops_per_second) {
     if (flops_per_second >= 1e12) snprintf(buf, n, "%.1f TFLOP/s", flops_per_second / 1e12);
     else snprintf(buf, n, "%.1f GFLOP/s", flops_per_second / 1e9);
     return buf;
@@ -6186,7 +6186,7 @@ int ngpt_train(ngpt_trainer *tr) {
  * ==================================================================================================== */
 
 enum { PROF_MATMUL, PROF_ATTENTION, PROF_CLASSIFIER, PROF_ELEMENTWISE, PROF_OPTIMIZER, N_PROF };
-static const char *const prof_names[N_PROF] = {"matmul", "attention", "classifier", "elementwise", "optimizer"};
+CLI_USED static const char *const prof_names[N_PROF] = {"matmul", "attention", "classifier", "elementwise", "optimizer"};
 
 /* A copy of the backend's table whose compute ops wait for the device before and after each call and add
  * the time to a category. The copy shares impl, so the real functions work on it; a failure it records is
@@ -6337,7 +6337,7 @@ static void bench_peak(ngpt_trainer *tr, BenchResult *r) {
 }
 
 /* warmup + steps optimizer steps on random tokens (timed), then one more with every op timed */
-static int bench_run(ngpt_trainer *tr, int warmup, int steps, BenchResult *r) {
+CLI_USED static int bench_run(ngpt_trainer *tr, int warmup, int steps, BenchResult *r) {
     memset(r, 0, sizeof *r);
     r->warmup = warmup;
     r->steps = steps;
