@@ -6336,6 +6336,83 @@ static void bench_peak(ngpt_trainer *tr, BenchResult *r) {
     be->zero(be, tr->m, p->off_region - p->off_m);
 }
 
+/* Kernel timings at the model's own shapes, in the AdamW moments (zeroed again after): each linear layer's
+ * matmul forward and backward (both products), the classifier over one planned chunk, attention forward and
+ * backward over one micro-batch. Best of five calls, after one warm-up call. */
+typedef struct {
+    char name[40];
+    double flops, seconds;
+} KernelTime;
+enum { N_KERNEL_TIMES = 12 };
+
+static double time_best_of_5(ngpt_backend *be, void (*run)(void *), void *ctx) {
+    double best = 1e30;
+    for (int i = 0; i < 6; i++) {
+        be->sync(be);
+        double t0 = now_seconds();
+        run(ctx);
+        be->sync(be);
+        if (i) best = MIN(best, now_seconds() - t0);
+    }
+    return best;
+}
+
+typedef struct {
+    ngpt_backend *be;
+    char *x, *w, *y, *dx, *dw;
+    float *lse;
+    int N, C, OC, B, T, NH, backward;
+} KernelCall;
+static void kernel_matmul(void *arg) {
+    KernelCall *k = (KernelCall *)arg;
+    if (k->backward) k->be->matmul_backward(k->be, k->dx, k->dw, NULL, k->y, k->x, k->w, k->N, k->C, k->OC);
+    else k->be->matmul_forward(k->be, k->y, k->x, k->w, NULL, k->N, k->C, k->OC);
+}
+static void kernel_attention(void *arg) {
+    KernelCall *k = (KernelCall *)arg;
+    ngpt_dropout none = {0, 0, 0, 0};
+    if (k->backward) k->be->attention_backward(k->be, k->dx, k->y, k->x, k->w, k->lse, k->B, k->T, k->C, k->NH, &none);
+    else k->be->attention_forward(k->be, k->w, k->lse, k->x, k->B, k->T, k->C, k->NH, &none);
+}
+
+/* returns how many entries of out were filled (those that fit in the moments) */
+CLI_USED static int bench_kernels(ngpt_trainer *tr, KernelTime out[N_KERNEL_TIMES]) {
+    ngpt_backend *be = tr->be;
+    const Plan *p = &tr->plan;
+    const ModelShape *m = &tr->ms;
+    size_t room = p->off_region - p->off_m, a = act_size(tr);
+    int B = p->micro_batch, T = p->req.T, C = m->C, N = B * T, n = 0;
+    be->set_scratch(be, slot(tr, &p->train, B_SCRATCH, 0), p->train.slot_bytes[B_SCRATCH]);
+    struct { const char *name; int N, C, OC; } lin[] = {
+        {"qkv", N, C, 3 * C}, {"attn proj", N, C, C}, {"fc", N, C, 4 * C}, {"mlp proj", N, 4 * C, C}, {"classifier chunk", p->logits_chunk, C, m->Vp}};
+    for (size_t i = 0; i < sizeof lin / sizeof lin[0]; i++) {
+        size_t nx = (size_t)lin[i].N * lin[i].C, nw = (size_t)lin[i].OC * lin[i].C, ny = (size_t)lin[i].N * lin[i].OC;
+        if ((2 * nx + 2 * nw + ny) * a > room) continue;
+        KernelCall k = {be, tr->m, tr->m + nx * a, tr->m + (nx + nw) * a, tr->m + (nx + nw + ny) * a, tr->m + (2 * nx + nw + ny) * a, NULL,
+                        lin[i].N, lin[i].C, lin[i].OC, 0, 0, 0, 0};
+        be->zero(be, tr->m, (2 * nx + 2 * nw + ny) * a);
+        for (k.backward = 0; k.backward < 2; k.backward++, n++) {
+            snprintf(out[n].name, sizeof out[n].name, "matmul %s %s", lin[i].name, k.backward ? "bwd" : "fwd");
+            out[n].flops = (k.backward ? 4.0 : 2.0) * lin[i].N * (double)lin[i].C * lin[i].OC;
+            out[n].seconds = time_best_of_5(be, kernel_matmul, &k);
+        }
+    }
+    size_t nqkv = (size_t)N * 3 * C, no = (size_t)N * C, nlse = (size_t)B * m->NH * T;
+    if ((2 * nqkv + 2 * no) * a + nlse * 4 <= room) {
+        KernelCall k = {be, tr->m, tr->m + nqkv * a, tr->m + (nqkv + no) * a, tr->m + (nqkv + 2 * no) * a, NULL,
+                        (float *)(tr->m + (2 * nqkv + 2 * no) * a), N, C, 0, B, T, m->NH, 0};
+        be->zero(be, tr->m, (2 * nqkv + 2 * no) * a + nlse * 4);
+        double causal = 2.0 * 2.0 * B * m->NH * (T * (T + 1.0) / 2.0) * (C / m->NH); /* QK^T and PV below the diagonal */
+        for (k.backward = 0; k.backward < 2; k.backward++, n++) {
+            snprintf(out[n].name, sizeof out[n].name, "attention %s", k.backward ? "bwd" : "fwd");
+            out[n].flops = (k.backward ? 2.5 : 1.0) * causal; /* backward: recompute S, then dV, dP, dQ, dK */
+            out[n].seconds = time_best_of_5(be, kernel_attention, &k);
+        }
+    }
+    be->zero(be, tr->m, room);
+    return n;
+}
+
 /* warmup + steps optimizer steps on random tokens (timed), then one more with every op timed */
 CLI_USED static int bench_run(ngpt_trainer *tr, int warmup, int steps, BenchResult *r) {
     memset(r, 0, sizeof *r);
@@ -6806,7 +6883,7 @@ static void usage(FILE *f) {
             "  train     train a model (no config: the baby GPT on Tiny Shakespeare characters)\n"
             "  plan      print the memory plan for a config (--json for JSON); no GPU needed\n"
             "  bench     tokens/s, MFU and time per op category on random tokens (default: GPT-2 124M, block 1024)\n"
-            "            [config file] [--key=value ...] [--steps=20] [--warmup=3]\n"
+            "            [config file] [--key=value ...] [--steps=20] [--warmup=3] [--kernels: each matmul shape and attention]\n"
             "  prepare   text -> train.bin/val.bin: --input=FILE[,FILE...] --out=DIR [--tokenizer=char|gpt2] [--format=nanogpt|llmc]\n"
             "            [--tokenizer_dir=data/gpt2] [--val_fraction=0.1]\n"
             "  sample    text from a trained model: --out_dir=DIR --start=TEXT|FILE:path --num_samples=10 --max_new_tokens=500\n"
@@ -7018,14 +7095,17 @@ static int cmd_plan(int argc, char **argv) {
     return rc ? 1 : 0;
 }
 
-/* nanogpt bench [config file] [--key=value ...] [--steps=20] [--warmup=3]: nanoGPT's defaults (GPT-2 124M,
- * block 1024) on random tokens unless told otherwise */
+/* nanogpt bench [config file] [--key=value ...] [--steps=20] [--warmup=3] [--kernels]: nanoGPT's defaults
+ * (GPT-2 124M, block 1024) on random tokens unless told otherwise; --kernels times the model's matmul shapes
+ * and attention instead of training steps */
 static int cmd_bench(int argc, char **argv) {
-    int steps = 20, warmup = 3, n = 0, has_file;
+    int steps = 20, warmup = 3, n = 0, has_file, kernels = 0;
     char *rest[256], err[NGPT_ERRLEN];
     for (int i = 0; i < argc; i++) {
         double x;
-        if (!strncmp(argv[i], "--steps=", 8) || !strncmp(argv[i], "--warmup=", 9)) {
+        if (!strcmp(argv[i], "--kernels")) {
+            kernels = 1;
+        } else if (!strncmp(argv[i], "--steps=", 8) || !strncmp(argv[i], "--warmup=", 9)) {
             int is_steps = argv[i][2] == 's';
             const char *v = strchr(argv[i], '=') + 1;
             if (parse_number(v, &x) || x != floor(x) || x < (is_steps ? 1 : 0) || x > 100000) {
@@ -7052,10 +7132,22 @@ static int cmd_bench(int argc, char **argv) {
     if (ngpt_trainer_create(&cfg, &opt, &tr, err, sizeof err)) { fprintf(stderr, "error: %s\n", err); return 1; }
     const Plan *p = &tr->plan;
     printf("bench: n_layer %d, n_head %d, n_embd %d, block_size %d, vocab %d, %s on %s; micro-batch %d x accumulation %d "
-           "(%d tokens per step); %d warm-up + %d timed steps on random tokens\n",
+           "(%d tokens per step), logits chunk %d rows; ",
            tr->ms.L, tr->ms.NH, tr->ms.C, p->req.T, tr->ms.V, dtype_name(p->req.dtype), tr->be->name, p->micro_batch, p->grad_accum,
-           p->micro_batch * p->grad_accum * p->req.T, warmup, steps);
+           p->micro_batch * p->grad_accum * p->req.T, p->logits_chunk);
+    if (kernels) printf("each kernel: best of 5 calls after a warm-up call\n");
+    else printf("%d warm-up + %d timed steps on random tokens\n", warmup, steps);
     fflush(stdout);
+    if (kernels) {
+        KernelTime kt[N_KERNEL_TIMES];
+        int nk = bench_kernels(tr, kt), rc = be_check(tr, "the kernel benchmark");
+        char b1[32];
+        for (int i = 0; i < nk && !rc; i++)
+            printf("kernel %-28s %9.3f ms %s\n", kt[i].name, 1e3 * kt[i].seconds, fmt_flops(b1, sizeof b1, kt[i].flops / kt[i].seconds));
+        if (rc) fprintf(stderr, "error: %s\n", tr->err);
+        ngpt_trainer_free(tr);
+        return rc ? 1 : 0;
+    }
     BenchResult r;
     int rc = bench_run(tr, warmup, steps, &r);
     if (rc) {

@@ -8,11 +8,12 @@
 # Steps: build (nvcc for this GPU + the C test program), ops (every CUDA op against the CPU backend, for each
 # dtype the GPU supports, with determinism and no-allocation checks), sanitize (compute-sanitizer memcheck,
 # racecheck and synccheck on the small op tests), train (test/test_gpu_train.c: whole step vs CPU,
-# determinism, no allocation while training, resume, 300-step curve), bench (issue 8, not written yet).
+# determinism, no allocation while training, resume, 300-step curve), bench (nanogpt bench and
+# tools/bench_torch_gpt2.py: end to end, every matmul shape, attention, memory).
 # Not in the default run: recipe (nanoGPT's shakespeare_char GPU recipe, ~10 minutes: bash test/gpu.sh recipe).
 #
 # Logs go to $OUT (the device tool's folder) or ./gpu-logs: build.log, ops.log, sanitize.log, train.log,
-# recipe.log, summary.txt.
+# bench.log, recipe.log, summary.txt.
 # The device tool brings back at most 8 files: new steps should add one log each, at most. The table
 # "check | result | numbers" is printed last. Exit status 1 when any check failed (SKIP is not a failure).
 # The whole default run is meant to fit one 10-minute device call; GPU_SH_BUDGET (seconds, default 560)
@@ -160,8 +161,53 @@ if want recipe && [ $BUILT = 0 ]; then
     if [ $rc = 0 ] && [ -n "$best" ] && awk "BEGIN{exit !($best <= 1.47)}"; then res=PASS; else res=FAIL; fi
     row "shakespeare_char recipe (<= 1.47)" $res "best val ${best:-none}, $(($(date +%s) - t0)) s, exit $rc"
 fi
-if want bench; then
-    row "benchmarks" SKIP "issue 8: the benchmark program is not written yet"
+# ---- bench (issue 8): nanogpt bench and its PyTorch peer (tools/bench_torch_gpt2.py) in the same call:
+# GPT-2 124M, block 1024, bf16, end to end and per kernel (every matmul shape of a step, attention) -----------
+if want bench && [ $BUILT = 0 ] && time_left "benchmarks" 240; then
+    PY=${PYTHON:-python3}
+    t0=$(date +%s)
+    {
+        echo "== nanogpt bench"; "$BUILD/nanogpt" bench --device=cuda --steps=20 --warmup=3
+        echo "== nanogpt bench --kernels"; "$BUILD/nanogpt" bench --device=cuda --kernels
+    } >"$LOG/bench.log" 2>&1
+    chunk=$(sed -n 's/.*logits chunk \([0-9]*\) rows.*/\1/p' "$LOG/bench.log" | head -n 1)
+    {
+        echo "== tools/bench_torch_gpt2.py"; timeout 300 "$PY" tools/bench_torch_gpt2.py --steps 20 --warmup 3
+        echo "== tools/bench_torch_gpt2.py --kernels"; timeout 120 "$PY" tools/bench_torch_gpt2.py --kernels --chunk "${chunk:-4096}"
+    } >>"$LOG/bench.log" 2>&1
+    # kernel times by name, from the section of each program
+    ktimes() { # section-start-pattern -> "name<TAB>ms" lines
+        awk -v s="$1" '/^== /{on = ($0 ~ s)} on && /^kernel /{for (i = 2; i < NF; i++) if ($(i+1) == "ms") break;
+            n = $2; for (j = 3; j < i; j++) n = n " " $j; print n "\t" $i}' "$LOG/bench.log"
+    }
+    ktimes '^== nanogpt bench --kernels' >"$BUILD/k_ours"
+    ktimes 'bench_torch_gpt2.py --kernels' >"$BUILD/k_torch"
+    ratio() { # name-regex: torch time / our time summed over matching kernels (FLOP-weighted speed ratio)
+        join -t "$(printf '\t')" <(sort "$BUILD/k_ours") <(sort "$BUILD/k_torch") |
+            awk -F'\t' -v r="$1" '$1 ~ r {o += $2; t += $3} END {if (o > 0) printf "%.2f", t / o}'
+    }
+    ours_tok=$(sed -n '/^== nanogpt bench$/,/^== /s/^bench_result tokens_per_s=\([0-9]*\).*/\1/p' "$LOG/bench.log")
+    ours_mem=$(sed -n '/^== nanogpt bench$/,/^== /s/^bench_result.*memory_bytes=\([0-9]*\).*/\1/p' "$LOG/bench.log")
+    mfu=$(sed -n 's/^bench_result.*mfu=\([0-9.]*\).*/\1/p' "$LOG/bench.log" | head -n 1)
+    torch_tok=$(sed -n '/bench_torch_gpt2.py$/,/^== /s/^bench_result tokens_per_s=\([0-9]*\).*/\1/p' "$LOG/bench.log")
+    torch_mem=$(sed -n '/bench_torch_gpt2.py$/,/^== /s/^bench_result.*memory_bytes=\([0-9]*\).*/\1/p' "$LOG/bench.log")
+    target() { # value threshold -> PASS or MISS (a speed target, not a correctness check: MISS does not fail the run)
+        awk -v v="$1" -v t="$2" 'BEGIN{print (v != "" && v + 0 >= t) ? "PASS" : "MISS"}'
+    }
+    if [ -n "$ours_tok" ] && [ -n "$torch_tok" ]; then
+        e2e=$(awk -v a="$ours_tok" -v b="$torch_tok" 'BEGIN{printf "%.2f", a / b}')
+        row "end to end vs PyTorch (>= 1.3x)" "$(target "$e2e" 1.3)" "${e2e}x: $ours_tok vs $torch_tok tokens/s, MFU $mfu"
+        memr=$(awk -v a="$ours_mem" -v b="$torch_mem" 'BEGIN{printf "%.2f", a / b}')
+        row "memory vs PyTorch (<= 1.0x)" "$(awk -v v="$memr" 'BEGIN{print (v + 0 <= 1.0) ? "PASS" : "MISS"}')" \
+            "${memr}x: $((ours_mem / 1048576)) vs $((torch_mem / 1048576)) MiB in use"
+    else
+        row "end to end vs PyTorch" FAIL "no result (nanogpt: ${ours_tok:-none}, torch: ${torch_tok:-none}); see bench.log"
+    fi
+    mm=$(ratio '^matmul')
+    att=$(ratio '^attention')
+    row "matmuls vs torch.matmul (>= 0.95)" "$(target "$mm" 0.95)" "${mm:-none}x, FLOP-weighted over every shape"
+    row "attention vs SDPA (>= 1.0)" "$(target "$att" 1.0)" "${att:-none}x, forward + backward"
+    echo "bench: $(($(date +%s) - t0)) s"
 fi
 
 # ---- the table -------------------------------------------------------------------------------------------

@@ -2,7 +2,8 @@
  *  - the matmul peak is measured in the AdamW moments and leaves them zero;
  *  - the timed steps give tokens/s and an MFU between 0 and 1 (the model cannot beat the matmul peak by much);
  *  - the profiled step sees every op category, and its categories add up to no more than the step;
- *  - profiling changes nothing: a profiled step gives the bits an unprofiled one gives. */
+ *  - profiling changes nothing: a profiled step gives the bits an unprofiled one gives;
+ *  - the kernel timings cover every matmul shape and attention, and leave the moments zero. */
 #define NGPT_NO_MAIN
 #include "../nanogpt.c"
 #include "check.h"
@@ -74,8 +75,23 @@ static void test_profiling_changes_nothing(void) {
     ngpt_trainer_free(b);
 }
 
+static void test_kernel_timings(void) {
+    ngpt_trainer *tr = make();
+    if (!tr) return;
+    KernelTime kt[N_KERNEL_TIMES];
+    int n = bench_kernels(tr, kt);
+    CHECK(n == N_KERNEL_TIMES, "%d kernel timings, expected %d", n, N_KERNEL_TIMES);
+    for (int i = 0; i < n; i++) CHECK(kt[i].seconds > 0 && kt[i].flops > 0, "%s: %g s, %g FLOP", kt[i].name, kt[i].seconds, kt[i].flops);
+    CHECK(!strcmp(kt[8].name, "matmul classifier chunk fwd") && !strcmp(kt[11].name, "attention bwd"), "names: %s, %s", kt[8].name, kt[11].name);
+    size_t mv = tr->plan.off_region - tr->plan.off_m, nonzero = 0;
+    for (size_t i = 0; i < mv; i++) nonzero += tr->m[i] != 0;
+    CHECK(nonzero == 0, "%zu bytes of the AdamW moments are not zero after the kernel timings", nonzero);
+    ngpt_trainer_free(tr);
+}
+
 int main(void) {
     RUN(test_bench_numbers);
     RUN(test_profiling_changes_nothing);
+    RUN(test_kernel_timings);
     return check_summary();
 }
