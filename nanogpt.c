@@ -1110,18 +1110,20 @@ typedef int32_t v8i __attribute__((vector_size(32)));
 /* ---- vectorisable math: exp and erf without libm calls, so elementwise loops compile to SIMD (gcc needs
  * -fno-trapping-math to if-convert them; build.sh passes it) ---- */
 
-/* e^x for x in about [-87, 88]: 2^k * p(r) with r = x - k ln2, p a degree-6 polynomial (rel. error ~1e-7) */
+/* e^x for x in about [-87, 88]: 2^k * p(r) with r = x - k ln2, p a degree-6 polynomial (rel. error ~1e-7).
+ * Outside that range x is clamped; a NaN comes back as NaN (the clamp sends it to -87 first, so the integer
+ * conversion never sees it: a non-finite loss must stay visible). */
 static inline float fast_expf(float x) {
-    x = x < -87.0f ? -87.0f : x;
-    x = x > 88.0f ? 88.0f : x;
-    int32_t ki = (int32_t)(x * 1.44269504f + 256.5f) - 256; /* round(x / ln2); the shift keeps the cast a floor */
+    float c = x > -87.0f ? x : -87.0f;
+    c = c < 88.0f ? c : 88.0f;
+    int32_t ki = (int32_t)(c * 1.44269504f + 256.5f) - 256; /* round(c / ln2); the shift keeps the cast a floor */
     float k = (float)ki;
-    float r = x - k * 0.693145752f - k * 1.42860677e-6f;
+    float r = c - k * 0.693145752f - k * 1.42860677e-6f;
     float p = 1.0f + r * (1.0f + r * (0.5f + r * (0.166666672f + r * (0.0416666493f + r * (0.00833336823f + r * 0.00138878408f)))));
     int32_t bits = (ki + 127) << 23;
     float scale;
     memcpy(&scale, &bits, 4);
-    return p * scale;
+    return x == x ? p * scale : x;
 }
 
 /* erf(x), Abramowitz & Stegun 7.1.26 (absolute error below 1.5e-7) */

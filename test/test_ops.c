@@ -443,6 +443,32 @@ static void test_fill_normal(void) {
     free(x);
 }
 
+/* the vectorisable exp against libm over its whole range, and non-finite inputs: a NaN must come out of exp,
+ * GELU and the loss as NaN (the trainer's non-finite guard relies on it), never as a number or as UB */
+static void test_fast_math(void) {
+    double worst = 0;
+    for (int i = 0; i <= 350000; i++) {
+        float x = (float)(-87.0 + (double)i * (175.0 / 350000.0)); /* -87 .. 88 exactly */
+        double want = exp((double)x), rel = fabs((double)fast_expf(x) - want) / want;
+        if (rel > worst) worst = rel;
+    }
+    CHECK(worst < 3e-7, "fast_expf: max rel error %.3g over [-87, 88]", worst);
+    CHECK(isnan(fast_expf(NAN)) && isnan(fast_erff(NAN)), "exp/erf of NaN: %g, %g", (double)fast_expf(NAN), (double)fast_erff(NAN));
+    CHECK(fast_expf(-INFINITY) >= 0 && fast_expf(-INFINITY) < 1e-37f && isfinite(fast_expf(INFINITY)), "exp(-inf) %g, exp(inf) %g",
+          (double)fast_expf(-INFINITY), (double)fast_expf(INFINITY));
+    float x[16], y[16];
+    for (int i = 0; i < 16; i++) x[i] = i == 5 ? NAN : 0.1f * (float)i;
+    be->gelu_forward(be, y, x, 16);
+    CHECK(isnan(y[5]) && isfinite(y[4]), "gelu of NaN: %g (neighbour %g)", (double)y[5], (double)y[4]);
+    enum { V = 70, Vp = 128 };
+    float logits[2 * Vp], losses[2];
+    int32_t targets[2] = {3, 4};
+    for (int i = 0; i < 2 * Vp; i++) logits[i] = 0.01f * (float)(i % 17);
+    logits[Vp + 40] = NAN;
+    be->crossentropy(be, logits, losses, targets, 2, V, Vp, 0.5f);
+    CHECK(isfinite(losses[0]) && isnan(losses[1]), "losses with a NaN logit in row 1: %g, %g", (double)losses[0], (double)losses[1]);
+}
+
 int main(void) {
     char err[256];
     if (ngpt_cpu_backend_create(&be, 2, err, sizeof err)) { printf("FAIL setup: %s\n", err); return 1; }
@@ -461,6 +487,7 @@ int main(void) {
     RUN(test_crossentropy);
     RUN(test_adamw_and_norm);
     RUN(test_fill_normal);
+    RUN(test_fast_math);
     be->destroy(be);
     free(scratch);
     return check_summary();
