@@ -6312,32 +6312,6 @@ static int cmp_doubles(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-/* The backend's matmul on S x S x S in the AdamW moments (zero before the first step, zeroed again after):
- * the largest S (a multiple of 128, at most 4096 on a GPU and 1024 on the CPU) that fits. */
-static void bench_peak(ngpt_trainer *tr, BenchResult *r) {
-    ngpt_backend *be = tr->be;
-    const Plan *p = &tr->plan;
-    size_t room = p->off_region - p->off_m, a = act_size(tr);
-    int S = strcmp(be->name, "cpu") ? 4096 : 1024;
-    while (S >= 128 && 3 * (size_t)S * S * a > room) S -= 128;
-    r->peak_size = S >= 128 ? S : 0;
-    if (!r->peak_size) return;
-    char *x = tr->m, *w = x + (size_t)S * S * a, *out = w + (size_t)S * S * a;
-    be->zero(be, x, 2 * (size_t)S * S * a);
-    be->set_scratch(be, slot(tr, &p->train, B_SCRATCH, 0), p->train.slot_bytes[B_SCRATCH]);
-    double times[5];
-    for (int i = 0; i < 6; i++) { /* one warm-up call, then five timed */
-        be->sync(be);
-        double t0 = now_seconds();
-        be->matmul_forward(be, out, x, w, NULL, S, S, S);
-        be->sync(be);
-        if (i) times[i - 1] = now_seconds() - t0;
-    }
-    qsort(times, 5, sizeof times[0], cmp_doubles);
-    r->peak_flops = 2.0 * S * S * (double)S / times[0];
-    be->zero(be, tr->m, p->off_region - p->off_m);
-}
-
 /* Kernel timings at the model's own shapes, in the AdamW moments (zeroed again after): each linear layer's
  * matmul forward and backward (both products), the classifier over one planned chunk, attention forward and
  * backward over one micro-batch. Best of five calls, after one warm-up call. */
@@ -6375,6 +6349,30 @@ static void kernel_attention(void *arg) {
     ngpt_dropout none = {0, 0, 0, 0};
     if (k->backward) k->be->attention_backward(k->be, k->dx, k->y, k->x, k->w, k->lse, k->B, k->T, k->C, k->NH, &none);
     else k->be->attention_forward(k->be, k->w, k->lse, k->x, k->B, k->T, k->C, k->NH, &none);
+}
+
+/* The backend's matmul on S x S x S in the AdamW moments (zero before the first step, zeroed again after):
+ * the largest S (a multiple of 128 from 512, at most 4096 on a GPU and 1024 on the CPU) that fits, none when
+ * 512 does not (a small model: no MFU then); the best rate of
+ * the forward product and of the backward pair (dX and dW, which read their operands the other way round). */
+static void bench_peak(ngpt_trainer *tr, BenchResult *r) {
+    ngpt_backend *be = tr->be;
+    const Plan *p = &tr->plan;
+    size_t room = p->off_region - p->off_m, a = act_size(tr);
+    int S = strcmp(be->name, "cpu") ? 4096 : 1024;
+    while (S >= 512 && 5 * (size_t)S * S * a > room) S -= 128;
+    r->peak_size = S >= 512 ? S : 0; /* below 512 the product measures overheads, not the peak */
+    if (!r->peak_size) return;
+    size_t SS = (size_t)S * S * a;
+    char *x = tr->m, *w = x + SS, *y = w + SS, *dx = y + SS, *dw = dx + SS;
+    be->zero(be, x, 5 * SS);
+    be->set_scratch(be, slot(tr, &p->train, B_SCRATCH, 0), p->train.slot_bytes[B_SCRATCH]);
+    KernelCall k = {be, x, w, y, dx, dw, NULL, S, S, S, 0, 0, 0, 0};
+    for (k.backward = 0; k.backward < 2; k.backward++) {
+        double rate = (k.backward ? 4.0 : 2.0) * S * (double)S * S / time_best_of_5(be, kernel_matmul, &k);
+        r->peak_flops = MAX(r->peak_flops, rate);
+    }
+    be->zero(be, tr->m, p->off_region - p->off_m);
 }
 
 /* returns how many entries of out were filled (those that fit in the moments) */
