@@ -6375,19 +6375,23 @@ static void bench_peak(ngpt_trainer *tr, BenchResult *r) {
     be->zero(be, tr->m, p->off_region - p->off_m);
 }
 
-/* returns how many entries of out were filled (those that fit in the moments) */
-CLI_USED static int bench_kernels(ngpt_trainer *tr, KernelTime out[N_KERNEL_TIMES]) {
+/* returns how many entries of out were filled (those that fit in the moments); *classifier_rows: the rows of
+ * the classifier product timed */
+CLI_USED static int bench_kernels(ngpt_trainer *tr, KernelTime out[N_KERNEL_TIMES], int *classifier_rows) {
     ngpt_backend *be = tr->be;
     const Plan *p = &tr->plan;
     const ModelShape *m = &tr->ms;
     size_t room = p->off_region - p->off_m, a = act_size(tr);
     int B = p->micro_batch, T = p->req.T, C = m->C, N = B * T, n = 0;
     be->set_scratch(be, slot(tr, &p->train, B_SCRATCH, 0), p->train.slot_bytes[B_SCRATCH]);
+    /* the classifier over one planned chunk of rows, or as many rows as the moments hold beside wte */
+    double fit = ((double)room / (double)a - 2.0 * m->Vp * C) / (2.0 * C + m->Vp);
+    *classifier_rows = (int)MIN((double)p->logits_chunk, MAX(fit, 0.0));
     struct { const char *name; int N, C, OC; } lin[] = {
-        {"qkv", N, C, 3 * C}, {"attn proj", N, C, C}, {"fc", N, C, 4 * C}, {"mlp proj", N, 4 * C, C}, {"classifier chunk", p->logits_chunk, C, m->Vp}};
+        {"qkv", N, C, 3 * C}, {"attn proj", N, C, C}, {"fc", N, C, 4 * C}, {"mlp proj", N, 4 * C, C}, {"classifier chunk", *classifier_rows, C, m->Vp}};
     for (size_t i = 0; i < sizeof lin / sizeof lin[0]; i++) {
         size_t nx = (size_t)lin[i].N * lin[i].C, nw = (size_t)lin[i].OC * lin[i].C, ny = (size_t)lin[i].N * lin[i].OC;
-        if ((2 * nx + 2 * nw + ny) * a > room) continue;
+        if (lin[i].N < 1 || (2 * nx + 2 * nw + ny) * a > room) continue;
         KernelCall k = {be, tr->m, tr->m + nx * a, tr->m + (nx + nw) * a, tr->m + (nx + nw + ny) * a, tr->m + (2 * nx + nw + ny) * a, NULL,
                         lin[i].N, lin[i].C, lin[i].OC, 0, 0, 0, 0};
         be->zero(be, tr->m, (2 * nx + 2 * nw + ny) * a);
@@ -7140,8 +7144,9 @@ static int cmd_bench(int argc, char **argv) {
     fflush(stdout);
     if (kernels) {
         KernelTime kt[N_KERNEL_TIMES];
-        int nk = bench_kernels(tr, kt), rc = be_check(tr, "the kernel benchmark");
+        int crows = 0, nk = bench_kernels(tr, kt, &crows), rc = be_check(tr, "the kernel benchmark");
         char b1[32];
+        printf("classifier chunk rows %d\n", crows);
         for (int i = 0; i < nk && !rc; i++)
             printf("kernel %-28s %9.3f ms %s\n", kt[i].name, 1e3 * kt[i].seconds, fmt_flops(b1, sizeof b1, kt[i].flops / kt[i].seconds));
         if (rc) fprintf(stderr, "error: %s\n", tr->err);

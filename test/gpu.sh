@@ -170,7 +170,7 @@ if want bench && [ $BUILT = 0 ] && time_left "benchmarks" 240; then
         echo "== nanogpt bench"; "$BUILD/nanogpt" bench --device=cuda --steps=20 --warmup=3
         echo "== nanogpt bench --kernels"; "$BUILD/nanogpt" bench --device=cuda --kernels
     } >"$LOG/bench.log" 2>&1
-    chunk=$(sed -n 's/.*logits chunk \([0-9]*\) rows.*/\1/p' "$LOG/bench.log" | head -n 1)
+    chunk=$(sed -n 's/^classifier chunk rows \([0-9]*\)$/\1/p' "$LOG/bench.log" | head -n 1)
     {
         echo "== tools/bench_torch_gpt2.py"; timeout 300 "$PY" tools/bench_torch_gpt2.py --steps 20 --warmup 3
         echo "== tools/bench_torch_gpt2.py --kernels"; timeout 120 "$PY" tools/bench_torch_gpt2.py --kernels --chunk "${chunk:-4096}"

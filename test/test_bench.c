@@ -97,7 +97,8 @@ static void test_kernel_timings(void) {
     ngpt_trainer *tr = make();
     if (!tr) return;
     KernelTime kt[N_KERNEL_TIMES];
-    int n = bench_kernels(tr, kt);
+    int crows = 0, n = bench_kernels(tr, kt, &crows);
+    CHECK(crows == tr->plan.logits_chunk, "classifier rows %d, the planned chunk %d (the moments hold it)", crows, tr->plan.logits_chunk);
     CHECK(n == N_KERNEL_TIMES, "%d kernel timings, expected %d", n, N_KERNEL_TIMES);
     for (int i = 0; i < n; i++) CHECK(kt[i].seconds > 0 && kt[i].flops > 0, "%s: %g s, %g FLOP", kt[i].name, kt[i].seconds, kt[i].flops);
     CHECK(!strcmp(kt[8].name, "matmul classifier chunk fwd") && !strcmp(kt[11].name, "attention bwd"), "names: %s, %s", kt[8].name, kt[11].name);
