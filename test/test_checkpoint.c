@@ -157,13 +157,19 @@ static void mutate(const char *src, const char *dst, long truncate_to, long flip
     free(b);
 }
 
-static void test_bad_checkpoints(void) {
+/* a fresh trainer (empty out_dir) after one training step */
+static ngpt_trainer *make_after_one_step(ngpt_config *c) {
     clear_out_dir();
+    config(c);
+    ngpt_trainer *tr = make(c);
+    if (tr) CHECK(ngpt_train_step(tr, NULL) == 0, "%s", tr->err);
+    return tr;
+}
+
+static void test_bad_checkpoints(void) {
     ngpt_config c;
-    config(&c);
-    ngpt_trainer *tr = make(&c);
+    ngpt_trainer *tr = make_after_one_step(&c);
     if (!tr) return;
-    CHECK(ngpt_train_step(tr, NULL) == 0, "%s", tr->err);
     char good[512], bad[512];
     snprintf(good, sizeof good, "%s/good.bin", root);
     snprintf(bad, sizeof bad, "%s/bad.bin", root);
@@ -204,12 +210,9 @@ static void test_bad_checkpoints(void) {
 /* fp16's dynamic loss scale and its good-step count are stored and restored (the CPU trains in fp32, so the
  * trainer is told it runs fp16 for the load); an impossible stored scale is a clear error */
 static void test_fp16_loss_scale_kept(void) {
-    clear_out_dir();
     ngpt_config c;
-    config(&c);
-    ngpt_trainer *tr = make(&c);
+    ngpt_trainer *tr = make_after_one_step(&c);
     if (!tr) return;
-    CHECK(ngpt_train_step(tr, NULL) == 0, "%s", tr->err);
     char path[512], err[NGPT_ERRLEN];
     snprintf(path, sizeof path, "%s/scale.bin", root);
     tr->loss_scale = 1024.0f;
