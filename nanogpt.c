@@ -1335,48 +1335,48 @@ static void gemm_rows(void *arg, size_t lo, size_t hi, int tid) {
     gemm_block_rows(g, (int)lo * CPU_GEMM_MR, MIN((int)hi * CPU_GEMM_MR, g->M), cpu_scratch_a(g->cb, tid));
 }
 
-/* C (M,N) = bias + A B when overwrite (bias: N values or NULL), else C += A B */
-static void gemm(CpuBackend *cb, int M, int N, int K, const float *A, size_t ars, size_t acs, const float *B, size_t brs,
-                 size_t bcs, float *C, size_t ldc, int overwrite, const float *bias) {
-    if (M <= 0 || N <= 0) return;
-    if (K <= 0) {
-        if (overwrite)
-            for (int i = 0; i < M; i++)
-                for (int j = 0; j < N; j++) C[(size_t)i * ldc + j] = bias ? bias[j] : 0.0f;
+/* Walks the blocks of B: packs each, then computes every row of C against it. serial_tid < 0: on the pool,
+ * with the shared B panels; otherwise on that (calling) thread alone, with its own panels. */
+static void gemm_drive(Gemm *g, int serial_tid) {
+    if (g->M <= 0 || g->N <= 0) return;
+    if (g->K <= 0) {
+        if (g->overwrite)
+            for (int i = 0; i < g->M; i++)
+                for (int j = 0; j < g->N; j++) g->C[(size_t)i * g->ldc + j] = g->bias ? g->bias[j] : 0.0f;
         return;
     }
-    Gemm g = {M, N, K, A, ars, acs, B, brs, bcs, C, ldc, cb, overwrite, bias, 0, 0, 0, 0, cpu_scratch_shared_b(cb)};
-    size_t tiles = (size_t)(M + CPU_GEMM_MR - 1) / CPU_GEMM_MR;
-    for (g.n0 = 0; g.n0 < N; g.n0 += CPU_GEMM_NC) {
-        g.nc = MIN(CPU_GEMM_NC, N - g.n0);
-        size_t panels = (size_t)(g.nc + CPU_GEMM_NR - 1) / CPU_GEMM_NR;
-        for (g.k0 = 0; g.k0 < K; g.k0 += CPU_GEMM_KC) {
-            g.kc = MIN(CPU_GEMM_KC, K - g.k0);
-            size_t work_per_tile = (size_t)CPU_GEMM_MR * (size_t)g.nc * (size_t)g.kc;
-            parallel_for(cb, panels, MAX((size_t)1, ((size_t)1 << 14) / ((size_t)g.kc * CPU_GEMM_NR)), gemm_pack_b_panels, &g);
-            parallel_for(cb, tiles, MAX((size_t)1, ((size_t)1 << 17) / work_per_tile), gemm_rows, &g);
+    CpuBackend *cb = g->cb;
+    g->bpack = serial_tid < 0 ? cpu_scratch_shared_b(cb) : cpu_scratch_b(cb, serial_tid);
+    size_t tiles = (size_t)(g->M + CPU_GEMM_MR - 1) / CPU_GEMM_MR;
+    for (g->n0 = 0; g->n0 < g->N; g->n0 += CPU_GEMM_NC) {
+        g->nc = MIN(CPU_GEMM_NC, g->N - g->n0);
+        size_t panels = (size_t)(g->nc + CPU_GEMM_NR - 1) / CPU_GEMM_NR;
+        for (g->k0 = 0; g->k0 < g->K; g->k0 += CPU_GEMM_KC) {
+            g->kc = MIN(CPU_GEMM_KC, g->K - g->k0);
+            if (serial_tid >= 0) {
+                gemm_pack_b_panels(g, 0, panels, serial_tid);
+                gemm_block_rows(g, 0, g->M, cpu_scratch_a(cb, serial_tid));
+                continue;
+            }
+            size_t work_per_tile = (size_t)CPU_GEMM_MR * (size_t)g->nc * (size_t)g->kc;
+            parallel_for(cb, panels, MAX((size_t)1, ((size_t)1 << 14) / ((size_t)g->kc * CPU_GEMM_NR)), gemm_pack_b_panels, g);
+            parallel_for(cb, tiles, MAX((size_t)1, ((size_t)1 << 17) / work_per_tile), gemm_rows, g);
         }
     }
 }
 
-/* the same product on the calling thread only, with its own B panels */
+/* C (M,N) = bias + A B when overwrite (bias: N values or NULL), else C += A B; on the pool */
+static void gemm(CpuBackend *cb, int M, int N, int K, const float *A, size_t ars, size_t acs, const float *B, size_t brs,
+                 size_t bcs, float *C, size_t ldc, int overwrite, const float *bias) {
+    Gemm g = {M, N, K, A, ars, acs, B, brs, bcs, C, ldc, cb, overwrite, bias, 0, 0, 0, 0, NULL};
+    gemm_drive(&g, -1);
+}
+
+/* the same product (no bias) on the calling thread only, with its own B panels */
 static void gemm_serial(CpuBackend *cb, int tid, int M, int N, int K, const float *A, size_t ars, size_t acs, const float *B,
                         size_t brs, size_t bcs, float *C, size_t ldc, int overwrite) {
-    if (M <= 0 || N <= 0) return;
-    if (K <= 0) {
-        if (overwrite)
-            for (int i = 0; i < M; i++) memset(C + (size_t)i * ldc, 0, (size_t)N * sizeof(float));
-        return;
-    }
-    Gemm g = {M, N, K, A, ars, acs, B, brs, bcs, C, ldc, cb, overwrite, NULL, 0, 0, 0, 0, cpu_scratch_b(cb, tid)};
-    for (g.n0 = 0; g.n0 < N; g.n0 += CPU_GEMM_NC) {
-        g.nc = MIN(CPU_GEMM_NC, N - g.n0);
-        for (g.k0 = 0; g.k0 < K; g.k0 += CPU_GEMM_KC) {
-            g.kc = MIN(CPU_GEMM_KC, K - g.k0);
-            gemm_pack_b_panels(&g, 0, (size_t)(g.nc + CPU_GEMM_NR - 1) / CPU_GEMM_NR, tid);
-            gemm_block_rows(&g, 0, M, cpu_scratch_a(cb, tid));
-        }
-    }
+    Gemm g = {M, N, K, A, ars, acs, B, brs, bcs, C, ldc, cb, overwrite, NULL, 0, 0, 0, 0, NULL};
+    gemm_drive(&g, tid);
 }
 
 /* ---- matmul ---- */

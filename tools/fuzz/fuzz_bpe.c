@@ -70,8 +70,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     const char *d = getenv("NGPT_SHARED_DATA");
     char shared[512], enc[600], bpe[600], err[NGPT_ERRLEN];
     snprintf(shared, sizeof shared, "%s", d && *d ? d : "../shared/data");
-    const char *seeds = getenv("NGPT_FUZZ_SEEDS");
-    if (seeds && *seeds) { make_seeds(seeds, shared); exit(0); }
+    const char *seeds = fz_seeds_dir();
+    if (seeds) { make_seeds(seeds, shared); exit(0); }
     snprintf(enc, sizeof enc, "%s/gpt2/encoder.json", shared);
     snprintf(bpe, sizeof bpe, "%s/gpt2/vocab.bpe", shared);
     if (ngpt_tokenizer_load_gpt2(enc, bpe, &tok, err, sizeof err)) {

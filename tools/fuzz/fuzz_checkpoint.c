@@ -11,30 +11,7 @@
 #define NGPT_NO_MAIN
 #include "../../nanogpt.c"
 
-static char fz_dir[256], fz_path[320];
-
-static void fz_cleanup(void) {
-    if (fz_path[0]) unlink(fz_path);
-    if (fz_dir[0]) rmdir(fz_dir);
-}
-
-static void fz_mkdir(void) {
-    if (fz_dir[0]) return;
-    const char *base = getenv("NGPT_FUZZ_TMP");
-    if (!base || !*base) base = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
-    mkdir(base, 0700);
-    snprintf(fz_dir, sizeof fz_dir, "%.200s/ngpt-fuzz-XXXXXX", base);
-    if (!mkdtemp(fz_dir)) { perror("mkdtemp"); abort(); }
-    atexit(fz_cleanup);
-}
-
-static const char *fz_write(const char *name, const uint8_t *data, size_t size) {
-    fz_mkdir();
-    snprintf(fz_path, sizeof fz_path, "%s/%s", fz_dir, name);
-    FILE *f = fopen(fz_path, "wb");
-    if (!f || (size && fwrite(data, 1, size, f) != size) || fclose(f)) { perror(fz_path); abort(); }
-    return fz_path;
-}
+#include "fuzz_common.h"
 
 /* the tiny model: V 40, T 8, L 1, NH 2, C 8, with biases */
 static void tiny_config(ngpt_config *c, const char *dir) {
@@ -94,8 +71,8 @@ static void make_seeds(const char *dir) {
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
     (void)argc; (void)argv;
-    const char *seeds = getenv("NGPT_FUZZ_SEEDS");
-    if (seeds && *seeds) { make_seeds(seeds); exit(0); }
+    const char *seeds = fz_seeds_dir();
+    if (seeds) { make_seeds(seeds); exit(0); }
     fz_mkdir();
     ngpt_config c;
     tiny_config(&c, fz_dir); /* no data is read (no_data), nothing is written */

@@ -71,34 +71,25 @@ static void make_seeds(const char *dir) {
     };
     static const char *const files[] = {"data/shakespeare_char/train.cfg", "data/shakespeare_char/train_cpu.cfg",
                                         "data/shakespeare/train.cfg", "data/openwebtext/train_gpt2.cfg"};
-    char path[600];
+    char name[64];
     for (size_t i = 0; i < sizeof lines / sizeof *lines; i++) {
-        snprintf(path, sizeof path, "%s/lines_%zu", dir, i);
-        FILE *f = fopen(path, "wb");
         size_t n = strlen(lines[i]);
         if (i >= 3 && i != 4 && i != 6) n += 1 + strlen(lines[i] + n + 1); /* key NUL value */
-        fwrite(lines[i], 1, n, f);
-        fclose(f);
+        snprintf(name, sizeof name, "lines_%zu", i);
+        fz_seed(dir, name, lines[i], n);
     }
     for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
         unsigned char *buf;
         size_t n;
         char err[NGPT_ERRLEN];
         if (tok_read_file(files[i], &buf, &n, err, sizeof err)) { fprintf(stderr, "seeds: %s (skipped)\n", err); continue; }
-        snprintf(path, sizeof path, "%s/recipe_%zu", dir, i);
-        FILE *f = fopen(path, "wb");
-        fwrite(buf, 1, n, f);
-        fclose(f);
+        snprintf(name, sizeof name, "recipe_%zu", i);
+        fz_seed(dir, name, buf, n);
         free(buf);
     }
 }
 
-int LLVMFuzzerInitialize(int *argc, char ***argv) {
-    (void)argc; (void)argv;
-    const char *seeds = getenv("NGPT_FUZZ_SEEDS");
-    if (seeds && *seeds) { make_seeds(seeds); exit(0); }
-    return 0;
-}
+FZ_INITIALIZE_SEEDS_ONLY(make_seeds)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     char err[NGPT_ERRLEN];

@@ -40,12 +40,7 @@ static void make_seeds(const char *dir) {
     fz_seed(dir, "meta_bin", buf, o);
 }
 
-int LLVMFuzzerInitialize(int *argc, char ***argv) {
-    (void)argc; (void)argv;
-    const char *seeds = getenv("NGPT_FUZZ_SEEDS");
-    if (seeds && *seeds) { make_seeds(seeds); exit(0); }
-    return 0;
-}
+FZ_INITIALIZE_SEEDS_ONLY(make_seeds)
 
 static CharVocab *cv;
 

@@ -11,18 +11,7 @@
 
 #define SEP "\n@@config.json@@\n"
 
-static char fz_dir[256], fz_model[320], fz_cfg[320];
-
-static void fz_cleanup(void) {
-    if (fz_model[0]) unlink(fz_model);
-    if (fz_cfg[0]) unlink(fz_cfg);
-    if (fz_dir[0]) rmdir(fz_dir);
-}
-
-static void fz_put(const char *path, const uint8_t *data, size_t size) {
-    FILE *f = fopen(path, "wb");
-    if (!f || (size && fwrite(data, 1, size, f) != size) || fclose(f)) { perror(path); abort(); }
-}
+#include "fuzz_common.h"
 
 static void fz_seed_join(const char *dir, const char *name, const char *model, const char *config) {
     unsigned char *a = NULL, *b = NULL;
@@ -49,39 +38,24 @@ static void make_seeds(const char *dir) {
     fz_seed_join(dir, "llmc_v5", "test/fixtures/tiny_gpt2_llmc_v5.bin", NULL);
 }
 
-int LLVMFuzzerInitialize(int *argc, char ***argv) {
-    (void)argc; (void)argv;
-    const char *seeds = getenv("NGPT_FUZZ_SEEDS");
-    if (seeds && *seeds) { make_seeds(seeds); exit(0); }
-    return 0;
-}
+FZ_INITIALIZE_SEEDS_ONLY(make_seeds)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     char err[NGPT_ERRLEN];
-    if (!fz_dir[0]) {
-        const char *base = getenv("NGPT_FUZZ_TMP");
-        if (!base || !*base) base = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
-        mkdir(base, 0700);
-        snprintf(fz_dir, sizeof fz_dir, "%.200s/ngpt-fuzz-XXXXXX", base);
-        if (!mkdtemp(fz_dir)) { perror("mkdtemp"); abort(); }
-        snprintf(fz_model, sizeof fz_model, "%s/model.safetensors", fz_dir);
-        snprintf(fz_cfg, sizeof fz_cfg, "%s/config.json", fz_dir);
-        atexit(fz_cleanup);
-    }
     /* split off a config.json at the last separator */
     size_t model_len = size, m = strlen(SEP);
     const uint8_t *cfg = NULL;
     for (size_t i = size >= m ? size - m + 1 : 0; i-- > 0;)
         if (!memcmp(data + i, SEP, m)) { model_len = i; cfg = data + i + m; break; }
-    fz_put(fz_model, data, model_len);
-    if (cfg) fz_put(fz_cfg, cfg, size - (size_t)(cfg - data));
-    else unlink(fz_cfg);
+    const char *model = fz_write("model.safetensors", data, model_len);
+    if (cfg) fz_write("config.json", cfg, size - (size_t)(cfg - data));
+    else unlink(fz_file("config.json"));
 
     for (int reader = 0; reader < 2; reader++) {
         ModelShape ms;
         float *params = NULL;
-        int rc = reader ? llmc_read_model(fz_model, &ms, &params, err, sizeof err)
-                        : safetensors_read_gpt2(fz_model, &ms, &params, err, sizeof err);
+        int rc = reader ? llmc_read_model(model, &ms, &params, err, sizeof err)
+                        : safetensors_read_gpt2(model, &ms, &params, err, sizeof err);
         if (rc == NGPT_OK) {
             if (!params || ms.L < 1 || ms.NH < 1 || ms.C % ms.NH || ms.V < 1 || ms.Vp != pad_vocab(ms.V) || ms.maxT < 1) {
                 fprintf(stderr, "fuzz_safetensors: a reader accepted an impossible shape\n");

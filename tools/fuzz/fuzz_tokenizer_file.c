@@ -75,12 +75,7 @@ static void make_seeds(const char *dir) {
     free(buf);
 }
 
-int LLVMFuzzerInitialize(int *argc, char ***argv) {
-    (void)argc; (void)argv;
-    const char *seeds = getenv("NGPT_FUZZ_SEEDS");
-    if (seeds && *seeds) { make_seeds(seeds); exit(0); }
-    return 0;
-}
+FZ_INITIALIZE_SEEDS_ONLY(make_seeds)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     char err[NGPT_ERRLEN];
