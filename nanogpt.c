@@ -1085,6 +1085,33 @@ static void parfor_thunk(void *arg, int i, int nt) {
     if (lo < hi) pf->body(pf->ctx, lo, hi, i);
 }
 
+/* the same over chunks of `chunk` items that the threads take in turn from a shared counter: for work whose
+ * result does not depend on which thread does it (rows of a product), so a thread slowed by the machine holds
+ * up the others for at most one chunk */
+typedef struct {
+    range_fn body;
+    void *ctx;
+    size_t n, chunk;
+    _Atomic size_t next;
+} ParForDyn;
+
+static void parfor_dyn_thunk(void *arg, int i, int nt) {
+    (void)nt;
+    ParForDyn *pf = (ParForDyn *)arg;
+    for (;;) {
+        size_t lo = atomic_fetch_add_explicit(&pf->next, pf->chunk, memory_order_relaxed);
+        if (lo >= pf->n) return;
+        pf->body(pf->ctx, lo, MIN(lo + pf->chunk, pf->n), i);
+    }
+}
+
+static void parallel_for_chunks(CpuBackend *cb, size_t n, size_t chunk, range_fn body, void *ctx) {
+    if (n == 0) return;
+    if (cb->nthreads == 1 || n <= chunk) { body(ctx, 0, n, 0); return; }
+    ParForDyn pf = {body, ctx, n, chunk, 0};
+    pool_run(&cb->pool.pool, parfor_dyn_thunk, &pf);
+}
+
 /* body(ctx, lo, hi, tid) over [0, n) split in contiguous ranges; small jobs stay on the calling thread. */
 static void parallel_for(CpuBackend *cb, size_t n, size_t grain, range_fn body, void *ctx) {
     if (n == 0) return;
@@ -1103,23 +1130,32 @@ typedef int32_t v8i __attribute__((vector_size(32)));
  * as a function taking 32-byte vectors would change the ABI on targets without AVX */
 #if defined(__FMA__) && defined(__AVX__)
 #define VFMA(a, b, c) ((v8f)_mm256_fmadd_ps((__m256)(a), (__m256)(b), (__m256)(c)))
+#define SFMA(a, b, c) fmaf(a, b, c) /* one instruction with FMA (and vectorised by gcc in simple loops) */
 #else
 #define VFMA(a, b, c) ((a) * (b) + (c))
+#define SFMA(a, b, c) ((a) * (b) + (c))
 #endif
+#define V8(c) ((v8f){c, c, c, c, c, c, c, c})
 
 /* ---- vectorisable math: exp and erf without libm calls, so elementwise loops compile to SIMD (gcc needs
  * -fno-trapping-math to if-convert them; build.sh passes it) ---- */
 
-/* e^x for x in about [-87, 88]: 2^k * p(r) with r = x - k ln2, p a degree-6 polynomial (rel. error ~1e-7).
- * Outside that range x is clamped; a NaN comes back as NaN (the clamp sends it to -87 first, so the integer
- * conversion never sees it: a non-finite loss must stay visible). */
+/* e^x for x in about [-87, 88]: 2^k * p(r) with r = x - k ln2, p a degree-6 polynomial in Horner form with
+ * fused multiply-adds where the target has them (rel. error ~1e-7). Outside that range x is clamped; a NaN
+ * comes back as NaN (the clamp sends it to -87 first, so the integer conversion never sees it: a non-finite
+ * loss must stay visible). */
 static inline float fast_expf(float x) {
     float c = x > -87.0f ? x : -87.0f;
     c = c < 88.0f ? c : 88.0f;
-    int32_t ki = (int32_t)(c * 1.44269504f + 256.5f) - 256; /* round(c / ln2); the shift keeps the cast a floor */
+    int32_t ki = (int32_t)SFMA(c, 1.44269504f, 256.5f) - 256; /* round(c / ln2); the shift keeps the cast a floor */
     float k = (float)ki;
-    float r = c - k * 0.693145752f - k * 1.42860677e-6f;
-    float p = 1.0f + r * (1.0f + r * (0.5f + r * (0.166666672f + r * (0.0416666493f + r * (0.00833336823f + r * 0.00138878408f)))));
+    float r = SFMA(-k, 1.42860677e-6f, SFMA(-k, 0.693145752f, c));
+    float p = SFMA(0.00138878408f, r, 0.00833336823f);
+    p = SFMA(p, r, 0.0416666493f);
+    p = SFMA(p, r, 0.166666672f);
+    p = SFMA(p, r, 0.5f);
+    p = SFMA(p, r, 1.0f);
+    p = SFMA(p, r, 1.0f);
     int32_t bits = (ki + 127) << 23;
     float scale;
     memcpy(&scale, &bits, 4);
@@ -1128,11 +1164,47 @@ static inline float fast_expf(float x) {
 
 /* erf(x), Abramowitz & Stegun 7.1.26 (absolute error below 1.5e-7) */
 static inline float erf_with_gauss(float x, float gauss) { /* gauss = exp(-x^2), shared with GELU's backward */
-    float ax = x < 0 ? -x : x, t = 1.0f / (1.0f + 0.3275911f * ax);
-    float y = 1.0f - t * (0.254829592f + t * (-0.284496736f + t * (1.421413741f + t * (-1.453152027f + t * 1.061405429f)))) * gauss;
+    float ax = x < 0 ? -x : x, t = 1.0f / SFMA(0.3275911f, ax, 1.0f);
+    float p = SFMA(1.061405429f, t, -1.453152027f);
+    p = SFMA(p, t, 1.421413741f);
+    p = SFMA(p, t, -0.284496736f);
+    p = SFMA(p, t, 0.254829592f);
+    float y = SFMA(-(t * p), gauss, 1.0f);
     return x < 0 ? -y : y;
 }
 static inline float fast_erff(float x) { return erf_with_gauss(x, fast_expf(-x * x)); }
+
+/* 8 lanes of fast_expf and erf_with_gauss, operation for operation (the same results): gcc does not
+ * vectorise the scalar versions inside a loop (the clamps and the sign select stay branches). Vectors go in
+ * and out through pointers: passing 32-byte vectors by value changes the ABI on targets without AVX. */
+#define V8_SELECT(mask, a, b) ((v8f)(((v8i)(a) & (mask)) | ((v8i)(b) & ~(mask))))
+static inline void v8_exp(const v8f *xp, v8f *out) {
+    const v8f lo = V8(-87.0f), hi = V8(88.0f);
+    v8f x = *xp, c = V8_SELECT(x > lo, x, lo);
+    c = V8_SELECT(c < hi, c, hi);
+    v8i ki = __builtin_convertvector(VFMA(c, V8(1.44269504f), V8(256.5f)), v8i) - 256;
+    v8f k = __builtin_convertvector(ki, v8f);
+    v8f r = VFMA(-k, V8(1.42860677e-6f), VFMA(-k, V8(0.693145752f), c));
+    v8f p = VFMA(V8(0.00138878408f), r, V8(0.00833336823f));
+    p = VFMA(p, r, V8(0.0416666493f));
+    p = VFMA(p, r, V8(0.166666672f));
+    p = VFMA(p, r, V8(0.5f));
+    p = VFMA(p, r, V8(1.0f));
+    p = VFMA(p, r, V8(1.0f));
+    v8f scale = (v8f)((ki + 127) << 23);
+    *out = V8_SELECT(x == x, p * scale, x);
+}
+static inline void v8_erf_with_gauss(const v8f *xp, const v8f *gauss, v8f *out) {
+    const v8i sign = {INT32_MIN, INT32_MIN, INT32_MIN, INT32_MIN, INT32_MIN, INT32_MIN, INT32_MIN, INT32_MIN};
+    const v8f zero = {0, 0, 0, 0, 0, 0, 0, 0};
+    v8f x = *xp, ax = (v8f)((v8i)x & ~sign), t = 1.0f / VFMA(V8(0.3275911f), ax, V8(1.0f));
+    v8f p = VFMA(V8(1.061405429f), t, V8(-1.453152027f));
+    p = VFMA(p, t, V8(1.421413741f));
+    p = VFMA(p, t, V8(-0.284496736f));
+    p = VFMA(p, t, V8(0.254829592f));
+    v8f y = VFMA(-(t * p), *gauss, V8(1.0f));
+    *out = (v8f)((v8i)y ^ ((x < zero) & sign));
+}
 
 /* dot product of n floats with 8-wide partial sums */
 static inline float dot(const float *a, const float *b, int n) {
@@ -1200,7 +1272,32 @@ typedef struct {
     const float *bias;  /* with overwrite: added to every row of C (N values), or NULL */
     int n0, nc, k0, kc; /* the B block being worked on */
     float *bpack;       /* its packed panels: panel p at bpack + p * kc * NR, row kk of it at + kk * NR */
+    float *a_row_sums;  /* or NULL: row i of A summed over the depth, in order, added to a_row_sums[i] */
 } Gemm;
+
+#if defined(__AVX__)
+/* dst[i * NR + j] = src[j][k + i] for i, j in [0, 8): eight 8-float column pieces written as eight rows of the
+ * packed panel (row stride NR) */
+static inline void transpose_8x8_store(const float *const *src, int k, float *dst) {
+    __m256 r0 = _mm256_loadu_ps(src[0] + k), r1 = _mm256_loadu_ps(src[1] + k), r2 = _mm256_loadu_ps(src[2] + k);
+    __m256 r3 = _mm256_loadu_ps(src[3] + k), r4 = _mm256_loadu_ps(src[4] + k), r5 = _mm256_loadu_ps(src[5] + k);
+    __m256 r6 = _mm256_loadu_ps(src[6] + k), r7 = _mm256_loadu_ps(src[7] + k);
+    __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1), t2 = _mm256_unpacklo_ps(r2, r3);
+    __m256 t3 = _mm256_unpackhi_ps(r2, r3), t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5);
+    __m256 t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);
+    __m256 s0 = _mm256_shuffle_ps(t0, t2, 0x44), s1 = _mm256_shuffle_ps(t0, t2, 0xEE), s2 = _mm256_shuffle_ps(t1, t3, 0x44);
+    __m256 s3 = _mm256_shuffle_ps(t1, t3, 0xEE), s4 = _mm256_shuffle_ps(t4, t6, 0x44), s5 = _mm256_shuffle_ps(t4, t6, 0xEE);
+    __m256 s6 = _mm256_shuffle_ps(t5, t7, 0x44), s7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+    _mm256_store_ps(dst + 0 * CPU_GEMM_NR, _mm256_permute2f128_ps(s0, s4, 0x20));
+    _mm256_store_ps(dst + 1 * CPU_GEMM_NR, _mm256_permute2f128_ps(s1, s5, 0x20));
+    _mm256_store_ps(dst + 2 * CPU_GEMM_NR, _mm256_permute2f128_ps(s2, s6, 0x20));
+    _mm256_store_ps(dst + 3 * CPU_GEMM_NR, _mm256_permute2f128_ps(s3, s7, 0x20));
+    _mm256_store_ps(dst + 4 * CPU_GEMM_NR, _mm256_permute2f128_ps(s0, s4, 0x31));
+    _mm256_store_ps(dst + 5 * CPU_GEMM_NR, _mm256_permute2f128_ps(s1, s5, 0x31));
+    _mm256_store_ps(dst + 6 * CPU_GEMM_NR, _mm256_permute2f128_ps(s2, s6, 0x31));
+    _mm256_store_ps(dst + 7 * CPU_GEMM_NR, _mm256_permute2f128_ps(s3, s7, 0x31));
+}
+#endif
 
 static void gemm_pack_b_panels(void *arg, size_t lo, size_t hi, int tid) {
     (void)tid;
@@ -1225,7 +1322,15 @@ static void gemm_pack_b_panels(void *arg, size_t lo, size_t hi, int tid) {
         } else { /* B read down its columns (a weight used transposed): 16 column streams, one row at a time */
             const float *src[CPU_GEMM_NR];
             for (int j = 0; j < CPU_GEMM_NR; j++) src[j] = g->B + (size_t)(n0 + MIN(j, nr - 1)) * g->bcs + (size_t)g->k0 * g->brs;
-            for (int kk = 0; kk < kc; kk++) {
+            int kk = 0;
+#if defined(__AVX__)
+            if (g->brs == 1 && nr == CPU_GEMM_NR) /* each column contiguous: 8 x 8 blocks transposed in registers */
+                for (; kk + 8 <= kc; kk += 8) {
+                    transpose_8x8_store(src, kk, buf + (size_t)kk * CPU_GEMM_NR);
+                    transpose_8x8_store(src + 8, kk, buf + (size_t)kk * CPU_GEMM_NR + 8);
+                }
+#endif
+            for (; kk < kc; kk++) {
                 float *dst = buf + (size_t)kk * CPU_GEMM_NR;
                 size_t o = (size_t)kk * g->brs;
                 for (int j = 0; j < CPU_GEMM_NR; j++) dst[j] = j < nr ? src[j][o] : 0.0f;
@@ -1240,28 +1345,47 @@ static void gemm_pack_b_panels(void *arg, size_t lo, size_t hi, int tid) {
 static void gemm_pack_a(const Gemm *g, int mb, int me, float *dst) {
     int kc = g->kc, rows = me - mb;
     const float *src = g->A + (size_t)mb * g->ars + (size_t)g->k0 * g->acs;
+    float *sums = g->a_row_sums && g->n0 == 0 ? g->a_row_sums + mb : NULL; /* summed while the rows pass by */
     for (int kk = 0; kk < kc; kk++) {
         const float *s = src + (size_t)kk * g->acs;
         for (int m = 0; m < rows; m += CPU_GEMM_MR) {
             float *d = dst + (size_t)m * kc + (size_t)kk * CPU_GEMM_MR;
             int mr = MIN(CPU_GEMM_MR, rows - m), r = 0;
             for (; r < mr; r++) d[r] = s[(size_t)(m + r) * g->ars];
-            for (; r < CPU_GEMM_MR; r++) d[r] = 0;
+            if (sums)
+                for (r = 0; r < mr; r++) sums[m + r] += d[r];
+            for (r = mr; r < CPU_GEMM_MR; r++) d[r] = 0;
         }
     }
 }
 
+/* a_row_sums for rows [mb, me) of A read in place (rows contiguous), over the current depth block */
+static void gemm_sum_a_rows(const Gemm *g, int mb, int me) {
+    if (!g->a_row_sums || g->n0 != 0) return;
+    for (int i = mb; i < me; i++) {
+        const float *row = g->A + (size_t)i * g->ars + g->k0;
+        float sum = g->a_row_sums[i];
+        for (int kk = 0; kk < g->kc; kk++) sum += row[kk];
+        g->a_row_sums[i] = sum;
+    }
+}
+
 /* the 6 x 16 register tile: C[0..5][0..15] += A (6 x kc; element (r, k) at a[r * ars + k * acs]) . b (kc x 16,
- * packed). Inlined twice: with the packed strides (1, 6) folded in, and with A's own row stride (acs = 1). */
-static inline __attribute__((always_inline)) void gemm_tile_6x16(int kc, const float *a, size_t ars, size_t acs, const float *b, float *C,
-                                                                 size_t ldc) {
-    v8f c00 = *(const v8fu *)(C + 0 * ldc), c01 = *(const v8fu *)(C + 0 * ldc + 8);
-    v8f c10 = *(const v8fu *)(C + 1 * ldc), c11 = *(const v8fu *)(C + 1 * ldc + 8);
-    v8f c20 = *(const v8fu *)(C + 2 * ldc), c21 = *(const v8fu *)(C + 2 * ldc + 8);
-    v8f c30 = *(const v8fu *)(C + 3 * ldc), c31 = *(const v8fu *)(C + 3 * ldc + 8);
-    v8f c40 = *(const v8fu *)(C + 4 * ldc), c41 = *(const v8fu *)(C + 4 * ldc + 8);
-    v8f c50 = *(const v8fu *)(C + 5 * ldc), c51 = *(const v8fu *)(C + 5 * ldc + 8);
-    const float *a0 = a, *a1 = a + ars, *a2 = a + 2 * ars, *a3 = a + 3 * ars, *a4 = a + 4 * ars, *a5 = a + 5 * ars;
+ * packed). Inlined three times: with the packed strides (1, 6) folded in, with A's own row stride (acs = 1),
+ * and for the last rows of C (mr < 6): rows past mr repeat row mr - 1, so they compute and store its values
+ * again instead of reading past A and C. */
+static inline __attribute__((always_inline)) void gemm_tile_6x16(int kc, int mr, const float *a, size_t ars, size_t acs, const float *b,
+                                                                 float *C, size_t ldc) {
+    float *C0 = C, *C1 = C + (size_t)MIN(1, mr - 1) * ldc, *C2 = C + (size_t)MIN(2, mr - 1) * ldc;
+    float *C3 = C + (size_t)MIN(3, mr - 1) * ldc, *C4 = C + (size_t)MIN(4, mr - 1) * ldc, *C5 = C + (size_t)MIN(5, mr - 1) * ldc;
+    v8f c00 = *(const v8fu *)C0, c01 = *(const v8fu *)(C0 + 8);
+    v8f c10 = *(const v8fu *)C1, c11 = *(const v8fu *)(C1 + 8);
+    v8f c20 = *(const v8fu *)C2, c21 = *(const v8fu *)(C2 + 8);
+    v8f c30 = *(const v8fu *)C3, c31 = *(const v8fu *)(C3 + 8);
+    v8f c40 = *(const v8fu *)C4, c41 = *(const v8fu *)(C4 + 8);
+    v8f c50 = *(const v8fu *)C5, c51 = *(const v8fu *)(C5 + 8);
+    const float *a0 = a, *a1 = a + (size_t)MIN(1, mr - 1) * ars, *a2 = a + (size_t)MIN(2, mr - 1) * ars;
+    const float *a3 = a + (size_t)MIN(3, mr - 1) * ars, *a4 = a + (size_t)MIN(4, mr - 1) * ars, *a5 = a + (size_t)MIN(5, mr - 1) * ars;
     for (int k = 0; k < kc; k++, b += CPU_GEMM_NR) {
         v8f b0 = *(const v8f *)b, b1 = *(const v8f *)(b + 8), x;
         size_t o = (size_t)k * acs;
@@ -1272,12 +1396,12 @@ static inline __attribute__((always_inline)) void gemm_tile_6x16(int kc, const f
         x = (v8f){a4[o], a4[o], a4[o], a4[o], a4[o], a4[o], a4[o], a4[o]}; c40 = VFMA(x, b0, c40); c41 = VFMA(x, b1, c41);
         x = (v8f){a5[o], a5[o], a5[o], a5[o], a5[o], a5[o], a5[o], a5[o]}; c50 = VFMA(x, b0, c50); c51 = VFMA(x, b1, c51);
     }
-    *(v8fu *)(C + 0 * ldc) = c00; *(v8fu *)(C + 0 * ldc + 8) = c01;
-    *(v8fu *)(C + 1 * ldc) = c10; *(v8fu *)(C + 1 * ldc + 8) = c11;
-    *(v8fu *)(C + 2 * ldc) = c20; *(v8fu *)(C + 2 * ldc + 8) = c21;
-    *(v8fu *)(C + 3 * ldc) = c30; *(v8fu *)(C + 3 * ldc + 8) = c31;
-    *(v8fu *)(C + 4 * ldc) = c40; *(v8fu *)(C + 4 * ldc + 8) = c41;
-    *(v8fu *)(C + 5 * ldc) = c50; *(v8fu *)(C + 5 * ldc + 8) = c51;
+    *(v8fu *)C5 = c50; *(v8fu *)(C5 + 8) = c51; /* the repeated rows first, so row mr - 1 ends as itself */
+    *(v8fu *)C4 = c40; *(v8fu *)(C4 + 8) = c41;
+    *(v8fu *)C3 = c30; *(v8fu *)(C3 + 8) = c31;
+    *(v8fu *)C2 = c20; *(v8fu *)(C2 + 8) = c21;
+    *(v8fu *)C1 = c10; *(v8fu *)(C1 + 8) = c11;
+    *(v8fu *)C0 = c00; *(v8fu *)(C0 + 8) = c01;
 }
 
 /* one 6 x 16 tile of C (mr x nr valid): A read in place (acs == 1: its rows are contiguous) or from its packed
@@ -1296,21 +1420,19 @@ static inline void gemm_tile(const Gemm *g, int m, int mr, const float *apanel, 
                 for (int j = 0; j < nr; j++) C[(size_t)i * g->ldc + j] = g->bias ? g->bias[n + j] : 0.0f;
         }
     }
-    if (mr == CPU_GEMM_MR && nr == CPU_GEMM_NR) {
-        if (apanel) gemm_tile_6x16(kc, a, 1, CPU_GEMM_MR, panel, C, g->ldc);
-        else gemm_tile_6x16(kc, a, g->ars, 1, panel, C, g->ldc);
+    if (nr == CPU_GEMM_NR) {
+        if (mr == CPU_GEMM_MR) {
+            if (apanel) gemm_tile_6x16(kc, CPU_GEMM_MR, a, 1, CPU_GEMM_MR, panel, C, g->ldc);
+            else gemm_tile_6x16(kc, CPU_GEMM_MR, a, g->ars, 1, panel, C, g->ldc);
+        } else {
+            gemm_tile_6x16(kc, mr, a, apanel ? 1 : g->ars, apanel ? CPU_GEMM_MR : 1, panel, C, g->ldc);
+        }
         return;
     }
-    /* edge: the same tile on local copies of C's valid part and of A's valid rows (zero rows below) */
+    /* fewer than 16 columns: the tile on a local copy of C's valid part */
     float tile[CPU_GEMM_MR * CPU_GEMM_NR] = {0};
     for (int i = 0; i < mr; i++) memcpy(tile + i * CPU_GEMM_NR, C + (size_t)i * g->ldc, (size_t)nr * sizeof(float));
-    if (apanel) {
-        gemm_tile_6x16(kc, a, 1, CPU_GEMM_MR, panel, tile, CPU_GEMM_NR);
-    } else {
-        float rows[CPU_GEMM_MR * CPU_GEMM_KC] = {0};
-        for (int i = 0; i < mr; i++) memcpy(rows + (size_t)i * kc, a + (size_t)i * g->ars, (size_t)kc * sizeof(float));
-        gemm_tile_6x16(kc, rows, (size_t)kc, 1, panel, tile, CPU_GEMM_NR);
-    }
+    gemm_tile_6x16(kc, mr, a, apanel ? 1 : g->ars, apanel ? CPU_GEMM_MR : 1, panel, tile, CPU_GEMM_NR);
     for (int i = 0; i < mr; i++) memcpy(C + (size_t)i * g->ldc, tile + i * CPU_GEMM_NR, (size_t)nr * sizeof(float));
 }
 
@@ -1320,6 +1442,7 @@ static void gemm_block_rows(const Gemm *g, int m_lo, int m_hi, float *apack) {
     for (int mb = m_lo; mb < m_hi; mb += CPU_GEMM_MC) {
         int me = MIN(mb + CPU_GEMM_MC, m_hi);
         if (packed) gemm_pack_a(g, mb, me, apack);
+        else gemm_sum_a_rows(g, mb, me);
         for (int p = 0; p < panels; p++) {
             int n = g->n0 + p * CPU_GEMM_NR;
             const float *panel = g->bpack + (size_t)p * kc * CPU_GEMM_NR;
@@ -1360,7 +1483,9 @@ static void gemm_drive(Gemm *g, int serial_tid) {
             }
             size_t work_per_tile = (size_t)CPU_GEMM_MR * (size_t)g->nc * (size_t)g->kc;
             parallel_for(cb, panels, MAX((size_t)1, ((size_t)1 << 14) / ((size_t)g->kc * CPU_GEMM_NR)), gemm_pack_b_panels, g);
-            parallel_for(cb, tiles, MAX((size_t)1, ((size_t)1 << 17) / work_per_tile), gemm_rows, g);
+            /* about 8 chunks per thread; one thread alone below 2^18 multiply-adds */
+            size_t chunk = tiles * work_per_tile < ((size_t)1 << 18) ? tiles : MAX((size_t)1, tiles / (8 * (size_t)cb->nthreads));
+            parallel_for_chunks(cb, tiles, chunk, gemm_rows, g);
         }
     }
 }
@@ -1368,14 +1493,16 @@ static void gemm_drive(Gemm *g, int serial_tid) {
 /* C (M,N) = bias + A B when overwrite (bias: N values or NULL), else C += A B; on the pool */
 static void gemm(CpuBackend *cb, int M, int N, int K, const float *A, size_t ars, size_t acs, const float *B, size_t brs,
                  size_t bcs, float *C, size_t ldc, int overwrite, const float *bias) {
-    Gemm g = {M, N, K, A, ars, acs, B, brs, bcs, C, ldc, cb, overwrite, bias, 0, 0, 0, 0, NULL};
+    Gemm g = {.M = M, .N = N, .K = K, .A = A, .ars = ars, .acs = acs, .B = B, .brs = brs, .bcs = bcs, .C = C, .ldc = ldc, .cb = cb,
+              .overwrite = overwrite, .bias = bias};
     gemm_drive(&g, -1);
 }
 
 /* the same product (no bias) on the calling thread only, with its own B panels */
 static void gemm_serial(CpuBackend *cb, int tid, int M, int N, int K, const float *A, size_t ars, size_t acs, const float *B,
                         size_t brs, size_t bcs, float *C, size_t ldc, int overwrite) {
-    Gemm g = {M, N, K, A, ars, acs, B, brs, bcs, C, ldc, cb, overwrite, NULL, 0, 0, 0, 0, NULL};
+    Gemm g = {.M = M, .N = N, .K = K, .A = A, .ars = ars, .acs = acs, .B = B, .brs = brs, .bcs = bcs, .C = C, .ldc = ldc, .cb = cb,
+              .overwrite = overwrite};
     gemm_drive(&g, tid);
 }
 
@@ -1387,33 +1514,16 @@ static void cpu_matmul_forward(ngpt_backend *be, void *out, const void *inp, con
          (const float *)bias);
 }
 
-typedef struct {
-    float *dbias;
-    const float *dout;
-    int N, OC;
-} ColSum;
-
-static void colsum_range(void *arg, size_t lo, size_t hi, int tid) {
-    (void)tid;
-    const ColSum *c = (const ColSum *)arg;
-    for (int i = 0; i < c->N; i++) {
-        const float *row = c->dout + (size_t)i * c->OC;
-        for (size_t o = lo; o < hi; o++) c->dbias[o] += row[o];
-    }
-}
-
 static void cpu_matmul_backward(ngpt_backend *be, void *dinp, void *dw, void *dbias, const void *dout, const void *inp, const void *w,
                                 int N, int C, int OC) {
     CpuBackend *cb = cpu_of(be);
     const float *dY = (const float *)dout;
     /* dinp (N,C) = dout (N,OC) . w (OC,C) */
     gemm(cb, N, C, OC, dY, (size_t)OC, 1, (const float *)w, (size_t)C, 1, (float *)dinp, (size_t)C, 1, NULL);
-    /* dw (OC,C) += dout^T (OC,N) . inp (N,C) */
-    gemm(cb, OC, C, N, dY, 1, (size_t)OC, (const float *)inp, (size_t)C, 1, (float *)dw, (size_t)C, 0, NULL);
-    if (dbias) {
-        ColSum cs = {(float *)dbias, dY, N, OC};
-        parallel_for(cb, (size_t)OC, 64, colsum_range, &cs);
-    }
+    /* dw (OC,C) += dout^T (OC,N) . inp (N,C); dbias (OC) += the rows of dout^T summed, as they are packed */
+    Gemm g = {.M = OC, .N = C, .K = N, .A = dY, .ars = 1, .acs = (size_t)OC, .B = (const float *)inp, .brs = (size_t)C, .bcs = 1,
+              .C = (float *)dw, .ldc = (size_t)C, .cb = cb, .a_row_sums = (float *)dbias};
+    gemm_drive(&g, -1);
 }
 
 /* ---- LayerNorm (eps 1e-5, as torch.nn.LayerNorm) ---- */
@@ -1677,12 +1787,27 @@ typedef struct {
 static void gelu_fwd_range(void *arg, size_t lo, size_t hi, int tid) {
     (void)tid;
     const Elem *e = (const Elem *)arg;
-    for (size_t i = lo; i < hi; i++) { float x = e->a[i]; e->out[i] = 0.5f * x * (1.0f + fast_erff(x * GELU_SCALE)); }
+    size_t i = lo;
+    for (; i + 8 <= hi; i += 8) {
+        v8f x = *(const v8fu *)(e->a + i), z = x * GELU_SCALE, mz2 = -z * z, gauss, erf;
+        v8_exp(&mz2, &gauss);
+        v8_erf_with_gauss(&z, &gauss, &erf);
+        *(v8fu *)(e->out + i) = 0.5f * x * (1.0f + erf);
+    }
+    for (; i < hi; i++) { float x = e->a[i]; e->out[i] = 0.5f * x * (1.0f + fast_erff(x * GELU_SCALE)); }
 }
 static void gelu_bwd_range(void *arg, size_t lo, size_t hi, int tid) {
     (void)tid;
     const Elem *e = (const Elem *)arg; /* a = inp, b = dout */
-    for (size_t i = lo; i < hi; i++) {
+    size_t i = lo;
+    for (; i + 8 <= hi; i += 8) {
+        v8f x = *(const v8fu *)(e->a + i), mhx2 = -0.5f * x * x, z = x * GELU_SCALE, gauss, erf;
+        v8_exp(&mhx2, &gauss);
+        v8_erf_with_gauss(&z, &gauss, &erf);
+        v8f cdf = 0.5f * (1.0f + erf), pdf = INV_SQRT_2PI * gauss;
+        *(v8fu *)(e->out + i) = *(const v8fu *)(e->b + i) * (cdf + x * pdf);
+    }
+    for (; i < hi; i++) {
         float x = e->a[i];
         float gauss = fast_expf(-0.5f * x * x); /* exp(-(x/sqrt2)^2): erf's and the pdf's exponential */
         float cdf = 0.5f * (1.0f + erf_with_gauss(x * GELU_SCALE, gauss)), pdf = INV_SQRT_2PI * gauss;

@@ -142,11 +142,33 @@ static void test_gemm_blocks(void) {
     }
 }
 
+/* the bias gradient is summed while dout^T is packed for the weight gradient: over several depth (tokens),
+ * column and row blocks, and with one output (dout^T read in place) it must be the float sum of dout's rows
+ * added in token order to what was there, bit for bit */
+static void test_matmul_dbias_blocks(void) {
+    static const int shapes[][3] = {{600, 270, 80}, {300, 20, 1}};
+    for (size_t s = 0; s < 2; s++) {
+        int N = shapes[s][0], C = shapes[s][1], OC = shapes[s][2];
+        float *x = malloc((size_t)N * C * 4), *w = malloc((size_t)OC * C * 4), *dout = malloc((size_t)N * OC * 4);
+        float *dx = malloc((size_t)N * C * 4), *dw = malloc((size_t)OC * C * 4), *db = malloc((size_t)OC * 4), *want = malloc((size_t)OC * 4);
+        fill_rand(x, (size_t)N * C, 11, 1); fill_rand(w, (size_t)OC * C, 12, 1); fill_rand(dout, (size_t)N * OC, 13, 1);
+        fill_rand(dw, (size_t)OC * C, 14, 1); fill_rand(db, OC, 15, 1);
+        memcpy(want, db, (size_t)OC * 4);
+        for (int i = 0; i < N; i++)
+            for (int o = 0; o < OC; o++) want[o] += dout[(size_t)i * OC + o];
+        be->matmul_backward(be, dx, dw, db, dout, x, w, N, C, OC);
+        CHECK(memcmp(db, want, (size_t)OC * 4) == 0, "dbias of %dx%dx%d differs from the in-order sum (first: %.9g vs %.9g)", N, C, OC,
+              (double)db[0], (double)want[0]);
+        free(x); free(w); free(dout); free(dx); free(dw); free(db); free(want);
+    }
+}
+
 static void test_matmul(void) {
     check_matmul(12, 8, 16, 1);   /* exact tiles */
     check_matmul(13, 7, 19, 1);   /* edges everywhere */
     check_matmul(40, 33, 50, 0);  /* several tiles, no bias */
     check_matmul(7, 300, 5, 1);   /* K beyond one panel (256) */
+    check_matmul(9, 5, 1, 1);     /* one output: dout^T read in place, its rows summed there */
 }
 
 /* ---------------------------------------------------------------- layernorm */
@@ -443,6 +465,9 @@ static void test_fill_normal(void) {
     free(x);
 }
 
+/* the same bits, or both NaN (which NaN an operation passes on depends on its operand order) */
+static int same_float(float a, float b) { return isnan(a) ? isnan(b) : memcmp(&a, &b, sizeof a) == 0; }
+
 /* the vectorisable exp against libm over its whole range, and non-finite inputs: a NaN must come out of exp,
  * GELU and the loss as NaN (the trainer's non-finite guard relies on it), never as a number or as UB */
 static void test_fast_math(void) {
@@ -456,6 +481,21 @@ static void test_fast_math(void) {
     CHECK(isnan(fast_expf(NAN)) && isnan(fast_erff(NAN)), "exp/erf of NaN: %g, %g", (double)fast_expf(NAN), (double)fast_erff(NAN));
     CHECK(fast_expf(-INFINITY) >= 0 && fast_expf(-INFINITY) < 1e-37f && isfinite(fast_expf(INFINITY)), "exp(-inf) %g, exp(inf) %g",
           (double)fast_expf(-INFINITY), (double)fast_expf(INFINITY));
+    /* the 8-lane versions the elementwise loops use give the scalar results bit for bit (NaN for NaN) */
+    int lane_mismatches = 0;
+    for (int i = 0; i < 200000; i += 8) {
+        v8f xv, gv, ev, fv;
+        for (int j = 0; j < 8; j++) xv[j] = (float)(-100.0 + (double)(i + j) * (200.0 / 200000.0));
+        if (i == 0) xv[1] = NAN, xv[2] = INFINITY, xv[3] = -INFINITY, xv[4] = -0.0f, xv[5] = 0.0f;
+        v8_exp(&xv, &ev);
+        for (int j = 0; j < 8; j++) gv[j] = fast_expf(-xv[j] * xv[j]);
+        v8_erf_with_gauss(&xv, &gv, &fv);
+        for (int j = 0; j < 8; j++) {
+            float e1 = fast_expf(xv[j]), f1 = erf_with_gauss(xv[j], gv[j]), e8 = ev[j], f8 = fv[j];
+            lane_mismatches += !same_float(e1, e8) || !same_float(f1, f8);
+        }
+    }
+    CHECK(lane_mismatches == 0, "v8_exp / v8_erf_with_gauss differ from the scalar versions in %d lanes", lane_mismatches);
     float x[16], y[16];
     for (int i = 0; i < 16; i++) x[i] = i == 5 ? NAN : 0.1f * (float)i;
     be->gelu_forward(be, y, x, 16);
@@ -477,6 +517,7 @@ int main(void) {
     void *scratch = malloc(sb);
     be->set_scratch(be, scratch, sb);
     RUN(test_gemm_blocks);
+    RUN(test_matmul_dbias_blocks);
     RUN(test_matmul);
     RUN(test_layernorm);
     RUN(test_attention);
