@@ -243,7 +243,7 @@ static size_t cu_scratch_bytes(ngpt_backend *be, const ngpt_shape *s) {
     if (db > m) m = db;
     if (nrm > m) m = nrm;
     if (att > m) m = att;
-    return (m + 255) / 256 * 256;
+    return (m + 255) / 256 * 256 + 255; /* + the most cu_set_scratch can lose aligning the caller's pointer */
 }
 
 static void cu_set_scratch(ngpt_backend *be, void *scratch, size_t bytes) {
