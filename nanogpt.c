@@ -48,6 +48,7 @@
 #define ALIGN_UP(x, a) (((x) + (size_t)(a) - 1) / (size_t)(a) * (size_t)(a))
 #define MIN(a, b) ((a) < (b) ? (a) : (b))
 #define MAX(a, b) ((a) > (b) ? (a) : (b))
+#define CLAMP(x, lo, hi) MIN(MAX(x, lo), hi)
 #define GiB (1024.0 * 1024.0 * 1024.0)
 #define MiB (1024.0 * 1024.0)
 
@@ -1273,7 +1274,17 @@ typedef struct {
     int n0, nc, k0, kc; /* the B block being worked on */
     float *bpack;       /* its packed panels: panel p at bpack + p * kc * NR, row kk of it at + kk * NR */
     float *a_row_sums;  /* or NULL: row i of A summed over the depth, in order, added to a_row_sums[i] */
+    int causal, diag;   /* causal attention's products: what the diagonal lets a tile skip (GEMM_*) */
 } Gemm;
+
+/* The zeros of causal attention (query i sees keys k <= i + diag) that a product may skip, whole tiles and
+ * depth ranges at a time; the results are those of the full product (skipped terms are exact zeros). */
+enum {
+    GEMM_DENSE = 0,
+    GEMM_OUT_CAUSAL,   /* C(i, j) is not wanted for j > i + diag (S = Q K^T): such tiles are left as they were */
+    GEMM_A_CAUSAL,     /* A(i, k) = 0 for k > i + diag (O = P V, dQ = dS K) */
+    GEMM_A_ANTICAUSAL, /* A(i, k) = 0 for k < i - diag (dV = P^T dO, dK = dS^T Q) */
+};
 
 #if defined(__AVX__)
 /* dst[i * NR + j] = src[j][k + i] for i, j in [0, 8): eight 8-float column pieces written as eight rows of the
@@ -1351,10 +1362,16 @@ static void gemm_pack_a(const Gemm *g, int mb, int me, float *dst) {
         for (int m = 0; m < rows; m += CPU_GEMM_MR) {
             float *d = dst + (size_t)m * kc + (size_t)kk * CPU_GEMM_MR;
             int mr = MIN(CPU_GEMM_MR, rows - m), r = 0;
-            for (; r < mr; r++) d[r] = s[(size_t)(m + r) * g->ars];
+            if (g->ars == 1 && mr == CPU_GEMM_MR && kk + 1 < kc && mb + m + 8 <= g->M) {
+                /* the 6 rows are contiguous: one 8-float move, whose last 2 floats land in the next depth
+                 * step's slot (written after this one) and come from rows that exist */
+                *(v8fu *)d = *(const v8fu *)(s + m);
+            } else {
+                for (; r < mr; r++) d[r] = s[(size_t)(m + r) * g->ars];
+                for (r = mr; r < CPU_GEMM_MR; r++) d[r] = 0;
+            }
             if (sums)
                 for (r = 0; r < mr; r++) sums[m + r] += d[r];
-            for (r = mr; r < CPU_GEMM_MR; r++) d[r] = 0;
         }
     }
 }
@@ -1407,8 +1424,13 @@ static inline __attribute__((always_inline)) void gemm_tile_6x16(int kc, int mr,
 /* one 6 x 16 tile of C (mr x nr valid): A read in place (acs == 1: its rows are contiguous) or from its packed
  * micro-panel; on the first depth block of an overwriting GEMM the tile starts as the bias (or zero) */
 static inline void gemm_tile(const Gemm *g, int m, int mr, const float *apanel, const float *panel, int n, int nr) {
-    int kc = g->kc;
-    const float *a = apanel ? apanel : g->A + (size_t)m * g->ars + g->k0;
+    /* the depth steps [kb, ke) of this block that the tile needs */
+    int kb = 0, ke = g->kc;
+    if (g->causal == GEMM_A_CAUSAL) ke = CLAMP(m + mr + g->diag - g->k0, 0, g->kc);
+    else if (g->causal == GEMM_A_ANTICAUSAL) kb = CLAMP(m - g->diag - g->k0, 0, g->kc);
+    int kc = MAX(ke - kb, 0);
+    const float *a = apanel ? apanel + (size_t)kb * CPU_GEMM_MR : g->A + (size_t)m * g->ars + g->k0 + kb;
+    panel += (size_t)kb * CPU_GEMM_NR;
     float *C = g->C + (size_t)m * g->ldc + n;
     if (g->overwrite && g->k0 == 0) {
         if (nr == CPU_GEMM_NR) {
@@ -1420,6 +1442,7 @@ static inline void gemm_tile(const Gemm *g, int m, int mr, const float *apanel, 
                 for (int j = 0; j < nr; j++) C[(size_t)i * g->ldc + j] = g->bias ? g->bias[n + j] : 0.0f;
         }
     }
+    if (kc == 0) return;
     if (nr == CPU_GEMM_NR) {
         if (mr == CPU_GEMM_MR) {
             if (apanel) gemm_tile_6x16(kc, CPU_GEMM_MR, a, 1, CPU_GEMM_MR, panel, C, g->ldc);
@@ -1446,9 +1469,11 @@ static void gemm_block_rows(const Gemm *g, int m_lo, int m_hi, float *apack) {
         for (int p = 0; p < panels; p++) {
             int n = g->n0 + p * CPU_GEMM_NR;
             const float *panel = g->bpack + (size_t)p * kc * CPU_GEMM_NR;
-            for (int m = mb; m < me; m += CPU_GEMM_MR)
-                gemm_tile(g, m, MIN(CPU_GEMM_MR, me - m), packed ? apack + (size_t)(m - mb) * kc : NULL, panel, n,
-                          MIN(CPU_GEMM_NR, g->N - n));
+            for (int m = mb; m < me; m += CPU_GEMM_MR) {
+                int mr = MIN(CPU_GEMM_MR, me - m);
+                if (g->causal == GEMM_OUT_CAUSAL && n > m + mr - 1 + g->diag) continue; /* all above the diagonal */
+                gemm_tile(g, m, mr, packed ? apack + (size_t)(m - mb) * kc : NULL, panel, n, MIN(CPU_GEMM_NR, g->N - n));
+            }
         }
     }
 }
@@ -1498,11 +1523,12 @@ static void gemm(CpuBackend *cb, int M, int N, int K, const float *A, size_t ars
     gemm_drive(&g, -1);
 }
 
-/* the same product (no bias) on the calling thread only, with its own B panels */
+/* the same product (no bias) on the calling thread only, with its own B panels; causal (GEMM_*) and diag as
+ * in Gemm */
 static void gemm_serial(CpuBackend *cb, int tid, int M, int N, int K, const float *A, size_t ars, size_t acs, const float *B,
-                        size_t brs, size_t bcs, float *C, size_t ldc, int overwrite) {
+                        size_t brs, size_t bcs, float *C, size_t ldc, int overwrite, int causal, int diag) {
     Gemm g = {.M = M, .N = N, .K = K, .A = A, .ars = ars, .acs = acs, .B = B, .brs = brs, .bcs = bcs, .C = C, .ldc = ldc, .cb = cb,
-              .overwrite = overwrite};
+              .overwrite = overwrite, .causal = causal, .diag = diag};
     gemm_drive(&g, tid);
 }
 
@@ -1657,7 +1683,7 @@ static void attn_forward_heads(void *arg, size_t lo, size_t hi, int tid) {
         for (int q0 = 0; q0 < T; q0 += CPU_ATTN_QB) {
             int qn = MIN(CPU_ATTN_QB, T - q0), kn = q0 + qn;
             /* S (qn, kn) = Q[q0:] . K^T */
-            gemm_serial(a->cb, tid, qn, kn, hs, Q + (size_t)q0 * C3, C3, 1, K, 1, C3, S, (size_t)kn, 1);
+            gemm_serial(a->cb, tid, qn, kn, hs, Q + (size_t)q0 * C3, C3, 1, K, 1, C3, S, (size_t)kn, 1, GEMM_OUT_CAUSAL, q0);
             for (int r = 0; r < qn; r++) {
                 int t = q0 + r;
                 float *s = S + (size_t)r * kn;
@@ -1671,7 +1697,7 @@ static void attn_forward_heads(void *arg, size_t lo, size_t hi, int tid) {
             }
             /* O[q0:] (qn, hs) = P . V[:kn] */
             gemm_serial(a->cb, tid, qn, hs, kn, S, (size_t)kn, 1, V, C3, 1, a->out + ((size_t)b * T + q0) * C + (size_t)h * hs,
-                        (size_t)C, 1);
+                        (size_t)C, 1, GEMM_A_CAUSAL, q0);
         }
     }
 }
@@ -1699,8 +1725,9 @@ static void attn_backward_heads(void *arg, size_t lo, size_t hi, int tid) {
         }
         for (int q0 = 0; q0 < T; q0 += CPU_ATTN_QB) {
             int qn = MIN(CPU_ATTN_QB, T - q0), kn = q0 + qn;
-            gemm_serial(a->cb, tid, qn, kn, hs, Q + (size_t)q0 * C3, C3, 1, K, 1, C3, P, (size_t)kn, 1);   /* S = Q K^T */
-            gemm_serial(a->cb, tid, qn, kn, hs, dO + (size_t)q0 * C, (size_t)C, 1, V, 1, C3, dS, (size_t)kn, 1); /* dP = dO V^T */
+            gemm_serial(a->cb, tid, qn, kn, hs, Q + (size_t)q0 * C3, C3, 1, K, 1, C3, P, (size_t)kn, 1, GEMM_OUT_CAUSAL, q0); /* S = Q K^T */
+            gemm_serial(a->cb, tid, qn, kn, hs, dO + (size_t)q0 * C, (size_t)C, 1, V, 1, C3, dS, (size_t)kn, 1, GEMM_OUT_CAUSAL,
+                        q0); /* dP = dO V^T */
             for (int r = 0; r < qn; r++) {
                 int t = q0 + r;
                 float *p = P + (size_t)r * kn, *ds = dS + (size_t)r * kn;
@@ -1718,9 +1745,9 @@ static void attn_backward_heads(void *arg, size_t lo, size_t hi, int tid) {
                 for (int t2 = t + 1; t2 < kn; t2++) ds[t2] = 0;
             }
             /* dV[:kn] += P^T dO[q0:];  dQ[q0:] = dS K[:kn];  dK[:kn] += dS^T Q[q0:] */
-            gemm_serial(a->cb, tid, kn, hs, qn, P, 1, (size_t)kn, dO + (size_t)q0 * C, (size_t)C, 1, dV, C3, 0);
-            gemm_serial(a->cb, tid, qn, hs, kn, dS, (size_t)kn, 1, K, C3, 1, dQ + (size_t)q0 * C3, C3, 1);
-            gemm_serial(a->cb, tid, kn, hs, qn, dS, 1, (size_t)kn, Q + (size_t)q0 * C3, C3, 1, dK, C3, 0);
+            gemm_serial(a->cb, tid, kn, hs, qn, P, 1, (size_t)kn, dO + (size_t)q0 * C, (size_t)C, 1, dV, C3, 0, GEMM_A_ANTICAUSAL, q0);
+            gemm_serial(a->cb, tid, qn, hs, kn, dS, (size_t)kn, 1, K, C3, 1, dQ + (size_t)q0 * C3, C3, 1, GEMM_A_CAUSAL, q0);
+            gemm_serial(a->cb, tid, kn, hs, qn, dS, 1, (size_t)kn, Q + (size_t)q0 * C3, C3, 1, dK, C3, 0, GEMM_A_ANTICAUSAL, q0);
         }
     }
 }

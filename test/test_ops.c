@@ -124,7 +124,7 @@ static void test_gemm_blocks(void) {
             for (int serial = 0; serial < 2; serial++) {
                 if (serial && init == 2) continue; /* gemm_serial has no bias */
                 memcpy(C, C0, (size_t)M * N * 4);
-                if (serial) gemm_serial(cb, 0, M, N, K, A, ars, acs, B, brs, bcs, C, (size_t)N, init > 0);
+                if (serial) gemm_serial(cb, 0, M, N, K, A, ars, acs, B, brs, bcs, C, (size_t)N, init > 0, GEMM_DENSE, 0);
                 else gemm(cb, M, N, K, A, ars, acs, B, brs, bcs, C, (size_t)N, init > 0, init == 2 ? bias : NULL);
                 for (int i = 0; i < M; i++)
                     for (int j = 0; j < N; j++) {
@@ -288,6 +288,7 @@ static void test_attention(void) {
     check_attention(2, 6, 8, 2, 0.3f); /* attention dropout, mask regenerated in backward */
     check_attention(1, 70, 8, 2, 0.0f); /* three query blocks (CPU_ATTN_QB 32), the last partial */
     check_attention(1, 40, 16, 2, 0.2f); /* dropout across query blocks */
+    check_attention(1, 49, 8, 2, 0.0f); /* the last block's last row tile ends on a 16-key panel: the causal skip's edge */
 }
 
 /* ---------------------------------------------------------------- elementwise */
