@@ -211,6 +211,20 @@ static inline void cpu_relax(void) {
 #endif
 }
 
+/* How long a thread spins for the next job (worker) or for the workers (caller) before it sleeps or yields,
+ * by the clock: a pause lasts 10 to 150 cycles depending on the processor. Long spins cost dearly on a
+ * virtual machine whose host is busy: a vCPU spinning on pause is exited and descheduled by the hypervisor
+ * (pause-loop exiting): on a busy host the recipe's step took 150-210 ms spinning 20,000 pauses and 85-96 ms
+ * spinning 5-20 us (2 vCPUs, 2026-11-21, docs/performance.md). */
+#ifndef POOL_SPIN_NS
+#define POOL_SPIN_NS 20000
+#endif
+static inline int64_t pool_clock_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
 static void *pool_worker(void *p) {
     PoolWorkerArg *wa = (PoolWorkerArg *)p;
     Pool *pool = wa->pool;
@@ -219,9 +233,10 @@ static void *pool_worker(void *p) {
     for (;;) {
         unsigned long gen;
         int spins = 0;
+        int64_t spin_until = pool_clock_ns() + POOL_SPIN_NS;
         while ((gen = atomic_load_explicit(&pool->generation, memory_order_acquire)) == seen) {
             if (atomic_load(&pool->quit)) return NULL;
-            if (++spins < 20000) { cpu_relax(); continue; }
+            if ((++spins & 31) || pool_clock_ns() < spin_until) { cpu_relax(); continue; }
             pthread_mutex_lock(&pool->mu);
             pool->sleepers++;
             while (atomic_load(&pool->generation) == seen && !atomic_load(&pool->quit))
@@ -229,6 +244,7 @@ static void *pool_worker(void *p) {
             pool->sleepers--;
             pthread_mutex_unlock(&pool->mu);
             spins = 0;
+            spin_until = pool_clock_ns() + POOL_SPIN_NS;
         }
         seen = gen;
         if (atomic_load(&pool->quit)) return NULL;
@@ -273,8 +289,10 @@ static void pool_run(Pool *pool, pool_fn fn, void *arg) {
     pthread_mutex_unlock(&pool->mu);
     fn(arg, 0, pool->nthreads);
     /* wait for the workers: spin, then yield the core (a descheduled worker needs it on a busy machine) */
+    int64_t spin_until = 0;
     for (int spins = 0; atomic_load_explicit(&pool->remaining, memory_order_acquire) > 0; spins++) {
-        if (spins < 4000) cpu_relax();
+        if (spins == 32) spin_until = pool_clock_ns() + POOL_SPIN_NS;
+        if (spins < 32 || (spins & 31) || pool_clock_ns() < spin_until) cpu_relax();
         else sched_yield();
     }
 }
