@@ -379,7 +379,7 @@ static const ConfigKey config_keys[] = {
     CK(micro_batch, KEY_INT, 0, 1e6, NULL, "pin the micro-batch (0 = the planner chooses)"),
     CK(recompute, KEY_INT, -1, 2, NULL, "-1 auto, 0 none, 1 GELU, 2 GELU and LayerNorm"),
     CK(logits_chunk, KEY_INT, 0, 1 << 30, NULL, "rows of logits per chunk (0 = the planner chooses)"),
-    CK(threads, KEY_INT, 0, POOL_MAX_THREADS, NULL, "CPU threads (0 = one per core)"),
+    CK(threads, KEY_INT, 0, POOL_MAX_THREADS, NULL, "CPU threads (0 = one per core, or one alone while that measures faster)"),
     CK(on_nonfinite, KEY_STR, 0, 0, "skip|halt", "a NaN/Inf loss or gradient: skip the step (10 in a row halt) or halt"),
     CK_IGNORED(wandb_log, "nanoGPT's wandb logging: not supported, ignored"),
     CK_IGNORED(wandb_project, "ignored"),
@@ -1072,6 +1072,7 @@ typedef struct {
     ngpt_backend be;
     PoolStorage pool;
     int nthreads;
+    int active;                 /* threads the ops use now: nthreads, or 1 (cpu_use_all_threads) */
     char *scratch;
     size_t scratch_bytes, scratch_per_thread;
     void *arena;
@@ -1126,7 +1127,7 @@ static void parfor_dyn_thunk(void *arg, int i, int nt) {
 
 static void parallel_for_chunks(CpuBackend *cb, size_t n, size_t chunk, range_fn body, void *ctx) {
     if (n == 0) return;
-    if (cb->nthreads == 1 || n <= chunk) { body(ctx, 0, n, 0); return; }
+    if (cb->active == 1 || n <= chunk) { body(ctx, 0, n, 0); return; }
     ParForDyn pf = {body, ctx, n, chunk, 0};
     pool_run(&cb->pool.pool, parfor_dyn_thunk, &pf);
 }
@@ -1134,7 +1135,7 @@ static void parallel_for_chunks(CpuBackend *cb, size_t n, size_t chunk, range_fn
 /* body(ctx, lo, hi, tid) over [0, n) split in contiguous ranges; small jobs stay on the calling thread. */
 static void parallel_for(CpuBackend *cb, size_t n, size_t grain, range_fn body, void *ctx) {
     if (n == 0) return;
-    if (cb->nthreads == 1 || n < 2 * grain) { body(ctx, 0, n, 0); return; }
+    if (cb->active == 1 || n < 2 * grain) { body(ctx, 0, n, 0); return; }
     ParFor pf = {body, ctx, n};
     pool_run(&cb->pool.pool, parfor_thunk, &pf);
 }
@@ -1607,14 +1608,22 @@ typedef struct {
     float *dinp;
     const float *dout, *inp, *w, *mean, *rstd;
     int N, C, has_bias;
+    int groups;      /* row groups, each with its own partial dw / db sums (2C floats) */
+    float *partials; /* groups x 2C floats */
 } LnBwd;
 
-static void ln_backward_part(void *arg, int tid, int nt) {
-    const LnBwd *a = (const LnBwd *)arg;
+/* The row groups of LayerNorm's backward: their number depends on C alone, never on the thread count, so
+ * dw and db are the same sums in the same order on any machine; groups x 2C floats fit the shared B panels. */
+static int ln_backward_groups(int N, int C) {
+    int g = (int)MIN((size_t)32, CPU_GEMM_B_FLOATS / (2 * (size_t)MAX(C, 1)));
+    return CLAMP(g, 1, MAX(N, 1));
+}
+
+static void ln_backward_group(const LnBwd *a, int group) {
     int C = a->C;
     size_t lo, hi;
-    split_range((size_t)a->N, tid, nt, &lo, &hi);
-    float *part = cpu_scratch_op(a->cb, tid);
+    split_range((size_t)a->N, group, a->groups, &lo, &hi);
+    float *part = a->partials + (size_t)group * 2 * C;
     float *dw = part, *db = part + C;
     memset(part, 0, 2 * (size_t)C * sizeof(float));
     for (size_t i = lo; i < hi; i++) {
@@ -1648,16 +1657,20 @@ static void ln_backward_part(void *arg, int tid, int nt) {
     }
 }
 
+static void ln_backward_groups_range(void *arg, size_t lo, size_t hi, int tid) {
+    (void)tid;
+    for (size_t g = lo; g < hi; g++) ln_backward_group((const LnBwd *)arg, (int)g);
+}
+
 static void cpu_layernorm_backward(ngpt_backend *be, void *dinp, void *dw, void *db, const void *dout, const void *inp, const void *w,
                                    const float *mean, const float *rstd, int N, int C) {
     CpuBackend *cb = cpu_of(be);
-    LnBwd a = {cb, (float *)dinp, (const float *)dout, (const float *)inp, (const float *)w, mean, rstd, N, C, db != NULL};
-    int nt = N >= 64 ? cb->nthreads : 1;
-    if (nt == 1) ln_backward_part(&a, 0, 1);
-    else pool_run(&cb->pool.pool, ln_backward_part, &a);
-    /* add the per-thread partial sums in thread order */
-    for (int t = 0; t < nt; t++) {
-        const float *part = cpu_scratch_op(cb, t);
+    LnBwd a = {cb, (float *)dinp, (const float *)dout, (const float *)inp, (const float *)w, mean, rstd, N, C, db != NULL,
+               ln_backward_groups(N, C), cpu_scratch_shared_b(cb)};
+    parallel_for_chunks(cb, (size_t)a.groups, N >= 64 ? 1 : (size_t)a.groups, ln_backward_groups_range, &a);
+    /* add the groups' partial sums in group order */
+    for (int g = 0; g < a.groups; g++) {
+        const float *part = a.partials + (size_t)g * 2 * C;
         for (int c = 0; c < C; c++) ((float *)dw)[c] += part[c];
         if (db)
             for (int c = 0; c < C; c++) ((float *)db)[c] += part[C + c];
@@ -1995,29 +2008,31 @@ static void cpu_crossentropy(ngpt_backend *be, void *logits, float *losses, cons
 
 /* ---- optimizer ---- */
 
+/* sum of squares in double over fixed chunks (their size depends on n alone), added in chunk order: the same
+ * result for any thread count */
+#define NORM_CHUNKS_MAX 256
 typedef struct {
-    CpuBackend *cb;
     const float *x;
-    size_t n;
-    double partial[POOL_MAX_THREADS];
+    size_t n, chunk;
+    double partial[NORM_CHUNKS_MAX];
 } NormSq;
 
-static void norm_part(void *arg, int tid, int nt) {
+static void norm_chunks(void *arg, size_t lo, size_t hi, int tid) {
+    (void)tid;
     NormSq *a = (NormSq *)arg;
-    size_t lo, hi;
-    split_range(a->n, tid, nt, &lo, &hi);
-    double s = 0;
-    for (size_t i = lo; i < hi; i++) s += (double)a->x[i] * a->x[i];
-    a->partial[tid] = s;
+    for (size_t c = lo; c < hi; c++) {
+        size_t end = MIN((c + 1) * a->chunk, a->n);
+        double s = 0;
+        for (size_t i = c * a->chunk; i < end; i++) s += (double)a->x[i] * a->x[i];
+        a->partial[c] = s;
+    }
 }
 static double cpu_norm_sq(ngpt_backend *be, const void *x, size_t n) {
-    CpuBackend *cb = cpu_of(be);
-    NormSq a = {.cb = cb, .x = (const float *)x, .n = n};
-    int nt = n >= 65536 ? cb->nthreads : 1;
-    if (nt == 1) norm_part(&a, 0, 1);
-    else pool_run(&cb->pool.pool, norm_part, &a);
+    NormSq a = {.x = (const float *)x, .n = n, .chunk = MAX((size_t)65536, (n + NORM_CHUNKS_MAX - 1) / NORM_CHUNKS_MAX)};
+    size_t chunks = (n + a.chunk - 1) / a.chunk;
+    parallel_for_chunks(cpu_of(be), chunks, 1, norm_chunks, &a);
     double s = 0;
-    for (int t = 0; t < nt; t++) s += a.partial[t];
+    for (size_t c = 0; c < chunks; c++) s += a.partial[c];
     return s;
 }
 
@@ -2066,6 +2081,12 @@ static void cpu_arena_free(ngpt_backend *be) {
     free(cb->arena);
     cb->arena = NULL;
 }
+/* all the pool's threads (1) or the calling thread alone (0); the results are the same either way */
+static void cpu_use_all_threads(ngpt_backend *be, int all) {
+    CpuBackend *cb = cpu_of(be);
+    cb->active = all ? cb->nthreads : 1;
+}
+
 static size_t cpu_backend_scratch_bytes(ngpt_backend *be, const ngpt_shape *s) { return cpu_scratch_bytes(s, cpu_of(be)->nthreads); }
 static void cpu_set_scratch(ngpt_backend *be, void *scratch, size_t bytes) {
     CpuBackend *cb = cpu_of(be);
@@ -2101,7 +2122,7 @@ int ngpt_cpu_backend_create(ngpt_backend **out, int nthreads, char *err, size_t 
     nthreads = MIN(nthreads, POOL_MAX_THREADS);
     int rc = pool_init(&cb->pool, nthreads, err, errlen);
     if (rc) { pool_free(&cb->pool); free(cb); return rc; }
-    cb->nthreads = cb->pool.pool.nthreads;
+    cb->nthreads = cb->active = cb->pool.pool.nthreads;
     ngpt_backend *be = &cb->be;
     be->name = "cpu";
     be->dtype = NGPT_DTYPE_F32;
@@ -3931,6 +3952,18 @@ done:
  * nothing of threads or grids, and the backends know nothing of the model.
  * ==================================================================================================== */
 
+#define THREAD_TUNER_HISTORY 16
+typedef struct {
+    int enabled;
+    int every;     /* steps to the first probe, and after each switch; doubled after each probe that loses, up to 16x */
+    int gap, next; /* the current spacing, and the counter value of the next probe */
+    int one;       /* 1: the calling thread alone now; 0: all the pool's threads */
+    int counter;   /* steps since the tuner started */
+    int n;         /* recent step times on the current setting, oldest first */
+    double recent[THREAD_TUNER_HISTORY];
+    int switches;
+} ThreadTuner;
+
 struct ngpt_trainer {
     ngpt_config cfg;
     ngpt_options opt;
@@ -3966,9 +3999,32 @@ struct ngpt_trainer {
     float best_val_loss, last_loss, lr;
     double last_step_seconds;
     double last_step_tokens;
+    ThreadTuner tune; /* CPU with threads = 0: all cores or one, whichever runs steps faster */
 };
 
 const char *ngpt_last_error(const ngpt_trainer *tr) { return tr ? tr->err : "no trainer"; }
+
+/* ---- the CPU thread count, chosen by measured steps ----
+ * On a shared or virtual machine a busy host can make every core but one slow, and then one thread runs a
+ * step faster than all of them (docs/performance.md measured 64 ms on one thread against 150-210 ms on two
+ * on such a host). With threads = 0 the trainer runs a probe step now and then on the other setting and switches
+ * when that step beats the median of the recent ones by 15%. The results do not depend on the thread count
+ * (the CPU backend's reductions never follow the threads), so switching changes the speed only. A probe that
+ * loses doubles the spacing (50, 100, ... 800 steps), which keeps a one-thread probe on a quiet machine of up
+ * to 8 cores (where the tuner runs) near 1% of the time. */
+static int thread_probe_wins(const double *recent, int n, double probe_seconds) {
+    if (n < 5) return 0;
+    double sorted[THREAD_TUNER_HISTORY];
+    memcpy(sorted, recent, (size_t)n * sizeof(double));
+    for (int i = 1; i < n; i++) /* insertion sort: at most 16 values */
+        for (int j = i; j > 0 && sorted[j - 1] > sorted[j]; j--) {
+            double t = sorted[j];
+            sorted[j] = sorted[j - 1];
+            sorted[j - 1] = t;
+        }
+    double median = n % 2 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
+    return probe_seconds < 0.85 * median;
+}
 
 static int tr_fail(ngpt_trainer *tr, int code, const char *fmt, ...)
 #if defined(__GNUC__)
@@ -5881,6 +5937,9 @@ static int trainer_setup(ngpt_trainer *tr) {
     if (device == DEV_BACKEND_CUDA) rc = ngpt_cuda_backend_create(&tr->be, dtype, msg, sizeof msg);
     else rc = ngpt_cpu_backend_create(&tr->be, nthreads, msg, sizeof msg);
     if (rc) return tr_fail(tr, rc, "%s", msg);
+    /* a probe on one thread costs about nthreads steps: the tuner runs on machines of up to 8 cores */
+    tr->tune = (ThreadTuner){.enabled = device != DEV_BACKEND_CUDA && c->threads == 0 && nthreads > 1 && nthreads <= 8, .every = 50,
+                             .gap = 50, .next = 50};
     for (int which = 0; which < 2; which++) {
         const BatchLayout *lay = which ? &tr->plan.eval : &tr->plan.train;
         int chunk = which ? tr->plan.eval_chunk : tr->plan.logits_chunk;
@@ -6009,6 +6068,9 @@ static int forward_backward(ngpt_trainer *tr, batch_fill_fn fill, void *ctx, dou
 static int train_step_with(ngpt_trainer *tr, batch_fill_fn fill, void *ctx, float *loss) {
     ngpt_backend *be = tr->be;
     const Plan *p = &tr->plan;
+    ThreadTuner *tn = &tr->tune;
+    int probe = tn->enabled && ++tn->counter > 3 && tn->counter >= tn->next;
+    if (probe) cpu_use_all_threads(be, tn->one);
     double t0 = now_seconds();
     int B = p->micro_batch, GA = p->grad_accum, T = p->req.T;
     float lr = lr_at(&tr->cfg, tr->step);
@@ -6045,6 +6107,25 @@ static int train_step_with(ngpt_trainer *tr, batch_fill_fn fill, void *ctx, floa
     tr->last_step_seconds = now_seconds() - t0;
     tr->last_step_tokens = (double)B * T * GA;
     if (loss) *loss = (float)mean;
+    if (probe) {
+        if (thread_probe_wins(tn->recent, tn->n, tr->last_step_seconds)) {
+            int cores = cpu_of(be)->nthreads;
+            int from = tn->one ? 1 : cores, to = tn->one ? cores : 1;
+            tr_log(tr, 1, "cpu threads: %d -> %d (a step on %d took %.1f ms, over 15%% less than the recent median on %d)", from, to, to,
+                   1e3 * tr->last_step_seconds, from);
+            tn->one = !tn->one;
+            tn->n = 0;
+            tn->switches++;
+            tn->gap = tn->every;
+        } else {
+            tn->gap = MIN(2 * tn->gap, 16 * tn->every);
+        }
+        tn->next = tn->counter + tn->gap;
+        cpu_use_all_threads(be, !tn->one);
+    } else if (tn->enabled && tn->counter > 3) {
+        if (tn->n == THREAD_TUNER_HISTORY) memmove(tn->recent, tn->recent + 1, (THREAD_TUNER_HISTORY - 1) * sizeof(double)), tn->n--;
+        tn->recent[tn->n++] = tr->last_step_seconds;
+    }
     return NGPT_OK;
 }
 
@@ -6593,6 +6674,7 @@ CLI_USED static int bench_run(ngpt_trainer *tr, int warmup, int steps, BenchResu
     r->warmup = warmup;
     r->steps = steps;
     r->mfu = -1;
+    tr->tune.enabled = 0; /* every timed step on the threads asked for */
     bench_peak(tr, r);
     int rc = be_check(tr, "measuring the matmul peak");
     if (rc) return rc;

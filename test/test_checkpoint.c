@@ -1,5 +1,8 @@
 /* test_checkpoint.c: checkpoints and resume.
  *  - a run interrupted and resumed is bit-identical to an uninterrupted one (losses and parameters);
+ *  - the CPU results do not depend on the thread count: 1, 2 and 3 threads, a run saved on 2 threads and
+ *    resumed on 3, and a run whose thread tuner switches to one thread mid-way give the same losses and
+ *    parameters bit for bit; the tuner's rule (a probe step 15% under the recent median);
  *  - ngpt_request_stop (what SIGINT calls) finishes the step, saves and returns NGPT_ERR_INTERRUPTED;
  *  - the newest KEEP_CHECKPOINTS are kept, best.bin follows the best val loss;
  *  - bad checkpoints (not one, wrong version, truncated, bit flips, another model) are clear errors;
@@ -343,6 +346,63 @@ static void test_nonfinite_steps(void) {
     free(good); free(bad); free(after);
 }
 
+/* big enough that every parallel path runs on the pool: products past the one-thread threshold, LayerNorm's
+ * row groups, attention heads, the gradient norm over several chunks (about 400K parameters) */
+static void test_thread_count_invariant(void) {
+    clear_out_dir();
+    ngpt_config c;
+    config(&c);
+    c.n_embd = 128; c.n_head = 4; c.block_size = 32; c.batch_size = 8;
+    enum { STEPS = 6, CUT = 2 };
+    float loss[4][STEPS], resumed[STEPS];
+    float *params[4] = {NULL, NULL, NULL, NULL};
+    for (int t = 0; t < 4; t++) {
+        c.threads = t < 3 ? t + 1 : 3;
+        ngpt_trainer *tr = make(&c);
+        if (!tr) return;
+        if (t == 3) /* the tuner probing every other step, its history saying all threads are very slow */
+            tr->tune = (ThreadTuner){.enabled = 1, .every = 2, .gap = 2, .next = 4, .n = 5, .recent = {1e9, 1e9, 1e9, 1e9, 1e9}};
+        for (int s = 0; s < STEPS; s++) CHECK(ngpt_train_step(tr, &loss[t][s]) == 0, "%s", tr->err);
+        params[t] = params_of(tr);
+        if (t > 0) {
+            for (int s = 0; s < STEPS; s++)
+                CHECK(loss[t][s] == loss[0][s], "run %d, step %d: loss %.9g, one thread %.9g", t, s, (double)loss[t][s], (double)loss[0][s]);
+            CHECK(!memcmp(params[t], params[0], tr->plan.nparams * 4), "run %d: parameters differ from one thread's", t);
+        }
+        if (t == 3) /* step 4 probed one thread and won; step 6 probed all three, with too short a history to switch back */
+            CHECK(tr->tune.switches == 1 && tr->tune.one == 1 && cpu_of(tr->be)->active == 1 && tr->tune.next == 10,
+                  "tuner: %d switches, one %d, active %d, next probe %d (10: the spacing doubled after a losing probe)", tr->tune.switches,
+                  tr->tune.one, cpu_of(tr->be)->active, tr->tune.next);
+        if (t == 1) { /* saved on 2 threads after CUT steps, resumed on 3 */
+            ngpt_trainer_free(tr);
+            tr = make(&c);
+            if (!tr) return;
+            for (int s = 0; s < CUT; s++) CHECK(ngpt_train_step(tr, &resumed[s]) == 0, "%s", tr->err);
+            CHECK(checkpoint_save(tr, 0) == 0, "save: %s", tr->err);
+        }
+        ngpt_trainer_free(tr);
+    }
+    c.threads = 3;
+    copy_str(c.init_from, sizeof c.init_from, "resume");
+    ngpt_trainer *r = make(&c);
+    if (r) {
+        for (int s = CUT; s < STEPS; s++) CHECK(ngpt_train_step(r, &resumed[s]) == 0, "%s", r->err);
+        float *pr = params_of(r);
+        for (int s = 0; s < STEPS; s++) CHECK(resumed[s] == loss[0][s], "resumed on 3 threads, step %d: %.9g vs %.9g", s, (double)resumed[s], (double)loss[0][s]);
+        CHECK(!memcmp(pr, params[0], r->plan.nparams * 4), "saved on 2 threads, resumed on 3: parameters differ");
+        free(pr);
+        ngpt_trainer_free(r);
+    }
+    for (int t = 0; t < 4; t++) free(params[t]);
+}
+
+static void test_thread_probe_rule(void) {
+    double five[5] = {0.010, 0.030, 0.012, 0.011, 0.009}, six[6] = {0.010, 0.010, 0.012, 0.012, 0.030, 0.001};
+    CHECK(!thread_probe_wins(five, 4, 0.001), "a switch on 4 recent steps");
+    CHECK(thread_probe_wins(five, 5, 0.0093) && !thread_probe_wins(five, 5, 0.0094), "median 0.011: 0.0093 wins, 0.0094 does not");
+    CHECK(thread_probe_wins(six, 6, 0.0093) && !thread_probe_wins(six, 6, 0.0094), "median 0.011 of six: 0.0093 wins, 0.0094 does not");
+}
+
 int main(void) {
     snprintf(root, sizeof root, "/tmp/ngpt_test_ckpt_%d", (int)getpid());
     snprintf(data_dir, sizeof data_dir, "%s/data", root);
@@ -350,6 +410,8 @@ int main(void) {
     mkdir(root, 0777);
     make_dataset(40);
     RUN(test_resume_bit_identical);
+    RUN(test_thread_count_invariant);
+    RUN(test_thread_probe_rule);
     RUN(test_stop_request_saves);
     RUN(test_keep_last_and_best);
     RUN(test_bad_checkpoints);
