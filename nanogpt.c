@@ -1612,8 +1612,9 @@ typedef struct {
     float *partials; /* groups x 2C floats */
 } LnBwd;
 
-/* The row groups of LayerNorm's backward: their number depends on C alone, never on the thread count, so
- * dw and db are the same sums in the same order on any machine; groups x 2C floats fit the shared B panels. */
+/* The row groups of LayerNorm's backward: their number depends on N and C alone, never on the thread count,
+ * so dw and db are the same sums in the same order on any machine. Their groups x 2C floats of partial sums
+ * go in the shared B panels; past C = 32768 a single group uses the calling thread's op region instead. */
 static int ln_backward_groups(int N, int C) {
     int g = (int)MIN((size_t)32, CPU_GEMM_B_FLOATS / (2 * (size_t)MAX(C, 1)));
     return CLAMP(g, 1, MAX(N, 1));
@@ -1665,9 +1666,11 @@ static void ln_backward_groups_range(void *arg, size_t lo, size_t hi, int tid) {
 static void cpu_layernorm_backward(ngpt_backend *be, void *dinp, void *dw, void *db, const void *dout, const void *inp, const void *w,
                                    const float *mean, const float *rstd, int N, int C) {
     CpuBackend *cb = cpu_of(be);
-    LnBwd a = {cb, (float *)dinp, (const float *)dout, (const float *)inp, (const float *)w, mean, rstd, N, C, db != NULL,
-               ln_backward_groups(N, C), cpu_scratch_shared_b(cb)};
-    parallel_for_chunks(cb, (size_t)a.groups, N >= 64 ? 1 : (size_t)a.groups, ln_backward_groups_range, &a);
+    int groups = ln_backward_groups(N, C), shared = (size_t)groups * 2 * C <= CPU_GEMM_B_FLOATS;
+    LnBwd a = {cb, (float *)dinp, (const float *)dout, (const float *)inp, (const float *)w, mean, rstd, N, C, db != NULL, groups,
+               shared ? cpu_scratch_shared_b(cb) : cpu_scratch_op(cb, 0)};
+    /* one group runs on the calling thread (thread 0), as the op-region fallback needs */
+    parallel_for_chunks(cb, (size_t)groups, N >= 64 ? 1 : (size_t)groups, ln_backward_groups_range, &a);
     /* add the groups' partial sums in group order */
     for (int g = 0; g < a.groups; g++) {
         const float *part = a.partials + (size_t)g * 2 * C;

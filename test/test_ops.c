@@ -224,6 +224,48 @@ static void test_layernorm(void) {
     check_layernorm(70, 9, 0); /* more rows than the threaded path's threshold */
 }
 
+/* C past 32768: LayerNorm's backward keeps its one group's partial sums in the op region of a backend sized
+ * for that C (not in the shared panels, which hold 65536 floats); checked against the formulas in double */
+static void test_layernorm_wide(void) {
+    enum { N = 3, C = 40000 };
+    CHECK((size_t)ln_backward_groups(N, C) * 2 * C > CPU_GEMM_B_FLOATS, "C %d fits the shared panels: not the wide path", C);
+    ngpt_backend *wb;
+    char err[256];
+    if (ngpt_cpu_backend_create(&wb, 2, err, sizeof err)) { CHECK(0, "%s", err); return; }
+    ngpt_shape shape = {1, N, C, 1, 1, 64, N};
+    size_t sb = wb->scratch_bytes(wb, &shape);
+    void *scratch = malloc(sb);
+    wb->set_scratch(wb, scratch, sb);
+    size_t n = (size_t)N * C;
+    float *x = malloc(n * 4), *w = malloc(C * 4), *b = malloc(C * 4), *out = malloc(n * 4), *dy = malloc(n * 4);
+    float *dx = calloc(n, 4), *dw = calloc(C, 4), *db = calloc(C, 4), *mean = malloc(N * 4), *rstd = malloc(N * 4);
+    fill_rand(x, n, 21, 2); fill_rand(w, C, 22, 1); fill_rand(b, C, 23, 1); fill_rand(dy, n, 24, 1);
+    wb->layernorm_forward(wb, out, mean, rstd, x, w, b, N, C);
+    wb->layernorm_backward(wb, dx, dw, db, dy, x, w, mean, rstd, N, C);
+    double *wdw = calloc(C, 8), *wdb = calloc(C, 8), *wdx = malloc(n * 8);
+    for (int i = 0; i < N; i++) {
+        const float *xi = x + (size_t)i * C, *gi = dy + (size_t)i * C;
+        double m = 0, v = 0, s1 = 0, s2 = 0;
+        for (int c = 0; c < C; c++) m += xi[c];
+        m /= C;
+        for (int c = 0; c < C; c++) v += (xi[c] - m) * (xi[c] - m);
+        double r = 1.0 / sqrt(v / C + 1e-5);
+        for (int c = 0; c < C; c++) { double nc = (xi[c] - m) * r, dn = (double)w[c] * gi[c]; s1 += dn; s2 += dn * nc; }
+        for (int c = 0; c < C; c++) {
+            double nc = (xi[c] - m) * r, dn = (double)w[c] * gi[c];
+            wdx[(size_t)i * C + c] = (dn - s1 / C - nc * s2 / C) * r;
+            wdw[c] += gi[c] * nc;
+            wdb[c] += gi[c];
+        }
+    }
+    EXPECT_CLOSE_ARR(dx, wdx, n, 1.0, 1e-4, "wide layernorm dinp");
+    EXPECT_CLOSE_ARR(dw, wdw, C, 1.0, 1e-4, "wide layernorm dweight");
+    EXPECT_CLOSE_ARR(db, wdb, C, 1.0, 1e-5, "wide layernorm dbias");
+    free(x); free(w); free(b); free(out); free(dy); free(dx); free(dw); free(db); free(mean); free(rstd);
+    free(wdw); free(wdb); free(wdx); free(scratch);
+    wb->destroy(wb);
+}
+
 /* ---------------------------------------------------------------- attention */
 typedef struct { int B, T, C, NH; const double *R; ngpt_dropout drop; } AtCtx;
 static double at_ref(const AtCtx *c, const double *qkv, double *out, double *lse) {
@@ -519,6 +561,7 @@ int main(void) {
     be->set_scratch(be, scratch, sb);
     RUN(test_gemm_blocks);
     RUN(test_matmul_dbias_blocks);
+    RUN(test_layernorm_wide);
     RUN(test_matmul);
     RUN(test_layernorm);
     RUN(test_attention);
