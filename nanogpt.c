@@ -1407,9 +1407,9 @@ static void gemm_sum_a_rows(const Gemm *g, int mb, int me) {
 }
 
 /* the 6 x 16 register tile: C[0..5][0..15] += A (6 x kc; element (r, k) at a[r * ars + k * acs]) . b (kc x 16,
- * packed). Inlined three times: with the packed strides (1, 6) folded in, with A's own row stride (acs = 1),
- * and for the last rows of C (mr < 6): rows past mr repeat row mr - 1, so they compute and store its values
- * again instead of reading past A and C. */
+ * packed). Inlined for the full tiles with the packed strides (1, 6) folded in and with A's own row stride
+ * (acs = 1), and for the edges: for the last rows of C (mr < 6) rows past mr repeat row mr - 1, so they
+ * compute and store its values again instead of reading past A and C. */
 static inline __attribute__((always_inline)) void gemm_tile_6x16(int kc, int mr, const float *a, size_t ars, size_t acs, const float *b,
                                                                  float *C, size_t ldc) {
     float *C0 = C, *C1 = C + (size_t)MIN(1, mr - 1) * ldc, *C2 = C + (size_t)MIN(2, mr - 1) * ldc;
@@ -4013,8 +4013,8 @@ const char *ngpt_last_error(const ngpt_trainer *tr) { return tr ? tr->err : "no 
  * on such a host). With threads = 0 the trainer runs a probe step now and then on the other setting and switches
  * when that step beats the median of the recent ones by 15%. The results do not depend on the thread count
  * (the CPU backend's reductions never follow the threads), so switching changes the speed only. A probe that
- * loses doubles the spacing (50, 100, ... 800 steps), which keeps a one-thread probe on a quiet machine of up
- * to 8 cores (where the tuner runs) near 1% of the time. */
+ * loses doubles the spacing (50, 100, ... 800 steps): on a quiet 8-core machine (the most the tuner runs on)
+ * a one-thread probe costs about 7 extra step times, about 8 of them in 5,000 steps, about 1% (estimated). */
 static int thread_probe_wins(const double *recent, int n, double probe_seconds) {
     if (n < 5) return 0;
     double sorted[THREAD_TUNER_HISTORY];
@@ -6068,12 +6068,9 @@ static int forward_backward(ngpt_trainer *tr, batch_fill_fn fill, void *ctx, dou
     return be_check(tr, "the forward/backward pass");
 }
 
-static int train_step_with(ngpt_trainer *tr, batch_fill_fn fill, void *ctx, float *loss) {
+static int train_step_once(ngpt_trainer *tr, batch_fill_fn fill, void *ctx, float *loss) {
     ngpt_backend *be = tr->be;
     const Plan *p = &tr->plan;
-    ThreadTuner *tn = &tr->tune;
-    int probe = tn->enabled && ++tn->counter > 3 && tn->counter >= tn->next;
-    if (probe) cpu_use_all_threads(be, tn->one);
     double t0 = now_seconds();
     int B = p->micro_batch, GA = p->grad_accum, T = p->req.T;
     float lr = lr_at(&tr->cfg, tr->step);
@@ -6110,7 +6107,25 @@ static int train_step_with(ngpt_trainer *tr, batch_fill_fn fill, void *ctx, floa
     tr->last_step_seconds = now_seconds() - t0;
     tr->last_step_tokens = (double)B * T * GA;
     if (loss) *loss = (float)mean;
-    if (probe) {
+    return NGPT_OK;
+}
+
+/* one optimizer step; on the CPU with threads = 0, now and then a probe step on the other thread setting */
+static int train_step_with(ngpt_trainer *tr, batch_fill_fn fill, void *ctx, float *loss) {
+    ThreadTuner *tn = &tr->tune;
+    int probe = tn->enabled && ++tn->counter > 3 && tn->counter >= tn->next;
+    if (!probe) {
+        int rc = train_step_once(tr, fill, ctx, loss);
+        if (!rc && tn->enabled && tn->counter > 3) {
+            if (tn->n == THREAD_TUNER_HISTORY) memmove(tn->recent, tn->recent + 1, (THREAD_TUNER_HISTORY - 1) * sizeof(double)), tn->n--;
+            tn->recent[tn->n++] = tr->last_step_seconds;
+        }
+        return rc;
+    }
+    ngpt_backend *be = tr->be;
+    cpu_use_all_threads(be, tn->one);
+    int rc = train_step_once(tr, fill, ctx, loss);
+    if (!rc) {
         if (thread_probe_wins(tn->recent, tn->n, tr->last_step_seconds)) {
             int cores = cpu_of(be)->nthreads;
             int from = tn->one ? 1 : cores, to = tn->one ? cores : 1;
@@ -6123,13 +6138,10 @@ static int train_step_with(ngpt_trainer *tr, batch_fill_fn fill, void *ctx, floa
         } else {
             tn->gap = MIN(2 * tn->gap, 16 * tn->every);
         }
-        tn->next = tn->counter + tn->gap;
-        cpu_use_all_threads(be, !tn->one);
-    } else if (tn->enabled && tn->counter > 3) {
-        if (tn->n == THREAD_TUNER_HISTORY) memmove(tn->recent, tn->recent + 1, (THREAD_TUNER_HISTORY - 1) * sizeof(double)), tn->n--;
-        tn->recent[tn->n++] = tr->last_step_seconds;
     }
-    return NGPT_OK;
+    tn->next = tn->counter + tn->gap;
+    cpu_use_all_threads(be, !tn->one); /* back to the current setting, after a failed step too */
+    return rc;
 }
 
 static void fill_from_train(ngpt_trainer *tr, int micro, void *ctx) {
