@@ -728,13 +728,17 @@ static const char *const cat_names[N_CATS] = {
     "working buffers", "logits chunk", "batch (tokens, targets, losses)", "backend scratch"};
 static const char *const cat_keys[N_CATS] = {"params", "grads", "master", "moments", "activations", "work", "logits", "batch", "scratch"};
 
+/* The batch region: `lanes` copies of every buffer but the backend scratch, one per lane (a lane holds up to
+ * lane_B of the micro-batch's sequences), then the scratch: [lane 0 | lane 1 | ... | scratch]. */
 typedef struct {
     int B;                     /* sequences */
+    int lanes, lane_B;         /* lanes and the sequences one holds at most: ceil(B / lanes) */
     int training;              /* keeps every layer's activations and the backward buffers */
     int slots[N_BATCH_BUFS];   /* per-layer buffers: how many layer slots (1 = reused by every layer) */
     size_t slot_bytes[N_BATCH_BUFS];
-    size_t off[N_BATCH_BUFS], bytes[N_BATCH_BUFS]; /* from the start of the batch region */
-    size_t end;
+    size_t off[N_BATCH_BUFS];  /* lane 0's buffer from the start of the batch region */
+    size_t bytes[N_BATCH_BUFS]; /* all lanes' */
+    size_t lane_bytes, end;
 } BatchLayout;
 
 typedef struct {
@@ -754,14 +758,15 @@ typedef struct {
     int fits;
     /* decisions */
     int micro_batch, grad_accum, recompute, logits_chunk, eval_micro_batch, moments_dtype;
-    int eval_chunk;
+    int eval_chunk;             /* logits_chunk and eval_chunk: rows per lane */
+    int lanes;                  /* parts of a micro-batch the backend may run at once, each with its own gradients */
     /* parameters */
     size_t param_off[N_PARAM_TENSORS], param_len[N_PARAM_TENSORS]; /* elements */
     size_t nparams;        /* real parameters */
     size_t nparams_padded; /* elements of the parameter block, with alignment gaps */
     /* device arena */
     size_t act_bytes, moment_bytes;
-    size_t off_params, off_grads, off_master, off_m, off_v, off_region;
+    size_t off_params, off_grads, off_lane_grads, off_master, off_m, off_v, off_region; /* lane_grads: lanes 1.. */
     size_t region_bytes, device_bytes;
     BatchLayout train, eval;
     /* host arena */
@@ -781,6 +786,7 @@ static size_t dtype_bytes(int dtype) { return dtype == NGPT_DTYPE_F32 ? 4 : 2; }
 #define CPU_GEMM_NR 16  /* columns of the register tile */
 #define CPU_GEMM_MR 6   /* rows of the register tile */
 #define CPU_ATTN_QB 32  /* query rows per attention block */
+#define CPU_LANES 2     /* a micro-batch runs as two halves at once, each on its own threads (graph lanes) */
 #define CPU_GEMM_B_FLOATS ((size_t)CPU_GEMM_KC * CPU_GEMM_NC)
 #define CPU_GEMM_A_FLOATS ((size_t)CPU_GEMM_MC * CPU_GEMM_KC)
 static size_t cpu_attn_floats(const ngpt_shape *s) { /* a block of scores and one of score gradients */
@@ -791,7 +797,7 @@ static size_t cpu_scratch_per_thread(const ngpt_shape *s) {
     return (CPU_GEMM_A_FLOATS + CPU_GEMM_B_FLOATS + op) * sizeof(float);
 }
 static size_t cpu_scratch_bytes(const ngpt_shape *s, int nthreads) {
-    return CPU_GEMM_B_FLOATS * sizeof(float) + (size_t)MAX(nthreads, 1) * cpu_scratch_per_thread(s) + 64;
+    return CPU_LANES * CPU_GEMM_B_FLOATS * sizeof(float) + (size_t)MAX(nthreads, 1) * cpu_scratch_per_thread(s) + 64;
 }
 
 /* Device scratch the CUDA backend may use (its scratch_bytes must not exceed this; checked at start). */
@@ -809,11 +815,13 @@ static size_t plan_scratch(const PlanRequest *r, int B, int chunk) {
     return r->device == DEV_BACKEND_CUDA ? cuda_scratch_bytes(&s) : cpu_scratch_bytes(&s, r->nthreads);
 }
 
-static void layout_batch(BatchLayout *lay, const PlanRequest *r, int B, int training, int recompute, int chunk, size_t act) {
-    size_t BT = (size_t)B * r->T, C = (size_t)r->m.C, L = (size_t)r->m.L;
+static void layout_batch(BatchLayout *lay, const PlanRequest *r, int B, int lanes, int training, int recompute, int chunk, size_t act) {
     memset(lay, 0, sizeof *lay);
     lay->B = B;
+    lay->lanes = lanes;
+    lay->lane_B = (B + lanes - 1) / lanes;
     lay->training = training;
+    size_t BT = (size_t)lay->lane_B * r->T, C = (size_t)r->m.C, L = (size_t)r->m.L;
     size_t per_slot[N_BATCH_BUFS] = {0};
     int slots[N_BATCH_BUFS];
     for (int i = 0; i < N_BATCH_BUFS; i++) slots[i] = 1;
@@ -827,7 +835,7 @@ static void layout_batch(BatchLayout *lay, const PlanRequest *r, int B, int trai
     per_slot[B_LN1_STATS] = 2 * BT * 4;
     per_slot[B_QKV] = BT * 3 * C * act;
     per_slot[B_ATTY] = BT * C * act;
-    per_slot[B_LSE] = (size_t)B * r->m.NH * r->T * 4;
+    per_slot[B_LSE] = (size_t)lay->lane_B * r->m.NH * r->T * 4;
     per_slot[B_LN2] = BT * C * act;
     per_slot[B_LN2_STATS] = 2 * BT * 4;
     per_slot[B_FCH] = BT * 4 * C * act;
@@ -851,13 +859,18 @@ static void layout_batch(BatchLayout *lay, const PlanRequest *r, int B, int trai
     }
     size_t off = 0;
     for (int i = 0; i < N_BATCH_BUFS; i++) {
+        if (i == B_SCRATCH) continue;
         lay->slots[i] = slots[i];
         lay->slot_bytes[i] = ALIGN_UP(per_slot[i], ARENA_ALIGN);
         lay->off[i] = off;
-        lay->bytes[i] = lay->slot_bytes[i] * (size_t)slots[i];
-        off += lay->bytes[i];
+        lay->bytes[i] = lay->slot_bytes[i] * (size_t)slots[i] * (size_t)lanes;
+        off += lay->slot_bytes[i] * (size_t)slots[i];
     }
-    lay->end = off;
+    lay->lane_bytes = off;
+    lay->slots[B_SCRATCH] = 1;
+    lay->slot_bytes[B_SCRATCH] = lay->bytes[B_SCRATCH] = ALIGN_UP(per_slot[B_SCRATCH], ARENA_ALIGN);
+    lay->off[B_SCRATCH] = off * (size_t)lanes;
+    lay->end = lay->off[B_SCRATCH] + lay->bytes[B_SCRATCH];
 }
 
 static int buf_category(int i, int training) {
@@ -876,10 +889,11 @@ static int default_chunk(const PlanRequest *r, int small) {
 }
 
 /* Lays out everything for one choice; returns the device bytes (CPU: device + host). */
-static double plan_layout(Plan *p, const PlanRequest *r, int B, int recompute, int chunk_cap, int moments_dtype) {
+static double plan_layout(Plan *p, const PlanRequest *r, int B, int lanes, int recompute, int chunk_cap, int moments_dtype) {
     memset(p, 0, sizeof *p);
     p->req = *r;
     p->micro_batch = B;
+    p->lanes = lanes = MIN(lanes, B);
     p->grad_accum = (int)(((long long)r->batch_size * r->grad_accum) / B);
     p->recompute = recompute;
     p->moments_dtype = moments_dtype;
@@ -899,6 +913,7 @@ static double plan_layout(Plan *p, const PlanRequest *r, int B, int recompute, i
     size_t a = 0;
     p->off_params = a; a += ALIGN_UP(np * p->act_bytes, ARENA_ALIGN);
     p->off_grads = a;  a += ALIGN_UP(np * p->act_bytes, ARENA_ALIGN);
+    p->off_lane_grads = a; a += (size_t)(lanes - 1) * ALIGN_UP(np * p->act_bytes, ARENA_ALIGN);
     p->off_master = a; a += mixed ? ALIGN_UP(np * 4, ARENA_ALIGN) : 0;
     p->off_m = a;      a += ALIGN_UP(np * p->moment_bytes, ARENA_ALIGN);
     p->off_v = a;      a += ALIGN_UP(np * p->moment_bytes, ARENA_ALIGN);
@@ -908,9 +923,9 @@ static double plan_layout(Plan *p, const PlanRequest *r, int B, int recompute, i
     p->cat_bytes[CAT_MASTER] = (double)(p->off_m - p->off_master);
     p->cat_bytes[CAT_MOMENTS] = (double)(p->off_region - p->off_m);
 
-    size_t BT = (size_t)B * r->T;
-    p->logits_chunk = (int)MIN((size_t)chunk_cap, BT);
-    layout_batch(&p->train, r, B, 1, recompute, p->logits_chunk, p->act_bytes);
+    size_t lane_BT = (size_t)((B + lanes - 1) / lanes) * r->T;
+    p->logits_chunk = (int)MIN((size_t)chunk_cap, lane_BT);
+    layout_batch(&p->train, r, B, lanes, 1, recompute, p->logits_chunk, p->act_bytes);
     p->region_bytes = p->train.end;
     for (int i = 0; i < N_BATCH_BUFS; i++) p->cat_bytes[buf_category(i, 1)] += (double)p->train.bytes[i];
 
@@ -920,19 +935,19 @@ static double plan_layout(Plan *p, const PlanRequest *r, int B, int recompute, i
     BatchLayout ev;
     while (lo < hi) {
         int mid = lo + (hi - lo + 1) / 2;
-        int ch = (int)MIN((size_t)chunk_cap, (size_t)mid * r->T);
-        layout_batch(&ev, r, mid, 0, RECOMPUTE_NONE, ch, p->act_bytes);
+        int ch = (int)MIN((size_t)chunk_cap, (size_t)((mid + lanes - 1) / lanes) * r->T);
+        layout_batch(&ev, r, mid, lanes, 0, RECOMPUTE_NONE, ch, p->act_bytes);
         if (ev.end <= p->region_bytes) lo = mid; else hi = mid - 1;
     }
     p->eval_micro_batch = lo;
-    p->eval_chunk = (int)MIN((size_t)chunk_cap, (size_t)lo * r->T);
-    layout_batch(&p->eval, r, lo, 0, RECOMPUTE_NONE, p->eval_chunk, p->act_bytes);
+    p->eval_chunk = (int)MIN((size_t)chunk_cap, (size_t)((lo + lanes - 1) / lanes) * r->T);
+    layout_batch(&p->eval, r, lo, lanes, 0, RECOMPUTE_NONE, p->eval_chunk, p->act_bytes);
 
     p->device_bytes = p->off_region + p->region_bytes;
     /* host arena: NGPT_FENCES sets (micro-batches in flight) of batch staging for the larger of the two
      * micro-batches and loss readback, the bucket counts, I/O staging */
     size_t maxBT = (size_t)MAX(B, lo) * r->T;
-    size_t hb[N_HOST_BUFS] = {maxBT * 4, maxBT * 4, (2 * maxBT + 2) * 4, (size_t)r->m.Vp * 4, maxBT * 4, HOST_STAGING_BYTES};
+    size_t hb[N_HOST_BUFS] = {maxBT * 4, maxBT * 4, (size_t)lanes * (2 * lane_BT + 2) * 4, (size_t)r->m.Vp * 4, maxBT * 4, HOST_STAGING_BYTES};
     int sets[N_HOST_BUFS] = {NGPT_FENCES, NGPT_FENCES, NGPT_FENCES, 1, NGPT_FENCES, 1};
     size_t h = 0;
     for (int i = 0; i < N_HOST_BUFS; i++) {
@@ -943,6 +958,11 @@ static double plan_layout(Plan *p, const PlanRequest *r, int B, int recompute, i
     p->host_bytes = h;
     return r->device == DEV_BACKEND_CUDA ? (double)p->device_bytes : (double)(p->device_bytes + p->host_bytes);
 }
+
+/* Lanes: the CPU runs a micro-batch of two or more sequences as CPU_LANES parts at once, each on its share of
+ * the threads, which synchronise once per micro-batch instead of once or twice per op. The split depends on the
+ * micro-batch alone, never on the thread count, so the results do not either. */
+static int plan_lanes(const PlanRequest *r, int B) { return r->device == DEV_BACKEND_CPU ? MIN(CPU_LANES, B) : 1; }
 
 /* Fills *p with the plan for r. Returns NGPT_OK, or NGPT_ERR_NOMEM with the smallest plan in *p and an
  * explanation in err, or NGPT_ERR_ARG for a request that cannot be planned at all. */
@@ -971,17 +991,19 @@ static int plan_make(Plan *p, const PlanRequest *r, char *err, size_t errlen) {
                 }
                 if (r->pin_chunk && small) continue;
                 int chunk = r->pin_chunk ? r->pin_chunk : default_chunk(r, small);
-                if (plan_layout(p, r, (int)B, rc, chunk, moment_opts[mo]) <= r->budget) {
-                    p->fits = 1;
-                    return NGPT_OK;
-                }
+                /* lanes cost a second gradient buffer: without them before a costlier trade */
+                for (int lanes = plan_lanes(r, (int)B); lanes >= 1; lanes = lanes > 1 ? 1 : 0)
+                    if (plan_layout(p, r, (int)B, lanes, rc, chunk, moment_opts[mo]) <= r->budget) {
+                        p->fits = 1;
+                        return NGPT_OK;
+                    }
             }
         }
     }
     /* nothing fits: describe the smallest plan */
     int rc = r->pin_recompute >= 0 ? r->pin_recompute : RECOMPUTE_GELU_LN;
     int B = r->pin_micro_batch ? r->pin_micro_batch : 1;
-    double need = plan_layout(p, r, B, rc, r->pin_chunk ? r->pin_chunk : default_chunk(r, 1), moment_opts[n_moment_opts - 1]);
+    double need = plan_layout(p, r, B, 1, rc, r->pin_chunk ? r->pin_chunk : default_chunk(r, 1), moment_opts[n_moment_opts - 1]);
     char nb[32], bb[32], hint[160] = "";
     if (r->T > 64) {
         PlanRequest half = *r;
@@ -991,7 +1013,7 @@ static int plan_make(Plan *p, const PlanRequest *r, char *err, size_t errlen) {
         half.pin_micro_batch = 0;
         Plan tmp;
         char hb[32];
-        double need_half = plan_layout(&tmp, &half, 1, rc, default_chunk(r, 1), moment_opts[n_moment_opts - 1]);
+        double need_half = plan_layout(&tmp, &half, 1, 1, rc, default_chunk(r, 1), moment_opts[n_moment_opts - 1]);
         snprintf(hint, sizeof hint, " (block_size %d would need %s)", half.T, fmt_bytes(hb, sizeof hb, need_half));
     }
     return fail(err, errlen, NGPT_ERR_NOMEM,
@@ -1024,6 +1046,10 @@ CLI_USED static void plan_print(const Plan *p, FILE *f) {
             p->moments_dtype == NGPT_DTYPE_F32 ? "fp32" : "bf16");
     fprintf(f, "eval         micro-batch %d (in the training activation memory), logits chunk %d rows\n", p->eval_micro_batch,
             p->eval_chunk);
+    if (p->lanes > 1)
+        fprintf(f, "lanes        %d: each micro-batch runs as %d parts at once (up to %d sequences each, %d in evaluation), "
+                   "each on its own threads with its own gradients\n",
+                p->lanes, p->lanes, p->train.lane_B, p->eval.lane_B);
     fprintf(f, "memory       %-34s %12s\n", "category", "bytes");
     for (int c = 0; c < N_CATS; c++)
         if (p->cat_bytes[c] > 0) fprintf(f, "             %-34s %12s\n", cat_names[c], fmt_bytes(b1, sizeof b1, p->cat_bytes[c]));
@@ -1037,26 +1063,29 @@ CLI_USED static void plan_print_json(const Plan *p, FILE *f) {
     fprintf(f, "{\"fits\": %s, \"device\": \"%s\", \"dtype\": \"%s\", \"budget\": %.0f, \"n_layer\": %d, \"n_head\": %d, "
                "\"n_embd\": %d, \"vocab_size\": %d, \"padded_vocab_size\": %d, \"block_size\": %d, \"parameters\": %zu, "
                "\"tokens_per_step\": %lld, \"micro_batch\": %d, \"gradient_accumulation_steps\": %d, \"recompute\": \"%s\", "
-               "\"logits_chunk\": %d, \"eval_micro_batch\": %d, \"moments\": \"%s\", \"device_bytes\": %zu, \"host_bytes\": %zu, "
-               "\"bytes\": {",
+               "\"logits_chunk\": %d, \"eval_micro_batch\": %d, \"lanes\": %d, \"moments\": \"%s\", \"device_bytes\": %zu, "
+               "\"host_bytes\": %zu, \"bytes\": {",
             p->fits ? "true" : "false", r->device == DEV_BACKEND_CUDA ? "cuda" : "cpu", dtype_name(r->dtype), r->budget,
             r->m.L, r->m.NH, r->m.C, r->m.V, r->m.Vp, r->T, p->nparams, (long long)r->batch_size * r->grad_accum * r->T,
-            p->micro_batch, p->grad_accum, recompute_name(p->recompute), p->logits_chunk, p->eval_micro_batch,
+            p->micro_batch, p->grad_accum, recompute_name(p->recompute), p->logits_chunk, p->eval_micro_batch, p->lanes,
             p->moments_dtype == NGPT_DTYPE_F32 ? "fp32" : "bf16", p->device_bytes, p->host_bytes);
     for (int c = 0; c < N_CATS; c++) fprintf(f, "%s\"%s\": %.0f", c ? ", " : "", cat_keys[c], p->cat_bytes[c]);
-    /* every buffer: device offsets are from the arena start, the batch region is laid out twice */
+    /* every buffer: device offsets are from the arena start, the batch region is laid out twice; a batch
+     * buffer is [lane 0's offset, one lane's bytes], lane g's copy lane_bytes * g further */
     fprintf(f, "}, \"parameters_by_tensor\": {");
     for (int i = 0; i < N_PARAM_TENSORS; i++)
         fprintf(f, "%s\"%s\": {\"offset_elements\": %zu, \"elements\": %zu}", i ? ", " : "", param_names[i], p->param_off[i], p->param_len[i]);
-    fprintf(f, "}, \"device_buffers\": {\"params\": [%zu, %zu], \"grads\": [%zu, %zu], \"master\": [%zu, %zu], \"adam_m\": [%zu, %zu], "
-               "\"adam_v\": [%zu, %zu]",
-            p->off_params, p->off_grads - p->off_params, p->off_grads, p->off_master - p->off_grads, p->off_master,
-            p->off_m - p->off_master, p->off_m, p->off_v - p->off_m, p->off_v, p->off_region - p->off_v);
+    fprintf(f, "}, \"device_buffers\": {\"params\": [%zu, %zu], \"grads\": [%zu, %zu], \"lane_grads\": [%zu, %zu], "
+               "\"master\": [%zu, %zu], \"adam_m\": [%zu, %zu], \"adam_v\": [%zu, %zu]",
+            p->off_params, p->off_grads - p->off_params, p->off_grads, p->off_lane_grads - p->off_grads, p->off_lane_grads,
+            p->off_master - p->off_lane_grads, p->off_master, p->off_m - p->off_master, p->off_m, p->off_v - p->off_m, p->off_v,
+            p->off_region - p->off_v);
     const BatchLayout *lays[2] = {&p->train, &p->eval};
     for (int k = 0; k < 2; k++) {
-        fprintf(f, "}, \"%s_buffers\": {", k ? "eval" : "train");
+        fprintf(f, "}, \"%s_lane_bytes\": %zu, \"%s_buffers\": {", k ? "eval" : "train", lays[k]->lane_bytes, k ? "eval" : "train");
         for (int i = 0; i < N_BATCH_BUFS; i++)
-            fprintf(f, "%s\"%s\": [%zu, %zu]", i ? ", " : "", batch_buf_names[i], p->off_region + lays[k]->off[i], lays[k]->bytes[i]);
+            fprintf(f, "%s\"%s\": [%zu, %zu]", i ? ", " : "", batch_buf_names[i], p->off_region + lays[k]->off[i],
+                    lays[k]->slot_bytes[i] * (size_t)lays[k]->slots[i]);
     }
     fprintf(f, "}, \"host_buffers\": {");
     for (int i = 0; i < N_HOST_BUFS; i++) fprintf(f, "%s\"%s\": [%zu, %zu]", i ? ", " : "", host_buf_names[i], p->host_off[i], p->host_bytes_of[i]);
@@ -1064,28 +1093,48 @@ CLI_USED static void plan_print_json(const Plan *p, FILE *f) {
 }
 
 /* ======================================================================================================
- * CPU backend: fp32, every op threaded over the pool. Reductions run in a fixed order, so results are
- * reproducible for a given thread count.
+ * CPU backend: fp32, every op threaded over the pool, or over a lane's team of threads (run_lanes).
+ * Reductions run in a fixed order that does not follow the threads, so results do not depend on their count.
  * ==================================================================================================== */
 
+/* The threads an op runs on: all of them, or those of one lane (run_lanes). Thread i of a team is the pool's
+ * thread i and uses the per-thread scratch of thread tid0 + i; the team's parallel GEMMs share B panels
+ * number `panel`. */
+typedef struct CpuBackend CpuBackend;
 typedef struct {
+    CpuBackend *cb;
+    Pool *pool;
+    int tid0, n, panel;
+} CpuTeam;
+
+struct CpuBackend {
     ngpt_backend be;
-    PoolStorage pool;
+    PoolStorage pool;           /* every thread (the caller is thread 0) */
     int nthreads;
     int active;                 /* threads the ops use now: nthreads, or 1 (cpu_use_all_threads) */
+    CpuTeam all, team[CPU_LANES];
+    PoolStorage lane_pool;      /* one thread per lane, each the thread 0 of its team's pool */
+    PoolStorage team_pool[CPU_LANES];
     char *scratch;
     size_t scratch_bytes, scratch_per_thread;
     void *arena;
-} CpuBackend;
+};
 
 static CpuBackend *cpu_of(ngpt_backend *be) { return (CpuBackend *)be->impl; } /* impl: a copy of the table works too */
 
-/* Scratch layout (sized by cpu_scratch_bytes): [shared B panels | per thread: A block | B panels | one
- * region for the temporaries of the op running now (LayerNorm partial sums, attention score blocks, a row
- * of exponentials in the loss)] */
-static float *cpu_scratch_shared_b(CpuBackend *cb) { return (float *)cb->scratch; }
+/* the team of the calling thread: its lane's while it runs one (cpu_run_lanes), else every thread */
+static _Thread_local const CpuTeam *cpu_lane_team;
+static const CpuTeam *cpu_team(CpuBackend *cb) {
+    const CpuTeam *t = cpu_lane_team;
+    return t && t->cb == cb ? t : &cb->all;
+}
+
+/* Scratch layout (sized by cpu_scratch_bytes): [CPU_LANES shared B panels (one per team) | per thread: A block
+ * | B panels | one region for the temporaries of the op running now (LayerNorm partial sums, attention score
+ * blocks, a row of exponentials in the loss)] */
+static float *cpu_scratch_shared_b(CpuBackend *cb, const CpuTeam *t) { return (float *)cb->scratch + (size_t)t->panel * CPU_GEMM_B_FLOATS; }
 static float *cpu_scratch_thread(CpuBackend *cb, int tid) {
-    return (float *)(cb->scratch + CPU_GEMM_B_FLOATS * sizeof(float) + (size_t)tid * cb->scratch_per_thread);
+    return (float *)(cb->scratch + CPU_LANES * CPU_GEMM_B_FLOATS * sizeof(float) + (size_t)tid * cb->scratch_per_thread);
 }
 static float *cpu_scratch_a(CpuBackend *cb, int tid) { return cpu_scratch_thread(cb, tid); }
 static float *cpu_scratch_b(CpuBackend *cb, int tid) { return cpu_scratch_thread(cb, tid) + CPU_GEMM_A_FLOATS; }
@@ -1096,13 +1145,14 @@ typedef struct {
     range_fn body;
     void *ctx;
     size_t n;
+    int tid0;
 } ParFor;
 
 static void parfor_thunk(void *arg, int i, int nt) {
     ParFor *pf = (ParFor *)arg;
     size_t lo, hi;
     split_range(pf->n, i, nt, &lo, &hi);
-    if (lo < hi) pf->body(pf->ctx, lo, hi, i);
+    if (lo < hi) pf->body(pf->ctx, lo, hi, pf->tid0 + i);
 }
 
 /* the same over chunks of `chunk` items that the threads take in turn from a shared counter: for work whose
@@ -1112,6 +1162,7 @@ typedef struct {
     range_fn body;
     void *ctx;
     size_t n, chunk;
+    int tid0;
     _Atomic size_t next;
 } ParForDyn;
 
@@ -1121,23 +1172,26 @@ static void parfor_dyn_thunk(void *arg, int i, int nt) {
     for (;;) {
         size_t lo = atomic_fetch_add_explicit(&pf->next, pf->chunk, memory_order_relaxed);
         if (lo >= pf->n) return;
-        pf->body(pf->ctx, lo, MIN(lo + pf->chunk, pf->n), i);
+        pf->body(pf->ctx, lo, MIN(lo + pf->chunk, pf->n), pf->tid0 + i);
     }
 }
 
+/* Both run on the calling thread's team (cpu_team); tid is the scratch index of the thread running body. */
 static void parallel_for_chunks(CpuBackend *cb, size_t n, size_t chunk, range_fn body, void *ctx) {
+    const CpuTeam *t = cpu_team(cb);
     if (n == 0) return;
-    if (cb->active == 1 || n <= chunk) { body(ctx, 0, n, 0); return; }
-    ParForDyn pf = {body, ctx, n, chunk, 0};
-    pool_run(&cb->pool.pool, parfor_dyn_thunk, &pf);
+    if (cb->active == 1 || t->n == 1 || n <= chunk) { body(ctx, 0, n, t->tid0); return; }
+    ParForDyn pf = {body, ctx, n, chunk, t->tid0, 0};
+    pool_run(t->pool, parfor_dyn_thunk, &pf);
 }
 
 /* body(ctx, lo, hi, tid) over [0, n) split in contiguous ranges; small jobs stay on the calling thread. */
 static void parallel_for(CpuBackend *cb, size_t n, size_t grain, range_fn body, void *ctx) {
+    const CpuTeam *t = cpu_team(cb);
     if (n == 0) return;
-    if (cb->active == 1 || n < 2 * grain) { body(ctx, 0, n, 0); return; }
-    ParFor pf = {body, ctx, n};
-    pool_run(&cb->pool.pool, parfor_thunk, &pf);
+    if (cb->active == 1 || t->n == 1 || n < 2 * grain) { body(ctx, 0, n, t->tid0); return; }
+    ParFor pf = {body, ctx, n, t->tid0};
+    pool_run(t->pool, parfor_thunk, &pf);
 }
 
 /* ---- 8-wide vectors (GCC/Clang vector extensions: AVX with -march=native, plain SSE or scalar code otherwise) ---- */
@@ -1513,7 +1567,8 @@ static void gemm_drive(Gemm *g, int serial_tid) {
         return;
     }
     CpuBackend *cb = g->cb;
-    g->bpack = serial_tid < 0 ? cpu_scratch_shared_b(cb) : cpu_scratch_b(cb, serial_tid);
+    const CpuTeam *team = cpu_team(cb);
+    g->bpack = serial_tid < 0 ? cpu_scratch_shared_b(cb, team) : cpu_scratch_b(cb, serial_tid);
     size_t tiles = (size_t)(g->M + CPU_GEMM_MR - 1) / CPU_GEMM_MR;
     for (g->n0 = 0; g->n0 < g->N; g->n0 += CPU_GEMM_NC) {
         g->nc = MIN(CPU_GEMM_NC, g->N - g->n0);
@@ -1528,7 +1583,7 @@ static void gemm_drive(Gemm *g, int serial_tid) {
             size_t work_per_tile = (size_t)CPU_GEMM_MR * (size_t)g->nc * (size_t)g->kc;
             parallel_for(cb, panels, MAX((size_t)1, ((size_t)1 << 14) / ((size_t)g->kc * CPU_GEMM_NR)), gemm_pack_b_panels, g);
             /* about 8 chunks per thread; one thread alone below 2^18 multiply-adds */
-            size_t chunk = tiles * work_per_tile < ((size_t)1 << 18) ? tiles : MAX((size_t)1, tiles / (8 * (size_t)cb->nthreads));
+            size_t chunk = tiles * work_per_tile < ((size_t)1 << 18) ? tiles : MAX((size_t)1, tiles / (8 * (size_t)team->n));
             parallel_for_chunks(cb, tiles, chunk, gemm_rows, g);
         }
     }
@@ -1668,8 +1723,8 @@ static void cpu_layernorm_backward(ngpt_backend *be, void *dinp, void *dw, void 
     CpuBackend *cb = cpu_of(be);
     int groups = ln_backward_groups(N, C), shared = (size_t)groups * 2 * C <= CPU_GEMM_B_FLOATS;
     LnBwd a = {cb, (float *)dinp, (const float *)dout, (const float *)inp, (const float *)w, mean, rstd, N, C, db != NULL, groups,
-               shared ? cpu_scratch_shared_b(cb) : cpu_scratch_op(cb, 0)};
-    /* one group runs on the calling thread (thread 0), as the op-region fallback needs */
+               shared ? cpu_scratch_shared_b(cb, cpu_team(cb)) : cpu_scratch_op(cb, cpu_team(cb)->tid0)};
+    /* one group runs on the calling thread, as the op-region fallback needs */
     parallel_for_chunks(cb, (size_t)groups, N >= 64 ? 1 : (size_t)groups, ln_backward_groups_range, &a);
     /* add the groups' partial sums in group order */
     for (int g = 0; g < a.groups; g++) {
@@ -2095,7 +2150,7 @@ static void cpu_set_scratch(ngpt_backend *be, void *scratch, size_t bytes) {
     CpuBackend *cb = cpu_of(be);
     cb->scratch = (char *)ALIGN_UP((uintptr_t)scratch, 64);
     cb->scratch_bytes = bytes;
-    cb->scratch_per_thread = (bytes - 64 - CPU_GEMM_B_FLOATS * sizeof(float)) / (size_t)cb->nthreads / 64 * 64;
+    cb->scratch_per_thread = (bytes - 64 - CPU_LANES * CPU_GEMM_B_FLOATS * sizeof(float)) / (size_t)cb->nthreads / 64 * 64;
 }
 static void cpu_copy(ngpt_backend *be, void *dst, const void *src, size_t bytes) {
     (void)be;
@@ -2110,11 +2165,58 @@ static void cpu_zero(ngpt_backend *be, void *dst, size_t bytes) {
     (void)be;
     memset(dst, 0, bytes);
 }
+
+/* ---- lanes: fn(ctx, g) for g < lanes, lane g on team g at once (its ops run on that team's threads), or one
+ * after another on the calling thread when a single thread is in use. The results are the same either way, as
+ * every op's are for any number of threads. ---- */
+typedef struct {
+    CpuBackend *cb;
+    void (*fn)(void *ctx, int lane);
+    void *ctx;
+    int lanes;
+} LaneJob;
+
+static void lane_thunk(void *arg, int i, int nt) {
+    const LaneJob *j = (const LaneJob *)arg;
+    cpu_lane_team = &j->cb->team[i];
+    for (int g = i; g < j->lanes; g += nt) j->fn(j->ctx, g);
+    cpu_lane_team = NULL;
+}
+
+static void cpu_run_lanes(ngpt_backend *be, int lanes, void (*fn)(void *ctx, int lane), void *ctx) {
+    CpuBackend *cb = cpu_of(be);
+    if (cb->active == 1 || cb->nthreads < CPU_LANES || lanes < 2) {
+        for (int g = 0; g < lanes; g++) fn(ctx, g);
+        return;
+    }
+    LaneJob j = {cb, fn, ctx, lanes};
+    pool_run(&cb->lane_pool.pool, lane_thunk, &j);
+}
+
 static void cpu_destroy(ngpt_backend *be) {
     CpuBackend *cb = cpu_of(be);
     cpu_arena_free(be);
     pool_free(&cb->pool);
+    if (cb->nthreads >= CPU_LANES) {
+        pool_free(&cb->lane_pool);
+        for (int g = 0; g < CPU_LANES; g++) pool_free(&cb->team_pool[g]);
+    }
     free(cb);
+}
+
+/* the lanes' threads: a pool that starts them and, per lane, a pool of nthreads / CPU_LANES threads (the
+ * first lanes one more when it does not divide) whose thread 0 is the lane's */
+static int cpu_lanes_init(CpuBackend *cb, char *err, size_t errlen) {
+    int rc = pool_init(&cb->lane_pool, CPU_LANES, err, errlen);
+    for (int g = 0, tid0 = 0; g < CPU_LANES; g++) {
+        int n = cb->nthreads / CPU_LANES + (g < cb->nthreads % CPU_LANES);
+        int rg = pool_init(&cb->team_pool[g], n, err, errlen);
+        if (!rc) rc = rg;
+        cb->team[g] = (CpuTeam){cb, &cb->team_pool[g].pool, tid0, cb->team_pool[g].pool.nthreads, g};
+        tid0 += n;
+    }
+    if (!rc && cb->lane_pool.pool.nthreads != CPU_LANES) rc = NGPT_ERR_NOMEM;
+    return rc;
 }
 
 int ngpt_cpu_backend_create(ngpt_backend **out, int nthreads, char *err, size_t errlen) {
@@ -2126,10 +2228,12 @@ int ngpt_cpu_backend_create(ngpt_backend **out, int nthreads, char *err, size_t 
     int rc = pool_init(&cb->pool, nthreads, err, errlen);
     if (rc) { pool_free(&cb->pool); free(cb); return rc; }
     cb->nthreads = cb->active = cb->pool.pool.nthreads;
+    cb->all = (CpuTeam){cb, &cb->pool.pool, 0, cb->nthreads, 0};
     ngpt_backend *be = &cb->be;
+    be->impl = cb;
+    if (cb->nthreads >= CPU_LANES && (rc = cpu_lanes_init(cb, err, errlen))) { cpu_destroy(be); return rc; }
     be->name = "cpu";
     be->dtype = NGPT_DTYPE_F32;
-    be->impl = cb;
     be->destroy = cpu_destroy;
     be->arena_alloc = cpu_arena_alloc;
     be->arena_free = cpu_arena_free;
@@ -2160,6 +2264,7 @@ int ngpt_cpu_backend_create(ngpt_backend **out, int nthreads, char *err, size_t 
     be->crossentropy = cpu_crossentropy;
     be->norm_sq = cpu_norm_sq;
     be->adamw = cpu_adamw;
+    be->run_lanes = cpu_run_lanes;
     *out = be;
     return NGPT_OK;
 }
@@ -3983,7 +4088,6 @@ struct ngpt_trainer {
     int h_set;                  /* that set, 0 .. NGPT_FENCES-1 */
     int h_pending[NGPT_FENCES]; /* per set: token losses its fence will bring back (0: nothing queued) */
     void *h_staging;
-    int nbuckets; /* distinct tokens of the current micro-batch */
     /* data */
     TokenSet train_data, val_data;
     CharVocab *charvocab; /* NULL unless the dataset has meta.bin */
@@ -4076,22 +4180,35 @@ static void *pt(const ngpt_trainer *tr, char *base, int i, int l) {
 static void *pt_bias(const ngpt_trainer *tr, char *base, int i, int l) {
     return tr->plan.param_len[i] ? pt(tr, base, i, l) : NULL;
 }
-/* layer l's slot of batch buffer b */
-static void *slot(const ngpt_trainer *tr, const BatchLayout *lay, int b, int l) {
-    return tr->region + lay->off[b] + (size_t)(l % lay->slots[b]) * lay->slot_bytes[b];
+/* layer l's slot of batch buffer b in lane g (the scratch is one for all lanes) */
+static void *lane_slot(const ngpt_trainer *tr, const BatchLayout *lay, int g, int b, int l) {
+    return tr->region + (b == B_SCRATCH ? 0 : (size_t)g * lay->lane_bytes) + lay->off[b] + (size_t)(l % lay->slots[b]) * lay->slot_bytes[b];
 }
-static float *slot_f(const ngpt_trainer *tr, const BatchLayout *lay, int b, int l) { return (float *)slot(tr, lay, b, l); }
+static void *slot(const ngpt_trainer *tr, const BatchLayout *lay, int b, int l) { return lane_slot(tr, lay, 0, b, l); }
+
+/* One lane of a micro-batch: its sequences, its buffers, its gradients (lane 0 accumulates into tr->grads,
+ * the others into their own copies, added to it once the step's micro-batches are done). */
+typedef struct {
+    const BatchLayout *lay;
+    int g;                 /* lane index: which copy of the batch buffers */
+    int B;                 /* its sequences */
+    long long seq0;        /* the first one's place among the step's sequences (dropout masks) */
+    char *grads;
+    int nbuckets;          /* token buckets of its positions (embedding backward) */
+} Lane;
+static void *lslot(const ngpt_trainer *tr, const Lane *ln, int b, int l) { return lane_slot(tr, ln->lay, ln->g, b, l); }
+static float *lslot_f(const ngpt_trainer *tr, const Lane *ln, int b, int l) { return (float *)lslot(tr, ln, b, l); }
 /* row r of an act tensor with `width` columns */
 static void *rows(const ngpt_trainer *tr, void *base, size_t r, size_t width) { return (char *)base + r * width * act_size(tr); }
 
 enum { DROP_EMBED, DROP_ATTN, DROP_ATTN_RESID, DROP_MLP_RESID };
 
-/* The dropout of one site for micro-batch `micro` (of B sequences); off outside training. The masks of a
- * step are indexed by the sequence's place in the whole step, so any micro-batch split gives the same. */
-static ngpt_dropout drop_site(const ngpt_trainer *tr, int training, int micro, int B, int layer, int site) {
+/* The dropout of one site for the sequences of a lane; off outside training. The masks of a step are indexed
+ * by the sequence's place in the whole step, so any split in micro-batches and lanes gives the same. */
+static ngpt_dropout drop_site(const ngpt_trainer *tr, int training, const Lane *ln, int layer, int site) {
     ngpt_dropout d = {0, 0, 0, 0};
     if (!training || tr->cfg.dropout <= 0) return d;
-    uint64_t T = (uint64_t)tr->plan.req.T, seq0 = (uint64_t)micro * (uint64_t)B;
+    uint64_t T = (uint64_t)tr->plan.req.T, seq0 = (uint64_t)ln->seq0;
     d.p = (float)tr->cfg.dropout;
     d.seed = (uint64_t)tr->cfg.seed;
     d.stream = ((uint64_t)tr->step << 24) ^ ((uint64_t)layer << 4) ^ (uint64_t)site ^ 0x5A5A000000000000ull;
@@ -4099,59 +4216,59 @@ static ngpt_dropout drop_site(const ngpt_trainer *tr, int training, int micro, i
     return d;
 }
 
-/* ---- forward: embeddings, L blocks, final LayerNorm. B sequences in layout lay. ---- */
-static void graph_forward(ngpt_trainer *tr, const BatchLayout *lay, int B, int training, int micro) {
+/* ---- forward: embeddings, L blocks, final LayerNorm, over the sequences of one lane ---- */
+static void graph_forward(ngpt_trainer *tr, const Lane *ln, int training) {
     ngpt_backend *be = tr->be;
     const ModelShape *m = &tr->ms;
-    int T = tr->plan.req.T, C = m->C, NH = m->NH, L = m->L;
+    int B = ln->B, T = tr->plan.req.T, C = m->C, NH = m->NH, L = m->L;
     int N = B * T;
     size_t NC = (size_t)N * C;
     char *P = tr->params;
-    const int32_t *tokens = (const int32_t *)slot(tr, lay, B_TOKENS, 0);
-    void *res0 = slot(tr, lay, B_RES, 0);
+    const int32_t *tokens = (const int32_t *)lslot(tr, ln, B_TOKENS, 0);
+    void *res0 = lslot(tr, ln, B_RES, 0);
     be->encoder_forward(be, res0, tokens, pt(tr, P, P_WTE, 0), pt(tr, P, P_WPE, 0), B, T, C);
-    ngpt_dropout d = drop_site(tr, training, micro, B, L, DROP_EMBED);
+    ngpt_dropout d = drop_site(tr, training, ln, L, DROP_EMBED);
     if (d.p > 0) be->dropout(be, res0, res0, NC, &d);
     for (int l = 0; l < L; l++) {
-        void *res = slot(tr, lay, B_RES, l), *res_out = slot(tr, lay, B_RES, l + 1);
-        void *res_mid = slot(tr, lay, B_RES_MID, l);
-        void *ln1 = slot(tr, lay, B_LN1, l), *ln2 = slot(tr, lay, B_LN2, l);
-        float *ln1s = slot_f(tr, lay, B_LN1_STATS, l), *ln2s = slot_f(tr, lay, B_LN2_STATS, l);
-        void *qkv = slot(tr, lay, B_QKV, l), *atty = slot(tr, lay, B_ATTY, l), *fch = slot(tr, lay, B_FCH, l);
-        void *gelu = slot(tr, lay, B_GELU, l), *tmp = slot(tr, lay, B_TMP, 0);
-        float *lse = slot_f(tr, lay, B_LSE, l);
+        void *res = lslot(tr, ln, B_RES, l), *res_out = lslot(tr, ln, B_RES, l + 1);
+        void *res_mid = lslot(tr, ln, B_RES_MID, l);
+        void *ln1 = lslot(tr, ln, B_LN1, l), *ln2 = lslot(tr, ln, B_LN2, l);
+        float *ln1s = lslot_f(tr, ln, B_LN1_STATS, l), *ln2s = lslot_f(tr, ln, B_LN2_STATS, l);
+        void *qkv = lslot(tr, ln, B_QKV, l), *atty = lslot(tr, ln, B_ATTY, l), *fch = lslot(tr, ln, B_FCH, l);
+        void *gelu = lslot(tr, ln, B_GELU, l), *tmp = lslot(tr, ln, B_TMP, 0);
+        float *lse = lslot_f(tr, ln, B_LSE, l);
         be->layernorm_forward(be, ln1, ln1s, ln1s + N, res, pt(tr, P, P_LN1W, l), pt_bias(tr, P, P_LN1B, l), N, C);
         be->matmul_forward(be, qkv, ln1, pt(tr, P, P_QKVW, l), pt_bias(tr, P, P_QKVB, l), N, C, 3 * C);
-        d = drop_site(tr, training, micro, B, l, DROP_ATTN);
+        d = drop_site(tr, training, ln, l, DROP_ATTN);
         be->attention_forward(be, atty, lse, qkv, B, T, C, NH, &d);
         be->matmul_forward(be, tmp, atty, pt(tr, P, P_ATTPROJW, l), pt_bias(tr, P, P_ATTPROJB, l), N, C, C);
-        d = drop_site(tr, training, micro, B, l, DROP_ATTN_RESID);
+        d = drop_site(tr, training, ln, l, DROP_ATTN_RESID);
         if (d.p > 0) be->dropout(be, tmp, tmp, NC, &d);
         be->residual_forward(be, res_mid, res, tmp, NC);
         be->layernorm_forward(be, ln2, ln2s, ln2s + N, res_mid, pt(tr, P, P_LN2W, l), pt_bias(tr, P, P_LN2B, l), N, C);
         be->matmul_forward(be, fch, ln2, pt(tr, P, P_FCW, l), pt_bias(tr, P, P_FCB, l), N, C, 4 * C);
         be->gelu_forward(be, gelu, fch, 4 * NC);
         be->matmul_forward(be, tmp, gelu, pt(tr, P, P_FCPROJW, l), pt_bias(tr, P, P_FCPROJB, l), N, 4 * C, C);
-        d = drop_site(tr, training, micro, B, l, DROP_MLP_RESID);
+        d = drop_site(tr, training, ln, l, DROP_MLP_RESID);
         if (d.p > 0) be->dropout(be, tmp, tmp, NC, &d);
         be->residual_forward(be, res_out, res_mid, tmp, NC);
     }
-    float *lnfs = slot_f(tr, lay, B_LNF_STATS, 0);
-    be->layernorm_forward(be, slot(tr, lay, B_LNF, 0), lnfs, lnfs + N, slot(tr, lay, B_RES, L), pt(tr, P, P_LNFW, 0),
+    float *lnfs = lslot_f(tr, ln, B_LNF_STATS, 0);
+    be->layernorm_forward(be, lslot(tr, ln, B_LNF, 0), lnfs, lnfs + N, lslot(tr, ln, B_RES, L), pt(tr, P, P_LNFW, 0),
                           pt_bias(tr, P, P_LNFB, 0), N, C);
 }
 
 /* ---- the classifier over chunks of rows: logits = lnf . wte^T, softmax cross-entropy; when dscale != 0
  * the gradient goes straight back through the chunk: dlnf rows into B_TMP and dwte += . Never more than
  * one chunk of logits exists. Per-token losses land in B_LOSSES. ---- */
-static void graph_classifier(ngpt_trainer *tr, const BatchLayout *lay, int B, int chunk, float dscale) {
+static void graph_classifier(ngpt_trainer *tr, const Lane *ln, int chunk, float dscale) {
     ngpt_backend *be = tr->be;
     const ModelShape *m = &tr->ms;
-    int N = B * tr->plan.req.T, C = m->C;
-    void *lnf = slot(tr, lay, B_LNF, 0), *logits = slot(tr, lay, B_LOGITS, 0), *dlnf = slot(tr, lay, B_TMP, 0);
-    float *losses = slot_f(tr, lay, B_LOSSES, 0);
-    const int32_t *targets = (const int32_t *)slot(tr, lay, B_TARGETS, 0);
-    void *wte = pt(tr, tr->params, P_WTE, 0), *dwte = pt(tr, tr->grads, P_WTE, 0);
+    int N = ln->B * tr->plan.req.T, C = m->C;
+    void *lnf = lslot(tr, ln, B_LNF, 0), *logits = lslot(tr, ln, B_LOGITS, 0), *dlnf = lslot(tr, ln, B_TMP, 0);
+    float *losses = lslot_f(tr, ln, B_LOSSES, 0);
+    const int32_t *targets = (const int32_t *)lslot(tr, ln, B_TARGETS, 0);
+    void *wte = pt(tr, tr->params, P_WTE, 0), *dwte = pt(tr, ln->grads, P_WTE, 0);
     for (int r0 = 0; r0 < N; r0 += chunk) {
         int n = MIN(chunk, N - r0);
         void *x = rows(tr, lnf, (size_t)r0, (size_t)C);
@@ -4162,26 +4279,26 @@ static void graph_classifier(ngpt_trainer *tr, const BatchLayout *lay, int B, in
 }
 
 /* ---- backward: from dlnf (in B_TMP) to every parameter gradient (accumulated) ---- */
-static void graph_backward(ngpt_trainer *tr, const BatchLayout *lay, int B, int micro) {
+static void graph_backward(ngpt_trainer *tr, const Lane *ln) {
     ngpt_backend *be = tr->be;
     const ModelShape *m = &tr->ms;
-    int T = tr->plan.req.T, C = m->C, NH = m->NH, L = m->L;
+    int B = ln->B, T = tr->plan.req.T, C = m->C, NH = m->NH, L = m->L;
     int N = B * T;
     size_t NC = (size_t)N * C;
-    char *P = tr->params, *G = tr->grads;
-    void *tmp = slot(tr, lay, B_TMP, 0), *dres = slot(tr, lay, B_DRES, 0);
-    void *dbig = slot(tr, lay, B_DBIG, 0), *datt = slot(tr, lay, B_DATT, 0);
-    float *lnfs = slot_f(tr, lay, B_LNF_STATS, 0);
+    char *P = tr->params, *G = ln->grads;
+    void *tmp = lslot(tr, ln, B_TMP, 0), *dres = lslot(tr, ln, B_DRES, 0);
+    void *dbig = lslot(tr, ln, B_DBIG, 0), *datt = lslot(tr, ln, B_DATT, 0);
+    float *lnfs = lslot_f(tr, ln, B_LNF_STATS, 0);
     be->zero(be, dres, NC * act_size(tr));
-    be->layernorm_backward(be, dres, pt(tr, G, P_LNFW, 0), pt_bias(tr, G, P_LNFB, 0), tmp, slot(tr, lay, B_RES, L),
+    be->layernorm_backward(be, dres, pt(tr, G, P_LNFW, 0), pt_bias(tr, G, P_LNFB, 0), tmp, lslot(tr, ln, B_RES, L),
                            pt(tr, P, P_LNFW, 0), lnfs, lnfs + N, N, C);
     for (int l = L - 1; l >= 0; l--) {
-        void *res = slot(tr, lay, B_RES, l), *res_mid = slot(tr, lay, B_RES_MID, l);
-        void *ln1 = slot(tr, lay, B_LN1, l), *ln2 = slot(tr, lay, B_LN2, l);
-        float *ln1s = slot_f(tr, lay, B_LN1_STATS, l), *ln2s = slot_f(tr, lay, B_LN2_STATS, l);
-        void *qkv = slot(tr, lay, B_QKV, l), *atty = slot(tr, lay, B_ATTY, l), *fch = slot(tr, lay, B_FCH, l);
-        void *gelu = slot(tr, lay, B_GELU, l);
-        float *lse = slot_f(tr, lay, B_LSE, l);
+        void *res = lslot(tr, ln, B_RES, l), *res_mid = lslot(tr, ln, B_RES_MID, l);
+        void *ln1 = lslot(tr, ln, B_LN1, l), *ln2 = lslot(tr, ln, B_LN2, l);
+        float *ln1s = lslot_f(tr, ln, B_LN1_STATS, l), *ln2s = lslot_f(tr, ln, B_LN2_STATS, l);
+        void *qkv = lslot(tr, ln, B_QKV, l), *atty = lslot(tr, ln, B_ATTY, l), *fch = lslot(tr, ln, B_FCH, l);
+        void *gelu = lslot(tr, ln, B_GELU, l);
+        float *lse = lslot_f(tr, ln, B_LSE, l);
         /* recompute what the plan chose not to keep */
         if (tr->plan.recompute >= RECOMPUTE_GELU_LN) {
             be->layernorm_forward(be, ln1, ln1s, ln1s + N, res, pt(tr, P, P_LN1W, l), pt_bias(tr, P, P_LN1B, l), N, C);
@@ -4189,7 +4306,7 @@ static void graph_backward(ngpt_trainer *tr, const BatchLayout *lay, int B, int 
         }
         if (tr->plan.recompute >= RECOMPUTE_GELU) be->gelu_forward(be, gelu, fch, 4 * NC);
         /* MLP: res_out = res_mid + drop(gelu(ln2 . fcw^T) . fcprojw^T) */
-        ngpt_dropout d = drop_site(tr, 1, micro, B, l, DROP_MLP_RESID);
+        ngpt_dropout d = drop_site(tr, 1, ln, l, DROP_MLP_RESID);
         const void *dproj = dres;
         if (d.p > 0) { be->dropout(be, tmp, dres, NC, &d); dproj = tmp; }
         be->matmul_backward(be, dbig, pt(tr, G, P_FCPROJW, l), pt_bias(tr, G, P_FCPROJB, l), dproj, gelu, pt(tr, P, P_FCPROJW, l), N, 4 * C, C);
@@ -4197,20 +4314,20 @@ static void graph_backward(ngpt_trainer *tr, const BatchLayout *lay, int B, int 
         be->matmul_backward(be, tmp, pt(tr, G, P_FCW, l), pt_bias(tr, G, P_FCB, l), dbig, ln2, pt(tr, P, P_FCW, l), N, C, 4 * C);
         be->layernorm_backward(be, dres, pt(tr, G, P_LN2W, l), pt_bias(tr, G, P_LN2B, l), tmp, res_mid, pt(tr, P, P_LN2W, l), ln2s, ln2s + N, N, C);
         /* attention: res_mid = res + drop(attention(ln1 . qkvw^T) . attprojw^T) */
-        d = drop_site(tr, 1, micro, B, l, DROP_ATTN_RESID);
+        d = drop_site(tr, 1, ln, l, DROP_ATTN_RESID);
         dproj = dres;
         if (d.p > 0) { be->dropout(be, tmp, dres, NC, &d); dproj = tmp; }
         be->matmul_backward(be, datt, pt(tr, G, P_ATTPROJW, l), pt_bias(tr, G, P_ATTPROJB, l), dproj, atty, pt(tr, P, P_ATTPROJW, l), N, C, C);
-        d = drop_site(tr, 1, micro, B, l, DROP_ATTN);
+        d = drop_site(tr, 1, ln, l, DROP_ATTN);
         be->attention_backward(be, dbig, datt, qkv, atty, lse, B, T, C, NH, &d);
         be->matmul_backward(be, tmp, pt(tr, G, P_QKVW, l), pt_bias(tr, G, P_QKVB, l), dbig, ln1, pt(tr, P, P_QKVW, l), N, C, 3 * C);
         be->layernorm_backward(be, dres, pt(tr, G, P_LN1W, l), pt_bias(tr, G, P_LN1B, l), tmp, res, pt(tr, P, P_LN1W, l), ln1s, ln1s + N, N, C);
     }
-    ngpt_dropout d = drop_site(tr, 1, micro, B, L, DROP_EMBED);
+    ngpt_dropout d = drop_site(tr, 1, ln, L, DROP_EMBED);
     if (d.p > 0) be->dropout(be, dres, dres, NC, &d);
-    const int32_t *buckets = (const int32_t *)slot(tr, lay, B_BUCKETS, 0);
-    be->encoder_backward(be, pt(tr, G, P_WTE, 0), pt(tr, G, P_WPE, 0), dres, (const int32_t *)slot(tr, lay, B_TOKENS, 0), buckets,
-                         buckets + N + 1, tr->nbuckets, B, T, C);
+    const int32_t *buckets = (const int32_t *)lslot(tr, ln, B_BUCKETS, 0);
+    be->encoder_backward(be, pt(tr, G, P_WTE, 0), pt(tr, G, P_WPE, 0), dres, (const int32_t *)lslot(tr, ln, B_TOKENS, 0), buckets,
+                         buckets + N + 1, ln->nbuckets, B, T, C);
 }
 
 /* The host buffers of micro-batch set j (tokens, targets, buckets, losses): NGPT_FENCES sets, so that the host
@@ -4229,12 +4346,11 @@ static void host_set_use(ngpt_trainer *tr, int j) {
 
 /* ---- micro-batches: tokens and targets in a host set (h_tokens, h_targets), uploaded, run, losses read back ---- */
 
-/* Groups the N positions of h_tokens by token id for the deterministic embedding backward:
- * h_buckets = [bucket starts (nb + 1) ... | positions (N) from index N + 1]. h_counts is all zero before
- * and after. */
-static void bucketize(ngpt_trainer *tr, int N) {
-    const int32_t *tok = tr->h_tokens;
-    int32_t *start = tr->h_buckets, *pos = tr->h_buckets + N + 1, *cnt = tr->h_counts;
+/* Groups the N positions of tok by token id for the deterministic embedding backward:
+ * out = [bucket starts (nb + 1) ... | positions (N) from index N + 1]; returns nb. h_counts is all zero
+ * before and after. */
+static int bucketize(ngpt_trainer *tr, const int32_t *tok, int N, int32_t *out) {
+    int32_t *start = out, *pos = out + N + 1, *cnt = tr->h_counts;
     for (int i = 0; i < N; i++) cnt[tok[i]]++;
     int nb = 0, next = 0;
     for (int i = 0; i < N; i++) {
@@ -4251,7 +4367,7 @@ static void bucketize(ngpt_trainer *tr, int N) {
     }
     start[nb] = N;
     for (int i = 0; i < N; i++) cnt[tok[i]] = 0;
-    tr->nbuckets = nb;
+    return nb;
 }
 
 /* Waits for the micro-batch that last used host set j (its uploads and its loss readback) and adds its token
@@ -4265,24 +4381,58 @@ static void host_set_drain(ngpt_trainer *tr, int j, double *sum) {
     tr->h_pending[j] = 0;
 }
 
-/* Queues the forward (and backward when training) of the B sequences in the host set in use; the losses
- * come back to the set by an asynchronous copy, behind the set's fence. */
+/* the gradients lane g accumulates into */
+static char *lane_grads(const ngpt_trainer *tr, int g) {
+    if (g == 0) return tr->grads;
+    return tr->dev + tr->plan.off_lane_grads + (size_t)(g - 1) * ALIGN_UP(tr->plan.nparams_padded * act_size(tr), ARENA_ALIGN);
+}
+
+typedef struct {
+    ngpt_trainer *tr;
+    int training, chunk;
+    float dscale;
+    Lane lane[CPU_LANES];
+} MicroBatch;
+
+static void run_lane(void *ctx, int g) {
+    const MicroBatch *mb = (const MicroBatch *)ctx;
+    const Lane *ln = &mb->lane[g];
+    if (!ln->B) return;
+    graph_forward(mb->tr, ln, mb->training);
+    graph_classifier(mb->tr, ln, mb->chunk, mb->training ? mb->dscale : 0.0f);
+    if (mb->training) graph_backward(mb->tr, ln);
+}
+
+/* Queues the forward (and backward when training) of the B sequences in the host set in use, lane g taking
+ * sequences [g lane_B, (g + 1) lane_B); the losses come back to the set by an asynchronous copy, behind the
+ * set's fence. */
 static void enqueue_micro_batch(ngpt_trainer *tr, const BatchLayout *lay, int B, int training, int micro, float dscale) {
     ngpt_backend *be = tr->be;
-    int N = B * tr->plan.req.T;
-    be->upload(be, slot(tr, lay, B_TOKENS, 0), tr->h_tokens, (size_t)N * 4);
-    be->upload(be, slot(tr, lay, B_TARGETS, 0), tr->h_targets, (size_t)N * 4);
-    if (training) {
-        bucketize(tr, N);
-        be->upload(be, slot(tr, lay, B_BUCKETS, 0), tr->h_buckets, (size_t)(2 * N + 1) * 4);
+    int T = tr->plan.req.T;
+    MicroBatch mb = {tr, training, training ? tr->plan.logits_chunk : tr->plan.eval_chunk, dscale, {{0}}};
+    for (int g = 0; g < lay->lanes; g++) {
+        Lane *ln = &mb.lane[g];
+        int first = MIN(B, g * lay->lane_B);
+        *ln = (Lane){lay, g, MIN(lay->lane_B, B - first), (long long)micro * B + first, lane_grads(tr, g), 0};
+        size_t N = (size_t)ln->B * T, at = (size_t)first * T;
+        if (!N) continue;
+        be->upload(be, lslot(tr, ln, B_TOKENS, 0), tr->h_tokens + at, N * 4);
+        be->upload(be, lslot(tr, ln, B_TARGETS, 0), tr->h_targets + at, N * 4);
+        if (training) {
+            int32_t *hb = tr->h_buckets + (size_t)g * (2 * (size_t)lay->lane_B * T + 2);
+            ln->nbuckets = bucketize(tr, tr->h_tokens + at, (int)N, hb);
+            be->upload(be, lslot(tr, ln, B_BUCKETS, 0), hb, (2 * N + 1) * 4);
+        }
     }
-    graph_forward(tr, lay, B, training, micro);
-    int chunk = training ? tr->plan.logits_chunk : tr->plan.eval_chunk;
-    graph_classifier(tr, lay, B, chunk, training ? dscale : 0.0f);
-    if (training) graph_backward(tr, lay, B, micro);
-    be->download_async(be, tr->h_losses, slot(tr, lay, B_LOSSES, 0), (size_t)N * 4);
+    if (lay->lanes > 1 && be->run_lanes) be->run_lanes(be, lay->lanes, run_lane, &mb);
+    else
+        for (int g = 0; g < lay->lanes; g++) run_lane(&mb, g);
+    for (int g = 0; g < lay->lanes; g++) {
+        const Lane *ln = &mb.lane[g];
+        if (ln->B) be->download_async(be, tr->h_losses + (size_t)g * lay->lane_B * T, lslot(tr, ln, B_LOSSES, 0), (size_t)ln->B * T * 4);
+    }
     be->fence_record(be, tr->h_set);
-    tr->h_pending[tr->h_set] = N;
+    tr->h_pending[tr->h_set] = B * T;
 }
 
 /* Runs a sequence of micro-batches with NGPT_FENCES of them in flight: fill(k) writes micro-batch k into the
@@ -6064,6 +6214,7 @@ static int forward_backward(ngpt_trainer *tr, batch_fill_fn fill, void *ctx, dou
     float dscale = tr->loss_scale / ((float)B * (float)T * (float)GA);
     TrainFill tf = {fill, ctx};
     double sum = run_micro_batches(tr, &p->train, GA, 1, dscale, train_fill, &tf);
+    for (int g = 1; g < p->lanes; g++) be->residual_forward(be, tr->grads, tr->grads, lane_grads(tr, g), p->nparams_padded);
     *mean = sum / ((double)B * T * GA);
     return be_check(tr, "the forward/backward pass");
 }
@@ -6547,6 +6698,7 @@ static void prof_wrap(ProfBackend *p, ngpt_backend *real, const void *wte) {
     b->adamw = prof_adamw;
     b->zero = prof_zero;
     b->norm_sq = prof_norm_sq;
+    b->run_lanes = NULL; /* the lanes one after another: one op at a time, timed alone */
 }
 
 typedef struct {

@@ -379,6 +379,11 @@ struct ngpt_backend {
     /* AdamW on n parameters: master (f32, the truth; NULL when dtype is f32 and param is the master),
      * param (act), grad (act), m and v in h->moments_dtype */
     void (*adamw)(ngpt_backend *be, void *param, float *master, const void *grad, void *m, void *v, size_t n, const ngpt_adamw *h);
+    /* Runs fn(ctx, lane) for lane < lanes, possibly at once on different threads, and returns when all are done.
+     * The graph uses it for the parts of a micro-batch that share nothing (their own buffers, their own
+     * gradients); the ops called inside must give the same results as when the lanes run one after another.
+     * NULL: one after another. */
+    void (*run_lanes)(ngpt_backend *be, int lanes, void (*fn)(void *ctx, int lane), void *ctx);
 };
 
 /* The counter-based generator shared by both backends: 32 random bits from (seed, stream, i). */

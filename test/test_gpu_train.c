@@ -146,8 +146,8 @@ static void test_sample_kv_cache(void) {
     memset(tr->h_targets, 0, sizeof tok);
     tr->be->set_scratch(tr->be, slot(tr, &tr->plan.eval, B_SCRATCH, 0), tr->plan.eval.slot_bytes[B_SCRATCH]);
     run_micro_batch(tr, &tr->plan.eval, S, 0, 0, 0);
-    CHECK(tr->plan.eval_chunk >= S * T, "one chunk holds all logits");
-    download_as_f32(tr, full, slot(tr, &tr->plan.eval, B_LOGITS, 0), (size_t)S * T * Vp);
+    CHECK(one_pass_holds_logits(tr, &tr->plan.eval, S, tr->plan.eval_chunk), "one pass holds all logits");
+    download_logits(tr, &tr->plan.eval, S, full);
     size_t off[N_SAMPLE_BUFS];
     sample_layout(tr, S, off);
     tr->be->set_scratch(tr->be, tr->region + off[S_SCRATCH], tr->plan.region_bytes - off[S_SCRATCH]);

@@ -1,7 +1,8 @@
 /* test_model.c: the whole model on the CPU backend.
  *  - against the PyTorch reference (tools/reference.py, fixtures in test/fixtures/): logits, loss, every
  *    parameter gradient, the losses of 10 AdamW steps and the parameters after them;
- *  - chunked loss == unchunked; 8 sequences in one micro-batch == 2 accumulated micro-batches of 4;
+ *  - chunked loss == unchunked; 6 sequences in one micro-batch (two lanes of 3) == 2 accumulated micro-batches
+ *    of 3 (lanes of 2 and 1) == 6 of 1 (one lane), with dropout too;
  *    every recompute level gives the same gradients; dropout is reproducible;
  *  - nothing is allocated while training (malloc and friends are counted). */
 #define NGPT_NO_MAIN
@@ -152,7 +153,7 @@ static void check_fixture(const char *name) {
     c.learning_rate = fx.lr; c.beta1 = fx.beta1; c.beta2 = fx.beta2; c.weight_decay = fx.weight_decay; c.grad_clip = fx.grad_clip;
     ngpt_trainer *tr = make_trainer(&c);
     if (!tr) { CHECK(0, "trainer"); return; }
-    CHECK(tr->plan.micro_batch == fx.B && tr->plan.eval_micro_batch >= fx.B && tr->plan.eval_chunk >= fx.B * fx.T,
+    CHECK(tr->plan.micro_batch == fx.B && one_pass_holds_logits(tr, &tr->plan.eval, fx.B, tr->plan.eval_chunk),
           "plan does not hold the fixture batch in one pass");
     size_t N = (size_t)fx.B * fx.T, P = tr->plan.nparams;
     float *params = malloc(P * 4), *got = malloc(P * 4), *want = malloc(P * 4);
@@ -165,7 +166,7 @@ static void check_fixture(const char *name) {
     tr->be->set_scratch(tr->be, slot(tr, &tr->plan.eval, B_SCRATCH, 0), tr->plan.eval.slot_bytes[B_SCRATCH]);
     double loss_sum = run_micro_batch(tr, &tr->plan.eval, fx.B, 0, 0, 0);
     float *logits = malloc(N * fx.Vp * 4);
-    download_as_f32(tr, logits, slot(tr, &tr->plan.eval, B_LOGITS, 0), N * fx.Vp);
+    download_logits(tr, &tr->plan.eval, fx.B, logits);
     double worst = 0;
     for (size_t i = 0; i < N; i++)
         for (int j = 0; j < fx.V; j++) worst = fmax(worst, fabs((double)logits[i * fx.Vp + j] - fx.logits[i * fx.V + j]));
@@ -212,10 +213,11 @@ static void test_pytorch_bias(void) { check_fixture("gpt_tiny_bias.bin"); }
 static void test_pytorch_nobias(void) { check_fixture("gpt_tiny_nobias.bin"); }
 
 /* ---- equivalences on one random model ---- */
-enum { EQ_V = 91, EQ_T = 24, EQ_L = 2, EQ_NH = 4, EQ_C = 32, EQ_SEQS = 8 };
+enum { EQ_V = 91, EQ_T = 24, EQ_L = 2, EQ_NH = 4, EQ_C = 32, EQ_SEQS = 6 };
 static int32_t eq_tokens[EQ_SEQS * EQ_T], eq_targets[EQ_SEQS * EQ_T];
 
-/* one forward/backward of the 8 sequences with a config tweak; returns loss and all gradients */
+/* one forward/backward of the 6 sequences with a config tweak; returns loss and all gradients. On the CPU a
+ * micro-batch of B >= 2 runs as two lanes of ceil(B/2) and the rest sequences, each with its own gradients. */
 static double grads_with(int micro_batch, int logits_chunk, int recompute, double dropout, float *grads) {
     ngpt_config c;
     base_config(&c, EQ_V, EQ_T, EQ_L, EQ_NH, EQ_C, 1, EQ_SEQS);
@@ -249,7 +251,7 @@ static void expect_same(const char *what, double la, const float *ga, double lb,
 static void test_chunked_loss_equals_unchunked(void) {
     size_t P = eq_nparams();
     float *full = malloc(P * 4), *g = malloc(P * 4);
-    double lf = grads_with(EQ_SEQS, EQ_SEQS * EQ_T, 0, 0, full); /* one chunk: the whole (B*T, Vp) logits */
+    double lf = grads_with(EQ_SEQS, EQ_SEQS * EQ_T, 0, 0, full); /* one chunk per lane: all its logits at once */
     int chunks[3] = {1, 7, 64};
     for (int i = 0; i < 3; i++) {
         char what[64];
@@ -262,28 +264,32 @@ static void test_chunked_loss_equals_unchunked(void) {
 static void test_accumulation_equals_big_batch(void) {
     size_t P = eq_nparams();
     float *one = malloc(P * 4), *g = malloc(P * 4);
-    double l1 = grads_with(8, 0, 0, 0, one);
-    expect_same("2 micro-batches of 4 vs 1 of 8", grads_with(4, 0, 0, 0, g), g, l1, one, 1e-5);
-    expect_same("8 micro-batches of 1 vs 1 of 8", grads_with(1, 0, 0, 0, g), g, l1, one, 1e-5);
+    double l1 = grads_with(6, 0, 0, 0, one);
+    expect_same("2 micro-batches of 3 (lanes of 2 and 1) vs 1 of 6", grads_with(3, 0, 0, 0, g), g, l1, one, 1e-5);
+    expect_same("6 micro-batches of 1 (one lane) vs 1 of 6", grads_with(1, 0, 0, 0, g), g, l1, one, 1e-5);
+    /* dropout masks follow the sequence's place in the step, whatever the micro-batches and lanes */
+    l1 = grads_with(6, 0, 0, 0.1, one);
+    expect_same("with dropout: 3 micro-batches of 2 vs 1 of 6", grads_with(2, 0, 0, 0.1, g), g, l1, one, 1e-5);
+    expect_same("with dropout: 6 micro-batches of 1 vs 1 of 6", grads_with(1, 0, 0, 0.1, g), g, l1, one, 1e-5);
     free(one); free(g);
 }
 
 static void test_recompute_levels_agree(void) {
     size_t P = eq_nparams();
     float *base = malloc(P * 4), *g = malloc(P * 4);
-    double l0 = grads_with(8, 0, 0, 0.1, base); /* with dropout: recompute must not disturb the masks */
-    expect_same("recompute GELU vs none", grads_with(8, 0, 1, 0.1, g), g, l0, base, 1e-6);
-    expect_same("recompute GELU+LN vs none", grads_with(8, 0, 2, 0.1, g), g, l0, base, 1e-6);
+    double l0 = grads_with(6, 0, 0, 0.1, base); /* with dropout: recompute must not disturb the masks */
+    expect_same("recompute GELU vs none", grads_with(6, 0, 1, 0.1, g), g, l0, base, 1e-6);
+    expect_same("recompute GELU+LN vs none", grads_with(6, 0, 2, 0.1, g), g, l0, base, 1e-6);
     free(base); free(g);
 }
 
 static void test_dropout_reproducible(void) {
     size_t P = eq_nparams();
     float *a = malloc(P * 4), *b = malloc(P * 4);
-    double la = grads_with(8, 0, 0, 0.2, a), lb = grads_with(8, 0, 0, 0.2, b);
+    double la = grads_with(6, 0, 0, 0.2, a), lb = grads_with(6, 0, 0, 0.2, b);
     size_t w;
     CHECK(la == lb && max_abs_diff(a, b, P, &w) == 0, "same seed, different result with dropout");
-    double l0 = grads_with(8, 0, 0, 0, b);
+    double l0 = grads_with(6, 0, 0, 0, b);
     CHECK(la != l0, "dropout 0.2 gave the loss of dropout 0 (%.9g)", l0);
     free(a); free(b);
 }

@@ -90,17 +90,28 @@ static void test_sizes_by_category(void) {
     CHECK(p.cat_bytes[CAT_MASTER] == 0 && p.cat_bytes[CAT_PARAMS] >= 4.0 * p.nparams, "cpu fp32 layout");
 }
 
-/* every buffer of a layout aligned, inside the region, and disjoint */
+/* every buffer of every lane of a layout aligned, inside the region, and disjoint from every other */
 static int layout_ok(const BatchLayout *lay, size_t region, char *why, size_t n) {
-    for (int i = 0; i < N_BATCH_BUFS; i++) {
-        if (lay->off[i] % ARENA_ALIGN || lay->slot_bytes[i] % ARENA_ALIGN) { snprintf(why, n, "%s misaligned", batch_buf_names[i]); return 0; }
-        if (lay->off[i] + lay->bytes[i] > region) { snprintf(why, n, "%s outside the region", batch_buf_names[i]); return 0; }
-        for (int j = 0; j < i; j++)
-            if (lay->bytes[i] && lay->bytes[j] && lay->off[i] < lay->off[j] + lay->bytes[j] && lay->off[j] < lay->off[i] + lay->bytes[i]) {
-                snprintf(why, n, "%s overlaps %s", batch_buf_names[i], batch_buf_names[j]);
-                return 0;
-            }
+    enum { MAXB = N_BATCH_BUFS * CPU_LANES };
+    size_t lo[MAXB], hi[MAXB];
+    int name[MAXB], lane[MAXB], k = 0;
+    if (lay->lanes < 1 || lay->lanes > CPU_LANES || lay->lane_B * lay->lanes < lay->B || (lay->lane_B - 1) * lay->lanes >= lay->B) {
+        snprintf(why, n, "%d lanes of %d sequences for a micro-batch of %d", lay->lanes, lay->lane_B, lay->B);
+        return 0;
     }
+    for (int g = 0; g < lay->lanes; g++)
+        for (int i = 0; i < N_BATCH_BUFS; i++) {
+            if (i == B_SCRATCH && g) continue; /* one for all lanes */
+            size_t off = (i == B_SCRATCH ? 0 : (size_t)g * lay->lane_bytes) + lay->off[i], len = lay->slot_bytes[i] * (size_t)lay->slots[i];
+            if (off % ARENA_ALIGN || lay->slot_bytes[i] % ARENA_ALIGN) { snprintf(why, n, "%s misaligned", batch_buf_names[i]); return 0; }
+            if (off + len > region || off + len > lay->end) { snprintf(why, n, "%s (lane %d) outside the region", batch_buf_names[i], g); return 0; }
+            for (int j = 0; j < k; j++)
+                if (len && hi[j] > lo[j] && off < hi[j] && lo[j] < off + len) {
+                    snprintf(why, n, "%s (lane %d) overlaps %s (lane %d)", batch_buf_names[i], g, batch_buf_names[name[j]], lane[j]);
+                    return 0;
+                }
+            lo[k] = off; hi[k] = off + len; name[k] = i; lane[k] = g; k++;
+        }
     return 1;
 }
 
@@ -147,7 +158,7 @@ static void test_property_random_configs(void) {
                         int rcl = r.pin_recompute >= 0 ? r.pin_recompute : MIN(level, 2);
                         Plan q;
                         /* within the chosen moment precision: bf16 moments are the last resort */
-                        if (plan_layout(&q, &r, (int)B, rcl, default_chunk(&r, level == 3), p.moments_dtype) <= budget) {
+                        if (plan_layout(&q, &r, (int)B, 1, rcl, default_chunk(&r, level == 3), p.moments_dtype) <= budget) {
                                 ok = 0;
                                 snprintf(why, sizeof why, "micro-batch %lld would fit but %d was chosen", B, p.micro_batch);
                             }
@@ -160,7 +171,7 @@ static void test_property_random_configs(void) {
             /* a refusal: the smallest possible plan really is over the budget */
             Plan q;
             int rcl = r.pin_recompute >= 0 ? r.pin_recompute : 2;
-            double smallest = plan_layout(&q, &r, 1, rcl, default_chunk(&r, 1), dtype == NGPT_DTYPE_F32 ? NGPT_DTYPE_F32 : NGPT_DTYPE_BF16);
+            double smallest = plan_layout(&q, &r, 1, 1, rcl, default_chunk(&r, 1), dtype == NGPT_DTYPE_F32 ? NGPT_DTYPE_F32 : NGPT_DTYPE_BF16);
             if (!(rc == NGPT_ERR_NOMEM && smallest > budget && strstr(err, "does not fit"))) {
                 failures++;
                 CHECK(0, "config %d refused (%d) though the smallest plan needs %.0f of %.0f: %s", it, rc, smallest, budget, err);

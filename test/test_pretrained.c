@@ -273,7 +273,7 @@ static void check_logits_of(const char *path, double tol) {
         return;
     }
     CHECK(tr->plan.nparams == nparams(&ms), "trainer has %zu parameters, the file %zu", (size_t)tr->plan.nparams, nparams(&ms));
-    CHECK(tr->plan.eval_micro_batch >= B && tr->plan.eval_chunk >= (int)N, "plan does not hold the fixture batch in one pass");
+    CHECK(one_pass_holds_logits(tr, &tr->plan.eval, B, tr->plan.eval_chunk), "plan does not hold the fixture batch in one pass");
     float *loaded = (float *)malloc(nparams(&ms) * 4);
     copy_params_out(tr, loaded, tr->params);
     CHECK(!memcmp(loaded, p, nparams(&ms) * 4), "init_from = %s: the trainer's parameters differ from the file's", path);
@@ -283,7 +283,7 @@ static void check_logits_of(const char *path, double tol) {
     tr->be->set_scratch(tr->be, slot(tr, &tr->plan.eval, B_SCRATCH, 0), tr->plan.eval.slot_bytes[B_SCRATCH]);
     run_micro_batch(tr, &tr->plan.eval, B, 0, 0, 0);
     float *logits = (float *)malloc(N * ms.Vp * 4);
-    download_as_f32(tr, logits, slot(tr, &tr->plan.eval, B_LOGITS, 0), N * ms.Vp);
+    download_logits(tr, &tr->plan.eval, B, logits);
     double worst = 0, scale = 0;
     size_t wi = 0;
     for (size_t i = 0; i < N; i++)

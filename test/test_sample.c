@@ -33,7 +33,7 @@ static void full_logits(ngpt_trainer *tr, const int32_t *tok, int B, float *out)
     memset(tr->h_targets, 0, (size_t)B * T * 4);
     tr->be->set_scratch(tr->be, slot(tr, &tr->plan.eval, B_SCRATCH, 0), tr->plan.eval.slot_bytes[B_SCRATCH]);
     run_micro_batch(tr, &tr->plan.eval, B, 0, 0, 0);
-    download_as_f32(tr, out, slot(tr, &tr->plan.eval, B_LOGITS, 0), (size_t)B * T * tr->ms.Vp);
+    download_logits(tr, &tr->plan.eval, B, out);
 }
 
 static void test_decode_matches_full_forward(void) {
@@ -43,7 +43,7 @@ static void test_decode_matches_full_forward(void) {
     int32_t tok[S * T];
     for (int i = 0; i < S * T; i++) tok[i] = (int32_t)(ngpt_hash(4, 4, (uint64_t)i) % V);
     float *full = malloc((size_t)S * T * Vp * 4), *step = malloc((size_t)S * Vp * 4);
-    CHECK(tr->plan.eval_chunk >= S * T, "one chunk holds all logits");
+    CHECK(one_pass_holds_logits(tr, &tr->plan.eval, S, tr->plan.eval_chunk), "one pass holds all logits");
     full_logits(tr, tok, S, full);
     size_t off[N_SAMPLE_BUFS];
     CHECK(sample_layout(tr, S, off) <= tr->plan.region_bytes, "sample layout fits");

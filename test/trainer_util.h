@@ -19,6 +19,21 @@ static double run_micro_batch(ngpt_trainer *tr, const BatchLayout *lay, int B, i
     return sum;
 }
 
+/* whether one forward pass in layout lay over B sequences leaves all their logits in place: a micro-batch
+ * holds them and every lane's one chunk holds its rows */
+static int one_pass_holds_logits(const ngpt_trainer *tr, const BatchLayout *lay, int B, int chunk) {
+    return lay->B >= B && chunk >= MIN(B, lay->lane_B) * tr->plan.req.T;
+}
+
+/* the logits (B*T rows of Vp) that such a pass left, gathered from the lanes */
+static void download_logits(ngpt_trainer *tr, const BatchLayout *lay, int B, float *out) {
+    size_t T = (size_t)tr->plan.req.T, Vp = (size_t)tr->ms.Vp;
+    for (int g = 0; g < lay->lanes; g++) {
+        int first = MIN(B, g * lay->lane_B), n = MIN(lay->lane_B, B - first);
+        if (n > 0) download_as_f32(tr, out + (size_t)first * T * Vp, lane_slot(tr, lay, g, B_LOGITS, 0), (size_t)n * T * Vp);
+    }
+}
+
 /* dir/train.bin and dir/val.bin (made with dir) of n random ids below V, nanoGPT's raw uint16 format */
 static void write_random_dataset(const char *dir, int V, int n, uint64_t seed) {
     mkdir(dir, 0777);

@@ -2,7 +2,7 @@
 # tools/bench_cpu_recipe.sh - nanoGPT's CPU recipe for shakespeare_char, nanogpt and PyTorch side by side
 # in one run on this machine: best val loss and wall time of each, and the ratio.
 #
-#   tools/bench_cpu_recipe.sh [max_iters]      (default 2000, the recipe)
+#   tools/bench_cpu_recipe.sh [max_iters]      (default 2000, the recipe; KEEP_LOGS=dir keeps both logs)
 #
 # Needs Debian's python3-torch (apt-get install -y python3-torch libopenblas0-pthread) on /usr/bin/python3,
 # and Tiny Shakespeare at $NGPT_SHARED_DATA/tinyshakespeare.txt (default ../shared/data). Both runs use every
@@ -16,7 +16,7 @@ trap 'rm -rf "$WORK"' EXIT
 [ -x ./nanogpt ] || ./build.sh cpu >/dev/null
 ./nanogpt prepare --input="${NGPT_SHARED_DATA:-../shared/data}/tinyshakespeare.txt" --out="$WORK/data" >/dev/null
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'); load before: $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "nanogpt $(git rev-parse --short HEAD 2>/dev/null || echo '?'); $("$PY" -c 'import torch; print("torch", torch.__version__)')"
+echo "nanogpt $(git describe --always --dirty 2>/dev/null || echo '?'); $("$PY" -c 'import torch; print("torch", torch.__version__)')"
 
 t0=$(date +%s.%N)
 ./nanogpt train data/shakespeare_char/train_cpu.cfg --device=cpu --data_dir="$WORK/data" --out_dir="$WORK/out" \
@@ -32,6 +32,8 @@ pt_best=$(sed -n 's/^best_val_loss \([0-9.]*\)/\1/p' "$WORK/torch.log" | tail -1
 ng_ms=$(sed -n 's/.*, \([0-9.]*\)ms, .*/\1/p' "$WORK/nanogpt.log" | tail -20 | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
 pt_ms=$(sed -n 's/^ms_per_iter \([0-9.]*\)/\1/p' "$WORK/torch.log" | tail -1)
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
+grep '^cpu threads' "$WORK/nanogpt.log" || true  # the thread tuner's switches, if any
+if [ -n "${KEEP_LOGS:-}" ]; then mkdir -p "$KEEP_LOGS" && cp "$WORK/nanogpt.log" "$WORK/torch.log" "$KEEP_LOGS/"; fi
 printf '%-10s | %-13s | %-10s | %s\n' "" "best val loss" "wall (s)" "ms/iter"
 printf '%-10s | %-13s | %-10.1f | %s (median of the last logged)\n' nanogpt "$ng_best" "$ng_wall" "$ng_ms"
 printf '%-10s | %-13s | %-10.1f | %s (train only)\n' pytorch "$pt_best" "$pt_wall" "$pt_ms"
