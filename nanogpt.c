@@ -2161,10 +2161,12 @@ static void cpu_fence(ngpt_backend *be, int fence) { /* every op has completed w
     (void)be;
     (void)fence;
 }
-static void cpu_zero(ngpt_backend *be, void *dst, size_t bytes) {
-    (void)be;
-    memset(dst, 0, bytes);
+static void zero_range(void *arg, size_t lo, size_t hi, int tid) {
+    (void)tid;
+    memset((char *)arg + lo, 0, hi - lo);
 }
+/* the gradients (both lanes' on the CPU) are cleared at every step: split over the threads */
+static void cpu_zero(ngpt_backend *be, void *dst, size_t bytes) { parallel_for(cpu_of(be), bytes, (size_t)1 << 18, zero_range, dst); }
 
 /* ---- lanes: fn(ctx, g) for g < lanes, lane g on team g at once (its ops run on that team's threads), or one
  * after another on the calling thread when a single thread is in use. The results are the same either way, as
