@@ -2139,6 +2139,10 @@ static void cpu_arena_free(ngpt_backend *be) {
     free(cb->arena);
     cb->arena = NULL;
 }
+/* Lanes at once on teams of equal size only: with an odd thread count one lane would get a thread less than
+ * the other and keep it waiting (3 threads: a step of half the batch on one thread, slower than the three
+ * threads on each op in turn), so there the lanes run one after another on every thread. */
+static int cpu_lanes_at_once(const CpuBackend *cb) { return cb->nthreads >= CPU_LANES && cb->nthreads % CPU_LANES == 0; }
 /* all the pool's threads (1) or the calling thread alone (0); the results are the same either way */
 static void cpu_use_all_threads(ngpt_backend *be, int all) {
     CpuBackend *cb = cpu_of(be);
@@ -2187,7 +2191,7 @@ static void lane_thunk(void *arg, int i, int nt) {
 
 static void cpu_run_lanes(ngpt_backend *be, int lanes, void (*fn)(void *ctx, int lane), void *ctx) {
     CpuBackend *cb = cpu_of(be);
-    if (cb->active == 1 || cb->nthreads < CPU_LANES || lanes < 2) {
+    if (cb->active == 1 || !cpu_lanes_at_once(cb) || lanes < 2) {
         for (int g = 0; g < lanes; g++) fn(ctx, g);
         return;
     }
@@ -2199,19 +2203,19 @@ static void cpu_destroy(ngpt_backend *be) {
     CpuBackend *cb = cpu_of(be);
     cpu_arena_free(be);
     pool_free(&cb->pool);
-    if (cb->nthreads >= CPU_LANES) {
+    if (cpu_lanes_at_once(cb)) {
         pool_free(&cb->lane_pool);
         for (int g = 0; g < CPU_LANES; g++) pool_free(&cb->team_pool[g]);
     }
     free(cb);
 }
 
-/* the lanes' threads: a pool that starts them and, per lane, a pool of nthreads / CPU_LANES threads (the
- * first lanes one more when it does not divide) whose thread 0 is the lane's */
+/* the lanes' threads: a pool that starts them and, per lane, a pool of nthreads / CPU_LANES threads whose
+ * thread 0 is the lane's */
 static int cpu_lanes_init(CpuBackend *cb, char *err, size_t errlen) {
     int rc = pool_init(&cb->lane_pool, CPU_LANES, err, errlen);
     for (int g = 0, tid0 = 0; g < CPU_LANES; g++) {
-        int n = cb->nthreads / CPU_LANES + (g < cb->nthreads % CPU_LANES);
+        int n = cb->nthreads / CPU_LANES;
         int rg = pool_init(&cb->team_pool[g], n, err, errlen);
         if (!rc) rc = rg;
         cb->team[g] = (CpuTeam){cb, &cb->team_pool[g].pool, tid0, cb->team_pool[g].pool.nthreads, g};
@@ -2233,7 +2237,7 @@ int ngpt_cpu_backend_create(ngpt_backend **out, int nthreads, char *err, size_t 
     cb->all = (CpuTeam){cb, &cb->pool.pool, 0, cb->nthreads, 0};
     ngpt_backend *be = &cb->be;
     be->impl = cb;
-    if (cb->nthreads >= CPU_LANES && (rc = cpu_lanes_init(cb, err, errlen))) { cpu_destroy(be); return rc; }
+    if (cpu_lanes_at_once(cb) && (rc = cpu_lanes_init(cb, err, errlen))) { cpu_destroy(be); return rc; }
     be->name = "cpu";
     be->dtype = NGPT_DTYPE_F32;
     be->destroy = cpu_destroy;

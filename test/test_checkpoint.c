@@ -347,20 +347,24 @@ static void test_nonfinite_steps(void) {
 }
 
 /* big enough that every parallel path runs on the pool: products past the one-thread threshold, LayerNorm's
- * row groups, attention heads, the gradient norm over several chunks (about 400K parameters) */
+ * row groups, attention heads, the gradient norm over several chunks (about 400K parameters). Lanes: one after
+ * the other on 1 and 3 threads, at once on 2 (a thread each) and 4 (teams of two). */
 static void test_thread_count_invariant(void) {
     clear_out_dir();
     ngpt_config c;
     config(&c);
     c.n_embd = 128; c.n_head = 4; c.block_size = 32; c.batch_size = 8;
     enum { STEPS = 6, CUT = 2 };
-    float loss[4][STEPS], resumed[STEPS];
-    float *params[4] = {NULL, NULL, NULL, NULL};
-    for (int t = 0; t < 4; t++) {
-        c.threads = t < 3 ? t + 1 : 3;
+    enum { RUNS = 5, TUNED = 4 };
+    const int threads[RUNS] = {1, 2, 3, 4, 3};
+    float loss[RUNS][STEPS], resumed[STEPS];
+    float *params[RUNS] = {NULL, NULL, NULL, NULL, NULL};
+    for (int t = 0; t < RUNS; t++) {
+        c.threads = threads[t];
         ngpt_trainer *tr = make(&c);
         if (!tr) return;
-        if (t == 3) /* the tuner probing every other step, its history saying all threads are very slow */
+        CHECK(tr->plan.lanes == 2, "run %d: %d lanes (the micro-batch of 8 should run as two)", t, tr->plan.lanes);
+        if (t == TUNED) /* the tuner probing every other step, its history saying all threads are very slow */
             tr->tune = (ThreadTuner){.enabled = 1, .every = 2, .gap = 2, .next = 4, .n = 5, .recent = {1e9, 1e9, 1e9, 1e9, 1e9}};
         for (int s = 0; s < STEPS; s++) CHECK(ngpt_train_step(tr, &loss[t][s]) == 0, "%s", tr->err);
         params[t] = params_of(tr);
@@ -369,7 +373,7 @@ static void test_thread_count_invariant(void) {
                 CHECK(loss[t][s] == loss[0][s], "run %d, step %d: loss %.9g, one thread %.9g", t, s, (double)loss[t][s], (double)loss[0][s]);
             CHECK(!memcmp(params[t], params[0], tr->plan.nparams * 4), "run %d: parameters differ from one thread's", t);
         }
-        if (t == 3) /* step 4 probed one thread and won; step 6 probed all three, with too short a history to switch back */
+        if (t == TUNED) /* step 4 probed one thread and won; step 6 probed all three, with too short a history to switch back */
             CHECK(tr->tune.switches == 1 && tr->tune.one == 1 && cpu_of(tr->be)->active == 1 && tr->tune.next == 10,
                   "tuner: %d switches, one %d, active %d, next probe %d (10: the spacing doubled after a losing probe)", tr->tune.switches,
                   tr->tune.one, cpu_of(tr->be)->active, tr->tune.next);
@@ -393,7 +397,7 @@ static void test_thread_count_invariant(void) {
         free(pr);
         ngpt_trainer_free(r);
     }
-    for (int t = 0; t < 4; t++) free(params[t]);
+    for (int t = 0; t < RUNS; t++) free(params[t]);
 }
 
 static void test_thread_probe_rule(void) {
