@@ -6494,6 +6494,7 @@ void ngpt_get_stats(const ngpt_trainer *tr, ngpt_stats *st) {
     st->micro_batch = tr->plan.micro_batch;
     st->grad_accum = tr->plan.grad_accum;
     st->eval_micro_batch = tr->plan.eval_micro_batch;
+    st->lanes = tr->plan.lanes;
     st->recompute = tr->plan.recompute;
     st->logits_chunk = tr->plan.logits_chunk;
     st->parameters = tr->plan.nparams - (size_t)(tr->ms.Vp - tr->ms.V) * tr->ms.C;
@@ -7459,9 +7460,11 @@ static int cmd_train(int argc, char **argv) {
     ngpt_stats st;
     ngpt_get_stats(tr, &st);
     char b1[32], b2[32];
-    printf("%s: %.2fM parameters; plan: micro-batch %d x accumulation %d (%d tokens/step), recompute %s, logits chunk %d, eval micro-batch %d; "
-           "arena %s device + %s host\n",
-           st.device, (double)st.parameters / 1e6, st.micro_batch, st.grad_accum, st.micro_batch * st.grad_accum * cfg.block_size,
+    char lanes[48] = "";
+    if (st.lanes > 1) snprintf(lanes, sizeof lanes, " in %d lanes", st.lanes);
+    printf("%s: %.2fM parameters; plan: micro-batch %d x accumulation %d (%d tokens/step)%s, recompute %s, logits chunk %d, "
+           "eval micro-batch %d; arena %s device + %s host\n",
+           st.device, (double)st.parameters / 1e6, st.micro_batch, st.grad_accum, st.micro_batch * st.grad_accum * cfg.block_size, lanes,
            recompute_name(st.recompute), st.logits_chunk, st.eval_micro_batch, fmt_bytes(b1, sizeof b1, (double)st.device_bytes),
            fmt_bytes(b2, sizeof b2, (double)st.host_bytes));
     double t0 = now_seconds();

@@ -202,6 +202,7 @@ typedef struct ngpt_stats {
     size_t device_bytes, host_bytes;
     double tokens_per_second; /* of the last step */
     const char *device;       /* "cpu" or "cuda" */
+    int lanes;                /* parts of each micro-batch with their own buffers and gradients, run at once on the CPU (1: none) */
 } ngpt_stats;
 void ngpt_get_stats(const ngpt_trainer *tr, ngpt_stats *st);
 

@@ -83,7 +83,7 @@ int main(void) {
     EXPECT(rc == NGPT_OK && vl > 0 && vl < first, "evaluate");
     ngpt_stats st;
     ngpt_get_stats(tr, &st);
-    EXPECT(st.step == 30 && st.micro_batch == 4 && strcmp(st.device, "cpu") == 0, "stats");
+    EXPECT(st.step == 30 && st.micro_batch == 4 && st.lanes == 2 && strcmp(st.device, "cpu") == 0, "stats");
 
     snprintf(path, sizeof path, "%s/model.ckpt", dir);
     EXPECT(ngpt_save(tr, path) == NGPT_OK, "save");
