@@ -815,11 +815,14 @@ static size_t plan_scratch(const PlanRequest *r, int B, int chunk) {
     return r->device == DEV_BACKEND_CUDA ? cuda_scratch_bytes(&s) : cpu_scratch_bytes(&s, r->nthreads);
 }
 
+/* the sequences of a micro-batch of B that lane 0 (the fullest) holds */
+static int lane_seqs(int B, int lanes) { return (B + lanes - 1) / lanes; }
+
 static void layout_batch(BatchLayout *lay, const PlanRequest *r, int B, int lanes, int training, int recompute, int chunk, size_t act) {
     memset(lay, 0, sizeof *lay);
     lay->B = B;
     lay->lanes = lanes;
-    lay->lane_B = (B + lanes - 1) / lanes;
+    lay->lane_B = lane_seqs(B, lanes);
     lay->training = training;
     size_t BT = (size_t)lay->lane_B * r->T, C = (size_t)r->m.C, L = (size_t)r->m.L;
     size_t per_slot[N_BATCH_BUFS] = {0};
@@ -923,7 +926,7 @@ static double plan_layout(Plan *p, const PlanRequest *r, int B, int lanes, int r
     p->cat_bytes[CAT_MASTER] = (double)(p->off_m - p->off_master);
     p->cat_bytes[CAT_MOMENTS] = (double)(p->off_region - p->off_m);
 
-    size_t lane_BT = (size_t)((B + lanes - 1) / lanes) * r->T;
+    size_t lane_BT = (size_t)lane_seqs(B, lanes) * r->T;
     p->logits_chunk = (int)MIN((size_t)chunk_cap, lane_BT);
     layout_batch(&p->train, r, B, lanes, 1, recompute, p->logits_chunk, p->act_bytes);
     p->region_bytes = p->train.end;
@@ -935,12 +938,12 @@ static double plan_layout(Plan *p, const PlanRequest *r, int B, int lanes, int r
     BatchLayout ev;
     while (lo < hi) {
         int mid = lo + (hi - lo + 1) / 2;
-        int ch = (int)MIN((size_t)chunk_cap, (size_t)((mid + lanes - 1) / lanes) * r->T);
+        int ch = (int)MIN((size_t)chunk_cap, (size_t)lane_seqs(mid, lanes) * r->T);
         layout_batch(&ev, r, mid, lanes, 0, RECOMPUTE_NONE, ch, p->act_bytes);
         if (ev.end <= p->region_bytes) lo = mid; else hi = mid - 1;
     }
     p->eval_micro_batch = lo;
-    p->eval_chunk = (int)MIN((size_t)chunk_cap, (size_t)((lo + lanes - 1) / lanes) * r->T);
+    p->eval_chunk = (int)MIN((size_t)chunk_cap, (size_t)lane_seqs(lo, lanes) * r->T);
     layout_batch(&p->eval, r, lo, lanes, 0, RECOMPUTE_NONE, p->eval_chunk, p->act_bytes);
 
     p->device_bytes = p->off_region + p->region_bytes;
@@ -4387,10 +4390,10 @@ static void host_set_drain(ngpt_trainer *tr, int j, double *sum) {
     tr->h_pending[j] = 0;
 }
 
-/* the gradients lane g accumulates into */
+/* the gradients lane g accumulates into: lane 0 in tr->grads, the others in copies of its size after it */
 static char *lane_grads(const ngpt_trainer *tr, int g) {
-    if (g == 0) return tr->grads;
-    return tr->dev + tr->plan.off_lane_grads + (size_t)(g - 1) * ALIGN_UP(tr->plan.nparams_padded * act_size(tr), ARENA_ALIGN);
+    const Plan *p = &tr->plan;
+    return tr->grads + (size_t)g * (p->off_lane_grads - p->off_grads);
 }
 
 typedef struct {
