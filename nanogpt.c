@@ -7567,7 +7567,7 @@ static int cmd_bench(int argc, char **argv) {
         fprintf(stderr, "error: %s\n", err);
         return 1;
     }
-    if (!cfg.vocab_size) cfg.vocab_size = 50257;
+    /* vocab_size 0 is resolved as in training: the dataset's meta.bin when it has one, else GPT-2's 50257 */
     cfg.max_iters = warmup + steps + 1;
     cfg.eval_interval = 0;
     cfg.always_save_checkpoint = 0;
