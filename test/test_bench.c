@@ -4,7 +4,9 @@
  *  - the timed steps give tokens/s, and an MFU between 0 and 1 (a step cannot beat the matmul peak);
  *  - the profiled step sees every op category, and its categories add up to no more than the step;
  *  - profiling changes nothing: a profiled step gives the bits an unprofiled one gives;
- *  - the kernel timings cover every matmul shape and attention, and leave the moments zero. */
+ *  - the kernel timings cover every matmul shape and attention, and leave the moments zero;
+ *  - a bench's trainer (no data read) takes vocab_size 0 from the dataset's meta.bin, as training does, and
+ *    GPT-2's 50257 where the dataset has none. */
 #define NGPT_NO_MAIN
 #include "../nanogpt.c"
 #include "check.h"
@@ -106,10 +108,47 @@ static void test_kernel_timings(void) {
     ngpt_trainer_free(tr);
 }
 
+/* `nanogpt bench` leaves vocab_size 0 to the trainer: a char dataset's meta.bin gives its character count even
+ * though the bench reads no tokens; a dataset without one gets GPT-2's vocabulary */
+static void test_bench_vocab_from_dataset(void) {
+    char dir[64], path[128], err[NGPT_ERRLEN];
+    snprintf(dir, sizeof dir, "/tmp/ngpt_test_bench_%d", (int)getpid());
+    mkdir(dir, 0777);
+    snprintf(path, sizeof path, "%s/in.txt", dir);
+    FILE *f = fopen(path, "w");
+    if (!f) { CHECK(0, "cannot write %s", path); return; }
+    for (int i = 0; i < 200; i++) fputs("to be or not to be, that is the question\n", f); /* 15 distinct characters */
+    fclose(f);
+    snprintf(path, sizeof path, "%s/chars", dir);
+    char in[128];
+    snprintf(in, sizeof in, "%s/in.txt", dir);
+    CHECK(prepare_char(in, path, 0.1, NULL, err, sizeof err) == 0, "prepare: %s", err);
+    const char *data_dirs[2] = {path, dir}; /* the prepared dataset; a folder without meta.bin */
+    const int want[2] = {15, 50257};
+    for (int k = 0; k < 2; k++) {
+        ngpt_config c;
+        config(&c);
+        c.vocab_size = 0;
+        copy_str(c.data_dir, sizeof c.data_dir, data_dirs[k]);
+        ngpt_options opt;
+        memset(&opt, 0, sizeof opt);
+        opt.no_data = 1;
+        ngpt_trainer *tr;
+        if (ngpt_trainer_create(&c, &opt, &tr, err, sizeof err)) { CHECK(0, "create with %s: %s", data_dirs[k], err); continue; }
+        CHECK(tr->ms.V == want[k] && tr->ms.Vp == pad_vocab(want[k]), "data_dir %s: vocab %d (padded %d), expected %d", data_dirs[k],
+              tr->ms.V, tr->ms.Vp, want[k]);
+        ngpt_trainer_free(tr);
+    }
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    CHECK(system(cmd) == 0, "%s", cmd);
+}
+
 int main(void) {
     RUN(test_bench_numbers);
     RUN(test_bench_peak_and_mfu);
     RUN(test_profiling_changes_nothing);
     RUN(test_kernel_timings);
+    RUN(test_bench_vocab_from_dataset);
     return check_summary();
 }
