@@ -2235,8 +2235,7 @@ static int cpu_lanes_init(CpuBackend *cb, char *err, size_t errlen) {
         cb->team[g] = (CpuTeam){cb, &cb->team_pool[g].pool, tid0, cb->team_pool[g].pool.nthreads, g};
         tid0 += n;
     }
-    if (!rc && cb->lane_pool.pool.nthreads != CPU_LANES) rc = NGPT_ERR_NOMEM;
-    return rc;
+    return rc; /* pool_init fails, with its message, whenever it starts fewer threads than asked */
 }
 
 int ngpt_cpu_backend_create(ngpt_backend **out, int nthreads, char *err, size_t errlen) {
