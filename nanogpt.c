@@ -150,7 +150,8 @@ static float f16_to_f32(uint16_t h) {
     return f;
 }
 
-/* Box-Muller on the shared counter-based hash: the same numbers on every backend. */
+/* Box-Muller on the shared counter-based hash: the same draws on every backend (the GPU's logf/cosf may
+ * round the last bits differently). */
 static float normal_at(uint64_t seed, uint64_t stream, uint64_t i) {
     float u1 = (float)((ngpt_hash(seed, stream, 2 * i) >> 8) + 1) * (1.0f / 16777216.0f);
     float u2 = (float)(ngpt_hash(seed, stream, 2 * i + 1) >> 8) * (1.0f / 16777216.0f);
@@ -2293,6 +2294,7 @@ int ngpt_cuda_available(char *why, size_t whylen) {
     fail(why, whylen, NGPT_ERR_DEVICE, "this nanogpt was built without CUDA (./build.sh builds with it where nvcc is installed)");
     return 0;
 }
+int ngpt_cuda_compute_capability(void) { return 0; }
 int ngpt_cuda_mem_info(size_t *free_bytes, size_t *total_bytes, char *err, size_t errlen) {
     *free_bytes = *total_bytes = 0;
     return fail(err, errlen, NGPT_ERR_DEVICE, "this nanogpt was built without CUDA");
@@ -4626,6 +4628,16 @@ static const char *dataset_dir(const ngpt_config *c, char *buf, size_t n) {
 }
 
 
+/* The GPU storage type for a dtype name: "auto" is bfloat16 where the card has it (compute capability 8.0
+ * and newer, or no card to ask, as for `nanogpt plan`) and float16 below, as nanoGPT chooses. */
+static int cuda_dtype(const char *name) {
+    if (!strcmp(name, "float32")) return NGPT_DTYPE_F32;
+    if (!strcmp(name, "float16")) return NGPT_DTYPE_F16;
+    if (!strcmp(name, "bfloat16")) return NGPT_DTYPE_BF16; /* the backend refuses it on cards without bf16 */
+    int cc = ngpt_cuda_compute_capability();
+    return cc && cc < 80 ? NGPT_DTYPE_F16 : NGPT_DTYPE_BF16;
+}
+
 /* Picks the backend and the dtype. Writes a notice into note when it falls back to the CPU. */
 static int resolve_device(const ngpt_config *c, int *device, int *dtype, char *note, size_t notelen, char *err, size_t errlen) {
     note[0] = 0;
@@ -4643,9 +4655,7 @@ static int resolve_device(const ngpt_config *c, int *device, int *dtype, char *n
         *dtype = NGPT_DTYPE_F32;
         return NGPT_OK;
     }
-    if (!strcmp(c->dtype, "float32")) *dtype = NGPT_DTYPE_F32;
-    else if (!strcmp(c->dtype, "float16")) *dtype = NGPT_DTYPE_F16;
-    else *dtype = NGPT_DTYPE_BF16; /* "auto" and "bfloat16"; the backend refuses bf16 on cards without it */
+    *dtype = cuda_dtype(c->dtype);
     return NGPT_OK;
 }
 
@@ -7518,8 +7528,7 @@ static int cmd_plan(int argc, char **argv) {
     int device = strcmp(cfg.device, "cuda") ? DEV_BACKEND_CPU : DEV_BACKEND_CUDA, dtype = NGPT_DTYPE_F32;
     char note[NGPT_ERRLEN];
     if (!strcmp(cfg.device, "auto") && !resolve_device(&cfg, &device, &dtype, note, sizeof note, err, sizeof err)) {}
-    if (device == DEV_BACKEND_CUDA)
-        dtype = !strcmp(cfg.dtype, "float32") ? NGPT_DTYPE_F32 : !strcmp(cfg.dtype, "float16") ? NGPT_DTYPE_F16 : NGPT_DTYPE_BF16;
+    if (device == DEV_BACKEND_CUDA) dtype = cuda_dtype(cfg.dtype);
     double budget = cfg.max_memory;
     if (device == DEV_BACKEND_CUDA) {
         size_t fr = 0, total = 0;

@@ -1831,6 +1831,11 @@ int ngpt_cuda_available(char *why, size_t whylen) {
     return probe_device(&device, &cc, why, whylen) == NGPT_OK ? 1 : 0;
 }
 
+int ngpt_cuda_compute_capability(void) {
+    int device = 0, cc = 0;
+    return probe_device(&device, &cc, NULL, 0) == NGPT_OK ? cc : 0;
+}
+
 int ngpt_cuda_mem_info(size_t *free_bytes, size_t *total_bytes, char *err, size_t errlen) {
     *free_bytes = *total_bytes = 0;
     cudaError_t e = cudaMemGetInfo(free_bytes, total_bytes);

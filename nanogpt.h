@@ -334,7 +334,8 @@ struct ngpt_backend {
     void (*fence_wait)(ngpt_backend *be, int fence);
     void (*sync)(ngpt_backend *be);
     void (*zero)(ngpt_backend *be, void *dst, size_t bytes);
-    /* f32 dst[i] = mean + std * N(0,1) from the counter-based generator (same numbers on every backend) */
+    /* f32 dst[i] = mean + std * N(0,1) from the counter-based generator (the same draws on every backend;
+     * a GPU's logf/cosf may differ from the CPU's in the last bits) */
     void (*fill_normal)(ngpt_backend *be, float *dst, size_t n, float mean, float std, uint64_t seed, uint64_t stream);
     /* act dst = (dtype) f32 src; dst == src allowed when dtype is f32 */
     void (*cast_from_f32)(ngpt_backend *be, void *dst, const float *src, size_t n);
@@ -410,6 +411,7 @@ int ngpt_cpu_backend_create(ngpt_backend **out, int nthreads, char *err, size_t 
 
 /* The CUDA backend (nanogpt.cu). Without NGPT_CUDA, nanogpt.c defines these to fail with NGPT_ERR_DEVICE. */
 int ngpt_cuda_available(char *why, size_t whylen);  /* 1 when a usable device exists, else 0 and why */
+int ngpt_cuda_compute_capability(void);             /* 10 * major + minor of that device; 0 when there is none */
 int ngpt_cuda_mem_info(size_t *free_bytes, size_t *total_bytes, char *err, size_t errlen);
 int ngpt_cuda_backend_create(ngpt_backend **out, int dtype, char *err, size_t errlen);
 /* a one-line description: name, compute capability, memory, bf16 support */

@@ -242,6 +242,24 @@ static void test_trainer_reports_data_errors(void) {
     CHECK(rc == NGPT_ERR_IO && tr == NULL && strstr(err, "half has no val.bin"), "missing val.bin: %s", err);
 }
 
+/* dtype names to GPU storage types; "auto" is bf16 unless the card lacks it (compute capability below 8.0) */
+static void test_dtype_choice(void) {
+    CHECK(cuda_dtype("float32") == NGPT_DTYPE_F32 && cuda_dtype("float16") == NGPT_DTYPE_F16 && cuda_dtype("bfloat16") == NGPT_DTYPE_BF16,
+          "named dtypes are taken as given");
+    int cc = ngpt_cuda_compute_capability();
+    CHECK(cuda_dtype("auto") == (cc && cc < 80 ? NGPT_DTYPE_F16 : NGPT_DTYPE_BF16), "auto on compute capability %d gives %d", cc,
+          cuda_dtype("auto"));
+    ngpt_config c;
+    ngpt_config_defaults(&c);
+    snprintf(c.device, sizeof c.device, "cpu");
+    snprintf(c.dtype, sizeof c.dtype, "bfloat16");
+    int device = -1, dtype = -1;
+    char note[NGPT_ERRLEN], err[NGPT_ERRLEN];
+    CHECK(resolve_device(&c, &device, &dtype, note, sizeof note, err, sizeof err) == NGPT_OK && device == DEV_BACKEND_CPU &&
+              dtype == NGPT_DTYPE_F32 && strstr(note, "float32"),
+          "device cpu computes in float32 and says so: %s", note);
+}
+
 int main(void) {
     snprintf(tmpdir, sizeof tmpdir, "/tmp/ngpt_test_config_%d", (int)getpid());
     mkdir(tmpdir, 0777);
@@ -254,6 +272,7 @@ int main(void) {
     RUN(test_prepare_tiny_shakespeare);
     RUN(test_token_file_errors);
     RUN(test_trainer_reports_data_errors);
+    RUN(test_dtype_choice);
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
     if (system(cmd)) printf("could not remove %s\n", tmpdir);
