@@ -6394,7 +6394,9 @@ static size_t sample_layout(ngpt_trainer *tr, int S, size_t off[N_SAMPLE_BUFS]) 
     return o;
 }
 
-/* Runs position t for S sequences whose tokens at t are tok[0..S); leaves the logits in S_LOGITS. */
+/* Runs position t for S sequences whose tokens at t are tok[0..S); leaves the logits in S_LOGITS. The tokens
+ * go up from host set t % NGPT_FENCES: its fence, recorded after that set's last upload, has passed before the
+ * set is written again (an upload may still be queued behind the previous step's kernels). */
 static void decode_step(ngpt_trainer *tr, const size_t *off, int S, int t, const int32_t *tok) {
     ngpt_backend *be = tr->be;
     const ModelShape *m = &tr->ms;
@@ -6404,8 +6406,12 @@ static void decode_step(ngpt_trainer *tr, const size_t *off, int S, int t, const
     float *mean = (float *)(R + off[S_STATS]), *rstd = mean + S;
     int32_t *dtok = (int32_t *)(R + off[S_TOKENS]);
     size_t kv_layer = (size_t)S * 2 * (size_t)m->maxT * C * act_size(tr);
-    memcpy(tr->h_tokens, tok, (size_t)S * 4);
-    be->upload(be, dtok, tr->h_tokens, (size_t)S * 4);
+    int set = t % NGPT_FENCES;
+    int32_t *h_tok = (int32_t *)host_set_buffer(tr, H_TOKENS, set);
+    be->fence_wait(be, set);
+    memcpy(h_tok, tok, (size_t)S * 4);
+    be->upload(be, dtok, h_tok, (size_t)S * 4);
+    be->fence_record(be, set);
     be->encoder_forward(be, x, dtok, pt(tr, P, P_WTE, 0), rows(tr, pt(tr, P, P_WPE, 0), (size_t)t, (size_t)C), S, 1, C);
     for (int l = 0; l < m->L; l++) {
         be->layernorm_forward(be, ln, mean, rstd, x, pt(tr, P, P_LN1W, l), pt_bias(tr, P, P_LN1B, l), S, C);
@@ -6471,6 +6477,8 @@ int ngpt_sample(ngpt_trainer *tr, const int32_t *prompt, int n_prompt, int num_s
         if (prompt[i] < 0 || prompt[i] >= m->V) return tr_fail(tr, NGPT_ERR_ARG, "sample: prompt token %d is %d, outside the vocabulary (0..%d)", i, prompt[i], m->V - 1);
     size_t off[N_SAMPLE_BUFS];
     int S = num_samples;
+    size_t host_set_tokens = tr->plan.host_bytes_of[H_TOKENS] / NGPT_FENCES / sizeof(int32_t); /* decode_step's staging */
+    if ((size_t)S > host_set_tokens) S = (int)host_set_tokens;
     while (S > 1 && sample_layout(tr, S, off) > tr->plan.region_bytes) S--;
     if (sample_layout(tr, S, off) > tr->plan.region_bytes)
         return tr_fail(tr, NGPT_ERR_NOMEM, "sample: the KV cache of one sequence does not fit the planned batch region");

@@ -707,8 +707,13 @@ static void t_fill_cast_zero(size_t n) {
     for (size_t i = 0; i < tg_gbytes(&Bz); i++) nz += z[i] != 0;
     CHECK(nz == 0, "zero left %zu nonzero bytes", nz);
     free(z);
+    /* the upload queued behind some milliseconds of work, so that only the fence keeps the host from
+     * overwriting its source before the copy has read it */
     for (size_t i = 0; i < tg_gbytes(&Bz); i++) tg_gpu_host[i] = (char)(i * 7 + 3);
+    for (int rep = 0; rep < 50; rep++) tg_gpu->fill_normal(tg_gpu, (float *)Bf.g, n, 0.0f, 1.0f, 1, (uint64_t)rep);
     tg_gpu->upload(tg_gpu, Bz.g, tg_gpu_host, tg_gbytes(&Bz));
+    tg_gpu->fence_record(tg_gpu, 1);
+    tg_gpu->fence_wait(tg_gpu, 1);
     unsigned char *back = (unsigned char *)malloc(tg_gbytes(&Bz));
     memset(tg_gpu_host, 0, tg_gbytes(&Bz));
     tg_gpu->download(tg_gpu, tg_gpu_host, Bz.g, tg_gbytes(&Bz));

@@ -164,6 +164,24 @@ static void test_sample_kv_cache(void) {
     CHECK(worst < 1e-4, "KV-cache logits differ from the full forward by %.3g", worst);
     int32_t prompt[2] = {1, 2}, out[2 * 100];
     CHECK(ngpt_sample(tr, prompt, 2, 2, 98, 0.8f, 10, 3, out) == 0, "sample: %s", tr->err);
+    /* ngpt_sample itself against the CPU's: a long prompt is fed with no download between the steps (each
+     * step's token upload must wait for its host buffer to be free), then greedy decoding (top_k 1), so the
+     * same weights (equal up to the last bits of the initialisation) give the same tokens */
+    enum { NP = 40, NEW = 24, NS = 3 };
+    int32_t long_prompt[NP], out_gpu[NS * (NP + NEW)], out_cpu[NS * (NP + NEW)];
+    for (int i = 0; i < NP; i++) long_prompt[i] = (int32_t)(ngpt_hash(6, 6, (uint64_t)i) % (uint32_t)V);
+    CHECK(ngpt_sample(tr, long_prompt, NP, NS, NEW, 1.0f, 1, 5, out_gpu) == 0, "sample (gpu): %s", tr->err);
+    ngpt_config cc;
+    config(&cc, "cpu", "float32");
+    ngpt_trainer *tc = make(&cc);
+    if (tc) {
+        CHECK(ngpt_sample(tc, long_prompt, NP, NS, NEW, 1.0f, 1, 5, out_cpu) == 0, "sample (cpu): %s", tc->err);
+        int differ = 0;
+        for (int i = 0; i < NS * (NP + NEW); i++) differ += out_gpu[i] != out_cpu[i];
+        printf("  ngpt_sample, %d-token prompt, greedy: %d of %d tokens differ between GPU and CPU\n", NP, differ, NS * (NP + NEW));
+        CHECK(differ == 0, "GPU sampling differs from the CPU's in %d tokens", differ);
+        ngpt_trainer_free(tc);
+    }
     free(full);
     free(step);
     ngpt_trainer_free(tr);
