@@ -6485,7 +6485,7 @@ int ngpt_sample(ngpt_trainer *tr, const int32_t *prompt, int n_prompt, int num_s
     ngpt_backend *be = tr->be;
     be->set_scratch(be, tr->region + off[S_SCRATCH], tr->plan.region_bytes - off[S_SCRATCH]);
     int total = n_prompt + max_new, rc = NGPT_OK;
-    float *logits = (float *)malloc((size_t)m->Vp * 2 * sizeof(float));
+    float *logits = (float *)malloc((size_t)m->Vp * (S + 1) * sizeof(float)); /* S rows, then sample_token's scratch */
     int32_t *tok = (int32_t *)malloc((size_t)S * sizeof(int32_t));
     if (!logits || !tok) { free(logits); free(tok); return tr_fail(tr, NGPT_ERR_NOMEM, "out of host memory"); }
     Rng rng = {seed, 7, 0};
@@ -6503,10 +6503,9 @@ int ngpt_sample(ngpt_trainer *tr, const int32_t *prompt, int n_prompt, int num_s
                 decode_step(tr, off, n, pos, tok);
                 pos++;
             }
-            for (int s = 0; s < n; s++) {
-                download_as_f32(tr, logits, tr->region + off[S_LOGITS] + (size_t)s * m->Vp * act_size(tr), (size_t)m->Vp);
-                seqs[(size_t)s * total + len] = sample_token(logits, logits + m->Vp, m->V, temperature, top_k, &rng);
-            }
+            download_as_f32(tr, logits, tr->region + off[S_LOGITS], (size_t)n * m->Vp); /* one wait for all n rows */
+            for (int s = 0; s < n; s++)
+                seqs[(size_t)s * total + len] = sample_token(logits + (size_t)s * m->Vp, logits + (size_t)S * m->Vp, m->V, temperature, top_k, &rng);
             len++;
             rc = be_check(tr, "sampling");
         }
