@@ -27,10 +27,12 @@ find_nvcc() {
     command -v nvcc || { [ -x /usr/local/cuda/bin/nvcc ] && echo /usr/local/cuda/bin/nvcc; } || true
 }
 
+# machine code for each architecture, plus compute_80 PTX that the driver compiles at start on GPUs newer than
+# the list (Blackwell and later: they run the mma.sync kernels)
 gencode_flags() {
     local flags="" a
     for a in $1; do flags="$flags -gencode arch=compute_$a,code=sm_$a"; done
-    echo "$flags"
+    echo "$flags -gencode arch=compute_80,code=compute_80"
 }
 
 build_cpu() {

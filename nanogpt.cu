@@ -33,6 +33,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <type_traits>
+
 #include "nanogpt.h"
 
 /* ======================================================================================================
@@ -45,6 +47,8 @@ typedef struct {
     int device, cc;            /* cc = 10 * major + minor */
     int sm_count;
     size_t smem_optin;         /* the most dynamic shared memory one block may ask for */
+    int use_wgmma;             /* 16-bit matmuls on the sm_90a wgmma kernel (else mma.sync); see wgmma_wanted */
+    int mm_blocks_per_sm;      /* blocks of that matmul kernel one SM runs at once (split-K's wave size) */
     void *dev_arena, *host_arena;
     void *scratch;             /* device scratch handed over by set_scratch, 256-byte aligned */
     size_t scratch_bytes;
@@ -229,7 +233,7 @@ static int cu_arena_alloc(ngpt_backend *be, size_t device_bytes, void **device, 
  *   norm_sq             NORM_BLOCKS + 1 doubles
  *   attention_backward  D = rowsum(dO * O): B*NH*T floats
  * nanogpt.c's planner reserves cuda_scratch_bytes(s), which must stay >= this. */
-#define LN_GROUPS 256
+#define LN_GROUPS 1024
 #define RED_GROUPS 64
 #define NORM_BLOCKS 1024
 static size_t cu_scratch_bytes(ngpt_backend *be, const ngpt_shape *s) {
@@ -555,8 +559,12 @@ static void cu_layernorm_backward(ngpt_backend *be, void *dinp, void *dw, void *
  *   dw        dw   (OC,C) += dout^T . inp       A = dout (N,OC): m-contiguous, B = inp (N,C): n-contiguous
  * 16-bit types run on tensor cores: 128x128x32 block tiles, 8 warps of 64x32, a 3-stage cp.async pipeline
  * (plain loads on sm_75), ldmatrix (.trans for the m/n-contiguous operands) and mma.sync m16n8k16 (two
- * m16n8k8 on sm_75). Edges are predicated: any M, N, K work, and rows whose length is not a multiple of 8
- * elements take a scalar load path. F32 runs a SIMT kernel. dbias is a two-pass column sum.
+ * m16n8k8 on sm_75). On sm_90a (Hopper) they run on wgmma instead (matmul_wgmma_kernel below); the
+ * environment variable NGPT_MATMUL=mma keeps them on mma.sync, to compare. A product whose tiles would
+ * leave much of the GPU idle (the weight gradients of the C x C layers: K = B*T is long, the output small)
+ * runs as 2-4 slices of K into fp32 scratch, added in slice order by a second kernel. Edges are predicated:
+ * any M, N, K work, and rows whose length is not a multiple of 8 elements take a scalar load path. F32
+ * runs a SIMT kernel. dbias is a two-pass column sum.
  * ==================================================================================================== */
 
 /* --- tensor-core building blocks (sm_75+; cp.async on sm_80+) --- */
@@ -706,15 +714,40 @@ static __device__ __forceinline__ void mm_load_tile(T *s, const T *g, size_t ld,
     }
 }
 
+/* Split-K (the small weight-gradient products): slice blockIdx.z of kps k values, from k = z * kps. */
+template <bool A_K, bool B_K, typename T>
+static __device__ __forceinline__ void mm_split_slice(const T *&A, const T *&B, int &K, size_t lda, size_t ldb, int kps) {
+    if (!kps) return;
+    int kb = (int)blockIdx.z * kps;
+    K = min(K - kb, kps);
+    A += A_K ? (size_t)kb : (size_t)kb * lda;
+    B += B_K ? (size_t)kb : (size_t)kb * ldb;
+}
+/* One fp32 result at (row, col) inside the matrix: a split-K slice stores it to its fp32 slice of partial
+ * (M x N); otherwise bias and the old value (accumulate) are added and it is stored in T. */
+template <typename T>
+static __device__ __forceinline__ void mm_store(T *out, float *partial, const T *bias, int M, int N, size_t ldc, int accumulate, int row, int col,
+                                                float v) {
+    if (partial) {
+        partial[((size_t)blockIdx.z * M + row) * N + col] = v;
+        return;
+    }
+    if (bias) v += to_f(bias[col]);
+    T *o = out + (size_t)row * ldc + col;
+    if (accumulate) v += to_f(*o);
+    *o = from_f<T>(v);
+}
+
 template <typename T, bool A_K, bool B_K>
 __global__ void __launch_bounds__(MM_THREADS)
     matmul_tc_kernel(T *out, const T *A, const T *B, const T *bias, int M, int N, int K, size_t lda, size_t ldb, size_t ldc, int accumulate,
-                     int vecA, int vecB) {
+                     int vecA, int vecB, float *partial, int kps) {
     extern __shared__ __align__(16) unsigned char mm_smem[];
     typedef MmTile<A_K, MM_BM> TA;
     typedef MmTile<B_K, MM_BN> TB;
     T *sA = (T *)mm_smem, *sB = sA + MM_STAGES * TA::ELEMS;
     const int m0 = blockIdx.x * MM_BM, n0 = blockIdx.y * MM_BN;
+    mm_split_slice<A_K, B_K>(A, B, K, lda, ldb, kps);
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int wm = (warp >> 2) * 64, wn = (warp & 3) * 32; /* this warp's 64 x 32 sub-tile */
     float acc[4][4][4];
@@ -777,13 +810,7 @@ __global__ void __launch_bounds__(MM_THREADS)
 #pragma unroll
             for (int e = 0; e < 4; e++) {
                 int row = m0 + wm + i * 16 + g + (e >> 1) * 8, col = n0 + wn + j * 8 + tq * 2 + (e & 1);
-                if (row < M && col < N) {
-                    float v = acc[i][j][e];
-                    if (bias) v += to_f(bias[col]);
-                    T *o = out + (size_t)row * ldc + col;
-                    if (accumulate) v += to_f(*o);
-                    *o = from_f<T>(v);
-                }
+                if (row < M && col < N) mm_store(out, partial, bias, M, N, ldc, accumulate, row, col, acc[i][j][e]);
             }
 }
 
@@ -841,10 +868,10 @@ __global__ void __launch_bounds__(256) matmul_simt_kernel(float *out, const floa
 
 template <typename T, bool A_K, bool B_K>
 static void gemm_tc(ngpt_backend *be, T *out, const T *A, const T *B, const T *bias, int M, int N, int K, size_t lda, size_t ldb, size_t ldc,
-                    int accumulate) {
-    dim3 grid((unsigned)((M + MM_BM - 1) / MM_BM), (unsigned)((N + MM_BN - 1) / MM_BN));
+                    int accumulate, float *partial, int splits, int kps) {
+    dim3 grid((unsigned)((M + MM_BM - 1) / MM_BM), (unsigned)((N + MM_BN - 1) / MM_BN), (unsigned)splits);
     matmul_tc_kernel<T, A_K, B_K><<<grid, MM_THREADS, mm_smem_bytes<A_K, B_K>(), impl_of(be)->stream>>>(
-        out, A, B, bias, M, N, K, lda, ldb, ldc, accumulate, vec_ok(A, lda), vec_ok(B, ldb));
+        out, A, B, bias, M, N, K, lda, ldb, ldc, accumulate, vec_ok(A, lda), vec_ok(B, ldb), partial, kps);
     CU_LAUNCHED(be, "matmul_tc_kernel");
 }
 template <bool A_K, bool B_K>
@@ -855,8 +882,226 @@ static void gemm_simt(ngpt_backend *be, float *out, const float *A, const float 
     CU_LAUNCHED(be, "matmul_simt_kernel");
 }
 
+/* --- Hopper (sm_90a): wgmma --------------------------------------------------------------------------
+ * 128x128x64 block tiles, two warpgroups of 64 rows x 128 columns each (wgmma m64n128k16, both operands
+ * from shared memory), a 4-stage cp.async pipeline that loads two tiles ahead while one wgmma group stays
+ * in flight. Shared memory holds each operand the way wgmma reads it with 128-byte swizzling: rows of
+ * 64 elements (128 bytes), the 16-byte chunk c of row r stored at chunk c ^ (r % 8), every tile 1024-byte
+ * aligned. A k-contiguous operand is K-major (row = m or n, 64 k per row); an m- or n-contiguous operand is
+ * MN-major (row = k, 64 m or n per row, blocks of 64 columns 8 KB apart) and wgmma transposes it.
+ * Descriptor strides (PTX ISA, "canonical layouts", 128B swizzle): K-major: SBO = 1024 (8 rows to the next
+ * 8), LBO unused; MN-major: LBO = 8192 (64 columns to the next 64), SBO = 1024 (8 k rows to the next 8).
+ * The same edge handling as the mma.sync kernel: zero-filled tiles, predicated stores. Compiled only for
+ * sm_90a; elsewhere the kernel body is empty and the backend never launches it (ngpt_wgmma_built). */
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define NGPT_WGMMA_DEVICE 1
+__device__ int ngpt_wgmma_built = 1;
+#else
+__device__ int ngpt_wgmma_built = 0;
+#endif
+
+#define WG_BM 128
+#define WG_BN 128
+#define WG_BK 64
+#define WG_STAGES 4
+#define WG_THREADS 256
+#define WG_TILE_BYTES (128 * WG_BK * 2) /* one operand's tile: 128 rows (or 128 columns) x 64 k, 16 KB */
+#define WG_SMEM_BYTES (WG_STAGES * 2 * WG_TILE_BYTES + 1024) /* + room to align the tiles to 1024 bytes */
+
+#ifdef NGPT_WGMMA_DEVICE
+static __device__ __forceinline__ uint32_t swizzle128(uint32_t byte_offset) { return byte_offset ^ ((byte_offset >> 3) & 0x70); }
+
+/* One operand tile into a stage: 128 rows r (m or n) from r0, 64 k from k0. KCONTIG: element (r, k) at
+ * g[r * ld + k], stored K-major; else at g[k * ld + r], stored MN-major. 1024 chunks of 8, 4 per thread. */
+template <typename T, bool KCONTIG>
+static __device__ __forceinline__ void wg_load_tile(unsigned char *s, const T *g, size_t ld, int r0, int R, int k0, int K, int vec) {
+#pragma unroll
+    for (int i = 0; i < 128 * WG_BK / 8 / WG_THREADS; i++) {
+        int q = threadIdx.x + i * WG_THREADS;
+        if (KCONTIG) {
+            int r = q >> 3, c = q & 7;
+            copy_chunk8((T *)(s + swizzle128((uint32_t)(r * 128 + c * 16))), g, ld, r0 + r, R, k0 + c * 8, K, vec);
+        } else {
+            int k = q >> 4, c = q & 15; /* c: chunk of 8 columns; columns 64.. go to the second 8 KB block */
+            copy_chunk8((T *)(s + swizzle128((uint32_t)((c >> 3) * 8192 + k * 128 + (c & 7) * 16))), g, ld, k0 + k, K, r0 + c * 8, R, vec);
+        }
+    }
+}
+
+static __device__ __forceinline__ uint64_t wg_desc(const unsigned char *smem, uint32_t lbo, uint32_t sbo) {
+    uint32_t a = (uint32_t)__cvta_generic_to_shared(smem);
+    return (uint64_t)((a & 0x3FFFF) >> 4) | ((uint64_t)(lbo >> 4) << 16) | ((uint64_t)(sbo >> 4) << 32) | (1ull << 62);
+}
+#endif
+
+#define WG_D4(i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3])
+#define WG_D16(i) WG_D4(i), WG_D4(i + 4), WG_D4(i + 8), WG_D4(i + 12)
+#define WG_REGS64                                                                                                  \
+    "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, " \
+    "%24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, "  \
+    "%46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}"
+/* d (64x128 per warpgroup, f32) += A (64x16) B (16x128); TA / TB: the operand is MN-major */
+template <typename T, int TA, int TB> static __device__ __forceinline__ void wgmma_m64n128k16(float (&d)[64], uint64_t da, uint64_t db) {
+#ifdef NGPT_WGMMA_DEVICE
+    if constexpr (std::is_same<T, __half>::value)
+        asm volatile("wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 " WG_REGS64 ", %64, %65, 1, 1, 1, %66, %67;\n"
+                     : WG_D16(0), WG_D16(16), WG_D16(32), WG_D16(48)
+                     : "l"(da), "l"(db), "n"(TA), "n"(TB));
+    else
+        asm volatile("wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 " WG_REGS64 ", %64, %65, 1, 1, 1, %66, %67;\n"
+                     : WG_D16(0), WG_D16(16), WG_D16(32), WG_D16(48)
+                     : "l"(da), "l"(db), "n"(TA), "n"(TB));
+#else
+    (void)d; (void)da; (void)db;
+#endif
+}
+
+template <typename T, bool A_K, bool B_K>
+__global__ void __launch_bounds__(WG_THREADS, 1)
+    matmul_wgmma_kernel(T *out, const T *A, const T *B, const T *bias, int M, int N, int K, size_t lda, size_t ldb, size_t ldc, int accumulate,
+                        int vecA, int vecB, float *partial, int kps) {
+#ifdef NGPT_WGMMA_DEVICE
+    extern __shared__ __align__(1024) unsigned char wg_smem[];
+    unsigned char *base = wg_smem + ((1024u - ((uint32_t)__cvta_generic_to_shared(wg_smem) & 1023u)) & 1023u);
+    unsigned char *sA = base, *sB = base + WG_STAGES * WG_TILE_BYTES;
+    const int m0 = blockIdx.x * WG_BM, n0 = blockIdx.y * WG_BN;
+    mm_split_slice<A_K, B_K>(A, B, K, lda, ldb, kps);
+    const int wg = threadIdx.x >> 7; /* warpgroup: rows wg*64 .. wg*64+63 of the block tile */
+    float d[64];
+#pragma unroll
+    for (int i = 0; i < 64; i++) d[i] = 0.0f;
+
+    const int KT = (K + WG_BK - 1) / WG_BK;
+#pragma unroll
+    for (int s = 0; s < WG_STAGES - 2; s++) {
+        if (s < KT) {
+            wg_load_tile<T, A_K>(sA + s * WG_TILE_BYTES, A, lda, m0, M, s * WG_BK, K, vecA);
+            wg_load_tile<T, B_K>(sB + s * WG_TILE_BYTES, B, ldb, n0, N, s * WG_BK, K, vecB);
+        }
+        cp_async_commit();
+    }
+    for (int kt = 0; kt < KT; kt++) {
+        cp_async_wait<WG_STAGES - 3>();                                /* this thread's copies of tile kt have landed */
+        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); /* ... and are visible to the tensor cores */
+        __syncthreads(); /* everyone's are; every warpgroup has finished the wgmma of tile kt - 2 */
+        int nk = kt + WG_STAGES - 2;
+        if (nk < KT) {
+            int st = nk % WG_STAGES; /* the stage tile kt - 2 used */
+            wg_load_tile<T, A_K>(sA + st * WG_TILE_BYTES, A, lda, m0, M, nk * WG_BK, K, vecA);
+            wg_load_tile<T, B_K>(sB + st * WG_TILE_BYTES, B, ldb, n0, N, nk * WG_BK, K, vecB);
+        }
+        cp_async_commit();
+        const unsigned char *a = sA + (kt % WG_STAGES) * WG_TILE_BYTES, *b = sB + (kt % WG_STAGES) * WG_TILE_BYTES;
+        asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#pragma unroll
+        for (int ks = 0; ks < WG_BK / 16; ks++) {
+            uint64_t da = A_K ? wg_desc(a + wg * 64 * 128 + ks * 32, 16, 1024) : wg_desc(a + wg * 8192 + ks * 2048, 8192, 1024);
+            uint64_t db = B_K ? wg_desc(b + ks * 32, 16, 1024) : wg_desc(b + ks * 2048, 8192, 1024);
+            wgmma_m64n128k16<T, A_K ? 0 : 1, B_K ? 0 : 1>(d, da, db);
+        }
+        asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+        asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
+    }
+    asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+#pragma unroll
+    for (int i = 0; i < 64; i++) asm volatile("" : "+f"(d[i])::"memory"); /* no read of d moves above the wait */
+    cp_async_wait<0>();
+
+    /* accumulator layout: warp w of the warpgroup holds rows 16w..16w+15; d[4i], d[4i+1] at (row g, columns
+     * 8i + 2tq, +1), d[4i+2], d[4i+3] at row g + 8 */
+    const int lane = threadIdx.x & 31, w = (threadIdx.x >> 5) & 3, g = lane >> 2, tq = lane & 3;
+#pragma unroll
+    for (int i = 0; i < 16; i++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            int row = m0 + wg * 64 + w * 16 + g + (e >> 1) * 8, col = n0 + i * 8 + tq * 2 + (e & 1);
+            if (row < M && col < N) mm_store(out, partial, bias, M, N, ldc, accumulate, row, col, d[i * 4 + e]);
+        }
+#else
+    (void)out; (void)A; (void)B; (void)bias; (void)M; (void)N; (void)K; (void)lda; (void)ldb; (void)ldc; (void)accumulate;
+    (void)vecA; (void)vecB; (void)partial; (void)kps;
+#endif
+}
+
+template <typename T, bool A_K, bool B_K>
+static void gemm_wgmma(ngpt_backend *be, T *out, const T *A, const T *B, const T *bias, int M, int N, int K, size_t lda, size_t ldb, size_t ldc,
+                       int accumulate, float *partial, int splits, int kps) {
+    dim3 grid((unsigned)((M + WG_BM - 1) / WG_BM), (unsigned)((N + WG_BN - 1) / WG_BN), (unsigned)splits);
+    matmul_wgmma_kernel<T, A_K, B_K><<<grid, WG_THREADS, WG_SMEM_BYTES, impl_of(be)->stream>>>(out, A, B, bias, M, N, K, lda, ldb, ldc, accumulate,
+                                                                                                 vec_ok(A, lda), vec_ok(B, ldb), partial, kps);
+    CU_LAUNCHED(be, "matmul_wgmma_kernel");
+}
+
+/* Split-K's second pass: out = sum of the slices in slice order [+ bias] [+ old out], in T. Deterministic:
+ * the slice count depends only on the shape, the GPU and the planned scratch. */
+template <typename T>
+__global__ void splitk_reduce_kernel(T *out, const float *partial, const T *bias, int M, int N, size_t ldc, int splits, int accumulate) {
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x, MN = (size_t)M * N;
+    if (i >= MN) return;
+    int row = (int)(i / (size_t)N), col = (int)(i % (size_t)N);
+    float v = 0.0f;
+    for (int z = 0; z < splits; z++) v += partial[(size_t)z * MN + i];
+    if (bias) v += to_f(bias[col]);
+    T *o = out + (size_t)row * ldc + col;
+    if (accumulate) v += to_f(*o);
+    *o = from_f<T>(v);
+}
+
+/* How many K slices a 16-bit product runs as: more than one only when its 128x128 tiles leave many of the
+ * GPU's block slots idle in the last wave, K is long (each slice keeps at least 1024), and the fp32 slices
+ * fit the scratch. Picks the count (up to 4) that fills the waves best; within 10% fewer slices win. */
+static int splitk_slices(ngpt_backend *be, int M, int N, int K, int blocks_per_sm) {
+    CudaImpl *im = impl_of(be);
+    long long tiles = (long long)((M + 127) / 128) * ((N + 127) / 128), slots = (long long)im->sm_count * blocks_per_sm;
+    if (slots < 1 || tiles >= 4 * slots || K < 2048) return 1;
+    int best = 1;
+    double best_fill = (double)tiles / (double)(((tiles + slots - 1) / slots) * slots);
+    for (int s = 2; s <= 4; s++) {
+        if (K / s < 1024 || (size_t)s * M * N * sizeof(float) > im->scratch_bytes) break;
+        long long blocks = tiles * s;
+        double fill = (double)blocks / (double)(((blocks + slots - 1) / slots) * slots);
+        if (fill > best_fill * 1.1) {
+            best = s;
+            best_fill = fill;
+        }
+    }
+    return best;
+}
+
 /* The three layouts the model uses: FWD (A k-contig, B k-contig), DINP (A k-contig, B n-contig), DW (A m-contig, B n-contig) */
 enum { MM_FWD, MM_DINP, MM_DW };
+#define GEMM_LAYOUTS(CALL_T)                                   \
+    switch (layout) {                                          \
+    case MM_FWD: CALL_T(true, true); break;                    \
+    case MM_DINP: CALL_T(true, false); break;                  \
+    default: CALL_T(false, false); break;                      \
+    }
+
+/* 16-bit products: wgmma (sm_90a) or mma.sync, split along K when that fills the GPU better (the slices in fp32 scratch, then added in order with the bias and the old value) */
+template <typename T>
+static void gemm_16(ngpt_backend *be, int layout, T *out, const T *A, const T *B, const T *bias, int M, int N, int K, size_t lda, size_t ldb,
+                    size_t ldc, int accumulate) {
+    CudaImpl *im = impl_of(be);
+    int splits = splitk_slices(be, M, N, K, im->mm_blocks_per_sm), kps = 0;
+    if (splits > 1) {
+        kps = ((K + splits - 1) / splits + 63) / 64 * 64; /* whole 64-wide k tiles per slice */
+        splits = (K + kps - 1) / kps;
+    }
+    if (splits < 2) kps = 0;
+    float *partial = kps ? (float *)im->scratch : NULL;
+    const T *b1 = splits > 1 ? NULL : bias;
+    int acc1 = splits > 1 ? 0 : accumulate;
+#define CALL_16(AK, BK) \
+    (im->use_wgmma ? gemm_wgmma<T, AK, BK> : gemm_tc<T, AK, BK>)(be, out, A, B, b1, M, N, K, lda, ldb, ldc, acc1, partial, splits, kps)
+    GEMM_LAYOUTS(CALL_16)
+#undef CALL_16
+    if (splits > 1 && be->status == NGPT_OK) {
+        size_t MN = (size_t)M * N;
+        splitk_reduce_kernel<T><<<(unsigned)((MN + 255) / 256), 256, 0, im->stream>>>(out, partial, bias, M, N, ldc, splits, accumulate);
+        CU_LAUNCHED(be, "splitk_reduce_kernel");
+    }
+}
+
 static void gemm(ngpt_backend *be, int layout, void *out, const void *A, const void *B, const void *bias, int M, int N, int K, size_t lda,
                  size_t ldb, size_t ldc, int accumulate) {
     if (M <= 0 || N <= 0) return;
@@ -864,31 +1109,19 @@ static void gemm(ngpt_backend *be, int layout, void *out, const void *A, const v
         cu_fail(be, NGPT_ERR_ARG, "cuda matmul: N = %d is too large for one launch", N);
         return;
     }
-#define GEMM_LAYOUTS(CALL_T)                                   \
-    switch (layout) {                                          \
-    case MM_FWD: CALL_T(true, true); break;                    \
-    case MM_DINP: CALL_T(true, false); break;                  \
-    default: CALL_T(false, false); break;                      \
-    }
     if (be->dtype == NGPT_DTYPE_F32) {
 #define CALL_SIMT(AK, BK) \
     gemm_simt<AK, BK>(be, (float *)out, (const float *)A, (const float *)B, (const float *)bias, M, N, K, lda, ldb, ldc, accumulate)
         GEMM_LAYOUTS(CALL_SIMT)
 #undef CALL_SIMT
     } else if (be->dtype == NGPT_DTYPE_BF16) {
-#define CALL_BF16(AK, BK)                                                                                                           \
-    gemm_tc<__nv_bfloat16, AK, BK>(be, (__nv_bfloat16 *)out, (const __nv_bfloat16 *)A, (const __nv_bfloat16 *)B, (const __nv_bfloat16 *)bias, \
-                                   M, N, K, lda, ldb, ldc, accumulate)
-        GEMM_LAYOUTS(CALL_BF16)
-#undef CALL_BF16
+        gemm_16(be, layout, (__nv_bfloat16 *)out, (const __nv_bfloat16 *)A, (const __nv_bfloat16 *)B, (const __nv_bfloat16 *)bias, M, N, K, lda,
+                ldb, ldc, accumulate);
     } else {
-#define CALL_F16(AK, BK) \
-    gemm_tc<__half, AK, BK>(be, (__half *)out, (const __half *)A, (const __half *)B, (const __half *)bias, M, N, K, lda, ldb, ldc, accumulate)
-        GEMM_LAYOUTS(CALL_F16)
-#undef CALL_F16
+        gemm_16(be, layout, (__half *)out, (const __half *)A, (const __half *)B, (const __half *)bias, M, N, K, lda, ldb, ldc, accumulate);
     }
-#undef GEMM_LAYOUTS
 }
+#undef GEMM_LAYOUTS
 
 /* dbias: block (x: 32 columns, y: row group) -> partial[group][col]; 8 warps take rows in turn and their sums
  * are added in warp order. Then one thread per column adds the groups in order. */
@@ -953,7 +1186,8 @@ static void cu_matmul_backward(ngpt_backend *be, void *dinp, void *dw, void *dbi
  * offset + i with i = ((b*NH + h)*T + t)*T + t2.
  * 16-bit types with hs <= 128: flash attention on tensor cores. 64-query x 64-key tiles, 4 warps of 16
  * rows; the head dimension is padded to HS = 32, 64 or 128 with zeros. Forward keeps a running max and
- * sum per row (online softmax, exp2 domain) and saves lse. Backward is deterministic: D = rowsum(dO*O),
+ * sum per row (online softmax, exp2 domain) and saves lse; it loads the next key tile (K and V, two
+ * buffers each) while it computes with the current one. Backward is deterministic: D = rowsum(dO*O),
  * then one kernel per key tile for dK, dV (looping over query tiles) and one per query tile for dQ
  * (looping over key tiles); every output element is written once, by one thread.
  * F32 (and a 16-bit head size the tensor-core kernels cannot fit) runs SIMT kernels of the same math,
@@ -982,7 +1216,7 @@ __global__ void __launch_bounds__(ATT_THREADS)
     attn_forward_tc_kernel(T *out, float *lse, const T *qkv, int T_, int C, int NH, int hs, float scale_log2, DropArgs dr, int vec) {
     constexpr int LD = HS + 8, ND = HS / 8;
     extern __shared__ __align__(16) unsigned char att_smem[];
-    T *Qs = (T *)att_smem, *Ks = Qs + ATT_B * LD, *Vs = Ks + ATT_B * LD;
+    T *Qs = (T *)att_smem; /* then K, V of even key tiles, then K, V of odd ones */
     const int nqb = (T_ + ATT_B - 1) / ATT_B;
     const int qb = nqb - 1 - (int)blockIdx.x; /* longest rows first */
     const int bh = blockIdx.y, b = bh / NH, h = bh % NH;
@@ -991,7 +1225,9 @@ __global__ void __launch_bounds__(ATT_THREADS)
     const size_t ld = (size_t)3 * C;
     const T *qbase = qkv + (size_t)b * T_ * ld + (size_t)h * hs;
     attn_load_tile<T, HS>(Qs, qbase, ld, q0, T_, hs, vec);
-    cp_async_commit();
+    attn_load_tile<T, HS>(Qs + ATT_B * LD, qbase + C, ld, 0, T_, hs, vec);
+    attn_load_tile<T, HS>(Qs + 2 * ATT_B * LD, qbase + 2 * C, ld, 0, T_, hs, vec);
+    cp_async_commit(); /* group 0: Q and key tile 0; group kb: key tile kb */
 
     float o[ND][4];
 #pragma unroll
@@ -1000,12 +1236,16 @@ __global__ void __launch_bounds__(ATT_THREADS)
     int qrow[2] = {q0 + warp * 16 + g, q0 + warp * 16 + g + 8};
 
     for (int kb = 0; kb <= qb; kb++) {
-        __syncthreads(); /* everyone is done with the previous K, V */
-        attn_load_tile<T, HS>(Ks, qbase + C, ld, kb * ATT_B, T_, hs, vec);
-        attn_load_tile<T, HS>(Vs, qbase + 2 * C, ld, kb * ATT_B, T_, hs, vec);
+        __syncthreads(); /* everyone is done with key tile kb - 1, whose buffers tile kb + 1 takes */
+        if (kb < qb) {   /* the next key tile loads while this one is used */
+            T *nk = Qs + (1 + 2 * ((kb + 1) & 1)) * ATT_B * LD;
+            attn_load_tile<T, HS>(nk, qbase + C, ld, (kb + 1) * ATT_B, T_, hs, vec);
+            attn_load_tile<T, HS>(nk + ATT_B * LD, qbase + 2 * C, ld, (kb + 1) * ATT_B, T_, hs, vec);
+        }
         cp_async_commit();
-        cp_async_wait<0>();
+        cp_async_wait<1>(); /* every group but the one just committed: key tile kb (and Q) has landed */
         __syncthreads();
+        const T *Ks = Qs + (1 + 2 * (kb & 1)) * ATT_B * LD, *Vs = Ks + ATT_B * LD;
 
         float s[8][4];
 #pragma unroll
@@ -1532,7 +1772,8 @@ __global__ void attn_decode_kernel(T *out, T *kv, const T *qkv, int S, int t, in
 static int attn_tc_hs(ngpt_backend *be, int hs) {
     if (be->dtype == NGPT_DTYPE_F32 || hs <= 0 || hs > 128) return 0;
     int HS = hs <= 32 ? 32 : hs <= 64 ? 64 : 128;
-    size_t need = HS == 32 ? attn_smem_bytes<32>(4) : HS == 64 ? attn_smem_bytes<64>(4) : attn_smem_bytes<128>(4);
+    /* the forward kernel's five tiles (Q, two K and V pairs) are the most of the three */
+    size_t need = HS == 32 ? attn_smem_bytes<32>(5) : HS == 64 ? attn_smem_bytes<64>(5) : attn_smem_bytes<128>(5);
     return need <= impl_of(be)->smem_optin ? HS : 0;
 }
 
@@ -1555,7 +1796,7 @@ static void attn_forward_tc(ngpt_backend *be, T *out, float *lse, const T *qkv, 
     float scale_log2 = LOG2E_F / sqrtf((float)hs);
     dim3 grid((unsigned)((T_ + ATT_B - 1) / ATT_B), (unsigned)(B * NH));
     int vec = vec_ok(qkv, (size_t)3 * C) && hs % 8 == 0 && C % 8 == 0;
-    attn_forward_tc_kernel<T, HS><<<grid, ATT_THREADS, attn_smem_bytes<HS>(3), impl_of(be)->stream>>>(out, lse, qkv, T_, C, NH, hs, scale_log2, dr, vec);
+    attn_forward_tc_kernel<T, HS><<<grid, ATT_THREADS, attn_smem_bytes<HS>(5), impl_of(be)->stream>>>(out, lse, qkv, T_, C, NH, hs, scale_log2, dr, vec);
     CU_LAUNCHED(be, "attn_forward_tc_kernel");
 }
 template <typename T, int HS>
@@ -1809,14 +2050,39 @@ static int probe_device(int *device, int *cc, char *err, size_t errlen) {
     return NGPT_OK;
 }
 
+/* The wgmma matmul runs where it can: a compute capability 9.0 GPU, a binary with sm_90a code (ngpt_wgmma_built
+ * reads 1 only there), and NGPT_MATMUL not set to "mma" (which keeps the mma.sync kernel, to compare the two). */
+static int wgmma_wanted(int cc) {
+    const char *force = getenv("NGPT_MATMUL");
+    if (cc != 90 || (force && !strcmp(force, "mma"))) return 0;
+    int built = 0;
+    if (cudaMemcpyFromSymbol(&built, ngpt_wgmma_built, sizeof built) != cudaSuccess) {
+        cudaGetLastError();
+        return 0;
+    }
+    return built;
+}
+
 /* Opt the big-tile kernels into more than 48 KB of dynamic shared memory. */
 template <typename T> static int set_smem_attrs(ngpt_backend *be) {
     int bad = 0;
     bad |= CU_CHECK(be, cudaFuncSetAttribute(matmul_tc_kernel<T, true, true>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)mm_smem_bytes<true, true>()));
     bad |= CU_CHECK(be, cudaFuncSetAttribute(matmul_tc_kernel<T, true, false>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)mm_smem_bytes<true, false>()));
     bad |= CU_CHECK(be, cudaFuncSetAttribute(matmul_tc_kernel<T, false, false>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)mm_smem_bytes<false, false>()));
-    if (attn_smem_bytes<128>(4) <= impl_of(be)->smem_optin) {
-        bad |= CU_CHECK(be, cudaFuncSetAttribute(attn_forward_tc_kernel<T, 128>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)attn_smem_bytes<128>(3)));
+    CudaImpl *im = impl_of(be);
+    if (im->use_wgmma) {
+        bad |= CU_CHECK(be, cudaFuncSetAttribute(matmul_wgmma_kernel<T, true, true>, cudaFuncAttributeMaxDynamicSharedMemorySize, WG_SMEM_BYTES));
+        bad |= CU_CHECK(be, cudaFuncSetAttribute(matmul_wgmma_kernel<T, true, false>, cudaFuncAttributeMaxDynamicSharedMemorySize, WG_SMEM_BYTES));
+        bad |= CU_CHECK(be, cudaFuncSetAttribute(matmul_wgmma_kernel<T, false, false>, cudaFuncAttributeMaxDynamicSharedMemorySize, WG_SMEM_BYTES));
+    }
+    int n = 0; /* the forward layout stands for all three (their shared memory differs by a few KB) */
+    if (!bad && im->use_wgmma)
+        bad |= CU_CHECK(be, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, matmul_wgmma_kernel<T, true, true>, WG_THREADS, WG_SMEM_BYTES));
+    else if (!bad)
+        bad |= CU_CHECK(be, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, matmul_tc_kernel<T, true, true>, MM_THREADS, mm_smem_bytes<true, true>()));
+    im->mm_blocks_per_sm = n > 0 ? n : 1;
+    if (attn_smem_bytes<128>(5) <= impl_of(be)->smem_optin) { /* as attn_tc_hs */
+        bad |= CU_CHECK(be, cudaFuncSetAttribute(attn_forward_tc_kernel<T, 128>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)attn_smem_bytes<128>(5)));
         bad |= CU_CHECK(be, cudaFuncSetAttribute(attn_backward_dkdv_tc_kernel<T, 128>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)attn_smem_bytes<128>(4)));
         bad |= CU_CHECK(be, cudaFuncSetAttribute(attn_backward_dq_tc_kernel<T, 128>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)attn_smem_bytes<128>(4)));
     }
@@ -1858,8 +2124,9 @@ int ngpt_cuda_describe(char *out, size_t outlen) {
     }
     size_t fb = 0, tb = 0;
     cudaMemGetInfo(&fb, &tb);
-    return errf(out, outlen, NGPT_OK, "cuda: %s, sm_%d, %d SMs, %.1f GiB (%.1f GiB free), bf16 %s", prop.name, cc, prop.multiProcessorCount,
-                tb / 1073741824.0, fb / 1073741824.0, cc >= 80 ? "yes" : "no (fp16 with loss scaling)");
+    return errf(out, outlen, NGPT_OK, "cuda: %s, sm_%d, %d SMs, %.1f GiB (%.1f GiB free), bf16 %s, 16-bit matmul %s", prop.name, cc,
+                prop.multiProcessorCount, tb / 1073741824.0, fb / 1073741824.0, cc >= 80 ? "yes" : "no (fp16 with loss scaling)",
+                wgmma_wanted(cc) ? "wgmma" : "mma.sync");
 }
 
 int ngpt_cuda_backend_create(ngpt_backend **out, int dtype, char *err, size_t errlen) {
@@ -1889,6 +2156,7 @@ int ngpt_cuda_backend_create(ngpt_backend **out, int dtype, char *err, size_t er
     v = 0;
     cudaDeviceGetAttribute(&v, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
     im->smem_optin = v > 0 ? (size_t)v : 48 * 1024;
+    im->use_wgmma = dtype != NGPT_DTYPE_F32 && wgmma_wanted(cc) && im->smem_optin >= WG_SMEM_BYTES;
     int made = !CU_CHECK(be, cudaStreamCreateWithFlags(&im->stream, cudaStreamNonBlocking));
     for (int i = 0; i < NGPT_FENCES && made; i++)
         made = !CU_CHECK(be, cudaEventCreateWithFlags(&im->fences[i], cudaEventDisableTiming));

@@ -61,21 +61,27 @@ ARCH=${NGPT_GPU_ARCH:-}
 if [ -z "$ARCH" ]; then
     cc=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n 1 | tr -d '. ')
     if [ -n "$cc" ]; then ARCH="sm_$cc"; else ARCH=native; fi
+    [ "$ARCH" = sm_90 ] && ARCH=sm_90a # Hopper: the wgmma matmul needs the arch-specific target
 fi
+# -gencode names the exact target (the -arch=sm_90a shorthand also runs a plain sm_90 pass)
+case $ARCH in
+native) GENCODE=(-arch=native) ;;
+*) GENCODE=(-gencode "arch=compute_${ARCH#sm_},code=$ARCH") ;;
+esac
 t0=$(date +%s)
 (
     echo "== $(date -u '+%Y-%m-%d %H:%M:%S UTC') on $(hostname)"
     nvidia-smi --query-gpu=name,compute_cap,memory.total,driver_version --format=csv,noheader 2>&1
     "$NVCC" --version | tail -n 1
     set -x
-    "$NVCC" -std=c++17 -O3 -lineinfo -arch="$ARCH" -Xcompiler -Wall,-Wextra -c nanogpt.cu -o "$BUILD/nanogpt_cu.o" &&
+    "$NVCC" -std=c++17 -O3 -lineinfo "${GENCODE[@]}" -Xcompiler -Wall,-Wextra -c nanogpt.cu -o "$BUILD/nanogpt_cu.o" &&
         "$CC" $CFLAGS_C -Wno-unused-function -DNGPT_CUDA -c test/test_gpu_ops.c -o "$BUILD/test_gpu_ops.o" &&
-        "$NVCC" -arch="$ARCH" "$BUILD/test_gpu_ops.o" "$BUILD/nanogpt_cu.o" -o "$BUILD/test_gpu_ops" -lm -lpthread &&
+        "$NVCC" "${GENCODE[@]}" "$BUILD/test_gpu_ops.o" "$BUILD/nanogpt_cu.o" -o "$BUILD/test_gpu_ops" -lm -lpthread &&
         "$CC" $CFLAGS_C -Wno-unused-function -DNGPT_CUDA -Itest -c test/test_gpu_train.c -o "$BUILD/test_gpu_train.o" &&
-        "$NVCC" -arch="$ARCH" "$BUILD/test_gpu_train.o" "$BUILD/nanogpt_cu.o" -o "$BUILD/test_gpu_train" -lm -lpthread \
+        "$NVCC" "${GENCODE[@]}" "$BUILD/test_gpu_train.o" "$BUILD/nanogpt_cu.o" -o "$BUILD/test_gpu_train" -lm -lpthread \
             -Xlinker --wrap=cudaMalloc -Xlinker --wrap=cudaMallocHost -Xlinker --wrap=cudaFree &&
         "$CC" $CFLAGS_C -DNGPT_CUDA -c nanogpt.c -o "$BUILD/nanogpt.o" &&
-        "$NVCC" -arch="$ARCH" "$BUILD/nanogpt.o" "$BUILD/nanogpt_cu.o" -o "$BUILD/nanogpt" -lm -lpthread
+        "$NVCC" "${GENCODE[@]}" "$BUILD/nanogpt.o" "$BUILD/nanogpt_cu.o" -o "$BUILD/nanogpt" -lm -lpthread
 ) >"$LOG/build.log" 2>&1
 rc=$?
 GPU=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n 1)
@@ -169,6 +175,9 @@ if want bench && [ $BUILT = 0 ] && time_left "benchmarks" 240; then
     {
         echo "== nanogpt bench"; "$BUILD/nanogpt" bench --device=cuda --steps=20 --warmup=3
         echo "== nanogpt bench --kernels"; "$BUILD/nanogpt" bench --device=cuda --kernels
+        if "$BUILD/nanogpt" info 2>&1 | grep -q "matmul wgmma"; then # Hopper: the mma.sync kernel beside it
+            echo "== nanogpt bench --kernels, mma.sync"; NGPT_MATMUL=mma "$BUILD/nanogpt" bench --device=cuda --kernels
+        fi
     } >"$LOG/bench.log" 2>&1
     chunk=$(sed -n 's/^classifier chunk rows \([0-9]*\)$/\1/p' "$LOG/bench.log" | head -n 1)
     {
@@ -180,10 +189,11 @@ if want bench && [ $BUILT = 0 ] && time_left "benchmarks" 240; then
         awk -v s="$1" '/^== /{on = ($0 ~ s)} on && /^kernel /{for (i = 2; i < NF; i++) if ($(i+1) == "ms") break;
             n = $2; for (j = 3; j < i; j++) n = n " " $j; print n "\t" $i}' "$LOG/bench.log"
     }
-    ktimes '^== nanogpt bench --kernels' >"$BUILD/k_ours"
+    ktimes '^== nanogpt bench --kernels$' >"$BUILD/k_ours"
+    ktimes '^== nanogpt bench --kernels, mma.sync$' >"$BUILD/k_mma"
     ktimes 'bench_torch_gpt2.py --kernels' >"$BUILD/k_torch"
-    ratio() { # name-regex: torch time / our time summed over matching kernels (FLOP-weighted speed ratio)
-        join -t "$(printf '\t')" <(sort "$BUILD/k_ours") <(sort "$BUILD/k_torch") |
+    ratio() { # name-regex [peer file]: peer time / our time summed over matching kernels (FLOP-weighted speed ratio)
+        join -t "$(printf '\t')" <(sort "$BUILD/k_ours") <(sort "${2:-$BUILD/k_torch}") |
             awk -F'\t' -v r="$1" '$1 ~ r {o += $2; t += $3} END {if (o > 0) printf "%.2f", t / o}'
     }
     ours_tok=$(sed -n '/^== nanogpt bench$/,/^== /s/^bench_result tokens_per_s=\([0-9]*\).*/\1/p' "$LOG/bench.log")
@@ -207,6 +217,10 @@ if want bench && [ $BUILT = 0 ] && time_left "benchmarks" 240; then
     att=$(ratio '^attention')
     row "matmuls vs torch.matmul (>= 0.95)" "$(target "$mm" 0.95)" "${mm:-none}x, FLOP-weighted over every shape"
     row "attention vs SDPA (>= 1.0)" "$(target "$att" 1.0)" "${att:-none}x, forward + backward"
+    if [ -s "$BUILD/k_mma" ]; then
+        wg=$(ratio '^matmul' "$BUILD/k_mma")
+        row "wgmma vs mma.sync matmuls" "$(target "$wg" 1.0)" "${wg:-none}x, FLOP-weighted over every shape"
+    fi
     echo "bench: $(($(date +%s) - t0)) s"
 fi
 

@@ -763,6 +763,25 @@ static void t_contract(void) {
  * The sweep and main
  * ---------------------------------------------------------------------------------------------------- */
 
+static void tg_matmul_sweep(void) {
+    t_matmul(111, 96, 200, 1); /* N = 37*3: nothing is a multiple of the tiles */
+    t_matmul(111, 96, 200, 0);
+    t_matmul(33, 70, 50, 1);   /* rows not a multiple of 8 elements: the scalar load path */
+    t_matmul(1, 8, 3, 1);
+    t_matmul(300, 40, 24, 1);  /* K = 40: a partial k tile */
+    t_matmul(130, 264, 136, 1);
+    t_matmul(257, 200, 72, 1); /* K = 200: a full and a partial 64-wide k tile (wgmma), three 128-row tiles */
+    t_matmul(2100, 40, 24, 1); /* dw: one tile, K = 2100: split-K, two slices (the second partial) */
+    t_matmul(64, 2100, 40, 1); /* forward: K = 2100 splits too: the bias is added by the reduce kernel */
+    t_matmul(4100, 33, 20, 1); /* dw: four slices (the last 836 wide), rows of 20 and 33: the scalar loads */
+    if (!tg_small) {
+        t_matmul(2048, 768, 2304, 1);
+        t_matmul(2048, 768, 3072, 1);
+        t_matmul(2048, 3072, 768, 1);
+        t_matmul(64, 768, 50304, 0); /* the classifier shape: OC = Vp */
+    }
+}
+
 static void tg_sweep(void) {
     int S = tg_small;
     t_contract();
@@ -776,18 +795,7 @@ static void tg_sweep(void) {
     t_layernorm(300, 100, 1);
     t_layernorm(3, 1600, 1);
     if (!S) { t_layernorm(2048, 768, 1); t_layernorm(1024, 1600, 0); }
-    t_matmul(111, 96, 200, 1); /* N = 37*3: nothing is a multiple of the tiles */
-    t_matmul(111, 96, 200, 0);
-    t_matmul(33, 70, 50, 1);   /* rows not a multiple of 8 elements: the scalar load path */
-    t_matmul(1, 8, 3, 1);
-    t_matmul(300, 40, 24, 1);  /* K = 40: a partial k tile */
-    t_matmul(130, 264, 136, 1);
-    if (!S) {
-        t_matmul(2048, 768, 2304, 1);
-        t_matmul(2048, 768, 3072, 1);
-        t_matmul(2048, 3072, 768, 1);
-        t_matmul(64, 768, 50304, 0); /* the classifier shape: OC = Vp */
-    }
+    tg_matmul_sweep();
     t_attention(2, 2, 1, 64, 0.0f);
     t_attention(2, 3, 65, 64, 0.0f);
     t_attention(2, 3, 65, 64, 0.1f);
@@ -849,12 +857,23 @@ int main(int argc, char **argv) {
     tg_cpu->set_scratch(tg_cpu, tg_cpu_dev, cs);
     tg_cpu_base = ALIGN_UP(cs, 256);
 
-    int dts[3] = {NGPT_DTYPE_F32, NGPT_DTYPE_BF16, NGPT_DTYPE_F16};
-    for (int k = 0; k < 3; k++) {
-        int dt = dts[k];
+    /* Each dtype's whole sweep; where 16-bit matmuls run on wgmma (sm_90a), the matmuls once more on the
+     * mma.sync kernel (NGPT_MATMUL=mma), so both kernels are held to the CPU. */
+    int wgmma = strstr(desc, "matmul wgmma") != NULL;
+    struct { int dtype, mma_only; } runs[5] = {{NGPT_DTYPE_F32, 0}, {NGPT_DTYPE_BF16, 0}, {NGPT_DTYPE_F16, 0}, {NGPT_DTYPE_BF16, 1}, {NGPT_DTYPE_F16, 1}};
+    for (int k = 0; k < (wgmma ? 5 : 3); k++) {
+        int dt = runs[k].dtype;
         if (only && strcmp(only, tg_dtname(dt))) continue;
         tg_gpu = NULL;
+        const char *user_choice = getenv("NGPT_MATMUL");
+        char saved[32];
+        snprintf(saved, sizeof saved, "%s", user_choice ? user_choice : "");
+        if (runs[k].mma_only) setenv("NGPT_MATMUL", "mma", 1);
         int rc = ngpt_cuda_backend_create(&tg_gpu, dt, err, sizeof err);
+        if (runs[k].mma_only) {
+            if (user_choice) setenv("NGPT_MATMUL", saved, 1);
+            else unsetenv("NGPT_MATMUL");
+        }
         if (dt == NGPT_DTYPE_BF16 && tg_cc && tg_cc < 80) {
             check_case_name = "bf16 refused below sm_80";
             check_case_failed = 0;
@@ -882,14 +901,17 @@ int main(int argc, char **argv) {
         tg_gpu_dev = (char *)gdev;
         tg_gpu_host = (char *)ghost;
         size_t gs = tg_gpu->scratch_bytes(tg_gpu, &shape);
+        if (!tg_small && gs < ((size_t)64 << 20)) gs = (size_t)64 << 20; /* room for the big shapes to split along K */
         tg_gpu->set_scratch(tg_gpu, tg_gpu_dev, gs);
         tg_gpu_base = ALIGN_UP(gs, 256);
-        printf("== %s: device arena %.0f MiB, scratch %.1f MiB\n", tg_dtname(dt), tg_gpu_cap / MiB, gs / MiB);
+        printf("== %s%s: device arena %.0f MiB, scratch %.1f MiB\n", tg_dtname(dt), runs[k].mma_only ? " (matmuls on mma.sync)" : "",
+               tg_gpu_cap / MiB, gs / MiB);
         size_t free0 = 0, free1 = 0, total = 0;
         ngpt_cuda_mem_info(&free0, &total, err, sizeof err);
         struct timespec t0, t1;
         clock_gettime(CLOCK_MONOTONIC, &t0);
-        tg_sweep();
+        if (runs[k].mma_only) tg_matmul_sweep();
+        else tg_sweep();
         clock_gettime(CLOCK_MONOTONIC, &t1);
         ngpt_cuda_mem_info(&free1, &total, err, sizeof err);
         printf("    %s sweep: %.1f s\n", tg_dtname(dt), (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec));
