@@ -95,6 +95,24 @@ else
 fi
 BUILT=$rc
 
+# ---- wgmma first (Hopper): the newest kernel, alone in its own process. A fault in it poisons the CUDA
+# context, so when it fails every later step runs with NGPT_MATMUL=mma and still checks everything else ----
+if [ $BUILT = 0 ] && "$BUILD/nanogpt" info 2>&1 | grep -q "matmul wgmma"; then
+    t0=$(date +%s)
+    timeout 120 "$BUILD/test_gpu_ops" --matmul-only --dtype bf16 >"$LOG/wgmma.log" 2>&1
+    rc=$?
+    sum=$(grep '^summary:' "$LOG/wgmma.log" | tail -n 1)
+    if [ $rc = 0 ]; then
+        row "wgmma matmul vs CPU (bf16)" PASS "${sum}; $(($(date +%s) - t0)) s"
+    else
+        export NGPT_MATMUL=mma
+        row "wgmma matmul vs CPU (bf16)" FAIL "${sum:-exit $rc}; later steps run with NGPT_MATMUL=mma"
+        grep -A3 '^FAIL' "$LOG/wgmma.log" | head -n 20
+    fi
+    cat "$LOG/wgmma.log" >>"$LOG/build.log" # the 8-file limit: kept at the end of build.log
+    rm -f "$LOG/wgmma.log"
+fi
+
 # ---- ops: every CUDA op against the CPU backend -----------------------------------------------------------
 if want ops && [ $BUILT = 0 ] && time_left "op tests" 120; then
     t0=$(date +%s)

@@ -2,8 +2,10 @@
  *
  * Built and run by test/gpu.sh on a machine with a GPU:
  *     nvcc -c nanogpt.cu ; cc -DNGPT_CUDA -c test/test_gpu_ops.c ; link both with nvcc
- *     ./test_gpu_ops [--small] [--skip-alloc-check] [--dtype f32|bf16|f16]
+ *     ./test_gpu_ops [--small] [--skip-alloc-check] [--dtype f32|bf16|f16] [--matmul-only]
  * --small keeps to small shapes (for compute-sanitizer); the default adds GPT-2-sized ones.
+ * --matmul-only runs the matmul cases alone (test/gpu.sh tries the wgmma kernel this way first, in its own
+ * process, so that a fault there, which poisons the CUDA context, cannot take the other checks with it).
  * --skip-alloc-check leaves out the free-memory check (compute-sanitizer allocates device memory itself).
  *
  * For every op and shape: fresh random inputs (never zeros), rounded to the GPU's storage type so that
@@ -42,7 +44,7 @@
 static ngpt_backend *tg_cpu, *tg_gpu;
 static char *tg_cpu_dev, *tg_gpu_dev, *tg_gpu_host;
 static size_t tg_cpu_cap, tg_gpu_cap, tg_host_cap, tg_cpu_base, tg_gpu_base, tg_cpu_off, tg_gpu_off;
-static int tg_small, tg_cc, tg_skip_alloc_check;
+static int tg_small, tg_cc, tg_skip_alloc_check, tg_matmul_only;
 static char tg_case[256];
 static double tg_t0;
 static double tg_now(void) {
@@ -830,9 +832,10 @@ int main(int argc, char **argv) {
     const char *only = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--small")) tg_small = 1;
+        else if (!strcmp(argv[i], "--matmul-only")) tg_matmul_only = 1;
         else if (!strcmp(argv[i], "--skip-alloc-check")) tg_skip_alloc_check = 1; /* under compute-sanitizer, which allocates */
         else if (!strcmp(argv[i], "--dtype") && i + 1 < argc) only = argv[++i];
-        else { fprintf(stderr, "usage: %s [--small] [--skip-alloc-check] [--dtype f32|bf16|f16]\n", argv[0]); return 2; }
+        else { fprintf(stderr, "usage: %s [--small] [--skip-alloc-check] [--dtype f32|bf16|f16] [--matmul-only]\n", argv[0]); return 2; }
     }
     char why[512], desc[512], err[512];
     check_case_name = "cuda available";
@@ -910,7 +913,7 @@ int main(int argc, char **argv) {
         ngpt_cuda_mem_info(&free0, &total, err, sizeof err);
         struct timespec t0, t1;
         clock_gettime(CLOCK_MONOTONIC, &t0);
-        if (runs[k].mma_only) tg_matmul_sweep();
+        if (runs[k].mma_only || tg_matmul_only) tg_matmul_sweep();
         else tg_sweep();
         clock_gettime(CLOCK_MONOTONIC, &t1);
         ngpt_cuda_mem_info(&free1, &total, err, sizeof err);
