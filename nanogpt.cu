@@ -737,6 +737,41 @@ static __device__ __forceinline__ void mm_store(T *out, float *partial, const T 
     if (accumulate) v += to_f(*o);
     *o = from_f<T>(v);
 }
+/* Two results at (row, col) and (row, col + 1), col even, as the accumulator fragments hold them: one 32-bit
+ * (or, for a split-K slice, 64-bit) access where both are inside and the address is aligned, else mm_store
+ * each. The arithmetic is mm_store's, so the bits are the same either way. */
+template <typename T> struct alignas(2 * sizeof(T)) MmPair { T lo, hi; };
+template <typename T>
+static __device__ __forceinline__ void mm_store_pair(T *out, float *partial, const T *bias, int M, int N, size_t ldc, int accumulate, int row,
+                                                     int col, float v0, float v1) {
+    if (row >= M || col >= N) return;
+    if (col + 1 < N) {
+        if (partial) {
+            float *p = partial + ((size_t)blockIdx.z * M + row) * N + col;
+            if (((uintptr_t)p & 7) == 0) {
+                *(float2 *)p = make_float2(v0, v1);
+                return;
+            }
+        } else {
+            T *o = out + (size_t)row * ldc + col;
+            if (((uintptr_t)o & (sizeof(MmPair<T>) - 1)) == 0) {
+                if (bias) { v0 += to_f(bias[col]); v1 += to_f(bias[col + 1]); }
+                MmPair<T> *po = (MmPair<T> *)o, r;
+                if (accumulate) {
+                    MmPair<T> old = *po;
+                    v0 += to_f(old.lo);
+                    v1 += to_f(old.hi);
+                }
+                r.lo = from_f<T>(v0);
+                r.hi = from_f<T>(v1);
+                *po = r;
+                return;
+            }
+        }
+        mm_store(out, partial, bias, M, N, ldc, accumulate, row, col + 1, v1);
+    }
+    mm_store(out, partial, bias, M, N, ldc, accumulate, row, col, v0);
+}
 
 template <typename T, bool A_K, bool B_K>
 __global__ void __launch_bounds__(MM_THREADS)
@@ -808,10 +843,9 @@ __global__ void __launch_bounds__(MM_THREADS)
 #pragma unroll
         for (int j = 0; j < 4; j++)
 #pragma unroll
-            for (int e = 0; e < 4; e++) {
-                int row = m0 + wm + i * 16 + g + (e >> 1) * 8, col = n0 + wn + j * 8 + tq * 2 + (e & 1);
-                if (row < M && col < N) mm_store(out, partial, bias, M, N, ldc, accumulate, row, col, acc[i][j][e]);
-            }
+            for (int e = 0; e < 4; e += 2) /* (e, e + 1): two neighbouring columns of one row */
+                mm_store_pair(out, partial, bias, M, N, ldc, accumulate, m0 + wm + i * 16 + g + (e >> 1) * 8, n0 + wn + j * 8 + tq * 2,
+                              acc[i][j][e], acc[i][j][e + 1]);
 }
 
 /* F32: 64x64 tiles, 256 threads of 4x4 outputs, k steps of 16 */
@@ -1013,10 +1047,9 @@ __global__ void __launch_bounds__(WG_THREADS, 1)
 #pragma unroll
     for (int i = 0; i < 16; i++)
 #pragma unroll
-        for (int e = 0; e < 4; e++) {
-            int row = m0 + wg * 64 + w * 16 + g + (e >> 1) * 8, col = n0 + i * 8 + tq * 2 + (e & 1);
-            if (row < M && col < N) mm_store(out, partial, bias, M, N, ldc, accumulate, row, col, d[i * 4 + e]);
-        }
+        for (int e = 0; e < 4; e += 2) /* (e, e + 1): two neighbouring columns of one row */
+            mm_store_pair(out, partial, bias, M, N, ldc, accumulate, m0 + wg * 64 + w * 16 + g + (e >> 1) * 8, n0 + i * 8 + tq * 2, d[i * 4 + e],
+                          d[i * 4 + e + 1]);
 #else
     (void)out; (void)A; (void)B; (void)bias; (void)M; (void)N; (void)K; (void)lda; (void)ldb; (void)ldc; (void)accumulate;
     (void)vecA; (void)vecB; (void)partial; (void)kps;
