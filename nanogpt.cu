@@ -1219,10 +1219,10 @@ static void cu_matmul_backward(ngpt_backend *be, void *dinp, void *dw, void *dbi
  * offset + i with i = ((b*NH + h)*T + t)*T + t2.
  * 16-bit types with hs <= 128: flash attention on tensor cores. 64-query x 64-key tiles, 4 warps of 16
  * rows; the head dimension is padded to HS = 32, 64 or 128 with zeros. Forward keeps a running max and
- * sum per row (online softmax, exp2 domain) and saves lse; it loads the next key tile (K and V, two
- * buffers each) while it computes with the current one. Backward is deterministic: D = rowsum(dO*O),
+ * sum per row (online softmax, exp2 domain) and saves lse. Backward is deterministic: D = rowsum(dO*O),
  * then one kernel per key tile for dK, dV (looping over query tiles) and one per query tile for dQ
- * (looping over key tiles); every output element is written once, by one thread.
+ * (looping over key tiles); every output element is written once, by one thread. Each loop loads its next
+ * tile while it computes with the current one (two buffers; at HS = 128 the backward keeps one).
  * F32 (and a 16-bit head size the tensor-core kernels cannot fit) runs SIMT kernels of the same math,
  * one warp per row. Decoding with a KV cache (one new position per sequence) is one warp per head.
  * ==================================================================================================== */
@@ -1232,7 +1232,17 @@ static void cu_matmul_backward(ngpt_backend *be, void *dinp, void *dw, void *dbi
 #define LOG2E_F 1.4426950408889634f
 #define LN2_F 0.6931471805599453f
 
-template <int HS> static size_t attn_smem_bytes(int tiles) { return (size_t)tiles * ATT_B * (HS + 8) * 2 + 2 * ATT_B * sizeof(float); }
+/* Shared memory: the forward holds Q and two K, V pairs (the next key tile loads while the current one is
+ * used); each backward kernel holds its fixed pair (K, V or Q, dO) and BUFS of the tiles it loops over
+ * (with, for dK/dV, their rows of lse and D). Two up to HS = 64; one at HS = 128, which keeps the backward
+ * at 68.5 KiB, inside what sm_86/89 allow a block (99 KiB). */
+template <int HS> struct AttnSmem {
+    static constexpr int BUFS = HS <= 64 ? 2 : 1;
+    static constexpr size_t TILE = (size_t)ATT_B * (HS + 8) * 2;
+    static constexpr size_t FWD = 5 * TILE;
+    static constexpr size_t BWD = (2 + 2 * BUFS) * TILE + (size_t)BUFS * 2 * ATT_B * sizeof(float);
+    static constexpr size_t MOST = FWD > BWD ? FWD : BWD;
+};
 
 /* one 64 x HS tile of rows t0.. of a (B*T, ld) matrix part, columns [0, hs), zero-padded */
 template <typename T, int HS>
@@ -1394,8 +1404,9 @@ __global__ void __launch_bounds__(ATT_THREADS)
                                  float scale, float scale_log2, DropArgs dr, int vec_qkv, int vec_do) {
     constexpr int LD = HS + 8, ND = HS / 8;
     extern __shared__ __align__(16) unsigned char att_smem[];
-    T *Ks = (T *)att_smem, *Vs = Ks + ATT_B * LD, *Qs = Vs + ATT_B * LD, *dOs = Qs + ATT_B * LD;
-    float *lse_s = (float *)(dOs + ATT_B * LD), *D_s = lse_s + ATT_B;
+    constexpr int BUFS = AttnSmem<HS>::BUFS;
+    T *Ks = (T *)att_smem, *Vs = Ks + ATT_B * LD, *Qbuf = Vs + ATT_B * LD; /* buffer i: Q, dO at Qbuf + 2i tiles */
+    float *stats = (float *)(Qbuf + BUFS * 2 * ATT_B * LD);                 /* buffer i: lse, D at stats + 2i * ATT_B */
     const int nqb = (T_ + ATT_B - 1) / ATT_B;
     const int kb = blockIdx.x; /* small kb first: they have the longest loops */
     const int bh = blockIdx.y, b = bh / NH, h = bh % NH;
@@ -1404,9 +1415,23 @@ __global__ void __launch_bounds__(ATT_THREADS)
     const size_t ld = (size_t)3 * C;
     const T *qbase = qkv + (size_t)b * T_ * ld + (size_t)h * hs;
     const T *dobase = dout + (size_t)b * T_ * C + (size_t)h * hs;
+    /* query tile qb into buffer buf: Q and dO by cp.async, lse (log2 domain) and D by plain stores */
+    auto load_query_tile = [&](int qb, int buf) {
+        const int q0 = qb * ATT_B;
+        T *Qd = Qbuf + buf * 2 * ATT_B * LD;
+        float *st = stats + buf * 2 * ATT_B;
+        attn_load_tile<T, HS>(Qd, qbase, ld, q0, T_, hs, vec_qkv);
+        attn_load_tile<T, HS>(Qd + ATT_B * LD, dobase, (size_t)C, q0, T_, hs, vec_do);
+        for (int i = threadIdx.x; i < ATT_B; i += ATT_THREADS) {
+            int q = q0 + i;
+            st[i] = q < T_ ? lse[(size_t)bh * T_ + q] * LOG2E_F : 0.0f;
+            st[ATT_B + i] = q < T_ ? Dsum[(size_t)bh * T_ + q] : 0.0f;
+        }
+    };
     attn_load_tile<T, HS>(Ks, qbase + C, ld, k0, T_, hs, vec_qkv);
     attn_load_tile<T, HS>(Vs, qbase + 2 * C, ld, k0, T_, hs, vec_qkv);
-    cp_async_commit();
+    if (BUFS == 2) load_query_tile(kb, 0);
+    cp_async_commit(); /* group 0: K, V (and, double-buffered, query tile kb); then one group per iteration */
 
     float dk[ND][4], dv[ND][4];
 #pragma unroll
@@ -1416,18 +1441,20 @@ __global__ void __launch_bounds__(ATT_THREADS)
     const int key[2] = {k0 + warp * 16 + g, k0 + warp * 16 + g + 8};
 
     for (int qb = kb; qb < nqb; qb++) {
-        const int q0 = qb * ATT_B;
-        __syncthreads(); /* everyone is done with the previous Q, dO */
-        attn_load_tile<T, HS>(Qs, qbase, ld, q0, T_, hs, vec_qkv);
-        attn_load_tile<T, HS>(dOs, dobase, (size_t)C, q0, T_, hs, vec_do);
-        cp_async_commit();
-        for (int i = threadIdx.x; i < ATT_B; i += ATT_THREADS) {
-            int q = q0 + i;
-            lse_s[i] = q < T_ ? lse[(size_t)bh * T_ + q] * LOG2E_F : 0.0f;
-            D_s[i] = q < T_ ? Dsum[(size_t)bh * T_ + q] : 0.0f;
+        const int q0 = qb * ATT_B, buf = BUFS == 2 ? (qb - kb) & 1 : 0;
+        __syncthreads(); /* everyone is done with the previous query tile, whose buffer the next load takes */
+        if (BUFS == 2) {
+            if (qb + 1 < nqb) load_query_tile(qb + 1, buf ^ 1); /* loads while this tile is used */
+            cp_async_commit();
+            cp_async_wait<1>(); /* every group but the one just committed: this tile has landed */
+        } else {
+            load_query_tile(qb, 0);
+            cp_async_commit();
+            cp_async_wait<0>();
         }
-        cp_async_wait<0>();
         __syncthreads();
+        const T *Qs = Qbuf + buf * 2 * ATT_B * LD, *dOs = Qs + ATT_B * LD;
+        const float *lse_s = stats + buf * 2 * ATT_B, *D_s = lse_s + ATT_B;
 
         float st[8][4], dpt[8][4];
 #pragma unroll
@@ -1507,7 +1534,8 @@ __global__ void __launch_bounds__(ATT_THREADS)
                                float scale_log2, DropArgs dr, int vec_qkv, int vec_do) {
     constexpr int LD = HS + 8, ND = HS / 8;
     extern __shared__ __align__(16) unsigned char att_smem[];
-    T *Qs = (T *)att_smem, *dOs = Qs + ATT_B * LD, *Ks = dOs + ATT_B * LD, *Vs = Ks + ATT_B * LD;
+    constexpr int BUFS = AttnSmem<HS>::BUFS;
+    T *Qs = (T *)att_smem, *dOs = Qs + ATT_B * LD, *Kbuf = dOs + ATT_B * LD; /* buffer i: K, V at Kbuf + 2i tiles */
     const int nqb = (T_ + ATT_B - 1) / ATT_B;
     const int qb = nqb - 1 - (int)blockIdx.x;
     const int bh = blockIdx.y, b = bh / NH, h = bh % NH;
@@ -1515,9 +1543,15 @@ __global__ void __launch_bounds__(ATT_THREADS)
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, tq = lane & 3;
     const size_t ld = (size_t)3 * C;
     const T *qbase = qkv + (size_t)b * T_ * ld + (size_t)h * hs;
+    auto load_key_tile = [&](int kb, int buf) {
+        T *Kd = Kbuf + buf * 2 * ATT_B * LD;
+        attn_load_tile<T, HS>(Kd, qbase + C, ld, kb * ATT_B, T_, hs, vec_qkv);
+        attn_load_tile<T, HS>(Kd + ATT_B * LD, qbase + 2 * C, ld, kb * ATT_B, T_, hs, vec_qkv);
+    };
     attn_load_tile<T, HS>(Qs, qbase, ld, q0, T_, hs, vec_qkv);
     attn_load_tile<T, HS>(dOs, dout + (size_t)b * T_ * C + (size_t)h * hs, (size_t)C, q0, T_, hs, vec_do);
-    cp_async_commit();
+    if (BUFS == 2) load_key_tile(0, 0);
+    cp_async_commit(); /* group 0: Q, dO (and, double-buffered, key tile 0); then one group per iteration */
 
     const int qrow[2] = {q0 + warp * 16 + g, q0 + warp * 16 + g + 8};
     float lse2[2], Dr[2];
@@ -1531,12 +1565,19 @@ __global__ void __launch_bounds__(ATT_THREADS)
     for (int d = 0; d < ND; d++) dq[d][0] = dq[d][1] = dq[d][2] = dq[d][3] = 0.0f;
 
     for (int kb = 0; kb <= qb; kb++) {
+        const int buf = BUFS == 2 ? kb & 1 : 0;
+        __syncthreads(); /* everyone is done with the previous key tile, whose buffer the next load takes */
+        if (BUFS == 2) {
+            if (kb < qb) load_key_tile(kb + 1, buf ^ 1); /* loads while this tile is used */
+            cp_async_commit();
+            cp_async_wait<1>(); /* every group but the one just committed: this tile has landed */
+        } else {
+            load_key_tile(kb, 0);
+            cp_async_commit();
+            cp_async_wait<0>();
+        }
         __syncthreads();
-        attn_load_tile<T, HS>(Ks, qbase + C, ld, kb * ATT_B, T_, hs, vec_qkv);
-        attn_load_tile<T, HS>(Vs, qbase + 2 * C, ld, kb * ATT_B, T_, hs, vec_qkv);
-        cp_async_commit();
-        cp_async_wait<0>();
-        __syncthreads();
+        const T *Ks = Kbuf + buf * 2 * ATT_B * LD, *Vs = Ks + ATT_B * LD;
 
         float s[8][4], dp[8][4];
 #pragma unroll
@@ -1806,7 +1847,7 @@ static int attn_tc_hs(ngpt_backend *be, int hs) {
     if (be->dtype == NGPT_DTYPE_F32 || hs <= 0 || hs > 128) return 0;
     int HS = hs <= 32 ? 32 : hs <= 64 ? 64 : 128;
     /* the forward kernel's five tiles (Q, two K and V pairs) are the most of the three */
-    size_t need = HS == 32 ? attn_smem_bytes<32>(5) : HS == 64 ? attn_smem_bytes<64>(5) : attn_smem_bytes<128>(5);
+    size_t need = HS == 32 ? AttnSmem<32>::MOST : HS == 64 ? AttnSmem<64>::MOST : AttnSmem<128>::MOST;
     return need <= impl_of(be)->smem_optin ? HS : 0;
 }
 
@@ -1829,7 +1870,7 @@ static void attn_forward_tc(ngpt_backend *be, T *out, float *lse, const T *qkv, 
     float scale_log2 = LOG2E_F / sqrtf((float)hs);
     dim3 grid((unsigned)((T_ + ATT_B - 1) / ATT_B), (unsigned)(B * NH));
     int vec = vec_ok(qkv, (size_t)3 * C) && hs % 8 == 0 && C % 8 == 0;
-    attn_forward_tc_kernel<T, HS><<<grid, ATT_THREADS, attn_smem_bytes<HS>(5), impl_of(be)->stream>>>(out, lse, qkv, T_, C, NH, hs, scale_log2, dr, vec);
+    attn_forward_tc_kernel<T, HS><<<grid, ATT_THREADS, AttnSmem<HS>::FWD, impl_of(be)->stream>>>(out, lse, qkv, T_, C, NH, hs, scale_log2, dr, vec);
     CU_LAUNCHED(be, "attn_forward_tc_kernel");
 }
 template <typename T, int HS>
@@ -1839,7 +1880,7 @@ static void attn_backward_tc(ngpt_backend *be, T *dqkv, const T *dout, const T *
     float scale = 1.0f / sqrtf((float)hs), scale_log2 = LOG2E_F * scale;
     dim3 grid((unsigned)((T_ + ATT_B - 1) / ATT_B), (unsigned)(B * NH));
     int vq = vec_ok(qkv, (size_t)3 * C) && hs % 8 == 0 && C % 8 == 0, vd = vec_ok(dout, (size_t)C) && hs % 8 == 0;
-    size_t smem = attn_smem_bytes<HS>(4);
+    size_t smem = AttnSmem<HS>::BWD;
     attn_backward_dkdv_tc_kernel<T, HS><<<grid, ATT_THREADS, smem, impl_of(be)->stream>>>(dqkv, dout, qkv, lse, D, T_, C, NH, hs, scale, scale_log2,
                                                                                           dr, vq, vd);
     if (CU_LAUNCHED(be, "attn_backward_dkdv_tc_kernel")) return;
@@ -2096,6 +2137,16 @@ static int wgmma_wanted(int cc) {
     return built;
 }
 
+/* The attention kernels of padded head size HS, where attn_tc_hs lets them run: their shared memory. */
+template <typename T, int HS> static int set_attn_smem_attrs(ngpt_backend *be) {
+    if (AttnSmem<HS>::MOST > impl_of(be)->smem_optin) return 0;
+    int bad = 0;
+    bad |= CU_CHECK(be, cudaFuncSetAttribute(attn_forward_tc_kernel<T, HS>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)AttnSmem<HS>::FWD));
+    bad |= CU_CHECK(be, cudaFuncSetAttribute(attn_backward_dkdv_tc_kernel<T, HS>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)AttnSmem<HS>::BWD));
+    bad |= CU_CHECK(be, cudaFuncSetAttribute(attn_backward_dq_tc_kernel<T, HS>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)AttnSmem<HS>::BWD));
+    return bad;
+}
+
 /* Opt the big-tile kernels into more than 48 KB of dynamic shared memory. */
 template <typename T> static int set_smem_attrs(ngpt_backend *be) {
     int bad = 0;
@@ -2114,11 +2165,9 @@ template <typename T> static int set_smem_attrs(ngpt_backend *be) {
     else if (!bad)
         bad |= CU_CHECK(be, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, matmul_tc_kernel<T, true, true>, MM_THREADS, mm_smem_bytes<true, true>()));
     im->mm_blocks_per_sm = n > 0 ? n : 1;
-    if (attn_smem_bytes<128>(5) <= impl_of(be)->smem_optin) { /* as attn_tc_hs */
-        bad |= CU_CHECK(be, cudaFuncSetAttribute(attn_forward_tc_kernel<T, 128>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)attn_smem_bytes<128>(5)));
-        bad |= CU_CHECK(be, cudaFuncSetAttribute(attn_backward_dkdv_tc_kernel<T, 128>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)attn_smem_bytes<128>(4)));
-        bad |= CU_CHECK(be, cudaFuncSetAttribute(attn_backward_dq_tc_kernel<T, 128>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)attn_smem_bytes<128>(4)));
-    }
+    bad |= set_attn_smem_attrs<T, 32>(be);
+    bad |= set_attn_smem_attrs<T, 64>(be);
+    bad |= set_attn_smem_attrs<T, 128>(be);
     return bad;
 }
 
