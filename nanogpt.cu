@@ -49,6 +49,7 @@ typedef struct {
     size_t smem_optin;         /* the most dynamic shared memory one block may ask for */
     int use_wgmma;             /* 16-bit matmuls on the sm_90a wgmma kernel (else mma.sync); see wgmma_wanted */
     int mm_blocks_per_sm;      /* blocks of that matmul kernel one SM runs at once (split-K's wave size) */
+    int sync_each_launch;      /* NGPT_CUDA_SYNC=1: wait for every kernel (debugging: faults named by kernel) */
     void *dev_arena, *host_arena;
     void *scratch;             /* device scratch handed over by set_scratch, 256-byte aligned */
     size_t scratch_bytes;
@@ -72,9 +73,16 @@ static int cu_check_(ngpt_backend *be, cudaError_t e, const char *call, const ch
             cudaGetErrorString(e), cudaGetErrorName(e), file, line);
     return 1;
 }
+/* The launch that just happened. A kernel's fault shows at a later call, under that call's name; with
+ * NGPT_CUDA_SYNC=1 (sync_each_launch) every launch is waited for, so a fault is named by its own kernel. */
+static int cu_launched_(ngpt_backend *be, const char *what, const char *file, int line) {
+    cudaError_t e = cudaGetLastError();
+    if (e == cudaSuccess && impl_of(be)->sync_each_launch) e = cudaStreamSynchronize(impl_of(be)->stream);
+    return cu_check_(be, e, what, file, line);
+}
 /* CU_CHECK(be, call) is nonzero when the call failed; CU_LAUNCHED checks the launch that just happened. */
 #define CU_CHECK(be, call) cu_check_((be), (call), #call, __FILE__, __LINE__)
-#define CU_LAUNCHED(be, what) cu_check_((be), cudaGetLastError(), "launch of " what, __FILE__, __LINE__)
+#define CU_LAUNCHED(be, what) cu_launched_((be), "launch of " what, __FILE__, __LINE__)
 
 /* Storage types: float, __nv_bfloat16 and __half; math in float. */
 static __device__ __forceinline__ float to_f(float x) { return x; }
@@ -2239,6 +2247,8 @@ int ngpt_cuda_backend_create(ngpt_backend **out, int dtype, char *err, size_t er
     cudaDeviceGetAttribute(&v, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
     im->smem_optin = v > 0 ? (size_t)v : 48 * 1024;
     im->use_wgmma = dtype != NGPT_DTYPE_F32 && wgmma_wanted(cc) && im->smem_optin >= WG_SMEM_BYTES;
+    const char *sync_env = getenv("NGPT_CUDA_SYNC");
+    im->sync_each_launch = sync_env && !strcmp(sync_env, "1");
     int made = !CU_CHECK(be, cudaStreamCreateWithFlags(&im->stream, cudaStreamNonBlocking));
     for (int i = 0; i < NGPT_FENCES && made; i++)
         made = !CU_CHECK(be, cudaEventCreateWithFlags(&im->fences[i], cudaEventDisableTiming));

@@ -108,6 +108,8 @@ if [ $BUILT = 0 ] && "$BUILD/nanogpt" info 2>&1 | grep -q "matmul wgmma"; then
         export NGPT_MATMUL=mma
         row "wgmma matmul vs CPU (bf16)" FAIL "${sum:-exit $rc}; later steps run with NGPT_MATMUL=mma"
         grep -A3 '^FAIL' "$LOG/wgmma.log" | head -n 20
+        echo "===== again with NGPT_CUDA_SYNC=1 (every launch waited for)" >>"$LOG/wgmma.log"
+        NGPT_MATMUL= NGPT_CUDA_SYNC=1 timeout 120 "$BUILD/test_gpu_ops" --matmul-only --dtype bf16 >>"$LOG/wgmma.log" 2>&1
     fi
     cat "$LOG/wgmma.log" >>"$LOG/build.log" # the 8-file limit: kept at the end of build.log
     rm -f "$LOG/wgmma.log"
@@ -123,6 +125,12 @@ if want ops && [ $BUILT = 0 ] && time_left "op tests" 120; then
     res=PASS
     [ $rc = 0 ] || res=FAIL
     row "op tests vs CPU (f32, bf16, f16)" $res "${sum:-no summary (exit $rc)}; $(($(date +%s) - t0)) s"
+    if [ $res = FAIL ] && time_left "op tests again with NGPT_CUDA_SYNC=1" 90; then
+        # a kernel fault is reported at a later call; waiting after every launch names the kernel itself
+        echo "===== again with NGPT_CUDA_SYNC=1 (every launch waited for)" >>"$LOG/ops.log"
+        NGPT_CUDA_SYNC=1 timeout $((BUDGET - $(elapsed))) "$BUILD/test_gpu_ops" >>"$LOG/ops.log" 2>&1
+        echo "    NGPT_CUDA_SYNC=1: $(grep '^summary:' "$LOG/ops.log" | tail -n 1)"
+    fi
     alloc=$(grep -c '^ok .*no device allocation' "$LOG/ops.log")
     allocf=$(grep -c '^FAIL .*no device allocation' "$LOG/ops.log")
     if [ "$allocf" -gt 0 ]; then row "no allocation during the op sweep" FAIL "$allocf dtype(s) changed free memory"
