@@ -16,7 +16,8 @@
 # Logs go to $OUT (the device tool's folder) or ./gpu-logs: build.log, ops.log, sanitize.log, train.log,
 # capped.log, bench.log, recipe.log, summary.txt.
 # The device tool brings back at most 8 files, and these are 8: a new step shares a log or replaces one.
-# On the device tool: run with carry ["data/shakespeare_char/input.txt", "data/gpt2"] (both git-ignored). The table
+# On the device tool: run with carry ["data/shakespeare_char/input.txt", "data/gpt2", "gpu-prebuilt"] (all
+# git-ignored; gpu-prebuilt as made by GPU_SH_SAVE=1 below, optional). The table
 # "check | result | numbers" is printed last. Exit status 1 when any check failed (SKIP is not a failure).
 # The whole default run is meant to fit one 10-minute device call; GPU_SH_BUDGET (seconds, default 560)
 # makes later steps SKIP rather than run past it.
@@ -29,6 +30,8 @@ NVCC=${NVCC:-nvcc}
 CC=${CC:-cc}
 BUDGET=${GPU_SH_BUDGET:-560}
 CFLAGS_C="-O3 -march=native -std=c11 -Wall -Wextra -fno-trapping-math -fno-math-errno" # as build.sh
+# binaries built to be carried elsewhere (GPU_SH_SAVE, below) target any x86-64 with AVX2 and FMA
+[ -n "${GPU_SH_SAVE:-}" ] && CFLAGS_C=${CFLAGS_C/-march=native/-march=x86-64-v3}
 BUILD=$(mktemp -d "${TMPDIR:-/tmp}/ngpt-gpu.XXXXXX")
 trap 'rm -rf "$BUILD"' EXIT
 export CUDA_MODULE_LOADING=EAGER # kernels load at start, so lazy loading is not mistaken for allocation
@@ -71,9 +74,20 @@ native) GENCODE=(-arch=native) ;;
 *) GENCODE=(-gencode "arch=compute_${ARCH#sm_},code=$ARCH") ;;
 esac
 t0=$(date +%s)
+# Prebuilt binaries (to spend no device time compiling): on a machine with nvcc, GPU_SH_SAVE=1
+# NGPT_GPU_ARCH=sm_90a bash test/gpu.sh build leaves them in gpu-prebuilt/ (git-ignored) with a stamp of
+# the target and the sources; carried to the GPU machine, they are used when the stamp matches there.
+PREBUILT=${GPU_SH_PREBUILT:-gpu-prebuilt}
+BINS=(nanogpt test_gpu_ops test_gpu_train)
+STAMP="$ARCH $(cat nanogpt.c nanogpt.cu nanogpt.h test/test_gpu_ops.c test/test_gpu_train.c test/*.h | sha256sum | cut -c1-16)"
 (
     echo "== $(date -u '+%Y-%m-%d %H:%M:%S UTC') on $(hostname)"
     nvidia-smi --query-gpu=name,compute_cap,memory.total,driver_version --format=csv,noheader 2>&1
+    if [ -f "$PREBUILT/stamp" ] && [ "$(cat "$PREBUILT/stamp")" = "$STAMP" ] && "$PREBUILT/nanogpt" info >/dev/null 2>&1; then
+        echo "prebuilt binaries from $PREBUILT: stamp '$STAMP' matches these sources"
+        for b in "${BINS[@]}"; do cp "$PREBUILT/$b" "$BUILD/$b" || exit 1; done
+        exit 0
+    fi
     "$NVCC" --version | tail -n 1
     set -x
     "$NVCC" -std=c++17 -O3 -lineinfo "${GENCODE[@]}" -Xcompiler -Wall,-Wextra -c nanogpt.cu -o "$BUILD/nanogpt_cu.o" &&
@@ -83,12 +97,17 @@ t0=$(date +%s)
         "$NVCC" "${GENCODE[@]}" "$BUILD/test_gpu_train.o" "$BUILD/nanogpt_cu.o" -o "$BUILD/test_gpu_train" -lm -lpthread \
             -Xlinker --wrap=cudaMalloc -Xlinker --wrap=cudaMallocHost -Xlinker --wrap=cudaFree &&
         "$CC" $CFLAGS_C -DNGPT_CUDA -c nanogpt.c -o "$BUILD/nanogpt.o" &&
-        "$NVCC" "${GENCODE[@]}" "$BUILD/nanogpt.o" "$BUILD/nanogpt_cu.o" -o "$BUILD/nanogpt" -lm -lpthread
+        "$NVCC" "${GENCODE[@]}" "$BUILD/nanogpt.o" "$BUILD/nanogpt_cu.o" -o "$BUILD/nanogpt" -lm -lpthread || exit
+    if [ -n "${GPU_SH_SAVE:-}" ]; then
+        mkdir -p "$PREBUILT" && for b in "${BINS[@]}"; do cp "$BUILD/$b" "$PREBUILT/$b" || exit 1; done && echo "$STAMP" >"$PREBUILT/stamp"
+    fi
 ) >"$LOG/build.log" 2>&1
 rc=$?
 GPU=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n 1)
 if [ $rc = 0 ]; then
-    row "build ($ARCH)" PASS "$(($(date +%s) - t0)) s; ${GPU:-no nvidia-smi}"
+    how=""
+    grep -q '^prebuilt binaries' "$LOG/build.log" && how="prebuilt, "
+    row "build ($ARCH)" PASS "${how}$(($(date +%s) - t0)) s; ${GPU:-no nvidia-smi}"
 else
     row "build ($ARCH)" FAIL "exit $rc; see build.log"
     tail -n 30 "$LOG/build.log"
