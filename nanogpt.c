@@ -4267,8 +4267,12 @@ static void graph_forward(ngpt_trainer *tr, const Lane *ln, int training) {
         if (d.p > 0) be->dropout(be, tmp, tmp, NC, &d);
         be->residual_forward(be, res_mid, res, tmp, NC);
         be->layernorm_forward(be, ln2, ln2s, ln2s + N, res_mid, pt(tr, P, P_LN2W, l), pt_bias(tr, P, P_LN2B, l), N, C);
-        be->matmul_forward(be, fch, ln2, pt(tr, P, P_FCW, l), pt_bias(tr, P, P_FCB, l), N, C, 4 * C);
-        be->gelu_forward(be, gelu, fch, 4 * NC);
+        if (be->matmul_forward_gelu) {
+            be->matmul_forward_gelu(be, fch, gelu, ln2, pt(tr, P, P_FCW, l), pt_bias(tr, P, P_FCB, l), N, C, 4 * C);
+        } else {
+            be->matmul_forward(be, fch, ln2, pt(tr, P, P_FCW, l), pt_bias(tr, P, P_FCB, l), N, C, 4 * C);
+            be->gelu_forward(be, gelu, fch, 4 * NC);
+        }
         be->matmul_forward(be, tmp, gelu, pt(tr, P, P_FCPROJW, l), pt_bias(tr, P, P_FCPROJB, l), N, 4 * C, C);
         d = drop_site(tr, training, ln, l, DROP_MLP_RESID);
         if (d.p > 0) be->dropout(be, tmp, tmp, NC, &d);
@@ -4330,8 +4334,13 @@ static void graph_backward(ngpt_trainer *tr, const Lane *ln) {
         ngpt_dropout d = drop_site(tr, 1, ln, l, DROP_MLP_RESID);
         const void *dproj = dres;
         if (d.p > 0) { be->dropout(be, tmp, dres, NC, &d); dproj = tmp; }
-        be->matmul_backward(be, dbig, pt(tr, G, P_FCPROJW, l), pt_bias(tr, G, P_FCPROJB, l), dproj, gelu, pt(tr, P, P_FCPROJW, l), N, 4 * C, C);
-        be->gelu_backward(be, dbig, fch, dbig, 4 * NC);
+        if (be->matmul_backward_gelu) {
+            be->matmul_backward_gelu(be, dbig, pt(tr, G, P_FCPROJW, l), pt_bias(tr, G, P_FCPROJB, l), dproj, gelu, pt(tr, P, P_FCPROJW, l), fch,
+                                     N, 4 * C, C);
+        } else {
+            be->matmul_backward(be, dbig, pt(tr, G, P_FCPROJW, l), pt_bias(tr, G, P_FCPROJB, l), dproj, gelu, pt(tr, P, P_FCPROJW, l), N, 4 * C, C);
+            be->gelu_backward(be, dbig, fch, dbig, 4 * NC);
+        }
         be->matmul_backward(be, tmp, pt(tr, G, P_FCW, l), pt_bias(tr, G, P_FCB, l), dbig, ln2, pt(tr, P, P_FCW, l), N, C, 4 * C);
         be->layernorm_backward(be, dres, pt(tr, G, P_LN2W, l), pt_bias(tr, G, P_LN2B, l), tmp, res_mid, pt(tr, P, P_LN2W, l), ln2s, ln2s + N, N, C);
         /* attention: res_mid = res + drop(attention(ln1 . qkvw^T) . attprojw^T) */
@@ -6688,6 +6697,13 @@ PROF_OP(matmul_forward, w == p->wte ? PROF_CLASSIFIER : PROF_MATMUL,
 PROF_OP(matmul_backward, w == p->wte ? PROF_CLASSIFIER : PROF_MATMUL,
         (ngpt_backend *be, void *dinp, void *dw, void *dbias, const void *dout, const void *inp, const void *w, int N, int C, int OC),
         (be, dinp, dw, dbias, dout, inp, w, N, C, OC))
+PROF_OP(matmul_forward_gelu, PROF_MATMUL,
+        (ngpt_backend *be, void *pre, void *act, const void *inp, const void *w, const void *bias, int N, int C, int OC),
+        (be, pre, act, inp, w, bias, N, C, OC))
+PROF_OP(matmul_backward_gelu, PROF_MATMUL,
+        (ngpt_backend *be, void *dinp, void *dw, void *dbias, const void *dout, const void *inp, const void *w, const void *pre, int N, int C,
+         int OC),
+        (be, dinp, dw, dbias, dout, inp, w, pre, N, C, OC))
 PROF_OP(attention_forward, PROF_ATTENTION,
         (ngpt_backend *be, void *out, float *lse, const void *qkv, int B, int T, int C, int NH, const ngpt_dropout *drop),
         (be, out, lse, qkv, B, T, C, NH, drop))
@@ -6725,6 +6741,8 @@ static void prof_wrap(ProfBackend *p, ngpt_backend *real, const void *wte) {
     b->layernorm_backward = prof_layernorm_backward;
     b->matmul_forward = prof_matmul_forward;
     b->matmul_backward = prof_matmul_backward;
+    b->matmul_forward_gelu = real->matmul_forward_gelu ? prof_matmul_forward_gelu : NULL; /* timed as matmul, GELU inside */
+    b->matmul_backward_gelu = real->matmul_backward_gelu ? prof_matmul_backward_gelu : NULL;
     b->attention_forward = prof_attention_forward;
     b->attention_backward = prof_attention_backward;
     b->gelu_forward = prof_gelu_forward;

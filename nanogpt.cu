@@ -316,19 +316,18 @@ static void cu_cast_from_f32(ngpt_backend *be, void *dst, const float *src, size
 
 #define GELU_SCALE 0.70710678118654752f   /* 1/sqrt(2) */
 #define INV_SQRT_2PI 0.39894228040143268f /* 1/sqrt(2 pi) */
+/* exact GELU and its derivative; the matmul epilogues use the same two, so fused and separate agree bit for bit */
+static __device__ __forceinline__ float gelu_of(float x) { return 0.5f * x * (1.0f + erff(x * GELU_SCALE)); }
+static __device__ __forceinline__ float gelu_grad(float x) {
+    float cdf = 0.5f * (1.0f + erff(x * GELU_SCALE)), pdf = INV_SQRT_2PI * expf(-0.5f * x * x);
+    return cdf + x * pdf;
+}
 template <typename T> __global__ void gelu_forward_kernel(T *out, const T *inp, size_t n) {
-    GRID_STRIDE(i, n) {
-        float x = to_f(inp[i]);
-        out[i] = from_f<T>(0.5f * x * (1.0f + erff(x * GELU_SCALE)));
-    }
+    GRID_STRIDE(i, n) out[i] = from_f<T>(gelu_of(to_f(inp[i])));
 }
 /* dinp may alias dout: each element is read, then written, by the same thread */
 template <typename T> __global__ void gelu_backward_kernel(T *dinp, const T *inp, const T *dout, size_t n) {
-    GRID_STRIDE(i, n) {
-        float x = to_f(inp[i]);
-        float cdf = 0.5f * (1.0f + erff(x * GELU_SCALE)), pdf = INV_SQRT_2PI * expf(-0.5f * x * x);
-        dinp[i] = from_f<T>(to_f(dout[i]) * (cdf + x * pdf));
-    }
+    GRID_STRIDE(i, n) dinp[i] = from_f<T>(to_f(dout[i]) * gelu_grad(to_f(inp[i])));
 }
 static void cu_gelu_forward(ngpt_backend *be, void *out, const void *inp, size_t n) {
     if (!n) return;
@@ -731,60 +730,82 @@ static __device__ __forceinline__ void mm_split_slice(const T *&A, const T *&B, 
     A += A_K ? (size_t)kb : (size_t)kb * lda;
     B += B_K ? (size_t)kb : (size_t)kb * ldb;
 }
-/* One fp32 result at (row, col) inside the matrix: a split-K slice stores it to its fp32 slice of partial
- * (M x N); otherwise bias and the old value (accumulate) are added and it is stored in T. */
-template <typename T>
-static __device__ __forceinline__ void mm_store(T *out, float *partial, const T *bias, int M, int N, size_t ldc, int accumulate, int row, int col,
-                                                float v) {
-    if (partial) {
-        partial[((size_t)blockIdx.z * M + row) * N + col] = v;
-        return;
-    }
-    if (bias) v += to_f(bias[col]);
-    T *o = out + (size_t)row * ldc + col;
-    if (accumulate) v += to_f(*o);
-    *o = from_f<T>(v);
+/* What a product does with each fp32 result v at (row, col) of out (row stride ldc): + bias[col], + the old
+ * value, rounded to T; then EPI_GELU also writes aux = gelu(out), and EPI_DGELU makes out = out * gelu'(aux)
+ * (aux: GELU's input). Each in the order and roundings of the separate ops (matmul, then gelu_forward or
+ * gelu_backward), so the fused products give their bits. A split-K slice (partial) stores v alone. */
+enum { EPI_PLAIN, EPI_GELU, EPI_DGELU };
+template <typename T> struct MmEpilogue {
+    T *out;
+    size_t ldc;
+    const T *bias; /* or NULL */
+    int accumulate, kind;
+    T *aux;         /* EPI_GELU: written; EPI_DGELU: read; same strides as out */
+    float *partial; /* split-K: the slices' fp32 results, M x N each; NULL otherwise */
+};
+template <typename T> static __device__ __forceinline__ void mm_finish(const MmEpilogue<T> &ep, size_t i, int col, float v) {
+    if (ep.bias) v += to_f(ep.bias[col]);
+    if (ep.accumulate) v += to_f(ep.out[i]);
+    T r = from_f<T>(v);
+    if (ep.kind == EPI_DGELU) r = from_f<T>(to_f(r) * gelu_grad(to_f(ep.aux[i])));
+    ep.out[i] = r;
+    if (ep.kind == EPI_GELU) ep.aux[i] = from_f<T>(gelu_of(to_f(r)));
+}
+/* One result inside the matrix */
+template <typename T> static __device__ __forceinline__ void mm_store(const MmEpilogue<T> &ep, int M, int N, int row, int col, float v) {
+    if (ep.partial) ep.partial[((size_t)blockIdx.z * M + row) * N + col] = v;
+    else mm_finish(ep, (size_t)row * ep.ldc + col, col, v);
 }
 /* Two results at (row, col) and (row, col + 1), col even, as the accumulator fragments hold them: one 32-bit
- * (or, for a split-K slice, 64-bit) access where both are inside and the address is aligned, else mm_store
- * each. The arithmetic is mm_store's, so the bits are the same either way. */
+ * access per array (64-bit for a split-K slice) where both are inside and the addresses are aligned, else
+ * mm_store each. The arithmetic is mm_finish's, so the bits are the same either way. */
 template <typename T> struct alignas(2 * sizeof(T)) MmPair { T lo, hi; };
 template <typename T>
-static __device__ __forceinline__ void mm_store_pair(T *out, float *partial, const T *bias, int M, int N, size_t ldc, int accumulate, int row,
-                                                     int col, float v0, float v1) {
+static __device__ __forceinline__ void mm_store_pair(const MmEpilogue<T> &ep, int M, int N, int row, int col, float v0, float v1) {
     if (row >= M || col >= N) return;
     if (col + 1 < N) {
-        if (partial) {
-            float *p = partial + ((size_t)blockIdx.z * M + row) * N + col;
+        if (ep.partial) {
+            float *p = ep.partial + ((size_t)blockIdx.z * M + row) * N + col;
             if (((uintptr_t)p & 7) == 0) {
                 *(float2 *)p = make_float2(v0, v1);
                 return;
             }
         } else {
-            T *o = out + (size_t)row * ldc + col;
-            if (((uintptr_t)o & (sizeof(MmPair<T>) - 1)) == 0) {
-                if (bias) { v0 += to_f(bias[col]); v1 += to_f(bias[col + 1]); }
-                MmPair<T> *po = (MmPair<T> *)o, r;
-                if (accumulate) {
+            size_t i = (size_t)row * ep.ldc + col;
+            T *o = ep.out + i, *a = ep.kind == EPI_PLAIN ? o : ep.aux + i;
+            if ((((uintptr_t)o | (uintptr_t)a) & (sizeof(MmPair<T>) - 1)) == 0) {
+                if (ep.bias) { v0 += to_f(ep.bias[col]); v1 += to_f(ep.bias[col + 1]); }
+                MmPair<T> *po = (MmPair<T> *)o, *pa = (MmPair<T> *)a, r;
+                if (ep.accumulate) {
                     MmPair<T> old = *po;
                     v0 += to_f(old.lo);
                     v1 += to_f(old.hi);
                 }
                 r.lo = from_f<T>(v0);
                 r.hi = from_f<T>(v1);
+                if (ep.kind == EPI_DGELU) {
+                    MmPair<T> x = *pa;
+                    r.lo = from_f<T>(to_f(r.lo) * gelu_grad(to_f(x.lo)));
+                    r.hi = from_f<T>(to_f(r.hi) * gelu_grad(to_f(x.hi)));
+                }
                 *po = r;
+                if (ep.kind == EPI_GELU) {
+                    MmPair<T> g;
+                    g.lo = from_f<T>(gelu_of(to_f(r.lo)));
+                    g.hi = from_f<T>(gelu_of(to_f(r.hi)));
+                    *pa = g;
+                }
                 return;
             }
         }
-        mm_store(out, partial, bias, M, N, ldc, accumulate, row, col + 1, v1);
+        mm_store(ep, M, N, row, col + 1, v1);
     }
-    mm_store(out, partial, bias, M, N, ldc, accumulate, row, col, v0);
+    mm_store(ep, M, N, row, col, v0);
 }
 
 template <typename T, bool A_K, bool B_K>
 __global__ void __launch_bounds__(MM_THREADS)
-    matmul_tc_kernel(T *out, const T *A, const T *B, const T *bias, int M, int N, int K, size_t lda, size_t ldb, size_t ldc, int accumulate,
-                     int vecA, int vecB, float *partial, int kps) {
+    matmul_tc_kernel(const T *A, const T *B, int M, int N, int K, size_t lda, size_t ldb, int vecA, int vecB, int kps, MmEpilogue<T> ep) {
     extern __shared__ __align__(16) unsigned char mm_smem[];
     typedef MmTile<A_K, MM_BM> TA;
     typedef MmTile<B_K, MM_BN> TB;
@@ -852,8 +873,7 @@ __global__ void __launch_bounds__(MM_THREADS)
         for (int j = 0; j < 4; j++)
 #pragma unroll
             for (int e = 0; e < 4; e += 2) /* (e, e + 1): two neighbouring columns of one row */
-                mm_store_pair(out, partial, bias, M, N, ldc, accumulate, m0 + wm + i * 16 + g + (e >> 1) * 8, n0 + wn + j * 8 + tq * 2,
-                              acc[i][j][e], acc[i][j][e + 1]);
+                mm_store_pair(ep, M, N, m0 + wm + i * 16 + g + (e >> 1) * 8, n0 + wn + j * 8 + tq * 2, acc[i][j][e], acc[i][j][e + 1]);
 }
 
 /* F32: 64x64 tiles, 256 threads of 4x4 outputs, k steps of 16 */
@@ -909,11 +929,11 @@ __global__ void __launch_bounds__(256) matmul_simt_kernel(float *out, const floa
 }
 
 template <typename T, bool A_K, bool B_K>
-static void gemm_tc(ngpt_backend *be, T *out, const T *A, const T *B, const T *bias, int M, int N, int K, size_t lda, size_t ldb, size_t ldc,
-                    int accumulate, float *partial, int splits, int kps) {
+static void gemm_tc(ngpt_backend *be, const T *A, const T *B, int M, int N, int K, size_t lda, size_t ldb, int splits, int kps,
+                    const MmEpilogue<T> &ep) {
     dim3 grid((unsigned)((M + MM_BM - 1) / MM_BM), (unsigned)((N + MM_BN - 1) / MM_BN), (unsigned)splits);
-    matmul_tc_kernel<T, A_K, B_K><<<grid, MM_THREADS, mm_smem_bytes<A_K, B_K>(), impl_of(be)->stream>>>(
-        out, A, B, bias, M, N, K, lda, ldb, ldc, accumulate, vec_ok(A, lda), vec_ok(B, ldb), partial, kps);
+    matmul_tc_kernel<T, A_K, B_K><<<grid, MM_THREADS, mm_smem_bytes<A_K, B_K>(), impl_of(be)->stream>>>(A, B, M, N, K, lda, ldb, vec_ok(A, lda),
+                                                                                                    vec_ok(B, ldb), kps, ep);
     CU_LAUNCHED(be, "matmul_tc_kernel");
 }
 template <bool A_K, bool B_K>
@@ -1000,8 +1020,7 @@ template <typename T, int TA, int TB> static __device__ __forceinline__ void wgm
 
 template <typename T, bool A_K, bool B_K>
 __global__ void __launch_bounds__(WG_THREADS, 1)
-    matmul_wgmma_kernel(T *out, const T *A, const T *B, const T *bias, int M, int N, int K, size_t lda, size_t ldb, size_t ldc, int accumulate,
-                        int vecA, int vecB, float *partial, int kps) {
+    matmul_wgmma_kernel(const T *A, const T *B, int M, int N, int K, size_t lda, size_t ldb, int vecA, int vecB, int kps, MmEpilogue<T> ep) {
 #ifdef NGPT_WGMMA_DEVICE
     extern __shared__ __align__(1024) unsigned char wg_smem[];
     unsigned char *base = wg_smem + ((1024u - ((uint32_t)__cvta_generic_to_shared(wg_smem) & 1023u)) & 1023u);
@@ -1056,36 +1075,30 @@ __global__ void __launch_bounds__(WG_THREADS, 1)
     for (int i = 0; i < 16; i++)
 #pragma unroll
         for (int e = 0; e < 4; e += 2) /* (e, e + 1): two neighbouring columns of one row */
-            mm_store_pair(out, partial, bias, M, N, ldc, accumulate, m0 + wg * 64 + w * 16 + g + (e >> 1) * 8, n0 + i * 8 + tq * 2, d[i * 4 + e],
-                          d[i * 4 + e + 1]);
+            mm_store_pair(ep, M, N, m0 + wg * 64 + w * 16 + g + (e >> 1) * 8, n0 + i * 8 + tq * 2, d[i * 4 + e], d[i * 4 + e + 1]);
 #else
-    (void)out; (void)A; (void)B; (void)bias; (void)M; (void)N; (void)K; (void)lda; (void)ldb; (void)ldc; (void)accumulate;
-    (void)vecA; (void)vecB; (void)partial; (void)kps;
+    (void)A; (void)B; (void)M; (void)N; (void)K; (void)lda; (void)ldb; (void)vecA; (void)vecB; (void)kps; (void)ep;
 #endif
 }
 
 template <typename T, bool A_K, bool B_K>
-static void gemm_wgmma(ngpt_backend *be, T *out, const T *A, const T *B, const T *bias, int M, int N, int K, size_t lda, size_t ldb, size_t ldc,
-                       int accumulate, float *partial, int splits, int kps) {
+static void gemm_wgmma(ngpt_backend *be, const T *A, const T *B, int M, int N, int K, size_t lda, size_t ldb, int splits, int kps,
+                       const MmEpilogue<T> &ep) {
     dim3 grid((unsigned)((M + WG_BM - 1) / WG_BM), (unsigned)((N + WG_BN - 1) / WG_BN), (unsigned)splits);
-    matmul_wgmma_kernel<T, A_K, B_K><<<grid, WG_THREADS, WG_SMEM_BYTES, impl_of(be)->stream>>>(out, A, B, bias, M, N, K, lda, ldb, ldc, accumulate,
-                                                                                                 vec_ok(A, lda), vec_ok(B, ldb), partial, kps);
+    matmul_wgmma_kernel<T, A_K, B_K><<<grid, WG_THREADS, WG_SMEM_BYTES, impl_of(be)->stream>>>(A, B, M, N, K, lda, ldb, vec_ok(A, lda),
+                                                                                                 vec_ok(B, ldb), kps, ep);
     CU_LAUNCHED(be, "matmul_wgmma_kernel");
 }
 
-/* Split-K's second pass: out = sum of the slices in slice order [+ bias] [+ old out], in T. Deterministic:
- * the slice count depends only on the shape, the GPU and the planned scratch. */
-template <typename T>
-__global__ void splitk_reduce_kernel(T *out, const float *partial, const T *bias, int M, int N, size_t ldc, int splits, int accumulate) {
+/* Split-K's second pass: the sum of the slices (ep.partial) in slice order, finished as any product's
+ * result. Deterministic: the slice count depends only on the shape, the GPU and the planned scratch. */
+template <typename T> __global__ void splitk_reduce_kernel(MmEpilogue<T> ep, int M, int N, int splits) {
     size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x, MN = (size_t)M * N;
     if (i >= MN) return;
     int row = (int)(i / (size_t)N), col = (int)(i % (size_t)N);
     float v = 0.0f;
-    for (int z = 0; z < splits; z++) v += partial[(size_t)z * MN + i];
-    if (bias) v += to_f(bias[col]);
-    T *o = out + (size_t)row * ldc + col;
-    if (accumulate) v += to_f(*o);
-    *o = from_f<T>(v);
+    for (int z = 0; z < splits; z++) v += ep.partial[(size_t)z * MN + i];
+    mm_finish(ep, (size_t)row * ep.ldc + col, col, v);
 }
 
 /* How many K slices a 16-bit product runs as: more than one only when its 128x128 tiles leave many of the
@@ -1118,33 +1131,36 @@ enum { MM_FWD, MM_DINP, MM_DW };
     default: CALL_T(false, false); break;                      \
     }
 
-/* 16-bit products: wgmma (sm_90a) or mma.sync, split along K when that fills the GPU better (the slices in fp32 scratch, then added in order with the bias and the old value) */
+/* 16-bit products: wgmma (sm_90a) or mma.sync, split along K when that fills the GPU better (plain products
+ * only: the slices in fp32 scratch, then finished in order by splitk_reduce_kernel) */
 template <typename T>
-static void gemm_16(ngpt_backend *be, int layout, T *out, const T *A, const T *B, const T *bias, int M, int N, int K, size_t lda, size_t ldb,
-                    size_t ldc, int accumulate) {
+static void gemm_16(ngpt_backend *be, int layout, const T *A, const T *B, int M, int N, int K, size_t lda, size_t ldb, const MmEpilogue<T> &ep) {
     CudaImpl *im = impl_of(be);
-    int splits = splitk_slices(be, M, N, K, im->mm_blocks_per_sm), kps = 0;
+    int splits = ep.kind == EPI_PLAIN ? splitk_slices(be, M, N, K, im->mm_blocks_per_sm) : 1, kps = 0;
     if (splits > 1) {
         kps = ((K + splits - 1) / splits + 63) / 64 * 64; /* whole 64-wide k tiles per slice */
         splits = (K + kps - 1) / kps;
     }
-    if (splits < 2) kps = 0;
-    float *partial = kps ? (float *)im->scratch : NULL;
-    const T *b1 = splits > 1 ? NULL : bias;
-    int acc1 = splits > 1 ? 0 : accumulate;
-#define CALL_16(AK, BK) \
-    (im->use_wgmma ? gemm_wgmma<T, AK, BK> : gemm_tc<T, AK, BK>)(be, out, A, B, b1, M, N, K, lda, ldb, ldc, acc1, partial, splits, kps)
+    if (splits < 2) {
+        splits = 1;
+        kps = 0;
+    }
+    MmEpilogue<T> ep1 = ep;
+    if (kps) ep1.partial = (float *)im->scratch;
+#define CALL_16(AK, BK) (im->use_wgmma ? gemm_wgmma<T, AK, BK> : gemm_tc<T, AK, BK>)(be, A, B, M, N, K, lda, ldb, splits, kps, ep1)
     GEMM_LAYOUTS(CALL_16)
 #undef CALL_16
-    if (splits > 1 && be->status == NGPT_OK) {
+    if (kps && be->status == NGPT_OK) {
         size_t MN = (size_t)M * N;
-        splitk_reduce_kernel<T><<<(unsigned)((MN + 255) / 256), 256, 0, im->stream>>>(out, partial, bias, M, N, ldc, splits, accumulate);
+        splitk_reduce_kernel<T><<<(unsigned)((MN + 255) / 256), 256, 0, im->stream>>>(ep1, M, N, splits);
         CU_LAUNCHED(be, "splitk_reduce_kernel");
     }
 }
 
+/* out (M,N, row stride ldc) = A B [+ bias] [+= old out], then the epilogue kind (EPI_GELU: aux = gelu(out);
+ * EPI_DGELU: out *= gelu'(aux)). F32 runs the SIMT kernel and the GELU op after it (the same results). */
 static void gemm(ngpt_backend *be, int layout, void *out, const void *A, const void *B, const void *bias, int M, int N, int K, size_t lda,
-                 size_t ldb, size_t ldc, int accumulate) {
+                 size_t ldb, size_t ldc, int accumulate, int kind = EPI_PLAIN, void *aux = NULL) {
     if (M <= 0 || N <= 0) return;
     if ((unsigned)((N + MM_BN - 1) / MM_BN) > 65535u) {
         cu_fail(be, NGPT_ERR_ARG, "cuda matmul: N = %d is too large for one launch", N);
@@ -1155,11 +1171,15 @@ static void gemm(ngpt_backend *be, int layout, void *out, const void *A, const v
     gemm_simt<AK, BK>(be, (float *)out, (const float *)A, (const float *)B, (const float *)bias, M, N, K, lda, ldb, ldc, accumulate)
         GEMM_LAYOUTS(CALL_SIMT)
 #undef CALL_SIMT
+        if (kind != EPI_PLAIN && ldc != (size_t)N) cu_fail(be, NGPT_ERR_ARG, "cuda matmul: a GELU epilogue needs a dense output");
+        else if (kind == EPI_GELU) cu_gelu_forward(be, aux, out, (size_t)M * N);
+        else if (kind == EPI_DGELU) cu_gelu_backward(be, out, aux, out, (size_t)M * N);
     } else if (be->dtype == NGPT_DTYPE_BF16) {
-        gemm_16(be, layout, (__nv_bfloat16 *)out, (const __nv_bfloat16 *)A, (const __nv_bfloat16 *)B, (const __nv_bfloat16 *)bias, M, N, K, lda,
-                ldb, ldc, accumulate);
+        typedef __nv_bfloat16 T;
+        gemm_16<T>(be, layout, (const T *)A, (const T *)B, M, N, K, lda, ldb, MmEpilogue<T>{(T *)out, ldc, (const T *)bias, accumulate, kind, (T *)aux, NULL});
     } else {
-        gemm_16(be, layout, (__half *)out, (const __half *)A, (const __half *)B, (const __half *)bias, M, N, K, lda, ldb, ldc, accumulate);
+        typedef __half T;
+        gemm_16<T>(be, layout, (const T *)A, (const T *)B, M, N, K, lda, ldb, MmEpilogue<T>{(T *)out, ldc, (const T *)bias, accumulate, kind, (T *)aux, NULL});
     }
 }
 #undef GEMM_LAYOUTS
@@ -1214,10 +1234,21 @@ static void cu_matmul_forward(ngpt_backend *be, void *out, const void *inp, cons
     if (bad_dims(be, "matmul_forward", N, C, OC)) return;
     gemm(be, MM_FWD, out, inp, w, bias, N, OC, C, (size_t)C, (size_t)C, (size_t)OC, 0);
 }
+static void cu_matmul_forward_gelu(ngpt_backend *be, void *pre, void *act, const void *inp, const void *w, const void *bias, int N, int C, int OC) {
+    if (bad_dims(be, "matmul_forward_gelu", N, C, OC)) return;
+    gemm(be, MM_FWD, pre, inp, w, bias, N, OC, C, (size_t)C, (size_t)C, (size_t)OC, 0, EPI_GELU, act);
+}
 static void cu_matmul_backward(ngpt_backend *be, void *dinp, void *dw, void *dbias, const void *dout, const void *inp, const void *w, int N, int C,
                                int OC) {
     if (bad_dims(be, "matmul_backward", N, C, OC)) return;
     if (dinp) gemm(be, MM_DINP, dinp, dout, w, NULL, N, C, OC, (size_t)OC, (size_t)C, (size_t)C, 0);
+    if (dw) gemm(be, MM_DW, dw, dout, inp, NULL, OC, C, N, (size_t)OC, (size_t)C, (size_t)C, 1);
+    if (dbias) bias_backward(be, dbias, dout, N, OC);
+}
+static void cu_matmul_backward_gelu(ngpt_backend *be, void *dinp, void *dw, void *dbias, const void *dout, const void *inp, const void *w,
+                                    const void *pre, int N, int C, int OC) {
+    if (bad_dims(be, "matmul_backward_gelu", N, C, OC)) return;
+    gemm(be, MM_DINP, dinp, dout, w, NULL, N, C, OC, (size_t)OC, (size_t)C, (size_t)C, 0, EPI_DGELU, (void *)pre);
     if (dw) gemm(be, MM_DW, dw, dout, inp, NULL, OC, C, N, (size_t)OC, (size_t)C, (size_t)C, 1);
     if (dbias) bias_backward(be, dbias, dout, N, OC);
 }
@@ -2281,6 +2312,8 @@ int ngpt_cuda_backend_create(ngpt_backend **out, int dtype, char *err, size_t er
     be->layernorm_backward = cu_layernorm_backward;
     be->matmul_forward = cu_matmul_forward;
     be->matmul_backward = cu_matmul_backward;
+    be->matmul_forward_gelu = cu_matmul_forward_gelu;
+    be->matmul_backward_gelu = cu_matmul_backward_gelu;
     be->attention_forward = cu_attention_forward;
     be->attention_backward = cu_attention_backward;
     be->attention_decode = cu_attention_decode;

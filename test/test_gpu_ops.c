@@ -727,6 +727,48 @@ static void t_fill_cast_zero(size_t n) {
     tg_end();
 }
 
+/* The GELU fusions: run 1 of the GPU uses matmul_forward_gelu / matmul_backward_gelu, run 2 the separate ops,
+ * and the two must agree bit for bit (the check every op's two runs get); both against the CPU's ops. */
+static void t_matmul_gelu(int N, int C, int OC) {
+    int dt = tg_gpu->dtype;
+    tg_begin("matmul + GELU fused N=%d C=%d OC=%d (GPU run 1 fused, run 2 separate: same bits)", N, C, OC);
+    float *inp = tg_rand((size_t)N * C, 1.0f, 0, dt), *w = tg_rand((size_t)OC * C, 1.0f / sqrtf((float)C), 0, dt);
+    float *b = tg_rand((size_t)OC, 1.0f, 0, dt), *dout = tg_rand((size_t)N * OC, 1.0f, 0, dt), *pre = tg_rand((size_t)N * C, 1.5f, 0, dt);
+    float *dw0 = tg_rand((size_t)OC * C, 1.0f, 0, dt), *db0 = tg_rand((size_t)OC, 1.0f, 0, dt);
+    TgBuf Binp = tg_buf((size_t)N * C, TG_ACT), Bw = tg_buf((size_t)OC * C, TG_ACT), Bb = tg_buf((size_t)OC, TG_ACT);
+    TgBuf Bout = tg_buf((size_t)N * OC, TG_ACT), Bact = tg_buf((size_t)N * OC, TG_ACT), Bdout = tg_buf((size_t)N * OC, TG_ACT);
+    TgBuf Bpre = tg_buf((size_t)N * C, TG_ACT), Bdinp = tg_buf((size_t)N * C, TG_ACT), Bdw = tg_buf((size_t)OC * C, TG_ACT);
+    TgBuf Bdb = tg_buf((size_t)OC, TG_ACT);
+    TgOut outs[] = {{"pre", &Bout, tg_tol(1e-4, 1e-2), {0}, 0},       {"act = gelu(pre)", &Bact, tg_tol(1e-4, 1e-2), {0}, 0},
+                    {"dinp * gelu'", &Bdinp, tg_tol(1e-4, 1e-2), {0}, 0}, {"dw (+=)", &Bdw, tg_tol(1e-4, 1e-2), {0}, 0},
+                    {"dbias (+=)", &Bdb, tg_tol(1e-4, 1e-2), {0}, 0}};
+    if (!tg_gpu->matmul_forward_gelu || !tg_gpu->matmul_backward_gelu) {
+        CHECK(0, "the CUDA backend has no GELU fusions");
+        free(inp); free(w); free(b); free(dout); free(pre); free(dw0); free(db0);
+        tg_end();
+        return;
+    }
+    for (int rep = 0; rep < 3; rep++) {
+        ngpt_backend *be = rep ? tg_gpu : tg_cpu;
+        PUT(Binp, inp); PUT(Bw, w); PUT(Bb, b); PUT(Bdout, dout); PUT(Bpre, pre); PUT(Bdw, dw0); PUT(Bdb, db0);
+        POISON(Bout); POISON(Bact); POISON(Bdinp);
+        if (rep == 1) {
+            be->matmul_forward_gelu(be, PTR(Bout), PTR(Bact), PTR(Binp), PTR(Bw), PTR(Bb), N, C, OC);
+            be->matmul_backward_gelu(be, PTR(Bdinp), PTR(Bdw), PTR(Bdb), PTR(Bdout), PTR(Binp), PTR(Bw), PTR(Bpre), N, C, OC);
+        } else {
+            be->matmul_forward(be, PTR(Bout), PTR(Binp), PTR(Bw), PTR(Bb), N, C, OC);
+            be->gelu_forward(be, PTR(Bact), PTR(Bout), (size_t)N * OC);
+            be->matmul_backward(be, PTR(Bdinp), PTR(Bdw), PTR(Bdb), PTR(Bdout), PTR(Binp), PTR(Bw), N, C, OC);
+            be->gelu_backward(be, PTR(Bdinp), PTR(Bpre), PTR(Bdinp), (size_t)N * C);
+        }
+        be->sync(be);
+        if (rep) tg_grab(outs, 5, rep - 1);
+    }
+    tg_finish(outs, 5);
+    free(inp); free(w); free(b); free(dout); free(pre); free(dw0); free(db0);
+    tg_end();
+}
+
 /* the error contract: bad arguments are sticky NGPT_ERR_ARG with a message; too little scratch is
  * reported, not overrun; the CUDA scratch fits what nanogpt.c's planner reserves for it */
 static void t_contract(void) {
@@ -776,6 +818,9 @@ static void tg_matmul_sweep(void) {
     t_matmul(2100, 40, 24, 1); /* dw: one tile, K = 2100: split-K, two slices (the second partial) */
     t_matmul(64, 2100, 40, 1); /* forward: K = 2100 splits too: the bias is added by the reduce kernel */
     t_matmul(4100, 33, 20, 1); /* dw: four slices (the last 836 wide), rows of 20 and 33: the scalar loads */
+    t_matmul_gelu(111, 96, 200); /* the fused epilogues, at edges that are not multiples of the tiles */
+    t_matmul_gelu(33, 70, 50);   /* rows not a multiple of 8 elements: the single-element stores */
+    if (!tg_small) t_matmul_gelu(2048, 768, 3072); /* GPT-2's MLP */
     if (!tg_small) {
         t_matmul(2048, 768, 2304, 1);
         t_matmul(2048, 768, 3072, 1);
