@@ -1131,12 +1131,13 @@ enum { MM_FWD, MM_DINP, MM_DW };
     default: CALL_T(false, false); break;                      \
     }
 
-/* 16-bit products: wgmma (sm_90a) or mma.sync, split along K when that fills the GPU better (plain products
- * only: the slices in fp32 scratch, then finished in order by splitk_reduce_kernel) */
+/* 16-bit products: wgmma (sm_90a) or mma.sync, split along K when that fills the GPU better (the slices in
+ * fp32 scratch, then finished in order by splitk_reduce_kernel, epilogue included). Whether a product splits
+ * depends on its shape alone, never on its epilogue, so a fused product rounds as the separate one does. */
 template <typename T>
 static void gemm_16(ngpt_backend *be, int layout, const T *A, const T *B, int M, int N, int K, size_t lda, size_t ldb, const MmEpilogue<T> &ep) {
     CudaImpl *im = impl_of(be);
-    int splits = ep.kind == EPI_PLAIN ? splitk_slices(be, M, N, K, im->mm_blocks_per_sm) : 1, kps = 0;
+    int splits = splitk_slices(be, M, N, K, im->mm_blocks_per_sm), kps = 0;
     if (splits > 1) {
         kps = ((K + splits - 1) / splits + 63) / 64 * 64; /* whole 64-wide k tiles per slice */
         splits = (K + kps - 1) / kps;
@@ -1248,6 +1249,10 @@ static void cu_matmul_backward(ngpt_backend *be, void *dinp, void *dw, void *dbi
 static void cu_matmul_backward_gelu(ngpt_backend *be, void *dinp, void *dw, void *dbias, const void *dout, const void *inp, const void *w,
                                     const void *pre, int N, int C, int OC) {
     if (bad_dims(be, "matmul_backward_gelu", N, C, OC)) return;
+    if (!dinp || !pre) {
+        cu_fail(be, NGPT_ERR_ARG, "cuda matmul_backward_gelu: dinp and pre are required");
+        return;
+    }
     gemm(be, MM_DINP, dinp, dout, w, NULL, N, C, OC, (size_t)OC, (size_t)C, (size_t)C, 0, EPI_DGELU, (void *)pre);
     if (dw) gemm(be, MM_DW, dw, dout, inp, NULL, OC, C, N, (size_t)OC, (size_t)C, (size_t)C, 1);
     if (dbias) bias_backward(be, dbias, dout, N, OC);

@@ -357,7 +357,8 @@ struct ngpt_backend {
     void (*matmul_backward)(ngpt_backend *be, void *dinp, void *dw, void *dbias, const void *dout, const void *inp, const void *w, int N, int C, int OC);
     /* Optional fusions with GELU (NULL: the graph calls the ops one by one); each gives exactly the bits of
      * the ops it replaces. matmul_forward_gelu: matmul_forward into pre, then gelu_forward(act, pre).
-     * matmul_backward_gelu: matmul_backward, then gelu_backward(dinp, pre, dinp) (pre: GELU's input, N x C). */
+     * matmul_backward_gelu: matmul_backward, then gelu_backward(dinp, pre, dinp) (pre: GELU's input, N x C;
+     * dinp and pre are required, dw and dbias may be NULL). */
     void (*matmul_forward_gelu)(ngpt_backend *be, void *pre, void *act, const void *inp, const void *w, const void *bias, int N, int C, int OC);
     void (*matmul_backward_gelu)(ngpt_backend *be, void *dinp, void *dw, void *dbias, const void *dout, const void *inp, const void *w,
                                  const void *pre, int N, int C, int OC);

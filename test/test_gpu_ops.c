@@ -819,7 +819,9 @@ static void tg_matmul_sweep(void) {
     t_matmul(64, 2100, 40, 1); /* forward: K = 2100 splits too: the bias is added by the reduce kernel */
     t_matmul(4100, 33, 20, 1); /* dw: four slices (the last 836 wide), rows of 20 and 33: the scalar loads */
     t_matmul_gelu(111, 96, 200); /* the fused epilogues, at edges that are not multiples of the tiles */
-    t_matmul_gelu(33, 70, 50);   /* rows not a multiple of 8 elements: the single-element stores */
+    t_matmul_gelu(33, 71, 51);   /* odd widths: the single-element stores */
+    t_matmul_gelu(64, 40, 2100); /* dinp with K = 2100 splits: the reduce kernel applies gelu' as the separate op's rounding */
+    t_matmul_gelu(64, 2100, 40); /* the forward splits too: bias and gelu in the reduce */
     if (!tg_small) t_matmul_gelu(2048, 768, 3072); /* GPT-2's MLP */
     if (!tg_small) {
         t_matmul(2048, 768, 2304, 1);
