@@ -1298,6 +1298,25 @@ static __device__ __forceinline__ void attn_load_tile(T *s, const T *base, size_
     }
 }
 
+/* One step of a kernel's loop over tiles it..last: makes tile it ready in buffer it % BUFS (loaded by
+ * load(tile, buffer), one cp.async group per step). With two buffers the first tile's group was committed
+ * before the loop, and each step starts tile it + 1 into the other buffer first, so that load overlaps the
+ * work on tile it; the first barrier keeps it off the buffer of tile it - 1 until everyone is done with
+ * that. With one buffer each step loads its own tile and waits for it. */
+template <int BUFS, typename Load> static __device__ __forceinline__ void attn_tile_step(const Load &load, int it, int last) {
+    __syncthreads();
+    if (BUFS == 2) {
+        if (it < last) load(it + 1, (it + 1) & 1);
+        cp_async_commit();
+        cp_async_wait<1>(); /* every group but the one just committed: tile it has landed */
+    } else {
+        load(it, 0);
+        cp_async_commit();
+        cp_async_wait<0>();
+    }
+    __syncthreads();
+}
+
 template <typename T, int HS>
 __global__ void __launch_bounds__(ATT_THREADS)
     attn_forward_tc_kernel(T *out, float *lse, const T *qkv, int T_, int C, int NH, int hs, float scale_log2, DropArgs dr, int vec) {
@@ -1311,10 +1330,14 @@ __global__ void __launch_bounds__(ATT_THREADS)
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, tq = lane & 3;
     const size_t ld = (size_t)3 * C;
     const T *qbase = qkv + (size_t)b * T_ * ld + (size_t)h * hs;
+    auto load_key_tile = [&](int kb, int buf) { /* K, V of key tile kb into buffer buf */
+        T *Kd = Qs + (1 + 2 * buf) * ATT_B * LD;
+        attn_load_tile<T, HS>(Kd, qbase + C, ld, kb * ATT_B, T_, hs, vec);
+        attn_load_tile<T, HS>(Kd + ATT_B * LD, qbase + 2 * C, ld, kb * ATT_B, T_, hs, vec);
+    };
     attn_load_tile<T, HS>(Qs, qbase, ld, q0, T_, hs, vec);
-    attn_load_tile<T, HS>(Qs + ATT_B * LD, qbase + C, ld, 0, T_, hs, vec);
-    attn_load_tile<T, HS>(Qs + 2 * ATT_B * LD, qbase + 2 * C, ld, 0, T_, hs, vec);
-    cp_async_commit(); /* group 0: Q and key tile 0; group kb: key tile kb */
+    load_key_tile(0, 0);
+    cp_async_commit(); /* group 0: Q and key tile 0; then one group per key tile */
 
     float o[ND][4];
 #pragma unroll
@@ -1323,15 +1346,7 @@ __global__ void __launch_bounds__(ATT_THREADS)
     int qrow[2] = {q0 + warp * 16 + g, q0 + warp * 16 + g + 8};
 
     for (int kb = 0; kb <= qb; kb++) {
-        __syncthreads(); /* everyone is done with key tile kb - 1, whose buffers tile kb + 1 takes */
-        if (kb < qb) {   /* the next key tile loads while this one is used */
-            T *nk = Qs + (1 + 2 * ((kb + 1) & 1)) * ATT_B * LD;
-            attn_load_tile<T, HS>(nk, qbase + C, ld, (kb + 1) * ATT_B, T_, hs, vec);
-            attn_load_tile<T, HS>(nk + ATT_B * LD, qbase + 2 * C, ld, (kb + 1) * ATT_B, T_, hs, vec);
-        }
-        cp_async_commit();
-        cp_async_wait<1>(); /* every group but the one just committed: key tile kb (and Q) has landed */
-        __syncthreads();
+        attn_tile_step<2>(load_key_tile, kb, qb);
         const T *Ks = Qs + (1 + 2 * (kb & 1)) * ATT_B * LD, *Vs = Ks + ATT_B * LD;
 
         float s[8][4];
@@ -1486,17 +1501,7 @@ __global__ void __launch_bounds__(ATT_THREADS)
 
     for (int qb = kb; qb < nqb; qb++) {
         const int q0 = qb * ATT_B, buf = BUFS == 2 ? (qb - kb) & 1 : 0;
-        __syncthreads(); /* everyone is done with the previous query tile, whose buffer the next load takes */
-        if (BUFS == 2) {
-            if (qb + 1 < nqb) load_query_tile(qb + 1, buf ^ 1); /* loads while this tile is used */
-            cp_async_commit();
-            cp_async_wait<1>(); /* every group but the one just committed: this tile has landed */
-        } else {
-            load_query_tile(qb, 0);
-            cp_async_commit();
-            cp_async_wait<0>();
-        }
-        __syncthreads();
+        attn_tile_step<BUFS>([&](int it, int into) { load_query_tile(kb + it, into); }, qb - kb, nqb - 1 - kb);
         const T *Qs = Qbuf + buf * 2 * ATT_B * LD, *dOs = Qs + ATT_B * LD;
         const float *lse_s = stats + buf * 2 * ATT_B, *D_s = lse_s + ATT_B;
 
@@ -1610,17 +1615,7 @@ __global__ void __launch_bounds__(ATT_THREADS)
 
     for (int kb = 0; kb <= qb; kb++) {
         const int buf = BUFS == 2 ? kb & 1 : 0;
-        __syncthreads(); /* everyone is done with the previous key tile, whose buffer the next load takes */
-        if (BUFS == 2) {
-            if (kb < qb) load_key_tile(kb + 1, buf ^ 1); /* loads while this tile is used */
-            cp_async_commit();
-            cp_async_wait<1>(); /* every group but the one just committed: this tile has landed */
-        } else {
-            load_key_tile(kb, 0);
-            cp_async_commit();
-            cp_async_wait<0>();
-        }
-        __syncthreads();
+        attn_tile_step<BUFS>(load_key_tile, kb, qb);
         const T *Ks = Kbuf + buf * 2 * ATT_B * LD, *Vs = Ks + ATT_B * LD;
 
         float s[8][4], dp[8][4];
