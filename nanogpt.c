@@ -4637,13 +4637,13 @@ static const char *dataset_dir(const ngpt_config *c, char *buf, size_t n) {
 }
 
 
-/* The GPU storage type for a dtype name: "auto" is bfloat16 where the card has it (compute capability 8.0
- * and newer, or no card to ask, as for `nanogpt plan`) and float16 below, as nanoGPT chooses. */
-static int cuda_dtype(const char *name) {
+/* The GPU storage type for a dtype name on a card of compute capability cc (0: none to ask, as for
+ * `nanogpt plan`): "auto" is bfloat16 where the card has it (8.0 and newer, or no card) and float16 below,
+ * as nanoGPT chooses. */
+static int cuda_dtype(const char *name, int cc) {
     if (!strcmp(name, "float32")) return NGPT_DTYPE_F32;
     if (!strcmp(name, "float16")) return NGPT_DTYPE_F16;
     if (!strcmp(name, "bfloat16")) return NGPT_DTYPE_BF16; /* the backend refuses it on cards without bf16 */
-    int cc = ngpt_cuda_compute_capability();
     return cc && cc < 80 ? NGPT_DTYPE_F16 : NGPT_DTYPE_BF16;
 }
 
@@ -4664,7 +4664,7 @@ static int resolve_device(const ngpt_config *c, int *device, int *dtype, char *n
         *dtype = NGPT_DTYPE_F32;
         return NGPT_OK;
     }
-    *dtype = cuda_dtype(c->dtype);
+    *dtype = cuda_dtype(c->dtype, ngpt_cuda_compute_capability());
     return NGPT_OK;
 }
 
@@ -7553,7 +7553,7 @@ static int cmd_plan(int argc, char **argv) {
     int device = strcmp(cfg.device, "cuda") ? DEV_BACKEND_CPU : DEV_BACKEND_CUDA, dtype = NGPT_DTYPE_F32;
     char note[NGPT_ERRLEN];
     if (!strcmp(cfg.device, "auto") && !resolve_device(&cfg, &device, &dtype, note, sizeof note, err, sizeof err)) {}
-    if (device == DEV_BACKEND_CUDA) dtype = cuda_dtype(cfg.dtype);
+    if (device == DEV_BACKEND_CUDA) dtype = cuda_dtype(cfg.dtype, ngpt_cuda_compute_capability());
     double budget = cfg.max_memory;
     if (device == DEV_BACKEND_CUDA) {
         size_t fr = 0, total = 0;

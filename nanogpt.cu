@@ -743,11 +743,18 @@ template <typename T> struct MmEpilogue {
     T *aux;         /* EPI_GELU: written; EPI_DGELU: read; same strides as out */
     float *partial; /* split-K: the slices' fp32 results, M x N each; NULL otherwise */
 };
-template <typename T> static __device__ __forceinline__ void mm_finish(const MmEpilogue<T> &ep, size_t i, int col, float v) {
+/* The value stored at column col for result v, given the old value (read when accumulating) and GELU's
+ * input x (read for EPI_DGELU): the one place the epilogue's arithmetic is written */
+template <typename T> static __device__ __forceinline__ T mm_round(const MmEpilogue<T> &ep, int col, float v, T old, T x) {
     if (ep.bias) v += to_f(ep.bias[col]);
-    if (ep.accumulate) v += to_f(ep.out[i]);
+    if (ep.accumulate) v += to_f(old);
     T r = from_f<T>(v);
-    if (ep.kind == EPI_DGELU) r = from_f<T>(to_f(r) * gelu_grad(to_f(ep.aux[i])));
+    if (ep.kind == EPI_DGELU) r = from_f<T>(to_f(r) * gelu_grad(to_f(x)));
+    return r;
+}
+template <typename T> static __device__ __forceinline__ void mm_finish(const MmEpilogue<T> &ep, size_t i, int col, float v) {
+    const T zero = from_f<T>(0.0f);
+    T r = mm_round(ep, col, v, ep.accumulate ? ep.out[i] : zero, ep.kind == EPI_DGELU ? ep.aux[i] : zero);
     ep.out[i] = r;
     if (ep.kind == EPI_GELU) ep.aux[i] = from_f<T>(gelu_of(to_f(r)));
 }
@@ -758,7 +765,7 @@ template <typename T> static __device__ __forceinline__ void mm_store(const MmEp
 }
 /* Two results at (row, col) and (row, col + 1), col even, as the accumulator fragments hold them: one 32-bit
  * access per array (64-bit for a split-K slice) where both are inside and the addresses are aligned, else
- * mm_store each. The arithmetic is mm_finish's, so the bits are the same either way. */
+ * mm_store each. Both go through mm_round, so the bits are the same either way. */
 template <typename T> struct alignas(2 * sizeof(T)) MmPair { T lo, hi; };
 template <typename T>
 static __device__ __forceinline__ void mm_store_pair(const MmEpilogue<T> &ep, int M, int N, int row, int col, float v0, float v1) {
@@ -774,20 +781,12 @@ static __device__ __forceinline__ void mm_store_pair(const MmEpilogue<T> &ep, in
             size_t i = (size_t)row * ep.ldc + col;
             T *o = ep.out + i, *a = ep.kind == EPI_PLAIN ? o : ep.aux + i;
             if ((((uintptr_t)o | (uintptr_t)a) & (sizeof(MmPair<T>) - 1)) == 0) {
-                if (ep.bias) { v0 += to_f(ep.bias[col]); v1 += to_f(ep.bias[col + 1]); }
-                MmPair<T> *po = (MmPair<T> *)o, *pa = (MmPair<T> *)a, r;
-                if (ep.accumulate) {
-                    MmPair<T> old = *po;
-                    v0 += to_f(old.lo);
-                    v1 += to_f(old.hi);
-                }
-                r.lo = from_f<T>(v0);
-                r.hi = from_f<T>(v1);
-                if (ep.kind == EPI_DGELU) {
-                    MmPair<T> x = *pa;
-                    r.lo = from_f<T>(to_f(r.lo) * gelu_grad(to_f(x.lo)));
-                    r.hi = from_f<T>(to_f(r.hi) * gelu_grad(to_f(x.hi)));
-                }
+                MmPair<T> *po = (MmPair<T> *)o, *pa = (MmPair<T> *)a, old, x, r;
+                old.lo = old.hi = x.lo = x.hi = from_f<T>(0.0f);
+                if (ep.accumulate) old = *po;
+                if (ep.kind == EPI_DGELU) x = *pa;
+                r.lo = mm_round(ep, col, v0, old.lo, x.lo);
+                r.hi = mm_round(ep, col + 1, v1, old.hi, x.hi);
                 *po = r;
                 if (ep.kind == EPI_GELU) {
                     MmPair<T> g;
@@ -1239,12 +1238,17 @@ static void cu_matmul_forward_gelu(ngpt_backend *be, void *pre, void *act, const
     if (bad_dims(be, "matmul_forward_gelu", N, C, OC)) return;
     gemm(be, MM_FWD, pre, inp, w, bias, N, OC, C, (size_t)C, (size_t)C, (size_t)OC, 0, EPI_GELU, act);
 }
+/* matmul_backward, with dinp's epilogue kind (EPI_DGELU: times gelu'(pre)) */
+static void matmul_backward_with(ngpt_backend *be, void *dinp, void *dw, void *dbias, const void *dout, const void *inp, const void *w, int N,
+                                 int C, int OC, int kind, const void *pre) {
+    if (dinp) gemm(be, MM_DINP, dinp, dout, w, NULL, N, C, OC, (size_t)OC, (size_t)C, (size_t)C, 0, kind, (void *)pre);
+    if (dw) gemm(be, MM_DW, dw, dout, inp, NULL, OC, C, N, (size_t)OC, (size_t)C, (size_t)C, 1);
+    if (dbias) bias_backward(be, dbias, dout, N, OC);
+}
 static void cu_matmul_backward(ngpt_backend *be, void *dinp, void *dw, void *dbias, const void *dout, const void *inp, const void *w, int N, int C,
                                int OC) {
     if (bad_dims(be, "matmul_backward", N, C, OC)) return;
-    if (dinp) gemm(be, MM_DINP, dinp, dout, w, NULL, N, C, OC, (size_t)OC, (size_t)C, (size_t)C, 0);
-    if (dw) gemm(be, MM_DW, dw, dout, inp, NULL, OC, C, N, (size_t)OC, (size_t)C, (size_t)C, 1);
-    if (dbias) bias_backward(be, dbias, dout, N, OC);
+    matmul_backward_with(be, dinp, dw, dbias, dout, inp, w, N, C, OC, EPI_PLAIN, NULL);
 }
 static void cu_matmul_backward_gelu(ngpt_backend *be, void *dinp, void *dw, void *dbias, const void *dout, const void *inp, const void *w,
                                     const void *pre, int N, int C, int OC) {
@@ -1253,9 +1257,7 @@ static void cu_matmul_backward_gelu(ngpt_backend *be, void *dinp, void *dw, void
         cu_fail(be, NGPT_ERR_ARG, "cuda matmul_backward_gelu: dinp and pre are required");
         return;
     }
-    gemm(be, MM_DINP, dinp, dout, w, NULL, N, C, OC, (size_t)OC, (size_t)C, (size_t)C, 0, EPI_DGELU, (void *)pre);
-    if (dw) gemm(be, MM_DW, dw, dout, inp, NULL, OC, C, N, (size_t)OC, (size_t)C, (size_t)C, 1);
-    if (dbias) bias_backward(be, dbias, dout, N, OC);
+    matmul_backward_with(be, dinp, dw, dbias, dout, inp, w, N, C, OC, EPI_DGELU, pre);
 }
 
 /* ======================================================================================================
@@ -1885,7 +1887,7 @@ __global__ void attn_decode_kernel(T *out, T *kv, const T *qkv, int S, int t, in
 static int attn_tc_hs(ngpt_backend *be, int hs) {
     if (be->dtype == NGPT_DTYPE_F32 || hs <= 0 || hs > 128) return 0;
     int HS = hs <= 32 ? 32 : hs <= 64 ? 64 : 128;
-    /* the forward kernel's five tiles (Q, two K and V pairs) are the most of the three */
+    /* room for the largest of the three kernels (the forward's five tiles, or a backward's buffers) */
     size_t need = HS == 32 ? AttnSmem<32>::MOST : HS == 64 ? AttnSmem<64>::MOST : AttnSmem<128>::MOST;
     return need <= impl_of(be)->smem_optin ? HS : 0;
 }

@@ -421,7 +421,7 @@ int ngpt_cuda_available(char *why, size_t whylen);  /* 1 when a usable device ex
 int ngpt_cuda_compute_capability(void);             /* 10 * major + minor of that device; 0 when there is none */
 int ngpt_cuda_mem_info(size_t *free_bytes, size_t *total_bytes, char *err, size_t errlen);
 int ngpt_cuda_backend_create(ngpt_backend **out, int dtype, char *err, size_t errlen);
-/* a one-line description: name, compute capability, memory, bf16 support */
+/* a one-line description: name, compute capability, memory, bf16 support, the 16-bit matmul kernel */
 int ngpt_cuda_describe(char *out, size_t outlen);
 
 #ifdef __cplusplus

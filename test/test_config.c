@@ -244,11 +244,12 @@ static void test_trainer_reports_data_errors(void) {
 
 /* dtype names to GPU storage types; "auto" is bf16 unless the card lacks it (compute capability below 8.0) */
 static void test_dtype_choice(void) {
-    CHECK(cuda_dtype("float32") == NGPT_DTYPE_F32 && cuda_dtype("float16") == NGPT_DTYPE_F16 && cuda_dtype("bfloat16") == NGPT_DTYPE_BF16,
+    CHECK(cuda_dtype("float32", 75) == NGPT_DTYPE_F32 && cuda_dtype("float16", 90) == NGPT_DTYPE_F16 &&
+              cuda_dtype("bfloat16", 75) == NGPT_DTYPE_BF16,
           "named dtypes are taken as given");
-    int cc = ngpt_cuda_compute_capability();
-    CHECK(cuda_dtype("auto") == (cc && cc < 80 ? NGPT_DTYPE_F16 : NGPT_DTYPE_BF16), "auto on compute capability %d gives %d", cc,
-          cuda_dtype("auto"));
+    CHECK(cuda_dtype("auto", 75) == NGPT_DTYPE_F16, "auto on a T4 (7.5, no bf16) gives %d, not float16", cuda_dtype("auto", 75));
+    CHECK(cuda_dtype("auto", 80) == NGPT_DTYPE_BF16 && cuda_dtype("auto", 90) == NGPT_DTYPE_BF16, "auto on 8.0 / 9.0 is not bfloat16");
+    CHECK(cuda_dtype("auto", 0) == NGPT_DTYPE_BF16, "auto with no card to ask (nanogpt plan) is not bfloat16");
     ngpt_config c;
     ngpt_config_defaults(&c);
     snprintf(c.device, sizeof c.device, "cpu");
