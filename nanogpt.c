@@ -1536,6 +1536,17 @@ static inline void gemm_tile(const Gemm *g, int m, int mr, const float *apanel, 
     for (int i = 0; i < mr; i++) memcpy(C + (size_t)i * g->ldc, tile + i * CPU_GEMM_NR, (size_t)nr * sizeof(float));
 }
 
+/* the next tile's C rows (and, read in place, the start of its A rows) asked of the cache while this tile
+ * computes, so that its first multiply-adds do not wait for them */
+static inline void gemm_prefetch_tile(const Gemm *g, int m, int mr, int n, int packed) {
+    for (int i = 0; i < mr; i++) {
+        const float *c = g->C + (size_t)(m + i) * g->ldc + n;
+        __builtin_prefetch(c, 1, 3);
+        __builtin_prefetch(c + CPU_GEMM_NR - 1, 1, 3);
+        if (!packed) __builtin_prefetch(g->A + (size_t)(m + i) * g->ars + g->k0, 0, 3);
+    }
+}
+
 /* rows [m_lo, m_hi) of C against the packed B block; A packed MC rows at a time into apack when acs != 1 */
 static void gemm_block_rows(const Gemm *g, int m_lo, int m_hi, float *apack) {
     int kc = g->kc, panels = (g->nc + CPU_GEMM_NR - 1) / CPU_GEMM_NR, packed = g->acs != 1;
@@ -1549,6 +1560,7 @@ static void gemm_block_rows(const Gemm *g, int m_lo, int m_hi, float *apack) {
             for (int m = mb; m < me; m += CPU_GEMM_MR) {
                 int mr = MIN(CPU_GEMM_MR, me - m);
                 if (g->causal == GEMM_OUT_CAUSAL && n > m + mr - 1 + g->diag) continue; /* all above the diagonal */
+                if (m + CPU_GEMM_MR < me) gemm_prefetch_tile(g, m + CPU_GEMM_MR, MIN(CPU_GEMM_MR, me - m - CPU_GEMM_MR), n, packed);
                 gemm_tile(g, m, mr, packed ? apack + (size_t)(m - mb) * kc : NULL, panel, n, MIN(CPU_GEMM_NR, g->N - n));
             }
         }
@@ -7386,15 +7398,16 @@ static void print_config_keys(void) {
     }
 }
 
-/* Parses [config file] [--key=value ...] into cfg. When there is no config file, the default job's preset
- * for device applies first. Unknown arguments are errors. Sets *json for --json. */
 /* [config file] [--key=value ...] -> cfg. Without a file, train and plan (default_job) take the default job's
- * preset, others nanoGPT's defaults. */
+ * preset for the device they will run on, others nanoGPT's defaults. Unknown arguments are errors. Sets *json
+ * for --json. */
 static int parse_args(int argc, char **argv, int default_job, ngpt_config *cfg, int *has_file, int *json, char *err, size_t errlen) {
     ngpt_config_defaults(cfg);
     *has_file = 0;
     if (json) *json = 0;
     if (argc > 0 && strncmp(argv[0], "--", 2)) {
+        if (strchr(argv[0], '=') && !file_exists(argv[0]))
+            return fail(err, errlen, NGPT_ERR_ARG, "argument '%s': expected a config file, or a setting as --key=value", argv[0]);
         *has_file = 1;
         int rc = ngpt_config_load(cfg, argv[0], err, errlen);
         if (rc) return rc;
@@ -7489,8 +7502,8 @@ static int cmd_train(int argc, char **argv) {
         return 1;
     }
     if (!has_file)
-        printf("no config file: the default job, nanoGPT's shakespeare_char recipe (n_layer %d, n_embd %d, block_size %d, %d iterations)\n",
-               cfg.n_layer, cfg.n_embd, cfg.block_size, cfg.max_iters);
+        printf("no config file: %s nanoGPT's shakespeare_char recipe (n_layer %d, n_embd %d, block_size %d, %d iterations)\n",
+               argc ? "the command line's settings over" : "the default job,", cfg.n_layer, cfg.n_embd, cfg.block_size, cfg.max_iters);
     Display disp = {isatty(1), cfg.log_interval, 0};
     ngpt_options opt;
     memset(&opt, 0, sizeof opt);
@@ -7768,11 +7781,12 @@ static int cmd_sample(int argc, char **argv) {
         } else if (!strncmp(a, "--num_samples=", 14) && !parse_number(a + 14, &x) && x >= 1 && x <= 1e6) num_samples = (int)x;
         else if (!strncmp(a, "--max_new_tokens=", 17) && !parse_number(a + 17, &x) && x >= 0 && x <= 1e7) max_new = (int)x;
         else if (!strncmp(a, "--temperature=", 14) && !parse_number(a + 14, &x) && x > 0) temperature = x;
-        else if (!strncmp(a, "--top_k=", 8) && !parse_number(a + 8, &x) && x >= 0) top_k = (int)x;
-        else if (!strncmp(a, "--seed=", 7) && !parse_number(a + 7, &x) && x >= 0) seed = (long long)x;
+        else if (!strncmp(a, "--top_k=", 8) && !parse_number(a + 8, &x) && x >= 0 && x <= INT_MAX) top_k = (int)x;
+        else if (!strncmp(a, "--seed=", 7) && !parse_number(a + 7, &x) && x >= 0 && x <= 1e18) seed = (long long)x;
         else if (!strncmp(a, "--start=", 8) || !strncmp(a, "--num_samples=", 14) || !strncmp(a, "--max_new_tokens=", 17) ||
                  !strncmp(a, "--temperature=", 14) || !strncmp(a, "--top_k=", 8) || !strncmp(a, "--seed=", 7)) {
-            fprintf(stderr, "error: %s: num_samples >= 1, max_new_tokens >= 0, temperature > 0, top_k >= 0 (0 = all), seed >= 0\n", a);
+            fprintf(stderr, "error: %s: num_samples in [1, 1e6], max_new_tokens in [0, 1e7], temperature > 0, top_k >= 0 (0 = all), "
+                            "seed in [0, 1e18]\n", a);
             return 1;
         } else {
             char key[128];
@@ -7790,9 +7804,9 @@ static int cmd_sample(int argc, char **argv) {
     if (ngpt_trainer_create(&cfg, &opt, &tr, err, sizeof err)) { fprintf(stderr, "error: %s\n", err); return 1; }
     ngpt_tokenizer *tok = NULL;
     int32_t *prompt = (int32_t *)malloc(sizeof start * sizeof(int32_t));
-    int np = 0, rc = 0;
-    if (tr->charvocab) rc = char_encode(tr->charvocab, start, prompt, (int)sizeof start, &np, err, sizeof err);
-    else {
+    int np = 0, rc = prompt ? NGPT_OK : fail(err, sizeof err, NGPT_ERR_NOMEM, "out of host memory");
+    if (!rc && tr->charvocab) rc = char_encode(tr->charvocab, start, prompt, (int)sizeof start, &np, err, sizeof err);
+    else if (!rc) {
         size_t nn = 0;
         rc = load_gpt2_tokenizer(cfg.tokenizer_dir, &tok, err, sizeof err);
         if (!rc) rc = ngpt_tokenizer_encode(tok, start, strlen(start), 1, prompt, sizeof start, &nn, err, sizeof err);
@@ -7889,6 +7903,11 @@ static int series_add(Series *s, double x, double y) {
     return 0;
 }
 
+static void series_free(Series *s) {
+    free(s->x);
+    free(s->y);
+}
+
 /* the number after "key": in a JSON line, or NAN */
 static double json_number(const char *line, const char *key) {
     char pat[64];
@@ -7924,10 +7943,12 @@ static int cmd_plot(int argc, char **argv) {
         if (!isnan(vl)) bad |= series_add(&ev_val, step, vl) | series_add(&ev_train, step, json_number(line, "train_loss"));
     }
     fclose(f);
-    if (bad || tr.n + ev_val.n == 0) {
-        fprintf(stderr, "error: %s holds no losses\n", in);
-        return 1;
-    }
+    int rc = 1;
+    FILE *o = NULL;
+    if (bad) fprintf(stderr, "error: out of host memory reading %s\n", in);
+    else if (tr.n + ev_val.n == 0) fprintf(stderr, "error: %s holds no losses\n", in);
+    else if (!(o = fopen(out, "w"))) fprintf(stderr, "error: cannot write %s: %s\n", out, strerror(errno));
+    if (!o) goto done;
     double x0 = 0, x1 = 1, y0 = 1e30, y1 = -1e30;
     const Series *all[3] = {&tr, &ev_train, &ev_val};
     for (int k = 0; k < 3; k++)
@@ -7939,8 +7960,6 @@ static int cmd_plot(int argc, char **argv) {
     double pad = 0.05 * (y1 - y0);
     y0 -= pad;
     y1 += pad;
-    FILE *o = fopen(out, "w");
-    if (!o) { fprintf(stderr, "error: cannot write %s: %s\n", out, strerror(errno)); return 1; }
     fprintf(o, "<svg xmlns='http://www.w3.org/2000/svg' width='720' height='400' font-family='sans-serif' font-size='12'>\n"
                "<rect width='720' height='400' fill='white'/>\n"
                "<rect x='70' y='20' width='630' height='330' fill='none' stroke='#888'/>\n");
@@ -7959,11 +7978,16 @@ static int cmd_plot(int argc, char **argv) {
     if (ev_val.n > 1) svg_polyline(o, &ev_val, x0, x1, y0, y1, "#d62728", 0);
     fprintf(o, "<text x='560' y='40' fill='#9ab'>train (each step)</text><text x='560' y='56' fill='#1f77b4'>train (eval)</text>"
                "<text x='560' y='72' fill='#d62728'>val (eval)</text>\n</svg>\n");
-    int rc = fclose(o);
-    free(tr.x); free(tr.y); free(ev_train.x); free(ev_train.y); free(ev_val.x); free(ev_val.y);
-    if (rc) { fprintf(stderr, "error: writing %s failed\n", out); return 1; }
-    printf("wrote %s (%zu steps, %zu evaluations)\n", out, tr.n, ev_val.n);
-    return 0;
+    if (fclose(o)) fprintf(stderr, "error: writing %s failed\n", out);
+    else {
+        printf("wrote %s (%zu steps, %zu evaluations)\n", out, tr.n, ev_val.n);
+        rc = 0;
+    }
+done:
+    series_free(&tr);
+    series_free(&ev_train);
+    series_free(&ev_val);
+    return rc;
 }
 
 static int cmd_info(void) {
@@ -7989,8 +8013,11 @@ static int cmd_info(void) {
 }
 
 int main(int argc, char **argv) {
+    static const char *const commands[] = {"train", "plan", "bench", "prepare", "sample", "export", "plot", "info", "help"};
     if (argc < 2) { usage(stderr); return 2; }
     const char *cmd = argv[1];
+    for (int i = 2; i < argc; i++) /* `nanogpt train --help`: the usage, not an argument error */
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { usage(stdout); return 0; }
     if (!strcmp(cmd, "train")) return cmd_train(argc - 2, argv + 2);
     if (!strcmp(cmd, "plan")) return cmd_plan(argc - 2, argv + 2);
     if (!strcmp(cmd, "bench")) return cmd_bench(argc - 2, argv + 2);
@@ -8004,7 +8031,14 @@ int main(int argc, char **argv) {
         else usage(stdout);
         return 0;
     }
-    fprintf(stderr, "error: unknown command '%s'\n", cmd);
+    const char *closest = NULL;
+    size_t closest_d = SIZE_MAX;
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
+        size_t d = edit_distance(cmd, commands[i]);
+        if (d < closest_d) { closest_d = d; closest = commands[i]; }
+    }
+    if (closest_d <= 2) fprintf(stderr, "error: unknown command '%s' (did you mean '%s'?)\n", cmd, closest);
+    else fprintf(stderr, "error: unknown command '%s'\n", cmd);
     usage(stderr);
     return 2;
 }

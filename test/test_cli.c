@@ -1,0 +1,284 @@
+/* test_cli.c: the nanogpt command as a user meets it, following the README: prepare a text, train from a
+ * config file, stop with Ctrl-C (a real SIGINT), resume, sample, plot, export; plan, info, help; and the
+ * errors a typo gets. Each command is nanogpt's own main() run in a child process (fork) with its stdout and
+ * stderr captured in files; the child ends with exit(), so under ./build.sh asan LeakSanitizer checks every
+ * command for leaks too. */
+#define main nanogpt_main
+#include "../nanogpt.c"
+#undef main
+#include "check.h"
+
+#include <stdarg.h>
+#include <sys/wait.h>
+
+static char tmpdir[256];
+
+static const char *tmp_path(const char *name) {
+    static char buf[8][512];
+    static int k;
+    k = (k + 1) % 8;
+    snprintf(buf[k], sizeof buf[k], "%s/%s", tmpdir, name);
+    return buf[k];
+}
+
+typedef struct {
+    int rc;           /* exit status, or 128 + the signal that ended the child */
+    char out[65536];  /* the first 64 KiB of stdout */
+    char err[16384];  /* and of stderr */
+} CliRun;
+
+static void read_text(const char *path, char *buf, size_t cap) {
+    buf[0] = 0;
+    FILE *f = fopen(path, "rb");
+    if (!f) return;
+    size_t n = fread(buf, 1, cap - 1, f);
+    buf[n] = 0;
+    fclose(f);
+}
+
+/* starts `nanogpt argv...` (argv NULL-terminated, argv[0] the command) in a child; stdout and stderr go to
+ * out.txt and err.txt in tmpdir */
+static pid_t cli_start(char **argv) {
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        if (!freopen(tmp_path("out.txt"), "w", stdout) || !freopen(tmp_path("err.txt"), "w", stderr)) _exit(120);
+        int argc = 0;
+        while (argv[argc]) argc++;
+        char *full[64] = {"nanogpt"};
+        for (int i = 0; i < argc && i < 62; i++) full[i + 1] = argv[i];
+        exit(nanogpt_main(argc + 1, full));
+    }
+    return pid;
+}
+
+/* waits up to timeout_s for the child, then kills it (rc 128 + SIGKILL) */
+static void cli_wait(pid_t pid, CliRun *r, double timeout_s) {
+    int status = 0;
+    double t0 = now_seconds();
+    for (;;) {
+        pid_t got = waitpid(pid, &status, WNOHANG);
+        if (got == pid) break;
+        if (got < 0) { status = 0; r->rc = -1; break; }
+        if (now_seconds() - t0 > timeout_s) {
+            kill(pid, SIGKILL);
+            waitpid(pid, &status, 0);
+            break;
+        }
+        usleep(2000);
+    }
+    r->rc = WIFEXITED(status) ? WEXITSTATUS(status) : WIFSIGNALED(status) ? 128 + WTERMSIG(status) : -1;
+    read_text(tmp_path("out.txt"), r->out, sizeof r->out);
+    read_text(tmp_path("err.txt"), r->err, sizeof r->err);
+}
+
+/* runs `nanogpt first, ...` (NULL-terminated) to its end */
+static CliRun *cli(const char *first, ...) {
+    static CliRun r;
+    char *argv[64];
+    int n = 0;
+    va_list ap;
+    va_start(ap, first);
+    for (const char *a = first; a && n < 63; a = va_arg(ap, const char *)) argv[n++] = (char *)a;
+    va_end(ap);
+    argv[n] = NULL;
+    cli_wait(cli_start(argv), &r, 300);
+    return &r;
+}
+
+#define CHECK_RUN(r, want_rc, what)                                                                                  \
+    CHECK((r)->rc == (want_rc), "%s: exit status %d, expected %d\n--- stdout:\n%.2000s\n--- stderr:\n%.2000s", (what), \
+          (r)->rc, (want_rc), (r)->out, (r)->err)
+
+static long file_size(const char *path) {
+    struct stat st;
+    return stat(path, &st) ? -1 : (long)st.st_size;
+}
+
+static void test_help(void) {
+    CliRun *r = cli("help", NULL);
+    CHECK_RUN(r, 0, "help");
+    CHECK(strstr(r->out, "usage: nanogpt <command>"), "help prints the usage: %.300s", r->out);
+    r = cli("train", "--help", NULL);
+    CHECK_RUN(r, 0, "train --help");
+    CHECK(strstr(r->out, "usage: nanogpt <command>") && !r->err[0], "train --help prints the usage, no error: %.300s | %.300s", r->out, r->err);
+    r = cli("sample", "-h", NULL);
+    CHECK_RUN(r, 0, "sample -h");
+    r = cli("help", "config", NULL);
+    CHECK_RUN(r, 0, "help config");
+    CHECK(strstr(r->out, "max_iters") && strstr(r->out, "gradient_accumulation_steps"), "help config lists the keys: %.300s", r->out);
+    r = cli(NULL);
+    CHECK_RUN(r, 2, "no command");
+    CHECK(strstr(r->err, "usage: nanogpt"), "no command: the usage on stderr: %.300s", r->err);
+}
+
+static void test_typos(void) {
+    CliRun *r = cli("trian", NULL);
+    CHECK_RUN(r, 2, "trian");
+    CHECK(strstr(r->err, "unknown command 'trian' (did you mean 'train'?)"), "a misspelt command names the closest: %.300s", r->err);
+    r = cli("frobnicate", NULL);
+    CHECK_RUN(r, 2, "frobnicate");
+    CHECK(strstr(r->err, "unknown command 'frobnicate'") && !strstr(r->err, "did you mean"), "no far-fetched guess: %.300s", r->err);
+    r = cli("train", "--max_iter=3", NULL);
+    CHECK_RUN(r, 1, "--max_iter");
+    CHECK(strstr(r->err, "did you mean 'max_iters'"), "a misspelt key names the closest: %.300s", r->err);
+    r = cli("plan", "--n_layer=0", NULL);
+    CHECK_RUN(r, 1, "--n_layer=0");
+    CHECK(strstr(r->err, "n_layer"), "a bad value names its key: %.300s", r->err);
+    r = cli("train", "max_iters=3", NULL);
+    CHECK_RUN(r, 1, "max_iters=3 without --");
+    CHECK(strstr(r->err, "expected a config file, or a setting as --key=value"), "an argument without -- says what is expected: %.300s", r->err);
+    r = cli("prepare", "--input=x.txt", NULL);
+    CHECK_RUN(r, 1, "prepare without --out");
+    r = cli("plot", tmp_path("nowhere"), NULL);
+    CHECK_RUN(r, 1, "plot of a folder without a log");
+    CHECK(strstr(r->err, "nowhere/log.jsonl"), "plot names the file it could not open: %.300s", r->err);
+    r = cli("sample", "--out_dir=/nonexistent/out", NULL);
+    CHECK_RUN(r, 1, "sample without a checkpoint");
+    CHECK(strstr(r->err, "no checkpoint"), "sample says there is no checkpoint: %.300s", r->err);
+}
+
+static void test_plan_and_info(void) {
+    /* the seed scenario, answered without a GPU */
+    CliRun *r = cli("plan", "--json", "--n_layer=12", "--n_head=12", "--n_embd=768", "--block_size=1024", "--batch_size=64",
+                    "--vocab_size=50257", "--device=cuda", "--dtype=bfloat16", "--max_memory=2.68GiB", NULL);
+    CHECK_RUN(r, 0, "plan --json at 2.68 GiB");
+    CHECK(strstr(r->out, "\"fits\": true") && strstr(r->out, "\"tokens_per_step\": 65536"), "plan --json: %.400s", r->out);
+    r = cli("plan", "--n_layer=12", "--n_head=12", "--n_embd=768", "--block_size=1024", "--batch_size=64", "--vocab_size=50257",
+            "--device=cuda", "--dtype=bfloat16", "--max_memory=0.5GiB", NULL);
+    CHECK_RUN(r, 1, "plan at 0.5 GiB");
+    CHECK(strstr(r->err, "does not fit") && strstr(r->err, "block_size"), "a refusal says what would help: %.400s", r->err);
+    r = cli("info", NULL);
+    CHECK_RUN(r, 0, "info");
+    CHECK(strstr(r->out, "cpu: ") && strstr(r->out, "build: "), "info: %.300s", r->out);
+}
+
+/* the value after `key` in text, or -1 */
+static long long number_after(const char *text, const char *key) {
+    const char *p = strstr(text, key);
+    return p ? strtoll(p + strlen(key), NULL, 10) : -1;
+}
+
+/* README's workflow on a small text: prepare, train (config file), Ctrl-C, resume, sample, plot, export */
+static void test_workflow(void) {
+    char path[600];
+    const char *shared = shared_data_dir();
+    snprintf(path, sizeof path, "%s/tinyshakespeare.txt", shared);
+    FILE *in = fopen(path, "rb"), *f = fopen(tmp_path("input.txt"), "wb");
+    if (!in || !f) {
+        CHECK(0, "cannot read %s or write %s", path, tmp_path("input.txt"));
+        if (in) fclose(in);
+        if (f) fclose(f);
+        return;
+    }
+    char buf[4096];
+    for (int i = 0; i < 50; i++) { /* the first 200 KB */
+        size_t n = fread(buf, 1, sizeof buf, in);
+        fwrite(buf, 1, n, f);
+    }
+    fclose(in);
+    fclose(f);
+
+    char input_arg[600], out_arg[600];
+    snprintf(input_arg, sizeof input_arg, "--input=%s", tmp_path("input.txt"));
+    snprintf(out_arg, sizeof out_arg, "--out=%s", tmp_path("chars"));
+    CliRun *r = cli("prepare", input_arg, out_arg, NULL);
+    CHECK_RUN(r, 0, "prepare");
+    CHECK(file_size(tmp_path("chars/train.bin")) > 0 && file_size(tmp_path("chars/meta.bin")) > 0, "prepare wrote train.bin and meta.bin");
+
+    /* a config file as nanoGPT's: key = value lines, Python literals */
+    char cfg_path[600];
+    copy_str(cfg_path, sizeof cfg_path, tmp_path("tiny.cfg"));
+    f = fopen(cfg_path, "w");
+    if (!f) { CHECK(0, "cannot write %s", cfg_path); return; }
+    fprintf(f, "# a tiny model\nout_dir = '%s'\ndata_dir = '%s'\nn_layer = 2\nn_head = 2\nn_embd = 32\nblock_size = 32\n"
+               "batch_size = 4\nmax_iters = 1000000\nlr_decay_iters = 1000000\neval_interval = 1000000\neval_iters = 2\n"
+               "log_interval = 10\ndevice = 'cpu'\nthreads = 1\ndropout = 0.0\n",
+            tmp_path("out"), tmp_path("chars"));
+    fclose(f);
+
+    /* train until a few log lines are out, then Ctrl-C: the step finishes, a checkpoint is saved, exit 0 */
+    char *train_argv[] = {"train", cfg_path, NULL};
+    pid_t pid = cli_start(train_argv);
+    CliRun run, *t = &run;
+    double t0 = now_seconds();
+    char seen[65536] = "";
+    while (!strstr(seen, "iter 30/") && now_seconds() - t0 < 120) {
+        usleep(20000);
+        read_text(tmp_path("out.txt"), seen, sizeof seen);
+    }
+    CHECK(strstr(seen, "iter 30/"), "training logged no step 30 in 120 s: %.500s", seen);
+    kill(pid, SIGINT);
+    cli_wait(pid, t, 120);
+    CHECK_RUN(t, 0, "train, then SIGINT");
+    long long stopped = number_after(t->out, "stopped at step ");
+    CHECK(stopped >= 30 && strstr(t->out, "resume with --init_from=resume") && strstr(t->err, "stopping: finishing the step"),
+          "Ctrl-C: says where it stopped and how to resume: %.300s | %.300s", t->out + (strlen(t->out) > 300 ? strlen(t->out) - 300 : 0), t->err);
+    char ckpt[700];
+    checkpoint_path(tmp_path("out"), stopped, ckpt, sizeof ckpt);
+    CHECK(file_size(ckpt) > 0, "Ctrl-C saved %s", ckpt);
+
+    /* resume: continues from the saved step to the new max_iters */
+    char max_iters[64];
+    snprintf(max_iters, sizeof max_iters, "--max_iters=%lld", stopped + 20);
+    r = cli("train", cfg_path, "--init_from=resume", max_iters, NULL);
+    CHECK_RUN(r, 0, "train --init_from=resume");
+    CHECK(number_after(r->out, "(step ") == stopped && strstr(r->out, "resuming from"), "resume names the checkpoint and its step: %.300s", r->out);
+    CHECK(number_after(r->out, "done: ") == stopped + 21, "the resumed run ends at max_iters: %.300s",
+          r->out + (strlen(r->out) > 300 ? strlen(r->out) - 300 : 0));
+
+    /* sample from it: num_samples texts that start with the prompt, each closed by nanoGPT's separator */
+    char out_dir_arg[600];
+    snprintf(out_dir_arg, sizeof out_dir_arg, "--out_dir=%s", tmp_path("out"));
+    r = cli("sample", out_dir_arg, "--start=ROMEO:", "--num_samples=3", "--max_new_tokens=40", "--seed=7", NULL);
+    CHECK_RUN(r, 0, "sample");
+    int seps = 0;
+    for (const char *p = r->out; (p = strstr(p, "\n---------------\n")); p++) seps++;
+    CHECK(seps == 3 && !strncmp(r->out, "ROMEO:", 6), "3 samples starting with the prompt: %.400s", r->out);
+    char first[4096];
+    copy_str(first, sizeof first, r->out);
+    r = cli("sample", out_dir_arg, "--start=ROMEO:", "--num_samples=3", "--max_new_tokens=40", "--seed=7", NULL);
+    CHECK(!strcmp(first, r->out), "the same seed gives the same samples");
+    r = cli("sample", out_dir_arg, "--start=\xe2\x98\x83", NULL);
+    CHECK_RUN(r, 1, "sample with a character outside the vocabulary");
+    CHECK(strstr(r->err, "U+2603"), "names the character: %.300s", r->err);
+    r = cli("sample", out_dir_arg, "--top_k=1e30", NULL);
+    CHECK_RUN(r, 1, "sample --top_k=1e30");
+
+    /* plot: an SVG with the losses */
+    r = cli("plot", tmp_path("out"), NULL);
+    CHECK_RUN(r, 0, "plot");
+    read_text(tmp_path("out/loss.svg"), buf, sizeof buf);
+    CHECK(!strncmp(buf, "<svg", 4) && strstr(buf, "<polyline"), "loss.svg is an SVG with a curve: %.200s", buf);
+
+    /* export as an llm.c model file: the header says the model, the size matches it */
+    char model_arg[600];
+    snprintf(model_arg, sizeof model_arg, "--out=%s", tmp_path("model.bin"));
+    r = cli("export", out_dir_arg, model_arg, NULL);
+    CHECK_RUN(r, 0, "export");
+    int32_t h[256] = {0};
+    f = fopen(tmp_path("model.bin"), "rb");
+    if (f) {
+        if (fread(h, sizeof h, 1, f) != 1) h[0] = 0;
+        fclose(f);
+    }
+    long long L = h[4], C = h[6], maxT = h[2], Vp = h[7];
+    long long params = Vp * C + maxT * C + L * (2 * C + 3 * C * C + 3 * C + C * C + C + 2 * C + 4 * C * C + 4 * C + 4 * C * C + C) + 2 * C;
+    CHECK(h[0] == 20240326 && h[1] == 3 && maxT == 32 && L == 2 && h[5] == 2 && C == 32 && h[3] < Vp && Vp % 64 == 0,
+          "llm.c header: magic %d version %d maxT %lld V %d L %lld NH %d C %lld Vp %lld", h[0], h[1], maxT, h[3], L, h[5], C, Vp);
+    CHECK(file_size(tmp_path("model.bin")) == 1024 + 4 * params, "model.bin: %ld bytes, expected %lld", file_size(tmp_path("model.bin")),
+          1024 + 4 * params);
+}
+
+int main(void) {
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/ngpt_test_cli_%d", (int)getpid());
+    mkdir(tmpdir, 0777);
+    RUN(test_help);
+    RUN(test_typos);
+    RUN(test_plan_and_info);
+    RUN(test_workflow);
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+    if (system(cmd)) printf("could not remove %s\n", tmpdir);
+    return check_summary();
+}
