@@ -752,6 +752,7 @@ typedef struct {
     double budget;              /* bytes the arenas may take (CPU: device + host) */
     int pin_micro_batch, pin_recompute, pin_chunk; /* 0 / -1 / 0 = free */
     long long eval_seqs;        /* sequences per evaluation of one split (eval_iters * batch_size) */
+    int inference;              /* sampling only: no gradients, moments or kept activations (ngpt_options.sample_only) */
 } PlanRequest;
 
 typedef struct {
@@ -897,7 +898,7 @@ static double plan_layout(Plan *p, const PlanRequest *r, int B, int lanes, int r
     memset(p, 0, sizeof *p);
     p->req = *r;
     p->micro_batch = B;
-    p->lanes = lanes = MIN(lanes, B);
+    p->lanes = lanes = r->inference ? 1 : MIN(lanes, B);
     p->grad_accum = (int)(((long long)r->batch_size * r->grad_accum) / B);
     p->recompute = recompute;
     p->moments_dtype = moments_dtype;
@@ -915,12 +916,13 @@ static double plan_layout(Plan *p, const PlanRequest *r, int B, int lanes, int r
     size_t np = p->nparams_padded;
     int mixed = r->dtype != NGPT_DTYPE_F32;
     size_t a = 0;
+    size_t train = r->inference ? 0 : 1; /* sampling keeps the parameters (and their fp32 master) alone */
     p->off_params = a; a += ALIGN_UP(np * p->act_bytes, ARENA_ALIGN);
-    p->off_grads = a;  a += ALIGN_UP(np * p->act_bytes, ARENA_ALIGN);
+    p->off_grads = a;  a += train * ALIGN_UP(np * p->act_bytes, ARENA_ALIGN);
     p->off_lane_grads = a; a += (size_t)(lanes - 1) * ALIGN_UP(np * p->act_bytes, ARENA_ALIGN);
     p->off_master = a; a += mixed ? ALIGN_UP(np * 4, ARENA_ALIGN) : 0;
-    p->off_m = a;      a += ALIGN_UP(np * p->moment_bytes, ARENA_ALIGN);
-    p->off_v = a;      a += ALIGN_UP(np * p->moment_bytes, ARENA_ALIGN);
+    p->off_m = a;      a += train * ALIGN_UP(np * p->moment_bytes, ARENA_ALIGN);
+    p->off_v = a;      a += train * ALIGN_UP(np * p->moment_bytes, ARENA_ALIGN);
     p->off_region = a;
     p->cat_bytes[CAT_PARAMS] = (double)(p->off_grads - p->off_params);
     p->cat_bytes[CAT_GRADS] = (double)(p->off_master - p->off_grads);
@@ -929,9 +931,9 @@ static double plan_layout(Plan *p, const PlanRequest *r, int B, int lanes, int r
 
     size_t lane_BT = (size_t)lane_seqs(B, lanes) * r->T;
     p->logits_chunk = (int)MIN((size_t)chunk_cap, lane_BT);
-    layout_batch(&p->train, r, B, lanes, 1, recompute, p->logits_chunk, p->act_bytes);
+    layout_batch(&p->train, r, B, lanes, !r->inference, recompute, p->logits_chunk, p->act_bytes);
     p->region_bytes = p->train.end;
-    for (int i = 0; i < N_BATCH_BUFS; i++) p->cat_bytes[buf_category(i, 1)] += (double)p->train.bytes[i];
+    for (int i = 0; i < N_BATCH_BUFS; i++) p->cat_bytes[buf_category(i, !r->inference)] += (double)p->train.bytes[i];
 
     /* eval: the largest micro-batch whose forward-only layout fits in the training region */
     long long cap = MAX(r->eval_seqs, (long long)B);
@@ -974,6 +976,20 @@ static int plan_make(Plan *p, const PlanRequest *r, char *err, size_t errlen) {
     long long seqs = (long long)r->batch_size * r->grad_accum;
     if (r->T < 1 || r->batch_size < 1 || r->grad_accum < 1 || r->m.L < 1 || r->m.C < 1 || r->m.NH < 1 || r->m.V < 1)
         return fail(err, errlen, NGPT_ERR_ARG, "plan: sizes must be positive");
+    if (r->inference) { /* sampling: the largest micro-batch up to batch_size whose forward pass fits */
+        for (int B = r->batch_size; B >= 1; B--)
+            for (int small = 0; small < 2; small++)
+                if (plan_layout(p, r, B, 1, RECOMPUTE_NONE, r->pin_chunk ? r->pin_chunk : default_chunk(r, small), NGPT_DTYPE_F32) <= r->budget) {
+                    p->fits = 1;
+                    return NGPT_OK;
+                }
+        char nb[32], bb[32];
+        double need = plan_layout(p, r, 1, 1, RECOMPUTE_NONE, r->pin_chunk ? r->pin_chunk : default_chunk(r, 1), NGPT_DTYPE_F32);
+        return fail(err, errlen, NGPT_ERR_NOMEM,
+                    "does not fit: sampling this model (its parameters and the forward pass of one sequence of block_size %d) needs %s "
+                    "and the budget is %s. What helps: a smaller block_size, or more memory (--max_memory, another device)",
+                    r->T, fmt_bytes(nb, sizeof nb, need), fmt_bytes(bb, sizeof bb, r->budget));
+    }
     if (r->pin_micro_batch && (r->pin_micro_batch > seqs || seqs % r->pin_micro_batch))
         return fail(err, errlen, NGPT_ERR_ARG,
                     "micro_batch = %d must divide batch_size * gradient_accumulation_steps = %lld so the tokens per step stay as asked",
@@ -5984,7 +6000,12 @@ static int checkpoint_save(ngpt_trainer *tr, int is_best) {
     return NGPT_OK;
 }
 
-int ngpt_save(ngpt_trainer *tr, const char *path) { return checkpoint_write(tr, path); }
+#define SAMPLE_ONLY_REFUSAL "this trainer was made for sampling (sample_only): it holds no gradients or optimizer state"
+
+int ngpt_save(ngpt_trainer *tr, const char *path) {
+    if (tr->plan.req.inference) return tr_fail(tr, NGPT_ERR_STATE, "cannot save %s: " SAMPLE_ONLY_REFUSAL, path);
+    return checkpoint_write(tr, path);
+}
 
 /* Loads parameters, moments and training state from an open checkpoint whose model matches. */
 static int checkpoint_load(ngpt_trainer *tr, CkptReader *r, const char *path) {
@@ -5996,8 +6017,8 @@ static int checkpoint_load(ngpt_trainer *tr, CkptReader *r, const char *path) {
                        "(%d, %d, %d, %d, %d, %d)",
                        path, m->L, m->NH, m->C, m->V, m->maxT, m->bias, ms->L, ms->NH, ms->C, ms->V, ms->maxT, ms->bias);
     int rc = checkpoint_read_tensors(tr, r, path, SEC_PARAMS, tr->master, 4);
-    if (!rc) rc = checkpoint_read_tensors(tr, r, path, SEC_ADAM_M, tr->m, tr->plan.moment_bytes);
-    if (!rc) rc = checkpoint_read_tensors(tr, r, path, SEC_ADAM_V, tr->v, tr->plan.moment_bytes);
+    if (!rc && !tr->plan.req.inference) rc = checkpoint_read_tensors(tr, r, path, SEC_ADAM_M, tr->m, tr->plan.moment_bytes);
+    if (!rc && !tr->plan.req.inference) rc = checkpoint_read_tensors(tr, r, path, SEC_ADAM_V, tr->v, tr->plan.moment_bytes);
     if (rc) return rc;
     for (int i = 0; i < N_PARAM_TENSORS; i++)
         tr->be->cast_from_f32(tr->be, pt(tr, tr->params, i, 0), (float *)tensor_at(tr, tr->master, i, 4), tr->plan.param_len[i]);
@@ -6087,6 +6108,7 @@ static int trainer_setup(ngpt_trainer *tr) {
     if (strcmp(c->init_from, "scratch") && strcmp(c->init_from, "resume")) {
         ModelShape pm;
         if ((rc = pretrained_load(c->init_from, c->pretrained_dir, &pm, &tr->pretrained, msg, sizeof msg))) return tr_fail(tr, rc, "%s", msg);
+        if (tr->opt.sample_only && c->block_size > pm.maxT) c->block_size = pm.maxT; /* sampling: the model's whole context */
         if ((rc = pretrained_crop(&pm, tr->pretrained, c->block_size, msg, sizeof msg))) return tr_fail(tr, rc, "%s", msg);
         c->n_layer = pm.L;
         c->n_head = pm.NH;
@@ -6111,7 +6133,7 @@ static int trainer_setup(ngpt_trainer *tr) {
     }
     if (V == 0) V = 50257;
     if (V > 65536) return tr_fail(tr, NGPT_ERR_ARG, "vocab_size = %d: token files hold uint16 ids, so at most 65536", V);
-    if (!tr->opt.no_data) {
+    if (!tr->opt.no_data && !tr->opt.sample_only) {
         if ((rc = tokenset_open(&tr->train_data, dir, "train", V, c->block_size, msg, sizeof msg))) return tr_fail(tr, rc, "%s", msg);
         if ((rc = tokenset_open(&tr->val_data, dir, "val", V, c->block_size, msg, sizeof msg))) return tr_fail(tr, rc, "%s", msg);
     }
@@ -6132,6 +6154,7 @@ static int trainer_setup(ngpt_trainer *tr) {
     }
     PlanRequest req;
     plan_request_from_config(&req, c, &tr->ms, device, dtype, nthreads, budget);
+    req.inference = tr->opt.sample_only;
     if ((rc = plan_make(&tr->plan, &req, msg, sizeof msg))) return tr_fail(tr, rc, "%s", msg);
 
     if (tr->plan_only) return NGPT_OK; /* ngpt_plan_arenas: sizes only */
@@ -6352,6 +6375,7 @@ static void fill_from_train(ngpt_trainer *tr, int micro, void *ctx) {
 }
 
 int ngpt_train_step(ngpt_trainer *tr, float *loss) {
+    if (tr->plan.req.inference) return tr_fail(tr, NGPT_ERR_STATE, SAMPLE_ONLY_REFUSAL);
     if (!tr->train_data.n) return tr_fail(tr, NGPT_ERR_STATE, "this trainer was made without data (no_data)");
     return train_step_with(tr, fill_from_train, NULL, loss);
 }
@@ -6384,6 +6408,7 @@ static int eval_split(ngpt_trainer *tr, const TokenSet *f, uint64_t stream, floa
 
 int ngpt_evaluate(ngpt_trainer *tr, float *train_loss, float *val_loss) {
     ngpt_backend *be = tr->be;
+    if (tr->plan.req.inference) return tr_fail(tr, NGPT_ERR_STATE, SAMPLE_ONLY_REFUSAL);
     if (!tr->train_data.n) return tr_fail(tr, NGPT_ERR_STATE, "this trainer was made without data (no_data)");
     be->set_scratch(be, slot(tr, &tr->plan.eval, B_SCRATCH, 0), tr->plan.eval.slot_bytes[B_SCRATCH]);
     /* fresh windows at every evaluation, reproducible from (seed, step): a resumed run sees the same */
@@ -7376,9 +7401,10 @@ static void usage(FILE *f) {
             "            [config file] [--key=value ...] [--steps=20] [--warmup=3] [--kernels: each matmul shape and attention]\n"
             "  prepare   text -> train.bin/val.bin: --input=FILE[,FILE...] --out=DIR [--tokenizer=char|gpt2] [--format=nanogpt|llmc]\n"
             "            [--tokenizer_dir=data/gpt2] [--val_fraction=0.1]\n"
-            "  sample    text from a trained model: --out_dir=DIR --start=TEXT|FILE:path --num_samples=10 --max_new_tokens=500\n"
-            "            --temperature=0.8 --top_k=200 --seed=1337 (nanoGPT's sample.py)\n"
-            "  export    a checkpoint as an llm.c model file: --out_dir=DIR --out=FILE [--bf16]\n"
+            "  sample    text from out_dir's best checkpoint (--out_dir=DIR) or pretrained weights (--init_from=gpt2|FILE):\n"
+            "            --start=TEXT|FILE:path --num_samples=10 --max_new_tokens=500 --temperature=0.8 --top_k=200 --seed=1337\n"
+            "            (nanoGPT's sample.py; memory for the weights and a forward pass only)\n"
+            "  export    out_dir's best checkpoint as an llm.c model file: --out_dir=DIR --out=FILE [--bf16]\n"
             "  plot      OUT_DIR/log.jsonl -> OUT_DIR/loss.svg\n"
             "  info      the devices this build can use\n"
             "  help      this text; `nanogpt help config` lists every config key\n",
@@ -7455,6 +7481,22 @@ static int download(const char *url, const char *path, char *err, size_t errlen)
     return NGPT_OK;
 }
 
+/* GPT-2's encoder.json and vocab.bpe in dir (or its compact gpt2.tok), downloaded when missing */
+static int ensure_gpt2_vocab(const char *dir, char *err, size_t errlen) {
+    const char *names[2] = {"encoder.json", "vocab.bpe"};
+    char path[600];
+    snprintf(path, sizeof path, "%.500s/gpt2.tok", dir);
+    for (int i = 0; i < 2 && !file_exists(path); i++) {
+        char file[600], url[300];
+        snprintf(file, sizeof file, "%.500s/%s", dir, names[i]);
+        snprintf(url, sizeof url, "%s/%s", GPT2_VOCAB_URL, names[i]);
+        mkdir_p(dir);
+        if (!file_exists(file) && download(url, file, err, errlen))
+            return fail(err, errlen, NGPT_ERR_IO, "could not download GPT-2's %s (offline?). Put encoder.json and vocab.bpe in %s", names[i], dir);
+    }
+    return NGPT_OK;
+}
+
 /* The recipes' datasets prepare themselves: shakespeare_char (characters) and shakespeare (GPT-2 BPE)
  * from data/<dataset>/input.txt (downloaded when missing, or --input). */
 static int ensure_dataset(const ngpt_config *cfg, char *err, size_t errlen) {
@@ -7474,19 +7516,9 @@ static int ensure_dataset(const ngpt_config *cfg, char *err, size_t errlen) {
                         input);
     }
     if (chars) return prepare_char(input, dir, 0.1, stdout, err, errlen);
-    const char *names[2] = {"encoder.json", "vocab.bpe"};
-    snprintf(path, sizeof path, "%.500s/gpt2.tok", cfg->tokenizer_dir);
-    for (int i = 0; i < 2 && !file_exists(path); i++) {
-        char file[600], url[300];
-        snprintf(file, sizeof file, "%.500s/%s", cfg->tokenizer_dir, names[i]);
-        snprintf(url, sizeof url, "%s/%s", GPT2_VOCAB_URL, names[i]);
-        mkdir_p(cfg->tokenizer_dir);
-        if (!file_exists(file) && download(url, file, err, errlen))
-            return fail(err, errlen, NGPT_ERR_IO, "could not download GPT-2's %s (offline?). Put encoder.json and vocab.bpe in %s", names[i],
-                        cfg->tokenizer_dir);
-    }
     ngpt_tokenizer *tok = NULL;
-    int rc = load_gpt2_tokenizer(cfg->tokenizer_dir, &tok, err, errlen);
+    int rc = ensure_gpt2_vocab(cfg->tokenizer_dir, err, errlen);
+    if (!rc) rc = load_gpt2_tokenizer(cfg->tokenizer_dir, &tok, err, errlen);
     char *inputs[1] = {input};
     if (!rc) rc = prepare_gpt2(inputs, 1, dir, 0.1, 0, tok, stdout, err, errlen);
     ngpt_tokenizer_free(tok);
@@ -7747,6 +7779,32 @@ static int char_encode(const CharVocab *v, const char *text, int32_t *ids, int c
     return NGPT_OK;
 }
 
+/* The checkpoint that sample and export read from out_dir: best.bin (the lowest val loss), else the newest
+ * ckpt_<step>.bin. cfg becomes its stored config and model shape, with init_from = scratch: the caller makes a
+ * trainer from cfg and loads the file's parameters into it with ngpt_load. */
+static int checkpoint_to_read(const char *out_dir, char *path, size_t cap, ngpt_config *cfg, char *err, size_t errlen) {
+    long long steps[256];
+    int n = checkpoint_list(out_dir, steps, 256);
+    snprintf(path, cap, "%.400s/best.bin", out_dir);
+    if (!file_exists(path)) {
+        if (!n) return fail(err, errlen, NGPT_ERR_IO, "no checkpoint in out_dir %s (train first, or pass --out_dir, or --init_from=gpt2 for OpenAI's weights)", out_dir);
+        checkpoint_path(out_dir, steps[n - 1], path, cap);
+    }
+    CkptReader r;
+    int rc = checkpoint_read_config(path, cfg, err, errlen);
+    if (!rc) rc = checkpoint_open(&r, path, err, errlen);
+    if (rc) return rc;
+    fclose(r.f);
+    cfg->n_layer = r.model.L;
+    cfg->n_head = r.model.NH;
+    cfg->n_embd = r.model.C;
+    cfg->vocab_size = r.model.V;
+    cfg->block_size = r.model.maxT;
+    cfg->bias = r.model.bias;
+    copy_str(cfg->init_from, sizeof cfg->init_from, "scratch");
+    return NGPT_OK;
+}
+
 static int cmd_sample(int argc, char **argv) {
     char start[65536] = "\n", err[NGPT_ERRLEN], path[700];
     int num_samples = 10, max_new = 500, top_k = 200;
@@ -7754,17 +7812,16 @@ static int cmd_sample(int argc, char **argv) {
     long long seed = 1337;
     ngpt_config cfg;
     ngpt_config_defaults(&cfg);
-    /* out_dir first: the checkpoint's config is the base, the command line overrides it */
-    for (int i = 0; i < argc; i++)
+    /* pretrained weights (--init_from=gpt2, a .safetensors file or folder, an llm.c model file), as nanoGPT's
+     * sample.py; otherwise out_dir's checkpoint, whose config is the base that the command line overrides */
+    const char *init_from = "";
+    for (int i = 0; i < argc; i++) {
         if (!strncmp(argv[i], "--out_dir=", 10)) copy_str(cfg.out_dir, sizeof cfg.out_dir, argv[i] + 10);
-    long long steps[256];
-    int n = checkpoint_list(cfg.out_dir, steps, 256);
-    snprintf(path, sizeof path, "%.400s/best.bin", cfg.out_dir);
-    if (!file_exists(path)) {
-        if (!n) { fprintf(stderr, "error: no checkpoint in out_dir %s (train first, or pass --out_dir)\n", cfg.out_dir); return 1; }
-        checkpoint_path(cfg.out_dir, steps[n - 1], path, sizeof path);
+        if (!strncmp(argv[i], "--init_from=", 12)) init_from = argv[i] + 12;
     }
-    if (checkpoint_read_config(path, &cfg, err, sizeof err)) { fprintf(stderr, "error: %s\n", err); return 1; }
+    int from_checkpoint = !init_from[0] || !strcmp(init_from, "resume");
+    if (!strcmp(init_from, "scratch")) { fprintf(stderr, "error: --init_from=scratch: a fresh model has nothing to say; sample a checkpoint or gpt2\n"); return 1; }
+    if (from_checkpoint && checkpoint_to_read(cfg.out_dir, path, sizeof path, &cfg, err, sizeof err)) { fprintf(stderr, "error: %s\n", err); return 1; }
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i], *eq = strchr(a, '=');
         double x;
@@ -7796,19 +7853,25 @@ static int cmd_sample(int argc, char **argv) {
             if (ngpt_config_set(&cfg, key, eq + 1, err, sizeof err)) { fprintf(stderr, "error: --%s: %s\n", key, err); return 1; }
         }
     }
-    copy_str(cfg.init_from, sizeof cfg.init_from, "resume");
+    if (from_checkpoint) copy_str(cfg.init_from, sizeof cfg.init_from, "scratch");
     ngpt_options opt;
     memset(&opt, 0, sizeof opt);
-    opt.no_data = 1;
+    opt.sample_only = 1;
     ngpt_trainer *tr;
     if (ngpt_trainer_create(&cfg, &opt, &tr, err, sizeof err)) { fprintf(stderr, "error: %s\n", err); return 1; }
+    if (from_checkpoint && ngpt_load(tr, path)) {
+        fprintf(stderr, "error: %s\n", ngpt_last_error(tr));
+        ngpt_trainer_free(tr);
+        return 1;
+    }
     ngpt_tokenizer *tok = NULL;
     int32_t *prompt = (int32_t *)malloc(sizeof start * sizeof(int32_t));
     int np = 0, rc = prompt ? NGPT_OK : fail(err, sizeof err, NGPT_ERR_NOMEM, "out of host memory");
     if (!rc && tr->charvocab) rc = char_encode(tr->charvocab, start, prompt, (int)sizeof start, &np, err, sizeof err);
     else if (!rc) {
         size_t nn = 0;
-        rc = load_gpt2_tokenizer(cfg.tokenizer_dir, &tok, err, sizeof err);
+        rc = ensure_gpt2_vocab(cfg.tokenizer_dir, err, sizeof err);
+        if (!rc) rc = load_gpt2_tokenizer(cfg.tokenizer_dir, &tok, err, sizeof err);
         if (!rc) rc = ngpt_tokenizer_encode(tok, start, strlen(start), 1, prompt, sizeof start, &nn, err, sizeof err);
         np = (int)nn;
         if (!rc && np == 0) prompt[np++] = ngpt_tokenizer_eot(tok); /* nanoGPT starts an empty prompt at <|endoftext|> */
@@ -7855,19 +7918,15 @@ static int cmd_export(int argc, char **argv) {
     }
     if (!out) { fprintf(stderr, "error: export needs --out=FILE (an llm.c model file; --bf16 for version 5)\n"); return 1; }
     char err[NGPT_ERRLEN], path[700];
-    long long steps[256];
-    int n = checkpoint_list(cfg.out_dir, steps, 256);
-    if (!n) { fprintf(stderr, "error: no checkpoint in out_dir %s\n", cfg.out_dir); return 1; }
-    checkpoint_path(cfg.out_dir, steps[n - 1], path, sizeof path);
-    if (checkpoint_read_config(path, &cfg, err, sizeof err)) { fprintf(stderr, "error: %s\n", err); return 1; }
-    copy_str(cfg.init_from, sizeof cfg.init_from, "resume");
+    if (checkpoint_to_read(cfg.out_dir, path, sizeof path, &cfg, err, sizeof err)) { fprintf(stderr, "error: %s\n", err); return 1; }
     ngpt_options opt;
     memset(&opt, 0, sizeof opt);
-    opt.no_data = 1;
+    opt.sample_only = 1;
     ngpt_trainer *tr;
     if (ngpt_trainer_create(&cfg, &opt, &tr, err, sizeof err)) { fprintf(stderr, "error: %s\n", err); return 1; }
-    float *params = (float *)malloc(tr->plan.nparams * sizeof(float));
-    int rc = params ? NGPT_OK : fail(err, sizeof err, NGPT_ERR_NOMEM, "out of host memory");
+    int rc = ngpt_load(tr, path) ? fail(err, sizeof err, NGPT_ERR_FORMAT, "%s", ngpt_last_error(tr)) : NGPT_OK;
+    float *params = rc ? NULL : (float *)malloc(tr->plan.nparams * sizeof(float));
+    if (!rc && !params) rc = fail(err, sizeof err, NGPT_ERR_NOMEM, "out of host memory");
     if (!rc) {
         copy_master_out(tr, params);
         rc = llmc_write_model(out, &tr->ms, params, bf16, err, sizeof err);

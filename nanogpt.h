@@ -147,7 +147,11 @@ typedef struct ngpt_options {
     ngpt_log_fn log;           /* messages; without `progress`, also a line every log_interval steps */
     ngpt_progress_fn progress; /* every step and evaluation */
     void *ctx;                 /* passed to both */
-    int no_data;               /* 1: do not open the dataset (a trainer made only to sample) */
+    int no_data;               /* 1: do not open the dataset (ngpt_train_step and ngpt_evaluate are refused) */
+    int sample_only;           /* 1: for ngpt_sample and export only: no dataset, and memory for the parameters and
+                                * a forward pass alone (no gradients, AdamW moments or kept activations), so a
+                                * model too big to train here can still be sampled; ngpt_save is refused, ngpt_load
+                                * reads a checkpoint's parameters only. Arenas sized by ngpt_plan_arenas suffice. */
     /* The embedder's own memory instead of the library's one allocation of each arena (sizes from
      * ngpt_plan_arenas; on the GPU device_arena is device memory and host_arena should be pinned).
      * The library never frees them. Beyond them it mallocs only small bookkeeping at creation. */

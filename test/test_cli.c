@@ -1,8 +1,8 @@
 /* test_cli.c: the nanogpt command as a user meets it, following the README: prepare a text, train from a
- * config file, stop with Ctrl-C (a real SIGINT), resume, sample, plot, export; plan, info, help; and the
- * errors a typo gets. Each command is nanogpt's own main() run in a child process (fork) with its stdout and
- * stderr captured in files; the child ends with exit(), so under ./build.sh asan LeakSanitizer checks every
- * command for leaks too. */
+ * config file, stop with Ctrl-C (a real SIGINT), resume, sample, plot, export, sample the exported file as
+ * pretrained weights; plan, info, help; and the errors a typo gets. Each command is nanogpt's own main() run
+ * in a child process (fork) with its stdout and stderr captured in files; the child ends with exit(), so
+ * under ./build.sh asan LeakSanitizer checks every command for leaks too. */
 #define main nanogpt_main
 #include "../nanogpt.c"
 #undef main
@@ -268,6 +268,16 @@ static void test_workflow(void) {
           "llm.c header: magic %d version %d maxT %lld V %d L %lld NH %d C %lld Vp %lld", h[0], h[1], maxT, h[3], L, h[5], C, Vp);
     CHECK(file_size(tmp_path("model.bin")) == 1024 + 4 * params, "model.bin: %ld bytes, expected %lld", file_size(tmp_path("model.bin")),
           1024 + 4 * params);
+
+    /* the exported file as pretrained weights (nanoGPT's sample.py --init_from): the same samples as the checkpoint */
+    char init_arg[600], data_arg[600];
+    snprintf(init_arg, sizeof init_arg, "--init_from=%s", tmp_path("model.bin"));
+    snprintf(data_arg, sizeof data_arg, "--data_dir=%s", tmp_path("chars")); /* its meta.bin: the characters */
+    r = cli("sample", init_arg, data_arg, "--start=ROMEO:", "--num_samples=3", "--max_new_tokens=40", "--seed=7", NULL);
+    CHECK_RUN(r, 0, "sample --init_from=model.bin");
+    CHECK(!strcmp(first, r->out), "the exported weights sample as the checkpoint did:\n%.300s\n---- vs ----\n%.300s", first, r->out);
+    r = cli("sample", "--init_from=scratch", NULL);
+    CHECK_RUN(r, 1, "sample --init_from=scratch");
 }
 
 int main(void) {

@@ -3,6 +3,7 @@
  *  - a property test over random configs and budgets: aligned, disjoint, within budget, tokens per step
  *    kept, the largest micro-batch chosen, and a refusal only when the smallest plan truly does not fit;
  *  - the seed scenario: GPT-2 124M, 64 x 1024 tokens per step, in 2.68 GiB;
+ *  - sampling plans: no gradients or moments, the largest forward that fits (GPT-2 XL sampled in 12 GiB);
  *  - training with different forced micro-batches gives the same losses;
  *  - a failing allocation is a clear error. */
 #define NGPT_NO_MAIN
@@ -182,6 +183,63 @@ static void test_property_random_configs(void) {
     CHECK(fits > 300 && refusals > 300, "the random budgets should exercise both outcomes (%d fit, %d refused)", fits, refusals);
 }
 
+/* A plan for sampling only (ngpt_options.sample_only): parameters (and the fp32 master of mixed precision) and
+ * a forward pass, never gradients or moments; the largest micro-batch up to batch_size whose forward fits. */
+static void test_inference_plan(void) {
+    char err[NGPT_ERRLEN], why[160];
+    /* GPT-2 XL in bf16 on a 12 GiB card: training does not fit, sampling does */
+    ModelShape xl = gpt2_shape(48, 25, 1600, 1);
+    PlanRequest r = request(xl, 1024, 8, 1, NGPT_DTYPE_BF16, DEV_BACKEND_CUDA, 12.0 * GiB - CUDA_SAFETY_MARGIN);
+    Plan p;
+    CHECK(plan_make(&p, &r, err, sizeof err) == NGPT_ERR_NOMEM, "gpt2-xl training in 12 GiB should not fit");
+    r.inference = 1;
+    int rc = plan_make(&p, &r, err, sizeof err);
+    CHECK(rc == NGPT_OK, "gpt2-xl sampling in 12 GiB: %s", err);
+    CHECK(p.cat_bytes[CAT_GRADS] == 0 && p.cat_bytes[CAT_MOMENTS] == 0 && p.cat_bytes[CAT_ACTS] == 0,
+          "no gradients (%.0f), moments (%.0f) or kept activations (%.0f)", p.cat_bytes[CAT_GRADS], p.cat_bytes[CAT_MOMENTS], p.cat_bytes[CAT_ACTS]);
+    CHECK(p.cat_bytes[CAT_PARAMS] >= 2.0 * p.nparams && p.cat_bytes[CAT_MASTER] >= 4.0 * p.nparams, "bf16 parameters and their fp32 master");
+    printf("  gpt2-xl, bf16, 12 GiB: sampling plan micro-batch %d, arena %.2f GiB\n", p.micro_batch, p.device_bytes / GiB);
+    r.budget = 1.0 * GiB;
+    CHECK(plan_make(&p, &r, err, sizeof err) == NGPT_ERR_NOMEM && strstr(err, "sampling this model"), "1 GiB refusal: %s", err);
+
+    Rng rng = {91, 1, 0};
+    int fits = 0, refusals = 0, failures = 0;
+    for (int it = 0; it < 1000 && failures < 5; it++) {
+        int NH = 1 + (int)rng_below(&rng, 8);
+        ModelShape m = {1 + (int)rng_below(&rng, 12), NH, NH * (8 << rng_below(&rng, 4)), 10 + (int)rng_below(&rng, 60000), 0, 0,
+                        (int)rng_below(&rng, 2)};
+        m.Vp = pad_vocab(m.V);
+        m.maxT = 1 + (int)rng_below(&rng, 2048);
+        int device = (int)rng_below(&rng, 2), batch = 1 + (int)rng_below(&rng, 64);
+        int dtype = device == DEV_BACKEND_CPU ? NGPT_DTYPE_F32 : (int)rng_below(&rng, 3);
+        double budget = exp(log(1e6) + (log(1e10) - log(1e6)) * (double)rng_below(&rng, 1000000) / 1e6);
+        PlanRequest q = request(m, m.maxT, batch, 1 + (int)rng_below(&rng, 8), dtype, device, budget);
+        q.inference = 1;
+        rc = plan_make(&p, &q, err, sizeof err);
+        int ok = 1;
+        if (rc == NGPT_OK) {
+            fits++;
+            Plan bigger;
+            if (plan_bytes(&p) > budget) { ok = 0; snprintf(why, sizeof why, "%.0f bytes over budget %.0f", plan_bytes(&p), budget); }
+            else if (p.lanes != 1 || p.cat_bytes[CAT_GRADS] != 0 || p.cat_bytes[CAT_MOMENTS] != 0 || p.train.training) {
+                ok = 0; snprintf(why, sizeof why, "training memory in a sampling plan");
+            } else if (!layout_ok(&p.train, p.region_bytes, why, sizeof why) || !layout_ok(&p.eval, p.region_bytes, why, sizeof why)) ok = 0;
+            else if (p.micro_batch > batch) { ok = 0; snprintf(why, sizeof why, "micro-batch %d above batch_size %d", p.micro_batch, batch); }
+            else if (p.micro_batch < batch && plan_layout(&bigger, &q, p.micro_batch + 1, 1, RECOMPUTE_NONE, default_chunk(&q, 1), NGPT_DTYPE_F32) <= budget) {
+                ok = 0; snprintf(why, sizeof why, "micro-batch %d would fit but %d was chosen", p.micro_batch + 1, p.micro_batch);
+            }
+        } else {
+            refusals++;
+            Plan smallest;
+            double need = plan_layout(&smallest, &q, 1, 1, RECOMPUTE_NONE, default_chunk(&q, 1), NGPT_DTYPE_F32);
+            if (!(rc == NGPT_ERR_NOMEM && need > budget)) { ok = 0; snprintf(why, sizeof why, "refused (%d) though %.0f of %.0f fits: %.60s", rc, need, budget, err); }
+        }
+        if (!ok) { failures++; CHECK(0, "sampling config %d (L%d C%d T%d batch %d, budget %.0f): %s", it, m.L, m.C, m.maxT, batch, budget, why); }
+    }
+    printf("  1000 random sampling configs: %d planned, %d refused\n", fits, refusals);
+    CHECK(fits > 100 && refusals > 100, "the random budgets should exercise both outcomes (%d fit, %d refused)", fits, refusals);
+}
+
 /* The reason this project exists: GPT-2 124M, batch 64 x block 1024, a 12 GB card with 2.68 GiB free. */
 static void test_seed_scenario(void) {
     ModelShape m = gpt2_shape(12, 12, 768, 0);
@@ -286,6 +344,7 @@ int main(void) {
     RUN(test_sizes_by_category);
     RUN(test_property_random_configs);
     RUN(test_seed_scenario);
+    RUN(test_inference_plan);
     RUN(test_forced_micro_batches_same_losses);
     RUN(test_allocation_failure);
     char cmd[300];

@@ -1,7 +1,8 @@
 /* test_sample.c: generation with the KV cache.
  *  - the logits of each decoding step equal those of a full forward pass over the same prefix;
  *  - top_k = 1 is greedy decoding of the full model; the same seed gives the same samples;
- *  - generation past block_size (the cache is rebuilt) stays valid; top-k selection is exact. */
+ *  - generation past block_size (the cache is rebuilt) stays valid; top-k selection is exact;
+ *  - a sampling-only trainer holds no training memory and samples a loaded checkpoint as the full one does. */
 #define NGPT_NO_MAIN
 #include "../nanogpt.c"
 #include "check.h"
@@ -10,22 +11,24 @@
 enum { V = 75, T = 20, S = 3 };
 static char dir[256];
 
-static ngpt_trainer *make(void) {
+static ngpt_trainer *make_with(int sample_only, long long seed) {
     snprintf(dir, sizeof dir, "/tmp/ngpt_test_sample_%d", (int)getpid());
     ngpt_config c;
     ngpt_config_defaults(&c);
     copy_str(c.device, sizeof c.device, "cpu");
     copy_str(c.data_dir, sizeof c.data_dir, dir);
     c.vocab_size = V; c.block_size = T; c.n_layer = 2; c.n_head = 4; c.n_embd = 32; c.bias = 1;
-    c.batch_size = S; c.gradient_accumulation_steps = 1; c.threads = 2;
+    c.batch_size = S; c.gradient_accumulation_steps = 1; c.threads = 2; c.seed = seed;
     ngpt_options opt;
     memset(&opt, 0, sizeof opt);
     opt.no_data = 1; /* no dataset needed to sample */
+    opt.sample_only = sample_only;
     ngpt_trainer *tr;
     char err[NGPT_ERRLEN];
     if (ngpt_trainer_create(&c, &opt, &tr, err, sizeof err)) { printf("create: %s\n", err); return NULL; }
     return tr;
 }
+static ngpt_trainer *make(void) { return make_with(0, 1337); }
 
 /* logits (B*T rows of Vp) of a full forward pass over B sequences */
 static void full_logits(ngpt_trainer *tr, const int32_t *tok, int B, float *out) {
@@ -94,6 +97,35 @@ static void test_greedy_and_seeds(void) {
     ngpt_trainer_free(tr);
 }
 
+/* A trainer made only to sample: no gradients or moments in its arena, a checkpoint's parameters load into it
+ * and sample as in the full trainer; saving and training are refused. */
+static void test_sample_only(void) {
+    ngpt_trainer *full = make(), *lean = make_with(1, 4242); /* another seed: other initial weights until loaded */
+    if (!full || !lean) { CHECK(0, "trainers"); ngpt_trainer_free(full); ngpt_trainer_free(lean); return; }
+    CHECK(lean->plan.off_master == lean->plan.off_grads && lean->plan.off_region == lean->plan.off_m,
+          "gradients %zu bytes, moments %zu bytes", lean->plan.off_master - lean->plan.off_grads, lean->plan.off_region - lean->plan.off_m);
+    CHECK(lean->plan.device_bytes < full->plan.device_bytes, "sampling arena %zu not below training's %zu", lean->plan.device_bytes,
+          full->plan.device_bytes);
+    char path[300];
+    snprintf(path, sizeof path, "%s.ckpt", dir);
+    CHECK(ngpt_save(full, path) == 0, "save: %s", full->err);
+    int32_t prompt[3] = {7, 8, 9}, a[2 * 33], b[2 * 33];
+    CHECK(ngpt_sample(lean, prompt, 3, 2, 30, 0.9f, 10, 3, b) == 0, "%s", lean->err);
+    CHECK(ngpt_sample(full, prompt, 3, 2, 30, 0.9f, 10, 3, a) == 0, "%s", full->err);
+    CHECK(memcmp(a, b, sizeof a), "different weights sampled the same (the test would prove nothing)");
+    CHECK(ngpt_load(lean, path) == 0, "load into the sampling trainer: %s", lean->err);
+    CHECK(ngpt_sample(lean, prompt, 3, 2, 30, 0.9f, 10, 3, b) == 0, "%s", lean->err);
+    CHECK(!memcmp(a, b, sizeof a), "the sampling trainer, loaded from the checkpoint, samples differently");
+    float loss;
+    CHECK(ngpt_save(lean, path) == NGPT_ERR_STATE && strstr(ngpt_last_error(lean), "sample_only"), "save refused: %s", ngpt_last_error(lean));
+    CHECK(ngpt_train_step(lean, &loss) == NGPT_ERR_STATE, "training refused");
+    CHECK(ngpt_evaluate(lean, &loss, &loss) == NGPT_ERR_STATE, "evaluation refused");
+    CHECK(ngpt_load(full, path) == 0, "the checkpoint survives the refused save: %s", full->err);
+    unlink(path);
+    ngpt_trainer_free(full);
+    ngpt_trainer_free(lean);
+}
+
 static int cmp_desc(const void *x, const void *y) {
     float a = *(const float *)x, b = *(const float *)y;
     return (a < b) - (a > b);
@@ -113,6 +145,7 @@ static void test_kth_largest(void) {
 int main(void) {
     RUN(test_decode_matches_full_forward);
     RUN(test_greedy_and_seeds);
+    RUN(test_sample_only);
     RUN(test_kth_largest);
     return check_summary();
 }
