@@ -4234,6 +4234,10 @@ static void *lane_slot(const ngpt_trainer *tr, const BatchLayout *lay, int g, in
     return tr->region + (b == B_SCRATCH ? 0 : (size_t)g * lay->lane_bytes) + lay->off[b] + (size_t)(l % lay->slots[b]) * lay->slot_bytes[b];
 }
 static void *slot(const ngpt_trainer *tr, const BatchLayout *lay, int b, int l) { return lane_slot(tr, lay, 0, b, l); }
+/* hands the backend the scratch of a layout (training and evaluation place it differently) before a pass */
+static void use_scratch(ngpt_trainer *tr, const BatchLayout *lay) {
+    tr->be->set_scratch(tr->be, slot(tr, lay, B_SCRATCH, 0), lay->slot_bytes[B_SCRATCH]);
+}
 
 /* One lane of a micro-batch: its sequences, its buffers, its gradients (lane 0 accumulates into tr->grads,
  * the others into their own copies, added to it once the step's micro-batches are done). */
@@ -6192,7 +6196,7 @@ static int trainer_setup(ngpt_trainer *tr) {
     trainer_carve(tr);
     memset(tr->h_counts, 0, tr->plan.host_bytes_of[H_COUNTS]);
     /* scratch: the train and eval layouts place it differently; hand over the one in use before each pass */
-    tr->be->set_scratch(tr->be, slot(tr, &tr->plan.train, B_SCRATCH, 0), tr->plan.train.slot_bytes[B_SCRATCH]);
+    use_scratch(tr, &tr->plan.train);
 
     tr->be->zero(tr->be, tr->grads, tr->plan.off_master - tr->plan.off_grads);
     tr->be->zero(tr->be, tr->m, tr->plan.off_region - tr->plan.off_m);
@@ -6282,7 +6286,7 @@ static int forward_backward(ngpt_trainer *tr, batch_fill_fn fill, void *ctx, dou
     ngpt_backend *be = tr->be;
     const Plan *p = &tr->plan;
     int B = p->micro_batch, GA = p->grad_accum, T = p->req.T;
-    be->set_scratch(be, slot(tr, &p->train, B_SCRATCH, 0), p->train.slot_bytes[B_SCRATCH]);
+    use_scratch(tr, &p->train);
     be->zero(be, tr->grads, p->off_master - p->off_grads);
     float dscale = tr->loss_scale / ((float)B * (float)T * (float)GA);
     TrainFill tf = {fill, ctx};
@@ -6407,10 +6411,9 @@ static int eval_split(ngpt_trainer *tr, const TokenSet *f, uint64_t stream, floa
 }
 
 int ngpt_evaluate(ngpt_trainer *tr, float *train_loss, float *val_loss) {
-    ngpt_backend *be = tr->be;
     if (tr->plan.req.inference) return tr_fail(tr, NGPT_ERR_STATE, SAMPLE_ONLY_REFUSAL);
     if (!tr->train_data.n) return tr_fail(tr, NGPT_ERR_STATE, "this trainer was made without data (no_data)");
-    be->set_scratch(be, slot(tr, &tr->plan.eval, B_SCRATCH, 0), tr->plan.eval.slot_bytes[B_SCRATCH]);
+    use_scratch(tr, &tr->plan.eval);
     /* fresh windows at every evaluation, reproducible from (seed, step): a resumed run sees the same */
     uint64_t base = 0x1000 + (uint64_t)tr->step * 2;
     int rc = eval_split(tr, &tr->train_data, base, train_loss);
@@ -6589,8 +6592,6 @@ static double flops_per_token(const ngpt_trainer *tr) {
     return 6.0 * N + 12.0 * tr->ms.L * tr->ms.C * tr->plan.req.T;
 }
 
-/* Reports a step or an evaluation: the progress callback, the log (every log_interval steps when there is
- * no progress callback) and one line of out_dir/log.jsonl. */
 /* one line to the JSONL log: formatted on the stack and written with write(2), so nothing is allocated */
 static void jsonl_line(int fd, const char *fmt, ...)
 #if defined(__GNUC__)
@@ -6607,6 +6608,8 @@ static void jsonl_line(int fd, const char *fmt, ...) {
     if (n > 0 && write(fd, line, (size_t)MIN(n, (int)sizeof line - 1)) < 0) { /* a full disk must not stop training */ }
 }
 
+/* Reports a step or an evaluation: the progress callback, the log (every log_interval steps when there is
+ * no progress callback) and one line of out_dir/log.jsonl. */
 static void report(ngpt_trainer *tr, int jsonl, int is_eval, float train_loss, float val_loss, double mean_step_seconds) {
     const ngpt_config *c = &tr->cfg;
     ngpt_progress p;
@@ -6876,7 +6879,7 @@ static void bench_peak(ngpt_trainer *tr, BenchResult *r) {
     size_t SS = (size_t)S * S * a;
     char *x = tr->m, *w = x + SS, *y = w + SS, *dx = y + SS, *dw = dx + SS;
     be->zero(be, x, 5 * SS);
-    be->set_scratch(be, slot(tr, &p->train, B_SCRATCH, 0), p->train.slot_bytes[B_SCRATCH]);
+    use_scratch(tr, &p->train);
     KernelCall k = {be, x, w, y, dx, dw, NULL, S, S, S, 0, 0, 0, 0};
     for (k.backward = 0; k.backward < 2; k.backward++) {
         double rate = (k.backward ? 4.0 : 2.0) * S * (double)S * S / time_best_of_5(be, kernel_matmul, &k);
@@ -6893,7 +6896,7 @@ CLI_USED static int bench_kernels(ngpt_trainer *tr, KernelTime out[N_KERNEL_TIME
     const ModelShape *m = &tr->ms;
     size_t room = p->off_region - p->off_m, a = act_size(tr);
     int B = p->micro_batch, T = p->req.T, C = m->C, N = B * T, n = 0;
-    be->set_scratch(be, slot(tr, &p->train, B_SCRATCH, 0), p->train.slot_bytes[B_SCRATCH]);
+    use_scratch(tr, &p->train);
     /* the classifier over one planned chunk of rows, or as many rows as the moments hold beside wte */
     double fit = ((double)room / (double)a - 2.0 * m->Vp * C) / (2.0 * C + m->Vp);
     *classifier_rows = (int)MIN((double)p->logits_chunk, MAX(fit, 0.0));

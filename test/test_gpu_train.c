@@ -144,7 +144,7 @@ static void test_sample_kv_cache(void) {
     float *full = malloc((size_t)S * T * Vp * 4), *step = malloc((size_t)S * Vp * 4);
     memcpy(tr->h_tokens, tok, sizeof tok);
     memset(tr->h_targets, 0, sizeof tok);
-    tr->be->set_scratch(tr->be, slot(tr, &tr->plan.eval, B_SCRATCH, 0), tr->plan.eval.slot_bytes[B_SCRATCH]);
+    use_scratch(tr, &tr->plan.eval);
     run_micro_batch(tr, &tr->plan.eval, S, 0, 0, 0);
     CHECK(one_pass_holds_logits(tr, &tr->plan.eval, S, tr->plan.eval_chunk), "one pass holds all logits");
     download_logits(tr, &tr->plan.eval, S, full);

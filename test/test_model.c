@@ -93,7 +93,7 @@ static void base_config(ngpt_config *c, int V, int T, int L, int NH, int C, int 
     ngpt_config_defaults(c);
     copy_str(c->device, sizeof c->device, "cpu");
     copy_str(c->data_dir, sizeof c->data_dir, data_dir);
-    snprintf(c->out_dir, sizeof c->out_dir, "%s/out", data_dir);
+    snprintf(c->out_dir, sizeof c->out_dir, "%.240s/out", data_dir);
     c->vocab_size = V; c->block_size = T; c->n_layer = L; c->n_head = NH; c->n_embd = C; c->bias = bias;
     c->batch_size = B; c->gradient_accumulation_steps = 1; c->dropout = 0; c->decay_lr = 0; c->eval_iters = 1;
     c->threads = 2;
@@ -163,7 +163,7 @@ static void check_fixture(const char *name) {
     /* logits: a forward pass in the eval layout leaves the (single) chunk of logits in place */
     memcpy(tr->h_tokens, fx.tokens, N * 4);
     memcpy(tr->h_targets, fx.targets, N * 4);
-    tr->be->set_scratch(tr->be, slot(tr, &tr->plan.eval, B_SCRATCH, 0), tr->plan.eval.slot_bytes[B_SCRATCH]);
+    use_scratch(tr, &tr->plan.eval);
     double loss_sum = run_micro_batch(tr, &tr->plan.eval, fx.B, 0, 0, 0);
     float *logits = malloc(N * fx.Vp * 4);
     download_logits(tr, &tr->plan.eval, fx.B, logits);

@@ -280,7 +280,7 @@ static void check_logits_of(const char *path, double tol) {
     free(loaded);
     memcpy(tr->h_tokens, tokens, N * 4);
     memset(tr->h_targets, 0, N * 4);
-    tr->be->set_scratch(tr->be, slot(tr, &tr->plan.eval, B_SCRATCH, 0), tr->plan.eval.slot_bytes[B_SCRATCH]);
+    use_scratch(tr, &tr->plan.eval);
     run_micro_batch(tr, &tr->plan.eval, B, 0, 0, 0);
     float *logits = (float *)malloc(N * ms.Vp * 4);
     download_logits(tr, &tr->plan.eval, B, logits);

@@ -34,7 +34,7 @@ static ngpt_trainer *make(void) { return make_with(0, 1337); }
 static void full_logits(ngpt_trainer *tr, const int32_t *tok, int B, float *out) {
     memcpy(tr->h_tokens, tok, (size_t)B * T * 4);
     memset(tr->h_targets, 0, (size_t)B * T * 4);
-    tr->be->set_scratch(tr->be, slot(tr, &tr->plan.eval, B_SCRATCH, 0), tr->plan.eval.slot_bytes[B_SCRATCH]);
+    use_scratch(tr, &tr->plan.eval);
     run_micro_batch(tr, &tr->plan.eval, B, 0, 0, 0);
     download_logits(tr, &tr->plan.eval, B, out);
 }
