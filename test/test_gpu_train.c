@@ -6,7 +6,8 @@
  *    after the trainer is made: steps, evaluations, checkpoints;
  *  - 300 steps of the default Tiny Shakespeare char model: the GPU loss curve follows the CPU's;
  *  - a run resumed from a checkpoint on the GPU is bit-identical to an uninterrupted one;
- *  - generation with the KV cache gives the full forward's logits at every step. */
+ *  - generation with the KV cache gives the full forward's logits at every step;
+ *  - a sampling-only bf16 trainer, loaded from a checkpoint, samples as the trained one. */
 #define NGPT_NO_MAIN
 #include "../nanogpt.c"
 #include "check.h"
@@ -187,6 +188,40 @@ static void test_sample_kv_cache(void) {
     ngpt_trainer_free(tr);
 }
 
+/* a sampling-only trainer on the GPU in bf16 (no gradients or moments, the fp32 master kept for loading):
+ * loaded from a checkpoint of a trained bf16 model it samples as that model does */
+static void test_sample_only_bf16(void) {
+    ngpt_config c;
+    config(&c, "cuda", "bfloat16");
+    ngpt_trainer *full = make(&c);
+    if (!full) return;
+    for (int s = 0; s < 5; s++) ngpt_train_step(full, NULL);
+    char path[400];
+    snprintf(path, sizeof path, "%s/sample_only.ckpt", dir);
+    CHECK(ngpt_save(full, path) == 0, "save: %s", full->err);
+    ngpt_options opt;
+    memset(&opt, 0, sizeof opt);
+    opt.sample_only = 1;
+    c.seed = 4242;
+    ngpt_trainer *lean;
+    char err[NGPT_ERRLEN];
+    if (ngpt_trainer_create(&c, &opt, &lean, err, sizeof err)) { CHECK(0, "create (sample_only): %s", err); ngpt_trainer_free(full); return; }
+    CHECK(lean->plan.off_master == lean->plan.off_grads && lean->plan.off_region == lean->plan.off_m &&
+              lean->plan.device_bytes < full->plan.device_bytes,
+          "sampling arena %zu with gradients %zu and moments %zu bytes", lean->plan.device_bytes, lean->plan.off_master - lean->plan.off_grads,
+          lean->plan.off_region - lean->plan.off_m);
+    CHECK(ngpt_load(lean, path) == 0, "load: %s", lean->err);
+    enum { NP = 8, NEW = 40, NS = 2 };
+    int32_t prompt[NP], a[NS * (NP + NEW)], b[NS * (NP + NEW)];
+    for (int i = 0; i < NP; i++) prompt[i] = (int32_t)(ngpt_hash(7, 7, (uint64_t)i) % 65u);
+    CHECK(ngpt_sample(full, prompt, NP, NS, NEW, 0.8f, 10, 9, a) == 0, "sample (full): %s", full->err);
+    CHECK(ngpt_sample(lean, prompt, NP, NS, NEW, 0.8f, 10, 9, b) == 0, "sample (sample_only): %s", lean->err);
+    CHECK(!memcmp(a, b, sizeof a), "the sampling-only trainer samples differently from the trained one");
+    unlink(path);
+    ngpt_trainer_free(lean);
+    ngpt_trainer_free(full);
+}
+
 int main(void) {
     char why[NGPT_ERRLEN];
     if (!ngpt_cuda_available(why, sizeof why)) { printf("FAIL no GPU: %s\n", why); return 1; }
@@ -200,6 +235,7 @@ int main(void) {
     RUN(test_deterministic_and_no_allocation);
     RUN(test_resume_bit_identical);
     RUN(test_sample_kv_cache);
+    RUN(test_sample_only_bf16);
     RUN(test_curve_follows_cpu);
     return check_summary();
 }
