@@ -1552,17 +1552,6 @@ static inline void gemm_tile(const Gemm *g, int m, int mr, const float *apanel, 
     for (int i = 0; i < mr; i++) memcpy(C + (size_t)i * g->ldc, tile + i * CPU_GEMM_NR, (size_t)nr * sizeof(float));
 }
 
-/* the next tile's C rows (and, read in place, the start of its A rows) asked of the cache while this tile
- * computes, so that its first multiply-adds do not wait for them */
-static inline void gemm_prefetch_tile(const Gemm *g, int m, int mr, int n, int packed) {
-    for (int i = 0; i < mr; i++) {
-        const float *c = g->C + (size_t)(m + i) * g->ldc + n;
-        __builtin_prefetch(c, 1, 3);
-        __builtin_prefetch(c + CPU_GEMM_NR - 1, 1, 3);
-        if (!packed) __builtin_prefetch(g->A + (size_t)(m + i) * g->ars + g->k0, 0, 3);
-    }
-}
-
 /* rows [m_lo, m_hi) of C against the packed B block; A packed MC rows at a time into apack when acs != 1 */
 static void gemm_block_rows(const Gemm *g, int m_lo, int m_hi, float *apack) {
     int kc = g->kc, panels = (g->nc + CPU_GEMM_NR - 1) / CPU_GEMM_NR, packed = g->acs != 1;
@@ -1576,7 +1565,6 @@ static void gemm_block_rows(const Gemm *g, int m_lo, int m_hi, float *apack) {
             for (int m = mb; m < me; m += CPU_GEMM_MR) {
                 int mr = MIN(CPU_GEMM_MR, me - m);
                 if (g->causal == GEMM_OUT_CAUSAL && n > m + mr - 1 + g->diag) continue; /* all above the diagonal */
-                if (m + CPU_GEMM_MR < me) gemm_prefetch_tile(g, m + CPU_GEMM_MR, MIN(CPU_GEMM_MR, me - m - CPU_GEMM_MR), n, packed);
                 gemm_tile(g, m, mr, packed ? apack + (size_t)(m - mb) * kc : NULL, panel, n, MIN(CPU_GEMM_NR, g->N - n));
             }
         }
