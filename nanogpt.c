@@ -6134,7 +6134,11 @@ static int trainer_setup(ngpt_trainer *tr) {
     tr->ms = (ModelShape){c->n_layer, c->n_head, c->n_embd, V, pad_vocab(V), c->block_size, c->bias};
     int nthreads = c->threads > 0 ? c->threads : cpu_count();
     double budget;
-    if (device == DEV_BACKEND_CUDA) {
+    if (tr->opt.device_arena) {
+        /* the embedder's arenas are the budget: on a GPU its arena has already left the free memory */
+        budget = (double)tr->opt.device_arena_bytes + (device == DEV_BACKEND_CUDA ? 0.0 : (double)tr->opt.host_arena_bytes);
+        if (c->max_memory > 0 && c->max_memory < budget) budget = c->max_memory;
+    } else if (device == DEV_BACKEND_CUDA) {
         size_t fr, total;
         if ((rc = ngpt_cuda_mem_info(&fr, &total, msg, sizeof msg))) return tr_fail(tr, rc, "%s", msg);
         budget = (double)fr;

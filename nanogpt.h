@@ -151,9 +151,11 @@ typedef struct ngpt_options {
     int sample_only;           /* 1: for ngpt_sample and export only: no dataset, and memory for the parameters and
                                 * a forward pass alone (no gradients, AdamW moments or kept activations), so a
                                 * model too big to train here can still be sampled; ngpt_save is refused, ngpt_load
-                                * reads a checkpoint's parameters only. Arenas sized by ngpt_plan_arenas suffice. */
+                                * reads a checkpoint's parameters only. */
     /* The embedder's own memory instead of the library's one allocation of each arena (sizes from
      * ngpt_plan_arenas; on the GPU device_arena is device memory and host_arena should be pinned).
+     * They are the memory budget: the plan is fitted into them (an arena smaller than ngpt_plan_arenas
+     * said gets a smaller micro-batch or more recomputation, or NGPT_ERR_NOMEM when nothing fits).
      * The library never frees them. Beyond them it mallocs only small bookkeeping at creation. */
     void *device_arena, *host_arena;
     size_t device_arena_bytes, host_arena_bytes;
