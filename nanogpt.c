@@ -1628,7 +1628,74 @@ static void gemm_serial(CpuBackend *cb, int tid, int M, int N, int K, const floa
 
 /* ---- matmul ---- */
 
+/* out (N,OC) = bias + inp (N,C) . w^T for a few rows (generation: one row per sample). Each weight row is read
+ * once, in place, and dotted with every input row, four at a time; the GEMM would first pack all of w, which
+ * for so few rows costs as much as the product. Threads split the output columns, and each output is one
+ * thread's sum in a fixed order, so the result does not depend on the thread count. */
+#define CPU_GEMV_MAX_ROWS 8
+typedef struct {
+    float *out;
+    const float *inp, *w, *bias;
+    int N, C, OC;
+} Gemv;
+
+static inline float v8_sum(v8f a) { return ((a[0] + a[4]) + (a[1] + a[5])) + ((a[2] + a[6]) + (a[3] + a[7])); }
+
+static void gemv_columns(void *arg, size_t lo, size_t hi, int tid) {
+    (void)tid;
+    const Gemv *g = (const Gemv *)arg;
+    size_t C = (size_t)g->C, C16 = C & ~(size_t)15, C8 = C & ~(size_t)7;
+    for (size_t o = lo; o < hi; o++) {
+        const float *wr = g->w + o * C;
+        float b = g->bias ? g->bias[o] : 0.0f;
+        for (int n0 = 0; n0 < g->N; n0 += 4) {
+            int nr = MIN(4, g->N - n0); /* rows past nr repeat the last one and are not stored */
+            const float *x0 = g->inp + (size_t)n0 * C, *x1 = x0 + (size_t)MIN(1, nr - 1) * C;
+            const float *x2 = x0 + (size_t)MIN(2, nr - 1) * C, *x3 = x0 + (size_t)MIN(3, nr - 1) * C;
+            /* eight independent sums (four rows x two halves of 16 columns) keep both FMA pipes busy */
+            v8f a0 = V8(0.0f), a1 = a0, a2 = a0, a3 = a0, b0 = a0, b1 = a0, b2 = a0, b3 = a0;
+            size_t c = 0;
+            for (; c < C16; c += 16) {
+                v8f wa = *(const v8fu *)(wr + c), wb = *(const v8fu *)(wr + c + 8);
+                a0 = VFMA(*(const v8fu *)(x0 + c), wa, a0);
+                a1 = VFMA(*(const v8fu *)(x1 + c), wa, a1);
+                a2 = VFMA(*(const v8fu *)(x2 + c), wa, a2);
+                a3 = VFMA(*(const v8fu *)(x3 + c), wa, a3);
+                b0 = VFMA(*(const v8fu *)(x0 + c + 8), wb, b0);
+                b1 = VFMA(*(const v8fu *)(x1 + c + 8), wb, b1);
+                b2 = VFMA(*(const v8fu *)(x2 + c + 8), wb, b2);
+                b3 = VFMA(*(const v8fu *)(x3 + c + 8), wb, b3);
+            }
+            for (; c < C8; c += 8) {
+                v8f wa = *(const v8fu *)(wr + c);
+                a0 = VFMA(*(const v8fu *)(x0 + c), wa, a0);
+                a1 = VFMA(*(const v8fu *)(x1 + c), wa, a1);
+                a2 = VFMA(*(const v8fu *)(x2 + c), wa, a2);
+                a3 = VFMA(*(const v8fu *)(x3 + c), wa, a3);
+            }
+            float sum[4] = {v8_sum(a0 + b0), v8_sum(a1 + b1), v8_sum(a2 + b2), v8_sum(a3 + b3)};
+            for (size_t c = C8; c < C; c++) {
+                sum[0] = SFMA(x0[c], wr[c], sum[0]);
+                sum[1] = SFMA(x1[c], wr[c], sum[1]);
+                sum[2] = SFMA(x2[c], wr[c], sum[2]);
+                sum[3] = SFMA(x3[c], wr[c], sum[3]);
+            }
+            for (int r = 0; r < nr; r++) g->out[(size_t)(n0 + r) * (size_t)g->OC + o] = b + sum[r];
+        }
+    }
+}
+
+static void gemv(CpuBackend *cb, float *out, const float *inp, const float *w, const float *bias, int N, int C, int OC) {
+    Gemv g = {out, inp, w, bias, N, C, OC};
+    /* about 2^16 multiply-adds per task */
+    parallel_for(cb, (size_t)OC, MAX((size_t)1, ((size_t)1 << 16) / ((size_t)C * (size_t)((N + 3) & ~3))), gemv_columns, &g);
+}
+
 static void cpu_matmul_forward(ngpt_backend *be, void *out, const void *inp, const void *w, const void *bias, int N, int C, int OC) {
+    if (N <= CPU_GEMV_MAX_ROWS) {
+        gemv(cpu_of(be), (float *)out, (const float *)inp, (const float *)w, (const float *)bias, N, C, OC);
+        return;
+    }
     /* out (N,OC) = bias + inp (N,C) . w^T : B(k=c, n=o) = w[o*C + c] */
     gemm(cpu_of(be), N, OC, C, (const float *)inp, (size_t)C, 1, (const float *)w, 1, (size_t)C, (float *)out, (size_t)OC, 1,
          (const float *)bias);

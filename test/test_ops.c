@@ -142,6 +142,33 @@ static void test_gemm_blocks(void) {
     }
 }
 
+/* the matmul forward of a few rows (generation) dots each weight row with the inputs in place (gemv): every
+ * count of rows up to CPU_GEMV_MAX_ROWS (groups of four and their remainders), widths with and without a tail
+ * past 16 and 8 columns, with and without bias, against a plain double loop */
+static void test_gemv(void) {
+    static const int widths[] = {768, 520, 37, 3};
+    for (size_t wi = 0; wi < sizeof widths / sizeof widths[0]; wi++)
+        for (int N = 1; N <= CPU_GEMV_MAX_ROWS; N++)
+            for (int bias = 0; bias < 2; bias++) {
+                int C = widths[wi], OC = 67;
+                float *x = malloc((size_t)N * C * 4), *w = malloc((size_t)OC * C * 4), *b = malloc((size_t)OC * 4), *out = malloc((size_t)N * OC * 4);
+                double *want = malloc((size_t)N * OC * 8);
+                fill_rand(x, (size_t)N * C, 200 + N, 1); fill_rand(w, (size_t)OC * C, 300 + wi, 1); fill_rand(b, OC, 400, 1);
+                for (int i = 0; i < N * OC; i++) out[i] = NAN; /* every output must be written */
+                be->matmul_forward(be, out, x, w, bias ? b : NULL, N, C, OC);
+                for (int i = 0; i < N; i++)
+                    for (int o = 0; o < OC; o++) {
+                        double acc = bias ? b[o] : 0.0;
+                        for (int k = 0; k < C; k++) acc += (double)x[(size_t)i * C + k] * w[(size_t)o * C + k];
+                        want[(size_t)i * OC + o] = acc;
+                    }
+                char what[64];
+                snprintf(what, sizeof what, "gemv %dx%dx%d%s", N, C, OC, bias ? " + bias" : "");
+                EXPECT_CLOSE_ARR(out, want, (size_t)N * OC, 1.0, 2e-6 * sqrt((double)C), what);
+                free(x); free(w); free(b); free(out); free(want);
+            }
+}
+
 /* the bias gradient is summed while dout^T is packed for the weight gradient: over several depth (tokens),
  * column and row blocks, and with one output (dout^T read in place) it must be the float sum of dout's rows
  * added in token order to what was there, bit for bit */
@@ -563,6 +590,7 @@ int main(void) {
     RUN(test_matmul_dbias_blocks);
     RUN(test_layernorm_wide);
     RUN(test_matmul);
+    RUN(test_gemv);
     RUN(test_layernorm);
     RUN(test_attention);
     RUN(test_gelu);
