@@ -916,11 +916,12 @@ static double plan_layout(Plan *p, const PlanRequest *r, int B, int lanes, int r
     size_t np = p->nparams_padded;
     int mixed = r->dtype != NGPT_DTYPE_F32;
     size_t a = 0;
-    size_t train = r->inference ? 0 : 1; /* sampling keeps the parameters (and their fp32 master) alone */
+    size_t train = r->inference ? 0 : 1; /* sampling keeps the parameters alone (fp32 values reach them through
+                                          * a window in the batch region: param_window_floats) */
     p->off_params = a; a += ALIGN_UP(np * p->act_bytes, ARENA_ALIGN);
     p->off_grads = a;  a += train * ALIGN_UP(np * p->act_bytes, ARENA_ALIGN);
     p->off_lane_grads = a; a += (size_t)(lanes - 1) * ALIGN_UP(np * p->act_bytes, ARENA_ALIGN);
-    p->off_master = a; a += mixed ? ALIGN_UP(np * 4, ARENA_ALIGN) : 0;
+    p->off_master = a; a += mixed ? train * ALIGN_UP(np * 4, ARENA_ALIGN) : 0;
     p->off_m = a;      a += train * ALIGN_UP(np * p->moment_bytes, ARENA_ALIGN);
     p->off_v = a;      a += train * ALIGN_UP(np * p->moment_bytes, ARENA_ALIGN);
     p->off_region = a;
@@ -4651,10 +4652,45 @@ static void download_as_f32(ngpt_trainer *tr, float *dst, const void *src, size_
     }
 }
 
-/* The fp32 master weights to host floats, in packed order. */
+/* A sampling plan keeps no fp32 master copy of the parameters: fp32 values (a checkpoint, pretrained weights)
+ * reach the parameters through a window at the start of the batch region, free while nothing runs, a chunk at
+ * a time, cast on the way. The window's capacity in floats; 0 when the parameters have their master. */
+static size_t param_window_floats(const ngpt_trainer *tr) {
+    return tr->plan.req.inference ? MIN(tr->plan.region_bytes, HOST_STAGING_BYTES) / 4 : 0;
+}
+
+/* c fp32 values on the host into tensor i from element j: into the master (the caller casts the tensor to
+ * the parameters afterwards), or through the window straight into the parameters. Waits, so that the host
+ * buffer can be refilled. */
+static void upload_param_chunk(ngpt_trainer *tr, int i, size_t j, const float *host, size_t c) {
+    ngpt_backend *be = tr->be;
+    if (param_window_floats(tr)) {
+        float *window = (float *)tr->region;
+        be->upload(be, window, host, c * 4);
+        be->cast_from_f32(be, (char *)pt(tr, tr->params, i, 0) + j * act_size(tr), window, c);
+    } else {
+        be->upload(be, (float *)tensor_at(tr, tr->master, i, 4) + j, host, c * 4);
+    }
+    be->sync(be);
+}
+
+/* The parameters from their fp32 master once upload_param_chunk has filled it (through the window they are
+ * already set) */
+static void params_from_master(ngpt_trainer *tr) {
+    if (param_window_floats(tr)) return;
+    for (int i = 0; i < N_PARAM_TENSORS; i++)
+        tr->be->cast_from_f32(tr->be, pt(tr, tr->params, i, 0), (float *)tensor_at(tr, tr->master, i, 4), tr->plan.param_len[i]);
+}
+
+/* The parameters' fp32 values (the master, or the parameters widened) to host floats, in packed order. */
 CLI_USED static void copy_master_out(ngpt_trainer *tr, float *dst) {
     size_t k = 0, per = HOST_STAGING_BYTES / 4;
     for (int i = 0; i < N_PARAM_TENSORS; i++) {
+        if (param_window_floats(tr)) {
+            download_as_f32(tr, dst + k, pt(tr, tr->params, i, 0), tr->plan.param_len[i]);
+            k += tr->plan.param_len[i];
+            continue;
+        }
         const float *src = (const float *)tensor_at(tr, tr->master, i, 4);
         for (size_t j = 0; j < tr->plan.param_len[i]; j += per) {
             size_t c = MIN(per, tr->plan.param_len[i] - j);
@@ -4667,20 +4703,17 @@ CLI_USED static void copy_master_out(ngpt_trainer *tr, float *dst) {
 
 /* Sets the parameters from host floats in packed order (fp32 master, then the working copy). */
 static int copy_params_in(ngpt_trainer *tr, const float *src) {
-    ngpt_backend *be = tr->be;
-    size_t per = HOST_STAGING_BYTES / 4, k = 0;
+    size_t per = param_window_floats(tr) ? param_window_floats(tr) : HOST_STAGING_BYTES / 4, k = 0;
     for (int i = 0; i < N_PARAM_TENSORS; i++) {
-        float *master = (float *)tensor_at(tr, tr->master, i, 4);
         size_t n = tr->plan.param_len[i];
         for (size_t j = 0; j < n; j += per) {
             size_t c = MIN(per, n - j);
             memcpy(tr->h_staging, src + k + j, c * 4);
-            be->upload(be, master + j, tr->h_staging, c * 4);
-            be->sync(be); /* the staging buffer is reused next round */
+            upload_param_chunk(tr, i, j, (const float *)tr->h_staging, c);
         }
-        be->cast_from_f32(be, pt(tr, tr->params, i, 0), master, n);
         k += n;
     }
+    params_from_master(tr);
     return be_check(tr, "loading parameters");
 }
 
@@ -4688,6 +4721,10 @@ static int copy_params_in(ngpt_trainer *tr, const float *src) {
  * biases 0, and the vocabulary padding rows 0. */
 static int init_params(ngpt_trainer *tr) {
     ngpt_backend *be = tr->be;
+    if (param_window_floats(tr)) { /* a sampling trainer (no master to draw into) starts at zero until loaded */
+        be->zero(be, tr->params, tr->plan.nparams_padded * act_size(tr));
+        return be_check(tr, "initialisation");
+    }
     float proj_std = 0.02f / sqrtf(2.0f * (float)tr->ms.L);
     uint64_t seed = (uint64_t)tr->cfg.seed;
     for (int i = 0; i < N_PARAM_TENSORS; i++) {
@@ -5989,7 +6026,8 @@ static int checkpoint_read_tensors(ngpt_trainer *tr, CkptReader *r, const char *
     Hash64 hs;
     hash_init(&hs);
     float *stage = (float *)tr->h_staging;
-    size_t per = HOST_STAGING_BYTES / 8;
+    int to_params = id == SEC_PARAMS && param_window_floats(tr); /* no master: through the window */
+    size_t per = to_params ? MIN(param_window_floats(tr), HOST_STAGING_BYTES / 8) : HOST_STAGING_BYTES / 8;
     for (int i = 0; i < N_PARAM_TENSORS; i++) {
         char *dst = (char *)tensor_at(tr, base, i, esize);
         size_t n = tr->plan.param_len[i];
@@ -5997,7 +6035,8 @@ static int checkpoint_read_tensors(ngpt_trainer *tr, CkptReader *r, const char *
             size_t k = MIN(per, n - j);
             if (fread(stage, 4, k, r->f) != k) return tr_fail(tr, NGPT_ERR_FORMAT, "%s: %s section truncated", path, section_names[id]);
             hash_update(&hs, stage, k * 4);
-            if (esize == 4) tr->be->upload(tr->be, dst + j * 4, stage, k * 4);
+            if (to_params) upload_param_chunk(tr, i, j, stage, k);
+            else if (esize == 4) tr->be->upload(tr->be, dst + j * 4, stage, k * 4);
             else {
                 uint16_t *raw = (uint16_t *)(stage + per);
                 for (size_t q = 0; q < k; q++) { uint32_t u; memcpy(&u, &stage[q], 4); raw[q] = (uint16_t)(u >> 16); }
@@ -6079,8 +6118,7 @@ static int checkpoint_load(ngpt_trainer *tr, CkptReader *r, const char *path) {
     if (!rc && !tr->plan.req.inference) rc = checkpoint_read_tensors(tr, r, path, SEC_ADAM_M, tr->m, tr->plan.moment_bytes);
     if (!rc && !tr->plan.req.inference) rc = checkpoint_read_tensors(tr, r, path, SEC_ADAM_V, tr->v, tr->plan.moment_bytes);
     if (rc) return rc;
-    for (int i = 0; i < N_PARAM_TENSORS; i++)
-        tr->be->cast_from_f32(tr->be, pt(tr, tr->params, i, 0), (float *)tensor_at(tr, tr->master, i, 4), tr->plan.param_len[i]);
+    params_from_master(tr);
     tr->step = (int)r->state.step;
     tr->eval_count = (int)r->state.eval_count;
     tr->rng_train.counter = (uint64_t)r->state.rng_train_counter;

@@ -149,9 +149,10 @@ typedef struct ngpt_options {
     void *ctx;                 /* passed to both */
     int no_data;               /* 1: do not open the dataset (ngpt_train_step and ngpt_evaluate are refused) */
     int sample_only;           /* 1: for ngpt_sample and export only: no dataset, and memory for the parameters and
-                                * a forward pass alone (no gradients, AdamW moments or kept activations), so a
-                                * model too big to train here can still be sampled; ngpt_save is refused, ngpt_load
-                                * reads a checkpoint's parameters only. */
+                                * a forward pass alone (no gradients, AdamW moments, fp32 master or kept
+                                * activations), so a model too big to train here can still be sampled. The
+                                * parameters start at zero (init_from = scratch) until loaded; ngpt_save is
+                                * refused, ngpt_load reads a checkpoint's parameters only. */
     /* The embedder's own memory instead of the library's one allocation of each arena (sizes from
      * ngpt_plan_arenas; on the GPU device_arena is device memory and host_arena should be pinned).
      * They are the memory budget: the plan is fitted into them (an arena smaller than ngpt_plan_arenas

@@ -188,8 +188,9 @@ static void test_sample_kv_cache(void) {
     ngpt_trainer_free(tr);
 }
 
-/* a sampling-only trainer on the GPU in bf16 (no gradients or moments, the fp32 master kept for loading):
- * loaded from a checkpoint of a trained bf16 model it samples as that model does */
+/* a sampling-only trainer on the GPU in bf16 (no gradients, moments or fp32 master: the checkpoint's fp32
+ * parameters are cast into bf16 through a window in the batch region): loaded from a checkpoint of a trained
+ * bf16 model it samples as that model does */
 static void test_sample_only_bf16(void) {
     ngpt_config c;
     config(&c, "cuda", "bfloat16");
@@ -211,6 +212,18 @@ static void test_sample_only_bf16(void) {
           "sampling arena %zu with gradients %zu and moments %zu bytes", lean->plan.device_bytes, lean->plan.off_master - lean->plan.off_grads,
           lean->plan.off_region - lean->plan.off_m);
     CHECK(ngpt_load(lean, path) == 0, "load: %s", lean->err);
+    /* the same bf16 parameters, bit for bit: the trained model's cast from its master, these through the window */
+    size_t pbytes = full->plan.nparams_padded * act_size(full);
+    char *pf = malloc(pbytes), *pl = malloc(pbytes);
+    full->be->download(full->be, pf, full->params, pbytes);
+    lean->be->download(lean->be, pl, lean->params, pbytes);
+    int differ = 0;
+    for (int i = 0; i < N_PARAM_TENSORS; i++) /* each tensor; the alignment gaps between them hold nothing */
+        differ += memcmp(pf + full->plan.param_off[i] * act_size(full), pl + lean->plan.param_off[i] * act_size(lean),
+                         full->plan.param_len[i] * act_size(full)) != 0;
+    CHECK(!differ, "%d bf16 parameter tensors loaded through the window differ from the trained model's", differ);
+    free(pf);
+    free(pl);
     enum { NP = 8, NEW = 40, NS = 2 };
     int32_t prompt[NP], a[NS * (NP + NEW)], b[NS * (NP + NEW)];
     for (int i = 0; i < NP; i++) prompt[i] = (int32_t)(ngpt_hash(7, 7, (uint64_t)i) % 65u);

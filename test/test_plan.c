@@ -183,8 +183,8 @@ static void test_property_random_configs(void) {
     CHECK(fits > 300 && refusals > 300, "the random budgets should exercise both outcomes (%d fit, %d refused)", fits, refusals);
 }
 
-/* A plan for sampling only (ngpt_options.sample_only): parameters (and the fp32 master of mixed precision) and
- * a forward pass, never gradients or moments; the largest micro-batch up to batch_size whose forward fits. */
+/* A plan for sampling only (ngpt_options.sample_only): the parameters and a forward pass, never gradients,
+ * moments or an fp32 master; the largest micro-batch up to batch_size whose forward fits. */
 static void test_inference_plan(void) {
     char err[NGPT_ERRLEN], why[160];
     /* GPT-2 XL in bf16 on a 12 GiB card: training does not fit, sampling does */
@@ -195,9 +195,10 @@ static void test_inference_plan(void) {
     r.inference = 1;
     int rc = plan_make(&p, &r, err, sizeof err);
     CHECK(rc == NGPT_OK, "gpt2-xl sampling in 12 GiB: %s", err);
-    CHECK(p.cat_bytes[CAT_GRADS] == 0 && p.cat_bytes[CAT_MOMENTS] == 0 && p.cat_bytes[CAT_ACTS] == 0,
-          "no gradients (%.0f), moments (%.0f) or kept activations (%.0f)", p.cat_bytes[CAT_GRADS], p.cat_bytes[CAT_MOMENTS], p.cat_bytes[CAT_ACTS]);
-    CHECK(p.cat_bytes[CAT_PARAMS] >= 2.0 * p.nparams && p.cat_bytes[CAT_MASTER] >= 4.0 * p.nparams, "bf16 parameters and their fp32 master");
+    CHECK(p.cat_bytes[CAT_GRADS] == 0 && p.cat_bytes[CAT_MOMENTS] == 0 && p.cat_bytes[CAT_ACTS] == 0 && p.cat_bytes[CAT_MASTER] == 0,
+          "no gradients (%.0f), moments (%.0f), kept activations (%.0f) or fp32 master (%.0f)", p.cat_bytes[CAT_GRADS],
+          p.cat_bytes[CAT_MOMENTS], p.cat_bytes[CAT_ACTS], p.cat_bytes[CAT_MASTER]);
+    CHECK(p.cat_bytes[CAT_PARAMS] >= 2.0 * p.nparams && p.cat_bytes[CAT_PARAMS] < 2.1 * p.nparams, "the bf16 parameters");
     printf("  gpt2-xl, bf16, 12 GiB: sampling plan micro-batch %d, arena %.2f GiB\n", p.micro_batch, p.device_bytes / GiB);
     r.budget = 1.0 * GiB;
     CHECK(plan_make(&p, &r, err, sizeof err) == NGPT_ERR_NOMEM && strstr(err, "sampling this model"), "1 GiB refusal: %s", err);
@@ -221,7 +222,8 @@ static void test_inference_plan(void) {
             fits++;
             Plan bigger;
             if (plan_bytes(&p) > budget) { ok = 0; snprintf(why, sizeof why, "%.0f bytes over budget %.0f", plan_bytes(&p), budget); }
-            else if (p.lanes != 1 || p.cat_bytes[CAT_GRADS] != 0 || p.cat_bytes[CAT_MOMENTS] != 0 || p.train.training) {
+            else if (p.lanes != 1 || p.cat_bytes[CAT_GRADS] != 0 || p.cat_bytes[CAT_MOMENTS] != 0 || p.cat_bytes[CAT_MASTER] != 0 ||
+                     p.train.training) {
                 ok = 0; snprintf(why, sizeof why, "training memory in a sampling plan");
             } else if (!layout_ok(&p.train, p.region_bytes, why, sizeof why) || !layout_ok(&p.eval, p.region_bytes, why, sizeof why)) ok = 0;
             else if (p.micro_batch > batch) { ok = 0; snprintf(why, sizeof why, "micro-batch %d above batch_size %d", p.micro_batch, batch); }

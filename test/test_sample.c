@@ -126,6 +126,47 @@ static void test_sample_only(void) {
     ngpt_trainer_free(lean);
 }
 
+/* The sampling trainer's parameters arrive through a window in its batch region (it has no fp32 master), a
+ * chunk at a time: with a vocabulary whose embedding is larger than the window, a checkpoint and host floats
+ * (pretrained weights) land bit for bit, and come back out (export) the same */
+static void test_sample_only_window_chunks(void) {
+    ngpt_config c;
+    ngpt_config_defaults(&c);
+    copy_str(c.device, sizeof c.device, "cpu");
+    copy_str(c.data_dir, sizeof c.data_dir, dir);
+    c.vocab_size = 20000; c.block_size = 8; c.n_layer = 1; c.n_head = 2; c.n_embd = 64; c.bias = 1;
+    c.batch_size = 1; c.gradient_accumulation_steps = 1; c.threads = 2;
+    ngpt_options opt;
+    memset(&opt, 0, sizeof opt);
+    opt.no_data = 1;
+    ngpt_trainer *full = NULL, *lean = NULL, *lean2 = NULL;
+    char err[NGPT_ERRLEN], path[300];
+    if (ngpt_trainer_create(&c, &opt, &full, err, sizeof err)) { CHECK(0, "create: %s", err); return; }
+    opt.sample_only = 1;
+    if (ngpt_trainer_create(&c, &opt, &lean, err, sizeof err) || ngpt_trainer_create(&c, &opt, &lean2, err, sizeof err)) {
+        CHECK(0, "create (sample_only): %s", err);
+        ngpt_trainer_free(full); ngpt_trainer_free(lean);
+        return;
+    }
+    size_t n = full->plan.nparams;
+    CHECK(param_window_floats(lean) > 0 && param_window_floats(lean) < lean->plan.param_len[P_WTE],
+          "the window (%zu floats) should be smaller than wte (%zu) so that it loads in several chunks", param_window_floats(lean),
+          lean->plan.param_len[P_WTE]);
+    float *want = malloc(n * 4), *got = malloc(n * 4);
+    copy_master_out(full, want);
+    snprintf(path, sizeof path, "%s.window.ckpt", dir);
+    CHECK(ngpt_save(full, path) == 0, "save: %s", full->err);
+    CHECK(ngpt_load(lean, path) == 0, "load: %s", lean->err);
+    copy_master_out(lean, got);
+    CHECK(!memcmp(want, got, n * 4), "a checkpoint loaded through the window differs");
+    CHECK(copy_params_in(lean2, want) == 0, "copy_params_in: %s", lean2->err);
+    copy_master_out(lean2, got);
+    CHECK(!memcmp(want, got, n * 4), "host floats loaded through the window differ");
+    unlink(path);
+    free(want); free(got);
+    ngpt_trainer_free(full); ngpt_trainer_free(lean); ngpt_trainer_free(lean2);
+}
+
 static int cmp_desc(const void *x, const void *y) {
     float a = *(const float *)x, b = *(const float *)y;
     return (a < b) - (a > b);
@@ -146,6 +187,7 @@ int main(void) {
     RUN(test_decode_matches_full_forward);
     RUN(test_greedy_and_seeds);
     RUN(test_sample_only);
+    RUN(test_sample_only_window_chunks);
     RUN(test_kth_largest);
     return check_summary();
 }
