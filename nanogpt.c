@@ -7499,6 +7499,7 @@ static void usage(FILE *f) {
             "  plan      print the memory plan for a config (--json for JSON); no GPU needed\n"
             "  bench     tokens/s, MFU and time per op category on random tokens (default: GPT-2 124M, block 1024)\n"
             "            [config file] [--key=value ...] [--steps=20] [--warmup=3] [--kernels: each matmul shape and attention]\n"
+            "            [--sample=S: generation of S samples, --steps new tokens each, with the sampling plan]\n"
             "  prepare   text -> train.bin/val.bin: --input=FILE[,FILE...] --out=DIR [--tokenizer=char|gpt2] [--format=nanogpt|llmc]\n"
             "            [--tokenizer_dir=data/gpt2] [--val_fraction=0.1]\n"
             "  sample    text from out_dir's best checkpoint (--out_dir=DIR) or pretrained weights (--init_from=gpt2|FILE):\n"
@@ -7722,13 +7723,59 @@ static int cmd_plan(int argc, char **argv) {
 /* nanogpt bench [config file] [--key=value ...] [--steps=20] [--warmup=3] [--kernels]: nanoGPT's defaults
  * (GPT-2 124M, block 1024) on random tokens unless told otherwise; --kernels times the model's matmul shapes
  * and attention instead of training steps */
+/* nanogpt bench --sample=S: a sampling trainer (its plan, its kernels) with random weights generates `steps`
+ * tokens after a one-token prompt for S samples at once (temperature 1, top_k 200) */
+static int bench_sampling(ngpt_config *cfg, int samples, int steps) {
+    char err[NGPT_ERRLEN];
+    ngpt_options opt;
+    memset(&opt, 0, sizeof opt);
+    opt.sample_only = 1;
+    ngpt_trainer *tr;
+    if (ngpt_trainer_create(cfg, &opt, &tr, err, sizeof err)) { fprintf(stderr, "error: %s\n", err); return 1; }
+    /* random weights (N(0, 0.02); a sampling trainer starts at zero), a window's worth at a time */
+    size_t per = param_window_floats(tr);
+    float *host = (float *)tr->h_staging;
+    for (int i = 0; i < N_PARAM_TENSORS; i++)
+        for (size_t j = 0; j < tr->plan.param_len[i]; j += per) {
+            size_t c = MIN(per, tr->plan.param_len[i] - j);
+            for (size_t q = 0; q < c; q++) host[q] = 0.02f * normal_at(1, 2000 + (uint64_t)i, j + q);
+            upload_param_chunk(tr, i, j, host, c);
+        }
+    int32_t prompt[1] = {0};
+    int32_t *out = (int32_t *)malloc((size_t)samples * (size_t)(1 + steps) * sizeof(int32_t));
+    char b1[32];
+    printf("bench: sampling, n_layer %d, n_head %d, n_embd %d, block_size %d, vocab %d, %s on %s; arena %s; samples %d x %d new tokens "
+           "each after a 1-token prompt (top_k 200), random weights\n",
+           tr->ms.L, tr->ms.NH, tr->ms.C, tr->ms.maxT, tr->ms.V, dtype_name(tr->plan.req.dtype), tr->be->name,
+           fmt_bytes(b1, sizeof b1, (double)tr->plan.device_bytes + (double)tr->plan.host_bytes), samples, steps);
+    fflush(stdout);
+    int rc = out ? NGPT_OK : NGPT_ERR_NOMEM;
+    double t0 = now_seconds();
+    if (!rc) rc = ngpt_sample(tr, prompt, 1, samples, steps, 1.0f, 200, 1, out);
+    double t = now_seconds() - t0;
+    if (rc) fprintf(stderr, "error: %s\n", out ? ngpt_last_error(tr) : "out of host memory");
+    else {
+        printf("sampling     %.2f s: %.1f ms per step of all samples, %.1f tokens/s\n", t, 1e3 * t / steps, samples * steps / t);
+        printf("bench_result sample_tokens_per_s=%.1f\n", samples * steps / t);
+    }
+    free(out);
+    ngpt_trainer_free(tr);
+    return rc ? 1 : 0;
+}
+
 static int cmd_bench(int argc, char **argv) {
-    int steps = 20, warmup = 3, n = 0, has_file, kernels = 0;
+    int steps = 20, warmup = 3, n = 0, has_file, kernels = 0, samples = 0;
     char *rest[256], err[NGPT_ERRLEN];
     for (int i = 0; i < argc; i++) {
         double x;
         if (!strcmp(argv[i], "--kernels")) {
             kernels = 1;
+        } else if (!strncmp(argv[i], "--sample=", 9)) {
+            if (parse_number(argv[i] + 9, &x) || x != floor(x) || x < 1 || x > 4096) {
+                fprintf(stderr, "error: %s: the number of samples is a whole number in [1, 4096]\n", argv[i]);
+                return 1;
+            }
+            samples = (int)x;
         } else if (!strncmp(argv[i], "--steps=", 8) || !strncmp(argv[i], "--warmup=", 9)) {
             int is_steps = argv[i][2] == 's';
             const char *v = strchr(argv[i], '=') + 1;
@@ -7746,6 +7793,7 @@ static int cmd_bench(int argc, char **argv) {
         return 1;
     }
     /* vocab_size 0 is resolved as in training: the dataset's meta.bin when it has one, else GPT-2's 50257 */
+    if (samples) return bench_sampling(&cfg, samples, steps);
     cfg.max_iters = warmup + steps + 1;
     cfg.eval_interval = 0;
     cfg.always_save_checkpoint = 0;

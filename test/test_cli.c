@@ -153,6 +153,19 @@ static void test_plan_and_info(void) {
     CHECK(strstr(r->out, "cpu: ") && strstr(r->out, "build: "), "info: %.300s", r->out);
 }
 
+/* nanogpt bench --sample: generation timed with the sampling plan */
+static void test_bench_sampling(void) {
+    CliRun *r = cli("bench", "--sample=3", "--steps=5", "--n_layer=1", "--n_head=2", "--n_embd=32", "--block_size=16", "--vocab_size=100",
+                    "--device=cpu", NULL);
+    CHECK_RUN(r, 0, "bench --sample=3");
+    double rate = -1;
+    const char *p = strstr(r->out, "bench_result sample_tokens_per_s=");
+    if (p) rate = strtod(p + strlen("bench_result sample_tokens_per_s="), NULL);
+    CHECK(rate > 0 && strstr(r->out, "samples 3 x 5 new tokens"), "bench --sample reports a rate: %.400s", r->out);
+    r = cli("bench", "--sample=0", NULL);
+    CHECK_RUN(r, 1, "bench --sample=0");
+}
+
 /* the value after `key` in text, or -1 */
 static long long number_after(const char *text, const char *key) {
     const char *p = strstr(text, key);
@@ -286,6 +299,7 @@ int main(void) {
     RUN(test_help);
     RUN(test_typos);
     RUN(test_plan_and_info);
+    RUN(test_bench_sampling);
     RUN(test_workflow);
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
