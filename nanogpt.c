@@ -4701,7 +4701,7 @@ CLI_USED static void copy_master_out(ngpt_trainer *tr, float *dst) {
     }
 }
 
-/* Sets the parameters from host floats in packed order (fp32 master, then the working copy). */
+/* Sets the parameters from host floats in packed order (through the fp32 master, or a sampling plan's window). */
 static int copy_params_in(ngpt_trainer *tr, const float *src) {
     size_t per = param_window_floats(tr) ? param_window_floats(tr) : HOST_STAGING_BYTES / 4, k = 0;
     for (int i = 0; i < N_PARAM_TENSORS; i++) {
@@ -6105,7 +6105,8 @@ int ngpt_save(ngpt_trainer *tr, const char *path) {
     return checkpoint_write(tr, path);
 }
 
-/* Loads parameters, moments and training state from an open checkpoint whose model matches. */
+/* Loads parameters, moments and training state from an open checkpoint whose model matches (a sampling
+ * trainer, which has no moments: the parameters and the state). */
 static int checkpoint_load(ngpt_trainer *tr, CkptReader *r, const char *path) {
     const CkptModel *m = &r->model;
     const ModelShape *ms = &tr->ms;

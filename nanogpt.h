@@ -188,7 +188,8 @@ void ngpt_request_stop(ngpt_trainer *tr);
 /* Writes the whole training state (config, model, step, data position, parameters, AdamW moments) as a
  * checkpoint (docs/formats.md), atomically. */
 int ngpt_save(ngpt_trainer *tr, const char *path);
-/* Loads a checkpoint of the same model into the trainer: parameters, moments and training state. */
+/* Loads a checkpoint of the same model into the trainer: parameters, moments and training state (into a
+ * sample_only trainer: the parameters and the step). */
 int ngpt_load(ngpt_trainer *tr, const char *path);
 
 /* Generates max_new tokens after the prompt for each of num_samples sequences, as nanoGPT's sample.py
