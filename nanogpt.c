@@ -1640,7 +1640,11 @@ typedef struct {
     int N, C, OC;
 } Gemv;
 
-static inline float v8_sum(v8f a) { return ((a[0] + a[4]) + (a[1] + a[5])) + ((a[2] + a[6]) + (a[3] + a[7])); }
+/* the 8 lanes summed; by pointer, as a 32-byte vector argument would change the ABI on targets without AVX */
+static inline float v8_sum(const v8f *v) {
+    const float *a = (const float *)v;
+    return ((a[0] + a[4]) + (a[1] + a[5])) + ((a[2] + a[6]) + (a[3] + a[7]));
+}
 
 static void gemv_columns(void *arg, size_t lo, size_t hi, int tid) {
     (void)tid;
@@ -1674,7 +1678,8 @@ static void gemv_columns(void *arg, size_t lo, size_t hi, int tid) {
                 a2 = VFMA(*(const v8fu *)(x2 + c), wa, a2);
                 a3 = VFMA(*(const v8fu *)(x3 + c), wa, a3);
             }
-            float sum[4] = {v8_sum(a0 + b0), v8_sum(a1 + b1), v8_sum(a2 + b2), v8_sum(a3 + b3)};
+            v8f s4[4] = {a0 + b0, a1 + b1, a2 + b2, a3 + b3};
+            float sum[4] = {v8_sum(&s4[0]), v8_sum(&s4[1]), v8_sum(&s4[2]), v8_sum(&s4[3])};
             for (size_t c = C8; c < C; c++) {
                 sum[0] = SFMA(x0[c], wr[c], sum[0]);
                 sum[1] = SFMA(x1[c], wr[c], sum[1]);
