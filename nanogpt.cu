@@ -1230,8 +1230,48 @@ static void bias_backward(ngpt_backend *be, void *dbias, const void *dout, int N
     CU_LAUNCHED(be, "colsum_final_kernel");
 }
 
+/* out (N,OC) = bias + inp (N,C) . w^T for a few rows (decoding: one row per sample), where a 128-row tile
+ * would leave the GPU nearly idle (GPT-2's 768 outputs are 6 tiles). One warp per output column reads its
+ * weight row once, coalesced, and dots it with every input row (read through the cache); the lanes' sums
+ * are added by a fixed shuffle tree, so the result does not depend on the launch. */
+#define GEMV_MAX_ROWS 8
+#define GEMV_WARPS 8
+template <typename T>
+__global__ void __launch_bounds__(GEMV_WARPS * 32) gemv_kernel(T *out, const T *inp, const T *w, const T *bias, int N, int C, int OC) {
+    const int lane = threadIdx.x & 31, o = blockIdx.x * GEMV_WARPS + (threadIdx.x >> 5);
+    if (o >= OC) return;
+    const T *wr = w + (size_t)o * C;
+    float acc[GEMV_MAX_ROWS];
+#pragma unroll
+    for (int n = 0; n < GEMV_MAX_ROWS; n++) acc[n] = 0.0f;
+    for (int c = lane; c < C; c += 32) {
+        float wv = to_f(wr[c]);
+#pragma unroll
+        for (int n = 0; n < GEMV_MAX_ROWS; n++)
+            if (n < N) acc[n] = fmaf(to_f(__ldg(inp + (size_t)n * C + c)), wv, acc[n]);
+    }
+#pragma unroll
+    for (int n = 0; n < GEMV_MAX_ROWS; n++)
+#pragma unroll
+        for (int d = 16; d > 0; d >>= 1) acc[n] += __shfl_xor_sync(0xffffffffu, acc[n], d);
+    if (lane == 0) {
+        float b = bias ? to_f(bias[o]) : 0.0f;
+#pragma unroll
+        for (int n = 0; n < GEMV_MAX_ROWS; n++)
+            if (n < N) out[(size_t)n * OC + o] = from_f<T>(acc[n] + b);
+    }
+}
+
 static void cu_matmul_forward(ngpt_backend *be, void *out, const void *inp, const void *w, const void *bias, int N, int C, int OC) {
-    if (bad_dims(be, "matmul_forward", N, C, OC)) return;
+    if (bad_dims(be, "matmul_forward", N, C, OC) || N == 0 || OC == 0) return;
+    if (N <= GEMV_MAX_ROWS) {
+        unsigned blocks = (unsigned)((OC + GEMV_WARPS - 1) / GEMV_WARPS);
+        DISPATCH_DTYPE(be->dtype, T,
+                       gemv_kernel<T><<<blocks, GEMV_WARPS * 32, 0, impl_of(be)->stream>>>((T *)out, (const T *)inp, (const T *)w,
+                                                                                         (const T *)bias, N, C, OC));
+        CU_LAUNCHED(be, "gemv_kernel");
+        return;
+    }
     gemm(be, MM_FWD, out, inp, w, bias, N, OC, C, (size_t)C, (size_t)C, (size_t)OC, 0);
 }
 static void cu_matmul_forward_gelu(ngpt_backend *be, void *pre, void *act, const void *inp, const void *w, const void *bias, int N, int C, int OC) {

@@ -812,6 +812,11 @@ static void tg_matmul_sweep(void) {
     t_matmul(111, 96, 200, 0);
     t_matmul(33, 70, 50, 1);   /* rows not a multiple of 8 elements: the scalar load path */
     t_matmul(1, 8, 3, 1);
+    for (int n = 1; n <= 8; n += n < 4 ? 1 : 4) { /* up to 8 rows (decoding): the forward is gemv_kernel */
+        t_matmul(n, 768, 67, 1);
+        t_matmul(n, 37, 70, 0); /* rows shorter than a warp's stride */
+    }
+    t_matmul(9, 768, 67, 1);    /* just past it: the tiled kernel */
     t_matmul(300, 40, 24, 1);  /* K = 40: a partial k tile */
     t_matmul(130, 264, 136, 1);
     t_matmul(257, 200, 72, 1); /* K = 200: a full and a partial 64-wide k tile (wgmma), three 128-row tiles */
@@ -828,6 +833,7 @@ static void tg_matmul_sweep(void) {
         t_matmul(2048, 768, 3072, 1);
         t_matmul(2048, 3072, 768, 1);
         t_matmul(64, 768, 50304, 0); /* the classifier shape: OC = Vp */
+        t_matmul(3, 768, 50304, 0);  /* and as decoding meets it (gemv_kernel) */
     }
 }
 
