@@ -10,7 +10,8 @@
 # racecheck and synccheck on the small op tests), train (test/test_gpu_train.c: whole step vs CPU,
 # determinism, no allocation while training, resume, 300-step curve), capped (GPT-2 124M on real tokens,
 # 50 steps under --max_memory=2.68GiB and 50 without: needs data/gpt2/{encoder.json,vocab.bpe} carried),
-# bench (nanogpt bench and tools/bench_torch_gpt2.py: end to end, every matmul shape, attention, memory).
+# bench (nanogpt bench and tools/bench_torch_gpt2.py: end to end, every matmul shape, attention, memory;
+# sampling speed with 1 and 10 samples).
 # Not in the default run: recipe (nanoGPT's shakespeare_char GPU recipe, ~10 minutes: bash test/gpu.sh recipe).
 #
 # Logs go to $OUT (the device tool's folder) or ./gpu-logs: build.log, ops.log, sanitize.log, train.log,
@@ -293,6 +294,7 @@ if want bench && [ $BUILT = 0 ] && time_left "benchmarks" 240; then
     {
         echo "== nanogpt bench"; "$BUILD/nanogpt" bench --device=cuda --steps=20 --warmup=3
         echo "== nanogpt bench --kernels"; "$BUILD/nanogpt" bench --device=cuda --kernels
+        for s in 1 10; do echo "== nanogpt bench --sample=$s"; "$BUILD/nanogpt" bench --device=cuda --sample=$s --steps=128; done
         if "$BUILD/nanogpt" info 2>&1 | grep -q "matmul wgmma"; then # Hopper: the mma.sync kernel beside it
             echo "== nanogpt bench --kernels, mma.sync"; NGPT_MATMUL=mma "$BUILD/nanogpt" bench --device=cuda --kernels
         fi
@@ -331,6 +333,10 @@ if want bench && [ $BUILT = 0 ] && time_left "benchmarks" 240; then
     else
         row "end to end vs PyTorch" FAIL "no result (nanogpt: ${ours_tok:-none}, torch: ${torch_tok:-none}); see bench.log"
     fi
+    s1=$(sed -n '/^== nanogpt bench --sample=1$/,/^== /s/^bench_result sample_tokens_per_s=\([0-9.]*\).*/\1/p' "$LOG/bench.log")
+    s10=$(sed -n '/^== nanogpt bench --sample=10$/,/^== /s/^bench_result sample_tokens_per_s=\([0-9.]*\).*/\1/p' "$LOG/bench.log")
+    row "sampling GPT-2 124M (KV cache)" "$([ -n "$s1" ] && [ -n "$s10" ] && echo PASS || echo FAIL)" \
+        "${s1:-none} tokens/s with 1 sample, ${s10:-none} with 10 (128 new tokens each)"
     mm=$(ratio '^matmul')
     att=$(ratio '^attention')
     row "matmuls vs torch.matmul (>= 0.95)" "$(target "$mm" 0.95)" "${mm:-none}x, FLOP-weighted over every shape"
