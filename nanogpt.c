@@ -7941,7 +7941,7 @@ static int checkpoint_to_read(const char *out_dir, char *path, size_t cap, ngpt_
     int n = checkpoint_list(out_dir, steps, 256);
     snprintf(path, cap, "%.400s/best.bin", out_dir);
     if (!file_exists(path)) {
-        if (!n) return fail(err, errlen, NGPT_ERR_IO, "no checkpoint in out_dir %s (train first, or pass --out_dir, or --init_from=gpt2 for OpenAI's weights)", out_dir);
+        if (!n) return fail(err, errlen, NGPT_ERR_IO, "no checkpoint in out_dir %s (train first, or pass --out_dir)", out_dir);
         checkpoint_path(out_dir, steps[n - 1], path, cap);
     }
     CkptReader r;
@@ -7975,7 +7975,10 @@ static int cmd_sample(int argc, char **argv) {
     }
     int from_checkpoint = !init_from[0] || !strcmp(init_from, "resume");
     if (!strcmp(init_from, "scratch")) { fprintf(stderr, "error: --init_from=scratch: a fresh model has nothing to say; sample a checkpoint or gpt2\n"); return 1; }
-    if (from_checkpoint && checkpoint_to_read(cfg.out_dir, path, sizeof path, &cfg, err, sizeof err)) { fprintf(stderr, "error: %s\n", err); return 1; }
+    if (from_checkpoint && checkpoint_to_read(cfg.out_dir, path, sizeof path, &cfg, err, sizeof err)) {
+        fprintf(stderr, "error: %s; --init_from=gpt2 (or a weights file) samples pretrained weights instead\n", err);
+        return 1;
+    }
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i], *eq = strchr(a, '=');
         double x;

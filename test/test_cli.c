@@ -135,7 +135,10 @@ static void test_typos(void) {
     CHECK(strstr(r->err, "nowhere/log.jsonl"), "plot names the file it could not open: %.300s", r->err);
     r = cli("sample", "--out_dir=/nonexistent/out", NULL);
     CHECK_RUN(r, 1, "sample without a checkpoint");
-    CHECK(strstr(r->err, "no checkpoint"), "sample says there is no checkpoint: %.300s", r->err);
+    CHECK(strstr(r->err, "no checkpoint") && strstr(r->err, "--init_from=gpt2"), "sample says there is no checkpoint, and what else: %.300s", r->err);
+    r = cli("export", "--out_dir=/nonexistent/out", "--out=x.bin", NULL);
+    CHECK_RUN(r, 1, "export without a checkpoint");
+    CHECK(strstr(r->err, "no checkpoint") && !strstr(r->err, "init_from"), "export says there is no checkpoint: %.300s", r->err);
 }
 
 static void test_plan_and_info(void) {
