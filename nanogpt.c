@@ -1060,13 +1060,19 @@ CLI_USED static void plan_print(const Plan *p, FILE *f) {
             r->m.C, r->m.V, r->m.Vp, r->T, r->m.bias ? "yes" : "no", (double)p->nparams / 1e6);
     fprintf(f, "device       %s, %s, budget %s\n", r->device == DEV_BACKEND_CUDA ? "cuda" : "cpu", dtype_name(r->dtype),
             fmt_bytes(b1, sizeof b1, r->budget));
-    fprintf(f, "tokens/step  %lld = batch_size %d x gradient_accumulation_steps %d x block_size %d (as asked)\n",
-            (long long)r->batch_size * r->grad_accum * r->T, r->batch_size, r->grad_accum, r->T);
-    fprintf(f, "chosen       micro-batch %d x accumulation %d, recompute %s, logits chunk %d rows, AdamW moments %s\n",
-            p->micro_batch, p->grad_accum, recompute_name(p->recompute), p->logits_chunk,
-            p->moments_dtype == NGPT_DTYPE_F32 ? "fp32" : "bf16");
-    fprintf(f, "eval         micro-batch %d (in the training activation memory), logits chunk %d rows\n", p->eval_micro_batch,
-            p->eval_chunk);
+    if (r->inference) {
+        fprintf(f, "sampling     the parameters and a forward pass only: no gradients, AdamW moments, fp32 master or kept activations\n");
+        fprintf(f, "chosen       up to %d sequences at once (batch_size %d), logits chunk %d rows\n", p->micro_batch, r->batch_size,
+                p->logits_chunk);
+    } else {
+        fprintf(f, "tokens/step  %lld = batch_size %d x gradient_accumulation_steps %d x block_size %d (as asked)\n",
+                (long long)r->batch_size * r->grad_accum * r->T, r->batch_size, r->grad_accum, r->T);
+        fprintf(f, "chosen       micro-batch %d x accumulation %d, recompute %s, logits chunk %d rows, AdamW moments %s\n",
+                p->micro_batch, p->grad_accum, recompute_name(p->recompute), p->logits_chunk,
+                p->moments_dtype == NGPT_DTYPE_F32 ? "fp32" : "bf16");
+        fprintf(f, "eval         micro-batch %d (in the training activation memory), logits chunk %d rows\n", p->eval_micro_batch,
+                p->eval_chunk);
+    }
     if (p->lanes > 1)
         fprintf(f, "lanes        %d: each micro-batch runs as %d parts at once (up to %d sequences each, %d in evaluation), "
                    "each on its own threads with its own gradients\n",
@@ -1081,12 +1087,13 @@ CLI_USED static void plan_print(const Plan *p, FILE *f) {
 
 CLI_USED static void plan_print_json(const Plan *p, FILE *f) {
     const PlanRequest *r = &p->req;
-    fprintf(f, "{\"fits\": %s, \"device\": \"%s\", \"dtype\": \"%s\", \"budget\": %.0f, \"n_layer\": %d, \"n_head\": %d, "
+    fprintf(f, "{\"fits\": %s, \"sampling\": %s, \"device\": \"%s\", \"dtype\": \"%s\", \"budget\": %.0f, \"n_layer\": %d, \"n_head\": %d, "
                "\"n_embd\": %d, \"vocab_size\": %d, \"padded_vocab_size\": %d, \"block_size\": %d, \"parameters\": %zu, "
                "\"tokens_per_step\": %lld, \"micro_batch\": %d, \"gradient_accumulation_steps\": %d, \"recompute\": \"%s\", "
                "\"logits_chunk\": %d, \"eval_micro_batch\": %d, \"lanes\": %d, \"moments\": \"%s\", \"device_bytes\": %zu, "
                "\"host_bytes\": %zu, \"bytes\": {",
-            p->fits ? "true" : "false", r->device == DEV_BACKEND_CUDA ? "cuda" : "cpu", dtype_name(r->dtype), r->budget,
+            p->fits ? "true" : "false", r->inference ? "true" : "false", r->device == DEV_BACKEND_CUDA ? "cuda" : "cpu",
+            dtype_name(r->dtype), r->budget,
             r->m.L, r->m.NH, r->m.C, r->m.V, r->m.Vp, r->T, p->nparams, (long long)r->batch_size * r->grad_accum * r->T,
             p->micro_batch, p->grad_accum, recompute_name(p->recompute), p->logits_chunk, p->eval_micro_batch, p->lanes,
             p->moments_dtype == NGPT_DTYPE_F32 ? "fp32" : "bf16", p->device_bytes, p->host_bytes);
@@ -7502,7 +7509,7 @@ static void usage(FILE *f) {
             "\n"
             "usage: nanogpt <command> [config file] [--key=value ...]\n"
             "  train     train a model (no config: the baby GPT on Tiny Shakespeare characters)\n"
-            "  plan      print the memory plan for a config (--json for JSON); no GPU needed\n"
+            "  plan      print the memory plan for a config (--json for JSON, --sample for sampling's); no GPU needed\n"
             "  bench     tokens/s, MFU and time per op category on random tokens (default: GPT-2 124M, block 1024)\n"
             "            [config file] [--key=value ...] [--steps=20] [--warmup=3] [--kernels: each matmul shape and attention]\n"
             "            [--sample=S: generation of S samples, --steps new tokens each, with the sampling plan]\n"
@@ -7687,9 +7694,12 @@ static int cmd_train(int argc, char **argv) {
 
 static int cmd_plan(int argc, char **argv) {
     ngpt_config cfg;
-    char err[NGPT_ERRLEN], dir[300], path[400];
-    int has_file, json;
-    if (parse_args(argc, argv, 1, &cfg, &has_file, &json, err, sizeof err) || config_validate(&cfg, err, sizeof err)) {
+    char err[NGPT_ERRLEN], dir[300], path[400], *rest[256];
+    int has_file, json, sampling = 0, n = 0;
+    for (int i = 0; i < argc; i++) /* --sample: the plan `nanogpt sample` makes (ngpt_options.sample_only) */
+        if (!strcmp(argv[i], "--sample")) sampling = 1;
+        else if (n < 256) rest[n++] = argv[i];
+    if (parse_args(n, rest, 1, &cfg, &has_file, &json, err, sizeof err) || config_validate(&cfg, err, sizeof err)) {
         fprintf(stderr, "error: %s\n", err);
         return 1;
     }
@@ -7718,6 +7728,7 @@ static int cmd_plan(int argc, char **argv) {
     } else if (budget <= 0) budget = host_memory_available();
     PlanRequest req;
     plan_request_from_config(&req, &cfg, &ms, device, dtype, cfg.threads > 0 ? cfg.threads : cpu_count(), budget);
+    req.inference = sampling;
     Plan p;
     int rc = plan_make(&p, &req, err, sizeof err);
     if (json) plan_print_json(&p, stdout);

@@ -151,6 +151,15 @@ static void test_plan_and_info(void) {
             "--device=cuda", "--dtype=bfloat16", "--max_memory=0.5GiB", NULL);
     CHECK_RUN(r, 1, "plan at 0.5 GiB");
     CHECK(strstr(r->err, "does not fit") && strstr(r->err, "block_size"), "a refusal says what would help: %.400s", r->err);
+    /* GPT-2 XL on a 4 GiB card: sampling fits, training does not */
+    r = cli("plan", "--sample", "--json", "--n_layer=48", "--n_head=25", "--n_embd=1600", "--block_size=1024", "--vocab_size=50257",
+            "--batch_size=8", "--device=cuda", "--dtype=bfloat16", "--max_memory=4GiB", NULL);
+    CHECK_RUN(r, 0, "plan --sample for GPT-2 XL at 4 GiB");
+    CHECK(strstr(r->out, "\"fits\": true, \"sampling\": true") && strstr(r->out, "\"grads\": 0,") && strstr(r->out, "\"moments\": 0,"),
+          "a sampling plan without training memory: %.300s", r->out);
+    r = cli("plan", "--n_layer=48", "--n_head=25", "--n_embd=1600", "--block_size=1024", "--vocab_size=50257", "--batch_size=8",
+            "--device=cuda", "--dtype=bfloat16", "--max_memory=4GiB", NULL);
+    CHECK_RUN(r, 1, "training GPT-2 XL at 4 GiB");
     r = cli("info", NULL);
     CHECK_RUN(r, 0, "info");
     CHECK(strstr(r->out, "cpu: ") && strstr(r->out, "build: "), "info: %.300s", r->out);
