@@ -6145,7 +6145,17 @@ static int checkpoint_load(ngpt_trainer *tr, CkptReader *r, const char *path) {
     return be_check(tr, "loading a checkpoint");
 }
 
-/* Applies the config stored in a checkpoint (its `key = value` lines) to cfg. */
+/* The model's shape as a checkpoint holds it, into cfg (the stored config may leave vocab_size 0, to the data) */
+static void config_set_model(ngpt_config *c, const CkptModel *m) {
+    c->n_layer = m->L;
+    c->n_head = m->NH;
+    c->n_embd = m->C;
+    c->vocab_size = m->V;
+    c->block_size = m->maxT;
+    c->bias = m->bias;
+}
+
+/* Applies the config stored in a checkpoint (its `key = value` lines), then its model's shape, to cfg. */
 CLI_USED static int checkpoint_read_config(const char *path, ngpt_config *cfg, char *err, size_t errlen) {
     CkptReader r;
     int rc = checkpoint_open(&r, path, err, errlen);
@@ -6172,6 +6182,7 @@ CLI_USED static int checkpoint_read_config(const char *path, ngpt_config *cfg, c
         char msg[NGPT_ERRLEN];
         if (ngpt_config_set(cfg, line, eq + 1, msg, sizeof msg)) rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s: stored config: %s", path, msg);
     }
+    if (!rc) config_set_model(cfg, &r.model);
     free(text);
     fclose(r.f);
     return rc;
@@ -6205,12 +6216,7 @@ static int trainer_setup(ngpt_trainer *tr) {
         checkpoint_path(c->out_dir, steps[n - 1], resume_path, sizeof resume_path);
         if ((rc = checkpoint_open(&resume, resume_path, msg, sizeof msg))) return tr_fail(tr, rc, "%s", msg);
         tr->resume_file = resume.f;
-        c->n_layer = resume.model.L;
-        c->n_head = resume.model.NH;
-        c->n_embd = resume.model.C;
-        c->block_size = resume.model.maxT;
-        c->bias = resume.model.bias;
-        c->vocab_size = resume.model.V;
+        config_set_model(c, &resume.model);
         tr_log(tr, 0, "resuming from %s (step %lld)", resume_path, (long long)resume.state.step);
     }
 
@@ -7945,8 +7951,8 @@ static int char_encode(const CharVocab *v, const char *text, int32_t *ids, int c
 }
 
 /* The checkpoint that sample and export read from out_dir: best.bin (the lowest val loss), else the newest
- * ckpt_<step>.bin. cfg becomes its stored config and model shape, with init_from = scratch: the caller makes a
- * trainer from cfg and loads the file's parameters into it with ngpt_load. */
+ * ckpt_<step>.bin. cfg becomes its stored config and model shape (checkpoint_read_config), with init_from =
+ * scratch: the caller makes a trainer from cfg and loads the file's parameters into it with ngpt_load. */
 static int checkpoint_to_read(const char *out_dir, char *path, size_t cap, ngpt_config *cfg, char *err, size_t errlen) {
     long long steps[256];
     int n = checkpoint_list(out_dir, steps, 256);
@@ -7955,19 +7961,9 @@ static int checkpoint_to_read(const char *out_dir, char *path, size_t cap, ngpt_
         if (!n) return fail(err, errlen, NGPT_ERR_IO, "no checkpoint in out_dir %s (train first, or pass --out_dir)", out_dir);
         checkpoint_path(out_dir, steps[n - 1], path, cap);
     }
-    CkptReader r;
     int rc = checkpoint_read_config(path, cfg, err, errlen);
-    if (!rc) rc = checkpoint_open(&r, path, err, errlen);
-    if (rc) return rc;
-    fclose(r.f);
-    cfg->n_layer = r.model.L;
-    cfg->n_head = r.model.NH;
-    cfg->n_embd = r.model.C;
-    cfg->vocab_size = r.model.V;
-    cfg->block_size = r.model.maxT;
-    cfg->bias = r.model.bias;
-    copy_str(cfg->init_from, sizeof cfg->init_from, "scratch");
-    return NGPT_OK;
+    if (!rc) copy_str(cfg->init_from, sizeof cfg->init_from, "scratch");
+    return rc;
 }
 
 static int cmd_sample(int argc, char **argv) {
