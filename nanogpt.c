@@ -4337,6 +4337,19 @@ static ngpt_dropout drop_site(const ngpt_trainer *tr, int training, const Lane *
     return d;
 }
 
+/* A block's projection back into the residual stream: out = res + dropout(inp . w^T + bias), through tmp
+ * (N x OC); one fused op where the backend has it and there is no dropout (the same bits either way). */
+static void matmul_dropout_residual(ngpt_backend *be, void *out, const void *res, void *tmp, const void *inp, const void *w, const void *bias,
+                                    int N, int C, int OC, const ngpt_dropout *d) {
+    if (be->matmul_forward_residual && d->p <= 0) {
+        be->matmul_forward_residual(be, out, inp, w, bias, res, N, C, OC);
+        return;
+    }
+    be->matmul_forward(be, tmp, inp, w, bias, N, C, OC);
+    if (d->p > 0) be->dropout(be, tmp, tmp, (size_t)N * OC, d);
+    be->residual_forward(be, out, res, tmp, (size_t)N * OC);
+}
+
 /* ---- forward: embeddings, L blocks, final LayerNorm, over the sequences of one lane ---- */
 static void graph_forward(ngpt_trainer *tr, const Lane *ln, int training) {
     ngpt_backend *be = tr->be;
@@ -4362,10 +4375,8 @@ static void graph_forward(ngpt_trainer *tr, const Lane *ln, int training) {
         be->matmul_forward(be, qkv, ln1, pt(tr, P, P_QKVW, l), pt_bias(tr, P, P_QKVB, l), N, C, 3 * C);
         d = drop_site(tr, training, ln, l, DROP_ATTN);
         be->attention_forward(be, atty, lse, qkv, B, T, C, NH, &d);
-        be->matmul_forward(be, tmp, atty, pt(tr, P, P_ATTPROJW, l), pt_bias(tr, P, P_ATTPROJB, l), N, C, C);
         d = drop_site(tr, training, ln, l, DROP_ATTN_RESID);
-        if (d.p > 0) be->dropout(be, tmp, tmp, NC, &d);
-        be->residual_forward(be, res_mid, res, tmp, NC);
+        matmul_dropout_residual(be, res_mid, res, tmp, atty, pt(tr, P, P_ATTPROJW, l), pt_bias(tr, P, P_ATTPROJB, l), N, C, C, &d);
         be->layernorm_forward(be, ln2, ln2s, ln2s + N, res_mid, pt(tr, P, P_LN2W, l), pt_bias(tr, P, P_LN2B, l), N, C);
         if (be->matmul_forward_gelu) {
             be->matmul_forward_gelu(be, fch, gelu, ln2, pt(tr, P, P_FCW, l), pt_bias(tr, P, P_FCB, l), N, C, 4 * C);
@@ -4373,10 +4384,8 @@ static void graph_forward(ngpt_trainer *tr, const Lane *ln, int training) {
             be->matmul_forward(be, fch, ln2, pt(tr, P, P_FCW, l), pt_bias(tr, P, P_FCB, l), N, C, 4 * C);
             be->gelu_forward(be, gelu, fch, 4 * NC);
         }
-        be->matmul_forward(be, tmp, gelu, pt(tr, P, P_FCPROJW, l), pt_bias(tr, P, P_FCPROJB, l), N, 4 * C, C);
         d = drop_site(tr, training, ln, l, DROP_MLP_RESID);
-        if (d.p > 0) be->dropout(be, tmp, tmp, NC, &d);
-        be->residual_forward(be, res_out, res_mid, tmp, NC);
+        matmul_dropout_residual(be, res_out, res_mid, tmp, gelu, pt(tr, P, P_FCPROJW, l), pt_bias(tr, P, P_FCPROJB, l), N, 4 * C, C, &d);
     }
     float *lnfs = lslot_f(tr, ln, B_LNF_STATS, 0);
     be->layernorm_forward(be, lslot(tr, ln, B_LNF, 0), lnfs, lnfs + N, lslot(tr, ln, B_RES, L), pt(tr, P, P_LNFW, 0),
@@ -6860,6 +6869,9 @@ PROF_OP(matmul_backward_gelu, PROF_MATMUL,
         (ngpt_backend *be, void *dinp, void *dw, void *dbias, const void *dout, const void *inp, const void *w, const void *pre, int N, int C,
          int OC),
         (be, dinp, dw, dbias, dout, inp, w, pre, N, C, OC))
+PROF_OP(matmul_forward_residual, PROF_MATMUL,
+        (ngpt_backend *be, void *out, const void *inp, const void *w, const void *bias, const void *res, int N, int C, int OC),
+        (be, out, inp, w, bias, res, N, C, OC))
 PROF_OP(attention_forward, PROF_ATTENTION,
         (ngpt_backend *be, void *out, float *lse, const void *qkv, int B, int T, int C, int NH, const ngpt_dropout *drop),
         (be, out, lse, qkv, B, T, C, NH, drop))
@@ -6899,6 +6911,7 @@ static void prof_wrap(ProfBackend *p, ngpt_backend *real, const void *wte) {
     b->matmul_backward = prof_matmul_backward;
     b->matmul_forward_gelu = real->matmul_forward_gelu ? prof_matmul_forward_gelu : NULL; /* timed as matmul, GELU inside */
     b->matmul_backward_gelu = real->matmul_backward_gelu ? prof_matmul_backward_gelu : NULL;
+    b->matmul_forward_residual = real->matmul_forward_residual ? prof_matmul_forward_residual : NULL; /* timed as matmul */
     b->attention_forward = prof_attention_forward;
     b->attention_backward = prof_attention_backward;
     b->gelu_forward = prof_gelu_forward;

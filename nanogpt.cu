@@ -2,8 +2,8 @@
  *
  * The model graph in nanogpt.c calls the ops of `struct ngpt_backend` (nanogpt.h); this file fills that
  * table for the GPU. It uses the CUDA runtime and nothing else: matrix products are written here with
- * tensor-core `mma.sync` instructions, attention is a flash-attention pair of kernels, and every reduction
- * runs in a fixed order, so the same inputs give the same bits on every run.
+ * tensor-core `mma.sync` instructions (and `wgmma` on Hopper), attention is a flash-attention pair of
+ * kernels, and every reduction runs in a fixed order, so the same inputs give the same bits on every run.
  *
  * Storage types: NGPT_DTYPE_BF16 (bf16 storage, fp32 math; sm_80 and newer), NGPT_DTYPE_F16 (fp16 storage
  * for sm_75, where bf16 tensor cores do not exist; the graph does dynamic loss scaling) and NGPT_DTYPE_F32
@@ -22,10 +22,12 @@
  * Sections: errors and types | arena and copies | elementwise | encoder | layernorm | matmul |
  * attention | loss | optimizer | backend table and entry points.
  */
+#include <cuda.h> /* CUtensorMap and its enums only: the encoder is reached through the runtime */
 #include <cuda_runtime.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <float.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -47,7 +49,9 @@ typedef struct {
     int device, cc;            /* cc = 10 * major + minor */
     int sm_count;
     size_t smem_optin;         /* the most dynamic shared memory one block may ask for */
-    int use_wgmma;             /* 16-bit matmuls on the sm_90a wgmma kernel (else mma.sync); see wgmma_wanted */
+    int use_wgmma;             /* 16-bit matmuls on the sm_90a wgmma kernels (else mma.sync); see matmul_choice */
+    int use_tma;               /* ... on the TMA one where the operands allow it (else the cp.async one) */
+    void *encode_tensor_map;   /* the driver's cuTensorMapEncodeTiled (TMA kernel only) */
     int mm_blocks_per_sm;      /* blocks of that matmul kernel one SM runs at once (split-K's wave size) */
     int sync_each_launch;      /* NGPT_CUDA_SYNC=1: wait for every kernel (debugging: faults named by kernel) */
     void *dev_arena, *host_arena;
@@ -566,8 +570,9 @@ static void cu_layernorm_backward(ngpt_backend *be, void *dinp, void *dw, void *
  *   dw        dw   (OC,C) += dout^T . inp       A = dout (N,OC): m-contiguous, B = inp (N,C): n-contiguous
  * 16-bit types run on tensor cores: 128x128x32 block tiles, 8 warps of 64x32, a 3-stage cp.async pipeline
  * (plain loads on sm_75), ldmatrix (.trans for the m/n-contiguous operands) and mma.sync m16n8k16 (two
- * m16n8k8 on sm_75). On sm_90a (Hopper) they run on wgmma instead (matmul_wgmma_kernel below); the
- * environment variable NGPT_MATMUL=mma keeps them on mma.sync, to compare. A product whose tiles would
+ * m16n8k8 on sm_75). On sm_90a (Hopper) they run on wgmma instead: matmul_tma_kernel where the operands
+ * suit the copy engine, else matmul_wgmma_kernel (below); the environment variable NGPT_MATMUL=wgmma keeps
+ * them on the latter and NGPT_MATMUL=mma on mma.sync, to compare. A product whose tiles would
  * leave much of the GPU idle (the weight gradients of the C x C layers: K = B*T is long, the output small)
  * runs as 2-4 slices of K into fp32 scratch, added in slice order by a second kernel. Edges are predicated:
  * any M, N, K work, and rows whose length is not a multiple of 8 elements take a scalar load path. F32
@@ -731,10 +736,12 @@ static __device__ __forceinline__ void mm_split_slice(const T *&A, const T *&B, 
     B += B_K ? (size_t)kb : (size_t)kb * ldb;
 }
 /* What a product does with each fp32 result v at (row, col) of out (row stride ldc): + bias[col], + the old
- * value, rounded to T; then EPI_GELU also writes aux = gelu(out), and EPI_DGELU makes out = out * gelu'(aux)
- * (aux: GELU's input). Each in the order and roundings of the separate ops (matmul, then gelu_forward or
- * gelu_backward), so the fused products give their bits. A split-K slice (partial) stores v alone. */
-enum { EPI_PLAIN, EPI_GELU, EPI_DGELU };
+ * value, rounded to T; then EPI_GELU also writes aux = gelu(out), EPI_DGELU makes out = out * gelu'(aux)
+ * (aux: GELU's input) and EPI_RESIDUAL makes out = aux + out (aux: the residual stream). Each in the order
+ * and roundings of the separate ops (matmul, then gelu_forward, gelu_backward or residual_forward), so the
+ * fused products give their bits. A split-K slice (partial) stores v alone. */
+enum { EPI_PLAIN, EPI_GELU, EPI_DGELU, EPI_RESIDUAL };
+static __host__ __device__ __forceinline__ bool epi_reads_aux(int kind) { return kind == EPI_DGELU || kind == EPI_RESIDUAL; }
 template <typename T> struct MmEpilogue {
     T *out;
     size_t ldc;
@@ -750,17 +757,18 @@ template <typename T> static __device__ __forceinline__ T mm_round(const MmEpilo
     if (ep.accumulate) v += to_f(old);
     T r = from_f<T>(v);
     if (ep.kind == EPI_DGELU) r = from_f<T>(to_f(r) * gelu_grad(to_f(x)));
+    else if (ep.kind == EPI_RESIDUAL) r = from_f<T>(to_f(x) + to_f(r));
     return r;
 }
 template <typename T> static __device__ __forceinline__ void mm_finish(const MmEpilogue<T> &ep, size_t i, int col, float v) {
     const T zero = from_f<T>(0.0f);
-    T r = mm_round(ep, col, v, ep.accumulate ? ep.out[i] : zero, ep.kind == EPI_DGELU ? ep.aux[i] : zero);
+    T r = mm_round(ep, col, v, ep.accumulate ? ep.out[i] : zero, epi_reads_aux(ep.kind) ? ep.aux[i] : zero);
     ep.out[i] = r;
     if (ep.kind == EPI_GELU) ep.aux[i] = from_f<T>(gelu_of(to_f(r)));
 }
-/* One result inside the matrix */
-template <typename T> static __device__ __forceinline__ void mm_store(const MmEpilogue<T> &ep, int M, int N, int row, int col, float v) {
-    if (ep.partial) ep.partial[((size_t)blockIdx.z * M + row) * N + col] = v;
+/* One result inside the matrix (slice: the split-K slice it belongs to) */
+template <typename T> static __device__ __forceinline__ void mm_store(const MmEpilogue<T> &ep, int M, int N, int slice, int row, int col, float v) {
+    if (ep.partial) ep.partial[((size_t)slice * M + row) * N + col] = v;
     else mm_finish(ep, (size_t)row * ep.ldc + col, col, v);
 }
 /* Two results at (row, col) and (row, col + 1), col even, as the accumulator fragments hold them: one 32-bit
@@ -768,11 +776,11 @@ template <typename T> static __device__ __forceinline__ void mm_store(const MmEp
  * mm_store each. Both go through mm_round, so the bits are the same either way. */
 template <typename T> struct alignas(2 * sizeof(T)) MmPair { T lo, hi; };
 template <typename T>
-static __device__ __forceinline__ void mm_store_pair(const MmEpilogue<T> &ep, int M, int N, int row, int col, float v0, float v1) {
+static __device__ __forceinline__ void mm_store_pair(const MmEpilogue<T> &ep, int M, int N, int slice, int row, int col, float v0, float v1) {
     if (row >= M || col >= N) return;
     if (col + 1 < N) {
         if (ep.partial) {
-            float *p = ep.partial + ((size_t)blockIdx.z * M + row) * N + col;
+            float *p = ep.partial + ((size_t)slice * M + row) * N + col;
             if (((uintptr_t)p & 7) == 0) {
                 *(float2 *)p = make_float2(v0, v1);
                 return;
@@ -784,7 +792,7 @@ static __device__ __forceinline__ void mm_store_pair(const MmEpilogue<T> &ep, in
                 MmPair<T> *po = (MmPair<T> *)o, *pa = (MmPair<T> *)a, old, x, r;
                 old.lo = old.hi = x.lo = x.hi = from_f<T>(0.0f);
                 if (ep.accumulate) old = *po;
-                if (ep.kind == EPI_DGELU) x = *pa;
+                if (epi_reads_aux(ep.kind)) x = *pa;
                 r.lo = mm_round(ep, col, v0, old.lo, x.lo);
                 r.hi = mm_round(ep, col + 1, v1, old.hi, x.hi);
                 *po = r;
@@ -797,9 +805,9 @@ static __device__ __forceinline__ void mm_store_pair(const MmEpilogue<T> &ep, in
                 return;
             }
         }
-        mm_store(ep, M, N, row, col + 1, v1);
+        mm_store(ep, M, N, slice, row, col + 1, v1);
     }
-    mm_store(ep, M, N, row, col, v0);
+    mm_store(ep, M, N, slice, row, col, v0);
 }
 
 template <typename T, bool A_K, bool B_K>
@@ -872,7 +880,7 @@ __global__ void __launch_bounds__(MM_THREADS)
         for (int j = 0; j < 4; j++)
 #pragma unroll
             for (int e = 0; e < 4; e += 2) /* (e, e + 1): two neighbouring columns of one row */
-                mm_store_pair(ep, M, N, m0 + wm + i * 16 + g + (e >> 1) * 8, n0 + wn + j * 8 + tq * 2, acc[i][j][e], acc[i][j][e + 1]);
+                mm_store_pair(ep, M, N, blockIdx.z, m0 + wm + i * 16 + g + (e >> 1) * 8, n0 + wn + j * 8 + tq * 2, acc[i][j][e], acc[i][j][e + 1]);
 }
 
 /* F32: 64x64 tiles, 256 threads of 4x4 outputs, k steps of 16 */
@@ -1074,7 +1082,7 @@ __global__ void __launch_bounds__(WG_THREADS, 1)
     for (int i = 0; i < 16; i++)
 #pragma unroll
         for (int e = 0; e < 4; e += 2) /* (e, e + 1): two neighbouring columns of one row */
-            mm_store_pair(ep, M, N, m0 + wg * 64 + w * 16 + g + (e >> 1) * 8, n0 + i * 8 + tq * 2, d[i * 4 + e], d[i * 4 + e + 1]);
+            mm_store_pair(ep, M, N, blockIdx.z, m0 + wg * 64 + w * 16 + g + (e >> 1) * 8, n0 + i * 8 + tq * 2, d[i * 4 + e], d[i * 4 + e + 1]);
 #else
     (void)A; (void)B; (void)M; (void)N; (void)K; (void)lda; (void)ldb; (void)vecA; (void)vecB; (void)kps; (void)ep;
 #endif
@@ -1089,6 +1097,232 @@ static void gemm_wgmma(ngpt_backend *be, const T *A, const T *B, int M, int N, i
     CU_LAUNCHED(be, "matmul_wgmma_kernel");
 }
 
+/* --- Hopper (sm_90a): wgmma fed by the tensor memory accelerator, warp-specialised and persistent -----
+ * 128x256x64 block tiles and three warpgroups. The first produces: one thread asks the copy engine
+ * (cp.async.bulk.tensor) for each stage's A and B tiles, which complete on the stage's "full" mbarrier by
+ * byte count. The other two consume: each owns 64 rows x 256 columns (wgmma m64n256k16, 128 fp32
+ * accumulators a thread), waits for a stage to be full, and once the wgmma that read it has completed
+ * arrives on its "empty" mbarrier, which the producer waits on before refilling it. The copy engine writes
+ * the 128-byte swizzled layout that wg_load_tile writes (a K-major tile is one box of 64 k x 128 or 256
+ * rows; an MN-major tile is boxes of 64 columns x 64 k, 8 KB apart), so the descriptors are those of the
+ * cp.async kernel above; rows, columns and k past the matrix arrive as zeros. The grid is one block per SM
+ * looping over output tiles (and split-K slices), so the producer fills the next tile's stages while the
+ * consumers store the last one. setmaxnreg moves registers from the producer (40) to the consumers (232).
+ * The operands must be 16-byte aligned with row strides a multiple of 8 elements (the copy engine's rule);
+ * other products run on the cp.async kernel. Tensor maps are encoded on the host for every launch through
+ * the driver's cuTensorMapEncodeTiled, reached with cudaGetDriverEntryPointByVersion (no library linked). */
+#define TM_BM 128
+#define TM_BN 256
+#define TM_STAGES 4
+#define TM_THREADS 384
+#define TM_A_BYTES (TM_BM * WG_BK * 2)                                       /* 16 KB */
+#define TM_B_BYTES (TM_BN * WG_BK * 2)                                       /* 32 KB */
+#define TM_SMEM_BYTES (TM_STAGES * (TM_A_BYTES + TM_B_BYTES) + 1024 + 1024) /* + alignment, + the mbarriers */
+
+#ifdef NGPT_WGMMA_DEVICE
+static __device__ __forceinline__ uint32_t smem_addr(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
+static __device__ __forceinline__ void mbar_init(uint64_t *bar, unsigned count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_addr(bar)), "r"(count) : "memory");
+}
+/* the producer's arrival: this phase completes when the copies have written `bytes` more */
+static __device__ __forceinline__ void mbar_expect_bytes(uint64_t *bar, unsigned bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_addr(bar)), "r"(bytes) : "memory");
+}
+static __device__ __forceinline__ void mbar_arrive(uint64_t *bar) {
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(smem_addr(bar)) : "memory");
+}
+/* until the phase of this parity has completed (a fresh barrier counts the phase before it, parity 1, as done) */
+static __device__ __forceinline__ void mbar_wait(uint64_t *bar, unsigned parity) {
+    uint32_t done = 0;
+    while (!done)
+        asm volatile("{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}\n"
+                     : "=r"(done)
+                     : "r"(smem_addr(bar)), "r"(parity)
+                     : "memory");
+}
+/* box (c0: inner coordinate, c1: outer) of the tensor map into shared memory, completing on bar */
+static __device__ __forceinline__ void tma_load(void *dst, const CUtensorMap *map, int c0, int c1, uint64_t *bar) {
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n" ::"r"(
+                     smem_addr(dst)),
+                 "l"((uint64_t)map), "r"(c0), "r"(c1), "r"(smem_addr(bar))
+                 : "memory");
+}
+#endif
+
+#define WG_D64(i) WG_D16(i), WG_D16(i + 16), WG_D16(i + 32), WG_D16(i + 48)
+#define WG_REGS128                                                                                              \
+    "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, "\
+    "%24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, "\
+    "%46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, "\
+    "%68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, "\
+    "%90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, "\
+    "%110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}"
+/* d (64x256 per warpgroup, f32) += A (64x16) B (16x256); TA / TB: the operand is MN-major */
+template <typename T, int TA, int TB> static __device__ __forceinline__ void wgmma_m64n256k16(float (&d)[128], uint64_t da, uint64_t db) {
+#ifdef NGPT_WGMMA_DEVICE
+    if constexpr (std::is_same<T, __half>::value)
+        asm volatile("wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 " WG_REGS128 ", %128, %129, 1, 1, 1, %130, %131;\n"
+                     : WG_D64(0), WG_D64(64)
+                     : "l"(da), "l"(db), "n"(TA), "n"(TB));
+    else
+        asm volatile("wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 " WG_REGS128 ", %128, %129, 1, 1, 1, %130, %131;\n"
+                     : WG_D64(0), WG_D64(64)
+                     : "l"(da), "l"(db), "n"(TA), "n"(TB));
+#else
+    (void)d; (void)da; (void)db;
+#endif
+}
+
+#ifdef NGPT_WGMMA_DEVICE
+/* Output tile t of a launch: its first row and column, its split-K slice and its k range [kb, kb + klen).
+ * Consecutive tiles walk down the rows of one column of tiles, so the blocks of a wave share B's tile. */
+struct TmTile {
+    int m0, n0, slice, kb, klen;
+};
+static __device__ __forceinline__ TmTile tm_tile(int t, int M, int N, int K, int kps) {
+    const int tiles_m = (M + TM_BM - 1) / TM_BM, tiles_n = (N + TM_BN - 1) / TM_BN, rest = t / tiles_m;
+    TmTile r;
+    r.m0 = (t % tiles_m) * TM_BM;
+    r.n0 = (rest % tiles_n) * TM_BN;
+    r.slice = rest / tiles_n;
+    r.kb = kps ? r.slice * kps : 0;
+    r.klen = kps ? min(K - r.kb, kps) : K;
+    return r;
+}
+#endif
+
+template <typename T, bool A_K, bool B_K>
+__global__ void __launch_bounds__(TM_THREADS, 1) matmul_tma_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB,
+                                                                   int M, int N, int K, int kps, int tiles, MmEpilogue<T> ep) {
+#ifdef NGPT_WGMMA_DEVICE
+    extern __shared__ __align__(1024) unsigned char tm_smem[];
+    unsigned char *base = tm_smem + ((1024u - (smem_addr(tm_smem) & 1023u)) & 1023u);
+    unsigned char *sA = base, *sB = base + TM_STAGES * TM_A_BYTES;
+    uint64_t *full = (uint64_t *)(sB + TM_STAGES * TM_B_BYTES), *empty = full + TM_STAGES;
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < TM_STAGES; s++) {
+            mbar_init(&full[s], 1);              /* the producer's expect-bytes arrival (+ the copies' bytes) */
+            mbar_init(&empty[s], 2 * 128);       /* every consumer thread */
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    __syncthreads();
+    /* it: the k tiles this block has passed through the stages so far, over all its output tiles; k tile it
+     * uses stage it % STAGES for the (it / STAGES)-th time, so its phases have parity (it / STAGES) & 1 */
+    uint32_t it = 0;
+    if (threadIdx.x < 128) { /* producer warpgroup: one thread issues, the rest leave */
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
+        if (threadIdx.x != 0) return;
+        for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+            const TmTile tl = tm_tile(t, M, N, K, kps);
+            for (int k = tl.kb; k < tl.kb + tl.klen; k += WG_BK, it++) {
+                const int s = it % TM_STAGES;
+                mbar_wait(&empty[s], ((it / TM_STAGES) & 1) ^ 1); /* its last use released (the first passes) */
+                mbar_expect_bytes(&full[s], TM_A_BYTES + TM_B_BYTES);
+                unsigned char *a = sA + s * TM_A_BYTES, *b = sB + s * TM_B_BYTES;
+                if (A_K) {
+                    tma_load(a, &tmA, k, tl.m0, &full[s]);
+                } else {
+                    tma_load(a, &tmA, tl.m0, k, &full[s]);
+                    tma_load(a + 8192, &tmA, tl.m0 + 64, k, &full[s]);
+                }
+                if (B_K) {
+                    tma_load(b, &tmB, k, tl.n0, &full[s]);
+                } else {
+#pragma unroll
+                    for (int j = 0; j < TM_BN / 64; j++) tma_load(b + j * 8192, &tmB, tl.n0 + j * 64, k, &full[s]);
+                }
+            }
+        }
+        return;
+    }
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
+    const int cw = (threadIdx.x >> 7) - 1; /* consumer warpgroup: rows cw*64 .. cw*64+63 of the tile */
+    const int lane = threadIdx.x & 31, w = (threadIdx.x >> 5) & 3, g = lane >> 2, tq = lane & 3;
+    float d[128];
+    for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+        const TmTile tl = tm_tile(t, M, N, K, kps);
+#pragma unroll
+        for (int i = 0; i < 128; i++) d[i] = 0.0f;
+        const int KT = (tl.klen + WG_BK - 1) / WG_BK;
+        for (int kt = 0; kt < KT; kt++, it++) {
+            const int s = it % TM_STAGES;
+            mbar_wait(&full[s], (it / TM_STAGES) & 1);
+            const unsigned char *a = sA + s * TM_A_BYTES, *b = sB + s * TM_B_BYTES;
+            asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#pragma unroll
+            for (int ks = 0; ks < WG_BK / 16; ks++) {
+                uint64_t da = A_K ? wg_desc(a + cw * 64 * 128 + ks * 32, 16, 1024) : wg_desc(a + cw * 8192 + ks * 2048, 8192, 1024);
+                uint64_t db = B_K ? wg_desc(b + ks * 32, 16, 1024) : wg_desc(b + ks * 2048, 8192, 1024);
+                wgmma_m64n256k16<T, A_K ? 0 : 1, B_K ? 0 : 1>(d, da, db);
+            }
+            asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+            asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory"); /* k tile kt - 1's products are done ... */
+            if (kt > 0) mbar_arrive(&empty[(it - 1) % TM_STAGES]);          /* ... so its stage may be refilled */
+        }
+        asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+        if (KT > 0) mbar_arrive(&empty[(it - 1) % TM_STAGES]);
+#pragma unroll
+        for (int i = 0; i < 128; i++) asm volatile("" : "+f"(d[i])::"memory"); /* no read of d moves above the wait */
+        /* accumulator layout as in the cp.async kernel: d[4i], d[4i+1] at (row g, columns 8i + 2tq, +1) of warp
+         * w's 16 rows, d[4i+2], d[4i+3] at row g + 8 */
+#pragma unroll
+        for (int i = 0; i < 32; i++)
+#pragma unroll
+            for (int e = 0; e < 4; e += 2)
+                mm_store_pair(ep, M, N, tl.slice, tl.m0 + cw * 64 + w * 16 + g + (e >> 1) * 8, tl.n0 + i * 8 + tq * 2, d[i * 4 + e],
+                              d[i * 4 + e + 1]);
+    }
+#else
+    (void)tmA; (void)tmB; (void)M; (void)N; (void)K; (void)kps; (void)tiles; (void)ep;
+#endif
+}
+
+/* The driver's tensor-map encoder, found once per backend (NULL where the driver has none: no TMA kernel) */
+typedef CUresult (*TensorMapEncodeTiled)(CUtensorMap *, CUtensorMapDataType, cuuint32_t, void *, const cuuint64_t *, const cuuint64_t *,
+                                         const cuuint32_t *, const cuuint32_t *, CUtensorMapInterleave, CUtensorMapSwizzle,
+                                         CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+static void *find_tensor_map_encoder(void) {
+    void *fn = NULL;
+    cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
+    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &found) != cudaSuccess ||
+        found != cudaDriverEntryPointSuccess) {
+        cudaGetLastError();
+        return NULL;
+    }
+    return fn;
+}
+
+/* A row-major matrix of `outer` rows of `inner` 16-bit elements (row stride ld) read in boxes of box_inner x
+ * box_outer with 128-byte swizzling; 0 on success. */
+template <typename T>
+static int tma_map(const CudaImpl *im, CUtensorMap *map, const T *p, size_t inner, size_t outer, size_t ld, unsigned box_inner, unsigned box_outer) {
+    cuuint64_t dims[2] = {(cuuint64_t)inner, (cuuint64_t)outer}, strides[1] = {(cuuint64_t)(ld * sizeof(T))};
+    cuuint32_t box[2] = {box_inner, box_outer}, unit[2] = {1, 1};
+    CUtensorMapDataType type = std::is_same<T, __half>::value ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+    return ((TensorMapEncodeTiled)im->encode_tensor_map)(map, type, 2, (void *)p, dims, strides, box, unit, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                                                          CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                                                          CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS;
+}
+
+/* The TMA kernel for this product (operands checked with vec_ok by the caller): 1 when launched, 0 when the
+ * driver would not encode a tensor map for them (nothing happened) */
+template <typename T, bool A_K, bool B_K>
+static int gemm_tma(ngpt_backend *be, const T *A, const T *B, int M, int N, int K, size_t lda, size_t ldb, int splits, int kps,
+                    const MmEpilogue<T> &ep) {
+    CudaImpl *im = impl_of(be);
+    CUtensorMap ma, mb;
+    if (tma_map(im, &ma, A, A_K ? K : M, A_K ? M : K, lda, 64, A_K ? TM_BM : 64) ||
+        tma_map(im, &mb, B, B_K ? K : N, B_K ? N : K, ldb, 64, B_K ? TM_BN : 64))
+        return 0;
+    long long tiles = (long long)((M + TM_BM - 1) / TM_BM) * ((N + TM_BN - 1) / TM_BN) * splits;
+    if (tiles > INT_MAX) return 0;
+    unsigned grid = (unsigned)(tiles < im->sm_count ? tiles : im->sm_count);
+    matmul_tma_kernel<T, A_K, B_K><<<grid, TM_THREADS, TM_SMEM_BYTES, im->stream>>>(ma, mb, M, N, K, kps, (int)tiles, ep);
+    CU_LAUNCHED(be, "matmul_tma_kernel");
+    return 1;
+}
+
 /* Split-K's second pass: the sum of the slices (ep.partial) in slice order, finished as any product's
  * result. Deterministic: the slice count depends only on the shape, the GPU and the planned scratch. */
 template <typename T> __global__ void splitk_reduce_kernel(MmEpilogue<T> ep, int M, int N, int splits) {
@@ -1100,12 +1334,13 @@ template <typename T> __global__ void splitk_reduce_kernel(MmEpilogue<T> ep, int
     mm_finish(ep, (size_t)row * ep.ldc + col, col, v);
 }
 
-/* How many K slices a 16-bit product runs as: more than one only when its 128x128 tiles leave many of the
- * GPU's block slots idle in the last wave, K is long (each slice keeps at least 1024), and the fp32 slices
- * fit the scratch. Picks the count (up to 4) that fills the waves best; within 10% fewer slices win. */
-static int splitk_slices(ngpt_backend *be, int M, int N, int K, int blocks_per_sm) {
+/* How many K slices a 16-bit product runs as: more than one only when its bm x bn tiles leave many of the
+ * GPU's block slots (slots: SMs x blocks per SM) idle in the last wave, K is long (each slice keeps at least
+ * 1024), and the fp32 slices fit the scratch. Picks the count (up to 4) that fills the waves best; within
+ * 10% fewer slices win. */
+static int splitk_slices(ngpt_backend *be, int M, int N, int K, int bm, int bn, long long slots) {
     CudaImpl *im = impl_of(be);
-    long long tiles = (long long)((M + 127) / 128) * ((N + 127) / 128), slots = (long long)im->sm_count * blocks_per_sm;
+    long long tiles = (long long)((M + bm - 1) / bm) * ((N + bn - 1) / bn);
     if (slots < 1 || tiles >= 4 * slots || K < 2048) return 1;
     int best = 1;
     double best_fill = (double)tiles / (double)(((tiles + slots - 1) / slots) * slots);
@@ -1130,13 +1365,17 @@ enum { MM_FWD, MM_DINP, MM_DW };
     default: CALL_T(false, false); break;                      \
     }
 
-/* 16-bit products: wgmma (sm_90a) or mma.sync, split along K when that fills the GPU better (the slices in
- * fp32 scratch, then finished in order by splitk_reduce_kernel, epilogue included). Whether a product splits
- * depends on its shape alone, never on its epilogue, so a fused product rounds as the separate one does. */
-template <typename T>
-static void gemm_16(ngpt_backend *be, int layout, const T *A, const T *B, int M, int N, int K, size_t lda, size_t ldb, const MmEpilogue<T> &ep) {
+/* 16-bit products: on sm_90a the TMA kernel where the operands allow it, else the cp.async wgmma kernel;
+ * elsewhere mma.sync. Split along K when that fills the GPU better (the slices in fp32 scratch, then
+ * finished in order by splitk_reduce_kernel, epilogue included). Whether a product splits depends on its
+ * shape and the kernel alone, never on its epilogue, so a fused product rounds as the separate one does. */
+template <typename T, bool A_K, bool B_K>
+static void gemm_16_layout(ngpt_backend *be, const T *A, const T *B, int M, int N, int K, size_t lda, size_t ldb, const MmEpilogue<T> &ep) {
     CudaImpl *im = impl_of(be);
-    int splits = splitk_slices(be, M, N, K, im->mm_blocks_per_sm), kps = 0;
+    const int tma = im->use_tma && vec_ok(A, lda) && vec_ok(B, ldb);
+    int splits = tma ? splitk_slices(be, M, N, K, TM_BM, TM_BN, im->sm_count)
+                     : splitk_slices(be, M, N, K, 128, 128, (long long)im->sm_count * im->mm_blocks_per_sm);
+    int kps = 0;
     if (splits > 1) {
         kps = ((K + splits - 1) / splits + 63) / 64 * 64; /* whole 64-wide k tiles per slice */
         splits = (K + kps - 1) / kps;
@@ -1147,18 +1386,24 @@ static void gemm_16(ngpt_backend *be, int layout, const T *A, const T *B, int M,
     }
     MmEpilogue<T> ep1 = ep;
     if (kps) ep1.partial = (float *)im->scratch;
-#define CALL_16(AK, BK) (im->use_wgmma ? gemm_wgmma<T, AK, BK> : gemm_tc<T, AK, BK>)(be, A, B, M, N, K, lda, ldb, splits, kps, ep1)
-    GEMM_LAYOUTS(CALL_16)
-#undef CALL_16
+    if (!(tma && gemm_tma<T, A_K, B_K>(be, A, B, M, N, K, lda, ldb, splits, kps, ep1)))
+        (im->use_wgmma ? gemm_wgmma<T, A_K, B_K> : gemm_tc<T, A_K, B_K>)(be, A, B, M, N, K, lda, ldb, splits, kps, ep1);
     if (kps && be->status == NGPT_OK) {
         size_t MN = (size_t)M * N;
         splitk_reduce_kernel<T><<<(unsigned)((MN + 255) / 256), 256, 0, im->stream>>>(ep1, M, N, splits);
         CU_LAUNCHED(be, "splitk_reduce_kernel");
     }
 }
+template <typename T>
+static void gemm_16(ngpt_backend *be, int layout, const T *A, const T *B, int M, int N, int K, size_t lda, size_t ldb, const MmEpilogue<T> &ep) {
+#define CALL_16(AK, BK) gemm_16_layout<T, AK, BK>(be, A, B, M, N, K, lda, ldb, ep)
+    GEMM_LAYOUTS(CALL_16)
+#undef CALL_16
+}
 
 /* out (M,N, row stride ldc) = A B [+ bias] [+= old out], then the epilogue kind (EPI_GELU: aux = gelu(out);
- * EPI_DGELU: out *= gelu'(aux)). F32 runs the SIMT kernel and the GELU op after it (the same results). */
+ * EPI_DGELU: out *= gelu'(aux); EPI_RESIDUAL: out = aux + out). F32 runs the SIMT kernel and the separate op
+ * after it (the same results). */
 static void gemm(ngpt_backend *be, int layout, void *out, const void *A, const void *B, const void *bias, int M, int N, int K, size_t lda,
                  size_t ldb, size_t ldc, int accumulate, int kind = EPI_PLAIN, void *aux = NULL) {
     if (M <= 0 || N <= 0) return;
@@ -1171,9 +1416,10 @@ static void gemm(ngpt_backend *be, int layout, void *out, const void *A, const v
     gemm_simt<AK, BK>(be, (float *)out, (const float *)A, (const float *)B, (const float *)bias, M, N, K, lda, ldb, ldc, accumulate)
         GEMM_LAYOUTS(CALL_SIMT)
 #undef CALL_SIMT
-        if (kind != EPI_PLAIN && ldc != (size_t)N) cu_fail(be, NGPT_ERR_ARG, "cuda matmul: a GELU epilogue needs a dense output");
+        if (kind != EPI_PLAIN && ldc != (size_t)N) cu_fail(be, NGPT_ERR_ARG, "cuda matmul: a fused epilogue needs a dense output");
         else if (kind == EPI_GELU) cu_gelu_forward(be, aux, out, (size_t)M * N);
         else if (kind == EPI_DGELU) cu_gelu_backward(be, out, aux, out, (size_t)M * N);
+        else if (kind == EPI_RESIDUAL) cu_residual_forward(be, out, aux, out, (size_t)M * N);
     } else if (be->dtype == NGPT_DTYPE_BF16) {
         typedef __nv_bfloat16 T;
         gemm_16<T>(be, layout, (const T *)A, (const T *)B, M, N, K, lda, ldb, MmEpilogue<T>{(T *)out, ldc, (const T *)bias, accumulate, kind, (T *)aux, NULL});
@@ -1277,6 +1523,15 @@ static void cu_matmul_forward(ngpt_backend *be, void *out, const void *inp, cons
 static void cu_matmul_forward_gelu(ngpt_backend *be, void *pre, void *act, const void *inp, const void *w, const void *bias, int N, int C, int OC) {
     if (bad_dims(be, "matmul_forward_gelu", N, C, OC)) return;
     gemm(be, MM_FWD, pre, inp, w, bias, N, OC, C, (size_t)C, (size_t)C, (size_t)OC, 0, EPI_GELU, act);
+}
+static void cu_matmul_forward_residual(ngpt_backend *be, void *out, const void *inp, const void *w, const void *bias, const void *res, int N, int C,
+                                       int OC) {
+    if (bad_dims(be, "matmul_forward_residual", N, C, OC)) return;
+    if (!res || out == res || out == inp || out == w) {
+        cu_fail(be, NGPT_ERR_ARG, "cuda matmul_forward_residual: res is required and out must alias none of inp, w, res");
+        return;
+    }
+    gemm(be, MM_FWD, out, inp, w, bias, N, OC, C, (size_t)C, (size_t)C, (size_t)OC, 0, EPI_RESIDUAL, (void *)res);
 }
 /* matmul_backward, with dinp's epilogue kind (EPI_DGELU: times gelu'(pre)) */
 static void matmul_backward_with(ngpt_backend *be, void *dinp, void *dw, void *dbias, const void *dout, const void *inp, const void *w, int N,
@@ -2205,18 +2460,23 @@ static int probe_device(int *device, int *cc, char *err, size_t errlen) {
     return NGPT_OK;
 }
 
-/* The wgmma matmul runs where it can: a compute capability 9.0 GPU, a binary with sm_90a code (ngpt_wgmma_built
- * reads 1 only there), and NGPT_MATMUL not set to "mma" (which keeps the mma.sync kernel, to compare the two). */
-static int wgmma_wanted(int cc) {
+/* Which kernel 16-bit matmuls run on. The wgmma kernels run where they can: a compute capability 9.0 GPU
+ * and a binary with sm_90a code (ngpt_wgmma_built reads 1 only there); the TMA one of them also needs the
+ * driver's tensor-map encoder. NGPT_MATMUL picks an older kernel, to compare: "mma" (mma.sync) or "wgmma"
+ * (the cp.async wgmma kernel). */
+enum { MATMUL_MMA, MATMUL_WGMMA, MATMUL_TMA };
+static int matmul_choice(int cc) {
     const char *force = getenv("NGPT_MATMUL");
-    if (cc != 90 || (force && !strcmp(force, "mma"))) return 0;
+    if (cc != 90 || (force && !strcmp(force, "mma"))) return MATMUL_MMA;
     int built = 0;
     if (cudaMemcpyFromSymbol(&built, ngpt_wgmma_built, sizeof built) != cudaSuccess) {
         cudaGetLastError();
-        return 0;
+        return MATMUL_MMA;
     }
-    return built;
+    if (!built) return MATMUL_MMA;
+    return (force && !strcmp(force, "wgmma")) || !find_tensor_map_encoder() ? MATMUL_WGMMA : MATMUL_TMA;
 }
+static const char *matmul_name(int choice) { return choice == MATMUL_TMA ? "wgmma+tma" : choice == MATMUL_WGMMA ? "wgmma" : "mma.sync"; }
 
 /* The attention kernels of padded head size HS, where attn_tc_hs lets them run: their shared memory. */
 template <typename T, int HS> static int set_attn_smem_attrs(ngpt_backend *be) {
@@ -2239,6 +2499,11 @@ template <typename T> static int set_smem_attrs(ngpt_backend *be) {
         bad |= CU_CHECK(be, cudaFuncSetAttribute(matmul_wgmma_kernel<T, true, true>, cudaFuncAttributeMaxDynamicSharedMemorySize, WG_SMEM_BYTES));
         bad |= CU_CHECK(be, cudaFuncSetAttribute(matmul_wgmma_kernel<T, true, false>, cudaFuncAttributeMaxDynamicSharedMemorySize, WG_SMEM_BYTES));
         bad |= CU_CHECK(be, cudaFuncSetAttribute(matmul_wgmma_kernel<T, false, false>, cudaFuncAttributeMaxDynamicSharedMemorySize, WG_SMEM_BYTES));
+    }
+    if (im->use_tma) {
+        bad |= CU_CHECK(be, cudaFuncSetAttribute(matmul_tma_kernel<T, true, true>, cudaFuncAttributeMaxDynamicSharedMemorySize, TM_SMEM_BYTES));
+        bad |= CU_CHECK(be, cudaFuncSetAttribute(matmul_tma_kernel<T, true, false>, cudaFuncAttributeMaxDynamicSharedMemorySize, TM_SMEM_BYTES));
+        bad |= CU_CHECK(be, cudaFuncSetAttribute(matmul_tma_kernel<T, false, false>, cudaFuncAttributeMaxDynamicSharedMemorySize, TM_SMEM_BYTES));
     }
     int n = 0; /* the forward layout stands for all three (their shared memory differs by a few KB) */
     if (!bad && im->use_wgmma)
@@ -2289,7 +2554,7 @@ int ngpt_cuda_describe(char *out, size_t outlen) {
     cudaMemGetInfo(&fb, &tb);
     return errf(out, outlen, NGPT_OK, "cuda: %s, sm_%d, %d SMs, %.1f GiB (%.1f GiB free), bf16 %s, 16-bit matmul %s", prop.name, cc,
                 prop.multiProcessorCount, tb / 1073741824.0, fb / 1073741824.0, cc >= 80 ? "yes" : "no (fp16 with loss scaling)",
-                wgmma_wanted(cc) ? "wgmma" : "mma.sync");
+                matmul_name(matmul_choice(cc)));
 }
 
 int ngpt_cuda_backend_create(ngpt_backend **out, int dtype, char *err, size_t errlen) {
@@ -2319,7 +2584,11 @@ int ngpt_cuda_backend_create(ngpt_backend **out, int dtype, char *err, size_t er
     v = 0;
     cudaDeviceGetAttribute(&v, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
     im->smem_optin = v > 0 ? (size_t)v : 48 * 1024;
-    im->use_wgmma = dtype != NGPT_DTYPE_F32 && wgmma_wanted(cc) && im->smem_optin >= WG_SMEM_BYTES;
+    int choice = dtype == NGPT_DTYPE_F32 ? MATMUL_MMA : matmul_choice(cc);
+    im->use_wgmma = choice != MATMUL_MMA && im->smem_optin >= WG_SMEM_BYTES;
+    im->use_tma = choice == MATMUL_TMA && im->smem_optin >= TM_SMEM_BYTES;
+    im->encode_tensor_map = im->use_tma ? find_tensor_map_encoder() : NULL;
+    im->use_tma = im->encode_tensor_map != NULL;
     const char *sync_env = getenv("NGPT_CUDA_SYNC");
     im->sync_each_launch = sync_env && !strcmp(sync_env, "1");
     int made = !CU_CHECK(be, cudaStreamCreateWithFlags(&im->stream, cudaStreamNonBlocking));
@@ -2356,6 +2625,7 @@ int ngpt_cuda_backend_create(ngpt_backend **out, int dtype, char *err, size_t er
     be->matmul_backward = cu_matmul_backward;
     be->matmul_forward_gelu = cu_matmul_forward_gelu;
     be->matmul_backward_gelu = cu_matmul_backward_gelu;
+    be->matmul_forward_residual = cu_matmul_forward_residual;
     be->attention_forward = cu_attention_forward;
     be->attention_backward = cu_attention_backward;
     be->attention_decode = cu_attention_decode;

@@ -363,13 +363,16 @@ struct ngpt_backend {
     void (*matmul_forward)(ngpt_backend *be, void *out, const void *inp, const void *w, const void *bias, int N, int C, int OC);
     /* dinp (N,C) = dout (N,OC) @ w ; dw (OC,C) += dout^T @ inp ; dbias (OC) += colsum(dout) (NULL: none) */
     void (*matmul_backward)(ngpt_backend *be, void *dinp, void *dw, void *dbias, const void *dout, const void *inp, const void *w, int N, int C, int OC);
-    /* Optional fusions with GELU (NULL: the graph calls the ops one by one); each gives exactly the bits of
-     * the ops it replaces. matmul_forward_gelu: matmul_forward into pre, then gelu_forward(act, pre).
+    /* Optional fusions (NULL: the graph calls the ops one by one); each gives exactly the bits of the ops it
+     * replaces. matmul_forward_gelu: matmul_forward into pre, then gelu_forward(act, pre).
      * matmul_backward_gelu: matmul_backward, then gelu_backward(dinp, pre, dinp) (pre: GELU's input, N x C;
-     * dinp and pre are required, dw and dbias may be NULL). */
+     * dinp and pre are required, dw and dbias may be NULL). matmul_forward_residual: matmul_forward into a
+     * temporary y, then residual_forward(out, res, y) (res: N x OC; out aliases none of inp, w, res). */
     void (*matmul_forward_gelu)(ngpt_backend *be, void *pre, void *act, const void *inp, const void *w, const void *bias, int N, int C, int OC);
     void (*matmul_backward_gelu)(ngpt_backend *be, void *dinp, void *dw, void *dbias, const void *dout, const void *inp, const void *w,
                                  const void *pre, int N, int C, int OC);
+    void (*matmul_forward_residual)(ngpt_backend *be, void *out, const void *inp, const void *w, const void *bias, const void *res, int N, int C,
+                                    int OC);
     /* causal self-attention. qkv (B,T,3C) holds q,k,v, each split in NH heads of hs = C/NH channels.
      * out (B,T,C); lse (B,NH,T) f32 = log-sum-exp of each row of scaled scores (saved for backward). */
     void (*attention_forward)(ngpt_backend *be, void *out, float *lse, const void *qkv, int B, int T, int C, int NH, const ngpt_dropout *drop);

@@ -4,8 +4,9 @@
  *     nvcc -c nanogpt.cu ; cc -DNGPT_CUDA -c test/test_gpu_ops.c ; link both with nvcc
  *     ./test_gpu_ops [--small] [--skip-alloc-check] [--dtype f32|bf16|f16] [--matmul-only]
  * --small keeps to small shapes (for compute-sanitizer); the default adds GPT-2-sized ones.
- * --matmul-only runs the matmul cases alone (test/gpu.sh tries the wgmma kernel this way first, in its own
- * process, so that a fault there, which poisons the CUDA context, cannot take the other checks with it).
+ * --matmul-only runs the matmul cases alone, on the kernel NGPT_MATMUL chooses (test/gpu.sh tries each wgmma
+ * kernel this way first, in its own process, so that a fault there, which poisons the CUDA context, cannot
+ * take the other checks with it).
  * --skip-alloc-check leaves out the free-memory check (compute-sanitizer allocates device memory itself).
  *
  * For every op and shape: fresh random inputs (never zeros), rounded to the GPU's storage type so that
@@ -769,6 +770,40 @@ static void t_matmul_gelu(int N, int C, int OC) {
     tg_end();
 }
 
+/* The residual fusion: run 1 of the GPU uses matmul_forward_residual, run 2 matmul_forward into a temporary
+ * and residual_forward, and the two must agree bit for bit; both against the CPU's separate ops. */
+static void t_matmul_residual(int N, int C, int OC) {
+    int dt = tg_gpu->dtype;
+    tg_begin("matmul + residual fused N=%d C=%d OC=%d (GPU run 1 fused, run 2 separate: same bits)", N, C, OC);
+    float *inp = tg_rand((size_t)N * C, 1.0f, 0, dt), *w = tg_rand((size_t)OC * C, 1.0f / sqrtf((float)C), 0, dt);
+    float *b = tg_rand((size_t)OC, 1.0f, 0, dt), *res = tg_rand((size_t)N * OC, 2.0f, 0, dt);
+    TgBuf Binp = tg_buf((size_t)N * C, TG_ACT), Bw = tg_buf((size_t)OC * C, TG_ACT), Bb = tg_buf((size_t)OC, TG_ACT);
+    TgBuf Bres = tg_buf((size_t)N * OC, TG_ACT), Btmp = tg_buf((size_t)N * OC, TG_ACT), Bout = tg_buf((size_t)N * OC, TG_ACT);
+    TgOut outs[] = {{"out = res + inp . w^T + b", &Bout, tg_tol(1e-4, 1e-2), {0}, 0}};
+    if (!tg_gpu->matmul_forward_residual) {
+        CHECK(0, "the CUDA backend has no residual fusion");
+        free(inp); free(w); free(b); free(res);
+        tg_end();
+        return;
+    }
+    for (int rep = 0; rep < 3; rep++) {
+        ngpt_backend *be = rep ? tg_gpu : tg_cpu;
+        PUT(Binp, inp); PUT(Bw, w); PUT(Bb, b); PUT(Bres, res);
+        POISON(Bout); POISON(Btmp);
+        if (rep == 1) {
+            be->matmul_forward_residual(be, PTR(Bout), PTR(Binp), PTR(Bw), PTR(Bb), PTR(Bres), N, C, OC);
+        } else {
+            be->matmul_forward(be, PTR(Btmp), PTR(Binp), PTR(Bw), PTR(Bb), N, C, OC);
+            be->residual_forward(be, PTR(Bout), PTR(Bres), PTR(Btmp), (size_t)N * OC);
+        }
+        be->sync(be);
+        if (rep) tg_grab(outs, 1, rep - 1);
+    }
+    tg_finish(outs, 1);
+    free(inp); free(w); free(b); free(res);
+    tg_end();
+}
+
 /* the error contract: bad arguments are sticky NGPT_ERR_ARG with a message; too little scratch is
  * reported, not overrun; the CUDA scratch fits what nanogpt.c's planner reserves for it */
 static void t_contract(void) {
@@ -827,11 +862,16 @@ static void tg_matmul_sweep(void) {
     t_matmul_gelu(33, 71, 51);   /* odd widths: the single-element stores */
     t_matmul_gelu(64, 40, 2100); /* dinp with K = 2100 splits: the reduce kernel applies gelu' as the separate op's rounding */
     t_matmul_gelu(64, 2100, 40); /* the forward splits too: bias and gelu in the reduce */
+    t_matmul_residual(111, 96, 200);  /* edges that are not multiples of the tiles */
+    t_matmul_residual(33, 71, 51);    /* odd widths: the single-element stores */
+    t_matmul_residual(64, 2100, 40);  /* K = 2100 splits: the reduce kernel adds the residual */
     if (!tg_small) t_matmul_gelu(2048, 768, 3072); /* GPT-2's MLP */
+    if (!tg_small) t_matmul_residual(2048, 3072, 768); /* and its projection back into the residual stream */
     if (!tg_small) {
         t_matmul(2048, 768, 2304, 1);
         t_matmul(2048, 768, 3072, 1);
         t_matmul(2048, 3072, 768, 1);
+        t_matmul(8192, 328, 1100, 1); /* the TMA kernel's persistent blocks: several tiles each, phases wrapping mid-tile */
         t_matmul(64, 768, 50304, 0); /* the classifier shape: OC = Vp */
         t_matmul(3, 768, 50304, 0);  /* and as decoding meets it (gemv_kernel) */
     }
@@ -913,20 +953,23 @@ int main(int argc, char **argv) {
     tg_cpu->set_scratch(tg_cpu, tg_cpu_dev, cs);
     tg_cpu_base = ALIGN_UP(cs, 256);
 
-    /* Each dtype's whole sweep; where 16-bit matmuls run on wgmma (sm_90a), the matmuls once more on the
-     * mma.sync kernel (NGPT_MATMUL=mma), so both kernels are held to the CPU. */
-    int wgmma = strstr(desc, "matmul wgmma") != NULL;
-    struct { int dtype, mma_only; } runs[5] = {{NGPT_DTYPE_F32, 0}, {NGPT_DTYPE_BF16, 0}, {NGPT_DTYPE_F16, 0}, {NGPT_DTYPE_BF16, 1}, {NGPT_DTYPE_F16, 1}};
-    for (int k = 0; k < (wgmma ? 5 : 3); k++) {
+    /* Each dtype's whole sweep; where 16-bit matmuls run on wgmma (sm_90a), the matmuls once more on each
+     * older kernel (NGPT_MATMUL=wgmma: the cp.async wgmma kernel, where the TMA one is the default;
+     * NGPT_MATMUL=mma: mma.sync), so every kernel is held to the CPU. */
+    int wgmma = strstr(desc, "matmul wgmma") != NULL, tma = strstr(desc, "matmul wgmma+tma") != NULL;
+    struct { int dtype; const char *matmul; } runs[7] = {{NGPT_DTYPE_F32, NULL},     {NGPT_DTYPE_BF16, NULL},    {NGPT_DTYPE_F16, NULL},
+                                                          {NGPT_DTYPE_BF16, "mma"},   {NGPT_DTYPE_F16, "mma"},    {NGPT_DTYPE_BF16, "wgmma"},
+                                                          {NGPT_DTYPE_F16, "wgmma"}};
+    for (int k = 0; k < (tma ? 7 : wgmma ? 5 : 3); k++) {
         int dt = runs[k].dtype;
-        if (only && strcmp(only, tg_dtname(dt))) continue;
+        if ((only && strcmp(only, tg_dtname(dt))) || (tg_matmul_only && runs[k].matmul)) continue; /* --matmul-only: the chosen kernel alone */
         tg_gpu = NULL;
         const char *user_choice = getenv("NGPT_MATMUL");
         char saved[32];
         snprintf(saved, sizeof saved, "%s", user_choice ? user_choice : "");
-        if (runs[k].mma_only) setenv("NGPT_MATMUL", "mma", 1);
+        if (runs[k].matmul) setenv("NGPT_MATMUL", runs[k].matmul, 1);
         int rc = ngpt_cuda_backend_create(&tg_gpu, dt, err, sizeof err);
-        if (runs[k].mma_only) {
+        if (runs[k].matmul) {
             if (user_choice) setenv("NGPT_MATMUL", saved, 1);
             else unsetenv("NGPT_MATMUL");
         }
@@ -960,13 +1003,14 @@ int main(int argc, char **argv) {
         if (!tg_small && gs < ((size_t)64 << 20)) gs = (size_t)64 << 20; /* room for the big shapes to split along K */
         tg_gpu->set_scratch(tg_gpu, tg_gpu_dev, gs);
         tg_gpu_base = ALIGN_UP(gs, 256);
-        printf("== %s%s: device arena %.0f MiB, scratch %.1f MiB\n", tg_dtname(dt), runs[k].mma_only ? " (matmuls on mma.sync)" : "",
+        printf("== %s%s%s: device arena %.0f MiB, scratch %.1f MiB\n", tg_dtname(dt), runs[k].matmul ? ", matmuls with NGPT_MATMUL=" : "",
+               runs[k].matmul ? runs[k].matmul : "",
                tg_gpu_cap / MiB, gs / MiB);
         size_t free0 = 0, free1 = 0, total = 0;
         ngpt_cuda_mem_info(&free0, &total, err, sizeof err);
         struct timespec t0, t1;
         clock_gettime(CLOCK_MONOTONIC, &t0);
-        if (runs[k].mma_only || tg_matmul_only) tg_matmul_sweep();
+        if (runs[k].matmul || tg_matmul_only) tg_matmul_sweep();
         else tg_sweep();
         clock_gettime(CLOCK_MONOTONIC, &t1);
         ngpt_cuda_mem_info(&free1, &total, err, sizeof err);

@@ -216,9 +216,9 @@ static void test_pytorch_nobias(void) { check_fixture("gpt_tiny_nobias.bin"); }
 enum { EQ_V = 91, EQ_T = 24, EQ_L = 2, EQ_NH = 4, EQ_C = 32, EQ_SEQS = 6 };
 static int32_t eq_tokens[EQ_SEQS * EQ_T], eq_targets[EQ_SEQS * EQ_T];
 
-/* The interface's GELU fusions as the ops one after the other (the CPU backend leaves them NULL): with them
- * the graph takes its fused path, which must give the same bits. */
-static int fused_calls[2]; /* forward, backward (lanes may call at once: only "more than 0" is read) */
+/* The interface's fusions as the ops one after the other (the CPU backend leaves them NULL): with them the
+ * graph takes its fused paths, which must give the same bits. */
+static int fused_calls[3]; /* GELU forward, GELU backward, residual (lanes may call at once: only "more than 0" is read) */
 static void fused_forward_gelu(ngpt_backend *be, void *pre, void *act, const void *inp, const void *w, const void *bias, int N, int C, int OC) {
     fused_calls[0] = 1;
     be->matmul_forward(be, pre, inp, w, bias, N, C, OC);
@@ -229,6 +229,12 @@ static void fused_backward_gelu(ngpt_backend *be, void *dinp, void *dw, void *db
     fused_calls[1] = 1;
     be->matmul_backward(be, dinp, dw, dbias, dout, inp, w, N, C, OC);
     be->gelu_backward(be, dinp, pre, dinp, (size_t)N * C);
+}
+static void fused_forward_residual(ngpt_backend *be, void *out, const void *inp, const void *w, const void *bias, const void *res, int N, int C,
+                                   int OC) {
+    fused_calls[2] = 1;
+    be->matmul_forward(be, out, inp, w, bias, N, C, OC); /* out aliases none of inp, w, res: a valid temporary */
+    be->residual_forward(be, out, res, out, (size_t)N * OC);
 }
 static int eq_fused; /* grads_with gives the backend the fusions above */
 
@@ -246,6 +252,7 @@ static double grads_with(int micro_batch, int logits_chunk, int recompute, doubl
     if (eq_fused) {
         tr->be->matmul_forward_gelu = fused_forward_gelu;
         tr->be->matmul_backward_gelu = fused_backward_gelu;
+        tr->be->matmul_forward_residual = fused_forward_residual;
     }
     FixedBatch fb = {eq_tokens, eq_targets};
     double mean = NAN;
@@ -303,23 +310,29 @@ static void test_recompute_levels_agree(void) {
     free(base); free(g);
 }
 
-/* the graph's path through matmul_forward_gelu / matmul_backward_gelu gives the bits of the separate ops,
- * with and without recomputing GELU in the backward, and with dropout */
-static void test_gelu_fusion_path(void) {
+/* the graph's paths through the fused ops give the bits of the separate ops, with and without recomputing
+ * GELU in the backward, with and without dropout (which keeps the residual projections on the separate
+ * ops: the fused one has no dropout) */
+static void test_fusion_paths(void) {
     size_t P = eq_nparams();
     float *base = malloc(P * 4), *g = malloc(P * 4);
-    for (int recompute = 0; recompute <= 1; recompute++) {
-        eq_fused = 0;
-        double l0 = grads_with(6, 0, recompute, 0.1, base);
-        eq_fused = 1;
-        fused_calls[0] = fused_calls[1] = 0;
-        double l1 = grads_with(6, 0, recompute, 0.1, g);
-        eq_fused = 0;
-        CHECK(fused_calls[0] && fused_calls[1], "the graph did not take the fused path (forward %d, backward %d)", fused_calls[0], fused_calls[1]);
-        size_t w;
-        double d = max_abs_diff(g, base, P, &w);
-        CHECK(l0 == l1 && d == 0, "recompute %d: fused path loss %.9g vs %.9g, grads max abs diff %.3g at %zu", recompute, l1, l0, d, w);
-    }
+    for (int recompute = 0; recompute <= 1; recompute++)
+        for (int drop = 0; drop <= 1; drop++) {
+            double dropout = drop ? 0.1 : 0.0;
+            eq_fused = 0;
+            double l0 = grads_with(6, 0, recompute, dropout, base);
+            eq_fused = 1;
+            fused_calls[0] = fused_calls[1] = fused_calls[2] = 0;
+            double l1 = grads_with(6, 0, recompute, dropout, g);
+            eq_fused = 0;
+            CHECK(fused_calls[0] && fused_calls[1] && fused_calls[2] == !drop,
+                  "dropout %g: fused paths taken: GELU forward %d, backward %d, residual %d (want %d)", dropout, fused_calls[0], fused_calls[1],
+                  fused_calls[2], !drop);
+            size_t w;
+            double d = max_abs_diff(g, base, P, &w);
+            CHECK(l0 == l1 && d == 0, "recompute %d, dropout %g: fused paths loss %.9g vs %.9g, grads max abs diff %.3g at %zu", recompute, dropout,
+                  l1, l0, d, w);
+        }
     free(base); free(g);
 }
 
@@ -370,7 +383,7 @@ int main(void) {
     RUN(test_chunked_loss_equals_unchunked);
     RUN(test_accumulation_equals_big_batch);
     RUN(test_recompute_levels_agree);
-    RUN(test_gelu_fusion_path);
+    RUN(test_fusion_paths);
     RUN(test_dropout_reproducible);
     RUN(test_no_allocation_while_training);
     remove_dataset();

@@ -99,5 +99,18 @@ launches=$(count '<<<')
 checks=$(count 'CU_LAUNCHED(be, ')
 if [ "$checks" -ge "$launches" ]; then ok "$SRC checks its $launches launches"; else fail "$SRC launch checks" "$launches launches, $checks CU_LAUNCHED"; fi
 
+# 5. Models of the wgmma kernels, no GPU needed: their shared-memory layouts agree with their descriptors,
+# and the TMA kernel's mbarrier pipeline neither races nor deadlocks.
+PY=$(command -v python3 || true)
+for model in tools/wgmma_layout_check.py tools/tma_pipeline_model.py; do
+    if [ -z "$PY" ]; then
+        fail "$model" "python3 not found"
+    elif out=$("$PY" "$model" 2>&1); then
+        ok "$model: $out"
+    else
+        fail "$model" "$out"
+    fi
+done
+
 echo "summary: $passed passed, $failed failed"
 [ "$failed" = 0 ]

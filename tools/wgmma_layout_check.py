@@ -1,16 +1,22 @@
 #!/usr/bin/env python3
-"""tools/wgmma_layout_check.py - no GPU needed: does nanogpt.cu's wgmma matmul put each operand element where
-its shared-memory descriptors tell wgmma to read it?
+"""tools/wgmma_layout_check.py - no GPU needed: do nanogpt.cu's wgmma matmuls put each operand element where
+their shared-memory descriptors tell wgmma to read it?
 
 It repeats, in Python, the placement of wg_load_tile (nanogpt.cu: 128 rows or columns x 64 k of 16-bit
 elements, 16-byte chunks, 128-byte swizzle) and the descriptors of matmul_wgmma_kernel (start address, LBO,
-SBO per warpgroup and k step), and reads every element back through the PTX ISA's canonical layouts for
-128B swizzling ("Asynchronous warpgroup level matrix shared memory layout"):
+SBO per warpgroup and k step); then the copy-engine boxes of matmul_tma_kernel (a K-major tile as one box
+of 64 k x its rows, an MN-major tile as boxes of 64 columns x 64 k, 8 KB apart; the copy engine writes
+element (inner i, outer j) of a box with 128-byte rows at swizzle(j * 128 + 2 i) from the box's
+1024-byte-aligned start), the byte count its "full" barrier expects, and its descriptors (A: 64 rows per
+consumer warpgroup; B: 256 columns, m64n256k16). Every element is read back through the PTX ISA's
+canonical layouts for 128B swizzling ("Asynchronous warpgroup level matrix shared memory layout"):
     K-major  ((8,m),(T,2k)):((8T,SBO),(1,T))
     MN-major ((T,8,m),(8,k)):((1,T,LBO),(8T,SBO))      T = 8 elements of 16 bits
 with the swizzle on byte addresses (bits 4-6 ^= bits 7-9; the tiles are 1024-byte aligned).
 Keep it in step with nanogpt.cu when either changes.  Usage: python3 tools/wgmma_layout_check.py
 """
+import os
+import re
 import sys
 
 
@@ -35,29 +41,74 @@ def placed(kcontig):
     return mem
 
 
+def tma_placed(kcontig, rows):
+    """byte address -> (row, k) as matmul_tma_kernel's copies store a tile of `rows` rows (m or n) x 64 k"""
+    mem = {}
+
+    def box(start, inner, outer, element):  # a box of inner x outer elements, 128-byte rows
+        assert inner * 2 == 128 and start % 1024 == 0
+        for j in range(outer):
+            for i in range(inner):
+                mem[start + swizzle(j * 128 + 2 * i)] = element(i, j)
+
+    if kcontig:  # tma_load(a, map, k, row0): inner = k, outer = rows
+        box(0, 64, rows, lambda i, j: (j, i))
+    else:  # tma_load(a + b * 8192, map, col0 + b * 64, k): inner = columns, outer = k
+        for b in range(rows // 64):
+            box(b * 8192, 64, 64, lambda i, j, b=b: (b * 64 + i, j))
+    return mem
+
+
 def canonical(kmajor, mn, k, lbo, sbo):
     if kmajor:
         return (mn % 8) * 128 + (mn // 8) * sbo + (k % 8) * 2 + (k // 8) * 16
     return (mn % 8) * 2 + ((mn // 8) % 8) * 16 + (mn // 64) * lbo + (k % 8) * 128 + (k // 8) * sbo
 
 
+def read_back(mem, kcontig, start0, rows, row0):
+    """mismatches when wgmma reads `rows` rows x 64 k (four k16 steps) from start0 with this kernel's strides"""
+    bad = 0
+    for ks in range(4):
+        if kcontig:
+            start, lbo, sbo = start0 + ks * 32, 16, 1024
+        else:
+            start, lbo, sbo = start0 + ks * 2048, 8192, 1024
+        for mn in range(rows):
+            for k in range(16):
+                got = mem.get(swizzle(start + canonical(kcontig, mn, k, lbo, sbo)))
+                bad += got != (row0 + mn, ks * 16 + k)
+    return bad
+
+
+def tile_constants():
+    """the tile sizes this check models, as nanogpt.cu defines them"""
+    src = open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "nanogpt.cu")).read()
+    return {name: int(re.search(r"^#define %s (\d+)" % name, src, re.M).group(1)) for name in ("WG_BK", "TM_BM", "TM_BN")}
+
+
 def main():
     bad = 0
+    consts = tile_constants()
+    if consts != {"WG_BK": 64, "TM_BM": 128, "TM_BN": 256}:
+        print("nanogpt.cu's tiles changed (%s): update this check" % consts)
+        return 1
     for kcontig in (True, False):
+        # the cp.async kernel: 128 x 64 tiles; A: each warpgroup wg reads its 64 rows; B: all 128 columns (n128)
         mem = placed(kcontig)
         assert len(mem) == 128 * 64
-        # A: each warpgroup wg reads its 64 rows; B: all 128 columns (n128)
-        for rows, warpgroups in ((64, (0, 1)), (128, (0,))):
-            for wg in warpgroups:
-                for ks in range(4):  # four k16 steps per 64-wide k tile
-                    if kcontig:
-                        start, lbo, sbo = wg * 64 * 128 + ks * 32, 16, 1024
-                    else:
-                        start, lbo, sbo = wg * 8192 + ks * 2048, 8192, 1024
-                    for mn in range(rows):
-                        for k in range(16):
-                            got = mem.get(swizzle(start + canonical(kcontig, mn, k, lbo, sbo)))
-                            bad += got != (wg * 64 + mn, ks * 16 + k)
+        for wg in (0, 1):
+            bad += read_back(mem, kcontig, wg * 64 * 128 if kcontig else wg * 8192, 64, wg * 64)
+        bad += read_back(mem, kcontig, 0, 128, 0)
+        # the TMA kernel: A 128 x 64 (two consumer warpgroups of 64 rows), B 256 x 64 (n256)
+        mem_a, mem_b = tma_placed(kcontig, 128), tma_placed(kcontig, 256)
+        for name, mem, want in (("A", mem_a, 16384), ("B", mem_b, 32768)):  # TM_A_BYTES, TM_B_BYTES: the expected bytes
+            if len(mem) * 2 != want or max(mem) + 2 > want:
+                print("TMA %s tile (%s): %d bytes written, up to byte %d; the barrier expects %d" %
+                      (name, "K-major" if kcontig else "MN-major", len(mem) * 2, max(mem) + 2, want))
+                bad += 1
+        for cw in (0, 1):
+            bad += read_back(mem_a, kcontig, cw * 64 * 128 if kcontig else cw * 8192, 64, cw * 64)
+        bad += read_back(mem_b, kcontig, 0, 256, 0)
     print("wgmma layout check: %d mismatches" % bad)
     return 1 if bad else 0
 
