@@ -574,9 +574,9 @@ static void cu_layernorm_backward(ngpt_backend *be, void *dinp, void *dw, void *
  * suit the copy engine, else matmul_wgmma_kernel (below); the environment variable NGPT_MATMUL=wgmma keeps
  * them on the latter and NGPT_MATMUL=mma on mma.sync, to compare. A product whose tiles would
  * leave much of the GPU idle (the weight gradients of the C x C layers: K = B*T is long, the output small)
- * runs as 2-4 slices of K into fp32 scratch, added in slice order by a second kernel. Edges are predicated:
- * any M, N, K work, and rows whose length is not a multiple of 8 elements take a scalar load path. F32
- * runs a SIMT kernel. dbias is a two-pass column sum.
+ * runs as 2-4 slices of K (2-8 on the TMA kernel) into fp32 scratch, added in slice order by a second
+ * kernel. Edges are predicated: any M, N, K work, and rows whose length is not a multiple of 8 elements
+ * take a scalar load path. F32 runs a SIMT kernel. dbias is a two-pass column sum.
  * ==================================================================================================== */
 
 /* --- tensor-core building blocks (sm_75+; cp.async on sm_80+) --- */
@@ -1336,15 +1336,15 @@ template <typename T> __global__ void splitk_reduce_kernel(MmEpilogue<T> ep, int
 
 /* How many K slices a 16-bit product runs as: more than one only when its bm x bn tiles leave many of the
  * GPU's block slots (slots: SMs x blocks per SM) idle in the last wave, K is long (each slice keeps at least
- * 1024), and the fp32 slices fit the scratch. Picks the count (up to 4) that fills the waves best; within
+ * 1024), and the fp32 slices fit the scratch. Picks the count (up to most) that fills the waves best; within
  * 10% fewer slices win. */
-static int splitk_slices(ngpt_backend *be, int M, int N, int K, int bm, int bn, long long slots) {
+static int splitk_slices(ngpt_backend *be, int M, int N, int K, int bm, int bn, long long slots, int most) {
     CudaImpl *im = impl_of(be);
     long long tiles = (long long)((M + bm - 1) / bm) * ((N + bn - 1) / bn);
     if (slots < 1 || tiles >= 4 * slots || K < 2048) return 1;
     int best = 1;
     double best_fill = (double)tiles / (double)(((tiles + slots - 1) / slots) * slots);
-    for (int s = 2; s <= 4; s++) {
+    for (int s = 2; s <= most; s++) {
         if (K / s < 1024 || (size_t)s * M * N * sizeof(float) > im->scratch_bytes) break;
         long long blocks = tiles * s;
         double fill = (double)blocks / (double)(((blocks + slots - 1) / slots) * slots);
@@ -1373,8 +1373,10 @@ template <typename T, bool A_K, bool B_K>
 static void gemm_16_layout(ngpt_backend *be, const T *A, const T *B, int M, int N, int K, size_t lda, size_t ldb, const MmEpilogue<T> &ep) {
     CudaImpl *im = impl_of(be);
     const int tma = im->use_tma && vec_ok(A, lda) && vec_ok(B, ldb);
-    int splits = tma ? splitk_slices(be, M, N, K, TM_BM, TM_BN, im->sm_count)
-                     : splitk_slices(be, M, N, K, 128, 128, (long long)im->sm_count * im->mm_blocks_per_sm);
+    /* the TMA kernel's 128x256 tiles are twice as few: up to 8 slices (the attention projection's weight
+     * gradient, 18 tiles for C = 768, fills 126 of 132 SMs with 7) */
+    int splits = tma ? splitk_slices(be, M, N, K, TM_BM, TM_BN, im->sm_count, 8)
+                     : splitk_slices(be, M, N, K, 128, 128, (long long)im->sm_count * im->mm_blocks_per_sm, 4);
     int kps = 0;
     if (splits > 1) {
         kps = ((K + splits - 1) / splits + 63) / 64 * 64; /* whole 64-wide k tiles per slice */

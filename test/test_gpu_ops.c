@@ -872,6 +872,7 @@ static void tg_matmul_sweep(void) {
         t_matmul(2048, 768, 3072, 1);
         t_matmul(2048, 3072, 768, 1);
         t_matmul(8192, 328, 1100, 1); /* the TMA kernel's persistent blocks: several tiles each, phases wrapping mid-tile */
+        t_matmul(8192, 256, 128, 1);  /* dw: one tile, K = 8192: eight slices on the TMA kernel, four on the others */
         t_matmul(64, 768, 50304, 0); /* the classifier shape: OC = Vp */
         t_matmul(3, 768, 50304, 0);  /* and as decoding meets it (gemv_kernel) */
     }
