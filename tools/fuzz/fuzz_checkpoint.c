@@ -2,7 +2,9 @@
  *
  * The input is written to a private temp file, opened with checkpoint_open and, when that succeeds, its
  * config section is applied with checkpoint_read_config; then ngpt_load reads it into a tiny trainer
- * (made once, without data) whose model is the seed's, which reaches the parameter and moment sections.
+ * (made once, without data) whose model is the seed's, which reaches the parameter and moment sections,
+ * and into a sampling trainer of the same model (ngpt_options.sample_only: the parameters go through the
+ * load window, the moments are skipped).
  * So that mutations get past the per-section checksums, the harness recomputes the checksums of every
  * section that lies inside the file, unless bit 0 of section 1's `reserved` field (bytes 20..23, which
  * the reader ignores) is set: then the file is read as it is.
@@ -26,9 +28,13 @@ static void tiny_config(ngpt_config *c, const char *dir) {
     c->max_memory = 256.0 * 1024 * 1024;
 }
 
-static ngpt_trainer *tr;
+static ngpt_trainer *tr, *sampler;
 
-static void fz_free(void) { ngpt_trainer_free(tr); tr = NULL; }
+static void fz_free(void) {
+    ngpt_trainer_free(tr);
+    ngpt_trainer_free(sampler);
+    tr = sampler = NULL;
+}
 
 static void make_seeds(const char *dir) {
     char data[600], path[700], err[NGPT_ERRLEN];
@@ -81,6 +87,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     opt.no_data = 1;
     char err[NGPT_ERRLEN];
     if (ngpt_trainer_create(&c, &opt, &tr, err, sizeof err)) { fprintf(stderr, "fuzz_checkpoint: trainer: %s\n", err); exit(1); }
+    opt.sample_only = 1;
+    if (ngpt_trainer_create(&c, &opt, &sampler, err, sizeof err)) { fprintf(stderr, "fuzz_checkpoint: sampler: %s\n", err); exit(1); }
     atexit(fz_free);
     return 0;
 }
@@ -115,6 +123,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         ngpt_config_defaults(&cfg);
         checkpoint_read_config(path, &cfg, err, sizeof err);
         ngpt_load(tr, path);
+        ngpt_load(sampler, path);
     }
     free(buf);
     return 0;
