@@ -2465,10 +2465,11 @@ static int probe_device(int *device, int *cc, char *err, size_t errlen) {
 /* Which kernel 16-bit matmuls run on. The wgmma kernels run where they can: a compute capability 9.0 GPU
  * and a binary with sm_90a code (ngpt_wgmma_built reads 1 only there); the TMA one of them also needs the
  * driver's tensor-map encoder. NGPT_MATMUL picks an older kernel, to compare: "mma" (mma.sync) or "wgmma"
- * (the cp.async wgmma kernel). */
+ * (the cp.async wgmma kernel). *encoder: the encoder when the choice is MATMUL_TMA, else NULL. */
 enum { MATMUL_MMA, MATMUL_WGMMA, MATMUL_TMA };
-static int matmul_choice(int cc) {
+static int matmul_choice(int cc, void **encoder) {
     const char *force = getenv("NGPT_MATMUL");
+    *encoder = NULL;
     if (cc != 90 || (force && !strcmp(force, "mma"))) return MATMUL_MMA;
     int built = 0;
     if (cudaMemcpyFromSymbol(&built, ngpt_wgmma_built, sizeof built) != cudaSuccess) {
@@ -2476,7 +2477,9 @@ static int matmul_choice(int cc) {
         return MATMUL_MMA;
     }
     if (!built) return MATMUL_MMA;
-    return (force && !strcmp(force, "wgmma")) || !find_tensor_map_encoder() ? MATMUL_WGMMA : MATMUL_TMA;
+    if (force && !strcmp(force, "wgmma")) return MATMUL_WGMMA;
+    *encoder = find_tensor_map_encoder();
+    return *encoder ? MATMUL_TMA : MATMUL_WGMMA;
 }
 static const char *matmul_name(int choice) { return choice == MATMUL_TMA ? "wgmma+tma" : choice == MATMUL_WGMMA ? "wgmma" : "mma.sync"; }
 
@@ -2554,9 +2557,10 @@ int ngpt_cuda_describe(char *out, size_t outlen) {
     }
     size_t fb = 0, tb = 0;
     cudaMemGetInfo(&fb, &tb);
+    void *encoder = NULL;
     return errf(out, outlen, NGPT_OK, "cuda: %s, sm_%d, %d SMs, %.1f GiB (%.1f GiB free), bf16 %s, 16-bit matmul %s", prop.name, cc,
                 prop.multiProcessorCount, tb / 1073741824.0, fb / 1073741824.0, cc >= 80 ? "yes" : "no (fp16 with loss scaling)",
-                matmul_name(matmul_choice(cc)));
+                matmul_name(matmul_choice(cc, &encoder)));
 }
 
 int ngpt_cuda_backend_create(ngpt_backend **out, int dtype, char *err, size_t errlen) {
@@ -2586,11 +2590,11 @@ int ngpt_cuda_backend_create(ngpt_backend **out, int dtype, char *err, size_t er
     v = 0;
     cudaDeviceGetAttribute(&v, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
     im->smem_optin = v > 0 ? (size_t)v : 48 * 1024;
-    int choice = dtype == NGPT_DTYPE_F32 ? MATMUL_MMA : matmul_choice(cc);
+    void *encoder = NULL;
+    int choice = dtype == NGPT_DTYPE_F32 ? MATMUL_MMA : matmul_choice(cc, &encoder);
     im->use_wgmma = choice != MATMUL_MMA && im->smem_optin >= WG_SMEM_BYTES;
     im->use_tma = choice == MATMUL_TMA && im->smem_optin >= TM_SMEM_BYTES;
-    im->encode_tensor_map = im->use_tma ? find_tensor_map_encoder() : NULL;
-    im->use_tma = im->encode_tensor_map != NULL;
+    im->encode_tensor_map = im->use_tma ? encoder : NULL;
     const char *sync_env = getenv("NGPT_CUDA_SYNC");
     im->sync_each_launch = sync_env && !strcmp(sync_env, "1");
     int made = !CU_CHECK(be, cudaStreamCreateWithFlags(&im->stream, cudaStreamNonBlocking));
