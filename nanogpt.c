@@ -5984,6 +5984,13 @@ typedef struct {
     CkptState state;
 } CkptReader;
 
+#define CKPT_CONFIG_MAX (1u << 20) /* bytes of the stored config a reader accepts */
+
+static int checksum_mismatch(char *err, size_t errlen, const char *path, int id, const CkptSection *s) {
+    return fail(err, errlen, NGPT_ERR_FORMAT, "%s: %s section (offset %llu, %llu bytes): checksum mismatch (the file is corrupt)", path,
+                section_names[id], (unsigned long long)s->offset, (unsigned long long)s->bytes);
+}
+
 /* Opens a checkpoint and checks its header, section table, model and state sections. */
 static int checkpoint_open(CkptReader *r, const char *path, char *err, size_t errlen) {
     memset(r, 0, sizeof *r);
@@ -6006,19 +6013,27 @@ static int checkpoint_open(CkptReader *r, const char *path, char *err, size_t er
             rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s: section %d (%s) at offset %llu with %llu bytes lies outside the %llu-byte file (truncated?)",
                       path, i + 1, section_names[i + 1], (unsigned long long)s->offset, (unsigned long long)s->bytes, (unsigned long long)size);
     }
-    /* small sections: read and verify now */
-    struct { int id; void *dst; size_t n; } small[2] = {{SEC_MODEL, &r->model, sizeof r->model}, {SEC_STATE, &r->state, sizeof r->state}};
-    for (int k = 0; k < 2 && !rc; k++) {
+    /* the small sections: read (model, state) or hashed through (config) and verified now */
+    struct { int id; void *dst; size_t n; } small[3] = {
+        {SEC_CONFIG, NULL, 0}, {SEC_MODEL, &r->model, sizeof r->model}, {SEC_STATE, &r->state, sizeof r->state}};
+    for (int k = 0; k < 3 && !rc; k++) {
         const CkptSection *s = &r->h.sec[small[k].id - 1];
         Hash64 hs;
         hash_init(&hs);
-        if (s->bytes != small[k].n || fseek(r->f, (long)s->offset, SEEK_SET) || fread(small[k].dst, small[k].n, 1, r->f) != 1)
-            rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s: %s section unreadable", path, section_names[small[k].id]);
-        else {
+        int bad = (small[k].dst && s->bytes != small[k].n) || (!small[k].dst && s->bytes > CKPT_CONFIG_MAX) || fseek(r->f, (long)s->offset, SEEK_SET);
+        if (!bad && small[k].dst) {
+            bad = fread(small[k].dst, small[k].n, 1, r->f) != 1;
             hash_update(&hs, small[k].dst, small[k].n);
-            if (hash_final(&hs) != s->checksum)
-                rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s: %s section checksum mismatch (the file is corrupt)", path, section_names[small[k].id]);
         }
+        for (uint64_t done = 0; !bad && !small[k].dst && done < s->bytes;) {
+            char buf[4096];
+            size_t want = (size_t)MIN((uint64_t)sizeof buf, s->bytes - done);
+            bad = fread(buf, 1, want, r->f) != want;
+            hash_update(&hs, buf, want);
+            done += want;
+        }
+        if (bad) rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s: %s section unreadable", path, section_names[small[k].id]);
+        else if (hash_final(&hs) != s->checksum) rc = checksum_mismatch(err, errlen, path, small[k].id, s);
     }
     const CkptModel *m = &r->model;
     if (!rc && (m->L < 1 || m->NH < 1 || m->C < 1 || m->C % m->NH || m->V < 1 || m->V > 16777216 || m->Vp != pad_vocab(m->V) || m->maxT < 1 ||
@@ -6066,8 +6081,7 @@ static int checkpoint_read_tensors(ngpt_trainer *tr, CkptReader *r, const char *
             tr->be->sync(tr->be);
         }
     }
-    if (hash_final(&hs) != s->checksum)
-        return tr_fail(tr, NGPT_ERR_FORMAT, "%s: %s section checksum mismatch (the file is corrupt)", path, section_names[id]);
+    if (hash_final(&hs) != s->checksum) return checksum_mismatch(tr->err, sizeof tr->err, path, id, s);
     return be_check(tr, "loading a checkpoint");
 }
 
@@ -6170,15 +6184,9 @@ CLI_USED static int checkpoint_read_config(const char *path, ngpt_config *cfg, c
     int rc = checkpoint_open(&r, path, err, errlen);
     if (rc) return rc;
     const CkptSection *sec = &r.h.sec[SEC_CONFIG - 1];
-    char *text = sec->bytes < (1u << 20) ? (char *)malloc(sec->bytes + 1) : NULL;
-    Hash64 hs;
-    hash_init(&hs);
+    char *text = (char *)malloc(sec->bytes + 1); /* checkpoint_open checked its size and checksum */
     if (!text || fseek(r.f, (long)sec->offset, SEEK_SET) || fread(text, 1, sec->bytes, r.f) != sec->bytes)
         rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s: config section unreadable", path);
-    else {
-        hash_update(&hs, text, sec->bytes);
-        if (hash_final(&hs) != sec->checksum) rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s: config section checksum mismatch (the file is corrupt)", path);
-    }
     for (char *line = text, *next; !rc && line && line < text + sec->bytes; line = next) {
         text[sec->bytes] = 0;
         next = strchr(line, '\n');

@@ -210,6 +210,41 @@ static void test_bad_checkpoints(void) {
     ngpt_trainer_free(tr);
 }
 
+/* a resume checks every section's checksum (the config section too, which a resume does not otherwise read):
+ * a byte flipped in any one section is refused, naming the file, the section and its offset */
+static void test_resume_checks_every_section(void) {
+    ngpt_config c;
+    ngpt_trainer *tr = make_after_one_step(&c);
+    if (!tr) return;
+    char good[512], path[512], err[NGPT_ERRLEN];
+    snprintf(good, sizeof good, "%s/good.bin", root);
+    CHECK(ngpt_save(tr, good) == 0, "save: %s", tr->err);
+    ngpt_trainer_free(tr);
+    CkptReader r;
+    CHECK(checkpoint_open(&r, good, err, sizeof err) == 0, "%s", err);
+    if (!r.f) return;
+    fclose(r.f);
+    mkdir(out_dir, 0777);
+    checkpoint_path(out_dir, 1, path, sizeof path);
+    copy_str(c.init_from, sizeof c.init_from, "resume");
+    for (int id = 1; id <= N_SECTIONS; id++) {
+        const CkptSection *sec = &r.h.sec[id - 1];
+        mutate(good, path, -1, (long)(sec->offset + sec->bytes / 2), 0);
+        ngpt_trainer *t = NULL;
+        int rc = ngpt_trainer_create(&c, NULL, &t, err, sizeof err);
+        char want[128];
+        snprintf(want, sizeof want, ": %s section (offset %llu, %llu bytes): checksum mismatch", section_names[id], (unsigned long long)sec->offset,
+                 (unsigned long long)sec->bytes);
+        CHECK(rc == NGPT_ERR_FORMAT && strstr(err, path) && strstr(err, want), "a flip in the %s section: rc %d: %s", section_names[id], rc,
+              rc ? err : "resumed");
+        ngpt_trainer_free(t);
+    }
+    mutate(good, path, -1, -1, 0);
+    tr = make(&c);
+    CHECK(tr && tr->step == 1, "the intact file resumes at step %d", tr ? tr->step : -1);
+    ngpt_trainer_free(tr);
+}
+
 /* fp16's dynamic loss scale and its good-step count are stored and restored (the CPU trains in fp32, so the
  * trainer is told it runs fp16 for the load); an impossible stored scale is a clear error */
 static void test_fp16_loss_scale_kept(void) {
@@ -419,6 +454,7 @@ int main(void) {
     RUN(test_stop_request_saves);
     RUN(test_keep_last_and_best);
     RUN(test_bad_checkpoints);
+    RUN(test_resume_checks_every_section);
     RUN(test_fp16_loss_scale_kept);
     RUN(test_kill_during_save);
     RUN(test_full_disk);
