@@ -326,6 +326,7 @@ static int cpu_count(void) {
  * ==================================================================================================== */
 
 enum { KEY_INT, KEY_FLOAT, KEY_BOOL, KEY_STR, KEY_BYTES, KEY_I64, KEY_IGNORED };
+#define MAX_KEEP_CHECKPOINTS 1000
 
 typedef struct {
     const char *name;
@@ -347,6 +348,7 @@ static const ConfigKey config_keys[] = {
     CK(eval_iters, KEY_INT, 1, 1e9, NULL, "batches per split in each evaluation"),
     CK(eval_only, KEY_BOOL, 0, 1, NULL, "evaluate once and exit"),
     CK(always_save_checkpoint, KEY_BOOL, 0, 1, NULL, "save at every evaluation, not only on improvement"),
+    CK(keep_checkpoints, KEY_INT, 1, MAX_KEEP_CHECKPOINTS, NULL, "the newest ckpt_<step>.bin kept in out_dir (best.bin is kept besides)"),
     CK(init_from, KEY_STR, 0, 0, NULL, "scratch, resume, or gpt2/gpt2-medium/gpt2-large/gpt2-xl"),
     CK(dataset, KEY_STR, 0, 0, NULL, "data/<dataset>/ holds train.bin and val.bin"),
     CK(data_dir, KEY_STR, 0, 0, NULL, "explicit data folder (overrides data/<dataset>)"),
@@ -403,6 +405,7 @@ void ngpt_config_defaults(ngpt_config *c) {
     c->log_interval = 1;
     c->eval_iters = 200;
     c->always_save_checkpoint = 1;
+    c->keep_checkpoints = 3;
     copy_str(c->init_from, sizeof c->init_from, "scratch");
     copy_str(c->dataset, sizeof c->dataset, "openwebtext");
     copy_str(c->tokenizer_dir, sizeof c->tokenizer_dir, "data/gpt2");
@@ -629,6 +632,8 @@ void ngpt_config_print(const ngpt_config *cfg, FILE *f) {
 
 /* Cross-field checks, run once before a trainer is made. */
 static int config_validate(const ngpt_config *c, char *err, size_t errlen) {
+    if (c->keep_checkpoints < 1 || c->keep_checkpoints > MAX_KEEP_CHECKPOINTS) /* the struct may be set without ngpt_config_set */
+        return fail(err, errlen, NGPT_ERR_ARG, "keep_checkpoints = %d: valid 1..%d", c->keep_checkpoints, MAX_KEEP_CHECKPOINTS);
     if (c->n_embd % c->n_head)
         return fail(err, errlen, NGPT_ERR_ARG, "n_embd = %d is not divisible by n_head = %d (valid n_head: divisors of %d)",
                     c->n_embd, c->n_head, c->n_embd);
@@ -4169,7 +4174,6 @@ done:
     return rc;
 }
 
-#define KEEP_CHECKPOINTS 3
 #define MAX_NONFINITE_SKIPS 10 /* on_nonfinite = skip: more in a row than this halts */
 
 /* ======================================================================================================
@@ -4210,7 +4214,8 @@ struct ngpt_trainer {
     CharVocab *charvocab; /* NULL unless the dataset has meta.bin */
     Rng rng_train;
     FILE *resume_file; /* open only while the trainer is being made */
-    long long kept_steps[KEEP_CHECKPOINTS]; /* steps of the checkpoints in out_dir, oldest first; -1 = none */
+    long long kept_steps[MAX_KEEP_CHECKPOINTS + 1]; /* ckpt_<step>.bin in out_dir, oldest first: the newest found at start, then each save */
+    int n_kept;
     _Atomic int stop_requested;
     int plan_only; /* set up to the plan, allocate nothing (ngpt_plan_arenas) */
     float *pretrained; /* weights read for init_from = gpt2.. or a path, until they are in the arena */
@@ -6085,16 +6090,25 @@ static int checkpoint_read_tensors(ngpt_trainer *tr, CkptReader *r, const char *
     return be_check(tr, "loading a checkpoint");
 }
 
-/* Steps of the ckpt_<step>.bin files in dir, ascending; returns how many (at most cap). */
+/* whether nm is ckpt_<9 digits>.bin followed by suffix */
+static int is_checkpoint_name(const char *nm, const char *suffix) {
+    return strlen(nm) == 18 + strlen(suffix) && !strncmp(nm, "ckpt_", 5) && strspn(nm + 5, "0123456789") == 9 && !strncmp(nm + 14, ".bin", 4) &&
+           !strcmp(nm + 18, suffix);
+}
+
+/* Steps of the ckpt_<step>.bin files in dir, ascending: the newest cap of them; returns how many. */
 static int checkpoint_list(const char *dir, long long *steps, int cap) {
     DIR *d = opendir(dir);
     if (!d) return 0;
     int n = 0;
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
-        const char *nm = e->d_name;
-        if (strlen(nm) == 18 && !strncmp(nm, "ckpt_", 5) && !strcmp(nm + 14, ".bin") && strspn(nm + 5, "0123456789") == 9 && n < cap)
-            steps[n++] = atoll(nm + 5);
+        if (!is_checkpoint_name(e->d_name, "")) continue;
+        long long step = atoll(e->d_name + 5);
+        if (n < cap) { steps[n++] = step; continue; }
+        int oldest = 0; /* full: the newer replaces the oldest */
+        for (int i = 1; i < n; i++) oldest = steps[i] < steps[oldest] ? i : oldest;
+        if (n && step > steps[oldest]) steps[oldest] = step;
     }
     closedir(d);
     for (int i = 1; i < n; i++) /* insertion sort: a handful of files */
@@ -6102,9 +6116,24 @@ static int checkpoint_list(const char *dir, long long *steps, int cap) {
     return n;
 }
 
+/* Removes the temporary files a save in dir leaves when the process dies inside it (ckpt_<step>.bin.tmp,
+ * best.bin.tmp): a save ended normally or by an error removes its own. */
+static void checkpoint_remove_stale(const char *dir) {
+    DIR *d = opendir(dir);
+    if (!d) return;
+    struct dirent *e;
+    char path[600];
+    while ((e = readdir(d)) != NULL)
+        if (is_checkpoint_name(e->d_name, ".tmp") || !strcmp(e->d_name, "best.bin.tmp")) {
+            snprintf(path, sizeof path, "%.400s/%.40s", dir, e->d_name); /* the names matched are short */
+            unlink(path);
+        }
+    closedir(d);
+}
+
 static void checkpoint_path(const char *dir, long long step, char *path, size_t n) { snprintf(path, n, "%.400s/ckpt_%09lld.bin", dir, step); }
 
-/* Saves ckpt_<step>.bin in out_dir, keeps the newest KEEP_CHECKPOINTS, and points best.bin at it when
+/* Saves ckpt_<step>.bin in out_dir, keeps the newest cfg.keep_checkpoints, and points best.bin at it when
  * is_best (a hard link: pruning never removes the best). */
 static int checkpoint_save(ngpt_trainer *tr, int is_best) {
     const char *dir = tr->cfg.out_dir;
@@ -6119,16 +6148,19 @@ static int checkpoint_save(ngpt_trainer *tr, int is_best) {
         unlink(tmp);
         if (link(path, tmp) || rename(tmp, best)) return tr_fail(tr, NGPT_ERR_IO, "cannot link %s to %s: %s", best, path, strerror(errno));
     }
-    /* the newest KEEP_CHECKPOINTS stay: the ring knows them (filled from out_dir at start, no listing now) */
-    long long *ring = tr->kept_steps, oldest = ring[0];
-    if (ring[KEEP_CHECKPOINTS - 1] != tr->step) {
-        memmove(ring, ring + 1, (KEEP_CHECKPOINTS - 1) * sizeof *ring);
-        ring[KEEP_CHECKPOINTS - 1] = tr->step;
-        if (oldest >= 0) {
-            checkpoint_path(dir, oldest, path, sizeof path);
-            unlink(path);
-        }
+    /* the newest keep_checkpoints stay: kept_steps knows them (filled from out_dir at start, no listing now) */
+    long long *kept = tr->kept_steps;
+    int n = 0;
+    for (int i = 0; i < tr->n_kept; i++)
+        if (kept[i] != tr->step) kept[n++] = kept[i]; /* saved again: now the newest */
+    kept[n++] = tr->step;
+    int extra = MAX(0, n - tr->cfg.keep_checkpoints);
+    for (int i = 0; i < extra; i++) {
+        checkpoint_path(dir, kept[i], path, sizeof path);
+        unlink(path);
     }
+    memmove(kept, kept + extra, (size_t)(n - extra) * sizeof *kept);
+    tr->n_kept = n - extra;
     tr_log(tr, 0, "saved checkpoint %.400s/ckpt_%09d.bin%s", dir, tr->step, is_best ? " (best so far)" : "");
     return NGPT_OK;
 }
@@ -6227,10 +6259,10 @@ static int trainer_setup(ngpt_trainer *tr) {
     CkptReader resume = {0};
     char resume_path[512] = "";
     if (!strcmp(c->init_from, "resume")) {
-        long long steps[256];
-        int n = checkpoint_list(c->out_dir, steps, 256);
-        if (!n) return tr_fail(tr, NGPT_ERR_IO, "init_from = resume, but out_dir %s holds no checkpoint (ckpt_<step>.bin)", c->out_dir);
-        checkpoint_path(c->out_dir, steps[n - 1], resume_path, sizeof resume_path);
+        long long newest;
+        if (!checkpoint_list(c->out_dir, &newest, 1))
+            return tr_fail(tr, NGPT_ERR_IO, "init_from = resume, but out_dir %s holds no checkpoint (ckpt_<step>.bin)", c->out_dir);
+        checkpoint_path(c->out_dir, newest, resume_path, sizeof resume_path);
         if ((rc = checkpoint_open(&resume, resume_path, msg, sizeof msg))) return tr_fail(tr, rc, "%s", msg);
         tr->resume_file = resume.f;
         config_set_model(c, &resume.model);
@@ -6336,12 +6368,11 @@ static int trainer_setup(ngpt_trainer *tr) {
     tr->rng_train = (Rng){(uint64_t)c->seed, 1, 0};
     tr->best_val_loss = 1e9f;
     tr->loss_scale = dtype == NGPT_DTYPE_F16 ? 65536.0f : 1.0f;
-    long long steps[256];
-    int nkept = checkpoint_list(c->out_dir, steps, 256);
-    for (int i = 0; i < KEEP_CHECKPOINTS; i++) {
-        int j = nkept - KEEP_CHECKPOINTS + i;
-        tr->kept_steps[i] = j >= 0 ? steps[j] : -1;
-    }
+    /* the checkpoints a save may prune (the first save trims them to keep_checkpoints); a resume also clears
+     * the litter of the save that a crash or kill interrupted (only a resume: another run, a bench say, may be
+     * saving into the same out_dir while a fresh trainer is made) */
+    tr->n_kept = checkpoint_list(c->out_dir, tr->kept_steps, MAX_KEEP_CHECKPOINTS);
+    if (resume.f) checkpoint_remove_stale(c->out_dir);
     if (resume.f) {
         rc = checkpoint_load(tr, &resume, resume_path);
         fclose(resume.f);
@@ -6796,7 +6827,7 @@ static int train_loop(ngpt_trainer *tr, int jsonl) {
         report(tr, jsonl, 0, 0, 0, run_seconds / run_steps);
         if (tr->step > c->max_iters) {
             /* the end of the run: its final state is kept too (nanoGPT keeps only evaluation saves) */
-            if (tr->kept_steps[KEEP_CHECKPOINTS - 1] != tr->step && (rc = checkpoint_save(tr, 0))) return rc;
+            if (!(tr->n_kept && tr->kept_steps[tr->n_kept - 1] == tr->step) && (rc = checkpoint_save(tr, 0))) return rc;
             break;
         }
         if (atomic_load(&tr->stop_requested)) {
@@ -7975,12 +8006,12 @@ static int char_encode(const CharVocab *v, const char *text, int32_t *ids, int c
  * ckpt_<step>.bin. cfg becomes its stored config and model shape (checkpoint_read_config), with init_from =
  * scratch: the caller makes a trainer from cfg and loads the file's parameters into it with ngpt_load. */
 static int checkpoint_to_read(const char *out_dir, char *path, size_t cap, ngpt_config *cfg, char *err, size_t errlen) {
-    long long steps[256];
-    int n = checkpoint_list(out_dir, steps, 256);
+    long long newest;
+    int n = checkpoint_list(out_dir, &newest, 1);
     snprintf(path, cap, "%.400s/best.bin", out_dir);
     if (!file_exists(path)) {
         if (!n) return fail(err, errlen, NGPT_ERR_IO, "no checkpoint in out_dir %s (train first, or pass --out_dir)", out_dir);
-        checkpoint_path(out_dir, steps[n - 1], path, cap);
+        checkpoint_path(out_dir, newest, path, cap);
     }
     int rc = checkpoint_read_config(path, cfg, err, errlen);
     if (!rc) copy_str(cfg->init_from, sizeof cfg->init_from, "scratch");

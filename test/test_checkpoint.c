@@ -4,10 +4,12 @@
  *    resumed on 3, and a run whose thread tuner switches to one thread mid-way give the same losses and
  *    parameters bit for bit; the tuner's rule (a probe step 15% under the recent median);
  *  - ngpt_request_stop (what SIGINT calls) finishes the step, saves and returns NGPT_ERR_INTERRUPTED;
- *  - the newest KEEP_CHECKPOINTS are kept, best.bin follows the best val loss;
- *  - bad checkpoints (not one, wrong version, truncated, bit flips, another model) are clear errors;
+ *  - the newest keep_checkpoints (1, 2, the default 3) are kept, best.bin follows the best val loss;
+ *  - bad checkpoints (not one, wrong version, truncated, bit flips, another model) are clear errors; a resume
+ *    checks every section's checksum and names the file, the section and its offset;
  *  - fp16's loss scale survives a save and a load;
- *  - kill -9 in the middle of a save and a full disk both leave the previous checkpoint intact;
+ *  - kill -9 in the middle of a save and a full disk both leave the previous checkpoint intact; a resume
+ *    removes the temporary files a killed save left;
  *  - a NaN/Inf loss or gradient never reaches the parameters (skipped, or the run halts), and a model with
  *    non-finite weights is never saved. */
 #define NGPT_NO_MAIN
@@ -115,31 +117,48 @@ static void test_stop_request_saves(void) {
     ngpt_trainer_free(tr);
 }
 
+/* keep_checkpoints = 1, 2 and the default 3: exactly that many ckpt_<step>.bin stay, and best.bin besides */
 static void test_keep_last_and_best(void) {
-    clear_out_dir();
+    for (int keep = 1; keep <= 3; keep++) {
+        clear_out_dir();
+        ngpt_config c;
+        config(&c);
+        c.eval_interval = 2;
+        c.max_iters = 12;
+        c.always_save_checkpoint = 1;
+        char v[8], err[NGPT_ERRLEN];
+        snprintf(v, sizeof v, "%d", keep);
+        if (keep < 3) CHECK(ngpt_config_set(&c, "keep_checkpoints", v, err, sizeof err) == 0, "%s", err);
+        CHECK(c.keep_checkpoints == keep, "keep_checkpoints %d, expected %d", c.keep_checkpoints, keep);
+        ngpt_trainer *tr = make(&c);
+        if (!tr) return;
+        CHECK(ngpt_train(tr) == 0, "%s", tr->err);
+        long long steps[16];
+        int n = checkpoint_list(out_dir, steps, 16);
+        /* evaluations at 2, 4, .., 12 save; the run ends after step 12 (nanoGPT's max_iters + 1 steps) and its
+         * final state, step 13, is saved too */
+        CHECK(n == keep && steps[n - 1] == 13 && (keep == 1 || steps[n - 2] == 12), "keep %d: %d checkpoints kept, newest %lld", keep, n,
+              n ? steps[n - 1] : -1);
+        char best[512];
+        snprintf(best, sizeof best, "%s/best.bin", out_dir);
+        CkptReader r;
+        CHECK(checkpoint_open(&r, best, err, sizeof err) == 0, "keep %d: best.bin: %s", keep, err);
+        if (r.f) {
+            CHECK(fabs(r.state.best_val_loss - tr->best_val_loss) < 1e-6, "best.bin holds val %.5f, the best was %.5f", r.state.best_val_loss,
+                  (double)tr->best_val_loss);
+            fclose(r.f);
+        }
+        ngpt_trainer_free(tr);
+    }
+    /* out of range, by name and set directly */
     ngpt_config c;
     config(&c);
-    c.eval_interval = 2;
-    c.max_iters = 12;
-    c.always_save_checkpoint = 1;
-    ngpt_trainer *tr = make(&c);
-    if (!tr) return;
-    CHECK(ngpt_train(tr) == 0, "%s", tr->err);
-    long long steps[16];
-    int n = checkpoint_list(out_dir, steps, 16);
-    /* evaluations at 2, 4, .., 12 save; the run ends after step 12 (nanoGPT's max_iters + 1 steps) and its
-     * final state, step 13, is saved too */
-    CHECK(n == KEEP_CHECKPOINTS && steps[n - 1] == 13 && steps[n - 2] == 12, "%d checkpoints kept, newest %lld", n, n ? steps[n - 1] : -1);
-    char best[512];
-    snprintf(best, sizeof best, "%s/best.bin", out_dir);
-    CkptReader r;
-    char err[NGPT_ERRLEN];
-    CHECK(checkpoint_open(&r, best, err, sizeof err) == 0, "best.bin: %s", err);
-    if (r.f) {
-        CHECK(fabs(r.state.best_val_loss - tr->best_val_loss) < 1e-6, "best.bin holds val %.5f, the best was %.5f", r.state.best_val_loss,
-              (double)tr->best_val_loss);
-        fclose(r.f);
-    }
+    char err[NGPT_ERRLEN] = "";
+    CHECK(ngpt_config_set(&c, "keep_checkpoints", "0", err, sizeof err) == NGPT_ERR_ARG && strstr(err, "keep_checkpoints") && strstr(err, "1000"),
+          "keep_checkpoints = 0: %s", err);
+    c.keep_checkpoints = 1001;
+    ngpt_trainer *tr = NULL;
+    CHECK(ngpt_trainer_create(&c, NULL, &tr, err, sizeof err) == NGPT_ERR_ARG && strstr(err, "keep_checkpoints = 1001: valid 1..1000"), "%s", err);
     ngpt_trainer_free(tr);
 }
 
@@ -303,10 +322,23 @@ static void test_kill_during_save(void) {
     int status;
     waitpid(pid, &status, 0);
     CHECK(WIFSIGNALED(status), "the writer was not killed (status %d)", status);
+    /* what a killed save leaves (the kill may also have landed between two saves), and a file of another name */
+    const char *litter[3] = {"ckpt_000000007.bin.tmp", "best.bin.tmp", "notes.tmp"};
+    char path[600];
+    for (int i = 0; i < 3; i++) {
+        snprintf(path, sizeof path, "%s/%s", out_dir, litter[i]);
+        FILE *f = fopen(path, "wb");
+        if (f) fclose(f);
+    }
     copy_str(c.init_from, sizeof c.init_from, "resume");
     ngpt_trainer *r = make(&c);
     CHECK(r && (r->step == 1 || r->step == 2), "resume after kill -9: step %d", r ? r->step : -1);
     if (r) ngpt_trainer_free(r);
+    const char *after[4] = {"ckpt_000000002.bin.tmp" /* the killed save's, if it died inside one */, litter[0], litter[1], litter[2]};
+    for (int i = 0; i < 4; i++) {
+        snprintf(path, sizeof path, "%s/%s", out_dir, after[i]);
+        CHECK(file_exists(path) == (i == 3), "%s %s after the resume", after[i], file_exists(path) ? "is still there" : "was removed");
+    }
 }
 
 /* a full disk (here: a file-size limit) fails the save with an error and keeps the previous checkpoint */
