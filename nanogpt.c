@@ -4228,6 +4228,7 @@ struct ngpt_trainer {
     float best_val_loss, last_loss, lr;
     double last_step_seconds;
     double last_step_tokens;
+    double peak_flops; /* the backend's matmul FLOP/s measured at creation (ngpt_options.measure_peak); 0: not measured */
     ThreadTuner tune; /* CPU with threads = 0: all cores or one, whichever runs steps faster */
 };
 
@@ -6246,6 +6247,8 @@ int ngpt_load(ngpt_trainer *tr, const char *path) {
     return rc;
 }
 
+static double matmul_peak(ngpt_trainer *tr, int *size); /* in the benchmark's section */
+
 static int trainer_setup(ngpt_trainer *tr) {
     ngpt_config *c = &tr->cfg;
     char msg[NGPT_ERRLEN], note[NGPT_ERRLEN], dir[300], path[400];
@@ -6365,6 +6368,18 @@ static int trainer_setup(ngpt_trainer *tr) {
 
     tr->be->zero(tr->be, tr->grads, tr->plan.off_master - tr->plan.off_grads);
     tr->be->zero(tr->be, tr->m, tr->plan.off_region - tr->plan.off_m);
+    if (tr->opt.measure_peak && !tr->plan.req.inference) {
+        /* in the moments while they are zero (before a resume loads them); they are zeroed again after */
+        double t0 = now_seconds();
+        int S;
+        tr->peak_flops = matmul_peak(tr, &S);
+        if ((rc = be_check(tr, "measuring the matmul peak"))) return rc;
+        char b[32];
+        if (S)
+            tr_log(tr, 0, "matmul peak of this backend: %s (%d^3 in %s, measured in %.2f s); MFU is model FLOP/s over it", fmt_flops(b, sizeof b, tr->peak_flops),
+                   S, dtype_name(dtype), now_seconds() - t0);
+        else tr_log(tr, 0, "no MFU: the AdamW moments of this model cannot hold a 512^3 matmul to measure the peak on");
+    }
     tr->rng_train = (Rng){(uint64_t)c->seed, 1, 0};
     tr->best_val_loss = 1e9f;
     tr->loss_scale = dtype == NGPT_DTYPE_F16 ? 65536.0f : 1.0f;
@@ -6756,6 +6771,13 @@ static double flops_per_token(const ngpt_trainer *tr) {
     return 6.0 * N + 12.0 * tr->ms.L * tr->ms.C * tr->plan.req.T;
 }
 
+/* a number for a JSON line: fmt (one double), or null for NaN and Inf, which JSON cannot hold */
+static const char *json_num(char *buf, size_t n, const char *fmt, double v) {
+    if (isfinite(v)) snprintf(buf, n, fmt, v);
+    else snprintf(buf, n, "null");
+    return buf;
+}
+
 /* one line to the JSONL log: formatted on the stack and written with write(2), so nothing is allocated */
 static void jsonl_line(int fd, const char *fmt, ...)
 #if defined(__GNUC__)
@@ -6788,19 +6810,22 @@ static void report(ngpt_trainer *tr, int jsonl, int is_eval, float train_loss, f
     p.step_seconds = tr->last_step_seconds;
     p.tokens_per_second = tr->last_step_seconds > 0 ? tr->last_step_tokens / tr->last_step_seconds : 0;
     p.flops_per_second = p.tokens_per_second * flops_per_token(tr);
-    p.mfu = -1;
+    p.mfu = tr->peak_flops > 0 ? p.flops_per_second / tr->peak_flops : -1;
     p.eta_seconds = mean_step_seconds * (double)MAX(0, c->max_iters + 1 - tr->step);
     p.memory_bytes = tr->plan.device_bytes + tr->plan.host_bytes;
     if (tr->opt.progress) tr->opt.progress(tr->opt.ctx, &p);
+    char n1[32], n2[32], n3[32], n4[32], n5[32];
     if (is_eval) {
         tr_log(tr, 0, "step %d: train loss %.4f, val loss %.4f", p.step, (double)train_loss, (double)val_loss);
-        jsonl_line(jsonl, "{\"step\": %d, \"train_loss\": %.6f, \"val_loss\": %.6f}\n", p.step, (double)train_loss, (double)val_loss);
+        jsonl_line(jsonl, "{\"step\": %d, \"train_loss\": %s, \"val_loss\": %s}\n", p.step, json_num(n1, sizeof n1, "%.6f", train_loss),
+                   json_num(n2, sizeof n2, "%.6f", val_loss));
     } else {
         if (!tr->opt.progress && p.step % c->log_interval == 0)
             tr_log(tr, 0, "iter %d: loss %.4f, time %.2fms, lr %.3e, %.0f tok/s", p.step, (double)p.loss, p.step_seconds * 1e3, (double)p.lr,
                    p.tokens_per_second);
-        jsonl_line(jsonl, "{\"step\": %d, \"loss\": %.6f, \"lr\": %.6e, \"dt_ms\": %.3f, \"tokens_per_second\": %.1f}\n", p.step,
-                   (double)p.loss, (double)p.lr, p.step_seconds * 1e3, p.tokens_per_second);
+        jsonl_line(jsonl, "{\"step\": %d, \"loss\": %s, \"lr\": %s, \"dt_ms\": %s, \"tokens_per_second\": %s, \"mfu\": %s}\n", p.step,
+                   json_num(n1, sizeof n1, "%.6f", p.loss), json_num(n2, sizeof n2, "%.6e", p.lr), json_num(n3, sizeof n3, "%.3f", p.step_seconds * 1e3),
+                   json_num(n4, sizeof n4, "%.1f", p.tokens_per_second), json_num(n5, sizeof n5, "%.4f", p.mfu >= 0 ? p.mfu : NAN));
     }
 }
 
@@ -7035,25 +7060,28 @@ static void kernel_attention(void *arg) {
 /* The backend's matmul on S x S x S in the AdamW moments (zero before the first step, zeroed again after):
  * the largest S (a multiple of 128 from 512, at most 4096 on a GPU and 1024 on the CPU) that fits, none when
  * 512 does not (a small model: no MFU then); the best rate of
- * the forward product and of the backward pair (dX and dW, which read their operands the other way round). */
-static void bench_peak(ngpt_trainer *tr, BenchResult *r) {
+ * the forward product and of the backward pair (dX and dW, which read their operands the other way round).
+ * Returns the FLOP/s (0: none measured); *size = S (0: none). */
+static double matmul_peak(ngpt_trainer *tr, int *size) {
     ngpt_backend *be = tr->be;
     const Plan *p = &tr->plan;
     size_t room = p->off_region - p->off_m, a = act_size(tr);
     int S = strcmp(be->name, "cpu") ? 4096 : 1024;
     while (S >= 512 && 5 * (size_t)S * S * a > room) S -= 128;
-    r->peak_size = S >= 512 ? S : 0; /* below 512 the product measures overheads, not the peak */
-    if (!r->peak_size) return;
+    *size = S >= 512 ? S : 0; /* below 512 the product measures overheads, not the peak */
+    if (!*size) return 0;
     size_t SS = (size_t)S * S * a;
     char *x = tr->m, *w = x + SS, *y = w + SS, *dx = y + SS, *dw = dx + SS;
     be->zero(be, x, 5 * SS);
     use_scratch(tr, &p->train);
     KernelCall k = {be, x, w, y, dx, dw, NULL, S, S, S, 0, 0, 0, 0};
+    double peak = 0;
     for (k.backward = 0; k.backward < 2; k.backward++) {
         double rate = (k.backward ? 4.0 : 2.0) * S * (double)S * S / time_best_of_5(be, kernel_matmul, &k);
-        r->peak_flops = MAX(r->peak_flops, rate);
+        peak = MAX(peak, rate);
     }
     be->zero(be, tr->m, p->off_region - p->off_m);
+    return peak;
 }
 
 /* returns how many entries of out were filled (those that fit in the moments); *classifier_rows: the rows of
@@ -7105,7 +7133,7 @@ CLI_USED static int bench_run(ngpt_trainer *tr, int warmup, int steps, BenchResu
     r->steps = steps;
     r->mfu = -1;
     tr->tune.enabled = 0; /* every timed step on the threads asked for */
-    bench_peak(tr, r);
+    r->peak_flops = matmul_peak(tr, &r->peak_size);
     int rc = be_check(tr, "measuring the matmul peak");
     if (rc) return rc;
     Rng rng = {(uint64_t)tr->cfg.seed, 0xBE7C4, 0};
@@ -7714,6 +7742,7 @@ static int cmd_train(int argc, char **argv) {
     opt.log = display_log;
     opt.progress = display_progress;
     opt.ctx = &disp;
+    opt.measure_peak = 1; /* the live line shows MFU */
     ngpt_trainer *tr;
     if (ngpt_trainer_create(&cfg, &opt, &tr, err, sizeof err)) {
         fprintf(stderr, "error: %s\n", err);
@@ -8178,17 +8207,28 @@ static int series_add(Series *s, double x, double y) {
     return 0;
 }
 
+/* drops the points at x >= from (a series is in ascending x) */
+static void series_cut(Series *s, double from) {
+    while (s->n && s->x[s->n - 1] >= from) s->n--;
+}
+
 static void series_free(Series *s) {
     free(s->x);
     free(s->y);
 }
 
-/* the number after "key": in a JSON line, or NAN */
+/* the number after "key": in a JSON line; NAN when the key is missing or its value is not a number (null:
+ * a non-finite value) */
 static double json_number(const char *line, const char *key) {
-    char pat[64];
+    char pat[64], *end;
     snprintf(pat, sizeof pat, "\"%s\":", key);
     const char *p = strstr(line, pat);
-    return p ? strtod(p + strlen(pat), NULL) : NAN;
+    if (!p) return NAN;
+    p += strlen(pat);
+    while (*p == ' ') p++;
+    if (!(*p == '-' || (*p >= '0' && *p <= '9'))) return NAN; /* null, or anything else JSON would not call a number */
+    double v = strtod(p, &end);
+    return end == p ? NAN : v;
 }
 
 static void svg_polyline(FILE *f, const Series *s, double x0, double x1, double y0, double y1, const char *color, int dots) {
@@ -8211,11 +8251,26 @@ static int cmd_plot(int argc, char **argv) {
     if (!f) { fprintf(stderr, "error: cannot open %s: %s\n", in, strerror(errno)); return 1; }
     Series tr = {0}, ev_train = {0}, ev_val = {0};
     int bad = 0;
+    /* the log is appended to by every run: a run resumed from a checkpoint logs again from that checkpoint's
+     * step, and its lines replace the earlier run's from there on. Within a run the steps never go back and
+     * neither kind of line repeats a step. */
+    double last = -1, last_of[2] = {-1, -1}; /* the step of the previous line, and of the previous line of each kind */
     while (fgets(line, sizeof line, f)) {
-        double step = json_number(line, "step"), loss = json_number(line, "loss"), vl = json_number(line, "val_loss");
+        double step = json_number(line, "step");
         if (isnan(step)) continue;
-        if (!isnan(loss)) bad |= series_add(&tr, step, loss);
-        if (!isnan(vl)) bad |= series_add(&ev_val, step, vl) | series_add(&ev_train, step, json_number(line, "train_loss"));
+        int eval = strstr(line, "\"val_loss\":") != NULL;
+        if (step < last || step <= last_of[eval]) {
+            series_cut(&tr, step);
+            series_cut(&ev_train, step);
+            series_cut(&ev_val, step);
+            last_of[0] = last_of[1] = -1;
+        }
+        last = last_of[eval] = step;
+        /* null (a non-finite value) is no point */
+        double loss = json_number(line, "loss"), tl = json_number(line, "train_loss"), vl = json_number(line, "val_loss");
+        if (!eval && !isnan(loss)) bad |= series_add(&tr, step, loss);
+        if (eval && !isnan(tl)) bad |= series_add(&ev_train, step, tl);
+        if (eval && !isnan(vl)) bad |= series_add(&ev_val, step, vl);
     }
     fclose(f);
     int rc = 1;
@@ -8289,6 +8344,9 @@ static int cmd_info(void) {
 
 int main(int argc, char **argv) {
     static const char *const commands[] = {"train", "plan", "bench", "prepare", "sample", "export", "plot", "info", "help"};
+    /* past a file-size limit (ulimit -f) a write fails with EFBIG instead of killing the process unannounced:
+     * a checkpoint save then reports it, removes its temporary file and keeps the previous checkpoint */
+    signal(SIGXFSZ, SIG_IGN);
     if (argc < 2) { usage(stderr); return 2; }
     const char *cmd = argv[1];
     for (int i = 2; i < argc; i++) /* `nanogpt train --help`: the usage, not an argument error */

@@ -138,7 +138,8 @@ typedef struct ngpt_progress {
     float loss, lr, train_loss, val_loss;
     double step_seconds, tokens_per_second;
     double flops_per_second;   /* model FLOPs (6N + 12 L C T per token, as nanoGPT counts) per second */
-    double mfu;                /* flops_per_second / the device's peak; < 0 when the peak is unknown */
+    double mfu;                /* flops_per_second / the matmul peak measured at creation (ngpt_options.measure_peak);
+                                * < 0 when none was measured */
     double eta_seconds;        /* until step max_iters, from the mean step time so far */
     size_t memory_bytes;       /* the arenas (device + host on the CPU) */
 } ngpt_progress;
@@ -161,6 +162,10 @@ typedef struct ngpt_options {
      * The library never frees them. Beyond them it mallocs only small bookkeeping at creation. */
     void *device_arena, *host_arena;
     size_t device_arena_bytes, host_arena_bytes;
+    int measure_peak;          /* 1: at creation, time this backend's matmul on a square product in the (still zero)
+                                * AdamW moments, as `nanogpt bench` does (a fraction of a second), so that progress
+                                * and log.jsonl report MFU against it; the moments are zeroed again, so training is
+                                * unchanged. Models whose moments cannot hold a 512^3 product get no MFU. */
 } ngpt_options;
 
 /* Resolves the device, reads the dataset, plans memory, allocates the arena once and initialises (or

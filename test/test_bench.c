@@ -5,11 +5,14 @@
  *  - the profiled step sees every op category, and its categories add up to no more than the step;
  *  - profiling changes nothing: a profiled step gives the bits an unprofiled one gives;
  *  - the kernel timings cover every matmul shape and attention, and leave the moments zero;
+ *  - ngpt_options.measure_peak (what `nanogpt train` sets): the progress callback and log.jsonl get an MFU, the
+ *    moments are zero again after the measurement, and the run's losses are those of a run without it;
  *  - a bench's trainer (no data read) takes vocab_size 0 from the dataset's meta.bin, as training does, and
  *    GPT-2's 50257 where the dataset has none. */
 #define NGPT_NO_MAIN
 #include "../nanogpt.c"
 #include "check.h"
+#include "trainer_util.h"
 
 static void config(ngpt_config *c) {
     ngpt_config_defaults(c);
@@ -65,7 +68,7 @@ static void test_bench_peak_and_mfu(void) {
     if (!tr) return;
     BenchResult r;
     memset(&r, 0, sizeof r);
-    bench_peak(tr, &r);
+    r.peak_flops = matmul_peak(tr, &r.peak_size);
     CHECK(r.peak_size == 1024 && r.peak_flops > 1e9, "peak: %d^3, %g FLOP/s", r.peak_size, r.peak_flops);
     CHECK(nonzero_moments(tr) == 0, "%zu bytes of the AdamW moments are not zero after the peak measurement", nonzero_moments(tr));
     CHECK(bench_run(tr, 0, 2, &r) == 0, "bench: %s", tr->err);
@@ -112,6 +115,73 @@ static void test_kernel_timings(void) {
     ngpt_trainer_free(tr);
 }
 
+typedef struct {
+    int n;
+    float loss[8];
+    double mfu[8];
+} Seen;
+static void on_progress(void *ctx, const ngpt_progress *p) {
+    Seen *s = (Seen *)ctx;
+    if (!p->is_eval && s->n < 8) { s->loss[s->n] = p->loss; s->mfu[s->n++] = p->mfu; }
+}
+
+/* ngpt_train with and without measure_peak, on a model whose moments hold a 512^3 product (about 800K
+ * parameters), from scratch and then resumed (the peak is measured before the checkpoint's moments are
+ * loaded): the same losses bit for bit, an MFU in the progress callback and log.jsonl only with it */
+static void test_train_measures_peak(void) {
+    char dir[64], data[96], out[2][96], path[128], err[NGPT_ERRLEN];
+    snprintf(dir, sizeof dir, "/tmp/ngpt_test_bench_peak_%d", (int)getpid());
+    mkdir(dir, 0777);
+    snprintf(data, sizeof data, "%s/data", dir);
+    write_random_dataset(data, 97, 4000, 11);
+    for (int resume = 0; resume < 2; resume++) {
+        Seen seen[2];
+        memset(seen, 0, sizeof seen);
+        for (int k = 0; k < 2; k++) {
+            ngpt_config c;
+            config(&c);
+            c.n_layer = 4; c.n_embd = 128; c.block_size = 16; c.batch_size = 2; c.gradient_accumulation_steps = 1;
+            c.max_iters = resume ? 6 : 3; c.eval_interval = 1000; c.eval_iters = 1;
+            if (resume) copy_str(c.init_from, sizeof c.init_from, "resume"); /* from step 4, saved at the end of the first run */
+            copy_str(c.data_dir, sizeof c.data_dir, data);
+            snprintf(out[k], sizeof out[k], "%s/out%d", dir, k);
+            copy_str(c.out_dir, sizeof c.out_dir, out[k]);
+            ngpt_options opt;
+            memset(&opt, 0, sizeof opt);
+            opt.progress = on_progress;
+            opt.ctx = &seen[k];
+            opt.measure_peak = k;
+            ngpt_trainer *tr;
+            if (ngpt_trainer_create(&c, &opt, &tr, err, sizeof err)) { CHECK(0, "create: %s", err); continue; }
+            CHECK(k ? tr->peak_flops > 1e8 : tr->peak_flops == 0, "measure_peak %d: peak %g FLOP/s", k, tr->peak_flops);
+            CHECK(resume || nonzero_moments(tr) == 0, "measure_peak %d: %zu bytes of the AdamW moments are not zero after creation", k,
+                  nonzero_moments(tr));
+            CHECK(!resume || nonzero_moments(tr) > 0, "measure_peak %d: the resumed moments are zero", k);
+            CHECK(ngpt_train(tr) == 0, "train: %s", tr->err);
+            ngpt_trainer_free(tr);
+        }
+        int want = resume ? 3 : 4;
+        CHECK(seen[0].n == want && seen[1].n == want, "%d and %d steps reported, expected %d", seen[0].n, seen[1].n, want);
+        for (int i = 0; i < seen[0].n && i < seen[1].n; i++) {
+            CHECK(!memcmp(&seen[0].loss[i], &seen[1].loss[i], sizeof(float)), "%s step %d: loss %.9g measured, %.9g not",
+                  resume ? "resumed" : "first run", i, (double)seen[1].loss[i], (double)seen[0].loss[i]);
+            CHECK(seen[1].mfu[i] >= 0 && seen[1].mfu[i] < 10 && seen[0].mfu[i] < 0, "step %d: MFU %g with the peak, %g without", i,
+                  seen[1].mfu[i], seen[0].mfu[i]);
+        }
+    }
+    for (int k = 0; k < 2; k++) { /* log.jsonl: "mfu" a number with the peak, null without */
+        char text[4096] = "";
+        snprintf(path, sizeof path, "%.96s/log.jsonl", out[k]);
+        FILE *f = fopen(path, "r");
+        if (f) { text[fread(text, 1, sizeof text - 1, f)] = 0; fclose(f); }
+        const char *m = strstr(text, "\"mfu\": ");
+        CHECK(m && (k ? m[7] >= '0' && m[7] <= '9' : !strncmp(m + 7, "null}", 5)), "measure_peak %d: log.jsonl: %.300s", k, text);
+    }
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    CHECK(system(cmd) == 0, "%s", cmd);
+}
+
 /* `nanogpt bench` leaves vocab_size 0 to the trainer: a char dataset's meta.bin gives its character count even
  * though the bench reads no tokens; a dataset without one gets GPT-2's vocabulary */
 static void test_bench_vocab_from_dataset(void) {
@@ -151,6 +221,7 @@ static void test_bench_vocab_from_dataset(void) {
 int main(void) {
     RUN(test_bench_numbers);
     RUN(test_bench_peak_and_mfu);
+    RUN(test_train_measures_peak);
     RUN(test_profiling_changes_nothing);
     RUN(test_kernel_timings);
     RUN(test_bench_vocab_from_dataset);

@@ -1,17 +1,21 @@
 /* test_cli.c: the nanogpt command as a user meets it, following the README: prepare a text, train from a
  * config file, stop with Ctrl-C (a real SIGINT), resume, sample, plot, export, sample the exported file as
- * pretrained weights; plan, info, help; and the errors a typo gets. Each command is nanogpt's own main() run
+ * pretrained weights; plan, info, help; and the errors a typo gets; a file-size limit during a save; log.jsonl
+ * after a non-finite loss and after a resume, and its plot. Each command is nanogpt's own main() run
  * in a child process (fork) with its stdout and stderr captured in files; the child ends with exit(), so
  * under ./build.sh asan LeakSanitizer checks every command for leaks too. */
 #define main nanogpt_main
 #include "../nanogpt.c"
 #undef main
 #include "check.h"
+#include "trainer_util.h"
 
 #include <stdarg.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 
 static char tmpdir[256];
+static rlim_t child_file_limit; /* bytes: RLIMIT_FSIZE of the next children (0: none) */
 
 static const char *tmp_path(const char *name) {
     static char buf[8][512];
@@ -43,6 +47,10 @@ static pid_t cli_start(char **argv) {
     pid_t pid = fork();
     if (pid == 0) {
         if (!freopen(tmp_path("out.txt"), "w", stdout) || !freopen(tmp_path("err.txt"), "w", stderr)) _exit(120);
+        if (child_file_limit) { /* as `ulimit -f` before the program starts */
+            struct rlimit rl = {child_file_limit, child_file_limit};
+            if (setrlimit(RLIMIT_FSIZE, &rl)) _exit(121);
+        }
         int argc = 0;
         while (argv[argc]) argc++;
         char *full[64] = {"nanogpt"};
@@ -305,6 +313,122 @@ static void test_workflow(void) {
     CHECK_RUN(r, 1, "sample --init_from=scratch");
 }
 
+/* a tiny random dataset in tmpdir/name: vocab 40 */
+static const char *small_dataset(const char *name) {
+    const char *dir = tmp_path(name);
+    write_random_dataset(dir, 40, 4000, 5);
+    return dir;
+}
+
+/* `ulimit -f` below a checkpoint's size: the save fails with an error naming the file instead of SIGXFSZ
+ * killing the process silently, its temporary file is removed and the previous checkpoint resumes; a resume
+ * removes the temporary files an earlier killed save left */
+static void test_file_size_limit(void) {
+    char data[600], out[600], ckpt[700], path[700];
+    snprintf(data, sizeof data, "--data_dir=%s", small_dataset("fsz_data"));
+    snprintf(out, sizeof out, "--out_dir=%s", tmp_path("fsz_out"));
+    const char *model[] = {"--device=cpu", "--threads=1", "--vocab_size=40", "--n_layer=1", "--n_head=2", "--n_embd=32", "--block_size=16",
+                           "--batch_size=2", "--gradient_accumulation_steps=1", "--eval_interval=3", "--eval_iters=1",
+                           "--always_save_checkpoint=True"};
+#define MODEL model[0], model[1], model[2], model[3], model[4], model[5], model[6], model[7], model[8], model[9], model[10], model[11]
+    CliRun *r = cli("train", data, out, MODEL, "--max_iters=3", NULL);
+    CHECK_RUN(r, 0, "train to step 4");
+    checkpoint_path(tmp_path("fsz_out"), 4, ckpt, sizeof ckpt);
+    long size = file_size(ckpt);
+    CHECK(size > 100000, "%s: %ld bytes (the limit below must be under it)", ckpt, size);
+    child_file_limit = 64 * 1024;
+    r = cli("train", data, out, MODEL, "--init_from=resume", "--max_iters=6", NULL);
+    child_file_limit = 0;
+    checkpoint_path(tmp_path("fsz_out"), 6, path, sizeof path);
+    CHECK_RUN(r, 1, "resume under a 64 KiB file-size limit");
+    CHECK(strstr(r->err, "error: writing checkpoint") && strstr(r->err, path) && strstr(r->err, "File too large") &&
+              strstr(r->err, "previous checkpoint is untouched"),
+          "the error names the file and the cause: %.400s", r->err);
+    snprintf(path + strlen(path), sizeof path - strlen(path), ".tmp");
+    CHECK(!file_exists(path), "%s was left behind", path);
+    /* a killed save's leftovers (as SIGXFSZ used to leave): the next resume removes them */
+    checkpoint_path(tmp_path("fsz_out"), 9, path, sizeof path);
+    snprintf(path + strlen(path), sizeof path - strlen(path), ".tmp");
+    FILE *f = fopen(path, "wb");
+    if (f) fclose(f);
+    r = cli("train", data, out, MODEL, "--init_from=resume", "--max_iters=4", NULL);
+    CHECK_RUN(r, 0, "resume without the limit");
+    CHECK(number_after(r->out, "(step ") == 4, "the previous checkpoint resumes: %.300s", r->out);
+    CHECK(!file_exists(path), "the resume left %s", path);
+#undef MODEL
+}
+
+/* the lines of log.jsonl with their text: a NaN loss and NaN evaluation are written as null (valid JSON), and
+ * plot draws the finite points */
+static void test_log_nonfinite(void) {
+    ngpt_config c;
+    ngpt_config_defaults(&c);
+    char err[NGPT_ERRLEN], buf[16384];
+    copy_str(c.data_dir, sizeof c.data_dir, small_dataset("nan_data"));
+    copy_str(c.out_dir, sizeof c.out_dir, tmp_path("nan_out"));
+    copy_str(c.device, sizeof c.device, "cpu");
+    c.vocab_size = 40; c.n_layer = 1; c.n_head = 2; c.n_embd = 32; c.block_size = 16; c.batch_size = 2; c.gradient_accumulation_steps = 1;
+    c.max_iters = 2; c.eval_interval = 2; c.eval_iters = 1; c.threads = 1;
+    ngpt_trainer *tr;
+    if (ngpt_trainer_create(&c, NULL, &tr, err, sizeof err)) { CHECK(0, "create: %s", err); return; }
+    CHECK(ngpt_train(tr) == 0, "%s", tr->err); /* evaluations at 0 and 2, steps 0..2, finite */
+    float *p = (float *)malloc(tr->plan.nparams * sizeof(float));
+    copy_params_out(tr, p, tr->params);
+    p[tr->plan.nparams - 1] = NAN; /* a final LayerNorm weight: every loss is NaN from here */
+    CHECK(copy_params_in(tr, p) == 0, "%s", tr->err);
+    free(p);
+    tr->cfg.max_iters = 5;
+    int rc = ngpt_train(tr); /* steps 3..5 skipped, the evaluation at 4 NaN; the final save refused */
+    CHECK(rc == NGPT_ERR_NUMERIC, "rc %d: %s", rc, tr->err);
+    ngpt_trainer_free(tr);
+    read_text(tmp_path("nan_out/log.jsonl"), buf, sizeof buf);
+    CHECK(strstr(buf, "{\"step\": 3, \"loss\": null, \"lr\": ") && strstr(buf, "{\"step\": 4, \"train_loss\": null, \"val_loss\": null}\n") &&
+              strstr(buf, "{\"step\": 2, \"train_loss\": ") && !strstr(buf, "nan") && !strstr(buf, "inf"),
+          "log.jsonl: %.2000s", buf);
+    CliRun *r = cli("plot", tmp_path("nan_out"), NULL);
+    CHECK_RUN(r, 0, "plot of a log with null losses");
+    CHECK(strstr(r->out, "(3 steps, 2 evaluations)"), "plot counts the finite points only: %.300s", r->out);
+    read_text(tmp_path("nan_out/loss.svg"), buf, sizeof buf);
+    CHECK(!strncmp(buf, "<svg", 4) && !strstr(buf, "nan") && !strstr(buf, "inf"), "loss.svg: %.300s", buf);
+}
+
+/* log.jsonl keeps every line of every run; after a crash and a resume it repeats steps, and plot draws each
+ * step from the last run that logged it */
+static void test_plot_after_resume(void) {
+    mkdir(tmp_path("resumed"), 0777);
+    FILE *f = fopen(tmp_path("resumed/log.jsonl"), "w");
+    if (!f) { CHECK(0, "cannot write %s", tmp_path("resumed/log.jsonl")); return; }
+    fprintf(f, "{\"step\": 0, \"train_loss\": 4.0, \"val_loss\": 4.1}\n");
+    for (int s = 0; s < 30; s++) { /* run 1: steps 0..29, an evaluation at 20; killed, its newest checkpoint at 21 */
+        if (s == 20) fprintf(f, "{\"step\": 20, \"train_loss\": 3.0, \"val_loss\": 3.1}\n");
+        fprintf(f, "{\"step\": %d, \"loss\": %.2f, \"lr\": 1e-3, \"dt_ms\": 1.0, \"tokens_per_second\": 1.0, \"mfu\": null}\n", s, 4 - 0.05 * s);
+    }
+    for (int s = 21; s < 26; s++) { /* run 2, from 21: an evaluation at 25 and step 25, then killed (checkpoint 25) */
+        if (s == 25) fprintf(f, "{\"step\": 25, \"train_loss\": 2.5, \"val_loss\": 2.6}\n");
+        fprintf(f, "{\"step\": %d, \"loss\": 2.7}\n", s);
+    }
+    fprintf(f, "{\"step\": 25, \"train_loss\": 2.4, \"val_loss\": 2.5}\n"); /* run 3, from 25: the evaluation again */
+    fprintf(f, "{\"step\": 25, \"loss\": 2.6}\n{\"step\": 26, \"loss\": 2.5}\n");
+    fclose(f);
+    CliRun *r = cli("plot", tmp_path("resumed"), NULL);
+    CHECK_RUN(r, 0, "plot after resumes");
+    /* train 0..20 (run 1), 21..24 (run 2), 25..26 (run 3); evaluations 0, 20 (run 1) and 25 (run 3) */
+    CHECK(strstr(r->out, "(27 steps, 3 evaluations)"), "%.300s", r->out);
+    char svg[65536];
+    read_text(tmp_path("resumed/loss.svg"), svg, sizeof svg);
+    const char *pts = strstr(svg, "points='");
+    int n = 0, forward = 1;
+    double prev = -1, x, y;
+    for (const char *q = pts ? pts + 8 : NULL; q && sscanf(q, "%lf,%lf", &x, &y) == 2; q = strchr(q, ' ') ? strchr(q, ' ') + 1 : NULL, n++) {
+        if (x <= prev) forward = 0;
+        prev = x;
+    }
+    CHECK(n == 27 && forward, "the train line has %d points, %s", n, forward ? "left to right" : "going back");
+    int dots = 0;
+    for (const char *q = svg; (q = strstr(q, "<circle")); q++) dots++;
+    CHECK(dots == 6, "%d evaluation dots, expected 3 train and 3 val", dots);
+}
+
 int main(void) {
     snprintf(tmpdir, sizeof tmpdir, "/tmp/ngpt_test_cli_%d", (int)getpid());
     mkdir(tmpdir, 0777);
@@ -313,6 +437,9 @@ int main(void) {
     RUN(test_plan_and_info);
     RUN(test_bench_sampling);
     RUN(test_workflow);
+    RUN(test_file_size_limit);
+    RUN(test_log_nonfinite);
+    RUN(test_plot_after_resume);
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
     if (system(cmd)) printf("could not remove %s\n", tmpdir);
