@@ -347,7 +347,7 @@ static const ConfigKey config_keys[] = {
     CK(eval_iters, KEY_INT, 1, 1e9, NULL, "batches per split in each evaluation"),
     CK(eval_only, KEY_BOOL, 0, 1, NULL, "evaluate once and exit"),
     CK(always_save_checkpoint, KEY_BOOL, 0, 1, NULL, "save at every evaluation, not only on improvement"),
-    CK(init_from, KEY_STR, 0, 0, NULL, "scratch, resume, or gpt2/gpt2-medium/gpt2-large/gpt2-xl"),
+    CK(init_from, KEY_STR, 0, 0, NULL, "scratch, resume, gpt2/gpt2-medium/gpt2-large/gpt2-xl, or a weights path (.safetensors, llm.c .bin)"),
     CK(dataset, KEY_STR, 0, 0, NULL, "data/<dataset>/ holds train.bin and val.bin"),
     CK(data_dir, KEY_STR, 0, 0, NULL, "explicit data folder (overrides data/<dataset>)"),
     CK(input, KEY_STR, 0, 0, NULL, "text file the default dataset is prepared from"),
@@ -4848,9 +4848,10 @@ static void plan_request_from_config(PlanRequest *r, const ngpt_config *c, const
  * Pretrained weights: Hugging Face GPT-2 safetensors in, llm.c model files in and out.
  *
  * Both readers produce a ModelShape (bias = 1) and a malloc'd float array of every parameter in the packed
- * order of param_sizes(), wte padded to Vp rows of zeros; the caller frees it. Files are mapped, not read
- * into a second buffer, so a 6 GB gpt2-xl file costs its parameters once. Errors name the file and what
- * was expected and found. Uses fail, pad_vocab, param_sizes, utf8_decode, bf16_to_f32 and f16_to_f32
+ * order of param_sizes(), wte padded to Vp rows of zeros; the caller frees it. Given params = NULL they check
+ * the header (and the file's size) and give the shape alone, without touching the weights (nanogpt plan).
+ * Files are mapped, not read into a second buffer, so a 6 GB gpt2-xl file costs its parameters once. Errors
+ * name the file and what was expected and found. Uses fail, pad_vocab, param_sizes, utf8_decode, bf16_to_f32 and f16_to_f32
  * from above.
  * ==================================================================================================== */
 
@@ -5313,6 +5314,12 @@ static int hf_layer_shape(int s, uint64_t C, uint64_t shape[2]) {
     }
 }
 
+/* GPT-2's four sizes, by their Hugging Face names; each has 50257 tokens and 1024 positions */
+static const struct {
+    const char *name;
+    int L, NH, C;
+} gpt2_sizes[4] = {{"gpt2", 12, 12, 768}, {"gpt2-medium", 24, 16, 1024}, {"gpt2-large", 36, 20, 1280}, {"gpt2-xl", 48, 25, 1600}};
+
 /* n_head: config.json next to the .safetensors file ("n_head"), else GPT-2's sizes by C. Cross-checks the
  * other sizes config.json gives. */
 static int st_n_head(const char *path, const ModelShape *ms, int *NH, char *err, size_t errlen) {
@@ -5323,9 +5330,8 @@ static int st_n_head(const char *path, const ModelShape *ms, int *NH, char *err,
     FILE *f = fopen(cfg, "rb");
     if (!f) {
         if (errno != ENOENT) return fail(err, errlen, NGPT_ERR_IO, "cannot open %s (for the n_head of %s): %s", cfg, path, strerror(errno));
-        static const int known[4][2] = {{768, 12}, {1024, 16}, {1280, 20}, {1600, 25}};
         for (int i = 0; i < 4; i++)
-            if (ms->C == known[i][0]) { *NH = known[i][1]; return NGPT_OK; }
+            if (ms->C == gpt2_sizes[i].C) { *NH = gpt2_sizes[i].NH; return NGPT_OK; }
         return fail(err, errlen, NGPT_ERR_FORMAT,
                     "%s: cannot tell the number of heads: safetensors files do not store it, there is no %s, and n_embd = %d is none of "
                     "GPT-2's sizes (768, 1024, 1280, 1600): put the model's config.json (with \"n_head\") next to the file",
@@ -5445,9 +5451,9 @@ static int st_fail_unmap(void *map, size_t size, int rc) {
 }
 
 /* Reads a Hugging Face GPT-2 model.safetensors (F32, F16 or BF16; names with or without "transformer.").
- * n_head comes from config.json in the same folder, else from GPT-2's sizes. */
+ * n_head comes from config.json in the same folder, else from GPT-2's sizes. params NULL: the shape only. */
 static int safetensors_read_gpt2(const char *path, ModelShape *ms, float **params, char *err, size_t errlen) {
-    *params = NULL;
+    if (params) *params = NULL;
     void *map;
     size_t fsize;
     int rc = map_file(path, &map, &fsize, err, errlen);
@@ -5569,7 +5575,7 @@ static int safetensors_read_gpt2(const char *path, ModelShape *ms, float **param
         if (st_classify(t[i].name, &layer, &s) && t[i].dtype == ST_OTHER)
             rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s: tensor %s has dtype %s; nanogpt reads F32, F16 and BF16", path, t[i].name, t[i].dtype_name);
     }
-    if (!rc) rc = st_check_tied_head(t, n, glob[HF_WTE], data, path, err, errlen);
+    if (!rc && params) rc = st_check_tied_head(t, n, glob[HF_WTE], data, path, err, errlen); /* reads the weights */
     if (!rc) rc = st_n_head(path, ms, &ms->NH, err, errlen);
     if (!rc && ms->C % ms->NH)
         rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s: n_head = %d does not divide n_embd = %d", path, ms->NH, ms->C);
@@ -5577,13 +5583,13 @@ static int safetensors_read_gpt2(const char *path, ModelShape *ms, float **param
     /* convert into the packed parameter array */
     size_t sizes[N_PARAM_TENSORS], off[N_PARAM_TENSORS], total = 0;
     float *p = NULL;
-    if (!rc) {
+    if (!rc && params) {
         total = param_sizes(ms, sizes);
         for (int i = 0; i < N_PARAM_TENSORS; i++) off[i] = i ? off[i - 1] + sizes[i - 1] : 0;
         if (!(p = (float *)malloc(total * sizeof(float))))
             rc = fail(err, errlen, NGPT_ERR_NOMEM, "%s: out of host memory for %zu parameters (%.2f GiB)", path, total, (double)total * 4 / GiB);
     }
-    if (!rc) {
+    if (!rc && params) {
         size_t C = (size_t)ms->C, V = (size_t)ms->V;
         const int gparam[N_HF_GLOBAL] = {P_WTE, P_WPE, P_LNFW, P_LNFB};
         for (int g = 0; g < N_HF_GLOBAL; g++) {
@@ -5616,7 +5622,7 @@ static int safetensors_read_gpt2(const char *path, ModelShape *ms, float **param
 #define LLMC_MODEL_HEADER_BYTES 1024
 
 static int llmc_read_model(const char *path, ModelShape *ms, float **params, char *err, size_t errlen) {
-    *params = NULL;
+    if (params) *params = NULL;
     void *map;
     size_t fsize;
     int rc = map_file(path, &map, &fsize, err, errlen);
@@ -5658,6 +5664,7 @@ static int llmc_read_model(const char *path, ModelShape *ms, float **params, cha
                                               "file is %s", path, fsize, h[1], es == 4 ? "fp32" : "bf16", maxT, V, L, NH, C, Vp, want,
                                               fsize < want ? "truncated" : "longer than the model (trailing bytes)"));
     *ms = (ModelShape){L, NH, C, V, pad_vocab(V), maxT, 1};
+    if (!params) return st_fail_unmap(map, fsize, NGPT_OK);
     size_t total = param_sizes(ms, sizes);
     float *p = (float *)malloc(total * sizeof(float));
     if (!p) return st_fail_unmap(map, fsize, fail(err, errlen, NGPT_ERR_NOMEM, "%s: out of host memory for %zu parameters", path, total));
@@ -5732,9 +5739,10 @@ CLI_USED static int llmc_write_model(const char *path, const ModelShape *ms, con
 /* ---- which reader: by content ---- */
 
 /* Reads GPT-2 weights from path: an llm.c model file (by its magic), a safetensors file, or a folder
- * holding model.safetensors (and config.json), as Hugging Face's downloads are laid out. */
+ * holding model.safetensors (and config.json), as Hugging Face's downloads are laid out. params NULL: the
+ * shape only. */
 static int pretrained_read(const char *path, ModelShape *ms, float **params, char *err, size_t errlen) {
-    *params = NULL;
+    if (params) *params = NULL;
     struct stat st;
     if (stat(path, &st)) return fail(err, errlen, NGPT_ERR_IO, "cannot open %s: %s", path, strerror(errno));
     if (S_ISDIR(st.st_mode)) {
@@ -5761,10 +5769,12 @@ static int pretrained_read(const char *path, ModelShape *ms, float **params, cha
                 LLMC_MODEL_MAGIC);
 }
 
-/* nanoGPT's crop_block_size: keeps the first T rows of wpe (T <= maxT), moving the tensors after it. */
+/* nanoGPT's crop_block_size: keeps the first T rows of wpe (T <= maxT), moving the tensors after it (params
+ * NULL: the shape only). */
 static int pretrained_crop(ModelShape *ms, float *params, int T, char *err, size_t errlen) {
     if (T <= 0 || T > ms->maxT)
         return fail(err, errlen, NGPT_ERR_ARG, "block_size = %d: the pretrained model has %d positions, so 1..%d", T, ms->maxT, ms->maxT);
+    if (!params) { ms->maxT = T; return NGPT_OK; }
     size_t sizes[N_PARAM_TENSORS];
     size_t total = param_sizes(ms, sizes), C = (size_t)ms->C;
     size_t after = sizes[P_WTE] + sizes[P_WPE];
@@ -5775,12 +5785,16 @@ static int pretrained_crop(ModelShape *ms, float *params, int T, char *err, size
 
 /* What init_from names: "gpt2", "gpt2-medium", "gpt2-large" and "gpt2-xl" are Hugging Face downloads in
  * <pretrained_dir>/<name>/ (model.safetensors and config.json; pretrained_dir NULL or "" = "pretrained");
- * anything else is a path for pretrained_read. */
+ * anything else is a path for pretrained_read. params NULL: the shape only, which for the four names is
+ * GPT-2's and needs no file. */
 static int pretrained_load(const char *init_from, const char *pretrained_dir, ModelShape *ms, float **params, char *err, size_t errlen) {
-    static const char *const names[4] = {"gpt2", "gpt2-medium", "gpt2-large", "gpt2-xl"};
-    *params = NULL;
+    if (params) *params = NULL;
     for (int i = 0; i < 4; i++) {
-        if (strcmp(init_from, names[i])) continue;
+        if (strcmp(init_from, gpt2_sizes[i].name)) continue;
+        if (!params) {
+            *ms = (ModelShape){gpt2_sizes[i].L, gpt2_sizes[i].NH, gpt2_sizes[i].C, 50257, pad_vocab(50257), 1024, 1};
+            return NGPT_OK;
+        }
         char dir[4200], file[4300];
         snprintf(dir, sizeof dir, "%.4000s/%s", pretrained_dir && *pretrained_dir ? pretrained_dir : "pretrained", init_from);
         snprintf(file, sizeof file, "%s/model.safetensors", dir);
@@ -5792,6 +5806,11 @@ static int pretrained_load(const char *init_from, const char *pretrained_dir, Mo
                         init_from, file, init_from, dir);
         return safetensors_read_gpt2(file, ms, params, err, errlen);
     }
+    struct stat st;
+    if (stat(init_from, &st))
+        return fail(err, errlen, NGPT_ERR_ARG,
+                    "init_from = %s: %s; init_from is scratch, resume, gpt2, gpt2-medium, gpt2-large, gpt2-xl, or the path of weights "
+                    "(a .safetensors file, a folder holding model.safetensors, an llm.c model file)", init_from, strerror(errno));
     return pretrained_read(init_from, ms, params, err, errlen);
 }
 
