@@ -6225,9 +6225,74 @@ int ngpt_load(ngpt_trainer *tr, const char *path) {
     return rc;
 }
 
+/* init_from = resume: opens the newest checkpoint in out_dir (its path into path) and takes its model's shape
+ * into c; on success the caller closes r->f. */
+static int resume_open(ngpt_config *c, CkptReader *r, char *path, size_t cap, char *err, size_t errlen) {
+    memset(r, 0, sizeof *r);
+    long long steps[256];
+    int n = checkpoint_list(c->out_dir, steps, 256);
+    if (!n) return fail(err, errlen, NGPT_ERR_IO, "init_from = resume, but out_dir %s holds no checkpoint (ckpt_<step>.bin)", c->out_dir);
+    checkpoint_path(c->out_dir, steps[n - 1], path, cap);
+    int rc = checkpoint_open(r, path, err, errlen);
+    if (!rc) config_set_model(c, &r->model);
+    return rc;
+}
+
+/* Pretrained weights of shape pm (params NULL: the shape alone) set the model in c, as nanoGPT's from_pretrained:
+ * their sizes, bias, and block_size cropped to c's (sampling takes the model's whole context when c's is larger). */
+static int pretrained_config(ngpt_config *c, ModelShape *pm, float *params, int sample_only, char *err, size_t errlen) {
+    if (sample_only && c->block_size > pm->maxT) c->block_size = pm->maxT;
+    int rc = pretrained_crop(pm, params, c->block_size, err, errlen);
+    if (rc) return rc;
+    c->n_layer = pm->L;
+    c->n_head = pm->NH;
+    c->n_embd = pm->C;
+    c->bias = 1;
+    c->vocab_size = pm->V;
+    return NGPT_OK;
+}
+
+/* The model that init_from names, into c as trainer_setup makes it, from file headers alone: resume, the newest
+ * checkpoint in out_dir; a GPT-2 name, its known sizes (no download needed); a path, its header (nanogpt plan). */
+CLI_USED static int init_from_config(ngpt_config *c, int sample_only, char *err, size_t errlen) {
+    if (!strcmp(c->init_from, "scratch")) return NGPT_OK;
+    if (!strcmp(c->init_from, "resume")) {
+        CkptReader r;
+        char path[512];
+        int rc = resume_open(c, &r, path, sizeof path, err, errlen);
+        if (!rc) fclose(r.f);
+        return rc;
+    }
+    ModelShape pm;
+    int rc = pretrained_load(c->init_from, c->pretrained_dir, &pm, NULL, err, errlen);
+    return rc ? rc : pretrained_config(c, &pm, NULL, sample_only, err, errlen);
+}
+
+/* The vocabulary: vocab_size, else the characters of the dataset's meta.bin, else GPT-2's 50257. A meta.bin that
+ * exists is always read (kept in *cv when cv is not NULL): a bad one is an error, and so is a vocab_size below its
+ * characters, or above what uint16 token files hold. */
+static int data_vocab(const ngpt_config *c, CharVocab **cv, int *V, char *err, size_t errlen) {
+    char dir[300], path[400];
+    snprintf(path, sizeof path, "%s/meta.bin", dataset_dir(c, dir, sizeof dir));
+    *V = c->vocab_size;
+    if (file_exists(path)) {
+        CharVocab *v = (CharVocab *)malloc(sizeof *v);
+        if (!v) return fail(err, errlen, NGPT_ERR_NOMEM, "out of host memory");
+        int rc = charvocab_load(v, path, err, errlen);
+        if (!rc && *V && *V < v->n) rc = fail(err, errlen, NGPT_ERR_ARG, "vocab_size = %d is below the %d characters of %s", *V, v->n, path);
+        if (!rc && !*V) *V = v->n;
+        if (rc || !cv) free(v);
+        else *cv = v;
+        if (rc) return rc;
+    }
+    if (*V == 0) *V = 50257;
+    if (*V > 65536) return fail(err, errlen, NGPT_ERR_ARG, "vocab_size = %d: token files hold uint16 ids, so at most 65536", *V);
+    return NGPT_OK;
+}
+
 static int trainer_setup(ngpt_trainer *tr) {
     ngpt_config *c = &tr->cfg;
-    char msg[NGPT_ERRLEN], note[NGPT_ERRLEN], dir[300], path[400];
+    char msg[NGPT_ERRLEN], note[NGPT_ERRLEN], dir[300];
     int rc = config_validate(c, msg, sizeof msg);
     if (rc) return tr_fail(tr, rc, "%s", msg);
     int device = DEV_BACKEND_CPU, dtype = NGPT_DTYPE_F32;
@@ -6238,45 +6303,25 @@ static int trainer_setup(ngpt_trainer *tr) {
     CkptReader resume = {0};
     char resume_path[512] = "";
     if (!strcmp(c->init_from, "resume")) {
-        long long steps[256];
-        int n = checkpoint_list(c->out_dir, steps, 256);
-        if (!n) return tr_fail(tr, NGPT_ERR_IO, "init_from = resume, but out_dir %s holds no checkpoint (ckpt_<step>.bin)", c->out_dir);
-        checkpoint_path(c->out_dir, steps[n - 1], resume_path, sizeof resume_path);
-        if ((rc = checkpoint_open(&resume, resume_path, msg, sizeof msg))) return tr_fail(tr, rc, "%s", msg);
+        if ((rc = resume_open(c, &resume, resume_path, sizeof resume_path, msg, sizeof msg))) return tr_fail(tr, rc, "%s", msg);
         tr->resume_file = resume.f;
-        config_set_model(c, &resume.model);
         tr_log(tr, 0, "resuming from %s (step %lld)", resume_path, (long long)resume.state.step);
     }
 
     /* pretrained weights: the model's shape comes from the file, as in nanoGPT's from_pretrained */
     if (strcmp(c->init_from, "scratch") && strcmp(c->init_from, "resume")) {
         ModelShape pm;
-        if ((rc = pretrained_load(c->init_from, c->pretrained_dir, &pm, &tr->pretrained, msg, sizeof msg))) return tr_fail(tr, rc, "%s", msg);
-        if (tr->opt.sample_only && c->block_size > pm.maxT) c->block_size = pm.maxT; /* sampling: the model's whole context */
-        if ((rc = pretrained_crop(&pm, tr->pretrained, c->block_size, msg, sizeof msg))) return tr_fail(tr, rc, "%s", msg);
-        c->n_layer = pm.L;
-        c->n_head = pm.NH;
-        c->n_embd = pm.C;
-        c->bias = 1;
-        c->vocab_size = pm.V;
+        if ((rc = pretrained_load(c->init_from, c->pretrained_dir, &pm, &tr->pretrained, msg, sizeof msg)) ||
+            (rc = pretrained_config(c, &pm, tr->pretrained, tr->opt.sample_only, msg, sizeof msg)))
+            return tr_fail(tr, rc, "%s", msg);
         tr_log(tr, 0, "initialising from %s: n_layer %d, n_head %d, n_embd %d, vocab %d, block_size %d", c->init_from, pm.L, pm.NH, pm.C,
                pm.V, c->block_size);
     }
 
     /* data and vocabulary */
     dataset_dir(c, dir, sizeof dir);
-    int V = c->vocab_size;
-    snprintf(path, sizeof path, "%s/meta.bin", dir);
-    if (file_exists(path)) {
-        tr->charvocab = (CharVocab *)malloc(sizeof *tr->charvocab);
-        if (!tr->charvocab) return tr_fail(tr, NGPT_ERR_NOMEM, "out of host memory");
-        if ((rc = charvocab_load(tr->charvocab, path, msg, sizeof msg))) return tr_fail(tr, rc, "%s", msg);
-        if (V == 0) V = tr->charvocab->n;
-        else if (V < tr->charvocab->n)
-            return tr_fail(tr, NGPT_ERR_ARG, "vocab_size = %d is below the %d characters of %s", V, tr->charvocab->n, path);
-    }
-    if (V == 0) V = 50257;
-    if (V > 65536) return tr_fail(tr, NGPT_ERR_ARG, "vocab_size = %d: token files hold uint16 ids, so at most 65536", V);
+    int V;
+    if ((rc = data_vocab(c, &tr->charvocab, &V, msg, sizeof msg))) return tr_fail(tr, rc, "%s", msg);
     if (!tr->opt.no_data && !tr->opt.sample_only) {
         if ((rc = tokenset_open(&tr->train_data, dir, "train", V, c->block_size, msg, sizeof msg))) return tr_fail(tr, rc, "%s", msg);
         if ((rc = tokenset_open(&tr->val_data, dir, "val", V, c->block_size, msg, sizeof msg))) return tr_fail(tr, rc, "%s", msg);
@@ -7547,7 +7592,8 @@ static void usage(FILE *f) {
             "\n"
             "usage: nanogpt <command> [config file] [--key=value ...]\n"
             "  train     train a model (no config: the baby GPT on Tiny Shakespeare characters)\n"
-            "  plan      print the memory plan for a config (--json for JSON, --sample for sampling's); no GPU needed\n"
+            "  plan      print the memory plan for a config (--json for JSON, --sample for sampling's); no GPU needed;\n"
+            "            the model from init_from as train/sample take it, from file headers only\n"
             "  bench     tokens/s, MFU and time per op category on random tokens (default: GPT-2 124M, block 1024)\n"
             "            [config file] [--key=value ...] [--steps=20] [--warmup=3] [--kernels: each matmul shape and attention]\n"
             "            [--sample=S: generation of S samples, --steps new tokens each, with the sampling plan]\n"
@@ -7730,25 +7776,38 @@ static int cmd_train(int argc, char **argv) {
     return rc == NGPT_OK || rc == NGPT_ERR_INTERRUPTED ? 0 : 1;
 }
 
+/* A refused plan: the error on stderr and, for --json, {"fits": false, "error": "..."} on stdout; exit status 1. */
+static int plan_refused(int json, const char *err) {
+    fprintf(stderr, "error: %s\n", err);
+    if (!json) return 1;
+    printf("{\"fits\": false, \"error\": \"");
+    for (const unsigned char *s = (const unsigned char *)err; *s; s++)
+        if (*s == '"' || *s == '\\') printf("\\%c", *s);
+        else if (*s < 0x20) printf("\\u%04x", *s);
+        else putchar(*s);
+    printf("\"}\n");
+    return 1;
+}
+
+/* nanogpt plan: the memory plan that train (or with --sample, sample) would make, the model's shape taken from
+ * init_from as they take it, from file headers alone */
 static int cmd_plan(int argc, char **argv) {
     ngpt_config cfg;
-    char err[NGPT_ERRLEN], dir[300], path[400], *rest[256];
-    int has_file, json, sampling = 0, n = 0;
-    for (int i = 0; i < argc; i++) /* --sample: the plan `nanogpt sample` makes (ngpt_options.sample_only) */
-        if (!strcmp(argv[i], "--sample")) sampling = 1;
+    char err[NGPT_ERRLEN], *rest[256];
+    int has_file, json = 0, sampling = 0, pretrained = 0, n = 0;
+    for (int i = 0; i < argc; i++) {
+        if (!strcmp(argv[i], "--json")) json = 1; /* known before the arguments are parsed: their errors are JSON too */
+        if (!strncmp(argv[i], "--init_from=", 12) && strcmp(argv[i] + 12, "scratch")) pretrained = 1;
+        if (!strcmp(argv[i], "--sample")) sampling = 1; /* the plan `nanogpt sample` makes (ngpt_options.sample_only) */
         else if (n < 256) rest[n++] = argv[i];
-    if (parse_args(n, rest, 1, &cfg, &has_file, &json, err, sizeof err) || config_validate(&cfg, err, sizeof err)) {
-        fprintf(stderr, "error: %s\n", err);
-        return 1;
     }
-    int V = cfg.vocab_size;
-    snprintf(path, sizeof path, "%s/meta.bin", dataset_dir(&cfg, dir, sizeof dir));
-    if (!V && file_exists(path)) {
-        CharVocab *cv = (CharVocab *)malloc(sizeof *cv);
-        if (cv && !charvocab_load(cv, path, err, sizeof err)) V = cv->n;
-        free(cv);
-    }
-    if (!V) V = 50257;
+    /* sample starts from nanoGPT's defaults, not the default job's preset */
+    int rc = parse_args(n, rest, !(sampling && pretrained), &cfg, &has_file, &json, err, sizeof err);
+    if (!rc) rc = config_validate(&cfg, err, sizeof err);
+    if (!rc) rc = init_from_config(&cfg, sampling, err, sizeof err);
+    int V = 0;
+    if (!rc) rc = data_vocab(&cfg, NULL, &V, err, sizeof err);
+    if (rc) return plan_refused(json, err);
     ModelShape ms = {cfg.n_layer, cfg.n_head, cfg.n_embd, V, pad_vocab(V), cfg.block_size, cfg.bias};
     int device = strcmp(cfg.device, "cuda") ? DEV_BACKEND_CPU : DEV_BACKEND_CUDA, dtype = NGPT_DTYPE_F32;
     char note[NGPT_ERRLEN];
@@ -7758,17 +7817,17 @@ static int cmd_plan(int argc, char **argv) {
     if (device == DEV_BACKEND_CUDA) {
         size_t fr = 0, total = 0;
         if (!ngpt_cuda_mem_info(&fr, &total, err, sizeof err) && (budget <= 0 || (double)fr < budget)) budget = (double)fr;
-        if (budget <= 0) {
-            fprintf(stderr, "error: no GPU here to measure; give the card's free memory with --max_memory (e.g. --max_memory=2.68GiB)\n");
-            return 1;
-        }
+        if (budget <= 0)
+            return plan_refused(json, "no GPU here to measure; give the card's free memory with --max_memory (e.g. --max_memory=2.68GiB)");
         budget -= (double)CUDA_SAFETY_MARGIN;
     } else if (budget <= 0) budget = host_memory_available();
     PlanRequest req;
     plan_request_from_config(&req, &cfg, &ms, device, dtype, cfg.threads > 0 ? cfg.threads : cpu_count(), budget);
     req.inference = sampling;
     Plan p;
-    int rc = plan_make(&p, &req, err, sizeof err);
+    rc = plan_make(&p, &req, err, sizeof err);
+    if (rc && rc != NGPT_ERR_NOMEM) return plan_refused(json, err); /* nothing was planned */
+    /* a plan that fits, or (NGPT_ERR_NOMEM) the smallest one, which does not */
     if (json) plan_print_json(&p, stdout);
     else plan_print(&p, stdout);
     if (rc) fprintf(stderr, "error: %s\n", err);
