@@ -7748,14 +7748,33 @@ static int cmd_train(int argc, char **argv) {
     running_trainer = tr;
     signal(SIGINT, on_signal);
     signal(SIGTERM, on_signal);
+    /* init_from (resume, pretrained weights) decides the model: say so where it overrides what the command line gave */
+    const ngpt_config *eff = &tr->cfg;
+    static const char *const model_keys[6] = {"n_layer", "n_head", "n_embd", "block_size", "bias", "vocab_size"};
+    const int given[6] = {cfg.n_layer, cfg.n_head, cfg.n_embd, cfg.block_size, cfg.bias, cfg.vocab_size};
+    const int used[6] = {eff->n_layer, eff->n_head, eff->n_embd, eff->block_size, eff->bias, eff->vocab_size};
+    char overridden[512] = "";
+    for (int k = 0; k < 6; k++) {
+        char flag[32];
+        int on_command_line = 0;
+        snprintf(flag, sizeof flag, "--%s=", model_keys[k]);
+        for (int i = has_file; i < argc; i++) on_command_line |= !strncmp(argv[i], flag, strlen(flag));
+        if (!on_command_line || given[k] == used[k]) continue;
+        size_t len = strlen(overridden);
+        if (k == 4) /* bias */
+            snprintf(overridden + len, sizeof overridden - len, "%sbias %s (not %s)", len ? ", " : "", used[k] ? "True" : "False",
+                     given[k] ? "True" : "False");
+        else snprintf(overridden + len, sizeof overridden - len, "%s%s %d (not %d)", len ? ", " : "", model_keys[k], used[k], given[k]);
+    }
+    if (overridden[0]) printf("note: init_from = %s sets the model, over the command line: %s\n", eff->init_from, overridden);
     ngpt_stats st;
     ngpt_get_stats(tr, &st);
     char b1[32], b2[32];
     char lanes[48] = "";
     if (st.lanes > 1) snprintf(lanes, sizeof lanes, " in %d lanes", st.lanes);
-    printf("%s: %.2fM parameters; plan: micro-batch %d x accumulation %d (%d tokens/step)%s, recompute %s, logits chunk %d, "
+    printf("%s: %.2fM parameters; plan: micro-batch %d x accumulation %d (%lld tokens/step)%s, recompute %s, logits chunk %d, "
            "eval micro-batch %d; arena %s device + %s host\n",
-           st.device, (double)st.parameters / 1e6, st.micro_batch, st.grad_accum, st.micro_batch * st.grad_accum * cfg.block_size, lanes,
+           st.device, (double)st.parameters / 1e6, st.micro_batch, st.grad_accum, (long long)st.micro_batch * st.grad_accum * eff->block_size, lanes,
            recompute_name(st.recompute), st.logits_chunk, st.eval_micro_batch, fmt_bytes(b1, sizeof b1, (double)st.device_bytes),
            fmt_bytes(b2, sizeof b2, (double)st.host_bytes));
     double t0 = now_seconds();

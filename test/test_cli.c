@@ -248,6 +248,42 @@ static void test_plan_init_from(void) {
     CHECK(!strcmp(plan_err, r->err), "plan and train report the same error:\n%.300s\n%.300s", plan_err, r->err);
 }
 
+/* resume keeps the checkpoint's model, as nanoGPT: a different --block_size gets a note, the startup line counts the
+ * checkpoint's tokens per step, plan plans the checkpoint's model; the closing line's measured memory */
+static void test_resume_model(void) {
+    char path[600];
+    snprintf(path, sizeof path, "%s/tinyshakespeare.txt", shared_data_dir());
+    FILE *in = fopen(path, "rb"), *f = fopen(tmp_path("small.txt"), "wb");
+    char buf[30000];
+    size_t n = in ? fread(buf, 1, sizeof buf, in) : 0;
+    if (f) { fwrite(buf, 1, n, f); fclose(f); }
+    if (in) fclose(in);
+    CHECK(n == sizeof buf, "cannot read 30000 bytes of %s", path);
+    char input_arg[600], out_arg[600], data_arg[600], out_dir_arg[600];
+    snprintf(input_arg, sizeof input_arg, "--input=%s", tmp_path("small.txt"));
+    snprintf(out_arg, sizeof out_arg, "--out=%s", tmp_path("rdata"));
+    snprintf(data_arg, sizeof data_arg, "--data_dir=%s", tmp_path("rdata"));
+    snprintf(out_dir_arg, sizeof out_dir_arg, "--out_dir=%s", tmp_path("rout"));
+    CliRun *r = cli("prepare", input_arg, out_arg, NULL);
+    CHECK_RUN(r, 0, "prepare");
+    r = cli("train", data_arg, out_dir_arg, "--n_layer=1", "--n_head=2", "--n_embd=16", "--block_size=32", "--batch_size=2", "--max_iters=2",
+            "--eval_interval=2", "--eval_iters=1", "--always_save_checkpoint=True", "--device=cpu", "--threads=1", NULL);
+    CHECK_RUN(r, 0, "train a tiny model");
+    CHECK(strstr(r->out, "(64 tokens/step)") && !strstr(r->out, "note: init_from"), "2 x 32 tokens per step, no note: %.400s", r->out);
+    /* the closing line on the CPU: the arena and the measured peak resident set */
+    const char *done = strstr(r->out, "done: ");
+    CHECK(done && strstr(done, "; memory: arena ") && strstr(done, " (allocated once), process peak resident ") && !strstr(done, "device memory"),
+          "the done line: %.300s", done ? done : r->out);
+    r = cli("train", data_arg, out_dir_arg, "--init_from=resume", "--block_size=128", "--n_layer=1", "--n_embd=48", "--bias=True", "--batch_size=2",
+            "--max_iters=4", "--eval_interval=2", "--eval_iters=1", "--device=cpu", "--threads=1", NULL);
+    CHECK_RUN(r, 0, "resume with --block_size=128");
+    CHECK(strstr(r->out, "note: init_from = resume sets the model, over the command line: n_embd 16 (not 48), block_size 32 (not 128), bias False (not True)\n") &&
+          strstr(r->out, "(64 tokens/step)"), "the checkpoint's model, and a note of what it overrode: %.600s", r->out);
+    r = cli("plan", "--init_from=resume", out_dir_arg, data_arg, "--block_size=128", "--device=cpu", NULL);
+    CHECK_RUN(r, 0, "plan --init_from=resume");
+    CHECK(strstr(r->out, "L=1 NH=2 C=16 V=") && strstr(r->out, "block_size=32"), "plan --init_from=resume: the checkpoint's model: %.300s", r->out);
+}
+
 /* nanogpt bench --sample: generation timed with the sampling plan */
 static void test_bench_sampling(void) {
     CliRun *r = cli("bench", "--sample=3", "--steps=5", "--n_layer=1", "--n_head=2", "--n_embd=32", "--block_size=16", "--vocab_size=100",
@@ -396,6 +432,7 @@ int main(void) {
     RUN(test_plan_and_info);
     RUN(test_plan_refused);
     RUN(test_plan_init_from);
+    RUN(test_resume_model);
     RUN(test_bench_sampling);
     RUN(test_workflow);
     char cmd[300];
