@@ -7123,6 +7123,18 @@ CLI_USED static int bench_kernels(ngpt_trainer *tr, KernelTime out[N_KERNEL_TIME
     return n;
 }
 
+/* Memory measured, not planned: on a GPU the device's memory in use (cudaMemGetInfo, so every process's), on the
+ * CPU this process's peak resident set; 0 when it cannot be measured. */
+CLI_USED static double memory_measured(const ngpt_backend *be) {
+    if (strcmp(be->name, "cpu")) {
+        size_t fr = 0, total = 0;
+        char msg[NGPT_ERRLEN];
+        return ngpt_cuda_mem_info(&fr, &total, msg, sizeof msg) ? 0 : (double)(total - fr);
+    }
+    struct rusage ru;
+    return getrusage(RUSAGE_SELF, &ru) ? 0 : (double)ru.ru_maxrss * 1024.0;
+}
+
 /* warmup + steps optimizer steps on random tokens (timed), then one more with every op timed */
 CLI_USED static int bench_run(ngpt_trainer *tr, int warmup, int steps, BenchResult *r) {
     memset(r, 0, sizeof *r);
@@ -7167,14 +7179,7 @@ CLI_USED static int bench_run(ngpt_trainer *tr, int warmup, int steps, BenchResu
     r->profiled_step_seconds = now_seconds() - t0;
     memcpy(r->op_seconds, prof.seconds, sizeof r->op_seconds);
     r->arena_bytes = (double)(tr->plan.device_bytes + tr->plan.host_bytes);
-    if (strcmp(real->name, "cpu")) {
-        size_t fr = 0, total = 0;
-        char msg[NGPT_ERRLEN];
-        if (!ngpt_cuda_mem_info(&fr, &total, msg, sizeof msg)) r->memory_in_use = (double)(total - fr);
-    } else {
-        struct rusage ru;
-        if (!getrusage(RUSAGE_SELF, &ru)) r->memory_in_use = (double)ru.ru_maxrss * 1024.0;
-    }
+    r->memory_in_use = memory_measured(real);
     return be_check(tr, "the benchmark");
 }
 
@@ -7769,7 +7774,7 @@ static int cmd_train(int argc, char **argv) {
     if (overridden[0]) printf("note: init_from = %s sets the model, over the command line: %s\n", eff->init_from, overridden);
     ngpt_stats st;
     ngpt_get_stats(tr, &st);
-    char b1[32], b2[32];
+    char b1[32], b2[32], b3[64] = "";
     char lanes[48] = "";
     if (st.lanes > 1) snprintf(lanes, sizeof lanes, " in %d lanes", st.lanes);
     printf("%s: %.2fM parameters; plan: micro-batch %d x accumulation %d (%lld tokens/step)%s, recompute %s, logits chunk %d, "
@@ -7786,11 +7791,15 @@ static int cmd_train(int argc, char **argv) {
     getrusage(RUSAGE_SELF, &ru);
     fmt_bytes(b1, sizeof b1, (double)st.device_bytes + (st.device[0] == 'c' && st.device[1] == 'p' ? (double)st.host_bytes : 0));
     fmt_bytes(b2, sizeof b2, (double)ru.ru_maxrss * 1024.0);
+    if (strcmp(tr->be->name, "cpu")) { /* on a GPU the device's own count: the arena, and what the CUDA libraries took */
+        char b[32];
+        snprintf(b3, sizeof b3, ", device memory in use %s", fmt_bytes(b, sizeof b, memory_measured(tr->be)));
+    }
     if (rc == NGPT_ERR_INTERRUPTED) printf("%s\n", ngpt_last_error(tr));
     else if (rc) fprintf(stderr, "error: %s\n", ngpt_last_error(tr));
     else
-        printf("done: %d steps in %.1f s, best val loss %.4f; memory: arena %s (allocated once), process peak resident %s; log in %s/log.jsonl\n",
-               st.step, now_seconds() - t0, (double)st.best_val_loss, b1, b2, cfg.out_dir);
+        printf("done: %d steps in %.1f s, best val loss %.4f; memory: arena %s (allocated once)%s, process peak resident %s; log in %s/log.jsonl\n",
+               st.step, now_seconds() - t0, (double)st.best_val_loss, b1, b3, b2, cfg.out_dir);
     ngpt_trainer_free(tr);
     return rc == NGPT_OK || rc == NGPT_ERR_INTERRUPTED ? 0 : 1;
 }
