@@ -347,7 +347,7 @@ static const ConfigKey config_keys[] = {
     CK(eval_iters, KEY_INT, 1, 1e9, NULL, "batches per split in each evaluation"),
     CK(eval_only, KEY_BOOL, 0, 1, NULL, "evaluate once and exit"),
     CK(always_save_checkpoint, KEY_BOOL, 0, 1, NULL, "save at every evaluation, not only on improvement"),
-    CK(init_from, KEY_STR, 0, 0, NULL, "scratch, resume, or gpt2/gpt2-medium/gpt2-large/gpt2-xl"),
+    CK(init_from, KEY_STR, 0, 0, NULL, "scratch, resume, gpt2/gpt2-medium/gpt2-large/gpt2-xl, or a weights path (.safetensors, llm.c .bin)"),
     CK(dataset, KEY_STR, 0, 0, NULL, "data/<dataset>/ holds train.bin and val.bin"),
     CK(data_dir, KEY_STR, 0, 0, NULL, "explicit data folder (overrides data/<dataset>)"),
     CK(input, KEY_STR, 0, 0, NULL, "text file the default dataset is prepared from"),
@@ -4848,9 +4848,10 @@ static void plan_request_from_config(PlanRequest *r, const ngpt_config *c, const
  * Pretrained weights: Hugging Face GPT-2 safetensors in, llm.c model files in and out.
  *
  * Both readers produce a ModelShape (bias = 1) and a malloc'd float array of every parameter in the packed
- * order of param_sizes(), wte padded to Vp rows of zeros; the caller frees it. Files are mapped, not read
- * into a second buffer, so a 6 GB gpt2-xl file costs its parameters once. Errors name the file and what
- * was expected and found. Uses fail, pad_vocab, param_sizes, utf8_decode, bf16_to_f32 and f16_to_f32
+ * order of param_sizes(), wte padded to Vp rows of zeros; the caller frees it. Given params = NULL they check
+ * the header (and the file's size) and give the shape alone, without touching the weights (nanogpt plan).
+ * Files are mapped, not read into a second buffer, so a 6 GB gpt2-xl file costs its parameters once. Errors
+ * name the file and what was expected and found. Uses fail, pad_vocab, param_sizes, utf8_decode, bf16_to_f32 and f16_to_f32
  * from above.
  * ==================================================================================================== */
 
@@ -5313,6 +5314,12 @@ static int hf_layer_shape(int s, uint64_t C, uint64_t shape[2]) {
     }
 }
 
+/* GPT-2's four sizes, by their Hugging Face names; each has 50257 tokens and 1024 positions */
+static const struct {
+    const char *name;
+    int L, NH, C;
+} gpt2_sizes[4] = {{"gpt2", 12, 12, 768}, {"gpt2-medium", 24, 16, 1024}, {"gpt2-large", 36, 20, 1280}, {"gpt2-xl", 48, 25, 1600}};
+
 /* n_head: config.json next to the .safetensors file ("n_head"), else GPT-2's sizes by C. Cross-checks the
  * other sizes config.json gives. */
 static int st_n_head(const char *path, const ModelShape *ms, int *NH, char *err, size_t errlen) {
@@ -5323,9 +5330,8 @@ static int st_n_head(const char *path, const ModelShape *ms, int *NH, char *err,
     FILE *f = fopen(cfg, "rb");
     if (!f) {
         if (errno != ENOENT) return fail(err, errlen, NGPT_ERR_IO, "cannot open %s (for the n_head of %s): %s", cfg, path, strerror(errno));
-        static const int known[4][2] = {{768, 12}, {1024, 16}, {1280, 20}, {1600, 25}};
         for (int i = 0; i < 4; i++)
-            if (ms->C == known[i][0]) { *NH = known[i][1]; return NGPT_OK; }
+            if (ms->C == gpt2_sizes[i].C) { *NH = gpt2_sizes[i].NH; return NGPT_OK; }
         return fail(err, errlen, NGPT_ERR_FORMAT,
                     "%s: cannot tell the number of heads: safetensors files do not store it, there is no %s, and n_embd = %d is none of "
                     "GPT-2's sizes (768, 1024, 1280, 1600): put the model's config.json (with \"n_head\") next to the file",
@@ -5445,9 +5451,9 @@ static int st_fail_unmap(void *map, size_t size, int rc) {
 }
 
 /* Reads a Hugging Face GPT-2 model.safetensors (F32, F16 or BF16; names with or without "transformer.").
- * n_head comes from config.json in the same folder, else from GPT-2's sizes. */
+ * n_head comes from config.json in the same folder, else from GPT-2's sizes. params NULL: the shape only. */
 static int safetensors_read_gpt2(const char *path, ModelShape *ms, float **params, char *err, size_t errlen) {
-    *params = NULL;
+    if (params) *params = NULL;
     void *map;
     size_t fsize;
     int rc = map_file(path, &map, &fsize, err, errlen);
@@ -5569,7 +5575,7 @@ static int safetensors_read_gpt2(const char *path, ModelShape *ms, float **param
         if (st_classify(t[i].name, &layer, &s) && t[i].dtype == ST_OTHER)
             rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s: tensor %s has dtype %s; nanogpt reads F32, F16 and BF16", path, t[i].name, t[i].dtype_name);
     }
-    if (!rc) rc = st_check_tied_head(t, n, glob[HF_WTE], data, path, err, errlen);
+    if (!rc && params) rc = st_check_tied_head(t, n, glob[HF_WTE], data, path, err, errlen); /* reads the weights */
     if (!rc) rc = st_n_head(path, ms, &ms->NH, err, errlen);
     if (!rc && ms->C % ms->NH)
         rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s: n_head = %d does not divide n_embd = %d", path, ms->NH, ms->C);
@@ -5577,13 +5583,13 @@ static int safetensors_read_gpt2(const char *path, ModelShape *ms, float **param
     /* convert into the packed parameter array */
     size_t sizes[N_PARAM_TENSORS], off[N_PARAM_TENSORS], total = 0;
     float *p = NULL;
-    if (!rc) {
+    if (!rc && params) {
         total = param_sizes(ms, sizes);
         for (int i = 0; i < N_PARAM_TENSORS; i++) off[i] = i ? off[i - 1] + sizes[i - 1] : 0;
         if (!(p = (float *)malloc(total * sizeof(float))))
             rc = fail(err, errlen, NGPT_ERR_NOMEM, "%s: out of host memory for %zu parameters (%.2f GiB)", path, total, (double)total * 4 / GiB);
     }
-    if (!rc) {
+    if (!rc && params) {
         size_t C = (size_t)ms->C, V = (size_t)ms->V;
         const int gparam[N_HF_GLOBAL] = {P_WTE, P_WPE, P_LNFW, P_LNFB};
         for (int g = 0; g < N_HF_GLOBAL; g++) {
@@ -5616,7 +5622,7 @@ static int safetensors_read_gpt2(const char *path, ModelShape *ms, float **param
 #define LLMC_MODEL_HEADER_BYTES 1024
 
 static int llmc_read_model(const char *path, ModelShape *ms, float **params, char *err, size_t errlen) {
-    *params = NULL;
+    if (params) *params = NULL;
     void *map;
     size_t fsize;
     int rc = map_file(path, &map, &fsize, err, errlen);
@@ -5658,6 +5664,7 @@ static int llmc_read_model(const char *path, ModelShape *ms, float **params, cha
                                               "file is %s", path, fsize, h[1], es == 4 ? "fp32" : "bf16", maxT, V, L, NH, C, Vp, want,
                                               fsize < want ? "truncated" : "longer than the model (trailing bytes)"));
     *ms = (ModelShape){L, NH, C, V, pad_vocab(V), maxT, 1};
+    if (!params) return st_fail_unmap(map, fsize, NGPT_OK);
     size_t total = param_sizes(ms, sizes);
     float *p = (float *)malloc(total * sizeof(float));
     if (!p) return st_fail_unmap(map, fsize, fail(err, errlen, NGPT_ERR_NOMEM, "%s: out of host memory for %zu parameters", path, total));
@@ -5732,9 +5739,10 @@ CLI_USED static int llmc_write_model(const char *path, const ModelShape *ms, con
 /* ---- which reader: by content ---- */
 
 /* Reads GPT-2 weights from path: an llm.c model file (by its magic), a safetensors file, or a folder
- * holding model.safetensors (and config.json), as Hugging Face's downloads are laid out. */
+ * holding model.safetensors (and config.json), as Hugging Face's downloads are laid out. params NULL: the
+ * shape only. */
 static int pretrained_read(const char *path, ModelShape *ms, float **params, char *err, size_t errlen) {
-    *params = NULL;
+    if (params) *params = NULL;
     struct stat st;
     if (stat(path, &st)) return fail(err, errlen, NGPT_ERR_IO, "cannot open %s: %s", path, strerror(errno));
     if (S_ISDIR(st.st_mode)) {
@@ -5761,10 +5769,12 @@ static int pretrained_read(const char *path, ModelShape *ms, float **params, cha
                 LLMC_MODEL_MAGIC);
 }
 
-/* nanoGPT's crop_block_size: keeps the first T rows of wpe (T <= maxT), moving the tensors after it. */
+/* nanoGPT's crop_block_size: keeps the first T rows of wpe (T <= maxT), moving the tensors after it (params
+ * NULL: the shape only). */
 static int pretrained_crop(ModelShape *ms, float *params, int T, char *err, size_t errlen) {
     if (T <= 0 || T > ms->maxT)
         return fail(err, errlen, NGPT_ERR_ARG, "block_size = %d: the pretrained model has %d positions, so 1..%d", T, ms->maxT, ms->maxT);
+    if (!params) { ms->maxT = T; return NGPT_OK; }
     size_t sizes[N_PARAM_TENSORS];
     size_t total = param_sizes(ms, sizes), C = (size_t)ms->C;
     size_t after = sizes[P_WTE] + sizes[P_WPE];
@@ -5775,12 +5785,16 @@ static int pretrained_crop(ModelShape *ms, float *params, int T, char *err, size
 
 /* What init_from names: "gpt2", "gpt2-medium", "gpt2-large" and "gpt2-xl" are Hugging Face downloads in
  * <pretrained_dir>/<name>/ (model.safetensors and config.json; pretrained_dir NULL or "" = "pretrained");
- * anything else is a path for pretrained_read. */
+ * anything else is a path for pretrained_read. params NULL: the shape only, which for the four names is
+ * GPT-2's and needs no file. */
 static int pretrained_load(const char *init_from, const char *pretrained_dir, ModelShape *ms, float **params, char *err, size_t errlen) {
-    static const char *const names[4] = {"gpt2", "gpt2-medium", "gpt2-large", "gpt2-xl"};
-    *params = NULL;
+    if (params) *params = NULL;
     for (int i = 0; i < 4; i++) {
-        if (strcmp(init_from, names[i])) continue;
+        if (strcmp(init_from, gpt2_sizes[i].name)) continue;
+        if (!params) {
+            *ms = (ModelShape){gpt2_sizes[i].L, gpt2_sizes[i].NH, gpt2_sizes[i].C, 50257, pad_vocab(50257), 1024, 1};
+            return NGPT_OK;
+        }
         char dir[4200], file[4300];
         snprintf(dir, sizeof dir, "%.4000s/%s", pretrained_dir && *pretrained_dir ? pretrained_dir : "pretrained", init_from);
         snprintf(file, sizeof file, "%s/model.safetensors", dir);
@@ -5792,6 +5806,11 @@ static int pretrained_load(const char *init_from, const char *pretrained_dir, Mo
                         init_from, file, init_from, dir);
         return safetensors_read_gpt2(file, ms, params, err, errlen);
     }
+    struct stat st;
+    if (stat(init_from, &st))
+        return fail(err, errlen, NGPT_ERR_ARG,
+                    "init_from = %s: %s; init_from is scratch, resume, gpt2, gpt2-medium, gpt2-large, gpt2-xl, or the path of weights "
+                    "(a .safetensors file, a folder holding model.safetensors, an llm.c model file)", init_from, strerror(errno));
     return pretrained_read(init_from, ms, params, err, errlen);
 }
 
@@ -6206,9 +6225,74 @@ int ngpt_load(ngpt_trainer *tr, const char *path) {
     return rc;
 }
 
+/* init_from = resume: opens the newest checkpoint in out_dir (its path into path) and takes its model's shape
+ * into c; on success the caller closes r->f. */
+static int resume_open(ngpt_config *c, CkptReader *r, char *path, size_t cap, char *err, size_t errlen) {
+    memset(r, 0, sizeof *r);
+    long long steps[256];
+    int n = checkpoint_list(c->out_dir, steps, 256);
+    if (!n) return fail(err, errlen, NGPT_ERR_IO, "init_from = resume, but out_dir %s holds no checkpoint (ckpt_<step>.bin)", c->out_dir);
+    checkpoint_path(c->out_dir, steps[n - 1], path, cap);
+    int rc = checkpoint_open(r, path, err, errlen);
+    if (!rc) config_set_model(c, &r->model);
+    return rc;
+}
+
+/* Pretrained weights of shape pm (params NULL: the shape alone) set the model in c, as nanoGPT's from_pretrained:
+ * their sizes, bias, and block_size cropped to c's (sampling takes the model's whole context when c's is larger). */
+static int pretrained_config(ngpt_config *c, ModelShape *pm, float *params, int sample_only, char *err, size_t errlen) {
+    if (sample_only && c->block_size > pm->maxT) c->block_size = pm->maxT;
+    int rc = pretrained_crop(pm, params, c->block_size, err, errlen);
+    if (rc) return rc;
+    c->n_layer = pm->L;
+    c->n_head = pm->NH;
+    c->n_embd = pm->C;
+    c->bias = 1;
+    c->vocab_size = pm->V;
+    return NGPT_OK;
+}
+
+/* The model that init_from names, into c as trainer_setup makes it, from file headers alone: resume, the newest
+ * checkpoint in out_dir; a GPT-2 name, its known sizes (no download needed); a path, its header (nanogpt plan). */
+CLI_USED static int init_from_config(ngpt_config *c, int sample_only, char *err, size_t errlen) {
+    if (!strcmp(c->init_from, "scratch")) return NGPT_OK;
+    if (!strcmp(c->init_from, "resume")) {
+        CkptReader r;
+        char path[512];
+        int rc = resume_open(c, &r, path, sizeof path, err, errlen);
+        if (!rc) fclose(r.f);
+        return rc;
+    }
+    ModelShape pm;
+    int rc = pretrained_load(c->init_from, c->pretrained_dir, &pm, NULL, err, errlen);
+    return rc ? rc : pretrained_config(c, &pm, NULL, sample_only, err, errlen);
+}
+
+/* The vocabulary: vocab_size, else the characters of the dataset's meta.bin, else GPT-2's 50257. A meta.bin that
+ * exists is always read (kept in *cv when cv is not NULL): a bad one is an error, and so is a vocab_size below its
+ * characters, or above what uint16 token files hold. */
+static int data_vocab(const ngpt_config *c, CharVocab **cv, int *V, char *err, size_t errlen) {
+    char dir[300], path[400];
+    snprintf(path, sizeof path, "%s/meta.bin", dataset_dir(c, dir, sizeof dir));
+    *V = c->vocab_size;
+    if (file_exists(path)) {
+        CharVocab *v = (CharVocab *)malloc(sizeof *v);
+        if (!v) return fail(err, errlen, NGPT_ERR_NOMEM, "out of host memory");
+        int rc = charvocab_load(v, path, err, errlen);
+        if (!rc && *V && *V < v->n) rc = fail(err, errlen, NGPT_ERR_ARG, "vocab_size = %d is below the %d characters of %s", *V, v->n, path);
+        if (!rc && !*V) *V = v->n;
+        if (rc || !cv) free(v);
+        else *cv = v;
+        if (rc) return rc;
+    }
+    if (*V == 0) *V = 50257;
+    if (*V > 65536) return fail(err, errlen, NGPT_ERR_ARG, "vocab_size = %d: token files hold uint16 ids, so at most 65536", *V);
+    return NGPT_OK;
+}
+
 static int trainer_setup(ngpt_trainer *tr) {
     ngpt_config *c = &tr->cfg;
-    char msg[NGPT_ERRLEN], note[NGPT_ERRLEN], dir[300], path[400];
+    char msg[NGPT_ERRLEN], note[NGPT_ERRLEN], dir[300];
     int rc = config_validate(c, msg, sizeof msg);
     if (rc) return tr_fail(tr, rc, "%s", msg);
     int device = DEV_BACKEND_CPU, dtype = NGPT_DTYPE_F32;
@@ -6219,45 +6303,25 @@ static int trainer_setup(ngpt_trainer *tr) {
     CkptReader resume = {0};
     char resume_path[512] = "";
     if (!strcmp(c->init_from, "resume")) {
-        long long steps[256];
-        int n = checkpoint_list(c->out_dir, steps, 256);
-        if (!n) return tr_fail(tr, NGPT_ERR_IO, "init_from = resume, but out_dir %s holds no checkpoint (ckpt_<step>.bin)", c->out_dir);
-        checkpoint_path(c->out_dir, steps[n - 1], resume_path, sizeof resume_path);
-        if ((rc = checkpoint_open(&resume, resume_path, msg, sizeof msg))) return tr_fail(tr, rc, "%s", msg);
+        if ((rc = resume_open(c, &resume, resume_path, sizeof resume_path, msg, sizeof msg))) return tr_fail(tr, rc, "%s", msg);
         tr->resume_file = resume.f;
-        config_set_model(c, &resume.model);
         tr_log(tr, 0, "resuming from %s (step %lld)", resume_path, (long long)resume.state.step);
     }
 
     /* pretrained weights: the model's shape comes from the file, as in nanoGPT's from_pretrained */
     if (strcmp(c->init_from, "scratch") && strcmp(c->init_from, "resume")) {
         ModelShape pm;
-        if ((rc = pretrained_load(c->init_from, c->pretrained_dir, &pm, &tr->pretrained, msg, sizeof msg))) return tr_fail(tr, rc, "%s", msg);
-        if (tr->opt.sample_only && c->block_size > pm.maxT) c->block_size = pm.maxT; /* sampling: the model's whole context */
-        if ((rc = pretrained_crop(&pm, tr->pretrained, c->block_size, msg, sizeof msg))) return tr_fail(tr, rc, "%s", msg);
-        c->n_layer = pm.L;
-        c->n_head = pm.NH;
-        c->n_embd = pm.C;
-        c->bias = 1;
-        c->vocab_size = pm.V;
+        if ((rc = pretrained_load(c->init_from, c->pretrained_dir, &pm, &tr->pretrained, msg, sizeof msg)) ||
+            (rc = pretrained_config(c, &pm, tr->pretrained, tr->opt.sample_only, msg, sizeof msg)))
+            return tr_fail(tr, rc, "%s", msg);
         tr_log(tr, 0, "initialising from %s: n_layer %d, n_head %d, n_embd %d, vocab %d, block_size %d", c->init_from, pm.L, pm.NH, pm.C,
                pm.V, c->block_size);
     }
 
     /* data and vocabulary */
     dataset_dir(c, dir, sizeof dir);
-    int V = c->vocab_size;
-    snprintf(path, sizeof path, "%s/meta.bin", dir);
-    if (file_exists(path)) {
-        tr->charvocab = (CharVocab *)malloc(sizeof *tr->charvocab);
-        if (!tr->charvocab) return tr_fail(tr, NGPT_ERR_NOMEM, "out of host memory");
-        if ((rc = charvocab_load(tr->charvocab, path, msg, sizeof msg))) return tr_fail(tr, rc, "%s", msg);
-        if (V == 0) V = tr->charvocab->n;
-        else if (V < tr->charvocab->n)
-            return tr_fail(tr, NGPT_ERR_ARG, "vocab_size = %d is below the %d characters of %s", V, tr->charvocab->n, path);
-    }
-    if (V == 0) V = 50257;
-    if (V > 65536) return tr_fail(tr, NGPT_ERR_ARG, "vocab_size = %d: token files hold uint16 ids, so at most 65536", V);
+    int V;
+    if ((rc = data_vocab(c, &tr->charvocab, &V, msg, sizeof msg))) return tr_fail(tr, rc, "%s", msg);
     if (!tr->opt.no_data && !tr->opt.sample_only) {
         if ((rc = tokenset_open(&tr->train_data, dir, "train", V, c->block_size, msg, sizeof msg))) return tr_fail(tr, rc, "%s", msg);
         if ((rc = tokenset_open(&tr->val_data, dir, "val", V, c->block_size, msg, sizeof msg))) return tr_fail(tr, rc, "%s", msg);
@@ -7059,6 +7123,18 @@ CLI_USED static int bench_kernels(ngpt_trainer *tr, KernelTime out[N_KERNEL_TIME
     return n;
 }
 
+/* Memory measured, not planned: on a GPU the device's memory in use (cudaMemGetInfo, so every process's), on the
+ * CPU this process's peak resident set; 0 when it cannot be measured. */
+CLI_USED static double memory_measured(const ngpt_backend *be) {
+    if (strcmp(be->name, "cpu")) {
+        size_t fr = 0, total = 0;
+        char msg[NGPT_ERRLEN];
+        return ngpt_cuda_mem_info(&fr, &total, msg, sizeof msg) ? 0 : (double)(total - fr);
+    }
+    struct rusage ru;
+    return getrusage(RUSAGE_SELF, &ru) ? 0 : (double)ru.ru_maxrss * 1024.0;
+}
+
 /* warmup + steps optimizer steps on random tokens (timed), then one more with every op timed */
 CLI_USED static int bench_run(ngpt_trainer *tr, int warmup, int steps, BenchResult *r) {
     memset(r, 0, sizeof *r);
@@ -7103,14 +7179,7 @@ CLI_USED static int bench_run(ngpt_trainer *tr, int warmup, int steps, BenchResu
     r->profiled_step_seconds = now_seconds() - t0;
     memcpy(r->op_seconds, prof.seconds, sizeof r->op_seconds);
     r->arena_bytes = (double)(tr->plan.device_bytes + tr->plan.host_bytes);
-    if (strcmp(real->name, "cpu")) {
-        size_t fr = 0, total = 0;
-        char msg[NGPT_ERRLEN];
-        if (!ngpt_cuda_mem_info(&fr, &total, msg, sizeof msg)) r->memory_in_use = (double)(total - fr);
-    } else {
-        struct rusage ru;
-        if (!getrusage(RUSAGE_SELF, &ru)) r->memory_in_use = (double)ru.ru_maxrss * 1024.0;
-    }
+    r->memory_in_use = memory_measured(real);
     return be_check(tr, "the benchmark");
 }
 
@@ -7528,7 +7597,8 @@ static void usage(FILE *f) {
             "\n"
             "usage: nanogpt <command> [config file] [--key=value ...]\n"
             "  train     train a model (no config: the baby GPT on Tiny Shakespeare characters)\n"
-            "  plan      print the memory plan for a config (--json for JSON, --sample for sampling's); no GPU needed\n"
+            "  plan      print the memory plan for a config (--json for JSON, --sample for sampling's); no GPU needed;\n"
+            "            the model from init_from as train/sample take it, from file headers only\n"
             "  bench     tokens/s, MFU and time per op category on random tokens (default: GPT-2 124M, block 1024)\n"
             "            [config file] [--key=value ...] [--steps=20] [--warmup=3] [--kernels: each matmul shape and attention]\n"
             "            [--sample=S: generation of S samples, --steps new tokens each, with the sampling plan]\n"
@@ -7683,14 +7753,33 @@ static int cmd_train(int argc, char **argv) {
     running_trainer = tr;
     signal(SIGINT, on_signal);
     signal(SIGTERM, on_signal);
+    /* init_from (resume, pretrained weights) decides the model: say so where it overrides what the command line gave */
+    const ngpt_config *eff = &tr->cfg;
+    static const char *const model_keys[6] = {"n_layer", "n_head", "n_embd", "block_size", "bias", "vocab_size"};
+    const int given[6] = {cfg.n_layer, cfg.n_head, cfg.n_embd, cfg.block_size, cfg.bias, cfg.vocab_size};
+    const int used[6] = {eff->n_layer, eff->n_head, eff->n_embd, eff->block_size, eff->bias, eff->vocab_size};
+    char overridden[512] = "";
+    for (int k = 0; k < 6; k++) {
+        char flag[32];
+        int on_command_line = 0;
+        snprintf(flag, sizeof flag, "--%s=", model_keys[k]);
+        for (int i = has_file; i < argc; i++) on_command_line |= !strncmp(argv[i], flag, strlen(flag));
+        if (!on_command_line || given[k] == used[k]) continue;
+        size_t len = strlen(overridden);
+        if (k == 4) /* bias */
+            snprintf(overridden + len, sizeof overridden - len, "%sbias %s (not %s)", len ? ", " : "", used[k] ? "True" : "False",
+                     given[k] ? "True" : "False");
+        else snprintf(overridden + len, sizeof overridden - len, "%s%s %d (not %d)", len ? ", " : "", model_keys[k], used[k], given[k]);
+    }
+    if (overridden[0]) printf("note: init_from = %s sets the model, over the command line: %s\n", eff->init_from, overridden);
     ngpt_stats st;
     ngpt_get_stats(tr, &st);
-    char b1[32], b2[32];
+    char b1[32], b2[32], b3[64] = "";
     char lanes[48] = "";
     if (st.lanes > 1) snprintf(lanes, sizeof lanes, " in %d lanes", st.lanes);
-    printf("%s: %.2fM parameters; plan: micro-batch %d x accumulation %d (%d tokens/step)%s, recompute %s, logits chunk %d, "
+    printf("%s: %.2fM parameters; plan: micro-batch %d x accumulation %d (%lld tokens/step)%s, recompute %s, logits chunk %d, "
            "eval micro-batch %d; arena %s device + %s host\n",
-           st.device, (double)st.parameters / 1e6, st.micro_batch, st.grad_accum, st.micro_batch * st.grad_accum * cfg.block_size, lanes,
+           st.device, (double)st.parameters / 1e6, st.micro_batch, st.grad_accum, (long long)st.micro_batch * st.grad_accum * eff->block_size, lanes,
            recompute_name(st.recompute), st.logits_chunk, st.eval_micro_batch, fmt_bytes(b1, sizeof b1, (double)st.device_bytes),
            fmt_bytes(b2, sizeof b2, (double)st.host_bytes));
     double t0 = now_seconds();
@@ -7702,34 +7791,51 @@ static int cmd_train(int argc, char **argv) {
     getrusage(RUSAGE_SELF, &ru);
     fmt_bytes(b1, sizeof b1, (double)st.device_bytes + (st.device[0] == 'c' && st.device[1] == 'p' ? (double)st.host_bytes : 0));
     fmt_bytes(b2, sizeof b2, (double)ru.ru_maxrss * 1024.0);
+    if (strcmp(tr->be->name, "cpu")) { /* on a GPU the device's own count: the arena, and what the CUDA libraries took */
+        char b[32];
+        snprintf(b3, sizeof b3, ", device memory in use %s", fmt_bytes(b, sizeof b, memory_measured(tr->be)));
+    }
     if (rc == NGPT_ERR_INTERRUPTED) printf("%s\n", ngpt_last_error(tr));
     else if (rc) fprintf(stderr, "error: %s\n", ngpt_last_error(tr));
     else
-        printf("done: %d steps in %.1f s, best val loss %.4f; memory: arena %s (allocated once), process peak resident %s; log in %s/log.jsonl\n",
-               st.step, now_seconds() - t0, (double)st.best_val_loss, b1, b2, cfg.out_dir);
+        printf("done: %d steps in %.1f s, best val loss %.4f; memory: arena %s (allocated once)%s, process peak resident %s; log in %s/log.jsonl\n",
+               st.step, now_seconds() - t0, (double)st.best_val_loss, b1, b3, b2, cfg.out_dir);
     ngpt_trainer_free(tr);
     return rc == NGPT_OK || rc == NGPT_ERR_INTERRUPTED ? 0 : 1;
 }
 
+/* A refused plan: the error on stderr and, for --json, {"fits": false, "error": "..."} on stdout; exit status 1. */
+static int plan_refused(int json, const char *err) {
+    fprintf(stderr, "error: %s\n", err);
+    if (!json) return 1;
+    printf("{\"fits\": false, \"error\": \"");
+    for (const unsigned char *s = (const unsigned char *)err; *s; s++)
+        if (*s == '"' || *s == '\\') printf("\\%c", *s);
+        else if (*s < 0x20) printf("\\u%04x", *s);
+        else putchar(*s);
+    printf("\"}\n");
+    return 1;
+}
+
+/* nanogpt plan: the memory plan that train (or with --sample, sample) would make, the model's shape taken from
+ * init_from as they take it, from file headers alone */
 static int cmd_plan(int argc, char **argv) {
     ngpt_config cfg;
-    char err[NGPT_ERRLEN], dir[300], path[400], *rest[256];
-    int has_file, json, sampling = 0, n = 0;
-    for (int i = 0; i < argc; i++) /* --sample: the plan `nanogpt sample` makes (ngpt_options.sample_only) */
-        if (!strcmp(argv[i], "--sample")) sampling = 1;
+    char err[NGPT_ERRLEN], *rest[256];
+    int has_file, json = 0, sampling = 0, pretrained = 0, n = 0;
+    for (int i = 0; i < argc; i++) {
+        if (!strcmp(argv[i], "--json")) json = 1; /* known before the arguments are parsed: their errors are JSON too */
+        if (!strncmp(argv[i], "--init_from=", 12) && strcmp(argv[i] + 12, "scratch")) pretrained = 1;
+        if (!strcmp(argv[i], "--sample")) sampling = 1; /* the plan `nanogpt sample` makes (ngpt_options.sample_only) */
         else if (n < 256) rest[n++] = argv[i];
-    if (parse_args(n, rest, 1, &cfg, &has_file, &json, err, sizeof err) || config_validate(&cfg, err, sizeof err)) {
-        fprintf(stderr, "error: %s\n", err);
-        return 1;
     }
-    int V = cfg.vocab_size;
-    snprintf(path, sizeof path, "%s/meta.bin", dataset_dir(&cfg, dir, sizeof dir));
-    if (!V && file_exists(path)) {
-        CharVocab *cv = (CharVocab *)malloc(sizeof *cv);
-        if (cv && !charvocab_load(cv, path, err, sizeof err)) V = cv->n;
-        free(cv);
-    }
-    if (!V) V = 50257;
+    /* sample starts from nanoGPT's defaults, not the default job's preset */
+    int rc = parse_args(n, rest, !(sampling && pretrained), &cfg, &has_file, &json, err, sizeof err);
+    if (!rc) rc = config_validate(&cfg, err, sizeof err);
+    if (!rc) rc = init_from_config(&cfg, sampling, err, sizeof err);
+    int V = 0;
+    if (!rc) rc = data_vocab(&cfg, NULL, &V, err, sizeof err);
+    if (rc) return plan_refused(json, err);
     ModelShape ms = {cfg.n_layer, cfg.n_head, cfg.n_embd, V, pad_vocab(V), cfg.block_size, cfg.bias};
     int device = strcmp(cfg.device, "cuda") ? DEV_BACKEND_CPU : DEV_BACKEND_CUDA, dtype = NGPT_DTYPE_F32;
     char note[NGPT_ERRLEN];
@@ -7739,17 +7845,17 @@ static int cmd_plan(int argc, char **argv) {
     if (device == DEV_BACKEND_CUDA) {
         size_t fr = 0, total = 0;
         if (!ngpt_cuda_mem_info(&fr, &total, err, sizeof err) && (budget <= 0 || (double)fr < budget)) budget = (double)fr;
-        if (budget <= 0) {
-            fprintf(stderr, "error: no GPU here to measure; give the card's free memory with --max_memory (e.g. --max_memory=2.68GiB)\n");
-            return 1;
-        }
+        if (budget <= 0)
+            return plan_refused(json, "no GPU here to measure; give the card's free memory with --max_memory (e.g. --max_memory=2.68GiB)");
         budget -= (double)CUDA_SAFETY_MARGIN;
     } else if (budget <= 0) budget = host_memory_available();
     PlanRequest req;
     plan_request_from_config(&req, &cfg, &ms, device, dtype, cfg.threads > 0 ? cfg.threads : cpu_count(), budget);
     req.inference = sampling;
     Plan p;
-    int rc = plan_make(&p, &req, err, sizeof err);
+    rc = plan_make(&p, &req, err, sizeof err);
+    if (rc && rc != NGPT_ERR_NOMEM) return plan_refused(json, err); /* nothing was planned */
+    /* a plan that fits, or (NGPT_ERR_NOMEM) the smallest one, which does not */
     if (json) plan_print_json(&p, stdout);
     else plan_print(&p, stdout);
     if (rc) fprintf(stderr, "error: %s\n", err);
