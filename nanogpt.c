@@ -2430,8 +2430,10 @@ static void tokenfile_close(TokenFile *f) {
     memset(f, 0, sizeof *f);
 }
 
-/* Opens and checks a token file: ids must be < vocab, and there must be at least min_tokens of them. */
-static int tokenfile_open(TokenFile *f, const char *path, int vocab, size_t min_tokens, char *err, size_t errlen) {
+/* Opens and checks a token file: ids must be < vocab, and there must be at least min_tokens of them. A file
+ * that starts with llm.c's magic is an llm.c shard, any other raw uint16 tokens (nanoGPT's train.bin);
+ * with shard set (a file found by llm.c's shard names) the header is required. */
+static int tokenfile_open(TokenFile *f, const char *path, int vocab, size_t min_tokens, int shard, char *err, size_t errlen) {
     memset(f, 0, sizeof *f);
     copy_str(f->path, sizeof f->path, path);
     int fd = open(path, O_RDONLY);
@@ -2443,7 +2445,11 @@ static int tokenfile_open(TokenFile *f, const char *path, int vocab, size_t min_
         return fail(err, errlen, NGPT_ERR_IO, "cannot stat %s: %s", path, strerror(e));
     }
     size_t bytes = (size_t)st.st_size;
-    if (bytes == 0) { close(fd); return fail(err, errlen, NGPT_ERR_FORMAT, "%s is empty", path); }
+    if (bytes == 0) {
+        close(fd);
+        return fail(err, errlen, NGPT_ERR_FORMAT, "%s is empty; it needs at least block_size + 1 = %zu tokens (%zu bytes%s)", path, min_tokens,
+                    min_tokens * 2 + (shard ? LLMC_HEADER_INTS * 4 : 0), shard ? " with llm.c's header" : " of uint16 tokens");
+    }
     void *map = mmap(NULL, bytes, PROT_READ, MAP_PRIVATE, fd, 0);
     int e = errno;
     close(fd);
@@ -2453,6 +2459,15 @@ static int tokenfile_open(TokenFile *f, const char *path, int vocab, size_t min_
     const unsigned char *p = (const unsigned char *)map;
     int32_t magic = 0;
     if (bytes >= 4) memcpy(&magic, p, 4);
+    if (shard && magic != LLMC_MAGIC) {
+        tokenfile_close(f);
+        if (bytes < 4)
+            return fail(err, errlen, NGPT_ERR_FORMAT, "%s: %zu bytes, too short for llm.c's shard header (magic %d, version 1, token count, "
+                                                       "%d bytes in all)", path, bytes, LLMC_MAGIC, LLMC_HEADER_INTS * 4);
+        return fail(err, errlen, NGPT_ERR_FORMAT, "%s: magic %d at byte offset 0, expected %d: a file named as an llm.c shard (*_train_*.bin, "
+                                                   "*_val_*.bin) must start with llm.c's header (magic %d, version 1, token count); "
+                                                   "headerless uint16 tokens go in train.bin / val.bin", path, magic, LLMC_MAGIC, LLMC_MAGIC);
+    }
     if (magic == LLMC_MAGIC) {
         int32_t hdr[3];
         if (bytes < LLMC_HEADER_INTS * 4) {
@@ -2462,7 +2477,8 @@ static int tokenfile_open(TokenFile *f, const char *path, int vocab, size_t min_
         memcpy(hdr, p, sizeof hdr);
         if (hdr[1] != 1) {
             tokenfile_close(f);
-            return fail(err, errlen, NGPT_ERR_FORMAT, "%s: llm.c shard version %d; this build reads version 1 (uint16 tokens)", path, hdr[1]);
+            return fail(err, errlen, NGPT_ERR_FORMAT, "%s: llm.c shard version %d at byte offset 4, expected 1; this build reads version 1 "
+                                                       "(uint16 tokens)", path, hdr[1]);
         }
         size_t want = (size_t)LLMC_HEADER_INTS * 4 + (size_t)(uint32_t)hdr[2] * 2;
         if (hdr[2] < 0 || want != bytes) {
@@ -2520,11 +2536,12 @@ static int name_cmp(const void *a, const void *b) { return strcmp(*(char *const 
 static int tokenset_open(TokenSet *s, const char *dir, const char *split, int vocab, int T, char *err, size_t errlen) {
     memset(s, 0, sizeof *s);
     char path[700], *names[MAX_SHARDS];
-    int n = 0, rc = NGPT_OK;
+    int n = 0, rc = NGPT_OK, sharded = 0;
     snprintf(path, sizeof path, "%.400s/%s.bin", dir, split);
     if (file_exists(path)) {
         names[n++] = strdup(path);
     } else {
+        sharded = 1;
         DIR *d = opendir(dir);
         if (!d) return fail(err, errlen, NGPT_ERR_IO, "cannot open data folder %s: %s (prepare it with `nanogpt prepare`)", dir, strerror(errno));
         struct dirent *e;
@@ -2547,7 +2564,7 @@ static int tokenset_open(TokenSet *s, const char *dir, const char *split, int vo
     if (!s->files || !s->windows_before) rc = fail(err, errlen, NGPT_ERR_NOMEM, "out of host memory");
     for (int i = 0; i < n && !rc; i++) {
         if (!names[i]) { rc = fail(err, errlen, NGPT_ERR_NOMEM, "out of host memory"); break; }
-        rc = tokenfile_open(&s->files[i], names[i], vocab, (size_t)T + 1, err, errlen);
+        rc = tokenfile_open(&s->files[i], names[i], vocab, (size_t)T + 1, sharded, err, errlen);
         if (!rc) {
             s->n = i + 1;
             s->windows_before[i] = s->windows;

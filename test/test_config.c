@@ -148,9 +148,9 @@ static void test_prepare_char(void) {
     CHECK(rc == 0 && v->n == 11, "vocab: %d entries (%s)", v->n, err);
     CHECK(v->cp[0] == '\n' && v->cp[v->n - 1] == 0xE9, "code point order");
     TokenFile tf, vf;
-    rc = tokenfile_open(&tf, tmp_path("ds/train.bin"), v->n, 2, err, sizeof err);
+    rc = tokenfile_open(&tf, tmp_path("ds/train.bin"), v->n, 2, 0, err, sizeof err);
     CHECK(rc == 0, "train.bin: %s", err);
-    rc = tokenfile_open(&vf, tmp_path("ds/val.bin"), v->n, 2, err, sizeof err);
+    rc = tokenfile_open(&vf, tmp_path("ds/val.bin"), v->n, 2, 0, err, sizeof err);
     CHECK(rc == 0, "val.bin: %s", err);
     size_t nchars = 19; /* "hello, world\nhéllo\n" */
     CHECK(tf.ntok == (size_t)(nchars * 0.75) && tf.ntok + vf.ntok == nchars, "split %zu + %zu", tf.ntok, vf.ntok);
@@ -177,8 +177,8 @@ static void test_prepare_tiny_shakespeare(void) {
     int rc = prepare_char(path, tmp_path("ts"), 0.1, NULL, err, sizeof err);
     CHECK(rc == 0, "%s", err);
     TokenFile tf, vf;
-    CHECK(tokenfile_open(&tf, tmp_path("ts/train.bin"), 65, 2, err, sizeof err) == 0, "%s", err);
-    CHECK(tokenfile_open(&vf, tmp_path("ts/val.bin"), 65, 2, err, sizeof err) == 0, "%s", err);
+    CHECK(tokenfile_open(&tf, tmp_path("ts/train.bin"), 65, 2, 0, err, sizeof err) == 0, "%s", err);
+    CHECK(tokenfile_open(&vf, tmp_path("ts/val.bin"), 65, 2, 0, err, sizeof err) == 0, "%s", err);
     /* nanoGPT's prepare.py prints: train has 1,003,854 tokens, val has 111,540 tokens, vocab size 65 */
     CHECK(tf.ntok == 1003854 && vf.ntok == 111540, "train %zu val %zu", tf.ntok, vf.ntok);
     tokenfile_close(&tf);
@@ -190,19 +190,20 @@ static void test_token_file_errors(void) {
     TokenFile tf;
     uint16_t good[10] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 0};
     write_file(tmp_path("odd.bin"), good, 7);
-    int rc = tokenfile_open(&tf, tmp_path("odd.bin"), 65, 2, err, sizeof err);
+    int rc = tokenfile_open(&tf, tmp_path("odd.bin"), 65, 2, 0, err, sizeof err);
     CHECK(rc == NGPT_ERR_FORMAT && strstr(err, "odd size") && strstr(err, "odd.bin"), "odd size: %s", err);
     write_file(tmp_path("empty.bin"), good, 0);
-    rc = tokenfile_open(&tf, tmp_path("empty.bin"), 65, 2, err, sizeof err);
-    CHECK(rc == NGPT_ERR_FORMAT && strstr(err, "empty"), "empty: %s", err);
+    rc = tokenfile_open(&tf, tmp_path("empty.bin"), 65, 2, 0, err, sizeof err);
+    CHECK(rc == NGPT_ERR_FORMAT && strstr(err, "empty.bin is empty") && strstr(err, "at least block_size + 1 = 2 tokens (4 bytes"),
+          "empty: names the size it needs: %s", err);
     write_file(tmp_path("short.bin"), good, 8);
-    rc = tokenfile_open(&tf, tmp_path("short.bin"), 65, 65, err, sizeof err);
+    rc = tokenfile_open(&tf, tmp_path("short.bin"), 65, 65, 0, err, sizeof err);
     CHECK(rc == NGPT_ERR_FORMAT && strstr(err, "has 4 tokens") && strstr(err, "65"), "too short: %s", err);
     uint16_t badid[4] = {1, 2, 70, 3};
     write_file(tmp_path("badid.bin"), badid, sizeof badid);
-    rc = tokenfile_open(&tf, tmp_path("badid.bin"), 65, 2, err, sizeof err);
+    rc = tokenfile_open(&tf, tmp_path("badid.bin"), 65, 2, 0, err, sizeof err);
     CHECK(rc == NGPT_ERR_FORMAT && strstr(err, "token id 70 at byte offset 4") && strstr(err, "0..64"), "id out of range: %s", err);
-    rc = tokenfile_open(&tf, tmp_path("nope.bin"), 65, 2, err, sizeof err);
+    rc = tokenfile_open(&tf, tmp_path("nope.bin"), 65, 2, 0, err, sizeof err);
     CHECK(rc == NGPT_ERR_IO && strstr(err, "nope.bin"), "missing: %s", err);
 
     /* llm.c shards: header checked against the size */
@@ -212,17 +213,17 @@ static void test_token_file_errors(void) {
     memcpy(buf, hdr, 1024);
     memcpy(buf + 1024, good, 20);
     write_file(tmp_path("shard.bin"), buf, sizeof buf);
-    rc = tokenfile_open(&tf, tmp_path("shard.bin"), 65, 2, err, sizeof err);
+    rc = tokenfile_open(&tf, tmp_path("shard.bin"), 65, 2, 0, err, sizeof err);
     CHECK(rc == 0 && tf.llmc && tf.ntok == 10 && tf.tokens[2] == 3, "llm.c shard: %s", err);
     if (!rc) tokenfile_close(&tf);
     write_file(tmp_path("trunc.bin"), buf, sizeof buf - 6);
-    rc = tokenfile_open(&tf, tmp_path("trunc.bin"), 65, 2, err, sizeof err);
+    rc = tokenfile_open(&tf, tmp_path("trunc.bin"), 65, 2, 0, err, sizeof err);
     CHECK(rc == NGPT_ERR_FORMAT && strstr(err, "header says 10 tokens"), "truncated shard: %s", err);
     hdr[1] = 2;
     memcpy(buf, hdr, 1024);
     write_file(tmp_path("v2.bin"), buf, sizeof buf);
-    rc = tokenfile_open(&tf, tmp_path("v2.bin"), 65, 2, err, sizeof err);
-    CHECK(rc == NGPT_ERR_FORMAT && strstr(err, "version 2"), "shard version: %s", err);
+    rc = tokenfile_open(&tf, tmp_path("v2.bin"), 65, 2, 0, err, sizeof err);
+    CHECK(rc == NGPT_ERR_FORMAT && strstr(err, "version 2 at byte offset 4, expected 1"), "shard version: %s", err);
 }
 
 static void test_trainer_reports_data_errors(void) {
