@@ -50,12 +50,29 @@ static void test_set_and_validate(void) {
     CHECK(rc == NGPT_ERR_ARG && strstr(err, "auto|cpu|cuda"), "choices: %s", err);
     rc = ngpt_config_set(&c, "bias", "maybe", err, sizeof err);
     CHECK(rc == NGPT_ERR_ARG && strstr(err, "True or False"), "bool: %s", err);
+    rc = ngpt_config_set(&c, "dataset", " 'foo", err, sizeof err);
+    CHECK(rc == NGPT_ERR_ARG && strstr(err, "dataset = 'foo: the quote is not closed"), "unclosed quote: %s", err);
+    rc = ngpt_config_set(&c, "out_dir", "\"", err, sizeof err);
+    CHECK(rc == NGPT_ERR_ARG && strstr(err, "not closed"), "a lone quote: %s", err);
+
+    /* a size needs a unit: is 2.68 bytes or GiB? 0 (no cap) alone needs none */
+    rc = ngpt_config_set(&c, "max_memory", "2.68", err, sizeof err);
+    CHECK(rc == NGPT_ERR_ARG && strstr(err, "max_memory = '2.68'") && strstr(err, "unit") && strstr(err, "KiB/MiB/GiB/TiB") &&
+              strstr(err, "KB/MB/GB/TB"), "a size without a unit: %s", err);
+    CHECK(ngpt_config_set(&c, "max_memory", "1e9", err, sizeof err) == NGPT_ERR_ARG, "1e9 without a unit is refused");
+    CHECK(ngpt_config_set(&c, "max_memory", "0", err, sizeof err) == 0 && c.max_memory == 0, "0 = no cap: %s", err);
+    CHECK(ngpt_config_set(&c, "max_memory", "1e9B", err, sizeof err) == 0 && c.max_memory == 1e9, "bytes with B: %s", err);
+    CHECK(ngpt_config_set(&c, "max_memory", "512 MB", err, sizeof err) == 0 && c.max_memory == 512e6, "512 MB: %s", err);
+    /* checkpoints written before sizes carried a unit stored bare bytes: those still read */
+    CHECK(config_set(&c, "max_memory", "2877628579.84", 1, err, sizeof err) == 0 && c.max_memory == 2877628579.84, "stored bytes: %s", err);
 
     ngpt_config_defaults(&c);
     c.n_embd = 100;
     c.n_head = 12;
     rc = config_validate(&c, err, sizeof err);
-    CHECK(rc == NGPT_ERR_ARG && strstr(err, "n_embd = 100") && strstr(err, "n_head = 12"), "divisibility: %s", err);
+    CHECK(rc == NGPT_ERR_ARG && strstr(err, "n_embd = 100 is not a multiple of n_head = 12") && strstr(err, "n_embd = 96 or 108") &&
+              strstr(err, "n_head = 1, 2, 4, 5, 10, 20, 25, 50, 100 (divisors"),
+          "divisibility names the valid values: %s", err);
 }
 
 static void test_config_file(void) {
@@ -81,7 +98,19 @@ static void test_config_file(void) {
     const char *noeq = "batch_size 8\n";
     write_file(tmp_path("noeq.cfg"), noeq, strlen(noeq));
     rc = ngpt_config_load(&c, tmp_path("noeq.cfg"), err, sizeof err);
-    CHECK(rc == NGPT_ERR_FORMAT && strstr(err, "noeq.cfg:1:"), "missing '=': %s", err);
+    CHECK(rc == NGPT_ERR_FORMAT && strstr(err, "noeq.cfg:1:") && strstr(err, "found 'batch_size 8'"), "missing '=': %s", err);
+    const char *bom = "\xEF\xBB\xBF" "batch_size = 7\n";
+    write_file(tmp_path("bom.cfg"), bom, strlen(bom));
+    rc = ngpt_config_load(&c, tmp_path("bom.cfg"), err, sizeof err);
+    CHECK(rc == 0 && c.batch_size == 7, "a UTF-8 byte order mark is skipped: %s", err);
+    const char *open_quote = "batch_size = 8\ndataset = 'foo  # a comment\n";
+    write_file(tmp_path("quote.cfg"), open_quote, strlen(open_quote));
+    rc = ngpt_config_load(&c, tmp_path("quote.cfg"), err, sizeof err);
+    CHECK(rc == NGPT_ERR_FORMAT && strstr(err, "quote.cfg:2:11: the quote ' opened here is not closed"), "unclosed quote: %s", err);
+    const char *apostrophe = "out_dir = \"it's\"  # a comment\n";
+    write_file(tmp_path("apostrophe.cfg"), apostrophe, strlen(apostrophe));
+    rc = ngpt_config_load(&c, tmp_path("apostrophe.cfg"), err, sizeof err);
+    CHECK(rc == 0 && !strcmp(c.out_dir, "it's"), "a quote inside the other quotes: %s", err);
     rc = ngpt_config_load(&c, tmp_path("missing.cfg"), err, sizeof err);
     CHECK(rc == NGPT_ERR_IO && strstr(err, "missing.cfg"), "missing file: %s", err);
 }
@@ -96,6 +125,7 @@ static void test_print_load_round_trip(void) {
     a.max_memory = 2.68 * GiB;
     a.seed = 123456789012345LL;
     copy_str(a.out_dir, sizeof a.out_dir, "out dir # with a hash");
+    copy_str(a.dataset, sizeof a.dataset, "it's");
     FILE *f = fopen(tmp_path("printed.cfg"), "w");
     ngpt_config_print(&a, f);
     fclose(f);
