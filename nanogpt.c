@@ -5865,6 +5865,11 @@ static int pretrained_load(const char *init_from, const char *pretrained_dir, Mo
                         init_from, file, init_from, dir);
         return safetensors_read_gpt2(file, ms, params, err, errlen);
     }
+    struct stat st;
+    if (stat(init_from, &st))
+        return fail(err, errlen, NGPT_ERR_ARG,
+                    "init_from = %s: %s; init_from is scratch, resume, gpt2, gpt2-medium, gpt2-large, gpt2-xl, or the path of weights "
+                    "(a .safetensors file, a folder holding model.safetensors, an llm.c model file)", init_from, strerror(errno));
     return pretrained_read(init_from, ms, params, err, errlen);
 }
 
@@ -8146,6 +8151,13 @@ static int cmd_sample(int argc, char **argv) {
     ngpt_tokenizer *tok = NULL;
     int32_t *prompt = (int32_t *)malloc(sizeof start * sizeof(int32_t));
     int np = 0, rc = prompt ? NGPT_OK : fail(err, sizeof err, NGPT_ERR_NOMEM, "out of host memory");
+    if (!rc && !tr->charvocab && tr->ms.V < 50257) { /* GPT-2's tokens would fall outside the model's vocabulary */
+        char dir[300];
+        rc = fail(err, sizeof err, NGPT_ERR_ARG, "the model's vocabulary has %d tokens, too few for GPT-2's 50257, and %s/meta.bin (a character "
+                                                  "vocabulary) does not exist: pass --dataset=NAME or --data_dir=DIR whose meta.bin holds the "
+                                                  "model's characters (e.g. --dataset=shakespeare_char)",
+                  tr->ms.V, dataset_dir(&cfg, dir, sizeof dir));
+    }
     if (!rc && tr->charvocab) rc = char_encode(tr->charvocab, start, prompt, (int)sizeof start, &np, err, sizeof err);
     else if (!rc) {
         size_t nn = 0;
@@ -8328,8 +8340,12 @@ done:
     return rc;
 }
 
-static int cmd_info(void) {
+static int cmd_info(int argc, char **argv) {
     char line[512];
+    if (argc > 0) {
+        fprintf(stderr, "error: argument '%s': info takes no arguments\n", argv[0]);
+        return 1;
+    }
     printf("nanogpt %s\n", NGPT_VERSION);
 #ifdef NGPT_CUDA
     const char *cuda = "with the CUDA backend";
@@ -8344,7 +8360,12 @@ static int cmd_info(void) {
     const char *simd = "no AVX2 (build with -march=native for speed)";
 #endif
     printf("build: %s, compiled by %s, CPU kernels %s\n", cuda, __VERSION__, simd);
-    printf("cpu: %d cores, %.1f GiB available\n", cpu_count(), host_memory_available() / 0.9 / GiB);
+    long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
+    char total[32] = "unknown", avail[32];
+    if (pages > 0 && psize > 0) fmt_bytes(total, sizeof total, (double)pages * (double)psize);
+    fmt_bytes(avail, sizeof avail, host_memory_available() / 0.9);
+    printf("cpu: %d cores, memory %s physical, %s available; float32 only (no bf16: dtype bfloat16/float16 are for the GPU, the CPU "
+           "backend computes and stores float32)\n", cpu_count(), total, avail);
     int rc = ngpt_cuda_describe(line, sizeof line);
     printf("%s\n", line);
     return rc == NGPT_OK || rc == NGPT_ERR_DEVICE ? 0 : 1;
@@ -8360,7 +8381,7 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "plan")) return cmd_plan(argc - 2, argv + 2);
     if (!strcmp(cmd, "bench")) return cmd_bench(argc - 2, argv + 2);
     if (!strcmp(cmd, "prepare")) return cmd_prepare(argc - 2, argv + 2);
-    if (!strcmp(cmd, "info")) return cmd_info();
+    if (!strcmp(cmd, "info")) return cmd_info(argc - 2, argv + 2);
     if (!strcmp(cmd, "plot")) return cmd_plot(argc - 2, argv + 2);
     if (!strcmp(cmd, "sample")) return cmd_sample(argc - 2, argv + 2);
     if (!strcmp(cmd, "export")) return cmd_export(argc - 2, argv + 2);
