@@ -106,14 +106,20 @@ static int file_exists(const char *path) {
     return stat(path, &st) == 0;
 }
 
-/* Parses "2.68GiB", "512MiB", "3GB", "1e9" into bytes. Returns 0 on success. */
-static int parse_bytes(const char *s, double *out) {
+/* The units parse_bytes reads, for error messages. */
+#define BYTE_UNITS "B, KB/MB/GB/TB (powers of 1000), KiB/MiB/GiB/TiB or K/M/G/T (powers of 1024)"
+
+/* Parses "2.68GiB", "512MiB", "3GB", "1e9B" into bytes. A number needs a unit (is "2.68" 2.68 GiB or 3
+ * bytes?), except 0 and, with bare_bytes, any number (the bytes checkpoints stored before they wrote a
+ * unit). Returns 0 on success. */
+static int parse_bytes(const char *s, int bare_bytes, double *out) {
     char *end;
     errno = 0;
     double v = strtod(s, &end);
     if (end == s || errno || !(v >= 0)) return -1;
     while (*end == ' ') end++;
     double mul = 1;
+    if (!*end && v != 0 && !bare_bytes) return -1;
     if (!*end || !strcasecmp(end, "b")) mul = 1;
     else if (!strcasecmp(end, "k") || !strcasecmp(end, "kib")) mul = 1024.0;
     else if (!strcasecmp(end, "kb")) mul = 1e3;
@@ -376,7 +382,7 @@ static const ConfigKey config_keys[] = {
     CK(dtype, KEY_STR, 0, 0, "auto|float32|bfloat16|float16", "storage precision on the GPU"),
     CK(compile, KEY_BOOL, 0, 1, NULL, "accepted for nanoGPT configs; no effect"),
     CK(seed, KEY_I64, 0, 9.2e18, NULL, "random seed"),
-    CK(max_memory, KEY_BYTES, 0, 1e15, NULL, "memory budget, e.g. 2.68GiB (0 = what is free)"),
+    CK(max_memory, KEY_BYTES, 0, 1e15, NULL, "memory budget with a unit, e.g. 2.68GiB or 512MB (0 = what is free)"),
     CK(micro_batch, KEY_INT, 0, 1e6, NULL, "pin the micro-batch (0 = the planner chooses)"),
     CK(recompute, KEY_INT, -1, 2, NULL, "-1 auto, 0 none, 1 GELU, 2 GELU and LayerNorm"),
     CK(logits_chunk, KEY_INT, 0, 1 << 30, NULL, "rows of logits per chunk (0 = the planner chooses)"),
@@ -462,12 +468,18 @@ static const char *config_closest(const char *key) {
     return best;
 }
 
-/* Strips Python-style quotes and surrounding blanks from a value into buf. */
-static const char *config_unquote(const char *v, char *buf, size_t cap) {
+/* Strips Python-style quotes and surrounding blanks from a value into buf. NULL when the value is too long,
+ * or opens a quote it does not close (*unclosed is set then). */
+static const char *config_unquote(const char *v, char *buf, size_t cap, int *unclosed) {
     while (isspace((unsigned char)*v)) v++;
     size_t n = strlen(v);
     while (n && isspace((unsigned char)v[n - 1])) n--;
-    if (n >= 2 && (v[0] == '\'' || v[0] == '"') && v[n - 1] == v[0]) { v++; n -= 2; }
+    *unclosed = 0;
+    if (n >= 1 && (v[0] == '\'' || v[0] == '"')) {
+        if (n < 2 || v[n - 1] != v[0]) { *unclosed = 1; return NULL; }
+        v++;
+        n -= 2;
+    }
     if (n >= cap) return NULL; /* never cut a value short: "1*1*...*7" would silently become another number */
     memcpy(buf, v, n);
     buf[n] = 0;
@@ -494,14 +506,17 @@ static int parse_number(const char *s, double *out) {
     return 0;
 }
 
-int ngpt_config_set(ngpt_config *cfg, const char *key, const char *value, char *err, size_t errlen) {
+/* ngpt_config_set; stored: the value comes from a checkpoint's stored config (a size may be bare bytes) */
+static int config_set(ngpt_config *cfg, const char *key, const char *value, int stored, char *err, size_t errlen) {
     const ConfigKey *k = config_find(key);
     if (!k) {
         return fail(err, errlen, NGPT_ERR_ARG, "unknown key '%s' (did you mean '%s'?); `nanogpt help config` lists them all",
                     key, config_closest(key));
     }
     char buf[512];
-    const char *v = config_unquote(value, buf, sizeof buf);
+    int unclosed;
+    const char *v = config_unquote(value, buf, sizeof buf, &unclosed);
+    if (unclosed) return fail(err, errlen, NGPT_ERR_ARG, "%s = %.60s: the quote is not closed", key, value + strspn(value, " \t"));
     if (!v) return fail(err, errlen, NGPT_ERR_ARG, "%s: the value is longer than %zu characters", key, sizeof buf - 1);
     for (const char *q = v; *q; q++)
         if ((unsigned char)*q < 0x20)
@@ -536,8 +551,9 @@ int ngpt_config_set(ngpt_config *cfg, const char *key, const char *value, char *
     }
     case KEY_BYTES: {
         double bytes;
-        if (parse_bytes(v, &bytes) || bytes > k->hi)
-            return fail(err, errlen, NGPT_ERR_ARG, "%s = '%s': must be a size such as 2.68GiB, 512MiB or 0 (no cap)", key, v);
+        if (parse_bytes(v, stored, &bytes) || bytes > k->hi)
+            return fail(err, errlen, NGPT_ERR_ARG, "%s = '%s': must be a size with a unit, such as 2.68GiB or 512MB, up to %.0fTB, "
+                                                   "or 0 (what is free); units: " BYTE_UNITS, key, v, k->hi / 1e12);
         *(double *)field = bytes;
         return NGPT_OK;
     }
@@ -557,7 +573,12 @@ int ngpt_config_set(ngpt_config *cfg, const char *key, const char *value, char *
     }
 }
 
-int ngpt_config_load(ngpt_config *cfg, const char *path, char *err, size_t errlen) {
+int ngpt_config_set(ngpt_config *cfg, const char *key, const char *value, char *err, size_t errlen) {
+    return config_set(cfg, key, value, 0, err, errlen);
+}
+
+/* ngpt_config_load; line_of (NULL, or one per config key) gets the line that set each key */
+static int config_load(ngpt_config *cfg, const char *path, int *line_of, char *err, size_t errlen) {
     FILE *f = fopen(path, "r");
     if (!f) return fail(err, errlen, NGPT_ERR_IO, "cannot open config file %s: %s", path, strerror(errno));
     char line[1024], msg[NGPT_ERRLEN];
@@ -569,16 +590,24 @@ int ngpt_config_load(ngpt_config *cfg, const char *path, char *err, size_t errle
             rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s:%d: line longer than %zu characters", path, lineno, sizeof line - 2);
             break;
         }
+        if (lineno == 1 && !memcmp(line, "\xEF\xBB\xBF", 3)) memmove(line, line + 3, n - 2); /* a UTF-8 byte order mark */
         /* cut a comment that is not inside quotes */
-        char quote = 0;
+        char quote = 0, *opened = NULL;
         for (char *p = line; *p; p++) {
             if (quote) { if (*p == quote) quote = 0; }
-            else if (*p == '\'' || *p == '"') quote = *p;
+            else if (*p == '\'' || *p == '"') { quote = *p; opened = p; }
             else if (*p == '#') { *p = 0; break; }
         }
         char *p = line;
         while (isspace((unsigned char)*p)) p++;
         if (!*p) continue;
+        n = strlen(p);
+        while (n && isspace((unsigned char)p[n - 1])) p[--n] = 0;
+        if (quote) {
+            rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s:%d:%d: the quote %c opened here is not closed: %.60s", path, lineno,
+                      (int)(opened - line) + 1, quote, p);
+            break;
+        }
         char *eq = strchr(p, '=');
         if (!eq) {
             rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s:%d: expected `key = value`, found '%.60s'", path, lineno, p);
@@ -591,11 +620,15 @@ int ngpt_config_load(ngpt_config *cfg, const char *path, char *err, size_t errle
             fail(err, errlen, rc, "%s:%d: %s", path, lineno, msg);
             break;
         }
+        const ConfigKey *k = config_find(p);
+        if (line_of && k) line_of[k - config_keys] = lineno;
     }
     if (!rc && ferror(f)) rc = fail(err, errlen, NGPT_ERR_IO, "error reading %s: %s", path, strerror(errno));
     fclose(f);
     return rc;
 }
+
+int ngpt_config_load(ngpt_config *cfg, const char *path, char *err, size_t errlen) { return config_load(cfg, path, NULL, err, errlen); }
 
 /* Key i of the table as one `key = value` line (with its newline) into line; returns its length (0 for
  * an ignored key). Numbers are written exactly: reading the line back gives the same bits. */
@@ -612,10 +645,14 @@ static int config_line(const ngpt_config *cfg, size_t i, char *line, size_t cap)
         char num[40];
         snprintf(num, sizeof num, "%.15g", v);
         if (strtod(num, NULL) != v) snprintf(num, sizeof num, "%.17g", v);
-        n = snprintf(line, cap, "%s = %s\n", k->name, num);
+        n = snprintf(line, cap, "%s = %s%s\n", k->name, num, k->type == KEY_BYTES ? "B" : "");
         break;
     }
-    case KEY_STR: n = snprintf(line, cap, "%s = '%s'\n", k->name, field); break;
+    case KEY_STR: { /* in double quotes when it holds a single one, so that a config file reads it back */
+        char q = strchr(field, '\'') && !strchr(field, '"') ? '"' : '\'';
+        n = snprintf(line, cap, "%s = %c%s%c\n", k->name, q, field, q);
+        break;
+    }
     default: break;
     }
     return n < 0 ? 0 : MIN(n, (int)cap - 1);
@@ -627,11 +664,30 @@ void ngpt_config_print(const ngpt_config *cfg, FILE *f) {
         if (config_line(cfg, i, line, sizeof line)) fputs(line, f);
 }
 
+/* What would make n_embd (C) a multiple of n_head (NH), into buf: the nearest valid n_embd values, and
+ * the n_head values that divide n_embd (within n_head's range). */
+static const char *embd_head_advice(int C, int NH, char *buf, size_t cap) {
+    const ConfigKey *kc = config_find("n_embd"), *kh = config_find("n_head");
+    int below = C / NH * NH, above = below + NH;
+    size_t o = (size_t)snprintf(buf, cap, "use n_embd = ");
+    if (below >= kc->lo) o += (size_t)snprintf(buf + o, o < cap ? cap - o : 0, "%d%s", below, above <= kc->hi ? " or " : "");
+    if (above <= kc->hi) o += (size_t)snprintf(buf + o, o < cap ? cap - o : 0, "%d", above);
+    o += (size_t)snprintf(buf + o, o < cap ? cap - o : 0, " (multiples of n_head = %d), or n_head = ", NH);
+    for (int d = 1, first = 1; d <= C && d <= kh->hi; d++)
+        if (C % d == 0) {
+            o += (size_t)snprintf(buf + o, o < cap ? cap - o : 0, "%s%d", first ? "" : ", ", d);
+            first = 0;
+        }
+    snprintf(buf + o, o < cap ? cap - o : 0, " (divisors of n_embd = %d)", C);
+    return buf;
+}
+
 /* Cross-field checks, run once before a trainer is made. */
 static int config_validate(const ngpt_config *c, char *err, size_t errlen) {
+    char advice[400];
     if (c->n_embd % c->n_head)
-        return fail(err, errlen, NGPT_ERR_ARG, "n_embd = %d is not divisible by n_head = %d (valid n_head: divisors of %d)",
-                    c->n_embd, c->n_head, c->n_embd);
+        return fail(err, errlen, NGPT_ERR_ARG, "n_embd = %d is not a multiple of n_head = %d: %s", c->n_embd, c->n_head,
+                    embd_head_advice(c->n_embd, c->n_head, advice, sizeof advice));
     if (c->decay_lr && c->lr_decay_iters < c->warmup_iters)
         return fail(err, errlen, NGPT_ERR_ARG, "lr_decay_iters = %d is below warmup_iters = %d", c->lr_decay_iters, c->warmup_iters);
     if (c->min_lr > c->learning_rate && c->decay_lr)
@@ -2430,8 +2486,10 @@ static void tokenfile_close(TokenFile *f) {
     memset(f, 0, sizeof *f);
 }
 
-/* Opens and checks a token file: ids must be < vocab, and there must be at least min_tokens of them. */
-static int tokenfile_open(TokenFile *f, const char *path, int vocab, size_t min_tokens, char *err, size_t errlen) {
+/* Opens and checks a token file: ids must be < vocab, and there must be at least min_tokens of them. A file
+ * that starts with llm.c's magic is an llm.c shard, any other raw uint16 tokens (nanoGPT's train.bin);
+ * with shard set (a file found by llm.c's shard names) the header is required. */
+static int tokenfile_open(TokenFile *f, const char *path, int vocab, size_t min_tokens, int shard, char *err, size_t errlen) {
     memset(f, 0, sizeof *f);
     copy_str(f->path, sizeof f->path, path);
     int fd = open(path, O_RDONLY);
@@ -2443,7 +2501,11 @@ static int tokenfile_open(TokenFile *f, const char *path, int vocab, size_t min_
         return fail(err, errlen, NGPT_ERR_IO, "cannot stat %s: %s", path, strerror(e));
     }
     size_t bytes = (size_t)st.st_size;
-    if (bytes == 0) { close(fd); return fail(err, errlen, NGPT_ERR_FORMAT, "%s is empty", path); }
+    if (bytes == 0) {
+        close(fd);
+        return fail(err, errlen, NGPT_ERR_FORMAT, "%s is empty; it needs at least block_size + 1 = %zu tokens (%zu bytes%s)", path, min_tokens,
+                    min_tokens * 2 + (shard ? LLMC_HEADER_INTS * 4 : 0), shard ? " with llm.c's header" : " of uint16 tokens");
+    }
     void *map = mmap(NULL, bytes, PROT_READ, MAP_PRIVATE, fd, 0);
     int e = errno;
     close(fd);
@@ -2453,6 +2515,15 @@ static int tokenfile_open(TokenFile *f, const char *path, int vocab, size_t min_
     const unsigned char *p = (const unsigned char *)map;
     int32_t magic = 0;
     if (bytes >= 4) memcpy(&magic, p, 4);
+    if (shard && magic != LLMC_MAGIC) {
+        tokenfile_close(f);
+        if (bytes < 4)
+            return fail(err, errlen, NGPT_ERR_FORMAT, "%s: %zu bytes, too short for llm.c's shard header (magic %d, version 1, token count, "
+                                                       "%d bytes in all)", path, bytes, LLMC_MAGIC, LLMC_HEADER_INTS * 4);
+        return fail(err, errlen, NGPT_ERR_FORMAT, "%s: magic %d at byte offset 0, expected %d: a file named as an llm.c shard (*_train_*.bin, "
+                                                   "*_val_*.bin) must start with llm.c's header (magic %d, version 1, token count); "
+                                                   "headerless uint16 tokens go in train.bin / val.bin", path, magic, LLMC_MAGIC, LLMC_MAGIC);
+    }
     if (magic == LLMC_MAGIC) {
         int32_t hdr[3];
         if (bytes < LLMC_HEADER_INTS * 4) {
@@ -2462,7 +2533,8 @@ static int tokenfile_open(TokenFile *f, const char *path, int vocab, size_t min_
         memcpy(hdr, p, sizeof hdr);
         if (hdr[1] != 1) {
             tokenfile_close(f);
-            return fail(err, errlen, NGPT_ERR_FORMAT, "%s: llm.c shard version %d; this build reads version 1 (uint16 tokens)", path, hdr[1]);
+            return fail(err, errlen, NGPT_ERR_FORMAT, "%s: llm.c shard version %d at byte offset 4, expected 1; this build reads version 1 "
+                                                       "(uint16 tokens)", path, hdr[1]);
         }
         size_t want = (size_t)LLMC_HEADER_INTS * 4 + (size_t)(uint32_t)hdr[2] * 2;
         if (hdr[2] < 0 || want != bytes) {
@@ -2520,11 +2592,12 @@ static int name_cmp(const void *a, const void *b) { return strcmp(*(char *const 
 static int tokenset_open(TokenSet *s, const char *dir, const char *split, int vocab, int T, char *err, size_t errlen) {
     memset(s, 0, sizeof *s);
     char path[700], *names[MAX_SHARDS];
-    int n = 0, rc = NGPT_OK;
+    int n = 0, rc = NGPT_OK, sharded = 0;
     snprintf(path, sizeof path, "%.400s/%s.bin", dir, split);
     if (file_exists(path)) {
         names[n++] = strdup(path);
     } else {
+        sharded = 1;
         DIR *d = opendir(dir);
         if (!d) return fail(err, errlen, NGPT_ERR_IO, "cannot open data folder %s: %s (prepare it with `nanogpt prepare`)", dir, strerror(errno));
         struct dirent *e;
@@ -2547,7 +2620,7 @@ static int tokenset_open(TokenSet *s, const char *dir, const char *split, int vo
     if (!s->files || !s->windows_before) rc = fail(err, errlen, NGPT_ERR_NOMEM, "out of host memory");
     for (int i = 0; i < n && !rc; i++) {
         if (!names[i]) { rc = fail(err, errlen, NGPT_ERR_NOMEM, "out of host memory"); break; }
-        rc = tokenfile_open(&s->files[i], names[i], vocab, (size_t)T + 1, err, errlen);
+        rc = tokenfile_open(&s->files[i], names[i], vocab, (size_t)T + 1, sharded, err, errlen);
         if (!rc) {
             s->n = i + 1;
             s->windows_before[i] = s->windows;
@@ -6208,7 +6281,7 @@ CLI_USED static int checkpoint_read_config(const char *path, ngpt_config *cfg, c
         while (kend > line && kend[-1] == ' ') kend--;
         *kend = 0;
         char msg[NGPT_ERRLEN];
-        if (ngpt_config_set(cfg, line, eq + 1, msg, sizeof msg)) rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s: stored config: %s", path, msg);
+        if (config_set(cfg, line, eq + 1, 1, msg, sizeof msg)) rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s: stored config: %s", path, msg);
     }
     if (!rc) config_set_model(cfg, &r.model);
     free(text);
@@ -7627,10 +7700,20 @@ static void print_config_keys(void) {
     }
 }
 
+/* Where key k got its value (line_of: its line in path, 0 = not there, -1 - i = argument i of the command
+ * line), into buf. */
+static const char *config_origin(const char *path, const int *line_of, int k, int preset, char *buf, size_t cap) {
+    if (line_of[k] > 0) snprintf(buf, cap, "%.400s:%d", path, line_of[k]);
+    else if (line_of[k] < 0) snprintf(buf, cap, "--%s", config_keys[k].name);
+    else snprintf(buf, cap, "%s", preset ? "the default job's value" : "the default");
+    return buf;
+}
+
 /* [config file] [--key=value ...] -> cfg. Without a file, train and plan (default_job) take the default job's
  * preset for the device they will run on, others nanoGPT's defaults. Unknown arguments are errors. Sets *json
- * for --json. */
+ * for --json. n_embd and n_head are checked here, where it is known which line or argument set them. */
 static int parse_args(int argc, char **argv, int default_job, ngpt_config *cfg, int *has_file, int *json, char *err, size_t errlen) {
+    int line_of[N_CONFIG_KEYS] = {0}, preset = 0;
     ngpt_config_defaults(cfg);
     *has_file = 0;
     if (json) *json = 0;
@@ -7638,7 +7721,7 @@ static int parse_args(int argc, char **argv, int default_job, ngpt_config *cfg, 
         if (strchr(argv[0], '=') && !file_exists(argv[0]))
             return fail(err, errlen, NGPT_ERR_ARG, "argument '%s': expected a config file, or a setting as --key=value", argv[0]);
         *has_file = 1;
-        int rc = ngpt_config_load(cfg, argv[0], err, errlen);
+        int rc = config_load(cfg, argv[0], line_of, err, errlen);
         if (rc) return rc;
     } else if (default_job) {
         /* the default job: which preset depends on where it will run */
@@ -7649,6 +7732,7 @@ static int parse_args(int argc, char **argv, int default_job, ngpt_config *cfg, 
         char note[NGPT_ERRLEN], msg[NGPT_ERRLEN];
         int gpu = resolve_device(&probe, &device, &dtype, note, sizeof note, msg, sizeof msg) == NGPT_OK && device == DEV_BACKEND_CUDA;
         apply_preset(cfg, gpu ? preset_shakespeare_char : preset_shakespeare_char_cpu);
+        preset = 1;
     }
     for (int i = *has_file; i < argc; i++) {
         const char *a = argv[i];
@@ -7663,6 +7747,24 @@ static int parse_args(int argc, char **argv, int default_job, ngpt_config *cfg, 
         char msg[NGPT_ERRLEN];
         int rc = ngpt_config_set(cfg, key, eq + 1, msg, sizeof msg);
         if (rc) return fail(err, errlen, rc, "--%s: %s", key, msg);
+        const ConfigKey *k = config_find(key);
+        if (k) line_of[k - config_keys] = -1 - i;
+    }
+    if (cfg->n_embd % cfg->n_head) {
+        int ke = (int)(config_find("n_embd") - config_keys), kh = (int)(config_find("n_head") - config_keys);
+        /* the one set last comes first: the later argument, else the later line */
+        int rank_h = line_of[kh] < 0 ? INT_MAX / 2 - line_of[kh] : line_of[kh], rank_e = line_of[ke] < 0 ? INT_MAX / 2 - line_of[ke] : line_of[ke];
+        int head_last = rank_h > rank_e;
+        char oe[440], oh[440], advice[400];
+        const char *file = *has_file ? argv[0] : "";
+        config_origin(file, line_of, ke, preset, oe, sizeof oe);
+        config_origin(file, line_of, kh, preset, oh, sizeof oh);
+        embd_head_advice(cfg->n_embd, cfg->n_head, advice, sizeof advice);
+        if (head_last)
+            return fail(err, errlen, NGPT_ERR_ARG, "%s: n_head = %d does not divide n_embd = %d (n_embd from %s): %s", oh, cfg->n_head,
+                        cfg->n_embd, oe, advice);
+        return fail(err, errlen, NGPT_ERR_ARG, "%s: n_embd = %d is not a multiple of n_head = %d (n_head from %s): %s", oe, cfg->n_embd,
+                    cfg->n_head, oh, advice);
     }
     return NGPT_OK;
 }
@@ -8150,6 +8252,13 @@ static int cmd_sample(int argc, char **argv) {
     ngpt_tokenizer *tok = NULL;
     int32_t *prompt = (int32_t *)malloc(sizeof start * sizeof(int32_t));
     int np = 0, rc = prompt ? NGPT_OK : fail(err, sizeof err, NGPT_ERR_NOMEM, "out of host memory");
+    if (!rc && !tr->charvocab && tr->ms.V < 50257) { /* GPT-2's tokens would fall outside the model's vocabulary */
+        char dir[300];
+        rc = fail(err, sizeof err, NGPT_ERR_ARG, "the model's vocabulary has %d tokens, too few for GPT-2's 50257, and %s/meta.bin (a character "
+                                                  "vocabulary) does not exist: pass --dataset=NAME or --data_dir=DIR whose meta.bin holds the "
+                                                  "model's characters (e.g. --dataset=shakespeare_char)",
+                  tr->ms.V, dataset_dir(&cfg, dir, sizeof dir));
+    }
     if (!rc && tr->charvocab) rc = char_encode(tr->charvocab, start, prompt, (int)sizeof start, &np, err, sizeof err);
     else if (!rc) {
         size_t nn = 0;
@@ -8332,8 +8441,12 @@ done:
     return rc;
 }
 
-static int cmd_info(void) {
+static int cmd_info(int argc, char **argv) {
     char line[512];
+    if (argc > 0) {
+        fprintf(stderr, "error: argument '%s': info takes no arguments\n", argv[0]);
+        return 1;
+    }
     printf("nanogpt %s\n", NGPT_VERSION);
 #ifdef NGPT_CUDA
     const char *cuda = "with the CUDA backend";
@@ -8348,7 +8461,12 @@ static int cmd_info(void) {
     const char *simd = "no AVX2 (build with -march=native for speed)";
 #endif
     printf("build: %s, compiled by %s, CPU kernels %s\n", cuda, __VERSION__, simd);
-    printf("cpu: %d cores, %.1f GiB available\n", cpu_count(), host_memory_available() / 0.9 / GiB);
+    long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
+    char total[32] = "unknown", avail[32];
+    if (pages > 0 && psize > 0) fmt_bytes(total, sizeof total, (double)pages * (double)psize);
+    fmt_bytes(avail, sizeof avail, host_memory_available() / 0.9);
+    printf("cpu: %d cores, memory %s physical, %s available; float32 only (no bf16: dtype bfloat16/float16 are for the GPU, the CPU "
+           "backend computes and stores float32)\n", cpu_count(), total, avail);
     int rc = ngpt_cuda_describe(line, sizeof line);
     printf("%s\n", line);
     return rc == NGPT_OK || rc == NGPT_ERR_DEVICE ? 0 : 1;
@@ -8364,7 +8482,7 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "plan")) return cmd_plan(argc - 2, argv + 2);
     if (!strcmp(cmd, "bench")) return cmd_bench(argc - 2, argv + 2);
     if (!strcmp(cmd, "prepare")) return cmd_prepare(argc - 2, argv + 2);
-    if (!strcmp(cmd, "info")) return cmd_info();
+    if (!strcmp(cmd, "info")) return cmd_info(argc - 2, argv + 2);
     if (!strcmp(cmd, "plot")) return cmd_plot(argc - 2, argv + 2);
     if (!strcmp(cmd, "sample")) return cmd_sample(argc - 2, argv + 2);
     if (!strcmp(cmd, "export")) return cmd_export(argc - 2, argv + 2);

@@ -139,6 +139,34 @@ static void test_typos(void) {
     r = cli("export", "--out_dir=/nonexistent/out", "--out=x.bin", NULL);
     CHECK_RUN(r, 1, "export without a checkpoint");
     CHECK(strstr(r->err, "no checkpoint") && !strstr(r->err, "init_from"), "export says there is no checkpoint: %.300s", r->err);
+    r = cli("sample", "--init_from=foo", NULL);
+    CHECK_RUN(r, 1, "sample --init_from=foo");
+    CHECK(strstr(r->err, "init_from = foo: ") && strstr(r->err, "scratch, resume, gpt2, gpt2-medium, gpt2-large, gpt2-xl") &&
+              strstr(r->err, ".safetensors") && strstr(r->err, "llm.c model file"),
+          "an init_from that is no name and no file lists the valid values: %.400s", r->err);
+    r = cli("plan", "--max_memory=2.68", NULL);
+    CHECK_RUN(r, 1, "--max_memory=2.68");
+    CHECK(strstr(r->err, "--max_memory") && strstr(r->err, "unit") && strstr(r->err, "GiB"), "a size without a unit names the units: %.400s", r->err);
+    r = cli("info", "--bogus", NULL);
+    CHECK_RUN(r, 1, "info --bogus");
+    CHECK(strstr(r->err, "'--bogus'"), "info names the argument it does not take: %.300s", r->err);
+
+    /* n_embd not a multiple of n_head: the file and line of each, the valid values */
+    FILE *f = fopen(tmp_path("heads.cfg"), "w");
+    if (!f) { CHECK(0, "cannot write %s", tmp_path("heads.cfg")); return; }
+    fprintf(f, "n_layer = 2\nn_head = 4\nn_embd = 130\n");
+    fclose(f);
+    r = cli("plan", tmp_path("heads.cfg"), NULL);
+    CHECK_RUN(r, 1, "n_embd = 130, n_head = 4");
+    CHECK(strstr(r->err, "heads.cfg:3: n_embd = 130 is not a multiple of n_head = 4 (n_head from ") && strstr(r->err, "heads.cfg:2)") &&
+              strstr(r->err, "n_embd = 128 or 132") && strstr(r->err, "n_head = 1, 2, 5, 10, 13, 26, 65, 130"),
+          "n_embd/n_head: %.400s", r->err);
+    r = cli("plan", tmp_path("heads.cfg"), "--n_head=5", NULL);
+    CHECK_RUN(r, 0, "the command line mends the file");
+    r = cli("plan", tmp_path("heads.cfg"), "--n_head=3", NULL);
+    CHECK_RUN(r, 1, "--n_head=3");
+    CHECK(strstr(r->err, "--n_head: n_head = 3 does not divide n_embd = 130 (n_embd from ") && strstr(r->err, "heads.cfg:3)"),
+          "the argument set last comes first: %.400s", r->err);
 }
 
 static void test_plan_and_info(void) {
@@ -163,6 +191,8 @@ static void test_plan_and_info(void) {
     r = cli("info", NULL);
     CHECK_RUN(r, 0, "info");
     CHECK(strstr(r->out, "cpu: ") && strstr(r->out, "build: "), "info: %.300s", r->out);
+    CHECK(strstr(r->out, "physical, ") && strstr(r->out, "available; float32 only (no bf16"),
+          "info: the CPU's memory and what it stores: %.300s", r->out);
 }
 
 /* a request plan_make refuses (nothing planned) prints only the error; --json then says fits false, with the error */
@@ -420,6 +450,12 @@ static void test_workflow(void) {
     r = cli("sample", init_arg, data_arg, "--start=ROMEO:", "--num_samples=3", "--max_new_tokens=40", "--seed=7", NULL);
     CHECK_RUN(r, 0, "sample --init_from=model.bin");
     CHECK(!strcmp(first, r->out), "the exported weights sample as the checkpoint did:\n%.300s\n---- vs ----\n%.300s", first, r->out);
+    /* without the characters (meta.bin), GPT-2's tokens do not fit the model: say where the characters are read */
+    r = cli("sample", init_arg, "--dataset=no_such_dataset", "--num_samples=1", "--max_new_tokens=5", NULL);
+    CHECK_RUN(r, 1, "sample --init_from=model.bin without meta.bin");
+    CHECK(strstr(r->err, "data/no_such_dataset/meta.bin") && strstr(r->err, "--dataset=NAME") && strstr(r->err, "--data_dir=DIR") &&
+              strstr(r->err, "too few for GPT-2's 50257"),
+          "a character model without its meta.bin: %.400s", r->err);
     r = cli("sample", "--init_from=scratch", NULL);
     CHECK_RUN(r, 1, "sample --init_from=scratch");
 }
