@@ -106,14 +106,20 @@ static int file_exists(const char *path) {
     return stat(path, &st) == 0;
 }
 
-/* Parses "2.68GiB", "512MiB", "3GB", "1e9" into bytes. Returns 0 on success. */
-static int parse_bytes(const char *s, double *out) {
+/* The units parse_bytes reads, for error messages. */
+#define BYTE_UNITS "B, KB/MB/GB/TB (powers of 1000), KiB/MiB/GiB/TiB or K/M/G/T (powers of 1024)"
+
+/* Parses "2.68GiB", "512MiB", "3GB", "1e9B" into bytes. A number needs a unit (is "2.68" 2.68 GiB or 3
+ * bytes?), except 0 and, with bare_bytes, any number (the bytes checkpoints stored before they wrote a
+ * unit). Returns 0 on success. */
+static int parse_bytes(const char *s, int bare_bytes, double *out) {
     char *end;
     errno = 0;
     double v = strtod(s, &end);
     if (end == s || errno || !(v >= 0)) return -1;
     while (*end == ' ') end++;
     double mul = 1;
+    if (!*end && v != 0 && !bare_bytes) return -1;
     if (!*end || !strcasecmp(end, "b")) mul = 1;
     else if (!strcasecmp(end, "k") || !strcasecmp(end, "kib")) mul = 1024.0;
     else if (!strcasecmp(end, "kb")) mul = 1e3;
@@ -349,7 +355,7 @@ static const ConfigKey config_keys[] = {
     CK(eval_only, KEY_BOOL, 0, 1, NULL, "evaluate once and exit"),
     CK(always_save_checkpoint, KEY_BOOL, 0, 1, NULL, "save at every evaluation, not only on improvement"),
     CK(keep_checkpoints, KEY_INT, 1, MAX_KEEP_CHECKPOINTS, NULL, "the newest ckpt_<step>.bin kept in out_dir (best.bin is kept besides)"),
-    CK(init_from, KEY_STR, 0, 0, NULL, "scratch, resume, or gpt2/gpt2-medium/gpt2-large/gpt2-xl"),
+    CK(init_from, KEY_STR, 0, 0, NULL, "scratch, resume, gpt2/gpt2-medium/gpt2-large/gpt2-xl, or a weights path (.safetensors, llm.c .bin)"),
     CK(dataset, KEY_STR, 0, 0, NULL, "data/<dataset>/ holds train.bin and val.bin"),
     CK(data_dir, KEY_STR, 0, 0, NULL, "explicit data folder (overrides data/<dataset>)"),
     CK(input, KEY_STR, 0, 0, NULL, "text file the default dataset is prepared from"),
@@ -378,7 +384,7 @@ static const ConfigKey config_keys[] = {
     CK(dtype, KEY_STR, 0, 0, "auto|float32|bfloat16|float16", "storage precision on the GPU"),
     CK(compile, KEY_BOOL, 0, 1, NULL, "accepted for nanoGPT configs; no effect"),
     CK(seed, KEY_I64, 0, 9.2e18, NULL, "random seed"),
-    CK(max_memory, KEY_BYTES, 0, 1e15, NULL, "memory budget, e.g. 2.68GiB (0 = what is free)"),
+    CK(max_memory, KEY_BYTES, 0, 1e15, NULL, "memory budget with a unit, e.g. 2.68GiB or 512MB (0 = what is free)"),
     CK(micro_batch, KEY_INT, 0, 1e6, NULL, "pin the micro-batch (0 = the planner chooses)"),
     CK(recompute, KEY_INT, -1, 2, NULL, "-1 auto, 0 none, 1 GELU, 2 GELU and LayerNorm"),
     CK(logits_chunk, KEY_INT, 0, 1 << 30, NULL, "rows of logits per chunk (0 = the planner chooses)"),
@@ -465,12 +471,18 @@ static const char *config_closest(const char *key) {
     return best;
 }
 
-/* Strips Python-style quotes and surrounding blanks from a value into buf. */
-static const char *config_unquote(const char *v, char *buf, size_t cap) {
+/* Strips Python-style quotes and surrounding blanks from a value into buf. NULL when the value is too long,
+ * or opens a quote it does not close (*unclosed is set then). */
+static const char *config_unquote(const char *v, char *buf, size_t cap, int *unclosed) {
     while (isspace((unsigned char)*v)) v++;
     size_t n = strlen(v);
     while (n && isspace((unsigned char)v[n - 1])) n--;
-    if (n >= 2 && (v[0] == '\'' || v[0] == '"') && v[n - 1] == v[0]) { v++; n -= 2; }
+    *unclosed = 0;
+    if (n >= 1 && (v[0] == '\'' || v[0] == '"')) {
+        if (n < 2 || v[n - 1] != v[0]) { *unclosed = 1; return NULL; }
+        v++;
+        n -= 2;
+    }
     if (n >= cap) return NULL; /* never cut a value short: "1*1*...*7" would silently become another number */
     memcpy(buf, v, n);
     buf[n] = 0;
@@ -497,14 +509,17 @@ static int parse_number(const char *s, double *out) {
     return 0;
 }
 
-int ngpt_config_set(ngpt_config *cfg, const char *key, const char *value, char *err, size_t errlen) {
+/* ngpt_config_set; stored: the value comes from a checkpoint's stored config (a size may be bare bytes) */
+static int config_set(ngpt_config *cfg, const char *key, const char *value, int stored, char *err, size_t errlen) {
     const ConfigKey *k = config_find(key);
     if (!k) {
         return fail(err, errlen, NGPT_ERR_ARG, "unknown key '%s' (did you mean '%s'?); `nanogpt help config` lists them all",
                     key, config_closest(key));
     }
     char buf[512];
-    const char *v = config_unquote(value, buf, sizeof buf);
+    int unclosed;
+    const char *v = config_unquote(value, buf, sizeof buf, &unclosed);
+    if (unclosed) return fail(err, errlen, NGPT_ERR_ARG, "%s = %.60s: the quote is not closed", key, value + strspn(value, " \t"));
     if (!v) return fail(err, errlen, NGPT_ERR_ARG, "%s: the value is longer than %zu characters", key, sizeof buf - 1);
     for (const char *q = v; *q; q++)
         if ((unsigned char)*q < 0x20)
@@ -539,8 +554,9 @@ int ngpt_config_set(ngpt_config *cfg, const char *key, const char *value, char *
     }
     case KEY_BYTES: {
         double bytes;
-        if (parse_bytes(v, &bytes) || bytes > k->hi)
-            return fail(err, errlen, NGPT_ERR_ARG, "%s = '%s': must be a size such as 2.68GiB, 512MiB or 0 (no cap)", key, v);
+        if (parse_bytes(v, stored, &bytes) || bytes > k->hi)
+            return fail(err, errlen, NGPT_ERR_ARG, "%s = '%s': must be a size with a unit, such as 2.68GiB or 512MB, up to %.0fTB, "
+                                                   "or 0 (what is free); units: " BYTE_UNITS, key, v, k->hi / 1e12);
         *(double *)field = bytes;
         return NGPT_OK;
     }
@@ -560,7 +576,12 @@ int ngpt_config_set(ngpt_config *cfg, const char *key, const char *value, char *
     }
 }
 
-int ngpt_config_load(ngpt_config *cfg, const char *path, char *err, size_t errlen) {
+int ngpt_config_set(ngpt_config *cfg, const char *key, const char *value, char *err, size_t errlen) {
+    return config_set(cfg, key, value, 0, err, errlen);
+}
+
+/* ngpt_config_load; line_of (NULL, or one per config key) gets the line that set each key */
+static int config_load(ngpt_config *cfg, const char *path, int *line_of, char *err, size_t errlen) {
     FILE *f = fopen(path, "r");
     if (!f) return fail(err, errlen, NGPT_ERR_IO, "cannot open config file %s: %s", path, strerror(errno));
     char line[1024], msg[NGPT_ERRLEN];
@@ -572,16 +593,24 @@ int ngpt_config_load(ngpt_config *cfg, const char *path, char *err, size_t errle
             rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s:%d: line longer than %zu characters", path, lineno, sizeof line - 2);
             break;
         }
+        if (lineno == 1 && !memcmp(line, "\xEF\xBB\xBF", 3)) memmove(line, line + 3, n - 2); /* a UTF-8 byte order mark */
         /* cut a comment that is not inside quotes */
-        char quote = 0;
+        char quote = 0, *opened = NULL;
         for (char *p = line; *p; p++) {
             if (quote) { if (*p == quote) quote = 0; }
-            else if (*p == '\'' || *p == '"') quote = *p;
+            else if (*p == '\'' || *p == '"') { quote = *p; opened = p; }
             else if (*p == '#') { *p = 0; break; }
         }
         char *p = line;
         while (isspace((unsigned char)*p)) p++;
         if (!*p) continue;
+        n = strlen(p);
+        while (n && isspace((unsigned char)p[n - 1])) p[--n] = 0;
+        if (quote) {
+            rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s:%d:%d: the quote %c opened here is not closed: %.60s", path, lineno,
+                      (int)(opened - line) + 1, quote, p);
+            break;
+        }
         char *eq = strchr(p, '=');
         if (!eq) {
             rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s:%d: expected `key = value`, found '%.60s'", path, lineno, p);
@@ -594,11 +623,15 @@ int ngpt_config_load(ngpt_config *cfg, const char *path, char *err, size_t errle
             fail(err, errlen, rc, "%s:%d: %s", path, lineno, msg);
             break;
         }
+        const ConfigKey *k = config_find(p);
+        if (line_of && k) line_of[k - config_keys] = lineno;
     }
     if (!rc && ferror(f)) rc = fail(err, errlen, NGPT_ERR_IO, "error reading %s: %s", path, strerror(errno));
     fclose(f);
     return rc;
 }
+
+int ngpt_config_load(ngpt_config *cfg, const char *path, char *err, size_t errlen) { return config_load(cfg, path, NULL, err, errlen); }
 
 /* Key i of the table as one `key = value` line (with its newline) into line; returns its length (0 for
  * an ignored key). Numbers are written exactly: reading the line back gives the same bits. */
@@ -615,10 +648,14 @@ static int config_line(const ngpt_config *cfg, size_t i, char *line, size_t cap)
         char num[40];
         snprintf(num, sizeof num, "%.15g", v);
         if (strtod(num, NULL) != v) snprintf(num, sizeof num, "%.17g", v);
-        n = snprintf(line, cap, "%s = %s\n", k->name, num);
+        n = snprintf(line, cap, "%s = %s%s\n", k->name, num, k->type == KEY_BYTES ? "B" : "");
         break;
     }
-    case KEY_STR: n = snprintf(line, cap, "%s = '%s'\n", k->name, field); break;
+    case KEY_STR: { /* in double quotes when it holds a single one, so that a config file reads it back */
+        char q = strchr(field, '\'') && !strchr(field, '"') ? '"' : '\'';
+        n = snprintf(line, cap, "%s = %c%s%c\n", k->name, q, field, q);
+        break;
+    }
     default: break;
     }
     return n < 0 ? 0 : MIN(n, (int)cap - 1);
@@ -630,13 +667,32 @@ void ngpt_config_print(const ngpt_config *cfg, FILE *f) {
         if (config_line(cfg, i, line, sizeof line)) fputs(line, f);
 }
 
+/* What would make n_embd (C) a multiple of n_head (NH), into buf: the nearest valid n_embd values, and
+ * the n_head values that divide n_embd (within n_head's range). */
+static const char *embd_head_advice(int C, int NH, char *buf, size_t cap) {
+    const ConfigKey *kc = config_find("n_embd"), *kh = config_find("n_head");
+    int below = C / NH * NH, above = below + NH;
+    size_t o = (size_t)snprintf(buf, cap, "use n_embd = ");
+    if (below >= kc->lo) o += (size_t)snprintf(buf + o, o < cap ? cap - o : 0, "%d%s", below, above <= kc->hi ? " or " : "");
+    if (above <= kc->hi) o += (size_t)snprintf(buf + o, o < cap ? cap - o : 0, "%d", above);
+    o += (size_t)snprintf(buf + o, o < cap ? cap - o : 0, " (multiples of n_head = %d), or n_head = ", NH);
+    for (int d = 1, first = 1; d <= C && d <= kh->hi; d++)
+        if (C % d == 0) {
+            o += (size_t)snprintf(buf + o, o < cap ? cap - o : 0, "%s%d", first ? "" : ", ", d);
+            first = 0;
+        }
+    snprintf(buf + o, o < cap ? cap - o : 0, " (divisors of n_embd = %d)", C);
+    return buf;
+}
+
 /* Cross-field checks, run once before a trainer is made. */
 static int config_validate(const ngpt_config *c, char *err, size_t errlen) {
+    char advice[400];
     if (c->keep_checkpoints < 1 || c->keep_checkpoints > MAX_KEEP_CHECKPOINTS) /* the struct may be set without ngpt_config_set */
         return fail(err, errlen, NGPT_ERR_ARG, "keep_checkpoints = %d: valid 1..%d", c->keep_checkpoints, MAX_KEEP_CHECKPOINTS);
     if (c->n_embd % c->n_head)
-        return fail(err, errlen, NGPT_ERR_ARG, "n_embd = %d is not divisible by n_head = %d (valid n_head: divisors of %d)",
-                    c->n_embd, c->n_head, c->n_embd);
+        return fail(err, errlen, NGPT_ERR_ARG, "n_embd = %d is not a multiple of n_head = %d: %s", c->n_embd, c->n_head,
+                    embd_head_advice(c->n_embd, c->n_head, advice, sizeof advice));
     if (c->decay_lr && c->lr_decay_iters < c->warmup_iters)
         return fail(err, errlen, NGPT_ERR_ARG, "lr_decay_iters = %d is below warmup_iters = %d", c->lr_decay_iters, c->warmup_iters);
     if (c->min_lr > c->learning_rate && c->decay_lr)
@@ -2435,8 +2491,10 @@ static void tokenfile_close(TokenFile *f) {
     memset(f, 0, sizeof *f);
 }
 
-/* Opens and checks a token file: ids must be < vocab, and there must be at least min_tokens of them. */
-static int tokenfile_open(TokenFile *f, const char *path, int vocab, size_t min_tokens, char *err, size_t errlen) {
+/* Opens and checks a token file: ids must be < vocab, and there must be at least min_tokens of them. A file
+ * that starts with llm.c's magic is an llm.c shard, any other raw uint16 tokens (nanoGPT's train.bin);
+ * with shard set (a file found by llm.c's shard names) the header is required. */
+static int tokenfile_open(TokenFile *f, const char *path, int vocab, size_t min_tokens, int shard, char *err, size_t errlen) {
     memset(f, 0, sizeof *f);
     copy_str(f->path, sizeof f->path, path);
     int fd = open(path, O_RDONLY);
@@ -2448,7 +2506,11 @@ static int tokenfile_open(TokenFile *f, const char *path, int vocab, size_t min_
         return fail(err, errlen, NGPT_ERR_IO, "cannot stat %s: %s", path, strerror(e));
     }
     size_t bytes = (size_t)st.st_size;
-    if (bytes == 0) { close(fd); return fail(err, errlen, NGPT_ERR_FORMAT, "%s is empty", path); }
+    if (bytes == 0) {
+        close(fd);
+        return fail(err, errlen, NGPT_ERR_FORMAT, "%s is empty; it needs at least block_size + 1 = %zu tokens (%zu bytes%s)", path, min_tokens,
+                    min_tokens * 2 + (shard ? LLMC_HEADER_INTS * 4 : 0), shard ? " with llm.c's header" : " of uint16 tokens");
+    }
     void *map = mmap(NULL, bytes, PROT_READ, MAP_PRIVATE, fd, 0);
     int e = errno;
     close(fd);
@@ -2458,6 +2520,15 @@ static int tokenfile_open(TokenFile *f, const char *path, int vocab, size_t min_
     const unsigned char *p = (const unsigned char *)map;
     int32_t magic = 0;
     if (bytes >= 4) memcpy(&magic, p, 4);
+    if (shard && magic != LLMC_MAGIC) {
+        tokenfile_close(f);
+        if (bytes < 4)
+            return fail(err, errlen, NGPT_ERR_FORMAT, "%s: %zu bytes, too short for llm.c's shard header (magic %d, version 1, token count, "
+                                                       "%d bytes in all)", path, bytes, LLMC_MAGIC, LLMC_HEADER_INTS * 4);
+        return fail(err, errlen, NGPT_ERR_FORMAT, "%s: magic %d at byte offset 0, expected %d: a file named as an llm.c shard (*_train_*.bin, "
+                                                   "*_val_*.bin) must start with llm.c's header (magic %d, version 1, token count); "
+                                                   "headerless uint16 tokens go in train.bin / val.bin", path, magic, LLMC_MAGIC, LLMC_MAGIC);
+    }
     if (magic == LLMC_MAGIC) {
         int32_t hdr[3];
         if (bytes < LLMC_HEADER_INTS * 4) {
@@ -2467,7 +2538,8 @@ static int tokenfile_open(TokenFile *f, const char *path, int vocab, size_t min_
         memcpy(hdr, p, sizeof hdr);
         if (hdr[1] != 1) {
             tokenfile_close(f);
-            return fail(err, errlen, NGPT_ERR_FORMAT, "%s: llm.c shard version %d; this build reads version 1 (uint16 tokens)", path, hdr[1]);
+            return fail(err, errlen, NGPT_ERR_FORMAT, "%s: llm.c shard version %d at byte offset 4, expected 1; this build reads version 1 "
+                                                       "(uint16 tokens)", path, hdr[1]);
         }
         size_t want = (size_t)LLMC_HEADER_INTS * 4 + (size_t)(uint32_t)hdr[2] * 2;
         if (hdr[2] < 0 || want != bytes) {
@@ -2525,11 +2597,12 @@ static int name_cmp(const void *a, const void *b) { return strcmp(*(char *const 
 static int tokenset_open(TokenSet *s, const char *dir, const char *split, int vocab, int T, char *err, size_t errlen) {
     memset(s, 0, sizeof *s);
     char path[700], *names[MAX_SHARDS];
-    int n = 0, rc = NGPT_OK;
+    int n = 0, rc = NGPT_OK, sharded = 0;
     snprintf(path, sizeof path, "%.400s/%s.bin", dir, split);
     if (file_exists(path)) {
         names[n++] = strdup(path);
     } else {
+        sharded = 1;
         DIR *d = opendir(dir);
         if (!d) return fail(err, errlen, NGPT_ERR_IO, "cannot open data folder %s: %s (prepare it with `nanogpt prepare`)", dir, strerror(errno));
         struct dirent *e;
@@ -2552,7 +2625,7 @@ static int tokenset_open(TokenSet *s, const char *dir, const char *split, int vo
     if (!s->files || !s->windows_before) rc = fail(err, errlen, NGPT_ERR_NOMEM, "out of host memory");
     for (int i = 0; i < n && !rc; i++) {
         if (!names[i]) { rc = fail(err, errlen, NGPT_ERR_NOMEM, "out of host memory"); break; }
-        rc = tokenfile_open(&s->files[i], names[i], vocab, (size_t)T + 1, err, errlen);
+        rc = tokenfile_open(&s->files[i], names[i], vocab, (size_t)T + 1, sharded, err, errlen);
         if (!rc) {
             s->n = i + 1;
             s->windows_before[i] = s->windows;
@@ -4854,9 +4927,10 @@ static void plan_request_from_config(PlanRequest *r, const ngpt_config *c, const
  * Pretrained weights: Hugging Face GPT-2 safetensors in, llm.c model files in and out.
  *
  * Both readers produce a ModelShape (bias = 1) and a malloc'd float array of every parameter in the packed
- * order of param_sizes(), wte padded to Vp rows of zeros; the caller frees it. Files are mapped, not read
- * into a second buffer, so a 6 GB gpt2-xl file costs its parameters once. Errors name the file and what
- * was expected and found. Uses fail, pad_vocab, param_sizes, utf8_decode, bf16_to_f32 and f16_to_f32
+ * order of param_sizes(), wte padded to Vp rows of zeros; the caller frees it. Given params = NULL they check
+ * the header (and the file's size) and give the shape alone, without touching the weights (nanogpt plan).
+ * Files are mapped, not read into a second buffer, so a 6 GB gpt2-xl file costs its parameters once. Errors
+ * name the file and what was expected and found. Uses fail, pad_vocab, param_sizes, utf8_decode, bf16_to_f32 and f16_to_f32
  * from above.
  * ==================================================================================================== */
 
@@ -5319,6 +5393,12 @@ static int hf_layer_shape(int s, uint64_t C, uint64_t shape[2]) {
     }
 }
 
+/* GPT-2's four sizes, by their Hugging Face names; each has 50257 tokens and 1024 positions */
+static const struct {
+    const char *name;
+    int L, NH, C;
+} gpt2_sizes[4] = {{"gpt2", 12, 12, 768}, {"gpt2-medium", 24, 16, 1024}, {"gpt2-large", 36, 20, 1280}, {"gpt2-xl", 48, 25, 1600}};
+
 /* n_head: config.json next to the .safetensors file ("n_head"), else GPT-2's sizes by C. Cross-checks the
  * other sizes config.json gives. */
 static int st_n_head(const char *path, const ModelShape *ms, int *NH, char *err, size_t errlen) {
@@ -5329,9 +5409,8 @@ static int st_n_head(const char *path, const ModelShape *ms, int *NH, char *err,
     FILE *f = fopen(cfg, "rb");
     if (!f) {
         if (errno != ENOENT) return fail(err, errlen, NGPT_ERR_IO, "cannot open %s (for the n_head of %s): %s", cfg, path, strerror(errno));
-        static const int known[4][2] = {{768, 12}, {1024, 16}, {1280, 20}, {1600, 25}};
         for (int i = 0; i < 4; i++)
-            if (ms->C == known[i][0]) { *NH = known[i][1]; return NGPT_OK; }
+            if (ms->C == gpt2_sizes[i].C) { *NH = gpt2_sizes[i].NH; return NGPT_OK; }
         return fail(err, errlen, NGPT_ERR_FORMAT,
                     "%s: cannot tell the number of heads: safetensors files do not store it, there is no %s, and n_embd = %d is none of "
                     "GPT-2's sizes (768, 1024, 1280, 1600): put the model's config.json (with \"n_head\") next to the file",
@@ -5451,9 +5530,9 @@ static int st_fail_unmap(void *map, size_t size, int rc) {
 }
 
 /* Reads a Hugging Face GPT-2 model.safetensors (F32, F16 or BF16; names with or without "transformer.").
- * n_head comes from config.json in the same folder, else from GPT-2's sizes. */
+ * n_head comes from config.json in the same folder, else from GPT-2's sizes. params NULL: the shape only. */
 static int safetensors_read_gpt2(const char *path, ModelShape *ms, float **params, char *err, size_t errlen) {
-    *params = NULL;
+    if (params) *params = NULL;
     void *map;
     size_t fsize;
     int rc = map_file(path, &map, &fsize, err, errlen);
@@ -5575,7 +5654,7 @@ static int safetensors_read_gpt2(const char *path, ModelShape *ms, float **param
         if (st_classify(t[i].name, &layer, &s) && t[i].dtype == ST_OTHER)
             rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s: tensor %s has dtype %s; nanogpt reads F32, F16 and BF16", path, t[i].name, t[i].dtype_name);
     }
-    if (!rc) rc = st_check_tied_head(t, n, glob[HF_WTE], data, path, err, errlen);
+    if (!rc && params) rc = st_check_tied_head(t, n, glob[HF_WTE], data, path, err, errlen); /* reads the weights */
     if (!rc) rc = st_n_head(path, ms, &ms->NH, err, errlen);
     if (!rc && ms->C % ms->NH)
         rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s: n_head = %d does not divide n_embd = %d", path, ms->NH, ms->C);
@@ -5583,13 +5662,13 @@ static int safetensors_read_gpt2(const char *path, ModelShape *ms, float **param
     /* convert into the packed parameter array */
     size_t sizes[N_PARAM_TENSORS], off[N_PARAM_TENSORS], total = 0;
     float *p = NULL;
-    if (!rc) {
+    if (!rc && params) {
         total = param_sizes(ms, sizes);
         for (int i = 0; i < N_PARAM_TENSORS; i++) off[i] = i ? off[i - 1] + sizes[i - 1] : 0;
         if (!(p = (float *)malloc(total * sizeof(float))))
             rc = fail(err, errlen, NGPT_ERR_NOMEM, "%s: out of host memory for %zu parameters (%.2f GiB)", path, total, (double)total * 4 / GiB);
     }
-    if (!rc) {
+    if (!rc && params) {
         size_t C = (size_t)ms->C, V = (size_t)ms->V;
         const int gparam[N_HF_GLOBAL] = {P_WTE, P_WPE, P_LNFW, P_LNFB};
         for (int g = 0; g < N_HF_GLOBAL; g++) {
@@ -5622,7 +5701,7 @@ static int safetensors_read_gpt2(const char *path, ModelShape *ms, float **param
 #define LLMC_MODEL_HEADER_BYTES 1024
 
 static int llmc_read_model(const char *path, ModelShape *ms, float **params, char *err, size_t errlen) {
-    *params = NULL;
+    if (params) *params = NULL;
     void *map;
     size_t fsize;
     int rc = map_file(path, &map, &fsize, err, errlen);
@@ -5664,6 +5743,7 @@ static int llmc_read_model(const char *path, ModelShape *ms, float **params, cha
                                               "file is %s", path, fsize, h[1], es == 4 ? "fp32" : "bf16", maxT, V, L, NH, C, Vp, want,
                                               fsize < want ? "truncated" : "longer than the model (trailing bytes)"));
     *ms = (ModelShape){L, NH, C, V, pad_vocab(V), maxT, 1};
+    if (!params) return st_fail_unmap(map, fsize, NGPT_OK);
     size_t total = param_sizes(ms, sizes);
     float *p = (float *)malloc(total * sizeof(float));
     if (!p) return st_fail_unmap(map, fsize, fail(err, errlen, NGPT_ERR_NOMEM, "%s: out of host memory for %zu parameters", path, total));
@@ -5738,9 +5818,10 @@ CLI_USED static int llmc_write_model(const char *path, const ModelShape *ms, con
 /* ---- which reader: by content ---- */
 
 /* Reads GPT-2 weights from path: an llm.c model file (by its magic), a safetensors file, or a folder
- * holding model.safetensors (and config.json), as Hugging Face's downloads are laid out. */
+ * holding model.safetensors (and config.json), as Hugging Face's downloads are laid out. params NULL: the
+ * shape only. */
 static int pretrained_read(const char *path, ModelShape *ms, float **params, char *err, size_t errlen) {
-    *params = NULL;
+    if (params) *params = NULL;
     struct stat st;
     if (stat(path, &st)) return fail(err, errlen, NGPT_ERR_IO, "cannot open %s: %s", path, strerror(errno));
     if (S_ISDIR(st.st_mode)) {
@@ -5767,10 +5848,12 @@ static int pretrained_read(const char *path, ModelShape *ms, float **params, cha
                 LLMC_MODEL_MAGIC);
 }
 
-/* nanoGPT's crop_block_size: keeps the first T rows of wpe (T <= maxT), moving the tensors after it. */
+/* nanoGPT's crop_block_size: keeps the first T rows of wpe (T <= maxT), moving the tensors after it (params
+ * NULL: the shape only). */
 static int pretrained_crop(ModelShape *ms, float *params, int T, char *err, size_t errlen) {
     if (T <= 0 || T > ms->maxT)
         return fail(err, errlen, NGPT_ERR_ARG, "block_size = %d: the pretrained model has %d positions, so 1..%d", T, ms->maxT, ms->maxT);
+    if (!params) { ms->maxT = T; return NGPT_OK; }
     size_t sizes[N_PARAM_TENSORS];
     size_t total = param_sizes(ms, sizes), C = (size_t)ms->C;
     size_t after = sizes[P_WTE] + sizes[P_WPE];
@@ -5781,12 +5864,16 @@ static int pretrained_crop(ModelShape *ms, float *params, int T, char *err, size
 
 /* What init_from names: "gpt2", "gpt2-medium", "gpt2-large" and "gpt2-xl" are Hugging Face downloads in
  * <pretrained_dir>/<name>/ (model.safetensors and config.json; pretrained_dir NULL or "" = "pretrained");
- * anything else is a path for pretrained_read. */
+ * anything else is a path for pretrained_read. params NULL: the shape only, which for the four names is
+ * GPT-2's and needs no file. */
 static int pretrained_load(const char *init_from, const char *pretrained_dir, ModelShape *ms, float **params, char *err, size_t errlen) {
-    static const char *const names[4] = {"gpt2", "gpt2-medium", "gpt2-large", "gpt2-xl"};
-    *params = NULL;
+    if (params) *params = NULL;
     for (int i = 0; i < 4; i++) {
-        if (strcmp(init_from, names[i])) continue;
+        if (strcmp(init_from, gpt2_sizes[i].name)) continue;
+        if (!params) {
+            *ms = (ModelShape){gpt2_sizes[i].L, gpt2_sizes[i].NH, gpt2_sizes[i].C, 50257, pad_vocab(50257), 1024, 1};
+            return NGPT_OK;
+        }
         char dir[4200], file[4300];
         snprintf(dir, sizeof dir, "%.4000s/%s", pretrained_dir && *pretrained_dir ? pretrained_dir : "pretrained", init_from);
         snprintf(file, sizeof file, "%s/model.safetensors", dir);
@@ -5798,6 +5885,11 @@ static int pretrained_load(const char *init_from, const char *pretrained_dir, Mo
                         init_from, file, init_from, dir);
         return safetensors_read_gpt2(file, ms, params, err, errlen);
     }
+    struct stat st;
+    if (stat(init_from, &st))
+        return fail(err, errlen, NGPT_ERR_ARG,
+                    "init_from = %s: %s; init_from is scratch, resume, gpt2, gpt2-medium, gpt2-large, gpt2-xl, or the path of weights "
+                    "(a .safetensors file, a folder holding model.safetensors, an llm.c model file)", init_from, strerror(errno));
     return pretrained_read(init_from, ms, params, err, errlen);
 }
 
@@ -6230,7 +6322,7 @@ CLI_USED static int checkpoint_read_config(const char *path, ngpt_config *cfg, c
         while (kend > line && kend[-1] == ' ') kend--;
         *kend = 0;
         char msg[NGPT_ERRLEN];
-        if (ngpt_config_set(cfg, line, eq + 1, msg, sizeof msg)) rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s: stored config: %s", path, msg);
+        if (config_set(cfg, line, eq + 1, 1, msg, sizeof msg)) rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s: stored config: %s", path, msg);
     }
     if (!rc) config_set_model(cfg, &r.model);
     free(text);
@@ -6247,11 +6339,76 @@ int ngpt_load(ngpt_trainer *tr, const char *path) {
     return rc;
 }
 
+/* init_from = resume: opens the newest checkpoint in out_dir (its path into path) and takes its model's shape
+ * into c; on success the caller closes r->f. */
+static int resume_open(ngpt_config *c, CkptReader *r, char *path, size_t cap, char *err, size_t errlen) {
+    memset(r, 0, sizeof *r);
+    long long newest;
+    if (!checkpoint_list(c->out_dir, &newest, 1))
+        return fail(err, errlen, NGPT_ERR_IO, "init_from = resume, but out_dir %s holds no checkpoint (ckpt_<step>.bin)", c->out_dir);
+    checkpoint_path(c->out_dir, newest, path, cap);
+    int rc = checkpoint_open(r, path, err, errlen);
+    if (!rc) config_set_model(c, &r->model);
+    return rc;
+}
+
+/* Pretrained weights of shape pm (params NULL: the shape alone) set the model in c, as nanoGPT's from_pretrained:
+ * their sizes, bias, and block_size cropped to c's (sampling takes the model's whole context when c's is larger). */
+static int pretrained_config(ngpt_config *c, ModelShape *pm, float *params, int sample_only, char *err, size_t errlen) {
+    if (sample_only && c->block_size > pm->maxT) c->block_size = pm->maxT;
+    int rc = pretrained_crop(pm, params, c->block_size, err, errlen);
+    if (rc) return rc;
+    c->n_layer = pm->L;
+    c->n_head = pm->NH;
+    c->n_embd = pm->C;
+    c->bias = 1;
+    c->vocab_size = pm->V;
+    return NGPT_OK;
+}
+
+/* The model that init_from names, into c as trainer_setup makes it, from file headers alone: resume, the newest
+ * checkpoint in out_dir; a GPT-2 name, its known sizes (no download needed); a path, its header (nanogpt plan). */
+CLI_USED static int init_from_config(ngpt_config *c, int sample_only, char *err, size_t errlen) {
+    if (!strcmp(c->init_from, "scratch")) return NGPT_OK;
+    if (!strcmp(c->init_from, "resume")) {
+        CkptReader r;
+        char path[512];
+        int rc = resume_open(c, &r, path, sizeof path, err, errlen);
+        if (!rc) fclose(r.f);
+        return rc;
+    }
+    ModelShape pm;
+    int rc = pretrained_load(c->init_from, c->pretrained_dir, &pm, NULL, err, errlen);
+    return rc ? rc : pretrained_config(c, &pm, NULL, sample_only, err, errlen);
+}
+
+/* The vocabulary: vocab_size, else the characters of the dataset's meta.bin, else GPT-2's 50257. A meta.bin that
+ * exists is always read (kept in *cv when cv is not NULL): a bad one is an error, and so is a vocab_size below its
+ * characters, or above what uint16 token files hold. */
+static int data_vocab(const ngpt_config *c, CharVocab **cv, int *V, char *err, size_t errlen) {
+    char dir[300], path[400];
+    snprintf(path, sizeof path, "%s/meta.bin", dataset_dir(c, dir, sizeof dir));
+    *V = c->vocab_size;
+    if (file_exists(path)) {
+        CharVocab *v = (CharVocab *)malloc(sizeof *v);
+        if (!v) return fail(err, errlen, NGPT_ERR_NOMEM, "out of host memory");
+        int rc = charvocab_load(v, path, err, errlen);
+        if (!rc && *V && *V < v->n) rc = fail(err, errlen, NGPT_ERR_ARG, "vocab_size = %d is below the %d characters of %s", *V, v->n, path);
+        if (!rc && !*V) *V = v->n;
+        if (rc || !cv) free(v);
+        else *cv = v;
+        if (rc) return rc;
+    }
+    if (*V == 0) *V = 50257;
+    if (*V > 65536) return fail(err, errlen, NGPT_ERR_ARG, "vocab_size = %d: token files hold uint16 ids, so at most 65536", *V);
+    return NGPT_OK;
+}
+
 static double matmul_peak(ngpt_trainer *tr, int *size); /* in the benchmark's section */
 
 static int trainer_setup(ngpt_trainer *tr) {
     ngpt_config *c = &tr->cfg;
-    char msg[NGPT_ERRLEN], note[NGPT_ERRLEN], dir[300], path[400];
+    char msg[NGPT_ERRLEN], note[NGPT_ERRLEN], dir[300];
     int rc = config_validate(c, msg, sizeof msg);
     if (rc) return tr_fail(tr, rc, "%s", msg);
     int device = DEV_BACKEND_CPU, dtype = NGPT_DTYPE_F32;
@@ -6262,45 +6419,25 @@ static int trainer_setup(ngpt_trainer *tr) {
     CkptReader resume = {0};
     char resume_path[512] = "";
     if (!strcmp(c->init_from, "resume")) {
-        long long newest;
-        if (!checkpoint_list(c->out_dir, &newest, 1))
-            return tr_fail(tr, NGPT_ERR_IO, "init_from = resume, but out_dir %s holds no checkpoint (ckpt_<step>.bin)", c->out_dir);
-        checkpoint_path(c->out_dir, newest, resume_path, sizeof resume_path);
-        if ((rc = checkpoint_open(&resume, resume_path, msg, sizeof msg))) return tr_fail(tr, rc, "%s", msg);
+        if ((rc = resume_open(c, &resume, resume_path, sizeof resume_path, msg, sizeof msg))) return tr_fail(tr, rc, "%s", msg);
         tr->resume_file = resume.f;
-        config_set_model(c, &resume.model);
         tr_log(tr, 0, "resuming from %s (step %lld)", resume_path, (long long)resume.state.step);
     }
 
     /* pretrained weights: the model's shape comes from the file, as in nanoGPT's from_pretrained */
     if (strcmp(c->init_from, "scratch") && strcmp(c->init_from, "resume")) {
         ModelShape pm;
-        if ((rc = pretrained_load(c->init_from, c->pretrained_dir, &pm, &tr->pretrained, msg, sizeof msg))) return tr_fail(tr, rc, "%s", msg);
-        if (tr->opt.sample_only && c->block_size > pm.maxT) c->block_size = pm.maxT; /* sampling: the model's whole context */
-        if ((rc = pretrained_crop(&pm, tr->pretrained, c->block_size, msg, sizeof msg))) return tr_fail(tr, rc, "%s", msg);
-        c->n_layer = pm.L;
-        c->n_head = pm.NH;
-        c->n_embd = pm.C;
-        c->bias = 1;
-        c->vocab_size = pm.V;
+        if ((rc = pretrained_load(c->init_from, c->pretrained_dir, &pm, &tr->pretrained, msg, sizeof msg)) ||
+            (rc = pretrained_config(c, &pm, tr->pretrained, tr->opt.sample_only, msg, sizeof msg)))
+            return tr_fail(tr, rc, "%s", msg);
         tr_log(tr, 0, "initialising from %s: n_layer %d, n_head %d, n_embd %d, vocab %d, block_size %d", c->init_from, pm.L, pm.NH, pm.C,
                pm.V, c->block_size);
     }
 
     /* data and vocabulary */
     dataset_dir(c, dir, sizeof dir);
-    int V = c->vocab_size;
-    snprintf(path, sizeof path, "%s/meta.bin", dir);
-    if (file_exists(path)) {
-        tr->charvocab = (CharVocab *)malloc(sizeof *tr->charvocab);
-        if (!tr->charvocab) return tr_fail(tr, NGPT_ERR_NOMEM, "out of host memory");
-        if ((rc = charvocab_load(tr->charvocab, path, msg, sizeof msg))) return tr_fail(tr, rc, "%s", msg);
-        if (V == 0) V = tr->charvocab->n;
-        else if (V < tr->charvocab->n)
-            return tr_fail(tr, NGPT_ERR_ARG, "vocab_size = %d is below the %d characters of %s", V, tr->charvocab->n, path);
-    }
-    if (V == 0) V = 50257;
-    if (V > 65536) return tr_fail(tr, NGPT_ERR_ARG, "vocab_size = %d: token files hold uint16 ids, so at most 65536", V);
+    int V;
+    if ((rc = data_vocab(c, &tr->charvocab, &V, msg, sizeof msg))) return tr_fail(tr, rc, "%s", msg);
     if (!tr->opt.no_data && !tr->opt.sample_only) {
         if ((rc = tokenset_open(&tr->train_data, dir, "train", V, c->block_size, msg, sizeof msg))) return tr_fail(tr, rc, "%s", msg);
         if ((rc = tokenset_open(&tr->val_data, dir, "val", V, c->block_size, msg, sizeof msg))) return tr_fail(tr, rc, "%s", msg);
@@ -7126,6 +7263,18 @@ CLI_USED static int bench_kernels(ngpt_trainer *tr, KernelTime out[N_KERNEL_TIME
     return n;
 }
 
+/* Memory measured, not planned: on a GPU the device's memory in use (cudaMemGetInfo, so every process's), on the
+ * CPU this process's peak resident set; 0 when it cannot be measured. */
+CLI_USED static double memory_measured(const ngpt_backend *be) {
+    if (strcmp(be->name, "cpu")) {
+        size_t fr = 0, total = 0;
+        char msg[NGPT_ERRLEN];
+        return ngpt_cuda_mem_info(&fr, &total, msg, sizeof msg) ? 0 : (double)(total - fr);
+    }
+    struct rusage ru;
+    return getrusage(RUSAGE_SELF, &ru) ? 0 : (double)ru.ru_maxrss * 1024.0;
+}
+
 /* warmup + steps optimizer steps on random tokens (timed), then one more with every op timed */
 CLI_USED static int bench_run(ngpt_trainer *tr, int warmup, int steps, BenchResult *r) {
     memset(r, 0, sizeof *r);
@@ -7170,14 +7319,7 @@ CLI_USED static int bench_run(ngpt_trainer *tr, int warmup, int steps, BenchResu
     r->profiled_step_seconds = now_seconds() - t0;
     memcpy(r->op_seconds, prof.seconds, sizeof r->op_seconds);
     r->arena_bytes = (double)(tr->plan.device_bytes + tr->plan.host_bytes);
-    if (strcmp(real->name, "cpu")) {
-        size_t fr = 0, total = 0;
-        char msg[NGPT_ERRLEN];
-        if (!ngpt_cuda_mem_info(&fr, &total, msg, sizeof msg)) r->memory_in_use = (double)(total - fr);
-    } else {
-        struct rusage ru;
-        if (!getrusage(RUSAGE_SELF, &ru)) r->memory_in_use = (double)ru.ru_maxrss * 1024.0;
-    }
+    r->memory_in_use = memory_measured(real);
     return be_check(tr, "the benchmark");
 }
 
@@ -7595,7 +7737,8 @@ static void usage(FILE *f) {
             "\n"
             "usage: nanogpt <command> [config file] [--key=value ...]\n"
             "  train     train a model (no config: the baby GPT on Tiny Shakespeare characters)\n"
-            "  plan      print the memory plan for a config (--json for JSON, --sample for sampling's); no GPU needed\n"
+            "  plan      print the memory plan for a config (--json for JSON, --sample for sampling's); no GPU needed;\n"
+            "            the model from init_from as train/sample take it, from file headers only\n"
             "  bench     tokens/s, MFU and time per op category on random tokens (default: GPT-2 124M, block 1024)\n"
             "            [config file] [--key=value ...] [--steps=20] [--warmup=3] [--kernels: each matmul shape and attention]\n"
             "            [--sample=S: generation of S samples, --steps new tokens each, with the sampling plan]\n"
@@ -7624,10 +7767,20 @@ static void print_config_keys(void) {
     }
 }
 
+/* Where key k got its value (line_of: its line in path, 0 = not there, -1 - i = argument i of the command
+ * line), into buf. */
+static const char *config_origin(const char *path, const int *line_of, int k, int preset, char *buf, size_t cap) {
+    if (line_of[k] > 0) snprintf(buf, cap, "%.400s:%d", path, line_of[k]);
+    else if (line_of[k] < 0) snprintf(buf, cap, "--%s", config_keys[k].name);
+    else snprintf(buf, cap, "%s", preset ? "the default job's value" : "the default");
+    return buf;
+}
+
 /* [config file] [--key=value ...] -> cfg. Without a file, train and plan (default_job) take the default job's
  * preset for the device they will run on, others nanoGPT's defaults. Unknown arguments are errors. Sets *json
- * for --json. */
+ * for --json. n_embd and n_head are checked here, where it is known which line or argument set them. */
 static int parse_args(int argc, char **argv, int default_job, ngpt_config *cfg, int *has_file, int *json, char *err, size_t errlen) {
+    int line_of[N_CONFIG_KEYS] = {0}, preset = 0;
     ngpt_config_defaults(cfg);
     *has_file = 0;
     if (json) *json = 0;
@@ -7635,7 +7788,7 @@ static int parse_args(int argc, char **argv, int default_job, ngpt_config *cfg, 
         if (strchr(argv[0], '=') && !file_exists(argv[0]))
             return fail(err, errlen, NGPT_ERR_ARG, "argument '%s': expected a config file, or a setting as --key=value", argv[0]);
         *has_file = 1;
-        int rc = ngpt_config_load(cfg, argv[0], err, errlen);
+        int rc = config_load(cfg, argv[0], line_of, err, errlen);
         if (rc) return rc;
     } else if (default_job) {
         /* the default job: which preset depends on where it will run */
@@ -7646,6 +7799,7 @@ static int parse_args(int argc, char **argv, int default_job, ngpt_config *cfg, 
         char note[NGPT_ERRLEN], msg[NGPT_ERRLEN];
         int gpu = resolve_device(&probe, &device, &dtype, note, sizeof note, msg, sizeof msg) == NGPT_OK && device == DEV_BACKEND_CUDA;
         apply_preset(cfg, gpu ? preset_shakespeare_char : preset_shakespeare_char_cpu);
+        preset = 1;
     }
     for (int i = *has_file; i < argc; i++) {
         const char *a = argv[i];
@@ -7660,6 +7814,24 @@ static int parse_args(int argc, char **argv, int default_job, ngpt_config *cfg, 
         char msg[NGPT_ERRLEN];
         int rc = ngpt_config_set(cfg, key, eq + 1, msg, sizeof msg);
         if (rc) return fail(err, errlen, rc, "--%s: %s", key, msg);
+        const ConfigKey *k = config_find(key);
+        if (k) line_of[k - config_keys] = -1 - i;
+    }
+    if (cfg->n_embd % cfg->n_head) {
+        int ke = (int)(config_find("n_embd") - config_keys), kh = (int)(config_find("n_head") - config_keys);
+        /* the one set last comes first: the later argument, else the later line */
+        int rank_h = line_of[kh] < 0 ? INT_MAX / 2 - line_of[kh] : line_of[kh], rank_e = line_of[ke] < 0 ? INT_MAX / 2 - line_of[ke] : line_of[ke];
+        int head_last = rank_h > rank_e;
+        char oe[440], oh[440], advice[400];
+        const char *file = *has_file ? argv[0] : "";
+        config_origin(file, line_of, ke, preset, oe, sizeof oe);
+        config_origin(file, line_of, kh, preset, oh, sizeof oh);
+        embd_head_advice(cfg->n_embd, cfg->n_head, advice, sizeof advice);
+        if (head_last)
+            return fail(err, errlen, NGPT_ERR_ARG, "%s: n_head = %d does not divide n_embd = %d (n_embd from %s): %s", oh, cfg->n_head,
+                        cfg->n_embd, oe, advice);
+        return fail(err, errlen, NGPT_ERR_ARG, "%s: n_embd = %d is not a multiple of n_head = %d (n_head from %s): %s", oe, cfg->n_embd,
+                    cfg->n_head, oh, advice);
     }
     return NGPT_OK;
 }
@@ -7751,14 +7923,33 @@ static int cmd_train(int argc, char **argv) {
     running_trainer = tr;
     signal(SIGINT, on_signal);
     signal(SIGTERM, on_signal);
+    /* init_from (resume, pretrained weights) decides the model: say so where it overrides what the command line gave */
+    const ngpt_config *eff = &tr->cfg;
+    static const char *const model_keys[6] = {"n_layer", "n_head", "n_embd", "block_size", "bias", "vocab_size"};
+    const int given[6] = {cfg.n_layer, cfg.n_head, cfg.n_embd, cfg.block_size, cfg.bias, cfg.vocab_size};
+    const int used[6] = {eff->n_layer, eff->n_head, eff->n_embd, eff->block_size, eff->bias, eff->vocab_size};
+    char overridden[512] = "";
+    for (int k = 0; k < 6; k++) {
+        char flag[32];
+        int on_command_line = 0;
+        snprintf(flag, sizeof flag, "--%s=", model_keys[k]);
+        for (int i = has_file; i < argc; i++) on_command_line |= !strncmp(argv[i], flag, strlen(flag));
+        if (!on_command_line || given[k] == used[k]) continue;
+        size_t len = strlen(overridden);
+        if (k == 4) /* bias */
+            snprintf(overridden + len, sizeof overridden - len, "%sbias %s (not %s)", len ? ", " : "", used[k] ? "True" : "False",
+                     given[k] ? "True" : "False");
+        else snprintf(overridden + len, sizeof overridden - len, "%s%s %d (not %d)", len ? ", " : "", model_keys[k], used[k], given[k]);
+    }
+    if (overridden[0]) printf("note: init_from = %s sets the model, over the command line: %s\n", eff->init_from, overridden);
     ngpt_stats st;
     ngpt_get_stats(tr, &st);
-    char b1[32], b2[32];
+    char b1[32], b2[32], b3[64] = "";
     char lanes[48] = "";
     if (st.lanes > 1) snprintf(lanes, sizeof lanes, " in %d lanes", st.lanes);
-    printf("%s: %.2fM parameters; plan: micro-batch %d x accumulation %d (%d tokens/step)%s, recompute %s, logits chunk %d, "
+    printf("%s: %.2fM parameters; plan: micro-batch %d x accumulation %d (%lld tokens/step)%s, recompute %s, logits chunk %d, "
            "eval micro-batch %d; arena %s device + %s host\n",
-           st.device, (double)st.parameters / 1e6, st.micro_batch, st.grad_accum, st.micro_batch * st.grad_accum * cfg.block_size, lanes,
+           st.device, (double)st.parameters / 1e6, st.micro_batch, st.grad_accum, (long long)st.micro_batch * st.grad_accum * eff->block_size, lanes,
            recompute_name(st.recompute), st.logits_chunk, st.eval_micro_batch, fmt_bytes(b1, sizeof b1, (double)st.device_bytes),
            fmt_bytes(b2, sizeof b2, (double)st.host_bytes));
     double t0 = now_seconds();
@@ -7770,34 +7961,51 @@ static int cmd_train(int argc, char **argv) {
     getrusage(RUSAGE_SELF, &ru);
     fmt_bytes(b1, sizeof b1, (double)st.device_bytes + (st.device[0] == 'c' && st.device[1] == 'p' ? (double)st.host_bytes : 0));
     fmt_bytes(b2, sizeof b2, (double)ru.ru_maxrss * 1024.0);
+    if (strcmp(tr->be->name, "cpu")) { /* on a GPU the device's own count: the arena, and what the CUDA libraries took */
+        char b[32];
+        snprintf(b3, sizeof b3, ", device memory in use %s", fmt_bytes(b, sizeof b, memory_measured(tr->be)));
+    }
     if (rc == NGPT_ERR_INTERRUPTED) printf("%s\n", ngpt_last_error(tr));
     else if (rc) fprintf(stderr, "error: %s\n", ngpt_last_error(tr));
     else
-        printf("done: %d steps in %.1f s, best val loss %.4f; memory: arena %s (allocated once), process peak resident %s; log in %s/log.jsonl\n",
-               st.step, now_seconds() - t0, (double)st.best_val_loss, b1, b2, cfg.out_dir);
+        printf("done: %d steps in %.1f s, best val loss %.4f; memory: arena %s (allocated once)%s, process peak resident %s; log in %s/log.jsonl\n",
+               st.step, now_seconds() - t0, (double)st.best_val_loss, b1, b3, b2, cfg.out_dir);
     ngpt_trainer_free(tr);
     return rc == NGPT_OK || rc == NGPT_ERR_INTERRUPTED ? 0 : 1;
 }
 
+/* A refused plan: the error on stderr and, for --json, {"fits": false, "error": "..."} on stdout; exit status 1. */
+static int plan_refused(int json, const char *err) {
+    fprintf(stderr, "error: %s\n", err);
+    if (!json) return 1;
+    printf("{\"fits\": false, \"error\": \"");
+    for (const unsigned char *s = (const unsigned char *)err; *s; s++)
+        if (*s == '"' || *s == '\\') printf("\\%c", *s);
+        else if (*s < 0x20) printf("\\u%04x", *s);
+        else putchar(*s);
+    printf("\"}\n");
+    return 1;
+}
+
+/* nanogpt plan: the memory plan that train (or with --sample, sample) would make, the model's shape taken from
+ * init_from as they take it, from file headers alone */
 static int cmd_plan(int argc, char **argv) {
     ngpt_config cfg;
-    char err[NGPT_ERRLEN], dir[300], path[400], *rest[256];
-    int has_file, json, sampling = 0, n = 0;
-    for (int i = 0; i < argc; i++) /* --sample: the plan `nanogpt sample` makes (ngpt_options.sample_only) */
-        if (!strcmp(argv[i], "--sample")) sampling = 1;
+    char err[NGPT_ERRLEN], *rest[256];
+    int has_file, json = 0, sampling = 0, pretrained = 0, n = 0;
+    for (int i = 0; i < argc; i++) {
+        if (!strcmp(argv[i], "--json")) json = 1; /* known before the arguments are parsed: their errors are JSON too */
+        if (!strncmp(argv[i], "--init_from=", 12) && strcmp(argv[i] + 12, "scratch")) pretrained = 1;
+        if (!strcmp(argv[i], "--sample")) sampling = 1; /* the plan `nanogpt sample` makes (ngpt_options.sample_only) */
         else if (n < 256) rest[n++] = argv[i];
-    if (parse_args(n, rest, 1, &cfg, &has_file, &json, err, sizeof err) || config_validate(&cfg, err, sizeof err)) {
-        fprintf(stderr, "error: %s\n", err);
-        return 1;
     }
-    int V = cfg.vocab_size;
-    snprintf(path, sizeof path, "%s/meta.bin", dataset_dir(&cfg, dir, sizeof dir));
-    if (!V && file_exists(path)) {
-        CharVocab *cv = (CharVocab *)malloc(sizeof *cv);
-        if (cv && !charvocab_load(cv, path, err, sizeof err)) V = cv->n;
-        free(cv);
-    }
-    if (!V) V = 50257;
+    /* sample starts from nanoGPT's defaults, not the default job's preset */
+    int rc = parse_args(n, rest, !(sampling && pretrained), &cfg, &has_file, &json, err, sizeof err);
+    if (!rc) rc = config_validate(&cfg, err, sizeof err);
+    if (!rc) rc = init_from_config(&cfg, sampling, err, sizeof err);
+    int V = 0;
+    if (!rc) rc = data_vocab(&cfg, NULL, &V, err, sizeof err);
+    if (rc) return plan_refused(json, err);
     ModelShape ms = {cfg.n_layer, cfg.n_head, cfg.n_embd, V, pad_vocab(V), cfg.block_size, cfg.bias};
     int device = strcmp(cfg.device, "cuda") ? DEV_BACKEND_CPU : DEV_BACKEND_CUDA, dtype = NGPT_DTYPE_F32;
     char note[NGPT_ERRLEN];
@@ -7807,17 +8015,17 @@ static int cmd_plan(int argc, char **argv) {
     if (device == DEV_BACKEND_CUDA) {
         size_t fr = 0, total = 0;
         if (!ngpt_cuda_mem_info(&fr, &total, err, sizeof err) && (budget <= 0 || (double)fr < budget)) budget = (double)fr;
-        if (budget <= 0) {
-            fprintf(stderr, "error: no GPU here to measure; give the card's free memory with --max_memory (e.g. --max_memory=2.68GiB)\n");
-            return 1;
-        }
+        if (budget <= 0)
+            return plan_refused(json, "no GPU here to measure; give the card's free memory with --max_memory (e.g. --max_memory=2.68GiB)");
         budget -= (double)CUDA_SAFETY_MARGIN;
     } else if (budget <= 0) budget = host_memory_available();
     PlanRequest req;
     plan_request_from_config(&req, &cfg, &ms, device, dtype, cfg.threads > 0 ? cfg.threads : cpu_count(), budget);
     req.inference = sampling;
     Plan p;
-    int rc = plan_make(&p, &req, err, sizeof err);
+    rc = plan_make(&p, &req, err, sizeof err);
+    if (rc && rc != NGPT_ERR_NOMEM) return plan_refused(json, err); /* nothing was planned */
+    /* a plan that fits, or (NGPT_ERR_NOMEM) the smallest one, which does not */
     if (json) plan_print_json(&p, stdout);
     else plan_print(&p, stdout);
     if (rc) fprintf(stderr, "error: %s\n", err);
@@ -8112,6 +8320,13 @@ static int cmd_sample(int argc, char **argv) {
     ngpt_tokenizer *tok = NULL;
     int32_t *prompt = (int32_t *)malloc(sizeof start * sizeof(int32_t));
     int np = 0, rc = prompt ? NGPT_OK : fail(err, sizeof err, NGPT_ERR_NOMEM, "out of host memory");
+    if (!rc && !tr->charvocab && tr->ms.V < 50257) { /* GPT-2's tokens would fall outside the model's vocabulary */
+        char dir[300];
+        rc = fail(err, sizeof err, NGPT_ERR_ARG, "the model's vocabulary has %d tokens, too few for GPT-2's 50257, and %s/meta.bin (a character "
+                                                  "vocabulary) does not exist: pass --dataset=NAME or --data_dir=DIR whose meta.bin holds the "
+                                                  "model's characters (e.g. --dataset=shakespeare_char)",
+                  tr->ms.V, dataset_dir(&cfg, dir, sizeof dir));
+    }
     if (!rc && tr->charvocab) rc = char_encode(tr->charvocab, start, prompt, (int)sizeof start, &np, err, sizeof err);
     else if (!rc) {
         size_t nn = 0;
@@ -8320,8 +8535,12 @@ done:
     return rc;
 }
 
-static int cmd_info(void) {
+static int cmd_info(int argc, char **argv) {
     char line[512];
+    if (argc > 0) {
+        fprintf(stderr, "error: argument '%s': info takes no arguments\n", argv[0]);
+        return 1;
+    }
     printf("nanogpt %s\n", NGPT_VERSION);
 #ifdef NGPT_CUDA
     const char *cuda = "with the CUDA backend";
@@ -8336,7 +8555,12 @@ static int cmd_info(void) {
     const char *simd = "no AVX2 (build with -march=native for speed)";
 #endif
     printf("build: %s, compiled by %s, CPU kernels %s\n", cuda, __VERSION__, simd);
-    printf("cpu: %d cores, %.1f GiB available\n", cpu_count(), host_memory_available() / 0.9 / GiB);
+    long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
+    char total[32] = "unknown", avail[32];
+    if (pages > 0 && psize > 0) fmt_bytes(total, sizeof total, (double)pages * (double)psize);
+    fmt_bytes(avail, sizeof avail, host_memory_available() / 0.9);
+    printf("cpu: %d cores, memory %s physical, %s available; float32 only (no bf16: dtype bfloat16/float16 are for the GPU, the CPU "
+           "backend computes and stores float32)\n", cpu_count(), total, avail);
     int rc = ngpt_cuda_describe(line, sizeof line);
     printf("%s\n", line);
     return rc == NGPT_OK || rc == NGPT_ERR_DEVICE ? 0 : 1;
@@ -8355,7 +8579,7 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "plan")) return cmd_plan(argc - 2, argv + 2);
     if (!strcmp(cmd, "bench")) return cmd_bench(argc - 2, argv + 2);
     if (!strcmp(cmd, "prepare")) return cmd_prepare(argc - 2, argv + 2);
-    if (!strcmp(cmd, "info")) return cmd_info();
+    if (!strcmp(cmd, "info")) return cmd_info(argc - 2, argv + 2);
     if (!strcmp(cmd, "plot")) return cmd_plot(argc - 2, argv + 2);
     if (!strcmp(cmd, "sample")) return cmd_sample(argc - 2, argv + 2);
     if (!strcmp(cmd, "export")) return cmd_export(argc - 2, argv + 2);

@@ -212,15 +212,18 @@ static int cu_arena_alloc(ngpt_backend *be, size_t device_bytes, void **device, 
         cu_fail(be, NGPT_ERR_STATE, "cuda arena_alloc: the arena is already allocated");
         return NGPT_ERR_STATE;
     }
-    size_t free_b = 0, total_b = 0;
-    cudaMemGetInfo(&free_b, &total_b);
     cudaError_t e = cudaMalloc(&im->dev_arena, device_bytes ? device_bytes : 256);
     if (e != cudaSuccess) {
         im->dev_arena = NULL;
         cudaGetLastError();
-        cu_fail(be, e == cudaErrorMemoryAllocation ? NGPT_ERR_NOMEM : NGPT_ERR_DEVICE,
-                "cuda: cudaMalloc of the %.3f GiB device arena failed: %s (%.3f GiB free of %.3f GiB)",
-                device_bytes / 1073741824.0, cudaGetErrorString(e), free_b / 1073741824.0, total_b / 1073741824.0);
+        size_t free_b = 0, total_b = 0; /* for the message; what cudaMalloc found is the error itself */
+        char mem[96] = "free memory unknown";
+        if (cudaMemGetInfo(&free_b, &total_b) == cudaSuccess)
+            snprintf(mem, sizeof mem, "%.3f GiB free of %.3f GiB", free_b / 1073741824.0, total_b / 1073741824.0);
+        else
+            cudaGetLastError();
+        cu_fail(be, e == cudaErrorMemoryAllocation ? NGPT_ERR_NOMEM : NGPT_ERR_DEVICE, "cuda: cudaMalloc of the %.3f GiB device arena failed: %s (%s)",
+                device_bytes / 1073741824.0, cudaGetErrorString(e), mem);
         return be->status;
     }
     e = cudaMallocHost(&im->host_arena, host_bytes ? host_bytes : 256);
@@ -543,8 +546,9 @@ static void layernorm_backward_t(ngpt_backend *be, T *dinp, T *dw, T *db, const 
     float *partial = (float *)scratch_get(be, (size_t)G * 2 * C * sizeof(float), "layernorm_backward");
     if (!partial) return;
     size_t smem = (size_t)2 * C * sizeof(float);
-    if (smem > im->smem_optin) {
-        cu_fail(be, NGPT_ERR_ARG, "cuda layernorm_backward: C = %d needs %zu bytes of shared memory; this GPU gives %zu", C, smem, im->smem_optin);
+    if (smem + 32 * sizeof(float2) > im->smem_optin) { /* + block_sum2's static buffer */
+        cu_fail(be, NGPT_ERR_ARG, "cuda layernorm_backward: C = %d needs %zu bytes of shared memory; this GPU gives %zu", C,
+                smem + 32 * sizeof(float2), im->smem_optin);
         return;
     }
     if (smem > 48 * 1024 &&
@@ -1117,7 +1121,15 @@ static void gemm_wgmma(ngpt_backend *be, const T *A, const T *B, int M, int N, i
 #define TM_THREADS 384
 #define TM_A_BYTES (TM_BM * WG_BK * 2)                                       /* 16 KB */
 #define TM_B_BYTES (TM_BN * WG_BK * 2)                                       /* 32 KB */
-#define TM_SMEM_BYTES (TM_STAGES * (TM_A_BYTES + TM_B_BYTES) + 1024 + 1024) /* + alignment, + the mbarriers */
+#define TM_SMEM_BYTES (TM_STAGES * (TM_A_BYTES + TM_B_BYTES) + 1024 + 1024) /* + alignment slack, + the mbarriers */
+/* setmaxnreg: the producer warpgroup gives registers back, the two consumers take them. An increase waits
+ * until the block's pool has them, so the pool the kernel starts with (TM_THREADS x its register count, 168
+ * under its launch bounds) must cover both: checked at backend creation (tma_registers_ok), else the cp.async
+ * kernel runs. */
+#define TM_PRODUCER_REGS 40
+#define TM_CONSUMER_REGS 232
+#define TM_REGS_NEEDED (128 * TM_PRODUCER_REGS + 2 * 128 * TM_CONSUMER_REGS)
+static_assert(TM_REGS_NEEDED <= 65536 / TM_THREADS / 8 * 8 * TM_THREADS, "setmaxnreg: the producer and consumers need more than the block's registers");
 
 #ifdef NGPT_WGMMA_DEVICE
 static __device__ __forceinline__ uint32_t smem_addr(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
@@ -1211,7 +1223,7 @@ __global__ void __launch_bounds__(TM_THREADS, 1) matmul_tma_kernel(const __grid_
      * uses stage it % STAGES for the (it / STAGES)-th time, so its phases have parity (it / STAGES) & 1 */
     uint32_t it = 0;
     if (threadIdx.x < 128) { /* producer warpgroup: one thread issues, the rest leave */
-        asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(TM_PRODUCER_REGS));
         if (threadIdx.x != 0) return;
         for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
             const TmTile tl = tm_tile(t, M, N, K, kps);
@@ -1236,7 +1248,7 @@ __global__ void __launch_bounds__(TM_THREADS, 1) matmul_tma_kernel(const __grid_
         }
         return;
     }
-    asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(TM_CONSUMER_REGS));
     const int cw = (threadIdx.x >> 7) - 1; /* consumer warpgroup: rows cw*64 .. cw*64+63 of the tile */
     const int lane = threadIdx.x & 31, w = (threadIdx.x >> 5) & 3, g = lane >> 2, tq = lane & 3;
     float d[128];
@@ -1409,8 +1421,9 @@ static void gemm_16(ngpt_backend *be, int layout, const T *A, const T *B, int M,
 static void gemm(ngpt_backend *be, int layout, void *out, const void *A, const void *B, const void *bias, int M, int N, int K, size_t lda,
                  size_t ldb, size_t ldc, int accumulate, int kind = EPI_PLAIN, void *aux = NULL) {
     if (M <= 0 || N <= 0) return;
-    if ((unsigned)((N + MM_BN - 1) / MM_BN) > 65535u) {
-        cu_fail(be, NGPT_ERR_ARG, "cuda matmul: N = %d is too large for one launch", N);
+    const int tile_n = be->dtype == NGPT_DTYPE_F32 ? SM_TILE : MM_BN; /* the narrowest tiles of the kernels gridded on N */
+    if ((unsigned)((N + tile_n - 1) / tile_n) > 65535u) {
+        cu_fail(be, NGPT_ERR_ARG, "cuda matmul: N = %d is too large for one launch (at most %d)", N, 65535 * tile_n);
         return;
     }
     if (be->dtype == NGPT_DTYPE_F32) {
@@ -1522,8 +1535,15 @@ static void cu_matmul_forward(ngpt_backend *be, void *out, const void *inp, cons
     }
     gemm(be, MM_FWD, out, inp, w, bias, N, OC, C, (size_t)C, (size_t)C, (size_t)OC, 0);
 }
+/* The fused forwards of up to GEMV_MAX_ROWS rows run as matmul_forward (gemv) and the separate op, so they
+ * give the separate ops' bits at every N. */
 static void cu_matmul_forward_gelu(ngpt_backend *be, void *pre, void *act, const void *inp, const void *w, const void *bias, int N, int C, int OC) {
     if (bad_dims(be, "matmul_forward_gelu", N, C, OC)) return;
+    if (N <= GEMV_MAX_ROWS) {
+        cu_matmul_forward(be, pre, inp, w, bias, N, C, OC);
+        if (be->status == NGPT_OK) cu_gelu_forward(be, act, pre, (size_t)N * OC);
+        return;
+    }
     gemm(be, MM_FWD, pre, inp, w, bias, N, OC, C, (size_t)C, (size_t)C, (size_t)OC, 0, EPI_GELU, act);
 }
 static void cu_matmul_forward_residual(ngpt_backend *be, void *out, const void *inp, const void *w, const void *bias, const void *res, int N, int C,
@@ -1531,6 +1551,11 @@ static void cu_matmul_forward_residual(ngpt_backend *be, void *out, const void *
     if (bad_dims(be, "matmul_forward_residual", N, C, OC)) return;
     if (!res || out == res || out == inp || out == w) {
         cu_fail(be, NGPT_ERR_ARG, "cuda matmul_forward_residual: res is required and out must alias none of inp, w, res");
+        return;
+    }
+    if (N <= GEMV_MAX_ROWS) {
+        cu_matmul_forward(be, out, inp, w, bias, N, C, OC);
+        if (be->status == NGPT_OK) cu_residual_forward(be, out, res, out, (size_t)N * OC);
         return;
     }
     gemm(be, MM_FWD, out, inp, w, bias, N, OC, C, (size_t)C, (size_t)C, (size_t)OC, 0, EPI_RESIDUAL, (void *)res);
@@ -2181,8 +2206,9 @@ __global__ void attn_decode_kernel(T *out, T *kv, const T *qkv, int S, int t, in
 }
 
 /* the padded head size of the tensor-core kernels for hs, or 0 when they cannot run it here */
-static int attn_tc_hs(ngpt_backend *be, int hs) {
+static int attn_tc_hs(ngpt_backend *be, int hs, int B, int NH) {
     if (be->dtype == NGPT_DTYPE_F32 || hs <= 0 || hs > 128) return 0;
+    if ((long long)B * NH > 65535) return 0; /* their grid.y; the SIMT kernels' grids are one-dimensional */
     int HS = hs <= 32 ? 32 : hs <= 64 ? 64 : 128;
     /* room for the largest of the three kernels (the forward's five tiles, or a backward's buffers) */
     size_t need = HS == 32 ? AttnSmem<32>::MOST : HS == 64 ? AttnSmem<64>::MOST : AttnSmem<128>::MOST;
@@ -2195,8 +2221,9 @@ static int attn_check(ngpt_backend *be, const char *op, int B, int T, int C, int
         cu_fail(be, NGPT_ERR_ARG, "cuda %s: C = %d and NH = %d give a head size that is not a whole number in 1..%d", op, C, NH, 32 * ATT_MAXD);
         return 1;
     }
-    if ((T + ATT_B - 1) / ATT_B > 65535 || (size_t)B * NH > 65535) {
-        cu_fail(be, NGPT_ERR_ARG, "cuda %s: B*NH = %lld or T = %d is too large for one launch", op, (long long)B * NH, T);
+    if ((unsigned long long)B * NH * T / ATT_SIMT_WARPS >= 0x7fffffffull) { /* the SIMT kernels: a warp per row */
+        cu_fail(be, NGPT_ERR_ARG, "cuda %s: B*NH*T = %lld rows are too many for one launch (at most %lld)", op, (long long)B * NH * T,
+                0x7fffffffll * ATT_SIMT_WARPS);
         return 1;
     }
     return 0;
@@ -2231,7 +2258,7 @@ template <typename T>
 static void attention_forward_t(ngpt_backend *be, T *out, float *lse, const T *qkv, int B, int T_, int C, int NH, DropArgs dr) {
     int hs = C / NH;
     if constexpr (sizeof(T) == 2) {
-        switch (attn_tc_hs(be, hs)) {
+        switch (attn_tc_hs(be, hs, B, NH)) {
         case 32: attn_forward_tc<T, 32>(be, out, lse, qkv, B, T_, C, NH, dr); return;
         case 64: attn_forward_tc<T, 64>(be, out, lse, qkv, B, T_, C, NH, dr); return;
         case 128: attn_forward_tc<T, 128>(be, out, lse, qkv, B, T_, C, NH, dr); return;
@@ -2254,7 +2281,7 @@ static void attention_backward_t(ngpt_backend *be, T *dqkv, const T *dout, const
     attn_rowdot_kernel<T><<<(unsigned)((rows + 7) / 8), 256, 0, im->stream>>>(D, dout, out, B, T_, C, NH, hs);
     if (CU_LAUNCHED(be, "attn_rowdot_kernel")) return;
     if constexpr (sizeof(T) == 2) {
-        switch (attn_tc_hs(be, hs)) {
+        switch (attn_tc_hs(be, hs, B, NH)) {
         case 32: attn_backward_tc<T, 32>(be, dqkv, dout, qkv, lse, D, B, T_, C, NH, dr); return;
         case 64: attn_backward_tc<T, 64>(be, dqkv, dout, qkv, lse, D, B, T_, C, NH, dr); return;
         case 128: attn_backward_tc<T, 128>(be, dqkv, dout, qkv, lse, D, B, T_, C, NH, dr); return;
@@ -2446,8 +2473,11 @@ static int probe_device(int *device, int *cc, char *err, size_t errlen) {
     if (count < 1) return errf(err, errlen, NGPT_ERR_DEVICE, "no CUDA device found");
     if ((e = cudaGetDevice(device)) != cudaSuccess) return errf(err, errlen, NGPT_ERR_DEVICE, "cudaGetDevice failed: %s", cudaGetErrorString(e));
     int major = 0, minor = 0;
-    cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, *device);
-    cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, *device);
+    if ((e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, *device)) != cudaSuccess ||
+        (e = cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, *device)) != cudaSuccess) {
+        cudaGetLastError();
+        return errf(err, errlen, NGPT_ERR_DEVICE, "cudaDeviceGetAttribute (compute capability) failed: %s", cudaGetErrorString(e));
+    }
     *cc = major * 10 + minor;
     if (*cc < 75)
         return errf(err, errlen, NGPT_ERR_DEVICE, "the GPU has compute capability %d.%d; nanogpt needs 7.5 or newer (tensor-core mma and ldmatrix)",
@@ -2462,10 +2492,27 @@ static int probe_device(int *device, int *cc, char *err, size_t errlen) {
     return NGPT_OK;
 }
 
+/* Whether every build of the TMA kernel starts with the registers its setmaxnreg moves (TM_REGS_NEEDED):
+ * with fewer, the consumers' increase would wait for registers that never come. */
+template <typename T> static bool tma_registers_ok() {
+    const void *kernels[3] = {(const void *)matmul_tma_kernel<T, true, true>, (const void *)matmul_tma_kernel<T, true, false>,
+                              (const void *)matmul_tma_kernel<T, false, false>};
+    for (const void *k : kernels) {
+        cudaFuncAttributes fa;
+        if (cudaFuncGetAttributes(&fa, k) != cudaSuccess) {
+            cudaGetLastError();
+            return false;
+        }
+        if ((long long)fa.numRegs * TM_THREADS < TM_REGS_NEEDED) return false;
+    }
+    return true;
+}
+
 /* Which kernel 16-bit matmuls run on. The wgmma kernels run where they can: a compute capability 9.0 GPU
  * and a binary with sm_90a code (ngpt_wgmma_built reads 1 only there); the TMA one of them also needs the
- * driver's tensor-map encoder. NGPT_MATMUL picks an older kernel, to compare: "mma" (mma.sync) or "wgmma"
- * (the cp.async wgmma kernel). *encoder: the encoder when the choice is MATMUL_TMA, else NULL. */
+ * driver's tensor-map encoder and its register budget (tma_registers_ok). NGPT_MATMUL picks an older
+ * kernel, to compare: "mma" (mma.sync) or "wgmma" (the cp.async wgmma kernel). *encoder: the encoder when
+ * the choice is MATMUL_TMA, else NULL. */
 enum { MATMUL_MMA, MATMUL_WGMMA, MATMUL_TMA };
 static int matmul_choice(int cc, void **encoder) {
     const char *force = getenv("NGPT_MATMUL");
@@ -2478,6 +2525,7 @@ static int matmul_choice(int cc, void **encoder) {
     }
     if (!built) return MATMUL_MMA;
     if (force && !strcmp(force, "wgmma")) return MATMUL_WGMMA;
+    if (!tma_registers_ok<__nv_bfloat16>() || !tma_registers_ok<__half>()) return MATMUL_WGMMA;
     *encoder = find_tensor_map_encoder();
     return *encoder ? MATMUL_TMA : MATMUL_WGMMA;
 }
@@ -2556,7 +2604,11 @@ int ngpt_cuda_describe(char *out, size_t outlen) {
         return errf(out, outlen, NGPT_ERR_DEVICE, "cuda: cudaGetDeviceProperties failed");
     }
     size_t fb = 0, tb = 0;
-    cudaMemGetInfo(&fb, &tb);
+    cudaError_t e = cudaMemGetInfo(&fb, &tb);
+    if (e != cudaSuccess) {
+        cudaGetLastError();
+        return errf(out, outlen, NGPT_ERR_DEVICE, "cuda: %s: cudaMemGetInfo failed: %s", prop.name, cudaGetErrorString(e));
+    }
     void *encoder = NULL;
     return errf(out, outlen, NGPT_OK, "cuda: %s, sm_%d, %d SMs, %.1f GiB (%.1f GiB free), bf16 %s, 16-bit matmul %s", prop.name, cc,
                 prop.multiProcessorCount, tb / 1073741824.0, fb / 1073741824.0, cc >= 80 ? "yes" : "no (fp16 with loss scaling)",
@@ -2584,12 +2636,15 @@ int ngpt_cuda_backend_create(ngpt_backend **out, int dtype, char *err, size_t er
     be->impl = im;
     im->device = device;
     im->cc = cc;
-    int v = 0;
-    cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, device);
-    im->sm_count = v;
-    v = 0;
-    cudaDeviceGetAttribute(&v, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
-    im->smem_optin = v > 0 ? (size_t)v : 48 * 1024;
+    int sms = 0, optin = 0;
+    if (CU_CHECK(be, cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device)) ||
+        CU_CHECK(be, cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device))) {
+        rc = errf(err, errlen, be->status, "%s", be->msg);
+        cu_destroy(be);
+        return rc;
+    }
+    im->sm_count = sms;
+    im->smem_optin = optin > 0 ? (size_t)optin : 48 * 1024;
     void *encoder = NULL;
     int choice = dtype == NGPT_DTYPE_F32 ? MATMUL_MMA : matmul_choice(cc, &encoder);
     im->use_wgmma = choice != MATMUL_MMA && im->smem_optin >= WG_SMEM_BYTES;

@@ -147,6 +147,34 @@ static void test_typos(void) {
     r = cli("export", "--out_dir=/nonexistent/out", "--out=x.bin", NULL);
     CHECK_RUN(r, 1, "export without a checkpoint");
     CHECK(strstr(r->err, "no checkpoint") && !strstr(r->err, "init_from"), "export says there is no checkpoint: %.300s", r->err);
+    r = cli("sample", "--init_from=foo", NULL);
+    CHECK_RUN(r, 1, "sample --init_from=foo");
+    CHECK(strstr(r->err, "init_from = foo: ") && strstr(r->err, "scratch, resume, gpt2, gpt2-medium, gpt2-large, gpt2-xl") &&
+              strstr(r->err, ".safetensors") && strstr(r->err, "llm.c model file"),
+          "an init_from that is no name and no file lists the valid values: %.400s", r->err);
+    r = cli("plan", "--max_memory=2.68", NULL);
+    CHECK_RUN(r, 1, "--max_memory=2.68");
+    CHECK(strstr(r->err, "--max_memory") && strstr(r->err, "unit") && strstr(r->err, "GiB"), "a size without a unit names the units: %.400s", r->err);
+    r = cli("info", "--bogus", NULL);
+    CHECK_RUN(r, 1, "info --bogus");
+    CHECK(strstr(r->err, "'--bogus'"), "info names the argument it does not take: %.300s", r->err);
+
+    /* n_embd not a multiple of n_head: the file and line of each, the valid values */
+    FILE *f = fopen(tmp_path("heads.cfg"), "w");
+    if (!f) { CHECK(0, "cannot write %s", tmp_path("heads.cfg")); return; }
+    fprintf(f, "n_layer = 2\nn_head = 4\nn_embd = 130\n");
+    fclose(f);
+    r = cli("plan", tmp_path("heads.cfg"), NULL);
+    CHECK_RUN(r, 1, "n_embd = 130, n_head = 4");
+    CHECK(strstr(r->err, "heads.cfg:3: n_embd = 130 is not a multiple of n_head = 4 (n_head from ") && strstr(r->err, "heads.cfg:2)") &&
+              strstr(r->err, "n_embd = 128 or 132") && strstr(r->err, "n_head = 1, 2, 5, 10, 13, 26, 65, 130"),
+          "n_embd/n_head: %.400s", r->err);
+    r = cli("plan", tmp_path("heads.cfg"), "--n_head=5", NULL);
+    CHECK_RUN(r, 0, "the command line mends the file");
+    r = cli("plan", tmp_path("heads.cfg"), "--n_head=3", NULL);
+    CHECK_RUN(r, 1, "--n_head=3");
+    CHECK(strstr(r->err, "--n_head: n_head = 3 does not divide n_embd = 130 (n_embd from ") && strstr(r->err, "heads.cfg:3)"),
+          "the argument set last comes first: %.400s", r->err);
 }
 
 static void test_plan_and_info(void) {
@@ -171,6 +199,127 @@ static void test_plan_and_info(void) {
     r = cli("info", NULL);
     CHECK_RUN(r, 0, "info");
     CHECK(strstr(r->out, "cpu: ") && strstr(r->out, "build: "), "info: %.300s", r->out);
+    CHECK(strstr(r->out, "physical, ") && strstr(r->out, "available; float32 only (no bf16"),
+          "info: the CPU's memory and what it stores: %.300s", r->out);
+}
+
+/* a request plan_make refuses (nothing planned) prints only the error; --json then says fits false, with the error */
+static void test_plan_refused(void) {
+    const char *mbs[2] = {"--micro_batch=5", "--micro_batch=24"}; /* batch_size 12 x accumulation 1 */
+    for (int i = 0; i < 2; i++) {
+        CliRun *r = cli("plan", mbs[i], "--device=cpu", "--batch_size=12", "--gradient_accumulation_steps=1", NULL);
+        CHECK_RUN(r, 1, mbs[i]);
+        CHECK(!r->out[0] && strstr(r->err, "must divide batch_size * gradient_accumulation_steps = 12"), "%s: the error alone: %.300s | %.300s",
+              mbs[i], r->out, r->err);
+        r = cli("plan", mbs[i], "--json", "--device=cpu", "--batch_size=12", "--gradient_accumulation_steps=1", NULL);
+        CHECK_RUN(r, 1, "plan --json with a refused micro_batch");
+        CHECK(!strncmp(r->out, "{\"fits\": false, \"error\": \"micro_batch = ", 40) && !strstr(r->out, "\"parameters\"") &&
+              !strcmp(r->out + strlen(r->out) - 3, "\"}\n"), "--json %s: a JSON error object: %.300s", mbs[i], r->out);
+    }
+    /* the JSON error object for errors before planning too, with the message escaped */
+    CliRun *r = cli("plan", "--json", "--init_from=no\"such", NULL);
+    CHECK_RUN(r, 1, "plan --json --init_from=no\"such");
+    CHECK(!strncmp(r->out, "{\"fits\": false, \"error\": \"init_from = no\\\"such: ", 48), "an escaped message: %.300s", r->out);
+    /* a plan that does not fit is still shown (the smallest one), with fits false */
+    r = cli("plan", "--json", "--n_layer=12", "--n_head=12", "--n_embd=768", "--block_size=1024", "--vocab_size=50257", "--device=cuda",
+            "--dtype=bfloat16", "--max_memory=0.5GiB", NULL);
+    CHECK_RUN(r, 1, "plan --json at 0.5 GiB");
+    CHECK(strstr(r->out, "\"fits\": false, \"sampling\": false") && strstr(r->out, "\"n_layer\": 12"), "the smallest plan: %.200s", r->out);
+}
+
+/* plan takes the model from init_from as train and sample do: GPT-2's sizes by name (no download), a file's
+ * header, out_dir's newest checkpoint (test_resume_model); a bad meta.bin is the error train reports */
+static void test_plan_init_from(void) {
+    char data_arg[600];
+    snprintf(data_arg, sizeof data_arg, "--data_dir=%s", tmp_path("nodata"));
+    struct { const char *name; const char *want; } sizes[4] = {
+        {"--init_from=gpt2", "L=12 NH=12 C=768 V=50257 (padded 50304) block_size=256 bias=yes"},
+        {"--init_from=gpt2-medium", "L=24 NH=16 C=1024 V=50257 (padded 50304) block_size=256 bias=yes"},
+        {"--init_from=gpt2-large", "L=36 NH=20 C=1280 V=50257 (padded 50304) block_size=256 bias=yes"},
+        {"--init_from=gpt2-xl", "L=48 NH=25 C=1600 V=50257 (padded 50304) block_size=256 bias=yes"}};
+    for (int i = 0; i < 4; i++) {
+        CliRun *r = cli("plan", sizes[i].name, "--block_size=256", "--pretrained_dir=/nonexistent", data_arg, "--device=cuda",
+                        "--max_memory=80GiB", NULL);
+        CHECK_RUN(r, 0, sizes[i].name);
+        CHECK(!strncmp(r->out, "model        ", 13) && strstr(r->out, sizes[i].want), "%s: %.200s", sizes[i].name, r->out);
+    }
+    /* the audit's case: sampling GPT-2 XL takes its whole context, as `nanogpt sample --init_from=gpt2-xl` */
+    CliRun *r = cli("plan", "--sample", "--init_from=gpt2-xl", "--device=cuda", "--max_memory=4GiB", "--json", data_arg, NULL);
+    CHECK(strstr(r->out, "\"n_layer\": 48, \"n_head\": 25, \"n_embd\": 1600, \"vocab_size\": 50257") && strstr(r->out, "\"block_size\": 1024"),
+          "plan --sample --init_from=gpt2-xl: %.300s", r->out);
+    r = cli("plan", "--init_from=gpt2", "--block_size=2048", data_arg, "--device=cpu", NULL);
+    CHECK_RUN(r, 1, "plan --init_from=gpt2 --block_size=2048");
+    CHECK(strstr(r->err, "block_size = 2048: the pretrained model has 1024 positions"), "the crop's limit: %.300s", r->err);
+    /* files: safetensors (a folder, a file), llm.c */
+    const char *files[3] = {"--init_from=test/fixtures/tiny_gpt2", "--init_from=test/fixtures/tiny_gpt2/model_bf16.safetensors",
+                            "--init_from=test/fixtures/tiny_gpt2_llmc_v3.bin"};
+    for (int i = 0; i < 3; i++) {
+        r = cli("plan", files[i], "--block_size=16", data_arg, "--device=cpu", NULL);
+        CHECK_RUN(r, 0, files[i]);
+        CHECK(strstr(r->out, "L=2 NH=2 C=24 V=100 (padded 128) block_size=16 bias=yes"), "%s: %.200s", files[i], r->out);
+        r = cli("plan", files[i], "--sample", data_arg, "--device=cpu", NULL);
+        CHECK(strstr(r->out, "block_size=24 bias=yes") && strstr(r->out, "sampling"), "%s --sample: the model's 24 positions: %.200s", files[i], r->out);
+    }
+    r = cli("plan", "--init_from=foo", data_arg, "--device=cpu", NULL);
+    CHECK_RUN(r, 1, "plan --init_from=foo");
+    CHECK(!r->out[0] && strstr(r->err, "init_from = foo: No such file") && strstr(r->err, "resume, gpt2, gpt2-medium, gpt2-large, gpt2-xl"),
+          "an unknown init_from names the value and the choices: %.300s", r->err);
+    r = cli("plan", "--init_from=test/fixtures/bpe_cases.bin", data_arg, "--device=cpu", NULL);
+    CHECK_RUN(r, 1, "plan --init_from=a file of another kind");
+    CHECK(strstr(r->err, "bpe_cases.bin: magic"), "a file that is no model: %.300s", r->err);
+    r = cli("plan", "--init_from=resume", "--out_dir=/nonexistent/out", data_arg, "--device=cpu", NULL);
+    CHECK_RUN(r, 1, "plan --init_from=resume without a checkpoint");
+    CHECK(strstr(r->err, "holds no checkpoint"), "resume without a checkpoint: %.300s", r->err);
+
+    /* a corrupt meta.bin: plan refuses with train's error */
+    mkdir(tmp_path("badmeta"), 0777);
+    FILE *f = fopen(tmp_path("badmeta/meta.bin"), "wb");
+    if (f) { fputs("garbage!", f); fclose(f); }
+    snprintf(data_arg, sizeof data_arg, "--data_dir=%s", tmp_path("badmeta"));
+    r = cli("plan", data_arg, "--device=cpu", NULL);
+    CHECK_RUN(r, 1, "plan with a corrupt meta.bin");
+    char plan_err[1024];
+    copy_str(plan_err, sizeof plan_err, r->err);
+    CHECK(strstr(plan_err, "badmeta/meta.bin is not a nanogpt character vocabulary") && !r->out[0], "plan reports the bad meta.bin: %.300s", plan_err);
+    r = cli("train", data_arg, "--device=cpu", NULL);
+    CHECK_RUN(r, 1, "train with a corrupt meta.bin");
+    CHECK(!strcmp(plan_err, r->err), "plan and train report the same error:\n%.300s\n%.300s", plan_err, r->err);
+}
+
+/* resume keeps the checkpoint's model, as nanoGPT: a different --block_size gets a note, the startup line counts the
+ * checkpoint's tokens per step, plan plans the checkpoint's model; the closing line's measured memory */
+static void test_resume_model(void) {
+    char path[600];
+    snprintf(path, sizeof path, "%s/tinyshakespeare.txt", shared_data_dir());
+    FILE *in = fopen(path, "rb"), *f = fopen(tmp_path("small.txt"), "wb");
+    char buf[30000];
+    size_t n = in ? fread(buf, 1, sizeof buf, in) : 0;
+    if (f) { fwrite(buf, 1, n, f); fclose(f); }
+    if (in) fclose(in);
+    CHECK(n == sizeof buf, "cannot read 30000 bytes of %s", path);
+    char input_arg[600], out_arg[600], data_arg[600], out_dir_arg[600];
+    snprintf(input_arg, sizeof input_arg, "--input=%s", tmp_path("small.txt"));
+    snprintf(out_arg, sizeof out_arg, "--out=%s", tmp_path("rdata"));
+    snprintf(data_arg, sizeof data_arg, "--data_dir=%s", tmp_path("rdata"));
+    snprintf(out_dir_arg, sizeof out_dir_arg, "--out_dir=%s", tmp_path("rout"));
+    CliRun *r = cli("prepare", input_arg, out_arg, NULL);
+    CHECK_RUN(r, 0, "prepare");
+    r = cli("train", data_arg, out_dir_arg, "--n_layer=1", "--n_head=2", "--n_embd=16", "--block_size=32", "--batch_size=2", "--max_iters=2",
+            "--eval_interval=2", "--eval_iters=1", "--always_save_checkpoint=True", "--device=cpu", "--threads=1", NULL);
+    CHECK_RUN(r, 0, "train a tiny model");
+    CHECK(strstr(r->out, "(64 tokens/step)") && !strstr(r->out, "note: init_from"), "2 x 32 tokens per step, no note: %.400s", r->out);
+    /* the closing line on the CPU: the arena and the measured peak resident set */
+    const char *done = strstr(r->out, "done: ");
+    CHECK(done && strstr(done, "; memory: arena ") && strstr(done, " (allocated once), process peak resident ") && !strstr(done, "device memory"),
+          "the done line: %.300s", done ? done : r->out);
+    r = cli("train", data_arg, out_dir_arg, "--init_from=resume", "--block_size=128", "--n_layer=1", "--n_embd=48", "--bias=True", "--batch_size=2",
+            "--max_iters=4", "--eval_interval=2", "--eval_iters=1", "--device=cpu", "--threads=1", NULL);
+    CHECK_RUN(r, 0, "resume with --block_size=128");
+    CHECK(strstr(r->out, "note: init_from = resume sets the model, over the command line: n_embd 16 (not 48), block_size 32 (not 128), bias False (not True)\n") &&
+          strstr(r->out, "(64 tokens/step)"), "the checkpoint's model, and a note of what it overrode: %.600s", r->out);
+    r = cli("plan", "--init_from=resume", out_dir_arg, data_arg, "--block_size=128", "--device=cpu", NULL);
+    CHECK_RUN(r, 0, "plan --init_from=resume");
+    CHECK(strstr(r->out, "L=1 NH=2 C=16 V=") && strstr(r->out, "block_size=32"), "plan --init_from=resume: the checkpoint's model: %.300s", r->out);
 }
 
 /* nanogpt bench --sample: generation timed with the sampling plan */
@@ -309,6 +458,12 @@ static void test_workflow(void) {
     r = cli("sample", init_arg, data_arg, "--start=ROMEO:", "--num_samples=3", "--max_new_tokens=40", "--seed=7", NULL);
     CHECK_RUN(r, 0, "sample --init_from=model.bin");
     CHECK(!strcmp(first, r->out), "the exported weights sample as the checkpoint did:\n%.300s\n---- vs ----\n%.300s", first, r->out);
+    /* without the characters (meta.bin), GPT-2's tokens do not fit the model: say where the characters are read */
+    r = cli("sample", init_arg, "--dataset=no_such_dataset", "--num_samples=1", "--max_new_tokens=5", NULL);
+    CHECK_RUN(r, 1, "sample --init_from=model.bin without meta.bin");
+    CHECK(strstr(r->err, "data/no_such_dataset/meta.bin") && strstr(r->err, "--dataset=NAME") && strstr(r->err, "--data_dir=DIR") &&
+              strstr(r->err, "too few for GPT-2's 50257"),
+          "a character model without its meta.bin: %.400s", r->err);
     r = cli("sample", "--init_from=scratch", NULL);
     CHECK_RUN(r, 1, "sample --init_from=scratch");
 }
@@ -435,6 +590,9 @@ int main(void) {
     RUN(test_help);
     RUN(test_typos);
     RUN(test_plan_and_info);
+    RUN(test_plan_refused);
+    RUN(test_plan_init_from);
+    RUN(test_resume_model);
     RUN(test_bench_sampling);
     RUN(test_workflow);
     RUN(test_file_size_limit);

@@ -50,12 +50,29 @@ static void test_set_and_validate(void) {
     CHECK(rc == NGPT_ERR_ARG && strstr(err, "auto|cpu|cuda"), "choices: %s", err);
     rc = ngpt_config_set(&c, "bias", "maybe", err, sizeof err);
     CHECK(rc == NGPT_ERR_ARG && strstr(err, "True or False"), "bool: %s", err);
+    rc = ngpt_config_set(&c, "dataset", " 'foo", err, sizeof err);
+    CHECK(rc == NGPT_ERR_ARG && strstr(err, "dataset = 'foo: the quote is not closed"), "unclosed quote: %s", err);
+    rc = ngpt_config_set(&c, "out_dir", "\"", err, sizeof err);
+    CHECK(rc == NGPT_ERR_ARG && strstr(err, "not closed"), "a lone quote: %s", err);
+
+    /* a size needs a unit: is 2.68 bytes or GiB? 0 (no cap) alone needs none */
+    rc = ngpt_config_set(&c, "max_memory", "2.68", err, sizeof err);
+    CHECK(rc == NGPT_ERR_ARG && strstr(err, "max_memory = '2.68'") && strstr(err, "unit") && strstr(err, "KiB/MiB/GiB/TiB") &&
+              strstr(err, "KB/MB/GB/TB"), "a size without a unit: %s", err);
+    CHECK(ngpt_config_set(&c, "max_memory", "1e9", err, sizeof err) == NGPT_ERR_ARG, "1e9 without a unit is refused");
+    CHECK(ngpt_config_set(&c, "max_memory", "0", err, sizeof err) == 0 && c.max_memory == 0, "0 = no cap: %s", err);
+    CHECK(ngpt_config_set(&c, "max_memory", "1e9B", err, sizeof err) == 0 && c.max_memory == 1e9, "bytes with B: %s", err);
+    CHECK(ngpt_config_set(&c, "max_memory", "512 MB", err, sizeof err) == 0 && c.max_memory == 512e6, "512 MB: %s", err);
+    /* checkpoints written before sizes carried a unit stored bare bytes: those still read */
+    CHECK(config_set(&c, "max_memory", "2877628579.84", 1, err, sizeof err) == 0 && c.max_memory == 2877628579.84, "stored bytes: %s", err);
 
     ngpt_config_defaults(&c);
     c.n_embd = 100;
     c.n_head = 12;
     rc = config_validate(&c, err, sizeof err);
-    CHECK(rc == NGPT_ERR_ARG && strstr(err, "n_embd = 100") && strstr(err, "n_head = 12"), "divisibility: %s", err);
+    CHECK(rc == NGPT_ERR_ARG && strstr(err, "n_embd = 100 is not a multiple of n_head = 12") && strstr(err, "n_embd = 96 or 108") &&
+              strstr(err, "n_head = 1, 2, 4, 5, 10, 20, 25, 50, 100 (divisors"),
+          "divisibility names the valid values: %s", err);
 }
 
 static void test_config_file(void) {
@@ -81,7 +98,19 @@ static void test_config_file(void) {
     const char *noeq = "batch_size 8\n";
     write_file(tmp_path("noeq.cfg"), noeq, strlen(noeq));
     rc = ngpt_config_load(&c, tmp_path("noeq.cfg"), err, sizeof err);
-    CHECK(rc == NGPT_ERR_FORMAT && strstr(err, "noeq.cfg:1:"), "missing '=': %s", err);
+    CHECK(rc == NGPT_ERR_FORMAT && strstr(err, "noeq.cfg:1:") && strstr(err, "found 'batch_size 8'"), "missing '=': %s", err);
+    const char *bom = "\xEF\xBB\xBF" "batch_size = 7\n";
+    write_file(tmp_path("bom.cfg"), bom, strlen(bom));
+    rc = ngpt_config_load(&c, tmp_path("bom.cfg"), err, sizeof err);
+    CHECK(rc == 0 && c.batch_size == 7, "a UTF-8 byte order mark is skipped: %s", err);
+    const char *open_quote = "batch_size = 8\ndataset = 'foo  # a comment\n";
+    write_file(tmp_path("quote.cfg"), open_quote, strlen(open_quote));
+    rc = ngpt_config_load(&c, tmp_path("quote.cfg"), err, sizeof err);
+    CHECK(rc == NGPT_ERR_FORMAT && strstr(err, "quote.cfg:2:11: the quote ' opened here is not closed"), "unclosed quote: %s", err);
+    const char *apostrophe = "out_dir = \"it's\"  # a comment\n";
+    write_file(tmp_path("apostrophe.cfg"), apostrophe, strlen(apostrophe));
+    rc = ngpt_config_load(&c, tmp_path("apostrophe.cfg"), err, sizeof err);
+    CHECK(rc == 0 && !strcmp(c.out_dir, "it's"), "a quote inside the other quotes: %s", err);
     rc = ngpt_config_load(&c, tmp_path("missing.cfg"), err, sizeof err);
     CHECK(rc == NGPT_ERR_IO && strstr(err, "missing.cfg"), "missing file: %s", err);
 }
@@ -96,6 +125,7 @@ static void test_print_load_round_trip(void) {
     a.max_memory = 2.68 * GiB;
     a.seed = 123456789012345LL;
     copy_str(a.out_dir, sizeof a.out_dir, "out dir # with a hash");
+    copy_str(a.dataset, sizeof a.dataset, "it's");
     FILE *f = fopen(tmp_path("printed.cfg"), "w");
     ngpt_config_print(&a, f);
     fclose(f);
@@ -148,9 +178,9 @@ static void test_prepare_char(void) {
     CHECK(rc == 0 && v->n == 11, "vocab: %d entries (%s)", v->n, err);
     CHECK(v->cp[0] == '\n' && v->cp[v->n - 1] == 0xE9, "code point order");
     TokenFile tf, vf;
-    rc = tokenfile_open(&tf, tmp_path("ds/train.bin"), v->n, 2, err, sizeof err);
+    rc = tokenfile_open(&tf, tmp_path("ds/train.bin"), v->n, 2, 0, err, sizeof err);
     CHECK(rc == 0, "train.bin: %s", err);
-    rc = tokenfile_open(&vf, tmp_path("ds/val.bin"), v->n, 2, err, sizeof err);
+    rc = tokenfile_open(&vf, tmp_path("ds/val.bin"), v->n, 2, 0, err, sizeof err);
     CHECK(rc == 0, "val.bin: %s", err);
     size_t nchars = 19; /* "hello, world\nhéllo\n" */
     CHECK(tf.ntok == (size_t)(nchars * 0.75) && tf.ntok + vf.ntok == nchars, "split %zu + %zu", tf.ntok, vf.ntok);
@@ -177,8 +207,8 @@ static void test_prepare_tiny_shakespeare(void) {
     int rc = prepare_char(path, tmp_path("ts"), 0.1, NULL, err, sizeof err);
     CHECK(rc == 0, "%s", err);
     TokenFile tf, vf;
-    CHECK(tokenfile_open(&tf, tmp_path("ts/train.bin"), 65, 2, err, sizeof err) == 0, "%s", err);
-    CHECK(tokenfile_open(&vf, tmp_path("ts/val.bin"), 65, 2, err, sizeof err) == 0, "%s", err);
+    CHECK(tokenfile_open(&tf, tmp_path("ts/train.bin"), 65, 2, 0, err, sizeof err) == 0, "%s", err);
+    CHECK(tokenfile_open(&vf, tmp_path("ts/val.bin"), 65, 2, 0, err, sizeof err) == 0, "%s", err);
     /* nanoGPT's prepare.py prints: train has 1,003,854 tokens, val has 111,540 tokens, vocab size 65 */
     CHECK(tf.ntok == 1003854 && vf.ntok == 111540, "train %zu val %zu", tf.ntok, vf.ntok);
     tokenfile_close(&tf);
@@ -190,19 +220,20 @@ static void test_token_file_errors(void) {
     TokenFile tf;
     uint16_t good[10] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 0};
     write_file(tmp_path("odd.bin"), good, 7);
-    int rc = tokenfile_open(&tf, tmp_path("odd.bin"), 65, 2, err, sizeof err);
+    int rc = tokenfile_open(&tf, tmp_path("odd.bin"), 65, 2, 0, err, sizeof err);
     CHECK(rc == NGPT_ERR_FORMAT && strstr(err, "odd size") && strstr(err, "odd.bin"), "odd size: %s", err);
     write_file(tmp_path("empty.bin"), good, 0);
-    rc = tokenfile_open(&tf, tmp_path("empty.bin"), 65, 2, err, sizeof err);
-    CHECK(rc == NGPT_ERR_FORMAT && strstr(err, "empty"), "empty: %s", err);
+    rc = tokenfile_open(&tf, tmp_path("empty.bin"), 65, 2, 0, err, sizeof err);
+    CHECK(rc == NGPT_ERR_FORMAT && strstr(err, "empty.bin is empty") && strstr(err, "at least block_size + 1 = 2 tokens (4 bytes"),
+          "empty: names the size it needs: %s", err);
     write_file(tmp_path("short.bin"), good, 8);
-    rc = tokenfile_open(&tf, tmp_path("short.bin"), 65, 65, err, sizeof err);
+    rc = tokenfile_open(&tf, tmp_path("short.bin"), 65, 65, 0, err, sizeof err);
     CHECK(rc == NGPT_ERR_FORMAT && strstr(err, "has 4 tokens") && strstr(err, "65"), "too short: %s", err);
     uint16_t badid[4] = {1, 2, 70, 3};
     write_file(tmp_path("badid.bin"), badid, sizeof badid);
-    rc = tokenfile_open(&tf, tmp_path("badid.bin"), 65, 2, err, sizeof err);
+    rc = tokenfile_open(&tf, tmp_path("badid.bin"), 65, 2, 0, err, sizeof err);
     CHECK(rc == NGPT_ERR_FORMAT && strstr(err, "token id 70 at byte offset 4") && strstr(err, "0..64"), "id out of range: %s", err);
-    rc = tokenfile_open(&tf, tmp_path("nope.bin"), 65, 2, err, sizeof err);
+    rc = tokenfile_open(&tf, tmp_path("nope.bin"), 65, 2, 0, err, sizeof err);
     CHECK(rc == NGPT_ERR_IO && strstr(err, "nope.bin"), "missing: %s", err);
 
     /* llm.c shards: header checked against the size */
@@ -212,17 +243,17 @@ static void test_token_file_errors(void) {
     memcpy(buf, hdr, 1024);
     memcpy(buf + 1024, good, 20);
     write_file(tmp_path("shard.bin"), buf, sizeof buf);
-    rc = tokenfile_open(&tf, tmp_path("shard.bin"), 65, 2, err, sizeof err);
+    rc = tokenfile_open(&tf, tmp_path("shard.bin"), 65, 2, 0, err, sizeof err);
     CHECK(rc == 0 && tf.llmc && tf.ntok == 10 && tf.tokens[2] == 3, "llm.c shard: %s", err);
     if (!rc) tokenfile_close(&tf);
     write_file(tmp_path("trunc.bin"), buf, sizeof buf - 6);
-    rc = tokenfile_open(&tf, tmp_path("trunc.bin"), 65, 2, err, sizeof err);
+    rc = tokenfile_open(&tf, tmp_path("trunc.bin"), 65, 2, 0, err, sizeof err);
     CHECK(rc == NGPT_ERR_FORMAT && strstr(err, "header says 10 tokens"), "truncated shard: %s", err);
     hdr[1] = 2;
     memcpy(buf, hdr, 1024);
     write_file(tmp_path("v2.bin"), buf, sizeof buf);
-    rc = tokenfile_open(&tf, tmp_path("v2.bin"), 65, 2, err, sizeof err);
-    CHECK(rc == NGPT_ERR_FORMAT && strstr(err, "version 2"), "shard version: %s", err);
+    rc = tokenfile_open(&tf, tmp_path("v2.bin"), 65, 2, 0, err, sizeof err);
+    CHECK(rc == NGPT_ERR_FORMAT && strstr(err, "version 2 at byte offset 4, expected 1"), "shard version: %s", err);
 }
 
 static void test_trainer_reports_data_errors(void) {

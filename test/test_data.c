@@ -2,7 +2,8 @@
  *  - Tiny Shakespeare gives exactly nanoGPT's data/shakespeare numbers (301,966 train and 36,059 val
  *    tokens), the ids of a whole-text encoding, and decodes back to the text;
  *  - several documents get <|endoftext|> between them; llm.c's format has a valid header;
- *  - a dataset of several llm.c shards is read as one, every shard sampled;
+ *  - a dataset of several llm.c shards is read as one, every shard sampled; a shard without llm.c's
+ *    header is refused (train.bin stays raw tokens);
  *  - the one-command BPE recipe's dataset check (data/shakespeare/train.cfg names the dataset). */
 #define NGPT_NO_MAIN
 #include "../nanogpt.c"
@@ -78,7 +79,7 @@ static void test_documents_and_llmc_format(void) {
     char path[600];
     snprintf(path, sizeof path, "%s/train.bin", out);
     TokenFile t;
-    CHECK(tokenfile_open(&t, path, 50257, 2, err, sizeof err) == 0 && t.llmc, "llm.c header: %s", err);
+    CHECK(tokenfile_open(&t, path, 50257, 2, 0, err, sizeof err) == 0 && t.llmc, "llm.c header: %s", err);
     size_t eots = 0, at = 0;
     for (size_t i = 0; i < t.ntok; i++)
         if (t.tokens[i] == 50256) { eots++; at = i; }
@@ -131,6 +132,52 @@ static void test_llmc_shards_read_as_one(void) {
     CHECK(rc == NGPT_ERR_IO && strstr(err, "no test.bin"), "no such split: %s", err);
 }
 
+/* a file found by llm.c's shard names must carry llm.c's header: without it the 1 KiB header (or whatever
+ * the file holds) would be trained on as tokens */
+static void test_shard_without_header(void) {
+    char dir[512], path[600], err[NGPT_ERRLEN];
+    snprintf(dir, sizeof dir, "%s/badshards", tmpdir);
+    mkdir(dir, 0777);
+    int32_t hdr[256] = {12345, 1, 1000};
+    uint16_t toks[1000] = {0};
+    snprintf(path, sizeof path, "%s/tiny_train_000000.bin", dir);
+    FILE *f = fopen(path, "wb");
+    fwrite(hdr, 4, 256, f);
+    fwrite(toks, 2, 1000, f);
+    fclose(f);
+    TokenSet s;
+    int rc = tokenset_open(&s, dir, "train", 50257, 32, err, sizeof err);
+    CHECK(rc == NGPT_ERR_FORMAT && strstr(err, "tiny_train_000000.bin: magic 12345 at byte offset 0, expected 20240520"),
+          "a shard with a wrong magic: %s", err);
+    if (!rc) tokenset_close(&s);
+    hdr[0] = LLMC_MAGIC;
+    hdr[1] = 7;
+    f = fopen(path, "wb");
+    fwrite(hdr, 4, 256, f);
+    fwrite(toks, 2, 1000, f);
+    fclose(f);
+    rc = tokenset_open(&s, dir, "train", 50257, 32, err, sizeof err);
+    CHECK(rc == NGPT_ERR_FORMAT && strstr(err, "tiny_train_000000.bin: llm.c shard version 7 at byte offset 4, expected 1"),
+          "a shard with a wrong version: %s", err);
+    if (!rc) tokenset_close(&s);
+    /* an empty shard: what it needs */
+    f = fopen(path, "wb");
+    fclose(f);
+    rc = tokenset_open(&s, dir, "train", 50257, 32, err, sizeof err);
+    CHECK(rc == NGPT_ERR_FORMAT && strstr(err, "is empty; it needs at least block_size + 1 = 33 tokens (1090 bytes with llm.c's header)"),
+          "an empty shard: %s", err);
+    if (!rc) tokenset_close(&s);
+    /* train.bin stays nanoGPT's headerless uint16 tokens, whatever its first bytes */
+    snprintf(path, sizeof path, "%s/train.bin", dir);
+    f = fopen(path, "wb");
+    hdr[0] = 12345;
+    fwrite(hdr, 4, 256, f);
+    fclose(f);
+    rc = tokenset_open(&s, dir, "train", 50257, 32, err, sizeof err);
+    CHECK(rc == 0 && s.n == 1 && s.files[0].ntok == 512 && !s.files[0].llmc, "train.bin read as raw tokens: %s", err);
+    if (!rc) tokenset_close(&s);
+}
+
 static void test_bpe_recipe_names_its_dataset(void) {
     ngpt_config c;
     char err[NGPT_ERRLEN];
@@ -151,6 +198,7 @@ int main(void) {
     RUN(test_shakespeare_like_nanogpt);
     RUN(test_documents_and_llmc_format);
     RUN(test_llmc_shards_read_as_one);
+    RUN(test_shard_without_header);
     RUN(test_bpe_recipe_names_its_dataset);
     ngpt_tokenizer_free(tok);
     char cmd[300];

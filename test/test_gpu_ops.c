@@ -865,6 +865,8 @@ static void tg_matmul_sweep(void) {
     t_matmul_residual(111, 96, 200);  /* edges that are not multiples of the tiles */
     t_matmul_residual(33, 71, 51);    /* odd widths: the single-element stores */
     t_matmul_residual(64, 2100, 40);  /* K = 2100 splits: the reduce kernel adds the residual */
+    t_matmul_gelu(5, 96, 200);        /* up to 8 rows the forward is a gemv: the fused ops follow it */
+    t_matmul_residual(7, 71, 51);
     if (!tg_small) t_matmul_gelu(2048, 768, 3072); /* GPT-2's MLP */
     if (!tg_small) t_matmul_residual(2048, 3072, 768); /* and its projection back into the residual stream */
     if (!tg_small) {

@@ -166,6 +166,31 @@ static void test_pretrained_read_dispatch(void) {
     free(pa); free(pb); free(pc); free(pd);
 }
 
+/* params NULL (nanogpt plan): each reader gives the shape it gives with the weights; GPT-2's names need no file */
+static void test_shape_only(void) {
+    const char *paths[5] = {FIX "tiny_gpt2", ST_F32, ST_BF16, LLMC_V3, LLMC_V5};
+    char err[NGPT_ERRLEN];
+    for (int i = 0; i < 5; i++) {
+        ModelShape full, shape;
+        memset(&shape, 0, sizeof shape);
+        float *p = load(pretrained_read, paths[i], &full);
+        int rc = pretrained_load(paths[i], NULL, &shape, NULL, err, sizeof err);
+        CHECK(rc == 0 && p && !memcmp(&full, &shape, sizeof full), "%s: the shape alone (L %d NH %d C %d V %d maxT %d) differs from the read's: %s",
+              paths[i], shape.L, shape.NH, shape.C, shape.V, shape.maxT, err);
+        free(p);
+    }
+    static const int want[4][3] = {{12, 12, 768}, {24, 16, 1024}, {36, 20, 1280}, {48, 25, 1600}};
+    for (int i = 0; i < 4; i++) {
+        ModelShape ms;
+        int rc = pretrained_load(gpt2_sizes[i].name, "/nonexistent", &ms, NULL, err, sizeof err);
+        CHECK(rc == 0 && ms.L == want[i][0] && ms.NH == want[i][1] && ms.C == want[i][2] && ms.V == 50257 && ms.Vp == 50304 && ms.maxT == 1024 &&
+              ms.bias == 1, "%s without its download: rc %d, L %d NH %d C %d V %d maxT %d", gpt2_sizes[i].name, rc, ms.L, ms.NH, ms.C, ms.V, ms.maxT);
+    }
+    ModelShape ms;
+    int rc = pretrained_load("gpt3", NULL, &ms, NULL, err, sizeof err);
+    CHECK(rc == NGPT_ERR_ARG && strstr(err, "init_from = gpt3: ") && strstr(err, "gpt2-xl"), "an unknown name: %d %s", rc, err);
+}
+
 /* init_from = gpt2 reads <pretrained_dir>/gpt2/model.safetensors; a missing download says how to get it */
 static void test_init_from_names(void) {
     char dir[128], sub[160], path[200], err[NGPT_ERRLEN];
@@ -779,6 +804,7 @@ int main(void) {
     RUN(test_bf16_readers_agree);
     RUN(test_f16_reader);
     RUN(test_pretrained_read_dispatch);
+    RUN(test_shape_only);
     RUN(test_init_from_names);
     RUN(test_crop_block_size);
     RUN(test_logits_safetensors_f32);

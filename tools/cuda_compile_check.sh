@@ -37,8 +37,11 @@ trap 'rm -rf "$TMP"' EXIT
 compile_one() { # arch
     local a=$1 t0 rc
     t0=$(date +%s)
-    "$NVCC" "${FLAGS[@]}" -gencode "arch=compute_$a,code=sm_$a" -c "$SRC" -o "$TMP/sm_$a.o" >"$TMP/sm_$a.log" 2>&1
+    # ptxas -v: its "ptxas info" lines (registers per kernel) go to their own file, the rest is the warnings log
+    "$NVCC" "${FLAGS[@]}" -Xptxas -v -gencode "arch=compute_$a,code=sm_$a" -c "$SRC" -o "$TMP/sm_$a.o" >"$TMP/sm_$a.all" 2>&1
     rc=$?
+    grep -E '^ptxas info|^ +[0-9]+ bytes stack frame' "$TMP/sm_$a.all" >"$TMP/sm_$a.ptxas"
+    grep -vE '^ptxas info|^ +[0-9]+ bytes stack frame' "$TMP/sm_$a.all" >"$TMP/sm_$a.log"
     echo "$rc $(($(date +%s) - t0))" >"$TMP/sm_$a.rc"
 }
 
@@ -62,6 +65,23 @@ for a in $ARCHS; do
         sed 's/^/    /' "$TMP/sm_$a.log" | head -n 30
     fi
 done
+
+# The TMA matmul's setmaxnreg moves registers between warpgroups inside the block's pool: every build of it
+# must start with the registers that needs (TM_REGS_NEEDED / TM_THREADS each), or its consumers would wait
+# for ever. (The backend checks the same at run time and falls back to the cp.async kernel.)
+if [ -f "$TMP/sm_90a.ptxas" ] && [ "$SRC" = nanogpt.cu ]; then
+    need=$(awk '/^#define TM_PRODUCER_REGS/{p=$3} /^#define TM_CONSUMER_REGS/{c=$3} /^#define TM_THREADS/{t=$3}
+                END{if (p && c && t) print int((128 * p + 256 * c + t - 1) / t)}' "$SRC")
+    regs=$(awk '/Compiling entry function/{tma = /matmul_tma_kernel/} tma && /Used [0-9]+ registers/{
+                for (i = 1; i <= NF; i++) if ($i == "Used") print $(i + 1)}' "$TMP/sm_90a.ptxas" | sort -u | tr '\n' ' ')
+    if [ -z "$need" ] || [ -z "$regs" ]; then
+        fail "sm_90a matmul_tma_kernel registers" "not found (need '${need}', ptxas said '${regs}')"
+    elif [ "$(echo "$regs" | awk -v n="$need" '{for (i = 1; i <= NF; i++) if ($i < n) bad = 1} END{print bad + 0}')" = 0 ]; then
+        ok "sm_90a matmul_tma_kernel: ${regs% } registers a thread at entry, setmaxnreg needs $need"
+    else
+        fail "sm_90a matmul_tma_kernel registers" "ptxas gave ${regs% }, setmaxnreg needs $need"
+    fi
+fi
 
 # The GPU programs (nanogpt with CUDA, test_gpu_ops, test_gpu_train) build as test/gpu.sh builds them on a
 # GPU machine, for the last architecture of the list: a host-side break in them shows here, not on a GPU.

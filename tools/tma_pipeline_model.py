@@ -13,10 +13,24 @@ Checks: every read sees the k tile it expects (no stage refilled while a read of
 deadlocks, every tile is finished by both consumers; and three deliberate bugs are caught (the wrong
 phase awaited, the last stage of a tile never released, a stage released before its read).
 Keep it in step with nanogpt.cu when either changes.  Usage: python3 tools/tma_pipeline_model.py [runs]"""
+import os
 import random
+import re
 import sys
 
-STAGES = 4
+
+def kernel_constants():
+    """the stage count and the barriers' arrival counts, read from nanogpt.cu, so the model follows the kernel"""
+    src = open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "nanogpt.cu")).read()
+    stages = int(re.search(r"^#define TM_STAGES (\d+)", src, re.M).group(1))
+    counts = {}
+    for name in ("full", "empty"):
+        expr = re.search(r"mbar_init\(&%s\[s\], ([0-9 *+]+)\)" % name, src).group(1)
+        counts[name] = eval(expr, {"__builtins__": {}})  # digits, spaces, * and + only
+    return stages, counts["full"], counts["empty"]
+
+
+STAGES, FULL_COUNT, EMPTY_COUNT = kernel_constants()
 
 
 class MBar:
@@ -52,8 +66,8 @@ def tiles_of(block, grid, tiles, ktiles):
 
 def run(seed, grid, block, tiles, ktiles, bug=None):
     rng = random.Random(seed)
-    full = [MBar(1) for _ in range(STAGES)]
-    empty = [MBar(256) for _ in range(STAGES)]
+    full = [MBar(FULL_COUNT) for _ in range(STAGES)]
+    empty = [MBar(EMPTY_COUNT) for _ in range(STAGES)]
     smem = [None] * STAGES
     copies = []  # (stage, id, bytes) in flight
     reads = [[], []]  # per consumer: pending wgmma reads (stage, id), oldest first

@@ -83,13 +83,21 @@ def read_back(mem, kcontig, start0, rows, row0):
 def tile_constants():
     """the tile sizes this check models, as nanogpt.cu defines them"""
     src = open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "nanogpt.cu")).read()
-    return {name: int(re.search(r"^#define %s (\d+)" % name, src, re.M).group(1)) for name in ("WG_BK", "TM_BM", "TM_BN")}
+    consts = {name: int(re.search(r"^#define %s (\d+)" % name, src, re.M).group(1)) for name in ("WG_BK", "TM_BM", "TM_BN")}
+    # the bytes a stage's "full" barrier expects: the argument of mbar_expect_bytes, with TM_A_BYTES and
+    # TM_B_BYTES evaluated from their definitions
+    for name in ("TM_A_BYTES", "TM_B_BYTES"):
+        expr = re.search(r"^#define %s (\([A-Z_0-9 *]+\))" % name, src, re.M).group(1)
+        consts[name] = eval(expr, {"__builtins__": {}}, consts)
+    expr = re.search(r"mbar_expect_bytes\(&full\[s\], ([A-Z_ +]+)\)", src).group(1)
+    consts["expected"] = eval(expr, {"__builtins__": {}}, consts)
+    return consts
 
 
 def main():
     bad = 0
     consts = tile_constants()
-    if consts != {"WG_BK": 64, "TM_BM": 128, "TM_BN": 256}:
+    if {k: consts[k] for k in ("WG_BK", "TM_BM", "TM_BN")} != {"WG_BK": 64, "TM_BM": 128, "TM_BN": 256}:
         print("nanogpt.cu's tiles changed (%s): update this check" % consts)
         return 1
     for kcontig in (True, False):
@@ -101,7 +109,11 @@ def main():
         bad += read_back(mem, kcontig, 0, 128, 0)
         # the TMA kernel: A 128 x 64 (two consumer warpgroups of 64 rows), B 256 x 64 (n256)
         mem_a, mem_b = tma_placed(kcontig, 128), tma_placed(kcontig, 256)
-        for name, mem, want in (("A", mem_a, 16384), ("B", mem_b, 32768)):  # TM_A_BYTES, TM_B_BYTES: the expected bytes
+        if len(mem_a) * 2 + len(mem_b) * 2 != consts["expected"]:
+            print("TMA stage (%s): the copies write %d bytes, the full barrier expects %d" %
+                  ("K-major" if kcontig else "MN-major", (len(mem_a) + len(mem_b)) * 2, consts["expected"]))
+            bad += 1
+        for name, mem, want in (("A", mem_a, consts["TM_A_BYTES"]), ("B", mem_b, consts["TM_B_BYTES"])):
             if len(mem) * 2 != want or max(mem) + 2 > want:
                 print("TMA %s tile (%s): %d bytes written, up to byte %d; the barrier expects %d" %
                       (name, "K-major" if kcontig else "MN-major", len(mem) * 2, max(mem) + 2, want))

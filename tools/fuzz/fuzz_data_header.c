@@ -58,7 +58,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     for (int k = 0; k < 3; k++) {
         TokenFile f;
         int V = k < 2 ? vocabs[k] : vocab;
-        if (tokenfile_open(&f, path, V, (size_t)T + 1, err, sizeof err) == NGPT_OK) {
+        if (tokenfile_open(&f, path, V, (size_t)T + 1, k == 2, err, sizeof err) == NGPT_OK) { /* k == 2: as a file named as an llm.c shard */
             for (size_t i = 0; i < f.ntok; i++)
                 if (f.tokens[i] >= V) { fprintf(stderr, "fuzz_data_header: token %zu = %d passed the check for V = %d\n", i, f.tokens[i], V); abort(); }
             tokenfile_close(&f);
