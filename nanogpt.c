@@ -6524,8 +6524,8 @@ static int trainer_setup(ngpt_trainer *tr) {
      * the litter of the save that a crash or kill interrupted (only a resume: another run, a bench say, may be
      * saving into the same out_dir while a fresh trainer is made) */
     tr->n_kept = checkpoint_list(c->out_dir, tr->kept_steps, MAX_KEEP_CHECKPOINTS);
-    if (resume.f) checkpoint_remove_stale(c->out_dir);
     if (resume.f) {
+        checkpoint_remove_stale(c->out_dir);
         rc = checkpoint_load(tr, &resume, resume_path);
         fclose(resume.f);
         tr->resume_file = NULL;
