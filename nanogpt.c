@@ -949,10 +949,10 @@ static int buf_category(int i, int training) {
     }
 }
 
-static int default_chunk(const PlanRequest *r, int small) {
-    if (small) return 128;
-    return r->device == DEV_BACKEND_CUDA ? 2048 : 512;
-}
+/* Rows of logits per chunk: the planner starts at the default (the classifier's products run well at that
+ * height) and, as its last trade, steps down by CHUNK_STEP rows to the largest chunk that fits. */
+#define CHUNK_STEP 128
+static int default_chunk(const PlanRequest *r) { return r->device == DEV_BACKEND_CUDA ? 2048 : 512; }
 
 /* Lays out everything for one choice; returns the device bytes (CPU: device + host). */
 static double plan_layout(Plan *p, const PlanRequest *r, int B, int lanes, int recompute, int chunk_cap, int moments_dtype) {
@@ -1027,6 +1027,23 @@ static double plan_layout(Plan *p, const PlanRequest *r, int B, int lanes, int r
     return r->device == DEV_BACKEND_CUDA ? (double)p->device_bytes : (double)(p->device_bytes + p->host_bytes);
 }
 
+/* The smaller-chunk trade, below the default chunk (as plan_layout caps it for this micro-batch): the fewest
+ * chunks per pass over a lane's rows that fit, each the smallest multiple of CHUNK_STEP rows that makes that
+ * count (2048 rows in a budget that holds 1664: two chunks of 1024, not 1664 + 384). Lays the plan out in
+ * *p and returns its chunk, or 0 when not even CHUNK_STEP rows fit. */
+static int plan_fit_smaller_chunk(Plan *p, const PlanRequest *r, int B, int lanes, int recompute, int moments_dtype) {
+    long long rows = (long long)lane_seqs(B, r->inference ? 1 : MIN(lanes, B)) * r->T;
+    int top = (int)MIN((long long)default_chunk(r), rows);
+    for (int chunk = (top - 1) / CHUNK_STEP * CHUNK_STEP; chunk >= CHUNK_STEP; chunk -= CHUNK_STEP)
+        if (plan_layout(p, r, B, lanes, recompute, chunk, moments_dtype) <= r->budget) {
+            long long passes = (rows + chunk - 1) / chunk;
+            int even = (int)(((rows + passes - 1) / passes + CHUNK_STEP - 1) / CHUNK_STEP * CHUNK_STEP);
+            if (even < chunk) plan_layout(p, r, B, lanes, recompute, chunk = even, moments_dtype); /* fewer bytes: fits too */
+            return chunk;
+        }
+    return 0;
+}
+
 /* Lanes: the CPU runs a micro-batch of two or more sequences as CPU_LANES parts at once, each on its share of
  * the threads, which synchronise once per micro-batch instead of once or twice per op. The split depends on the
  * micro-batch alone, never on the thread count, so the results do not either. */
@@ -1040,13 +1057,13 @@ static int plan_make(Plan *p, const PlanRequest *r, char *err, size_t errlen) {
         return fail(err, errlen, NGPT_ERR_ARG, "plan: sizes must be positive");
     if (r->inference) { /* sampling: the largest micro-batch up to batch_size whose forward pass fits */
         for (int B = r->batch_size; B >= 1; B--)
-            for (int small = 0; small < 2; small++)
-                if (plan_layout(p, r, B, 1, RECOMPUTE_NONE, r->pin_chunk ? r->pin_chunk : default_chunk(r, small), NGPT_DTYPE_F32) <= r->budget) {
-                    p->fits = 1;
-                    return NGPT_OK;
-                }
+            if (plan_layout(p, r, B, 1, RECOMPUTE_NONE, r->pin_chunk ? r->pin_chunk : default_chunk(r), NGPT_DTYPE_F32) <= r->budget ||
+                (!r->pin_chunk && plan_fit_smaller_chunk(p, r, B, 1, RECOMPUTE_NONE, NGPT_DTYPE_F32))) {
+                p->fits = 1;
+                return NGPT_OK;
+            }
         char nb[32], bb[32];
-        double need = plan_layout(p, r, 1, 1, RECOMPUTE_NONE, r->pin_chunk ? r->pin_chunk : default_chunk(r, 1), NGPT_DTYPE_F32);
+        double need = plan_layout(p, r, 1, 1, RECOMPUTE_NONE, r->pin_chunk ? r->pin_chunk : CHUNK_STEP, NGPT_DTYPE_F32);
         return fail(err, errlen, NGPT_ERR_NOMEM,
                     "does not fit: sampling this model (its parameters and the forward pass of one sequence of block_size %d) needs %s "
                     "and the budget is %s. What helps: a smaller block_size, or more memory (--max_memory, another device)",
@@ -1066,16 +1083,17 @@ static int plan_make(Plan *p, const PlanRequest *r, char *err, size_t errlen) {
             /* trades in order of cost: recompute GELU, recompute LayerNorm, then a smaller logits chunk */
             for (int level = 0; level < 4; level++) {
                 int rc = MIN(level, RECOMPUTE_GELU_LN);
-                int small = level == 3;
+                int smaller_chunk = level == 3;
                 if (r->pin_recompute >= 0) {
                     if (level == 1 || level == 2) continue;
                     rc = r->pin_recompute;
                 }
-                if (r->pin_chunk && small) continue;
-                int chunk = r->pin_chunk ? r->pin_chunk : default_chunk(r, small);
+                if (r->pin_chunk && smaller_chunk) continue;
+                int chunk = r->pin_chunk ? r->pin_chunk : default_chunk(r);
                 /* lanes cost a second gradient buffer: without them before a costlier trade */
                 for (int lanes = plan_lanes(r, (int)B); lanes >= 1; lanes = lanes > 1 ? 1 : 0)
-                    if (plan_layout(p, r, (int)B, lanes, rc, chunk, moment_opts[mo]) <= r->budget) {
+                    if (smaller_chunk ? plan_fit_smaller_chunk(p, r, (int)B, lanes, rc, moment_opts[mo]) > 0
+                                      : plan_layout(p, r, (int)B, lanes, rc, chunk, moment_opts[mo]) <= r->budget) {
                         p->fits = 1;
                         return NGPT_OK;
                     }
@@ -1085,7 +1103,7 @@ static int plan_make(Plan *p, const PlanRequest *r, char *err, size_t errlen) {
     /* nothing fits: describe the smallest plan */
     int rc = r->pin_recompute >= 0 ? r->pin_recompute : RECOMPUTE_GELU_LN;
     int B = r->pin_micro_batch ? r->pin_micro_batch : 1;
-    double need = plan_layout(p, r, B, 1, rc, r->pin_chunk ? r->pin_chunk : default_chunk(r, 1), moment_opts[n_moment_opts - 1]);
+    double need = plan_layout(p, r, B, 1, rc, r->pin_chunk ? r->pin_chunk : CHUNK_STEP, moment_opts[n_moment_opts - 1]);
     char nb[32], bb[32], hint[160] = "";
     if (r->T > 64) {
         PlanRequest half = *r;
@@ -1095,7 +1113,7 @@ static int plan_make(Plan *p, const PlanRequest *r, char *err, size_t errlen) {
         half.pin_micro_batch = 0;
         Plan tmp;
         char hb[32];
-        double need_half = plan_layout(&tmp, &half, 1, 1, rc, default_chunk(r, 1), moment_opts[n_moment_opts - 1]);
+        double need_half = plan_layout(&tmp, &half, 1, 1, rc, CHUNK_STEP, moment_opts[n_moment_opts - 1]);
         snprintf(hint, sizeof hint, " (block_size %d would need %s)", half.T, fmt_bytes(hb, sizeof hb, need_half));
     }
     return fail(err, errlen, NGPT_ERR_NOMEM,

@@ -120,9 +120,36 @@ static double plan_bytes(const Plan *p) {
     return p->req.device == DEV_BACKEND_CUDA ? (double)p->device_bytes : (double)(p->device_bytes + p->host_bytes);
 }
 
+/* the logits chunk: the default (capped at a lane's rows), or, traded down, the fewest chunks per pass over a
+ * lane's rows that fit, each the smallest multiple of CHUNK_STEP rows that makes that count */
+static int chunk_largest(const Plan *p, char *why, size_t n) {
+    long long rows = (long long)p->train.lane_B * p->req.T;
+    int top = (int)MIN((long long)default_chunk(&p->req), rows), c = p->logits_chunk;
+    if (p->req.pin_chunk || c == top) return 1;
+    long long passes = (rows + c - 1) / c;
+    if (c % CHUNK_STEP || c > top) {
+        snprintf(why, n, "logits chunk %d: neither the default %d nor a multiple of %d below it", c, top, CHUNK_STEP);
+        return 0;
+    }
+    if (c > CHUNK_STEP && (rows + c - CHUNK_STEP - 1) / (c - CHUNK_STEP) == passes) {
+        snprintf(why, n, "logits chunk %d: %d rows make the same %lld chunks of %lld rows", c, c - CHUNK_STEP, passes, rows);
+        return 0;
+    }
+    /* one chunk fewer: the smallest chunk that gives it does not fit */
+    if (passes > 1) {
+        long long fewer = ((rows + passes - 2) / (passes - 1) + CHUNK_STEP - 1) / CHUNK_STEP * CHUNK_STEP;
+        Plan q;
+        if (plan_layout(&q, &p->req, p->micro_batch, p->lanes, p->recompute, (int)MIN(fewer, (long long)top), p->moments_dtype) <= p->req.budget) {
+            snprintf(why, n, "logits chunk %lld (%lld chunks) would fit but %d (%lld chunks) was chosen", MIN(fewer, (long long)top), passes - 1, c, passes);
+            return 0;
+        }
+    }
+    return 1;
+}
+
 static void test_property_random_configs(void) {
     Rng rng = {77, 1, 0};
-    int fits = 0, refusals = 0, failures = 0;
+    int fits = 0, refusals = 0, failures = 0, between = 0;
     for (int it = 0; it < 3000 && failures < 5; it++) {
         int NH = 1 + (int)rng_below(&rng, 8);
         int C = NH * (8 << rng_below(&rng, 4));
@@ -143,6 +170,7 @@ static void test_property_random_configs(void) {
         long long seqs = (long long)batch * accum;
         if (rc == NGPT_OK) {
             fits++;
+            if (p.logits_chunk > CHUNK_STEP && p.logits_chunk < MIN(default_chunk(&r), p.train.lane_B * T)) between++;
             int ok = 1;
             if (plan_bytes(&p) > budget) { ok = 0; snprintf(why, sizeof why, "%.0f bytes over budget %.0f", plan_bytes(&p), budget); }
             else if ((long long)p.micro_batch * p.grad_accum != seqs) { ok = 0; snprintf(why, sizeof why, "tokens per step changed"); }
@@ -151,6 +179,7 @@ static void test_property_random_configs(void) {
             else if (p.off_region % ARENA_ALIGN || p.off_grads % ARENA_ALIGN || p.off_m % ARENA_ALIGN || p.off_v % ARENA_ALIGN) {
                 ok = 0; snprintf(why, sizeof why, "fixed buffers misaligned");
             } else if (p.eval_micro_batch < p.micro_batch) { ok = 0; snprintf(why, sizeof why, "eval micro-batch below training's"); }
+            else if (!chunk_largest(&p, why, sizeof why)) ok = 0;
             else {
                 /* largest: no bigger divisor of the sequences per step fits at any trade */
                 for (long long B = p.micro_batch + 1; B <= batch && ok; B++) {
@@ -159,7 +188,7 @@ static void test_property_random_configs(void) {
                         int rcl = r.pin_recompute >= 0 ? r.pin_recompute : MIN(level, 2);
                         Plan q;
                         /* within the chosen moment precision: bf16 moments are the last resort */
-                        if (plan_layout(&q, &r, (int)B, 1, rcl, default_chunk(&r, level == 3), p.moments_dtype) <= budget) {
+                        if (plan_layout(&q, &r, (int)B, 1, rcl, level == 3 ? CHUNK_STEP : default_chunk(&r), p.moments_dtype) <= budget) {
                                 ok = 0;
                                 snprintf(why, sizeof why, "micro-batch %lld would fit but %d was chosen", B, p.micro_batch);
                             }
@@ -172,15 +201,17 @@ static void test_property_random_configs(void) {
             /* a refusal: the smallest possible plan really is over the budget */
             Plan q;
             int rcl = r.pin_recompute >= 0 ? r.pin_recompute : 2;
-            double smallest = plan_layout(&q, &r, 1, 1, rcl, default_chunk(&r, 1), dtype == NGPT_DTYPE_F32 ? NGPT_DTYPE_F32 : NGPT_DTYPE_BF16);
+            double smallest = plan_layout(&q, &r, 1, 1, rcl, CHUNK_STEP, dtype == NGPT_DTYPE_F32 ? NGPT_DTYPE_F32 : NGPT_DTYPE_BF16);
             if (!(rc == NGPT_ERR_NOMEM && smallest > budget && strstr(err, "does not fit"))) {
                 failures++;
                 CHECK(0, "config %d refused (%d) though the smallest plan needs %.0f of %.0f: %s", it, rc, smallest, budget, err);
             }
         }
     }
-    printf("  3000 random configs: %d planned, %d refused\n", fits, refusals);
+    printf("  3000 random configs: %d planned (%d with a logits chunk between %d rows and the default), %d refused\n", fits, between,
+           CHUNK_STEP, refusals);
     CHECK(fits > 300 && refusals > 300, "the random budgets should exercise both outcomes (%d fit, %d refused)", fits, refusals);
+    CHECK(between > 10, "the random budgets should exercise the smaller-chunk search (%d plans)", between);
 }
 
 /* A plan for sampling only (ngpt_options.sample_only): the parameters and a forward pass, never gradients,
@@ -227,13 +258,13 @@ static void test_inference_plan(void) {
                 ok = 0; snprintf(why, sizeof why, "training memory in a sampling plan");
             } else if (!layout_ok(&p.train, p.region_bytes, why, sizeof why) || !layout_ok(&p.eval, p.region_bytes, why, sizeof why)) ok = 0;
             else if (p.micro_batch > batch) { ok = 0; snprintf(why, sizeof why, "micro-batch %d above batch_size %d", p.micro_batch, batch); }
-            else if (p.micro_batch < batch && plan_layout(&bigger, &q, p.micro_batch + 1, 1, RECOMPUTE_NONE, default_chunk(&q, 1), NGPT_DTYPE_F32) <= budget) {
+            else if (p.micro_batch < batch && plan_layout(&bigger, &q, p.micro_batch + 1, 1, RECOMPUTE_NONE, CHUNK_STEP, NGPT_DTYPE_F32) <= budget) {
                 ok = 0; snprintf(why, sizeof why, "micro-batch %d would fit but %d was chosen", p.micro_batch + 1, p.micro_batch);
-            }
+            } else if (!chunk_largest(&p, why, sizeof why)) ok = 0;
         } else {
             refusals++;
             Plan smallest;
-            double need = plan_layout(&smallest, &q, 1, 1, RECOMPUTE_NONE, default_chunk(&q, 1), NGPT_DTYPE_F32);
+            double need = plan_layout(&smallest, &q, 1, 1, RECOMPUTE_NONE, CHUNK_STEP, NGPT_DTYPE_F32);
             if (!(rc == NGPT_ERR_NOMEM && need > budget)) { ok = 0; snprintf(why, sizeof why, "refused (%d) though %.0f of %.0f fits: %.60s", rc, need, budget, err); }
         }
         if (!ok) { failures++; CHECK(0, "sampling config %d (L%d C%d T%d batch %d, budget %.0f): %s", it, m.L, m.C, m.maxT, batch, budget, why); }
@@ -254,8 +285,12 @@ static void test_seed_scenario(void) {
     CHECK(p.device_bytes <= 2.68 * GiB - CUDA_SAFETY_MARGIN, "arena %zu", p.device_bytes);
     printf("  2.68 GiB: micro-batch %d x %d, recompute %s, chunk %d, arena %.2f GiB\n", p.micro_batch, p.grad_accum,
            recompute_name(p.recompute), p.logits_chunk, p.device_bytes / GiB);
-    /* the logits chunk is never the full (B*T, Vp) tensor nanoGPT asks for (6.14 GiB in bf16) */
+    /* the logits chunk is never the full (B*T, Vp) tensor nanoGPT asks for (6.14 GiB in bf16), and it is the
+     * fewest chunks that fit: two of 1024 rows here (not 16 of 128) */
     CHECK(p.cat_bytes[CAT_LOGITS] < 0.05 * 65536.0 * 50304 * 2, "logits chunk %.0f bytes", p.cat_bytes[CAT_LOGITS]);
+    char why[160] = "";
+    CHECK(chunk_largest(&p, why, sizeof why), "%s", why);
+    CHECK(p.logits_chunk >= 1024, "logits chunk %d rows", p.logits_chunk);
     /* a budget too small for even the parameters and optimizer is refused with the numbers */
     r.budget = 1.0 * GiB;
     rc = plan_make(&p, &r, err, sizeof err);
