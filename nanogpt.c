@@ -1167,15 +1167,17 @@ CLI_USED static void plan_print(const Plan *p, FILE *f) {
 CLI_USED static void plan_print_json(const Plan *p, FILE *f) {
     const PlanRequest *r = &p->req;
     fprintf(f, "{\"fits\": %s, \"sampling\": %s, \"device\": \"%s\", \"dtype\": \"%s\", \"budget\": %.0f, \"n_layer\": %d, \"n_head\": %d, "
-               "\"n_embd\": %d, \"vocab_size\": %d, \"padded_vocab_size\": %d, \"block_size\": %d, \"parameters\": %zu, "
-               "\"tokens_per_step\": %lld, \"micro_batch\": %d, \"gradient_accumulation_steps\": %d, \"recompute\": \"%s\", "
-               "\"logits_chunk\": %d, \"eval_micro_batch\": %d, \"lanes\": %d, \"moments\": \"%s\", \"device_bytes\": %zu, "
-               "\"host_bytes\": %zu, \"bytes\": {",
+               "\"n_embd\": %d, \"vocab_size\": %d, \"padded_vocab_size\": %d, \"block_size\": %d, \"parameters\": %zu, ",
             p->fits ? "true" : "false", r->inference ? "true" : "false", r->device == DEV_BACKEND_CUDA ? "cuda" : "cpu",
-            dtype_name(r->dtype), r->budget,
-            r->m.L, r->m.NH, r->m.C, r->m.V, r->m.Vp, r->T, p->nparams, (long long)r->batch_size * r->grad_accum * r->T,
-            p->micro_batch, p->grad_accum, recompute_name(p->recompute), p->logits_chunk, p->eval_micro_batch, p->lanes,
-            p->moments_dtype == NGPT_DTYPE_F32 ? "fp32" : "bf16", p->device_bytes, p->host_bytes);
+            dtype_name(r->dtype), r->budget, r->m.L, r->m.NH, r->m.C, r->m.V, r->m.Vp, r->T, p->nparams);
+    /* a sampling plan's micro_batch is the sequences generated at once; the training keys are left out */
+    if (!r->inference)
+        fprintf(f, "\"tokens_per_step\": %lld, \"gradient_accumulation_steps\": %d, \"recompute\": \"%s\", \"eval_micro_batch\": %d, "
+                   "\"moments\": \"%s\", ",
+                (long long)r->batch_size * r->grad_accum * r->T, p->grad_accum, recompute_name(p->recompute), p->eval_micro_batch,
+                p->moments_dtype == NGPT_DTYPE_F32 ? "fp32" : "bf16");
+    fprintf(f, "\"micro_batch\": %d, \"logits_chunk\": %d, \"lanes\": %d, \"device_bytes\": %zu, \"host_bytes\": %zu, \"bytes\": {",
+            p->micro_batch, p->logits_chunk, p->lanes, p->device_bytes, p->host_bytes);
     for (int c = 0; c < N_CATS; c++) fprintf(f, "%s\"%s\": %.0f", c ? ", " : "", cat_keys[c], p->cat_bytes[c]);
     /* every buffer: device offsets are from the arena start, the batch region is laid out twice; a batch
      * buffer is [lane 0's offset, one lane's bytes], lane g's copy lane_bytes * g further */
@@ -7756,7 +7758,8 @@ static void usage(FILE *f) {
             "usage: nanogpt <command> [config file] [--key=value ...]\n"
             "  train     train a model (no config: the baby GPT on Tiny Shakespeare characters)\n"
             "  plan      print the memory plan for a config (--json for JSON, --sample for sampling's); no GPU needed;\n"
-            "            the model from init_from as train/sample take it, from file headers only\n"
+            "            the model from init_from, from file headers only (--sample --init_from=resume: out_dir's checkpoint,\n"
+            "            which sample reads by default)\n"
             "  bench     tokens/s, MFU and time per op category on random tokens (default: GPT-2 124M, block 1024)\n"
             "            [config file] [--key=value ...] [--steps=20] [--warmup=3] [--kernels: each matmul shape and attention]\n"
             "            [--sample=S: generation of S samples, --steps new tokens each, with the sampling plan]\n"

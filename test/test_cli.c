@@ -193,6 +193,8 @@ static void test_plan_and_info(void) {
     CHECK_RUN(r, 0, "plan --sample for GPT-2 XL at 4 GiB");
     CHECK(strstr(r->out, "\"fits\": true, \"sampling\": true") && strstr(r->out, "\"grads\": 0,") && strstr(r->out, "\"moments\": 0,"),
           "a sampling plan without training memory: %.300s", r->out);
+    CHECK(strstr(r->out, "\"micro_batch\": 8,") && !strstr(r->out, "gradient_accumulation_steps") && !strstr(r->out, "tokens_per_step"),
+          "a sampling plan: the sequences at once, no training keys: %.600s", r->out);
     r = cli("plan", "--n_layer=48", "--n_head=25", "--n_embd=1600", "--block_size=1024", "--vocab_size=50257", "--batch_size=8",
             "--device=cuda", "--dtype=bfloat16", "--max_memory=4GiB", NULL);
     CHECK_RUN(r, 1, "training GPT-2 XL at 4 GiB");
@@ -320,6 +322,11 @@ static void test_resume_model(void) {
     r = cli("plan", "--init_from=resume", out_dir_arg, data_arg, "--block_size=128", "--device=cpu", NULL);
     CHECK_RUN(r, 0, "plan --init_from=resume");
     CHECK(strstr(r->out, "L=1 NH=2 C=16 V=") && strstr(r->out, "block_size=32"), "plan --init_from=resume: the checkpoint's model: %.300s", r->out);
+    /* sampling's plan for the model `nanogpt sample` reads from out_dir by default */
+    r = cli("plan", "--sample", "--init_from=resume", out_dir_arg, data_arg, "--n_layer=6", "--device=cpu", NULL);
+    CHECK_RUN(r, 0, "plan --sample --init_from=resume");
+    CHECK(strstr(r->out, "L=1 NH=2 C=16 V=") && strstr(r->out, "block_size=32") && strstr(r->out, "sampling "),
+          "plan --sample --init_from=resume: the checkpoint's model: %.300s", r->out);
 }
 
 /* nanogpt bench --sample: generation timed with the sampling plan */
