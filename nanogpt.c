@@ -2637,7 +2637,12 @@ static int tokenset_open(TokenSet *s, const char *dir, const char *split, int vo
             }
         }
         closedir(d);
-        if (!n) return fail(err, errlen, NGPT_ERR_IO, "%s has no %s.bin (nor llm.c shards *_%s_*.bin); prepare it with `nanogpt prepare`", dir, split, split);
+        if (!n) {
+            char readme[420], how[460] = "prepare it with `nanogpt prepare`";
+            snprintf(readme, sizeof readme, "%.400s/README.md", dir);
+            if (file_exists(readme)) snprintf(how, sizeof how, "%s says how to get it", readme);
+            return fail(err, errlen, NGPT_ERR_IO, "%s has no %s.bin (nor llm.c shards *_%s_*.bin); %s", dir, split, split, how);
+        }
         qsort(names, (size_t)n, sizeof names[0], name_cmp);
     }
     s->files = (TokenFile *)calloc((size_t)n, sizeof *s->files);
@@ -7935,7 +7940,7 @@ static int cmd_train(int argc, char **argv) {
     opt.log = display_log;
     opt.progress = display_progress;
     opt.ctx = &disp;
-    opt.measure_peak = 1; /* the live line shows MFU */
+    opt.measure_peak = !cfg.eval_only; /* the live line shows MFU (an eval_only run has no training steps) */
     ngpt_trainer *tr;
     if (ngpt_trainer_create(&cfg, &opt, &tr, err, sizeof err)) {
         fprintf(stderr, "error: %s\n", err);

@@ -329,6 +329,52 @@ static void test_resume_model(void) {
           "plan --sample --init_from=resume: the checkpoint's model: %.300s", r->out);
 }
 
+/* every config file shipped in data/ loads and plans (no GPU, no weights, no data needed): a typo in one
+ * would otherwise reach the first user who runs it */
+static void test_shipped_configs(void) {
+    char data_arg[600];
+    snprintf(data_arg, sizeof data_arg, "--data_dir=%s", tmp_path("nodata"));
+    struct { const char *file, *model; } want[] = {
+        {"data/shakespeare_char/train.cfg", "L=6 NH=6 C=384 "},       {"data/shakespeare_char/train_cpu.cfg", "L=4 NH=4 C=128 "},
+        {"data/shakespeare/train.cfg", "L=6 NH=6 C=384 "},            {"data/shakespeare/finetune.cfg", "L=48 NH=25 C=1600 "},
+        {"data/openwebtext/train_gpt2.cfg", "L=12 NH=12 C=768 "},     {"data/openwebtext/eval_gpt2.cfg", "L=12 NH=12 C=768 "}};
+    int n = (int)(sizeof want / sizeof want[0]), listed = 0;
+    for (int i = 0; i < n; i++) {
+        CliRun *r = cli("plan", want[i].file, data_arg, "--pretrained_dir=/nonexistent", "--device=cuda", "--max_memory=80GiB", NULL);
+        CHECK_RUN(r, 0, want[i].file);
+        CHECK(strstr(r->out, want[i].model), "%s: the model %s: %.300s", want[i].file, want[i].model, r->out);
+    }
+    /* and the list above is every .cfg there is */
+    DIR *top = opendir("data");
+    struct dirent *e, *f;
+    while (top && (e = readdir(top)) != NULL) {
+        char sub[300];
+        snprintf(sub, sizeof sub, "data/%.200s", e->d_name);
+        DIR *d = e->d_name[0] == '.' ? NULL : opendir(sub);
+        while (d && (f = readdir(d)) != NULL) {
+            size_t ln = strlen(f->d_name);
+            if (ln < 5 || strcmp(f->d_name + ln - 4, ".cfg")) continue;
+            char path[600];
+            snprintf(path, sizeof path, "%s/%s", sub, f->d_name);
+            int found = 0;
+            for (int i = 0; i < n; i++) found |= !strcmp(want[i].file, path);
+            CHECK(found, "%s is not in test_shipped_configs' list", path);
+            listed++;
+        }
+        if (d) closedir(d);
+    }
+    if (top) closedir(top);
+    CHECK(listed == n, "%d config files in data/, %d in the list", listed, n);
+    /* a dataset folder without tokens points to its README (data/openwebtext's says how to get them) */
+    mkdir(tmp_path("owt"), 0777);
+    FILE *rf = fopen(tmp_path("owt/README.md"), "w");
+    if (rf) fclose(rf);
+    snprintf(data_arg, sizeof data_arg, "--data_dir=%s", tmp_path("owt"));
+    CliRun *r = cli("train", data_arg, "--device=cpu", "--vocab_size=100", NULL);
+    CHECK_RUN(r, 1, "train on a folder with a README and no tokens");
+    CHECK(strstr(r->err, "has no train.bin") && strstr(r->err, "owt/README.md says how to get it"), "the README named: %.300s", r->err);
+}
+
 /* nanogpt bench --sample: generation timed with the sampling plan */
 static void test_bench_sampling(void) {
     CliRun *r = cli("bench", "--sample=3", "--steps=5", "--n_layer=1", "--n_head=2", "--n_embd=32", "--block_size=16", "--vocab_size=100",
@@ -600,6 +646,7 @@ int main(void) {
     RUN(test_plan_refused);
     RUN(test_plan_init_from);
     RUN(test_resume_model);
+    RUN(test_shipped_configs);
     RUN(test_bench_sampling);
     RUN(test_workflow);
     RUN(test_file_size_limit);
