@@ -133,6 +133,20 @@ cuda_check() {
     TEST_FAILED=$((TEST_FAILED + f))
 }
 
+# test/gpu.sh's readers of nanogpt's output, fed by a CPU build (bash test/gpu.sh selftest): added to the totals.
+gpu_script_selftest() {
+    local p f out
+    set +e
+    out=$(bash test/gpu.sh selftest 2>&1)
+    set -e
+    echo "$out"
+    p=$(echo "$out" | sed -n 's/^summary: \([0-9]*\) passed, \([0-9]*\) failed$/\1/p' | tail -1)
+    f=$(echo "$out" | sed -n 's/^summary: \([0-9]*\) passed, \([0-9]*\) failed$/\2/p' | tail -1)
+    if [ -z "$p" ]; then echo "FAIL gpu.sh selftest: no summary"; TEST_FAILED=$((TEST_FAILED + 1)); return; fi
+    TEST_PASSED=$((TEST_PASSED + p))
+    TEST_FAILED=$((TEST_FAILED + f))
+}
+
 # Compiles nanogpt.c with gcc and clang (those found), -Wall -Wextra -Werror, as the program and as a library
 # (NGPT_NO_MAIN), for this CPU and for a generic x86-64/arm64: one check each, added to the totals.
 warnings_check() {
@@ -174,6 +188,8 @@ case "$cmd" in
         warnings_check
         echo "== CUDA compile check"
         cuda_check
+        echo "== test/gpu.sh selftest (its output readers, without a GPU)"
+        gpu_script_selftest
         echo "$TEST_PASSED passed, $TEST_FAILED failed"
         [ "$TEST_FAILED" -eq 0 ] ;;
     cuda-check) TEST_PASSED=0 TEST_FAILED=0; cuda_check; [ "$TEST_FAILED" -eq 0 ] ;;

@@ -4,6 +4,7 @@
 #   bash test/gpu.sh                 all steps, in order
 #   bash test/gpu.sh ops sanitize    only some steps (build always runs first)
 #   NGPT_GPU_ARCH=sm_90a bash test/gpu.sh build   only the build; no GPU needed (CI's CUDA compile check)
+#   bash test/gpu.sh selftest        no GPU: the readers of nanogpt's output on a CPU build's (build.sh test)
 #
 # Steps: build (nvcc for this GPU + the C test program), ops (every CUDA op against the CPU backend, for each
 # dtype the GPU supports, with determinism and no-allocation checks), sanitize (compute-sanitizer memcheck,
@@ -61,6 +62,87 @@ time_left() { # step_name seconds_needed: true when the budget allows the step
         return 1
     fi
 }
+
+# ---- readers of nanogpt's output. `bash test/gpu.sh selftest` (no GPU; CI runs it) feeds them what the CPU
+# build prints, so a change of nanogpt's output format cannot go unnoticed until a GPU run ---------------------
+log_steps() { # OUT_DIR -> "step loss tokens_per_second", one line per training step in OUT_DIR/log.jsonl
+    sed -n 's/^{"step": \([0-9]*\), "loss": \([0-9.]*\), .*"tokens_per_second": \([0-9.]*\)[,}].*$/\1 \2 \3/p' "$1/log.jsonl" 2>/dev/null
+}
+compare_runs() { # OUT_DIR_A OUT_DIR_B -> "steps mean|dloss| max|dloss| tokens/s-A tokens/s-B" over the steps both
+    # logged (tokens/s: the median from step 5 on), or "none"
+    join <(log_steps "$1" | sort -k1,1) <(log_steps "$2" | sort -k1,1) | awk '{d = $2 - $4; if (d < 0) d = -d; s += d; if (d > m) m = d; n++;
+        if ($1 >= 5) {ta[++k] = $3; tb[k] = $5}}
+        END {if (!n) {print "none"; exit}
+             for (i = 1; i <= k; i++) for (j = i + 1; j <= k; j++) {if (ta[j] < ta[i]) {x = ta[i]; ta[i] = ta[j]; ta[j] = x}
+                                                                 if (tb[j] < tb[i]) {x = tb[i]; tb[i] = tb[j]; tb[j] = x}}
+             printf "%d %.6f %.6f %.0f %.0f", n, s / n, m, k ? ta[int((k + 1) / 2)] : 0, k ? tb[int((k + 1) / 2)] : 0}'
+}
+plan_of() { grep -m1 'plan: micro-batch' "$1" | sed 's/.*plan: //' | cut -c1-80; }          # FILE: train's plan line
+arena_of() { sed -n 's/.*memory: arena \([0-9.]* [KMG]iB\).*/\1/p' "$1" | head -n 1; }     # FILE: "2.36 GiB"
+gib_of() { awk -v a="$1" 'BEGIN{split(a, p, " "); printf "%.4f", p[1] * (p[2] == "GiB" ? 1 : p[2] == "MiB" ? 1 / 1024 : 1 / 1048576)}'; }
+best_val_of() { sed -n 's/.*best val loss \([0-9.]*\).*/\1/p' "$1" | tail -n 1; }       # FILE: train's done line
+bench_value() { # FILE "== HEADER" KEY: KEY=value of the bench_result line in that section
+    awk -v h="$2" -v k="$3" '/^== /{on = ($0 == h)} on && /^bench_result /{for (i = 2; i <= NF; i++) if (index($i, k "=") == 1) print substr($i, length(k) + 2)}' "$1" | head -n 1
+}
+ktimes() { # FILE SECTION-REGEX -> "name<TAB>ms" for each "kernel NAME ... ms" line of that section
+    awk -v s="$2" '/^== /{on = ($0 ~ s)} on && /^kernel /{for (i = 2; i < NF; i++) if ($(i+1) == "ms") break;
+        n = $2; for (j = 3; j < i; j++) n = n " " $j; print n "\t" $i}' "$1"
+}
+chunk_rows_of() { sed -n 's/^classifier chunk rows \([0-9]*\)$/\1/p' "$1" | head -n 1; } # FILE: bench --kernels' chunk
+gpu_train_tests() { sed -n 's/^ *RUN(\(test_[a-z0-9_]*\));.*/\1/p' test/test_gpu_train.c; } # each is a row of the table
+ratio() { # NAME-REGEX OURS PEER: peer time / our time summed over the matching kernels (a FLOP-weighted speed ratio)
+    join -t "$(printf '\t')" <(sort "$2") <(sort "$3") | awk -F'\t' -v r="$1" '$1 ~ r {o += $2; t += $3} END {if (o > 0) printf "%.2f", t / o}'
+}
+
+# ---- selftest (no GPU; build.sh test runs it): the readers above on the output of a CPU build of nanogpt,
+# with the same commands and section headers as the steps below, at toy sizes ---------------------------------
+if [ "$STEPS" = selftest ]; then
+    SP=0 SF=0
+    check() { # what command...: one test line
+        if "${@:2}"; then echo "ok gpu.sh reads $1"; SP=$((SP + 1)); else echo "FAIL gpu.sh reads $1"; SF=$((SF + 1)); fi
+    }
+    positive() { awk -v v="$1" 'BEGIN{exit !(v != "" && v + 0 > 0)}'; }
+    N=$BUILD/nanogpt
+    if ! "$CC" -O1 -std=c11 -fno-trapping-math -fno-math-errno -o "$N" nanogpt.c -lm -lpthread; then
+        echo "FAIL gpu.sh selftest: nanogpt.c did not compile"
+        echo "summary: 0 passed, 1 failed"
+        exit 1
+    fi
+    cat nanogpt.c README.md >"$BUILD/text.txt" # any text: a character model of it
+    "$N" prepare --input="$BUILD/text.txt" --out="$BUILD/data" >/dev/null
+    toy=(--device=cpu --data_dir="$BUILD/data" --n_layer=1 --n_head=2 --n_embd=32 --block_size=32 --batch_size=4
+         --gradient_accumulation_steps=1 --dropout=0 --max_iters=9 --eval_interval=5 --eval_iters=1 --log_interval=1)
+    "$N" train "${toy[@]}" --out_dir="$BUILD/out_a" >"$BUILD/train_a.out" 2>&1
+    "$N" train "${toy[@]}" --micro_batch=2 --out_dir="$BUILD/out_b" >"$BUILD/train_b.out" 2>&1
+    check "log.jsonl (10 steps)" test "$(log_steps "$BUILD/out_a" | wc -l)" = 10
+    read -r n meand maxd ta tb <<<"$(compare_runs "$BUILD/out_a" "$BUILD/out_b")"
+    check "two runs' losses and tokens/s (micro-batch 4 vs 2: $n steps, mean |d| $meand, tokens/s $ta, $tb)" \
+        awk -v n="$n" -v d="$meand" -v a="$ta" -v b="$tb" 'BEGIN{exit !(n == 10 && d < 1e-4 && a > 0 && b > 0)}'
+    check "the plan line ($(plan_of "$BUILD/train_b.out"))" grep -q "micro-batch 2 x accumulation 2" <<<"$(plan_of "$BUILD/train_b.out")"
+    check "the arena ($(arena_of "$BUILD/train_a.out"))" positive "$(gib_of "$(arena_of "$BUILD/train_a.out")")"
+    check "the best val loss ($(best_val_of "$BUILD/train_a.out"))" positive "$(best_val_of "$BUILD/train_a.out")"
+    toy=(--device=cpu --n_layer=1 --n_head=2 --n_embd=32 --block_size=16 --vocab_size=100 --batch_size=2)
+    {
+        echo "== nanogpt bench"; "$N" bench "${toy[@]}" --steps=2 --warmup=1
+        echo "== nanogpt bench --kernels"; "$N" bench "${toy[@]}" --kernels
+        echo "== nanogpt bench --sample=2"; "$N" bench "${toy[@]}" --sample=2 --steps=5
+    } >"$BUILD/bench.log" 2>&1
+    for key in tokens_per_s memory_bytes; do
+        v=$(bench_value "$BUILD/bench.log" "== nanogpt bench" $key)
+        check "bench's $key ($v)" positive "$v"
+    done
+    v=$(bench_value "$BUILD/bench.log" "== nanogpt bench --sample=2" sample_tokens_per_s)
+    check "bench --sample's tokens/s ($v)" positive "$v"
+    check "bench --kernels' classifier chunk ($(chunk_rows_of "$BUILD/bench.log"))" positive "$(chunk_rows_of "$BUILD/bench.log")"
+    ktimes "$BUILD/bench.log" '^== nanogpt bench --kernels$' >"$BUILD/k"
+    check "bench --kernels' $(wc -l <"$BUILD/k") kernel times" \
+        awk -F'\t' -v want="$(grep -c '^kernel ' "$BUILD/bench.log")" '$2 + 0 > 0 {n++} END {exit !(want >= 12 && n == want)}' "$BUILD/k"
+    check "matmul and attention times into ratios" test "$(ratio '^matmul' "$BUILD/k" "$BUILD/k") $(ratio '^attention' "$BUILD/k" "$BUILD/k")" = "1.00 1.00"
+    check "test_gpu_train.c's $(gpu_train_tests | wc -l) tests" test "$(gpu_train_tests | wc -l)" = "$(grep -c '^ *RUN(' test/test_gpu_train.c)"
+    echo "summary: $SP passed, $SF failed"
+    [ $SF = 0 ]
+    exit
+fi
 
 # ---- build ----------------------------------------------------------------------------------------------
 ARCH=${NGPT_GPU_ARCH:-}
@@ -203,8 +285,8 @@ if want train && [ $BUILT = 0 ] && time_left "trainer checks" 240; then
     t0=$(date +%s)
     ( cd "$ROOT" && timeout $((BUDGET - $(elapsed))) "$BUILD/test_gpu_train" ) >"$LOG/train.log" 2>&1
     rc=$?
-    for t in test_step_fp32 test_step_bf16 test_deterministic_and_no_allocation test_resume_bit_identical test_sample_kv_cache test_curve_follows_cpu; do
-        if grep -q "^ok $t" "$LOG/train.log"; then res=PASS; elif grep -q "^FAIL $t" "$LOG/train.log"; then res=FAIL; else res=FAIL; fi
+    for t in $(gpu_train_tests); do
+        if grep -q "^ok $t\$" "$LOG/train.log"; then res=PASS; else res=FAIL; fi
         nums=$(grep -A1 "^FAIL $t" "$LOG/train.log" | head -n 1 | cut -c1-90)
         row "${t#test_}" $res "${nums:-see train.log}"
     done
@@ -237,33 +319,22 @@ if want capped && [ $BUILT = 0 ] && time_left "2.68 GiB capped run" 150; then
         for run in capped uncapped; do
             cap=()
             [ $run = capped ] && cap=(--max_memory=2.68GiB)
-            echo "== $run" >>"$LOG/capped.log"
             echo 0 >"$BUILD/mem_$run"
             sample_mem "$BUILD/mem_$run" &
             sampler=$!
             timeout $((BUDGET - $(elapsed))) "$BUILD/nanogpt" train --device=cuda --data_dir="$BUILD/shk_gpt2" --out_dir="$BUILD/out_$run" \
                 --n_layer=12 --n_head=12 --n_embd=768 --block_size=1024 --batch_size=64 --gradient_accumulation_steps=1 --dropout=0 \
                 --max_iters=49 --eval_interval=1000 --eval_iters=1 --log_interval=1 --warmup_iters=10 --learning_rate=6e-4 \
-                "${cap[@]}" >>"$LOG/capped.log" 2>&1
-            echo "exit $?" >>"$LOG/capped.log"
+                "${cap[@]}" >"$BUILD/train_$run.out" 2>&1
+            echo "exit $?" >>"$BUILD/train_$run.out"
             kill $sampler 2>/dev/null
             wait $sampler 2>/dev/null
-            echo "peak device memory of any process (nvidia-smi, MiB, context included): $(cat "$BUILD/mem_$run")" >>"$LOG/capped.log"
+            echo "peak device memory of any process (nvidia-smi, MiB, context included): $(cat "$BUILD/mem_$run")" >>"$BUILD/train_$run.out"
+            { echo "== $run"; cat "$BUILD/train_$run.out"; } >>"$LOG/capped.log"
         done
-        # step losses and tokens/s from each run's log.jsonl
-        steps() { sed -n 's/^{"step": \([0-9]*\), "loss": \([0-9.]*\), .*"tokens_per_second": \([0-9.]*\)}$/\1 \2 \3/p' "$1/log.jsonl" 2>/dev/null; }
-        steps "$BUILD/out_capped" | sort -k1,1 >"$BUILD/l_capped" # join wants its key in sort's order
-        steps "$BUILD/out_uncapped" | sort -k1,1 >"$BUILD/l_uncapped"
-        cmp=$(join "$BUILD/l_capped" "$BUILD/l_uncapped" | awk '{d = $2 - $4; if (d < 0) d = -d; s += d; if (d > m) m = d; n++;
-            if ($1 >= 5) {tc[++k] = $3; tu[k] = $5}}
-            END {if (!n) {print "none"; exit}
-                 # median tokens/s over steps 5..: sort both lists
-                 for (i = 1; i <= k; i++) for (j = i + 1; j <= k; j++) {if (tc[j] < tc[i]) {x = tc[i]; tc[i] = tc[j]; tc[j] = x}
-                                                                     if (tu[j] < tu[i]) {x = tu[i]; tu[i] = tu[j]; tu[j] = x}}
-                 mc = k ? tc[int((k + 1) / 2)] : 0; mu = k ? tu[int((k + 1) / 2)] : 0
-                 printf "%d %.4f %.4f %.0f %.0f", n, s / n, m, mc, mu}')
-        plan=$(grep -m1 'plan: micro-batch' "$LOG/capped.log" | sed 's/.*plan: //' | cut -c1-80)
-        arena=$(sed -n '/^== capped/,/^== uncapped/s/.*memory: arena \([0-9.]* [KMG]iB\).*/\1/p' "$LOG/capped.log" | head -n 1)
+        cmp=$(compare_runs "$BUILD/out_capped" "$BUILD/out_uncapped")
+        plan=$(plan_of "$BUILD/train_capped.out")
+        arena=$(arena_of "$BUILD/train_capped.out")
         peak=$(cat "$BUILD/mem_capped")
         read -r n meand maxd tokc toku <<<"$cmp"
         if [ "$cmp" = none ] || [ "${n:-0}" -lt 50 ]; then
@@ -271,7 +342,7 @@ if want capped && [ $BUILT = 0 ] && time_left "2.68 GiB capped run" 150; then
         else
             ok=$(awk -v a="$meand" -v b="$maxd" 'BEGIN{print (a <= 0.02 && b <= 0.1) ? "PASS" : "FAIL"}')
             row "2.68 GiB: loss curve vs uncapped" "$ok" "$n steps, mean |d| $meand, max |d| $maxd (bf16: <= 0.02, 0.1); plan $plan"
-            fits=$(awk -v a="$arena" 'BEGIN{split(a, p, " "); v = p[1] * (p[2] == "GiB" ? 1 : p[2] == "MiB" ? 1 / 1024 : 1 / 1048576); print (v > 0 && v <= 2.68) ? "PASS" : "FAIL"}')
+            fits=$(awk -v v="$(gib_of "$arena")" 'BEGIN{print (v > 0 && v <= 2.68) ? "PASS" : "FAIL"}')
             row "2.68 GiB: arena within the budget" "$fits" "arena ${arena:-?}; nvidia-smi peak ${peak} MiB with the CUDA context"
             r=$(awk -v a="$tokc" -v b="$toku" 'BEGIN{if (b > 0) printf "%.2f", a / b}')
             row "capped speed vs uncapped (>= 0.7x)" "$(awk -v v="$r" 'BEGIN{print (v != "" && v + 0 >= 0.7) ? "PASS" : "MISS"}')" \
@@ -291,7 +362,7 @@ if want recipe && [ $BUILT = 0 ]; then
     [ -f data/shakespeare_char/input.txt ] || cp "${NGPT_SHARED_DATA:-../shared/data}/tinyshakespeare.txt" data/shakespeare_char/input.txt
     timeout $((BUDGET - $(elapsed))) "$BUILD/nanogpt" train data/shakespeare_char/train.cfg --out_dir="$BUILD/out" >"$LOG/recipe.log" 2>&1
     rc=$?
-    best=$(sed -n 's/.*best val loss \([0-9.]*\).*/\1/p' "$LOG/recipe.log" | tail -n 1)
+    best=$(best_val_of "$LOG/recipe.log")
     if [ $rc = 0 ] && [ -n "$best" ] && awk "BEGIN{exit !($best <= 1.47)}"; then res=PASS; else res=FAIL; fi
     row "shakespeare_char recipe (<= 1.47)" $res "best val ${best:-none}, $(($(date +%s) - t0)) s, exit $rc"
 fi
@@ -311,29 +382,20 @@ if want bench && [ $BUILT = 0 ] && time_left "benchmarks" 240; then
             echo "== nanogpt bench --kernels, cp.async wgmma"; NGPT_MATMUL=wgmma "$BUILD/nanogpt" bench --device=cuda --kernels
         fi
     } >"$LOG/bench.log" 2>&1
-    chunk=$(sed -n 's/^classifier chunk rows \([0-9]*\)$/\1/p' "$LOG/bench.log" | head -n 1)
+    chunk=$(chunk_rows_of "$LOG/bench.log")
     {
         echo "== tools/bench_torch_gpt2.py"; timeout 300 "$PY" tools/bench_torch_gpt2.py --steps 20 --warmup 3
         echo "== tools/bench_torch_gpt2.py --kernels"; timeout 120 "$PY" tools/bench_torch_gpt2.py --kernels --chunk "${chunk:-4096}"
     } >>"$LOG/bench.log" 2>&1
-    # kernel times by name, from the section of each program
-    ktimes() { # section-start-pattern -> "name<TAB>ms" lines
-        awk -v s="$1" '/^== /{on = ($0 ~ s)} on && /^kernel /{for (i = 2; i < NF; i++) if ($(i+1) == "ms") break;
-            n = $2; for (j = 3; j < i; j++) n = n " " $j; print n "\t" $i}' "$LOG/bench.log"
-    }
-    ktimes '^== nanogpt bench --kernels$' >"$BUILD/k_ours"
-    ktimes '^== nanogpt bench --kernels, mma.sync$' >"$BUILD/k_mma"
-    ktimes '^== nanogpt bench --kernels, cp.async wgmma$' >"$BUILD/k_wgmma"
-    ktimes 'bench_torch_gpt2.py --kernels' >"$BUILD/k_torch"
-    ratio() { # name-regex [peer file]: peer time / our time summed over matching kernels (FLOP-weighted speed ratio)
-        join -t "$(printf '\t')" <(sort "$BUILD/k_ours") <(sort "${2:-$BUILD/k_torch}") |
-            awk -F'\t' -v r="$1" '$1 ~ r {o += $2; t += $3} END {if (o > 0) printf "%.2f", t / o}'
-    }
-    ours_tok=$(sed -n '/^== nanogpt bench$/,/^== /s/^bench_result tokens_per_s=\([0-9]*\).*/\1/p' "$LOG/bench.log")
-    ours_mem=$(sed -n '/^== nanogpt bench$/,/^== /s/^bench_result.*memory_bytes=\([0-9]*\).*/\1/p' "$LOG/bench.log")
-    mfu=$(sed -n 's/^bench_result.*mfu=\([0-9.]*\).*/\1/p' "$LOG/bench.log" | head -n 1)
-    torch_tok=$(sed -n '/bench_torch_gpt2.py$/,/^== /s/^bench_result tokens_per_s=\([0-9]*\).*/\1/p' "$LOG/bench.log")
-    torch_mem=$(sed -n '/bench_torch_gpt2.py$/,/^== /s/^bench_result.*memory_bytes=\([0-9]*\).*/\1/p' "$LOG/bench.log")
+    ktimes "$LOG/bench.log" '^== nanogpt bench --kernels$' >"$BUILD/k_ours"
+    ktimes "$LOG/bench.log" '^== nanogpt bench --kernels, mma.sync$' >"$BUILD/k_mma"
+    ktimes "$LOG/bench.log" '^== nanogpt bench --kernels, cp.async wgmma$' >"$BUILD/k_wgmma"
+    ktimes "$LOG/bench.log" 'bench_torch_gpt2.py --kernels' >"$BUILD/k_torch"
+    ours_tok=$(bench_value "$LOG/bench.log" "== nanogpt bench" tokens_per_s)
+    ours_mem=$(bench_value "$LOG/bench.log" "== nanogpt bench" memory_bytes)
+    mfu=$(bench_value "$LOG/bench.log" "== nanogpt bench" mfu)
+    torch_tok=$(bench_value "$LOG/bench.log" "== tools/bench_torch_gpt2.py" tokens_per_s)
+    torch_mem=$(bench_value "$LOG/bench.log" "== tools/bench_torch_gpt2.py" memory_bytes)
     target() { # value threshold -> PASS or MISS (a speed target, not a correctness check: MISS does not fail the run)
         awk -v v="$1" -v t="$2" 'BEGIN{print (v != "" && v + 0 >= t) ? "PASS" : "MISS"}'
     }
@@ -346,20 +408,20 @@ if want bench && [ $BUILT = 0 ] && time_left "benchmarks" 240; then
     else
         row "end to end vs PyTorch" FAIL "no result (nanogpt: ${ours_tok:-none}, torch: ${torch_tok:-none}); see bench.log"
     fi
-    s1=$(sed -n '/^== nanogpt bench --sample=1$/,/^== /s/^bench_result sample_tokens_per_s=\([0-9.]*\).*/\1/p' "$LOG/bench.log")
-    s10=$(sed -n '/^== nanogpt bench --sample=10$/,/^== /s/^bench_result sample_tokens_per_s=\([0-9.]*\).*/\1/p' "$LOG/bench.log")
+    s1=$(bench_value "$LOG/bench.log" "== nanogpt bench --sample=1" sample_tokens_per_s)
+    s10=$(bench_value "$LOG/bench.log" "== nanogpt bench --sample=10" sample_tokens_per_s)
     row "sampling GPT-2 124M (KV cache)" "$([ -n "$s1" ] && [ -n "$s10" ] && echo PASS || echo FAIL)" \
         "${s1:-none} tokens/s with 1 sample, ${s10:-none} with 10 (128 new tokens each)"
-    mm=$(ratio '^matmul')
-    att=$(ratio '^attention')
+    mm=$(ratio '^matmul' "$BUILD/k_ours" "$BUILD/k_torch")
+    att=$(ratio '^attention' "$BUILD/k_ours" "$BUILD/k_torch")
     row "matmuls vs torch.matmul (>= 0.95)" "$(target "$mm" 0.95)" "${mm:-none}x, FLOP-weighted over every shape"
     row "attention vs SDPA (>= 1.0)" "$(target "$att" 1.0)" "${att:-none}x, forward + backward"
     if [ -s "$BUILD/k_mma" ]; then
-        wg=$(ratio '^matmul' "$BUILD/k_mma")
+        wg=$(ratio '^matmul' "$BUILD/k_ours" "$BUILD/k_mma")
         row "default vs mma.sync matmuls" "$(target "$wg" 1.0)" "${wg:-none}x, FLOP-weighted over every shape"
     fi
     if [ -s "$BUILD/k_wgmma" ]; then
-        tw=$(ratio '^matmul' "$BUILD/k_wgmma")
+        tw=$(ratio '^matmul' "$BUILD/k_ours" "$BUILD/k_wgmma")
         row "TMA vs cp.async wgmma matmuls" "$(target "$tw" 1.0)" "${tw:-none}x, FLOP-weighted over every shape"
     fi
     echo "bench: $(($(date +%s) - t0)) s"
