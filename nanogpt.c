@@ -352,7 +352,7 @@ static const ConfigKey config_keys[] = {
     CK(eval_interval, KEY_INT, 1, 1e9, NULL, "evaluate every this many steps"),
     CK(log_interval, KEY_INT, 1, 1e9, NULL, "print the training loss every this many steps"),
     CK(eval_iters, KEY_INT, 1, 1e9, NULL, "batches per split in each evaluation"),
-    CK(eval_only, KEY_BOOL, 0, 1, NULL, "evaluate once and exit"),
+    CK(eval_only, KEY_BOOL, 0, 1, NULL, "evaluate once at the model's step, save nothing, and exit"),
     CK(always_save_checkpoint, KEY_BOOL, 0, 1, NULL, "save at every evaluation, not only on improvement"),
     CK(keep_checkpoints, KEY_INT, 1, MAX_KEEP_CHECKPOINTS, NULL, "the newest ckpt_<step>.bin kept in out_dir (best.bin is kept besides)"),
     CK(init_from, KEY_STR, 0, 0, NULL, "scratch, resume, gpt2/gpt2-medium/gpt2-large/gpt2-xl, or a weights path (.safetensors, llm.c .bin)"),
@@ -6996,16 +6996,18 @@ static int train_loop(ngpt_trainer *tr, int jsonl) {
     double run_seconds = 0;
     int run_steps = 0;
     for (;;) {
-        if (tr->step % c->eval_interval == 0) {
+        /* eval_only: one evaluation at the step the model is at, then the end, with nothing saved (nanoGPT
+         * stops after its step-0 evaluation, so a resumed eval_only run there trained on) */
+        if (tr->step % c->eval_interval == 0 || c->eval_only) {
             float tl, vl, best_before = tr->best_val_loss;
             int rc = ngpt_evaluate(tr, &tl, &vl);
             if (rc) return rc;
             report(tr, jsonl, 1, tl, vl, run_steps ? run_seconds / run_steps : 0);
+            if (c->eval_only) break;
             /* nanoGPT: save when val improves, or at every evaluation with always_save_checkpoint */
             if (tr->step > 0 && (vl < best_before || c->always_save_checkpoint) && (rc = checkpoint_save(tr, vl < best_before)))
                 return rc;
         }
-        if (tr->step == 0 && c->eval_only) break;
         if (tr->step >= c->max_iters + 1) break;
         int rc = ngpt_train_step(tr, NULL);
         if (rc) return rc;

@@ -288,6 +288,23 @@ static void test_plan_init_from(void) {
     CHECK(!strcmp(plan_err, r->err), "plan and train report the same error:\n%.300s\n%.300s", plan_err, r->err);
 }
 
+static int files_in(const char *dir) { /* the entries of dir but . and .. */
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    int n = 0;
+    while (d && (e = readdir(d)) != NULL) n += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
+    if (d) closedir(d);
+    return n;
+}
+
+static int lines_in(const char *path) {
+    FILE *f = fopen(path, "rb");
+    int n = 0, ch;
+    while (f && (ch = fgetc(f)) != EOF) n += ch == '\n';
+    if (f) fclose(f);
+    return n;
+}
+
 /* resume keeps the checkpoint's model, as nanoGPT: a different --block_size gets a note, the startup line counts the
  * checkpoint's tokens per step, plan plans the checkpoint's model; the closing line's measured memory */
 static void test_resume_model(void) {
@@ -327,6 +344,24 @@ static void test_resume_model(void) {
     CHECK_RUN(r, 0, "plan --sample --init_from=resume");
     CHECK(strstr(r->out, "L=1 NH=2 C=16 V=") && strstr(r->out, "block_size=32") && strstr(r->out, "sampling "),
           "plan --sample --init_from=resume: the checkpoint's model: %.300s", r->out);
+
+    /* eval_only: one evaluation at the checkpoint's step (5), no training and nothing saved, however far
+     * max_iters is; and from scratch, at step 0 */
+    int files_before = files_in(tmp_path("rout")), lines_before = lines_in(tmp_path("rout/log.jsonl"));
+    r = cli("train", data_arg, out_dir_arg, "--init_from=resume", "--eval_only=True", "--eval_iters=1", "--max_iters=50", "--device=cpu",
+            "--threads=1", NULL);
+    CHECK_RUN(r, 0, "eval_only on resume");
+    CHECK(strstr(r->out, "step 5: train loss ") && strstr(r->out, "done: 5 steps") && !strstr(r->out, "iter "),
+          "one evaluation at step 5, no step: %.600s", r->out);
+    CHECK(files_in(tmp_path("rout")) == files_before && lines_in(tmp_path("rout/log.jsonl")) == lines_before + 1,
+          "eval_only saved nothing (%d files, were %d) and logged one line (%d, were %d)", files_in(tmp_path("rout")), files_before,
+          lines_in(tmp_path("rout/log.jsonl")), lines_before);
+    snprintf(out_dir_arg, sizeof out_dir_arg, "--out_dir=%s", tmp_path("eout"));
+    r = cli("train", data_arg, out_dir_arg, "--n_layer=1", "--n_head=2", "--n_embd=16", "--block_size=32", "--batch_size=2", "--eval_only=True",
+            "--eval_iters=1", "--device=cpu", "--threads=1", NULL);
+    CHECK_RUN(r, 0, "eval_only from scratch");
+    CHECK(strstr(r->out, "step 0: train loss ") && strstr(r->out, "done: 0 steps") && !strstr(r->out, "MFU") && files_in(tmp_path("eout")) == 1,
+          "one evaluation, no peak measured, only log.jsonl written (%d files): %.600s", files_in(tmp_path("eout")), r->out);
 }
 
 /* every config file shipped in data/ loads and plans (no GPU, no weights, no data needed): a typo in one
