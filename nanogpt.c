@@ -7933,9 +7933,11 @@ static int cmd_train(int argc, char **argv) {
         fprintf(stderr, "error: %s\n", err);
         return 1;
     }
-    if (!has_file)
+    if (!has_file && !strcmp(cfg.init_from, "scratch"))
         printf("no config file: %s nanoGPT's shakespeare_char recipe (n_layer %d, n_embd %d, block_size %d, %d iterations)\n",
                argc ? "the command line's settings over" : "the default job,", cfg.n_layer, cfg.n_embd, cfg.block_size, cfg.max_iters);
+    else if (!has_file) /* the model comes from init_from (its own line follows), the rest from the recipe */
+        printf("no config file: the command line's settings over nanoGPT's shakespeare_char recipe (%d iterations)\n", cfg.max_iters);
     Display disp = {isatty(1), cfg.log_interval, 0};
     ngpt_options opt;
     memset(&opt, 0, sizeof opt);

@@ -353,6 +353,8 @@ static void test_resume_model(void) {
     CHECK_RUN(r, 0, "eval_only on resume");
     CHECK(strstr(r->out, "step 5: train loss ") && strstr(r->out, "done: 5 steps") && !strstr(r->out, "iter "),
           "one evaluation at step 5, no step: %.600s", r->out);
+    CHECK(strstr(r->out, "no config file: the command line's settings over nanoGPT's shakespeare_char recipe (50 iterations)\n"),
+          "without a config, the first line leaves the model to the checkpoint: %.300s", r->out);
     CHECK(files_in(tmp_path("rout")) == files_before && lines_in(tmp_path("rout/log.jsonl")) == lines_before + 1,
           "eval_only saved nothing (%d files, were %d) and logged one line (%d, were %d)", files_in(tmp_path("rout")), files_before,
           lines_in(tmp_path("rout/log.jsonl")), lines_before);
