@@ -7983,6 +7983,7 @@ static int cmd_train(int argc, char **argv) {
            recompute_name(st.recompute), st.logits_chunk, st.eval_micro_batch, fmt_bytes(b1, sizeof b1, (double)st.device_bytes),
            fmt_bytes(b2, sizeof b2, (double)st.host_bytes));
     double t0 = now_seconds();
+    int step0 = st.step; /* a resumed run starts at its checkpoint's step */
     int rc = ngpt_train(tr);
     running_trainer = NULL;
     if (disp.live) printf("\n");
@@ -7997,9 +7998,12 @@ static int cmd_train(int argc, char **argv) {
     }
     if (rc == NGPT_ERR_INTERRUPTED) printf("%s\n", ngpt_last_error(tr));
     else if (rc) fprintf(stderr, "error: %s\n", ngpt_last_error(tr));
-    else
-        printf("done: %d steps in %.1f s, best val loss %.4f; memory: arena %s (allocated once)%s, process peak resident %s; log in %s/log.jsonl\n",
-               st.step, now_seconds() - t0, (double)st.best_val_loss, b1, b3, b2, cfg.out_dir);
+    else {
+        char from[48] = "";
+        if (step0 > 0) snprintf(from, sizeof from, " (from step %d to %d)", step0, st.step);
+        printf("done: %d steps%s in %.1f s, best val loss %.4f; memory: arena %s (allocated once)%s, process peak resident %s; log in %s/log.jsonl\n",
+               st.step - step0, from, now_seconds() - t0, (double)st.best_val_loss, b1, b3, b2, cfg.out_dir);
+    }
     ngpt_trainer_free(tr);
     return rc == NGPT_OK || rc == NGPT_ERR_INTERRUPTED ? 0 : 1;
 }
