@@ -950,7 +950,7 @@ static int buf_category(int i, int training) {
 }
 
 /* Rows of logits per chunk: the planner starts at the default (the classifier's products run well at that
- * height) and, as its last trade, steps down by CHUNK_STEP rows to the largest chunk that fits. */
+ * height) and, as its last trade, goes below it in multiples of CHUNK_STEP rows (plan_fit_smaller_chunk). */
 #define CHUNK_STEP 128
 static int default_chunk(const PlanRequest *r) { return r->device == DEV_BACKEND_CUDA ? 2048 : 512; }
 
