@@ -352,7 +352,7 @@ static const ConfigKey config_keys[] = {
     CK(eval_interval, KEY_INT, 1, 1e9, NULL, "evaluate every this many steps"),
     CK(log_interval, KEY_INT, 1, 1e9, NULL, "print the training loss every this many steps"),
     CK(eval_iters, KEY_INT, 1, 1e9, NULL, "batches per split in each evaluation"),
-    CK(eval_only, KEY_BOOL, 0, 1, NULL, "evaluate once at the model's step, save nothing, and exit"),
+    CK(eval_only, KEY_BOOL, 0, 1, NULL, "evaluate once at the model's step, save nothing, and exit (a loaded model in forward-only memory)"),
     CK(always_save_checkpoint, KEY_BOOL, 0, 1, NULL, "save at every evaluation, not only on improvement"),
     CK(keep_checkpoints, KEY_INT, 1, MAX_KEEP_CHECKPOINTS, NULL, "the newest ckpt_<step>.bin kept in out_dir (best.bin is kept besides)"),
     CK(init_from, KEY_STR, 0, 0, NULL, "scratch, resume, gpt2/gpt2-medium/gpt2-large/gpt2-xl, or a weights path (.safetensors, llm.c .bin)"),
@@ -813,7 +813,9 @@ typedef struct {
     double budget;              /* bytes the arenas may take (CPU: device + host) */
     int pin_micro_batch, pin_recompute, pin_chunk; /* 0 / -1 / 0 = free */
     long long eval_seqs;        /* sequences per evaluation of one split (eval_iters * batch_size) */
-    int inference;              /* sampling only: no gradients, moments or kept activations (ngpt_options.sample_only) */
+    int inference;              /* forward passes only: no gradients, moments or kept activations (ngpt_options.sample_only,
+                                 * or eval_only from a checkpoint or pretrained weights) */
+    int eval_only;              /* with inference: the forward passes are evaluations (only what the plan says differs) */
 } PlanRequest;
 
 typedef struct {
@@ -1065,9 +1067,9 @@ static int plan_make(Plan *p, const PlanRequest *r, char *err, size_t errlen) {
         char nb[32], bb[32];
         double need = plan_layout(p, r, 1, 1, RECOMPUTE_NONE, r->pin_chunk ? r->pin_chunk : CHUNK_STEP, NGPT_DTYPE_F32);
         return fail(err, errlen, NGPT_ERR_NOMEM,
-                    "does not fit: sampling this model (its parameters and the forward pass of one sequence of block_size %d) needs %s "
+                    "does not fit: %s this model (its parameters and the forward pass of one sequence of block_size %d) needs %s "
                     "and the budget is %s. What helps: a smaller block_size, or more memory (--max_memory, another device)",
-                    r->T, fmt_bytes(nb, sizeof nb, need), fmt_bytes(bb, sizeof bb, r->budget));
+                    r->eval_only ? "evaluating" : "sampling", r->T, fmt_bytes(nb, sizeof nb, need), fmt_bytes(bb, sizeof bb, r->budget));
     }
     if (r->pin_micro_batch && (r->pin_micro_batch > seqs || seqs % r->pin_micro_batch))
         return fail(err, errlen, NGPT_ERR_ARG,
@@ -1139,7 +1141,11 @@ CLI_USED static void plan_print(const Plan *p, FILE *f) {
             r->m.C, r->m.V, r->m.Vp, r->T, r->m.bias ? "yes" : "no", (double)p->nparams / 1e6);
     fprintf(f, "device       %s, %s, budget %s\n", r->device == DEV_BACKEND_CUDA ? "cuda" : "cpu", dtype_name(r->dtype),
             fmt_bytes(b1, sizeof b1, r->budget));
-    if (r->inference) {
+    if (r->inference && r->eval_only) {
+        fprintf(f, "eval_only    the parameters and forward passes only: no gradients, AdamW moments, fp32 master or kept activations\n");
+        fprintf(f, "chosen       eval micro-batch %d (eval_iters x batch_size = %lld sequences a split), logits chunk %d rows\n",
+                p->eval_micro_batch, r->eval_seqs, p->eval_chunk);
+    } else if (r->inference) {
         fprintf(f, "sampling     the parameters and a forward pass only: no gradients, AdamW moments, fp32 master or kept activations\n");
         fprintf(f, "chosen       up to %d sequences at once (batch_size %d), logits chunk %d rows\n", p->micro_batch, r->batch_size,
                 p->logits_chunk);
@@ -1166,16 +1172,18 @@ CLI_USED static void plan_print(const Plan *p, FILE *f) {
 
 CLI_USED static void plan_print_json(const Plan *p, FILE *f) {
     const PlanRequest *r = &p->req;
-    fprintf(f, "{\"fits\": %s, \"sampling\": %s, \"device\": \"%s\", \"dtype\": \"%s\", \"budget\": %.0f, \"n_layer\": %d, \"n_head\": %d, "
-               "\"n_embd\": %d, \"vocab_size\": %d, \"padded_vocab_size\": %d, \"block_size\": %d, \"parameters\": %zu, ",
-            p->fits ? "true" : "false", r->inference ? "true" : "false", r->device == DEV_BACKEND_CUDA ? "cuda" : "cpu",
+    fprintf(f, "{\"fits\": %s, \"sampling\": %s, \"eval_only\": %s, \"device\": \"%s\", \"dtype\": \"%s\", \"budget\": %.0f, \"n_layer\": %d, "
+               "\"n_head\": %d, \"n_embd\": %d, \"vocab_size\": %d, \"padded_vocab_size\": %d, \"block_size\": %d, \"parameters\": %zu, ",
+            p->fits ? "true" : "false", r->inference && !r->eval_only ? "true" : "false", r->eval_only ? "true" : "false",
+            r->device == DEV_BACKEND_CUDA ? "cuda" : "cpu",
             dtype_name(r->dtype), r->budget, r->m.L, r->m.NH, r->m.C, r->m.V, r->m.Vp, r->T, p->nparams);
-    /* a sampling plan's micro_batch is the sequences generated at once; the training keys are left out */
+    /* a forward-only plan leaves out the training keys; a sampling plan's micro_batch is the sequences generated
+     * at once, an eval_only plan's eval_micro_batch the sequences an evaluation pass takes */
     if (!r->inference)
-        fprintf(f, "\"tokens_per_step\": %lld, \"gradient_accumulation_steps\": %d, \"recompute\": \"%s\", \"eval_micro_batch\": %d, "
-                   "\"moments\": \"%s\", ",
-                (long long)r->batch_size * r->grad_accum * r->T, p->grad_accum, recompute_name(p->recompute), p->eval_micro_batch,
+        fprintf(f, "\"tokens_per_step\": %lld, \"gradient_accumulation_steps\": %d, \"recompute\": \"%s\", \"moments\": \"%s\", ",
+                (long long)r->batch_size * r->grad_accum * r->T, p->grad_accum, recompute_name(p->recompute),
                 p->moments_dtype == NGPT_DTYPE_F32 ? "fp32" : "bf16");
+    if (!r->inference || r->eval_only) fprintf(f, "\"eval_micro_batch\": %d, ", p->eval_micro_batch);
     fprintf(f, "\"micro_batch\": %d, \"logits_chunk\": %d, \"lanes\": %d, \"device_bytes\": %zu, \"host_bytes\": %zu, \"bytes\": {",
             p->micro_batch, p->logits_chunk, p->lanes, p->device_bytes, p->host_bytes);
     for (int c = 0; c < N_CATS; c++) fprintf(f, "%s\"%s\": %.0f", c ? ", " : "", cat_keys[c], p->cat_bytes[c]);
@@ -4946,6 +4954,10 @@ static void plan_request_from_config(PlanRequest *r, const ngpt_config *c, const
     r->pin_recompute = c->recompute;
     r->pin_chunk = c->logits_chunk;
     r->eval_seqs = (long long)c->eval_iters * c->batch_size;
+    /* eval_only evaluates a model it loads in forward passes alone (nanoGPT's eval configs: GPT-2 XL in the
+     * memory sampling it needs); from scratch it keeps the training plan, whose fp32 master the random
+     * initialisation is drawn into */
+    r->eval_only = r->inference = c->eval_only && strcmp(c->init_from, "scratch");
 }
 
 /* ======================================================================================================
@@ -6283,7 +6295,8 @@ static int checkpoint_save(ngpt_trainer *tr, int is_best) {
     return NGPT_OK;
 }
 
-#define SAMPLE_ONLY_REFUSAL "this trainer was made for sampling (sample_only): it holds no gradients or optimizer state"
+#define SAMPLE_ONLY_REFUSAL "this trainer was made for forward passes only (sample_only, or eval_only of a loaded model): it holds no " \
+                            "gradients or optimizer state"
 
 int ngpt_save(ngpt_trainer *tr, const char *path) {
     if (tr->plan.req.inference) return tr_fail(tr, NGPT_ERR_STATE, "cannot save %s: " SAMPLE_ONLY_REFUSAL, path);
@@ -6488,7 +6501,7 @@ static int trainer_setup(ngpt_trainer *tr) {
     }
     PlanRequest req;
     plan_request_from_config(&req, c, &tr->ms, device, dtype, nthreads, budget);
-    req.inference = tr->opt.sample_only;
+    if (tr->opt.sample_only) req.inference = 1, req.eval_only = 0;
     if ((rc = plan_make(&tr->plan, &req, msg, sizeof msg))) return tr_fail(tr, rc, "%s", msg);
 
     if (tr->plan_only) return NGPT_OK; /* ngpt_plan_arenas: sizes only */
@@ -6752,8 +6765,8 @@ static int eval_split(ngpt_trainer *tr, const TokenSet *f, uint64_t stream, floa
 }
 
 int ngpt_evaluate(ngpt_trainer *tr, float *train_loss, float *val_loss) {
-    if (tr->plan.req.inference) return tr_fail(tr, NGPT_ERR_STATE, SAMPLE_ONLY_REFUSAL);
-    if (!tr->train_data.n) return tr_fail(tr, NGPT_ERR_STATE, "this trainer was made without data (no_data)");
+    if (!tr->train_data.n)
+        return tr_fail(tr, NGPT_ERR_STATE, "this trainer was made without data (%s)", tr->opt.sample_only ? "sample_only" : "no_data");
     use_scratch(tr, &tr->plan.eval);
     /* fresh windows at every evaluation, reproducible from (seed, step): a resumed run sees the same */
     uint64_t base = 0x1000 + (uint64_t)tr->step * 2;
@@ -7977,11 +7990,17 @@ static int cmd_train(int argc, char **argv) {
     char b1[32], b2[32], b3[64] = "";
     char lanes[48] = "";
     if (st.lanes > 1) snprintf(lanes, sizeof lanes, " in %d lanes", st.lanes);
-    printf("%s: %.2fM parameters; plan: micro-batch %d x accumulation %d (%lld tokens/step)%s, recompute %s, logits chunk %d, "
-           "eval micro-batch %d; arena %s device + %s host\n",
-           st.device, (double)st.parameters / 1e6, st.micro_batch, st.grad_accum, (long long)st.micro_batch * st.grad_accum * eff->block_size, lanes,
-           recompute_name(st.recompute), st.logits_chunk, st.eval_micro_batch, fmt_bytes(b1, sizeof b1, (double)st.device_bytes),
-           fmt_bytes(b2, sizeof b2, (double)st.host_bytes));
+    if (tr->plan.req.inference) /* eval_only of a loaded model */
+        printf("%s: %.2fM parameters; plan: evaluation only (forward passes: no gradients or optimizer state), eval micro-batch %d, "
+               "logits chunk %d; arena %s device + %s host\n",
+               st.device, (double)st.parameters / 1e6, st.eval_micro_batch, tr->plan.eval_chunk, fmt_bytes(b1, sizeof b1, (double)st.device_bytes),
+               fmt_bytes(b2, sizeof b2, (double)st.host_bytes));
+    else
+        printf("%s: %.2fM parameters; plan: micro-batch %d x accumulation %d (%lld tokens/step)%s, recompute %s, logits chunk %d, "
+               "eval micro-batch %d; arena %s device + %s host\n",
+               st.device, (double)st.parameters / 1e6, st.micro_batch, st.grad_accum, (long long)st.micro_batch * st.grad_accum * eff->block_size,
+               lanes, recompute_name(st.recompute), st.logits_chunk, st.eval_micro_batch, fmt_bytes(b1, sizeof b1, (double)st.device_bytes),
+               fmt_bytes(b2, sizeof b2, (double)st.host_bytes));
     double t0 = now_seconds();
     int step0 = st.step; /* a resumed run starts at its checkpoint's step */
     int rc = ngpt_train(tr);
@@ -7998,6 +8017,10 @@ static int cmd_train(int argc, char **argv) {
     }
     if (rc == NGPT_ERR_INTERRUPTED) printf("%s\n", ngpt_last_error(tr));
     else if (rc) fprintf(stderr, "error: %s\n", ngpt_last_error(tr));
+    else if (cfg.eval_only) /* its losses are on the evaluation's line; best val loss may be an earlier step's */
+        printf("done: evaluated the model of step %d in %.1f s, nothing trained or saved; memory: arena %s (allocated once)%s, process peak "
+               "resident %s; log in %s/log.jsonl\n",
+               st.step, now_seconds() - t0, b1, b3, b2, cfg.out_dir);
     else {
         char from[48] = "";
         if (step0 > 0) snprintf(from, sizeof from, " (from step %d to %d)", step0, st.step);
@@ -8022,7 +8045,7 @@ static int plan_refused(int json, const char *err) {
 }
 
 /* nanogpt plan: the memory plan that train (or with --sample, sample) would make, the model's shape taken from
- * init_from as they take it, from file headers alone */
+ * init_from, from file headers alone (sample's default, out_dir's checkpoint, is --init_from=resume here) */
 static int cmd_plan(int argc, char **argv) {
     ngpt_config cfg;
     char err[NGPT_ERRLEN], *rest[256];
@@ -8055,7 +8078,7 @@ static int cmd_plan(int argc, char **argv) {
     } else if (budget <= 0) budget = host_memory_available();
     PlanRequest req;
     plan_request_from_config(&req, &cfg, &ms, device, dtype, cfg.threads > 0 ? cfg.threads : cpu_count(), budget);
-    req.inference = sampling;
+    if (sampling) req.inference = 1, req.eval_only = 0; /* sample's plan, whatever eval_only says */
     Plan p;
     rc = plan_make(&p, &req, err, sizeof err);
     if (rc && rc != NGPT_ERR_NOMEM) return plan_refused(json, err); /* nothing was planned */

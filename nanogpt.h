@@ -73,7 +73,8 @@ typedef struct ngpt_config {
     /* I/O */
     char out_dir[256];
     int eval_interval, log_interval, eval_iters;
-    int eval_only;              /* evaluate once at the model's step (a resumed one's too), save nothing, exit */
+    int eval_only;              /* evaluate once at the model's step (a resumed one's too), save nothing, exit; a loaded
+                                 * model (resume, pretrained) is planned for forward passes alone, as sample_only */
     int always_save_checkpoint; /* save at every eval, not only when val loss improves */
     int keep_checkpoints;       /* the newest ckpt_<step>.bin kept in out_dir (1..1000, default 3); best.bin besides */
     char init_from[256];        /* "scratch", "resume", "gpt2".."gpt2-xl", or a .safetensors / llm.c .bin path */

@@ -89,7 +89,13 @@ ktimes() { # FILE SECTION-REGEX -> "name<TAB>ms" for each "kernel NAME ... ms" l
         n = $2; for (j = 3; j < i; j++) n = n " " $j; print n "\t" $i}' "$1"
 }
 chunk_rows_of() { sed -n 's/^classifier chunk rows \([0-9]*\)$/\1/p' "$1" | head -n 1; } # FILE: bench --kernels' chunk
-gpu_train_tests() { sed -n 's/^ *RUN(\(test_[a-z0-9_]*\));.*/\1/p' test/test_gpu_train.c; } # each is a row of the table
+test_results() { # SOURCE.c LOG -> "name PASS" or "name FAIL" for each RUN(name) of SOURCE, from LOG's "ok name" lines
+    local t
+    for t in $(sed -n 's/^ *RUN(\(test_[a-z0-9_]*\));.*/\1/p' "$1"); do
+        if grep -q "^ok $t\$" "$2"; then echo "$t PASS"; else echo "$t FAIL"; fi
+    done
+}
+section() { awk -v h="$2" '/^== /{on = ($0 == h); next} on' "$1"; } # FILE "== HEADER": the lines under that header
 ratio() { # NAME-REGEX OURS PEER: peer time / our time summed over the matching kernels (a FLOP-weighted speed ratio)
     join -t "$(printf '\t')" <(sort "$2") <(sort "$3") | awk -F'\t' -v r="$1" '$1 ~ r {o += $2; t += $3} END {if (o > 0) printf "%.2f", t / o}'
 }
@@ -112,8 +118,13 @@ if [ "$STEPS" = selftest ]; then
     "$N" prepare --input="$BUILD/text.txt" --out="$BUILD/data" >/dev/null
     toy=(--device=cpu --data_dir="$BUILD/data" --n_layer=1 --n_head=2 --n_embd=32 --block_size=32 --batch_size=4
          --gradient_accumulation_steps=1 --dropout=0 --max_iters=9 --eval_interval=5 --eval_iters=1 --log_interval=1)
-    "$N" train "${toy[@]}" --out_dir="$BUILD/out_a" >"$BUILD/train_a.out" 2>&1
-    "$N" train "${toy[@]}" --micro_batch=2 --out_dir="$BUILD/out_b" >"$BUILD/train_b.out" 2>&1
+    for run in a b; do # into one log under headers, as the capped step writes its two runs
+        mb=()
+        [ $run = b ] && mb=(--micro_batch=2)
+        echo "== $run" >>"$BUILD/capped.log"
+        "$N" train "${toy[@]}" "${mb[@]}" --out_dir="$BUILD/out_$run" >>"$BUILD/capped.log" 2>&1
+        section "$BUILD/capped.log" "== $run" >"$BUILD/train_$run.out"
+    done
     check "log.jsonl (10 steps)" test "$(log_steps "$BUILD/out_a" | wc -l)" = 10
     read -r n meand maxd ta tb <<<"$(compare_runs "$BUILD/out_a" "$BUILD/out_b")"
     check "two runs' losses and tokens/s (micro-batch 4 vs 2: $n steps, mean |d| $meand, tokens/s $ta, $tb)" \
@@ -137,8 +148,16 @@ if [ "$STEPS" = selftest ]; then
     ktimes "$BUILD/bench.log" '^== nanogpt bench --kernels$' >"$BUILD/k"
     check "bench --kernels' $(wc -l <"$BUILD/k") kernel times" \
         awk -F'\t' -v want="$(grep -c '^kernel ' "$BUILD/bench.log")" '$2 + 0 > 0 {n++} END {exit !(want >= 12 && n == want)}' "$BUILD/k"
-    check "matmul and attention times into ratios" test "$(ratio '^matmul' "$BUILD/k" "$BUILD/k") $(ratio '^attention' "$BUILD/k" "$BUILD/k")" = "1.00 1.00"
-    check "test_gpu_train.c's $(gpu_train_tests | wc -l) tests" test "$(gpu_train_tests | wc -l)" = "$(grep -c '^ *RUN(' test/test_gpu_train.c)"
+    awk -F'\t' '{printf "%s\t%.6f\n", $1, ($1 ~ /^matmul/ ? 2 : 3) * $2}' "$BUILD/k" >"$BUILD/k_peer" # a peer 2x / 3x slower
+    check "kernel times into ratios against a peer" test "$(ratio '^matmul' "$BUILD/k" "$BUILD/k_peer") $(ratio '^attention' "$BUILD/k" "$BUILD/k_peer")" = "2.00 3.00"
+    # the trainer rows: each RUN(...) of a test program against its "ok" lines (test_config here, fast)
+    "$CC" -O1 -std=c11 -Itest -o "$BUILD/test_config" test/test_config.c -lm -lpthread && "$BUILD/test_config" >"$BUILD/cfg.log" 2>&1
+    runs=$(grep -c '^ *RUN(' test/test_config.c)
+    check "a test program's results ($(test_results test/test_config.c "$BUILD/cfg.log" | grep -c ' PASS$') of $runs)" \
+        test "$(test_results test/test_config.c "$BUILD/cfg.log" | grep -c ' PASS$')" = "$runs"
+    first=$(test_results test/test_config.c "$BUILD/cfg.log" | head -n 1 | cut -d' ' -f1)
+    grep -v "^ok $first\$" "$BUILD/cfg.log" >"$BUILD/cfg_cut.log"
+    check "a missing ok line as a failure" test "$(test_results test/test_config.c "$BUILD/cfg_cut.log" | grep -c ' FAIL$')" = 1
     echo "summary: $SP passed, $SF failed"
     [ $SF = 0 ]
     exit
@@ -285,11 +304,10 @@ if want train && [ $BUILT = 0 ] && time_left "trainer checks" 240; then
     t0=$(date +%s)
     ( cd "$ROOT" && timeout $((BUDGET - $(elapsed))) "$BUILD/test_gpu_train" ) >"$LOG/train.log" 2>&1
     rc=$?
-    for t in $(gpu_train_tests); do
-        if grep -q "^ok $t\$" "$LOG/train.log"; then res=PASS; else res=FAIL; fi
+    while read -r t res; do # a row for each RUN(...) of test_gpu_train.c
         nums=$(grep -A1 "^FAIL $t" "$LOG/train.log" | head -n 1 | cut -c1-90)
-        row "${t#test_}" $res "${nums:-see train.log}"
-    done
+        row "${t#test_}" "$res" "${nums:-see train.log}"
+    done < <(test_results test/test_gpu_train.c "$LOG/train.log")
     grep -E '^  ' "$LOG/train.log" | head -n 8
     [ $rc = 124 ] && row "trainer checks" FAIL "timed out after $(($(date +%s) - t0)) s"
 fi
@@ -322,15 +340,16 @@ if want capped && [ $BUILT = 0 ] && time_left "2.68 GiB capped run" 150; then
             echo 0 >"$BUILD/mem_$run"
             sample_mem "$BUILD/mem_$run" &
             sampler=$!
+            echo "== $run" >>"$LOG/capped.log" # the run writes into the log as it goes, so a cut-off call keeps it
             timeout $((BUDGET - $(elapsed))) "$BUILD/nanogpt" train --device=cuda --data_dir="$BUILD/shk_gpt2" --out_dir="$BUILD/out_$run" \
                 --n_layer=12 --n_head=12 --n_embd=768 --block_size=1024 --batch_size=64 --gradient_accumulation_steps=1 --dropout=0 \
                 --max_iters=49 --eval_interval=1000 --eval_iters=1 --log_interval=1 --warmup_iters=10 --learning_rate=6e-4 \
-                "${cap[@]}" >"$BUILD/train_$run.out" 2>&1
-            echo "exit $?" >>"$BUILD/train_$run.out"
+                "${cap[@]}" >>"$LOG/capped.log" 2>&1
+            echo "exit $?" >>"$LOG/capped.log"
             kill $sampler 2>/dev/null
             wait $sampler 2>/dev/null
-            echo "peak device memory of any process (nvidia-smi, MiB, context included): $(cat "$BUILD/mem_$run")" >>"$BUILD/train_$run.out"
-            { echo "== $run"; cat "$BUILD/train_$run.out"; } >>"$LOG/capped.log"
+            echo "peak device memory of any process (nvidia-smi, MiB, context included): $(cat "$BUILD/mem_$run")" >>"$LOG/capped.log"
+            section "$LOG/capped.log" "== $run" >"$BUILD/train_$run.out"
         done
         cmp=$(compare_runs "$BUILD/out_capped" "$BUILD/out_uncapped")
         plan=$(plan_of "$BUILD/train_capped.out")

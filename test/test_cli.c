@@ -345,25 +345,43 @@ static void test_resume_model(void) {
     CHECK(strstr(r->out, "L=1 NH=2 C=16 V=") && strstr(r->out, "block_size=32") && strstr(r->out, "sampling "),
           "plan --sample --init_from=resume: the checkpoint's model: %.300s", r->out);
 
-    /* eval_only: one evaluation at the checkpoint's step (5), no training and nothing saved, however far
-     * max_iters is; and from scratch, at step 0 */
+    /* eval_only: one evaluation at the checkpoint's step (5) in a forward-only plan, no training and nothing
+     * saved, however far max_iters is; its losses are those the training plan's evaluation gives at step 5 */
     int files_before = files_in(tmp_path("rout")), lines_before = lines_in(tmp_path("rout/log.jsonl"));
-    r = cli("train", data_arg, out_dir_arg, "--init_from=resume", "--eval_only=True", "--eval_iters=1", "--max_iters=50", "--device=cpu",
+    r = cli("train", data_arg, out_dir_arg, "--init_from=resume", "--eval_only=True", "--eval_iters=2", "--max_iters=50", "--device=cpu",
             "--threads=1", NULL);
     CHECK_RUN(r, 0, "eval_only on resume");
-    CHECK(strstr(r->out, "step 5: train loss ") && strstr(r->out, "done: 0 steps (from step 5 to 5) in ") && !strstr(r->out, "iter "),
-          "one evaluation at step 5, no step: %.600s", r->out);
+    CHECK(strstr(r->out, "plan: evaluation only (forward passes") && strstr(r->out, "done: evaluated the model of step 5 in ") &&
+          !strstr(r->out, "iter ") && !strstr(r->out, "MFU"),
+          "one evaluation at step 5 in a forward-only plan, no step, no peak measured: %.600s", r->out);
     CHECK(strstr(r->out, "no config file: the command line's settings over nanoGPT's shakespeare_char recipe (50 iterations)\n"),
           "without a config, the first line leaves the model to the checkpoint: %.300s", r->out);
     CHECK(files_in(tmp_path("rout")) == files_before && lines_in(tmp_path("rout/log.jsonl")) == lines_before + 1,
           "eval_only saved nothing (%d files, were %d) and logged one line (%d, were %d)", files_in(tmp_path("rout")), files_before,
           lines_in(tmp_path("rout/log.jsonl")), lines_before);
+    double tl = -1, vl = -1, tl2 = -2, vl2 = -2;
+    const char *ev = strstr(r->out, "step 5: train loss ");
+    if (ev) sscanf(ev, "step 5: train loss %lf, val loss %lf", &tl, &vl);
+    /* the training plan's evaluation at step 5: resumed with max_iters 4, it evaluates and stops */
+    r = cli("train", data_arg, out_dir_arg, "--init_from=resume", "--eval_interval=5", "--eval_iters=2", "--max_iters=4", "--device=cpu",
+            "--threads=1", NULL);
+    CHECK_RUN(r, 0, "resume at max_iters: one evaluation");
+    ev = strstr(r->out, "step 5: train loss ");
+    if (ev) sscanf(ev, "step 5: train loss %lf, val loss %lf", &tl2, &vl2);
+    CHECK(strstr(r->out, "plan: micro-batch ") && fabs(tl - tl2) < 2e-4 && fabs(vl - vl2) < 2e-4,
+          "eval_only's losses %.4f, %.4f against the training plan's %.4f, %.4f: %.300s", tl, vl, tl2, vl2, r->out);
+    /* the forward-only plan in nanogpt plan, and the memory it saves */
+    r = cli("plan", "--init_from=resume", "--eval_only=True", out_dir_arg, data_arg, "--device=cpu", "--json", NULL);
+    CHECK_RUN(r, 0, "plan --eval_only=True --init_from=resume");
+    CHECK(strstr(r->out, "\"sampling\": false, \"eval_only\": true") && strstr(r->out, "\"moments\": 0,") && strstr(r->out, "\"eval_micro_batch\": ") &&
+          !strstr(r->out, "gradient_accumulation_steps"), "an eval_only plan: %.400s", r->out);
+    /* from scratch eval_only keeps the training plan (the random initialisation is drawn into its fp32 master) */
     snprintf(out_dir_arg, sizeof out_dir_arg, "--out_dir=%s", tmp_path("eout"));
     r = cli("train", data_arg, out_dir_arg, "--n_layer=1", "--n_head=2", "--n_embd=16", "--block_size=32", "--batch_size=2", "--eval_only=True",
             "--eval_iters=1", "--device=cpu", "--threads=1", NULL);
     CHECK_RUN(r, 0, "eval_only from scratch");
-    CHECK(strstr(r->out, "step 0: train loss ") && strstr(r->out, "done: 0 steps") && !strstr(r->out, "MFU") && files_in(tmp_path("eout")) == 1,
-          "one evaluation, no peak measured, only log.jsonl written (%d files): %.600s", files_in(tmp_path("eout")), r->out);
+    CHECK(strstr(r->out, "step 0: train loss ") && strstr(r->out, "done: evaluated the model of step 0") && !strstr(r->out, "MFU") &&
+          files_in(tmp_path("eout")) == 1, "one evaluation, no peak measured, only log.jsonl written (%d files): %.600s", files_in(tmp_path("eout")), r->out);
 }
 
 /* every config file shipped in data/ loads and plans (no GPU, no weights, no data needed): a typo in one
