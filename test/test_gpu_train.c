@@ -235,6 +235,31 @@ static void test_sample_only_bf16(void) {
     ngpt_trainer_free(full);
 }
 
+/* eval_only of a checkpoint: a forward-only plan (no gradients, moments or fp32 master) whose evaluation is
+ * the trainer's at the same step */
+static void test_eval_only_bf16(void) {
+    ngpt_config c;
+    config(&c, "cuda", "bfloat16");
+    snprintf(c.out_dir, sizeof c.out_dir, "%.200s/eval_only", dir);
+    mkdir(c.out_dir, 0777);
+    ngpt_trainer *full = make(&c);
+    if (!full) return;
+    for (int s = 0; s < 5; s++) ngpt_train_step(full, NULL);
+    float t1 = 0, v1 = 0, t2 = -1, v2 = -1;
+    CHECK(ngpt_evaluate(full, &t1, &v1) == 0 && checkpoint_save(full, 0) == 0, "evaluate and save: %s", full->err);
+    c.eval_only = 1;
+    copy_str(c.init_from, sizeof c.init_from, "resume");
+    ngpt_trainer *lean = make(&c);
+    if (!lean) { ngpt_trainer_free(full); return; }
+    CHECK(lean->plan.req.inference && lean->plan.off_region == lean->plan.off_m && lean->plan.device_bytes < full->plan.device_bytes,
+          "a forward-only plan: %zu bytes, the trainer's %zu", lean->plan.device_bytes, full->plan.device_bytes);
+    CHECK(lean->step == full->step && ngpt_evaluate(lean, &t2, &v2) == 0, "step %d of %d; evaluate: %s", lean->step, full->step, lean->err);
+    printf("  evaluation at step %d: the trainer %.6f / %.6f, eval_only %.6f / %.6f\n", full->step, t1, v1, t2, v2);
+    CHECK(fabs(t2 - t1) <= 1e-3 * t1 && fabs(v2 - v1) <= 1e-3 * v1, "eval_only %.6f / %.6f, the trainer %.6f / %.6f", t2, v2, t1, v1);
+    ngpt_trainer_free(lean);
+    ngpt_trainer_free(full);
+}
+
 int main(void) {
     char why[NGPT_ERRLEN];
     if (!ngpt_cuda_available(why, sizeof why)) { printf("FAIL no GPU: %s\n", why); return 1; }
@@ -249,6 +274,7 @@ int main(void) {
     RUN(test_resume_bit_identical);
     RUN(test_sample_kv_cache);
     RUN(test_sample_only_bf16);
+    RUN(test_eval_only_bf16);
     RUN(test_curve_follows_cpu);
     return check_summary();
 }
