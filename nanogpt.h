@@ -179,14 +179,15 @@ int ngpt_plan_arenas(const ngpt_config *cfg, size_t *device_bytes, size_t *host_
 const char *ngpt_last_error(const ngpt_trainer *tr);
 
 /* One optimizer step: the planned micro-steps, gradient clipping, AdamW with the scheduled learning rate.
- * *loss (may be NULL) receives the mean training loss of the step. */
+ * *loss (may be NULL) receives the mean training loss of the step. Refused (NGPT_ERR_STATE) by a trainer
+ * planned for forward passes alone (sample_only, or eval_only of a loaded model). */
 int ngpt_train_step(ngpt_trainer *tr, float *loss);
 /* nanoGPT's estimate_loss: mean loss over eval_iters batches of each split (dropout off). */
 int ngpt_evaluate(ngpt_trainer *tr, float *train_loss, float *val_loss);
 /* The whole run as nanoGPT's train.py does it: evaluate every eval_interval steps, save a checkpoint in
  * out_dir when the val loss improves (or at every evaluation with always_save_checkpoint), log every
- * log_interval steps, stop after max_iters. Appends one JSON object per step and per evaluation to
- * out_dir/log.jsonl. */
+ * log_interval steps, stop after max_iters (with eval_only: one evaluation, nothing saved). Appends one
+ * JSON object per step and per evaluation to out_dir/log.jsonl. */
 int ngpt_train(ngpt_trainer *tr);
 
 /* Asks ngpt_train to finish the current step, save a checkpoint and return NGPT_ERR_INTERRUPTED.
