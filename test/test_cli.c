@@ -375,6 +375,21 @@ static void test_resume_model(void) {
     CHECK_RUN(r, 0, "plan --eval_only=True --init_from=resume");
     CHECK(strstr(r->out, "\"sampling\": false, \"eval_only\": true") && strstr(r->out, "\"moments\": 0,") && strstr(r->out, "\"eval_micro_batch\": ") &&
           !strstr(r->out, "gradient_accumulation_steps"), "an eval_only plan: %.400s", r->out);
+    /* pretrained weights: nanoGPT's eval config over the tiny GPT-2 fixture, loaded through the forward-only
+     * plan's window, evaluates as the training plan's step 0 does */
+    snprintf(out_dir_arg, sizeof out_dir_arg, "--out_dir=%s", tmp_path("pout"));
+    r = cli("train", "data/openwebtext/eval_gpt2.cfg", "--init_from=test/fixtures/tiny_gpt2", data_arg, out_dir_arg, "--block_size=16",
+            "--eval_iters=3", "--device=cpu", "--threads=1", NULL);
+    CHECK_RUN(r, 0, "eval_gpt2.cfg over the tiny fixture");
+    tl = vl = -1;
+    tl2 = vl2 = -2;
+    if ((ev = strstr(r->out, "step 0: train loss "))) sscanf(ev, "step 0: train loss %lf, val loss %lf", &tl, &vl);
+    CHECK(strstr(r->out, "plan: evaluation only (forward passes"), "eval_gpt2.cfg: a forward-only plan: %.400s", r->out);
+    r = cli("train", "--init_from=test/fixtures/tiny_gpt2", data_arg, out_dir_arg, "--block_size=16", "--batch_size=8", "--eval_iters=3",
+            "--max_iters=0", "--eval_interval=1", "--device=cpu", "--threads=1", NULL);
+    CHECK_RUN(r, 0, "the tiny fixture's step 0 in the training plan");
+    if ((ev = strstr(r->out, "step 0: train loss "))) sscanf(ev, "step 0: train loss %lf, val loss %lf", &tl2, &vl2);
+    CHECK(fabs(tl - tl2) < 2e-4 && fabs(vl - vl2) < 2e-4, "pretrained eval_only %.4f, %.4f against the training plan's %.4f, %.4f", tl, vl, tl2, vl2);
     /* from scratch eval_only keeps the training plan (the random initialisation is drawn into its fp32 master) */
     snprintf(out_dir_arg, sizeof out_dir_arg, "--out_dir=%s", tmp_path("eout"));
     r = cli("train", data_arg, out_dir_arg, "--n_layer=1", "--n_head=2", "--n_embd=16", "--block_size=32", "--batch_size=2", "--eval_only=True",
