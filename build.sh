@@ -117,34 +117,36 @@ run_one() {
     fi
 }
 
+# Adds a checker's closing "summary: N passed, N failed" line (name, its output) to the totals.
+add_summary() {
+    local p f
+    p=$(echo "$2" | sed -n 's/^summary: \([0-9]*\) passed, \([0-9]*\) failed$/\1/p' | tail -1)
+    f=$(echo "$2" | sed -n 's/^summary: \([0-9]*\) passed, \([0-9]*\) failed$/\2/p' | tail -1)
+    if [ -z "$p" ]; then echo "FAIL $1: no summary"; TEST_FAILED=$((TEST_FAILED + 1)); return; fi
+    TEST_PASSED=$((TEST_PASSED + p))
+    TEST_FAILED=$((TEST_FAILED + f))
+}
+
 # Compiles nanogpt.cu for every target (tools/cuda_compile_check.sh) and adds its checks to the totals.
 cuda_check() {
-    local nvcc p f out
+    local nvcc out
     nvcc=$(find_nvcc)
     if [ -z "$nvcc" ]; then echo "nvcc not found: skipping the CUDA compile check"; return 0; fi
     set +e
     out=$(NVCC="$nvcc" bash tools/cuda_compile_check.sh 2>&1)
     set -e
     echo "$out"
-    p=$(echo "$out" | sed -n 's/^summary: \([0-9]*\) passed, \([0-9]*\) failed$/\1/p' | tail -1)
-    f=$(echo "$out" | sed -n 's/^summary: \([0-9]*\) passed, \([0-9]*\) failed$/\2/p' | tail -1)
-    if [ -z "$p" ]; then echo "FAIL cuda_compile_check: no summary"; TEST_FAILED=$((TEST_FAILED + 1)); return; fi
-    TEST_PASSED=$((TEST_PASSED + p))
-    TEST_FAILED=$((TEST_FAILED + f))
+    add_summary cuda_compile_check "$out"
 }
 
 # test/gpu.sh's readers of nanogpt's output, fed by a CPU build (bash test/gpu.sh selftest): added to the totals.
 gpu_script_selftest() {
-    local p f out
+    local out
     set +e
     out=$(bash test/gpu.sh selftest 2>&1)
     set -e
     echo "$out"
-    p=$(echo "$out" | sed -n 's/^summary: \([0-9]*\) passed, \([0-9]*\) failed$/\1/p' | tail -1)
-    f=$(echo "$out" | sed -n 's/^summary: \([0-9]*\) passed, \([0-9]*\) failed$/\2/p' | tail -1)
-    if [ -z "$p" ]; then echo "FAIL gpu.sh selftest: no summary"; TEST_FAILED=$((TEST_FAILED + 1)); return; fi
-    TEST_PASSED=$((TEST_PASSED + p))
-    TEST_FAILED=$((TEST_FAILED + f))
+    add_summary "gpu.sh selftest" "$out"
 }
 
 # Compiles nanogpt.c with gcc and clang (those found), -Wall -Wextra -Werror, as the program and as a library
