@@ -4938,9 +4938,10 @@ static void trainer_carve(ngpt_trainer *tr) {
     tr->h_staging = tr->host + p->host_off[H_STAGING];
 }
 
-/* The plan request for a config on a device with a budget. */
+/* The plan request for a config on a device with a budget; sampling: sample's forward-only plan, whatever
+ * eval_only says. */
 static void plan_request_from_config(PlanRequest *r, const ngpt_config *c, const ModelShape *ms, int device, int dtype, int nthreads,
-                                     double budget) {
+                                     double budget, int sampling) {
     memset(r, 0, sizeof *r);
     r->m = *ms;
     r->T = c->block_size;
@@ -4957,7 +4958,8 @@ static void plan_request_from_config(PlanRequest *r, const ngpt_config *c, const
     /* eval_only evaluates a model it loads in forward passes alone (nanoGPT's eval configs: GPT-2 XL in the
      * memory sampling it needs); from scratch it keeps the training plan, whose fp32 master the random
      * initialisation is drawn into */
-    r->eval_only = r->inference = c->eval_only && strcmp(c->init_from, "scratch");
+    r->eval_only = !sampling && c->eval_only && strcmp(c->init_from, "scratch");
+    r->inference = sampling || r->eval_only;
 }
 
 /* ======================================================================================================
@@ -6500,8 +6502,7 @@ static int trainer_setup(ngpt_trainer *tr) {
         if (c->max_memory > 0 && c->max_memory < budget) budget = c->max_memory;
     }
     PlanRequest req;
-    plan_request_from_config(&req, c, &tr->ms, device, dtype, nthreads, budget);
-    if (tr->opt.sample_only) req.inference = 1, req.eval_only = 0;
+    plan_request_from_config(&req, c, &tr->ms, device, dtype, nthreads, budget, tr->opt.sample_only);
     if ((rc = plan_make(&tr->plan, &req, msg, sizeof msg))) return tr_fail(tr, rc, "%s", msg);
 
     if (tr->plan_only) return NGPT_OK; /* ngpt_plan_arenas: sizes only */
@@ -8077,8 +8078,7 @@ static int cmd_plan(int argc, char **argv) {
         budget -= (double)CUDA_SAFETY_MARGIN;
     } else if (budget <= 0) budget = host_memory_available();
     PlanRequest req;
-    plan_request_from_config(&req, &cfg, &ms, device, dtype, cfg.threads > 0 ? cfg.threads : cpu_count(), budget);
-    if (sampling) req.inference = 1, req.eval_only = 0; /* sample's plan, whatever eval_only says */
+    plan_request_from_config(&req, &cfg, &ms, device, dtype, cfg.threads > 0 ? cfg.threads : cpu_count(), budget, sampling);
     Plan p;
     rc = plan_make(&p, &req, err, sizeof err);
     if (rc && rc != NGPT_ERR_NOMEM) return plan_refused(json, err); /* nothing was planned */
