@@ -2754,18 +2754,54 @@ static int charvocab_load(CharVocab *v, const char *path, char *err, size_t errl
     return rc;
 }
 
-/* Decodes ids to UTF-8 text into out (cap bytes, NUL-terminated). Unknown ids become U+FFFD. */
-CLI_USED static size_t charvocab_decode(const CharVocab *v, const int32_t *ids, size_t n, char *out, size_t cap) {
+/* ids -> UTF-8 text in out[0..cap) (not NUL-terminated; whole characters while they fit); *len_out: the bytes
+ * of the whole text. NGPT_ERR_ARG for an id outside the vocabulary (*len_out: the text before it) or a text
+ * longer than cap. */
+static int charvocab_decode(const CharVocab *v, const int32_t *ids, size_t n, char *out, size_t cap, size_t *len_out, char *err,
+                            size_t errlen) {
     size_t len = 0;
+    int fits = 1;
     for (size_t i = 0; i < n; i++) {
+        if (ids[i] < 0 || ids[i] >= v->n) {
+            *len_out = len;
+            return fail(err, errlen, NGPT_ERR_ARG, "id %d at position %zu is outside the character vocabulary (0..%d)", ids[i], i, v->n - 1);
+        }
         unsigned char b[4];
-        int k = utf8_encode(ids[i] >= 0 && ids[i] < v->n ? v->cp[ids[i]] : 0xFFFD, b);
-        if (len + (size_t)k + 1 > cap) break;
-        memcpy(out + len, b, (size_t)k);
-        len += (size_t)k;
+        size_t k = (size_t)utf8_encode(v->cp[ids[i]], b);
+        fits = fits && len + k <= cap;
+        if (fits) memcpy(out + len, b, k);
+        len += k;
     }
-    if (cap) out[len < cap ? len : cap - 1] = 0;
-    return len;
+    *len_out = len;
+    return len > cap ? fail(err, errlen, NGPT_ERR_ARG, "the text needs %zu bytes, the buffer holds %zu", len, cap) : NGPT_OK;
+}
+
+/* UTF-8 text -> ids (at most cap written; *n_out: how many the whole text has). NGPT_ERR_ARG for invalid
+ * UTF-8 or a character outside the vocabulary (naming its byte; *n_out: the ids before it), or more ids
+ * than cap. */
+static int charvocab_encode(const CharVocab *v, const char *text, size_t len, int32_t *ids, size_t cap, size_t *n_out, char *err,
+                            size_t errlen) {
+    size_t i = 0, n = 0;
+    while (i < len) {
+        uint32_t cp;
+        int k = utf8_decode((const unsigned char *)text + i, len - i, &cp);
+        int lo = 0, hi = v->n - 1;
+        while (k > 0 && lo < hi) {
+            int mid = (lo + hi) / 2;
+            if (v->cp[mid] < cp) lo = mid + 1;
+            else hi = mid;
+        }
+        if (k <= 0 || v->cp[lo] != cp) {
+            *n_out = n;
+            if (k <= 0) return fail(err, errlen, NGPT_ERR_ARG, "invalid UTF-8 at byte %zu", i);
+            return fail(err, errlen, NGPT_ERR_ARG, "the character U+%04X at byte %zu is not in the vocabulary (%d characters)", cp, i, v->n);
+        }
+        if (n < cap) ids[n] = lo;
+        n++;
+        i += (size_t)k;
+    }
+    *n_out = n;
+    return n > cap ? fail(err, errlen, NGPT_ERR_ARG, "the text has %zu characters, the buffer holds %zu ids", n, cap) : NGPT_OK;
 }
 
 /* ======================================================================================================
@@ -6146,7 +6182,11 @@ static int checkpoint_open(CkptReader *r, const char *path, char *err, size_t er
         rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s: %u sections, expected %d", path, r->h.nsections, N_SECTIONS);
     for (int i = 0; i < N_SECTIONS && !rc; i++) {
         const CkptSection *s = &r->h.sec[i];
-        if (s->id != (uint32_t)(i + 1) || s->offset < sizeof r->h || s->offset > size || s->bytes > size - s->offset)
+        if (s->id != (uint32_t)(i + 1) || s->reserved)
+            rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s: section table entry %d (bytes %zu..%zu) reads id %u, reserved %u; expected id %d, reserved 0",
+                      path, i + 1, offsetof(CkptHeader, sec) + (size_t)i * sizeof *s, offsetof(CkptHeader, sec) + (size_t)(i + 1) * sizeof *s - 1,
+                      s->id, s->reserved, i + 1);
+        else if (s->offset < sizeof r->h || s->offset > size || s->bytes > size - s->offset)
             rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s: section %d (%s) at offset %llu with %llu bytes lies outside the %llu-byte file (truncated?)",
                       path, i + 1, section_names[i + 1], (unsigned long long)s->offset, (unsigned long long)s->bytes, (unsigned long long)size);
     }
@@ -6385,7 +6425,8 @@ static int resume_open(ngpt_config *c, CkptReader *r, char *path, size_t cap, ch
     memset(r, 0, sizeof *r);
     long long newest;
     if (!checkpoint_list(c->out_dir, &newest, 1))
-        return fail(err, errlen, NGPT_ERR_IO, "init_from = resume, but out_dir %s holds no checkpoint (ckpt_<step>.bin)", c->out_dir);
+        return fail(err, errlen, NGPT_ERR_IO, "init_from = resume, but out_dir %s holds no checkpoint: resume reads the newest ckpt_<step>.bin, "
+                                                "the step in 9 digits (ckpt_000000030.bin, as training names them)", c->out_dir);
     checkpoint_path(c->out_dir, newest, path, cap);
     int rc = checkpoint_open(r, path, err, errlen);
     if (!rc) config_set_model(c, &r->model);
@@ -6525,7 +6566,7 @@ static int trainer_setup(ngpt_trainer *tr) {
     }
     void *dev = NULL, *host = NULL;
     if (tr->opt.device_arena) { /* the embedder's own memory */
-        if (tr->opt.device_arena_bytes < tr->plan.device_bytes || tr->opt.host_arena_bytes < tr->plan.host_bytes || !tr->opt.host_arena)
+        if (tr->opt.device_arena_bytes < tr->plan.device_bytes || tr->opt.host_arena_bytes < tr->plan.host_bytes)
             return tr_fail(tr, NGPT_ERR_NOMEM, "the arenas handed in (%zu device, %zu host bytes) are smaller than the plan (%zu, %zu)",
                            tr->opt.device_arena_bytes, tr->opt.host_arena_bytes, tr->plan.device_bytes, tr->plan.host_bytes);
         dev = tr->opt.device_arena;
@@ -6585,7 +6626,15 @@ int ngpt_trainer_create(const ngpt_config *cfg, const ngpt_options *opt, ngpt_tr
     if (!tr) return fail(err, errlen, NGPT_ERR_NOMEM, "out of host memory creating the trainer");
     tr->cfg = *cfg;
     if (opt) tr->opt = *opt;
-    int rc = trainer_setup(tr);
+    const ngpt_options *o = &tr->opt;
+    int rc = NGPT_OK;
+    if (!o->device_arena != !o->host_arena)
+        rc = tr_fail(tr, NGPT_ERR_ARG, "ngpt_options: %s is given but not %s: give both arenas (sized by ngpt_plan_arenas), or neither for the "
+                                       "library's own allocation", o->device_arena ? "device_arena" : "host_arena", o->device_arena ? "host_arena" : "device_arena");
+    else if (((uintptr_t)o->device_arena | (uintptr_t)o->host_arena) % NGPT_ARENA_ALIGNMENT)
+        rc = tr_fail(tr, NGPT_ERR_ARG, "ngpt_options: device_arena %p and host_arena %p must be aligned to %d bytes (malloc, aligned_alloc, "
+                                       "cudaMalloc and cudaMallocHost give that)", o->device_arena, o->host_arena, NGPT_ARENA_ALIGNMENT);
+    if (!rc) rc = trainer_setup(tr);
     if (rc) {
         fail(err, errlen, rc, "%s", tr->err);
         ngpt_trainer_free(tr);
@@ -6875,8 +6924,9 @@ static int32_t sample_token(float *logits, float *tmp, int V, float temperature,
 int ngpt_sample(ngpt_trainer *tr, const int32_t *prompt, int n_prompt, int num_samples, int max_new, float temperature, int top_k,
                 uint64_t seed, int32_t *out) {
     const ModelShape *m = &tr->ms;
-    if (n_prompt < 1 || num_samples < 1 || max_new < 0 || !(temperature > 0))
-        return tr_fail(tr, NGPT_ERR_ARG, "sample: need a prompt of at least one token, num_samples >= 1, max_new_tokens >= 0, temperature > 0");
+    if (n_prompt < 1 || num_samples < 1 || max_new < 0 || !(temperature > 0) || top_k < 0)
+        return tr_fail(tr, NGPT_ERR_ARG, "sample: need a prompt of at least one token, num_samples >= 1, max_new_tokens >= 0, temperature > 0, "
+                                         "top_k >= 0 (0 = all); got %d, %d, %d, %g, %d", n_prompt, num_samples, max_new, (double)temperature, top_k);
     for (int i = 0; i < n_prompt; i++)
         if (prompt[i] < 0 || prompt[i] >= m->V) return tr_fail(tr, NGPT_ERR_ARG, "sample: prompt token %d is %d, outside the vocabulary (0..%d)", i, prompt[i], m->V - 1);
     size_t off[N_SAMPLE_BUFS];
@@ -6917,6 +6967,24 @@ int ngpt_sample(ngpt_trainer *tr, const int32_t *prompt, int n_prompt, int num_s
     free(logits);
     free(tok);
     return rc;
+}
+
+#define NO_CHARS "this model has no character vocabulary (no meta.bin in its data folder): its ids are GPT-2 tokens, for ngpt_tokenizer_encode and ngpt_tokenizer_decode"
+
+int ngpt_chars_encode(ngpt_trainer *tr, const char *text, size_t len, int32_t *ids, size_t cap, size_t *n_out) {
+    *n_out = 0;
+    if (!tr->charvocab) return tr_fail(tr, NGPT_ERR_STATE, NO_CHARS);
+    char msg[NGPT_ERRLEN];
+    int rc = charvocab_encode(tr->charvocab, text, len, ids, cap, n_out, msg, sizeof msg);
+    return rc ? tr_fail(tr, rc, "%s", msg) : NGPT_OK;
+}
+
+int ngpt_chars_decode(ngpt_trainer *tr, const int32_t *ids, size_t n, char *out, size_t cap, size_t *len_out) {
+    *len_out = 0;
+    if (!tr->charvocab) return tr_fail(tr, NGPT_ERR_STATE, NO_CHARS);
+    char msg[NGPT_ERRLEN];
+    int rc = charvocab_decode(tr->charvocab, ids, n, out, cap, len_out, msg, sizeof msg);
+    return rc ? tr_fail(tr, rc, "%s", msg) : NGPT_OK;
 }
 
 void ngpt_get_stats(const ngpt_trainer *tr, ngpt_stats *st) {
@@ -7468,7 +7536,7 @@ static int prep_write(void *ctx, uint32_t cp) {
 }
 
 /* text file -> out_dir/{train,val}.bin + meta.bin; the last val_fraction of the characters is val */
-CLI_USED static int prepare_char(const char *input, const char *out_dir, double val_fraction, FILE *log, char *err, size_t errlen) {
+static int prepare_char(const char *input, const char *out_dir, double val_fraction, FILE *log, char *err, size_t errlen) {
     CharPrep p;
     memset(&p, 0, sizeof p);
     CharVocab *v = (CharVocab *)calloc(1, sizeof *v);
@@ -7486,7 +7554,7 @@ CLI_USED static int prepare_char(const char *input, const char *out_dir, double 
         }
     if (p.count < 2) { rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s has %zu characters; need at least 2", input, p.count); goto done; }
     p.n_train = (size_t)((double)p.count * (1.0 - val_fraction));
-    mkdir(out_dir, 0777);
+    mkdir_p(out_dir);
     snprintf(tpath, sizeof tpath, "%s/train.bin", out_dir);
     snprintf(vpath, sizeof vpath, "%s/val.bin", out_dir);
     snprintf(mpath, sizeof mpath, "%s/meta.bin", out_dir);
@@ -7601,7 +7669,7 @@ static int tokwriter_close(TokWriter *w) {
 
 static int utf8_continuation(unsigned char c) { return (c & 0xC0) == 0x80; }
 
-CLI_USED static int prepare_gpt2(char **inputs, int n_inputs, const char *out_dir, double val_fraction, int llmc, const ngpt_tokenizer *tok,
+static int prepare_gpt2(const char *const *inputs, int n_inputs, const char *out_dir, double val_fraction, int llmc, const ngpt_tokenizer *tok,
                         FILE *log, char *err, size_t errlen) {
     /* pass 1: characters (code points; a stray byte counts as one) of all inputs */
     uint64_t chars = 0, total_bytes = 0;
@@ -7691,6 +7759,13 @@ done:
     free(buf);
     free(ids);
     return rc;
+}
+
+int ngpt_prepare(const char *input, const char *out_dir, const ngpt_tokenizer *tok, double val_fraction, char *err, size_t errlen) {
+    if (!input || !out_dir || !(val_fraction > 0 && val_fraction < 1))
+        return fail(err, errlen, NGPT_ERR_ARG, "ngpt_prepare: needs an input file, an out_dir, and val_fraction in (0, 1) (got %g)", val_fraction);
+    if (!tok) return prepare_char(input, out_dir, val_fraction, NULL, err, errlen);
+    return prepare_gpt2(&input, 1, out_dir, val_fraction, 0, tok, NULL, err, errlen);
 }
 
 /* ======================================================================================================
@@ -7933,7 +8008,7 @@ static int ensure_dataset(const ngpt_config *cfg, char *err, size_t errlen) {
     ngpt_tokenizer *tok = NULL;
     int rc = ensure_gpt2_vocab(cfg->tokenizer_dir, err, errlen);
     if (!rc) rc = load_gpt2_tokenizer(cfg->tokenizer_dir, &tok, err, errlen);
-    char *inputs[1] = {input};
+    const char *inputs[1] = {input};
     if (!rc) rc = prepare_gpt2(inputs, 1, dir, 0.1, 0, tok, stdout, err, errlen);
     ngpt_tokenizer_free(tok);
     return rc;
@@ -8265,7 +8340,7 @@ static int cmd_prepare(int argc, char **argv) {
     } else {
         ngpt_tokenizer *tok = NULL;
         rc = load_gpt2_tokenizer(tok_dir, &tok, err, sizeof err);
-        if (!rc) rc = prepare_gpt2(inputs, n_inputs, out, val_fraction, llmc, tok, stdout, err, sizeof err);
+        if (!rc) rc = prepare_gpt2((const char *const *)inputs, n_inputs, out, val_fraction, llmc, tok, stdout, err, sizeof err);
         ngpt_tokenizer_free(tok);
     }
     for (int i = 0; i < n_inputs; i++) free(inputs[i]);
@@ -8277,24 +8352,6 @@ static int cmd_prepare(int argc, char **argv) {
 }
 
 /* ---- nanogpt sample: nanoGPT's sample.py ---- */
-
-/* text -> ids with the character vocabulary; an unknown character is an error */
-static int char_encode(const CharVocab *v, const char *text, int32_t *ids, int cap, int *n, char *err, size_t errlen) {
-    size_t len = strlen(text), i = 0;
-    *n = 0;
-    while (i < len) {
-        uint32_t cp;
-        int k = utf8_decode((const unsigned char *)text + i, len - i, &cp);
-        if (k <= 0) return fail(err, errlen, NGPT_ERR_ARG, "start text: invalid UTF-8 at byte %zu", i);
-        int lo = 0, hi = v->n - 1;
-        while (lo < hi) { int mid = (lo + hi) / 2; if (v->cp[mid] < cp) lo = mid + 1; else hi = mid; }
-        if (v->cp[lo] != cp) return fail(err, errlen, NGPT_ERR_ARG, "start text: the character U+%04X at byte %zu is not in the vocabulary", cp, i);
-        if (*n == cap) return fail(err, errlen, NGPT_ERR_ARG, "start text: longer than %d tokens", cap);
-        ids[(*n)++] = lo;
-        i += (size_t)k;
-    }
-    return NGPT_OK;
-}
 
 /* The checkpoint that sample and export read from out_dir: best.bin (the lowest val loss), else the newest
  * ckpt_<step>.bin. cfg becomes its stored config and model shape (checkpoint_read_config), with init_from =
@@ -8384,8 +8441,13 @@ static int cmd_sample(int argc, char **argv) {
                                                   "model's characters (e.g. --dataset=shakespeare_char)",
                   tr->ms.V, dataset_dir(&cfg, dir, sizeof dir));
     }
-    if (!rc && tr->charvocab) rc = char_encode(tr->charvocab, start, prompt, (int)sizeof start, &np, err, sizeof err);
-    else if (!rc) {
+    if (!rc && tr->charvocab) {
+        size_t nn = 0;
+        char msg[NGPT_ERRLEN];
+        if (charvocab_encode(tr->charvocab, start, strlen(start), prompt, sizeof start, &nn, msg, sizeof msg))
+            rc = fail(err, sizeof err, NGPT_ERR_ARG, "start text: %s", msg);
+        np = (int)nn;
+    } else if (!rc) {
         size_t nn = 0;
         rc = ensure_gpt2_vocab(cfg.tokenizer_dir, err, sizeof err);
         if (!rc) rc = load_gpt2_tokenizer(cfg.tokenizer_dir, &tok, err, sizeof err);
@@ -8401,10 +8463,11 @@ static int cmd_sample(int argc, char **argv) {
     for (int sidx = 0; !rc && sidx < num_samples; sidx++) {
         const int32_t *ids = out + (size_t)sidx * total;
         for (int i = 0; i < total; i++) {
-            if (tr->charvocab) {
-                char b[8];
-                charvocab_decode(tr->charvocab, ids + i, 1, b, sizeof b);
-                fputs(b, stdout);
+            if (tr->charvocab) { /* a model wider than its characters (vocab_size) may draw ids past them: U+FFFD */
+                char b[4];
+                size_t len;
+                if (charvocab_decode(tr->charvocab, ids + i, 1, b, sizeof b, &len, NULL, 0)) fputs("\xEF\xBF\xBD", stdout);
+                else fwrite(b, 1, len, stdout);
             } else {
                 size_t len;
                 const char *b = ngpt_tokenizer_token(tok, ids[i], &len);

@@ -4,19 +4,23 @@
  * the micro-batch and gradient accumulation that keep the tokens per step you asked for), allocates one
  * arena, and allocates nothing while training. The model is GPT-2 exactly as nanoGPT defines it.
  *
- * Build (CPU only, one line; add nanogpt.cu with nvcc and -DNGPT_CUDA for the GPU backend):
- *     cc -O3 -march=native -DNGPT_NO_MAIN -c nanogpt.c && cc your_program.c nanogpt.o -lm -lpthread
+ * Build (CPU only, one line; add nanogpt.cu with nvcc and -DNGPT_CUDA for the GPU backend). nanogpt.c is C11;
+ * this header is C99 and C++:
+ *     cc -std=c11 -O3 -march=native -DNGPT_NO_MAIN -c nanogpt.c && cc your_program.c nanogpt.o -lm -lpthread
  * or just ./build.sh, which builds the `nanogpt` program.
  *
  * Compile-time options:
  *     NGPT_NO_MAIN   leave out main() (for embedding nanogpt.c and for the tests)
  *     NGPT_CUDA      link the CUDA backend from nanogpt.cu (build.sh sets it when nvcc is found)
  *
- * Example: train the model a config file describes, through the library.
+ * Example: train the model a config file describes, through the library, then sample from it. The config
+ * reads data/shakespeare_char/ (dataset = shakespeare_char), made once from a text file by ngpt_prepare
+ * (the library reads prepared data only; `nanogpt train` prepares the recipes' data by itself).
  *
+ *     char err[512];
+ *     if (ngpt_prepare("input.txt", "data/shakespeare_char", NULL, 0.1, err, sizeof err)) { puts(err); return 1; }
  *     ngpt_config cfg;
  *     ngpt_config_defaults(&cfg);
- *     char err[512];
  *     if (ngpt_config_load(&cfg, "data/shakespeare_char/train_cpu.cfg", err, sizeof err) ||
  *         ngpt_config_set(&cfg, "max_iters", "100", err, sizeof err)) { puts(err); return 1; }
  *     ngpt_trainer *tr;
@@ -25,6 +29,12 @@
  *         float loss;
  *         if (ngpt_train_step(tr, &loss)) { puts(ngpt_last_error(tr)); break; }
  *     }
+ *     int32_t prompt[1], ids[1 + 200];
+ *     char text[4 * 201];
+ *     size_t n, len;
+ *     if (!ngpt_chars_encode(tr, "\n", 1, prompt, 1, &n) && !ngpt_sample(tr, prompt, 1, 1, 200, 0.8f, 200, 1337, ids) &&
+ *         !ngpt_chars_decode(tr, ids, 201, text, sizeof text, &len))
+ *         fwrite(text, 1, len, stdout);
  *     ngpt_trainer_free(tr);
  *
  * Error contract: every function that can fail returns an int status, 0 (NGPT_OK) on success and one of
@@ -48,6 +58,7 @@ extern "C" {
 
 #define NGPT_VERSION "0.1.0"
 #define NGPT_VERSION_NUMBER 100
+#define NGPT_ARENA_ALIGNMENT 16 /* of the embedder's arenas (ngpt_options.device_arena, host_arena) */
 
 /* Status codes. */
 enum {
@@ -76,12 +87,14 @@ typedef struct ngpt_config {
     int eval_only;              /* evaluate once at the model's step (a resumed one's too), save nothing, exit; a loaded
                                  * model (resume, pretrained) is planned for forward passes alone, as sample_only */
     int always_save_checkpoint; /* save at every eval, not only when val loss improves */
-    int keep_checkpoints;       /* the newest ckpt_<step>.bin kept in out_dir (1..1000, default 3); best.bin besides */
+    int keep_checkpoints;       /* the newest ckpt_<step>.bin kept in out_dir (1..1000, default 3; the step in 9 digits,
+                                 * ckpt_000000030.bin); best.bin besides */
     char init_from[256];        /* "scratch", "resume", "gpt2".."gpt2-xl", or a .safetensors / llm.c .bin path */
     /* data */
     char dataset[128];    /* data lives in data/<dataset>/ unless data_dir is set */
     char data_dir[256];   /* * explicit folder with train.bin, val.bin (and meta.bin) */
-    char input[256];      /* * text file the default dataset is prepared from */
+    char input[256];      /* * `nanogpt train` only: the text it prepares the shakespeare datasets from when their
+                           * train.bin is missing (the library reads prepared data: ngpt_prepare) */
     char tokenizer_dir[256]; /* * GPT-2 vocabulary: encoder.json + vocab.bpe (or gpt2.tok) */
     char pretrained_dir[256]; /* * init_from = gpt2.. reads <pretrained_dir>/<name>/model.safetensors */
     int gradient_accumulation_steps;
@@ -149,18 +162,22 @@ typedef void (*ngpt_progress_fn)(void *ctx, const ngpt_progress *p);
 typedef struct ngpt_options {
     ngpt_log_fn log;           /* messages; without `progress`, also a line every log_interval steps */
     ngpt_progress_fn progress; /* every step and evaluation */
-    void *ctx;                 /* passed to both */
+    void *ctx;                 /* passed to both; fixed at creation, before the trainer exists: to reach the trainer
+                                * from a callback (ngpt_request_stop), point it at a variable that will hold it */
     int no_data;               /* 1: do not open the dataset (ngpt_train_step and ngpt_evaluate are refused) */
     int sample_only;           /* 1: for ngpt_sample and export only: no dataset, and memory for the parameters and
                                 * a forward pass alone (no gradients, AdamW moments, fp32 master or kept
                                 * activations), so a model too big to train here can still be sampled. The
                                 * parameters start at zero (init_from = scratch) until loaded; ngpt_save is
                                 * refused, ngpt_load reads a checkpoint's parameters only. */
-    /* The embedder's own memory instead of the library's one allocation of each arena (sizes from
-     * ngpt_plan_arenas; on the GPU device_arena is device memory and host_arena should be pinned).
-     * They are the memory budget: the plan is fitted into them (an arena smaller than ngpt_plan_arenas
-     * said gets a smaller micro-batch or more recomputation, or NGPT_ERR_NOMEM when nothing fits).
-     * The library never frees them. Beyond them it mallocs only small bookkeeping at creation. */
+    /* The embedder's own memory instead of the library's one allocation of each arena: both or neither
+     * (one alone is NGPT_ERR_ARG), each aligned to NGPT_ARENA_ALIGNMENT bytes, sizes from ngpt_plan_arenas;
+     * on the GPU device_arena is device memory and host_arena should be pinned. They are the memory
+     * budget (on the CPU both together; on the GPU the device arena), still capped by max_memory: the plan
+     * is fitted into them (arenas smaller than ngpt_plan_arenas said get a smaller micro-batch or more
+     * recomputation, or NGPT_ERR_NOMEM when nothing fits). The library never frees them. Beyond them,
+     * creation mallocs bookkeeping (under 1 MB with the character vocabulary) and maps the token files
+     * read-only; training, evaluation and saving allocate nothing. */
     void *device_arena, *host_arena;
     size_t device_arena_bytes, host_arena_bytes;
     int measure_peak;          /* 1: at creation, time this backend's matmul on a square product in the (still zero)
@@ -194,18 +211,29 @@ int ngpt_train(ngpt_trainer *tr);
  * Async-signal-safe: call it from a SIGINT handler. */
 void ngpt_request_stop(ngpt_trainer *tr);
 /* Writes the whole training state (config, model, step, data position, parameters, AdamW moments) as a
- * checkpoint (docs/formats.md), atomically. */
+ * checkpoint (docs/formats.md), atomically; path's folder must exist. init_from = resume reads the newest
+ * out_dir/ckpt_<step>.bin, the step in 9 digits (ckpt_000000030.bin, as ngpt_train names them): save under
+ * such a name for a resume to find it. ngpt_load reads any path. */
 int ngpt_save(ngpt_trainer *tr, const char *path);
 /* Loads a checkpoint of the same model into the trainer: parameters, moments and training state (into a
  * sample_only trainer: the parameters and the step). */
 int ngpt_load(ngpt_trainer *tr, const char *path);
 
 /* Generates max_new tokens after the prompt for each of num_samples sequences, as nanoGPT's sample.py
- * (temperature, then the top_k most likely tokens, 0 = all), with a KV cache. out receives num_samples
- * rows of n_prompt + max_new ids. Once a sequence fills block_size, the cache is rebuilt from its last
- * block_size/2 tokens (nanoGPT crops to the last block_size tokens at every step). */
+ * (temperature > 0, then the top_k >= 0 most likely tokens, 0 = all), with a KV cache. out receives
+ * num_samples rows of n_prompt + max_new ids. Once a sequence fills
+ * block_size, the cache is rebuilt from its last block_size/2 tokens (nanoGPT crops to the last
+ * block_size tokens at every step). */
 int ngpt_sample(ngpt_trainer *tr, const int32_t *prompt, int n_prompt, int num_samples, int max_new, float temperature, int top_k,
                 uint64_t seed, int32_t *out);
+
+/* Text to ids and back for a character-level model (its dataset's meta.bin, as nanoGPT's shakespeare_char),
+ * for prompts and samples. Buffers as the tokenizer's below: at most cap items written, *n_out / *len_out
+ * what the whole result needs, NGPT_ERR_ARG when that is more than cap. Invalid UTF-8, a character outside
+ * the vocabulary, or an id outside it is NGPT_ERR_ARG naming its position. A model of GPT-2 tokens has no
+ * character vocabulary (NGPT_ERR_STATE): use ngpt_tokenizer_encode and _decode. */
+int ngpt_chars_encode(ngpt_trainer *tr, const char *text, size_t len, int32_t *ids, size_t cap, size_t *n_out);
+int ngpt_chars_decode(ngpt_trainer *tr, const int32_t *ids, size_t n, char *out, size_t cap, size_t *len_out);
 
 /* What the trainer is: step, losses, plan decisions. */
 typedef struct ngpt_stats {
@@ -275,6 +303,17 @@ const char *ngpt_tokenizer_token(const ngpt_tokenizer *t, int32_t id, size_t *le
 int ngpt_tokenizer_vocab_size(const ngpt_tokenizer *t); /* V: 50257 for GPT-2 */
 int32_t ngpt_tokenizer_eot(const ngpt_tokenizer *t);    /* the id of <|endoftext|> (50256), or -1 if none */
 void ngpt_tokenizer_free(ngpt_tokenizer *t);
+
+/* ------------------------------------------------------------------------------------------------------
+ * Datasets: a text file into the folder a config's dataset (data/<dataset>/) or data_dir names, as
+ * `nanogpt prepare` does.
+ * ---------------------------------------------------------------------------------------------------- */
+/* input (UTF-8 text) -> out_dir/train.bin and val.bin, nanoGPT's uint16 token files, val holding the last
+ * val_fraction of the text (in (0, 1); nanoGPT's 0.1). tok NULL: characters, their vocabulary written to
+ * out_dir/meta.bin (nanoGPT's shakespeare_char); else tok's GPT-2 tokens (nanoGPT's shakespeare). Creates
+ * out_dir; each file is written under a temporary name and renamed when whole. Errors name the file and
+ * position. */
+int ngpt_prepare(const char *input, const char *out_dir, const ngpt_tokenizer *tok, double val_fraction, char *err, size_t errlen);
 
 /* ------------------------------------------------------------------------------------------------------
  * The backend interface: the model graph (nanogpt.c) runs as calls to one of these. The CPU backend (fp32)

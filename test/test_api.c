@@ -113,10 +113,81 @@ int main(void) {
     int in_vocab = 1;
     for (int i = 0; i < 24; i++) in_vocab = in_vocab && out[i] >= 0 && out[i] < 29;
     EXPECT(rc == NGPT_OK && in_vocab && out[0] == 0 && out[1] == 3, "sample");
-
+    rc = ngpt_sample(tr, prompt, 2, 2, 10, 0.8f, -1, 42, out);
+    EXPECT(rc == NGPT_ERR_ARG && strstr(ngpt_last_error(tr), "top_k >= 0") != NULL, "a negative top_k is refused");
+    size_t n_ids = 1, n_bytes = 1;
+    char text[64];
+    rc = ngpt_chars_encode(tr, "ab", 2, out, 24, &n_ids);
+    EXPECT(rc == NGPT_ERR_STATE && n_ids == 0 && strstr(ngpt_last_error(tr), "ngpt_tokenizer_decode") != NULL,
+           "raw token files have no character vocabulary: encode names the tokenizer instead");
+    rc = ngpt_chars_decode(tr, out, 3, text, sizeof text, &n_bytes);
+    EXPECT(rc == NGPT_ERR_STATE && n_bytes == 0, "... and so does decode");
     ngpt_trainer_free(tr);
+
+    /* the embedder's arenas: both or neither, aligned */
+    ngpt_options one = opt;
+    one.host_arena = NULL;
+    rc = ngpt_trainer_create(&cfg, &one, &tr, err, sizeof err);
+    EXPECT(rc == NGPT_ERR_ARG && tr == NULL && strstr(err, "give both arenas") != NULL, "a device arena without a host arena is refused");
+    one = opt;
+    one.device_arena = NULL;
+    rc = ngpt_trainer_create(&cfg, &one, &tr, err, sizeof err);
+    EXPECT(rc == NGPT_ERR_ARG && tr == NULL && strstr(err, "host_arena is given but not device_arena") != NULL,
+           "a host arena without a device arena is refused");
+    one = opt;
+    one.device_arena = (char *)opt.device_arena + NGPT_ARENA_ALIGNMENT / 2;
+    one.device_arena_bytes -= NGPT_ARENA_ALIGNMENT;
+    rc = ngpt_trainer_create(&cfg, &one, &tr, err, sizeof err);
+    EXPECT(rc == NGPT_ERR_ARG && tr == NULL && strstr(err, "must be aligned to 16 bytes") != NULL, "a misaligned arena is refused");
     free(opt.device_arena);
     free(opt.host_arena);
+
+    /* a character dataset made through the API, and text to ids and back with its vocabulary */
+    char chars_dir[300], input[300];
+    snprintf(input, sizeof input, "%s/input.txt", dir);
+    FILE *f = fopen(input, "wb");
+    for (int i = 0; i < 300; i++) fputs(i % 2 ? "to be, or not to be\n" : "caf\xC3\xA9 \xE2\x82\xAC ", f);
+    fclose(f);
+    snprintf(chars_dir, sizeof chars_dir, "%s/chars/nested", dir);
+    rc = ngpt_prepare(input, chars_dir, NULL, 1.5, err, sizeof err);
+    EXPECT(rc == NGPT_ERR_ARG && strstr(err, "val_fraction in (0, 1)") != NULL, "ngpt_prepare: val_fraction outside (0, 1) is refused");
+    rc = ngpt_prepare("/nonexistent/input.txt", chars_dir, NULL, 0.1, err, sizeof err);
+    EXPECT(rc == NGPT_ERR_IO && strstr(err, "/nonexistent/input.txt") != NULL, "ngpt_prepare: a missing input names it");
+    rc = ngpt_prepare(input, chars_dir, NULL, 0.1, err, sizeof err);
+    EXPECT(rc == NGPT_OK, "ngpt_prepare: characters into a folder it creates");
+    if (rc) printf("%s\n", err);
+    ngpt_config ccfg = cfg;
+    rc = ngpt_config_set(&ccfg, "data_dir", chars_dir, err, sizeof err) || ngpt_config_set(&ccfg, "vocab_size", "0", err, sizeof err);
+    ngpt_options copt;
+    memset(&copt, 0, sizeof copt);
+    if (!rc) rc = ngpt_trainer_create(&ccfg, &copt, &tr, err, sizeof err);
+    EXPECT(rc == NGPT_OK, "a trainer on the prepared characters");
+    if (rc) {
+        printf("%s\n", err);
+        return 1;
+    }
+    const char *phrase = "not caf\xC3\xA9 \xE2\x82\xAC\n";
+    int32_t ids[32];
+    rc = ngpt_chars_encode(tr, phrase, strlen(phrase), ids, 32, &n_ids);
+    int in_range = rc == NGPT_OK && n_ids == 11;
+    for (size_t i = 0; in_range && i < n_ids; i++) in_range = ids[i] >= 0 && ids[i] < 14;
+    EXPECT(in_range, "encode: one id per character (UTF-8 of 1 to 3 bytes), inside the 14 characters of the text");
+    rc = ngpt_chars_decode(tr, ids, n_ids, text, sizeof text, &n_bytes);
+    EXPECT(rc == NGPT_OK && n_bytes == strlen(phrase) && memcmp(text, phrase, n_bytes) == 0, "decode(encode(text)) == text");
+    rc = ngpt_chars_decode(tr, ids, n_ids, text, 5, &n_bytes);
+    EXPECT(rc == NGPT_ERR_ARG && n_bytes == strlen(phrase), "decode into a short buffer: refused, with the bytes it needs");
+    rc = ngpt_chars_encode(tr, phrase, strlen(phrase), ids, 4, &n_ids);
+    EXPECT(rc == NGPT_ERR_ARG && n_ids == 11, "encode into a short buffer: refused, with the ids it needs");
+    rc = ngpt_chars_encode(tr, "to bX", 5, ids, 32, &n_ids);
+    EXPECT(rc == NGPT_ERR_ARG && n_ids == 4 && strstr(ngpt_last_error(tr), "U+0058 at byte 4") != NULL,
+           "encode: a character outside the vocabulary is named with its byte");
+    rc = ngpt_chars_encode(tr, "to \xC3(", 5, ids, 32, &n_ids);
+    EXPECT(rc == NGPT_ERR_ARG && strstr(ngpt_last_error(tr), "invalid UTF-8 at byte 3") != NULL, "encode: invalid UTF-8 is named with its byte");
+    ids[1] = 14;
+    rc = ngpt_chars_decode(tr, ids, 3, text, sizeof text, &n_bytes);
+    EXPECT(rc == NGPT_ERR_ARG && strstr(ngpt_last_error(tr), "id 14 at position 1") != NULL, "decode: an id outside the vocabulary is named");
+    ngpt_trainer_free(tr);
+
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (system(cmd) != 0) printf("could not remove %s\n", dir);

@@ -217,6 +217,29 @@ static void test_bad_checkpoints(void) {
         CHECK(rc == NGPT_ERR_FORMAT && strstr(tr->err, cases[i].expect) && strstr(tr->err, "bad.bin"), "%s: rc %d: %s", cases[i].what, rc,
               tr->err);
     }
+    /* every single-bit flip in the header (magic, version, section table with its reserved words) is refused */
+    mutate(good, bad, -1, -1, 0); /* a copy */
+    FILE *f = fopen(bad, "r+b");
+    int missed = 0, first_missed = -1;
+    for (int bit = 0; f && bit < (int)sizeof(CkptHeader) * 8; bit++) {
+        unsigned char byte;
+        fseek(f, bit / 8, SEEK_SET);
+        if (fread(&byte, 1, 1, f) != 1) break;
+        unsigned char flipped = (unsigned char)(byte ^ (1u << (bit % 8)));
+        fseek(f, bit / 8, SEEK_SET);
+        fwrite(&flipped, 1, 1, f);
+        fflush(f);
+        if (ngpt_load(tr, bad) != NGPT_ERR_FORMAT) {
+            missed++;
+            if (first_missed < 0) first_missed = bit;
+        }
+        fseek(f, bit / 8, SEEK_SET);
+        fwrite(&byte, 1, 1, f);
+        fflush(f);
+    }
+    if (f) fclose(f);
+    CHECK(f && missed == 0, "%d of the %zu single-bit flips in the header loaded (the first at bit %d)", missed, sizeof(CkptHeader) * 8, first_missed);
+    CHECK(ngpt_load(tr, bad) == 0, "the header restored loads: %s", tr->err);
     /* another model: same file, a trainer with one more layer */
     ngpt_config c2 = c;
     c2.n_layer = 3;

@@ -189,8 +189,9 @@ static void test_prepare_char(void) {
     for (size_t i = 0; i < tf.ntok; i++) ids[i] = tf.tokens[i];
     for (size_t i = 0; i < vf.ntok; i++) ids[tf.ntok + i] = vf.tokens[i];
     char back[64];
-    charvocab_decode(v, ids, nchars, back, sizeof back);
-    CHECK(!strcmp(back, text), "round trip: '%s'", back);
+    size_t len = 0;
+    rc = charvocab_decode(v, ids, nchars, back, sizeof back, &len, err, sizeof err);
+    CHECK(rc == 0 && len == strlen(text) && !memcmp(back, text, len), "round trip: '%.*s'", (int)len, back);
     tokenfile_close(&tf);
     tokenfile_close(&vf);
 

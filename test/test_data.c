@@ -28,7 +28,7 @@ static void test_shakespeare_like_nanogpt(void) {
     char input[512], out[512], err[NGPT_ERRLEN];
     snprintf(input, sizeof input, "%s/tinyshakespeare.txt", shared_data_dir());
     snprintf(out, sizeof out, "%s/bpe", tmpdir);
-    char *inputs[1] = {input};
+    const char *inputs[1] = {input};
     int rc = prepare_gpt2(inputs, 1, out, 0.1, 0, tok, NULL, err, sizeof err);
     CHECK(rc == 0, "prepare: %s", err);
     TokenSet tr, va;
@@ -73,7 +73,7 @@ static void test_documents_and_llmc_format(void) {
     f = fopen(b, "w");
     fprintf(f, "Second document <|endoftext|> with a literal marker, which stays text.");
     fclose(f);
-    char *inputs[2] = {a, b};
+    const char *inputs[2] = {a, b};
     int rc = prepare_gpt2(inputs, 2, out, 0.01, 1, tok, NULL, err, sizeof err);
     CHECK(rc == 0, "prepare: %s", err);
     char path[600];

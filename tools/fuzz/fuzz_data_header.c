@@ -66,7 +66,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
     TokenSet s;
     if (tokenset_open(&s, fz_dir, "train", vocab, T, err, sizeof err) == NGPT_OK) {
-        volatile unsigned sum = 0;
+        volatile unsigned sum = 0; /* the reads must happen */
         for (size_t g = 0; g < s.windows; g += 1 + s.windows / 64) {
             const uint16_t *w = tokenset_window(&s, g);
             for (int t = 0; t <= T; t++) sum += w[t];
@@ -77,11 +77,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 
     /* the same bytes as a meta.bin */
     if (charvocab_load(cv, path, err, sizeof err) == NGPT_OK) {
-        int32_t ids[70];
+        int32_t ids[70], back[70];
         char out[300];
-        for (int i = 0; i < 70; i++) ids[i] = (int32_t)(i * 997) % (cv->n + 2) - 1;
-        charvocab_decode(cv, ids, 70, out, sizeof out);
-        charvocab_decode(cv, ids, 70, out, 7);
+        size_t len = 0, short_len = 0, n = 0;
+        for (int i = 0; i < 70; i++) ids[i] = (int32_t)(i * 997) % (cv->n + 2) - 1; /* -1 and n: outside */
+        if (charvocab_decode(cv, ids, 70, out, sizeof out, &len, err, sizeof err) != NGPT_ERR_ARG) {
+            fprintf(stderr, "fuzz_data_header: ids outside the vocabulary decoded\n");
+            abort();
+        }
+        for (int i = 0; i < 70; i++) ids[i] = (int32_t)(i * 997) % cv->n;
+        int rc = charvocab_decode(cv, ids, 70, out, sizeof out, &len, err, sizeof err);
+        charvocab_decode(cv, ids, 70, out, 7, &short_len, err, sizeof err);
+        if (rc || short_len != len) { fprintf(stderr, "fuzz_data_header: decode: rc %d, %zu bytes, %zu into 7\n", rc, len, short_len); abort(); }
+        /* the ids are in code point order, one character each: text to ids gives them back */
+        rc = charvocab_encode(cv, out, len, back, 70, &n, err, sizeof err);
+        if (rc || n != 70 || memcmp(ids, back, sizeof ids)) { fprintf(stderr, "fuzz_data_header: decode then encode: rc %d, %zu ids: %s\n", rc, n, err); abort(); }
     }
     return 0;
 }
