@@ -5609,7 +5609,7 @@ static int st_fail_unmap(void *map, size_t size, int rc) {
 static int safetensors_read_gpt2(const char *path, ModelShape *ms, float **params, char *err, size_t errlen) {
     if (params) *params = NULL;
     void *map;
-    size_t fsize;
+    size_t fsize = 0;
     int rc = map_file(path, &map, &fsize, err, errlen);
     if (rc) return rc;
     const unsigned char *file = (const unsigned char *)map;
@@ -5778,7 +5778,7 @@ static int safetensors_read_gpt2(const char *path, ModelShape *ms, float **param
 static int llmc_read_model(const char *path, ModelShape *ms, float **params, char *err, size_t errlen) {
     if (params) *params = NULL;
     void *map;
-    size_t fsize;
+    size_t fsize = 0;
     int rc = map_file(path, &map, &fsize, err, errlen);
     if (rc) return rc;
     if (fsize < LLMC_MODEL_HEADER_BYTES)
