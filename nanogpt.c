@@ -4358,6 +4358,7 @@ struct ngpt_trainer {
     FILE *resume_file; /* open only while the trainer is being made */
     long long kept_steps[MAX_KEEP_CHECKPOINTS + 1]; /* ckpt_<step>.bin in out_dir, oldest first: the newest found at start, then each save */
     int n_kept;
+    int out_dir_taken; /* out_dir held another run's checkpoints when this run (not a resume) was made: ngpt_train refuses */
     _Atomic int stop_requested;
     int plan_only; /* set up to the plan, allocate nothing (ngpt_plan_arenas) */
     float *pretrained; /* weights read for init_from = gpt2.. or a path, until they are in the arena */
@@ -6604,6 +6605,9 @@ static int trainer_setup(ngpt_trainer *tr) {
      * the litter of the save that a crash or kill interrupted (only a resume: another run, a bench say, may be
      * saving into the same out_dir while a fresh trainer is made) */
     tr->n_kept = checkpoint_list(c->out_dir, tr->kept_steps, MAX_KEEP_CHECKPOINTS);
+    char best_path[600];
+    snprintf(best_path, sizeof best_path, "%.400s/best.bin", c->out_dir);
+    tr->out_dir_taken = !resume.f && (tr->n_kept > 0 || file_exists(best_path));
     if (resume.f) {
         checkpoint_remove_stale(c->out_dir);
         rc = checkpoint_load(tr, &resume, resume_path);
@@ -7111,6 +7115,17 @@ static int train_loop(ngpt_trainer *tr, int jsonl) {
 
 int ngpt_train(ngpt_trainer *tr) {
     char path[600];
+    /* a new run's saves would replace best.bin and prune the other run's checkpoints, and a later resume could
+     * pick either run's: a mistyped out_dir (or one left from a config) must not cost a trained model */
+    if (tr->out_dir_taken && !tr->cfg.eval_only) {
+        long long newest = tr->n_kept ? tr->kept_steps[tr->n_kept - 1] : -1;
+        char what[64] = "best.bin";
+        if (newest >= 0) snprintf(what, sizeof what, "ckpt_%09lld.bin, ...", newest);
+        return tr_fail(tr, NGPT_ERR_ARG,
+                       "out_dir %.400s holds another run's checkpoints (%s): a new run (init_from = %s) would replace its best.bin and "
+                       "prune them. Continue that run with init_from = resume, give this one another out_dir, or remove them first",
+                       tr->cfg.out_dir, what, tr->cfg.init_from);
+    }
     if (mkdir_p(tr->cfg.out_dir)) return tr_fail(tr, NGPT_ERR_IO, "cannot create out_dir %s: %s", tr->cfg.out_dir, strerror(errno));
     snprintf(path, sizeof path, "%.580s/log.jsonl", tr->cfg.out_dir);
     int jsonl = open(path, O_WRONLY | O_CREAT | O_APPEND, 0644);

@@ -534,6 +534,22 @@ static void test_workflow(void) {
     CHECK(number_after(r->out, "done: ") == 21 && number_after(r->out, from) == stopped + 21, "the resumed run ends at max_iters: %.300s",
           r->out + (strlen(r->out) > 300 ? strlen(r->out) - 300 : 0));
 
+    /* a new run from scratch into that out_dir (a config's out_dir reused, a mistyped one) is refused before
+     * it trains: its saves would replace best.bin and prune the run's checkpoints; the files stay as they were */
+    char newest[700];
+    checkpoint_path(tmp_path("out"), stopped + 21, newest, sizeof newest);
+    long newest_size = file_size(newest);
+    struct stat before, after;
+    int stat_rc = stat(newest, &before);
+    r = cli("train", cfg_path, "--max_iters=5", NULL);
+    CHECK_RUN(r, 1, "train from scratch into an out_dir with another run's checkpoints");
+    CHECK(strstr(r->err, "holds another run's checkpoints") && strstr(r->err, "init_from = resume") && strstr(r->err, "another out_dir"),
+          "names the checkpoints and the ways out: %.400s", r->err);
+    CHECK(stat_rc == 0 && stat(newest, &after) == 0 && after.st_mtime == before.st_mtime && file_size(newest) == newest_size,
+          "the newest checkpoint %s is untouched", newest);
+    r = cli("train", cfg_path, "--eval_only=True", NULL);
+    CHECK_RUN(r, 0, "eval_only from scratch into it (it saves nothing)");
+
     /* sample from it: num_samples texts that start with the prompt, each closed by nanoGPT's separator */
     char out_dir_arg[600];
     snprintf(out_dir_arg, sizeof out_dir_arg, "--out_dir=%s", tmp_path("out"));

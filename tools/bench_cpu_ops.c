@@ -1,6 +1,6 @@
 /* tools/bench_cpu_ops.c - time every CPU backend op at the shapes of one training step, print ms and GFLOP/s.
  *
- *   cc -O3 -march=native -fno-trapping-math -fno-math-errno -Wno-unused-function -o build/bench_cpu_ops tools/bench_cpu_ops.c -lm -lpthread
+ *   mkdir -p build && cc -O3 -march=native -fno-trapping-math -fno-math-errno -Wno-unused-function -o build/bench_cpu_ops tools/bench_cpu_ops.c -lm -lpthread
  *   build/bench_cpu_ops [B T C NH L V [threads]]     (default: nanoGPT's CPU recipe, 12 64 128 4 4 65)
  *
  * Each op runs on the backend's thread pool, repeated until 0.2 s have passed; the table gives the fastest
