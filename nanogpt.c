@@ -7403,6 +7403,19 @@ CLI_USED static double memory_measured(const ngpt_backend *be) {
 }
 
 /* warmup + steps optimizer steps on random tokens (timed), then one more with every op timed */
+/* Into note (else ""), when nsteps steps would take over a minute even at the matmul peak: how long, and a
+ * smaller run (GPT-2 124M's default steps of 491,520 tokens take most of an hour each on a laptop's CPU). */
+CLI_USED static int bench_duration_note(const ngpt_trainer *tr, double peak_flops, int nsteps, char *note, size_t cap) {
+    const Plan *p = &tr->plan;
+    double step = flops_per_token(tr) * (double)p->micro_batch * p->grad_accum * p->req.T / peak_flops;
+    note[0] = 0;
+    if (!(peak_flops > 0) || step * nsteps <= 60) return 0;
+    snprintf(note, cap, "bench: at the measured matmul peak each step takes at least %.0f s, %.0f min for the %d steps; on a CPU, "
+                        "a smaller run: --n_layer=4 --n_head=4 --n_embd=128 --block_size=64 --gradient_accumulation_steps=1",
+             step, step * nsteps / 60, nsteps);
+    return 1;
+}
+
 CLI_USED static int bench_run(ngpt_trainer *tr, int warmup, int steps, BenchResult *r) {
     memset(r, 0, sizeof *r);
     r->warmup = warmup;
@@ -7412,6 +7425,9 @@ CLI_USED static int bench_run(ngpt_trainer *tr, int warmup, int steps, BenchResu
     r->peak_flops = matmul_peak(tr, &r->peak_size);
     int rc = be_check(tr, "measuring the matmul peak");
     if (rc) return rc;
+    char note[400];
+    int slow = bench_duration_note(tr, r->peak_flops, warmup + steps + 1, note, sizeof note);
+    if (slow) fprintf(stderr, "%s\n", note);
     Rng rng = {(uint64_t)tr->cfg.seed, 0xBE7C4, 0};
     double *times = (double *)calloc((size_t)MAX(steps, 1), sizeof *times);
     if (!times) return tr_fail(tr, NGPT_ERR_NOMEM, "out of host memory for %d step times", steps);
@@ -7419,6 +7435,7 @@ CLI_USED static int bench_run(ngpt_trainer *tr, int warmup, int steps, BenchResu
         float loss;
         rc = train_step_with(tr, fill_random_tokens, &rng, &loss);
         if (!rc && i >= warmup) times[i - warmup] = tr->last_step_seconds;
+        if (!rc && slow) fprintf(stderr, "bench: step %d of %d: %.1f s\n", i + 1, warmup + steps + 1, tr->last_step_seconds);
     }
     if (!rc && steps > 0) {
         qsort(times, (size_t)steps, sizeof *times, cmp_doubles);

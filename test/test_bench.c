@@ -75,6 +75,15 @@ static void test_bench_peak_and_mfu(void) {
     double model = r.tokens_per_second * r.flops_per_token;
     CHECK(r.mfu > 0 && r.mfu < 10 && fabs(r.mfu - model / r.peak_flops) <= 1e-9 * r.mfu, "MFU %g (model %g FLOP/s, peak %g FLOP/s)", r.mfu, model,
           r.peak_flops);
+    /* a bench that would run for over a minute at the peak says so first (GPT-2 124M on a CPU): here with a
+     * pretended peak of 1 MFLOP/s; at the measured peak these steps take well under a minute */
+    char note[400];
+    double step_flops = r.flops_per_token * r.tokens_per_step;
+    CHECK(!bench_duration_note(tr, r.peak_flops, 4, note, sizeof note) && note[0] == 0, "no note for 4 steps at %g FLOP/s: %s", r.peak_flops, note);
+    int slow = bench_duration_note(tr, 1e6, 4, note, sizeof note);
+    char want[64];
+    snprintf(want, sizeof want, "at least %.0f s, %.0f min for the 4 steps", step_flops / 1e6, 4 * step_flops / 1e6 / 60);
+    CHECK(slow && strstr(note, want) && strstr(note, "--gradient_accumulation_steps=1"), "the note at 1 MFLOP/s: %s (want '%s')", note, want);
     ngpt_trainer_free(tr);
 }
 
