@@ -7809,13 +7809,14 @@ int ngpt_prepare(const char *input, const char *out_dir, const ngpt_tokenizer *t
 
 /* The default job: nanoGPT's shakespeare_char recipe (data/shakespeare_char/train.cfg) on a GPU, and its
  * documented CPU variant (data/shakespeare_char/train_cpu.cfg) on the CPU. */
+#define DEFAULT_JOB_OUT_DIR "out-shakespeare-char"
 CLI_USED static const char *const preset_shakespeare_char[] = {
-    "out_dir=out-shakespeare-char", "eval_interval=250", "eval_iters=200", "log_interval=10", "always_save_checkpoint=False",
+    "out_dir=" DEFAULT_JOB_OUT_DIR, "eval_interval=250", "eval_iters=200", "log_interval=10", "always_save_checkpoint=False",
     "dataset=shakespeare_char", "gradient_accumulation_steps=1", "batch_size=64", "block_size=256", "n_layer=6", "n_head=6",
     "n_embd=384", "dropout=0.2", "learning_rate=1e-3", "max_iters=5000", "lr_decay_iters=5000", "min_lr=1e-4", "beta2=0.99",
     "warmup_iters=100", NULL};
 CLI_USED static const char *const preset_shakespeare_char_cpu[] = {
-    "out_dir=out-shakespeare-char", "eval_interval=250", "eval_iters=20", "log_interval=10", "always_save_checkpoint=False",
+    "out_dir=" DEFAULT_JOB_OUT_DIR, "eval_interval=250", "eval_iters=20", "log_interval=10", "always_save_checkpoint=False",
     "dataset=shakespeare_char", "gradient_accumulation_steps=1", "batch_size=12", "block_size=64", "n_layer=4", "n_head=4",
     "n_embd=128", "dropout=0.0", "learning_rate=1e-3", "max_iters=2000", "lr_decay_iters=2000", "min_lr=1e-4", "beta2=0.99",
     "warmup_iters=100", NULL};
@@ -8396,6 +8397,12 @@ static int checkpoint_to_read(const char *out_dir, char *path, size_t cap, ngpt_
     int n = checkpoint_list(out_dir, &newest, 1);
     snprintf(path, cap, "%.400s/best.bin", out_dir);
     if (!file_exists(path)) {
+        long long other;
+        char best[600];
+        snprintf(best, sizeof best, "%s/best.bin", DEFAULT_JOB_OUT_DIR);
+        if (!n && strcmp(out_dir, DEFAULT_JOB_OUT_DIR) && (checkpoint_list(DEFAULT_JOB_OUT_DIR, &other, 1) || file_exists(best)))
+            return fail(err, errlen, NGPT_ERR_IO, "no checkpoint in out_dir %s; `nanogpt train` without a config file saved into %s: "
+                                                  "pass --out_dir=%s", out_dir, DEFAULT_JOB_OUT_DIR, DEFAULT_JOB_OUT_DIR);
         if (!n) return fail(err, errlen, NGPT_ERR_IO, "no checkpoint in out_dir %s (train first, or pass --out_dir)", out_dir);
         checkpoint_path(out_dir, newest, path, cap);
     }

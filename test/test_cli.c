@@ -567,6 +567,19 @@ static void test_workflow(void) {
     CHECK(strstr(r->err, "U+2603"), "names the character: %.300s", r->err);
     r = cli("sample", out_dir_arg, "--top_k=1e30", NULL);
     CHECK_RUN(r, 1, "sample --top_k=1e30");
+    /* a bare `nanogpt sample` reads nanoGPT's out_dir, out; when the default job's folder has a checkpoint, it is named */
+    char cwd[1024], job_ckpt[700];
+    mkdir(tmp_path("cwd"), 0777);
+    snprintf(job_ckpt, sizeof job_ckpt, "%s/out-shakespeare-char", tmp_path("cwd"));
+    mkdir(job_ckpt, 0777);
+    snprintf(job_ckpt, sizeof job_ckpt, "%s/out-shakespeare-char/ckpt_000000001.bin", tmp_path("cwd"));
+    if (getcwd(cwd, sizeof cwd) && !link(newest, job_ckpt) && !chdir(tmp_path("cwd"))) {
+        r = cli("sample", NULL);
+        CHECK_RUN(r, 1, "a bare sample beside the default job's out_dir");
+        CHECK(strstr(r->err, "no checkpoint in out_dir out;") && strstr(r->err, "pass --out_dir=out-shakespeare-char"),
+              "names the default job's out_dir: %.300s", r->err);
+        CHECK(chdir(cwd) == 0, "back to %s", cwd);
+    } else CHECK(0, "cannot set up %s", job_ckpt);
 
     /* plot: an SVG with the losses */
     r = cli("plot", tmp_path("out"), NULL);
