@@ -1137,8 +1137,10 @@ static const char *dtype_name(int dtype) {
 CLI_USED static void plan_print(const Plan *p, FILE *f) {
     const PlanRequest *r = &p->req;
     char b1[32], b2[32];
-    fprintf(f, "model        L=%d NH=%d C=%d V=%d (padded %d) block_size=%d bias=%s: %.2fM parameters\n", r->m.L, r->m.NH,
-            r->m.C, r->m.V, r->m.Vp, r->T, r->m.bias ? "yes" : "no", (double)p->nparams / 1e6);
+    /* the count training prints (without the padded vocabulary rows), then what the arena holds */
+    fprintf(f, "model        L=%d NH=%d C=%d V=%d (padded %d) block_size=%d bias=%s: %.2fM parameters (%.2fM with the padding)\n", r->m.L,
+            r->m.NH, r->m.C, r->m.V, r->m.Vp, r->T, r->m.bias ? "yes" : "no", (double)(p->nparams - (size_t)(r->m.Vp - r->m.V) * r->m.C) / 1e6,
+            (double)p->nparams / 1e6);
     fprintf(f, "device       %s, %s, budget %s\n", r->device == DEV_BACKEND_CUDA ? "cuda" : "cpu", dtype_name(r->dtype),
             fmt_bytes(b1, sizeof b1, r->budget));
     if (r->inference && r->eval_only) {
@@ -1147,8 +1149,8 @@ CLI_USED static void plan_print(const Plan *p, FILE *f) {
                 p->eval_micro_batch, r->eval_seqs, p->eval_chunk);
     } else if (r->inference) {
         fprintf(f, "sampling     the parameters and a forward pass only: no gradients, AdamW moments, fp32 master or kept activations\n");
-        fprintf(f, "chosen       up to %d sequences at once (batch_size %d), logits chunk %d rows\n", p->micro_batch, r->batch_size,
-                p->logits_chunk);
+        fprintf(f, "chosen       up to %d sequence%s at once (batch_size %d), logits chunk %d rows\n", p->micro_batch,
+                p->micro_batch == 1 ? "" : "s", r->batch_size, p->logits_chunk);
     } else {
         fprintf(f, "tokens/step  %lld = batch_size %d x gradient_accumulation_steps %d x block_size %d (as asked)\n",
                 (long long)r->batch_size * r->grad_accum * r->T, r->batch_size, r->grad_accum, r->T);
@@ -7966,6 +7968,11 @@ static int parse_args(int argc, char **argv, int default_job, ngpt_config *cfg, 
         key[n] = 0;
         char msg[NGPT_ERRLEN];
         int rc = ngpt_config_set(cfg, key, eq + 1, msg, sizeof msg);
+        static const char *const sample_arguments[] = {"start", "num_samples", "max_new_tokens", "temperature", "top_k"};
+        for (size_t j = 0; rc && j < sizeof sample_arguments / sizeof sample_arguments[0]; j++)
+            if (!strcmp(key, sample_arguments[j]))
+                return fail(err, errlen, rc, "--%s is an argument of `nanogpt sample`, not a config key (plan --sample plans batch_size "
+                                             "sequences at once)", key);
         if (rc) return fail(err, errlen, rc, "--%s: %s", key, msg);
         const ConfigKey *k = config_find(key);
         if (k) line_of[k - config_keys] = -1 - i;
@@ -8059,10 +8066,10 @@ static int cmd_train(int argc, char **argv) {
         return 1;
     }
     if (!has_file && !strcmp(cfg.init_from, "scratch"))
-        printf("no config file: %s nanoGPT's shakespeare_char recipe (n_layer %d, n_embd %d, block_size %d, %d iterations)\n",
+        printf("no config file: %s nanoGPT's shakespeare_char recipe (n_layer %d, n_embd %d, block_size %d, max_iters %d)\n",
                argc ? "the command line's settings over" : "the default job,", cfg.n_layer, cfg.n_embd, cfg.block_size, cfg.max_iters);
     else if (!has_file) /* the model comes from init_from (its own line follows), the rest from the recipe */
-        printf("no config file: the command line's settings over nanoGPT's shakespeare_char recipe (%d iterations)\n", cfg.max_iters);
+        printf("no config file: the command line's settings over nanoGPT's shakespeare_char recipe (max_iters %d)\n", cfg.max_iters);
     Display disp = {isatty(1), cfg.log_interval, 0};
     ngpt_options opt;
     memset(&opt, 0, sizeof opt);
@@ -8134,8 +8141,10 @@ static int cmd_train(int argc, char **argv) {
                "resident %s; log in %s/log.jsonl\n",
                st.step, now_seconds() - t0, b1, b3, b2, cfg.out_dir);
     else {
-        char from[48] = "";
-        if (step0 > 0) snprintf(from, sizeof from, " (from step %d to %d)", step0, st.step);
+        char from[160] = "";
+        if (step0 > 0 && st.step == step0)
+            snprintf(from, sizeof from, " (the checkpoint is at step %d, past max_iters %d: raise --max_iters to train on)", step0, cfg.max_iters);
+        else if (step0 > 0) snprintf(from, sizeof from, " (from step %d to %d)", step0, st.step);
         printf("done: %d steps%s in %.1f s, best val loss %.4f; memory: arena %s (allocated once)%s, process peak resident %s; log in %s/log.jsonl\n",
                st.step - step0, from, now_seconds() - t0, (double)st.best_val_loss, b1, b3, b2, cfg.out_dir);
     }
@@ -8361,8 +8370,16 @@ static int cmd_prepare(int argc, char **argv) {
         }
     }
     int gpt2 = !strcmp(tokenizer, "gpt2"), llmc = !strcmp(format, "llmc");
-    if (!n_inputs || !out || (!gpt2 && strcmp(tokenizer, "char")) || (!llmc && strcmp(format, "nanogpt"))) {
-        fprintf(stderr, "error: prepare needs --input=FILE and --out=DIR; --tokenizer is char or gpt2, --format nanogpt or llmc\n");
+    if (!gpt2 && strcmp(tokenizer, "char")) {
+        fprintf(stderr, "error: --tokenizer=%s: the tokenizer is char (one id per character) or gpt2 (GPT-2's BPE)\n", tokenizer);
+        return 1;
+    }
+    if (!llmc && strcmp(format, "nanogpt")) {
+        fprintf(stderr, "error: --format=%s: the format is nanogpt (raw uint16, as nanoGPT's prepare.py) or llmc (llm.c's shards)\n", format);
+        return 1;
+    }
+    if (!n_inputs || !out) {
+        fprintf(stderr, "error: prepare needs --input=FILE and --out=DIR\n");
         return 1;
     }
     char err[NGPT_ERRLEN];
@@ -8444,16 +8461,29 @@ static int cmd_sample(int argc, char **argv) {
                 start[got] = 0;
                 fclose(f);
             } else copy_str(start, sizeof start, v);
-        } else if (!strncmp(a, "--num_samples=", 14) && !parse_number(a + 14, &x) && x >= 1 && x <= 1e6) num_samples = (int)x;
-        else if (!strncmp(a, "--max_new_tokens=", 17) && !parse_number(a + 17, &x) && x >= 0 && x <= 1e7) max_new = (int)x;
-        else if (!strncmp(a, "--temperature=", 14) && !parse_number(a + 14, &x) && x > 0) temperature = x;
-        else if (!strncmp(a, "--top_k=", 8) && !parse_number(a + 8, &x) && x >= 0 && x <= INT_MAX) top_k = (int)x;
-        else if (!strncmp(a, "--seed=", 7) && !parse_number(a + 7, &x) && x >= 0 && x <= 1e18) seed = (long long)x;
-        else if (!strncmp(a, "--start=", 8) || !strncmp(a, "--num_samples=", 14) || !strncmp(a, "--max_new_tokens=", 17) ||
-                 !strncmp(a, "--temperature=", 14) || !strncmp(a, "--top_k=", 8) || !strncmp(a, "--seed=", 7)) {
-            fprintf(stderr, "error: %s: num_samples in [1, 1e6], max_new_tokens in [0, 1e7], temperature > 0, top_k >= 0 (0 = all), "
-                            "seed in [0, 1e18]\n", a);
-            return 1;
+            continue;
+        }
+        /* sample.py's numbers: each checked against its own range */
+        static const struct { const char *key; double lo, hi; int whole, above_lo; const char *range; } nums[] = {
+            {"num_samples", 1, 1e6, 1, 0, "a whole number in [1, 1e6]"},
+            {"max_new_tokens", 0, 1e7, 1, 0, "a whole number in [0, 1e7]"},
+            {"temperature", 0, 1e6, 0, 1, "a number above 0 (and at most 1e6)"},
+            {"top_k", 0, INT_MAX, 1, 0, "a whole number >= 0 (0 = all tokens)"},
+            {"seed", 0, 1e18, 1, 0, "a whole number in [0, 1e18]"}};
+        int which = -1;
+        for (int k = 0; k < (int)(sizeof nums / sizeof nums[0]); k++)
+            if ((size_t)(eq - a - 2) == strlen(nums[k].key) && !strncmp(a + 2, nums[k].key, strlen(nums[k].key))) which = k;
+        if (which >= 0) {
+            if (parse_number(eq + 1, &x) || x < nums[which].lo || x > nums[which].hi || (nums[which].above_lo && !(x > nums[which].lo)) ||
+                (nums[which].whole && x != floor(x))) {
+                fprintf(stderr, "error: %s: %s is %s\n", a, nums[which].key, nums[which].range);
+                return 1;
+            }
+            if (which == 0) num_samples = (int)x;
+            else if (which == 1) max_new = (int)x;
+            else if (which == 2) temperature = x;
+            else if (which == 3) top_k = (int)x;
+            else seed = (long long)x;
         } else {
             char key[128];
             size_t kn = MIN((size_t)(eq - a - 2), sizeof key - 1);
@@ -8716,7 +8746,12 @@ static int cmd_info(int argc, char **argv) {
 #else
     const char *simd = "no AVX2 (build with -march=native for speed)";
 #endif
-    printf("build: %s, compiled by %s, CPU kernels %s\n", cuda, __VERSION__, simd);
+#if defined(__GNUC__) && !defined(__clang__)
+    const char *compiler = "gcc "; /* clang's __VERSION__ names itself */
+#else
+    const char *compiler = "";
+#endif
+    printf("build: %s, compiled by %s%s, CPU kernels %s\n", cuda, compiler, __VERSION__, simd);
     long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
     char total[32] = "unknown", avail[32];
     if (pages > 0 && psize > 0) fmt_bytes(total, sizeof total, (double)pages * (double)psize);
@@ -8733,6 +8768,7 @@ int main(int argc, char **argv) {
     /* past a file-size limit (ulimit -f) a write fails with EFBIG instead of killing the process unannounced:
      * a checkpoint save then reports it, removes its temporary file and keeps the previous checkpoint */
     signal(SIGXFSZ, SIG_IGN);
+    setvbuf(stdout, NULL, _IOLBF, 0); /* piped into a log, each line in its place among stderr's */
     if (argc < 2) { usage(stderr); return 2; }
     const char *cmd = argv[1];
     for (int i = 2; i < argc; i++) /* `nanogpt train --help`: the usage, not an argument error */

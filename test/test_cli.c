@@ -138,6 +138,12 @@ static void test_typos(void) {
     CHECK(strstr(r->err, "expected a config file, or a setting as --key=value"), "an argument without -- says what is expected: %.300s", r->err);
     r = cli("prepare", "--input=x.txt", NULL);
     CHECK_RUN(r, 1, "prepare without --out");
+    r = cli("prepare", "--input=x.txt", "--out=y", "--tokenizer=bpe", NULL);
+    CHECK_RUN(r, 1, "prepare --tokenizer=bpe");
+    CHECK(strstr(r->err, "--tokenizer=bpe: the tokenizer is char") && strstr(r->err, "gpt2"), "names the tokenizer value and the choices: %.300s", r->err);
+    r = cli("plan", "--sample", "--num_samples=1", NULL);
+    CHECK_RUN(r, 1, "plan --sample --num_samples=1");
+    CHECK(strstr(r->err, "--num_samples is an argument of `nanogpt sample`"), "a sample argument to plan says whose it is: %.300s", r->err);
     r = cli("plot", tmp_path("nowhere"), NULL);
     CHECK_RUN(r, 1, "plot of a folder without a log");
     CHECK(strstr(r->err, "nowhere/log.jsonl"), "plot names the file it could not open: %.300s", r->err);
@@ -198,6 +204,12 @@ static void test_plan_and_info(void) {
     r = cli("plan", "--n_layer=48", "--n_head=25", "--n_embd=1600", "--block_size=1024", "--vocab_size=50257", "--batch_size=8",
             "--device=cuda", "--dtype=bfloat16", "--max_memory=4GiB", NULL);
     CHECK_RUN(r, 1, "training GPT-2 XL at 4 GiB");
+    /* GPT-2 124M's table: the parameter count training prints (OpenAI's 124,439,808 with biases), then with the
+     * vocabulary padding the arena holds (47 more rows of 768) */
+    r = cli("plan", "--n_layer=12", "--n_head=12", "--n_embd=768", "--block_size=1024", "--vocab_size=50257", "--bias=True",
+            "--device=cuda", "--dtype=bfloat16", "--max_memory=8GiB", NULL);
+    CHECK_RUN(r, 0, "plan GPT-2 124M");
+    CHECK(strstr(r->out, ": 124.44M parameters (124.48M with the padding)"), "the parameter counts: %.300s", r->out);
     r = cli("info", NULL);
     CHECK_RUN(r, 0, "info");
     CHECK(strstr(r->out, "cpu: ") && strstr(r->out, "build: "), "info: %.300s", r->out);
@@ -354,7 +366,7 @@ static void test_resume_model(void) {
     CHECK(strstr(r->out, "plan: evaluation only (forward passes") && strstr(r->out, "done: evaluated the model of step 5 in ") &&
           !strstr(r->out, "iter ") && !strstr(r->out, "MFU"),
           "one evaluation at step 5 in a forward-only plan, no step, no peak measured: %.600s", r->out);
-    CHECK(strstr(r->out, "no config file: the command line's settings over nanoGPT's shakespeare_char recipe (50 iterations)\n"),
+    CHECK(strstr(r->out, "no config file: the command line's settings over nanoGPT's shakespeare_char recipe (max_iters 50)\n"),
           "without a config, the first line leaves the model to the checkpoint: %.300s", r->out);
     CHECK(files_in(tmp_path("rout")) == files_before && lines_in(tmp_path("rout/log.jsonl")) == lines_before + 1,
           "eval_only saved nothing (%d files, were %d) and logged one line (%d, were %d)", files_in(tmp_path("rout")), files_before,
@@ -534,6 +546,11 @@ static void test_workflow(void) {
     CHECK(number_after(r->out, "done: ") == 21 && number_after(r->out, from) == stopped + 21, "the resumed run ends at max_iters: %.300s",
           r->out + (strlen(r->out) > 300 ? strlen(r->out) - 300 : 0));
 
+    r = cli("train", cfg_path, "--init_from=resume", max_iters, NULL);
+    CHECK_RUN(r, 0, "train --init_from=resume again, at max_iters already");
+    CHECK(strstr(r->out, "done: 0 steps (the checkpoint is at step ") && strstr(r->out, "raise --max_iters to train on"),
+          "a resume with nothing to train says why: %.300s", r->out + (strlen(r->out) > 300 ? strlen(r->out) - 300 : 0));
+
     /* a new run from scratch into that out_dir (a config's out_dir reused, a mistyped one) is refused before
      * it trains: its saves would replace best.bin and prune the run's checkpoints; the files stay as they were */
     char newest[700];
@@ -567,6 +584,10 @@ static void test_workflow(void) {
     CHECK(strstr(r->err, "U+2603"), "names the character: %.300s", r->err);
     r = cli("sample", out_dir_arg, "--top_k=1e30", NULL);
     CHECK_RUN(r, 1, "sample --top_k=1e30");
+    CHECK(strstr(r->err, "--top_k=1e30: top_k is a whole number >= 0"), "names top_k and its range alone: %.300s", r->err);
+    r = cli("sample", out_dir_arg, "--temperature=0", NULL);
+    CHECK_RUN(r, 1, "sample --temperature=0");
+    CHECK(strstr(r->err, "temperature is a number above 0") && !strstr(r->err, "top_k"), "names temperature alone: %.300s", r->err);
     /* a bare `nanogpt sample` reads nanoGPT's out_dir, out; when the default job's folder has a checkpoint, it is named */
     char cwd[1024], job_ckpt[700];
     mkdir(tmp_path("cwd"), 0777);
