@@ -8344,64 +8344,47 @@ static int cmd_bench(int argc, char **argv) {
 
 static int cmd_prepare(int argc, char **argv) {
     const char *out = NULL, *tokenizer = "char", *format = "nanogpt", *tok_dir = "data/gpt2";
-    char *inputs[256];
-    int n_inputs = 0;
+    char *inputs[256], err[NGPT_ERRLEN] = "";
+    int n_inputs = 0, rc = NGPT_OK;
     double val_fraction = 0.1;
-    for (int i = 0; i < argc; i++) {
+    for (int i = 0; i < argc && !rc; i++) {
         const char *a = argv[i];
         if (!strncmp(a, "--input=", 8)) {
             /* comma-separated list, or repeated --input */
             char *list = strdup(a + 8), *save = NULL;
-            for (char *t = strtok_r(list, ",", &save); t && n_inputs < 256; t = strtok_r(NULL, ",", &save)) inputs[n_inputs++] = strdup(t);
+            for (char *t = list ? strtok_r(list, ",", &save) : NULL; t && n_inputs < 256; t = strtok_r(NULL, ",", &save)) inputs[n_inputs++] = strdup(t);
             free(list);
         } else if (!strncmp(a, "--out=", 6)) out = a + 6;
         else if (!strncmp(a, "--tokenizer=", 12)) tokenizer = a + 12;
         else if (!strncmp(a, "--format=", 9)) format = a + 9;
         else if (!strncmp(a, "--tokenizer_dir=", 16)) tok_dir = a + 16;
         else if (!strncmp(a, "--val_fraction=", 15)) {
-            if (parse_number(a + 15, &val_fraction) || val_fraction <= 0 || val_fraction >= 1) {
-                fprintf(stderr, "error: --val_fraction=%s: must be a number in (0, 1)\n", a + 15);
-                return 1;
-            }
-        } else {
-            fprintf(stderr, "error: prepare: unknown argument '%s' (valid: --input=FILE[,FILE...] --out=DIR --tokenizer=char|gpt2 "
-                            "--format=nanogpt|llmc --tokenizer_dir=DIR --val_fraction=X)\n", a);
-            return 1;
-        }
+            if (parse_number(a + 15, &val_fraction) || val_fraction <= 0 || val_fraction >= 1)
+                rc = fail(err, sizeof err, NGPT_ERR_ARG, "--val_fraction=%s: must be a number in (0, 1)", a + 15);
+        } else
+            rc = fail(err, sizeof err, NGPT_ERR_ARG, "prepare: unknown argument '%s' (valid: --input=FILE[,FILE...] --out=DIR --tokenizer=char|gpt2 "
+                                                     "--format=nanogpt|llmc --tokenizer_dir=DIR --val_fraction=X)", a);
     }
     int gpt2 = !strcmp(tokenizer, "gpt2"), llmc = !strcmp(format, "llmc");
-    if (!gpt2 && strcmp(tokenizer, "char")) {
-        fprintf(stderr, "error: --tokenizer=%s: the tokenizer is char (one id per character) or gpt2 (GPT-2's BPE)\n", tokenizer);
-        return 1;
-    }
-    if (!llmc && strcmp(format, "nanogpt")) {
-        fprintf(stderr, "error: --format=%s: the format is nanogpt (raw uint16, as nanoGPT's prepare.py) or llmc (llm.c's shards)\n", format);
-        return 1;
-    }
-    if (!n_inputs || !out) {
-        fprintf(stderr, "error: prepare needs --input=FILE and --out=DIR\n");
-        return 1;
-    }
-    char err[NGPT_ERRLEN];
-    int rc;
-    if (!gpt2) {
-        if (n_inputs > 1 || llmc) {
-            fprintf(stderr, "error: character-level data is one text file in nanoGPT's format (use --tokenizer=gpt2 for documents or llm.c shards)\n");
-            return 1;
-        }
-        rc = prepare_char(inputs[0], out, val_fraction, stdout, err, sizeof err);
-    } else {
+    for (int i = 0; i < n_inputs && !rc; i++)
+        if (!inputs[i]) rc = fail(err, sizeof err, NGPT_ERR_NOMEM, "out of host memory");
+    if (!rc && !gpt2 && strcmp(tokenizer, "char"))
+        rc = fail(err, sizeof err, NGPT_ERR_ARG, "--tokenizer=%s: the tokenizer is char (one id per character) or gpt2 (GPT-2's BPE)", tokenizer);
+    if (!rc && !llmc && strcmp(format, "nanogpt"))
+        rc = fail(err, sizeof err, NGPT_ERR_ARG, "--format=%s: the format is nanogpt (raw uint16, as nanoGPT's prepare.py) or llmc (llm.c's shards)", format);
+    if (!rc && (!n_inputs || !out)) rc = fail(err, sizeof err, NGPT_ERR_ARG, "prepare needs --input=FILE and --out=DIR");
+    if (!rc && !gpt2 && (n_inputs > 1 || llmc))
+        rc = fail(err, sizeof err, NGPT_ERR_ARG, "character-level data is one text file in nanoGPT's format (use --tokenizer=gpt2 for documents or llm.c shards)");
+    if (!rc && !gpt2) rc = prepare_char(inputs[0], out, val_fraction, stdout, err, sizeof err);
+    else if (!rc) {
         ngpt_tokenizer *tok = NULL;
         rc = load_gpt2_tokenizer(tok_dir, &tok, err, sizeof err);
         if (!rc) rc = prepare_gpt2((const char *const *)inputs, n_inputs, out, val_fraction, llmc, tok, stdout, err, sizeof err);
         ngpt_tokenizer_free(tok);
     }
     for (int i = 0; i < n_inputs; i++) free(inputs[i]);
-    if (rc) {
-        fprintf(stderr, "error: %s\n", err);
-        return 1;
-    }
-    return 0;
+    if (rc) fprintf(stderr, "error: %s\n", err);
+    return rc ? 1 : 0;
 }
 
 /* ---- nanogpt sample: nanoGPT's sample.py ---- */

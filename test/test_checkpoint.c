@@ -126,7 +126,7 @@ static void test_keep_last_and_best(void) {
         c.eval_interval = 2;
         c.max_iters = 12;
         c.always_save_checkpoint = 1;
-        char v[8], err[NGPT_ERRLEN];
+        char v[16], err[NGPT_ERRLEN];
         snprintf(v, sizeof v, "%d", keep);
         if (keep < 3) CHECK(ngpt_config_set(&c, "keep_checkpoints", v, err, sizeof err) == 0, "%s", err);
         CHECK(c.keep_checkpoints == keep, "keep_checkpoints %d, expected %d", c.keep_checkpoints, keep);
