@@ -380,7 +380,7 @@ static const ConfigKey config_keys[] = {
     CK(warmup_iters, KEY_INT, 0, 2e9, NULL, "linear warmup steps"),
     CK(lr_decay_iters, KEY_INT, 1, 2e9, NULL, "step where the cosine reaches min_lr"),
     CK(min_lr, KEY_FLOAT, 0, 10, NULL, "final learning rate"),
-    CK(device, KEY_STR, 0, 0, "auto|cpu|cuda", "where to train"),
+    CK(device, KEY_STR, 0, 0, "auto|cpu|cuda", "where to train (nanoGPT's 'cuda:0' is cuda: the first visible GPU)"),
     CK(dtype, KEY_STR, 0, 0, "auto|float32|bfloat16|float16", "storage precision on the GPU"),
     CK(compile, KEY_BOOL, 0, 1, NULL, "accepted for nanoGPT configs; no effect"),
     CK(seed, KEY_I64, 0, 9.2e18, NULL, "random seed"),
@@ -471,8 +471,8 @@ static const char *config_closest(const char *key) {
     return best;
 }
 
-/* Strips Python-style quotes and surrounding blanks from a value into buf. NULL when the value is too long,
- * or opens a quote it does not close (*unclosed is set then). */
+/* A stored config line's value (config_line wrote it) into buf: surrounding blanks and one pair of quotes
+ * stripped. NULL when the value is too long, or opens a quote it does not close (*unclosed is set then). */
 static const char *config_unquote(const char *v, char *buf, size_t cap, int *unclosed) {
     while (isspace((unsigned char)*v)) v++;
     size_t n = strlen(v);
@@ -487,6 +487,62 @@ static const char *config_unquote(const char *v, char *buf, size_t cap, int *unc
     memcpy(buf, v, n);
     buf[n] = 0;
     return buf;
+}
+
+enum { VALUE_OK, VALUE_UNCLOSED, VALUE_AFTER_QUOTE, VALUE_AFTER_PLUS, VALUE_QUOTE_IN_TEXT, VALUE_LONG };
+#define CONFIG_VALUE_MAX 511 /* characters */
+#define VALUE_LITERALS "nanogpt reads literals ('text', 'a' + 'b', 3e-4, 5 * 8, True), not Python expressions"
+
+/* A value as Python reads the literals nanoGPT's configs use, into out (cap bytes, never cut short): a quoted
+ * string, or quoted strings joined by + ('a' + 'b' is ab), else bare text (a number, True, 5 * 8) without
+ * its surrounding blanks. Quotes take no escapes (the configs use none). file: a config file's value, where
+ * # starts a comment and a quote in bare text is refused (int('8') or os.path.join('a', 'b') would be read
+ * as text); else the command line's raw text, where only a leading quote is special. Returns VALUE_OK, or
+ * what is wrong with *at the offset in s it is about. */
+static int config_value(const char *s, int file, char *out, size_t cap, size_t *at) {
+    const char *p = s;
+    size_t n = 0;
+    *at = 0;
+    while (isspace((unsigned char)*p)) p++;
+    if (*p == '\'' || *p == '"') {
+        for (;;) {
+            const char *close = strchr(p + 1, *p);
+            if (!close) { *at = (size_t)(p - s); return VALUE_UNCLOSED; }
+            size_t m = (size_t)(close - p - 1);
+            if (n + m >= cap) return VALUE_LONG;
+            memcpy(out + n, p + 1, m);
+            n += m;
+            for (p = close + 1; isspace((unsigned char)*p); p++) {}
+            if (*p != '+') break;
+            for (p++; isspace((unsigned char)*p); p++) {}
+            if (*p != '\'' && *p != '"') { *at = (size_t)(p - s); return VALUE_AFTER_PLUS; }
+        }
+        if (*p && !(file && *p == '#')) { *at = (size_t)(p - s); return VALUE_AFTER_QUOTE; }
+    } else {
+        n = file ? strcspn(p, "#'\"") : strlen(p);
+        if (p[n] == '\'' || p[n] == '"') { *at = (size_t)(p + n - s); return VALUE_QUOTE_IN_TEXT; }
+        while (n && isspace((unsigned char)p[n - 1])) n--;
+        if (n >= cap) return VALUE_LONG;
+        memcpy(out, p, n);
+    }
+    out[n] = 0;
+    return VALUE_OK;
+}
+
+/* nanoGPT's device strings: 'cuda:0' is nanogpt's cuda (it drives one GPU, the first visible one: *v becomes
+ * "cuda"); another GPU, or Apple's mps, is refused with what to do instead. */
+static int device_alias(const char **v, char *err, size_t errlen) {
+    const char *s = *v;
+    char *end;
+    if (!strncmp(s, "cuda:", 5) && isdigit((unsigned char)s[5])) {
+        long n = strtol(s + 5, &end, 10);
+        if (!*end && n == 0) { *v = "cuda"; return NGPT_OK; }
+        if (!*end)
+            return fail(err, errlen, NGPT_ERR_ARG, "device = '%s': nanogpt drives one GPU, the first visible one; to train on GPU %ld, "
+                                                   "run with CUDA_VISIBLE_DEVICES=%ld and device = 'cuda'", s, n, n);
+    }
+    if (!strcmp(s, "mps")) return fail(err, errlen, NGPT_ERR_ARG, "device = 'mps': nanogpt has no Apple GPU (Metal) backend; use device = 'cpu'");
+    return NGPT_OK;
 }
 
 /* Parses a number, allowing products such as "5 * 8" as nanoGPT configs write them. */
@@ -509,21 +565,24 @@ static int parse_number(const char *s, double *out) {
     return 0;
 }
 
-/* ngpt_config_set; stored: the value comes from a checkpoint's stored config (a size may be bare bytes) */
-static int config_set(ngpt_config *cfg, const char *key, const char *value, int stored, char *err, size_t errlen) {
-    const ConfigKey *k = config_find(key);
-    if (!k) {
-        return fail(err, errlen, NGPT_ERR_ARG, "unknown key '%s' (did you mean '%s'?); `nanogpt help config` lists them all",
-                    key, config_closest(key));
-    }
-    char buf[512];
-    int unclosed;
-    const char *v = config_unquote(value, buf, sizeof buf, &unclosed);
-    if (unclosed) return fail(err, errlen, NGPT_ERR_ARG, "%s = %.60s: the quote is not closed", key, value + strspn(value, " \t"));
-    if (!v) return fail(err, errlen, NGPT_ERR_ARG, "%s: the value is longer than %zu characters", key, sizeof buf - 1);
+static int config_unknown(const char *key, char *err, size_t errlen) {
+    return fail(err, errlen, NGPT_ERR_ARG, "unknown key '%s' (did you mean '%s'?); `nanogpt help config` lists them all", key,
+                config_closest(key));
+}
+
+/* Key k from its value's text v (quotes already read); stored: as config_set */
+static int config_assign(ngpt_config *cfg, const ConfigKey *k, const char *v, int stored, char *err, size_t errlen) {
+    const char *key = k->name;
     for (const char *q = v; *q; q++)
         if ((unsigned char)*q < 0x20)
             return fail(err, errlen, NGPT_ERR_ARG, "%s: the value holds a control character (byte 0x%02X at %d)", key, (unsigned char)*q, (int)(q - v));
+    /* config_line quotes a string with the quote it does not hold: one holding both could not be read back */
+    if (k->type == KEY_STR && !stored && strchr(v, '\'') && strchr(v, '"'))
+        return fail(err, errlen, NGPT_ERR_ARG, "%s = %.60s: holds both ' and \" (a config file or checkpoint could not store it)", key, v);
+    if (!strcmp(key, "device")) {
+        int rc = device_alias(&v, err, errlen);
+        if (rc) return rc;
+    }
     char *field = (char *)cfg + k->offset;
     switch (k->type) {
     case KEY_IGNORED: return NGPT_OK;
@@ -576,8 +635,49 @@ static int config_set(ngpt_config *cfg, const char *key, const char *value, int 
     }
 }
 
+/* What config_value found wrong (e) in key's value, at offset at */
+static int config_value_fail(int e, const char *key, const char *value, size_t at, char *err, size_t errlen) {
+    const char *s = value + strspn(value, " \t");
+    if (e == VALUE_LONG) return fail(err, errlen, NGPT_ERR_ARG, "%s: the value is longer than %d characters", key, CONFIG_VALUE_MAX);
+    if (e == VALUE_UNCLOSED) return fail(err, errlen, NGPT_ERR_ARG, "%s = %.60s: the quote is not closed", key, s);
+    if (e == VALUE_QUOTE_IN_TEXT) return fail(err, errlen, NGPT_ERR_ARG, "%s = %.60s: a quote inside an unquoted value; " VALUE_LITERALS, key, s);
+    return fail(err, errlen, NGPT_ERR_ARG, "%s = %.60s: %s `%.30s`; " VALUE_LITERALS, key, s,
+                e == VALUE_AFTER_QUOTE ? "after the closing quote, unexpected" : "+ joins quoted strings, not", value + at);
+}
+
+/* ngpt_config_set; stored: the value comes from a checkpoint's stored config (config_line's quoting; a size
+ * may be bare bytes) */
+static int config_set(ngpt_config *cfg, const char *key, const char *value, int stored, char *err, size_t errlen) {
+    const ConfigKey *k = config_find(key);
+    if (!k) return config_unknown(key, err, errlen);
+    if (k->type == KEY_IGNORED) return NGPT_OK; /* nanoGPT evaluates these (wandb_run_name = 'ft-' + str(time.time())); never read */
+    char buf[CONFIG_VALUE_MAX + 1];
+    const char *v = buf;
+    if (stored) {
+        int unclosed;
+        v = config_unquote(value, buf, sizeof buf, &unclosed);
+        if (unclosed) return fail(err, errlen, NGPT_ERR_ARG, "%s = %.60s: the quote is not closed", key, value + strspn(value, " \t"));
+        if (!v) return fail(err, errlen, NGPT_ERR_ARG, "%s: the value is longer than %zu characters", key, sizeof buf - 1);
+    } else {
+        size_t at;
+        int e = config_value(value, 0, buf, sizeof buf, &at);
+        if (e) return config_value_fail(e, key, value, at, err, errlen);
+    }
+    return config_assign(cfg, k, v, stored, err, errlen);
+}
+
 int ngpt_config_set(ngpt_config *cfg, const char *key, const char *value, char *err, size_t errlen) {
     return config_set(cfg, key, value, 0, err, errlen);
+}
+
+/* nanoGPT's configs are Python: `import time` (or `from x import y`) serves an expression nanoGPT evaluates,
+ * here a value never read (wandb_run_name) */
+static int python_import(const char *p) {
+    size_t code = strcspn(p, "#");
+    const char *imp = strstr(p, " import ");
+    if (memchr(p, '=', code)) return 0;
+    if (!strncmp(p, "import", 6) && (p[6] == ' ' || p[6] == '\t')) return 1;
+    return !strncmp(p, "from", 4) && (p[4] == ' ' || p[4] == '\t') && imp && (size_t)(imp - p) < code;
 }
 
 /* ngpt_config_load; line_of (NULL, or one per config key) gets the line that set each key */
@@ -593,38 +693,49 @@ static int config_load(ngpt_config *cfg, const char *path, int *line_of, char *e
             rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s:%d: line longer than %zu characters", path, lineno, sizeof line - 2);
             break;
         }
-        if (lineno == 1 && !memcmp(line, "\xEF\xBB\xBF", 3)) memmove(line, line + 3, n - 2); /* a UTF-8 byte order mark */
-        /* cut a comment that is not inside quotes */
-        char quote = 0, *opened = NULL;
-        for (char *p = line; *p; p++) {
-            if (quote) { if (*p == quote) quote = 0; }
-            else if (*p == '\'' || *p == '"') { quote = *p; opened = p; }
-            else if (*p == '#') { *p = 0; break; }
+        if (lineno == 1 && !memcmp(line, "\xEF\xBB\xBF", 3)) { /* a UTF-8 byte order mark */
+            memmove(line, line + 3, n - 2);
+            n -= 3;
         }
+        while (n && isspace((unsigned char)line[n - 1])) line[--n] = 0;
         char *p = line;
         while (isspace((unsigned char)*p)) p++;
-        if (!*p) continue;
-        n = strlen(p);
-        while (n && isspace((unsigned char)p[n - 1])) p[--n] = 0;
-        if (quote) {
-            rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s:%d:%d: the quote %c opened here is not closed: %.60s", path, lineno,
-                      (int)(opened - line) + 1, quote, p);
-            break;
-        }
-        char *eq = strchr(p, '=');
-        if (!eq) {
+        if (!*p || *p == '#' || python_import(p)) continue;
+        char *eq = p + strcspn(p, "=#");
+        if (*eq != '=') {
+            while (eq > p && isspace((unsigned char)eq[-1])) eq--;
+            *eq = 0;
             rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s:%d: expected `key = value`, found '%.60s'", path, lineno, p);
             break;
         }
         char *kend = eq;
         while (kend > p && isspace((unsigned char)kend[-1])) kend--;
         *kend = 0;
-        if ((rc = ngpt_config_set(cfg, p, eq + 1, msg, sizeof msg))) {
+        const ConfigKey *k = config_find(p);
+        if (!k) {
+            rc = config_unknown(p, msg, sizeof msg);
             fail(err, errlen, rc, "%s:%d: %s", path, lineno, msg);
             break;
         }
-        const ConfigKey *k = config_find(p);
-        if (line_of && k) line_of[k - config_keys] = lineno;
+        if (k->type != KEY_IGNORED) { /* an ignored key's value is any Python nanoGPT evaluates: never read */
+            char value[CONFIG_VALUE_MAX + 1], *v = eq + 1;
+            size_t at;
+            int e = config_value(v, 1, value, sizeof value, &at), col = (int)(v + at - line) + 1;
+            if (e == VALUE_UNCLOSED) {
+                rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s:%d:%d: the quote %c opened here is not closed: %.60s", path, lineno, col, v[at], v + at);
+                break;
+            }
+            if (e) {
+                config_value_fail(e, p, v, at, msg, sizeof msg);
+                rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s:%d:%d: %s", path, lineno, col, msg);
+                break;
+            }
+            if ((rc = config_assign(cfg, k, value, 0, msg, sizeof msg))) {
+                fail(err, errlen, rc, "%s:%d: %s", path, lineno, msg);
+                break;
+            }
+        }
+        if (line_of) line_of[k - config_keys] = lineno;
     }
     if (!rc && ferror(f)) rc = fail(err, errlen, NGPT_ERR_IO, "error reading %s: %s", path, strerror(errno));
     fclose(f);
@@ -4947,7 +5058,12 @@ static int cuda_dtype(const char *name, int cc) {
 static int resolve_device(const ngpt_config *c, int *device, int *dtype, char *note, size_t notelen, char *err, size_t errlen) {
     note[0] = 0;
     char why[NGPT_ERRLEN];
-    int want_cuda = !strcmp(c->device, "cuda"), auto_dev = !strcmp(c->device, "auto");
+    const char *dev = c->device; /* the struct may be set without ngpt_config_set: cuda:0 is cuda here too, a typo no CPU run */
+    int rc = device_alias(&dev, err, errlen);
+    if (rc) return rc;
+    if (strcmp(dev, "cuda") && strcmp(dev, "auto") && strcmp(dev, "cpu"))
+        return fail(err, errlen, NGPT_ERR_ARG, "device = '%s': must be one of auto|cpu|cuda", dev);
+    int want_cuda = !strcmp(dev, "cuda"), auto_dev = !strcmp(dev, "auto");
     *device = DEV_BACKEND_CPU;
     if (want_cuda || auto_dev) {
         if (ngpt_cuda_available(why, sizeof why)) *device = DEV_BACKEND_CUDA;
@@ -7948,10 +8064,11 @@ static int parse_args(int argc, char **argv, int default_job, ngpt_config *cfg, 
     } else if (default_job) {
         /* the default job: which preset depends on where it will run */
         ngpt_config probe = *cfg;
+        char msg[NGPT_ERRLEN];
         for (int i = 0; i < argc; i++)
-            if (!strncmp(argv[i], "--device=", 9)) copy_str(probe.device, sizeof probe.device, argv[i] + 9);
+            if (!strncmp(argv[i], "--device=", 9)) ngpt_config_set(&probe, "device", argv[i] + 9, msg, sizeof msg); /* as the run will read it (cuda:0) */
         int device = DEV_BACKEND_CPU, dtype = NGPT_DTYPE_F32;
-        char note[NGPT_ERRLEN], msg[NGPT_ERRLEN];
+        char note[NGPT_ERRLEN];
         int gpu = resolve_device(&probe, &device, &dtype, note, sizeof note, msg, sizeof msg) == NGPT_OK && device == DEV_BACKEND_CUDA;
         apply_preset(cfg, gpu ? preset_shakespeare_char : preset_shakespeare_char_cpu);
         preset = 1;

@@ -113,7 +113,7 @@ typedef struct ngpt_config {
     int decay_lr, warmup_iters, lr_decay_iters;
     double min_lr;
     /* system */
-    char device[16];      /* "auto", "cpu", "cuda" */
+    char device[16];      /* "auto", "cpu", "cuda" (ngpt_config_set stores nanoGPT's "cuda:0" as "cuda") */
     char dtype[16];       /* "auto", "float32", "bfloat16", "float16" */
     int compile;          /* accepted for nanoGPT configs; nanogpt has nothing to compile */
     long long seed;
@@ -128,11 +128,12 @@ typedef struct ngpt_config {
 
 /* nanoGPT's train.py defaults (GPT-2 124M on OpenWebText). */
 void ngpt_config_defaults(ngpt_config *cfg);
-/* Sets one knob from text ("batch_size", "12"). An unknown key names the closest valid one; a bad value
- * names the valid range. */
+/* Sets one knob from text ("batch_size", "12"; a value in quotes is read as a config file's, "'a' + 'b'" is
+ * ab). An unknown key names the closest valid one; a bad value names the valid range. */
 int ngpt_config_set(ngpt_config *cfg, const char *key, const char *value, char *err, size_t errlen);
 /* Reads a config file of `key = value` lines (nanoGPT's config/ .py files work: # comments, quoted
- * strings, True/False, products such as 5 * 8). Errors name the file and line. */
+ * strings joined with +, True/False, products such as 5 * 8; import lines and the values of ignored keys
+ * such as wandb_run_name are skipped). Errors name the file and line. */
 int ngpt_config_load(ngpt_config *cfg, const char *path, char *err, size_t errlen);
 /* Writes every knob as `key = value` lines. */
 void ngpt_config_print(const ngpt_config *cfg, FILE *f);

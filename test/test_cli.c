@@ -457,6 +457,39 @@ static void test_shipped_configs(void) {
     CHECK(strstr(r->err, "has no train.bin") && strstr(r->err, "owt/README.md says how to get it"), "the README named: %.300s", r->err);
 }
 
+/* nanoGPT's own config files and device strings, as a user runs them */
+static void test_nanogpt_configs(void) {
+    char data_arg[600];
+    snprintf(data_arg, sizeof data_arg, "--data_dir=%s", tmp_path("nodata"));
+    /* config/finetune_shakespeare.py as nanoGPT ships it: an import, wandb_run_name = 'ft-' + str(time.time()) */
+    FILE *f = fopen(tmp_path("finetune_shakespeare.py"), "w");
+    if (!f) { CHECK(0, "cannot write %s", tmp_path("finetune_shakespeare.py")); return; }
+    fputs("import time\n\nout_dir = 'out-shakespeare'\neval_interval = 5\neval_iters = 40\nwandb_log = False # feel free to turn on\n"
+          "wandb_project = 'shakespeare'\nwandb_run_name = 'ft-' + str(time.time())\n\ndataset = 'shakespeare'\n"
+          "init_from = 'gpt2-xl' # this is the largest GPT-2 model\n\n# only save checkpoints if the validation loss improves\n"
+          "always_save_checkpoint = False\n\nbatch_size = 1\ngradient_accumulation_steps = 32\nmax_iters = 20\n\n"
+          "# finetune at constant LR\nlearning_rate = 3e-5\ndecay_lr = False\n", f);
+    fclose(f);
+    CliRun *r = cli("plan", tmp_path("finetune_shakespeare.py"), data_arg, "--pretrained_dir=/nonexistent", "--device=cuda:0",
+                    "--max_memory=80GiB", NULL);
+    CHECK_RUN(r, 0, "plan finetune_shakespeare.py --device=cuda:0");
+    CHECK(strstr(r->out, "L=48 NH=25 C=1600 ") && strstr(r->out, "device       cuda,"), "GPT-2 XL on cuda: %.400s", r->out);
+    r = cli("plan", "--device=cuda:1", NULL);
+    CHECK_RUN(r, 1, "plan --device=cuda:1");
+    CHECK(strstr(r->err, "--device: device = 'cuda:1'") && strstr(r->err, "CUDA_VISIBLE_DEVICES=1"), "cuda:1 says how: %.300s", r->err);
+    r = cli("train", "--device=mps", NULL);
+    CHECK_RUN(r, 1, "train --device=mps");
+    CHECK(strstr(r->err, "no Apple GPU") && strstr(r->err, "'cpu'"), "mps: %.300s", r->err);
+    /* the default job picks its preset for the device it runs on: cuda:0 is cuda there too */
+    char with_cuda[65536];
+    r = cli("plan", data_arg, "--device=cuda", "--max_memory=8GiB", NULL);
+    CHECK_RUN(r, 0, "plan --device=cuda");
+    copy_str(with_cuda, sizeof with_cuda, r->out);
+    r = cli("plan", data_arg, "--device=cuda:0", "--max_memory=8GiB", NULL);
+    CHECK_RUN(r, 0, "plan --device=cuda:0");
+    CHECK(!strcmp(with_cuda, r->out), "the default job with cuda:0 and with cuda differ:\n%.600s\n---\n%.600s", with_cuda, r->out);
+}
+
 /* nanogpt bench --sample: generation timed with the sampling plan */
 static void test_bench_sampling(void) {
     CliRun *r = cli("bench", "--sample=3", "--steps=5", "--n_layer=1", "--n_head=2", "--n_embd=32", "--block_size=16", "--vocab_size=100",
@@ -769,6 +802,7 @@ int main(void) {
     RUN(test_plan_init_from);
     RUN(test_resume_model);
     RUN(test_shipped_configs);
+    RUN(test_nanogpt_configs);
     RUN(test_bench_sampling);
     RUN(test_workflow);
     RUN(test_file_size_limit);

@@ -115,6 +115,162 @@ static void test_config_file(void) {
     CHECK(rc == NGPT_ERR_IO && strstr(err, "missing.cfg"), "missing file: %s", err);
 }
 
+/* nanoGPT's config/finetune_shakespeare.py as it is: an import, and an ignored key whose value is an expression */
+static const char finetune_shakespeare_py[] =
+    "import time\n"
+    "\n"
+    "out_dir = 'out-shakespeare'\n"
+    "eval_interval = 5\n"
+    "eval_iters = 40\n"
+    "wandb_log = False # feel free to turn on\n"
+    "wandb_project = 'shakespeare'\n"
+    "wandb_run_name = 'ft-' + str(time.time())\n"
+    "\n"
+    "dataset = 'shakespeare'\n"
+    "init_from = 'gpt2-xl' # this is the largest GPT-2 model\n"
+    "\n"
+    "# only save checkpoints if the validation loss improves\n"
+    "always_save_checkpoint = False\n"
+    "\n"
+    "# the number of examples per iter:\n"
+    "# 1 batch_size * 32 grad_accum * 1024 tokens = 32,768 tokens/iter\n"
+    "# shakespeare has 301,966 tokens, so 1 epoch ~= 9.2 iters\n"
+    "batch_size = 1\n"
+    "gradient_accumulation_steps = 32\n"
+    "max_iters = 20\n"
+    "\n"
+    "# finetune at constant LR\n"
+    "learning_rate = 3e-5\n"
+    "decay_lr = False\n";
+
+static void test_nanogpt_python_configs(void) {
+    ngpt_config c;
+    char err[NGPT_ERRLEN];
+    write_file(tmp_path("finetune_shakespeare.py"), finetune_shakespeare_py, strlen(finetune_shakespeare_py));
+    ngpt_config_defaults(&c);
+    int rc = ngpt_config_load(&c, tmp_path("finetune_shakespeare.py"), err, sizeof err);
+    CHECK(rc == 0, "nanoGPT's finetune_shakespeare.py: %s", err);
+    CHECK(!strcmp(c.out_dir, "out-shakespeare") && c.eval_interval == 5 && c.eval_iters == 40 && !strcmp(c.dataset, "shakespeare") &&
+              !strcmp(c.init_from, "gpt2-xl") && c.always_save_checkpoint == 0 && c.batch_size == 1 && c.gradient_accumulation_steps == 32 &&
+              c.max_iters == 20 && c.learning_rate == 3e-5 && c.decay_lr == 0,
+          "finetune_shakespeare.py's values: out_dir %s dataset %s init_from %s batch_size %d", c.out_dir, c.dataset, c.init_from, c.batch_size);
+
+    /* import lines in their forms; an ignored key takes any expression, on the command line too */
+    const char *imports = "import time\n  import os, sys  # for paths\nfrom datetime import datetime\nimport numpy as np\n"
+                          "wandb_run_name = 'run-' + datetime.now().strftime('%Y%m%d') + f\"{time.time():.0f}\n"
+                          "wandb_project = os.environ['PROJECT'\n"
+                          "batch_size = 3\n";
+    write_file(tmp_path("imports.cfg"), imports, strlen(imports));
+    ngpt_config_defaults(&c);
+    rc = ngpt_config_load(&c, tmp_path("imports.cfg"), err, sizeof err);
+    CHECK(rc == 0 && c.batch_size == 3, "import lines and ignored expressions: %s", err);
+    CHECK(ngpt_config_set(&c, "wandb_run_name", "'ft-' + str(time.time())", err, sizeof err) == 0, "--wandb_run_name=<expression>: %s", err);
+    /* what only looks like an import is not skipped */
+    const char *notimport = "importance = 3\n";
+    write_file(tmp_path("notimport.cfg"), notimport, strlen(notimport));
+    rc = ngpt_config_load(&c, tmp_path("notimport.cfg"), err, sizeof err);
+    CHECK(rc == NGPT_ERR_ARG && strstr(err, "notimport.cfg:1: unknown key 'importance'"), "importance = 3: %s", err);
+    const char *stmt = "import\n";
+    write_file(tmp_path("stmt.cfg"), stmt, strlen(stmt));
+    rc = ngpt_config_load(&c, tmp_path("stmt.cfg"), err, sizeof err);
+    CHECK(rc == NGPT_ERR_FORMAT && strstr(err, "stmt.cfg:1: expected `key = value`, found 'import'"), "a bare import: %s", err);
+    /* a real key still needs a value nanogpt can read */
+    const char *expr = "batch_size = 2\nout_dir = 'out-' + str(time.time())\n";
+    write_file(tmp_path("expr.cfg"), expr, strlen(expr));
+    rc = ngpt_config_load(&c, tmp_path("expr.cfg"), err, sizeof err);
+    CHECK(rc == NGPT_ERR_FORMAT && strstr(err, "expr.cfg:2:20: out_dir = 'out-' + str(time.time()): + joins quoted strings, not `str(") &&
+              strstr(err, "not Python expressions"),
+          "an expression for a real key: %s", err);
+}
+
+/* a quoted value ends at its closing quote: 'a' + 'b' is ab (Python's concatenation), anything else after it is an error */
+static void test_text_after_quote(void) {
+    ngpt_config c;
+    char err[NGPT_ERRLEN];
+    ngpt_config_defaults(&c);
+    const char *concat = "dataset = 'shake' + \"speare\"  +'_char' # joined\nout_dir = \"it's\" + ' out'\n";
+    write_file(tmp_path("concat.cfg"), concat, strlen(concat));
+    int rc = ngpt_config_load(&c, tmp_path("concat.cfg"), err, sizeof err);
+    CHECK(rc == 0 && !strcmp(c.dataset, "shakespeare_char") && !strcmp(c.out_dir, "it's out"), "'a' + 'b': %s -> dataset %s, out_dir %s", err,
+          c.dataset, c.out_dir);
+    struct { const char *text, *want; } bad[] = {
+        {"dataset = 'a' 'b'\n", "bad.cfg:1:15: dataset = 'a' 'b': after the closing quote, unexpected `'b'`"},
+        {"batch_size = 2\ndataset = 'a'b  # c\n", "bad.cfg:2:14: dataset = 'a'b  # c: after the closing quote, unexpected `b  # c`"},
+        {"dataset = 'a' +\n", "bad.cfg:1:16: dataset = 'a' +: + joins quoted strings, not ``"},
+        {"dataset = 'a' + b\n", "bad.cfg:1:17: dataset = 'a' + b: + joins quoted strings, not `b`"},
+        {"dataset = 'a' + 'b\n", "bad.cfg:1:17: the quote ' opened here is not closed: 'b"},
+        {"batch_size = int('8')\n", "bad.cfg:1:18: batch_size = int('8'): a quote inside an unquoted value"},
+        {"out_dir = 'a' * 2\n", "bad.cfg:1:15: out_dir = 'a' * 2: after the closing quote, unexpected `* 2`"},
+        {"out_dir = \"a'\" + 'b\"'\n", "bad.cfg:1: out_dir = a'b\": holds both ' and \""},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        write_file(tmp_path("bad.cfg"), bad[i].text, strlen(bad[i].text));
+        ngpt_config_defaults(&c);
+        rc = ngpt_config_load(&c, tmp_path("bad.cfg"), err, sizeof err);
+        CHECK(rc != 0 && strstr(err, bad[i].want) && !strcmp(c.dataset, "openwebtext") && !strcmp(c.out_dir, "out"),
+              "%s: got '%s', want '%s'", bad[i].text, err, bad[i].want);
+    }
+    /* the command line's value is raw text; only a leading quote is special, and it must close where the value ends */
+    CHECK(ngpt_config_set(&c, "out_dir", "it's", err, sizeof err) == 0 && !strcmp(c.out_dir, "it's"), "--out_dir=it's: %s", err);
+    CHECK(ngpt_config_set(&c, "out_dir", "a#b", err, sizeof err) == 0 && !strcmp(c.out_dir, "a#b"), "--out_dir=a#b: %s", err);
+    CHECK(ngpt_config_set(&c, "dataset", " 'a' + 'b' ", err, sizeof err) == 0 && !strcmp(c.dataset, "ab"), "--dataset=\"'a' + 'b'\": %s", err);
+    ngpt_config_defaults(&c);
+    rc = ngpt_config_set(&c, "dataset", "'a'b", err, sizeof err);
+    CHECK(rc == NGPT_ERR_ARG && strstr(err, "dataset = 'a'b: after the closing quote, unexpected `b`") && !strcmp(c.dataset, "openwebtext"),
+          "--dataset=\"'a'b\": %s", err);
+    rc = ngpt_config_set(&c, "dataset", "'a' + b", err, sizeof err);
+    CHECK(rc == NGPT_ERR_ARG && strstr(err, "+ joins quoted strings, not `b`"), "--dataset=\"'a' + b\": %s", err);
+    rc = ngpt_config_set(&c, "out_dir", "a'b\"c", err, sizeof err);
+    CHECK(rc == NGPT_ERR_ARG && strstr(err, "holds both"), "a value with both quotes: %s", err);
+    /* a checkpoint's stored lines are read as config_line wrote them */
+    CHECK(config_set(&c, "out_dir", "'a'b\"c'", 1, err, sizeof err) == 0 && !strcmp(c.out_dir, "a'b\"c"), "stored: %s", err);
+}
+
+/* nanoGPT's device strings: cuda:0 is cuda; another GPU and mps say what to do */
+static void test_device_strings(void) {
+    ngpt_config c;
+    char err[NGPT_ERRLEN];
+    ngpt_config_defaults(&c);
+    CHECK(ngpt_config_set(&c, "device", "cuda:0", err, sizeof err) == 0 && !strcmp(c.device, "cuda"), "cuda:0 is stored as cuda: %s", err);
+    CHECK(ngpt_config_set(&c, "device", "'cuda:0'", err, sizeof err) == 0 && !strcmp(c.device, "cuda"), "'cuda:0': %s", err);
+    ngpt_config_defaults(&c);
+    int rc = ngpt_config_set(&c, "device", "cuda:1", err, sizeof err);
+    CHECK(rc == NGPT_ERR_ARG && strstr(err, "device = 'cuda:1'") && strstr(err, "first visible") && strstr(err, "CUDA_VISIBLE_DEVICES=1") &&
+              !strcmp(c.device, "auto"),
+          "cuda:1: %s", err);
+    rc = ngpt_config_set(&c, "device", "cuda:12", err, sizeof err);
+    CHECK(rc == NGPT_ERR_ARG && strstr(err, "CUDA_VISIBLE_DEVICES=12"), "cuda:12: %s", err);
+    rc = ngpt_config_set(&c, "device", "mps", err, sizeof err);
+    CHECK(rc == NGPT_ERR_ARG && strstr(err, "no Apple GPU") && strstr(err, "device = 'cpu'"), "mps: %s", err);
+    rc = ngpt_config_set(&c, "device", "cuda:x", err, sizeof err);
+    CHECK(rc == NGPT_ERR_ARG && strstr(err, "must be one of auto|cpu|cuda"), "cuda:x: %s", err);
+    const char *file = "device = 'cuda:0'\n";
+    write_file(tmp_path("dev.cfg"), file, strlen(file));
+    rc = ngpt_config_load(&c, tmp_path("dev.cfg"), err, sizeof err);
+    CHECK(rc == 0 && !strcmp(c.device, "cuda"), "device = 'cuda:0' in a file: %s", err);
+    file = "batch_size = 2\ndevice = 'mps'\n";
+    write_file(tmp_path("dev.cfg"), file, strlen(file));
+    rc = ngpt_config_load(&c, tmp_path("dev.cfg"), err, sizeof err);
+    CHECK(rc == NGPT_ERR_ARG && strstr(err, "dev.cfg:2: device = 'mps'"), "device = 'mps' in a file: %s", err);
+
+    /* the struct set by hand: resolve_device reads cuda:0 as cuda, and refuses what it cannot run on (not a silent CPU run) */
+    int device = -1, dtype = -1;
+    char note[NGPT_ERRLEN];
+    ngpt_config_defaults(&c);
+    copy_str(c.device, sizeof c.device, "cuda:1");
+    rc = resolve_device(&c, &device, &dtype, note, sizeof note, err, sizeof err);
+    CHECK(rc == NGPT_ERR_ARG && strstr(err, "CUDA_VISIBLE_DEVICES=1"), "resolve_device of cuda:1: %s", err);
+    copy_str(c.device, sizeof c.device, "gpu");
+    rc = resolve_device(&c, &device, &dtype, note, sizeof note, err, sizeof err);
+    CHECK(rc == NGPT_ERR_ARG && strstr(err, "device = 'gpu': must be one of auto|cpu|cuda"), "resolve_device of gpu: %s", err);
+    copy_str(c.device, sizeof c.device, "cuda:0");
+    char why[NGPT_ERRLEN];
+    int have_gpu = ngpt_cuda_available(why, sizeof why);
+    rc = resolve_device(&c, &device, &dtype, note, sizeof note, err, sizeof err);
+    CHECK(have_gpu ? rc == 0 && device == DEV_BACKEND_CUDA : rc == NGPT_ERR_DEVICE && strstr(err, "device = cuda, but"),
+          "resolve_device of cuda:0 is cuda's: rc %d, %s", rc, err);
+}
+
 /* ngpt_config_print writes what ngpt_config_load reads back bit for bit (checkpoints store the same lines) */
 static void test_print_load_round_trip(void) {
     ngpt_config a, b;
@@ -298,6 +454,9 @@ int main(void) {
     mkdir(tmpdir, 0777);
     RUN(test_set_and_validate);
     RUN(test_config_file);
+    RUN(test_nanogpt_python_configs);
+    RUN(test_text_after_quote);
+    RUN(test_device_strings);
     RUN(test_print_load_round_trip);
     RUN(test_presets_match_files);
     RUN(test_lr_schedule);

@@ -68,13 +68,15 @@ static void make_seeds(const char *dir) {
         "init_from = \"gpt2-xl\"\ndtype = 'bfloat16'\ncompile = False\nwandb_log = True\n",
         "learning_rate = 1e-3\nbeta2 = 0.99\nseed = 9199999999999999999\nrecompute = -1\n",
         "n_layer\0" "12", "device=cuda", "max_memory\0" "512 MiB", "dropout = 0.0 * 1",
+        "import time\nfrom os import path\nwandb_run_name = 'ft-' + str(time.time())\ndataset = 'a' + \"b\"  # c\ndevice = 'cuda:0'\n",
+        "dataset\0" "'a' + 'b'",
     };
     static const char *const files[] = {"data/shakespeare_char/train.cfg", "data/shakespeare_char/train_cpu.cfg",
                                         "data/shakespeare/train.cfg", "data/openwebtext/train_gpt2.cfg"};
     char name[64];
     for (size_t i = 0; i < sizeof lines / sizeof *lines; i++) {
         size_t n = strlen(lines[i]);
-        if (i >= 3 && i != 4 && i != 6) n += 1 + strlen(lines[i] + n + 1); /* key NUL value */
+        if (i == 3 || i == 5 || i == 8) n += 1 + strlen(lines[i] + n + 1); /* key NUL value */
         snprintf(name, sizeof name, "lines_%zu", i);
         fz_seed(dir, name, lines[i], n);
     }
