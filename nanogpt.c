@@ -6484,6 +6484,7 @@ static int checkpoint_load(ngpt_trainer *tr, CkptReader *r, const char *path) {
     tr->rng_train.counter = (uint64_t)r->state.rng_train_counter;
     tr->best_val_loss = (float)r->state.best_val_loss;
     tr->last_loss = (float)r->state.last_loss;
+    tr->lr = tr->step > 0 ? lr_at(&tr->cfg, tr->step - 1) : 0.0f; /* the last step's, as after that step (ngpt_stats.lr) */
     if (tr->plan.req.dtype == NGPT_DTYPE_F16 && r->state.loss_scale != 0) { /* an older file (0) keeps the starting 2^16 */
         tr->loss_scale = (float)r->state.loss_scale;
         tr->good_steps = (int)r->state.good_steps;

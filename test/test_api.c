@@ -100,10 +100,13 @@ int main(void) {
 
     snprintf(path, sizeof path, "%s/model.ckpt", dir);
     EXPECT(ngpt_save(tr, path) == NGPT_OK, "save");
+    ngpt_stats saved;
+    ngpt_get_stats(tr, &saved);
     for (int i = 0; i < 3; i++) ngpt_train_step(tr, &loss);
     EXPECT(ngpt_load(tr, path) == NGPT_OK, "load");
     ngpt_get_stats(tr, &st);
     EXPECT(st.step == 30, "load restores the step");
+    EXPECT(st.lr == saved.lr && st.lr > 0 && st.last_loss == saved.last_loss, "... and the last step's learning rate and loss");
     rc = ngpt_load(tr, "/nonexistent/x.ckpt");
     EXPECT(rc == NGPT_ERR_IO && strstr(ngpt_last_error(tr), "/nonexistent/x.ckpt") != NULL, "a missing checkpoint names the file");
 

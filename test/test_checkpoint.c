@@ -81,12 +81,18 @@ static void test_resume_bit_identical(void) {
     if (!b) return;
     for (int s = 0; s < CUT; s++) CHECK(ngpt_train_step(b, &resumed[s]) == 0, "%s", b->err);
     CHECK(checkpoint_save(b, 0) == 0, "save: %s", b->err);
+    ngpt_stats at_cut, after;
+    ngpt_get_stats(b, &at_cut);
     ngpt_trainer_free(b);
 
     copy_str(c.init_from, sizeof c.init_from, "resume");
     ngpt_trainer *r = make(&c);
     if (!r) return;
     CHECK(r->step == CUT, "resumed at step %d", r->step);
+    /* the stats of the last step come back with it: its learning rate (warming up here, so each step's differs) */
+    ngpt_get_stats(r, &after);
+    CHECK(after.lr == at_cut.lr && after.lr > 0 && after.last_loss == at_cut.last_loss, "resumed stats: lr %g (saved %g), last loss %g (saved %g)",
+          (double)after.lr, (double)at_cut.lr, (double)after.last_loss, (double)at_cut.last_loss);
     for (int s = CUT; s < STEPS; s++) CHECK(ngpt_train_step(r, &resumed[s]) == 0, "%s", r->err);
     float *pr = params_of(r);
     for (int s = 0; s < STEPS; s++) CHECK(resumed[s] == straight[s], "step %d: loss %.9g resumed, %.9g straight", s, (double)resumed[s], (double)straight[s]);
