@@ -1245,12 +1245,15 @@ static const char *dtype_name(int dtype) {
     return dtype == NGPT_DTYPE_BF16 ? "bfloat16" : dtype == NGPT_DTYPE_F16 ? "float16" : "float32";
 }
 
+/* The parameters as training counts them: without the padded vocabulary rows the arena holds besides */
+static size_t plan_params_unpadded(const Plan *p) { return p->nparams - (size_t)(p->req.m.Vp - p->req.m.V) * p->req.m.C; }
+
 CLI_USED static void plan_print(const Plan *p, FILE *f) {
     const PlanRequest *r = &p->req;
     char b1[32], b2[32];
     /* the count training prints (without the padded vocabulary rows), then what the arena holds */
     fprintf(f, "model        L=%d NH=%d C=%d V=%d (padded %d) block_size=%d bias=%s: %.2fM parameters (%.2fM with the padding)\n", r->m.L,
-            r->m.NH, r->m.C, r->m.V, r->m.Vp, r->T, r->m.bias ? "yes" : "no", (double)(p->nparams - (size_t)(r->m.Vp - r->m.V) * r->m.C) / 1e6,
+            r->m.NH, r->m.C, r->m.V, r->m.Vp, r->T, r->m.bias ? "yes" : "no", (double)plan_params_unpadded(p) / 1e6,
             (double)p->nparams / 1e6);
     fprintf(f, "device       %s, %s, budget %s\n", r->device == DEV_BACKEND_CUDA ? "cuda" : "cpu", dtype_name(r->dtype),
             fmt_bytes(b1, sizeof b1, r->budget));
@@ -7122,7 +7125,7 @@ void ngpt_get_stats(const ngpt_trainer *tr, ngpt_stats *st) {
     st->lanes = tr->plan.lanes;
     st->recompute = tr->plan.recompute;
     st->logits_chunk = tr->plan.logits_chunk;
-    st->parameters = tr->plan.nparams - (size_t)(tr->ms.Vp - tr->ms.V) * tr->ms.C;
+    st->parameters = plan_params_unpadded(&tr->plan);
     st->device_bytes = tr->plan.device_bytes;
     st->host_bytes = tr->plan.host_bytes;
     st->tokens_per_second = tr->last_step_seconds > 0 ? tr->last_step_tokens / tr->last_step_seconds : 0;
@@ -7134,7 +7137,7 @@ void ngpt_request_stop(ngpt_trainer *tr) { atomic_store(&tr->stop_requested, 1);
 /* model FLOPs per token, as nanoGPT's estimate_mfu counts them: 6N (N without the position embeddings)
  * plus 12 L C T for attention */
 static double flops_per_token(const ngpt_trainer *tr) {
-    double N = (double)(tr->plan.nparams - tr->plan.param_len[P_WPE] - (size_t)(tr->ms.Vp - tr->ms.V) * tr->ms.C);
+    double N = (double)(plan_params_unpadded(&tr->plan) - tr->plan.param_len[P_WPE]);
     return 6.0 * N + 12.0 * tr->ms.L * tr->ms.C * tr->plan.req.T;
 }
 
@@ -7239,7 +7242,7 @@ int ngpt_train(ngpt_trainer *tr) {
     if (tr->out_dir_taken && !tr->cfg.eval_only) {
         long long newest = tr->n_kept ? tr->kept_steps[tr->n_kept - 1] : -1;
         char what[64] = "best.bin";
-        if (newest >= 0) snprintf(what, sizeof what, "ckpt_%09lld.bin, ...", newest);
+        if (newest >= 0) snprintf(what, sizeof what, "the newest ckpt_%09lld.bin", newest);
         return tr_fail(tr, NGPT_ERR_ARG,
                        "out_dir %.400s holds another run's checkpoints (%s): a new run (init_from = %s) would replace its best.bin and "
                        "prune them. Continue that run with init_from = resume, give this one another out_dir, or remove them first",
@@ -7521,7 +7524,6 @@ CLI_USED static double memory_measured(const ngpt_backend *be) {
     return getrusage(RUSAGE_SELF, &ru) ? 0 : (double)ru.ru_maxrss * 1024.0;
 }
 
-/* warmup + steps optimizer steps on random tokens (timed), then one more with every op timed */
 /* Into note (else ""), when nsteps steps would take over a minute even at the matmul peak: how long, and a
  * smaller run (GPT-2 124M's default steps of 491,520 tokens take most of an hour each on a laptop's CPU). */
 CLI_USED static int bench_duration_note(const ngpt_trainer *tr, double peak_flops, int nsteps, char *note, size_t cap) {
@@ -7535,6 +7537,7 @@ CLI_USED static int bench_duration_note(const ngpt_trainer *tr, double peak_flop
     return 1;
 }
 
+/* warmup + steps optimizer steps on random tokens (timed), then one more with every op timed */
 CLI_USED static int bench_run(ngpt_trainer *tr, int warmup, int steps, BenchResult *r) {
     memset(r, 0, sizeof *r);
     r->warmup = warmup;

@@ -20,6 +20,12 @@ static void write_file(const char *path, const void *data, size_t n) {
     fclose(f);
 }
 
+/* text written as tmpdir/name, then loaded as a config file into c */
+static int load_config_text(ngpt_config *c, const char *name, const char *text, char *err, size_t errlen) {
+    write_file(tmp_path(name), text, strlen(text));
+    return ngpt_config_load(c, tmp_path(name), err, errlen);
+}
+
 static void test_set_and_validate(void) {
     ngpt_config c;
     char err[NGPT_ERRLEN];
@@ -92,24 +98,19 @@ static void test_config_file(void) {
     CHECK(!strcmp(c.out_dir, "out-x") && c.batch_size == 8 && c.gradient_accumulation_steps == 6 && c.decay_lr == 0, "values");
 
     const char *bad = "batch_size = 8\nn_layers = 3\n";
-    write_file(tmp_path("bad.cfg"), bad, strlen(bad));
-    rc = ngpt_config_load(&c, tmp_path("bad.cfg"), err, sizeof err);
+    rc = load_config_text(&c, "bad.cfg", bad, err, sizeof err);
     CHECK(rc == NGPT_ERR_ARG && strstr(err, "bad.cfg:2:") && strstr(err, "'n_layer'"), "file, line, closest key: %s", err);
     const char *noeq = "batch_size 8\n";
-    write_file(tmp_path("noeq.cfg"), noeq, strlen(noeq));
-    rc = ngpt_config_load(&c, tmp_path("noeq.cfg"), err, sizeof err);
+    rc = load_config_text(&c, "noeq.cfg", noeq, err, sizeof err);
     CHECK(rc == NGPT_ERR_FORMAT && strstr(err, "noeq.cfg:1:") && strstr(err, "found 'batch_size 8'"), "missing '=': %s", err);
     const char *bom = "\xEF\xBB\xBF" "batch_size = 7\n";
-    write_file(tmp_path("bom.cfg"), bom, strlen(bom));
-    rc = ngpt_config_load(&c, tmp_path("bom.cfg"), err, sizeof err);
+    rc = load_config_text(&c, "bom.cfg", bom, err, sizeof err);
     CHECK(rc == 0 && c.batch_size == 7, "a UTF-8 byte order mark is skipped: %s", err);
     const char *open_quote = "batch_size = 8\ndataset = 'foo  # a comment\n";
-    write_file(tmp_path("quote.cfg"), open_quote, strlen(open_quote));
-    rc = ngpt_config_load(&c, tmp_path("quote.cfg"), err, sizeof err);
+    rc = load_config_text(&c, "quote.cfg", open_quote, err, sizeof err);
     CHECK(rc == NGPT_ERR_FORMAT && strstr(err, "quote.cfg:2:11: the quote ' opened here is not closed"), "unclosed quote: %s", err);
     const char *apostrophe = "out_dir = \"it's\"  # a comment\n";
-    write_file(tmp_path("apostrophe.cfg"), apostrophe, strlen(apostrophe));
-    rc = ngpt_config_load(&c, tmp_path("apostrophe.cfg"), err, sizeof err);
+    rc = load_config_text(&c, "apostrophe.cfg", apostrophe, err, sizeof err);
     CHECK(rc == 0 && !strcmp(c.out_dir, "it's"), "a quote inside the other quotes: %s", err);
     rc = ngpt_config_load(&c, tmp_path("missing.cfg"), err, sizeof err);
     CHECK(rc == NGPT_ERR_IO && strstr(err, "missing.cfg"), "missing file: %s", err);
@@ -167,17 +168,14 @@ static void test_nanogpt_python_configs(void) {
     CHECK(ngpt_config_set(&c, "wandb_run_name", "'ft-' + str(time.time())", err, sizeof err) == 0, "--wandb_run_name=<expression>: %s", err);
     /* what only looks like an import is not skipped */
     const char *notimport = "importance = 3\n";
-    write_file(tmp_path("notimport.cfg"), notimport, strlen(notimport));
-    rc = ngpt_config_load(&c, tmp_path("notimport.cfg"), err, sizeof err);
+    rc = load_config_text(&c, "notimport.cfg", notimport, err, sizeof err);
     CHECK(rc == NGPT_ERR_ARG && strstr(err, "notimport.cfg:1: unknown key 'importance'"), "importance = 3: %s", err);
     const char *stmt = "import\n";
-    write_file(tmp_path("stmt.cfg"), stmt, strlen(stmt));
-    rc = ngpt_config_load(&c, tmp_path("stmt.cfg"), err, sizeof err);
+    rc = load_config_text(&c, "stmt.cfg", stmt, err, sizeof err);
     CHECK(rc == NGPT_ERR_FORMAT && strstr(err, "stmt.cfg:1: expected `key = value`, found 'import'"), "a bare import: %s", err);
     /* a real key still needs a value nanogpt can read */
     const char *expr = "batch_size = 2\nout_dir = 'out-' + str(time.time())\n";
-    write_file(tmp_path("expr.cfg"), expr, strlen(expr));
-    rc = ngpt_config_load(&c, tmp_path("expr.cfg"), err, sizeof err);
+    rc = load_config_text(&c, "expr.cfg", expr, err, sizeof err);
     CHECK(rc == NGPT_ERR_FORMAT && strstr(err, "expr.cfg:2:20: out_dir = 'out-' + str(time.time()): + joins quoted strings, not `str(") &&
               strstr(err, "not Python expressions"),
           "an expression for a real key: %s", err);
@@ -204,9 +202,8 @@ static void test_text_after_quote(void) {
         {"out_dir = \"a'\" + 'b\"'\n", "bad.cfg:1: out_dir = a'b\": holds both ' and \""},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        write_file(tmp_path("bad.cfg"), bad[i].text, strlen(bad[i].text));
         ngpt_config_defaults(&c);
-        rc = ngpt_config_load(&c, tmp_path("bad.cfg"), err, sizeof err);
+        rc = load_config_text(&c, "bad.cfg", bad[i].text, err, sizeof err);
         CHECK(rc != 0 && strstr(err, bad[i].want) && !strcmp(c.dataset, "openwebtext") && !strcmp(c.out_dir, "out"),
               "%s: got '%s', want '%s'", bad[i].text, err, bad[i].want);
     }
@@ -245,12 +242,10 @@ static void test_device_strings(void) {
     rc = ngpt_config_set(&c, "device", "cuda:x", err, sizeof err);
     CHECK(rc == NGPT_ERR_ARG && strstr(err, "must be one of auto|cpu|cuda"), "cuda:x: %s", err);
     const char *file = "device = 'cuda:0'\n";
-    write_file(tmp_path("dev.cfg"), file, strlen(file));
-    rc = ngpt_config_load(&c, tmp_path("dev.cfg"), err, sizeof err);
+    rc = load_config_text(&c, "dev.cfg", file, err, sizeof err);
     CHECK(rc == 0 && !strcmp(c.device, "cuda"), "device = 'cuda:0' in a file: %s", err);
     file = "batch_size = 2\ndevice = 'mps'\n";
-    write_file(tmp_path("dev.cfg"), file, strlen(file));
-    rc = ngpt_config_load(&c, tmp_path("dev.cfg"), err, sizeof err);
+    rc = load_config_text(&c, "dev.cfg", file, err, sizeof err);
     CHECK(rc == NGPT_ERR_ARG && strstr(err, "dev.cfg:2: device = 'mps'"), "device = 'mps' in a file: %s", err);
 
     /* the struct set by hand: resolve_device reads cuda:0 as cuda, and refuses what it cannot run on (not a silent CPU run) */
