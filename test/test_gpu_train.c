@@ -1,5 +1,6 @@
 /* test_gpu_train.c: the CUDA backend through the whole trainer, against the CPU backend (GPU only; run by
- * test/gpu.sh, linked with -Wl,--wrap for the CUDA allocation calls).
+ * test/gpu.sh, linked with -Wl,--wrap for the CUDA allocation calls; with --quick, on a smaller model and
+ * without the 300-step curve, as test/cuda_emu.sh runs it on the CUDA emulator).
  *  - one training step on a tiny config: loss and every parameter gradient, CUDA (fp32 and bf16) vs CPU;
  *  - the same seed twice gives bit-identical losses on the GPU;
  *  - nothing is allocated on the device (cudaMalloc & co.) or the host (counted in the trainer's calls)
@@ -23,6 +24,7 @@ int __wrap_cudaMallocHost(void **p, size_t n) { device_allocs++; return __real_c
 int __wrap_cudaFree(void *p) { device_allocs++; return __real_cudaFree(p); }
 
 static char dir[256], out_dir[300];
+static int quick; /* --quick: a smaller model, and no 300-step curve (for the CUDA emulator, test/cuda_emu.sh) */
 
 static void config(ngpt_config *c, const char *device, const char *dtype) {
     ngpt_config_defaults(c);
@@ -33,6 +35,14 @@ static void config(ngpt_config *c, const char *device, const char *dtype) {
     c->vocab_size = 65; c->block_size = 64; c->n_layer = 2; c->n_head = 4; c->n_embd = 128; c->bias = 1;
     c->batch_size = 8; c->gradient_accumulation_steps = 2; c->dropout = 0.1; c->eval_iters = 4; c->eval_interval = 1000;
     c->learning_rate = 1e-3; c->warmup_iters = 5; c->lr_decay_iters = 100; c->min_lr = 1e-4;
+    if (quick) { c->n_embd = 64; c->n_head = 2; c->batch_size = 4; } /* an eighth of the work: head size 32 */
+}
+
+/* a test that saves checkpoints writes them into its own folder: resume reads the newest in out_dir, which
+ * must be its own, not another test's later step */
+static void own_out_dir(ngpt_config *c, const char *name) {
+    snprintf(c->out_dir, sizeof c->out_dir, "%.200s/%s", dir, name);
+    mkdir(c->out_dir, 0777);
 }
 
 static ngpt_trainer *make(const ngpt_config *c) {
@@ -71,6 +81,7 @@ static void test_step_bf16(void) { check_step("bfloat16", 1e-2); }
 static void test_deterministic_and_no_allocation(void) {
     ngpt_config c;
     config(&c, "cuda", "bfloat16");
+    own_out_dir(&c, "determinism");
     c.eval_interval = 5;
     c.max_iters = 12;
     c.always_save_checkpoint = 1;
@@ -91,6 +102,7 @@ static void test_deterministic_and_no_allocation(void) {
 static void test_resume_bit_identical(void) {
     ngpt_config c;
     config(&c, "cuda", "bfloat16");
+    own_out_dir(&c, "resume");
     float straight[10], resumed[10];
     ngpt_trainer *a = make(&c), *b;
     if (!a) return;
@@ -240,8 +252,7 @@ static void test_sample_only_bf16(void) {
 static void test_eval_only_bf16(void) {
     ngpt_config c;
     config(&c, "cuda", "bfloat16");
-    snprintf(c.out_dir, sizeof c.out_dir, "%.200s/eval_only", dir);
-    mkdir(c.out_dir, 0777);
+    own_out_dir(&c, "eval_only");
     ngpt_trainer *full = make(&c);
     if (!full) return;
     for (int s = 0; s < 5; s++) ngpt_train_step(full, NULL);
@@ -260,7 +271,9 @@ static void test_eval_only_bf16(void) {
     ngpt_trainer_free(full);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+    quick = argc > 1 && !strcmp(argv[1], "--quick");
+    if (argc > 1 && !quick) { fprintf(stderr, "usage: %s [--quick]\n", argv[0]); return 2; }
     char why[NGPT_ERRLEN];
     if (!ngpt_cuda_available(why, sizeof why)) { printf("FAIL no GPU: %s\n", why); return 1; }
     snprintf(dir, sizeof dir, "/tmp/ngpt_test_gpu_train_%d", (int)getpid());
@@ -275,6 +288,9 @@ int main(void) {
     RUN(test_sample_kv_cache);
     RUN(test_sample_only_bf16);
     RUN(test_eval_only_bf16);
-    RUN(test_curve_follows_cpu);
+    if (!quick) RUN(test_curve_follows_cpu);
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0) printf("note: could not remove %s\n", dir);
     return check_summary();
 }
