@@ -5,7 +5,8 @@
 #   ./build.sh cpu        build ./nanogpt CPU-only
 #   ./build.sh debug      CPU-only, -O0 -g
 #   ./build.sh asan       run the CPU test suite under AddressSanitizer + UndefinedBehaviorSanitizer
-#   ./build.sh test       run the whole test suite (ends with "N passed, N failed")
+#   ./build.sh test       run the whole test suite (ends with "N passed, N failed"), the CUDA kernels on the
+#                         CPU included (test/cuda_emu.sh) where nvcc's headers are installed
 #   ./build.sh cuda-check compile nanogpt.cu for every target architecture
 #   ./build.sh clean      remove what the builds made
 #
@@ -139,6 +140,19 @@ cuda_check() {
     add_summary cuda_compile_check "$out"
 }
 
+# nanogpt.cu's kernels run on the CPU by the CUDA emulator (test/cuda_emu.sh: test_gpu_ops --small and
+# test_gpu_train --quick against the CPU backend): added to the totals. It needs nvcc's headers.
+cuda_emulator() {
+    local nvcc out
+    nvcc=$(find_nvcc)
+    if [ -z "$nvcc" ]; then echo "nvcc not found: skipping the CUDA emulator (it needs the CUDA headers)"; return 0; fi
+    set +e
+    out=$(NVCC="$nvcc" CC="$CC" CXX="$CXX" bash test/cuda_emu.sh 2>&1)
+    set -e
+    echo "$out"
+    add_summary "cuda emulator" "$out"
+}
+
 # test/gpu.sh's readers of nanogpt's output, fed by a CPU build (bash test/gpu.sh selftest): added to the totals.
 gpu_script_selftest() {
     local out
@@ -190,6 +204,8 @@ case "$cmd" in
         warnings_check
         echo "== CUDA compile check"
         cuda_check
+        echo "== nanogpt.cu's kernels on the CUDA emulator (no GPU)"
+        cuda_emulator
         echo "== test/gpu.sh selftest (its output readers, without a GPU)"
         gpu_script_selftest
         echo "$TEST_PASSED passed, $TEST_FAILED failed"

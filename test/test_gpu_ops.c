@@ -901,6 +901,7 @@ static void tg_sweep(void) {
     t_attention(1, 3, 50, 20, 0.1f);  /* hs 20: rows not a multiple of 8 elements */
     t_attention(1, 2, 70, 128, 0.0f);
     t_attention(2, 4, 100, 32, 0.1f);
+    t_attention(1, 2, 200, 64, 0.1f); /* four key tiles: each double buffer is refilled after use (a missing barrier races) */
     if (!S) {
         t_attention(1, 4, 256, 64, 0.0f);
         t_attention(2, 12, 256, 64, 0.1f);

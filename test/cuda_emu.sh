@@ -1,0 +1,178 @@
+#!/usr/bin/env bash
+# test/cuda_emu.sh - nanogpt.cu's kernels on the CPU, on the CUDA emulator of test/cuda_emu.h: test_gpu_ops
+# --small against the CPU backend on an emulated sm_80 (f32, bf16, f16: mma.sync m16n8k16, cp.async) and
+# sm_75 (f16: m16n8k8, plain loads), test_gpu_train --quick on the sm_80 (whole steps, determinism, no
+# allocation, resume, KV-cache sampling), then six mutants of nanogpt.cu that it must catch. No GPU needed;
+# ./build.sh test runs it. Needs nvcc's headers (not nvcc itself: the host C++ compiler builds the rewritten
+# nanogpt.cu) and perl. Ends with "summary: N passed, N failed" (each program's counts, one per mutant).
+#
+#   bash test/cuda_emu.sh                 all of it
+#   EMU_CCS=80 bash test/cuda_emu.sh      one emulated GPU (and no mutants: EMU_MUTANTS=0 alone skips those)
+#   EMU_SRC=other.cu bash test/cuda_emu.sh  another source than nanogpt.cu
+#
+# The rewrite (perl, below): every launch `kernel<<<grid, block[, smem[, stream]]>>>(args)` becomes
+# `emu::launch("kernel", (const void *)&kernel, [&]() { kernel(args); }, grid, block[, smem[, stream]])`, each `extern __shared__ T
+# name[];` a pointer to the block's dynamic shared memory, and the bodies of the functions written in inline
+# PTX (cp.async, ldmatrix, mma.sync) calls of their emulations. A function it expects and does not find
+# stops it with a message: nanogpt.cu changed, and this list must follow (so must a mutant's text).
+set -u
+cd "$(dirname "$0")/.." || exit 1
+CXX=${CXX:-c++}
+CC=${CC:-cc}
+EMU_CCS=${EMU_CCS:-"80 75"}
+EMU_SRC=${EMU_SRC:-nanogpt.cu}
+EMU_MUTANTS=${EMU_MUTANTS:-$([ "$EMU_CCS" = "80 75" ] && echo 1 || echo 0)}
+
+nvcc=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
+if [ ! -x "$nvcc" ] && ! command -v "$nvcc" >/dev/null 2>&1; then
+    echo "nvcc not found: skipping the CUDA emulator run (it needs the CUDA headers)"
+    echo "summary: 0 passed, 0 failed"
+    exit 0
+fi
+CUDA_INC=$(dirname "$(dirname "$(command -v "$nvcc")")")/include
+OUT=${EMU_OUT:-build/emu}
+mkdir -p "$OUT"
+
+# SOURCE OUT.cpp: nanogpt.cu rewritten for the host compiler
+rewrite() {
+    perl -0777 -e '
+    my $src = do { local $/; <STDIN> };
+    my %body = (   # function header (a regex, up to its opening brace) => the emulated body
+        q{static __device__ __forceinline__ void cp_async16\(void \*smem, const void \*gmem\)} => q{emu::cp_async16(smem, gmem);},
+        q{static __device__ __forceinline__ void cp_async_commit\(\)} => q{emu::cp_async_commit();},
+        q{template <int N> static __device__ __forceinline__ void cp_async_wait\(\)} => q{emu::cp_async_wait(N);},
+        q{static __device__ __forceinline__ void ldsm_x4\(uint32_t \(&r\)\[4\], const void \*p\)} => q{emu::ldmatrix_x4(r, p, false);},
+        q{static __device__ __forceinline__ void ldsm_x4_t\(uint32_t \(&r\)\[4\], const void \*p\)} => q{emu::ldmatrix_x4(r, p, true);},
+        q{__device__ __forceinline__ void mma16816<__nv_bfloat16>\(float \(&d\)\[4\], const uint32_t \(&a\)\[4\], uint32_t b0, uint32_t b1\)} =>
+            q{emu::mma16816_bf16(d, a, b0, b1);},
+        q{__device__ __forceinline__ void mma16816<__half>\(float \(&d\)\[4\], const uint32_t \(&a\)\[4\], uint32_t b0, uint32_t b1\)} =>
+            q{emu::mma16816_f16(d, a, b0, b1);},
+    );
+    for my $h (sort keys %body) {
+        my $n = ($src =~ s/^((?:template <>\s*)?$h \{)\n.*?^\}\n/$1 $body{$h} }\n/msg);
+        die "cuda_emu.sh: nanogpt.cu has no function matching /$h/ ($n found): update test/cuda_emu.sh\n" if $n != 1;
+    }
+    my $shared = ($src =~ s/extern __shared__ (?:__align__\(\d+\) )?([\w ]+?) (\w+)\[\];/$1 *$2 = ($1 *)emu::dynamic_smem();/g);
+    my $launches = ($src =~ s{\b([A-Za-z_]\w*(?:<[^;{}()]*?>)?)<<<(.*?)>>>(\((?:[^()]++|(?3))*\))}{emu::launch("$1", (const void *)&$1, [&]() { $1$3; }, $2)}gs);
+    die "cuda_emu.sh: no kernel launch found in nanogpt.cu\n" if !$launches;
+    die "cuda_emu.sh: a launch was not rewritten\n" if $src =~ /<<</;
+    die "cuda_emu.sh: inline PTX left outside the wgmma section\n"
+        if join("", split(/#ifdef NGPT_WGMMA_DEVICE.*?#(?:endif|else)/s, $src)) =~ /\basm\s+volatile\s*\(\s*"(?!")/;
+    print $src;
+    print STDERR "rewrote $launches launches, $shared dynamic shared-memory arrays\n";
+' <"$1" >"$2"
+}
+if ! rewrite "$EMU_SRC" "$OUT/nanogpt_emu.cpp"; then
+    echo "FAIL cuda emulator: the rewrite of $EMU_SRC failed"
+    echo "summary: 0 passed, 1 failed"
+    exit 1
+fi
+
+CXXFLAGS="-std=c++17 -O2 -g -U_FORTIFY_SOURCE -Wall -Wextra -Wno-psabi -Wno-unknown-pragmas -Wno-unused-function -I$CUDA_INC -I."
+CFLAGS_T="-std=c11 -O2 -g -Wall -Wextra -Wno-unused-function -DNGPT_CUDA -Itest"
+# the emulated backend for one compute capability, and the two test programs linked with it
+build_cc() {
+    local cc=$1
+    $CXX $CXXFLAGS -DEMU_CC="$cc" -include test/cuda_emu.h -c "$OUT/nanogpt_emu.cpp" -o "$OUT/nanogpt_emu_$cc.o" &&
+        $CXX $CXXFLAGS -DEMU_CC="$cc" -DEMU_RUNTIME -x c++ -c test/cuda_emu.h -o "$OUT/cuda_emu_runtime_$cc.o" &&
+        $CXX -o "$OUT/test_gpu_ops_sm$cc" "$OUT/test_gpu_ops.o" "$OUT/nanogpt_emu_$cc.o" "$OUT/cuda_emu_runtime_$cc.o" -lm -lpthread &&
+        $CXX -o "$OUT/test_gpu_train_sm$cc" "$OUT/test_gpu_train.o" "$OUT/nanogpt_emu_$cc.o" "$OUT/cuda_emu_runtime_$cc.o" -lm -lpthread \
+            -Wl,--wrap=cudaMalloc -Wl,--wrap=cudaMallocHost -Wl,--wrap=cudaFree
+}
+# the runs: NAME COMMAND..., each into $OUT/NAME.log and NAME.rc; two at a time (test_gpu_train, the longest,
+# beside the others)
+run() {
+    local name=$1
+    shift
+    "$@" >"$OUT/$name.log" 2>&1
+    echo $? >"$OUT/$name.rc"
+}
+passed=0 failed=0
+fail() { echo "FAIL cuda emulator: $*"; failed=$((failed + 1)); }
+if ! { $CC $CFLAGS_T -c test/test_gpu_ops.c -o "$OUT/test_gpu_ops.o" && $CC $CFLAGS_T -c test/test_gpu_train.c -o "$OUT/test_gpu_train.o"; } \
+    >"$OUT/build.log" 2>&1; then
+    cat "$OUT/build.log"
+    fail "the test programs did not compile"
+fi
+built=""
+for cc in $EMU_CCS; do build_cc "$cc" >"$OUT/build_$cc.log" 2>&1 & done
+wait
+for cc in $EMU_CCS; do
+    cat "$OUT/build_$cc.log"
+    if [ -x "$OUT/test_gpu_train_sm$cc" ] && [ "$OUT/test_gpu_train_sm$cc" -nt "$OUT/nanogpt_emu.cpp" ]; then built="$built $cc"; else fail "sm_$cc: did not build"; fi
+done
+runs=() # PROGRAM ARGUMENTS: sm_80 runs every dtype and the trainer checks; sm_75 its own path, f16 (its f32 kernels are sm_80's)
+for cc in $built; do
+    if [ "$cc" -ge 80 ]; then runs+=("test_gpu_ops_sm$cc --small" "test_gpu_train_sm$cc --quick"); else runs+=("test_gpu_ops_sm$cc --small --dtype f16"); fi
+done
+for r in "${runs[@]}"; do
+    case $r in test_gpu_train*) run "${r%% *}" "$OUT/"$r & ;; esac
+done
+for r in "${runs[@]}"; do
+    case $r in test_gpu_train*) ;; *) run "${r%% *}" "$OUT/"$r ;; esac
+done
+wait
+for r in "${runs[@]}"; do
+    name=${r%% *}
+    echo "== $r (on the CUDA emulator)"
+    cat "$OUT/$name.log"
+    rc=$(cat "$OUT/$name.rc")
+    p=$(sed -n 's/^summary: \([0-9]*\) passed, \([0-9]*\) failed$/\1/p' "$OUT/$name.log" | tail -n 1)
+    f=$(sed -n 's/^summary: \([0-9]*\) passed, \([0-9]*\) failed$/\2/p' "$OUT/$name.log" | tail -n 1)
+    if [ -z "$p" ]; then fail "$name exited with status $rc before its summary"; continue; fi
+    passed=$((passed + p))
+    failed=$((failed + f))
+    [ "$rc" -ne 0 ] && [ "$f" -eq 0 ] && fail "$name: exit status $rc"
+done
+# ---- mutants: nanogpt.cu with one bug each, which the runs above must catch (else they could not fail):
+# NAME|TEST_GPU_OPS ARGUMENTS|TEXT|REPLACEMENT, TEXT found exactly once in nanogpt.cu ("\n": a line break)
+MUTANTS=(
+    "matmul reads a stage before its cp.async lands|--matmul-only|cp_async_wait<MM_STAGES - 2>();|cp_async_wait<MM_STAGES - 1>();"
+    "matmul without the barrier after the wait|--matmul-only|__syncthreads();                /* ... everyone's have|/* ... everyone's have"
+    "matmul B fragments from the wrong 8x8 matrices|--matmul-only|(lane & 7) + ((lane >> 3) & 1) * 8) * ld + n0 + (lane >> 4) * 8|(lane & 7) + ((lane >> 4) & 1) * 8) * ld + n0 + ((lane >> 3) & 1) * 8"
+    "attention refills a buffer other warps still read||int it, int last) {\n    __syncthreads();|int it, int last) {"
+    "attention reads a key tile before it lands||cp_async_wait<1>(); /* every group|cp_async_wait<2>(); /* every group"
+    "matmul launched without its shared-memory attribute|--matmul-only|CU_CHECK(be, cudaFuncSetAttribute(matmul_tc_kernel<T, true, true>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)mm_smem_bytes<true, true>()))|0"
+)
+mutant() { # INDEX: builds and runs mutant INDEX on the emulated sm_80, into $OUT/mutant_INDEX/
+    local name args from to d=$OUT/mutant_$1
+    IFS='|' read -r name args from to <<<"${MUTANTS[$1]}"
+    mkdir -p "$d"
+    rm -f "$d/rc"
+    FROM=$from TO=$to perl -0777 -e '
+        my ($f, $t) = map { s/\\n/\n/gr } @ENV{qw(FROM TO)};
+        my $src = do { local $/; <STDIN> };
+        my $n = () = $src =~ /\Q$f\E/g;
+        die "the text of the mutant occurs $n times in nanogpt.cu (must be once): update test/cuda_emu.sh\n" if $n != 1;
+        $src =~ s/\Q$f\E/$t/;
+        print $src;' <"$EMU_SRC" >"$d/mutant.cu" 2>"$d/log" || return
+    { rewrite "$d/mutant.cu" "$d/emu.cpp" && $CXX $CXXFLAGS -DEMU_CC=80 -include test/cuda_emu.h -c "$d/emu.cpp" -o "$d/emu.o" &&
+        $CXX -o "$d/test_gpu_ops" "$OUT/test_gpu_ops.o" "$d/emu.o" "$OUT/cuda_emu_runtime_80.o" -lm -lpthread; } >"$d/log" 2>&1 || return
+    "$d/test_gpu_ops" --small --dtype bf16 $args >"$d/log" 2>&1
+    echo $? >"$d/rc"
+}
+case " $built " in *" 80 "*) ;; *) EMU_MUTANTS=0 ;; esac
+if [ "$EMU_MUTANTS" = 1 ]; then
+    echo "== mutants of nanogpt.cu on the CUDA emulator, sm_80 (each must fail test_gpu_ops --small --dtype bf16)"
+    for i in "${!MUTANTS[@]}"; do
+        mutant "$i" &
+        [ $((i % 2)) = 1 ] && wait
+    done
+    wait
+    for i in "${!MUTANTS[@]}"; do
+        d=$OUT/mutant_$i
+        name=${MUTANTS[$i]%%|*}
+        nfail=$(grep -c '^FAIL' "$d/log" 2>/dev/null)
+        if [ ! -f "$d/rc" ]; then
+            tail -n 5 "$d/log"
+            fail "mutant '$name' did not build or apply"
+        elif [ "$(cat "$d/rc")" != 0 ] && { [ "$nfail" -gt 0 ] || [ "$(cat "$d/rc")" -gt 1 ]; }; then
+            echo "ok mutant caught: $name ($nfail failed cases, exit $(cat "$d/rc"))"
+            passed=$((passed + 1))
+        else
+            fail "mutant not caught: $name (test_gpu_ops passed it)"
+        fi
+    done
+fi
+echo "summary: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
