@@ -2,7 +2,8 @@
 # test/cuda_emu.sh - nanogpt.cu's kernels on the CPU, on the CUDA emulator of test/cuda_emu.h: test_gpu_ops
 # --small against the CPU backend on an emulated sm_80 (f32, bf16, f16: mma.sync m16n8k16, cp.async) and
 # sm_75 (f16: m16n8k8, plain loads), test_gpu_train --quick on the sm_80 (whole steps, determinism, no
-# allocation, resume, KV-cache sampling), then six mutants of nanogpt.cu that it must catch. No GPU needed;
+# allocation, resume, KV-cache sampling), nanogpt's command line on the sm_80 (train, resume, sample, plan,
+# bench), then six mutants of nanogpt.cu that it must catch. No GPU needed;
 # ./build.sh test runs it. Needs nvcc's headers (not nvcc itself: the host C++ compiler builds the rewritten
 # nanogpt.cu) and perl. Ends with "summary: N passed, N failed" (each program's counts, one per mutant).
 #
@@ -70,14 +71,53 @@ fi
 
 CXXFLAGS="-std=c++17 -O2 -g -U_FORTIFY_SOURCE -Wall -Wextra -Wno-psabi -Wno-unknown-pragmas -Wno-unused-function -I$CUDA_INC -I."
 CFLAGS_T="-std=c11 -O2 -g -Wall -Wextra -Wno-unused-function -DNGPT_CUDA -Itest"
-# the emulated backend for one compute capability, and the two test programs linked with it
+# the emulated backend for one compute capability, and the test programs and nanogpt linked with it
 build_cc() {
     local cc=$1
     $CXX $CXXFLAGS -DEMU_CC="$cc" -include test/cuda_emu.h -c "$OUT/nanogpt_emu.cpp" -o "$OUT/nanogpt_emu_$cc.o" &&
         $CXX $CXXFLAGS -DEMU_CC="$cc" -DEMU_RUNTIME -x c++ -c test/cuda_emu.h -o "$OUT/cuda_emu_runtime_$cc.o" &&
         $CXX -o "$OUT/test_gpu_ops_sm$cc" "$OUT/test_gpu_ops.o" "$OUT/nanogpt_emu_$cc.o" "$OUT/cuda_emu_runtime_$cc.o" -lm -lpthread &&
         $CXX -o "$OUT/test_gpu_train_sm$cc" "$OUT/test_gpu_train.o" "$OUT/nanogpt_emu_$cc.o" "$OUT/cuda_emu_runtime_$cc.o" -lm -lpthread \
-            -Wl,--wrap=cudaMalloc -Wl,--wrap=cudaMallocHost -Wl,--wrap=cudaFree
+            -Wl,--wrap=cudaMalloc -Wl,--wrap=cudaMallocHost -Wl,--wrap=cudaFree &&
+        $CXX -o "$OUT/nanogpt_sm$cc" "$OUT/nanogpt_cuda.o" "$OUT/nanogpt_emu_$cc.o" "$OUT/cuda_emu_runtime_$cc.o" -lm -lpthread
+}
+# the command line on the emulated GPU, as a user runs it: info, prepare, train (cuda:0; bf16, or fp16 with
+# loss scaling on the sm_75), resume, sample, plan (the default job: the GPU recipe and the card's dtype), bench;
+# each must exit 0 and say what it should
+cli() { # CC
+    local N=$OUT/nanogpt_sm$1 D=$OUT/cli_sm$1 p=0 f=0 dt=bfloat16
+    [ "$1" -lt 80 ] && dt=float16
+    rm -rf "$D"
+    mkdir -p "$D"
+    check() { # NAME PATTERN COMMAND...: the command exits 0 and prints a line matching PATTERN
+        local name=$1 pat=$2 out rc
+        shift 2
+        out=$("$@" 2>&1)
+        rc=$?
+        if [ $rc = 0 ] && grep -qE -- "$pat" <<<"$out"; then
+            echo "ok nanogpt $name"
+            p=$((p + 1))
+        else
+            echo "$out" | tail -n 20
+            echo "FAIL nanogpt $name: exit status $rc, or no line matching /$pat/"
+            f=$((f + 1))
+        fi
+    }
+    cat README.md nanogpt.h >"$D/text.txt"
+    local small=(--data_dir="$D/data" --out_dir="$D/out" --eval_interval=3 --eval_iters=2 --log_interval=1 --batch_size=4
+                 --gradient_accumulation_steps=2)
+    check info "^cuda: nanogpt's CUDA emulator \(sm_$1" "$N" info
+    check prepare "vocabulary" "$N" prepare --input="$D/text.txt" --out="$D/data"
+    check "train --device=cuda:0 --dtype=$dt" "^done: 7 steps" "$N" train --device=cuda:0 --dtype=$dt "${small[@]}" \
+        --n_layer=1 --n_head=2 --n_embd=64 --block_size=32 --max_iters=6 --dropout=0.1
+    check "train --init_from=resume" "^done: 2 steps \(from step 7 to 9\)" "$N" train --init_from=resume --device=cuda "${small[@]}" --max_iters=8
+    check sample "^-+$" "$N" sample --out_dir="$D/out" --data_dir="$D/data" --device=cuda --num_samples=2 --max_new_tokens=16 --start=The
+    check "plan --device=cuda:0 (no config: the GPU recipe, in $dt)" "^device +cuda, $dt" "$N" plan --device=cuda:0
+    check "plan: the GPU recipe" "L=6 NH=6 C=384" "$N" plan --device=cuda
+    check bench "^bench_result tokens_per_s=[0-9]" "$N" bench --device=cuda --n_layer=1 --n_head=2 --n_embd=64 --block_size=32 \
+        --vocab_size=100 --batch_size=2 --steps=2 --warmup=1
+    echo "summary: $p passed, $f failed"
+    [ $f = 0 ]
 }
 # the runs: NAME COMMAND..., each into $OUT/NAME.log and NAME.rc; two at a time (test_gpu_train, the longest,
 # beside the others)
@@ -89,8 +129,8 @@ run() {
 }
 passed=0 failed=0
 fail() { echo "FAIL cuda emulator: $*"; failed=$((failed + 1)); }
-if ! { $CC $CFLAGS_T -c test/test_gpu_ops.c -o "$OUT/test_gpu_ops.o" && $CC $CFLAGS_T -c test/test_gpu_train.c -o "$OUT/test_gpu_train.o"; } \
-    >"$OUT/build.log" 2>&1; then
+if ! { $CC $CFLAGS_T -c test/test_gpu_ops.c -o "$OUT/test_gpu_ops.o" && $CC $CFLAGS_T -c test/test_gpu_train.c -o "$OUT/test_gpu_train.o" &&
+        $CC $CFLAGS_T -c nanogpt.c -o "$OUT/nanogpt_cuda.o"; } >"$OUT/build.log" 2>&1; then
     cat "$OUT/build.log"
     fail "the test programs did not compile"
 fi
@@ -99,22 +139,29 @@ for cc in $EMU_CCS; do build_cc "$cc" >"$OUT/build_$cc.log" 2>&1 & done
 wait
 for cc in $EMU_CCS; do
     cat "$OUT/build_$cc.log"
-    if [ -x "$OUT/test_gpu_train_sm$cc" ] && [ "$OUT/test_gpu_train_sm$cc" -nt "$OUT/nanogpt_emu.cpp" ]; then built="$built $cc"; else fail "sm_$cc: did not build"; fi
+    if [ -x "$OUT/nanogpt_sm$cc" ] && [ "$OUT/nanogpt_sm$cc" -nt "$OUT/nanogpt_emu.cpp" ]; then built="$built $cc"; else fail "sm_$cc: did not build"; fi
 done
-runs=() # PROGRAM ARGUMENTS: sm_80 runs every dtype and the trainer checks; sm_75 its own path, f16 (its f32 kernels are sm_80's)
+# NAME|COMMAND: sm_80 runs every dtype, the trainer checks and the command line; sm_75 its own path, f16
+# (its f32 kernels are sm_80's), and the command line in f16
+runs=()
 for cc in $built; do
-    if [ "$cc" -ge 80 ]; then runs+=("test_gpu_ops_sm$cc --small" "test_gpu_train_sm$cc --quick"); else runs+=("test_gpu_ops_sm$cc --small --dtype f16"); fi
+    if [ "$cc" -ge 80 ]; then
+        runs+=("test_gpu_ops_sm$cc --small|$OUT/test_gpu_ops_sm$cc --small" "test_gpu_train_sm$cc --quick|$OUT/test_gpu_train_sm$cc --quick"
+               "nanogpt_sm$cc (the command line)|cli $cc")
+    else
+        runs+=("test_gpu_ops_sm$cc --small --dtype f16|$OUT/test_gpu_ops_sm$cc --small --dtype f16" "nanogpt_sm$cc (the command line)|cli $cc")
+    fi
 done
 for r in "${runs[@]}"; do
-    case $r in test_gpu_train*) run "${r%% *}" "$OUT/"$r & ;; esac
+    case $r in test_gpu_train*) run "${r%% *}" ${r#*|} & ;; esac
 done
 for r in "${runs[@]}"; do
-    case $r in test_gpu_train*) ;; *) run "${r%% *}" "$OUT/"$r ;; esac
+    case $r in test_gpu_train*) ;; *) run "${r%% *}" ${r#*|} ;; esac
 done
 wait
 for r in "${runs[@]}"; do
     name=${r%% *}
-    echo "== $r (on the CUDA emulator)"
+    echo "== ${r%%|*} (on the CUDA emulator)"
     cat "$OUT/$name.log"
     rc=$(cat "$OUT/$name.rc")
     p=$(sed -n 's/^summary: \([0-9]*\) passed, \([0-9]*\) failed$/\1/p' "$OUT/$name.log" | tail -n 1)
