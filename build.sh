@@ -140,8 +140,9 @@ cuda_check() {
     add_summary cuda_compile_check "$out"
 }
 
-# nanogpt.cu's kernels run on the CPU by the CUDA emulator (test/cuda_emu.sh: test_gpu_ops --small and
-# test_gpu_train --quick against the CPU backend): added to the totals. It needs nvcc's headers.
+# nanogpt.cu's kernels run on the CPU by the CUDA emulator (test/cuda_emu.sh: test_gpu_ops --small,
+# test_gpu_train --quick and the nanogpt program, then six mutants it must catch): added to the totals. It
+# needs nvcc's headers.
 cuda_emulator() {
     local nvcc out
     nvcc=$(find_nvcc)

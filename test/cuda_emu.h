@@ -309,11 +309,10 @@ static uint16_t half_bits(const void *p) {
     memcpy(&v, p, 2);
     return v;
 }
-static float bf16_to_f(uint16_t b) {
-    uint32_t u = (uint32_t)b << 16;
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
+static float bf16_to_f(uint16_t b) { /* the CUDA headers' own conversions, on the host */
+    __nv_bfloat16_raw r;
+    r.x = b;
+    return __bfloat162float(__nv_bfloat16(r));
 }
 static float f16_to_f(uint16_t b) {
     __half_raw r;
@@ -395,7 +394,7 @@ static const uint32_t *warp_op(int op, int param, const uint32_t *in, int nin, c
     } else if (w.op != op || w.param != param) {
         block_fail("lanes of one warp are at different warp-wide operations (%d/%d and %d/%d)", w.op, w.param, op, param);
     }
-    memcpy(w.in[lane], in, (size_t)nin * 4);
+    if (nin) memcpy(w.in[lane], in, (size_t)nin * 4);
     w.ptr[lane] = ptr;
     if (++w.arrived == 32) {
         warp_compute(w);

@@ -2,20 +2,21 @@
 # test/cuda_emu.sh - nanogpt.cu's kernels on the CPU, on the CUDA emulator of test/cuda_emu.h: test_gpu_ops
 # --small against the CPU backend on an emulated sm_80 (f32, bf16, f16: mma.sync m16n8k16, cp.async) and
 # sm_75 (f16: m16n8k8, plain loads), test_gpu_train --quick on the sm_80 (whole steps, determinism, no
-# allocation, resume, KV-cache sampling), nanogpt's command line on the sm_80 (train, resume, sample, plan,
-# bench), then six mutants of nanogpt.cu that it must catch. No GPU needed;
-# ./build.sh test runs it. Needs nvcc's headers (not nvcc itself: the host C++ compiler builds the rewritten
-# nanogpt.cu) and perl. Ends with "summary: N passed, N failed" (each program's counts, one per mutant).
+# allocation, resume, KV-cache sampling), the nanogpt program on both (train, resume, sample, plan, bench),
+# then six mutants of nanogpt.cu that it must catch. No GPU needed; ./build.sh test runs it. Needs nvcc's
+# headers (not nvcc itself: the host C++ compiler builds the rewritten nanogpt.cu) and perl. Ends with
+# "summary: N passed, N failed" (each program's counts, and one per mutant).
 #
-#   bash test/cuda_emu.sh                 all of it
-#   EMU_CCS=80 bash test/cuda_emu.sh      one emulated GPU (and no mutants: EMU_MUTANTS=0 alone skips those)
+#   bash test/cuda_emu.sh                   all of it
+#   EMU_CCS=80 bash test/cuda_emu.sh        one emulated GPU, no mutants (EMU_MUTANTS=0 alone skips those)
 #   EMU_SRC=other.cu bash test/cuda_emu.sh  another source than nanogpt.cu
 #
 # The rewrite (perl, below): every launch `kernel<<<grid, block[, smem[, stream]]>>>(args)` becomes
-# `emu::launch("kernel", (const void *)&kernel, [&]() { kernel(args); }, grid, block[, smem[, stream]])`, each `extern __shared__ T
-# name[];` a pointer to the block's dynamic shared memory, and the bodies of the functions written in inline
-# PTX (cp.async, ldmatrix, mma.sync) calls of their emulations. A function it expects and does not find
-# stops it with a message: nanogpt.cu changed, and this list must follow (so must a mutant's text).
+# `emu::launch("kernel", (const void *)&kernel, [&]() { kernel(args); }, grid, block[, smem[, stream]])`,
+# each `extern __shared__ T name[];` a pointer to the block's dynamic shared memory, and the bodies of the
+# functions written in inline PTX (cp.async, ldmatrix, mma.sync) calls of their emulations. A function it
+# expects and does not find stops it with a message: nanogpt.cu changed, and this list must follow (so must
+# a mutant's text).
 set -u
 cd "$(dirname "$0")/.." || exit 1
 CXX=${CXX:-c++}

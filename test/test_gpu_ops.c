@@ -3,7 +3,8 @@
  * Built and run by test/gpu.sh on a machine with a GPU:
  *     nvcc -c nanogpt.cu ; cc -DNGPT_CUDA -c test/test_gpu_ops.c ; link both with nvcc
  *     ./test_gpu_ops [--small] [--skip-alloc-check] [--dtype f32|bf16|f16] [--matmul-only]
- * --small keeps to small shapes (for compute-sanitizer); the default adds GPT-2-sized ones.
+ * --small keeps to small shapes (for compute-sanitizer, and the CUDA emulator of test/cuda_emu.sh); the
+ * default adds GPT-2-sized ones.
  * --matmul-only runs the matmul cases alone, on the kernel NGPT_MATMUL chooses (test/gpu.sh tries each wgmma
  * kernel this way first, in its own process, so that a fault there, which poisons the CUDA context, cannot
  * take the other checks with it).
