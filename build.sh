@@ -141,7 +141,7 @@ cuda_check() {
 }
 
 # nanogpt.cu's kernels run on the CPU by the CUDA emulator (test/cuda_emu.sh: test_gpu_ops --small,
-# test_gpu_train --quick and the nanogpt program, then six mutants it must catch): added to the totals. It
+# test_gpu_train --quick and the nanogpt program, then seven mutants it must catch): added to the totals. It
 # needs nvcc's headers.
 cuda_emulator() {
     local nvcc out

@@ -3,7 +3,7 @@
 # --small against the CPU backend on an emulated sm_80 (f32, bf16, f16: mma.sync m16n8k16, cp.async) and
 # sm_75 (f16: m16n8k8, plain loads), test_gpu_train --quick on the sm_80 (whole steps, determinism, no
 # allocation, resume, KV-cache sampling), the nanogpt program on both (train, resume, sample, plan, bench),
-# then six mutants of nanogpt.cu that it must catch. No GPU needed; ./build.sh test runs it. Needs nvcc's
+# then seven mutants of nanogpt.cu that it must catch. No GPU needed; ./build.sh test runs it. Needs nvcc's
 # headers (not nvcc itself: the host C++ compiler builds the rewritten nanogpt.cu) and perl. Ends with
 # "summary: N passed, N failed" (each program's counts, and one per mutant).
 #
@@ -181,6 +181,7 @@ MUTANTS=(
     "attention refills a buffer other warps still read||int it, int last) {\n    __syncthreads();|int it, int last) {"
     "attention reads a key tile before it lands||cp_async_wait<1>(); /* every group|cp_async_wait<2>(); /* every group"
     "matmul launched without its shared-memory attribute|--matmul-only|CU_CHECK(be, cudaFuncSetAttribute(matmul_tc_kernel<T, true, true>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)mm_smem_bytes<true, true>()))|0"
+    "half a warp skips a reduction's shuffles (a deadlock)||float warp_max(float v) {|float warp_max(float v) {\n    if ((threadIdx.x & 31) >= 16) return v;"
 )
 mutant() { # INDEX: builds and runs mutant INDEX on the emulated sm_80, into $OUT/mutant_INDEX/
     local name args from to d=$OUT/mutant_$1
