@@ -31,7 +31,25 @@ if [ ! -x "$nvcc" ] && ! command -v "$nvcc" >/dev/null 2>&1; then
     echo "summary: 0 passed, 0 failed"
     exit 0
 fi
-CUDA_INC=$(dirname "$(dirname "$(command -v "$nvcc")")")/include
+# Where nvcc's own headers are: asked of nvcc (its --dryrun prints the include folders it passes on), so a
+# symlinked or wrapped nvcc works too; then the folder beside the resolved nvcc, then the usual install.
+cuda_include_dirs() {
+    "$nvcc" --dryrun -c -x cu /dev/null -o /dev/null 2>&1 | sed -n 's/^#\$ \(SYSTEM_\)\{0,1\}INCLUDES=//p' |
+        grep -o '"[^"]*"' | tr -d '"' | sed -n 's/^-I//; /^-isystem$/d; p'
+    echo "$(dirname "$(dirname "$(readlink -f "$(command -v "$nvcc")")")")/include"
+    echo "${CUDA_HOME:-/usr/local/cuda}/include"
+}
+CUDA_INC_FLAGS=""
+for d in $(cuda_include_dirs); do
+    [ -d "$d" ] && CUDA_INC_FLAGS="$CUDA_INC_FLAGS -isystem $d"
+done
+if ! printf '#include <cuda.h>\n#include <cuda_runtime.h>\n' | $CXX -std=c++17 $CUDA_INC_FLAGS -E -x c++ - >/dev/null 2>&1; then
+    echo "FAIL cuda emulator: $nvcc compiles, but $CXX finds no cuda.h and cuda_runtime.h in the folders nvcc names"
+    echo "     (looked in:" $(cuda_include_dirs) ")"
+    echo "summary: 0 passed, 1 failed"
+    exit 1
+fi
+echo "CUDA headers: $nvcc's include folders:$CUDA_INC_FLAGS"
 OUT=${EMU_OUT:-build/emu}
 mkdir -p "$OUT"
 
@@ -70,7 +88,7 @@ if ! rewrite "$EMU_SRC" "$OUT/nanogpt_emu.cpp"; then
     exit 1
 fi
 
-CXXFLAGS="-std=c++17 -O2 -g -U_FORTIFY_SOURCE -Wall -Wextra -Wno-psabi -Wno-unknown-pragmas -Wno-unused-function -I$CUDA_INC -I."
+CXXFLAGS="-std=c++17 -O2 -g -U_FORTIFY_SOURCE -Wall -Wextra -Wno-psabi -Wno-unknown-pragmas -Wno-unused-function $CUDA_INC_FLAGS -I."
 CFLAGS_T="-std=c11 -O2 -g -Wall -Wextra -Wno-unused-function -DNGPT_CUDA -Itest"
 # the emulated backend for one compute capability, and the test programs and nanogpt linked with it
 build_cc() {
