@@ -49,10 +49,9 @@ build_cuda() {
     mkdir -p build
     "$nvcc" -O3 -std=c++17 $(gencode_flags "$CUDA_ARCHS") -Xcompiler -Wall,-Wextra -c nanogpt.cu -o build/nanogpt_cuda.o
     $CC $WARN $CFLAGS -DNGPT_CUDA -c nanogpt.c -o build/nanogpt.o
-    local cudalib
-    cudalib=$(dirname "$(dirname "$nvcc")")/lib64
-    # the CUDA runtime is linked statically: the binary needs only the driver
-    "$nvcc" -o nanogpt build/nanogpt.o build/nanogpt_cuda.o -cudart static -L"$cudalib" -lm -lpthread -ldl -lrt
+    # the CUDA runtime is linked statically (nvcc knows where its own libraries are): the binary needs only
+    # the driver
+    "$nvcc" -o nanogpt build/nanogpt.o build/nanogpt_cuda.o -cudart static -lm -lpthread -ldl -lrt
 }
 
 # Compiles and runs every test/test_*.c that does not need a GPU; prints each program's lines, then the total.
