@@ -140,8 +140,8 @@ cuda_check() {
 }
 
 # nanogpt.cu's kernels run on the CPU by the CUDA emulator (test/cuda_emu.sh: test_gpu_ops --small,
-# test_gpu_train --quick and the nanogpt program, then seven mutants it must catch): added to the totals. It
-# needs nvcc's headers.
+# test_gpu_train --quick and the nanogpt program on an emulated sm_75, sm_80 and sm_90, then eleven mutants
+# it must catch): added to the totals. It needs nvcc's headers.
 cuda_emulator() {
     local nvcc out
     nvcc=$(find_nvcc)

@@ -1,6 +1,6 @@
 /* cuda_emu.h - runs nanogpt.cu's kernels on the CPU: a host emulator of the CUDA runtime calls and of the
  * device features the backend uses, so that test_gpu_ops and test_gpu_train check every kernel of the
- * sm_75..sm_89 paths on machines without a GPU (CI's). It is a test of the kernels' logic, not a GPU run.
+ * sm_75..sm_90a paths on machines without a GPU (CI's). It is a test of the kernels' logic, not a GPU run.
  *
  * test/cuda_emu.sh rewrites nanogpt.cu for a host C++ compiler (each `k<<<grid, block, smem, stream>>>(args)`
  * becomes emu::launch("k", (const void *)&k, [&]() { k(args); }, grid, block, smem, stream), and the functions in
@@ -14,8 +14,11 @@
  *   first ready one in thread order (reversed in every other block) runs until it waits: at __syncthreads
  *   (until every live thread of the block is there) or at a warp-wide operation (until all 32 lanes of its
  *   warp are there). So one warp runs as far ahead of the others as the barriers allow, which is what
- *   makes a missing barrier show. A block where no thread can go on is a deadlock, reported as a launch
- *   failure (a barrier only some threads reach, a full-mask shuffle some lanes never make).
+ *   makes a missing barrier show. A thread spinning on a condition (an mbarrier phase, a wgmma group, the
+ *   registers setmaxnreg.inc wants) waits until the ready threads have all waited, then looks again. A
+ *   block where no thread can go on, or where the spinners looked again with nothing changed, is a
+ *   deadlock, reported as a launch failure (a barrier only some threads reach, a full-mask shuffle some
+ *   lanes never make, an mbarrier phase that never completes).
  * - Warp operations with their PTX data layouts: __shfl_xor_sync, ldmatrix .x4 (and .trans), and
  *   mma.sync m16n8k16 (bf16, f16) and m16n8k8 (f16, the sm_75 path). ldmatrix rows and cp.async targets
  *   must be 16-byte aligned and inside the block's dynamic shared memory.
@@ -25,11 +28,23 @@
  * - Dynamic shared memory is poisoned with 0xFF (NaN in every float type) before each block, and ends at
  *   an inaccessible page, so reading past what the launch asked for faults. A launch may ask for more than
  *   48 KiB only up to what cudaFuncSetAttribute allowed that kernel, as on a GPU.
- * - The runtime: one device of compute capability EMU_CC (80: bf16 and cp.async; 75: f16 with m16n8k8);
+ * - sm_90 (EMU_CC 90): dynamic shared memory starts at a shared address that is 16-byte aligned and no more.
+ *   mbarriers count arrivals and transaction bytes per phase and complete as the PTX ISA says (an overwritten
+ *   or uninitialised one, or one arrival too many, fails the launch). The copy engine (cp.async.bulk.tensor
+ *   2-D, from maps the emulated cuTensorMapEncodeTiled checked and wrote) fills boxes with zeros out of
+ *   bounds and 128-byte swizzling on shared addresses; its target reads as NaN until the copy lands, which
+ *   is as late as may be: one copy at a time, only while a thread waits on its barrier. wgmma (m64nNk16,
+ *   bf16/f16, operands from descriptors with 128-byte swizzling, K- or MN-major) is collected from the 128
+ *   threads of a warpgroup and computed when one of them waits for its group, so its shared-memory
+ *   operands are read as late as a GPU may read them. setmaxnreg moves registers through the block's pool
+ *   (168 a thread at launch). The layouts are those of the PTX ISA as this project reads it (the kernels'
+ *   authors read the same pages): a misreading both share would not show here, only on a GPU.
+ * - The runtime: one device of compute capability EMU_CC (80: bf16 and cp.async; 75: f16 with m16n8k8;
+ *   90: the above, with 8 SMs so the persistent TMA kernel's blocks loop over several tiles);
  *   cudaMalloc and friends are host allocations counted by cudaMemGetInfo (the no-allocation check reads
- *   it); copies are synchronous; a failed launch leaves a sticky error, as a real fault does. The driver's
- *   tensor-map encoder is absent, and the compute capability is never 9.0, so the wgmma kernels do not run.
- * Not emulated: timing, the memory model beyond barriers and cp.async, bank conflicts, the Hopper kernels.
+ *   it); copies are synchronous; a failed launch leaves a sticky error, as a real fault does.
+ * Not emulated: timing, the memory model beyond barriers, cp.async and the copy engine (the proxy fences
+ *   are accepted and not checked), bank conflicts, clusters.
  */
 #ifndef NGPT_CUDA_EMU_H
 #define NGPT_CUDA_EMU_H
@@ -55,8 +70,13 @@
 #ifndef EMU_CC
 #define EMU_CC 80
 #endif
-#define EMU_SMS 108                       /* an A100's SM count: split-K and grids decide as on one */
-#define EMU_SMEM_OPTIN (EMU_CC >= 80 ? 166912 : 65536)
+/* SMs: an A100's count below sm_90, so split-K and grids decide as on one; on sm_90 an H100 cut down to 8
+ * SMs, so that the persistent TMA kernel's blocks each take several output tiles on the tests' shapes */
+#define EMU_SMS (EMU_CC >= 90 ? 8 : 108)
+#define EMU_SMEM_OPTIN (EMU_CC >= 90 ? 232448 : EMU_CC >= 80 ? 166912 : 65536)
+/* registers a thread, as every kernel reports them on the emulated sm_90: the TMA kernel's count under its
+ * launch bounds (384 threads, one block an SM), which is what its setmaxnreg budget starts from */
+#define EMU_REGS (EMU_CC >= 90 ? 168 : 64)
 #define EMU_TOTAL_MEM ((size_t)8 << 30)
 
 namespace emu {
@@ -67,13 +87,28 @@ extern cudaError_t sticky, last;
 void fail(cudaError_t e, const char *fmt, ...);
 int smem_allowed(const void *kernel); /* dynamic shared memory a launch of kernel may ask for */
 
+/* What the emulated driver's cuTensorMapEncodeTiled writes into a CUtensorMap (128 opaque bytes), and the
+ * emulated copy engine reads: a 2-D tiled map of 16-bit elements, 128-byte swizzling, zeros out of bounds */
+struct TensorMap {
+    uint64_t magic;
+    const unsigned char *base;
+    uint64_t dims[2];   /* elements: inner, outer */
+    uint64_t stride;    /* bytes from one outer index to the next */
+    uint32_t box[2];    /* elements: inner, outer */
+    uint32_t elem_bytes;
+};
+#define EMU_TENSOR_MAP_MAGIC 0x454d55544d415031ull
+static_assert(sizeof(TensorMap) <= sizeof(CUtensorMap), "the emulated tensor map must fit a CUtensorMap");
+
 } // namespace emu
 
 #ifndef EMU_RUNTIME /* the device side: compiled into the rewritten nanogpt.cu */
 namespace emu {
 
 /* ---- threads of one block ------------------------------------------------------------------------------ */
-enum { READY, AT_BARRIER, AT_WARP, DONE };
+/* POLLING: spinning on a condition another thread must make true (an mbarrier phase, a wgmma group every
+ * thread of the warpgroup has committed, registers setmaxnreg waits for); run again once the ready ones wait */
+enum { READY, AT_BARRIER, AT_WARP, POLLING, DONE };
 struct Copy {
     void *dst;
     const void *src;
@@ -86,6 +121,33 @@ struct Thread {
     int linear, state, started;
     std::vector<Copy> copies; /* cp.async in flight */
     long committed;           /* cp.async groups committed so far */
+    long wg_issued, wg_committed; /* wgmma instructions and groups this thread has issued and committed */
+    int regs;                     /* registers it holds (setmaxnreg) */
+};
+/* sm_90 state of a block, all of it emptied when the block starts */
+struct Mbarrier {            /* an mbarrier object in shared memory (its bytes hold a signature the emulator checks) */
+    uint64_t *addr;
+    int expected, pending;   /* arrivals a phase needs, and those still missing in the current one */
+    long tx;                 /* transaction bytes still to come in the current phase */
+    unsigned phase;          /* phases completed */
+};
+struct TmaCopy {             /* a copy-engine load in flight: its bytes land when a thread waits on its barrier */
+    unsigned char *dst;
+    std::vector<unsigned char> data;
+    uint64_t *bar;
+};
+struct WgmmaOp {             /* one wgmma.mma_async of a warpgroup: D (64 x n) += A (64 x 16) B (16 x n) */
+    uint64_t da, db;
+    int f16, ta, tb, n, issued;
+    float *d[128];           /* each thread's accumulator fragment */
+};
+struct WgmmaGroup {
+    long first, last;        /* its ops [first, last) */
+    int committed, done;
+};
+struct Warpgroup {
+    std::vector<WgmmaOp> ops;
+    std::vector<WgmmaGroup> groups;
 };
 enum { OP_SHFL_XOR, OP_LDSM, OP_LDSM_T, OP_MMA_BF16_K16, OP_MMA_F16_K16, OP_MMA_F16_K8 };
 struct WarpSlot { /* one warp-wide operation being gathered */
@@ -98,6 +160,11 @@ struct Block {
     int nthreads, live, at_barrier, reverse, first_ready;
     std::vector<Thread> th; /* 1024 reserved at the first launch, so no Thread ever moves */
     std::vector<WarpSlot> warps;
+    long events;            /* anything a thread did that could let a polling thread go on */
+    std::vector<Mbarrier> mbars;
+    std::vector<TmaCopy> tma;
+    std::vector<Warpgroup> wgs;
+    long regs_free;         /* the block's registers that setmaxnreg.dec gave back and .inc has not taken */
     jmp_buf sched;
     unsigned char *smem; /* dynamic shared memory: smem_bytes, ending at a guard page */
     size_t smem_bytes;
@@ -149,15 +216,18 @@ static unsigned char *smem_for(size_t bytes) {
  * swapcontext makes at every switch). Each thread slot is a coroutine made once (makecontext) that runs one
  * block's thread after another: at the end of a body it waits as DONE, and the next block resumes it there. */
 static void yield_as(int state) {
+    if (state != POLLING) blk.events++;
     cur->state = state;
     if (!_setjmp(cur->jb)) _longjmp(blk.sched, 1);
 }
 static void complete_copies(Thread &t, long keep_groups);
 static void barrier_check();
+static void wgmma_check_ended();
 static void thread_main() {
     for (;;) {
         blk.body(blk.body_arg);
         complete_copies(*cur, 0); /* copies nobody waited for land when the thread ends */
+        wgmma_check_ended();
         blk.live--;
         barrier_check();
         yield_as(DONE);
@@ -216,6 +286,11 @@ static void run_block() {
     blk.first_ready = 0;
     if (blk.smem_bytes) memset(blk.smem, 0xFF, blk.smem_bytes);
     for (WarpSlot &w : blk.warps) w.arrived = 0;
+    blk.events = 0;
+    blk.mbars.clear();
+    blk.tma.clear();
+    blk.wgs.assign((size_t)(blk.nthreads + 127) / 128, Warpgroup());
+    blk.regs_free = 0;
     for (int i = 0; i < blk.nthreads; i++) {
         Thread &t = blk.th[(size_t)i];
         t.linear = i;
@@ -223,7 +298,10 @@ static void run_block() {
         t.state = READY;
         t.copies.clear();
         t.committed = 0;
+        t.wg_issued = t.wg_committed = 0;
+        t.regs = EMU_REGS;
     }
+    long events_seen = -1; /* blk.events when the polling threads last ran */
     for (;;) {
         Thread *next = NULL;
         for (; blk.first_ready < blk.nthreads; blk.first_ready++) {
@@ -242,12 +320,23 @@ static void run_block() {
             continue;
         }
         if (blk.live == 0) return;
-        int bar = 0, warp = 0;
-        for (int i = 0; i < blk.nthreads; i++) bar += blk.th[(size_t)i].state == AT_BARRIER, warp += blk.th[(size_t)i].state == AT_WARP;
+        int bar = 0, warp = 0, poll = 0;
+        for (int i = 0; i < blk.nthreads; i++) {
+            int st = blk.th[(size_t)i].state;
+            bar += st == AT_BARRIER, warp += st == AT_WARP, poll += st == POLLING;
+        }
+        if (poll && blk.events != events_seen) { /* something happened since the pollers last looked: again */
+            events_seen = blk.events;
+            for (int i = 0; i < blk.nthreads; i++)
+                if (blk.th[(size_t)i].state == POLLING) make_ready(blk.th[(size_t)i]);
+            continue;
+        }
         blk.failed = 1;
         for (Thread &t : blk.th) t.started = 0;
-        fail(cudaErrorLaunchFailure, "%s, block (%u,%u,%u): deadlock: %d of %d threads at __syncthreads, %d at a warp-wide operation, %d ended",
-             blk.kernel, blk.idx.x, blk.idx.y, blk.idx.z, bar, blk.nthreads, warp, blk.nthreads - blk.live);
+        fail(cudaErrorLaunchFailure,
+             "%s, block (%u,%u,%u): deadlock: %d of %d threads at __syncthreads, %d at a warp-wide operation, %d waiting on an mbarrier, "
+             "a wgmma group or registers, %d ended",
+             blk.kernel, blk.idx.x, blk.idx.y, blk.idx.z, bar, blk.nthreads, warp, poll, blk.nthreads - blk.live);
         return;
     }
 }
@@ -420,12 +509,12 @@ template <typename V> static V shfl_xor(unsigned mask, V v, int lane_mask) {
     return r;
 }
 
-/* p must lie in the block's dynamic shared memory, 16-byte aligned, with bytes readable */
-static void check_smem(const void *p, size_t bytes, const char *what) {
+/* p must lie in the block's dynamic shared memory, aligned (16 bytes unless said), with bytes readable */
+static void check_smem(const void *p, size_t bytes, const char *what, size_t align = 16) {
     const unsigned char *c = (const unsigned char *)p;
     if (!blk.smem || c < blk.smem || c + bytes > blk.smem + blk.smem_bytes)
         block_fail("%s at %p: not inside the %zu bytes of dynamic shared memory", what, p, blk.smem_bytes);
-    if ((uintptr_t)p % 16) block_fail("%s at %p: not 16-byte aligned", what, p);
+    if ((uintptr_t)p % align) block_fail("%s at %p: not %zu-byte aligned", what, p, align);
 }
 static void ldmatrix_x4(uint32_t (&r)[4], const void *p, bool trans) {
     check_smem(p, 16, trans ? "ldmatrix.trans row" : "ldmatrix row");
@@ -497,6 +586,246 @@ static void cp_async_wait(int n) {
 #endif
 }
 
+/* ---- sm_90: shared-memory addresses, mbarriers, the copy engine (TMA), wgmma, setmaxnreg --------------
+ * Dynamic shared memory starts at shared address EMU_SMEM_BASE: 16-byte aligned and no more, so a kernel
+ * that needs its tiles 1024-byte aligned must align them itself, as on a GPU. */
+#define EMU_SMEM_BASE 0x410u
+static void poll_wait() { yield_as(POLLING); }
+static size_t cvta_shared(const void *p) {
+    const unsigned char *c = (const unsigned char *)p;
+    if (!blk.smem || c < blk.smem || c > blk.smem + blk.smem_bytes)
+        block_fail("__cvta_generic_to_shared(%p): not in the block's %zu bytes of dynamic shared memory", p, blk.smem_bytes);
+    return EMU_SMEM_BASE + (size_t)(c - blk.smem);
+}
+/* the bytes at shared address a, which must lie inside dynamic shared memory */
+static unsigned char *shared_at(uint64_t a, size_t bytes, const char *what) {
+    if (a < EMU_SMEM_BASE || a - EMU_SMEM_BASE + bytes > blk.smem_bytes)
+        block_fail("%s: shared address %#llx (+%zu bytes) is outside dynamic shared memory [%#x, %#llx)", what, (unsigned long long)a, bytes,
+                   EMU_SMEM_BASE, (unsigned long long)(EMU_SMEM_BASE + blk.smem_bytes));
+    return blk.smem + (a - EMU_SMEM_BASE);
+}
+/* 128-byte swizzling, on shared addresses: the 16-byte chunk (bits 4..6) XOR the 128-byte row within each
+ * 1024 bytes (bits 7..9), for the copy engine's writes and wgmma's reads alike */
+static uint64_t swizzle128(uint64_t a) { return a ^ (((a >> 7) & 7) << 4); }
+
+static void require_sm90(const char *what) {
+    if (EMU_CC < 90) block_fail("%s on sm_%d (needs sm_90a)", what, EMU_CC);
+}
+
+/* mbarriers: expected arrivals, pending ones, transaction bytes, phase; try_wait.parity(p) is true once the
+ * phase of parity p has completed (on a fresh barrier, the phase "before" it, parity 1, counts as done) */
+#define EMU_MBAR_SIGNATURE 0x4d42415252494552ull
+static Mbarrier &mbar_of(uint64_t *bar, const char *what) {
+    require_sm90(what);
+    check_smem(bar, 8, what, 8);
+    for (Mbarrier &m : blk.mbars)
+        if (m.addr == bar) {
+            if (*bar != EMU_MBAR_SIGNATURE) block_fail("%s: the mbarrier's 8 bytes were overwritten since its init", what);
+            return m;
+        }
+    block_fail("%s at %p: no mbarrier.init there", what, (void *)bar);
+    return blk.mbars[0]; /* not reached */
+}
+static void mbar_try_complete(Mbarrier &m) {
+    if (m.pending == 0 && m.tx == 0) {
+        m.phase++;
+        m.pending = m.expected;
+        blk.events++;
+    }
+}
+static void mbar_init(uint64_t *bar, unsigned count) {
+    require_sm90("mbarrier.init");
+    check_smem(bar, 8, "mbarrier.init", 8);
+    if (count < 1 || count > (1u << 20) - 1) block_fail("mbarrier.init with count %u (1 .. 2^20 - 1)", count);
+    Mbarrier *m = NULL;
+    for (Mbarrier &x : blk.mbars)
+        if (x.addr == bar) m = &x;
+    if (!m) {
+        blk.mbars.push_back(Mbarrier());
+        m = &blk.mbars.back();
+    }
+    *m = Mbarrier{bar, (int)count, (int)count, 0, 0};
+    *bar = EMU_MBAR_SIGNATURE;
+    blk.events++;
+}
+static void mbar_arrive(uint64_t *bar) {
+    Mbarrier &m = mbar_of(bar, "mbarrier.arrive");
+    if (--m.pending < 0) block_fail("mbarrier.arrive: more arrivals in one phase than its count %d", m.expected);
+    blk.events++;
+    mbar_try_complete(m);
+}
+static void mbar_expect_bytes(uint64_t *bar, unsigned bytes) {
+    Mbarrier &m = mbar_of(bar, "mbarrier.arrive.expect_tx");
+    m.tx += bytes;
+    mbar_arrive(bar);
+}
+/* the oldest copy in flight to this barrier lands; 0 when there is none */
+static int tma_land_one(uint64_t *bar) {
+    for (size_t i = 0; i < blk.tma.size(); i++)
+        if (blk.tma[i].bar == bar) {
+            TmaCopy c = std::move(blk.tma[i]);
+            blk.tma.erase(blk.tma.begin() + (long)i);
+            memcpy(c.dst, c.data.data(), c.data.size());
+            Mbarrier &m = mbar_of(bar, "the copy engine's complete_tx");
+            m.tx -= (long)c.data.size();
+            blk.events++;
+            mbar_try_complete(m);
+            return 1;
+        }
+    return 0;
+}
+/* The copies land as late as they may, one at a time, only while a thread waits on their barrier; the
+ * waiting thread goes on as soon as its phase completes, even with copies still in flight (so a phase that
+ * expects fewer bytes than its copies bring lets the consumers read the missing ones as NaN). */
+static void mbar_wait(uint64_t *bar, unsigned parity) {
+    if (parity > 1) block_fail("mbarrier.try_wait.parity with parity %u", parity);
+    for (;;) {
+        if ((mbar_of(bar, "mbarrier.try_wait.parity").phase & 1) != parity) return;
+        if (!tma_land_one(bar)) poll_wait();
+    }
+}
+
+/* cp.async.bulk.tensor.2d: the box at (c0 inner, c1 outer) of the map, out-of-bounds elements zero,
+ * written with 128-byte swizzling; its bytes count against the barrier's transaction count when they land.
+ * Until then the destination reads as NaN. */
+static void tma_load(void *dst, const CUtensorMap *map, int c0, int c1, uint64_t *bar) {
+    require_sm90("cp.async.bulk.tensor");
+    TensorMap tm;
+    memcpy(&tm, map, sizeof tm);
+    if (tm.magic != EMU_TENSOR_MAP_MAGIC) block_fail("cp.async.bulk.tensor: the tensor map was not made by cuTensorMapEncodeTiled");
+    size_t row = (size_t)tm.box[0] * tm.elem_bytes, bytes = row * tm.box[1];
+    check_smem(dst, bytes, "cp.async.bulk.tensor destination");
+    uint64_t a = cvta_shared(dst);
+    if (a % 128) block_fail("cp.async.bulk.tensor destination at shared address %#llx: not 128-byte aligned", (unsigned long long)a);
+    mbar_of(bar, "cp.async.bulk.tensor's mbarrier");
+    TmaCopy c;
+    c.dst = (unsigned char *)dst;
+    c.bar = bar;
+    c.data.assign(bytes, 0);
+    for (uint32_t j = 0; j < tm.box[1]; j++)
+        for (uint32_t i = 0; i < tm.box[0]; i++) {
+            long long x = (long long)c0 + i, y = (long long)c1 + j;
+            size_t at = (size_t)(swizzle128(a + j * row + (size_t)i * tm.elem_bytes) - a);
+            if (x >= 0 && y >= 0 && (uint64_t)x < tm.dims[0] && (uint64_t)y < tm.dims[1])
+                memcpy(&c.data[at], tm.base + (uint64_t)y * tm.stride + (uint64_t)x * tm.elem_bytes, tm.elem_bytes);
+        }
+    memset(dst, 0xFF, bytes);
+    blk.tma.push_back(std::move(c));
+    blk.events++;
+}
+static void fence_proxy_async() { require_sm90("fence.proxy.async"); }
+static void fence_mbarrier_init() { require_sm90("fence.mbarrier_init"); }
+
+/* wgmma: each thread of a warpgroup issues the same instructions with its own accumulator fragment; a group
+ * is computed once all 128 have committed it and one of them waits for it, so its shared-memory operands are
+ * read as late as a GPU may read them, and a stage refilled before the wait gives NaN. */
+static Warpgroup &my_warpgroup(const char *what) {
+    require_sm90(what);
+    if (blk.nthreads % 128) block_fail("%s in a block of %d threads (not whole warpgroups)", what, blk.nthreads);
+    return blk.wgs[(size_t)(cur->linear / 128)];
+}
+static void wgmma_fence() { my_warpgroup("wgmma.fence"); }
+/* the shared address of element (mn, k) of a K-major (mn_major 0) or MN-major operand, 128-byte swizzle
+ * (PTX ISA, canonical layouts: K-major ((8,m),(T,2k)) : ((8T,SBO),(1,T)); MN-major ((T,8,m),(8,k)) :
+ * ((1,T,LBO),(8T,SBO)); T = 8 16-bit elements, one 16-byte chunk) */
+static uint64_t operand_address(uint64_t desc, int mn_major, int mn, int k) {
+    uint64_t start = (desc & 0x3FFF) << 4, lbo = ((desc >> 16) & 0x3FFF) << 4, sbo = ((desc >> 32) & 0x3FFF) << 4;
+    if ((desc >> 49) & 7) block_fail("wgmma descriptor %#llx: base offset %d (only 0 is emulated)", (unsigned long long)desc, (int)((desc >> 49) & 7));
+    if ((desc >> 62) != 1) block_fail("wgmma descriptor %#llx: swizzle mode %d (only 1, 128 bytes, is emulated)", (unsigned long long)desc, (int)(desc >> 62));
+    uint64_t a = mn_major ? start + (uint64_t)(mn / 64) * lbo + (uint64_t)(mn % 64) * 2 + (uint64_t)(k / 8) * sbo + (uint64_t)(k % 8) * 128
+                          : start + (uint64_t)(mn / 8) * sbo + (uint64_t)(mn % 8) * 128 + (uint64_t)k * 2;
+    return swizzle128(a);
+}
+static void wgmma_compute(WgmmaOp &op) {
+    static float D[64][256];
+    float A[64][16], B[16][256];
+    float (*cvt)(uint16_t) = op.f16 ? f16_to_f : bf16_to_f;
+    for (int m = 0; m < 64; m++)
+        for (int k = 0; k < 16; k++) A[m][k] = cvt(half_bits(shared_at(operand_address(op.da, op.ta, m, k), 2, "wgmma operand A")));
+    for (int k = 0; k < 16; k++)
+        for (int n = 0; n < op.n; n++) B[k][n] = cvt(half_bits(shared_at(operand_address(op.db, op.tb, n, k), 2, "wgmma operand B")));
+    /* accumulator fragments: warp w of the warpgroup holds rows 16w .. 16w + 15; d[4i], d[4i+1] at (row g,
+     * columns 8i + 2t, +1), d[4i+2], d[4i+3] at row g + 8 (g = lane / 4, t = lane % 4) */
+    for (int t = 0; t < 128; t++) {
+        int w = t / 32, g = (t % 32) / 4, q = t % 4;
+        for (int i = 0; i < op.n / 8; i++)
+            for (int e = 0; e < 4; e++) D[16 * w + g + (e >> 1) * 8][8 * i + 2 * q + (e & 1)] = op.d[t][4 * i + e];
+    }
+    for (int m = 0; m < 64; m++)
+        for (int n = 0; n < op.n; n++) {
+            float sum = 0.0f;
+            for (int k = 0; k < 16; k++) sum += A[m][k] * B[k][n];
+            D[m][n] += sum;
+        }
+    for (int t = 0; t < 128; t++) {
+        int w = t / 32, g = (t % 32) / 4, q = t % 4;
+        for (int i = 0; i < op.n / 8; i++)
+            for (int e = 0; e < 4; e++) op.d[t][4 * i + e] = D[16 * w + g + (e >> 1) * 8][8 * i + 2 * q + (e & 1)];
+    }
+}
+template <typename T, int TA, int TB, int NREG> static void wgmma(float (&d)[NREG], uint64_t da, uint64_t db) {
+    static_assert(NREG % 4 == 0 && NREG * 2 <= 256, "wgmma: n = 2 x the accumulator registers, at most 256");
+    Warpgroup &wg = my_warpgroup("wgmma.mma_async");
+    long i = cur->wg_issued++;
+    int f16 = std::is_same<T, __half>::value;
+    if (i == (long)wg.ops.size()) {
+        WgmmaOp op;
+        memset(&op, 0, sizeof op);
+        op.da = da, op.db = db, op.f16 = f16, op.ta = TA, op.tb = TB, op.n = NREG * 2;
+        wg.ops.push_back(op);
+    }
+    WgmmaOp &op = wg.ops[(size_t)i];
+    if (op.da != da || op.db != db || op.f16 != f16 || op.ta != TA || op.tb != TB || op.n != NREG * 2)
+        block_fail("threads of one warpgroup issue different wgmma.mma_async (descriptors %#llx %#llx and %#llx %#llx)",
+                   (unsigned long long)op.da, (unsigned long long)op.db, (unsigned long long)da, (unsigned long long)db);
+    op.d[cur->linear % 128] = d;
+    op.issued++;
+    blk.events++;
+}
+static void wgmma_commit() {
+    Warpgroup &wg = my_warpgroup("wgmma.commit_group");
+    long g = cur->wg_committed++;
+    long first = g ? wg.groups[(size_t)g - 1].last : 0; /* this thread committed group g - 1, so it exists */
+    if (g == (long)wg.groups.size()) wg.groups.push_back(WgmmaGroup{first, cur->wg_issued, 0, 0});
+    WgmmaGroup &grp = wg.groups[(size_t)g];
+    if (grp.last != cur->wg_issued) block_fail("threads of one warpgroup commit different wgmma groups");
+    grp.committed++;
+    blk.events++;
+}
+/* wgmma.wait_group n: every group this thread committed but the newest n is complete */
+static void wgmma_wait(int n) {
+    Warpgroup &wg = my_warpgroup("wgmma.wait_group");
+    for (long g = 0; g < cur->wg_committed - n; g++) {
+        while (wg.groups[(size_t)g].committed < 128) poll_wait(); /* (others may add groups meanwhile: index, not reference) */
+        if (wg.groups[(size_t)g].done) continue;                 /* another thread of the warpgroup computed it */
+        for (long i = wg.groups[(size_t)g].first; i < wg.groups[(size_t)g].last; i++) wgmma_compute(wg.ops[(size_t)i]);
+        wg.groups[(size_t)g].done = 1;
+        blk.events++;
+    }
+}
+/* a thread may not end with a wgmma in flight: its accumulators would be written after it is gone */
+static void wgmma_check_ended() {
+    if (!cur->wg_issued) return;
+    Warpgroup &wg = blk.wgs[(size_t)(cur->linear / 128)];
+    if (cur->wg_committed < (long)wg.groups.size() || wg.groups.empty() || wg.groups.back().last != cur->wg_issued ||
+        !wg.groups[(size_t)cur->wg_committed - 1].done)
+        block_fail("the thread ends with wgmma instructions not committed or not waited for");
+}
+
+/* setmaxnreg: .dec gives registers back to the block's pool, .inc waits until the pool has them (a GPU
+ * waits forever when it never will: here, a deadlock) */
+static void setmaxnreg(int inc, int regs) {
+    require_sm90("setmaxnreg");
+    if (regs < 24 || regs > 256 || regs % 8) block_fail("setmaxnreg %d (24 .. 256, a multiple of 8)", regs);
+    if (inc ? regs < cur->regs : regs > cur->regs)
+        block_fail("setmaxnreg.%s %d from %d registers", inc ? "inc" : "dec", regs, cur->regs);
+    if (inc)
+        while (blk.regs_free < regs - cur->regs) poll_wait();
+    blk.regs_free -= regs - cur->regs;
+    cur->regs = regs;
+    blk.events++;
+}
+
 } // namespace emu
 
 /* ---- the device side of CUDA C++ that the kernels use ------------------------------------------------ */
@@ -511,6 +840,7 @@ static void cp_async_wait(int n) {
 #define __shfl_xor_sync(mask, v, lane_mask) emu::shfl_xor((mask), (v), (lane_mask))
 #define __ldg(p) (*(p))
 #define __trap() emu::block_fail("__trap()")
+#define __cvta_generic_to_shared(p) emu::cvta_shared(p)
 static inline int min(int a, int b) { return a < b ? a : b; }
 static inline int max(int a, int b) { return a > b ? a : b; }
 
@@ -709,7 +1039,7 @@ cudaError_t cudaFuncGetAttributes(cudaFuncAttributes *attr, const void *func) {
     (void)func;
     memset(attr, 0, sizeof *attr);
     attr->maxThreadsPerBlock = 1024;
-    attr->numRegs = 64;
+    attr->numRegs = EMU_REGS;
     attr->binaryVersion = attr->ptxVersion = EMU_CC;
     return cudaSuccess;
 }
@@ -718,11 +1048,51 @@ cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int *n, const void *fu
     *n = smem > (size_t)EMU_SMEM_OPTIN ? 0 : smem > (size_t)EMU_SMEM_OPTIN / 2 ? 1 : 2;
     return cudaSuccess;
 }
+/* The driver's cuTensorMapEncodeTiled for what the emulator's copy engine does: 2-D maps of 16-bit elements
+ * with 128-byte swizzling, checked against the driver's documented rules (else CUDA_ERROR_INVALID_VALUE) */
+static CUresult emu_encode_tiled(CUtensorMap *map, CUtensorMapDataType type, cuuint32_t rank, void *addr, const cuuint64_t *dims,
+                                 const cuuint64_t *strides, const cuuint32_t *box, const cuuint32_t *elem_strides,
+                                 CUtensorMapInterleave interleave, CUtensorMapSwizzle swizzle, CUtensorMapL2promotion l2,
+                                 CUtensorMapFloatOOBfill fill) {
+    (void)l2;
+    const char *why = NULL;
+    if (type != CU_TENSOR_MAP_DATA_TYPE_FLOAT16 && type != CU_TENSOR_MAP_DATA_TYPE_BFLOAT16) why = "data type (only 16-bit floats are emulated)";
+    else if (rank != 2) why = "rank (only 2 is emulated)";
+    else if (!map || ((uintptr_t)map % 64)) why = "the map's address (64-byte aligned)";
+    else if (!addr || (uintptr_t)addr % 16) why = "global address (16-byte aligned)";
+    else if (dims[0] < 1 || dims[1] < 1 || dims[0] > (1ull << 32) || dims[1] > (1ull << 32)) why = "dimensions (1 .. 2^32)";
+    else if (strides[0] % 16 || strides[0] >= (1ull << 40)) why = "row stride (a multiple of 16 bytes, below 2^40)";
+    else if (box[0] < 1 || box[0] > 256 || box[1] < 1 || box[1] > 256 || (box[0] * 2) % 16) why = "box (1 .. 256 each, inner a multiple of 16 bytes)";
+    else if (elem_strides[0] != 1 || elem_strides[1] != 1) why = "element strides (only 1 is emulated)";
+    else if (interleave != CU_TENSOR_MAP_INTERLEAVE_NONE) why = "interleave (only none is emulated)";
+    else if (swizzle != CU_TENSOR_MAP_SWIZZLE_128B) why = "swizzle (only 128 bytes is emulated)";
+    else if (box[0] * 2 != 128) why = "box's inner size (128 bytes with 128-byte swizzling; shorter ones are not emulated)";
+    else if (fill != CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) why = "out-of-bounds fill (only zeros are emulated)";
+    if (why) {
+        fprintf(stderr, "cuda emulator: cuTensorMapEncodeTiled: bad %s\n", why);
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    emu::TensorMap tm;
+    memset(&tm, 0, sizeof tm);
+    tm.magic = EMU_TENSOR_MAP_MAGIC;
+    tm.base = (const unsigned char *)addr;
+    tm.dims[0] = dims[0], tm.dims[1] = dims[1];
+    tm.stride = strides[0];
+    tm.box[0] = box[0], tm.box[1] = box[1];
+    tm.elem_bytes = 2;
+    memset(map, 0, sizeof *map);
+    memcpy(map, &tm, sizeof tm);
+    return CUDA_SUCCESS;
+}
 cudaError_t cudaGetDriverEntryPointByVersion(const char *symbol, void **fn, unsigned version, unsigned long long flags,
                                              cudaDriverEntryPointQueryResult *status) {
-    (void)symbol; (void)version; (void)flags;
+    (void)version; (void)flags;
     *fn = NULL;
     if (status) *status = cudaDriverEntryPointSymbolNotFound;
+    if (EMU_CC >= 90 && !strcmp(symbol, "cuTensorMapEncodeTiled")) {
+        *fn = (void *)emu_encode_tiled;
+        if (status) *status = cudaDriverEntryPointSuccess;
+    }
     return cudaSuccess;
 }
 

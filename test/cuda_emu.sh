@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # test/cuda_emu.sh - nanogpt.cu's kernels on the CPU, on the CUDA emulator of test/cuda_emu.h: test_gpu_ops
-# --small against the CPU backend on an emulated sm_80 (f32, bf16, f16: mma.sync m16n8k16, cp.async) and
-# sm_75 (f16: m16n8k8, plain loads), test_gpu_train --quick on the sm_80 (whole steps, determinism, no
-# allocation, resume, KV-cache sampling), the nanogpt program on both (train, resume, sample, plan, bench),
-# then seven mutants of nanogpt.cu that it must catch. No GPU needed; ./build.sh test runs it. Needs nvcc's
-# headers (not nvcc itself: the host C++ compiler builds the rewritten nanogpt.cu) and perl. Ends with
-# "summary: N passed, N failed" (each program's counts, and one per mutant).
+# --small against the CPU backend on an emulated sm_80 (f32, bf16, f16: mma.sync m16n8k16, cp.async), sm_75
+# (f16: m16n8k8, plain loads) and sm_90 (the wgmma kernels: the TMA one with its mbarriers, warp
+# specialisation and setmaxnreg, and the cp.async one), test_gpu_train --quick on the sm_80 and sm_90 (whole
+# steps, determinism, no allocation, resume, KV-cache sampling), the nanogpt program on all three (train,
+# resume, sample, plan, bench), then eleven mutants of nanogpt.cu that it must catch. No GPU needed;
+# ./build.sh test runs it. Needs nvcc's headers (not nvcc itself: the host C++ compiler builds the rewritten
+# nanogpt.cu) and perl. Ends with "summary: N passed, N failed" (each program's counts, and one per mutant).
 #
 #   bash test/cuda_emu.sh                   all of it
 #   EMU_CCS=80 bash test/cuda_emu.sh        one emulated GPU, no mutants (EMU_MUTANTS=0 alone skips those)
@@ -14,16 +15,17 @@
 # The rewrite (perl, below): every launch `kernel<<<grid, block[, smem[, stream]]>>>(args)` becomes
 # `emu::launch("kernel", (const void *)&kernel, [&]() { kernel(args); }, grid, block[, smem[, stream]])`,
 # each `extern __shared__ T name[];` a pointer to the block's dynamic shared memory, and the bodies of the
-# functions written in inline PTX (cp.async, ldmatrix, mma.sync) calls of their emulations. A function it
-# expects and does not find stops it with a message: nanogpt.cu changed, and this list must follow (so must
-# a mutant's text).
+# functions written in inline PTX (cp.async, ldmatrix, mma.sync, mbarriers, the copy engine, wgmma) and the
+# single PTX statements (fences, wgmma groups, setmaxnreg) calls of their emulations; the sm_90a guard
+# becomes EMU_CC == 90. A function or statement it expects and does not find, or inline PTX it does not
+# know, stops it with a message: nanogpt.cu changed, and this list must follow (so must a mutant's text).
 set -u
 cd "$(dirname "$0")/.." || exit 1
 CXX=${CXX:-c++}
 CC=${CC:-cc}
-EMU_CCS=${EMU_CCS:-"80 75"}
+EMU_CCS=${EMU_CCS:-"80 75 90"}
 EMU_SRC=${EMU_SRC:-nanogpt.cu}
-EMU_MUTANTS=${EMU_MUTANTS:-$([ "$EMU_CCS" = "80 75" ] && echo 1 || echo 0)}
+EMU_MUTANTS=${EMU_MUTANTS:-$([ "$EMU_CCS" = "80 75 90" ] && echo 1 || echo 0)}
 
 nvcc=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
 if [ ! -x "$nvcc" ] && ! command -v "$nvcc" >/dev/null 2>&1; then
@@ -67,7 +69,36 @@ rewrite() {
             q{emu::mma16816_bf16(d, a, b0, b1);},
         q{__device__ __forceinline__ void mma16816<__half>\(float \(&d\)\[4\], const uint32_t \(&a\)\[4\], uint32_t b0, uint32_t b1\)} =>
             q{emu::mma16816_f16(d, a, b0, b1);},
+        # sm_90a: mbarriers, the copy engine, wgmma
+        q{static __device__ __forceinline__ void mbar_init\(uint64_t \*bar, unsigned count\)} => q{emu::mbar_init(bar, count);},
+        q{static __device__ __forceinline__ void mbar_expect_bytes\(uint64_t \*bar, unsigned bytes\)} => q{emu::mbar_expect_bytes(bar, bytes);},
+        q{static __device__ __forceinline__ void mbar_arrive\(uint64_t \*bar\)} => q{emu::mbar_arrive(bar);},
+        q{static __device__ __forceinline__ void mbar_wait\(uint64_t \*bar, unsigned parity\)} => q{emu::mbar_wait(bar, parity);},
+        q{static __device__ __forceinline__ void tma_load\(void \*dst, const CUtensorMap \*map, int c0, int c1, uint64_t \*bar\)} =>
+            q{emu::tma_load(dst, map, c0, c1, bar);},
+        q{template <typename T, int TA, int TB> static __device__ __forceinline__ void wgmma_m64n128k16\(float \(&d\)\[64\], uint64_t da, uint64_t db\)} =>
+            q{emu::wgmma<T, TA, TB>(d, da, db);},
+        q{template <typename T, int TA, int TB> static __device__ __forceinline__ void wgmma_m64n256k16\(float \(&d\)\[128\], uint64_t da, uint64_t db\)} =>
+            q{emu::wgmma<T, TA, TB>(d, da, db);},
     );
+    # single inline-PTX statements => their emulations (each form must occur)
+    my @stmts = (
+        [q{asm volatile\("fence\.proxy\.async\.shared::cta;\\\\n" ::: "memory"\);}, sub { "emu::fence_proxy_async();" }],
+        [q{asm volatile\("fence\.mbarrier_init\.release\.cluster;\\\\n" ::: "memory"\);}, sub { "emu::fence_mbarrier_init();" }],
+        [q{asm volatile\("wgmma\.fence\.sync\.aligned;\\\\n" ::: "memory"\);}, sub { "emu::wgmma_fence();" }],
+        [q{asm volatile\("wgmma\.commit_group\.sync\.aligned;\\\\n" ::: "memory"\);}, sub { "emu::wgmma_commit();" }],
+        [q{asm volatile\("wgmma\.wait_group\.sync\.aligned (\d+);\\\\n" ::: "memory"\);}, sub { "emu::wgmma_wait($_[0]);" }],
+        [q{asm volatile\("setmaxnreg\.(inc|dec)\.sync\.aligned\.u32 %0;\\\\n" ::"n"\((\w+)\)\);},
+            sub { "emu::setmaxnreg(" . ($_[0] eq "inc" ? 1 : 0) . ", $_[1]);" }],
+        [q{asm volatile\("" : "\+f"\([^()]*\)\s*::\s*"memory"\);}, sub { "(void)0; /* (a compiler barrier on the GPU) */" }],
+    );
+    for my $st (@stmts) {
+        my ($re, $to) = @$st;
+        my $n = ($src =~ s/$re/$to->($1, $2)/ge);
+        die "cuda_emu.sh: nanogpt.cu has no inline PTX matching /$re/: update test/cuda_emu.sh\n" if !$n;
+    }
+    my $arch = ($src =~ s/^#if defined\(__CUDA_ARCH__\) && defined\(__CUDA_ARCH_FEAT_SM90_ALL\)$/#if EMU_CC == 90/mg);
+    die "cuda_emu.sh: nanogpt.cu has no sm_90a guard (#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)) to rewrite\n" if $arch != 1;
     for my $h (sort keys %body) {
         my $n = ($src =~ s/^((?:template <>\s*)?$h \{)\n.*?^\}\n/$1 $body{$h} }\n/msg);
         die "cuda_emu.sh: nanogpt.cu has no function matching /$h/ ($n found): update test/cuda_emu.sh\n" if $n != 1;
@@ -76,8 +107,7 @@ rewrite() {
     my $launches = ($src =~ s{\b([A-Za-z_]\w*(?:<[^;{}()]*?>)?)<<<(.*?)>>>(\((?:[^()]++|(?3))*\))}{emu::launch("$1", (const void *)&$1, [&]() { $1$3; }, $2)}gs);
     die "cuda_emu.sh: no kernel launch found in nanogpt.cu\n" if !$launches;
     die "cuda_emu.sh: a launch was not rewritten\n" if $src =~ /<<</;
-    die "cuda_emu.sh: inline PTX left outside the wgmma section\n"
-        if join("", split(/#ifdef NGPT_WGMMA_DEVICE.*?#(?:endif|else)/s, $src)) =~ /\basm\s+volatile\s*\(\s*"(?!")/;
+    die "cuda_emu.sh: inline PTX the emulator does not know: $1\n" if $src =~ /^(.*\basm\b.*)$/m;
     print $src;
     print STDERR "rewrote $launches launches, $shared dynamic shared-memory arrays\n";
 ' <"$1" >"$2"
@@ -191,42 +221,56 @@ for r in "${runs[@]}"; do
     [ "$rc" -ne 0 ] && [ "$f" -eq 0 ] && fail "$name: exit status $rc"
 done
 # ---- mutants: nanogpt.cu with one bug each, which the runs above must catch (else they could not fail):
-# NAME|TEST_GPU_OPS ARGUMENTS|TEXT|REPLACEMENT, TEXT found exactly once in nanogpt.cu ("\n": a line break)
+# NAME|CC|TEST_GPU_OPS ARGUMENTS (and VAR=value settings)|TEXT|REPLACEMENT, TEXT found exactly once in
+# nanogpt.cu; in TEXT and REPLACEMENT, \n is a line break and \\n the two characters \ and n (written
+# "\\\\n" inside these double quotes), as inline PTX strings spell a line break
 MUTANTS=(
-    "matmul reads a stage before its cp.async lands|--matmul-only|cp_async_wait<MM_STAGES - 2>();|cp_async_wait<MM_STAGES - 1>();"
-    "matmul without the barrier after the wait|--matmul-only|__syncthreads();                /* ... everyone's have|/* ... everyone's have"
-    "matmul B fragments from the wrong 8x8 matrices|--matmul-only|(lane & 7) + ((lane >> 3) & 1) * 8) * ld + n0 + (lane >> 4) * 8|(lane & 7) + ((lane >> 4) & 1) * 8) * ld + n0 + ((lane >> 3) & 1) * 8"
-    "attention refills a buffer other warps still read||int it, int last) {\n    __syncthreads();|int it, int last) {"
-    "attention reads a key tile before it lands||cp_async_wait<1>(); /* every group|cp_async_wait<2>(); /* every group"
-    "matmul launched without its shared-memory attribute|--matmul-only|CU_CHECK(be, cudaFuncSetAttribute(matmul_tc_kernel<T, true, true>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)mm_smem_bytes<true, true>()))|0"
-    "half a warp skips a reduction's shuffles (a deadlock)||float warp_max(float v) {|float warp_max(float v) {\n    if ((threadIdx.x & 31) >= 16) return v;"
+    "matmul reads a stage before its cp.async lands|80|--matmul-only|cp_async_wait<MM_STAGES - 2>();|cp_async_wait<MM_STAGES - 1>();"
+    "matmul without the barrier after the wait|80|--matmul-only|__syncthreads();                /* ... everyone's have|/* ... everyone's have"
+    "matmul B fragments from the wrong 8x8 matrices|80|--matmul-only|(lane & 7) + ((lane >> 3) & 1) * 8) * ld + n0 + (lane >> 4) * 8|(lane & 7) + ((lane >> 4) & 1) * 8) * ld + n0 + ((lane >> 3) & 1) * 8"
+    "attention refills a buffer other warps still read|80||int it, int last) {\n    __syncthreads();|int it, int last) {"
+    "attention reads a key tile before it lands|80||cp_async_wait<1>(); /* every group|cp_async_wait<2>(); /* every group"
+    "matmul launched without its shared-memory attribute|80|--matmul-only|CU_CHECK(be, cudaFuncSetAttribute(matmul_tc_kernel<T, true, true>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)mm_smem_bytes<true, true>()))|0"
+    "half a warp skips a reduction's shuffles (a deadlock)|80||float warp_max(float v) {|float warp_max(float v) {\n    if ((threadIdx.x & 31) >= 16) return v;"
+    "TMA kernel: a consumer releases a stage while its wgmma may still read it|90|--matmul-only|wgmma.wait_group.sync.aligned 1;\\\\n\" ::: \"memory\"); /* k tile kt - 1's|wgmma.wait_group.sync.aligned 2;\\\\n\" ::: \"memory\"); /* k tile kt - 1's"
+    "TMA kernel: the producer expects fewer bytes than its copies bring|90|--matmul-only|mbar_expect_bytes(&full[s], TM_A_BYTES + TM_B_BYTES);|mbar_expect_bytes(&full[s], TM_B_BYTES);"
+    "TMA kernel: the producer keeps its registers (the consumers' setmaxnreg.inc waits forever)|90|--matmul-only|asm volatile(\"setmaxnreg.dec.sync.aligned.u32 %0;\\\\n\" ::\"n\"(TM_PRODUCER_REGS));|"
+    "cp.async wgmma kernel without the barrier after its wait|90|NGPT_MATMUL=wgmma --matmul-only|__syncthreads(); /* everyone's are; every warpgroup|/* everyone's are; every warpgroup"
 )
-mutant() { # INDEX: builds and runs mutant INDEX on the emulated sm_80, into $OUT/mutant_INDEX/
-    local name args from to d=$OUT/mutant_$1
-    IFS='|' read -r name args from to <<<"${MUTANTS[$1]}"
+mutant() { # INDEX: builds and runs mutant INDEX on its emulated GPU, into $OUT/mutant_INDEX/
+    local name cc args from to d=$OUT/mutant_$1 a envs=() flags=()
+    IFS='|' read -r name cc args from to <<<"${MUTANTS[$1]}"
+    for a in $args; do case $a in -*) flags+=("$a") ;; *=*) envs+=("$a") ;; *) flags+=("$a") ;; esac; done
     mkdir -p "$d"
     rm -f "$d/rc"
     FROM=$from TO=$to perl -0777 -e '
-        my ($f, $t) = map { s/\\n/\n/gr } @ENV{qw(FROM TO)};
+        my ($f, $t) = map { s/\\\\n/\x00/gr =~ s/\\n/\n/gr =~ s/\x00/\\n/gr } @ENV{qw(FROM TO)};
         my $src = do { local $/; <STDIN> };
         my $n = () = $src =~ /\Q$f\E/g;
         die "the text of the mutant occurs $n times in nanogpt.cu (must be once): update test/cuda_emu.sh\n" if $n != 1;
         $src =~ s/\Q$f\E/$t/;
         print $src;' <"$EMU_SRC" >"$d/mutant.cu" 2>"$d/log" || return
-    { rewrite "$d/mutant.cu" "$d/emu.cpp" && $CXX $CXXFLAGS -DEMU_CC=80 -include test/cuda_emu.h -c "$d/emu.cpp" -o "$d/emu.o" &&
-        $CXX -o "$d/test_gpu_ops" "$OUT/test_gpu_ops.o" "$d/emu.o" "$OUT/cuda_emu_runtime_80.o" -lm -lpthread; } >"$d/log" 2>&1 || return
-    "$d/test_gpu_ops" --small --dtype bf16 $args >"$d/log" 2>&1
+    { rewrite "$d/mutant.cu" "$d/emu.cpp" && $CXX $CXXFLAGS -DEMU_CC="$cc" -include test/cuda_emu.h -c "$d/emu.cpp" -o "$d/emu.o" &&
+        $CXX -o "$d/test_gpu_ops" "$OUT/test_gpu_ops.o" "$d/emu.o" "$OUT/cuda_emu_runtime_$cc.o" -lm -lpthread; } >"$d/log" 2>&1 || return
+    env "${envs[@]}" "$d/test_gpu_ops" --small --dtype bf16 "${flags[@]}" >"$d/log" 2>&1
     echo $? >"$d/rc"
 }
-case " $built " in *" 80 "*) ;; *) EMU_MUTANTS=0 ;; esac
 if [ "$EMU_MUTANTS" = 1 ]; then
-    echo "== mutants of nanogpt.cu on the CUDA emulator, sm_80 (each must fail test_gpu_ops --small --dtype bf16)"
+    echo "== mutants of nanogpt.cu on the emulated GPUs (each must fail test_gpu_ops --small --dtype bf16)"
+    todo=()
     for i in "${!MUTANTS[@]}"; do
-        mutant "$i" &
-        [ $((i % 2)) = 1 ] && wait
+        IFS='|' read -r name cc _ <<<"${MUTANTS[$i]}"
+        case " $built " in
+        *" $cc "*) todo+=("$i") ;;
+        *) fail "mutant '$name': sm_$cc was not built" ;;
+        esac
+    done
+    for k in "${!todo[@]}"; do
+        mutant "${todo[$k]}" &
+        [ $((k % 2)) = 1 ] && wait
     done
     wait
-    for i in "${!MUTANTS[@]}"; do
+    for i in "${todo[@]}"; do
         d=$OUT/mutant_$i
         name=${MUTANTS[$i]%%|*}
         nfail=$(grep -c '^FAIL' "$d/log" 2>/dev/null)
