@@ -43,8 +43,11 @@
  *   90: the above, with 8 SMs so the persistent TMA kernel's blocks loop over several tiles);
  *   cudaMalloc and friends are host allocations counted by cudaMemGetInfo (the no-allocation check reads
  *   it); copies are synchronous; a failed launch leaves a sticky error, as a real fault does.
- * Not emulated: timing, the memory model beyond barriers, cp.async and the copy engine (the proxy fences
- *   are accepted and not checked), bank conflicts, clusters.
+ * - The async proxy (sm_90): a 16-byte chunk a thread's cp.async wrote may be an operand of a wgmma issued
+ *   only after that thread's fence.proxy.async (plain stores, the kernels' zero-filled edges, are not
+ *   tracked); the copy engine's writes are the async proxy's own.
+ * Not emulated: timing, the memory model beyond barriers, cp.async, the copy engine and that proxy fence,
+ *   bank conflicts, clusters.
  */
 #ifndef NGPT_CUDA_EMU_H
 #define NGPT_CUDA_EMU_H
@@ -123,6 +126,7 @@ struct Thread {
     long committed;           /* cp.async groups committed so far */
     long wg_issued, wg_committed; /* wgmma instructions and groups this thread has issued and committed */
     int regs;                     /* registers it holds (setmaxnreg) */
+    std::vector<size_t> unfenced; /* sm_90: 16-byte chunks its cp.async wrote since its last fence.proxy.async */
 };
 /* sm_90 state of a block, all of it emptied when the block starts */
 struct Mbarrier {            /* an mbarrier object in shared memory (its bytes hold a signature the emulator checks) */
@@ -165,6 +169,9 @@ struct Block {
     std::vector<TmaCopy> tma;
     std::vector<Warpgroup> wgs;
     long regs_free;         /* the block's registers that setmaxnreg.dec gave back and .inc has not taken */
+    std::vector<int> unfenced; /* sm_90, per 16-byte chunk of dynamic shared memory: 1 + the thread whose cp.async
+                                * wrote it and that has not fenced since (the async proxy, wgmma, may not read it
+                                * yet), else 0 */
     jmp_buf sched;
     unsigned char *smem; /* dynamic shared memory: smem_bytes, ending at a guard page */
     size_t smem_bytes;
@@ -291,6 +298,7 @@ static void run_block() {
     blk.tma.clear();
     blk.wgs.assign((size_t)(blk.nthreads + 127) / 128, Warpgroup());
     blk.regs_free = 0;
+    if (EMU_CC >= 90) blk.unfenced.assign(blk.smem_bytes / 16, 0);
     for (int i = 0; i < blk.nthreads; i++) {
         Thread &t = blk.th[(size_t)i];
         t.linear = i;
@@ -300,6 +308,7 @@ static void run_block() {
         t.committed = 0;
         t.wg_issued = t.wg_committed = 0;
         t.regs = EMU_REGS;
+        t.unfenced.clear();
     }
     long events_seen = -1; /* blk.events when the polling threads last ran */
     for (;;) {
@@ -555,8 +564,16 @@ static void complete_copies(Thread &t, long keep_groups) {
     size_t kept = 0;
     for (size_t i = 0; i < t.copies.size(); i++) {
         Copy &c = t.copies[i];
-        if (c.group >= 0 && c.group < limit) memcpy(c.dst, c.src, 16);
-        else t.copies[kept++] = c;
+        if (c.group >= 0 && c.group < limit) {
+            memcpy(c.dst, c.src, 16);
+            if (EMU_CC >= 90) { /* written by the generic proxy: wgmma may read it after this thread's proxy fence */
+                size_t chunk = (size_t)((unsigned char *)c.dst - blk.smem) / 16;
+                blk.unfenced[chunk] = t.linear + 1;
+                t.unfenced.push_back(chunk);
+            }
+        } else {
+            t.copies[kept++] = c;
+        }
     }
     t.copies.resize(kept);
 }
@@ -666,6 +683,8 @@ static int tma_land_one(uint64_t *bar) {
             TmaCopy c = std::move(blk.tma[i]);
             blk.tma.erase(blk.tma.begin() + (long)i);
             memcpy(c.dst, c.data.data(), c.data.size());
+            size_t first = (size_t)(c.dst - blk.smem) / 16; /* written by the async proxy itself */
+            std::fill(blk.unfenced.begin() + (long)first, blk.unfenced.begin() + (long)(first + c.data.size() / 16), 0);
             Mbarrier &m = mbar_of(bar, "the copy engine's complete_tx");
             m.tx -= (long)c.data.size();
             blk.events++;
@@ -713,7 +732,14 @@ static void tma_load(void *dst, const CUtensorMap *map, int c0, int c1, uint64_t
     blk.tma.push_back(std::move(c));
     blk.events++;
 }
-static void fence_proxy_async() { require_sm90("fence.proxy.async"); }
+/* fence.proxy.async.shared::cta: what this thread wrote to shared memory (the emulator tracks its cp.async)
+ * becomes visible to the async proxy, wgmma's reads */
+static void fence_proxy_async() {
+    require_sm90("fence.proxy.async");
+    for (size_t chunk : cur->unfenced)
+        if (blk.unfenced[chunk] == cur->linear + 1) blk.unfenced[chunk] = 0;
+    cur->unfenced.clear();
+}
 static void fence_mbarrier_init() { require_sm90("fence.mbarrier_init"); }
 
 /* wgmma: each thread of a warpgroup issues the same instructions with its own accumulator fragment; a group
@@ -735,6 +761,21 @@ static uint64_t operand_address(uint64_t desc, int mn_major, int mn, int k) {
     uint64_t a = mn_major ? start + (uint64_t)(mn / 64) * lbo + (uint64_t)(mn % 64) * 2 + (uint64_t)(k / 8) * sbo + (uint64_t)(k % 8) * 128
                           : start + (uint64_t)(mn / 8) * sbo + (uint64_t)(mn % 8) * 128 + (uint64_t)k * 2;
     return swizzle128(a);
+}
+/* Once the whole warpgroup has issued a wgmma, the tensor cores may read its operands through the async
+ * proxy at any time until its wait: a cp.async write whose thread has not fenced since (fence.proxy.async,
+ * after its wait) may not be seen. (The values are read at the wait, the latest moment; see below.) */
+static void wgmma_check_visible(const WgmmaOp &op) {
+    for (int which = 0; which < 2; which++)
+        for (int mn = 0; mn < (which ? op.n : 64); mn++)
+            for (int k = 0; k < 16; k++) {
+                uint64_t a = which ? operand_address(op.db, op.tb, mn, k) : operand_address(op.da, op.ta, mn, k);
+                const char *what = which ? "wgmma operand B" : "wgmma operand A";
+                int writer = blk.unfenced[(size_t)(shared_at(a, 2, what) - blk.smem) / 16];
+                if (writer)
+                    block_fail("%s at shared address %#llx: thread %d wrote it with cp.async and had not run fence.proxy.async since "
+                               "when the wgmma was issued, so the tensor cores may not see it", what, (unsigned long long)a, writer - 1);
+            }
 }
 static void wgmma_compute(WgmmaOp &op) {
     static float D[64][256];
@@ -779,7 +820,7 @@ template <typename T, int TA, int TB, int NREG> static void wgmma(float (&d)[NRE
         block_fail("threads of one warpgroup issue different wgmma.mma_async (descriptors %#llx %#llx and %#llx %#llx)",
                    (unsigned long long)op.da, (unsigned long long)op.db, (unsigned long long)da, (unsigned long long)db);
     op.d[cur->linear % 128] = d;
-    op.issued++;
+    if (++op.issued == 128) wgmma_check_visible(op);
     blk.events++;
 }
 static void wgmma_commit() {
