@@ -67,7 +67,9 @@
 #include <ucontext.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <map>
+#include <type_traits>
 #include <vector>
 
 #ifndef EMU_CC
