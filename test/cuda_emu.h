@@ -767,17 +767,19 @@ static uint64_t operand_address(uint64_t desc, int mn_major, int mn, int k) {
 /* Once the whole warpgroup has issued a wgmma, the tensor cores may read its operands through the async
  * proxy at any time until its wait: a cp.async write whose thread has not fenced since (fence.proxy.async,
  * after its wait) may not be seen. (The values are read at the wait, the latest moment; see below.) */
+static void check_operand_visible(uint64_t desc, int mn_major, int mn_count, const char *what) {
+    for (int mn = 0; mn < mn_count; mn++)
+        for (int k = 0; k < 16; k++) {
+            uint64_t a = operand_address(desc, mn_major, mn, k);
+            int writer = blk.unfenced[(size_t)(shared_at(a, 2, what) - blk.smem) / 16];
+            if (writer)
+                block_fail("%s at shared address %#llx: thread %d wrote it with cp.async and had not run fence.proxy.async since "
+                           "when the wgmma was issued, so the tensor cores may not see it", what, (unsigned long long)a, writer - 1);
+        }
+}
 static void wgmma_check_visible(const WgmmaOp &op) {
-    for (int which = 0; which < 2; which++)
-        for (int mn = 0; mn < (which ? op.n : 64); mn++)
-            for (int k = 0; k < 16; k++) {
-                uint64_t a = which ? operand_address(op.db, op.tb, mn, k) : operand_address(op.da, op.ta, mn, k);
-                const char *what = which ? "wgmma operand B" : "wgmma operand A";
-                int writer = blk.unfenced[(size_t)(shared_at(a, 2, what) - blk.smem) / 16];
-                if (writer)
-                    block_fail("%s at shared address %#llx: thread %d wrote it with cp.async and had not run fence.proxy.async since "
-                               "when the wgmma was issued, so the tensor cores may not see it", what, (unsigned long long)a, writer - 1);
-            }
+    check_operand_visible(op.da, op.ta, 64, "wgmma operand A");
+    check_operand_visible(op.db, op.tb, op.n, "wgmma operand B");
 }
 static void wgmma_compute(WgmmaOp &op) {
     static float D[64][256];
