@@ -1179,7 +1179,7 @@ static int plan_make(Plan *p, const PlanRequest *r, char *err, size_t errlen) {
         double need = plan_layout(p, r, 1, 1, RECOMPUTE_NONE, r->pin_chunk ? r->pin_chunk : CHUNK_STEP, NGPT_DTYPE_F32);
         return fail(err, errlen, NGPT_ERR_NOMEM,
                     "does not fit: %s this model (its parameters and the forward pass of one sequence of block_size %d) needs %s "
-                    "and the budget is %s. What helps: a smaller block_size, or more memory (--max_memory, another device)",
+                    "and the budget is %s. What helps: a smaller block_size, or more memory (a larger max_memory, another device)",
                     r->eval_only ? "evaluating" : "sampling", r->T, fmt_bytes(nb, sizeof nb, need), fmt_bytes(bb, sizeof bb, r->budget));
     }
     if (r->pin_micro_batch && (r->pin_micro_batch > seqs || seqs % r->pin_micro_batch))
@@ -1232,7 +1232,7 @@ static int plan_make(Plan *p, const PlanRequest *r, char *err, size_t errlen) {
     return fail(err, errlen, NGPT_ERR_NOMEM,
                 "does not fit: the smallest plan (micro-batch %d, recompute %s, logits chunk %d, %s AdamW moments) needs %s "
                 "and the budget is %s. What helps: a smaller block_size%s, a smaller model (n_layer, n_embd), "
-                "or more memory (--max_memory, another device)",
+                "or more memory (a larger max_memory, another device)",
                 B, rc == 2 ? "GELU+LayerNorm" : rc == 1 ? "GELU" : "none", p->logits_chunk,
                 p->moments_dtype == NGPT_DTYPE_F32 ? "fp32" : "bf16", fmt_bytes(nb, sizeof nb, need),
                 fmt_bytes(bb, sizeof bb, r->budget), hint);
@@ -7229,7 +7229,8 @@ static int train_loop(ngpt_trainer *tr, int jsonl) {
         }
         if (atomic_load(&tr->stop_requested)) {
             if ((rc = checkpoint_save(tr, 0))) return rc;
-            return tr_fail(tr, NGPT_ERR_INTERRUPTED, "stopped at step %d; the checkpoint is saved: resume with --init_from=resume", tr->step);
+            return tr_fail(tr, NGPT_ERR_INTERRUPTED, "stopped at step %d; the checkpoint is saved in %s: resume from it with init_from = resume", tr->step,
+                           tr->cfg.out_dir);
         }
     }
     return NGPT_OK;
@@ -7759,7 +7760,7 @@ CLI_USED static int load_gpt2_tokenizer(const char *dir, ngpt_tokenizer **out, c
     snprintf(b, sizeof b, "%.580s/vocab.bpe", dir);
     if (!file_exists(a))
         return fail(err, errlen, NGPT_ERR_IO,
-                    "no GPT-2 vocabulary in %s: put OpenAI's encoder.json and vocab.bpe there (README: the GPT-2 vocabulary), or pass --tokenizer_dir",
+                    "no GPT-2 vocabulary in %s: put OpenAI's encoder.json and vocab.bpe there (README: the GPT-2 vocabulary), or set tokenizer_dir to the folder that holds them",
                     dir);
     return ngpt_tokenizer_load_gpt2(a, b, out, err, errlen);
 }
@@ -8255,7 +8256,8 @@ static int cmd_train(int argc, char **argv) {
         char b[32];
         snprintf(b3, sizeof b3, ", device memory in use %s", fmt_bytes(b, sizeof b, memory_measured(tr->be)));
     }
-    if (rc == NGPT_ERR_INTERRUPTED) printf("%s\n", ngpt_last_error(tr));
+    if (rc == NGPT_ERR_INTERRUPTED) /* the library's message names the config key; here, the command line's spelling */
+        printf("stopped at step %d; the checkpoint is saved in %s: resume with --init_from=resume\n", st.step, cfg.out_dir);
     else if (rc) fprintf(stderr, "error: %s\n", ngpt_last_error(tr));
     else if (cfg.eval_only) /* its losses are on the evaluation's line; best val loss may be an earlier step's */
         printf("done: evaluated the model of step %d in %.1f s, nothing trained or saved; memory: arena %s (allocated once)%s, process peak "

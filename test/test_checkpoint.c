@@ -115,7 +115,7 @@ static void test_stop_request_saves(void) {
     if (!tr) return;
     ngpt_request_stop(tr); /* as the SIGINT handler does: the current step finishes first */
     int rc = ngpt_train(tr);
-    CHECK(rc == NGPT_ERR_INTERRUPTED && strstr(tr->err, "init_from=resume"), "rc %d: %s", rc, tr->err);
+    CHECK(rc == NGPT_ERR_INTERRUPTED && strstr(tr->err, "init_from = resume") && strstr(tr->err, out_dir), "rc %d: %s", rc, tr->err);
     CHECK(tr->step == 1, "stopped after %d steps", tr->step);
     char path[512];
     checkpoint_path(out_dir, 1, path, sizeof path);

@@ -562,7 +562,7 @@ static void test_workflow(void) {
     cli_wait(pid, t, 120);
     CHECK_RUN(t, 0, "train, then SIGINT");
     long long stopped = number_after(t->out, "stopped at step ");
-    CHECK(stopped >= 30 && strstr(t->out, "resume with --init_from=resume") && strstr(t->err, "stopping: finishing the step"),
+    CHECK(stopped >= 30 && strstr(t->out, "the checkpoint is saved in ") && strstr(t->out, "resume with --init_from=resume") && strstr(t->err, "stopping: finishing the step"),
           "Ctrl-C: says where it stopped and how to resume: %.300s | %.300s", t->out + (strlen(t->out) > 300 ? strlen(t->out) - 300 : 0), t->err);
     char ckpt[700];
     checkpoint_path(tmp_path("out"), stopped, ckpt, sizeof ckpt);
