@@ -45,8 +45,9 @@
  *   it); copies are synchronous; a failed launch leaves a sticky error, as a real fault does.
  * - The async proxy (sm_90): a 16-byte chunk a thread's cp.async wrote may be an operand of a wgmma issued
  *   only after that thread's fence.proxy.async (plain stores, the kernels' zero-filled edges, are not
- *   tracked); the copy engine's writes are the async proxy's own.
- * Not emulated: timing, the memory model beyond barriers, cp.async, the copy engine and that proxy fence,
+ *   tracked); the copy engine's writes are the async proxy's own. The copy engine may be given an mbarrier
+ *   only once the thread that initialised it has run fence.mbarrier_init (or fence.proxy.async).
+ * Not emulated: timing, the memory model beyond barriers, cp.async, the copy engine and those proxy fences,
  *   bank conflicts, clusters.
  */
 #ifndef NGPT_CUDA_EMU_H
@@ -136,6 +137,9 @@ struct Mbarrier {            /* an mbarrier object in shared memory (its bytes h
     int expected, pending;   /* arrivals a phase needs, and those still missing in the current one */
     long tx;                 /* transaction bytes still to come in the current phase */
     unsigned phase;          /* phases completed */
+    int init_thread;         /* the thread that ran its mbarrier.init */
+    bool init_fenced;        /* that thread has since run fence.mbarrier_init (or fence.proxy.async): the copy
+                                engine, in the async proxy, may see the initialised barrier */
 };
 struct TmaCopy {             /* a copy-engine load in flight: its bytes land when a thread waits on its barrier */
     unsigned char *dst;
@@ -663,7 +667,7 @@ static void mbar_init(uint64_t *bar, unsigned count) {
         blk.mbars.push_back(Mbarrier());
         m = &blk.mbars.back();
     }
-    *m = Mbarrier{bar, (int)count, (int)count, 0, 0};
+    *m = Mbarrier{bar, (int)count, (int)count, 0, 0, cur->linear, false};
     *bar = EMU_MBAR_SIGNATURE;
     blk.events++;
 }
@@ -718,7 +722,11 @@ static void tma_load(void *dst, const CUtensorMap *map, int c0, int c1, uint64_t
     check_smem(dst, bytes, "cp.async.bulk.tensor destination");
     uint64_t a = cvta_shared(dst);
     if (a % 128) block_fail("cp.async.bulk.tensor destination at shared address %#llx: not 128-byte aligned", (unsigned long long)a);
-    mbar_of(bar, "cp.async.bulk.tensor's mbarrier");
+    Mbarrier &m = mbar_of(bar, "cp.async.bulk.tensor's mbarrier");
+    if (!m.init_fenced)
+        block_fail("cp.async.bulk.tensor's mbarrier at shared address %#llx: thread %d's mbarrier.init was not made visible to the "
+                   "async proxy (fence.mbarrier_init or fence.proxy.async) before the copy engine was given it",
+                   (unsigned long long)cvta_shared(bar), m.init_thread);
     TmaCopy c;
     c.dst = (unsigned char *)dst;
     c.bar = bar;
@@ -734,15 +742,24 @@ static void tma_load(void *dst, const CUtensorMap *map, int c0, int c1, uint64_t
     blk.tma.push_back(std::move(c));
     blk.events++;
 }
-/* fence.proxy.async.shared::cta: what this thread wrote to shared memory (the emulator tracks its cp.async)
- * becomes visible to the async proxy, wgmma's reads */
+/* the mbarriers this thread initialised become visible to the async proxy (the copy engine's complete_tx) */
+static void fence_barrier_inits() {
+    for (Mbarrier &m : blk.mbars)
+        if (m.init_thread == cur->linear) m.init_fenced = true;
+}
+/* fence.proxy.async.shared::cta: what this thread wrote to shared memory (the emulator tracks its cp.async
+ * and its mbarrier.init) becomes visible to the async proxy, wgmma's reads and the copy engine's */
 static void fence_proxy_async() {
     require_sm90("fence.proxy.async");
     for (size_t chunk : cur->unfenced)
         if (blk.unfenced[chunk] == cur->linear + 1) blk.unfenced[chunk] = 0;
     cur->unfenced.clear();
+    fence_barrier_inits();
 }
-static void fence_mbarrier_init() { require_sm90("fence.mbarrier_init"); }
+static void fence_mbarrier_init() {
+    require_sm90("fence.mbarrier_init");
+    fence_barrier_inits();
+}
 
 /* wgmma: each thread of a warpgroup issues the same instructions with its own accumulator fragment; a group
  * is computed once all 128 have committed it and one of them waits for it, so its shared-memory operands are
