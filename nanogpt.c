@@ -460,16 +460,24 @@ static const ConfigKey *config_find(const char *key) {
     return NULL;
 }
 
-static const char *config_closest(const char *key) {
+/* how far a typed key is from a name: the edit distance, at most 2 when the key is a part of the name */
+static size_t key_distance(const char *key, const char *name) {
+    size_t d = edit_distance(key, name);
+    return strstr(name, key) && strlen(key) >= 3 ? MIN(d, 2) : d;
+}
+
+/* the config key closest to key; *distance (when not NULL) its key_distance */
+static const char *config_closest_at(const char *key, size_t *distance) {
     const char *best = NULL;
     size_t bestd = SIZE_MAX;
     for (size_t i = 0; i < N_CONFIG_KEYS; i++) {
-        size_t d = edit_distance(key, config_keys[i].name);
-        if (strstr(config_keys[i].name, key) && strlen(key) >= 3) d = MIN(d, 2);
+        size_t d = key_distance(key, config_keys[i].name);
         if (d < bestd) { bestd = d; best = config_keys[i].name; }
     }
+    if (distance) *distance = bestd;
     return best;
 }
+static const char *config_closest(const char *key) { return config_closest_at(key, NULL); }
 
 /* A stored config line's value (config_line wrote it) into buf: surrounding blanks and one pair of quotes
  * stripped. NULL when the value is too long, or opens a quote it does not close (*unclosed is set then). */
@@ -1286,11 +1294,28 @@ CLI_USED static void plan_print(const Plan *p, FILE *f) {
             fmt_bytes(b2, sizeof b2, (double)p->host_bytes));
 }
 
-CLI_USED static void plan_print_json(const Plan *p, FILE *f) {
+/* s as a JSON string, quotes included */
+CLI_USED static void json_print_string(FILE *f, const char *s) {
+    fputc('"', f);
+    for (const unsigned char *c = (const unsigned char *)s; *c; c++)
+        if (*c == '"' || *c == '\\') fprintf(f, "\\%c", *c);
+        else if (*c < 0x20) fprintf(f, "\\u%04x", *c);
+        else fputc(*c, f);
+    fputc('"', f);
+}
+
+/* The plan as one JSON object; error (NULL: none) is why it does not fit. */
+CLI_USED static void plan_print_json(const Plan *p, const char *error, FILE *f) {
     const PlanRequest *r = &p->req;
-    fprintf(f, "{\"fits\": %s, \"sampling\": %s, \"eval_only\": %s, \"device\": \"%s\", \"dtype\": \"%s\", \"budget\": %.0f, \"n_layer\": %d, "
+    fprintf(f, "{\"fits\": %s, ", p->fits ? "true" : "false");
+    if (error) {
+        fprintf(f, "\"error\": ");
+        json_print_string(f, error);
+        fprintf(f, ", ");
+    }
+    fprintf(f, "\"sampling\": %s, \"eval_only\": %s, \"device\": \"%s\", \"dtype\": \"%s\", \"budget\": %.0f, \"n_layer\": %d, "
                "\"n_head\": %d, \"n_embd\": %d, \"vocab_size\": %d, \"padded_vocab_size\": %d, \"block_size\": %d, \"parameters\": %zu, ",
-            p->fits ? "true" : "false", r->inference && !r->eval_only ? "true" : "false", r->eval_only ? "true" : "false",
+            r->inference && !r->eval_only ? "true" : "false", r->eval_only ? "true" : "false",
             r->device == DEV_BACKEND_CUDA ? "cuda" : "cpu",
             dtype_name(r->dtype), r->budget, r->m.L, r->m.NH, r->m.C, r->m.V, r->m.Vp, r->T, p->nparams);
     /* a forward-only plan leaves out the training keys; a sampling plan's micro_batch is the sequences generated
@@ -8052,14 +8077,47 @@ static const char *config_origin(const char *path, const int *line_of, int k, in
     return buf;
 }
 
+/* The options a command reads besides the config keys, for "did you mean" */
+static const struct {
+    const char *command, *options[7];
+} command_option_table[] = {
+    {"sample", {"start", "num_samples", "max_new_tokens", "temperature", "top_k", "seed", NULL}},
+    {"bench", {"steps", "warmup", "kernels", "sample", NULL}},
+    {"plan", {"json", "sample", NULL}},
+};
+
+/* A key that is neither a config key nor one of command's own options, but close to one of those options (as
+ * close as to any config key, and within 2 edits): an error naming that option. 0 otherwise. */
+static int command_option_typo(const char *command, const char *key, char *err, size_t errlen) {
+    if (config_find(key)) return NGPT_OK;
+    size_t config_d, best_d = SIZE_MAX;
+    config_closest_at(key, &config_d);
+    const char *best = NULL;
+    for (size_t c = 0; c < sizeof command_option_table / sizeof command_option_table[0]; c++)
+        for (int i = 0; strcmp(command, command_option_table[c].command) == 0 && command_option_table[c].options[i]; i++) {
+            size_t d = key_distance(key, command_option_table[c].options[i]);
+            if (d < best_d) { best_d = d; best = command_option_table[c].options[i]; }
+        }
+    if (!best || best_d == 0 || best_d > 2 || best_d > config_d) return NGPT_OK; /* 0: the option itself */
+    return fail(err, errlen, NGPT_ERR_ARG, "unknown option --%s (did you mean --%s, an option of `nanogpt %s`?)", key, best, command);
+}
+
+/* The key of a --key[=value] argument a into key (cap bytes) */
+static void arg_key(const char *a, char *key, size_t cap) {
+    const char *eq = strchr(a, '=');
+    size_t n = MIN((size_t)((eq ? eq : a + strlen(a)) - a - 2), cap - 1);
+    memcpy(key, a + 2, n);
+    key[n] = 0;
+}
+
 /* [config file] [--key=value ...] -> cfg. Without a file, train and plan (default_job) take the default job's
  * preset for the device they will run on, others nanoGPT's defaults. Unknown arguments are errors. Sets *json
- * for --json. n_embd and n_head are checked here, where it is known which line or argument set them. */
-static int parse_args(int argc, char **argv, int default_job, ngpt_config *cfg, int *has_file, int *json, char *err, size_t errlen) {
+ * for --json (the caller sets it beforehand where the arguments' own errors must be JSON too). n_embd and n_head are checked here, where it is known which line or argument set them. */
+static int parse_args(const char *command, int argc, char **argv, int default_job, ngpt_config *cfg, int *has_file, int *json, char *err,
+                      size_t errlen) {
     int line_of[N_CONFIG_KEYS] = {0}, preset = 0;
     ngpt_config_defaults(cfg);
     *has_file = 0;
-    if (json) *json = 0;
     if (argc > 0 && strncmp(argv[0], "--", 2)) {
         if (strchr(argv[0], '=') && !file_exists(argv[0]))
             return fail(err, errlen, NGPT_ERR_ARG, "argument '%s': expected a config file, or a setting as --key=value", argv[0]);
@@ -8081,13 +8139,13 @@ static int parse_args(int argc, char **argv, int default_job, ngpt_config *cfg, 
     for (int i = *has_file; i < argc; i++) {
         const char *a = argv[i];
         if (json && !strcmp(a, "--json")) { *json = 1; continue; }
-        if (strncmp(a, "--", 2) || !strchr(a, '='))
-            return fail(err, errlen, NGPT_ERR_ARG, "argument '%s': expected --key=value (the config file, if any, comes first)", a);
         char key[128];
         const char *eq = strchr(a, '=');
-        size_t n = MIN((size_t)(eq - a - 2), sizeof key - 1);
-        memcpy(key, a + 2, n);
-        key[n] = 0;
+        int dashed = !strncmp(a, "--", 2);
+        if (dashed) arg_key(a, key, sizeof key);
+        if (dashed && command_option_typo(command, key, err, errlen)) return NGPT_ERR_ARG;
+        if (!dashed || !eq)
+            return fail(err, errlen, NGPT_ERR_ARG, "argument '%s': expected --key=value (the config file, if any, comes first)", a);
         char msg[NGPT_ERRLEN];
         int rc = ngpt_config_set(cfg, key, eq + 1, msg, sizeof msg);
         static const char *const sample_arguments[] = {"start", "num_samples", "max_new_tokens", "temperature", "top_k"};
@@ -8183,7 +8241,7 @@ static int cmd_train(int argc, char **argv) {
     ngpt_config cfg;
     char err[NGPT_ERRLEN];
     int has_file;
-    if (parse_args(argc, argv, 1, &cfg, &has_file, NULL, err, sizeof err) || ensure_dataset(&cfg, err, sizeof err)) {
+    if (parse_args("train", argc, argv, 1, &cfg, &has_file, NULL, err, sizeof err) || ensure_dataset(&cfg, err, sizeof err)) {
         fprintf(stderr, "error: %s\n", err);
         return 1;
     }
@@ -8279,12 +8337,9 @@ static int cmd_train(int argc, char **argv) {
 static int plan_refused(int json, const char *err) {
     fprintf(stderr, "error: %s\n", err);
     if (!json) return 1;
-    printf("{\"fits\": false, \"error\": \"");
-    for (const unsigned char *s = (const unsigned char *)err; *s; s++)
-        if (*s == '"' || *s == '\\') printf("\\%c", *s);
-        else if (*s < 0x20) printf("\\u%04x", *s);
-        else putchar(*s);
-    printf("\"}\n");
+    printf("{\"fits\": false, \"error\": ");
+    json_print_string(stdout, err);
+    printf("}\n");
     return 1;
 }
 
@@ -8301,7 +8356,7 @@ static int cmd_plan(int argc, char **argv) {
         else if (n < 256) rest[n++] = argv[i];
     }
     /* sample starts from nanoGPT's defaults, not the default job's preset */
-    int rc = parse_args(n, rest, !(sampling && pretrained), &cfg, &has_file, &json, err, sizeof err);
+    int rc = parse_args("plan", n, rest, !(sampling && pretrained), &cfg, &has_file, &json, err, sizeof err);
     if (!rc) rc = config_validate(&cfg, err, sizeof err);
     if (!rc) rc = init_from_config(&cfg, sampling, err, sizeof err);
     int V = 0;
@@ -8326,7 +8381,7 @@ static int cmd_plan(int argc, char **argv) {
     rc = plan_make(&p, &req, err, sizeof err);
     if (rc && rc != NGPT_ERR_NOMEM) return plan_refused(json, err); /* nothing was planned */
     /* a plan that fits, or (NGPT_ERR_NOMEM) the smallest one, which does not */
-    if (json) plan_print_json(&p, stdout);
+    if (json) plan_print_json(&p, rc ? err : NULL, stdout);
     else plan_print(&p, stdout);
     if (rc) fprintf(stderr, "error: %s\n", err);
     return rc ? 1 : 0;
@@ -8400,7 +8455,7 @@ static int cmd_bench(int argc, char **argv) {
         } else if (n < 256) rest[n++] = argv[i];
     }
     ngpt_config cfg;
-    if (parse_args(n, rest, 0, &cfg, &has_file, NULL, err, sizeof err) || config_validate(&cfg, err, sizeof err)) {
+    if (parse_args("bench", n, rest, 0, &cfg, &has_file, NULL, err, sizeof err) || config_validate(&cfg, err, sizeof err)) {
         fprintf(stderr, "error: %s\n", err);
         return 1;
     }
@@ -8545,6 +8600,9 @@ static int cmd_sample(int argc, char **argv) {
      * sample.py; otherwise out_dir's checkpoint, whose config is the base that the command line overrides */
     const char *init_from = "";
     for (int i = 0; i < argc; i++) {
+        char key[128];
+        if (!strncmp(argv[i], "--", 2)) arg_key(argv[i], key, sizeof key);
+        if (!strncmp(argv[i], "--", 2) && command_option_typo("sample", key, err, sizeof err)) { fprintf(stderr, "error: %s\n", err); return 1; }
         if (!strncmp(argv[i], "--out_dir=", 10)) copy_str(cfg.out_dir, sizeof cfg.out_dir, argv[i] + 10);
         if (!strncmp(argv[i], "--init_from=", 12)) init_from = argv[i] + 12;
     }
@@ -8556,8 +8614,10 @@ static int cmd_sample(int argc, char **argv) {
     }
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i], *eq = strchr(a, '=');
+        char key[128];
         double x;
         if (strncmp(a, "--", 2) || !eq) { fprintf(stderr, "error: argument '%s': expected --key=value\n", a); return 1; }
+        arg_key(a, key, sizeof key);
         if (!strncmp(a, "--start=", 8)) {
             const char *v = a + 8;
             if (!strncmp(v, "FILE:", 5)) {
@@ -8578,7 +8638,7 @@ static int cmd_sample(int argc, char **argv) {
             {"seed", 0, 1e18, 1, 0, "a whole number in [0, 1e18]"}};
         int which = -1;
         for (int k = 0; k < (int)(sizeof nums / sizeof nums[0]); k++)
-            if ((size_t)(eq - a - 2) == strlen(nums[k].key) && !strncmp(a + 2, nums[k].key, strlen(nums[k].key))) which = k;
+            if (!strcmp(key, nums[k].key)) which = k;
         if (which >= 0) {
             if (parse_number(eq + 1, &x) || x < nums[which].lo || x > nums[which].hi || (nums[which].above_lo && !(x > nums[which].lo)) ||
                 (nums[which].whole && x != floor(x))) {
@@ -8591,10 +8651,6 @@ static int cmd_sample(int argc, char **argv) {
             else if (which == 3) top_k = (int)x;
             else seed = (long long)x;
         } else {
-            char key[128];
-            size_t kn = MIN((size_t)(eq - a - 2), sizeof key - 1);
-            memcpy(key, a + 2, kn);
-            key[kn] = 0;
             if (ngpt_config_set(&cfg, key, eq + 1, err, sizeof err)) { fprintf(stderr, "error: --%s: %s\n", key, err); return 1; }
         }
     }

@@ -130,6 +130,20 @@ static void test_typos(void) {
     r = cli("train", "--max_iter=3", NULL);
     CHECK_RUN(r, 1, "--max_iter");
     CHECK(strstr(r->err, "did you mean 'max_iters'"), "a misspelt key names the closest: %.300s", r->err);
+    /* a misspelt option of a command (not a config key) names that option, before anything is read */
+    static const char *const option_typos[][3] = {{"sample", "--num_sample=1", "did you mean --num_samples, an option of `nanogpt sample`"},
+                                                  {"sample", "--strat=Hi", "did you mean --start, an option of `nanogpt sample`"},
+                                                  {"bench", "--step=2", "did you mean --steps, an option of `nanogpt bench`"},
+                                                  {"bench", "--kernel", "did you mean --kernels, an option of `nanogpt bench`"},
+                                                  {"plan", "--jsn", "did you mean --json, an option of `nanogpt plan`"}};
+    for (int i = 0; i < 5; i++) {
+        r = cli(option_typos[i][0], option_typos[i][1], "--out_dir=/nonexistent/out", NULL);
+        CHECK_RUN(r, 1, option_typos[i][1]);
+        CHECK(strstr(r->err, option_typos[i][2]), "%s %s: %.300s", option_typos[i][0], option_typos[i][1], r->err);
+    }
+    r = cli("train", "--n_layers=2", NULL); /* a config key's typo still names the key */
+    CHECK_RUN(r, 1, "--n_layers");
+    CHECK(strstr(r->err, "did you mean 'n_layer'"), "a misspelt config key: %.300s", r->err);
     r = cli("plan", "--n_layer=0", NULL);
     CHECK_RUN(r, 1, "--n_layer=0");
     CHECK(strstr(r->err, "n_layer"), "a bad value names its key: %.300s", r->err);
@@ -234,11 +248,17 @@ static void test_plan_refused(void) {
     CliRun *r = cli("plan", "--json", "--init_from=no\"such", NULL);
     CHECK_RUN(r, 1, "plan --json --init_from=no\"such");
     CHECK(!strncmp(r->out, "{\"fits\": false, \"error\": \"init_from = no\\\"such: ", 48), "an escaped message: %.300s", r->out);
+    /* --json after the argument in error: still a JSON error object */
+    r = cli("plan", "--batch_size=0", "--json", NULL);
+    CHECK_RUN(r, 1, "plan --batch_size=0 --json");
+    CHECK(!strncmp(r->out, "{\"fits\": false, \"error\": \"--batch_size: batch_size = '0'", 50), "JSON for an argument before --json: %.300s", r->out);
     /* a plan that does not fit is still shown (the smallest one), with fits false */
     r = cli("plan", "--json", "--n_layer=12", "--n_head=12", "--n_embd=768", "--block_size=1024", "--vocab_size=50257", "--device=cuda",
             "--dtype=bfloat16", "--max_memory=0.5GiB", NULL);
     CHECK_RUN(r, 1, "plan --json at 0.5 GiB");
-    CHECK(strstr(r->out, "\"fits\": false, \"sampling\": false") && strstr(r->out, "\"n_layer\": 12"), "the smallest plan: %.200s", r->out);
+    CHECK(strstr(r->out, "\"fits\": false, \"error\": \"does not fit: the smallest plan") && strstr(r->out, "\"sampling\": false") &&
+              strstr(r->out, "\"n_layer\": 12") && strstr(r->err, "does not fit"),
+          "the smallest plan, with the error: %.300s", r->out);
 }
 
 /* plan takes the model from init_from as train and sample do: GPT-2's sizes by name (no download), a file's
