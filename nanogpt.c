@@ -6039,6 +6039,8 @@ CLI_USED static int llmc_write_model(const char *path, const ModelShape *ms, con
 
 /* ---- which reader: by content ---- */
 
+#define CKPT_MAGIC "ngptckpt" /* nanogpt's own checkpoints (below), which are not pretrained weights */
+
 /* Reads GPT-2 weights from path: an llm.c model file (by its magic), a safetensors file, or a folder
  * holding model.safetensors (and config.json), as Hugging Face's downloads are laid out. params NULL: the
  * shape only. */
@@ -6061,6 +6063,10 @@ static int pretrained_read(const char *path, ModelShape *ms, float **params, cha
     close(fd);
     int32_t magic;
     memcpy(&magic, head, 4);
+    if (got >= 8 && !memcmp(head, CKPT_MAGIC, 8))
+        return fail(err, errlen, NGPT_ERR_ARG, "%s is a nanogpt checkpoint, not pretrained weights: continue its run with init_from = resume and "
+                                               "its folder as out_dir; sampling reads it as it is (`nanogpt sample --init_from=%s`), and "
+                                               "`nanogpt export` makes an llm.c model file of it to start new runs from", path, path);
     if (got >= 4 && magic == LLMC_MODEL_MAGIC) return llmc_read_model(path, ms, params, err, errlen);
     if (got == 9 && head[8] == '{') return safetensors_read_gpt2(path, ms, params, err, errlen);
     size_t n = strlen(path);
@@ -6122,7 +6128,6 @@ static int pretrained_load(const char *init_from, const char *pretrained_dir, Mo
  * so a crash or a full disk leaves the previous checkpoint whole.
  * ==================================================================================================== */
 
-#define CKPT_MAGIC "ngptckpt"
 #define CKPT_VERSION 1
 enum { SEC_CONFIG = 1, SEC_MODEL, SEC_STATE, SEC_PARAMS, SEC_ADAM_M, SEC_ADAM_V, N_SECTIONS = 6 };
 static const char *const section_names[N_SECTIONS + 1] = {"", "config", "model", "state", "parameters", "AdamW m", "AdamW v"};
@@ -6531,6 +6536,15 @@ static void config_set_model(ngpt_config *c, const CkptModel *m) {
     c->bias = m->bias;
 }
 
+/* whether the file at path starts with a checkpoint's magic */
+CLI_USED static int is_checkpoint_file(const char *path) {
+    char magic[8];
+    FILE *f = fopen(path, "rb");
+    int yes = f && fread(magic, 1, 8, f) == 8 && !memcmp(magic, CKPT_MAGIC, 8);
+    if (f) fclose(f);
+    return yes;
+}
+
 /* Applies the config stored in a checkpoint (its `key = value` lines), then its model's shape, to cfg. */
 CLI_USED static int checkpoint_read_config(const char *path, ngpt_config *cfg, char *err, size_t errlen) {
     CkptReader r;
@@ -6596,7 +6610,8 @@ static int pretrained_config(ngpt_config *c, ModelShape *pm, float *params, int 
 }
 
 /* The model that init_from names, into c as trainer_setup makes it, from file headers alone: resume, the newest
- * checkpoint in out_dir; a GPT-2 name, its known sizes (no download needed); a path, its header (nanogpt plan). */
+ * checkpoint in out_dir; a GPT-2 name, its known sizes (no download needed); a path, its header (nanogpt plan);
+ * for sampling also a checkpoint file, its model section. */
 CLI_USED static int init_from_config(ngpt_config *c, int sample_only, char *err, size_t errlen) {
     if (!strcmp(c->init_from, "scratch")) return NGPT_OK;
     if (!strcmp(c->init_from, "resume")) {
@@ -6605,6 +6620,14 @@ CLI_USED static int init_from_config(ngpt_config *c, int sample_only, char *err,
         int rc = resume_open(c, &r, path, sizeof path, err, errlen);
         if (!rc) fclose(r.f);
         return rc;
+    }
+    if (sample_only && is_checkpoint_file(c->init_from)) { /* sampling reads a checkpoint file as it reads out_dir's */
+        CkptReader r;
+        int rc = checkpoint_open(&r, c->init_from, err, errlen);
+        if (rc) return rc;
+        config_set_model(c, &r.model);
+        fclose(r.f);
+        return NGPT_OK;
     }
     ModelShape pm;
     int rc = pretrained_load(c->init_from, c->pretrained_dir, &pm, NULL, err, errlen);
@@ -8045,7 +8068,8 @@ static void usage(FILE *f) {
             "            [--sample=S: generation of S samples, --steps new tokens each, with the sampling plan]\n"
             "  prepare   text -> train.bin/val.bin: --input=FILE[,FILE...] --out=DIR [--tokenizer=char|gpt2] [--format=nanogpt|llmc]\n"
             "            [--tokenizer_dir=data/gpt2] [--val_fraction=0.1]\n"
-            "  sample    text from out_dir's best checkpoint (--out_dir=DIR) or pretrained weights (--init_from=gpt2|FILE):\n"
+            "  sample    text from out_dir's best checkpoint (--out_dir=DIR), one checkpoint file or pretrained weights\n"
+            "            (--init_from=CKPT|gpt2|FILE):\n"
             "            --start=TEXT|FILE:path --num_samples=10 --max_new_tokens=500 --temperature=0.8 --top_k=200 --seed=1337\n"
             "            (nanoGPT's sample.py; memory for the weights and a forward pass only)\n"
             "  export    out_dir's best checkpoint as an llm.c model file: --out_dir=DIR --out=FILE [--bf16]\n"
@@ -8606,9 +8630,13 @@ static int cmd_sample(int argc, char **argv) {
         if (!strncmp(argv[i], "--out_dir=", 10)) copy_str(cfg.out_dir, sizeof cfg.out_dir, argv[i] + 10);
         if (!strncmp(argv[i], "--init_from=", 12)) init_from = argv[i] + 12;
     }
-    int from_checkpoint = !init_from[0] || !strcmp(init_from, "resume");
+    int checkpoint_file = init_from[0] && is_checkpoint_file(init_from); /* --init_from=out/ckpt_000000500.bin */
+    int from_checkpoint = !init_from[0] || !strcmp(init_from, "resume") || checkpoint_file;
     if (!strcmp(init_from, "scratch")) { fprintf(stderr, "error: --init_from=scratch: a fresh model has nothing to say; sample a checkpoint or gpt2\n"); return 1; }
-    if (from_checkpoint && checkpoint_to_read(cfg.out_dir, path, sizeof path, &cfg, err, sizeof err)) {
+    if (checkpoint_file) {
+        copy_str(path, sizeof path, init_from);
+        if (checkpoint_read_config(path, &cfg, err, sizeof err)) { fprintf(stderr, "error: %s\n", err); return 1; }
+    } else if (from_checkpoint && checkpoint_to_read(cfg.out_dir, path, sizeof path, &cfg, err, sizeof err)) {
         fprintf(stderr, "error: %s; --init_from=gpt2 (or a weights file) samples pretrained weights instead\n", err);
         return 1;
     }

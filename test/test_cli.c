@@ -632,6 +632,19 @@ static void test_workflow(void) {
     copy_str(first, sizeof first, r->out);
     r = cli("sample", out_dir_arg, "--start=ROMEO:", "--num_samples=3", "--max_new_tokens=40", "--seed=7", NULL);
     CHECK(!strcmp(first, r->out), "the same seed gives the same samples");
+    /* a checkpoint file as init_from: sample reads it as out_dir's, plan --sample plans it, train says what it is */
+    char ckpt_arg[720];
+    snprintf(ckpt_arg, sizeof ckpt_arg, "--init_from=%s", newest); /* what sample reads in out_dir (no best.bin: no evaluation) */
+    r = cli("sample", ckpt_arg, "--start=ROMEO:", "--num_samples=3", "--max_new_tokens=40", "--seed=7", NULL);
+    CHECK_RUN(r, 0, "sample --init_from=ckpt_<step>.bin");
+    CHECK(!strcmp(first, r->out), "a checkpoint file samples as its out_dir does: %.300s", r->out);
+    r = cli("plan", "--sample", ckpt_arg, "--device=cpu", NULL);
+    CHECK_RUN(r, 0, "plan --sample --init_from=ckpt_<step>.bin");
+    CHECK(strstr(r->out, "L=2 NH=2 C=32"), "plan --sample: the checkpoint's model: %.300s", r->out);
+    r = cli("train", cfg_path, ckpt_arg, "--out_dir=/nonexistent/out2", NULL);
+    CHECK_RUN(r, 1, "train --init_from=ckpt_<step>.bin");
+    CHECK(strstr(r->err, ".bin is a nanogpt checkpoint, not pretrained weights") && strstr(r->err, "init_from = resume"),
+          "train with a checkpoint file as init_from: %.300s", r->err);
     r = cli("sample", out_dir_arg, "--start=\xe2\x98\x83", NULL);
     CHECK_RUN(r, 1, "sample with a character outside the vocabulary");
     CHECK(strstr(r->err, "U+2603"), "names the character: %.300s", r->err);
