@@ -8261,6 +8261,25 @@ static int ensure_dataset(const ngpt_config *cfg, char *err, size_t errlen) {
     return rc;
 }
 
+/* init_from = resume: when the checkpoint's run read other data than cfg names, a line saying so (else "") */
+static void resume_data_note(const ngpt_config *cfg, char *note, size_t cap) {
+    long long newest;
+    char path[700], err[NGPT_ERRLEN];
+    ngpt_config stored;
+    note[0] = 0;
+    if (strcmp(cfg->init_from, "resume") || !checkpoint_list(cfg->out_dir, &newest, 1)) return;
+    checkpoint_path(cfg->out_dir, newest, path, sizeof path);
+    ngpt_config_defaults(&stored);
+    if (checkpoint_read_config(path, &stored, err, sizeof err) || (!strcmp(stored.dataset, cfg->dataset) && !strcmp(stored.data_dir, cfg->data_dir)))
+        return;
+    if (stored.data_dir[0])
+        snprintf(note, cap, "the checkpoint's run read data_dir %s; this one reads %s (pass --data_dir=%s to go on with its data)", stored.data_dir,
+                 cfg->data_dir[0] ? cfg->data_dir : cfg->dataset, stored.data_dir);
+    else
+        snprintf(note, cap, "the checkpoint's run read dataset %s; this one reads %s (pass --dataset=%s to go on with its data)", stored.dataset,
+                 cfg->data_dir[0] ? cfg->data_dir : cfg->dataset, stored.dataset);
+}
+
 static int cmd_train(int argc, char **argv) {
     ngpt_config cfg;
     char err[NGPT_ERRLEN];
@@ -8281,11 +8300,15 @@ static int cmd_train(int argc, char **argv) {
     opt.progress = display_progress;
     opt.ctx = &disp;
     opt.measure_peak = !cfg.eval_only; /* the live line shows MFU (an eval_only run has no training steps) */
+    char data_note[1600];
+    resume_data_note(&cfg, data_note, sizeof data_note);
     ngpt_trainer *tr;
     if (ngpt_trainer_create(&cfg, &opt, &tr, err, sizeof err)) {
         fprintf(stderr, "error: %s\n", err);
+        if (data_note[0]) fprintf(stderr, "note: %s\n", data_note);
         return 1;
     }
+    if (data_note[0]) printf("note: %s\n", data_note);
     running_trainer = tr;
     signal(SIGINT, on_signal);
     signal(SIGTERM, on_signal);
@@ -8367,6 +8390,19 @@ static int plan_refused(int json, const char *err) {
     return 1;
 }
 
+/* An out_dir without checkpoints (nanoGPT's default, out) when the default job's has some: an error naming
+ * the default job's. 0 otherwise. */
+static int default_job_checkpoints(const char *out_dir, char *err, size_t errlen) {
+    long long step;
+    char best[600];
+    snprintf(best, sizeof best, "%s/best.bin", out_dir);
+    if (checkpoint_list(out_dir, &step, 1) || file_exists(best) || !strcmp(out_dir, DEFAULT_JOB_OUT_DIR)) return NGPT_OK;
+    snprintf(best, sizeof best, "%s/best.bin", DEFAULT_JOB_OUT_DIR);
+    if (!checkpoint_list(DEFAULT_JOB_OUT_DIR, &step, 1) && !file_exists(best)) return NGPT_OK;
+    return fail(err, errlen, NGPT_ERR_IO, "no checkpoint in out_dir %s; `nanogpt train` without a config file saved into %s: pass --out_dir=%s",
+                out_dir, DEFAULT_JOB_OUT_DIR, DEFAULT_JOB_OUT_DIR);
+}
+
 /* nanogpt plan: the memory plan that train (or with --sample, sample) would make, the model's shape taken from
  * init_from, from file headers alone (sample's default, out_dir's checkpoint, is --init_from=resume here) */
 static int cmd_plan(int argc, char **argv) {
@@ -8382,6 +8418,7 @@ static int cmd_plan(int argc, char **argv) {
     /* sample starts from nanoGPT's defaults, not the default job's preset */
     int rc = parse_args("plan", n, rest, !(sampling && pretrained), &cfg, &has_file, &json, err, sizeof err);
     if (!rc) rc = config_validate(&cfg, err, sizeof err);
+    if (!rc && !strcmp(cfg.init_from, "resume")) rc = default_job_checkpoints(cfg.out_dir, err, sizeof err);
     if (!rc) rc = init_from_config(&cfg, sampling, err, sizeof err);
     int V = 0;
     if (!rc) rc = data_vocab(&cfg, NULL, &V, err, sizeof err);
@@ -8599,12 +8636,8 @@ static int checkpoint_to_read(const char *out_dir, char *path, size_t cap, ngpt_
     int n = checkpoint_list(out_dir, &newest, 1);
     snprintf(path, cap, "%.400s/best.bin", out_dir);
     if (!file_exists(path)) {
-        long long other;
-        char best[600];
-        snprintf(best, sizeof best, "%s/best.bin", DEFAULT_JOB_OUT_DIR);
-        if (!n && strcmp(out_dir, DEFAULT_JOB_OUT_DIR) && (checkpoint_list(DEFAULT_JOB_OUT_DIR, &other, 1) || file_exists(best)))
-            return fail(err, errlen, NGPT_ERR_IO, "no checkpoint in out_dir %s; `nanogpt train` without a config file saved into %s: "
-                                                  "pass --out_dir=%s", out_dir, DEFAULT_JOB_OUT_DIR, DEFAULT_JOB_OUT_DIR);
+        int rc = default_job_checkpoints(out_dir, err, errlen);
+        if (rc) return rc;
         if (!n) return fail(err, errlen, NGPT_ERR_IO, "no checkpoint in out_dir %s (train first, or pass --out_dir)", out_dir);
         checkpoint_path(out_dir, newest, path, cap);
     }

@@ -368,6 +368,23 @@ static void test_resume_model(void) {
     CHECK_RUN(r, 0, "resume with --block_size=128");
     CHECK(strstr(r->out, "note: init_from = resume sets the model, over the command line: n_embd 16 (not 48), block_size 32 (not 128), bias False (not True)\n") &&
           strstr(r->out, "(64 tokens/step)"), "the checkpoint's model, and a note of what it overrode: %.600s", r->out);
+    /* resumed on other data, whose characters outnumber the model's vocabulary: the error, and a note of the data the
+     * checkpoint's run read */
+    f = fopen(tmp_path("wide.txt"), "wb");
+    for (int rep = 0; f && rep < 100; rep++)
+        for (int c = 32; c < 127; c++) fputc(c, f);
+    if (f) fclose(f);
+    char wide_input[600], wide_out[600], wide_data[600];
+    snprintf(wide_input, sizeof wide_input, "--input=%s", tmp_path("wide.txt"));
+    snprintf(wide_out, sizeof wide_out, "--out=%s", tmp_path("wide"));
+    snprintf(wide_data, sizeof wide_data, "--data_dir=%s", tmp_path("wide"));
+    r = cli("prepare", wide_input, wide_out, NULL);
+    CHECK_RUN(r, 0, "prepare 95 characters");
+    r = cli("train", wide_data, out_dir_arg, "--init_from=resume", "--max_iters=4", "--device=cpu", "--threads=1", NULL);
+    CHECK_RUN(r, 1, "resume on data with more characters than the model");
+    CHECK(strstr(r->err, "is below the 95 characters of") && strstr(r->err, "note: the checkpoint's run read data_dir ") &&
+              strstr(r->err, "rdata; this one reads ") && strstr(r->err, "(pass --data_dir="),
+          "the error, and the checkpoint's data: %.500s", r->err);
     r = cli("plan", "--init_from=resume", out_dir_arg, data_arg, "--block_size=128", "--device=cpu", NULL);
     CHECK_RUN(r, 0, "plan --init_from=resume");
     CHECK(strstr(r->out, "L=1 NH=2 C=16 V=") && strstr(r->out, "block_size=32"), "plan --init_from=resume: the checkpoint's model: %.300s", r->out);
@@ -665,6 +682,10 @@ static void test_workflow(void) {
         CHECK_RUN(r, 1, "a bare sample beside the default job's out_dir");
         CHECK(strstr(r->err, "no checkpoint in out_dir out;") && strstr(r->err, "pass --out_dir=out-shakespeare-char"),
               "names the default job's out_dir: %.300s", r->err);
+        r = cli("plan", "--sample", "--init_from=resume", NULL); /* plans what that sample would read */
+        CHECK_RUN(r, 1, "plan --sample --init_from=resume beside the default job's out_dir");
+        CHECK(strstr(r->err, "no checkpoint in out_dir out;") && strstr(r->err, "pass --out_dir=out-shakespeare-char"),
+              "plan --sample names the default job's out_dir: %.300s", r->err);
         CHECK(chdir(cwd) == 0, "back to %s", cwd);
     } else CHECK(0, "cannot set up %s", job_ckpt);
 
