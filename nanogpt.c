@@ -691,7 +691,13 @@ static int python_import(const char *p) {
 /* ngpt_config_load; line_of (NULL, or one per config key) gets the line that set each key */
 static int config_load(ngpt_config *cfg, const char *path, int *line_of, char *err, size_t errlen) {
     FILE *f = fopen(path, "r");
-    if (!f) return fail(err, errlen, NGPT_ERR_IO, "cannot open config file %s: %s", path, strerror(errno));
+    if (!f) {
+        int e = errno;
+        char cfg_path[600], hint[640] = ""; /* data/shakespeare_char/train_cpu for train_cpu.cfg */
+        snprintf(cfg_path, sizeof cfg_path, "%.590s.cfg", path);
+        if (file_exists(cfg_path)) snprintf(hint, sizeof hint, " (did you mean %s?)", cfg_path);
+        return fail(err, errlen, NGPT_ERR_IO, "cannot open config file %s: %s%s", path, strerror(e), hint);
+    }
     char line[1024], msg[NGPT_ERRLEN];
     int lineno = 0, rc = NGPT_OK;
     while (fgets(line, sizeof line, f)) {
@@ -1253,6 +1259,10 @@ static const char *dtype_name(int dtype) {
     return dtype == NGPT_DTYPE_BF16 ? "bfloat16" : dtype == NGPT_DTYPE_F16 ? "float16" : "float32";
 }
 
+/* GPU budget: free memory (or max_memory) minus this margin for what the CUDA runtime allocates after
+ * startup (lazily loaded kernel modules, launch resources); see docs/memory.md. */
+#define CUDA_SAFETY_MARGIN ((size_t)256 << 20)
+
 /* The parameters as training counts them: without the padded vocabulary rows the arena holds besides */
 static size_t plan_params_unpadded(const Plan *p) { return p->nparams - (size_t)(p->req.m.Vp - p->req.m.V) * p->req.m.C; }
 
@@ -1263,8 +1273,11 @@ CLI_USED static void plan_print(const Plan *p, FILE *f) {
     fprintf(f, "model        L=%d NH=%d C=%d V=%d (padded %d) block_size=%d bias=%s: %.2fM parameters (%.2fM with the padding)\n", r->m.L,
             r->m.NH, r->m.C, r->m.V, r->m.Vp, r->T, r->m.bias ? "yes" : "no", (double)plan_params_unpadded(p) / 1e6,
             (double)p->nparams / 1e6);
-    fprintf(f, "device       %s, %s, budget %s\n", r->device == DEV_BACKEND_CUDA ? "cuda" : "cpu", dtype_name(r->dtype),
-            fmt_bytes(b1, sizeof b1, r->budget));
+    fprintf(f, "device       %s, %s, budget %s", r->device == DEV_BACKEND_CUDA ? "cuda" : "cpu", dtype_name(r->dtype), fmt_bytes(b1, sizeof b1, r->budget));
+    if (r->device == DEV_BACKEND_CUDA)
+        fprintf(f, " (%s, less %s kept for the CUDA runtime)", fmt_bytes(b1, sizeof b1, r->budget + (double)CUDA_SAFETY_MARGIN),
+                fmt_bytes(b2, sizeof b2, (double)CUDA_SAFETY_MARGIN));
+    fputc('\n', f);
     if (r->inference && r->eval_only) {
         fprintf(f, "eval_only    the parameters and forward passes only: no gradients, AdamW moments, fp32 master or kept activations\n");
         fprintf(f, "chosen       eval micro-batch %d (eval_iters x batch_size = %lld sequences a split), logits chunk %d rows\n",
@@ -4939,10 +4952,6 @@ static void optimizer_step(ngpt_trainer *tr, float lr, double norm) {
  * Trainer: create (device, data, plan, the one allocation, init), step, evaluate, the nanoGPT loop.
  * ==================================================================================================== */
 
-/* GPU budget: free memory minus this margin for what the CUDA runtime allocates after startup (lazily
- * loaded kernel modules, launch resources); see docs/memory.md. */
-#define CUDA_SAFETY_MARGIN ((size_t)256 << 20)
-
 static double host_memory_available(void) {
     long pages = sysconf(_SC_AVPHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
     if (pages <= 0 || psize <= 0) return 4.0 * GiB;
@@ -7954,9 +7963,10 @@ static int prepare_gpt2(const char *const *inputs, int n_inputs, const char *out
     if (!rc) {
         for (int k = 0; k < 2 && !rc; k++)
             if (tokwriter_close(&w[k])) rc = fail(err, errlen, NGPT_ERR_IO, "writing %s failed: %s", w[k].path, strerror(errno));
+        char size[32];
         if (!rc && log)
-            fprintf(log, "prepared %d file(s), %.1f MiB, %llu characters: train has %llu tokens, val has %llu tokens (GPT-2 BPE, %s format) -> %s\n",
-                    n_inputs, total_bytes / MiB, (unsigned long long)chars, (unsigned long long)w[0].count, (unsigned long long)w[1].count,
+            fprintf(log, "prepared %d file(s), %s, %llu characters: train has %llu tokens, val has %llu tokens (GPT-2 BPE, %s format) -> %s\n",
+                    n_inputs, fmt_bytes(size, sizeof size, total_bytes), (unsigned long long)chars, (unsigned long long)w[0].count, (unsigned long long)w[1].count,
                     llmc ? "llm.c" : "nanoGPT", out_dir);
     }
 done:
@@ -8082,12 +8092,18 @@ static void usage(FILE *f) {
 static void print_config_keys(void) {
     ngpt_config d;
     ngpt_config_defaults(&d);
-    printf("config keys (nanoGPT's names; a config file holds `key = value` lines, --key=value overrides):\n");
+    printf("config keys (nanoGPT's names; a config file holds `key = value` lines, --key=value overrides); the defaults are\n"
+           "nanoGPT's (`nanogpt train` without a config file starts from the default job's instead):\n");
     for (size_t i = 0; i < N_CONFIG_KEYS; i++) {
         const ConfigKey *k = &config_keys[i];
         if (k->type == KEY_IGNORED) continue;
+        char line[600];
+        size_t n = (size_t)config_line(&d, i, line, sizeof line);
+        if (n && line[n - 1] == '\n') line[n - 1] = 0;
         printf("  %-28s %s", k->name, k->help);
         if (k->choices) printf(" (%s)", k->choices);
+        printf("; default %s", strchr(line, '=') ? strchr(line, '=') + 2 : "?");
+        if (k->type == KEY_INT || k->type == KEY_I64 || k->type == KEY_FLOAT) printf(", in [%.10g, %.10g]", k->lo, k->hi);
         printf("\n");
     }
 }
@@ -8362,7 +8378,9 @@ static int cmd_train(int argc, char **argv) {
         snprintf(b3, sizeof b3, ", device memory in use %s", fmt_bytes(b, sizeof b, memory_measured(tr->be)));
     }
     if (rc == NGPT_ERR_INTERRUPTED) /* the library's message names the config key; here, the command line's spelling */
-        printf("stopped at step %d; the checkpoint is saved in %s: resume with --init_from=resume\n", st.step, cfg.out_dir);
+        printf("stopped at step %d; the checkpoint is saved in %s: resume with --init_from=resume; memory: arena %s (allocated once)%s, "
+               "process peak resident %s\n",
+               st.step, cfg.out_dir, b1, b3, b2);
     else if (rc) fprintf(stderr, "error: %s\n", ngpt_last_error(tr));
     else if (cfg.eval_only) /* its losses are on the evaluation's line; best val loss may be an earlier step's */
         printf("done: evaluated the model of step %d in %.1f s, nothing trained or saved; memory: arena %s (allocated once)%s, process peak "
@@ -8536,7 +8554,7 @@ static int cmd_bench(int argc, char **argv) {
            tr->ms.L, tr->ms.NH, tr->ms.C, p->req.T, tr->ms.V, dtype_name(p->req.dtype), tr->be->name, p->micro_batch, p->grad_accum,
            p->micro_batch * p->grad_accum * p->req.T, p->logits_chunk);
     if (kernels) printf("each kernel: the fastest of 5 to 200 calls (0.2 s) after a warm-up call\n");
-    else printf("%d warm-up + %d timed steps on random tokens\n", warmup, steps);
+    else printf("%d warm-up + %d timed steps on random tokens, then one with each op timed\n", warmup, steps);
     fflush(stdout);
     if (kernels) {
         KernelTime kt[N_KERNEL_TIMES];
@@ -9005,8 +9023,14 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "sample")) return cmd_sample(argc - 2, argv + 2);
     if (!strcmp(cmd, "export")) return cmd_export(argc - 2, argv + 2);
     if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
+        int topic_is_command = 0;
+        for (size_t i = 0; argc > 2 && i < sizeof commands / sizeof commands[0]; i++) topic_is_command |= !strcmp(argv[2], commands[i]);
         if (argc > 2 && !strcmp(argv[2], "config")) print_config_keys();
-        else usage(stdout);
+        else if (argc <= 2 || topic_is_command) usage(stdout); /* every command's arguments are in the usage */
+        else {
+            fprintf(stderr, "error: no help on '%s': `nanogpt help` shows the commands, `nanogpt help config` the config keys\n", argv[2]);
+            return 2;
+        }
         return 0;
     }
     const char *closest = NULL;

@@ -2468,6 +2468,9 @@ static int probe_device(int *device, int *cc, char *err, size_t errlen) {
     cudaError_t e = cudaGetDeviceCount(&count);
     if (e != cudaSuccess) {
         cudaGetLastError();
+        if (e == cudaErrorInsufficientDriver) /* what the runtime says when there is no driver at all, too */
+            return errf(err, errlen, NGPT_ERR_DEVICE, "no usable CUDA device: no NVIDIA driver is installed, or it is older than CUDA %d.%d needs "
+                                                      "(cudaErrorInsufficientDriver)", CUDART_VERSION / 1000, CUDART_VERSION % 1000 / 10);
         return errf(err, errlen, NGPT_ERR_DEVICE, "no usable CUDA device: %s (%s)", cudaGetErrorString(e), cudaGetErrorName(e));
     }
     if (count < 1) return errf(err, errlen, NGPT_ERR_DEVICE, "no CUDA device found");

@@ -115,6 +115,21 @@ static void test_help(void) {
     r = cli("help", "config", NULL);
     CHECK_RUN(r, 0, "help config");
     CHECK(strstr(r->out, "max_iters") && strstr(r->out, "gradient_accumulation_steps"), "help config lists the keys: %.300s", r->out);
+    CHECK(strstr(r->out, "sequence length T; default 1024, in [1, 1048576]\n") && strstr(r->out, "; default 'openwebtext'\n"),
+          "help config gives each key's default and range: %.300s", strstr(r->out, "block_size") ? strstr(r->out, "block_size") : r->out);
+    r = cli("help", "sample", NULL);
+    CHECK_RUN(r, 0, "help sample");
+    r = cli("help", "foo", NULL);
+    CHECK_RUN(r, 2, "help foo");
+    CHECK(strstr(r->err, "no help on 'foo'") && strstr(r->err, "nanogpt help config"), "help on no such topic: %.300s", r->err);
+    char cfg_arg[600];
+    snprintf(cfg_arg, sizeof cfg_arg, "%s", tmp_path("job.cfg"));
+    FILE *f = fopen(cfg_arg, "w");
+    if (f) fclose(f);
+    cfg_arg[strlen(cfg_arg) - 4] = 0; /* the config file's name without .cfg */
+    r = cli("train", cfg_arg, NULL);
+    CHECK_RUN(r, 1, "train with a config file's name less .cfg");
+    CHECK(strstr(r->err, "job: No such file or directory (did you mean ") && strstr(r->err, "job.cfg?)"), "suggests the .cfg file: %.300s", r->err);
     r = cli(NULL);
     CHECK_RUN(r, 2, "no command");
     CHECK(strstr(r->err, "usage: nanogpt"), "no command: the usage on stderr: %.300s", r->err);
@@ -599,7 +614,8 @@ static void test_workflow(void) {
     cli_wait(pid, t, 120);
     CHECK_RUN(t, 0, "train, then SIGINT");
     long long stopped = number_after(t->out, "stopped at step ");
-    CHECK(stopped >= 30 && strstr(t->out, "the checkpoint is saved in ") && strstr(t->out, "resume with --init_from=resume") && strstr(t->err, "stopping: finishing the step"),
+    CHECK(stopped >= 30 && strstr(t->out, "the checkpoint is saved in ") && strstr(t->out, "resume with --init_from=resume; memory: arena ") &&
+              strstr(t->err, "stopping: finishing the step"),
           "Ctrl-C: says where it stopped and how to resume: %.300s | %.300s", t->out + (strlen(t->out) > 300 ? strlen(t->out) - 300 : 0), t->err);
     char ckpt[700];
     checkpoint_path(tmp_path("out"), stopped, ckpt, sizeof ckpt);
