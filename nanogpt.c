@@ -8261,6 +8261,16 @@ static int ensure_dataset(const ngpt_config *cfg, char *err, size_t errlen) {
     if (cfg->input[0]) snprintf(input, sizeof input, "%s", cfg->input);
     else snprintf(input, sizeof input, "%s/input.txt", dir);
     mkdir_p(dir);
+    if (!file_exists(input) && !cfg->input[0]) { /* both datasets are Tiny Shakespeare: the other's copy will do */
+        ngpt_config other = *cfg;
+        char other_dir[300], other_input[400];
+        copy_str(other.dataset, sizeof other.dataset, chars ? "shakespeare" : "shakespeare_char");
+        snprintf(other_input, sizeof other_input, "%s/input.txt", dataset_dir(&other, other_dir, sizeof other_dir));
+        if (file_exists(other_input)) {
+            printf("preparing %s from the Tiny Shakespeare in %s\n", cfg->dataset, other_input);
+            copy_str(input, sizeof input, other_input);
+        }
+    }
     if (!file_exists(input)) {
         if (cfg->input[0]) return fail(err, errlen, NGPT_ERR_IO, "input = %s: no such file", cfg->input);
         if (download(TINY_SHAKESPEARE_URL, input, err, errlen))

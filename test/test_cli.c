@@ -746,6 +746,32 @@ static void test_workflow(void) {
     CHECK_RUN(r, 1, "sample --init_from=scratch");
 }
 
+/* nanoGPT's shakespeare (GPT-2 tokens) offline, with shakespeare_char's input.txt there: prepared from that copy */
+static void test_dataset_from_sibling(void) {
+    char path[600], cwd[1024], tok_arg[PATH_MAX + 40];
+    snprintf(path, sizeof path, "%s/tinyshakespeare.txt", shared_data_dir());
+    char shared[PATH_MAX];
+    snprintf(tok_arg, sizeof tok_arg, "--tokenizer_dir=%s/gpt2", realpath(shared_data_dir(), shared) ? shared : shared_data_dir()); /* cwd changes */
+    FILE *in = fopen(path, "rb");
+    char text[30000];
+    size_t n = in ? fread(text, 1, sizeof text, in) : 0;
+    if (in) fclose(in);
+    CHECK(n == sizeof text, "cannot read 30000 bytes of %s", path);
+    mkdir(tmp_path("sib"), 0777);
+    mkdir(tmp_path("sib/data"), 0777);
+    mkdir(tmp_path("sib/data/shakespeare_char"), 0777);
+    FILE *f = fopen(tmp_path("sib/data/shakespeare_char/input.txt"), "wb");
+    if (f) { fwrite(text, 1, n, f); fclose(f); }
+    if (!getcwd(cwd, sizeof cwd) || chdir(tmp_path("sib"))) { CHECK(0, "cannot enter %s", tmp_path("sib")); return; }
+    CliRun *r = cli("train", "--dataset=shakespeare", tok_arg, "--max_iters=0", "--device=cpu", "--threads=1", "--n_layer=1", "--n_head=2",
+                    "--n_embd=16", "--block_size=16", "--batch_size=2", "--gradient_accumulation_steps=1", "--eval_iters=1", "--out_dir=out-sib", NULL);
+    CHECK_RUN(r, 0, "train --dataset=shakespeare with only shakespeare_char's input.txt");
+    CHECK(strstr(r->out, "preparing shakespeare from the Tiny Shakespeare in data/shakespeare_char/input.txt") &&
+              file_size("data/shakespeare/train.bin") > 10000 && file_size("data/shakespeare/val.bin") > 1000,
+          "prepared from the other copy: %.300s | %.300s", r->out, r->err);
+    CHECK(chdir(cwd) == 0, "back to %s", cwd);
+}
+
 /* a tiny random dataset in tmpdir/name: vocab 40 */
 static const char *small_dataset(const char *name) {
     const char *dir = tmp_path(name);
@@ -878,6 +904,7 @@ int main(void) {
     RUN(test_file_size_limit);
     RUN(test_log_nonfinite);
     RUN(test_plot_after_resume);
+    RUN(test_dataset_from_sibling);
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
     if (system(cmd)) printf("could not remove %s\n", tmpdir);
