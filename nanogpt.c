@@ -8875,6 +8875,12 @@ static void series_free(Series *s) {
     free(s->y);
 }
 
+/* the spacing of about five ticks over range: 1, 2 or 5 x 10^k */
+static double tick_spacing(double range) {
+    double raw = range / 5, mag = pow(10.0, floor(log10(raw))), f = raw / mag;
+    return (f < 1.5 ? 1 : f < 3 ? 2 : f < 7 ? 5 : 10) * mag;
+}
+
 /* the number after "key": in a JSON line; NAN when the key is missing or its value is not a number (null:
  * a non-finite value) */
 static double json_number(const char *line, const char *key) {
@@ -8951,13 +8957,16 @@ static int cmd_plot(int argc, char **argv) {
     fprintf(o, "<svg xmlns='http://www.w3.org/2000/svg' width='720' height='400' font-family='sans-serif' font-size='12'>\n"
                "<rect width='720' height='400' fill='white'/>\n"
                "<rect x='70' y='20' width='630' height='330' fill='none' stroke='#888'/>\n");
-    for (int i = 0; i <= 5; i++) { /* ticks */
-        double yv = y0 + (y1 - y0) * i / 5, py = 20 + 330 - 330.0 * i / 5;
-        double xv = x0 + (x1 - x0) * i / 5, px = 70 + 630.0 * i / 5;
-        fprintf(o, "<line x1='66' y1='%.1f' x2='700' y2='%.1f' stroke='#eee'/><text x='62' y='%.1f' text-anchor='end'>%.2f</text>\n", py, py,
-                py + 4, yv);
-        fprintf(o, "<text x='%.1f' y='368' text-anchor='middle'>%.0f</text>\n", px, xv);
+    /* ticks at round values: steps at a whole multiple of 1, 2 or 5 x 10^k, losses with the decimals their spacing needs */
+    double sx = fmax(1.0, tick_spacing(x1 - x0)), sy = tick_spacing(y1 - y0);
+    int decimals = (int)fmax(0.0, -floor(log10(sy) + 1e-9));
+    for (double yv = ceil(y0 / sy - 1e-9) * sy; yv <= y1 + 1e-9 * sy; yv += sy) {
+        double py = 20 + 330 - 330.0 * (yv - y0) / (y1 - y0);
+        fprintf(o, "<line x1='66' y1='%.1f' x2='700' y2='%.1f' stroke='#eee'/><text x='62' y='%.1f' text-anchor='end'>%.*f</text>\n", py, py,
+                py + 4, decimals, yv);
     }
+    for (double xv = x0; xv <= x1 + 1e-9; xv += sx)
+        fprintf(o, "<text x='%.1f' y='368' text-anchor='middle'>%.0f</text>\n", 70 + 630.0 * (xv - x0) / (x1 - x0), xv);
     fprintf(o, "<text x='385' y='390' text-anchor='middle'>step</text>\n"
                "<text x='16' y='185' transform='rotate(-90 16 185)' text-anchor='middle'>loss</text>\n");
     svg_polyline(o, &tr, x0, x1, y0, y1, "#9ab", 0);

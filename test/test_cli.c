@@ -886,6 +886,19 @@ static void test_plot_after_resume(void) {
     int dots = 0;
     for (const char *q = svg; (q = strstr(q, "<circle")); q++) dots++;
     CHECK(dots == 6, "%d evaluation dots, expected 3 train and 3 val", dots);
+    /* ticks at round values: steps 0..26 every 5, losses 2.4..4.1 (padded by 5%) every 0.5 */
+    char labels[256] = "";
+    for (const char *q = svg; (q = strstr(q, "y='368' text-anchor='middle'>")); q++) {
+        char label[32];
+        if (sscanf(q + 29, "%31[^<]", label) == 1) snprintf(labels + strlen(labels), sizeof labels - strlen(labels), "%s ", label);
+    }
+    CHECK(!strcmp(labels, "0 5 10 15 20 25 "), "step ticks: %s", labels);
+    labels[0] = 0;
+    for (const char *q = svg; (q = strstr(q, "text-anchor='end'>")); q++) {
+        char label[32];
+        if (sscanf(q + 18, "%31[^<]", label) == 1) snprintf(labels + strlen(labels), sizeof labels - strlen(labels), "%s ", label);
+    }
+    CHECK(!strcmp(labels, "2.5 3.0 3.5 4.0 "), "loss ticks: %s", labels);
 }
 
 int main(void) {
