@@ -8057,11 +8057,24 @@ static void display_progress(void *ctx, const ngpt_progress *p) {
 
 static ngpt_trainer *volatile running_trainer; /* for the signal handler */
 
+/* SIGINT/SIGTERM: the first stops the run after its step and a save; another one within a second of it is
+ * taken for a double press and ignored (it would lose the save); later, one more quits at once. */
 static void on_signal(int sig) {
-    static const char msg[] = "\nstopping: finishing the step and saving a checkpoint (again to quit now)\n";
-    if (write(2, msg, sizeof msg - 1) < 0) { /* nothing to do */ }
-    if (running_trainer) ngpt_request_stop(running_trainer);
+    static const char msg[] = "\nstopping: finishing the step and saving a checkpoint (again, after a second, to quit now)\n";
+    static volatile sig_atomic_t stopping;
+    static struct timespec first;
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    if (!stopping) {
+        stopping = 1;
+        first = now;
+        if (write(2, msg, sizeof msg - 1) < 0) { /* nothing to do */ }
+        if (running_trainer) ngpt_request_stop(running_trainer);
+        return;
+    }
+    if ((double)(now.tv_sec - first.tv_sec) + 1e-9 * (double)(now.tv_nsec - first.tv_nsec) < 1.0) return;
     signal(sig, SIG_DFL);
+    raise(sig);
 }
 
 static void usage(FILE *f) {
@@ -8360,19 +8373,19 @@ static int cmd_train(int argc, char **argv) {
     ngpt_stats st;
     ngpt_get_stats(tr, &st);
     char b1[32], b2[32], b3[64] = "";
-    char lanes[48] = "";
+    char lanes[48] = "", arenas[128];
     if (st.lanes > 1) snprintf(lanes, sizeof lanes, " in %d lanes", st.lanes);
+    snprintf(arenas, sizeof arenas, "arena %s%s + %s %s", fmt_bytes(b1, sizeof b1, (double)st.device_bytes), strcmp(tr->be->name, "cpu") ? " on the GPU" : "",
+             fmt_bytes(b2, sizeof b2, (double)st.host_bytes), strcmp(tr->be->name, "cpu") ? "pinned host" : "for batches and staging");
     if (tr->plan.req.inference) /* eval_only of a loaded model */
         printf("%s: %.2fM parameters; plan: evaluation only (forward passes: no gradients or optimizer state), eval micro-batch %d, "
-               "logits chunk %d; arena %s device + %s host\n",
-               st.device, (double)st.parameters / 1e6, st.eval_micro_batch, tr->plan.eval_chunk, fmt_bytes(b1, sizeof b1, (double)st.device_bytes),
-               fmt_bytes(b2, sizeof b2, (double)st.host_bytes));
+               "logits chunk %d; %s\n",
+               st.device, (double)st.parameters / 1e6, st.eval_micro_batch, tr->plan.eval_chunk, arenas);
     else
         printf("%s: %.2fM parameters; plan: micro-batch %d x accumulation %d (%lld tokens/step)%s, recompute %s, logits chunk %d, "
-               "eval micro-batch %d; arena %s device + %s host\n",
+               "eval micro-batch %d; %s\n",
                st.device, (double)st.parameters / 1e6, st.micro_batch, st.grad_accum, (long long)st.micro_batch * st.grad_accum * eff->block_size,
-               lanes, recompute_name(st.recompute), st.logits_chunk, st.eval_micro_batch, fmt_bytes(b1, sizeof b1, (double)st.device_bytes),
-               fmt_bytes(b2, sizeof b2, (double)st.host_bytes));
+               lanes, recompute_name(st.recompute), st.logits_chunk, st.eval_micro_batch, arenas);
     double t0 = now_seconds();
     int step0 = st.step; /* a resumed run starts at its checkpoint's step */
     int rc = ngpt_train(tr);

@@ -779,6 +779,34 @@ static const char *small_dataset(const char *name) {
     return dir;
 }
 
+/* Ctrl-C pressed twice in quick succession: the second is taken for a double press, the checkpoint is saved */
+static void test_double_interrupt(void) {
+    char data[600], out[600];
+    snprintf(data, sizeof data, "--data_dir=%s", small_dataset("dbl_data"));
+    snprintf(out, sizeof out, "--out_dir=%s", tmp_path("dbl_out"));
+    /* steps of a few hundred ms, so that the second signal comes in the middle of one (the first has not saved yet) */
+    char *argv[] = {"train", data, out, "--device=cpu", "--threads=1", "--vocab_size=40", "--n_layer=4", "--n_head=4", "--n_embd=256",
+                    "--block_size=128", "--batch_size=8", "--gradient_accumulation_steps=1", "--eval_interval=100000", "--eval_iters=1",
+                    "--max_iters=100000000", "--log_interval=1", NULL};
+    pid_t pid = cli_start(argv);
+    CliRun run, *t = &run;
+    char seen[65536] = "";
+    double t0 = now_seconds();
+    while (!strstr(seen, "iter 2/") && now_seconds() - t0 < 120) {
+        usleep(20000);
+        read_text(tmp_path("out.txt"), seen, sizeof seen);
+    }
+    kill(pid, SIGINT);
+    usleep(20000);
+    kill(pid, SIGINT);
+    cli_wait(pid, t, 120);
+    CHECK_RUN(t, 0, "train, then SIGINT twice 20 ms apart");
+    long long stopped = number_after(t->out, "stopped at step ");
+    char ckpt[700];
+    checkpoint_path(tmp_path("dbl_out"), stopped, ckpt, sizeof ckpt);
+    CHECK(stopped >= 2 && file_size(ckpt) > 0, "the double press still saved (step %lld, %s): %.300s", stopped, ckpt, t->out);
+}
+
 /* `ulimit -f` below a checkpoint's size: the save fails with an error naming the file instead of SIGXFSZ
  * killing the process silently, its temporary file is removed and the previous checkpoint resumes; a resume
  * removes the temporary files an earlier killed save left */
@@ -918,6 +946,7 @@ int main(void) {
     RUN(test_log_nonfinite);
     RUN(test_plot_after_resume);
     RUN(test_dataset_from_sibling);
+    RUN(test_double_interrupt);
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
     if (system(cmd)) printf("could not remove %s\n", tmpdir);
