@@ -1273,7 +1273,8 @@ CLI_USED static void plan_print(const Plan *p, FILE *f) {
     fprintf(f, "model        L=%d NH=%d C=%d V=%d (padded %d) block_size=%d bias=%s: %.2fM parameters (%.2fM with the padding)\n", r->m.L,
             r->m.NH, r->m.C, r->m.V, r->m.Vp, r->T, r->m.bias ? "yes" : "no", (double)plan_params_unpadded(p) / 1e6,
             (double)p->nparams / 1e6);
-    fprintf(f, "device       %s, %s, budget %s", r->device == DEV_BACKEND_CUDA ? "cuda" : "cpu", dtype_name(r->dtype), fmt_bytes(b1, sizeof b1, r->budget));
+    fprintf(f, "device       %s, %s, budget %s", r->device == DEV_BACKEND_CUDA ? "cuda" : "cpu", dtype_name(r->dtype),
+            fmt_bytes(b1, sizeof b1, r->budget));
     if (r->device == DEV_BACKEND_CUDA)
         fprintf(f, " (%s, less %s kept for the CUDA runtime)", fmt_bytes(b1, sizeof b1, r->budget + (double)CUDA_SAFETY_MARGIN),
                 fmt_bytes(b2, sizeof b2, (double)CUDA_SAFETY_MARGIN));
@@ -7286,8 +7287,8 @@ static int train_loop(ngpt_trainer *tr, int jsonl) {
         }
         if (atomic_load(&tr->stop_requested)) {
             if ((rc = checkpoint_save(tr, 0))) return rc;
-            return tr_fail(tr, NGPT_ERR_INTERRUPTED, "stopped at step %d; the checkpoint is saved in %s: resume from it with init_from = resume", tr->step,
-                           tr->cfg.out_dir);
+            return tr_fail(tr, NGPT_ERR_INTERRUPTED, "stopped at step %d; the checkpoint is saved in %s: resume from it with init_from = resume",
+                           tr->step, tr->cfg.out_dir);
         }
     }
     return NGPT_OK;
@@ -7817,7 +7818,8 @@ CLI_USED static int load_gpt2_tokenizer(const char *dir, ngpt_tokenizer **out, c
     snprintf(b, sizeof b, "%.580s/vocab.bpe", dir);
     if (!file_exists(a))
         return fail(err, errlen, NGPT_ERR_IO,
-                    "no GPT-2 vocabulary in %s: put OpenAI's encoder.json and vocab.bpe there (README: the GPT-2 vocabulary), or set tokenizer_dir to the folder that holds them",
+                    "no GPT-2 vocabulary in %s: put OpenAI's encoder.json and vocab.bpe there (README: the GPT-2 vocabulary), or set "
+                    "tokenizer_dir to the folder that holds them",
                     dir);
     return ngpt_tokenizer_load_gpt2(a, b, out, err, errlen);
 }
@@ -7966,8 +7968,8 @@ static int prepare_gpt2(const char *const *inputs, int n_inputs, const char *out
         char size[32];
         if (!rc && log)
             fprintf(log, "prepared %d file(s), %s, %llu characters: train has %llu tokens, val has %llu tokens (GPT-2 BPE, %s format) -> %s\n",
-                    n_inputs, fmt_bytes(size, sizeof size, total_bytes), (unsigned long long)chars, (unsigned long long)w[0].count, (unsigned long long)w[1].count,
-                    llmc ? "llm.c" : "nanoGPT", out_dir);
+                    n_inputs, fmt_bytes(size, sizeof size, total_bytes), (unsigned long long)chars, (unsigned long long)w[0].count,
+                    (unsigned long long)w[1].count, llmc ? "llm.c" : "nanoGPT", out_dir);
     }
 done:
     for (int k = 0; k < 2; k++)
@@ -8165,7 +8167,8 @@ static void arg_key(const char *a, char *key, size_t cap) {
 
 /* [config file] [--key=value ...] -> cfg. Without a file, train and plan (default_job) take the default job's
  * preset for the device they will run on, others nanoGPT's defaults. Unknown arguments are errors. Sets *json
- * for --json (the caller sets it beforehand where the arguments' own errors must be JSON too). n_embd and n_head are checked here, where it is known which line or argument set them. */
+ * for --json (the caller sets it beforehand where the arguments' own errors must be JSON too). n_embd and n_head are
+ * checked here, where it is known which line or argument set them. */
 static int parse_args(const char *command, int argc, char **argv, int default_job, ngpt_config *cfg, int *has_file, int *json, char *err,
                       size_t errlen) {
     int line_of[N_CONFIG_KEYS] = {0}, preset = 0;
@@ -8375,8 +8378,9 @@ static int cmd_train(int argc, char **argv) {
     char b1[32], b2[32], b3[64] = "";
     char lanes[48] = "", arenas[128];
     if (st.lanes > 1) snprintf(lanes, sizeof lanes, " in %d lanes", st.lanes);
-    snprintf(arenas, sizeof arenas, "arena %s%s + %s %s", fmt_bytes(b1, sizeof b1, (double)st.device_bytes), strcmp(tr->be->name, "cpu") ? " on the GPU" : "",
-             fmt_bytes(b2, sizeof b2, (double)st.host_bytes), strcmp(tr->be->name, "cpu") ? "pinned host" : "for batches and staging");
+    int gpu = strcmp(tr->be->name, "cpu") != 0;
+    snprintf(arenas, sizeof arenas, "arena %s%s + %s %s", fmt_bytes(b1, sizeof b1, (double)st.device_bytes), gpu ? " on the GPU" : "",
+             fmt_bytes(b2, sizeof b2, (double)st.host_bytes), gpu ? "pinned host" : "for batches and staging");
     if (tr->plan.req.inference) /* eval_only of a loaded model */
         printf("%s: %.2fM parameters; plan: evaluation only (forward passes: no gradients or optimizer state), eval micro-batch %d, "
                "logits chunk %d; %s\n",
@@ -8396,7 +8400,7 @@ static int cmd_train(int argc, char **argv) {
     getrusage(RUSAGE_SELF, &ru);
     fmt_bytes(b1, sizeof b1, (double)st.device_bytes + (st.device[0] == 'c' && st.device[1] == 'p' ? (double)st.host_bytes : 0));
     fmt_bytes(b2, sizeof b2, (double)ru.ru_maxrss * 1024.0);
-    if (strcmp(tr->be->name, "cpu")) { /* on a GPU the device's own count: the arena, and what the CUDA libraries took */
+    if (gpu) { /* on a GPU the device's own count: the arena, and what the CUDA libraries took */
         char b[32];
         snprintf(b3, sizeof b3, ", device memory in use %s", fmt_bytes(b, sizeof b, memory_measured(tr->be)));
     }

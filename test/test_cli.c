@@ -266,7 +266,8 @@ static void test_plan_refused(void) {
     /* --json after the argument in error: still a JSON error object */
     r = cli("plan", "--batch_size=0", "--json", NULL);
     CHECK_RUN(r, 1, "plan --batch_size=0 --json");
-    CHECK(!strncmp(r->out, "{\"fits\": false, \"error\": \"--batch_size: batch_size = '0'", 50), "JSON for an argument before --json: %.300s", r->out);
+    CHECK(!strncmp(r->out, "{\"fits\": false, \"error\": \"--batch_size: batch_size = '0'", 50), "JSON for an argument before --json: %.300s",
+          r->out);
     /* a plan that does not fit is still shown (the smallest one), with fits false */
     r = cli("plan", "--json", "--n_layer=12", "--n_head=12", "--n_embd=768", "--block_size=1024", "--vocab_size=50257", "--device=cuda",
             "--dtype=bfloat16", "--max_memory=0.5GiB", NULL);
@@ -764,7 +765,8 @@ static void test_dataset_from_sibling(void) {
     if (f) { fwrite(text, 1, n, f); fclose(f); }
     if (!getcwd(cwd, sizeof cwd) || chdir(tmp_path("sib"))) { CHECK(0, "cannot enter %s", tmp_path("sib")); return; }
     CliRun *r = cli("train", "--dataset=shakespeare", tok_arg, "--max_iters=0", "--device=cpu", "--threads=1", "--n_layer=1", "--n_head=2",
-                    "--n_embd=16", "--block_size=16", "--batch_size=2", "--gradient_accumulation_steps=1", "--eval_iters=1", "--out_dir=out-sib", NULL);
+                    "--n_embd=16", "--block_size=16", "--batch_size=2", "--gradient_accumulation_steps=1", "--eval_iters=1", "--out_dir=out-sib",
+                    NULL);
     CHECK_RUN(r, 0, "train --dataset=shakespeare with only shakespeare_char's input.txt");
     CHECK(strstr(r->out, "preparing shakespeare from the Tiny Shakespeare in data/shakespeare_char/input.txt") &&
               file_size("data/shakespeare/train.bin") > 10000 && file_size("data/shakespeare/val.bin") > 1000,
