@@ -675,6 +675,7 @@ static int config_set(ngpt_config *cfg, const char *key, const char *value, int 
 }
 
 int ngpt_config_set(ngpt_config *cfg, const char *key, const char *value, char *err, size_t errlen) {
+    if (!cfg || !key || !value) return fail(err, errlen, NGPT_ERR_ARG, "ngpt_config_set: cfg, key and value must not be NULL");
     return config_set(cfg, key, value, 0, err, errlen);
 }
 
@@ -813,8 +814,21 @@ static const char *embd_head_advice(int C, int NH, char *buf, size_t cap) {
 /* Cross-field checks, run once before a trainer is made. */
 static int config_validate(const ngpt_config *c, char *err, size_t errlen) {
     char advice[400];
-    if (c->keep_checkpoints < 1 || c->keep_checkpoints > MAX_KEEP_CHECKPOINTS) /* the struct may be set without ngpt_config_set */
-        return fail(err, errlen, NGPT_ERR_ARG, "keep_checkpoints = %d: valid 1..%d", c->keep_checkpoints, MAX_KEEP_CHECKPOINTS);
+    /* every field as ngpt_config_set checks it: an embedder may set the struct directly (n_head 0, eval_iters -3) */
+    for (size_t i = 0; i < N_CONFIG_KEYS; i++) {
+        const ConfigKey *k = &config_keys[i];
+        if (k->type == KEY_IGNORED) continue;
+        if (k->type == KEY_STR && !memchr((const char *)c + k->offset, 0, k->size))
+            return fail(err, errlen, NGPT_ERR_ARG, "%s: the string is not terminated within its %zu bytes", k->name, k->size);
+        char line[600], buf[600], msg[NGPT_ERRLEN];
+        int unclosed;
+        ngpt_config scratch = *c;
+        config_line(c, i, line, sizeof line);
+        char *nl = strchr(line, '\n');
+        if (nl) *nl = 0;
+        const char *v = config_unquote(strchr(line, '=') + 1, buf, sizeof buf, &unclosed);
+        if (!v || config_assign(&scratch, k, v, 1, msg, sizeof msg)) return fail(err, errlen, NGPT_ERR_ARG, "%s", v ? msg : line);
+    }
     if (c->n_embd % c->n_head)
         return fail(err, errlen, NGPT_ERR_ARG, "n_embd = %d is not a multiple of n_head = %d: %s", c->n_embd, c->n_head,
                     embd_head_advice(c->n_embd, c->n_head, advice, sizeof advice));
@@ -936,6 +950,7 @@ typedef struct {
     int device;                 /* DEV_BACKEND_* */
     int nthreads;               /* CPU scratch is per thread */
     double budget;              /* bytes the arenas may take (CPU: device + host) */
+    double device_cap, host_cap; /* the embedder's arenas (0: none): each part of the plan must fit its own */
     int pin_micro_batch, pin_recompute, pin_chunk; /* 0 / -1 / 0 = free */
     long long eval_seqs;        /* sequences per evaluation of one split (eval_iters * batch_size) */
     int inference;              /* forward passes only: no gradients, moments or kept activations (ngpt_options.sample_only,
@@ -1082,6 +1097,15 @@ static int buf_category(int i, int training) {
 static int default_chunk(const PlanRequest *r) { return r->device == DEV_BACKEND_CUDA ? 2048 : 512; }
 
 /* Lays out everything for one choice; returns the device bytes (CPU: device + host). */
+static double plan_layout(Plan *p, const PlanRequest *r, int B, int lanes, int recompute, int chunk_cap, int moments_dtype);
+
+/* whether the plan just laid out (p, of total bytes) fits: within the budget, and each part within the
+ * embedder's arena for it */
+static int plan_fits(const Plan *p, const PlanRequest *r, double total) {
+    return total <= r->budget && !(r->device_cap > 0 && (double)p->device_bytes > r->device_cap) &&
+           !(r->host_cap > 0 && (double)p->host_bytes > r->host_cap);
+}
+
 static double plan_layout(Plan *p, const PlanRequest *r, int B, int lanes, int recompute, int chunk_cap, int moments_dtype) {
     memset(p, 0, sizeof *p);
     p->req = *r;
@@ -1162,7 +1186,7 @@ static int plan_fit_smaller_chunk(Plan *p, const PlanRequest *r, int B, int lane
     long long rows = (long long)lane_seqs(B, r->inference ? 1 : MIN(lanes, B)) * r->T;
     int top = (int)MIN((long long)default_chunk(r), rows);
     for (int chunk = (top - 1) / CHUNK_STEP * CHUNK_STEP; chunk >= CHUNK_STEP; chunk -= CHUNK_STEP)
-        if (plan_layout(p, r, B, lanes, recompute, chunk, moments_dtype) <= r->budget) {
+        if (plan_fits(p, r, plan_layout(p, r, B, lanes, recompute, chunk, moments_dtype))) {
             long long passes = (rows + chunk - 1) / chunk;
             int even = (int)(((rows + passes - 1) / passes + CHUNK_STEP - 1) / CHUNK_STEP * CHUNK_STEP);
             if (even < chunk) plan_layout(p, r, B, lanes, recompute, chunk = even, moments_dtype); /* fewer bytes: fits too */
@@ -1184,7 +1208,7 @@ static int plan_make(Plan *p, const PlanRequest *r, char *err, size_t errlen) {
         return fail(err, errlen, NGPT_ERR_ARG, "plan: sizes must be positive");
     if (r->inference) { /* sampling: the largest micro-batch up to batch_size whose forward pass fits */
         for (int B = r->batch_size; B >= 1; B--)
-            if (plan_layout(p, r, B, 1, RECOMPUTE_NONE, r->pin_chunk ? r->pin_chunk : default_chunk(r), NGPT_DTYPE_F32) <= r->budget ||
+            if (plan_fits(p, r, plan_layout(p, r, B, 1, RECOMPUTE_NONE, r->pin_chunk ? r->pin_chunk : default_chunk(r), NGPT_DTYPE_F32)) ||
                 (!r->pin_chunk && plan_fit_smaller_chunk(p, r, B, 1, RECOMPUTE_NONE, NGPT_DTYPE_F32))) {
                 p->fits = 1;
                 return NGPT_OK;
@@ -1220,7 +1244,7 @@ static int plan_make(Plan *p, const PlanRequest *r, char *err, size_t errlen) {
                 /* lanes cost a second gradient buffer: without them before a costlier trade */
                 for (int lanes = plan_lanes(r, (int)B); lanes >= 1; lanes = lanes > 1 ? 1 : 0)
                     if (smaller_chunk ? plan_fit_smaller_chunk(p, r, (int)B, lanes, rc, moment_opts[mo]) > 0
-                                      : plan_layout(p, r, (int)B, lanes, rc, chunk, moment_opts[mo]) <= r->budget) {
+                                      : plan_fits(p, r, plan_layout(p, r, (int)B, lanes, rc, chunk, moment_opts[mo]))) {
                         p->fits = 1;
                         return NGPT_OK;
                     }
@@ -6424,6 +6448,26 @@ static int checkpoint_read_tensors(ngpt_trainer *tr, CkptReader *r, const char *
     return be_check(tr, "loading a checkpoint");
 }
 
+/* Reads one big section through its checksum without loading it (in the host staging buffer), so that a
+ * corrupt file is refused before it overwrites anything. */
+static int checkpoint_verify_tensors(ngpt_trainer *tr, CkptReader *r, const char *path, int id) {
+    const CkptSection *s = &r->h.sec[id - 1];
+    if (s->bytes != (uint64_t)tr->plan.nparams * 4)
+        return tr_fail(tr, NGPT_ERR_FORMAT, "%s: %s section has %llu bytes, the model needs %zu", path, section_names[id],
+                       (unsigned long long)s->bytes, tr->plan.nparams * 4);
+    if (fseek(r->f, (long)s->offset, SEEK_SET)) return tr_fail(tr, NGPT_ERR_IO, "%s: seek failed", path);
+    Hash64 hs;
+    hash_init(&hs);
+    for (uint64_t done = 0; done < s->bytes;) {
+        size_t want = (size_t)MIN((uint64_t)HOST_STAGING_BYTES, s->bytes - done);
+        if (fread(tr->h_staging, 1, want, r->f) != want) return tr_fail(tr, NGPT_ERR_FORMAT, "%s: %s section truncated", path, section_names[id]);
+        hash_update(&hs, tr->h_staging, want);
+        done += want;
+    }
+    if (hash_final(&hs) != s->checksum) return checksum_mismatch(tr->err, sizeof tr->err, path, id, s);
+    return NGPT_OK;
+}
+
 /* whether nm is ckpt_<9 digits>.bin followed by suffix */
 static int is_checkpoint_name(const char *nm, const char *suffix) {
     return strlen(nm) == 18 + strlen(suffix) && !strncmp(nm, "ckpt_", 5) && strspn(nm + 5, "0123456789") == 9 && !strncmp(nm + 14, ".bin", 4) &&
@@ -6503,13 +6547,16 @@ static int checkpoint_save(ngpt_trainer *tr, int is_best) {
                             "gradients or optimizer state"
 
 int ngpt_save(ngpt_trainer *tr, const char *path) {
+    if (!tr) return NGPT_ERR_ARG;
+    if (!path || !*path) return tr_fail(tr, NGPT_ERR_ARG, "ngpt_save: no path");
     if (tr->plan.req.inference) return tr_fail(tr, NGPT_ERR_STATE, "cannot save %s: " SAMPLE_ONLY_REFUSAL, path);
     return checkpoint_write(tr, path);
 }
 
 /* Loads parameters, moments and training state from an open checkpoint whose model matches (a sampling
  * trainer, which has no moments: the parameters and the state). */
-static int checkpoint_load(ngpt_trainer *tr, CkptReader *r, const char *path) {
+/* the checkpoint's model is the trainer's */
+static int checkpoint_same_model(ngpt_trainer *tr, const CkptReader *r, const char *path) {
     const CkptModel *m = &r->model;
     const ModelShape *ms = &tr->ms;
     if (m->L != ms->L || m->NH != ms->NH || m->C != ms->C || m->V != ms->V || m->maxT != ms->maxT || m->bias != ms->bias)
@@ -6517,7 +6564,12 @@ static int checkpoint_load(ngpt_trainer *tr, CkptReader *r, const char *path) {
                        "%s holds a different model (n_layer %d, n_head %d, n_embd %d, vocab %d, block_size %d, bias %d) than this trainer "
                        "(%d, %d, %d, %d, %d, %d)",
                        path, m->L, m->NH, m->C, m->V, m->maxT, m->bias, ms->L, ms->NH, ms->C, ms->V, ms->maxT, ms->bias);
-    int rc = checkpoint_read_tensors(tr, r, path, SEC_PARAMS, tr->master, 4);
+    return NGPT_OK;
+}
+
+static int checkpoint_load(ngpt_trainer *tr, CkptReader *r, const char *path) {
+    int rc = checkpoint_same_model(tr, r, path);
+    if (!rc) rc = checkpoint_read_tensors(tr, r, path, SEC_PARAMS, tr->master, 4);
     if (!rc && !tr->plan.req.inference) rc = checkpoint_read_tensors(tr, r, path, SEC_ADAM_M, tr->m, tr->plan.moment_bytes);
     if (!rc && !tr->plan.req.inference) rc = checkpoint_read_tensors(tr, r, path, SEC_ADAM_V, tr->v, tr->plan.moment_bytes);
     if (rc) return rc;
@@ -6583,10 +6635,16 @@ CLI_USED static int checkpoint_read_config(const char *path, ngpt_config *cfg, c
 }
 
 int ngpt_load(ngpt_trainer *tr, const char *path) {
+    if (!tr) return NGPT_ERR_ARG;
+    if (!path || !*path) return tr_fail(tr, NGPT_ERR_ARG, "ngpt_load: no path");
     CkptReader r;
     int rc = checkpoint_open(&r, path, tr->err, sizeof tr->err);
     if (rc) return rc;
-    rc = checkpoint_load(tr, &r, path);
+    /* every section it will read is checked first: a corrupt file leaves the trainer as it was */
+    rc = checkpoint_same_model(tr, &r, path);
+    for (int id = SEC_PARAMS; !rc && id <= (tr->plan.req.inference ? SEC_PARAMS : SEC_ADAM_V); id++)
+        rc = checkpoint_verify_tensors(tr, &r, path, id);
+    if (!rc) rc = checkpoint_load(tr, &r, path);
     fclose(r.f);
     return rc;
 }
@@ -6725,7 +6783,16 @@ static int trainer_setup(ngpt_trainer *tr) {
     }
     PlanRequest req;
     plan_request_from_config(&req, c, &tr->ms, device, dtype, nthreads, budget, tr->opt.sample_only);
-    if ((rc = plan_make(&tr->plan, &req, msg, sizeof msg))) return tr_fail(tr, rc, "%s", msg);
+    if (tr->opt.device_arena) { /* each part of the plan in its own arena: a small device arena gets a smaller micro-batch */
+        req.device_cap = (double)tr->opt.device_arena_bytes;
+        req.host_cap = (double)tr->opt.host_arena_bytes;
+    }
+    rc = plan_make(&tr->plan, &req, msg, sizeof msg);
+    if (rc == NGPT_ERR_NOMEM && tr->opt.device_arena) /* tr->plan: the smallest plan, each part against its arena */
+        return tr_fail(tr, rc, "the arenas handed in are too small: the smallest plan needs %zu device and %zu host bytes, the arenas hold "
+                               "%zu and %zu (%s)",
+                       tr->plan.device_bytes, tr->plan.host_bytes, tr->opt.device_arena_bytes, tr->opt.host_arena_bytes, msg);
+    if (rc) return tr_fail(tr, rc, "%s", msg);
 
     if (tr->plan_only) return NGPT_OK; /* ngpt_plan_arenas: sizes only */
 
@@ -6747,9 +6814,9 @@ static int trainer_setup(ngpt_trainer *tr) {
     }
     void *dev = NULL, *host = NULL;
     if (tr->opt.device_arena) { /* the embedder's own memory */
-        if (tr->opt.device_arena_bytes < tr->plan.device_bytes || tr->opt.host_arena_bytes < tr->plan.host_bytes)
-            return tr_fail(tr, NGPT_ERR_NOMEM, "the arenas handed in (%zu device, %zu host bytes) are smaller than the plan (%zu, %zu)",
-                           tr->opt.device_arena_bytes, tr->opt.host_arena_bytes, tr->plan.device_bytes, tr->plan.host_bytes);
+        if (tr->opt.device_arena_bytes < tr->plan.device_bytes || tr->opt.host_arena_bytes < tr->plan.host_bytes) /* plan_fits */
+            return tr_fail(tr, NGPT_ERR_STATE, "internal: the plan (%zu device, %zu host bytes) exceeds the arenas handed in (%zu, %zu)",
+                           tr->plan.device_bytes, tr->plan.host_bytes, tr->opt.device_arena_bytes, tr->opt.host_arena_bytes);
         dev = tr->opt.device_arena;
         host = tr->opt.host_arena;
     } else if ((rc = tr->be->arena_alloc(tr->be, tr->plan.device_bytes, &dev, tr->plan.host_bytes, &host))) {
@@ -6805,7 +6872,9 @@ static int trainer_setup(ngpt_trainer *tr) {
 }
 
 int ngpt_trainer_create(const ngpt_config *cfg, const ngpt_options *opt, ngpt_trainer **out, char *err, size_t errlen) {
+    if (!out) return fail(err, errlen, NGPT_ERR_ARG, "ngpt_trainer_create: out must not be NULL");
     *out = NULL;
+    if (!cfg) return fail(err, errlen, NGPT_ERR_ARG, "ngpt_trainer_create: cfg must not be NULL");
     ngpt_trainer *tr = (ngpt_trainer *)calloc(1, sizeof *tr);
     if (!tr) return fail(err, errlen, NGPT_ERR_NOMEM, "out of host memory creating the trainer");
     tr->cfg = *cfg;
@@ -6829,6 +6898,7 @@ int ngpt_trainer_create(const ngpt_config *cfg, const ngpt_options *opt, ngpt_tr
 }
 
 int ngpt_plan_arenas(const ngpt_config *cfg, size_t *device_bytes, size_t *host_bytes, char *err, size_t errlen) {
+    if (!cfg || !device_bytes || !host_bytes) return fail(err, errlen, NGPT_ERR_ARG, "ngpt_plan_arenas: no argument may be NULL");
     ngpt_trainer *tr = (ngpt_trainer *)calloc(1, sizeof *tr);
     if (!tr) return fail(err, errlen, NGPT_ERR_NOMEM, "out of host memory");
     tr->cfg = *cfg;
@@ -6967,6 +7037,7 @@ static void fill_from_train(ngpt_trainer *tr, int micro, void *ctx) {
 }
 
 int ngpt_train_step(ngpt_trainer *tr, float *loss) {
+    if (!tr) return NGPT_ERR_ARG;
     if (tr->plan.req.inference) return tr_fail(tr, NGPT_ERR_STATE, SAMPLE_ONLY_REFUSAL);
     if (!tr->train_data.n) return tr_fail(tr, NGPT_ERR_STATE, "this trainer was made without data (no_data)");
     return train_step_with(tr, fill_from_train, NULL, loss);
@@ -6999,16 +7070,20 @@ static int eval_split(ngpt_trainer *tr, const TokenSet *f, uint64_t stream, floa
 }
 
 int ngpt_evaluate(ngpt_trainer *tr, float *train_loss, float *val_loss) {
+    if (!tr) return NGPT_ERR_ARG;
     if (!tr->train_data.n)
         return tr_fail(tr, NGPT_ERR_STATE, "this trainer was made without data (%s)", tr->opt.sample_only ? "sample_only" : "no_data");
     use_scratch(tr, &tr->plan.eval);
     /* fresh windows at every evaluation, reproducible from (seed, step): a resumed run sees the same */
     uint64_t base = 0x1000 + (uint64_t)tr->step * 2;
-    int rc = eval_split(tr, &tr->train_data, base, train_loss);
-    if (!rc) rc = eval_split(tr, &tr->val_data, base + 1, val_loss);
+    float tl = 0, vl = 0; /* either output may be NULL */
+    int rc = eval_split(tr, &tr->train_data, base, &tl);
+    if (!rc) rc = eval_split(tr, &tr->val_data, base + 1, &vl);
     if (rc) return rc;
     tr->eval_count++;
-    if (*val_loss < tr->best_val_loss) tr->best_val_loss = *val_loss;
+    if (vl < tr->best_val_loss) tr->best_val_loss = vl;
+    if (train_loss) *train_loss = tl;
+    if (val_loss) *val_loss = vl;
     return NGPT_OK;
 }
 
@@ -7107,6 +7182,8 @@ static int32_t sample_token(float *logits, float *tmp, int V, float temperature,
 
 int ngpt_sample(ngpt_trainer *tr, const int32_t *prompt, int n_prompt, int num_samples, int max_new, float temperature, int top_k,
                 uint64_t seed, int32_t *out) {
+    if (!tr) return NGPT_ERR_ARG;
+    if (!prompt || !out) return tr_fail(tr, NGPT_ERR_ARG, "ngpt_sample: prompt and out must not be NULL");
     const ModelShape *m = &tr->ms;
     if (n_prompt < 1 || num_samples < 1 || max_new < 0 || !(temperature > 0) || top_k < 0)
         return tr_fail(tr, NGPT_ERR_ARG, "sample: need a prompt of at least one token, num_samples >= 1, max_new_tokens >= 0, temperature > 0, "
@@ -7156,6 +7233,8 @@ int ngpt_sample(ngpt_trainer *tr, const int32_t *prompt, int n_prompt, int num_s
 #define NO_CHARS "this model has no character vocabulary (no meta.bin in its data folder): its ids are GPT-2 tokens, for ngpt_tokenizer_encode and ngpt_tokenizer_decode"
 
 int ngpt_chars_encode(ngpt_trainer *tr, const char *text, size_t len, int32_t *ids, size_t cap, size_t *n_out) {
+    if (!tr) return NGPT_ERR_ARG;
+    if (!n_out || (!text && len) || (!ids && cap)) return tr_fail(tr, NGPT_ERR_ARG, "ngpt_chars_encode: a NULL buffer with a size");
     *n_out = 0;
     if (!tr->charvocab) return tr_fail(tr, NGPT_ERR_STATE, NO_CHARS);
     char msg[NGPT_ERRLEN];
@@ -7164,6 +7243,8 @@ int ngpt_chars_encode(ngpt_trainer *tr, const char *text, size_t len, int32_t *i
 }
 
 int ngpt_chars_decode(ngpt_trainer *tr, const int32_t *ids, size_t n, char *out, size_t cap, size_t *len_out) {
+    if (!tr) return NGPT_ERR_ARG;
+    if (!len_out || (!ids && n) || (!out && cap)) return tr_fail(tr, NGPT_ERR_ARG, "ngpt_chars_decode: a NULL buffer with a size");
     *len_out = 0;
     if (!tr->charvocab) return tr_fail(tr, NGPT_ERR_STATE, NO_CHARS);
     char msg[NGPT_ERRLEN];
@@ -7172,7 +7253,9 @@ int ngpt_chars_decode(ngpt_trainer *tr, const int32_t *ids, size_t n, char *out,
 }
 
 void ngpt_get_stats(const ngpt_trainer *tr, ngpt_stats *st) {
+    if (!st) return;
     memset(st, 0, sizeof *st);
+    if (!tr) return;
     st->step = tr->step;
     st->best_val_loss = tr->best_val_loss;
     st->last_loss = tr->last_loss;
@@ -7190,7 +7273,9 @@ void ngpt_get_stats(const ngpt_trainer *tr, ngpt_stats *st) {
     st->device = tr->be->name;
 }
 
-void ngpt_request_stop(ngpt_trainer *tr) { atomic_store(&tr->stop_requested, 1); }
+void ngpt_request_stop(ngpt_trainer *tr) {
+    if (tr) atomic_store(&tr->stop_requested, 1);
+}
 
 /* model FLOPs per token, as nanoGPT's estimate_mfu counts them: 6N (N without the position embeddings)
  * plus 12 L C T for attention */
@@ -7295,6 +7380,7 @@ static int train_loop(ngpt_trainer *tr, int jsonl) {
 }
 
 int ngpt_train(ngpt_trainer *tr) {
+    if (!tr) return NGPT_ERR_ARG;
     char path[600];
     /* a new run's saves would replace best.bin and prune the other run's checkpoints, and a later resume could
      * pick either run's: a mistyped out_dir (or one left from a config) must not cost a trained model */

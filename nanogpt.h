@@ -40,7 +40,10 @@
  * Error contract: every function that can fail returns an int status, 0 (NGPT_OK) on success and one of
  * the NGPT_ERR_* codes otherwise. Functions that work on a trainer keep a human-readable message in it
  * (ngpt_last_error); the others write it into the caller's buffer. The library never exits, never prints
- * unless a log callback asks for it, and keeps no mutable global state.
+ * unless a log callback asks for it, and keeps no mutable global state. Pointers must be valid unless a
+ * comment says they may be NULL; a NULL trainer, config or output pointer is NGPT_ERR_ARG (a NULL trainer
+ * has no message), not a crash. ngpt_trainer_create checks every field of the config as ngpt_config_set
+ * does, so fields set directly get the same errors.
  *
  * Dimension letters used in the comments: B batch, T time (sequence), C channels, L layers, NH heads,
  * hs head size (C / NH), V vocabulary, Vp vocabulary padded to a multiple of 64.
@@ -174,9 +177,11 @@ typedef struct ngpt_options {
     /* The embedder's own memory instead of the library's one allocation of each arena: both or neither
      * (one alone is NGPT_ERR_ARG), each aligned to NGPT_ARENA_ALIGNMENT bytes, sizes from ngpt_plan_arenas;
      * on the GPU device_arena is device memory and host_arena should be pinned. They are the memory
-     * budget (on the CPU both together; on the GPU the device arena), still capped by max_memory: the plan
-     * is fitted into them (arenas smaller than ngpt_plan_arenas said get a smaller micro-batch or more
-     * recomputation, or NGPT_ERR_NOMEM when nothing fits). The library never frees them. Beyond them,
+     * budget (on the CPU both together; on the GPU the device arena), still capped by max_memory, and each
+     * part of the plan must fit its own arena: a device arena smaller than ngpt_plan_arenas said gets a
+     * smaller micro-batch or more recomputation; the host arena holds the batch buffers and a fixed 4 MiB
+     * of I/O staging, so one below the smallest plan's host part (or a device arena below its device
+     * part) is NGPT_ERR_NOMEM, the message giving both parts of that smallest plan. The library never frees them. Beyond them,
      * creation mallocs bookkeeping (under 1 MB with the character vocabulary) and maps the token files
      * read-only; training, evaluation and saving allocate nothing. */
     void *device_arena, *host_arena;
@@ -200,7 +205,8 @@ const char *ngpt_last_error(const ngpt_trainer *tr);
  * *loss (may be NULL) receives the mean training loss of the step. Refused (NGPT_ERR_STATE) by a trainer
  * planned for forward passes alone (sample_only, or eval_only of a loaded model). */
 int ngpt_train_step(ngpt_trainer *tr, float *loss);
-/* nanoGPT's estimate_loss: mean loss over eval_iters batches of each split (dropout off). */
+/* nanoGPT's estimate_loss: mean loss over eval_iters batches of each split (dropout off); either output may
+ * be NULL. */
 int ngpt_evaluate(ngpt_trainer *tr, float *train_loss, float *val_loss);
 /* The whole run as nanoGPT's train.py does it: evaluate every eval_interval steps, save a checkpoint in
  * out_dir when the val loss improves (or at every evaluation with always_save_checkpoint), log every
@@ -219,7 +225,8 @@ void ngpt_request_stop(ngpt_trainer *tr);
  * such a name for a resume to find it. ngpt_load reads any path. */
 int ngpt_save(ngpt_trainer *tr, const char *path);
 /* Loads a checkpoint of the same model into the trainer: parameters, moments and training state (into a
- * sample_only trainer: the parameters and the step). */
+ * sample_only trainer: the parameters and the step). Every section it reads is checked (model shape,
+ * checksums) before any is loaded: a file that fails leaves the trainer as it was. */
 int ngpt_load(ngpt_trainer *tr, const char *path);
 
 /* Generates max_new tokens after the prompt for each of num_samples sequences, as nanoGPT's sample.py

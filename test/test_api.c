@@ -83,6 +83,25 @@ int main(void) {
         ngpt_trainer_free(tr);
         tr = NULL;
     }
+    /* each part of the plan must fit its own arena: a device arena at 9/10 gets a smaller micro-batch, a host arena
+     * below the smallest plan's host part (its batch buffers and I/O staging) is refused, naming both parts */
+    opt.device_arena_bytes = dev_bytes * 9 / 10;
+    rc = ngpt_trainer_create(&cfg, &opt, &tr, err, sizeof err);
+    EXPECT(rc == NGPT_OK && tr != NULL, "a device arena at 9/10 gets a smaller plan");
+    if (rc) printf("%s\n", err);
+    if (tr) {
+        ngpt_get_stats(tr, &st);
+        EXPECT(st.micro_batch < 4 && st.device_bytes <= opt.device_arena_bytes && st.host_bytes <= opt.host_arena_bytes,
+               "the smaller plan fits each arena");
+        ngpt_trainer_free(tr);
+        tr = NULL;
+    }
+    opt.device_arena_bytes = dev_bytes;
+    opt.host_arena_bytes = host_bytes * 9 / 10;
+    rc = ngpt_trainer_create(&cfg, &opt, &tr, err, sizeof err);
+    EXPECT(rc == NGPT_ERR_NOMEM && tr == NULL && strstr(err, "the arenas handed in are too small: the smallest plan needs") != NULL,
+           "a host arena too small for any plan is refused, naming both parts");
+    opt.host_arena_bytes = host_bytes;
     opt.device_arena_bytes = dev_bytes;
     rc = ngpt_trainer_create(&cfg, &opt, &tr, err, sizeof err);
     EXPECT(rc == NGPT_OK && tr != NULL, "a trainer on the embedder's arenas");
@@ -95,6 +114,20 @@ int main(void) {
     EXPECT(rc == NGPT_OK && loss < first, "training steps lower the loss");
     rc = ngpt_evaluate(tr, &tl, &vl);
     EXPECT(rc == NGPT_OK && vl > 0 && vl < first, "evaluate");
+    /* NULL where the header does not allow it: NGPT_ERR_ARG, not a crash; evaluate's outputs may be NULL */
+    ngpt_trainer *other = tr;
+    EXPECT(ngpt_evaluate(tr, NULL, NULL) == NGPT_OK, "evaluate with no outputs");
+    EXPECT(ngpt_train_step(NULL, NULL) == NGPT_ERR_ARG && ngpt_evaluate(NULL, &tl, &vl) == NGPT_ERR_ARG && ngpt_train(NULL) == NGPT_ERR_ARG &&
+               ngpt_load(NULL, "x") == NGPT_ERR_ARG && ngpt_save(NULL, "x") == NGPT_ERR_ARG,
+           "a NULL trainer is NGPT_ERR_ARG");
+    EXPECT(ngpt_save(tr, NULL) == NGPT_ERR_ARG && strstr(ngpt_last_error(tr), "no path") != NULL, "ngpt_save without a path");
+    EXPECT(ngpt_sample(tr, NULL, 1, 1, 1, 1.0f, 0, 1, NULL) == NGPT_ERR_ARG, "ngpt_sample without buffers");
+    EXPECT(ngpt_config_set(NULL, "n_layer", "2", err, sizeof err) == NGPT_ERR_ARG && ngpt_trainer_create(NULL, NULL, &other, err, sizeof err) ==
+               NGPT_ERR_ARG && other == NULL && ngpt_plan_arenas(&cfg, NULL, NULL, err, sizeof err) == NGPT_ERR_ARG,
+           "NULL configs and outputs");
+    ngpt_request_stop(NULL);
+    ngpt_get_stats(NULL, &st);
+    EXPECT(st.step == 0, "stats of no trainer are zero");
     ngpt_get_stats(tr, &st);
     EXPECT(st.step == 30 && st.micro_batch == 4 && st.lanes == 2 && strcmp(st.device, "cpu") == 0, "stats");
 

@@ -425,6 +425,39 @@ static void test_trainer_reports_data_errors(void) {
     CHECK(rc == NGPT_ERR_IO && tr == NULL && strstr(err, "half has no val.bin"), "missing val.bin: %s", err);
 }
 
+/* fields set in the struct, not through ngpt_config_set: the trainer checks them as ngpt_config_set would (n_head 0
+ * divided by zero, eval_iters -3 indexed before an array), before it reads any data */
+static void test_struct_fields_validated(void) {
+    struct { const char *key, *want; } cases[] = {
+        {"n_head", "n_head = '0': must be an integer in [1, 1024]"},
+        {"eval_iters", "eval_iters = '-3': must be an integer in [1, 1000000000]"},
+        {"dropout", "dropout = '2': must be a number in [0, 0.99]"},
+        {"recompute", "recompute = '7': must be an integer in [-1, 2]"},
+        {"on_nonfinite", "on_nonfinite = 'zzz': must be one of skip|halt"},
+        {"max_memory", "max_memory = '-5B': must be a size with a unit"},
+        {"dataset", "dataset: the string is not terminated within its"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        ngpt_config c;
+        char err[NGPT_ERRLEN] = "";
+        ngpt_config_defaults(&c);
+        copy_str(c.device, sizeof c.device, "cpu");
+        copy_str(c.data_dir, sizeof c.data_dir, tmp_path("no_such_data")); /* never reached */
+        switch (i) {
+        case 0: c.n_head = 0; break;
+        case 1: c.eval_iters = -3; break;
+        case 2: c.dropout = 2; break;
+        case 3: c.recompute = 7; break;
+        case 4: copy_str(c.on_nonfinite, sizeof c.on_nonfinite, "zzz"); break;
+        case 5: c.max_memory = -5; break;
+        default: memset(c.dataset, 'x', sizeof c.dataset); break;
+        }
+        ngpt_trainer *tr = NULL;
+        int rc = ngpt_trainer_create(&c, NULL, &tr, err, sizeof err);
+        CHECK(rc == NGPT_ERR_ARG && tr == NULL && strstr(err, cases[i].want), "%s set in the struct: rc %d: %s", cases[i].key, rc, err);
+    }
+}
+
 /* dtype names to GPU storage types; "auto" is bf16 unless the card lacks it (compute capability below 8.0) */
 static void test_dtype_choice(void) {
     CHECK(cuda_dtype("float32", 75) == NGPT_DTYPE_F32 && cuda_dtype("float16", 90) == NGPT_DTYPE_F16 &&
@@ -459,6 +492,7 @@ int main(void) {
     RUN(test_prepare_tiny_shakespeare);
     RUN(test_token_file_errors);
     RUN(test_trainer_reports_data_errors);
+    RUN(test_struct_fields_validated);
     RUN(test_dtype_choice);
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
