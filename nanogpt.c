@@ -7230,7 +7230,9 @@ int ngpt_sample(ngpt_trainer *tr, const int32_t *prompt, int n_prompt, int num_s
     return rc;
 }
 
-#define NO_CHARS "this model has no character vocabulary (no meta.bin in its data folder): its ids are GPT-2 tokens, for ngpt_tokenizer_encode and ngpt_tokenizer_decode"
+#define NO_CHARS                                                                                                       \
+    "this trainer has no character vocabulary: no meta.bin was read (set dataset or data_dir to the folder whose meta.bin " \
+    "holds the model's characters); a model of GPT-2 tokens uses ngpt_tokenizer_encode and ngpt_tokenizer_decode"
 
 int ngpt_chars_encode(ngpt_trainer *tr, const char *text, size_t len, int32_t *ids, size_t cap, size_t *n_out) {
     if (!tr) return NGPT_ERR_ARG;

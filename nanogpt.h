@@ -210,7 +210,8 @@ int ngpt_train_step(ngpt_trainer *tr, float *loss);
 int ngpt_evaluate(ngpt_trainer *tr, float *train_loss, float *val_loss);
 /* The whole run as nanoGPT's train.py does it: evaluate every eval_interval steps, save a checkpoint in
  * out_dir when the val loss improves (or at every evaluation with always_save_checkpoint), log every
- * log_interval steps, stop after max_iters (with eval_only: one evaluation, nothing saved). Appends one
+ * log_interval steps, stop after max_iters (iter_num 0 to max_iters: max_iters + 1 optimizer steps, as nanoGPT's
+ * loop runs; with eval_only: one evaluation, nothing saved). Appends one
  * JSON object per step and per evaluation to out_dir/log.jsonl. A trainer that is not a resume refuses
  * (NGPT_ERR_ARG, before any step) when out_dir held another run's checkpoints at its creation: its saves
  * would replace that run's best.bin and prune its checkpoints. */
@@ -232,7 +233,9 @@ int ngpt_load(ngpt_trainer *tr, const char *path);
 /* Generates max_new tokens after the prompt for each of num_samples sequences, as nanoGPT's sample.py
  * (temperature > 0, then the top_k >= 0 most likely tokens, 0 = all), with a KV cache. out receives
  * num_samples rows of n_prompt + max_new ids. Once a sequence fills block_size, the cache is rebuilt from
- * its last block_size/2 tokens (nanoGPT crops to the last block_size tokens at every step). */
+ * its last block_size/2 tokens (nanoGPT crops to the last block_size tokens at every step). The KV cache lives
+ * in the arena; the logits rows of the samples (Vp x (num_samples + 1) floats) and their ids are malloced for
+ * the call and freed before it returns. */
 int ngpt_sample(ngpt_trainer *tr, const int32_t *prompt, int n_prompt, int num_samples, int max_new, float temperature, int top_k,
                 uint64_t seed, int32_t *out);
 
