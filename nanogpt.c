@@ -6414,16 +6414,25 @@ static int checkpoint_open(CkptReader *r, const char *path, char *err, size_t er
     return rc;
 }
 
-/* Reads one big section into the device tensors at bases (esize bytes per value), checking its size and
- * checksum. */
-static int checkpoint_read_tensors(ngpt_trainer *tr, CkptReader *r, const char *path, int id, void *base, size_t esize) {
+/* One big section (parameters, a moment): its size checked against the model, the file at its start, its
+ * hash begun. */
+static int checkpoint_section_start(ngpt_trainer *tr, CkptReader *r, const char *path, int id, Hash64 *hs) {
     const CkptSection *s = &r->h.sec[id - 1];
     if (s->bytes != (uint64_t)tr->plan.nparams * 4)
         return tr_fail(tr, NGPT_ERR_FORMAT, "%s: %s section has %llu bytes, the model needs %zu", path, section_names[id],
                        (unsigned long long)s->bytes, tr->plan.nparams * 4);
     if (fseek(r->f, (long)s->offset, SEEK_SET)) return tr_fail(tr, NGPT_ERR_IO, "%s: seek failed", path);
+    hash_init(hs);
+    return NGPT_OK;
+}
+
+/* Reads one big section into the device tensors at bases (esize bytes per value), checking its size and
+ * checksum. */
+static int checkpoint_read_tensors(ngpt_trainer *tr, CkptReader *r, const char *path, int id, void *base, size_t esize) {
+    const CkptSection *s = &r->h.sec[id - 1];
     Hash64 hs;
-    hash_init(&hs);
+    int rc = checkpoint_section_start(tr, r, path, id, &hs);
+    if (rc) return rc;
     float *stage = (float *)tr->h_staging;
     int to_params = id == SEC_PARAMS && param_window_floats(tr); /* no master: through the window */
     size_t per = to_params ? MIN(param_window_floats(tr), HOST_STAGING_BYTES / 8) : HOST_STAGING_BYTES / 8;
@@ -6452,12 +6461,9 @@ static int checkpoint_read_tensors(ngpt_trainer *tr, CkptReader *r, const char *
  * corrupt file is refused before it overwrites anything. */
 static int checkpoint_verify_tensors(ngpt_trainer *tr, CkptReader *r, const char *path, int id) {
     const CkptSection *s = &r->h.sec[id - 1];
-    if (s->bytes != (uint64_t)tr->plan.nparams * 4)
-        return tr_fail(tr, NGPT_ERR_FORMAT, "%s: %s section has %llu bytes, the model needs %zu", path, section_names[id],
-                       (unsigned long long)s->bytes, tr->plan.nparams * 4);
-    if (fseek(r->f, (long)s->offset, SEEK_SET)) return tr_fail(tr, NGPT_ERR_IO, "%s: seek failed", path);
     Hash64 hs;
-    hash_init(&hs);
+    int rc = checkpoint_section_start(tr, r, path, id, &hs);
+    if (rc) return rc;
     for (uint64_t done = 0; done < s->bytes;) {
         size_t want = (size_t)MIN((uint64_t)HOST_STAGING_BYTES, s->bytes - done);
         if (fread(tr->h_staging, 1, want, r->f) != want) return tr_fail(tr, NGPT_ERR_FORMAT, "%s: %s section truncated", path, section_names[id]);
@@ -8656,7 +8662,6 @@ static int cmd_bench(int argc, char **argv) {
     /* vocab_size 0 is resolved as in training: the dataset's meta.bin when it has one, else GPT-2's 50257 */
     if (samples) return bench_sampling(&cfg, samples, steps);
     cfg.max_iters = warmup + steps + 1;
-    cfg.eval_interval = 0;
     cfg.always_save_checkpoint = 0;
     ngpt_options opt;
     memset(&opt, 0, sizeof opt);
