@@ -6903,11 +6903,17 @@ int ngpt_trainer_create(const ngpt_config *cfg, const ngpt_options *opt, ngpt_tr
     return NGPT_OK;
 }
 
-int ngpt_plan_arenas(const ngpt_config *cfg, size_t *device_bytes, size_t *host_bytes, char *err, size_t errlen) {
-    if (!cfg || !device_bytes || !host_bytes) return fail(err, errlen, NGPT_ERR_ARG, "ngpt_plan_arenas: no argument may be NULL");
+int ngpt_plan_arenas(const ngpt_config *cfg, const ngpt_options *opt, size_t *device_bytes, size_t *host_bytes, char *err,
+                     size_t errlen) {
+    if (!cfg || !device_bytes || !host_bytes)
+        return fail(err, errlen, NGPT_ERR_ARG, "ngpt_plan_arenas: cfg and the outputs must not be NULL");
     ngpt_trainer *tr = (ngpt_trainer *)calloc(1, sizeof *tr);
     if (!tr) return fail(err, errlen, NGPT_ERR_NOMEM, "out of host memory");
     tr->cfg = *cfg;
+    if (opt) { /* what shapes the plan (sample_only, no_data); not the arenas it is to size, nor the callbacks */
+        tr->opt.sample_only = opt->sample_only;
+        tr->opt.no_data = opt->no_data;
+    }
     tr->plan_only = 1;
     int rc = trainer_setup(tr);
     if (rc) fail(err, errlen, rc, "%s", tr->err);

@@ -196,8 +196,10 @@ typedef struct ngpt_options {
  * loads) the model. After this returns, training allocates nothing. opt may be NULL. */
 int ngpt_trainer_create(const ngpt_config *cfg, const ngpt_options *opt, ngpt_trainer **out, char *err, size_t errlen);
 void ngpt_trainer_free(ngpt_trainer *tr);
-/* The arena bytes ngpt_trainer_create would plan for cfg on this machine, allocating nothing. */
-int ngpt_plan_arenas(const ngpt_config *cfg, size_t *device_bytes, size_t *host_bytes, char *err, size_t errlen);
+/* The arena bytes ngpt_trainer_create would plan for cfg with opt (NULL: training; sample_only and no_data
+ * shape the plan, the rest of opt is ignored) on this machine, allocating nothing. */
+int ngpt_plan_arenas(const ngpt_config *cfg, const ngpt_options *opt, size_t *device_bytes, size_t *host_bytes, char *err,
+                     size_t errlen);
 /* The message of the last failure on this trainer. */
 const char *ngpt_last_error(const ngpt_trainer *tr);
 

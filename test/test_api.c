@@ -57,7 +57,7 @@ int main(void) {
     EXPECT(strcmp(ngpt_status_name(NGPT_ERR_NOMEM), "out of memory budget") == 0, "status names");
 
     size_t dev_bytes = 0, host_bytes = 0;
-    rc = ngpt_plan_arenas(&cfg, &dev_bytes, &host_bytes, err, sizeof err);
+    rc = ngpt_plan_arenas(&cfg, NULL, &dev_bytes, &host_bytes, err, sizeof err);
     EXPECT(rc == NGPT_OK && dev_bytes > 0 && host_bytes > 0, "ngpt_plan_arenas sizes the arenas");
 
     /* the embedder's own memory is the budget: far too small is refused, a little short is planned into,
@@ -123,7 +123,7 @@ int main(void) {
     EXPECT(ngpt_save(tr, NULL) == NGPT_ERR_ARG && strstr(ngpt_last_error(tr), "no path") != NULL, "ngpt_save without a path");
     EXPECT(ngpt_sample(tr, NULL, 1, 1, 1, 1.0f, 0, 1, NULL) == NGPT_ERR_ARG, "ngpt_sample without buffers");
     EXPECT(ngpt_config_set(NULL, "n_layer", "2", err, sizeof err) == NGPT_ERR_ARG && ngpt_trainer_create(NULL, NULL, &other, err, sizeof err) ==
-               NGPT_ERR_ARG && other == NULL && ngpt_plan_arenas(&cfg, NULL, NULL, err, sizeof err) == NGPT_ERR_ARG,
+               NGPT_ERR_ARG && other == NULL && ngpt_plan_arenas(&cfg, NULL, NULL, NULL, err, sizeof err) == NGPT_ERR_ARG,
            "NULL configs and outputs");
     ngpt_request_stop(NULL);
     ngpt_get_stats(NULL, &st);
@@ -175,6 +175,25 @@ int main(void) {
     one.device_arena_bytes -= NGPT_ARENA_ALIGNMENT;
     rc = ngpt_trainer_create(&cfg, &one, &tr, err, sizeof err);
     EXPECT(rc == NGPT_ERR_ARG && tr == NULL && strstr(err, "must be aligned to 16 bytes") != NULL, "a misaligned arena is refused");
+    /* a sampling trainer's arenas, sized for it: smaller than training's, and used exactly */
+    ngpt_options so;
+    memset(&so, 0, sizeof so);
+    so.sample_only = 1;
+    size_t sdev = 0, shost = 0;
+    rc = ngpt_plan_arenas(&cfg, &so, &sdev, &shost, err, sizeof err);
+    EXPECT(rc == NGPT_OK && sdev > 0 && sdev < dev_bytes && shost <= host_bytes, "ngpt_plan_arenas for sample_only: a smaller plan");
+    so.device_arena = opt.device_arena;
+    so.host_arena = opt.host_arena;
+    so.device_arena_bytes = sdev;
+    so.host_arena_bytes = shost;
+    rc = ngpt_trainer_create(&cfg, &so, &tr, err, sizeof err);
+    EXPECT(rc == NGPT_OK && tr != NULL, "a sampling trainer in arenas of the planned size");
+    if (tr) {
+        ngpt_get_stats(tr, &st);
+        EXPECT(st.device_bytes == sdev && st.host_bytes == shost, "the sampling plan, exactly");
+        ngpt_trainer_free(tr);
+        tr = NULL;
+    }
     free(opt.device_arena);
     free(opt.host_arena);
 
