@@ -811,10 +811,11 @@ static const char *embd_head_advice(int C, int NH, char *buf, size_t cap) {
     return buf;
 }
 
-/* Cross-field checks, run once before a trainer is made. */
+/* Every field as ngpt_config_set checks it (an embedder may set the struct directly: n_head 0, eval_iters -3),
+ * then the cross-field checks; run once before a trainer is made. */
 static int config_validate(const ngpt_config *c, char *err, size_t errlen) {
     char advice[400];
-    /* every field as ngpt_config_set checks it: an embedder may set the struct directly (n_head 0, eval_iters -3) */
+    ngpt_config scratch = *c; /* config_assign's target: each field is re-set from its own printed value */
     for (size_t i = 0; i < N_CONFIG_KEYS; i++) {
         const ConfigKey *k = &config_keys[i];
         if (k->type == KEY_IGNORED) continue;
@@ -822,7 +823,6 @@ static int config_validate(const ngpt_config *c, char *err, size_t errlen) {
             return fail(err, errlen, NGPT_ERR_ARG, "%s: the string is not terminated within its %zu bytes", k->name, k->size);
         char line[600], buf[600], msg[NGPT_ERRLEN];
         int unclosed;
-        ngpt_config scratch = *c;
         config_line(c, i, line, sizeof line);
         char *nl = strchr(line, '\n');
         if (nl) *nl = 0;
@@ -1097,15 +1097,6 @@ static int buf_category(int i, int training) {
 static int default_chunk(const PlanRequest *r) { return r->device == DEV_BACKEND_CUDA ? 2048 : 512; }
 
 /* Lays out everything for one choice; returns the device bytes (CPU: device + host). */
-static double plan_layout(Plan *p, const PlanRequest *r, int B, int lanes, int recompute, int chunk_cap, int moments_dtype);
-
-/* whether the plan just laid out (p, of total bytes) fits: within the budget, and each part within the
- * embedder's arena for it */
-static int plan_fits(const Plan *p, const PlanRequest *r, double total) {
-    return total <= r->budget && !(r->device_cap > 0 && (double)p->device_bytes > r->device_cap) &&
-           !(r->host_cap > 0 && (double)p->host_bytes > r->host_cap);
-}
-
 static double plan_layout(Plan *p, const PlanRequest *r, int B, int lanes, int recompute, int chunk_cap, int moments_dtype) {
     memset(p, 0, sizeof *p);
     p->req = *r;
@@ -1176,6 +1167,13 @@ static double plan_layout(Plan *p, const PlanRequest *r, int B, int lanes, int r
     }
     p->host_bytes = h;
     return r->device == DEV_BACKEND_CUDA ? (double)p->device_bytes : (double)(p->device_bytes + p->host_bytes);
+}
+
+/* whether the plan just laid out (p, of total bytes) fits: within the budget, and each part within the
+ * embedder's arena for it */
+static int plan_fits(const Plan *p, const PlanRequest *r, double total) {
+    return total <= r->budget && !(r->device_cap > 0 && (double)p->device_bytes > r->device_cap) &&
+           !(r->host_cap > 0 && (double)p->host_bytes > r->host_cap);
 }
 
 /* The smaller-chunk trade, below the default chunk (as plan_layout caps it for this micro-batch): the fewest
@@ -6559,8 +6557,6 @@ int ngpt_save(ngpt_trainer *tr, const char *path) {
     return checkpoint_write(tr, path);
 }
 
-/* Loads parameters, moments and training state from an open checkpoint whose model matches (a sampling
- * trainer, which has no moments: the parameters and the state). */
 /* the checkpoint's model is the trainer's */
 static int checkpoint_same_model(ngpt_trainer *tr, const CkptReader *r, const char *path) {
     const CkptModel *m = &r->model;
@@ -6573,6 +6569,8 @@ static int checkpoint_same_model(ngpt_trainer *tr, const CkptReader *r, const ch
     return NGPT_OK;
 }
 
+/* Loads parameters, moments and training state from an open checkpoint whose model matches (a sampling
+ * trainer, which has no moments: the parameters and the state). */
 static int checkpoint_load(ngpt_trainer *tr, CkptReader *r, const char *path) {
     int rc = checkpoint_same_model(tr, r, path);
     if (!rc) rc = checkpoint_read_tensors(tr, r, path, SEC_PARAMS, tr->master, 4);
@@ -8232,7 +8230,8 @@ static const char *config_origin(const char *path, const int *line_of, int k, in
     return buf;
 }
 
-/* The options a command reads besides the config keys, for "did you mean" */
+/* The options a command reads besides the config keys, for "did you mean" (sample first: parse_args names its
+ * options when plan is given them) */
 static const struct {
     const char *command, *options[7];
 } command_option_table[] = {
@@ -8304,9 +8303,9 @@ static int parse_args(const char *command, int argc, char **argv, int default_jo
             return fail(err, errlen, NGPT_ERR_ARG, "argument '%s': expected --key=value (the config file, if any, comes first)", a);
         char msg[NGPT_ERRLEN];
         int rc = ngpt_config_set(cfg, key, eq + 1, msg, sizeof msg);
-        static const char *const sample_arguments[] = {"start", "num_samples", "max_new_tokens", "temperature", "top_k"};
-        for (size_t j = 0; rc && j < sizeof sample_arguments / sizeof sample_arguments[0]; j++)
-            if (!strcmp(key, sample_arguments[j]))
+        const char *const *sample_options = command_option_table[0].options; /* "sample" */
+        for (size_t j = 0; rc && sample_options[j]; j++)
+            if (!strcmp(key, sample_options[j]))
                 return fail(err, errlen, rc, "--%s is an argument of `nanogpt sample`, not a config key (plan --sample plans batch_size "
                                              "sequences at once)", key);
         if (rc) return fail(err, errlen, rc, "--%s: %s", key, msg);
@@ -8802,8 +8801,10 @@ static int cmd_sample(int argc, char **argv) {
     const char *init_from = "";
     for (int i = 0; i < argc; i++) {
         char key[128];
-        if (!strncmp(argv[i], "--", 2)) arg_key(argv[i], key, sizeof key);
-        if (!strncmp(argv[i], "--", 2) && command_option_typo("sample", key, err, sizeof err)) { fprintf(stderr, "error: %s\n", err); return 1; }
+        if (!strncmp(argv[i], "--", 2)) {
+            arg_key(argv[i], key, sizeof key);
+            if (command_option_typo("sample", key, err, sizeof err)) { fprintf(stderr, "error: %s\n", err); return 1; }
+        }
         if (!strncmp(argv[i], "--out_dir=", 10)) copy_str(cfg.out_dir, sizeof cfg.out_dir, argv[i] + 10);
         if (!strncmp(argv[i], "--init_from=", 12)) init_from = argv[i] + 12;
     }
