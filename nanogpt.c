@@ -7170,20 +7170,22 @@ static float kth_largest(const float *x, float *tmp, int n, int k) {
     return tmp[want];
 }
 
-/* nanoGPT's sampling from logits[0..V): / temperature, keep the top_k (ties included), softmax, draw */
-static int32_t sample_token(float *logits, float *tmp, int V, float temperature, int top_k, Rng *rng) {
-    float cut = -FLT_MAX, mx = -FLT_MAX;
-    for (int j = 0; j < V; j++) logits[j] /= temperature;
-    if (top_k > 0 && top_k < V) cut = kth_largest(logits, tmp, V, top_k);
-    for (int j = 0; j < V; j++)
-        if (logits[j] >= cut) mx = fmaxf(mx, logits[j]);
-    double sum = 0;
-    for (int j = 0; j < V; j++) sum += logits[j] >= cut ? exp((double)logits[j] - mx) : 0.0;
+/* nanoGPT's sampling from logits[0..V): / temperature, keep the top_k (ties included), softmax, draw. The weights
+ * are exp((logit - max) / temperature) in double, so a tiny temperature gives the most likely token rather than
+ * inf - inf; temperature 0 is that token without a draw (the lowest id among equal logits). */
+static int32_t sample_token(const float *logits, float *tmp, int V, float temperature, int top_k, Rng *rng) {
+    int32_t best = 0;
+    for (int j = 1; j < V; j++)
+        if (logits[j] > logits[best]) best = j;
+    if (temperature == 0) return best;
+    float cut = top_k > 0 && top_k < V ? kth_largest(logits, tmp, V, top_k) : -FLT_MAX;
+    double mx = logits[best], inv_t = 1.0 / temperature, sum = 0;
+    for (int j = 0; j < V; j++) sum += logits[j] >= cut ? exp(((double)logits[j] - mx) * inv_t) : 0.0;
     double u = (double)(rng_next(rng) >> 11) * (1.0 / 9007199254740992.0) * sum, acc = 0;
     int32_t last = 0;
     for (int j = 0; j < V; j++) {
         if (logits[j] < cut) continue;
-        acc += exp((double)logits[j] - mx);
+        acc += exp(((double)logits[j] - mx) * inv_t);
         last = j;
         if (acc > u) return j;
     }
@@ -7195,8 +7197,8 @@ int ngpt_sample(ngpt_trainer *tr, const int32_t *prompt, int n_prompt, int num_s
     if (!tr) return NGPT_ERR_ARG;
     if (!prompt || !out) return tr_fail(tr, NGPT_ERR_ARG, "ngpt_sample: prompt and out must not be NULL");
     const ModelShape *m = &tr->ms;
-    if (n_prompt < 1 || num_samples < 1 || max_new < 0 || !(temperature > 0) || top_k < 0)
-        return tr_fail(tr, NGPT_ERR_ARG, "sample: need a prompt of at least one token, num_samples >= 1, max_new_tokens >= 0, temperature > 0, "
+    if (n_prompt < 1 || num_samples < 1 || max_new < 0 || !(temperature >= 0 && temperature <= FLT_MAX) || top_k < 0)
+        return tr_fail(tr, NGPT_ERR_ARG, "sample: need a prompt of at least one token, num_samples >= 1, max_new_tokens >= 0, temperature >= 0, "
                                          "top_k >= 0 (0 = all); got %d, %d, %d, %g, %d", n_prompt, num_samples, max_new, (double)temperature, top_k);
     for (int i = 0; i < n_prompt; i++)
         if (prompt[i] < 0 || prompt[i] >= m->V) return tr_fail(tr, NGPT_ERR_ARG, "sample: prompt token %d is %d, outside the vocabulary (0..%d)", i, prompt[i], m->V - 1);
@@ -8194,7 +8196,8 @@ static void usage(FILE *f) {
             "  sample    text from out_dir's best checkpoint (--out_dir=DIR), one checkpoint file or pretrained weights\n"
             "            (--init_from=CKPT|gpt2|FILE):\n"
             "            --start=TEXT|FILE:path --num_samples=10 --max_new_tokens=500 --temperature=0.8 --top_k=200 --seed=1337\n"
-            "            (nanoGPT's sample.py; memory for the weights and a forward pass only)\n"
+            "            (nanoGPT's sample.py; --temperature=0: always the most likely token; memory for the weights and a forward\n"
+            "            pass only)\n"
             "  export    out_dir's best checkpoint as an llm.c model file: --out_dir=DIR --out=FILE [--bf16]\n"
             "  plot      OUT_DIR/log.jsonl -> OUT_DIR/loss.svg\n"
             "  info      the devices this build can use\n"
@@ -8836,17 +8839,17 @@ static int cmd_sample(int argc, char **argv) {
             continue;
         }
         /* sample.py's numbers: each checked against its own range */
-        static const struct { const char *key; double lo, hi; int whole, above_lo; const char *range; } nums[] = {
-            {"num_samples", 1, 1e6, 1, 0, "a whole number in [1, 1e6]"},
-            {"max_new_tokens", 0, 1e7, 1, 0, "a whole number in [0, 1e7]"},
-            {"temperature", 0, 1e6, 0, 1, "a number above 0 (and at most 1e6)"},
-            {"top_k", 0, INT_MAX, 1, 0, "a whole number >= 0 (0 = all tokens)"},
-            {"seed", 0, 1e18, 1, 0, "a whole number in [0, 1e18]"}};
+        static const struct { const char *key; double lo, hi; int whole; const char *range; } nums[] = {
+            {"num_samples", 1, 1e6, 1, "a whole number in [1, 1e6]"},
+            {"max_new_tokens", 0, 1e7, 1, "a whole number in [0, 1e7]"},
+            {"temperature", 0, 1e6, 0, "a number in [0, 1e6] (0: always the most likely token)"},
+            {"top_k", 0, INT_MAX, 1, "a whole number >= 0 (0 = all tokens)"},
+            {"seed", 0, 1e18, 1, "a whole number in [0, 1e18]"}};
         int which = -1;
         for (int k = 0; k < (int)(sizeof nums / sizeof nums[0]); k++)
             if (!strcmp(key, nums[k].key)) which = k;
         if (which >= 0) {
-            if (parse_number(eq + 1, &x) || x < nums[which].lo || x > nums[which].hi || (nums[which].above_lo && !(x > nums[which].lo)) ||
+            if (parse_number(eq + 1, &x) || !(x >= nums[which].lo && x <= nums[which].hi) ||
                 (nums[which].whole && x != floor(x))) {
                 fprintf(stderr, "error: %s: %s is %s\n", a, nums[which].key, nums[which].range);
                 return 1;

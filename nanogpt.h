@@ -233,7 +233,8 @@ int ngpt_save(ngpt_trainer *tr, const char *path);
 int ngpt_load(ngpt_trainer *tr, const char *path);
 
 /* Generates max_new tokens after the prompt for each of num_samples sequences, as nanoGPT's sample.py
- * (temperature > 0, then the top_k >= 0 most likely tokens, 0 = all), with a KV cache. out receives
+ * (logits / temperature, then the top_k >= 0 most likely tokens, 0 = all; temperature 0 takes the most
+ * likely token, the lowest id among equals, and draws nothing), with a KV cache. out receives
  * num_samples rows of n_prompt + max_new ids. Once a sequence fills block_size, the cache is rebuilt from
  * its last block_size/2 tokens (nanoGPT crops to the last block_size tokens at every step). The KV cache lives
  * in the arena; the logits rows of the samples (Vp x (num_samples + 1) floats) and their ids are malloced for

@@ -685,9 +685,20 @@ static void test_workflow(void) {
     r = cli("sample", out_dir_arg, "--top_k=1e30", NULL);
     CHECK_RUN(r, 1, "sample --top_k=1e30");
     CHECK(strstr(r->err, "--top_k=1e30: top_k is a whole number >= 0"), "names top_k and its range alone: %.300s", r->err);
-    r = cli("sample", out_dir_arg, "--temperature=0", NULL);
-    CHECK_RUN(r, 1, "sample --temperature=0");
-    CHECK(strstr(r->err, "temperature is a number above 0") && !strstr(r->err, "top_k"), "names temperature alone: %.300s", r->err);
+    r = cli("sample", out_dir_arg, "--temperature=-0.5", NULL);
+    CHECK_RUN(r, 1, "sample --temperature=-0.5");
+    CHECK(strstr(r->err, "temperature is a number in [0, 1e6]") && !strstr(r->err, "top_k"), "names temperature alone: %.300s", r->err);
+    /* temperature 0 is greedy: the same text for any seed, and the same as top_k 1 */
+    r = cli("sample", out_dir_arg, "--temperature=0", "--seed=1", "--num_samples=1", "--max_new_tokens=40", NULL);
+    CHECK_RUN(r, 0, "sample --temperature=0");
+    char greedy[4096];
+    copy_str(greedy, sizeof greedy, r->out);
+    r = cli("sample", out_dir_arg, "--temperature=0", "--seed=2", "--num_samples=1", "--max_new_tokens=40", NULL);
+    CHECK_RUN(r, 0, "sample --temperature=0 --seed=2");
+    CHECK(!strcmp(greedy, r->out), "temperature 0 depends on the seed:\n%.300s\n---\n%.300s", greedy, r->out);
+    r = cli("sample", out_dir_arg, "--top_k=1", "--seed=3", "--num_samples=1", "--max_new_tokens=40", NULL);
+    CHECK_RUN(r, 0, "sample --top_k=1");
+    CHECK(!strcmp(greedy, r->out), "temperature 0 differs from top_k 1:\n%.300s\n---\n%.300s", greedy, r->out);
     /* a bare `nanogpt sample` reads nanoGPT's out_dir, out; when the default job's folder has a checkpoint, it is named */
     char cwd[1024], job_ckpt[700];
     mkdir(tmp_path("cwd"), 0777);

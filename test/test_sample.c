@@ -1,6 +1,6 @@
 /* test_sample.c: generation with the KV cache.
  *  - the logits of each decoding step equal those of a full forward pass over the same prefix;
- *  - top_k = 1 is greedy decoding of the full model; the same seed gives the same samples;
+ *  - top_k = 1 and temperature 0 are greedy decoding of the full model; the same seed gives the same samples;
  *  - generation past block_size (the cache is rebuilt) stays valid; top-k selection is exact;
  *  - a sampling-only trainer holds no training memory and samples a loaded checkpoint as the full one does. */
 #define NGPT_NO_MAIN
@@ -92,7 +92,15 @@ static void test_greedy_and_seeds(void) {
     int ok = 1;
     for (int i = 0; i < 3 * 30; i++) ok &= a[i] >= 0 && a[i] < V;
     CHECK(ok, "a token outside the vocabulary");
-    CHECK(ngpt_sample(tr, prompt, np, 1, 1, 0.0f, 0, 1, out) == NGPT_ERR_ARG, "temperature 0 must be refused");
+    /* temperature 0 (and one so small that logit / temperature overflows a float) is the greedy sequence, for any
+     * seed and top_k; a negative one is refused */
+    int32_t g[T];
+    for (int k = 0; k < 3; k++) {
+        float temp = k == 2 ? 1e-42f : 0.0f; /* a denormal: logit / temperature is inf */
+        CHECK(ngpt_sample(tr, prompt, np, 1, nnew, temp, k == 1 ? 5 : 0, 1000 + (uint64_t)k, g) == 0, "%s", tr->err);
+        CHECK(!memcmp(g, out, sizeof g), "temperature %g: not the greedy sequence", (double)temp);
+    }
+    CHECK(ngpt_sample(tr, prompt, np, 1, 1, -1.0f, 0, 1, g) == NGPT_ERR_ARG, "a negative temperature must be refused");
     free(full);
     ngpt_trainer_free(tr);
 }
