@@ -6354,8 +6354,13 @@ static int checkpoint_open(CkptReader *r, const char *path, char *err, size_t er
     r->f = fopen(path, "rb");
     if (!r->f) return fail(err, errlen, NGPT_ERR_IO, "cannot open checkpoint %s: %s", path, strerror(errno));
     struct stat st;
-    fstat(fileno(r->f), &st);
-    uint64_t size = (uint64_t)st.st_size;
+    if (fstat(fileno(r->f), &st)) {
+        int e = errno;
+        fclose(r->f);
+        r->f = NULL;
+        return fail(err, errlen, NGPT_ERR_IO, "cannot stat checkpoint %s: %s", path, strerror(e));
+    }
+    uint64_t size = (uint64_t)st.st_size, end = sizeof r->h;
     int rc = NGPT_OK;
     if (fread(&r->h, sizeof r->h, 1, r->f) != 1 || memcmp(r->h.magic, CKPT_MAGIC, 8))
         rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s is not a nanogpt checkpoint (no '%s' magic; %llu bytes)", path, CKPT_MAGIC,
@@ -6373,7 +6378,12 @@ static int checkpoint_open(CkptReader *r, const char *path, char *err, size_t er
         else if (s->offset < sizeof r->h || s->offset > size || s->bytes > size - s->offset)
             rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s: section %d (%s) at offset %llu with %llu bytes lies outside the %llu-byte file (truncated?)",
                       path, i + 1, section_names[i + 1], (unsigned long long)s->offset, (unsigned long long)s->bytes, (unsigned long long)size);
+        else end = MAX(end, s->offset + s->bytes);
     }
+    if (!rc && end != size) /* nanogpt writes the sections back to back up to the end of the file */
+        rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s: %llu bytes after the last section, which ends at offset %llu (the file has %llu bytes: "
+                  "appended to, or two files joined?)", path, (unsigned long long)(size - end), (unsigned long long)end,
+                  (unsigned long long)size);
     /* the small sections: read (model, state) or hashed through (config) and verified now */
     struct { int id; void *dst; size_t n; } small[3] = {
         {SEC_CONFIG, NULL, 0}, {SEC_MODEL, &r->model, sizeof r->model}, {SEC_STATE, &r->state, sizeof r->state}};

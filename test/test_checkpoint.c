@@ -168,7 +168,7 @@ static void test_keep_last_and_best(void) {
     ngpt_trainer_free(tr);
 }
 
-/* copies src to dst with a transform applied to the bytes */
+/* copies src to dst with a transform applied to the bytes (truncate_to -2: a byte appended) */
 static void mutate(const char *src, const char *dst, long truncate_to, long flip_at, uint32_t version) {
     FILE *f = fopen(src, "rb");
     fseek(f, 0, SEEK_END);
@@ -181,6 +181,7 @@ static void mutate(const char *src, const char *dst, long truncate_to, long flip
     if (version) memcpy(b + 8, &version, 4);
     f = fopen(dst, "wb");
     fwrite(b, 1, (size_t)(truncate_to >= 0 ? truncate_to : n), f);
+    if (truncate_to == -2) fputc(0, f); /* one byte appended */
     fclose(f);
     free(b);
 }
@@ -216,6 +217,7 @@ static void test_bad_checkpoints(void) {
         {"another version", -1, -1, 7, "version 7; this build reads version 1"},
         {"not a checkpoint", -1, 2, 0, "not a nanogpt checkpoint"},
         {"cut inside the header", 20, -1, 0, "not a nanogpt checkpoint"},
+        {"a byte appended", -2, -1, 0, "1 bytes after the last section"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         mutate(good, bad, cases[i].trunc, cases[i].flip, cases[i].version);
