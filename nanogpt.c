@@ -2747,10 +2747,16 @@ static int tokenfile_open(TokenFile *f, const char *path, int vocab, size_t min_
                                                        "(uint16 tokens)", path, hdr[1]);
         }
         size_t want = (size_t)LLMC_HEADER_INTS * 4 + (size_t)(uint32_t)hdr[2] * 2;
-        if (hdr[2] < 0 || want != bytes) {
+        if (hdr[2] < 0) {
             tokenfile_close(f);
-            return fail(err, errlen, NGPT_ERR_FORMAT, "%s: header says %d tokens (%zu bytes), the file has %zu bytes (truncated or not an llm.c shard)",
-                        path, hdr[2], want, bytes);
+            return fail(err, errlen, NGPT_ERR_FORMAT, "%s: llm.c shard token count %d at byte offset 8 is negative (the file has %zu bytes, "
+                                                       "room for %zu tokens after the header)", path, hdr[2], bytes,
+                        bytes > LLMC_HEADER_INTS * 4 ? (bytes - LLMC_HEADER_INTS * 4) / 2 : 0);
+        }
+        if (want != bytes) {
+            tokenfile_close(f);
+            return fail(err, errlen, NGPT_ERR_FORMAT, "%s: header says %d tokens (%zu bytes with the header), the file has %zu bytes (%s)", path,
+                        hdr[2], want, bytes, bytes < want ? "truncated, or not an llm.c shard" : "bytes after the tokens, or not an llm.c shard");
         }
         f->llmc = 1;
         f->tokens = (const uint16_t *)(p + LLMC_HEADER_INTS * 4);
@@ -2812,16 +2818,24 @@ static int tokenset_open(TokenSet *s, const char *dir, const char *split, int vo
         if (!d) return fail(err, errlen, NGPT_ERR_IO, "cannot open data folder %s: %s (prepare it with `nanogpt prepare`)", dir, strerror(errno));
         struct dirent *e;
         size_t ls = strlen(split);
-        while ((e = readdir(d)) != NULL && n < MAX_SHARDS) {
+        while ((e = readdir(d)) != NULL && n <= MAX_SHARDS) {
             size_t ln = strlen(e->d_name);
+            /* llm.c's names: fineweb_train_000001.bin, tiny_shakespeare_val.bin (and festival_val_000000.bin: the
+             * split is a whole word between underscores, or before .bin, wherever it first is one) */
             const char *hit = strstr(e->d_name, split);
-            /* llm.c's names: fineweb_train_000001.bin, tiny_shakespeare_val.bin */
-            if (ln > 4 && !strcmp(e->d_name + ln - 4, ".bin") && hit && (hit == e->d_name || hit[-1] == '_') && (hit[ls] == '_' || hit[ls] == '.')) {
+            while (hit && !((hit == e->d_name || hit[-1] == '_') && (hit[ls] == '_' || hit[ls] == '.'))) hit = strstr(hit + 1, split);
+            if (ln > 4 && !strcmp(e->d_name + ln - 4, ".bin") && hit) {
+                if (n == MAX_SHARDS) { n++; break; }
                 snprintf(path, sizeof path, "%.400s/%.255s", dir, e->d_name);
                 names[n++] = strdup(path);
             }
         }
         closedir(d);
+        if (n > MAX_SHARDS) {
+            for (int i = 0; i < MAX_SHARDS; i++) free(names[i]);
+            return fail(err, errlen, NGPT_ERR_ARG, "%s holds more than %d llm.c shards *_%s_*.bin; this build reads at most %d per split", dir,
+                        MAX_SHARDS, split, MAX_SHARDS);
+        }
         if (!n) {
             char readme[420], how[460] = "prepare it with `nanogpt prepare`";
             snprintf(readme, sizeof readme, "%.400s/README.md", dir);

@@ -400,7 +400,20 @@ static void test_token_file_errors(void) {
     if (!rc) tokenfile_close(&tf);
     write_file(tmp_path("trunc.bin"), buf, sizeof buf - 6);
     rc = tokenfile_open(&tf, tmp_path("trunc.bin"), 65, 2, 0, err, sizeof err);
-    CHECK(rc == NGPT_ERR_FORMAT && strstr(err, "header says 10 tokens"), "truncated shard: %s", err);
+    CHECK(rc == NGPT_ERR_FORMAT && strstr(err, "header says 10 tokens") && strstr(err, "(truncated"), "truncated shard: %s", err);
+    hdr[2] = 7; /* 3 tokens more in the file than the header counts */
+    memcpy(buf, hdr, 1024);
+    write_file(tmp_path("long.bin"), buf, sizeof buf);
+    rc = tokenfile_open(&tf, tmp_path("long.bin"), 65, 2, 0, err, sizeof err);
+    CHECK(rc == NGPT_ERR_FORMAT && strstr(err, "header says 7 tokens") && strstr(err, "bytes after the tokens") && !strstr(err, "truncated"),
+          "a shard longer than its header says: %s", err);
+    hdr[2] = -5;
+    memcpy(buf, hdr, 1024);
+    write_file(tmp_path("negative.bin"), buf, sizeof buf);
+    rc = tokenfile_open(&tf, tmp_path("negative.bin"), 65, 2, 0, err, sizeof err);
+    CHECK(rc == NGPT_ERR_FORMAT && strstr(err, "token count -5 at byte offset 8 is negative") && strstr(err, "room for 10 tokens"),
+          "a negative token count: %s", err);
+    hdr[2] = 10;
     hdr[1] = 2;
     memcpy(buf, hdr, 1024);
     write_file(tmp_path("v2.bin"), buf, sizeof buf);

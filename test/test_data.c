@@ -130,6 +130,27 @@ static void test_llmc_shards_read_as_one(void) {
     tokenset_close(&va);
     rc = tokenset_open(&va, dir, "test", 50257, 32, err, sizeof err);
     CHECK(rc == NGPT_ERR_IO && strstr(err, "no test.bin"), "no such split: %s", err);
+    /* a prefix that holds the split's name inside a word (festival, strain, trainer_val) */
+    const char *prefixed[4] = {"festival_val_000000.bin", "strain_train_000001.bin", "trainer_val_000001.bin", "val.binx"};
+    snprintf(dir, sizeof dir, "%s/prefixed", tmpdir);
+    mkdir(dir, 0777);
+    for (int k = 0; k < 4; k++) {
+        char path[600];
+        snprintf(path, sizeof path, "%s/%s", dir, prefixed[k]);
+        FILE *f = fopen(path, "wb");
+        int32_t hdr[256] = {LLMC_MAGIC, 1, 100};
+        uint16_t toks[100] = {0};
+        fwrite(hdr, 4, 256, f);
+        fwrite(toks, 2, 100, f);
+        fclose(f);
+    }
+    rc = tokenset_open(&va, dir, "val", 50257, 32, err, sizeof err);
+    CHECK(rc == 0 && va.n == 2, "festival_val_000000.bin and trainer_val_000001.bin are val shards: %d (%s)", va.n, err);
+    if (!rc) tokenset_close(&va);
+    rc = tokenset_open(&tr, dir, "train", 50257, 32, err, sizeof err);
+    CHECK(rc == 0 && tr.n == 1 && strstr(tr.files[0].path, "strain_train_000001.bin"), "strain_train_000001.bin alone is a train shard: %d (%s)",
+          tr.n, err);
+    if (!rc) tokenset_close(&tr);
 }
 
 /* a file found by llm.c's shard names must carry llm.c's header: without it the 1 KiB header (or whatever
