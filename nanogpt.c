@@ -8908,6 +8908,22 @@ static int cmd_sample(int argc, char **argv) {
                                                   "model's characters (e.g. --dataset=shakespeare_char)",
                   tr->ms.V, dataset_dir(&cfg, dir, sizeof dir));
     }
+    if (!rc && tr->charvocab && tr->ms.V != tr->charvocab->n) {
+        /* a model wider than its characters: only one trained so on this very meta.bin (vocab_size above its
+         * characters) is sampled; another meta.bin is not its vocabulary, and its ids would print as U+FFFD */
+        char dir[300], trained_dir[300] = "";
+        ngpt_config stored;
+        ngpt_config_defaults(&stored);
+        if (from_checkpoint && !checkpoint_read_config(path, &stored, err, sizeof err)) dataset_dir(&stored, trained_dir, sizeof trained_dir);
+        dataset_dir(&cfg, dir, sizeof dir);
+        if (strcmp(trained_dir, dir)) {
+            char trained[400] = "";
+            if (trained_dir[0]) snprintf(trained, sizeof trained, " (the checkpoint was trained on %s)", trained_dir);
+            rc = fail(err, sizeof err, NGPT_ERR_ARG, "the model has %d token ids, but %s/meta.bin holds %d characters: not the vocabulary it was "
+                                                      "trained on; pass the --dataset or --data_dir of its training data%s", tr->ms.V, dir,
+                      tr->charvocab->n, trained);
+        }
+    }
     if (!rc && tr->charvocab) {
         size_t nn = 0;
         char msg[NGPT_ERRLEN];
@@ -8930,7 +8946,7 @@ static int cmd_sample(int argc, char **argv) {
     for (int sidx = 0; !rc && sidx < num_samples; sidx++) {
         const int32_t *ids = out + (size_t)sidx * total;
         for (int i = 0; i < total; i++) {
-            if (tr->charvocab) { /* a model wider than its characters (vocab_size) may draw ids past them: U+FFFD */
+            if (tr->charvocab) { /* a model trained wider than its characters (vocab_size) may draw ids past them: U+FFFD */
                 char b[4];
                 size_t len;
                 if (charvocab_decode(tr->charvocab, ids + i, 1, b, sizeof b, &len, NULL, 0)) fputs("\xEF\xBF\xBD", stdout);

@@ -699,6 +699,28 @@ static void test_workflow(void) {
     r = cli("sample", out_dir_arg, "--top_k=1", "--seed=3", "--num_samples=1", "--max_new_tokens=40", NULL);
     CHECK_RUN(r, 0, "sample --top_k=1");
     CHECK(!strcmp(greedy, r->out), "temperature 0 differs from top_k 1:\n%.300s\n---\n%.300s", greedy, r->out);
+    /* another dataset's meta.bin, with fewer characters than the model's ids, is not its vocabulary: refused,
+     * not printed as U+FFFD; a model trained wider than its characters (vocab_size) samples them, on its own data */
+    FILE *few = fopen(tmp_path("few.txt"), "w");
+    for (int i = 0; few && i < 300; i++) fputc("abc\n"[i % 4], few);
+    if (few) fclose(few);
+    char few_in[700], few_out[700], few_data[700];
+    snprintf(few_in, sizeof few_in, "--input=%s", tmp_path("few.txt"));
+    snprintf(few_out, sizeof few_out, "--out=%s", tmp_path("fewchars"));
+    snprintf(few_data, sizeof few_data, "--data_dir=%s", tmp_path("fewchars"));
+    r = cli("prepare", few_in, few_out, NULL);
+    CHECK_RUN(r, 0, "prepare the 4-character text");
+    r = cli("sample", out_dir_arg, few_data, "--num_samples=1", "--max_new_tokens=5", "--start=a", NULL);
+    CHECK_RUN(r, 1, "sample with another dataset's meta.bin");
+    CHECK(strstr(r->err, "token ids, but") && strstr(r->err, "fewchars/meta.bin holds 4 characters") &&
+              strstr(r->err, "(the checkpoint was trained on ") && strstr(r->err, "/chars)"),
+          "names both vocabularies and the training data: %.400s", r->err);
+    char wide_out[700];
+    snprintf(wide_out, sizeof wide_out, "--out_dir=%s", tmp_path("out_wide"));
+    r = cli("train", cfg_path, wide_out, few_data, "--vocab_size=9", "--max_iters=2", "--block_size=8", "--eval_iters=1", NULL);
+    CHECK_RUN(r, 0, "train a model with vocab_size 9 on 4 characters");
+    r = cli("sample", wide_out, "--num_samples=1", "--max_new_tokens=5", "--start=a", NULL);
+    CHECK_RUN(r, 0, "sample the model trained wider than its characters");
     /* a bare `nanogpt sample` reads nanoGPT's out_dir, out; when the default job's folder has a checkpoint, it is named */
     char cwd[1024], job_ckpt[700];
     mkdir(tmp_path("cwd"), 0777);
