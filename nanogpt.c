@@ -52,6 +52,12 @@
 #define GiB (1024.0 * 1024.0 * 1024.0)
 #define MiB (1024.0 * 1024.0)
 
+/* the first bytes of the binary files nanogpt reads (their sections say more), and of llm.c's tokenizer file */
+#define LLMC_MAGIC 20240520           /* llm.c token shards */
+#define LLMC_MODEL_MAGIC 20240326     /* llm.c model files */
+#define LLMC_TOKENIZER_MAGIC 20240328 /* llm.c's gpt2_tokenizer.bin, which nanogpt does not read */
+#define CKPT_MAGIC "ngptckpt"         /* nanogpt's own checkpoints, which are not pretrained weights */
+
 const char *ngpt_status_name(int status) {
     switch (status) {
     case NGPT_OK: return "ok";
@@ -689,6 +695,30 @@ static int python_import(const char *p) {
     return !strncmp(p, "from", 4) && (p[4] == ' ' || p[4] == '\t') && imp && (size_t)(imp - p) < code;
 }
 
+/* A file given where a config file goes that is one of the binary files nanogpt (or llm.c) knows, or any
+ * binary: an error saying what it is and where it goes (0 for text). */
+static int config_binary_file(FILE *f, const char *path, char *err, size_t errlen) {
+    unsigned char head[512];
+    size_t n = fread(head, 1, sizeof head, f);
+    rewind(f);
+    int32_t magic = 0;
+    uint64_t json_len = 0;
+    if (n >= 4) memcpy(&magic, head, 4);
+    if (n >= 8) memcpy(&json_len, head, 8);
+    const char *what = magic == LLMC_MODEL_MAGIC ? "an llm.c model file: train from it with --init_from=%s"
+                       : magic == LLMC_MAGIC ? "an llm.c token shard: pass the folder that holds it as --data_dir"
+                       : magic == LLMC_TOKENIZER_MAGIC ? "llm.c's tokenizer file, which nanogpt does not read: tokenizer_dir holds GPT-2's "
+                                                         "encoder.json and vocab.bpe"
+                       : n >= 8 && !memcmp(head, CKPT_MAGIC, 8) ? "a nanogpt checkpoint: sample it with `nanogpt sample --init_from=%s`, "
+                                                                   "or resume its run with --init_from=resume and its out_dir"
+                       : n > 8 && json_len > 1 && head[8] == '{' ? "safetensors weights: train from them with --init_from=%s"
+                       : memchr(head, 0, n) ? "a binary file" : NULL;
+    if (!what) return NGPT_OK;
+    char says[700];
+    snprintf(says, sizeof says, what, path); /* the messages without %s ignore it */
+    return fail(err, errlen, NGPT_ERR_FORMAT, "%s is not a config file (`key = value` lines): it is %s", path, says);
+}
+
 /* ngpt_config_load; line_of (NULL, or one per config key) gets the line that set each key */
 static int config_load(ngpt_config *cfg, const char *path, int *line_of, char *err, size_t errlen) {
     FILE *f = fopen(path, "r");
@@ -698,6 +728,11 @@ static int config_load(ngpt_config *cfg, const char *path, int *line_of, char *e
         snprintf(cfg_path, sizeof cfg_path, "%.590s.cfg", path);
         if (file_exists(cfg_path)) snprintf(hint, sizeof hint, " (did you mean %s?)", cfg_path);
         return fail(err, errlen, NGPT_ERR_IO, "cannot open config file %s: %s%s", path, strerror(e), hint);
+    }
+    int binary = config_binary_file(f, path, err, errlen);
+    if (binary) {
+        fclose(f);
+        return binary;
     }
     char line[1024], msg[NGPT_ERRLEN];
     int lineno = 0, rc = NGPT_OK;
@@ -2679,7 +2714,6 @@ int ngpt_cuda_describe(char *out, size_t outlen) {
  * of block_size + 1 tokens.
  * ==================================================================================================== */
 
-#define LLMC_MAGIC 20240520
 #define LLMC_HEADER_INTS 256
 
 typedef struct {
@@ -5965,7 +5999,6 @@ static int safetensors_read_gpt2(const char *path, ModelShape *ms, float **param
  * (3: fp32 parameters, 5: bf16), maxT, V, L, NH, C, Vp, zeros; then the parameters in llm.c's order, which
  * is ours with biases, wte padded to Vp rows (llm.c pads to a multiple of 128, nanogpt to 64). ---- */
 
-#define LLMC_MODEL_MAGIC 20240326
 #define LLMC_MODEL_HEADER_BYTES 1024
 
 static int llmc_read_model(const char *path, ModelShape *ms, float **params, char *err, size_t errlen) {
@@ -5981,8 +6014,8 @@ static int llmc_read_model(const char *path, ModelShape *ms, float **params, cha
     memcpy(h, map, sizeof h);
     if (h[0] != LLMC_MODEL_MAGIC) {
         const char *what = h[0] == 20240327 ? " (llm.c's debug state file, not its model file)"
-                         : h[0] == 20240328 ? " (llm.c's tokenizer file, not its model file)"
-                         : h[0] == 20240520 ? " (an llm.c token data shard, not a model file)"
+                         : h[0] == LLMC_TOKENIZER_MAGIC ? " (llm.c's tokenizer file, not its model file)"
+                         : h[0] == LLMC_MAGIC ? " (an llm.c token data shard, not a model file)"
                          : ((const unsigned char *)map)[8] == '{' ? " (it looks like safetensors)" : "";
         return st_fail_unmap(map, fsize, fail(err, errlen, NGPT_ERR_FORMAT, "%s: magic %d%s; an llm.c model file starts with %d (llm.c's gpt2_124M.bin)",
                                               path, h[0], what, LLMC_MODEL_MAGIC));
@@ -6084,8 +6117,6 @@ CLI_USED static int llmc_write_model(const char *path, const ModelShape *ms, con
 }
 
 /* ---- which reader: by content ---- */
-
-#define CKPT_MAGIC "ngptckpt" /* nanogpt's own checkpoints (below), which are not pretrained weights */
 
 /* Reads GPT-2 weights from path: an llm.c model file (by its magic), a safetensors file, or a folder
  * holding model.safetensors (and config.json), as Hugging Face's downloads are laid out. params NULL: the
@@ -8295,11 +8326,31 @@ static void arg_key(const char *a, char *key, size_t cap) {
  * preset for the device they will run on, others nanoGPT's defaults. Unknown arguments are errors. Sets *json
  * for --json (the caller sets it beforehand where the arguments' own errors must be JSON too). n_embd and n_head are
  * checked here, where it is known which line or argument set them. */
+/* A single-dash argument (llm.c's -b 4 -t 1024): an error naming nanogpt's setting for llm.c's flag (0 for any
+ * other argument) */
+static int single_dash_flag(const char *a, char *err, size_t errlen) {
+    if (a[0] != '-' || !a[1] || a[1] == '-' || file_exists(a)) return NGPT_OK;
+    static const char *const llmc[][2] = {
+        {"i", "--data_dir=DIR (the folder of the *_train_*.bin shards)"}, {"j", "--data_dir=DIR (the folder of the *_val_*.bin shards)"},
+        {"e", "--init_from=FILE (an llm.c model file)"}, {"o", "--out_dir=DIR"}, {"b", "--batch_size"}, {"t", "--block_size"},
+        {"d", "--batch_size x --gradient_accumulation_steps x --block_size (the tokens per step)"}, {"l", "--learning_rate"},
+        {"u", "--warmup_iters"}, {"q", "--min_lr (a learning rate, not a fraction)"}, {"c", "--weight_decay"}, {"x", "--max_iters"},
+        {"v", "--eval_interval"}, {"m", "--eval_iters"}, {"n", "--eval_interval (checkpoints are saved at evaluations)"},
+        {"g", "--max_new_tokens of `nanogpt sample`"}, {"s", "`nanogpt sample` after training"}, {"r", "--recompute"},
+        {"y", "--init_from=resume"}, {"h", "`nanogpt help`"}};
+    for (size_t i = 0; i < sizeof llmc / sizeof llmc[0]; i++)
+        if (!strcmp(a + 1, llmc[i][0]))
+            return fail(err, errlen, NGPT_ERR_ARG, "argument '%s': nanogpt takes --key=value settings; llm.c's -%s is %s", a, llmc[i][0], llmc[i][1]);
+    return fail(err, errlen, NGPT_ERR_ARG, "argument '%s': nanogpt takes --key=value settings (`nanogpt help config` lists them)", a);
+}
+
 static int parse_args(const char *command, int argc, char **argv, int default_job, ngpt_config *cfg, int *has_file, int *json, char *err,
                       size_t errlen) {
     int line_of[N_CONFIG_KEYS] = {0}, preset = 0;
     ngpt_config_defaults(cfg);
     *has_file = 0;
+    for (int i = 0; i < argc; i++)
+        if (single_dash_flag(argv[i], err, errlen)) return NGPT_ERR_ARG;
     if (argc > 0 && strncmp(argv[0], "--", 2)) {
         if (strchr(argv[0], '=') && !file_exists(argv[0]))
             return fail(err, errlen, NGPT_ERR_ARG, "argument '%s': expected a config file, or a setting as --key=value", argv[0]);
@@ -8826,12 +8877,12 @@ static int cmd_sample(int argc, char **argv) {
     /* pretrained weights (--init_from=gpt2, a .safetensors file or folder, an llm.c model file), as nanoGPT's
      * sample.py; otherwise out_dir's checkpoint, whose config is the base that the command line overrides */
     const char *init_from = "";
-    for (int i = 0; i < argc; i++) {
+    for (int i = 0; i < argc; i++) { /* every argument is --key=value, checked before a checkpoint is looked for */
         char key[128];
-        if (!strncmp(argv[i], "--", 2)) {
-            arg_key(argv[i], key, sizeof key);
-            if (command_option_typo("sample", key, err, sizeof err)) { fprintf(stderr, "error: %s\n", err); return 1; }
-        }
+        if (single_dash_flag(argv[i], err, sizeof err)) { fprintf(stderr, "error: %s\n", err); return 1; }
+        if (strncmp(argv[i], "--", 2) || !strchr(argv[i], '=')) { fprintf(stderr, "error: argument '%s': expected --key=value\n", argv[i]); return 1; }
+        arg_key(argv[i], key, sizeof key);
+        if (command_option_typo("sample", key, err, sizeof err)) { fprintf(stderr, "error: %s\n", err); return 1; }
         if (!strncmp(argv[i], "--out_dir=", 10)) copy_str(cfg.out_dir, sizeof cfg.out_dir, argv[i] + 10);
         if (!strncmp(argv[i], "--init_from=", 12)) init_from = argv[i] + 12;
     }
@@ -8849,7 +8900,6 @@ static int cmd_sample(int argc, char **argv) {
         const char *a = argv[i], *eq = strchr(a, '=');
         char key[128];
         double x;
-        if (strncmp(a, "--", 2) || !eq) { fprintf(stderr, "error: argument '%s': expected --key=value\n", a); return 1; }
         arg_key(a, key, sizeof key);
         if (!strncmp(a, "--start=", 8)) {
             const char *v = a + 8;

@@ -165,6 +165,28 @@ static void test_typos(void) {
     r = cli("train", "max_iters=3", NULL);
     CHECK_RUN(r, 1, "max_iters=3 without --");
     CHECK(strstr(r->err, "expected a config file, or a setting as --key=value"), "an argument without -- says what is expected: %.300s", r->err);
+    /* llm.c's flags name nanogpt's settings; sample checks its arguments before it looks for a checkpoint */
+    static const char *const dash[][3] = {{"train", "-b", "llm.c's -b is --batch_size"}, {"plan", "-t", "llm.c's -t is --block_size"},
+                                          {"sample", "-e", "llm.c's -e is --init_from=FILE"}, {"train", "-z", "nanogpt takes --key=value settings"}};
+    for (int i = 0; i < 4; i++) {
+        r = cli(dash[i][0], dash[i][1], "4", NULL);
+        CHECK_RUN(r, 1, dash[i][1]);
+        CHECK(strstr(r->err, dash[i][2]), "%s %s 4: %.300s", dash[i][0], dash[i][1], r->err);
+    }
+    r = cli("sample", "/nonexistent/zzz", NULL);
+    CHECK_RUN(r, 1, "sample with a bare path");
+    CHECK(strstr(r->err, "argument '/nonexistent/zzz': expected --key=value") && !strstr(r->err, "checkpoint"), "a bare path: %.300s", r->err);
+    /* a binary file where the config file goes says what it is and where it goes */
+    r = cli("train", "test/fixtures/tiny_gpt2_llmc_v3.bin", NULL);
+    CHECK_RUN(r, 1, "an llm.c model file as the config file");
+    CHECK(strstr(r->err, "tiny_gpt2_llmc_v3.bin is not a config file") && strstr(r->err, "an llm.c model file: train from it with --init_from="),
+          "an llm.c model file as the config: %.300s", r->err);
+    r = cli("plan", "test/fixtures/tiny_gpt2/model.safetensors", NULL);
+    CHECK_RUN(r, 1, "safetensors as the config file");
+    CHECK(strstr(r->err, "is not a config file") && strstr(r->err, "safetensors weights"), "safetensors as the config: %.300s", r->err);
+    r = cli("plan", "test/fixtures/gpt_tiny_bias.bin", NULL);
+    CHECK_RUN(r, 1, "another binary file as the config file");
+    CHECK(strstr(r->err, "is not a config file") && strstr(r->err, "a binary file"), "a binary config: %.300s", r->err);
     r = cli("prepare", "--input=x.txt", NULL);
     CHECK_RUN(r, 1, "prepare without --out");
     r = cli("prepare", "--input=x.txt", "--out=y", "--tokenizer=bpe", NULL);
@@ -721,6 +743,10 @@ static void test_workflow(void) {
     CHECK_RUN(r, 0, "train a model with vocab_size 9 on 4 characters");
     r = cli("sample", wide_out, "--num_samples=1", "--max_new_tokens=5", "--start=a", NULL);
     CHECK_RUN(r, 0, "sample the model trained wider than its characters");
+    r = cli("train", newest, NULL);
+    CHECK_RUN(r, 1, "a checkpoint as the config file");
+    CHECK(strstr(r->err, "is not a config file") && strstr(r->err, "a nanogpt checkpoint: sample it with `nanogpt sample --init_from="),
+          "a checkpoint as the config: %.300s", r->err);
     /* a bare `nanogpt sample` reads nanoGPT's out_dir, out; when the default job's folder has a checkpoint, it is named */
     char cwd[1024], job_ckpt[700];
     mkdir(tmp_path("cwd"), 0777);
