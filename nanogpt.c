@@ -2849,7 +2849,21 @@ static int tokenset_open(TokenSet *s, const char *dir, const char *split, int vo
     } else {
         sharded = 1;
         DIR *d = opendir(dir);
-        if (!d) return fail(err, errlen, NGPT_ERR_IO, "cannot open data folder %s: %s (prepare it with `nanogpt prepare`)", dir, strerror(errno));
+        if (!d) {
+            int e = errno;
+            struct stat st;
+            if ((e == ENOTDIR && !stat(dir, &st) && S_ISREG(st.st_mode)) || strpbrk(dir, "*?[")) { /* llm.c's -i takes a file or a pattern */
+                char parent[400];
+                copy_str(parent, sizeof parent, dir);
+                char *slash = strrchr(parent, '/');
+                if (slash) *slash = 0;
+                else copy_str(parent, sizeof parent, ".");
+                return fail(err, errlen, NGPT_ERR_ARG, "the data folder %s is %s: data_dir (or data/<dataset>) is the folder that holds "
+                                                        "train.bin and val.bin, or llm.c's shards *_train_*.bin and *_val_*.bin: "
+                                                        "--data_dir=%s", dir, strpbrk(dir, "*?[") ? "a file pattern" : "a file", parent);
+            }
+            return fail(err, errlen, NGPT_ERR_IO, "cannot open data folder %s: %s (prepare it with `nanogpt prepare`)", dir, strerror(e));
+        }
         struct dirent *e;
         size_t ls = strlen(split);
         while ((e = readdir(d)) != NULL && n <= MAX_SHARDS) {

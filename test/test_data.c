@@ -130,6 +130,15 @@ static void test_llmc_shards_read_as_one(void) {
     tokenset_close(&va);
     rc = tokenset_open(&va, dir, "test", 50257, 32, err, sizeof err);
     CHECK(rc == NGPT_ERR_IO && strstr(err, "no test.bin"), "no such split: %s", err);
+    /* llm.c's -i habit: a shard file or a pattern as data_dir names the folder to pass instead */
+    char file_dir[700], want[800];
+    snprintf(file_dir, sizeof file_dir, "%s/fineweb_train_000001.bin", dir);
+    snprintf(want, sizeof want, "--data_dir=%s", dir);
+    rc = tokenset_open(&va, file_dir, "train", 50257, 32, err, sizeof err);
+    CHECK(rc == NGPT_ERR_ARG && strstr(err, "is a file: data_dir") && strstr(err, want), "a shard as data_dir: %s", err);
+    snprintf(file_dir, sizeof file_dir, "%s/fineweb_train_*.bin", dir);
+    rc = tokenset_open(&va, file_dir, "train", 50257, 32, err, sizeof err);
+    CHECK(rc == NGPT_ERR_ARG && strstr(err, "is a file pattern: data_dir") && strstr(err, want), "a pattern as data_dir: %s", err);
     /* a prefix that holds the split's name inside a word (festival, strain, trainer_val) */
     const char *prefixed[4] = {"festival_val_000000.bin", "strain_train_000001.bin", "trainer_val_000001.bin", "val.binx"};
     snprintf(dir, sizeof dir, "%s/prefixed", tmpdir);
