@@ -1233,6 +1233,10 @@ static int plan_fit_smaller_chunk(Plan *p, const PlanRequest *r, int B, int lane
  * micro-batch alone, never on the thread count, so the results do not either. */
 static int plan_lanes(const PlanRequest *r, int B) { return r->device == DEV_BACKEND_CPU ? MIN(CPU_LANES, B) : 1; }
 
+static const char *recompute_name(int rc) {
+    return rc == RECOMPUTE_GELU_LN ? "GELU+LayerNorm" : rc == RECOMPUTE_GELU ? "GELU" : "none";
+}
+
 /* Fills *p with the plan for r. Returns NGPT_OK, or NGPT_ERR_NOMEM with the smallest plan in *p and an
  * explanation in err, or NGPT_ERR_ARG for a request that cannot be planned at all. */
 static int plan_make(Plan *p, const PlanRequest *r, char *err, size_t errlen) {
@@ -1288,30 +1292,37 @@ static int plan_make(Plan *p, const PlanRequest *r, char *err, size_t errlen) {
     int rc = r->pin_recompute >= 0 ? r->pin_recompute : RECOMPUTE_GELU_LN;
     int B = r->pin_micro_batch ? r->pin_micro_batch : 1;
     double need = plan_layout(p, r, B, 1, rc, r->pin_chunk ? r->pin_chunk : CHUNK_STEP, moment_opts[n_moment_opts - 1]);
-    char nb[32], bb[32], hint[160] = "";
-    if (r->T > 64) {
+    char nb[32], bb[32], hint[160] = "", unpin[400] = "";
+    Plan tmp;
+    if (r->T > 64) { /* the same smallest plan, pins kept, at half the block */
         PlanRequest half = *r;
         half.T = r->T / 2;
-        half.batch_size = 1;
-        half.grad_accum = 1;
-        half.pin_micro_batch = 0;
-        Plan tmp;
         char hb[32];
-        double need_half = plan_layout(&tmp, &half, 1, 1, rc, CHUNK_STEP, moment_opts[n_moment_opts - 1]);
+        double need_half = plan_layout(&tmp, &half, B, 1, rc, r->pin_chunk ? r->pin_chunk : CHUNK_STEP, moment_opts[n_moment_opts - 1]);
         snprintf(hint, sizeof hint, " (block_size %d would need %s)", half.T, fmt_bytes(hb, sizeof hb, need_half));
+    }
+    if (r->pin_micro_batch || r->pin_recompute >= 0 || r->pin_chunk) { /* what the planner would choose without the pins */
+        PlanRequest free_req = *r;
+        free_req.pin_micro_batch = free_req.pin_chunk = 0;
+        free_req.pin_recompute = -1;
+        if (plan_make(&tmp, &free_req, NULL, 0) == NGPT_OK) {
+            char fb[32];
+            double free_need = r->device == DEV_BACKEND_CUDA ? (double)tmp.device_bytes : (double)(tmp.device_bytes + tmp.host_bytes);
+            snprintf(unpin, sizeof unpin, "leaving %s%s%s%s%s to the planner (it would pick micro-batch %d x %d accumulation steps, recompute %s, "
+                     "logits chunk %d: %s), ", r->pin_micro_batch ? "micro_batch" : "",
+                     r->pin_micro_batch && (r->pin_recompute >= 0 || r->pin_chunk) ? ", " : "", r->pin_recompute >= 0 ? "recompute" : "",
+                     r->pin_recompute >= 0 && r->pin_chunk ? ", " : "", r->pin_chunk ? "logits_chunk" : "", tmp.micro_batch, tmp.grad_accum,
+                     recompute_name(tmp.recompute), tmp.logits_chunk, fmt_bytes(fb, sizeof fb, free_need));
+        }
     }
     return fail(err, errlen, NGPT_ERR_NOMEM,
                 "does not fit: the smallest plan (micro-batch %d, recompute %s, logits chunk %d, %s AdamW moments) needs %s "
-                "and the budget is %s. What helps: a smaller block_size%s, a smaller model (n_layer, n_embd), "
+                "and the budget is %s. What helps: %sa smaller block_size%s, a smaller model (n_layer, n_embd), "
                 "or more memory (a larger max_memory, another device)",
-                B, rc == 2 ? "GELU+LayerNorm" : rc == 1 ? "GELU" : "none", p->logits_chunk,
-                p->moments_dtype == NGPT_DTYPE_F32 ? "fp32" : "bf16", fmt_bytes(nb, sizeof nb, need),
-                fmt_bytes(bb, sizeof bb, r->budget), hint);
+                B, recompute_name(rc), p->logits_chunk, p->moments_dtype == NGPT_DTYPE_F32 ? "fp32" : "bf16", fmt_bytes(nb, sizeof nb, need),
+                fmt_bytes(bb, sizeof bb, r->budget), unpin, hint);
 }
 
-static const char *recompute_name(int rc) {
-    return rc == RECOMPUTE_GELU_LN ? "GELU+LayerNorm" : rc == RECOMPUTE_GELU ? "GELU" : "none";
-}
 static const char *dtype_name(int dtype) {
     return dtype == NGPT_DTYPE_BF16 ? "bfloat16" : dtype == NGPT_DTYPE_F16 ? "float16" : "float32";
 }

@@ -331,6 +331,32 @@ static void losses_with_micro_batch(int mb, float *losses, int steps) {
     ngpt_trainer_free(tr);
 }
 
+/* A refusal with a pinned micro-batch: the advice keeps the pin (the half-block figure is for that micro-batch)
+ * and names what the planner would choose without it, which is a plan that fits */
+static void test_refusal_with_pins(void) {
+    char err[NGPT_ERRLEN];
+    ModelShape m = gpt2_shape(12, 12, 768, 1);
+    PlanRequest r = request(m, 1024, 64, 1, NGPT_DTYPE_BF16, DEV_BACKEND_CUDA, 12.0 * GiB - CUDA_SAFETY_MARGIN);
+    r.pin_micro_batch = 64;
+    Plan p, freep, half;
+    CHECK(plan_make(&p, &r, err, sizeof err) == NGPT_ERR_NOMEM, "micro-batch 64 x 1024 of GPT-2 124M should not fit 12 GiB");
+    PlanRequest fr = r;
+    fr.pin_micro_batch = 0;
+    CHECK(plan_make(&freep, &fr, NULL, 0) == NGPT_OK, "without the pin it fits");
+    char want[200], fb[32];
+    snprintf(want, sizeof want, "leaving micro_batch to the planner (it would pick micro-batch %d x %d accumulation steps", freep.micro_batch,
+             freep.grad_accum);
+    CHECK(strstr(err, want) && strstr(err, fmt_bytes(fb, sizeof fb, (double)freep.device_bytes)), "names the unpinned plan (%s): %s", want, err);
+    PlanRequest hr = r;
+    hr.T = 512;
+    double half_need = plan_layout(&half, &hr, 64, 1, RECOMPUTE_GELU_LN, CHUNK_STEP, NGPT_DTYPE_BF16);
+    snprintf(want, sizeof want, "(block_size 512 would need %s)", fmt_bytes(fb, sizeof fb, half_need));
+    CHECK(strstr(err, want) && half_need > 4.0 * GiB, "the half-block figure keeps micro-batch 64 (%s): %s", want, err);
+    r.pin_micro_batch = 0;
+    r.budget = 1.0 * GiB; /* nothing pinned: no such advice */
+    CHECK(plan_make(&p, &r, err, sizeof err) == NGPT_ERR_NOMEM && !strstr(err, "to the planner"), "unpinned refusal: %s", err);
+}
+
 static void test_forced_micro_batches_same_losses(void) {
     make_dataset(50);
     enum { STEPS = 6 };
@@ -382,6 +408,7 @@ int main(void) {
     RUN(test_property_random_configs);
     RUN(test_seed_scenario);
     RUN(test_inference_plan);
+    RUN(test_refusal_with_pins);
     RUN(test_forced_micro_batches_same_losses);
     RUN(test_allocation_failure);
     char cmd[300];
