@@ -8651,13 +8651,15 @@ static int default_job_checkpoints(const char *out_dir, char *err, size_t errlen
 }
 
 /* nanogpt plan: the memory plan that train (or with --sample, sample) would make, the model's shape taken from
- * init_from, from file headers alone (sample's default, out_dir's checkpoint, is --init_from=resume here) */
+ * init_from, from file headers alone; with --sample and no init_from, out_dir's checkpoint when it has one (best.bin,
+ * else the newest), as sample reads it */
 static int cmd_plan(int argc, char **argv) {
     ngpt_config cfg;
     char err[NGPT_ERRLEN], *rest[256];
-    int has_file, json = 0, sampling = 0, pretrained = 0, n = 0;
+    int has_file, json = 0, sampling = 0, pretrained = 0, init_given = 0, n = 0;
     for (int i = 0; i < argc; i++) {
         if (!strcmp(argv[i], "--json")) json = 1; /* known before the arguments are parsed: their errors are JSON too */
+        if (!strncmp(argv[i], "--init_from=", 12)) init_given = 1;
         if (!strncmp(argv[i], "--init_from=", 12) && strcmp(argv[i] + 12, "scratch")) pretrained = 1;
         if (!strcmp(argv[i], "--sample")) sampling = 1; /* the plan `nanogpt sample` makes (ngpt_options.sample_only) */
         else if (n < 256) rest[n++] = argv[i];
@@ -8665,11 +8667,23 @@ static int cmd_plan(int argc, char **argv) {
     /* sample starts from nanoGPT's defaults, not the default job's preset */
     int rc = parse_args("plan", n, rest, !(sampling && pretrained), &cfg, &has_file, &json, err, sizeof err);
     if (!rc) rc = config_validate(&cfg, err, sizeof err);
+    if (!rc && sampling && !init_given && !strcmp(cfg.init_from, "scratch")) {
+        char ckpt[700];
+        long long newest;
+        snprintf(ckpt, sizeof ckpt, "%.600s/best.bin", cfg.out_dir);
+        if (!file_exists(ckpt) && checkpoint_list(cfg.out_dir, &newest, 1)) checkpoint_path(cfg.out_dir, newest, ckpt, sizeof ckpt);
+        if (file_exists(ckpt)) copy_str(cfg.init_from, sizeof cfg.init_from, ckpt);
+    }
     if (!rc && !strcmp(cfg.init_from, "resume")) rc = default_job_checkpoints(cfg.out_dir, err, sizeof err);
     if (!rc) rc = init_from_config(&cfg, sampling, err, sizeof err);
     int V = 0;
     if (!rc) rc = data_vocab(&cfg, NULL, &V, err, sizeof err);
     if (rc) return plan_refused(json, err);
+    char dir[300], train_bin[400];
+    snprintf(train_bin, sizeof train_bin, "%s/train.bin", dataset_dir(&cfg, dir, sizeof dir));
+    if (!cfg.vocab_size && !file_exists(train_bin)) /* data not prepared yet: a character dataset's size is not known */
+        fprintf(stderr, "note: no %s/meta.bin and no train.bin (not prepared yet?): GPT-2's vocabulary of %d tokens assumed; a character-level "
+                        "dataset's comes from its meta.bin (Tiny Shakespeare has 65 characters)\n", dir, V);
     ModelShape ms = {cfg.n_layer, cfg.n_head, cfg.n_embd, V, pad_vocab(V), cfg.block_size, cfg.bias};
     int device = strcmp(cfg.device, "cuda") ? DEV_BACKEND_CPU : DEV_BACKEND_CUDA, dtype = NGPT_DTYPE_F32;
     char note[NGPT_ERRLEN];

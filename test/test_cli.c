@@ -244,6 +244,16 @@ static void test_plan_and_info(void) {
             "--device=cuda", "--dtype=bfloat16", "--max_memory=0.5GiB", NULL);
     CHECK_RUN(r, 1, "plan at 0.5 GiB");
     CHECK(strstr(r->err, "does not fit") && strstr(r->err, "block_size"), "a refusal says what would help: %.400s", r->err);
+    /* a dataset not prepared yet: GPT-2's vocabulary is assumed, and a note says so (not with vocab_size given) */
+    char nodata[700];
+    snprintf(nodata, sizeof nodata, "--data_dir=%s", tmp_path("not_prepared"));
+    r = cli("plan", nodata, "--device=cpu", NULL);
+    CHECK_RUN(r, 0, "plan of data not prepared");
+    CHECK(strstr(r->out, "V=50257") && strstr(r->err, "not_prepared/meta.bin and no train.bin (not prepared yet?): GPT-2's vocabulary"),
+          "the assumed vocabulary is noted: %.300s", r->err);
+    r = cli("plan", nodata, "--device=cpu", "--vocab_size=50257", NULL);
+    CHECK_RUN(r, 0, "plan of data not prepared, vocab_size given");
+    CHECK(!strstr(r->err, "note:"), "no note with vocab_size given: %.300s", r->err);
     /* GPT-2 XL on a 4 GiB card: sampling fits, training does not */
     r = cli("plan", "--sample", "--json", "--n_layer=48", "--n_head=25", "--n_embd=1600", "--block_size=1024", "--vocab_size=50257",
             "--batch_size=8", "--device=cuda", "--dtype=bfloat16", "--max_memory=4GiB", NULL);
@@ -697,6 +707,9 @@ static void test_workflow(void) {
     r = cli("plan", "--sample", ckpt_arg, "--device=cpu", NULL);
     CHECK_RUN(r, 0, "plan --sample --init_from=ckpt_<step>.bin");
     CHECK(strstr(r->out, "L=2 NH=2 C=32"), "plan --sample: the checkpoint's model: %.300s", r->out);
+    r = cli("plan", "--sample", out_dir_arg, "--device=cpu", NULL);
+    CHECK_RUN(r, 0, "plan --sample --out_dir=DIR");
+    CHECK(strstr(r->out, "L=2 NH=2 C=32"), "plan --sample --out_dir: out_dir's checkpoint, as sample reads it: %.300s", r->out);
     r = cli("train", cfg_path, ckpt_arg, "--out_dir=/nonexistent/out2", NULL);
     CHECK_RUN(r, 1, "train --init_from=ckpt_<step>.bin");
     CHECK(strstr(r->err, ".bin is a nanogpt checkpoint, not pretrained weights") && strstr(r->err, "init_from = resume"),
