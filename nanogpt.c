@@ -356,7 +356,7 @@ typedef struct {
 static const ConfigKey config_keys[] = {
     CK(out_dir, KEY_STR, 0, 0, NULL, "folder for checkpoints and logs"),
     CK(eval_interval, KEY_INT, 1, 1e9, NULL, "evaluate every this many steps"),
-    CK(log_interval, KEY_INT, 1, 1e9, NULL, "print the training loss every this many steps"),
+    CK(log_interval, KEY_INT, 1, 1e9, NULL, "print the training loss every this many steps (on a terminal the steps between update one live line)"),
     CK(eval_iters, KEY_INT, 1, 1e9, NULL, "batches per split in each evaluation"),
     CK(eval_only, KEY_BOOL, 0, 1, NULL, "evaluate once at the model's step, save nothing, and exit (a loaded model in forward-only memory)"),
     CK(always_save_checkpoint, KEY_BOOL, 0, 1, NULL, "save at every evaluation, not only on improvement"),
@@ -8200,8 +8200,8 @@ CLI_USED static void apply_preset(ngpt_config *c, const char *const *kv) {
 
 #ifndef NGPT_NO_MAIN
 
-/* The display: on a terminal a live line for the training steps, otherwise plain lines every
- * log_interval steps; messages and evaluations always on their own lines. */
+/* The display: plain lines every log_interval steps, as nanoGPT prints them; on a terminal the steps between
+ * them on a live line, which the next plain line replaces; messages and evaluations always on their own lines. */
 typedef struct {
     int tty, log_interval, live; /* live: the last thing printed is the live line */
 } Display;
@@ -8232,8 +8232,8 @@ static void display_progress(void *ctx, const ngpt_progress *p) {
     if (d->tty) printf("\r\033[K");
     printf("iter %d/%d: loss %.4f, lr %.2e, %.2fms, %.0f tok/s, %s, mem %s, ETA %s", p->step, p->max_iters, (double)p->loss, (double)p->lr,
            p->step_seconds * 1e3, p->tokens_per_second, perf, mem, eta);
-    if (d->tty) d->live = 1;
-    else printf("\n");
+    d->live = d->tty && p->step % d->log_interval;
+    if (!d->live) printf("\n");
     fflush(stdout);
 }
 
@@ -8255,6 +8255,8 @@ static void on_signal(int sig) {
         return;
     }
     if ((double)(now.tv_sec - first.tv_sec) + 1e-9 * (double)(now.tv_nsec - first.tv_nsec) < 1.0) return;
+    static const char quit[] = "\nquitting now, without saving this step: the checkpoints already in out_dir stay as they were\n";
+    if (write(2, quit, sizeof quit - 1) < 0) { /* nothing to do */ }
     signal(sig, SIG_DFL);
     raise(sig);
 }

@@ -881,6 +881,61 @@ static void test_double_interrupt(void) {
     CHECK(stopped >= 2 && file_size(ckpt) > 0, "the double press still saved (step %lld, %s): %.300s", stopped, ckpt, t->out);
 }
 
+/* on a terminal every log_interval-th step stays on its own line, as nanoGPT prints it; the steps between are one
+ * live line that the next line replaces */
+static void test_terminal_keeps_log_interval_lines(void) {
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        if (!freopen(tmp_path("tty.txt"), "w", stdout)) _exit(2);
+        Display d = {1, 5, 0};
+        ngpt_progress p;
+        memset(&p, 0, sizeof p);
+        p.max_iters = 12;
+        p.mfu = -1;
+        for (p.step = 0; p.step <= 12; p.step++) display_progress(&d, &p);
+        display_log(&d, 0, "done");
+        fflush(stdout);
+        _exit(0);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    char text[8192] = "";
+    read_text(tmp_path("tty.txt"), text, sizeof text);
+    /* what stays on the screen: each \r\033[K erases the line it is on */
+    char screen[8192];
+    size_t n = 0;
+    for (const char *c = text; *c && n < sizeof screen - 1; c++) {
+        if (!strncmp(c, "\r\033[K", 4)) {
+            while (n > 0 && screen[n - 1] != '\n') n--;
+            c += 3;
+        } else screen[n++] = *c;
+    }
+    screen[n] = 0;
+    CHECK(status == 0 && strstr(screen, "iter 0/12:") && strstr(screen, "iter 5/12:") && strstr(screen, "iter 10/12:") &&
+              !strstr(screen, "iter 3/12:") && !strstr(screen, "iter 12/12:") && strstr(screen, "\ndone\n"),
+          "the lines kept: %.600s", screen);
+}
+
+/* a second interrupt more than a second after the first quits at once, and says that it does not save */
+static void test_second_interrupt_says_so(void) {
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        if (!freopen(tmp_path("quit.txt"), "w", stderr)) _exit(2);
+        on_signal(SIGUSR1);
+        usleep(1100000);
+        on_signal(SIGUSR1); /* raises SIGUSR1 with its default action: the process ends */
+        _exit(3);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    char text[1024] = "";
+    read_text(tmp_path("quit.txt"), text, sizeof text);
+    CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGUSR1, "the second interrupt ends the process by its signal (status %d)", status);
+    CHECK(strstr(text, "stopping: finishing the step") && strstr(text, "quitting now, without saving this step"), "what it says: %.300s", text);
+}
+
 /* `ulimit -f` below a checkpoint's size: the save fails with an error naming the file instead of SIGXFSZ
  * killing the process silently, its temporary file is removed and the previous checkpoint resumes; a resume
  * removes the temporary files an earlier killed save left */
@@ -1021,6 +1076,8 @@ int main(void) {
     RUN(test_plot_after_resume);
     RUN(test_dataset_from_sibling);
     RUN(test_double_interrupt);
+    RUN(test_second_interrupt_says_so);
+    RUN(test_terminal_keeps_log_interval_lines);
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
     if (system(cmd)) printf("could not remove %s\n", tmpdir);
