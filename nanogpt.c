@@ -2699,7 +2699,7 @@ int ngpt_cpu_backend_create(ngpt_backend **out, int nthreads, char *err, size_t 
 
 #ifndef NGPT_CUDA
 int ngpt_cuda_available(char *why, size_t whylen) {
-    fail(why, whylen, NGPT_ERR_DEVICE, "this nanogpt was built without CUDA (./build.sh builds with it where nvcc is installed)");
+    fail(why, whylen, NGPT_ERR_DEVICE, "this nanogpt was built without CUDA, which ./build.sh adds where nvcc is installed");
     return 0;
 }
 int ngpt_cuda_compute_capability(void) { return 0; }
@@ -2918,6 +2918,24 @@ static int tokenset_open(TokenSet *s, const char *dir, const char *split, int vo
     for (int i = 0; i < n; i++) free(names[i]);
     if (rc) tokenset_close(s);
     return rc;
+}
+
+/* "1,003,854 tokens (train.bin)", "400,000,000 tokens in 4 shards (fineweb_train_000001.bin .. fineweb_train_000004.bin)" */
+static const char *tokenset_describe(const TokenSet *s, char *buf, size_t cap) {
+    size_t tokens = 0;
+    for (int i = 0; i < s->n; i++) tokens += s->files[i].ntok;
+    char num[32], *o = num + sizeof num - 1;
+    *o = 0;
+    for (int digits = 0; digits == 0 || tokens; digits++, tokens /= 10) {
+        if (digits && digits % 3 == 0) *--o = ',';
+        *--o = (char)('0' + tokens % 10);
+    }
+    const char *first = strrchr(s->files[0].path, '/'), *last = strrchr(s->files[s->n - 1].path, '/');
+    first = first ? first + 1 : s->files[0].path;
+    last = last ? last + 1 : s->files[s->n - 1].path;
+    if (s->n == 1) snprintf(buf, cap, "%s tokens (%.200s)", o, first);
+    else snprintf(buf, cap, "%s tokens in %d shards (%.200s .. %.200s)", o, s->n, first, last);
+    return buf;
 }
 
 /* the first token of window g */
@@ -6845,6 +6863,11 @@ static int trainer_setup(ngpt_trainer *tr) {
     if (!tr->opt.no_data && !tr->opt.sample_only) {
         if ((rc = tokenset_open(&tr->train_data, dir, "train", V, c->block_size, msg, sizeof msg))) return tr_fail(tr, rc, "%s", msg);
         if ((rc = tokenset_open(&tr->val_data, dir, "val", V, c->block_size, msg, sizeof msg))) return tr_fail(tr, rc, "%s", msg);
+        char train_says[600], val_says[600];
+        tr_log(tr, 0, "data: %s: train %s, val %s; vocabulary %d %s", dir, tokenset_describe(&tr->train_data, train_says, sizeof train_says),
+               tokenset_describe(&tr->val_data, val_says, sizeof val_says), V,
+               tr->charvocab ? (V == tr->charvocab->n ? "characters (meta.bin)" : "ids (vocab_size, above meta.bin's characters)")
+                             : V == 50257 ? "tokens (GPT-2's)" : "ids (vocab_size)");
     }
 
     /* the model and the budget */

@@ -660,6 +660,8 @@ static void test_workflow(void) {
     r = cli("train", cfg_path, "--init_from=resume", max_iters, NULL);
     CHECK_RUN(r, 0, "train --init_from=resume");
     CHECK(number_after(r->out, "(step ") == stopped && strstr(r->out, "resuming from"), "resume names the checkpoint and its step: %.300s", r->out);
+    CHECK(strstr(r->out, "chars: train ") && strstr(r->out, " tokens (train.bin), val ") && strstr(r->out, "characters (meta.bin)"),
+          "the data line names the files, their tokens and the vocabulary: %.400s", r->out);
     char from[64];
     snprintf(from, sizeof from, "steps (from step %lld to ", stopped);
     CHECK(number_after(r->out, "done: ") == 21 && number_after(r->out, from) == stopped + 21, "the resumed run ends at max_iters: %.300s",

@@ -124,9 +124,14 @@ static void test_llmc_shards_read_as_one(void) {
         CHECK(w[32] / 1000 == w[0] / 1000, "a window crossed a shard boundary");
     }
     CHECK(from[0] > 50 && from[1] > 50, "both shards sampled: %d and %d", from[0], from[1]);
+    char says[600];
+    tokenset_describe(&tr, says, sizeof says);
+    CHECK(!strcmp(says, "2,000 tokens in 2 shards (fineweb_train_000001.bin .. fineweb_train_000002.bin)"), "the startup line's words: %s", says);
     tokenset_close(&tr);
     TokenSet va;
     CHECK(tokenset_open(&va, dir, "val", 50257, 32, err, sizeof err) == 0 && va.n == 1, "val shard: %s", err);
+    tokenset_describe(&va, says, sizeof says);
+    CHECK(!strcmp(says, "1,000 tokens (fineweb_val_000000.bin)"), "the startup line's words: %s", says);
     tokenset_close(&va);
     rc = tokenset_open(&va, dir, "test", 50257, 32, err, sizeof err);
     CHECK(rc == NGPT_ERR_IO && strstr(err, "no test.bin"), "no such split: %s", err);
