@@ -8298,7 +8298,7 @@ static void usage(FILE *f) {
             "            [--sample=S: generation of S samples, --steps new tokens each, with the sampling plan]\n"
             "  prepare   text -> train.bin/val.bin: --input=FILE[,FILE...] --out=DIR [--tokenizer=char|gpt2] [--format=nanogpt|llmc]\n"
             "            [--tokenizer_dir=data/gpt2] [--val_fraction=0.1]\n"
-            "  sample    text from out_dir's best checkpoint (--out_dir=DIR), one checkpoint file or pretrained weights\n"
+            "  sample    [config file] text from out_dir's best checkpoint (--out_dir=DIR), one checkpoint file or pretrained weights\n"
             "            (--init_from=CKPT|gpt2|FILE):\n"
             "            --start=TEXT|FILE:path --num_samples=10 --max_new_tokens=500 --temperature=0.8 --top_k=200 --seed=1337\n"
             "            (nanoGPT's sample.py; --temperature=0: always the most likely token; memory for the weights and a forward\n"
@@ -8939,8 +8939,19 @@ static int cmd_sample(int argc, char **argv) {
     ngpt_config cfg;
     ngpt_config_defaults(&cfg);
     /* pretrained weights (--init_from=gpt2, a .safetensors file or folder, an llm.c model file), as nanoGPT's
-     * sample.py; otherwise out_dir's checkpoint, whose config is the base that the command line overrides */
-    const char *init_from = "";
+     * sample.py; otherwise out_dir's checkpoint, whose config is the base that a config file (the training run's,
+     * say), then the command line, override; the model's shape stays the checkpoint's */
+    const char *init_from = "", *cfg_file = NULL;
+    ngpt_config file_cfg;
+    ngpt_config_defaults(&file_cfg);
+    if (argc > 0 && strncmp(argv[0], "--", 2) && !single_dash_flag(argv[0], err, sizeof err) && !strchr(argv[0], '=')) {
+        cfg_file = argv[0];
+        argc--;
+        argv++;
+        if (config_load(&file_cfg, cfg_file, NULL, err, sizeof err)) { fprintf(stderr, "error: %s\n", err); return 1; }
+        copy_str(cfg.out_dir, sizeof cfg.out_dir, file_cfg.out_dir);
+        if (strcmp(file_cfg.init_from, "scratch") && strcmp(file_cfg.init_from, "resume")) init_from = file_cfg.init_from; /* gpt2-xl */
+    }
     for (int i = 0; i < argc; i++) { /* every argument is --key=value, checked before a checkpoint is looked for */
         char key[128];
         if (single_dash_flag(argv[i], err, sizeof err)) { fprintf(stderr, "error: %s\n", err); return 1; }
@@ -8959,6 +8970,19 @@ static int cmd_sample(int argc, char **argv) {
     } else if (from_checkpoint && checkpoint_to_read(cfg.out_dir, path, sizeof path, &cfg, err, sizeof err)) {
         fprintf(stderr, "error: %s; --init_from=gpt2 (or a weights file) samples pretrained weights instead\n", err);
         return 1;
+    }
+    if (cfg_file) {
+        ngpt_config model = cfg; /* the checkpoint's shape, which the file does not change */
+        if (config_load(&cfg, cfg_file, NULL, err, sizeof err)) { fprintf(stderr, "error: %s\n", err); return 1; }
+        if (from_checkpoint) {
+            cfg.n_layer = model.n_layer;
+            cfg.n_head = model.n_head;
+            cfg.n_embd = model.n_embd;
+            cfg.vocab_size = model.vocab_size;
+            cfg.block_size = model.block_size;
+            cfg.bias = model.bias;
+        }
+        copy_str(cfg.init_from, sizeof cfg.init_from, init_from[0] ? init_from : "scratch");
     }
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i], *eq = strchr(a, '=');

@@ -174,7 +174,10 @@ static void test_typos(void) {
         CHECK(strstr(r->err, dash[i][2]), "%s %s 4: %.300s", dash[i][0], dash[i][1], r->err);
     }
     r = cli("sample", "/nonexistent/zzz", NULL);
-    CHECK_RUN(r, 1, "sample with a bare path");
+    CHECK_RUN(r, 1, "sample with a config file that is not there");
+    CHECK(strstr(r->err, "cannot open config file /nonexistent/zzz") && !strstr(r->err, "checkpoint"), "a missing config file: %.300s", r->err);
+    r = cli("sample", "--num_samples=2", "/nonexistent/zzz", NULL);
+    CHECK_RUN(r, 1, "sample with a bare path after an option");
     CHECK(strstr(r->err, "argument '/nonexistent/zzz': expected --key=value") && !strstr(r->err, "checkpoint"), "a bare path: %.300s", r->err);
     /* a binary file where the config file goes says what it is and where it goes */
     r = cli("train", "test/fixtures/tiny_gpt2_llmc_v3.bin", NULL);
@@ -758,6 +761,16 @@ static void test_workflow(void) {
     CHECK_RUN(r, 0, "train a model with vocab_size 9 on 4 characters");
     r = cli("sample", wide_out, "--num_samples=1", "--max_new_tokens=5", "--start=a", NULL);
     CHECK_RUN(r, 0, "sample the model trained wider than its characters");
+    /* sample reads a config file as sample.py does: the training config's out_dir finds the checkpoint, and its model
+     * keys do not change the checkpoint's model */
+    FILE *sc = fopen(tmp_path("sample.cfg"), "w");
+    if (sc) {
+        fprintf(sc, "out_dir = '%s'\nn_layer = 7\ninit_from = 'scratch'\n", tmp_path("out"));
+        fclose(sc);
+    }
+    r = cli("sample", tmp_path("sample.cfg"), "--num_samples=1", "--max_new_tokens=40", "--seed=1", "--temperature=0", NULL);
+    CHECK_RUN(r, 0, "sample with a config file");
+    CHECK(!strcmp(r->out, greedy), "the config file's out_dir gives the same checkpoint's greedy text:\n%.300s\n---\n%.300s", r->out, greedy);
     r = cli("train", newest, NULL);
     CHECK_RUN(r, 1, "a checkpoint as the config file");
     CHECK(strstr(r->err, "is not a config file") && strstr(r->err, "a nanogpt checkpoint: sample it with `nanogpt sample --init_from="),
