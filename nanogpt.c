@@ -472,8 +472,21 @@ static size_t key_distance(const char *key, const char *name) {
     return strstr(name, key) && strlen(key) >= 3 ? MIN(d, 2) : d;
 }
 
-/* the config key closest to key; *distance (when not NULL) its key_distance */
+/* the config key closest to key; *distance (when not NULL) its key_distance, 1 for another trainer's name of a key */
 static const char *config_closest_at(const char *key, size_t *distance) {
+    static const char *const aliases[][2] = { /* names other trainers (llm.c, Hugging Face, ...) use */
+        {"lr", "learning_rate"}, {"max_lr", "learning_rate"}, {"lr_min", "min_lr"}, {"bs", "batch_size"},
+        {"micro_batch_size", "micro_batch"}, {"grad_accum", "gradient_accumulation_steps"},
+        {"accumulation_steps", "gradient_accumulation_steps"}, {"seq_len", "block_size"}, {"sequence_length", "block_size"},
+        {"context_length", "block_size"}, {"max_steps", "max_iters"}, {"steps", "max_iters"}, {"num_iterations", "max_iters"},
+        {"warmup_steps", "warmup_iters"}, {"wd", "weight_decay"}, {"clip", "grad_clip"}, {"max_grad_norm", "grad_clip"},
+        {"n_embed", "n_embd"}, {"d_model", "n_embd"}, {"hidden_size", "n_embd"}, {"num_layers", "n_layer"},
+        {"num_heads", "n_head"}, {"precision", "dtype"}};
+    for (size_t i = 0; i < sizeof aliases / sizeof aliases[0]; i++)
+        if (!strcasecmp(key, aliases[i][0])) {
+            if (distance) *distance = 1;
+            return aliases[i][1];
+        }
     const char *best = NULL;
     size_t bestd = SIZE_MAX;
     for (size_t i = 0; i < N_CONFIG_KEYS; i++) {
@@ -559,8 +572,17 @@ static int device_alias(const char **v, char *err, size_t errlen) {
     return NGPT_OK;
 }
 
-/* Parses a number, allowing products such as "5 * 8" as nanoGPT configs write them. */
-static int parse_number(const char *s, double *out) {
+/* Parses a number, allowing products such as "5 * 8" as nanoGPT configs write them, and Python's underscores
+ * between digits (5_000). */
+static int parse_number(const char *text, double *out) {
+    char s[128];
+    size_t n = 0;
+    for (const char *c = text; *c; c++) {
+        if (*c == '_' && c > text && isdigit((unsigned char)c[-1]) && isdigit((unsigned char)c[1])) continue;
+        if (n + 1 >= sizeof s) return -1;
+        s[n++] = *c;
+    }
+    s[n] = 0;
     double v = 1;
     const char *p = s;
     for (;;) {
@@ -636,10 +658,14 @@ static int config_assign(ngpt_config *cfg, const ConfigKey *k, const char *v, in
     default: {
         double x;
         int is_int = k->type == KEY_INT || k->type == KEY_I64;
-        if (parse_number(v, &x) || (is_int && x != floor(x)) || x < k->lo || x > k->hi) {
+        int not_number = parse_number(v, &x);
+        if (not_number && strchr(v, ';'))
+            return fail(err, errlen, NGPT_ERR_ARG, "%s = '%s': one `key = value` per line (nanogpt does not split lines at ;)", key, v);
+        if (not_number || (is_int && x != floor(x)) || x < k->lo || x > k->hi) {
+            const char *why = not_number ? "; " VALUE_LITERALS : "";
             if (is_int)
-                return fail(err, errlen, NGPT_ERR_ARG, "%s = '%s': must be an integer in [%.0f, %.0f]", key, v, k->lo, k->hi);
-            return fail(err, errlen, NGPT_ERR_ARG, "%s = '%s': must be a number in [%g, %g]", key, v, k->lo, k->hi);
+                return fail(err, errlen, NGPT_ERR_ARG, "%s = '%s': must be an integer in [%.0f, %.0f]%s", key, v, k->lo, k->hi, why);
+            return fail(err, errlen, NGPT_ERR_ARG, "%s = '%s': must be a number in [%g, %g]%s", key, v, k->lo, k->hi, why);
         }
         if (k->type == KEY_INT) *(int *)field = (int)x;
         else if (k->type == KEY_I64) *(long long *)field = (long long)x;
