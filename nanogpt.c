@@ -8579,7 +8579,15 @@ static int cmd_train(int argc, char **argv) {
     ngpt_config cfg;
     char err[NGPT_ERRLEN];
     int has_file;
-    if (parse_args("train", argc, argv, 1, &cfg, &has_file, NULL, err, sizeof err) || ensure_dataset(&cfg, err, sizeof err)) {
+    if (parse_args("train", argc, argv, 1, &cfg, &has_file, NULL, err, sizeof err)) {
+        fprintf(stderr, "error: %s\n", err);
+        return 1;
+    }
+    /* a resume on other data than its run read: said first, before that data is prepared (or downloaded) */
+    char data_note[1600];
+    resume_data_note(&cfg, data_note, sizeof data_note);
+    if (data_note[0]) fprintf(stderr, "note: %s\n", data_note);
+    if (ensure_dataset(&cfg, err, sizeof err)) {
         fprintf(stderr, "error: %s\n", err);
         return 1;
     }
@@ -8595,15 +8603,11 @@ static int cmd_train(int argc, char **argv) {
     opt.progress = display_progress;
     opt.ctx = &disp;
     opt.measure_peak = !cfg.eval_only; /* the live line shows MFU (an eval_only run has no training steps) */
-    char data_note[1600];
-    resume_data_note(&cfg, data_note, sizeof data_note);
     ngpt_trainer *tr;
     if (ngpt_trainer_create(&cfg, &opt, &tr, err, sizeof err)) {
         fprintf(stderr, "error: %s\n", err);
-        if (data_note[0]) fprintf(stderr, "note: %s\n", data_note);
         return 1;
     }
-    if (data_note[0]) printf("note: %s\n", data_note);
     running_trainer = tr;
     signal(SIGINT, on_signal);
     signal(SIGTERM, on_signal);

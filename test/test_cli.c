@@ -436,6 +436,16 @@ static void test_resume_model(void) {
     CHECK(strstr(r->err, "is below the 95 characters of") && strstr(r->err, "note: the checkpoint's run read data_dir ") &&
               strstr(r->err, "rdata; this one reads ") && strstr(r->err, "(pass --data_dir="),
           "the error, and the checkpoint's data: %.500s", r->err);
+    /* the note comes before the default dataset is prepared: here its input is missing (elsewhere, a download) */
+    char cwd[1024];
+    mkdir(tmp_path("resume_cwd"), 0777);
+    if (getcwd(cwd, sizeof cwd) && !chdir(tmp_path("resume_cwd"))) {
+        r = cli("train", out_dir_arg, "--init_from=resume", "--input=/nonexistent/input.txt", "--device=cpu", NULL);
+        CHECK(chdir(cwd) == 0, "back to %s", cwd);
+        CHECK_RUN(r, 1, "resume without the run's data_dir, the default dataset's input missing");
+        const char *note = strstr(r->err, "note: the checkpoint's run read data_dir "), *error = strstr(r->err, "error: input = /nonexistent");
+        CHECK(note && error && note < error, "the note first, then the error: %.500s", r->err);
+    }
     r = cli("plan", "--init_from=resume", out_dir_arg, data_arg, "--block_size=128", "--device=cpu", NULL);
     CHECK_RUN(r, 0, "plan --init_from=resume");
     CHECK(strstr(r->out, "L=1 NH=2 C=16 V=") && strstr(r->out, "block_size=32"), "plan --init_from=resume: the checkpoint's model: %.300s", r->out);
