@@ -8329,7 +8329,7 @@ static void usage(FILE *f) {
             "            --start=TEXT|FILE:path --num_samples=10 --max_new_tokens=500 --temperature=0.8 --top_k=200 --seed=1337\n"
             "            (nanoGPT's sample.py; --temperature=0: always the most likely token; memory for the weights and a forward\n"
             "            pass only)\n"
-            "  export    out_dir's best checkpoint as an llm.c model file: --out_dir=DIR --out=FILE [--bf16]\n"
+            "  export    out_dir's best checkpoint (or --init_from=CHECKPOINT_FILE) as an llm.c model file: --out_dir=DIR --out=FILE [--bf16]\n"
             "  plot      OUT_DIR/log.jsonl -> OUT_DIR/loss.svg\n"
             "  info      the devices this build can use\n"
             "  help      this text; `nanogpt help config` lists every config key\n",
@@ -9141,15 +9141,35 @@ static int cmd_export(int argc, char **argv) {
     int bf16 = 0;
     ngpt_config cfg;
     ngpt_config_defaults(&cfg);
+    const char *ckpt = NULL; /* one checkpoint file instead of out_dir's best */
     for (int i = 0; i < argc; i++) {
         if (!strncmp(argv[i], "--out_dir=", 10)) copy_str(cfg.out_dir, sizeof cfg.out_dir, argv[i] + 10);
+        else if (!strncmp(argv[i], "--init_from=", 12)) ckpt = argv[i] + 12;
         else if (!strncmp(argv[i], "--out=", 6)) out = argv[i] + 6;
         else if (!strcmp(argv[i], "--bf16")) bf16 = 1;
-        else { fprintf(stderr, "error: export: unknown argument '%s' (valid: --out_dir=DIR --out=FILE [--bf16])\n", argv[i]); return 1; }
+        else {
+            fprintf(stderr, "error: export: unknown argument '%s' (valid: --out_dir=DIR or --init_from=CHECKPOINT_FILE, --out=FILE [--bf16])\n",
+                    argv[i]);
+            return 1;
+        }
     }
+    if (!ckpt && is_checkpoint_file(cfg.out_dir)) ckpt = cfg.out_dir; /* --out_dir=out/ckpt_000000500.bin */
     if (!out) { fprintf(stderr, "error: export needs --out=FILE (an llm.c model file; --bf16 for version 5)\n"); return 1; }
+    struct stat st;
+    if (!*out || out[strlen(out) - 1] == '/' || (!stat(out, &st) && S_ISDIR(st.st_mode))) {
+        fprintf(stderr, "error: --out=%s is a folder; --out names the file to write (e.g. --out=%s%sgpt2_124M.bin)\n", out, out,
+                *out && out[strlen(out) - 1] != '/' ? "/" : "");
+        return 1;
+    }
     char err[NGPT_ERRLEN], path[700];
-    if (checkpoint_to_read(cfg.out_dir, path, sizeof path, &cfg, err, sizeof err)) { fprintf(stderr, "error: %s\n", err); return 1; }
+    if (ckpt) {
+        copy_str(path, sizeof path, ckpt);
+        if (checkpoint_read_config(path, &cfg, err, sizeof err)) { fprintf(stderr, "error: %s\n", err); return 1; }
+        copy_str(cfg.init_from, sizeof cfg.init_from, "scratch");
+    } else if (checkpoint_to_read(cfg.out_dir, path, sizeof path, &cfg, err, sizeof err)) {
+        fprintf(stderr, "error: %s\n", err);
+        return 1;
+    }
     ngpt_options opt;
     memset(&opt, 0, sizeof opt);
     opt.sample_only = 1;

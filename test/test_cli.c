@@ -826,6 +826,21 @@ static void test_workflow(void) {
           "llm.c header: magic %d version %d maxT %lld V %d L %lld NH %d C %lld Vp %lld", h[0], h[1], maxT, h[3], L, h[5], C, Vp);
     CHECK(file_size(tmp_path("model.bin")) == 1024 + 4 * params, "model.bin: %ld bytes, expected %lld", file_size(tmp_path("model.bin")),
           1024 + 4 * params);
+    /* one checkpoint file, as --init_from (or given as out_dir); --out must name a file */
+    char ckpt_init[800], ckpt_dir[800], model2_arg[600], folder_arg[600];
+    snprintf(ckpt_init, sizeof ckpt_init, "--init_from=%s", newest);
+    snprintf(ckpt_dir, sizeof ckpt_dir, "--out_dir=%s", newest);
+    snprintf(model2_arg, sizeof model2_arg, "--out=%s", tmp_path("model2.bin"));
+    snprintf(folder_arg, sizeof folder_arg, "--out=%s/", tmp_path(""));
+    r = cli("export", ckpt_init, model2_arg, NULL);
+    CHECK_RUN(r, 0, "export --init_from=ckpt_<step>.bin");
+    CHECK(strstr(r->out, newest) && file_size(tmp_path("model2.bin")) == 1024 + 4 * params, "exports that checkpoint: %.300s", r->out);
+    r = cli("export", ckpt_dir, model2_arg, NULL);
+    CHECK_RUN(r, 0, "export --out_dir=ckpt_<step>.bin");
+    CHECK(strstr(r->out, newest), "a checkpoint file as out_dir is exported: %.300s", r->out);
+    r = cli("export", out_dir_arg, folder_arg, NULL);
+    CHECK_RUN(r, 1, "export --out=a folder/");
+    CHECK(strstr(r->err, "is a folder; --out names the file to write"), "a folder as --out: %.300s", r->err);
 
     /* the exported file as pretrained weights (nanoGPT's sample.py --init_from): the same samples as the checkpoint */
     char init_arg[600], data_arg[600];
