@@ -8038,6 +8038,25 @@ done:
  * shards (--format llmc). Several files are several documents, with <|endoftext|> between them. The
  * inputs are streamed in 1 MiB reads, so they may be larger than memory. ---- */
 
+/* Why tokenizer_dir has no GPT-2 vocabulary when it is a file, or holds llm.c's tokenizer file: a clause for the
+ * error ("" otherwise) */
+CLI_USED static const char *tokenizer_dir_says(const char *dir, char *buf, size_t cap) {
+    struct stat st;
+    char llmc[600];
+    int32_t magic = 0;
+    snprintf(llmc, sizeof llmc, "%.500s/gpt2_tokenizer.bin", dir);
+    buf[0] = 0;
+    if (!stat(dir, &st) && S_ISREG(st.st_mode)) {
+        FILE *f = fopen(dir, "rb");
+        if (f && fread(&magic, 4, 1, f) != 1) magic = 0;
+        if (f) fclose(f);
+        snprintf(buf, cap, "; tokenizer_dir names a folder, and %.400s is a file%s", dir,
+                 magic == LLMC_TOKENIZER_MAGIC ? " (llm.c's tokenizer, which holds the token strings but not the merges GPT-2's encoding needs)" : "");
+    } else if (file_exists(llmc))
+        snprintf(buf, cap, "; its gpt2_tokenizer.bin (llm.c's) holds the token strings but not the merges GPT-2's encoding needs");
+    return buf;
+}
+
 /* GPT-2's vocabulary from dir: gpt2.tok (nanogpt's compact file), else encoder.json + vocab.bpe */
 CLI_USED static int load_gpt2_tokenizer(const char *dir, ngpt_tokenizer **out, char *err, size_t errlen) {
     char a[600], b[600];
@@ -8045,11 +8064,12 @@ CLI_USED static int load_gpt2_tokenizer(const char *dir, ngpt_tokenizer **out, c
     if (file_exists(a)) return ngpt_tokenizer_load(a, out, err, errlen);
     snprintf(a, sizeof a, "%.580s/encoder.json", dir);
     snprintf(b, sizeof b, "%.580s/vocab.bpe", dir);
+    char says[600];
     if (!file_exists(a))
         return fail(err, errlen, NGPT_ERR_IO,
-                    "no GPT-2 vocabulary in %s: put OpenAI's encoder.json and vocab.bpe there (README: the GPT-2 vocabulary), or set "
-                    "tokenizer_dir to the folder that holds them",
-                    dir);
+                    "no GPT-2 vocabulary in %s: put OpenAI's encoder.json and vocab.bpe there (README, Data: where to get them), or set "
+                    "tokenizer_dir to the folder that holds them%s",
+                    dir, tokenizer_dir_says(dir, says, sizeof says));
     return ngpt_tokenizer_load_gpt2(a, b, out, err, errlen);
 }
 
@@ -8505,7 +8525,11 @@ static int download(const char *url, const char *path, char *err, size_t errlen)
 /* GPT-2's encoder.json and vocab.bpe in dir (or its compact gpt2.tok), downloaded when missing */
 static int ensure_gpt2_vocab(const char *dir, char *err, size_t errlen) {
     const char *names[2] = {"encoder.json", "vocab.bpe"};
-    char path[600];
+    char path[600], says[600];
+    struct stat st;
+    if (!stat(dir, &st) && S_ISREG(st.st_mode))
+        return fail(err, errlen, NGPT_ERR_ARG, "no GPT-2 vocabulary at tokenizer_dir = %s: put encoder.json and vocab.bpe in a folder and pass "
+                                                "that%s", dir, tokenizer_dir_says(dir, says, sizeof says));
     snprintf(path, sizeof path, "%.500s/gpt2.tok", dir);
     for (int i = 0; i < 2 && !file_exists(path); i++) {
         char file[600], url[300];
@@ -8513,7 +8537,8 @@ static int ensure_gpt2_vocab(const char *dir, char *err, size_t errlen) {
         snprintf(url, sizeof url, "%s/%s", GPT2_VOCAB_URL, names[i]);
         mkdir_p(dir);
         if (!file_exists(file) && download(url, file, err, errlen))
-            return fail(err, errlen, NGPT_ERR_IO, "could not download GPT-2's %s (offline?). Put encoder.json and vocab.bpe in %s", names[i], dir);
+            return fail(err, errlen, NGPT_ERR_IO, "could not download GPT-2's %s (offline?). Put encoder.json and vocab.bpe in %s%s", names[i], dir,
+                        tokenizer_dir_says(dir, says, sizeof says));
     }
     return NGPT_OK;
 }

@@ -190,6 +190,23 @@ static void test_typos(void) {
     r = cli("plan", "test/fixtures/gpt_tiny_bias.bin", NULL);
     CHECK_RUN(r, 1, "another binary file as the config file");
     CHECK(strstr(r->err, "is not a config file") && strstr(r->err, "a binary file"), "a binary config: %.300s", r->err);
+    /* llm.c's gpt2_tokenizer.bin, as tokenizer_dir or in it: not GPT-2's vocabulary, and the error says why */
+    mkdir(tmp_path("llmc_tok"), 0777);
+    int32_t tok_header[256] = {20240328, 2, 50257};
+    FILE *tf = fopen(tmp_path("llmc_tok/gpt2_tokenizer.bin"), "wb");
+    if (tf) {
+        fwrite(tok_header, sizeof tok_header, 1, tf);
+        fclose(tf);
+    }
+    char tok_dir[700], tok_file[700];
+    snprintf(tok_dir, sizeof tok_dir, "--tokenizer_dir=%s", tmp_path("llmc_tok"));
+    snprintf(tok_file, sizeof tok_file, "--tokenizer_dir=%s", tmp_path("llmc_tok/gpt2_tokenizer.bin"));
+    r = cli("prepare", "--tokenizer=gpt2", tok_dir, "--input=x.txt", "--out=/nonexistent/y", NULL);
+    CHECK_RUN(r, 1, "prepare with llm.c's tokenizer in tokenizer_dir");
+    CHECK(strstr(r->err, "its gpt2_tokenizer.bin (llm.c's) holds the token strings but not the merges"), "llm.c's tokenizer beside: %.400s", r->err);
+    r = cli("prepare", "--tokenizer=gpt2", tok_file, "--input=x.txt", "--out=/nonexistent/y", NULL);
+    CHECK_RUN(r, 1, "prepare with llm.c's tokenizer as tokenizer_dir");
+    CHECK(strstr(r->err, "tokenizer_dir names a folder") && strstr(r->err, "(llm.c's tokenizer"), "llm.c's tokenizer as the folder: %.400s", r->err);
     r = cli("prepare", "--input=x.txt", NULL);
     CHECK_RUN(r, 1, "prepare without --out");
     r = cli("prepare", "--input=x.txt", "--out=y", "--tokenizer=bpe", NULL);
