@@ -8110,7 +8110,9 @@ static int tokwriter_open(TokWriter *w, const char *dir, const char *name, int l
     return 0;
 }
 
+/* 0, -1 for a failed write (errno), -2 when an llm.c file would count more tokens than its int32 header holds */
 static int tokwriter_put(TokWriter *w, const int32_t *ids, size_t n) {
+    if (w->llmc && w->count + n > INT32_MAX) return -2;
     for (size_t i = 0; i < n; i++) {
         w->buf[w->nbuf++] = (uint16_t)ids[i];
         if (w->nbuf == sizeof w->buf / sizeof w->buf[0] && tokwriter_flush(w)) return -1;
@@ -8131,6 +8133,15 @@ static int tokwriter_close(TokWriter *w) {
     bad = bad || rename(w->tmp, w->path) != 0;
     if (bad) unlink(w->tmp);
     return bad ? -1 : 0;
+}
+
+/* tokwriter_put's failure as an error */
+static int tokwriter_fail(const TokWriter *w, int put, char *err, size_t errlen) {
+    if (put == -2)
+        return fail(err, errlen, NGPT_ERR_ARG, "%s would hold more than %d tokens, the most an llm.c shard's int32 header counts: prepare the "
+                                                "text in parts (into several --out folders, then name the files as shards), or in nanoGPT's "
+                                                "format (--format=nanogpt), which has no header", w->path, INT32_MAX);
+    return fail(err, errlen, NGPT_ERR_IO, "writing %s: %s", w->tmp, strerror(errno));
 }
 
 static int utf8_continuation(unsigned char c) { return (c & 0xC0) == 0x80; }
@@ -8192,7 +8203,8 @@ static int prepare_gpt2(const char *const *inputs, int n_inputs, const char *out
                 rc = NGPT_ERR_FORMAT;
                 break;
             }
-            if (tokwriter_put(&w[split], ids, n)) { rc = fail(err, errlen, NGPT_ERR_IO, "writing %s: %s", w[split].tmp, strerror(errno)); break; }
+            int put = tokwriter_put(&w[split], ids, n);
+            if (put) { rc = tokwriter_fail(&w[split], put, err, errlen); break; }
             if (last && used != end) { rc = fail(err, errlen, NGPT_ERR_STATE, "internal: the encoder left %zu bytes at the end", end - used); break; }
             memmove(buf, buf + used, have + got - used);
             have = have + got - used;
@@ -8208,7 +8220,8 @@ static int prepare_gpt2(const char *const *inputs, int n_inputs, const char *out
         fclose(f);
         if (!rc && i + 1 < n_inputs) { /* documents are separated by <|endoftext|> */
             int32_t eot = ngpt_tokenizer_eot(tok);
-            if (tokwriter_put(&w[split], &eot, 1)) rc = fail(err, errlen, NGPT_ERR_IO, "writing %s: %s", w[split].tmp, strerror(errno));
+            int put = tokwriter_put(&w[split], &eot, 1);
+            if (put) rc = tokwriter_fail(&w[split], put, err, errlen);
         }
     }
     if (!rc) {

@@ -938,6 +938,24 @@ static void test_double_interrupt(void) {
     CHECK(stopped >= 2 && file_size(ckpt) > 0, "the double press still saved (step %lld, %s): %.300s", stopped, ckpt, t->out);
 }
 
+/* prepare --format=llmc: a file that would count more tokens than llm.c's int32 header holds is refused as the
+ * tokens arrive (the count starts near the limit here), not after the whole corpus */
+static void test_llmc_token_limit(void) {
+    TokWriter w;
+    char err[NGPT_ERRLEN] = "";
+    mkdir(tmp_path("limit"), 0777);
+    CHECK(tokwriter_open(&w, tmp_path("limit"), "train.bin", 1) == 0, "open");
+    int32_t ids[2] = {1, 2};
+    w.count = INT32_MAX - 1;
+    int put = tokwriter_put(&w, ids, 2);
+    CHECK(put == -2, "2 tokens past 2^31 - 2: %d", put);
+    tokwriter_fail(&w, put, err, sizeof err);
+    CHECK(strstr(err, "limit/train.bin would hold more than 2147483647 tokens") && strstr(err, "--format=nanogpt"), "%s", err);
+    CHECK(tokwriter_put(&w, ids, 1) == 0, "one more token is still within the limit");
+    close(w.fd);
+    unlink(w.tmp);
+}
+
 /* on a terminal every log_interval-th step stays on its own line, as nanoGPT prints it; the steps between are one
  * live line that the next line replaces */
 static void test_terminal_keeps_log_interval_lines(void) {
@@ -1135,6 +1153,7 @@ int main(void) {
     RUN(test_double_interrupt);
     RUN(test_second_interrupt_says_so);
     RUN(test_terminal_keeps_log_interval_lines);
+    RUN(test_llmc_token_limit);
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
     if (system(cmd)) printf("could not remove %s\n", tmpdir);
