@@ -7522,20 +7522,24 @@ static int train_loop(ngpt_trainer *tr, int jsonl) {
     return NGPT_OK;
 }
 
+/* The refusal of a new run (not a resume) into an out_dir that holds another run's checkpoints, the newest at
+ * step newest (-1: best.bin alone) */
+static int out_dir_taken_error(const ngpt_config *c, long long newest, char *err, size_t errlen) {
+    char what[64] = "best.bin";
+    if (newest >= 0) snprintf(what, sizeof what, "the newest ckpt_%09lld.bin", newest);
+    return fail(err, errlen, NGPT_ERR_ARG,
+                "out_dir %.400s holds another run's checkpoints (%s): a new run (init_from = %s) would replace its best.bin and "
+                "prune them. Continue that run with init_from = resume, give this one another out_dir, or remove them first",
+                c->out_dir, what, c->init_from);
+}
+
 int ngpt_train(ngpt_trainer *tr) {
     if (!tr) return NGPT_ERR_ARG;
     char path[600];
     /* a new run's saves would replace best.bin and prune the other run's checkpoints, and a later resume could
      * pick either run's: a mistyped out_dir (or one left from a config) must not cost a trained model */
-    if (tr->out_dir_taken && !tr->cfg.eval_only) {
-        long long newest = tr->n_kept ? tr->kept_steps[tr->n_kept - 1] : -1;
-        char what[64] = "best.bin";
-        if (newest >= 0) snprintf(what, sizeof what, "the newest ckpt_%09lld.bin", newest);
-        return tr_fail(tr, NGPT_ERR_ARG,
-                       "out_dir %.400s holds another run's checkpoints (%s): a new run (init_from = %s) would replace its best.bin and "
-                       "prune them. Continue that run with init_from = resume, give this one another out_dir, or remove them first",
-                       tr->cfg.out_dir, what, tr->cfg.init_from);
-    }
+    if (tr->out_dir_taken && !tr->cfg.eval_only)
+        return out_dir_taken_error(&tr->cfg, tr->n_kept ? tr->kept_steps[tr->n_kept - 1] : -1, tr->err, sizeof tr->err);
     if (mkdir_p(tr->cfg.out_dir)) return tr_fail(tr, NGPT_ERR_IO, "cannot create out_dir %s: %s", tr->cfg.out_dir, strerror(errno));
     snprintf(path, sizeof path, "%.580s/log.jsonl", tr->cfg.out_dir);
     int jsonl = open(path, O_WRONLY | O_CREAT | O_APPEND, 0644);
@@ -8618,6 +8622,22 @@ static int cmd_train(int argc, char **argv) {
     char err[NGPT_ERRLEN];
     int has_file;
     if (parse_args("train", argc, argv, 1, &cfg, &has_file, NULL, err, sizeof err)) {
+        fprintf(stderr, "error: %s\n", err);
+        return 1;
+    }
+    /* what would refuse the run after the data is prepared (or downloaded) and the peak measured, refused first:
+     * an out_dir holding another run's checkpoints (the library's ngpt_train refuses it too), an init_from that
+     * cannot be read (its header only) */
+    long long newest = -1;
+    char best[600];
+    snprintf(best, sizeof best, "%.580s/best.bin", cfg.out_dir);
+    if (strcmp(cfg.init_from, "resume") && !cfg.eval_only && (checkpoint_list(cfg.out_dir, &newest, 1) || file_exists(best))) {
+        out_dir_taken_error(&cfg, newest, err, sizeof err);
+        fprintf(stderr, "error: %s\n", err);
+        return 1;
+    }
+    ngpt_config model = cfg;
+    if (strcmp(cfg.init_from, "scratch") && strcmp(cfg.init_from, "resume") && init_from_config(&model, 0, err, sizeof err)) {
         fprintf(stderr, "error: %s\n", err);
         return 1;
     }
