@@ -6976,7 +6976,7 @@ static int trainer_setup(ngpt_trainer *tr) {
         if (S)
             tr_log(tr, 0, "matmul peak of this backend: %s (%d^3 in %s, measured in %.2f s); MFU is model FLOP/s over it", fmt_flops(b, sizeof b, tr->peak_flops),
                    S, dtype_name(dtype), now_seconds() - t0);
-        else tr_log(tr, 0, "no MFU: the AdamW moments of this model cannot hold a 512^3 matmul to measure the peak on");
+        else tr_log(tr, 0, "no MFU: this model's AdamW moments are too small to hold the 512^3 matmul that measures the peak; GFLOP/s instead");
     }
     tr->rng_train = (Rng){(uint64_t)c->seed, 1, 0};
     tr->best_val_loss = 1e9f;
@@ -9155,6 +9155,9 @@ static int cmd_sample(int argc, char **argv) {
         char msg[NGPT_ERRLEN];
         if (charvocab_encode(tr->charvocab, start, strlen(start), prompt, sizeof start, &nn, msg, sizeof msg))
             rc = fail(err, sizeof err, NGPT_ERR_ARG, "start text: %s", msg);
+        else if (nn == 0) /* a GPT-2 model starts at <|endoftext|>; characters have no such token */
+            rc = fail(err, sizeof err, NGPT_ERR_ARG, "--start is empty: a character model needs at least one character to start from "
+                                                      "(the default is a newline)");
         np = (int)nn;
     } else if (!rc) {
         size_t nn = 0;

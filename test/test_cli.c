@@ -762,6 +762,9 @@ static void test_workflow(void) {
     r = cli("sample", out_dir_arg, "--top_k=1e30", NULL);
     CHECK_RUN(r, 1, "sample --top_k=1e30");
     CHECK(strstr(r->err, "--top_k=1e30: top_k is a whole number >= 0"), "names top_k and its range alone: %.300s", r->err);
+    r = cli("sample", out_dir_arg, "--start=", NULL);
+    CHECK_RUN(r, 1, "sample --start= (empty) of a character model");
+    CHECK(strstr(r->err, "--start is empty: a character model needs at least one character"), "an empty start: %.300s", r->err);
     r = cli("sample", out_dir_arg, "--temperature=-0.5", NULL);
     CHECK_RUN(r, 1, "sample --temperature=-0.5");
     CHECK(strstr(r->err, "temperature is a number in [0, 1e6]") && !strstr(r->err, "top_k"), "names temperature alone: %.300s", r->err);
