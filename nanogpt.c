@@ -8675,19 +8675,25 @@ static int cmd_train(int argc, char **argv) {
     const int given[6] = {cfg.n_layer, cfg.n_head, cfg.n_embd, cfg.block_size, cfg.bias, cfg.vocab_size};
     const int used[6] = {eff->n_layer, eff->n_head, eff->n_embd, eff->block_size, eff->bias, eff->vocab_size};
     char overridden[512] = "";
+    int file_line[N_CONFIG_KEYS] = {0}; /* the keys the config file sets (it loaded once already) */
+    ngpt_config file_cfg;
+    ngpt_config_defaults(&file_cfg);
+    if (has_file) config_load(&file_cfg, argv[0], file_line, err, sizeof err);
     for (int k = 0; k < 6; k++) {
         char flag[32];
-        int on_command_line = 0;
+        int given_here = file_line[config_find(model_keys[k]) - config_keys] > 0;
         snprintf(flag, sizeof flag, "--%s=", model_keys[k]);
-        for (int i = has_file; i < argc; i++) on_command_line |= !strncmp(argv[i], flag, strlen(flag));
-        if (!on_command_line || given[k] == used[k]) continue;
+        for (int i = has_file; i < argc; i++) given_here |= !strncmp(argv[i], flag, strlen(flag));
+        if (!given_here || given[k] == used[k]) continue;
         size_t len = strlen(overridden);
         if (k == 4) /* bias */
             snprintf(overridden + len, sizeof overridden - len, "%sbias %s (not %s)", len ? ", " : "", used[k] ? "True" : "False",
                      given[k] ? "True" : "False");
         else snprintf(overridden + len, sizeof overridden - len, "%s%s %d (not %d)", len ? ", " : "", model_keys[k], used[k], given[k]);
     }
-    if (overridden[0]) printf("note: init_from = %s sets the model, over the command line: %s\n", eff->init_from, overridden);
+    if (overridden[0])
+        printf("note: init_from = %s sets the model, over the %s: %s\n", eff->init_from, has_file ? "config file and command line" : "command line",
+               overridden);
     ngpt_stats st;
     ngpt_get_stats(tr, &st);
     char b1[32], b2[32], b3[64] = "";

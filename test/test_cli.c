@@ -436,6 +436,17 @@ static void test_resume_model(void) {
     CHECK_RUN(r, 0, "resume with --block_size=128");
     CHECK(strstr(r->out, "note: init_from = resume sets the model, over the command line: n_embd 16 (not 48), block_size 32 (not 128), bias False (not True)\n") &&
           strstr(r->out, "(64 tokens/step)"), "the checkpoint's model, and a note of what it overrode: %.600s", r->out);
+    /* a config file's model keys (nanoGPT's config/train_shakespeare_char.py, say) get the note too */
+    FILE *mf = fopen(tmp_path("model.cfg"), "w");
+    if (mf) {
+        fprintf(mf, "n_layer = 6\nn_head = 2\nbatch_size = 2\n");
+        fclose(mf);
+    }
+    r = cli("train", tmp_path("model.cfg"), data_arg, out_dir_arg, "--init_from=resume", "--block_size=128", "--max_iters=4", "--eval_interval=2",
+            "--eval_iters=1", "--device=cpu", "--threads=1", NULL);
+    CHECK_RUN(r, 0, "resume with a config file's model keys");
+    CHECK(strstr(r->out, "note: init_from = resume sets the model, over the config file and command line: n_layer 1 (not 6), block_size 32 (not 128)\n"),
+          "the config file's overridden keys: %.600s", r->out);
     /* resumed on other data, whose characters outnumber the model's vocabulary: the error, and a note of the data the
      * checkpoint's run read */
     f = fopen(tmp_path("wide.txt"), "wb");
