@@ -6093,9 +6093,15 @@ static int llmc_read_model(const char *path, ModelShape *ms, float **params, cha
         return st_fail_unmap(map, fsize, fail(err, errlen, NGPT_ERR_FORMAT, "%s: llm.c model file version %d; nanogpt reads version 3 (fp32) and 5 "
                                                                              "(bf16): re-export it with llm.c's train_gpt2.py", path, h[1]));
     int maxT = h[2], V = h[3], L = h[4], NH = h[5], C = h[6], Vp = h[7];
-    if (maxT <= 0 || V <= 0 || L <= 0 || NH <= 0 || C <= 0 || C % NH || Vp < V || V > INT_MAX - 64 || C > 65536)
-        return st_fail_unmap(map, fsize, fail(err, errlen, NGPT_ERR_FORMAT, "%s: llm.c header has maxT %d, V %d, L %d, NH %d, C %d, Vp %d: expected "
-                                                                             "positive sizes, NH dividing C, Vp >= V", path, maxT, V, L, NH, C, Vp));
+    const char *bad = maxT <= 0 || V <= 0 || L <= 0 || NH <= 0 || C <= 0 ? "every size must be positive"
+                      : C % NH              ? "NH (header int 5) must divide C (int 6)"
+                      : Vp < V              ? "the padded vocabulary Vp (int 7) is below V (int 3)"
+                      : V > INT_MAX - 64    ? "V (int 3) is out of range"
+                      : C > 65536           ? "C (int 6) is above 65536"
+                                            : NULL;
+    if (bad)
+        return st_fail_unmap(map, fsize, fail(err, errlen, NGPT_ERR_FORMAT, "%s: llm.c header has maxT %d, V %d, L %d, NH %d, C %d, Vp %d: %s", path,
+                                              maxT, V, L, NH, C, Vp, bad));
     size_t es = h[1] == 3 ? 4 : 2, sizes[N_PARAM_TENSORS];
     /* count the parameters in double first: L 12 C^2 alone can pass 2^64 and wrap param_sizes' size_t sum
      * to a small number that a short file then matches (a 1024-byte file claimed 0 parameters) */

@@ -697,11 +697,11 @@ static void test_llmc_errors(void) {
     tmp_path(path, sizeof path, "sizes.bin");
     h[5] = 5; /* NH 5 does not divide C 24 */
     spill(path, file, n, NULL, 0);
-    expect_error(llmc_read_model, "NH not dividing C", path, NGPT_ERR_FORMAT, "NH dividing C");
+    expect_error(llmc_read_model, "NH not dividing C", path, NGPT_ERR_FORMAT, "NH 5, C 24, Vp 128: NH (header int 5) must divide C (int 6)");
     h[5] = FX_NH;
     h[7] = 64; /* Vp < V */
     spill(path, file, n, NULL, 0);
-    expect_error(llmc_read_model, "Vp below V", path, NGPT_ERR_FORMAT, "Vp >= V");
+    expect_error(llmc_read_model, "Vp below V", path, NGPT_ERR_FORMAT, "the padded vocabulary Vp (int 7) is below V (int 3)");
     h[7] = FX_VP;
     h[4] = 3; /* a layer more than the data holds */
     spill(path, file, n, NULL, 0);
