@@ -8644,7 +8644,10 @@ static int cmd_train(int argc, char **argv) {
     }
     ngpt_config model = cfg;
     if (strcmp(cfg.init_from, "scratch") && strcmp(cfg.init_from, "resume") && init_from_config(&model, 0, err, sizeof err)) {
-        fprintf(stderr, "error: %s\n", err);
+        int block_given = 0; /* a block_size the model cannot take that the user did not give: the default job's */
+        for (int i = has_file; i < argc; i++) block_given |= !strncmp(argv[i], "--block_size=", 13);
+        fprintf(stderr, "error: %s%s\n", err,
+                !has_file && !block_given && strstr(err, "block_size = ") ? " (that block_size is the default job's recipe; pass --block_size)" : "");
         return 1;
     }
     /* a resume on other data than its run read: said first, before that data is prepared (or downloaded) */

@@ -474,6 +474,11 @@ static void test_resume_model(void) {
         CHECK(strstr(r->err, "/nonexistent/gpt2_124M.bin") && !strstr(r->out, "download") && !strstr(r->err, "download"),
               "the init_from error, before any download: %.300s | %.300s", r->err, r->out);
     }
+    /* a model with fewer positions than the default job's block_size: the error says where that block_size came from */
+    r = cli("train", "--init_from=test/fixtures/tiny_gpt2_llmc_v3.bin", "--device=cpu", "--out_dir=/nonexistent/out", NULL);
+    CHECK_RUN(r, 1, "train from a 24-position model with the default job's block_size");
+    CHECK(strstr(r->err, "the pretrained model has 24 positions") && strstr(r->err, "the default job's recipe; pass --block_size"),
+          "names the block_size's origin: %.300s", r->err);
     /* the note comes before the default dataset is prepared: here its input is missing (elsewhere, a download) */
     mkdir(tmp_path("resume_cwd"), 0777);
     if (getcwd(cwd_before, sizeof cwd_before) && !chdir(tmp_path("resume_cwd"))) {
