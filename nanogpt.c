@@ -9332,9 +9332,10 @@ static void svg_polyline(FILE *f, const Series *s, double x0, double x1, double 
 
 static int cmd_plot(int argc, char **argv) {
     if (argc != 1) { fprintf(stderr, "usage: nanogpt plot OUT_DIR (reads OUT_DIR/log.jsonl, writes OUT_DIR/loss.svg)\n"); return 2; }
+    const char *dir = strncmp(argv[0], "--out_dir=", 10) ? argv[0] : argv[0] + 10; /* as sample and export take it */
     char in[600], out[600], line[1024];
-    snprintf(in, sizeof in, "%.580s/log.jsonl", argv[0]);
-    snprintf(out, sizeof out, "%.580s/loss.svg", argv[0]);
+    snprintf(in, sizeof in, "%.580s/log.jsonl", dir);
+    snprintf(out, sizeof out, "%.580s/loss.svg", dir);
     FILE *f = fopen(in, "r");
     if (!f) { fprintf(stderr, "error: cannot open %s: %s\n", in, strerror(errno)); return 1; }
     Series tr = {0}, ev_train = {0}, ev_val = {0};

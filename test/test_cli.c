@@ -854,6 +854,10 @@ static void test_workflow(void) {
     CHECK_RUN(r, 0, "plot");
     read_text(tmp_path("out/loss.svg"), buf, sizeof buf);
     CHECK(!strncmp(buf, "<svg", 4) && strstr(buf, "<polyline"), "loss.svg is an SVG with a curve: %.200s", buf);
+    unlink(tmp_path("out/loss.svg"));
+    r = cli("plot", out_dir_arg, NULL); /* --out_dir=DIR, as sample and export take it */
+    CHECK_RUN(r, 0, "plot --out_dir=DIR");
+    CHECK(file_size(tmp_path("out/loss.svg")) > 0, "plot --out_dir wrote loss.svg");
 
     /* export as an llm.c model file: the header says the model, the size matches it */
     char model_arg[600];
