@@ -8711,15 +8711,16 @@ static int cmd_train(int argc, char **argv) {
     int gpu = strcmp(tr->be->name, "cpu") != 0;
     snprintf(arenas, sizeof arenas, "arena %s%s + %s %s", fmt_bytes(b1, sizeof b1, (double)st.device_bytes), gpu ? " on the GPU" : "",
              fmt_bytes(b2, sizeof b2, (double)st.host_bytes), gpu ? "pinned host" : "for batches and staging");
+    char params[96]; /* nanoGPT's "number of parameters" leaves out the position embeddings */
+    snprintf(params, sizeof params, "%.2fM parameters (%.2fM without the position embeddings, as nanoGPT counts)", (double)st.parameters / 1e6,
+             (double)(st.parameters - (size_t)tr->ms.maxT * (size_t)tr->ms.C) / 1e6);
     if (tr->plan.req.inference) /* eval_only of a loaded model */
-        printf("%s: %.2fM parameters; plan: evaluation only (forward passes: no gradients or optimizer state), eval micro-batch %d, "
-               "logits chunk %d; %s\n",
-               st.device, (double)st.parameters / 1e6, st.eval_micro_batch, tr->plan.eval_chunk, arenas);
+        printf("%s: %s; plan: evaluation only (forward passes: no gradients or optimizer state), eval micro-batch %d, logits chunk %d; %s\n",
+               st.device, params, st.eval_micro_batch, tr->plan.eval_chunk, arenas);
     else
-        printf("%s: %.2fM parameters; plan: micro-batch %d x accumulation %d (%lld tokens/step)%s, recompute %s, logits chunk %d, "
-               "eval micro-batch %d; %s\n",
-               st.device, (double)st.parameters / 1e6, st.micro_batch, st.grad_accum, (long long)st.micro_batch * st.grad_accum * eff->block_size,
-               lanes, recompute_name(st.recompute), st.logits_chunk, st.eval_micro_batch, arenas);
+        printf("%s: %s; plan: micro-batch %d x accumulation %d (%lld tokens/step)%s, recompute %s, logits chunk %d, eval micro-batch %d; %s\n",
+               st.device, params, st.micro_batch, st.grad_accum, (long long)st.micro_batch * st.grad_accum * eff->block_size, lanes,
+               recompute_name(st.recompute), st.logits_chunk, st.eval_micro_batch, arenas);
     double t0 = now_seconds();
     int step0 = st.step; /* a resumed run starts at its checkpoint's step */
     int rc = ngpt_train(tr);
