@@ -405,6 +405,20 @@ static int lines_in(const char *path) {
     return n;
 }
 
+/* A character dataset in tmp_path(name): `length` characters cycling through alphabet, prepared; its
+ * --data_dir=... argument into data_arg */
+static CliRun *prepare_chars(const char *name, const char *alphabet, int length, char *data_arg, size_t cap) {
+    char text[700], input[800], out[800];
+    snprintf(text, sizeof text, "%s.txt", tmp_path(name));
+    FILE *f = fopen(text, "wb");
+    for (int i = 0; f && i < length; i++) fputc(alphabet[i % (int)strlen(alphabet)], f);
+    if (f) fclose(f);
+    snprintf(input, sizeof input, "--input=%s", text);
+    snprintf(out, sizeof out, "--out=%s", tmp_path(name));
+    snprintf(data_arg, cap, "--data_dir=%s", tmp_path(name));
+    return cli("prepare", input, out, NULL);
+}
+
 /* resume keeps the checkpoint's model, as nanoGPT: a different --block_size gets a note, the startup line counts the
  * checkpoint's tokens per step, plan plans the checkpoint's model; the closing line's measured memory */
 static void test_resume_model(void) {
@@ -450,15 +464,10 @@ static void test_resume_model(void) {
           "the config file's overridden keys: %.600s", r->out);
     /* resumed on other data, whose characters outnumber the model's vocabulary: the error, and a note of the data the
      * checkpoint's run read */
-    f = fopen(tmp_path("wide.txt"), "wb");
-    for (int rep = 0; f && rep < 100; rep++)
-        for (int c = 32; c < 127; c++) fputc(c, f);
-    if (f) fclose(f);
-    char wide_input[600], wide_out[600], wide_data[600];
-    snprintf(wide_input, sizeof wide_input, "--input=%s", tmp_path("wide.txt"));
-    snprintf(wide_out, sizeof wide_out, "--out=%s", tmp_path("wide"));
-    snprintf(wide_data, sizeof wide_data, "--data_dir=%s", tmp_path("wide"));
-    r = cli("prepare", wide_input, wide_out, NULL);
+    char printable[96], wide_data[700];
+    for (int c = 32; c < 127; c++) printable[c - 32] = (char)c;
+    printable[95] = 0;
+    r = prepare_chars("wide", printable, 9500, wide_data, sizeof wide_data);
     CHECK_RUN(r, 0, "prepare 95 characters");
     r = cli("train", wide_data, out_dir_arg, "--init_from=resume", "--max_iters=4", "--device=cpu", "--threads=1", NULL);
     CHECK_RUN(r, 1, "resume on data with more characters than the model");
@@ -798,14 +807,8 @@ static void test_workflow(void) {
     CHECK(!strcmp(greedy, r->out), "temperature 0 differs from top_k 1:\n%.300s\n---\n%.300s", greedy, r->out);
     /* another dataset's meta.bin, with fewer characters than the model's ids, is not its vocabulary: refused,
      * not printed as U+FFFD; a model trained wider than its characters (vocab_size) samples them, on its own data */
-    FILE *few = fopen(tmp_path("few.txt"), "w");
-    for (int i = 0; few && i < 300; i++) fputc("abc\n"[i % 4], few);
-    if (few) fclose(few);
-    char few_in[700], few_out[700], few_data[700];
-    snprintf(few_in, sizeof few_in, "--input=%s", tmp_path("few.txt"));
-    snprintf(few_out, sizeof few_out, "--out=%s", tmp_path("fewchars"));
-    snprintf(few_data, sizeof few_data, "--data_dir=%s", tmp_path("fewchars"));
-    r = cli("prepare", few_in, few_out, NULL);
+    char few_data[700];
+    r = prepare_chars("fewchars", "abc\n", 300, few_data, sizeof few_data);
     CHECK_RUN(r, 0, "prepare the 4-character text");
     r = cli("sample", out_dir_arg, few_data, "--num_samples=1", "--max_new_tokens=5", "--start=a", NULL);
     CHECK_RUN(r, 1, "sample with another dataset's meta.bin");
