@@ -990,6 +990,12 @@ static const char *const cat_names[N_CATS] = {
     "working buffers", "logits chunk", "batch (tokens, targets, losses)", "backend scratch"};
 static const char *const cat_keys[N_CATS] = {"params", "grads", "master", "moments", "activations", "work", "logits", "batch", "scratch"};
 
+/* GPT-2's four sizes, by their Hugging Face names; each has 50257 tokens and 1024 positions */
+static const struct {
+    const char *name;
+    int L, NH, C;
+} gpt2_sizes[4] = {{"gpt2", 12, 12, 768}, {"gpt2-medium", 24, 16, 1024}, {"gpt2-large", 36, 20, 1280}, {"gpt2-xl", 48, 25, 1600}};
+
 /* The batch region: `lanes` copies of every buffer but the backend scratch, one per lane (a lane holds up to
  * lane_B of the micro-batch's sequences), then the scratch: [lane 0 | lane 1 | ... | scratch]. */
 typedef struct {
@@ -1017,6 +1023,7 @@ typedef struct {
     int inference;              /* forward passes only: no gradients, moments or kept activations (ngpt_options.sample_only,
                                  * or eval_only from a checkpoint or pretrained weights) */
     int eval_only;              /* with inference: the forward passes are evaluations (only what the plan says differs) */
+    int pretrained;             /* the model's shape comes with its weights (init_from): a refusal names smaller GPT-2s, not knobs */
 } PlanRequest;
 
 typedef struct {
@@ -1263,6 +1270,31 @@ static const char *recompute_name(int rc) {
     return rc == RECOMPUTE_GELU_LN ? "GELU+LayerNorm" : rc == RECOMPUTE_GELU ? "GELU" : "none";
 }
 
+static int plan_make(Plan *p, const PlanRequest *r, char *err, size_t errlen);
+
+/* For a pretrained model that does not fit, the advice that follows "What helps: a smaller block_size" into buf:
+ * the largest smaller GPT-2 whose plan fits the same request, else any smaller pretrained model; "" for GPT-2
+ * 124M, which has none smaller */
+static void smaller_gpt2(const PlanRequest *r, char *buf, size_t cap) {
+    int size = -1;
+    for (int i = 0; i < 4; i++)
+        if (r->m.L == gpt2_sizes[i].L && r->m.C == gpt2_sizes[i].C) size = i;
+    snprintf(buf, cap, "%s", size == 0 ? "" : ", a smaller pretrained model (init_from)");
+    for (int i = size - 1; i >= 0; i--) {
+        PlanRequest q = *r;
+        q.m = (ModelShape){gpt2_sizes[i].L, gpt2_sizes[i].NH, gpt2_sizes[i].C, r->m.V, r->m.Vp, r->m.maxT, r->m.bias};
+        q.pretrained = 0;
+        Plan p;
+        if (plan_make(&p, &q, NULL, 0) == NGPT_OK) {
+            char b[32], split[64] = "";
+            double need = r->device == DEV_BACKEND_CUDA ? (double)p.device_bytes : (double)(p.device_bytes + p.host_bytes);
+            if (!r->inference) snprintf(split, sizeof split, "micro-batch %d x %d accumulation steps, ", p.micro_batch, p.grad_accum);
+            snprintf(buf, cap, ", a smaller GPT-2: init_from = %s fits (%s%s)", gpt2_sizes[i].name, split, fmt_bytes(b, sizeof b, need));
+            return;
+        }
+    }
+}
+
 /* Fills *p with the plan for r. Returns NGPT_OK, or NGPT_ERR_NOMEM with the smallest plan in *p and an
  * explanation in err, or NGPT_ERR_ARG for a request that cannot be planned at all. */
 static int plan_make(Plan *p, const PlanRequest *r, char *err, size_t errlen) {
@@ -1276,12 +1308,13 @@ static int plan_make(Plan *p, const PlanRequest *r, char *err, size_t errlen) {
                 p->fits = 1;
                 return NGPT_OK;
             }
-        char nb[32], bb[32];
+        char nb[32], bb[32], smaller[300] = "";
         double need = plan_layout(p, r, 1, 1, RECOMPUTE_NONE, r->pin_chunk ? r->pin_chunk : CHUNK_STEP, NGPT_DTYPE_F32);
+        if (r->pretrained) smaller_gpt2(r, smaller, sizeof smaller);
         return fail(err, errlen, NGPT_ERR_NOMEM,
                     "does not fit: %s this model (its parameters and the forward pass of one sequence of block_size %d) needs %s "
-                    "and the budget is %s. What helps: a smaller block_size, or more memory (a larger max_memory, another device)",
-                    r->eval_only ? "evaluating" : "sampling", r->T, fmt_bytes(nb, sizeof nb, need), fmt_bytes(bb, sizeof bb, r->budget));
+                    "and the budget is %s. What helps: a smaller block_size%s, or more memory (a larger max_memory, another device)",
+                    r->eval_only ? "evaluating" : "sampling", r->T, fmt_bytes(nb, sizeof nb, need), fmt_bytes(bb, sizeof bb, r->budget), smaller);
     }
     if (r->pin_micro_batch && (r->pin_micro_batch > seqs || seqs % r->pin_micro_batch))
         return fail(err, errlen, NGPT_ERR_ARG,
@@ -1341,12 +1374,13 @@ static int plan_make(Plan *p, const PlanRequest *r, char *err, size_t errlen) {
                      recompute_name(tmp.recompute), tmp.logits_chunk, fmt_bytes(fb, sizeof fb, free_need));
         }
     }
+    char smaller[300] = ", a smaller model (n_layer, n_embd)";
+    if (r->pretrained) smaller_gpt2(r, smaller, sizeof smaller);
     return fail(err, errlen, NGPT_ERR_NOMEM,
                 "does not fit: the smallest plan (micro-batch %d, recompute %s, logits chunk %d, %s AdamW moments) needs %s "
-                "and the budget is %s. What helps: %sa smaller block_size%s, a smaller model (n_layer, n_embd), "
-                "or more memory (a larger max_memory, another device)",
+                "and the budget is %s. What helps: %sa smaller block_size%s%s, or more memory (a larger max_memory, another device)",
                 B, recompute_name(rc), p->logits_chunk, p->moments_dtype == NGPT_DTYPE_F32 ? "fp32" : "bf16", fmt_bytes(nb, sizeof nb, need),
-                fmt_bytes(bb, sizeof bb, r->budget), unpin, hint);
+                fmt_bytes(bb, sizeof bb, r->budget), unpin, hint, smaller);
 }
 
 static const char *dtype_name(int dtype) {
@@ -5292,6 +5326,7 @@ static void plan_request_from_config(PlanRequest *r, const ngpt_config *c, const
      * initialisation is drawn into */
     r->eval_only = !sampling && c->eval_only && strcmp(c->init_from, "scratch");
     r->inference = sampling || r->eval_only;
+    r->pretrained = strcmp(c->init_from, "scratch") && strcmp(c->init_from, "resume");
 }
 
 /* ======================================================================================================
@@ -5763,12 +5798,6 @@ static int hf_layer_shape(int s, uint64_t C, uint64_t shape[2]) {
     default: shape[0] = C; return 1;
     }
 }
-
-/* GPT-2's four sizes, by their Hugging Face names; each has 50257 tokens and 1024 positions */
-static const struct {
-    const char *name;
-    int L, NH, C;
-} gpt2_sizes[4] = {{"gpt2", 12, 12, 768}, {"gpt2-medium", 24, 16, 1024}, {"gpt2-large", 36, 20, 1280}, {"gpt2-xl", 48, 25, 1600}};
 
 /* n_head: config.json next to the .safetensors file ("n_head"), else GPT-2's sizes by C. Cross-checks the
  * other sizes config.json gives. */

@@ -357,6 +357,40 @@ static void test_refusal_with_pins(void) {
     CHECK(plan_make(&p, &r, err, sizeof err) == NGPT_ERR_NOMEM && !strstr(err, "to the planner"), "unpinned refusal: %s", err);
 }
 
+/* A pretrained model that does not fit: the advice names the largest smaller GPT-2 that does (nanoGPT's
+ * finetune_shakespeare: GPT-2 XL on a 12 GiB card), not n_layer and n_embd, which its weights fix */
+static void test_refusal_names_smaller_gpt2(void) {
+    char err[NGPT_ERRLEN];
+    double budget = 12.0 * GiB - CUDA_SAFETY_MARGIN;
+    PlanRequest r = request(gpt2_shape(48, 25, 1600, 1), 1024, 1, 32, NGPT_DTYPE_BF16, DEV_BACKEND_CUDA, budget);
+    r.pretrained = 1;
+    Plan p, large, medium;
+    CHECK(plan_make(&p, &r, err, sizeof err) == NGPT_ERR_NOMEM, "GPT-2 XL training should not fit 12 GiB");
+    PlanRequest rl = request(gpt2_shape(36, 20, 1280, 1), 1024, 1, 32, NGPT_DTYPE_BF16, DEV_BACKEND_CUDA, budget);
+    CHECK(plan_make(&large, &rl, NULL, 0) == NGPT_OK, "GPT-2 large fits 12 GiB");
+    char want[200], b[32];
+    snprintf(want, sizeof want, "a smaller GPT-2: init_from = gpt2-large fits (micro-batch %d x %d accumulation steps, %s)", large.micro_batch,
+             large.grad_accum, fmt_bytes(b, sizeof b, (double)large.device_bytes));
+    CHECK(strstr(err, want) && !strstr(err, "n_layer"), "names gpt2-large (%s): %s", want, err);
+    /* at 6 GiB large does not fit either: medium is named */
+    r.budget = rl.budget = 6.0 * GiB;
+    PlanRequest rm = request(gpt2_shape(24, 16, 1024, 1), 1024, 1, 32, NGPT_DTYPE_BF16, DEV_BACKEND_CUDA, 6.0 * GiB);
+    CHECK(plan_make(&large, &rl, NULL, 0) == NGPT_ERR_NOMEM && plan_make(&medium, &rm, NULL, 0) == NGPT_OK, "at 6 GiB: large no, medium yes");
+    CHECK(plan_make(&p, &r, err, sizeof err) == NGPT_ERR_NOMEM && strstr(err, "init_from = gpt2-medium fits"), "names gpt2-medium: %s", err);
+    /* GPT-2 124M has no smaller size; a model from scratch is advised on n_layer and n_embd */
+    PlanRequest small = request(gpt2_shape(12, 12, 768, 1), 1024, 1, 32, NGPT_DTYPE_BF16, DEV_BACKEND_CUDA, 0.5 * GiB);
+    small.pretrained = 1;
+    CHECK(plan_make(&p, &small, err, sizeof err) == NGPT_ERR_NOMEM && !strstr(err, "smaller GPT-2") && !strstr(err, "smaller model") &&
+              !strstr(err, "smaller pretrained"), "GPT-2 124M: no smaller model to name: %s", err);
+    small.pretrained = 0;
+    CHECK(plan_make(&p, &small, err, sizeof err) == NGPT_ERR_NOMEM && strstr(err, "a smaller model (n_layer, n_embd)"), "from scratch: %s", err);
+    /* sampling GPT-2 XL in 2 GiB: the sampling plan of a smaller one */
+    r.inference = 1;
+    r.budget = 2.0 * GiB - CUDA_SAFETY_MARGIN;
+    CHECK(plan_make(&p, &r, err, sizeof err) == NGPT_ERR_NOMEM && strstr(err, "sampling this model") && strstr(err, "init_from = gpt2-large fits (") &&
+              !strstr(err, "accumulation"), "sampling: %s", err);
+}
+
 static void test_forced_micro_batches_same_losses(void) {
     make_dataset(50);
     enum { STEPS = 6 };
@@ -409,6 +443,7 @@ int main(void) {
     RUN(test_seed_scenario);
     RUN(test_inference_plan);
     RUN(test_refusal_with_pins);
+    RUN(test_refusal_names_smaller_gpt2);
     RUN(test_forced_micro_batches_same_losses);
     RUN(test_allocation_failure);
     char cmd[300];
