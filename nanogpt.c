@@ -601,7 +601,20 @@ static int parse_number(const char *text, double *out) {
     return 0;
 }
 
+/* The options a command reads besides the config keys, for "did you mean" (sample first: parse_args and
+ * config_unknown name its options where a config key is expected) */
+static const struct {
+    const char *command, *options[7];
+} command_option_table[] = {
+    {"sample", {"start", "num_samples", "max_new_tokens", "temperature", "top_k", "seed", NULL}},
+    {"bench", {"steps", "warmup", "kernels", "sample", NULL}},
+    {"plan", {"json", "sample", NULL}},
+};
+
 static int config_unknown(const char *key, char *err, size_t errlen) {
+    for (int i = 0; command_option_table[0].options[i]; i++) /* sample.py's own settings, in a config file */
+        if (!strcmp(key, command_option_table[0].options[i]))
+            return fail(err, errlen, NGPT_ERR_ARG, "%s is an option of `nanogpt sample`, not a config key: pass it as --%s=...", key, key);
     return fail(err, errlen, NGPT_ERR_ARG, "unknown key '%s' (did you mean '%s'?); `nanogpt help config` lists them all", key,
                 config_closest(key));
 }
@@ -2910,6 +2923,28 @@ static void tokenset_close(TokenSet *s) {
 
 static int name_cmp(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
+/* whether a file name is one of llm.c's shards of split: fineweb_train_000001.bin, tiny_shakespeare_val.bin (and
+ * festival_val_000000.bin: the split is a whole word between underscores, or before .bin, wherever it is one) */
+static int shard_of(const char *name, const char *split) {
+    size_t ln = strlen(name), ls = strlen(split);
+    const char *hit = strstr(name, split);
+    while (hit && !((hit == name || hit[-1] == '_') && (hit[ls] == '_' || hit[ls] == '.'))) hit = strstr(hit + 1, split);
+    return ln > 4 && !strcmp(name + ln - 4, ".bin") && hit;
+}
+
+/* whether dir holds split's data: split.bin or llm.c shards of it */
+CLI_USED static int has_split(const char *dir, const char *split) {
+    char path[700];
+    snprintf(path, sizeof path, "%.400s/%s.bin", dir, split);
+    if (file_exists(path)) return 1;
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    int found = 0;
+    while (d && !found && (e = readdir(d)) != NULL) found = shard_of(e->d_name, split);
+    if (d) closedir(d);
+    return found;
+}
+
 static int tokenset_open(TokenSet *s, const char *dir, const char *split, int vocab, int T, char *err, size_t errlen) {
     memset(s, 0, sizeof *s);
     char path[700], *names[MAX_SHARDS];
@@ -2936,14 +2971,8 @@ static int tokenset_open(TokenSet *s, const char *dir, const char *split, int vo
             return fail(err, errlen, NGPT_ERR_IO, "cannot open data folder %s: %s (prepare it with `nanogpt prepare`)", dir, strerror(e));
         }
         struct dirent *e;
-        size_t ls = strlen(split);
         while ((e = readdir(d)) != NULL && n <= MAX_SHARDS) {
-            size_t ln = strlen(e->d_name);
-            /* llm.c's names: fineweb_train_000001.bin, tiny_shakespeare_val.bin (and festival_val_000000.bin: the
-             * split is a whole word between underscores, or before .bin, wherever it first is one) */
-            const char *hit = strstr(e->d_name, split);
-            while (hit && !((hit == e->d_name || hit[-1] == '_') && (hit[ls] == '_' || hit[ls] == '.'))) hit = strstr(hit + 1, split);
-            if (ln > 4 && !strcmp(e->d_name + ln - 4, ".bin") && hit) {
+            if (shard_of(e->d_name, split)) {
                 if (n == MAX_SHARDS) { n++; break; }
                 snprintf(path, sizeof path, "%.400s/%.255s", dir, e->d_name);
                 names[n++] = strdup(path);
@@ -8389,8 +8418,8 @@ static void usage(FILE *f) {
             "usage: nanogpt <command> [config file] [--key=value ...]\n"
             "  train     train a model (no config: the baby GPT on Tiny Shakespeare characters)\n"
             "  plan      print the memory plan for a config (--json for JSON, --sample for sampling's); no GPU needed;\n"
-            "            the model from init_from, from file headers only (--sample --init_from=resume: out_dir's checkpoint,\n"
-            "            which sample reads by default)\n"
+            "            the model from init_from, from file headers only (--sample without init_from: out_dir's checkpoint,\n"
+            "            as sample reads it)\n"
             "  bench     tokens/s, MFU and time per op category on random tokens (default: GPT-2 124M, block 1024)\n"
             "            [config file] [--key=value ...] [--steps=20] [--warmup=3] [--kernels: each matmul shape and attention]\n"
             "            [--sample=S: generation of S samples, --steps new tokens each, with the sampling plan]\n"
@@ -8402,7 +8431,7 @@ static void usage(FILE *f) {
             "            (nanoGPT's sample.py; --temperature=0: always the most likely token; memory for the weights and a forward\n"
             "            pass only)\n"
             "  export    out_dir's best checkpoint (or --init_from=CHECKPOINT_FILE) as an llm.c model file: --out_dir=DIR --out=FILE [--bf16]\n"
-            "  plot      OUT_DIR/log.jsonl -> OUT_DIR/loss.svg\n"
+            "  plot      OUT_DIR (or --out_dir=OUT_DIR): OUT_DIR/log.jsonl -> OUT_DIR/loss.svg\n"
             "  info      the devices this build can use\n"
             "  help      this text; `nanogpt help config` lists every config key\n",
             NGPT_VERSION);
@@ -8436,15 +8465,6 @@ static const char *config_origin(const char *path, const int *line_of, int k, in
     return buf;
 }
 
-/* The options a command reads besides the config keys, for "did you mean" (sample first: parse_args names its
- * options when plan is given them) */
-static const struct {
-    const char *command, *options[7];
-} command_option_table[] = {
-    {"sample", {"start", "num_samples", "max_new_tokens", "temperature", "top_k", "seed", NULL}},
-    {"bench", {"steps", "warmup", "kernels", "sample", NULL}},
-    {"plan", {"json", "sample", NULL}},
-};
 
 /* A key that is neither a config key nor one of command's own options, but close to one of those options (as
  * close as to any config key, and within 2 edits): an error naming that option. 0 otherwise. */
@@ -8470,10 +8490,6 @@ static void arg_key(const char *a, char *key, size_t cap) {
     key[n] = 0;
 }
 
-/* [config file] [--key=value ...] -> cfg. Without a file, train and plan (default_job) take the default job's
- * preset for the device they will run on, others nanoGPT's defaults. Unknown arguments are errors. Sets *json
- * for --json (the caller sets it beforehand where the arguments' own errors must be JSON too). n_embd and n_head are
- * checked here, where it is known which line or argument set them. */
 /* A single-dash argument (llm.c's -b 4 -t 1024): an error naming nanogpt's setting for llm.c's flag (0 for any
  * other argument) */
 static int single_dash_flag(const char *a, char *err, size_t errlen) {
@@ -8492,10 +8508,14 @@ static int single_dash_flag(const char *a, char *err, size_t errlen) {
     return fail(err, errlen, NGPT_ERR_ARG, "argument '%s': nanogpt takes --key=value settings (`nanogpt help config` lists them)", a);
 }
 
+/* [config file] [--key=value ...] over cfg, which holds the base (nanoGPT's defaults, or a checkpoint's stored
+ * config). Without a file, train and plan (default_job) take the default job's preset for the device they will
+ * run on. Unknown arguments are errors. Sets *json for --json (the caller sets it beforehand where the arguments'
+ * own errors must be JSON too). n_embd and n_head are checked here, where it is known which line or argument set
+ * them. */
 static int parse_args(const char *command, int argc, char **argv, int default_job, ngpt_config *cfg, int *has_file, int *json, char *err,
                       size_t errlen) {
     int line_of[N_CONFIG_KEYS] = {0}, preset = 0;
-    ngpt_config_defaults(cfg);
     *has_file = 0;
     for (int i = 0; i < argc; i++)
         if (single_dash_flag(argv[i], err, errlen)) return NGPT_ERR_ARG;
@@ -8656,6 +8676,7 @@ static int cmd_train(int argc, char **argv) {
     ngpt_config cfg;
     char err[NGPT_ERRLEN];
     int has_file;
+    ngpt_config_defaults(&cfg);
     if (parse_args("train", argc, argv, 1, &cfg, &has_file, NULL, err, sizeof err)) {
         fprintf(stderr, "error: %s\n", err);
         return 1;
@@ -8808,40 +8829,66 @@ static int default_job_checkpoints(const char *out_dir, char *err, size_t errlen
                 out_dir, DEFAULT_JOB_OUT_DIR, DEFAULT_JOB_OUT_DIR);
 }
 
+/* The checkpoint that sample, export and plan --sample read from out_dir: best.bin (the lowest val loss), else the newest
+ * ckpt_<step>.bin. cfg becomes its stored config and model shape (checkpoint_read_config), with init_from =
+ * scratch: the caller makes a trainer from cfg and loads the file's parameters into it with ngpt_load. */
+static int checkpoint_to_read(const char *out_dir, char *path, size_t cap, ngpt_config *cfg, char *err, size_t errlen) {
+    long long newest;
+    int n = checkpoint_list(out_dir, &newest, 1);
+    snprintf(path, cap, "%.400s/best.bin", out_dir);
+    if (!file_exists(path)) {
+        int rc = default_job_checkpoints(out_dir, err, errlen);
+        if (rc) return rc;
+        if (!n) return fail(err, errlen, NGPT_ERR_IO, "no checkpoint in out_dir %s (train first, or pass --out_dir)", out_dir);
+        checkpoint_path(out_dir, newest, path, cap);
+    }
+    int rc = checkpoint_read_config(path, cfg, err, errlen);
+    if (!rc) copy_str(cfg->init_from, sizeof cfg->init_from, "scratch");
+    return rc;
+}
+
 /* nanogpt plan: the memory plan that train (or with --sample, sample) would make, the model's shape taken from
  * init_from, from file headers alone; with --sample and no init_from, out_dir's checkpoint when it has one (best.bin,
  * else the newest), as sample reads it */
 static int cmd_plan(int argc, char **argv) {
     ngpt_config cfg;
     char err[NGPT_ERRLEN], *rest[256];
-    int has_file, json = 0, sampling = 0, pretrained = 0, init_given = 0, n = 0;
+    int has_file, json = 0, sampling = 0, init_given = 0, n = 0;
     for (int i = 0; i < argc; i++) {
         if (!strcmp(argv[i], "--json")) json = 1; /* known before the arguments are parsed: their errors are JSON too */
         if (!strncmp(argv[i], "--init_from=", 12)) init_given = 1;
-        if (!strncmp(argv[i], "--init_from=", 12) && strcmp(argv[i] + 12, "scratch")) pretrained = 1;
         if (!strcmp(argv[i], "--sample")) sampling = 1; /* the plan `nanogpt sample` makes (ngpt_options.sample_only) */
         else if (n < 256) rest[n++] = argv[i];
     }
-    /* sample starts from nanoGPT's defaults, not the default job's preset */
-    int rc = parse_args("plan", n, rest, !(sampling && pretrained), &cfg, &has_file, &json, err, sizeof err);
-    if (!rc) rc = config_validate(&cfg, err, sizeof err);
-    if (!rc && sampling && !init_given && !strcmp(cfg.init_from, "scratch")) {
-        char ckpt[700];
+    /* --sample plans what `nanogpt sample` makes: from nanoGPT's defaults, not the default job's preset; without
+     * init_from, out_dir's checkpoint (best.bin, else the newest), its stored config the base that the arguments
+     * override, as sample reads it; with no checkpoint there (nor the default job's), the config's model */
+    ngpt_config_defaults(&cfg);
+    int rc = parse_args("plan", n, rest, !sampling, &cfg, &has_file, &json, err, sizeof err);
+    if (!rc && sampling && !init_given) {
+        char best[700], ckpt[700];
         long long newest;
-        snprintf(ckpt, sizeof ckpt, "%.600s/best.bin", cfg.out_dir);
-        if (!file_exists(ckpt) && checkpoint_list(cfg.out_dir, &newest, 1)) checkpoint_path(cfg.out_dir, newest, ckpt, sizeof ckpt);
-        if (file_exists(ckpt)) copy_str(cfg.init_from, sizeof cfg.init_from, ckpt);
+        snprintf(best, sizeof best, "%.600s/best.bin", cfg.out_dir);
+        if (file_exists(best) || checkpoint_list(cfg.out_dir, &newest, 1)) {
+            ngpt_config base;
+            ngpt_config_defaults(&base);
+            rc = checkpoint_to_read(cfg.out_dir, ckpt, sizeof ckpt, &base, err, sizeof err);
+            if (!rc) rc = parse_args("plan", n, rest, 0, &base, &has_file, &json, err, sizeof err);
+            cfg = base;
+            copy_str(cfg.init_from, sizeof cfg.init_from, ckpt); /* the model: the checkpoint's header */
+        } else rc = default_job_checkpoints(cfg.out_dir, err, sizeof err);
     }
+    if (!rc) rc = config_validate(&cfg, err, sizeof err);
     if (!rc && !strcmp(cfg.init_from, "resume")) rc = default_job_checkpoints(cfg.out_dir, err, sizeof err);
     if (!rc) rc = init_from_config(&cfg, sampling, err, sizeof err);
     int V = 0;
     if (!rc) rc = data_vocab(&cfg, NULL, &V, err, sizeof err);
     if (rc) return plan_refused(json, err);
-    char dir[300], train_bin[400];
-    snprintf(train_bin, sizeof train_bin, "%s/train.bin", dataset_dir(&cfg, dir, sizeof dir));
-    if (!cfg.vocab_size && !file_exists(train_bin)) /* data not prepared yet: a character dataset's size is not known */
-        fprintf(stderr, "note: no %s/meta.bin and no train.bin (not prepared yet?): GPT-2's vocabulary of %d tokens assumed; a character-level "
-                        "dataset's comes from its meta.bin (Tiny Shakespeare has 65 characters)\n", dir, V);
+    char dir[300], meta[400];
+    snprintf(meta, sizeof meta, "%s/meta.bin", dataset_dir(&cfg, dir, sizeof dir));
+    if (!cfg.vocab_size && !file_exists(meta) && !has_split(dir, "train")) /* not prepared yet: a character dataset's size is unknown */
+        fprintf(stderr, "note: %s holds no data yet (no meta.bin, train.bin or shards): GPT-2's vocabulary of %d tokens assumed; a "
+                        "character-level dataset's comes from its meta.bin (Tiny Shakespeare has 65 characters)\n", dir, V);
     ModelShape ms = {cfg.n_layer, cfg.n_head, cfg.n_embd, V, pad_vocab(V), cfg.block_size, cfg.bias};
     int device = strcmp(cfg.device, "cuda") ? DEV_BACKEND_CPU : DEV_BACKEND_CUDA, dtype = NGPT_DTYPE_F32;
     char note[NGPT_ERRLEN];
@@ -8935,6 +8982,7 @@ static int cmd_bench(int argc, char **argv) {
         } else if (n < 256) rest[n++] = argv[i];
     }
     ngpt_config cfg;
+    ngpt_config_defaults(&cfg);
     if (parse_args("bench", n, rest, 0, &cfg, &has_file, NULL, err, sizeof err) || config_validate(&cfg, err, sizeof err)) {
         fprintf(stderr, "error: %s\n", err);
         return 1;
@@ -9046,24 +9094,6 @@ static int cmd_prepare(int argc, char **argv) {
 
 /* ---- nanogpt sample: nanoGPT's sample.py ---- */
 
-/* The checkpoint that sample and export read from out_dir: best.bin (the lowest val loss), else the newest
- * ckpt_<step>.bin. cfg becomes its stored config and model shape (checkpoint_read_config), with init_from =
- * scratch: the caller makes a trainer from cfg and loads the file's parameters into it with ngpt_load. */
-static int checkpoint_to_read(const char *out_dir, char *path, size_t cap, ngpt_config *cfg, char *err, size_t errlen) {
-    long long newest;
-    int n = checkpoint_list(out_dir, &newest, 1);
-    snprintf(path, cap, "%.400s/best.bin", out_dir);
-    if (!file_exists(path)) {
-        int rc = default_job_checkpoints(out_dir, err, errlen);
-        if (rc) return rc;
-        if (!n) return fail(err, errlen, NGPT_ERR_IO, "no checkpoint in out_dir %s (train first, or pass --out_dir)", out_dir);
-        checkpoint_path(out_dir, newest, path, cap);
-    }
-    int rc = checkpoint_read_config(path, cfg, err, errlen);
-    if (!rc) copy_str(cfg->init_from, sizeof cfg->init_from, "scratch");
-    return rc;
-}
-
 static int cmd_sample(int argc, char **argv) {
     char start[65536] = "\n", err[NGPT_ERRLEN], path[700];
     int num_samples = 10, max_new = 500, top_k = 200;
@@ -9073,7 +9103,8 @@ static int cmd_sample(int argc, char **argv) {
     ngpt_config_defaults(&cfg);
     /* pretrained weights (--init_from=gpt2, a .safetensors file or folder, an llm.c model file), as nanoGPT's
      * sample.py; otherwise out_dir's checkpoint, whose config is the base that a config file (the training run's,
-     * say), then the command line, override; the model's shape stays the checkpoint's */
+     * say), then the command line, override; the model's shape stays the checkpoint's. A config file's init_from
+     * is where its training started (finetune.cfg's gpt2-xl), not what to sample: only --init_from says that. */
     const char *init_from = "", *cfg_file = NULL;
     ngpt_config file_cfg;
     ngpt_config_defaults(&file_cfg);
@@ -9083,7 +9114,6 @@ static int cmd_sample(int argc, char **argv) {
         argv++;
         if (config_load(&file_cfg, cfg_file, NULL, err, sizeof err)) { fprintf(stderr, "error: %s\n", err); return 1; }
         copy_str(cfg.out_dir, sizeof cfg.out_dir, file_cfg.out_dir);
-        if (strcmp(file_cfg.init_from, "scratch") && strcmp(file_cfg.init_from, "resume")) init_from = file_cfg.init_from; /* gpt2-xl */
     }
     for (int i = 0; i < argc; i++) { /* every argument is --key=value, checked before a checkpoint is looked for */
         char key[128];
@@ -9361,7 +9391,7 @@ static void svg_polyline(FILE *f, const Series *s, double x0, double x1, double 
 }
 
 static int cmd_plot(int argc, char **argv) {
-    if (argc != 1) { fprintf(stderr, "usage: nanogpt plot OUT_DIR (reads OUT_DIR/log.jsonl, writes OUT_DIR/loss.svg)\n"); return 2; }
+    if (argc != 1) { fprintf(stderr, "usage: nanogpt plot OUT_DIR or --out_dir=OUT_DIR (reads OUT_DIR/log.jsonl, writes OUT_DIR/loss.svg)\n"); return 2; }
     const char *dir = strncmp(argv[0], "--out_dir=", 10) ? argv[0] : argv[0] + 10; /* as sample and export take it */
     char in[600], out[600], line[1024];
     snprintf(in, sizeof in, "%.580s/log.jsonl", dir);

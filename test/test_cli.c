@@ -269,8 +269,15 @@ static void test_plan_and_info(void) {
     snprintf(nodata, sizeof nodata, "--data_dir=%s", tmp_path("not_prepared"));
     r = cli("plan", nodata, "--device=cpu", NULL);
     CHECK_RUN(r, 0, "plan of data not prepared");
-    CHECK(strstr(r->out, "V=50257") && strstr(r->err, "not_prepared/meta.bin and no train.bin (not prepared yet?): GPT-2's vocabulary"),
+    CHECK(strstr(r->out, "V=50257") && strstr(r->err, "not_prepared holds no data yet (no meta.bin, train.bin or shards): GPT-2's vocabulary"),
           "the assumed vocabulary is noted: %.300s", r->err);
+    /* llm.c shards there: prepared, no note */
+    mkdir(tmp_path("not_prepared"), 0777);
+    FILE *shard = fopen(tmp_path("not_prepared/x_train_000001.bin"), "wb");
+    if (shard) fclose(shard);
+    r = cli("plan", nodata, "--device=cpu", NULL);
+    CHECK_RUN(r, 0, "plan of a shard folder");
+    CHECK(!strstr(r->err, "note:"), "no note beside llm.c shards: %.300s", r->err);
     r = cli("plan", nodata, "--device=cpu", "--vocab_size=50257", NULL);
     CHECK_RUN(r, 0, "plan of data not prepared, vocab_size given");
     CHECK(!strstr(r->err, "note:"), "no note with vocab_size given: %.300s", r->err);
@@ -778,6 +785,22 @@ static void test_workflow(void) {
     r = cli("plan", "--sample", out_dir_arg, "--device=cpu", NULL);
     CHECK_RUN(r, 0, "plan --sample --out_dir=DIR");
     CHECK(strstr(r->out, "L=2 NH=2 C=32"), "plan --sample --out_dir: out_dir's checkpoint, as sample reads it: %.300s", r->out);
+    CHECK(strstr(r->out, "(batch_size 4)"), "plan --sample --out_dir: the checkpoint's stored batch_size, as sample takes it: %.300s", r->out);
+    /* nor does the default job's dataset play a part: here its meta.bin holds more characters than the model has ids */
+    char printable[96], plan_data[700], plan_link[700], plan_cwd[1024];
+    for (int c = 32; c < 127; c++) printable[c - 32] = (char)c;
+    printable[95] = 0;
+    r = prepare_chars("plan_cwd_data", printable, 9500, plan_data, sizeof plan_data);
+    CHECK_RUN(r, 0, "prepare 95 characters");
+    mkdir(tmp_path("plan_cwd"), 0777);
+    mkdir(tmp_path("plan_cwd/data"), 0777);
+    copy_str(plan_link, sizeof plan_link, tmp_path("plan_cwd/data/shakespeare_char"));
+    if (!symlink(tmp_path("plan_cwd_data"), plan_link) && getcwd(plan_cwd, sizeof plan_cwd) && !chdir(tmp_path("plan_cwd"))) {
+        r = cli("plan", "--sample", out_dir_arg, "--device=cpu", NULL);
+        CHECK(chdir(plan_cwd) == 0, "back to %s", plan_cwd);
+        CHECK_RUN(r, 0, "plan --sample --out_dir beside a default dataset of other characters");
+        CHECK(strstr(r->out, "L=2 NH=2 C=32"), "the checkpoint's model: %.300s", r->out);
+    } else CHECK(0, "cannot set up %s", plan_link);
     r = cli("train", cfg_path, ckpt_arg, "--out_dir=/nonexistent/out2", NULL);
     CHECK_RUN(r, 1, "train --init_from=ckpt_<step>.bin");
     CHECK(strstr(r->err, ".bin is a nanogpt checkpoint, not pretrained weights") && strstr(r->err, "init_from = resume"),
@@ -825,12 +848,20 @@ static void test_workflow(void) {
      * keys do not change the checkpoint's model */
     FILE *sc = fopen(tmp_path("sample.cfg"), "w");
     if (sc) {
-        fprintf(sc, "out_dir = '%s'\nn_layer = 7\ninit_from = 'scratch'\n", tmp_path("out"));
+        fprintf(sc, "out_dir = '%s'\nn_layer = 7\ninit_from = 'gpt2-xl'\n", tmp_path("out")); /* a finetuning config's start */
         fclose(sc);
     }
     r = cli("sample", tmp_path("sample.cfg"), "--num_samples=1", "--max_new_tokens=40", "--seed=1", "--temperature=0", NULL);
     CHECK_RUN(r, 0, "sample with a config file");
     CHECK(!strcmp(r->out, greedy), "the config file's out_dir gives the same checkpoint's greedy text:\n%.300s\n---\n%.300s", r->out, greedy);
+    sc = fopen(tmp_path("sample2.cfg"), "w");
+    if (sc) {
+        fprintf(sc, "out_dir = '%s'\nnum_samples = 2\n", tmp_path("out"));
+        fclose(sc);
+    }
+    r = cli("sample", tmp_path("sample2.cfg"), NULL);
+    CHECK_RUN(r, 1, "sample.py's num_samples in a config file");
+    CHECK(strstr(r->err, "num_samples is an option of `nanogpt sample`, not a config key: pass it as --num_samples="), "%.300s", r->err);
     r = cli("train", newest, NULL);
     CHECK_RUN(r, 1, "a checkpoint as the config file");
     CHECK(strstr(r->err, "is not a config file") && strstr(r->err, "a nanogpt checkpoint: sample it with `nanogpt sample --init_from="),
