@@ -9217,7 +9217,8 @@ static int cmd_sample(int argc, char **argv) {
         ngpt_config_defaults(&stored);
         if (from_checkpoint && !checkpoint_read_config(path, &stored, err, sizeof err)) dataset_dir(&stored, trained_dir, sizeof trained_dir);
         dataset_dir(&cfg, dir, sizeof dir);
-        if (strcmp(trained_dir, dir)) {
+        char real_trained[PATH_MAX], real_dir[PATH_MAX]; /* the same folder however it is written */
+        if (!trained_dir[0] || !realpath(trained_dir, real_trained) || !realpath(dir, real_dir) || strcmp(real_trained, real_dir)) {
             char trained[400] = "";
             if (trained_dir[0]) snprintf(trained, sizeof trained, " (the checkpoint was trained on %s)", trained_dir);
             rc = fail(err, sizeof err, NGPT_ERR_ARG, "the model has %d token ids, but %s/meta.bin holds %d characters: not the vocabulary it was "

@@ -844,6 +844,10 @@ static void test_workflow(void) {
     CHECK_RUN(r, 0, "train a model with vocab_size 9 on 4 characters");
     r = cli("sample", wide_out, "--num_samples=1", "--max_new_tokens=5", "--start=a", NULL);
     CHECK_RUN(r, 0, "sample the model trained wider than its characters");
+    char few_slash[800];
+    snprintf(few_slash, sizeof few_slash, "%s/", few_data); /* the same folder written another way */
+    r = cli("sample", wide_out, few_slash, "--num_samples=1", "--max_new_tokens=5", "--start=a", NULL);
+    CHECK_RUN(r, 0, "sample the model trained wider, its data folder given with a trailing slash");
     /* sample reads a config file as sample.py does: the training config's out_dir finds the checkpoint, and its model
      * keys do not change the checkpoint's model */
     FILE *sc = fopen(tmp_path("sample.cfg"), "w");
