@@ -6304,6 +6304,21 @@ static int pretrained_crop(ModelShape *ms, float *params, int T, char *err, size
  * <pretrained_dir>/<name>/ (model.safetensors and config.json; pretrained_dir NULL or "" = "pretrained");
  * anything else is a path for pretrained_read. params NULL: the shape only, which for the four names is
  * GPT-2's and needs no file. */
+/* The weights file of one of GPT-2's names (init_from): <pretrained_dir>/<name>/model.safetensors into file, or
+ * an error saying how to download it when it is not there */
+static int gpt2_weights_file(const char *name, const char *pretrained_dir, char *file, size_t cap, char *err, size_t errlen) {
+    char dir[4200];
+    snprintf(dir, sizeof dir, "%.4000s/%s", pretrained_dir && *pretrained_dir ? pretrained_dir : "pretrained", name);
+    snprintf(file, cap, "%s/model.safetensors", dir);
+    struct stat st;
+    if (stat(file, &st))
+        return fail(err, errlen, NGPT_ERR_IO,
+                    "init_from = %s reads %s (with config.json beside it), which does not exist: download both from Hugging Face, e.g. "
+                    "`huggingface-cli download openai-community/%s model.safetensors config.json --local-dir %s`, or set pretrained_dir",
+                    name, file, name, dir);
+    return NGPT_OK;
+}
+
 static int pretrained_load(const char *init_from, const char *pretrained_dir, ModelShape *ms, float **params, char *err, size_t errlen) {
     if (params) *params = NULL;
     for (int i = 0; i < 4; i++) {
@@ -6312,16 +6327,9 @@ static int pretrained_load(const char *init_from, const char *pretrained_dir, Mo
             *ms = (ModelShape){gpt2_sizes[i].L, gpt2_sizes[i].NH, gpt2_sizes[i].C, 50257, pad_vocab(50257), 1024, 1};
             return NGPT_OK;
         }
-        char dir[4200], file[4300];
-        snprintf(dir, sizeof dir, "%.4000s/%s", pretrained_dir && *pretrained_dir ? pretrained_dir : "pretrained", init_from);
-        snprintf(file, sizeof file, "%s/model.safetensors", dir);
-        struct stat st;
-        if (stat(file, &st))
-            return fail(err, errlen, NGPT_ERR_IO,
-                        "init_from = %s reads %s (with config.json beside it), which does not exist: download both from Hugging Face, e.g. "
-                        "`huggingface-cli download openai-community/%s model.safetensors config.json --local-dir %s`, or set pretrained_dir",
-                        init_from, file, init_from, dir);
-        return safetensors_read_gpt2(file, ms, params, err, errlen);
+        char file[4300];
+        int rc = gpt2_weights_file(init_from, pretrained_dir, file, sizeof file, err, errlen);
+        return rc ? rc : safetensors_read_gpt2(file, ms, params, err, errlen);
     }
     struct stat st;
     if (stat(init_from, &st))
@@ -8693,6 +8701,13 @@ static int cmd_train(int argc, char **argv) {
         return 1;
     }
     ngpt_config model = cfg;
+    char weights[4300];
+    int gpt2_name = 0;
+    for (int i = 0; i < 4; i++) gpt2_name |= !strcmp(cfg.init_from, gpt2_sizes[i].name);
+    if (gpt2_name && gpt2_weights_file(cfg.init_from, cfg.pretrained_dir, weights, sizeof weights, err, sizeof err)) { /* a shape needs no file */
+        fprintf(stderr, "error: %s\n", err);
+        return 1;
+    }
     if (strcmp(cfg.init_from, "scratch") && strcmp(cfg.init_from, "resume") && init_from_config(&model, 0, err, sizeof err)) {
         int block_given = 0; /* a block_size the model cannot take that the user did not give: the default job's */
         for (int i = has_file; i < argc; i++) block_given |= !strncmp(argv[i], "--block_size=", 13);

@@ -490,6 +490,12 @@ static void test_resume_model(void) {
         CHECK_RUN(r, 1, "train from weights that are not there");
         CHECK(strstr(r->err, "/nonexistent/gpt2_124M.bin") && !strstr(r->out, "download") && !strstr(r->err, "download"),
               "the init_from error, before any download: %.300s | %.300s", r->err, r->out);
+        CHECK(!chdir(tmp_path("init_cwd")), "into %s", tmp_path("init_cwd"));
+        r = cli("train", "--init_from=gpt2", "--pretrained_dir=/nonexistent", "--device=cpu", NULL); /* GPT-2's shape needs no file */
+        CHECK(chdir(cwd_before) == 0, "back to %s", cwd_before);
+        CHECK_RUN(r, 1, "train from GPT-2 weights that are not there");
+        CHECK(strstr(r->err, "init_from = gpt2 reads /nonexistent/gpt2/model.safetensors") && !strstr(r->out, "downloading") &&
+                  !strstr(r->out, "preparing"), "the weights' error, before the data is prepared: %.300s | %.300s", r->err, r->out);
     }
     /* a model with fewer positions than the default job's block_size: the error says where that block_size came from */
     r = cli("train", "--init_from=test/fixtures/tiny_gpt2_llmc_v3.bin", "--device=cpu", "--out_dir=/nonexistent/out", NULL);
