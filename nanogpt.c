@@ -632,6 +632,17 @@ static int config_assign(ngpt_config *cfg, const ConfigKey *k, const char *v, in
         int rc = device_alias(&v, err, errlen);
         if (rc) return rc;
     }
+    char before_semicolon[CONFIG_VALUE_MAX + 1];
+    const char *semicolon = k->type == KEY_STR ? NULL : strchr(v, ';');
+    if (semicolon) { /* Python's `max_iters = 5000;` ends a statement; more after it is a second one */
+        if (semicolon[1 + strspn(semicolon + 1, " \t")])
+            return fail(err, errlen, NGPT_ERR_ARG, "%s = '%s': one `key = value` per line (nanogpt does not split lines at ;)", key, v);
+        size_t n = MIN((size_t)(semicolon - v), sizeof before_semicolon - 1);
+        while (n && isspace((unsigned char)v[n - 1])) n--;
+        memcpy(before_semicolon, v, n);
+        before_semicolon[n] = 0;
+        v = before_semicolon;
+    }
     char *field = (char *)cfg + k->offset;
     switch (k->type) {
     case KEY_IGNORED: return NGPT_OK;
@@ -672,10 +683,8 @@ static int config_assign(ngpt_config *cfg, const ConfigKey *k, const char *v, in
         double x;
         int is_int = k->type == KEY_INT || k->type == KEY_I64;
         int not_number = parse_number(v, &x);
-        if (not_number && strchr(v, ';'))
-            return fail(err, errlen, NGPT_ERR_ARG, "%s = '%s': one `key = value` per line (nanogpt does not split lines at ;)", key, v);
         if (not_number || (is_int && x != floor(x)) || x < k->lo || x > k->hi) {
-            const char *why = not_number ? "; " VALUE_LITERALS : "";
+            const char *why = not_number && strpbrk(v, "()/+*%[]<>") ? "; " VALUE_LITERALS : ""; /* an expression */
             if (is_int)
                 return fail(err, errlen, NGPT_ERR_ARG, "%s = '%s': must be an integer in [%.0f, %.0f]%s", key, v, k->lo, k->hi, why);
             return fail(err, errlen, NGPT_ERR_ARG, "%s = '%s': must be a number in [%g, %g]%s", key, v, k->lo, k->hi, why);

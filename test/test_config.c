@@ -57,6 +57,11 @@ static void test_set_and_validate(void) {
     CHECK(rc == NGPT_ERR_ARG && strstr(err, "[0, 10]") && strstr(err, "not Python expressions"), "an expression: %s", err);
     rc = ngpt_config_set(&c, "n_layer", "2; n_head=2", err, sizeof err);
     CHECK(rc == NGPT_ERR_ARG && strstr(err, "one `key = value` per line"), "two statements on a line: %s", err);
+    rc = ngpt_config_set(&c, "always_save_checkpoint", "True; eval_only=False", err, sizeof err);
+    CHECK(rc == NGPT_ERR_ARG && strstr(err, "one `key = value` per line"), "two statements on a line, a boolean first: %s", err);
+    CHECK(ngpt_config_set(&c, "max_iters", "5000 ;", err, sizeof err) == 0 && c.max_iters == 5000, "Python's closing semicolon: %s", err);
+    rc = ngpt_config_set(&c, "recompute", "none", err, sizeof err);
+    CHECK(rc == NGPT_ERR_ARG && strstr(err, "[-1, 2]") && !strstr(err, "Python"), "a word is no expression: %s", err);
     rc = ngpt_config_set(&c, "batch_size", "-1", err, sizeof err);
     CHECK(rc == NGPT_ERR_ARG && strstr(err, "[1, 1000000]") && !strstr(err, "Python"), "range in the message: %s", err);
     rc = ngpt_config_set(&c, "batch_size", "1.5", err, sizeof err);
