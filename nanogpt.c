@@ -8487,6 +8487,13 @@ static const char *config_origin(const char *path, const int *line_of, int k, in
  * close as to any config key, and within 2 edits): an error naming that option. 0 otherwise. */
 static int command_option_typo(const char *command, const char *key, char *err, size_t errlen) {
     if (config_find(key)) return NGPT_OK;
+    static const char *const sample_aliases[][2] = { /* other samplers' names of sample's options */
+        {"prompt", "start"}, {"steps", "max_new_tokens"}, {"max_tokens", "max_new_tokens"}, {"length", "max_new_tokens"},
+        {"n_samples", "num_samples"}, {"temp", "temperature"}, {"topk", "top_k"}};
+    for (size_t i = 0; !strcmp(command, "sample") && i < sizeof sample_aliases / sizeof sample_aliases[0]; i++)
+        if (!strcasecmp(key, sample_aliases[i][0]))
+            return fail(err, errlen, NGPT_ERR_ARG, "unknown option --%s (did you mean --%s, an option of `nanogpt sample`?)", key,
+                        sample_aliases[i][1]);
     size_t config_d, best_d = SIZE_MAX;
     config_closest_at(key, &config_d);
     const char *best = NULL;

@@ -150,8 +150,10 @@ static void test_typos(void) {
                                                   {"sample", "--strat=Hi", "did you mean --start, an option of `nanogpt sample`"},
                                                   {"bench", "--step=2", "did you mean --steps, an option of `nanogpt bench`"},
                                                   {"bench", "--kernel", "did you mean --kernels, an option of `nanogpt bench`"},
-                                                  {"plan", "--jsn", "did you mean --json, an option of `nanogpt plan`"}};
-    for (int i = 0; i < 5; i++) {
+                                                  {"plan", "--jsn", "did you mean --json, an option of `nanogpt plan`"},
+                                                  {"sample", "--steps=9", "did you mean --max_new_tokens, an option of `nanogpt sample`"},
+                                                  {"sample", "--prompt=Hi", "did you mean --start, an option of `nanogpt sample`"}};
+    for (int i = 0; i < 7; i++) {
         r = cli(option_typos[i][0], option_typos[i][1], "--out_dir=/nonexistent/out", NULL);
         CHECK_RUN(r, 1, option_typos[i][1]);
         CHECK(strstr(r->err, option_typos[i][2]), "%s %s: %.300s", option_typos[i][0], option_typos[i][1], r->err);
