@@ -8447,7 +8447,8 @@ static void usage(FILE *f) {
             "            --start=TEXT|FILE:path --num_samples=10 --max_new_tokens=500 --temperature=0.8 --top_k=200 --seed=1337\n"
             "            (nanoGPT's sample.py; --temperature=0: always the most likely token; memory for the weights and a forward\n"
             "            pass only)\n"
-            "  export    out_dir's best checkpoint (or --init_from=CHECKPOINT_FILE) as an llm.c model file: --out_dir=DIR --out=FILE [--bf16]\n"
+            "  export    out_dir's best checkpoint as an llm.c model file: --out_dir=DIR --out=FILE [--bf16]; --init_from=CHECKPOINT_FILE,\n"
+            "            resume (out_dir's newest) or pretrained weights (gpt2..gpt2-xl, .safetensors, an llm.c file) instead\n"
             "  plot      OUT_DIR (or --out_dir=OUT_DIR): OUT_DIR/log.jsonl -> OUT_DIR/loss.svg\n"
             "  info      the devices this build can use\n"
             "  help      this text; `nanogpt help config` lists every config key\n",
@@ -9309,28 +9310,52 @@ static int cmd_export(int argc, char **argv) {
     int bf16 = 0;
     ngpt_config cfg;
     ngpt_config_defaults(&cfg);
-    const char *ckpt = NULL; /* one checkpoint file instead of out_dir's best */
+    const char *ckpt = NULL, *from = NULL; /* --init_from: one checkpoint file, resume (out_dir's newest), or pretrained weights */
     for (int i = 0; i < argc; i++) {
         if (!strncmp(argv[i], "--out_dir=", 10)) copy_str(cfg.out_dir, sizeof cfg.out_dir, argv[i] + 10);
-        else if (!strncmp(argv[i], "--init_from=", 12)) ckpt = argv[i] + 12;
+        else if (!strncmp(argv[i], "--init_from=", 12)) from = argv[i] + 12;
         else if (!strncmp(argv[i], "--out=", 6)) out = argv[i] + 6;
         else if (!strcmp(argv[i], "--bf16")) bf16 = 1;
         else {
-            fprintf(stderr, "error: export: unknown argument '%s' (valid: --out_dir=DIR or --init_from=CHECKPOINT_FILE, --out=FILE [--bf16])\n",
-                    argv[i]);
+            fprintf(stderr, "error: export: unknown argument '%s' (valid: --out_dir=DIR or --init_from=CHECKPOINT_FILE|resume|WEIGHTS, "
+                            "--out=FILE [--bf16])\n", argv[i]);
             return 1;
         }
     }
-    if (!ckpt && is_checkpoint_file(cfg.out_dir)) ckpt = cfg.out_dir; /* --out_dir=out/ckpt_000000500.bin */
-    if (!out) { fprintf(stderr, "error: export needs --out=FILE (an llm.c model file; --bf16 for version 5)\n"); return 1; }
+    if (!out || !*out) { fprintf(stderr, "error: export needs --out=FILE (an llm.c model file; --bf16 for version 5)\n"); return 1; }
     struct stat st;
-    if (!*out || out[strlen(out) - 1] == '/' || (!stat(out, &st) && S_ISDIR(st.st_mode))) {
+    if (out[strlen(out) - 1] == '/' || (!stat(out, &st) && S_ISDIR(st.st_mode))) {
         fprintf(stderr, "error: --out=%s is a folder; --out names the file to write (e.g. --out=%s%sgpt2_124M.bin)\n", out, out,
-                *out && out[strlen(out) - 1] != '/' ? "/" : "");
+                out[strlen(out) - 1] != '/' ? "/" : "");
         return 1;
     }
     char err[NGPT_ERRLEN], path[700];
+    long long newest;
+    if (!from && is_checkpoint_file(cfg.out_dir)) from = cfg.out_dir; /* --out_dir=out/ckpt_000000500.bin */
+    if (from && !strcmp(from, "resume")) {
+        if (!checkpoint_list(cfg.out_dir, &newest, 1)) { fprintf(stderr, "error: init_from = resume, but out_dir %s holds no checkpoint\n", cfg.out_dir); return 1; }
+        checkpoint_path(cfg.out_dir, newest, path, sizeof path);
+        ckpt = path;
+    } else if (from && is_checkpoint_file(from)) {
+        ckpt = from;
+    } else if (from) { /* pretrained weights (GPT-2 by name, safetensors, an llm.c file) into llm.c's format, or a folder of checkpoints */
+        char best[700];
+        snprintf(best, sizeof best, "%.600s/best.bin", from);
+        if (file_exists(best) || checkpoint_list(from, &newest, 1)) {
+            fprintf(stderr, "error: --init_from=%s is a folder of checkpoints: --out_dir=%s exports its best\n", from, from);
+            return 1;
+        }
+        ModelShape ms;
+        float *params = NULL;
+        int rc = pretrained_load(from, cfg.pretrained_dir, &ms, &params, err, sizeof err);
+        if (!rc) rc = llmc_write_model(out, &ms, params, bf16, err, sizeof err);
+        if (rc) fprintf(stderr, "error: %s\n", err);
+        else printf("wrote %s (llm.c version %d, the pretrained weights of %s)\n", out, bf16 ? 5 : 3, from);
+        free(params);
+        return rc ? 1 : 0;
+    }
     if (ckpt) {
+        if (ckpt != path) copy_str(path, sizeof path, ckpt);
         copy_str(path, sizeof path, ckpt);
         if (checkpoint_read_config(path, &cfg, err, sizeof err)) { fprintf(stderr, "error: %s\n", err); return 1; }
         copy_str(cfg.init_from, sizeof cfg.init_from, "scratch");

@@ -414,6 +414,20 @@ static int lines_in(const char *path) {
     return n;
 }
 
+/* whether two files hold the same bytes */
+static int files_equal(const char *a, const char *b) {
+    FILE *fa = fopen(a, "rb"), *fb = fopen(b, "rb");
+    int same = fa && fb;
+    while (same) {
+        int ca = fgetc(fa), cb = fgetc(fb);
+        same = ca == cb;
+        if (ca == EOF) break;
+    }
+    if (fa) fclose(fa);
+    if (fb) fclose(fb);
+    return same;
+}
+
 /* A character dataset in tmp_path(name): `length` characters cycling through alphabet, prepared; its
  * --data_dir=... argument into data_arg */
 static CliRun *prepare_chars(const char *name, const char *alphabet, int length, char *data_arg, size_t cap) {
@@ -938,6 +952,27 @@ static void test_workflow(void) {
     r = cli("export", out_dir_arg, folder_arg, NULL);
     CHECK_RUN(r, 1, "export --out=a folder/");
     CHECK(strstr(r->err, "is a folder; --out names the file to write"), "a folder as --out: %.300s", r->err);
+    r = cli("export", out_dir_arg, "--out=", NULL);
+    CHECK_RUN(r, 1, "export --out= (empty)");
+    CHECK(strstr(r->err, "export needs --out=FILE"), "an empty --out: %.300s", r->err);
+    char resume_out[800];
+    snprintf(resume_out, sizeof resume_out, "--out_dir=%s", tmp_path("out"));
+    r = cli("export", resume_out, "--init_from=resume", model2_arg, NULL);
+    CHECK_RUN(r, 0, "export --init_from=resume");
+    CHECK(strstr(r->out, newest), "resume exports the newest checkpoint: %.300s", r->out);
+    char folder_init[800];
+    snprintf(folder_init, sizeof folder_init, "--init_from=%s", tmp_path("out"));
+    r = cli("export", folder_init, model2_arg, NULL);
+    CHECK_RUN(r, 1, "export --init_from=a folder of checkpoints");
+    CHECK(strstr(r->err, "is a folder of checkpoints: --out_dir="), "a folder of checkpoints: %.300s", r->err);
+    /* pretrained weights into llm.c's format: the safetensors fixture gives the llm.c fixtures that tools/make_pretrained_fixtures.py
+     * wrote from the same weights, byte for byte (fp32, and bf16 with --bf16) */
+    r = cli("export", "--init_from=test/fixtures/tiny_gpt2/model.safetensors", model2_arg, NULL);
+    CHECK_RUN(r, 0, "export --init_from=model.safetensors");
+    CHECK(files_equal(tmp_path("model2.bin"), "test/fixtures/tiny_gpt2_llmc_v3.bin"), "safetensors -> llm.c v3 differs from the fixture");
+    r = cli("export", "--init_from=test/fixtures/tiny_gpt2", model2_arg, "--bf16", NULL);
+    CHECK_RUN(r, 0, "export --init_from=folder --bf16");
+    CHECK(files_equal(tmp_path("model2.bin"), "test/fixtures/tiny_gpt2_llmc_v5.bin"), "safetensors -> llm.c v5 differs from the fixture");
 
     /* the exported file as pretrained weights (nanoGPT's sample.py --init_from): the same samples as the checkpoint */
     char init_arg[600], data_arg[600];
