@@ -8793,9 +8793,13 @@ static int cmd_train(int argc, char **argv) {
     int gpu = strcmp(tr->be->name, "cpu") != 0;
     snprintf(arenas, sizeof arenas, "arena %s%s + %s %s", fmt_bytes(b1, sizeof b1, (double)st.device_bytes), gpu ? " on the GPU" : "",
              fmt_bytes(b2, sizeof b2, (double)st.host_bytes), gpu ? "pinned host" : "for batches and staging");
-    char params[96]; /* nanoGPT's "number of parameters" leaves out the position embeddings */
-    snprintf(params, sizeof params, "%.2fM parameters (%.2fM without the position embeddings, as nanoGPT counts)", (double)st.parameters / 1e6,
-             (double)(st.parameters - (size_t)tr->ms.maxT * (size_t)tr->ms.C) / 1e6);
+    /* nanoGPT's "number of parameters" leaves out the position embeddings, and its model from scratch without a
+     * meta.bin has 50304 tokens where this one has vocab_size's (50257) */
+    size_t nano = st.parameters - (size_t)tr->ms.maxT * (size_t)tr->ms.C;
+    if (!strcmp(eff->init_from, "scratch") && !tr->charvocab && tr->ms.V < 50304) nano += (size_t)(50304 - tr->ms.V) * (size_t)tr->ms.C;
+    char params[96];
+    snprintf(params, sizeof params, "%.2fM parameters (nanoGPT counts %.2fM: no position embeddings%s)", (double)st.parameters / 1e6,
+             (double)nano / 1e6, !strcmp(eff->init_from, "scratch") && !tr->charvocab && tr->ms.V < 50304 ? ", 50304 tokens" : "");
     if (tr->plan.req.inference) /* eval_only of a loaded model */
         printf("%s: %s; plan: evaluation only (forward passes: no gradients or optimizer state), eval micro-batch %d, logits chunk %d; %s\n",
                st.device, params, st.eval_micro_batch, tr->plan.eval_chunk, arenas);
