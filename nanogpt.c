@@ -777,6 +777,11 @@ static int config_load(ngpt_config *cfg, const char *path, int *line_of, char *e
         if (file_exists(cfg_path)) snprintf(hint, sizeof hint, " (did you mean %s?)", cfg_path);
         return fail(err, errlen, NGPT_ERR_IO, "cannot open config file %s: %s%s", path, strerror(e), hint);
     }
+    struct stat st;
+    if (!fstat(fileno(f), &st) && S_ISDIR(st.st_mode)) {
+        fclose(f);
+        return fail(err, errlen, NGPT_ERR_ARG, "%s is a folder, not a config file (`key = value` lines); an out_dir goes as --out_dir=%s", path, path);
+    }
     int binary = config_binary_file(f, path, err, errlen);
     if (binary) {
         fclose(f);

@@ -178,6 +178,9 @@ static void test_typos(void) {
     r = cli("sample", "/nonexistent/zzz", NULL);
     CHECK_RUN(r, 1, "sample with a config file that is not there");
     CHECK(strstr(r->err, "cannot open config file /nonexistent/zzz") && !strstr(r->err, "checkpoint"), "a missing config file: %.300s", r->err);
+    r = cli("sample", tmp_path(""), NULL);
+    CHECK_RUN(r, 1, "sample with a folder where the config file goes");
+    CHECK(strstr(r->err, "is a folder, not a config file") && strstr(r->err, "--out_dir="), "a folder: %.300s", r->err);
     r = cli("sample", "--num_samples=2", "/nonexistent/zzz", NULL);
     CHECK_RUN(r, 1, "sample with a bare path after an option");
     CHECK(strstr(r->err, "argument '/nonexistent/zzz': expected --key=value") && !strstr(r->err, "checkpoint"), "a bare path: %.300s", r->err);
