@@ -9149,7 +9149,7 @@ static int cmd_sample(int argc, char **argv) {
     const char *init_from = "", *cfg_file = NULL;
     ngpt_config file_cfg;
     ngpt_config_defaults(&file_cfg);
-    if (argc > 0 && strncmp(argv[0], "--", 2) && !single_dash_flag(argv[0], err, sizeof err) && !strchr(argv[0], '=')) {
+    if (argc > 0 && strncmp(argv[0], "--", 2) && !single_dash_flag(argv[0], err, sizeof err) && (!strchr(argv[0], '=') || file_exists(argv[0]))) {
         cfg_file = argv[0];
         argc--;
         argv++;

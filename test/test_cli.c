@@ -884,6 +884,12 @@ static void test_workflow(void) {
     r = cli("sample", tmp_path("sample.cfg"), "--num_samples=1", "--max_new_tokens=40", "--seed=1", "--temperature=0", NULL);
     CHECK_RUN(r, 0, "sample with a config file");
     CHECK(!strcmp(r->out, greedy), "the config file's out_dir gives the same checkpoint's greedy text:\n%.300s\n---\n%.300s", r->out, greedy);
+    char eq_cfg[700];
+    snprintf(eq_cfg, sizeof eq_cfg, "%s", tmp_path("run=1.cfg")); /* a config file whose name holds '=', as train takes one */
+    CHECK(link(tmp_path("sample.cfg"), eq_cfg) == 0, "link %s", eq_cfg);
+    r = cli("sample", eq_cfg, "--num_samples=1", "--max_new_tokens=40", "--temperature=0", NULL);
+    CHECK_RUN(r, 0, "sample with a config file named run=1.cfg");
+    CHECK(!strcmp(r->out, greedy), "the config file's out_dir gives the same checkpoint's greedy text:\n%.300s\n---\n%.300s", r->out, greedy);
     sc = fopen(tmp_path("sample2.cfg"), "w");
     if (sc) {
         fprintf(sc, "out_dir = '%s'\nnum_samples = 2\n", tmp_path("out"));
