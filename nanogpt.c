@@ -1191,6 +1191,11 @@ static int buf_category(int i, int training) {
 #define CHUNK_STEP 128
 static int default_chunk(const PlanRequest *r) { return r->device == DEV_BACKEND_CUDA ? 2048 : 512; }
 
+/* What a plan takes from the budget: the device arena (on the CPU, both arenas) */
+static double plan_need(const Plan *p) {
+    return p->req.device == DEV_BACKEND_CUDA ? (double)p->device_bytes : (double)(p->device_bytes + p->host_bytes);
+}
+
 /* Lays out everything for one choice; returns the device bytes (CPU: device + host). */
 static double plan_layout(Plan *p, const PlanRequest *r, int B, int lanes, int recompute, int chunk_cap, int moments_dtype) {
     memset(p, 0, sizeof *p);
@@ -1261,7 +1266,7 @@ static double plan_layout(Plan *p, const PlanRequest *r, int B, int lanes, int r
         h += p->host_bytes_of[i];
     }
     p->host_bytes = h;
-    return r->device == DEV_BACKEND_CUDA ? (double)p->device_bytes : (double)(p->device_bytes + p->host_bytes);
+    return plan_need(p);
 }
 
 /* whether the plan just laid out (p, of total bytes) fits: within the budget, and each part within the
@@ -1314,9 +1319,8 @@ static void smaller_gpt2(const PlanRequest *r, char *buf, size_t cap) {
         Plan p;
         if (plan_make(&p, &q, NULL, 0) == NGPT_OK) {
             char b[32], split[64] = "";
-            double need = r->device == DEV_BACKEND_CUDA ? (double)p.device_bytes : (double)(p.device_bytes + p.host_bytes);
             if (!r->inference) snprintf(split, sizeof split, "micro-batch %d x %d accumulation steps, ", p.micro_batch, p.grad_accum);
-            snprintf(buf, cap, ", a smaller GPT-2: init_from = %s fits (%s%s)", gpt2_sizes[i].name, split, fmt_bytes(b, sizeof b, need));
+            snprintf(buf, cap, ", a smaller GPT-2: init_from = %s fits (%s%s)", gpt2_sizes[i].name, split, fmt_bytes(b, sizeof b, plan_need(&p)));
             return;
         }
     }
@@ -1392,13 +1396,14 @@ static int plan_make(Plan *p, const PlanRequest *r, char *err, size_t errlen) {
         free_req.pin_micro_batch = free_req.pin_chunk = 0;
         free_req.pin_recompute = -1;
         if (plan_make(&tmp, &free_req, NULL, 0) == NGPT_OK) {
-            char fb[32];
-            double free_need = r->device == DEV_BACKEND_CUDA ? (double)tmp.device_bytes : (double)(tmp.device_bytes + tmp.host_bytes);
-            snprintf(unpin, sizeof unpin, "leaving %s%s%s%s%s to the planner (it would pick micro-batch %d x %d accumulation steps, recompute %s, "
-                     "logits chunk %d: %s), ", r->pin_micro_batch ? "micro_batch" : "",
-                     r->pin_micro_batch && (r->pin_recompute >= 0 || r->pin_chunk) ? ", " : "", r->pin_recompute >= 0 ? "recompute" : "",
-                     r->pin_recompute >= 0 && r->pin_chunk ? ", " : "", r->pin_chunk ? "logits_chunk" : "", tmp.micro_batch, tmp.grad_accum,
-                     recompute_name(tmp.recompute), tmp.logits_chunk, fmt_bytes(fb, sizeof fb, free_need));
+            const char *pinned[3] = {r->pin_micro_batch ? "micro_batch" : NULL, r->pin_recompute >= 0 ? "recompute" : NULL,
+                                     r->pin_chunk ? "logits_chunk" : NULL};
+            char names[64] = "", fb[32];
+            for (int k = 0; k < 3; k++)
+                if (pinned[k]) snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", names[0] ? ", " : "", pinned[k]);
+            snprintf(unpin, sizeof unpin, "leaving %s to the planner (it would pick micro-batch %d x %d accumulation steps, recompute %s, "
+                     "logits chunk %d: %s), ", names, tmp.micro_batch, tmp.grad_accum, recompute_name(tmp.recompute), tmp.logits_chunk,
+                     fmt_bytes(fb, sizeof fb, plan_need(&tmp)));
         }
     }
     char smaller[300] = ", a smaller model (n_layer, n_embd)";
@@ -6314,10 +6319,6 @@ static int pretrained_crop(ModelShape *ms, float *params, int T, char *err, size
     return NGPT_OK;
 }
 
-/* What init_from names: "gpt2", "gpt2-medium", "gpt2-large" and "gpt2-xl" are Hugging Face downloads in
- * <pretrained_dir>/<name>/ (model.safetensors and config.json; pretrained_dir NULL or "" = "pretrained");
- * anything else is a path for pretrained_read. params NULL: the shape only, which for the four names is
- * GPT-2's and needs no file. */
 /* The weights file of one of GPT-2's names (init_from): <pretrained_dir>/<name>/model.safetensors into file, or
  * an error saying how to download it when it is not there */
 static int gpt2_weights_file(const char *name, const char *pretrained_dir, char *file, size_t cap, char *err, size_t errlen) {
@@ -6333,6 +6334,10 @@ static int gpt2_weights_file(const char *name, const char *pretrained_dir, char 
     return NGPT_OK;
 }
 
+/* What init_from names: "gpt2", "gpt2-medium", "gpt2-large" and "gpt2-xl" are Hugging Face downloads in
+ * <pretrained_dir>/<name>/ (model.safetensors and config.json; pretrained_dir NULL or "" = "pretrained");
+ * anything else is a path for pretrained_read. params NULL: the shape only, which for the four names is
+ * GPT-2's and needs no file. */
 static int pretrained_load(const char *init_from, const char *pretrained_dir, ModelShape *ms, float **params, char *err, size_t errlen) {
     if (params) *params = NULL;
     for (int i = 0; i < 4; i++) {
@@ -6706,6 +6711,14 @@ static int checkpoint_list(const char *dir, long long *steps, int cap) {
     for (int i = 1; i < n; i++) /* insertion sort: a handful of files */
         for (int j = i; j > 0 && steps[j - 1] > steps[j]; j--) { long long t = steps[j]; steps[j] = steps[j - 1]; steps[j - 1] = t; }
     return n;
+}
+
+/* whether dir holds checkpoints: best.bin or a ckpt_<step>.bin (*newest: the newest one's step, else -1) */
+CLI_USED static int holds_checkpoints(const char *dir, long long *newest) {
+    char best[600];
+    snprintf(best, sizeof best, "%.580s/best.bin", dir);
+    if (!checkpoint_list(dir, newest, 1)) *newest = -1;
+    return *newest >= 0 || file_exists(best);
 }
 
 /* Removes the temporary files a save in dir leaves when the process dies inside it (ckpt_<step>.bin.tmp,
@@ -8488,7 +8501,6 @@ static const char *config_origin(const char *path, const int *line_of, int k, in
     return buf;
 }
 
-
 /* A key that is neither a config key nor one of command's own options, but close to one of those options (as
  * close as to any config key, and within 2 edits): an error naming that option. 0 otherwise. */
 static int command_option_typo(const char *command, const char *key, char *err, size_t errlen) {
@@ -8541,11 +8553,13 @@ static int single_dash_flag(const char *a, char *err, size_t errlen) {
 /* [config file] [--key=value ...] over cfg, which holds the base (nanoGPT's defaults, or a checkpoint's stored
  * config). Without a file, train and plan (default_job) take the default job's preset for the device they will
  * run on. Unknown arguments are errors. Sets *json for --json (the caller sets it beforehand where the arguments'
- * own errors must be JSON too). n_embd and n_head are checked here, where it is known which line or argument set
- * them. */
-static int parse_args(const char *command, int argc, char **argv, int default_job, ngpt_config *cfg, int *has_file, int *json, char *err,
-                      size_t errlen) {
-    int line_of[N_CONFIG_KEYS] = {0}, preset = 0;
+ * own errors must be JSON too). line_of (NULL, or one per config key) gets what set each key: the file's line,
+ * -1 - i for argument i, 0 for neither. n_embd and n_head are checked here, where that is known. */
+static int parse_args(const char *command, int argc, char **argv, int default_job, ngpt_config *cfg, int *has_file, int *json, int *line_of,
+                      char *err, size_t errlen) {
+    int own_lines[N_CONFIG_KEYS], preset = 0;
+    if (!line_of) line_of = own_lines;
+    memset(line_of, 0, sizeof own_lines);
     *has_file = 0;
     for (int i = 0; i < argc; i++)
         if (single_dash_flag(argv[i], err, errlen)) return NGPT_ERR_ARG;
@@ -8707,17 +8721,16 @@ static int cmd_train(int argc, char **argv) {
     char err[NGPT_ERRLEN];
     int has_file;
     ngpt_config_defaults(&cfg);
-    if (parse_args("train", argc, argv, 1, &cfg, &has_file, NULL, err, sizeof err)) {
+    int line_of[N_CONFIG_KEYS];
+    if (parse_args("train", argc, argv, 1, &cfg, &has_file, NULL, line_of, err, sizeof err)) {
         fprintf(stderr, "error: %s\n", err);
         return 1;
     }
     /* what would refuse the run after the data is prepared (or downloaded) and the peak measured, refused first:
      * an out_dir holding another run's checkpoints (the library's ngpt_train refuses it too), an init_from that
      * cannot be read (its header only) */
-    long long newest = -1;
-    char best[600];
-    snprintf(best, sizeof best, "%.580s/best.bin", cfg.out_dir);
-    if (strcmp(cfg.init_from, "resume") && !cfg.eval_only && (checkpoint_list(cfg.out_dir, &newest, 1) || file_exists(best))) {
+    long long newest;
+    if (strcmp(cfg.init_from, "resume") && !cfg.eval_only && holds_checkpoints(cfg.out_dir, &newest)) {
         out_dir_taken_error(&cfg, newest, err, sizeof err);
         fprintf(stderr, "error: %s\n", err);
         return 1;
@@ -8731,8 +8744,7 @@ static int cmd_train(int argc, char **argv) {
         return 1;
     }
     if (strcmp(cfg.init_from, "scratch") && strcmp(cfg.init_from, "resume") && init_from_config(&model, 0, err, sizeof err)) {
-        int block_given = 0; /* a block_size the model cannot take that the user did not give: the default job's */
-        for (int i = has_file; i < argc; i++) block_given |= !strncmp(argv[i], "--block_size=", 13);
+        int block_given = line_of[config_find("block_size") - config_keys] != 0; /* if not, a block_size the model cannot take is the default job's */
         fprintf(stderr, "error: %s%s\n", err,
                 !has_file && !block_given && strstr(err, "block_size = ") ? " (that block_size is the default job's recipe; pass --block_size)" : "");
         return 1;
@@ -8771,16 +8783,8 @@ static int cmd_train(int argc, char **argv) {
     const int given[6] = {cfg.n_layer, cfg.n_head, cfg.n_embd, cfg.block_size, cfg.bias, cfg.vocab_size};
     const int used[6] = {eff->n_layer, eff->n_head, eff->n_embd, eff->block_size, eff->bias, eff->vocab_size};
     char overridden[512] = "";
-    int file_line[N_CONFIG_KEYS] = {0}; /* the keys the config file sets (it loaded once already) */
-    ngpt_config file_cfg;
-    ngpt_config_defaults(&file_cfg);
-    if (has_file) config_load(&file_cfg, argv[0], file_line, err, sizeof err);
     for (int k = 0; k < 6; k++) {
-        char flag[32];
-        int given_here = file_line[config_find(model_keys[k]) - config_keys] > 0;
-        snprintf(flag, sizeof flag, "--%s=", model_keys[k]);
-        for (int i = has_file; i < argc; i++) given_here |= !strncmp(argv[i], flag, strlen(flag));
-        if (!given_here || given[k] == used[k]) continue;
+        if (!line_of[config_find(model_keys[k]) - config_keys] || given[k] == used[k]) continue; /* set by neither the file nor an argument */
         size_t len = strlen(overridden);
         if (k == 4) /* bias */
             snprintf(overridden + len, sizeof overridden - len, "%sbias %s (not %s)", len ? ", " : "", used[k] ? "True" : "False",
@@ -8861,11 +8865,7 @@ static int plan_refused(int json, const char *err) {
  * the default job's. 0 otherwise. */
 static int default_job_checkpoints(const char *out_dir, char *err, size_t errlen) {
     long long step;
-    char best[600];
-    snprintf(best, sizeof best, "%s/best.bin", out_dir);
-    if (checkpoint_list(out_dir, &step, 1) || file_exists(best) || !strcmp(out_dir, DEFAULT_JOB_OUT_DIR)) return NGPT_OK;
-    snprintf(best, sizeof best, "%s/best.bin", DEFAULT_JOB_OUT_DIR);
-    if (!checkpoint_list(DEFAULT_JOB_OUT_DIR, &step, 1) && !file_exists(best)) return NGPT_OK;
+    if (holds_checkpoints(out_dir, &step) || !strcmp(out_dir, DEFAULT_JOB_OUT_DIR) || !holds_checkpoints(DEFAULT_JOB_OUT_DIR, &step)) return NGPT_OK;
     return fail(err, errlen, NGPT_ERR_IO, "no checkpoint in out_dir %s; `nanogpt train` without a config file saved into %s: pass --out_dir=%s",
                 out_dir, DEFAULT_JOB_OUT_DIR, DEFAULT_JOB_OUT_DIR);
 }
@@ -8905,16 +8905,15 @@ static int cmd_plan(int argc, char **argv) {
      * init_from, out_dir's checkpoint (best.bin, else the newest), its stored config the base that the arguments
      * override, as sample reads it; with no checkpoint there (nor the default job's), the config's model */
     ngpt_config_defaults(&cfg);
-    int rc = parse_args("plan", n, rest, !sampling, &cfg, &has_file, &json, err, sizeof err);
+    int rc = parse_args("plan", n, rest, !sampling, &cfg, &has_file, &json, NULL, err, sizeof err);
     if (!rc && sampling && !init_given) {
-        char best[700], ckpt[700];
+        char ckpt[700];
         long long newest;
-        snprintf(best, sizeof best, "%.600s/best.bin", cfg.out_dir);
-        if (file_exists(best) || checkpoint_list(cfg.out_dir, &newest, 1)) {
+        if (holds_checkpoints(cfg.out_dir, &newest)) {
             ngpt_config base;
             ngpt_config_defaults(&base);
             rc = checkpoint_to_read(cfg.out_dir, ckpt, sizeof ckpt, &base, err, sizeof err);
-            if (!rc) rc = parse_args("plan", n, rest, 0, &base, &has_file, &json, err, sizeof err);
+            if (!rc) rc = parse_args("plan", n, rest, 0, &base, &has_file, &json, NULL, err, sizeof err);
             cfg = base;
             copy_str(cfg.init_from, sizeof cfg.init_from, ckpt); /* the model: the checkpoint's header */
         } else rc = default_job_checkpoints(cfg.out_dir, err, sizeof err);
@@ -9024,7 +9023,7 @@ static int cmd_bench(int argc, char **argv) {
     }
     ngpt_config cfg;
     ngpt_config_defaults(&cfg);
-    if (parse_args("bench", n, rest, 0, &cfg, &has_file, NULL, err, sizeof err) || config_validate(&cfg, err, sizeof err)) {
+    if (parse_args("bench", n, rest, 0, &cfg, &has_file, NULL, NULL, err, sizeof err) || config_validate(&cfg, err, sizeof err)) {
         fprintf(stderr, "error: %s\n", err);
         return 1;
     }
@@ -9175,6 +9174,8 @@ static int cmd_sample(int argc, char **argv) {
         fprintf(stderr, "error: %s; --init_from=gpt2 (or a weights file) samples pretrained weights instead\n", err);
         return 1;
     }
+    char trained_dir[300] = ""; /* the data folder the checkpoint's run read, before anything overrides it */
+    if (from_checkpoint) dataset_dir(&cfg, trained_dir, sizeof trained_dir);
     if (cfg_file) {
         ngpt_config model = cfg; /* the checkpoint's shape, which the file does not change */
         if (config_load(&cfg, cfg_file, NULL, err, sizeof err)) { fprintf(stderr, "error: %s\n", err); return 1; }
@@ -9253,10 +9254,7 @@ static int cmd_sample(int argc, char **argv) {
     if (!rc && tr->charvocab && tr->ms.V != tr->charvocab->n) {
         /* a model wider than its characters: only one trained so on this very meta.bin (vocab_size above its
          * characters) is sampled; another meta.bin is not its vocabulary, and its ids would print as U+FFFD */
-        char dir[300], trained_dir[300] = "";
-        ngpt_config stored;
-        ngpt_config_defaults(&stored);
-        if (from_checkpoint && !checkpoint_read_config(path, &stored, err, sizeof err)) dataset_dir(&stored, trained_dir, sizeof trained_dir);
+        char dir[300];
         dataset_dir(&cfg, dir, sizeof dir);
         char real_trained[PATH_MAX], real_dir[PATH_MAX]; /* the same folder however it is written */
         if (!trained_dir[0] || !realpath(trained_dir, real_trained) || !realpath(dir, real_dir) || strcmp(real_trained, real_dir)) {
@@ -9319,7 +9317,7 @@ static int cmd_export(int argc, char **argv) {
     int bf16 = 0;
     ngpt_config cfg;
     ngpt_config_defaults(&cfg);
-    const char *ckpt = NULL, *from = NULL; /* --init_from: one checkpoint file, resume (out_dir's newest), or pretrained weights */
+    const char *from = NULL; /* --init_from: one checkpoint file, resume (out_dir's newest), or pretrained weights */
     for (int i = 0; i < argc; i++) {
         if (!strncmp(argv[i], "--out_dir=", 10)) copy_str(cfg.out_dir, sizeof cfg.out_dir, argv[i] + 10);
         else if (!strncmp(argv[i], "--init_from=", 12)) from = argv[i] + 12;
@@ -9338,19 +9336,16 @@ static int cmd_export(int argc, char **argv) {
                 out[strlen(out) - 1] != '/' ? "/" : "");
         return 1;
     }
-    char err[NGPT_ERRLEN], path[700];
+    char err[NGPT_ERRLEN], path[700] = ""; /* the checkpoint to export, when --init_from names one */
     long long newest;
     if (!from && is_checkpoint_file(cfg.out_dir)) from = cfg.out_dir; /* --out_dir=out/ckpt_000000500.bin */
     if (from && !strcmp(from, "resume")) {
         if (!checkpoint_list(cfg.out_dir, &newest, 1)) { fprintf(stderr, "error: init_from = resume, but out_dir %s holds no checkpoint\n", cfg.out_dir); return 1; }
         checkpoint_path(cfg.out_dir, newest, path, sizeof path);
-        ckpt = path;
     } else if (from && is_checkpoint_file(from)) {
-        ckpt = from;
+        copy_str(path, sizeof path, from);
     } else if (from) { /* pretrained weights (GPT-2 by name, safetensors, an llm.c file) into llm.c's format, or a folder of checkpoints */
-        char best[700];
-        snprintf(best, sizeof best, "%.600s/best.bin", from);
-        if (file_exists(best) || checkpoint_list(from, &newest, 1)) {
+        if (holds_checkpoints(from, &newest)) {
             fprintf(stderr, "error: --init_from=%s is a folder of checkpoints: --out_dir=%s exports its best\n", from, from);
             return 1;
         }
@@ -9363,9 +9358,7 @@ static int cmd_export(int argc, char **argv) {
         free(params);
         return rc ? 1 : 0;
     }
-    if (ckpt) {
-        if (ckpt != path) copy_str(path, sizeof path, ckpt);
-        copy_str(path, sizeof path, ckpt);
+    if (path[0]) {
         if (checkpoint_read_config(path, &cfg, err, sizeof err)) { fprintf(stderr, "error: %s\n", err); return 1; }
         copy_str(cfg.init_from, sizeof cfg.init_from, "scratch");
     } else if (checkpoint_to_read(cfg.out_dir, path, sizeof path, &cfg, err, sizeof err)) {

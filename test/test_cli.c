@@ -178,23 +178,24 @@ static void test_typos(void) {
     r = cli("sample", "/nonexistent/zzz", NULL);
     CHECK_RUN(r, 1, "sample with a config file that is not there");
     CHECK(strstr(r->err, "cannot open config file /nonexistent/zzz") && !strstr(r->err, "checkpoint"), "a missing config file: %.300s", r->err);
-    r = cli("sample", tmp_path(""), NULL);
-    CHECK_RUN(r, 1, "sample with a folder where the config file goes");
-    CHECK(strstr(r->err, "is a folder, not a config file") && strstr(r->err, "--out_dir="), "a folder: %.300s", r->err);
     r = cli("sample", "--num_samples=2", "/nonexistent/zzz", NULL);
     CHECK_RUN(r, 1, "sample with a bare path after an option");
     CHECK(strstr(r->err, "argument '/nonexistent/zzz': expected --key=value") && !strstr(r->err, "checkpoint"), "a bare path: %.300s", r->err);
-    /* a binary file where the config file goes says what it is and where it goes */
-    r = cli("train", "test/fixtures/tiny_gpt2_llmc_v3.bin", NULL);
-    CHECK_RUN(r, 1, "an llm.c model file as the config file");
-    CHECK(strstr(r->err, "tiny_gpt2_llmc_v3.bin is not a config file") && strstr(r->err, "an llm.c model file: train from it with --init_from="),
-          "an llm.c model file as the config: %.300s", r->err);
-    r = cli("plan", "test/fixtures/tiny_gpt2/model.safetensors", NULL);
-    CHECK_RUN(r, 1, "safetensors as the config file");
-    CHECK(strstr(r->err, "is not a config file") && strstr(r->err, "safetensors weights"), "safetensors as the config: %.300s", r->err);
-    r = cli("plan", "test/fixtures/gpt_tiny_bias.bin", NULL);
-    CHECK_RUN(r, 1, "another binary file as the config file");
-    CHECK(strstr(r->err, "is not a config file") && strstr(r->err, "a binary file"), "a binary config: %.300s", r->err);
+    /* a folder or a binary file where the config file goes says what it is and where it goes */
+    char folder[700];
+    copy_str(folder, sizeof folder, tmp_path("")); /* tmp_path's buffers are reused */
+    const struct { const char *command, *path, *says, *says_too; } not_configs[] = {
+        {"sample", folder, "is a folder, not a config file", "--out_dir="},
+        {"train", "test/fixtures/tiny_gpt2_llmc_v3.bin", "tiny_gpt2_llmc_v3.bin is not a config file",
+         "an llm.c model file: train from it with --init_from="},
+        {"plan", "test/fixtures/tiny_gpt2/model.safetensors", "is not a config file", "safetensors weights"},
+        {"plan", "test/fixtures/gpt_tiny_bias.bin", "is not a config file", "a binary file"},
+    };
+    for (int i = 0; i < 4; i++) {
+        r = cli(not_configs[i].command, not_configs[i].path, NULL);
+        CHECK_RUN(r, 1, not_configs[i].path);
+        CHECK(strstr(r->err, not_configs[i].says) && strstr(r->err, not_configs[i].says_too), "%s as the config: %.300s", not_configs[i].path, r->err);
+    }
     /* llm.c's gpt2_tokenizer.bin, as tokenizer_dir or in it: not GPT-2's vocabulary, and the error says why */
     mkdir(tmp_path("llmc_tok"), 0777);
     int32_t tok_header[256] = {20240328, 2, 50257};
