@@ -22,7 +22,9 @@
 # git-ignored; gpu-prebuilt as made by GPU_SH_SAVE=1 below, optional). The table
 # "check | result | numbers" is printed last. Exit status 1 when any check failed (SKIP is not a failure).
 # The whole default run is meant to fit one 10-minute device call; GPU_SH_BUDGET (seconds, default 560)
-# makes later steps SKIP rather than run past it.
+# makes later steps SKIP rather than run past it; GPU_SH_OPS_S (default 240) and GPU_SH_SANITIZE_S (120, per
+# tool) cap those steps, and GPU_SH_CURVE=0 leaves out the 300-step curve (its CPU side takes minutes).
+# Steps run in this order: ops, train, capped, recipe, bench, sanitize (the slowest per check, last).
 set -u
 cd "$(dirname "$0")/.." || exit 1
 ROOT=$(pwd)
@@ -56,6 +58,11 @@ row() { # check result numbers
 }
 elapsed() { echo $(($(date +%s) - START)); }
 want() { case " $STEPS " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
+cap_time() { # seconds -> the smaller of that and what is left of the budget (at least 1)
+    local left=$((BUDGET - $(elapsed)))
+    [ "$left" -lt 1 ] && left=1
+    [ "$1" -lt "$left" ] && echo "$1" || echo "$left"
+}
 time_left() { # step_name seconds_needed: true when the budget allows the step
     if [ $(($(elapsed) + $2)) -gt "$BUDGET" ]; then
         row "$1" SKIP "not started: $(elapsed) s used of the ${BUDGET} s budget (run: bash test/gpu.sh $1 ...)"
@@ -225,7 +232,7 @@ if [ $BUILT = 0 ] && "$BUILD/nanogpt" info 2>&1 | grep -q "matmul wgmma"; then
         t0=$(date +%s)
         [ $kind = tma ] && name="TMA wgmma" || name="cp.async wgmma"
         echo "===== $name matmuls (NGPT_MATMUL=$kind)" >>"$LOG/wgmma.log"
-        NGPT_MATMUL=$kind timeout 120 "$BUILD/test_gpu_ops" --matmul-only --dtype bf16 >>"$LOG/wgmma.log" 2>&1
+        NGPT_MATMUL=$kind timeout 45 "$BUILD/test_gpu_ops" --matmul-only --dtype bf16 >>"$LOG/wgmma.log" 2>&1
         rc=$?
         sum=$(grep '^summary:' "$LOG/wgmma.log" | tail -n 1)
         if [ $rc = 0 ]; then
@@ -237,7 +244,7 @@ if [ $BUILT = 0 ] && "$BUILD/nanogpt" info 2>&1 | grep -q "matmul wgmma"; then
         row "$name matmul vs CPU (bf16)" FAIL "${sum:-exit $rc}; later steps run on an older kernel"
         grep -A3 '^FAIL' "$LOG/wgmma.log" | head -n 20
         echo "===== again with NGPT_CUDA_SYNC=1 (every launch waited for)" >>"$LOG/wgmma.log"
-        NGPT_MATMUL=$kind NGPT_CUDA_SYNC=1 timeout 120 "$BUILD/test_gpu_ops" --matmul-only --dtype bf16 >>"$LOG/wgmma.log" 2>&1
+        NGPT_MATMUL=$kind NGPT_CUDA_SYNC=1 timeout 45 "$BUILD/test_gpu_ops" --matmul-only --dtype bf16 >>"$LOG/wgmma.log" 2>&1
     done
     cat "$LOG/wgmma.log" >>"$LOG/build.log" # the 8-file limit: kept at the end of build.log
     rm -f "$LOG/wgmma.log"
@@ -246,7 +253,7 @@ fi
 # ---- ops: every CUDA op against the CPU backend -----------------------------------------------------------
 if want ops && [ $BUILT = 0 ] && time_left "op tests" 120; then
     t0=$(date +%s)
-    timeout $((BUDGET - $(elapsed))) "$BUILD/test_gpu_ops" >"$LOG/ops.log" 2>&1
+    timeout $(cap_time ${GPU_SH_OPS_S:-240}) "$BUILD/test_gpu_ops" >"$LOG/ops.log" 2>&1
     rc=$?
     sum=$(grep '^summary:' "$LOG/ops.log" | tail -n 1)
     nfail=$(grep -c '^FAIL' "$LOG/ops.log")
@@ -269,45 +276,22 @@ if want ops && [ $BUILT = 0 ] && time_left "op tests" 120; then
     [ "$nfail" -gt 0 ] && grep -A3 '^FAIL' "$LOG/ops.log" | head -n 40
 fi
 
-# ---- sanitize: compute-sanitizer on the small op tests ---------------------------------------------------
-if want sanitize && [ $BUILT = 0 ]; then
-    CS=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
-    : >"$LOG/sanitize.log"
-    for tool in memcheck racecheck synccheck; do
-        time_left "compute-sanitizer $tool" 60 || continue
-        if [ -z "$CS" ]; then row "compute-sanitizer $tool" SKIP "compute-sanitizer not found"; continue; fi
-        extra=()
-        [ $tool = memcheck ] && extra=(--leak-check full)
-        t0=$(date +%s)
-        echo "===== $tool" >>"$LOG/sanitize.log"
-        timeout $((BUDGET - $(elapsed))) "$CS" --tool $tool "${extra[@]}" --error-exitcode 99 \
-            "$BUILD/test_gpu_ops" --small --skip-alloc-check >>"$LOG/sanitize.log" 2>&1
-        rc=$?
-        summ=$(grep -E '(ERROR|RACECHECK) SUMMARY' "$LOG/sanitize.log" | tail -n 1 | sed 's/^=* *//')
-        if grep -q 'Device not supported' "$LOG/sanitize.log"; then
-            row "compute-sanitizer $tool" SKIP "device not supported by compute-sanitizer here"
-        elif [ $rc = 0 ]; then
-            row "compute-sanitizer $tool" PASS "${summ:-clean}; $(($(date +%s) - t0)) s"
-        else
-            why="exit $rc"
-            [ $rc = 99 ] && why="sanitizer errors"
-            [ $rc = 1 ] && why="op tests failed under the sanitizer"
-            [ $rc = 124 ] && why="timed out"
-            row "compute-sanitizer $tool" FAIL "$why; ${summ:-see sanitize.log}"
-        fi
-    done
-fi
-
 # ---- trainer-level checks (test/test_gpu_train.c): whole step vs CPU, determinism, no allocation while
 # training (cudaMalloc & co. wrapped at link time), resume, the 300-step curve ------------------------------
 if want train && [ $BUILT = 0 ] && time_left "trainer checks" 240; then
     t0=$(date +%s)
-    ( cd "$ROOT" && timeout $((BUDGET - $(elapsed))) "$BUILD/test_gpu_train" ) >"$LOG/train.log" 2>&1
+    curve=()
+    [ "${GPU_SH_CURVE:-1}" = 0 ] && curve=(--no-curve)
+    ( cd "$ROOT" && timeout $((BUDGET - $(elapsed))) "$BUILD/test_gpu_train" "${curve[@]}" ) >"$LOG/train.log" 2>&1
     rc=$?
     while read -r t res; do # a row for each RUN(...) of test_gpu_train.c
         nums=$(grep -A1 "^FAIL $t" "$LOG/train.log" | head -n 1 | cut -c1-90)
         row "${t#test_}" "$res" "${nums:-see train.log}"
     done < <(test_results test/test_gpu_train.c "$LOG/train.log")
+    if grep -q '^ok test_curve_follows_cpu$' "$LOG/train.log"; then row "curve_follows_cpu" PASS "$(sed -n 's/^  300 steps: //p' "$LOG/train.log")"
+    elif grep -q '^FAIL test_curve_follows_cpu' "$LOG/train.log"; then row "curve_follows_cpu" FAIL "$(grep -m1 '^FAIL test_curve' "$LOG/train.log" | cut -c1-90)"
+    elif [ ${#curve[@]} = 1 ]; then row "curve_follows_cpu" SKIP "left out (GPU_SH_CURVE=0: its CPU side takes minutes)"
+    else row "curve_follows_cpu" FAIL "not reached; see train.log"; fi
     grep -E '^  ' "$LOG/train.log" | head -n 8
     [ $rc = 124 ] && row "trainer checks" FAIL "timed out after $(($(date +%s) - t0)) s"
 fi
@@ -387,18 +371,18 @@ if want recipe && [ $BUILT = 0 ]; then
 fi
 # ---- bench (issue 8): nanogpt bench and its PyTorch peer (tools/bench_torch_gpt2.py) in the same call:
 # GPT-2 124M, block 1024, bf16, end to end and per kernel (every matmul shape of a step, attention) -----------
-if want bench && [ $BUILT = 0 ] && time_left "benchmarks" 240; then
+if want bench && [ $BUILT = 0 ] && time_left "benchmarks" 150; then
     PY=${PYTHON:-python3}
     t0=$(date +%s)
     {
-        echo "== nanogpt bench"; "$BUILD/nanogpt" bench --device=cuda --steps=20 --warmup=3
-        echo "== nanogpt bench --kernels"; "$BUILD/nanogpt" bench --device=cuda --kernels
-        for s in 1 10; do echo "== nanogpt bench --sample=$s"; "$BUILD/nanogpt" bench --device=cuda --sample=$s --steps=128; done
+        echo "== nanogpt bench"; timeout 120 "$BUILD/nanogpt" bench --device=cuda --steps=20 --warmup=3
+        echo "== nanogpt bench --kernels"; timeout 90 "$BUILD/nanogpt" bench --device=cuda --kernels
+        for s in 1 10; do echo "== nanogpt bench --sample=$s"; timeout 60 "$BUILD/nanogpt" bench --device=cuda --sample=$s --steps=128; done
         if "$BUILD/nanogpt" info 2>&1 | grep -q "matmul wgmma"; then # Hopper: the older kernels beside it
-            echo "== nanogpt bench --kernels, mma.sync"; NGPT_MATMUL=mma "$BUILD/nanogpt" bench --device=cuda --kernels
+            echo "== nanogpt bench --kernels, mma.sync"; NGPT_MATMUL=mma timeout 90 "$BUILD/nanogpt" bench --device=cuda --kernels
         fi
         if "$BUILD/nanogpt" info 2>&1 | grep -q "matmul wgmma+tma"; then
-            echo "== nanogpt bench --kernels, cp.async wgmma"; NGPT_MATMUL=wgmma "$BUILD/nanogpt" bench --device=cuda --kernels
+            echo "== nanogpt bench --kernels, cp.async wgmma"; NGPT_MATMUL=wgmma timeout 90 "$BUILD/nanogpt" bench --device=cuda --kernels
         fi
     } >"$LOG/bench.log" 2>&1
     chunk=$(chunk_rows_of "$LOG/bench.log")
@@ -444,6 +428,36 @@ if want bench && [ $BUILT = 0 ] && time_left "benchmarks" 240; then
         row "TMA vs cp.async wgmma matmuls" "$(target "$tw" 1.0)" "${tw:-none}x, FLOP-weighted over every shape"
     fi
     echo "bench: $(($(date +%s) - t0)) s"
+fi
+
+# ---- sanitize (last: the slowest per check): compute-sanitizer on the small op tests, each tool at most
+# GPU_SH_SANITIZE_S seconds (default 120) ---------------------------------------------------
+if want sanitize && [ $BUILT = 0 ]; then
+    CS=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
+    : >"$LOG/sanitize.log"
+    for tool in memcheck racecheck synccheck; do
+        time_left "compute-sanitizer $tool" 60 || continue
+        if [ -z "$CS" ]; then row "compute-sanitizer $tool" SKIP "compute-sanitizer not found"; continue; fi
+        extra=()
+        [ $tool = memcheck ] && extra=(--leak-check full)
+        t0=$(date +%s)
+        echo "===== $tool" >>"$LOG/sanitize.log"
+        timeout $(cap_time ${GPU_SH_SANITIZE_S:-120}) "$CS" --tool $tool "${extra[@]}" --error-exitcode 99 \
+            "$BUILD/test_gpu_ops" --small --skip-alloc-check >>"$LOG/sanitize.log" 2>&1
+        rc=$?
+        summ=$(grep -E '(ERROR|RACECHECK) SUMMARY' "$LOG/sanitize.log" | tail -n 1 | sed 's/^=* *//')
+        if grep -q 'Device not supported' "$LOG/sanitize.log"; then
+            row "compute-sanitizer $tool" SKIP "device not supported by compute-sanitizer here"
+        elif [ $rc = 0 ]; then
+            row "compute-sanitizer $tool" PASS "${summ:-clean}; $(($(date +%s) - t0)) s"
+        else
+            why="exit $rc"
+            [ $rc = 99 ] && why="sanitizer errors"
+            [ $rc = 1 ] && why="op tests failed under the sanitizer"
+            [ $rc = 124 ] && why="timed out"
+            row "compute-sanitizer $tool" FAIL "$why; ${summ:-see sanitize.log}"
+        fi
+    done
 fi
 
 # ---- the table -------------------------------------------------------------------------------------------

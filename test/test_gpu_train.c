@@ -1,6 +1,6 @@
 /* test_gpu_train.c: the CUDA backend through the whole trainer, against the CPU backend (GPU only; run by
  * test/gpu.sh, linked with -Wl,--wrap for the CUDA allocation calls; with --quick, on a smaller model and
- * without the 300-step curve, as test/cuda_emu.sh runs it on the CUDA emulator).
+ * without the 300-step curve, as test/cuda_emu.sh runs it on the CUDA emulator; with --no-curve, without the curve).
  *  - one training step on a tiny config: loss and every parameter gradient, CUDA (fp32 and bf16) vs CPU;
  *  - the same seed twice gives bit-identical losses on the GPU;
  *  - nothing is allocated on the device (cudaMalloc & co.) or the host (counted in the trainer's calls)
@@ -272,8 +272,12 @@ static void test_eval_only_bf16(void) {
 }
 
 int main(int argc, char **argv) {
-    quick = argc > 1 && !strcmp(argv[1], "--quick");
-    if (argc > 1 && !quick) { fprintf(stderr, "usage: %s [--quick]\n", argv[0]); return 2; }
+    int curve = 1; /* --no-curve: without the 300-step curve, whose CPU side takes minutes (test/gpu.sh, GPU_SH_CURVE=0) */
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--quick")) quick = 1, curve = 0;
+        else if (!strcmp(argv[i], "--no-curve")) curve = 0;
+        else { fprintf(stderr, "usage: %s [--quick] [--no-curve]\n", argv[0]); return 2; }
+    }
     char why[NGPT_ERRLEN];
     if (!ngpt_cuda_available(why, sizeof why)) { printf("FAIL no GPU: %s\n", why); return 1; }
     snprintf(dir, sizeof dir, "/tmp/ngpt_test_gpu_train_%d", (int)getpid());
@@ -288,7 +292,7 @@ int main(int argc, char **argv) {
     RUN(test_sample_kv_cache);
     RUN(test_sample_only_bf16);
     RUN(test_eval_only_bf16);
-    if (!quick) RUN(test_curve_follows_cpu);
+    if (curve) RUN(test_curve_follows_cpu);
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (system(cmd) != 0) printf("note: could not remove %s\n", dir);
