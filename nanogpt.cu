@@ -770,48 +770,66 @@ template <typename T> static __device__ __forceinline__ void mm_finish(const MmE
     ep.out[i] = r;
     if (ep.kind == EPI_GELU) ep.aux[i] = from_f<T>(gelu_of(to_f(r)));
 }
-/* One result inside the matrix (slice: the split-K slice it belongs to) */
-template <typename T> static __device__ __forceinline__ void mm_store(const MmEpilogue<T> &ep, int M, int N, int slice, int row, int col, float v) {
-    if (ep.partial) ep.partial[((size_t)slice * M + row) * N + col] = v;
-    else mm_finish(ep, (size_t)row * ep.ldc + col, col, v);
+/* The tensor-core kernels' epilogue, through shared memory. A warp stages 16 rows x 32 columns of its fp32
+ * results at a time (mm_stage: the accumulator fragments' layout, four fragments of 8 columns), then writes
+ * them as 64 row segments of 8 columns (mm_drain): 16-byte loads and stores of whole 32-byte sectors. The
+ * chunk loop is not unrolled, so the epilogue's code is in each kernel once: unrolled over every fragment,
+ * with every epilogue kind inlined at each, it made the TMA kernel 504 KB of machine code (sm_90a), the
+ * wgmma one 277 KB, and on an H200 each output tile paid about 50 us, the products with K = 768 running
+ * at a third of the rate of the long ones (docs/performance.md, 2026-11-26). Each value still goes through
+ * mm_round, so the bits are those of the separate ops. */
+#define STG_LD 36                     /* floats per staged row: 32 + 4, so every row stays 16-byte aligned */
+#define STG_WARP_FLOATS (16 * STG_LD) /* one warp's staging block, 2304 bytes */
+template <typename T> struct alignas(16) MmVec8 { T v[8]; };
+/* fragment jj (0..3) of a 16 x 32 chunk: (v0, v1) at row g, columns 8 jj + 2 tq and + 1; (v2, v3) at row g + 8 */
+static __device__ __forceinline__ void mm_stage(float *stg, int lane, int jj, float v0, float v1, float v2, float v3) {
+    const int g = lane >> 2, tq = lane & 3;
+    *(float2 *)&stg[g * STG_LD + jj * 8 + 2 * tq] = make_float2(v0, v1);
+    *(float2 *)&stg[(g + 8) * STG_LD + jj * 8 + 2 * tq] = make_float2(v2, v3);
 }
-/* Two results at (row, col) and (row, col + 1), col even, as the accumulator fragments hold them: one 32-bit
- * access per array (64-bit for a split-K slice) where both are inside and the addresses are aligned, else
- * mm_store each. Both go through mm_round, so the bits are the same either way. */
-template <typename T> struct alignas(2 * sizeof(T)) MmPair { T lo, hi; };
+/* the staged chunk (this warp's stg) to rows row0.., columns col0.. of the output (or split-K slice) */
 template <typename T>
-static __device__ __forceinline__ void mm_store_pair(const MmEpilogue<T> &ep, int M, int N, int slice, int row, int col, float v0, float v1) {
-    if (row >= M || col >= N) return;
-    if (col + 1 < N) {
+static __device__ __forceinline__ void mm_drain(const MmEpilogue<T> &ep, int M, int N, int slice, int row0, int col0, const float *stg, int lane) {
+#pragma unroll 1
+    for (int s = lane; s < 64; s += 32) {
+        const int r = s >> 2, c = (s & 3) * 8, row = row0 + r, col = col0 + c;
+        if (row >= M || col >= N) continue;
+        const float *src = stg + r * STG_LD + c;
+        const bool whole = col + 8 <= N;
         if (ep.partial) {
             float *p = ep.partial + ((size_t)slice * M + row) * N + col;
-            if (((uintptr_t)p & 7) == 0) {
-                *(float2 *)p = make_float2(v0, v1);
-                return;
+            if (whole && ((uintptr_t)p & 15) == 0) {
+                *(float4 *)p = *(const float4 *)src;
+                *(float4 *)(p + 4) = *(const float4 *)(src + 4);
+            } else {
+#pragma unroll 1
+                for (int e = 0; e < 8 && col + e < N; e++) p[e] = src[e];
+            }
+            continue;
+        }
+        const size_t i = (size_t)row * ep.ldc + col;
+        T *o = ep.out + i, *a = ep.kind == EPI_PLAIN ? o : ep.aux + i;
+        if (whole && (((uintptr_t)o | (uintptr_t)a) & 15) == 0) {
+            const float4 lo = *(const float4 *)src, hi = *(const float4 *)(src + 4);
+            const float v[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+            MmVec8<T> old, x, res;
+#pragma unroll
+            for (int e = 0; e < 8; e++) old.v[e] = x.v[e] = from_f<T>(0.0f);
+            if (ep.accumulate) old = *(const MmVec8<T> *)o;
+            if (epi_reads_aux(ep.kind)) x = *(const MmVec8<T> *)a;
+#pragma unroll
+            for (int e = 0; e < 8; e++) res.v[e] = mm_round(ep, col + e, v[e], old.v[e], x.v[e]);
+            *(MmVec8<T> *)o = res;
+            if (ep.kind == EPI_GELU) {
+#pragma unroll
+                for (int e = 0; e < 8; e++) x.v[e] = from_f<T>(gelu_of(to_f(res.v[e])));
+                *(MmVec8<T> *)a = x;
             }
         } else {
-            size_t i = (size_t)row * ep.ldc + col;
-            T *o = ep.out + i, *a = ep.kind == EPI_PLAIN ? o : ep.aux + i;
-            if ((((uintptr_t)o | (uintptr_t)a) & (sizeof(MmPair<T>) - 1)) == 0) {
-                MmPair<T> *po = (MmPair<T> *)o, *pa = (MmPair<T> *)a, old, x, r;
-                old.lo = old.hi = x.lo = x.hi = from_f<T>(0.0f);
-                if (ep.accumulate) old = *po;
-                if (epi_reads_aux(ep.kind)) x = *pa;
-                r.lo = mm_round(ep, col, v0, old.lo, x.lo);
-                r.hi = mm_round(ep, col + 1, v1, old.hi, x.hi);
-                *po = r;
-                if (ep.kind == EPI_GELU) {
-                    MmPair<T> g;
-                    g.lo = from_f<T>(gelu_of(to_f(r.lo)));
-                    g.hi = from_f<T>(gelu_of(to_f(r.hi)));
-                    *pa = g;
-                }
-                return;
-            }
+#pragma unroll 1
+            for (int e = 0; e < 8 && col + e < N; e++) mm_finish(ep, i + e, col + e, src[e]);
         }
-        mm_store(ep, M, N, slice, row, col + 1, v1);
     }
-    mm_store(ep, M, N, slice, row, col, v0);
 }
 
 template <typename T, bool A_K, bool B_K>
@@ -876,15 +894,22 @@ __global__ void __launch_bounds__(MM_THREADS)
         }
     }
     cp_async_wait<0>();
+    __syncthreads(); /* every warp is done with the tiles: their memory stages the epilogue */
 
-    const int g = lane >> 2, tq = lane & 3;
+    /* chunk i: this warp's rows wm + 16 i .. + 15, its 32 columns (fragments acc[i][0..3]) */
+    float *stg = (float *)mm_smem + warp * STG_WARP_FLOATS;
+#pragma unroll 1
+    for (int i = 0; i < 4; i++) {
 #pragma unroll
-    for (int i = 0; i < 4; i++)
+        for (int ii = 0; ii < 4; ii++)
+            if (ii == i) {
 #pragma unroll
-        for (int j = 0; j < 4; j++)
-#pragma unroll
-            for (int e = 0; e < 4; e += 2) /* (e, e + 1): two neighbouring columns of one row */
-                mm_store_pair(ep, M, N, blockIdx.z, m0 + wm + i * 16 + g + (e >> 1) * 8, n0 + wn + j * 8 + tq * 2, acc[i][j][e], acc[i][j][e + 1]);
+                for (int j = 0; j < 4; j++) mm_stage(stg, lane, j, acc[ii][j][0], acc[ii][j][1], acc[ii][j][2], acc[ii][j][3]);
+            }
+        __syncwarp();
+        mm_drain(ep, M, N, blockIdx.z, m0 + wm + i * 16, n0 + wn, stg, lane);
+        __syncwarp(); /* the chunk is written before the next one is staged */
+    }
 }
 
 /* F32: 64x64 tiles, 256 threads of 4x4 outputs, k steps of 16 */
@@ -1078,15 +1103,27 @@ __global__ void __launch_bounds__(WG_THREADS, 1)
 #pragma unroll
     for (int i = 0; i < 64; i++) asm volatile("" : "+f"(d[i])::"memory"); /* no read of d moves above the wait */
     cp_async_wait<0>();
+    __syncthreads(); /* both warpgroups' products are done: the tiles' memory stages the epilogue */
 
     /* accumulator layout: warp w of the warpgroup holds rows 16w..16w+15; d[4i], d[4i+1] at (row g, columns
-     * 8i + 2tq, +1), d[4i+2], d[4i+3] at row g + 8 */
-    const int lane = threadIdx.x & 31, w = (threadIdx.x >> 5) & 3, g = lane >> 2, tq = lane & 3;
+     * 8i + 2tq, +1), d[4i+2], d[4i+3] at row g + 8. Chunk c: columns 32c .. 32c + 31, fragments 4c .. 4c + 3 */
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    float *stg = (float *)base + warp * STG_WARP_FLOATS;
+#pragma unroll 1
+    for (int c = 0; c < WG_BN / 32 && n0 + 32 * c < N; c++) {
 #pragma unroll
-    for (int i = 0; i < 16; i++)
+        for (int cc = 0; cc < WG_BN / 32; cc++)
+            if (cc == c) {
 #pragma unroll
-        for (int e = 0; e < 4; e += 2) /* (e, e + 1): two neighbouring columns of one row */
-            mm_store_pair(ep, M, N, blockIdx.z, m0 + wg * 64 + w * 16 + g + (e >> 1) * 8, n0 + i * 8 + tq * 2, d[i * 4 + e], d[i * 4 + e + 1]);
+                for (int jj = 0; jj < 4; jj++) {
+                    const int i = 4 * cc + jj;
+                    mm_stage(stg, lane, jj, d[4 * i], d[4 * i + 1], d[4 * i + 2], d[4 * i + 3]);
+                }
+            }
+        __syncwarp();
+        mm_drain(ep, M, N, blockIdx.z, m0 + warp * 16, n0 + 32 * c, stg, lane);
+        __syncwarp();
+    }
 #else
     (void)A; (void)B; (void)M; (void)N; (void)K; (void)lda; (void)ldb; (void)vecA; (void)vecB; (void)kps; (void)ep;
 #endif
@@ -1121,7 +1158,8 @@ static void gemm_wgmma(ngpt_backend *be, const T *A, const T *B, int M, int N, i
 #define TM_THREADS 384
 #define TM_A_BYTES (TM_BM * WG_BK * 2)                                       /* 16 KB */
 #define TM_B_BYTES (TM_BN * WG_BK * 2)                                       /* 32 KB */
-#define TM_SMEM_BYTES (TM_STAGES * (TM_A_BYTES + TM_B_BYTES) + 1024 + 1024) /* + alignment slack, + the mbarriers */
+/* + alignment slack, + the mbarriers, + the epilogue's staging (8 consumer warps) */
+#define TM_SMEM_BYTES (TM_STAGES * (TM_A_BYTES + TM_B_BYTES) + 1024 + 1024 + 8 * STG_WARP_FLOATS * 4)
 /* setmaxnreg: the producer warpgroup gives registers back, the two consumers take them. An increase waits
  * until the block's pool has them, so the pool the kernel starts with (TM_THREADS x its register count, 168
  * under its launch bounds) must cover both: checked at backend creation (tma_registers_ok), else the cp.async
@@ -1250,7 +1288,8 @@ __global__ void __launch_bounds__(TM_THREADS, 1) matmul_tma_kernel(const __grid_
     }
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(TM_CONSUMER_REGS));
     const int cw = (threadIdx.x >> 7) - 1; /* consumer warpgroup: rows cw*64 .. cw*64+63 of the tile */
-    const int lane = threadIdx.x & 31, w = (threadIdx.x >> 5) & 3, g = lane >> 2, tq = lane & 3;
+    const int lane = threadIdx.x & 31, w = (threadIdx.x >> 5) & 3;
+    float *stg = (float *)(empty + TM_STAGES) + ((threadIdx.x >> 5) - 4) * STG_WARP_FLOATS; /* consumer warps 4..11 */
     float d[128];
     for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
         const TmTile tl = tm_tile(t, M, N, K, kps);
@@ -1277,13 +1316,22 @@ __global__ void __launch_bounds__(TM_THREADS, 1) matmul_tma_kernel(const __grid_
 #pragma unroll
         for (int i = 0; i < 128; i++) asm volatile("" : "+f"(d[i])::"memory"); /* no read of d moves above the wait */
         /* accumulator layout as in the cp.async kernel: d[4i], d[4i+1] at (row g, columns 8i + 2tq, +1) of warp
-         * w's 16 rows, d[4i+2], d[4i+3] at row g + 8 */
+         * w's 16 rows, d[4i+2], d[4i+3] at row g + 8; staged and written 32 columns at a time, as there */
+#pragma unroll 1
+        for (int c = 0; c < TM_BN / 32 && tl.n0 + 32 * c < N; c++) {
 #pragma unroll
-        for (int i = 0; i < 32; i++)
+            for (int cc = 0; cc < TM_BN / 32; cc++)
+                if (cc == c) {
 #pragma unroll
-            for (int e = 0; e < 4; e += 2)
-                mm_store_pair(ep, M, N, tl.slice, tl.m0 + cw * 64 + w * 16 + g + (e >> 1) * 8, tl.n0 + i * 8 + tq * 2, d[i * 4 + e],
-                              d[i * 4 + e + 1]);
+                    for (int jj = 0; jj < 4; jj++) {
+                        const int i = 4 * cc + jj;
+                        mm_stage(stg, lane, jj, d[4 * i], d[4 * i + 1], d[4 * i + 2], d[4 * i + 3]);
+                    }
+                }
+            __syncwarp();
+            mm_drain(ep, M, N, tl.slice, tl.m0 + cw * 64 + w * 16, tl.n0 + 32 * c, stg, lane);
+            __syncwarp();
+        }
     }
 #else
     (void)tmA; (void)tmB; (void)M; (void)N; (void)K; (void)kps; (void)tiles; (void)ep;

@@ -159,7 +159,7 @@ struct Warpgroup {
     std::vector<WgmmaOp> ops;
     std::vector<WgmmaGroup> groups;
 };
-enum { OP_SHFL_XOR, OP_LDSM, OP_LDSM_T, OP_MMA_BF16_K16, OP_MMA_F16_K16, OP_MMA_F16_K8 };
+enum { OP_SHFL_XOR, OP_LDSM, OP_LDSM_T, OP_SYNCWARP, OP_MMA_BF16_K16, OP_MMA_F16_K16, OP_MMA_F16_K8 }; /* the mma ops last */
 struct WarpSlot { /* one warp-wide operation being gathered */
     int arrived, op, param;
     uint32_t in[32][12], out[32][4];
@@ -523,6 +523,9 @@ template <typename V> static V shfl_xor(unsigned mask, V v, int lane_mask) {
     memcpy(&r, out, sizeof r);
     return r;
 }
+
+/* __syncwarp(): every lane of the warp waits for the others */
+static void syncwarp() { warp_op(OP_SYNCWARP, 0, NULL, 0, NULL); }
 
 /* p must lie in the block's dynamic shared memory, aligned (16 bytes unless said), with bytes readable */
 static void check_smem(const void *p, size_t bytes, const char *what, size_t align = 16) {
@@ -899,6 +902,7 @@ static void setmaxnreg(int inc, int regs) {
 #define blockDim (emu::blk.dim)
 #define gridDim (emu::blk.grid)
 #define __syncthreads() emu::syncthreads()
+#define __syncwarp() emu::syncwarp()
 #define __shfl_xor_sync(mask, v, lane_mask) emu::shfl_xor((mask), (v), (lane_mask))
 #define __ldg(p) (*(p))
 #define __trap() emu::block_fail("__trap()")
