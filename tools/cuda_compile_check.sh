@@ -38,7 +38,9 @@ compile_one() { # arch
     local a=$1 t0 rc
     t0=$(date +%s)
     # ptxas -v: its "ptxas info" lines (registers per kernel) go to their own file, the rest is the warnings log
-    "$NVCC" "${FLAGS[@]}" -Xptxas -v -gencode "arch=compute_$a,code=sm_$a" -c "$SRC" -o "$TMP/sm_$a.o" >"$TMP/sm_$a.all" 2>&1
+    mkdir -p "$TMP/keep_$a" # the intermediate files, the .cubin among them (machine code, read below)
+    "$NVCC" "${FLAGS[@]}" -Xptxas -v -gencode "arch=compute_$a,code=sm_$a" --keep --keep-dir "$TMP/keep_$a" -c "$SRC" \
+        -o "$TMP/sm_$a.o" >"$TMP/sm_$a.all" 2>&1
     rc=$?
     grep -E '^ptxas info|^ +[0-9]+ bytes stack frame' "$TMP/sm_$a.all" >"$TMP/sm_$a.ptxas"
     grep -vE '^ptxas info|^ +[0-9]+ bytes stack frame' "$TMP/sm_$a.all" >"$TMP/sm_$a.log"
@@ -82,6 +84,29 @@ if [ -f "$TMP/sm_90a.ptxas" ] && [ "$SRC" = nanogpt.cu ]; then
         fail "sm_90a matmul_tma_kernel registers" "ptxas gave ${regs% }, setmaxnreg needs $need"
     fi
 fi
+
+# Machine code per kernel, at most KERNEL_CODE_MAX bytes: the SM's instruction cache is of that order, and a
+# kernel past it fetches its code from L2 as it runs. The matmuls' epilogue unrolled over every fragment made
+# the TMA kernel 504 KB on sm_90a, and each output tile cost about 50 us on an H200 (docs/performance.md).
+KERNEL_CODE_MAX=${KERNEL_CODE_MAX:-98304}
+for a in $ARCHS; do
+    cubin=$(ls "$TMP/keep_$a"/*.cubin 2>/dev/null | head -n 1)
+    if [ -z "$cubin" ] || ! command -v readelf >/dev/null 2>&1; then
+        fail "sm_$a machine code per kernel" "no .cubin kept by nvcc, or no readelf"
+        continue
+    fi
+    sizes=$(readelf -SW "$cubin" 2>/dev/null | awk '{for (i = 1; i + 4 <= NF; i++) if ($i ~ /^\.text\./) print $(i + 4), substr($i, 7)}' |
+        while read -r hex name; do echo "$((16#$hex)) $name"; done | sort -rn)
+    big=$(echo "$sizes" | awk -v m="$KERNEL_CODE_MAX" '$1 > m')
+    top=$(echo "$sizes" | head -n 1)
+    if [ -z "$sizes" ]; then
+        fail "sm_$a machine code per kernel" "no kernel found in $(basename "$cubin")"
+    elif [ -z "$big" ]; then
+        ok "sm_$a machine code per kernel at most $((KERNEL_CODE_MAX / 1024)) KB (largest: $((${top%% *} / 1024)) KB, ${top#* })"
+    else
+        fail "sm_$a machine code per kernel" "over $((KERNEL_CODE_MAX / 1024)) KB: $(echo "$big" | head -n 5 | tr '\n' ' ')"
+    fi
+done
 
 # The GPU programs (nanogpt with CUDA, test_gpu_ops, test_gpu_train) build as test/gpu.sh builds them on a
 # GPU machine, for the last architecture of the list: a host-side break in them shows here, not on a GPU.
