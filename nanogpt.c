@@ -7834,6 +7834,23 @@ static void kernel_attention(void *arg) {
     else k->be->attention_forward(k->be, k->w, k->lse, k->x, k->B, k->T, k->C, k->NH, &none);
 }
 
+/* n values of the backend's dtype at dst, drawn from N(0, 1) through tmp (tmp_bytes, at least 4, apart from
+ * dst): the benchmarks time products and attention on random data, as their PyTorch peer does, never on
+ * zeros (on which a GPU's tensor cores run faster) */
+static void bench_fill_random(ngpt_trainer *tr, char *dst, size_t n, char *tmp, size_t tmp_bytes, uint64_t stream) {
+    ngpt_backend *be = tr->be;
+    size_t a = act_size(tr), chunk = tmp_bytes / 4;
+    if (a == 4) {
+        be->fill_normal(be, (float *)dst, n, 0.0f, 1.0f, (uint64_t)tr->cfg.seed, stream);
+        return;
+    }
+    for (size_t off = 0; off < n; off += chunk) {
+        size_t c = MIN(chunk, n - off);
+        be->fill_normal(be, (float *)tmp, c, 0.0f, 1.0f, (uint64_t)tr->cfg.seed, stream + off / chunk);
+        be->cast_from_f32(be, dst + off * a, (const float *)tmp, c);
+    }
+}
+
 /* The backend's matmul on S x S x S in the AdamW moments (zero before the first step, zeroed again after):
  * the largest S (a multiple of 128 from 512, at most 4096 on a GPU and 1024 on the CPU) that fits, none when
  * 512 does not (a small model: no MFU then); the best rate of
@@ -7849,7 +7866,8 @@ static double matmul_peak(ngpt_trainer *tr, int *size) {
     if (!*size) return 0;
     size_t SS = (size_t)S * S * a;
     char *x = tr->m, *w = x + SS, *y = w + SS, *dx = y + SS, *dw = dx + SS;
-    be->zero(be, x, 5 * SS);
+    for (int i = 0; i < 3; i++) bench_fill_random(tr, x + i * SS, (size_t)S * S, dx, SS, 100 + (uint64_t)i * 1000000);
+    be->zero(be, dx, 2 * SS);
     use_scratch(tr, &p->train);
     KernelCall k = {be, x, w, y, dx, dw, NULL, S, S, S, 0, 0, 0, 0};
     double peak = 0;
@@ -7880,7 +7898,10 @@ CLI_USED static int bench_kernels(ngpt_trainer *tr, KernelTime out[N_KERNEL_TIME
         if (lin[i].N < 1 || (2 * nx + 2 * nw + ny) * a > room) continue;
         KernelCall k = {be, tr->m, tr->m + nx * a, tr->m + (nx + nw) * a, tr->m + (nx + nw + ny) * a, tr->m + (2 * nx + nw + ny) * a, NULL,
                         lin[i].N, lin[i].C, lin[i].OC, 0, 0, 0, 0};
-        be->zero(be, tr->m, (2 * nx + 2 * nw + ny) * a);
+        bench_fill_random(tr, k.x, nx, k.dx, nx * a, 200); /* dx is the draws' scratch, then an output */
+        bench_fill_random(tr, k.w, nw, k.dx, nx * a, 300000000);
+        bench_fill_random(tr, k.y, ny, k.dx, nx * a, 600000000);
+        be->zero(be, k.dx, (nx + nw) * a);
         for (k.backward = 0; k.backward < 2; k.backward++, n++) {
             snprintf(out[n].name, sizeof out[n].name, "matmul %s %s", lin[i].name, k.backward ? "bwd" : "fwd");
             out[n].flops = (k.backward ? 4.0 : 2.0) * lin[i].N * (double)lin[i].C * lin[i].OC;
@@ -7891,7 +7912,9 @@ CLI_USED static int bench_kernels(ngpt_trainer *tr, KernelTime out[N_KERNEL_TIME
     if ((2 * nqkv + 2 * no) * a + nlse * 4 <= room) {
         KernelCall k = {be, tr->m, tr->m + nqkv * a, tr->m + (nqkv + no) * a, tr->m + (nqkv + 2 * no) * a, NULL,
                         (float *)(tr->m + (2 * nqkv + 2 * no) * a), N, C, 0, B, T, m->NH, 0};
-        be->zero(be, tr->m, (2 * nqkv + 2 * no) * a + nlse * 4);
+        bench_fill_random(tr, k.x, nqkv, k.dx, nqkv * a, 700); /* qkv and dout; dqkv is the scratch */
+        bench_fill_random(tr, k.y, no, k.dx, nqkv * a, 800000000);
+        be->zero(be, k.dx, nqkv * a);
         double causal = 2.0 * 2.0 * B * m->NH * (T * (T + 1.0) / 2.0) * (C / m->NH); /* QK^T and PV below the diagonal */
         for (k.backward = 0; k.backward < 2; k.backward++, n++) {
             snprintf(out[n].name, sizeof out[n].name, "attention %s", k.backward ? "bwd" : "fwd");
