@@ -13,7 +13,8 @@
 # 50 steps under --max_memory=2.68GiB and 50 without: needs data/gpt2/{encoder.json,vocab.bpe} carried),
 # bench (nanogpt bench and tools/bench_torch_gpt2.py: end to end, every matmul shape, attention, memory;
 # sampling speed with 1 and 10 samples).
-# Not in the default run: recipe (nanoGPT's shakespeare_char GPU recipe, ~10 minutes: bash test/gpu.sh recipe).
+# Not in the default run: recipe (nanoGPT's shakespeare_char GPU recipe, 154 s on an H200: bash test/gpu.sh
+# recipe) and profile (ncu on the default matmul and the attention backward, into bench.log).
 #
 # Logs go to $OUT (the device tool's folder) or ./gpu-logs: build.log, ops.log, sanitize.log, train.log,
 # capped.log, bench.log, recipe.log, summary.txt.
@@ -28,7 +29,7 @@
 # GPU_SH_BUDGET (seconds, default 560) makes later steps SKIP rather than run past it; GPU_SH_OPS_S
 # (default 240), GPU_SH_SANITIZE_S (120, per sanitizer run) and GPU_SH_RACECHECK_F32_S (300) cap those
 # steps; GPU_SH_CURVE=0 leaves out the 300-step curve (its CPU side takes minutes).
-# Steps run in this order: ops, train, capped, recipe, bench, sanitize (the slowest per check, last).
+# Steps run in this order: ops, train, capped, recipe, bench, profile, sanitize (the slowest per check, last).
 set -u
 cd "$(dirname "$0")/.." || exit 1
 ROOT=$(pwd)
@@ -361,7 +362,7 @@ if want capped && [ $BUILT = 0 ] && time_left "2.68 GiB capped run" 150; then
     echo "capped: $(($(date +%s) - t0)) s"
 fi
 
-# ---- recipe (not in the default run: about 10 minutes on its own call): nanoGPT's shakespeare_char GPU
+# ---- recipe (not in the default run: 154 s on an H200, 2026-11-26): nanoGPT's shakespeare_char GPU
 # recipe, best val loss (nanoGPT: 1.4697) and wall time -------------------------------------------------------
 if want recipe && [ $BUILT = 0 ]; then
     t0=$(date +%s)
@@ -432,6 +433,27 @@ if want bench && [ $BUILT = 0 ] && time_left "benchmarks" 150; then
         row "TMA vs cp.async wgmma matmuls" "$(target "$tw" 1.0)" "${tw:-none}x, FLOP-weighted over every shape"
     fi
     echo "bench: $(($(date +%s) - t0)) s"
+fi
+
+# ---- profile (not in the default run; bash test/gpu.sh profile, about a minute): Nsight Compute on the first
+# launch of the default matmul kernel and of the attention backward in `nanogpt bench --kernels` (the qkv
+# forward product; the backward at GPT-2's shapes): speed of light, warp stall reasons (an instruction-cache
+# bound kernel stalls on "no instruction"), memory and instruction statistics. Appended to bench.log ---------
+if want profile && [ $BUILT = 0 ]; then
+    NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -n 1)
+    if [ -z "$NCU" ]; then
+        row "ncu profile" SKIP "ncu not found"
+    else
+        t0=$(date +%s)
+        okp=0
+        for k in "regex:matmul_(tma|wgmma|tc)_kernel" "regex:attn_backward_dkdv"; do
+            echo "== ncu $k" >>"$LOG/bench.log"
+            timeout $(cap_time 150) "$NCU" --clock-control none --kernel-name "$k" --launch-count 1 --section SpeedOfLight \
+                --section WarpStateStats --section MemoryWorkloadAnalysis --section InstructionStats --section LaunchStats \
+                "$BUILD/nanogpt" bench --device=cuda --kernels >>"$LOG/bench.log" 2>&1 && okp=$((okp + 1))
+        done
+        row "ncu profile" "$([ $okp = 2 ] && echo PASS || echo FAIL)" "$okp of 2 kernels profiled into bench.log; $(($(date +%s) - t0)) s"
+    fi
 fi
 
 # ---- sanitize (last: the slowest per check): compute-sanitizer on the small op tests. memcheck and
