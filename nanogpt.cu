@@ -709,7 +709,7 @@ template <bool KCONTIG, int ROWS> struct MmTile {
     static constexpr int LD = KCONTIG ? MM_BK + MM_PAD : ROWS + MM_PAD;
     static constexpr int ELEMS = KCONTIG ? ROWS * (MM_BK + MM_PAD) : MM_BK * (ROWS + MM_PAD);
 };
-template <bool A_K, bool B_K> static size_t mm_smem_bytes() {
+template <bool A_K, bool B_K> static constexpr size_t mm_smem_bytes() {
     return (size_t)MM_STAGES * (MmTile<A_K, MM_BM>::ELEMS + MmTile<B_K, MM_BN>::ELEMS) * 2;
 }
 
@@ -781,6 +781,10 @@ template <typename T> static __device__ __forceinline__ void mm_finish(const MmE
 #define STG_LD 36                     /* floats per staged row: 32 + 4, so every row stays 16-byte aligned */
 #define STG_WARP_FLOATS (16 * STG_LD) /* one warp's staging block, 2304 bytes */
 template <typename T> struct alignas(16) MmVec8 { T v[8]; };
+/* the mma.sync kernel stages in its tiles' memory (after a barrier): room for its 8 warps in every layout */
+static_assert(mm_smem_bytes<true, true>() >= 8 * STG_WARP_FLOATS * 4 && mm_smem_bytes<true, false>() >= 8 * STG_WARP_FLOATS * 4 &&
+                  mm_smem_bytes<false, false>() >= 8 * STG_WARP_FLOATS * 4,
+              "the mma.sync kernel's tiles cannot hold the epilogue's staging");
 /* fragment jj (0..3) of a 16 x 32 chunk: (v0, v1) at row g, columns 8 jj + 2 tq and + 1; (v2, v3) at row g + 8 */
 static __device__ __forceinline__ void mm_stage(float *stg, int lane, int jj, float v0, float v1, float v2, float v3) {
     const int g = lane >> 2, tq = lane & 3;
@@ -1005,6 +1009,7 @@ __device__ int ngpt_wgmma_built = 0;
 #define WG_THREADS 256
 #define WG_TILE_BYTES (128 * WG_BK * 2) /* one operand's tile: 128 rows (or 128 columns) x 64 k, 16 KB */
 #define WG_SMEM_BYTES (WG_STAGES * 2 * WG_TILE_BYTES + 1024) /* + room to align the tiles to 1024 bytes */
+static_assert(WG_STAGES * 2 * WG_TILE_BYTES >= 8 * STG_WARP_FLOATS * 4, "the wgmma kernel's tiles cannot hold the epilogue's staging");
 
 #ifdef NGPT_WGMMA_DEVICE
 static __device__ __forceinline__ uint32_t swizzle128(uint32_t byte_offset) { return byte_offset ^ ((byte_offset >> 3) & 0x70); }
@@ -1160,6 +1165,7 @@ static void gemm_wgmma(ngpt_backend *be, const T *A, const T *B, int M, int N, i
 #define TM_B_BYTES (TM_BN * WG_BK * 2)                                       /* 32 KB */
 /* + alignment slack, + the mbarriers, + the epilogue's staging (8 consumer warps) */
 #define TM_SMEM_BYTES (TM_STAGES * (TM_A_BYTES + TM_B_BYTES) + 1024 + 1024 + 8 * STG_WARP_FLOATS * 4)
+static_assert(TM_SMEM_BYTES <= 232448, "the TMA kernel asks for more shared memory than a Hopper block may have (227 KB)");
 /* setmaxnreg: the producer warpgroup gives registers back, the two consumers take them. An increase waits
  * until the block's pool has them, so the pool the kernel starts with (TM_THREADS x its register count, 168
  * under its launch bounds) must cover both: checked at backend creation (tma_registers_ok), else the cp.async

@@ -4,7 +4,7 @@
 # (f16: m16n8k8, plain loads) and sm_90 (the wgmma kernels: the TMA one with its mbarriers, warp
 # specialisation and setmaxnreg, and the cp.async one), test_gpu_train --quick on the sm_80 and sm_90 (whole
 # steps, determinism, no allocation, resume, KV-cache sampling), the nanogpt program on all three (train,
-# resume, sample, plan, bench), then fifteen mutants of nanogpt.cu that it must catch. No GPU needed;
+# resume, sample, plan, bench), then sixteen mutants of nanogpt.cu that it must catch. No GPU needed;
 # ./build.sh test runs it. Needs nvcc's headers (not nvcc itself: the host C++ compiler builds the rewritten
 # nanogpt.cu) and perl. Ends with "summary: N passed, N failed" (each program's counts, and one per mutant).
 #
@@ -239,6 +239,7 @@ MUTANTS=(
     "cp.async wgmma kernel without the barrier after its wait|90|NGPT_MATMUL=wgmma --matmul-only|__syncthreads(); /* everyone's are; every warpgroup|/* everyone's are; every warpgroup"
     "TMA kernel: a lane writes out an epilogue chunk before every lane has staged it|90|--matmul-only|__syncwarp();\n            mm_drain(ep, M, N, tl.slice,|mm_drain(ep, M, N, tl.slice,"
     "matmul stages its epilogue in tiles other warps may still read|80|--matmul-only|__syncthreads(); /* every warp is done with the tiles: their memory stages the epilogue */|"
+    "cp.async wgmma kernel stages its epilogue in tiles the other warpgroup may still read|90|NGPT_MATMUL=wgmma --matmul-only|__syncthreads(); /* both warpgroups' products are done: the tiles' memory stages the epilogue */|"
     "cp.async wgmma kernel fences the async proxy before its copies land, not after|90|NGPT_MATMUL=wgmma --matmul-only|cp_async_wait<WG_STAGES - 3>();                                /* this thread's copies of tile kt have landed */\n        asm volatile(\"fence.proxy.async.shared::cta;\\\\n\" ::: \"memory\");|asm volatile(\"fence.proxy.async.shared::cta;\\\\n\" ::: \"memory\");\n        cp_async_wait<WG_STAGES - 3>();"
 )
 mutant() { # INDEX: builds and runs mutant INDEX on its emulated GPU, into $OUT/mutant_INDEX/
