@@ -7840,6 +7840,10 @@ static void kernel_attention(void *arg) {
 static void bench_fill_random(ngpt_trainer *tr, char *dst, size_t n, char *tmp, size_t tmp_bytes, uint64_t stream) {
     ngpt_backend *be = tr->be;
     size_t a = act_size(tr), chunk = tmp_bytes / 4;
+    if (a != 4 && !chunk) { /* no room to draw in (a 1-element product): zeros, too small to time anyway */
+        be->zero(be, dst, n * a);
+        return;
+    }
     if (a == 4) {
         be->fill_normal(be, (float *)dst, n, 0.0f, 1.0f, (uint64_t)tr->cfg.seed, stream);
         return;
@@ -7900,9 +7904,9 @@ CLI_USED static int bench_kernels(ngpt_trainer *tr, KernelTime out[N_KERNEL_TIME
                         lin[i].N, lin[i].C, lin[i].OC, 0, 0, 0, 0};
         bench_fill_random(tr, k.x, nx, k.dx, nx * a, 200); /* dx is the draws' scratch, then an output */
         bench_fill_random(tr, k.w, nw, k.dx, nx * a, 300000000);
-        bench_fill_random(tr, k.y, ny, k.dx, nx * a, 600000000);
-        be->zero(be, k.dx, (nx + nw) * a);
+        be->zero(be, k.dw, nw * a);
         for (k.backward = 0; k.backward < 2; k.backward++, n++) {
+            if (k.backward) bench_fill_random(tr, k.y, ny, k.dx, nx * a, 600000000); /* dout: the forward wrote y */
             snprintf(out[n].name, sizeof out[n].name, "matmul %s %s", lin[i].name, k.backward ? "bwd" : "fwd");
             out[n].flops = (k.backward ? 4.0 : 2.0) * lin[i].N * (double)lin[i].C * lin[i].OC;
             out[n].seconds = time_best(be, kernel_matmul, &k);
