@@ -26,6 +26,7 @@
 # under 1 without the 300-step curve, capped 1, bench 2.5, sanitize 1 without f32 racecheck; the curve's
 # CPU side and f32 racecheck were not timed to the end (minutes each). So it takes two calls:
 #   GPU_SH_CURVE=0 bash test/gpu.sh ops train capped bench      then      bash test/gpu.sh train sanitize
+# (the second: the curve, then the sanitizers; f32 racecheck starts only with its whole cap left, else SKIP)
 # GPU_SH_BUDGET (seconds, default 560) makes later steps SKIP rather than run past it; GPU_SH_OPS_S
 # (default 240), GPU_SH_SANITIZE_S (120, per sanitizer run) and GPU_SH_RACECHECK_F32_S (300) cap those
 # steps; GPU_SH_CURVE=0 leaves out the 300-step curve (its CPU side takes minutes).
@@ -68,9 +69,9 @@ cap_time() { # seconds -> the smaller of that and what is left of the budget (at
     [ "$left" -lt 1 ] && left=1
     [ "$1" -lt "$left" ] && echo "$1" || echo "$left"
 }
-time_left() { # step_name seconds_needed: true when the budget allows the step
+time_left() { # check_name seconds_needed [step, when not the check's name]: true when the budget allows it
     if [ $(($(elapsed) + $2)) -gt "$BUDGET" ]; then
-        row "$1" SKIP "not started: $(elapsed) s used of the ${BUDGET} s budget (run: bash test/gpu.sh $1 ...)"
+        row "$1" SKIP "not started: $(elapsed) s used of the ${BUDGET} s budget (run: bash test/gpu.sh ${3:-$1} ...)"
         return 1
     fi
 }
@@ -256,7 +257,7 @@ if [ $BUILT = 0 ] && "$BUILD/nanogpt" info 2>&1 | grep -q "matmul wgmma"; then
 fi
 
 # ---- ops: every CUDA op against the CPU backend -----------------------------------------------------------
-if want ops && [ $BUILT = 0 ] && time_left "op tests" 120; then
+if want ops && [ $BUILT = 0 ] && time_left "op tests" 120 ops; then
     t0=$(date +%s)
     timeout $(cap_time ${GPU_SH_OPS_S:-240}) "$BUILD/test_gpu_ops" >"$LOG/ops.log" 2>&1
     rc=$?
@@ -267,7 +268,7 @@ if want ops && [ $BUILT = 0 ] && time_left "op tests" 120; then
     late=""
     [ $rc = 124 ] && late=" (stopped at the budget: bash test/gpu.sh ops alone finishes it)"
     row "op tests vs CPU (f32, bf16, f16)" $res "${sum:-no summary (exit $rc)}$late; $(($(date +%s) - t0)) s"
-    if [ $res = FAIL ] && [ $rc != 124 ] && time_left "op tests again with NGPT_CUDA_SYNC=1" 90; then
+    if [ $res = FAIL ] && [ $rc != 124 ] && time_left "op tests again with NGPT_CUDA_SYNC=1" 90 ops; then
         # a kernel fault is reported at a later call; waiting after every launch names the kernel itself
         echo "===== again with NGPT_CUDA_SYNC=1 (every launch waited for)" >>"$LOG/ops.log"
         NGPT_CUDA_SYNC=1 timeout $((BUDGET - $(elapsed))) "$BUILD/test_gpu_ops" >>"$LOG/ops.log" 2>&1
@@ -283,7 +284,7 @@ fi
 
 # ---- trainer-level checks (test/test_gpu_train.c): whole step vs CPU, determinism, no allocation while
 # training (cudaMalloc & co. wrapped at link time), resume, the 300-step curve ------------------------------
-if want train && [ $BUILT = 0 ] && time_left "trainer checks" 240; then
+if want train && [ $BUILT = 0 ] && time_left "trainer checks" 240 train; then
     t0=$(date +%s)
     curve=()
     [ "${GPU_SH_CURVE:-1}" = 0 ] && curve=(--no-curve)
@@ -305,7 +306,7 @@ fi
 # needs encoder.json and vocab.bpe in data/gpt2: carry that folder), 65,536 tokens per step, 50 steps with
 # --max_memory=2.68GiB and 50 without: both run, the capped arena fits, the loss curves agree within bf16
 # tolerance; the tokens/s ratio is issue 8's "capped at >= 0.7x uncapped" ----------------------------------
-if want capped && [ $BUILT = 0 ] && time_left "2.68 GiB capped run" 150; then
+if want capped && [ $BUILT = 0 ] && time_left "2.68 GiB capped run" 150 capped; then
     t0=$(date +%s)
     TOKDIR=${NGPT_GPT2_DIR:-data/gpt2}
     {
@@ -376,24 +377,24 @@ if want recipe && [ $BUILT = 0 ]; then
 fi
 # ---- bench (issue 8): nanogpt bench and its PyTorch peer (tools/bench_torch_gpt2.py) in the same call:
 # GPT-2 124M, block 1024, bf16, end to end and per kernel (every matmul shape of a step, attention) -----------
-if want bench && [ $BUILT = 0 ] && time_left "benchmarks" 150; then
+if want bench && [ $BUILT = 0 ] && time_left "benchmarks" 150 bench; then
     PY=${PYTHON:-python3}
     t0=$(date +%s)
     {
-        echo "== nanogpt bench"; timeout 120 "$BUILD/nanogpt" bench --device=cuda --steps=20 --warmup=3
-        echo "== nanogpt bench --kernels"; timeout 90 "$BUILD/nanogpt" bench --device=cuda --kernels
-        for s in 1 10; do echo "== nanogpt bench --sample=$s"; timeout 60 "$BUILD/nanogpt" bench --device=cuda --sample=$s --steps=128; done
+        echo "== nanogpt bench"; timeout $(cap_time 120) "$BUILD/nanogpt" bench --device=cuda --steps=20 --warmup=3
+        echo "== nanogpt bench --kernels"; timeout $(cap_time 90) "$BUILD/nanogpt" bench --device=cuda --kernels
+        for s in 1 10; do echo "== nanogpt bench --sample=$s"; timeout $(cap_time 60) "$BUILD/nanogpt" bench --device=cuda --sample=$s --steps=128; done
         if "$BUILD/nanogpt" info 2>&1 | grep -q "matmul wgmma"; then # Hopper: the older kernels beside it
-            echo "== nanogpt bench --kernels, mma.sync"; NGPT_MATMUL=mma timeout 90 "$BUILD/nanogpt" bench --device=cuda --kernels
+            echo "== nanogpt bench --kernels, mma.sync"; NGPT_MATMUL=mma timeout $(cap_time 90) "$BUILD/nanogpt" bench --device=cuda --kernels
         fi
         if "$BUILD/nanogpt" info 2>&1 | grep -q "matmul wgmma+tma"; then
-            echo "== nanogpt bench --kernels, cp.async wgmma"; NGPT_MATMUL=wgmma timeout 90 "$BUILD/nanogpt" bench --device=cuda --kernels
+            echo "== nanogpt bench --kernels, cp.async wgmma"; NGPT_MATMUL=wgmma timeout $(cap_time 90) "$BUILD/nanogpt" bench --device=cuda --kernels
         fi
     } >"$LOG/bench.log" 2>&1
     chunk=$(chunk_rows_of "$LOG/bench.log")
     {
-        echo "== tools/bench_torch_gpt2.py"; timeout 300 "$PY" tools/bench_torch_gpt2.py --steps 20 --warmup 3
-        echo "== tools/bench_torch_gpt2.py --kernels"; timeout 120 "$PY" tools/bench_torch_gpt2.py --kernels --chunk "${chunk:-4096}"
+        echo "== tools/bench_torch_gpt2.py"; timeout $(cap_time 300) "$PY" tools/bench_torch_gpt2.py --steps 20 --warmup 3
+        echo "== tools/bench_torch_gpt2.py --kernels"; timeout $(cap_time 120) "$PY" tools/bench_torch_gpt2.py --kernels --chunk "${chunk:-4096}"
     } >>"$LOG/bench.log" 2>&1
     ktimes "$LOG/bench.log" '^== nanogpt bench --kernels$' >"$BUILD/k_ours"
     ktimes "$LOG/bench.log" '^== nanogpt bench --kernels, mma.sync$' >"$BUILD/k_mma"
@@ -450,7 +451,9 @@ if want profile && [ $BUILT = 0 ]; then
             echo "== ncu $k" >>"$LOG/bench.log"
             timeout $(cap_time 150) "$NCU" --clock-control none --kernel-name "$k" --launch-count 1 --section SpeedOfLight \
                 --section WarpStateStats --section MemoryWorkloadAnalysis --section InstructionStats --section LaunchStats \
-                "$BUILD/nanogpt" bench --device=cuda --kernels >>"$LOG/bench.log" 2>&1 && okp=$((okp + 1))
+                "$BUILD/nanogpt" bench --device=cuda --kernels >"$BUILD/ncu.out" 2>&1
+            cat "$BUILD/ncu.out" >>"$LOG/bench.log"
+            grep -q "Speed Of Light" "$BUILD/ncu.out" && okp=$((okp + 1)) # ncu exits 0 also when nothing matched
         done
         row "ncu profile" "$([ $okp = 2 ] && echo PASS || echo FAIL)" "$okp of 2 kernels profiled into bench.log; $(($(date +%s) - t0)) s"
     fi
@@ -468,19 +471,22 @@ if want sanitize && [ $BUILT = 0 ]; then
         dtype=()
         name="compute-sanitizer $tool"
         [ "$run" != "$tool" ] && dtype=(--dtype "${run#*:}") && name="$name ${run#*:}"
-        time_left "$name" 30 || continue
+        limit=${GPU_SH_SANITIZE_S:-120}
+        [ "$run" = racecheck:f32 ] && limit=${GPU_SH_RACECHECK_F32_S:-300}
+        need=30
+        [ "$run" = racecheck:f32 ] && need=$limit # it needs its whole time: SKIP rather than time out
+        time_left "$name" "$need" sanitize || continue
         if [ -z "$CS" ]; then row "$name" SKIP "compute-sanitizer not found"; continue; fi
         extra=()
         [ $tool = memcheck ] && extra=(--leak-check full)
-        cap=${GPU_SH_SANITIZE_S:-120}
-        [ "$run" = racecheck:f32 ] && cap=${GPU_SH_RACECHECK_F32_S:-300}
         t0=$(date +%s)
         echo "===== $run" >>"$LOG/sanitize.log"
-        timeout $(cap_time "$cap") "$CS" --tool $tool "${extra[@]}" --error-exitcode 99 \
+        timeout $(cap_time "$limit") "$CS" --tool $tool "${extra[@]}" --error-exitcode 99 \
             "$BUILD/test_gpu_ops" --small --skip-alloc-check "${dtype[@]}" >>"$LOG/sanitize.log" 2>&1
         rc=$?
-        summ=$(grep -E '(ERROR|RACECHECK) SUMMARY' "$LOG/sanitize.log" | tail -n 1 | sed 's/^=* *//')
-        tests=$(grep '^summary:' "$LOG/sanitize.log" | tail -n 1 | sed 's/^summary: //')
+        this_run() { awk -v h="===== $run" '$0 == h {on = 1; next} /^===== / {on = 0} on' "$LOG/sanitize.log"; }
+        summ=$(this_run | grep -E '(ERROR|RACECHECK) SUMMARY' | tail -n 1 | sed 's/^=* *//')
+        tests=$(this_run | grep '^summary:' | tail -n 1 | sed 's/^summary: //')
         if grep -q 'Device not supported' "$LOG/sanitize.log"; then
             row "$name" SKIP "device not supported by compute-sanitizer here"
         elif [ $rc = 0 ]; then
@@ -489,7 +495,7 @@ if want sanitize && [ $BUILT = 0 ]; then
             why="exit $rc"
             [ $rc = 99 ] && why="sanitizer errors"
             [ $rc = 1 ] && why="op tests failed under the sanitizer"
-            [ $rc = 124 ] && why="timed out after $(($(date +%s) - t0)) s ($(awk '/^===== /{n = 0} /^ok /{n++} END{print n + 0}' "$LOG/sanitize.log") op tests passed before)"
+            [ $rc = 124 ] && why="timed out after $(($(date +%s) - t0)) s ($(this_run | grep -c '^ok ') op tests passed before)"
             row "$name" FAIL "$why; ${summ:-see sanitize.log}"
         fi
     done
