@@ -836,6 +836,28 @@ static __device__ __forceinline__ void mm_drain(const MmEpilogue<T> &ep, int M, 
     }
 }
 
+/* The epilogue of a warp holding 16 rows x 32 NC columns in wgmma's accumulator layout (fragment i: d[4i] ..
+ * d[4i + 3], columns 8i .. 8i + 7), NC chunks of 32 columns, each staged and written as above */
+template <int NC, typename T>
+static __device__ __forceinline__ void mm_epilogue_rows(const MmEpilogue<T> &ep, int M, int N, int slice, int row0, int col0, const float (&d)[16 * NC],
+                                                        float *stg, int lane) {
+#pragma unroll 1
+    for (int c = 0; c < NC && col0 + 32 * c < N; c++) {
+#pragma unroll
+        for (int cc = 0; cc < NC; cc++) /* the chunk's registers, named at compile time */
+            if (cc == c) {
+#pragma unroll
+                for (int jj = 0; jj < 4; jj++) {
+                    const int i = 4 * cc + jj;
+                    mm_stage(stg, lane, jj, d[4 * i], d[4 * i + 1], d[4 * i + 2], d[4 * i + 3]);
+                }
+            }
+        __syncwarp();
+        mm_drain(ep, M, N, slice, row0, col0 + 32 * c, stg, lane);
+        __syncwarp(); /* the chunk is written before the next one is staged */
+    }
+}
+
 template <typename T, bool A_K, bool B_K>
 __global__ void __launch_bounds__(MM_THREADS)
     matmul_tc_kernel(const T *A, const T *B, int M, int N, int K, size_t lda, size_t ldb, int vecA, int vecB, int kps, MmEpilogue<T> ep) {
@@ -1113,22 +1135,7 @@ __global__ void __launch_bounds__(WG_THREADS, 1)
     /* accumulator layout: warp w of the warpgroup holds rows 16w..16w+15; d[4i], d[4i+1] at (row g, columns
      * 8i + 2tq, +1), d[4i+2], d[4i+3] at row g + 8. Chunk c: columns 32c .. 32c + 31, fragments 4c .. 4c + 3 */
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    float *stg = (float *)base + warp * STG_WARP_FLOATS;
-#pragma unroll 1
-    for (int c = 0; c < WG_BN / 32 && n0 + 32 * c < N; c++) {
-#pragma unroll
-        for (int cc = 0; cc < WG_BN / 32; cc++)
-            if (cc == c) {
-#pragma unroll
-                for (int jj = 0; jj < 4; jj++) {
-                    const int i = 4 * cc + jj;
-                    mm_stage(stg, lane, jj, d[4 * i], d[4 * i + 1], d[4 * i + 2], d[4 * i + 3]);
-                }
-            }
-        __syncwarp();
-        mm_drain(ep, M, N, blockIdx.z, m0 + warp * 16, n0 + 32 * c, stg, lane);
-        __syncwarp();
-    }
+    mm_epilogue_rows<WG_BN / 32>(ep, M, N, blockIdx.z, m0 + warp * 16, n0, d, (float *)base + warp * STG_WARP_FLOATS, lane);
 #else
     (void)A; (void)B; (void)M; (void)N; (void)K; (void)lda; (void)ldb; (void)vecA; (void)vecB; (void)kps; (void)ep;
 #endif
@@ -1323,21 +1330,7 @@ __global__ void __launch_bounds__(TM_THREADS, 1) matmul_tma_kernel(const __grid_
         for (int i = 0; i < 128; i++) asm volatile("" : "+f"(d[i])::"memory"); /* no read of d moves above the wait */
         /* accumulator layout as in the cp.async kernel: d[4i], d[4i+1] at (row g, columns 8i + 2tq, +1) of warp
          * w's 16 rows, d[4i+2], d[4i+3] at row g + 8; staged and written 32 columns at a time, as there */
-#pragma unroll 1
-        for (int c = 0; c < TM_BN / 32 && tl.n0 + 32 * c < N; c++) {
-#pragma unroll
-            for (int cc = 0; cc < TM_BN / 32; cc++)
-                if (cc == c) {
-#pragma unroll
-                    for (int jj = 0; jj < 4; jj++) {
-                        const int i = 4 * cc + jj;
-                        mm_stage(stg, lane, jj, d[4 * i], d[4 * i + 1], d[4 * i + 2], d[4 * i + 3]);
-                    }
-                }
-            __syncwarp();
-            mm_drain(ep, M, N, tl.slice, tl.m0 + cw * 64 + w * 16, tl.n0 + 32 * c, stg, lane);
-            __syncwarp();
-        }
+        mm_epilogue_rows<TM_BN / 32>(ep, M, N, tl.slice, tl.m0 + cw * 64 + w * 16, tl.n0, d, stg, lane);
     }
 #else
     (void)tmA; (void)tmB; (void)M; (void)N; (void)K; (void)kps; (void)tiles; (void)ep;

@@ -466,6 +466,7 @@ fi
 if want sanitize && [ $BUILT = 0 ]; then
     CS=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
     : >"$LOG/sanitize.log"
+    this_run() { awk -v h="===== $run" '$0 == h {on = 1; next} /^===== / {on = 0} on' "$LOG/sanitize.log"; } # $run's lines
     for run in memcheck synccheck racecheck:bf16 racecheck:f16 racecheck:f32; do
         tool=${run%%:*}
         dtype=()
@@ -484,7 +485,6 @@ if want sanitize && [ $BUILT = 0 ]; then
         timeout $(cap_time "$limit") "$CS" --tool $tool "${extra[@]}" --error-exitcode 99 \
             "$BUILD/test_gpu_ops" --small --skip-alloc-check "${dtype[@]}" >>"$LOG/sanitize.log" 2>&1
         rc=$?
-        this_run() { awk -v h="===== $run" '$0 == h {on = 1; next} /^===== / {on = 0} on' "$LOG/sanitize.log"; }
         summ=$(this_run | grep -E '(ERROR|RACECHECK) SUMMARY' | tail -n 1 | sed 's/^=* *//')
         tests=$(this_run | grep '^summary:' | tail -n 1 | sed 's/^summary: //')
         if grep -q 'Device not supported' "$LOG/sanitize.log"; then
