@@ -8014,7 +8014,7 @@ CLI_USED static int bench_run(ngpt_trainer *tr, int warmup, int steps, BenchResu
 
 static int charvocab_save(const CharVocab *v, const char *path, char *err, size_t errlen) {
     char tmp[1100];
-    snprintf(tmp, sizeof tmp, "%.1000s.tmp", path);
+    snprintf(tmp, sizeof tmp, "%.1000s.tmp.%d", path, (int)getpid()); /* per process: two may prepare one folder at once */
     FILE *f = fopen(tmp, "wb");
     if (!f) return fail(err, errlen, NGPT_ERR_IO, "cannot create %s: %s", tmp, strerror(errno));
     uint32_t hdr[2] = {CHARVOCAB_VERSION, (uint32_t)v->n};
@@ -8117,7 +8117,7 @@ static int prepare_char(const char *input, const char *out_dir, double val_fract
     CharVocab *v = (CharVocab *)calloc(1, sizeof *v);
     p.seen = (uint8_t *)calloc(0x110000 / 8, 1);
     p.id_of = (int32_t *)calloc(0x110000, sizeof(int32_t));
-    char tpath[600], vpath[600], mpath[600], ttmp[610], vtmp[610];
+    char tpath[600], vpath[600], mpath[600], ttmp[630], vtmp[630];
     int rc = NGPT_OK;
     if (!v || !p.seen || !p.id_of) { rc = fail(err, errlen, NGPT_ERR_NOMEM, "out of host memory"); goto done; }
     if ((rc = for_each_codepoint(input, prep_count, &p, err, errlen))) goto done;
@@ -8133,8 +8133,8 @@ static int prepare_char(const char *input, const char *out_dir, double val_fract
     snprintf(tpath, sizeof tpath, "%s/train.bin", out_dir);
     snprintf(vpath, sizeof vpath, "%s/val.bin", out_dir);
     snprintf(mpath, sizeof mpath, "%s/meta.bin", out_dir);
-    snprintf(ttmp, sizeof ttmp, "%s.tmp", tpath);
-    snprintf(vtmp, sizeof vtmp, "%s.tmp", vpath);
+    snprintf(ttmp, sizeof ttmp, "%s.tmp.%d", tpath, (int)getpid()); /* per process: two trainers may prepare one folder at once */
+    snprintf(vtmp, sizeof vtmp, "%s.tmp.%d", vpath, (int)getpid());
     p.train = fopen(ttmp, "wb");
     p.val = fopen(vtmp, "wb");
     if (!p.train || !p.val) { rc = fail(err, errlen, NGPT_ERR_IO, "cannot create %s: %s", !p.train ? ttmp : vtmp, strerror(errno)); goto done; }
@@ -8207,7 +8207,7 @@ typedef struct {
     int fd;
     int llmc;
     uint64_t count;
-    char tmp[620], path[600];
+    char tmp[640], path[600];
     uint16_t buf[8192];
     size_t nbuf;
 } TokWriter;
@@ -8230,7 +8230,7 @@ static int tokwriter_open(TokWriter *w, const char *dir, const char *name, int l
     memset(w, 0, sizeof *w);
     w->llmc = llmc;
     snprintf(w->path, sizeof w->path, "%.580s/%s", dir, name);
-    snprintf(w->tmp, sizeof w->tmp, "%s.tmp", w->path);
+    snprintf(w->tmp, sizeof w->tmp, "%s.tmp.%d", w->path, (int)getpid()); /* per process, as prepare_char */
     w->fd = open(w->tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (w->fd < 0) return -1;
     if (llmc) {

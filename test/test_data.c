@@ -4,10 +4,12 @@
  *  - several documents get <|endoftext|> between them; llm.c's format has a valid header;
  *  - a dataset of several llm.c shards is read as one, every shard sampled; a shard without llm.c's
  *    header is refused (train.bin stays raw tokens);
- *  - the one-command BPE recipe's dataset check (data/shakespeare/train.cfg names the dataset). */
+ *  - the one-command BPE recipe's dataset check (data/shakespeare/train.cfg names the dataset);
+ *  - four processes preparing one folder at once all succeed (character level and BPE). */
 #define NGPT_NO_MAIN
 #include "../nanogpt.c"
 #include "check.h"
+#include <sys/wait.h>
 
 static char tmpdir[256];
 static ngpt_tokenizer *tok;
@@ -213,6 +215,71 @@ static void test_shard_without_header(void) {
     if (!rc) tokenset_close(&s);
 }
 
+/* Two trainers started together on a fresh folder both prepare it: four processes prepare one folder at
+ * once (released together), at the character level and in GPT-2 BPE. Each succeeds, the files equal a
+ * lone prepare's, and no temporary file is left (the temporary names were once shared, and a rename
+ * failed: "cannot rename into data/shakespeare_char"). */
+static int same_file(const char *a, const char *b) {
+    size_t na = 0, nb = 0;
+    unsigned char *x = read_all(a, &na), *y = read_all(b, &nb);
+    int same = x && y && na == nb && !memcmp(x, y, na);
+    free(x);
+    free(y);
+    return same;
+}
+
+static void test_concurrent_prepares(void) {
+    char input[512], err[NGPT_ERRLEN];
+    snprintf(input, sizeof input, "%s/concurrent.txt", tmpdir);
+    FILE *f = fopen(input, "w");
+    for (int i = 0; i < 6000; i++) fprintf(f, "Line %d of a text that four processes prepare at once.\n", i);
+    fclose(f);
+    for (int bpe = 0; bpe < 2; bpe++) {
+        char alone[512], shared[512];
+        snprintf(alone, sizeof alone, "%s/alone_%d", tmpdir, bpe);
+        snprintf(shared, sizeof shared, "%s/shared_%d", tmpdir, bpe);
+        mkdir(shared, 0777);
+        CHECK(ngpt_prepare(input, alone, bpe ? tok : NULL, 0.1, err, sizeof err) == 0, "a lone prepare: %s", err);
+        int go[2];
+        CHECK(pipe(go) == 0, "pipe: %s", strerror(errno));
+        fflush(stdout); /* else each child would print the parent's buffered lines again */
+        pid_t kids[4];
+        for (int k = 0; k < 4; k++) {
+            kids[k] = fork();
+            if (kids[k] == 0) {
+                char c;
+                close(go[1]);
+                if (read(go[0], &c, 1) < 0) _exit(3); /* returns when the parent closes its end: all start together */
+                int rc = ngpt_prepare(input, shared, bpe ? tok : NULL, 0.1, err, sizeof err);
+                if (rc) printf("    process %d: %s\n", k, err);
+                fflush(stdout);
+                _exit(rc ? 1 : 0);
+            }
+        }
+        close(go[0]);
+        close(go[1]);
+        int failed = 0;
+        for (int k = 0; k < 4; k++) {
+            int st = 0;
+            if (kids[k] < 0 || waitpid(kids[k], &st, 0) != kids[k] || !WIFEXITED(st) || WEXITSTATUS(st) != 0) failed++;
+        }
+        CHECK(failed == 0, "%s: %d of 4 prepares of one folder at once failed", bpe ? "GPT-2 BPE" : "characters", failed);
+        const char *names[3] = {"train.bin", "val.bin", "meta.bin"};
+        for (int i = 0; i < 3 - bpe; i++) { /* BPE writes no meta.bin */
+            char a[600], b[600];
+            snprintf(a, sizeof a, "%s/%s", alone, names[i]);
+            snprintf(b, sizeof b, "%s/%s", shared, names[i]);
+            CHECK(same_file(a, b), "%s differs from a lone prepare's", b);
+        }
+        DIR *d = opendir(shared);
+        struct dirent *e;
+        int left = 0;
+        while (d && (e = readdir(d)) != NULL) left += strstr(e->d_name, ".tmp") != NULL;
+        if (d) closedir(d);
+        CHECK(left == 0, "%d temporary files left in %s", left, shared);
+    }
+}
+
 static void test_bpe_recipe_names_its_dataset(void) {
     ngpt_config c;
     char err[NGPT_ERRLEN];
@@ -235,6 +302,7 @@ int main(void) {
     RUN(test_llmc_shards_read_as_one);
     RUN(test_shard_without_header);
     RUN(test_bpe_recipe_names_its_dataset);
+    RUN(test_concurrent_prepares);
     ngpt_tokenizer_free(tok);
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
