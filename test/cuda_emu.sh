@@ -120,14 +120,14 @@ fi
 
 CXXFLAGS="-std=c++17 -O2 -g -U_FORTIFY_SOURCE -Wall -Wextra -Wno-psabi -Wno-unknown-pragmas -Wno-unused-function $CUDA_INC_FLAGS -I."
 CFLAGS_T="-std=c11 -O2 -g -Wall -Wextra -Wno-unused-function -DNGPT_CUDA -Itest"
+WRAP_ALLOC="-Wl,--wrap=cudaMalloc -Wl,--wrap=cudaMallocHost -Wl,--wrap=cudaFree" # the GPU tests count them: test/cuda_alloc_count.h
 # the emulated backend for one compute capability, and the test programs and nanogpt linked with it
 build_cc() {
     local cc=$1
     $CXX $CXXFLAGS -DEMU_CC="$cc" -include test/cuda_emu.h -c "$OUT/nanogpt_emu.cpp" -o "$OUT/nanogpt_emu_$cc.o" &&
         $CXX $CXXFLAGS -DEMU_CC="$cc" -DEMU_RUNTIME -x c++ -c test/cuda_emu.h -o "$OUT/cuda_emu_runtime_$cc.o" &&
-        $CXX -o "$OUT/test_gpu_ops_sm$cc" "$OUT/test_gpu_ops.o" "$OUT/nanogpt_emu_$cc.o" "$OUT/cuda_emu_runtime_$cc.o" -lm -lpthread &&
-        $CXX -o "$OUT/test_gpu_train_sm$cc" "$OUT/test_gpu_train.o" "$OUT/nanogpt_emu_$cc.o" "$OUT/cuda_emu_runtime_$cc.o" -lm -lpthread \
-            -Wl,--wrap=cudaMalloc -Wl,--wrap=cudaMallocHost -Wl,--wrap=cudaFree &&
+        $CXX -o "$OUT/test_gpu_ops_sm$cc" "$OUT/test_gpu_ops.o" "$OUT/nanogpt_emu_$cc.o" "$OUT/cuda_emu_runtime_$cc.o" -lm -lpthread $WRAP_ALLOC &&
+        $CXX -o "$OUT/test_gpu_train_sm$cc" "$OUT/test_gpu_train.o" "$OUT/nanogpt_emu_$cc.o" "$OUT/cuda_emu_runtime_$cc.o" -lm -lpthread $WRAP_ALLOC &&
         $CXX -o "$OUT/nanogpt_sm$cc" "$OUT/nanogpt_cuda.o" "$OUT/nanogpt_emu_$cc.o" "$OUT/cuda_emu_runtime_$cc.o" -lm -lpthread
 }
 # the command line on the emulated GPU, as a user runs it: info, prepare, train (cuda:0; bf16, or fp16 with
@@ -256,7 +256,7 @@ mutant() { # INDEX: builds and runs mutant INDEX on its emulated GPU, into $OUT/
         $src =~ s/\Q$f\E/$t/;
         print $src;' <"$EMU_SRC" >"$d/mutant.cu" 2>"$d/log" || return
     { rewrite "$d/mutant.cu" "$d/emu.cpp" && $CXX $CXXFLAGS -DEMU_CC="$cc" -include test/cuda_emu.h -c "$d/emu.cpp" -o "$d/emu.o" &&
-        $CXX -o "$d/test_gpu_ops" "$OUT/test_gpu_ops.o" "$d/emu.o" "$OUT/cuda_emu_runtime_$cc.o" -lm -lpthread; } >"$d/log" 2>&1 || return
+        $CXX -o "$d/test_gpu_ops" "$OUT/test_gpu_ops.o" "$d/emu.o" "$OUT/cuda_emu_runtime_$cc.o" -lm -lpthread $WRAP_ALLOC; } >"$d/log" 2>&1 || return
     env "${envs[@]}" "$d/test_gpu_ops" --small --dtype bf16 "${flags[@]}" >"$d/log" 2>&1
     echo $? >"$d/rc"
 }

@@ -38,6 +38,7 @@
 #define NGPT_NO_MAIN
 #include "../nanogpt.c"
 #include "check.h"
+#include "cuda_alloc_count.h"
 
 /* ------------------------------------------------------------------------------------------------------
  * Test state: the CPU backend, the CUDA backend under test, and a bump allocator on each arena.
@@ -1012,6 +1013,7 @@ int main(int argc, char **argv) {
                runs[k].matmul ? runs[k].matmul : "",
                tg_gpu_cap / MiB, gs / MiB);
         size_t free0 = 0, free1 = 0, total = 0;
+        long calls0 = cuda_alloc_calls;
         ngpt_cuda_mem_info(&free0, &total, err, sizeof err);
         struct timespec t0, t1;
         clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -1023,7 +1025,13 @@ int main(int argc, char **argv) {
         if (!tg_skip_alloc_check) {
             tg_begin("no device allocation during the sweep");
             printf("    free device memory: %zu bytes before the sweep, %zu after\n", free0, free1);
-            CHECK(free0 == free1, "free device memory changed by %lld bytes during the op sweep", (long long)free1 - (long long)free0);
+            long calls = cuda_alloc_calls - calls0;
+            CHECK(calls == 0, "%ld CUDA allocation calls during the op sweep", calls);
+            /* free memory is device-wide: it also catches what the runtime allocates by itself (local memory grown
+             * for a kernel), and anything another process on the GPU does */
+            CHECK(free0 == free1, "free device memory changed by %lld bytes during the op sweep%s", (long long)free1 - (long long)free0,
+                  calls ? "" : ", with no allocation call of this process: the CUDA runtime allocated by itself, or another process is "
+                               "using this GPU (run the GPU checks with the GPU to themselves)");
             tg_end();
         }
         tg_gpu->destroy(tg_gpu);

@@ -14,14 +14,7 @@
 #include "check.h"
 #include "trainer_util.h"
 
-/* every CUDA allocation call our objects make, counted (the link wraps them) */
-static long device_allocs;
-extern int __real_cudaMalloc(void **p, size_t n);
-extern int __real_cudaMallocHost(void **p, size_t n);
-extern int __real_cudaFree(void *p);
-int __wrap_cudaMalloc(void **p, size_t n) { device_allocs++; return __real_cudaMalloc(p, n); }
-int __wrap_cudaMallocHost(void **p, size_t n) { device_allocs++; return __real_cudaMallocHost(p, n); }
-int __wrap_cudaFree(void *p) { device_allocs++; return __real_cudaFree(p); }
+#include "cuda_alloc_count.h"
 
 static char dir[256], out_dir[300];
 static int quick; /* --quick: a smaller model, and no 300-step curve (for the CUDA emulator, test/cuda_emu.sh) */
@@ -89,11 +82,11 @@ static void test_deterministic_and_no_allocation(void) {
     for (int run = 0; run < 2; run++) {
         ngpt_trainer *tr = make(&c);
         if (!tr) return;
-        long before = device_allocs;
+        long before = cuda_alloc_calls;
         for (int s = 0; s < 12; s++) CHECK(ngpt_train_step(tr, run ? &b[s] : &a[s]) == 0, "%s", tr->err);
         float tl, vl;
         CHECK(ngpt_evaluate(tr, &tl, &vl) == 0 && checkpoint_save(tr, 0) == 0, "%s", tr->err);
-        CHECK(device_allocs == before, "%ld CUDA allocation calls while training", device_allocs - before);
+        CHECK(cuda_alloc_calls == before, "%ld CUDA allocation calls while training", cuda_alloc_calls - before);
         ngpt_trainer_free(tr);
     }
     CHECK(!memcmp(a, b, 12 * sizeof(float)), "the same seed gave different losses on the GPU");
