@@ -22,11 +22,13 @@
 # On the device tool: run with carry ["data/shakespeare_char/input.txt", "data/gpt2", "gpu-prebuilt"] (all
 # git-ignored; gpu-prebuilt as made by GPU_SH_SAVE=1 below, optional). The table
 # "check | result | numbers" is printed last. Exit status 1 when any check failed (SKIP is not a failure).
-# The default run does not fit one 10-minute device call. On an H200 (2026-11-26): ops 2 minutes, train
-# under 1 without the 300-step curve, capped 1, bench 2.5, sanitize 1 without f32 racecheck; the curve's
-# CPU side and f32 racecheck were not timed to the end (minutes each). So it takes two calls:
+# The default run does not fit one 10-minute device call. On an H200 (2026-11-26, second run): ops 2.2
+# minutes, train under 1 without the 300-step curve and 3.7 with it, capped 0.5, bench 1.7, sanitize 3 (f32
+# racecheck 66 s of it). So it takes two calls:
 #   GPU_SH_CURVE=0 bash test/gpu.sh ops train capped bench      then      bash test/gpu.sh train sanitize
 # (the second: the curve, then the sanitizers; f32 racecheck starts only with its whole cap left, else SKIP)
+# Give it the GPU to itself: the no-allocation checks also read free device memory, which is device-wide,
+# and the benchmarks' timings are the GPU's.
 # GPU_SH_BUDGET (seconds, default 560) makes later steps SKIP rather than run past it; GPU_SH_OPS_S
 # (default 240), GPU_SH_SANITIZE_S (120, per sanitizer run) and GPU_SH_RACECHECK_F32_S (300) cap those
 # steps; GPU_SH_CURVE=0 leaves out the 300-step curve (its CPU side takes minutes).
