@@ -114,15 +114,11 @@ static __device__ __forceinline__ float warp_sum(float v) {
     for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
     return v;
 }
-static __device__ __forceinline__ float warp_max(float v) {
-    for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
-    return v;
-}
 static __device__ __forceinline__ double warp_sum_d(double v) {
     for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
     return v;
 }
-/* Block-wide sums and max (blockDim.x a multiple of 32, at most 1024); every thread gets the result.
+/* Block-wide sums (blockDim.x a multiple of 32, at most 1024); every thread gets the result.
  * Each call starts with a barrier, so calls can follow each other. */
 static __device__ float2 block_sum2(float a, float b) {
     __shared__ float2 s[32];
@@ -134,17 +130,6 @@ static __device__ float2 block_sum2(float a, float b) {
     __syncthreads();
     float2 r = make_float2(0.f, 0.f);
     for (int i = 0; i < nw; i++) { r.x += s[i].x; r.y += s[i].y; }
-    return r;
-}
-static __device__ float block_max(float v) {
-    __shared__ float s[32];
-    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
-    v = warp_max(v);
-    __syncthreads();
-    if (lane == 0) s[warp] = v;
-    __syncthreads();
-    float r = s[0];
-    for (int i = 1; i < nw; i++) r = fmaxf(r, s[i]);
     return r;
 }
 static __device__ double block_sum_d(double v) {
@@ -2369,28 +2354,58 @@ static void cu_attention_decode(ngpt_backend *be, void *out, void *kv, const voi
 }
 
 /* ======================================================================================================
- * Loss: softmax cross-entropy over the first V of Vp columns, one block per row, gradient in place
+ * Loss: softmax cross-entropy over the first V of Vp columns, one block per row, gradient in place.
+ * Two passes over the row: an online softmax (each thread keeps the running max and the sum of exp
+ * relative to it, in log2 units; the threads' pairs are merged in a fixed order), then the gradient.
+ * Rows whose 16-byte alignment allows it are read and written 16 bytes at a time.
  * ==================================================================================================== */
 
 #define XENT_THREADS 512
-template <typename T> __global__ void __launch_bounds__(XENT_THREADS) crossentropy_kernel(T *logits, float *losses, const int32_t *targets, int V, int Vp, float dscale) {
-    int row = blockIdx.x;
+/* (m, s) += (m2, s2): two partial softmax sums, each relative to its own max, made relative to the larger */
+static __device__ __forceinline__ void softmax_merge(float &m, float &s, float m2, float s2) {
+    float mx = fmaxf(m, m2);
+    s = s * exp2f(m - mx) + s2 * exp2f(m2 - mx);
+    m = mx;
+}
+/* VEC consecutive elements of a row, loaded and stored as one access (16 bytes on the vector path) */
+template <typename T, int VEC> struct alignas(VEC * sizeof(T)) XentVec { T v[VEC]; };
+/* VEC = 16 / sizeof(T) when Vp is a multiple of it and the logits are 16-byte aligned, else 1 */
+template <typename T, int VEC>
+__global__ void __launch_bounds__(XENT_THREADS) crossentropy_kernel(T *logits, float *losses, const int32_t *targets, int V, int Vp, float dscale) {
+    __shared__ float2 part[XENT_THREADS / 32];
+    int row = blockIdx.x, lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     T *z = logits + (size_t)row * Vp;
     int tg = targets[row];
     float zt = (tg >= 0 && tg < V) ? to_f(z[tg]) : 0.0f; /* read before anything is overwritten */
-    float mx = -FLT_MAX;
-    for (int j = threadIdx.x; j < V; j += blockDim.x) mx = fmaxf(mx, to_f(z[j]));
-    mx = block_max(mx);
-    float s = 0;
-    for (int j = threadIdx.x; j < V; j += blockDim.x) s += expf(to_f(z[j]) - mx);
-    s = block_sum2(s, 0.0f).x; /* its barriers also order every read above before the writes below */
-    float lse = mx + logf(s);
-    if (threadIdx.x == 0) losses[row] = (tg >= 0 && tg < V) ? lse - zt : NAN;
-    if (dscale != 0.0f) {
-        for (int j = threadIdx.x; j < Vp; j += blockDim.x) {
-            float gr = j < V ? (expf(to_f(z[j]) - lse) - (j == tg ? 1.0f : 0.0f)) * dscale : 0.0f;
-            z[j] = from_f<T>(gr);
+    float m = -FLT_MAX, s = 0.0f; /* this thread's max of x * log2(e), and sum of 2^(x log2(e) - m) */
+    for (int j = threadIdx.x * VEC; j < V; j += XENT_THREADS * VEC) {
+        const XentVec<T, VEC> x = *(const XentVec<T, VEC> *)(z + j);
+        float y[VEC], vmax = -FLT_MAX;
+        for (int k = 0; k < VEC; k++) {
+            y[k] = to_f(x.v[k]) * LOG2E_F;
+            if (j + k < V) vmax = fmaxf(vmax, y[k]);
         }
+        if (vmax > m) {
+            s *= exp2f(m - vmax);
+            m = vmax;
+        }
+        for (int k = 0; k < VEC; k++) s += j + k < V ? exp2f(y[k] - m) : 0.0f;
+    }
+    for (int o = 16; o > 0; o >>= 1) softmax_merge(m, s, __shfl_xor_sync(0xffffffffu, m, o), __shfl_xor_sync(0xffffffffu, s, o));
+    if (lane == 0) part[warp] = make_float2(m, s);
+    __syncthreads(); /* also orders every read above before the writes below */
+    m = -FLT_MAX, s = 0.0f;
+    for (int w = 0; w < XENT_THREADS / 32; w++) softmax_merge(m, s, part[w].x, part[w].y);
+    float lse2 = m + log2f(s); /* log2 of the sum of exp over the row */
+    if (threadIdx.x == 0) losses[row] = (tg >= 0 && tg < V) ? lse2 * LN2_F - zt : NAN;
+    if (dscale == 0.0f) return;
+    for (int j = threadIdx.x * VEC; j < Vp; j += XENT_THREADS * VEC) {
+        XentVec<T, VEC> x = *(const XentVec<T, VEC> *)(z + j);
+        for (int k = 0; k < VEC; k++) {
+            float g = j + k < V ? (exp2f(to_f(x.v[k]) * LOG2E_F - lse2) - (j + k == tg ? 1.0f : 0.0f)) * dscale : 0.0f;
+            x.v[k] = from_f<T>(g);
+        }
+        *(XentVec<T, VEC> *)(z + j) = x;
     }
 }
 static void cu_crossentropy(ngpt_backend *be, void *logits, float *losses, const int32_t *targets, int N, int V, int Vp, float dscale) {
@@ -2399,8 +2414,14 @@ static void cu_crossentropy(ngpt_backend *be, void *logits, float *losses, const
         cu_fail(be, NGPT_ERR_ARG, "cuda crossentropy: V = %d must be in 1..Vp (%d)", V, Vp);
         return;
     }
-    DISPATCH_DTYPE(be->dtype, T,
-                   crossentropy_kernel<T><<<(unsigned)N, XENT_THREADS, 0, impl_of(be)->stream>>>((T *)logits, losses, targets, V, Vp, dscale));
+    cudaStream_t st = impl_of(be)->stream;
+    DISPATCH_DTYPE(be->dtype, T, {
+        constexpr int VEC = 16 / sizeof(T);
+        if (Vp % VEC == 0 && (uintptr_t)logits % 16 == 0)
+            crossentropy_kernel<T, VEC><<<(unsigned)N, XENT_THREADS, 0, st>>>((T *)logits, losses, targets, V, Vp, dscale);
+        else
+            crossentropy_kernel<T, 1><<<(unsigned)N, XENT_THREADS, 0, st>>>((T *)logits, losses, targets, V, Vp, dscale);
+    });
     CU_LAUNCHED(be, "crossentropy_kernel");
 }
 

@@ -4,7 +4,7 @@
 # (f16: m16n8k8, plain loads) and sm_90 (the wgmma kernels: the TMA one with its mbarriers, warp
 # specialisation and setmaxnreg, and the cp.async one), test_gpu_train --quick on the sm_80 and sm_90 (whole
 # steps, determinism, no allocation, resume, KV-cache sampling), the nanogpt program on all three (train,
-# resume, sample, plan, bench), then sixteen mutants of nanogpt.cu that it must catch. No GPU needed;
+# resume, sample, plan, bench), then seventeen mutants of nanogpt.cu that it must catch. No GPU needed;
 # ./build.sh test runs it. Needs nvcc's headers (not nvcc itself: the host C++ compiler builds the rewritten
 # nanogpt.cu) and perl. Ends with "summary: N passed, N failed" (each program's counts, and one per mutant).
 #
@@ -231,7 +231,8 @@ MUTANTS=(
     "attention refills a buffer other warps still read|80||int it, int last) {\n    __syncthreads();|int it, int last) {"
     "attention reads a key tile before it lands|80||cp_async_wait<1>(); /* every group|cp_async_wait<2>(); /* every group"
     "matmul launched without its shared-memory attribute|80|--matmul-only|CU_CHECK(be, cudaFuncSetAttribute(matmul_tc_kernel<T, true, true>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)mm_smem_bytes<true, true>()))|0"
-    "half a warp skips a reduction's shuffles (a deadlock)|80||float warp_max(float v) {|float warp_max(float v) {\n    if ((threadIdx.x & 31) >= 16) return v;"
+    "half a warp skips a reduction's shuffles (a deadlock)|80||float warp_sum(float v) {|float warp_sum(float v) {\n    if ((threadIdx.x & 31) >= 16) return v;"
+    "cross-entropy counts the padding columns in its sum|80||for (int k = 0; k < VEC; k++) s += j + k < V ? exp2f(y[k] - m) : 0.0f;|for (int k = 0; k < VEC; k++) s += exp2f(y[k] - m);"
     "TMA kernel: a consumer releases a stage while its wgmma may still read it|90|--matmul-only|wgmma.wait_group.sync.aligned 1;\\\\n\" ::: \"memory\"); /* k tile kt - 1's|wgmma.wait_group.sync.aligned 2;\\\\n\" ::: \"memory\"); /* k tile kt - 1's"
     "TMA kernel: the producer expects fewer bytes than its copies bring|90|--matmul-only|mbar_expect_bytes(&full[s], TM_A_BYTES + TM_B_BYTES);|mbar_expect_bytes(&full[s], TM_B_BYTES);"
     "TMA kernel: the producer keeps its registers (the consumers' setmaxnreg.inc waits forever)|90|--matmul-only|asm volatile(\"setmaxnreg.dec.sync.aligned.u32 %0;\\\\n\" ::\"n\"(TM_PRODUCER_REGS));|"

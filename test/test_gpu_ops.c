@@ -918,6 +918,8 @@ static void tg_sweep(void) {
     t_crossentropy(37, 65, 128, 1);
     t_crossentropy(37, 65, 128, 0);
     t_crossentropy(5, 1000, 1024, 1);
+    t_crossentropy(9, 300, 301, 1); /* rows not 16-byte aligned: the one-element path */
+    t_crossentropy(9, 300, 301, 0);
     if (!S) t_crossentropy(64, 50257, 50304, 1);
     t_norm_sq(1);
     t_norm_sq(1000);
