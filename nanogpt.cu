@@ -2417,10 +2417,8 @@ static void cu_crossentropy(ngpt_backend *be, void *logits, float *losses, const
     cudaStream_t st = impl_of(be)->stream;
     DISPATCH_DTYPE(be->dtype, T, {
         constexpr int VEC = 16 / sizeof(T);
-        if (Vp % VEC == 0 && (uintptr_t)logits % 16 == 0)
-            crossentropy_kernel<T, VEC><<<(unsigned)N, XENT_THREADS, 0, st>>>((T *)logits, losses, targets, V, Vp, dscale);
-        else
-            crossentropy_kernel<T, 1><<<(unsigned)N, XENT_THREADS, 0, st>>>((T *)logits, losses, targets, V, Vp, dscale);
+        auto *xent = Vp % VEC == 0 && (uintptr_t)logits % 16 == 0 ? crossentropy_kernel<T, VEC> : crossentropy_kernel<T, 1>;
+        xent<<<(unsigned)N, XENT_THREADS, 0, st>>>((T *)logits, losses, targets, V, Vp, dscale);
     });
     CU_LAUNCHED(be, "crossentropy_kernel");
 }
