@@ -7797,9 +7797,9 @@ static int cmp_doubles(const void *a, const void *b) {
  * backward over one micro-batch. Best of five calls, after one warm-up call. */
 typedef struct {
     char name[40];
-    double flops, seconds;
+    double flops, bytes, seconds; /* a product or attention: its FLOPs; a memory-bound op: the bytes it must move at least */
 } KernelTime;
-enum { N_KERNEL_TIMES = 12 };
+enum { N_KERNEL_TIMES = 15 };
 
 /* The fastest of repeated runs after a warm-up run: at least 5, and on until 0.2 s have passed (at most 200),
  * so that a shared machine's quiet moments are found (a peak measured in a busy one made MFU exceed 100%). */
@@ -7821,6 +7821,8 @@ typedef struct {
     char *x, *w, *y, *dx, *dw;
     float *lse;
     int N, C, OC, B, T, NH, backward;
+    char *bias, *dbias; /* LayerNorm's */
+    int32_t *targets;   /* the loss's */
 } KernelCall;
 static void kernel_matmul(void *arg) {
     KernelCall *k = (KernelCall *)arg;
@@ -7832,6 +7834,18 @@ static void kernel_attention(void *arg) {
     ngpt_dropout none = {0, 0, 0, 0};
     if (k->backward) k->be->attention_backward(k->be, k->dx, k->y, k->x, k->w, k->lse, k->B, k->T, k->C, k->NH, &none);
     else k->be->attention_forward(k->be, k->w, k->lse, k->x, k->B, k->T, k->C, k->NH, &none);
+}
+/* LayerNorm of x (N x C) into y; backward: dout in y, adding into dx, dw, dbias; mean and rstd in lse[0, 2N) */
+static void kernel_layernorm(void *arg) {
+    KernelCall *k = (KernelCall *)arg;
+    if (k->backward) k->be->layernorm_backward(k->be, k->dx, k->dw, k->dbias, k->y, k->x, k->w, k->lse, k->lse + k->N, k->N, k->C);
+    else k->be->layernorm_forward(k->be, k->y, k->lse, k->lse + k->N, k->x, k->w, k->bias, k->N, k->C);
+}
+/* the loss over N rows of logits x (OC = Vp columns, the first C = V of them the vocabulary), losses into lse,
+ * the gradient in place */
+static void kernel_loss(void *arg) {
+    KernelCall *k = (KernelCall *)arg;
+    k->be->crossentropy(k->be, k->x, k->lse, k->targets, k->N, k->C, k->OC, 1.0f / (float)k->N);
 }
 
 /* n values of the backend's dtype at dst, drawn from N(0, 1) through tmp (tmp_bytes, at least 4, apart from
@@ -7873,7 +7887,7 @@ static double matmul_peak(ngpt_trainer *tr, int *size) {
     for (int i = 0; i < 3; i++) bench_fill_random(tr, x + i * SS, (size_t)S * S, dx, SS, 100 + (uint64_t)i * 1000000);
     be->zero(be, dx, 2 * SS);
     use_scratch(tr, &p->train);
-    KernelCall k = {be, x, w, y, dx, dw, NULL, S, S, S, 0, 0, 0, 0};
+    KernelCall k = {.be = be, .x = x, .w = w, .y = y, .dx = dx, .dw = dw, .N = S, .C = S, .OC = S};
     double peak = 0;
     for (k.backward = 0; k.backward < 2; k.backward++) {
         double rate = (k.backward ? 4.0 : 2.0) * S * (double)S * S / time_best(be, kernel_matmul, &k);
@@ -7900,8 +7914,8 @@ CLI_USED static int bench_kernels(ngpt_trainer *tr, KernelTime out[N_KERNEL_TIME
     for (size_t i = 0; i < sizeof lin / sizeof lin[0]; i++) {
         size_t nx = (size_t)lin[i].N * lin[i].C, nw = (size_t)lin[i].OC * lin[i].C, ny = (size_t)lin[i].N * lin[i].OC;
         if (lin[i].N < 1 || (2 * nx + 2 * nw + ny) * a > room) continue;
-        KernelCall k = {be, tr->m, tr->m + nx * a, tr->m + (nx + nw) * a, tr->m + (nx + nw + ny) * a, tr->m + (2 * nx + nw + ny) * a, NULL,
-                        lin[i].N, lin[i].C, lin[i].OC, 0, 0, 0, 0};
+        KernelCall k = {.be = be, .x = tr->m, .w = tr->m + nx * a, .y = tr->m + (nx + nw) * a, .dx = tr->m + (nx + nw + ny) * a,
+                        .dw = tr->m + (2 * nx + nw + ny) * a, .N = lin[i].N, .C = lin[i].C, .OC = lin[i].OC};
         bench_fill_random(tr, k.x, nx, k.dx, nx * a, 200); /* dx is the draws' scratch, then an output */
         bench_fill_random(tr, k.w, nw, k.dx, nx * a, 300000000);
         be->zero(be, k.dw, nw * a);
@@ -7909,13 +7923,14 @@ CLI_USED static int bench_kernels(ngpt_trainer *tr, KernelTime out[N_KERNEL_TIME
             if (k.backward) bench_fill_random(tr, k.y, ny, k.dx, nx * a, 600000000); /* dout: the forward wrote y */
             snprintf(out[n].name, sizeof out[n].name, "matmul %s %s", lin[i].name, k.backward ? "bwd" : "fwd");
             out[n].flops = (k.backward ? 4.0 : 2.0) * lin[i].N * (double)lin[i].C * lin[i].OC;
+            out[n].bytes = 0;
             out[n].seconds = time_best(be, kernel_matmul, &k);
         }
     }
     size_t nqkv = (size_t)N * 3 * C, no = (size_t)N * C, nlse = (size_t)B * m->NH * T;
     if ((2 * nqkv + 2 * no) * a + nlse * 4 <= room) {
-        KernelCall k = {be, tr->m, tr->m + nqkv * a, tr->m + (nqkv + no) * a, tr->m + (nqkv + 2 * no) * a, NULL,
-                        (float *)(tr->m + (2 * nqkv + 2 * no) * a), N, C, 0, B, T, m->NH, 0};
+        KernelCall k = {.be = be, .x = tr->m, .w = tr->m + nqkv * a, .y = tr->m + (nqkv + no) * a, .dx = tr->m + (nqkv + 2 * no) * a,
+                        .lse = (float *)(tr->m + (2 * nqkv + 2 * no) * a), .N = N, .C = C, .B = B, .T = T, .NH = m->NH};
         bench_fill_random(tr, k.x, nqkv, k.dx, nqkv * a, 700); /* qkv and dout; dqkv is the scratch */
         bench_fill_random(tr, k.y, no, k.dx, nqkv * a, 800000000);
         be->zero(be, k.dx, nqkv * a);
@@ -7923,8 +7938,42 @@ CLI_USED static int bench_kernels(ngpt_trainer *tr, KernelTime out[N_KERNEL_TIME
         for (k.backward = 0; k.backward < 2; k.backward++, n++) {
             snprintf(out[n].name, sizeof out[n].name, "attention %s", k.backward ? "bwd" : "fwd");
             out[n].flops = (k.backward ? 2.5 : 1.0) * causal; /* backward: recompute S, then dV, dP, dQ, dK */
+            out[n].bytes = 0;
             out[n].seconds = time_best(be, kernel_attention, &k);
         }
+    }
+    /* the memory-bound ops, by the bytes each must move at least: LayerNorm over the N x C activations (its
+     * backward adds into dinp, so reads it too), and the loss over one classifier chunk */
+    size_t nc = (size_t)N * C, off_w = ALIGN_UP(3 * nc * a, 256), off_st = ALIGN_UP(off_w + 4 * (size_t)C * a, 256);
+    if (off_st + 2 * (size_t)N * 4 <= room) {
+        char *w = tr->m + off_w; /* weight, bias, their gradients: C each */
+        KernelCall k = {.be = be, .x = tr->m, .y = tr->m + nc * a, .dx = tr->m + 2 * nc * a, .w = w, .bias = w + C * a, .dw = w + 2 * C * a,
+                        .dbias = w + 3 * C * a, .lse = (float *)(tr->m + off_st), .N = N, .C = C};
+        bench_fill_random(tr, k.x, nc, k.dx, nc * a, 900); /* dx is the draws' scratch, then an output */
+        bench_fill_random(tr, k.w, 2 * (size_t)C, k.dx, nc * a, 1000000000); /* weight and bias */
+        be->zero(be, k.dx, nc * a);
+        be->zero(be, k.dw, 2 * (size_t)C * a);
+        for (k.backward = 0; k.backward < 2; k.backward++, n++) {
+            if (k.backward) { /* dout: the forward wrote y */
+                bench_fill_random(tr, k.y, nc, k.dx, nc * a, 1100000000);
+                be->zero(be, k.dx, nc * a);
+            }
+            snprintf(out[n].name, sizeof out[n].name, "layernorm %s", k.backward ? "bwd" : "fwd");
+            out[n].flops = 0;
+            out[n].bytes = (k.backward ? 4.0 : 2.0) * (double)nc * (double)a;
+            out[n].seconds = time_best(be, kernel_layernorm, &k);
+        }
+    }
+    size_t rows = (size_t)*classifier_rows, nz = rows * m->Vp, off_loss = ALIGN_UP(nz * a, 256), off_tmp = ALIGN_UP(off_loss + rows * 8, 256);
+    if (rows > 0 && off_tmp <= room) {
+        KernelCall k = {.be = be, .x = tr->m, .lse = (float *)(tr->m + off_loss), .targets = (int32_t *)(tr->m + off_loss + rows * 4), .N = (int)rows,
+                        .C = m->V, .OC = m->Vp};
+        bench_fill_random(tr, k.x, nz, tr->m + off_tmp, room - off_tmp, 1200000000);
+        be->zero(be, k.targets, rows * 4); /* token 0 as every target: the time does not depend on which */
+        snprintf(out[n].name, sizeof out[n].name, "classifier loss");
+        out[n].flops = 0;
+        out[n].bytes = 2.0 * (double)nz * (double)a; /* the logits read, the gradient written in their place */
+        out[n++].seconds = time_best(be, kernel_loss, &k);
     }
     be->zero(be, tr->m, room);
     return n;
@@ -8483,7 +8532,7 @@ static void usage(FILE *f) {
             "            the model from init_from, from file headers only (--sample without init_from: out_dir's checkpoint,\n"
             "            as sample reads it)\n"
             "  bench     tokens/s, MFU and time per op category on random tokens (default: GPT-2 124M, block 1024)\n"
-            "            [config file] [--key=value ...] [--steps=20] [--warmup=3] [--kernels: each matmul shape and attention]\n"
+            "            [config file] [--key=value ...] [--steps=20] [--warmup=3] [--kernels: each kernel alone]\n"
             "            [--sample=S: generation of S samples, --steps new tokens each, with the sampling plan]\n"
             "  prepare   text -> train.bin/val.bin: --input=FILE[,FILE...] --out=DIR [--tokenizer=char|gpt2] [--format=nanogpt|llmc]\n"
             "            [--tokenizer_dir=data/gpt2] [--val_fraction=0.1]\n"
@@ -8982,8 +9031,8 @@ static int cmd_plan(int argc, char **argv) {
 }
 
 /* nanogpt bench [config file] [--key=value ...] [--steps=20] [--warmup=3] [--kernels]: nanoGPT's defaults
- * (GPT-2 124M, block 1024) on random tokens unless told otherwise; --kernels times the model's matmul shapes
- * and attention instead of training steps */
+ * (GPT-2 124M, block 1024) on random tokens unless told otherwise; --kernels times the model's matmul shapes,
+ * attention, LayerNorm and the loss instead of training steps */
 /* nanogpt bench --sample=S: a sampling trainer (its plan, its kernels) with random weights generates `steps`
  * tokens after a one-token prompt for S samples at once (temperature 1, top_k 200) */
 static int bench_sampling(ngpt_config *cfg, int samples, int steps) {
@@ -9076,8 +9125,11 @@ static int cmd_bench(int argc, char **argv) {
         int crows = 0, nk = bench_kernels(tr, kt, &crows), rc = be_check(tr, "the kernel benchmark");
         char b1[32];
         printf("classifier chunk rows %d\n", crows);
-        for (int i = 0; i < nk && !rc; i++)
-            printf("kernel %-28s %9.3f ms %s\n", kt[i].name, 1e3 * kt[i].seconds, fmt_flops(b1, sizeof b1, kt[i].flops / kt[i].seconds));
+        for (int i = 0; i < nk && !rc; i++) {
+            if (kt[i].flops > 0) fmt_flops(b1, sizeof b1, kt[i].flops / kt[i].seconds);
+            else snprintf(b1, sizeof b1, "%.0f GB/s", kt[i].bytes / kt[i].seconds / 1e9);
+            printf("kernel %-28s %9.3f ms %s\n", kt[i].name, 1e3 * kt[i].seconds, b1);
+        }
         if (rc) fprintf(stderr, "error: %s\n", tr->err);
         ngpt_trainer_free(tr);
         return rc ? 1 : 0;

@@ -131,8 +131,8 @@ build_cc() {
         $CXX -o "$OUT/nanogpt_sm$cc" "$OUT/nanogpt_cuda.o" "$OUT/nanogpt_emu_$cc.o" "$OUT/cuda_emu_runtime_$cc.o" -lm -lpthread
 }
 # the command line on the emulated GPU, as a user runs it: info, prepare, train (cuda:0; bf16, or fp16 with
-# loss scaling on the sm_75), resume, sample, plan (the default job: the GPU recipe and the card's dtype), bench;
-# each must exit 0 and say what it should
+# loss scaling on the sm_75), resume, sample, plan (the default job: the GPU recipe and the card's dtype),
+# bench, bench --kernels; each must exit 0 and say what it should
 cli() { # CC
     local N=$OUT/nanogpt_sm$1 D=$OUT/cli_sm$1 p=0 f=0 dt=bfloat16
     [ "$1" -lt 80 ] && dt=float16
@@ -165,6 +165,8 @@ cli() { # CC
     check "plan: the GPU recipe" "L=6 NH=6 C=384" "$N" plan --device=cuda
     check bench "^bench_result tokens_per_s=[0-9]" "$N" bench --device=cuda --n_layer=1 --n_head=2 --n_embd=64 --block_size=32 \
         --vocab_size=100 --batch_size=2 --steps=2 --warmup=1
+    check "bench --kernels" "^kernel classifier loss +[0-9.]+ ms [0-9]+ GB/s" "$N" bench --kernels --device=cuda --n_layer=1 --n_head=2 --n_embd=64 \
+        --block_size=32 --vocab_size=100 --batch_size=2
     echo "summary: $p passed, $f failed"
     [ $f = 0 ]
 }

@@ -11,7 +11,7 @@
 # racecheck and synccheck on the small op tests), train (test/test_gpu_train.c: whole step vs CPU,
 # determinism, no allocation while training, resume, 300-step curve), capped (GPT-2 124M on real tokens,
 # 50 steps under --max_memory=2.68GiB and 50 without: needs data/gpt2/{encoder.json,vocab.bpe} carried),
-# bench (nanogpt bench and tools/bench_torch_gpt2.py: end to end, every matmul shape, attention, memory;
+# bench (nanogpt bench and tools/bench_torch_gpt2.py: end to end, every matmul shape, attention, LayerNorm, the loss, memory;
 # sampling speed with 1 and 10 samples).
 # Not in the default run: recipe (nanoGPT's shakespeare_char GPU recipe, 154 s on an H200: bash test/gpu.sh
 # recipe) and profile (ncu on the default matmul and the attention backward, into bench.log).
@@ -428,6 +428,8 @@ if want bench && [ $BUILT = 0 ] && time_left "benchmarks" 150 bench; then
     att=$(ratio '^attention' "$BUILD/k_ours" "$BUILD/k_torch")
     row "matmuls vs torch.matmul (>= 0.95)" "$(target "$mm" 0.95)" "${mm:-none}x, FLOP-weighted over every shape"
     row "attention vs SDPA (>= 1.0)" "$(target "$att" 1.0)" "${att:-none}x, forward + backward"
+    mb=$(ratio '^(layernorm|classifier loss)' "$BUILD/k_ours" "$BUILD/k_torch")
+    row "LayerNorm, loss vs torch (>= 1.0)" "$(target "$mb" 1.0)" "${mb:-none}x, time-weighted (F.layer_norm, F.cross_entropy)"
     if [ -s "$BUILD/k_mma" ]; then
         wg=$(ratio '^matmul' "$BUILD/k_ours" "$BUILD/k_mma")
         row "default vs mma.sync matmuls" "$(target "$wg" 1.0)" "${wg:-none}x, FLOP-weighted over every shape"

@@ -4,7 +4,7 @@
  *  - the timed steps give tokens/s, and an MFU between 0 and 1 (a step cannot beat the matmul peak);
  *  - the profiled step sees every op category, and its categories add up to no more than the step;
  *  - profiling changes nothing: a profiled step gives the bits an unprofiled one gives;
- *  - the kernel timings cover every matmul shape and attention, and leave the moments zero;
+ *  - the kernel timings cover every matmul shape, attention, LayerNorm and the loss, and leave the moments zero;
  *  - ngpt_options.measure_peak (what `nanogpt train` sets): the progress callback and log.jsonl get an MFU, the
  *    moments are zero again after the measurement, and the run's losses are those of a run without it;
  *  - a bench's trainer (no data read) takes vocab_size 0 from the dataset's meta.bin, as training does, and
@@ -118,8 +118,12 @@ static void test_kernel_timings(void) {
     int crows = 0, n = bench_kernels(tr, kt, &crows);
     CHECK(crows == tr->plan.logits_chunk, "classifier rows %d, the planned chunk %d (the moments hold it)", crows, tr->plan.logits_chunk);
     CHECK(n == N_KERNEL_TIMES, "%d kernel timings, expected %d", n, N_KERNEL_TIMES);
-    for (int i = 0; i < n; i++) CHECK(kt[i].seconds > 0 && kt[i].flops > 0, "%s: %g s, %g FLOP", kt[i].name, kt[i].seconds, kt[i].flops);
-    CHECK(!strcmp(kt[8].name, "matmul classifier chunk fwd") && !strcmp(kt[11].name, "attention bwd"), "names: %s, %s", kt[8].name, kt[11].name);
+    for (int i = 0; i < n; i++) /* the products and attention count FLOPs, the memory-bound ops bytes */
+        CHECK(kt[i].seconds > 0 && (i < 12 ? kt[i].flops > 0 && kt[i].bytes == 0 : kt[i].flops == 0 && kt[i].bytes > 0), "%s: %g s, %g FLOP, %g bytes",
+              kt[i].name, kt[i].seconds, kt[i].flops, kt[i].bytes);
+    CHECK(!strcmp(kt[8].name, "matmul classifier chunk fwd") && !strcmp(kt[11].name, "attention bwd") && !strcmp(kt[12].name, "layernorm fwd") &&
+              !strcmp(kt[14].name, "classifier loss"),
+          "names: %s, %s, %s, %s", kt[8].name, kt[11].name, kt[12].name, kt[14].name);
     CHECK(nonzero_moments(tr) == 0, "%zu bytes of the AdamW moments are not zero after the kernel timings", nonzero_moments(tr));
     ngpt_trainer_free(tr);
 }

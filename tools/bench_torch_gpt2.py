@@ -4,7 +4,8 @@ would make it fast on one GPU (torch.compile, F.scaled_dot_product_attention, fu
 
     python3 tools/bench_torch_gpt2.py [--steps 20 --warmup 3 --batch_size 12 --grad_accum 1 ...]
     python3 tools/bench_torch_gpt2.py --kernels [--chunk 4096]     torch.matmul at every GEMM shape of a step,
-                                                                   and scaled_dot_product_attention
+                                                                   scaled_dot_product_attention, LayerNorm and
+                                                                   the loss over one classifier chunk
 
 The model is nanoGPT's GPT (pre-LayerNorm blocks, GELU MLP, tied lm_head, no biases by default, vocabulary
 padded to 50304 as nanoGPT does), on random tokens. Defaults are GPT-2 124M at block 1024 and the batch of
@@ -14,7 +15,7 @@ torch's allocator handed out and reserved, and the device memory in use (cudaMem
 
 Lines for test/gpu.sh to read:
     bench_result tokens_per_s=... memory_bytes=...      (training mode)
-    kernel NAME MS ms X TFLOP/s                          (--kernels, the names `nanogpt bench --kernels` prints)
+    kernel NAME MS ms X TFLOP/s (or X GB/s)              (--kernels, the names `nanogpt bench --kernels` prints)
 Needs a CUDA GPU and PyTorch 2 (torch.compile, scaled_dot_product_attention); it says so and exits 2 otherwise.
 """
 import argparse
@@ -111,6 +112,29 @@ def kernels(a):
     s_fb = timed(fwd_bwd)
     s_b = max(s_fb - s, 1e-9)
     print(f"kernel {'attention bwd':28s} {1e3 * s_b:9.3f} ms {2.5 * causal / s_b / 1e12:.1f} TFLOP/s")
+
+    # the memory-bound ops, in GB/s of the bytes each must move at least (its inputs read once, its outputs
+    # written once): LayerNorm over the N x C activations, and the loss over one classifier chunk as autocast
+    # runs it (F.cross_entropy upcasts the bf16 logits to fp32), forward and backward, in eager mode
+    x = torch.randn(N, C, device=dev, dtype=dt, requires_grad=True)
+    g, b = torch.randn(C, device=dev, dtype=dt, requires_grad=True), torch.randn(C, device=dev, dtype=dt, requires_grad=True)
+    dy = torch.randn(N, C, device=dev, dtype=dt)
+    s = timed(lambda: F.layer_norm(x, (C,), g, b))
+    print(f"kernel {'layernorm fwd':28s} {1e3 * s:9.3f} ms {2 * N * C * 2 / s / 1e9:.0f} GB/s")
+
+    def ln_fwd_bwd():
+        x.grad = g.grad = b.grad = None
+        F.layer_norm(x, (C,), g, b).backward(dy)
+    s_b = max(timed(ln_fwd_bwd) - s, 1e-9)
+    print(f"kernel {'layernorm bwd':28s} {1e3 * s_b:9.3f} ms {3 * N * C * 2 / s_b / 1e9:.0f} GB/s")
+    z = torch.randn(a.chunk, a.vocab_padded, device=dev, dtype=dt, requires_grad=True)
+    t = torch.randint(0, a.vocab_size, (a.chunk,), device=dev)
+
+    def loss_fwd_bwd():
+        z.grad = None
+        F.cross_entropy(z.float(), t).backward()
+    s = timed(loss_fwd_bwd)
+    print(f"kernel {'classifier loss':28s} {1e3 * s:9.3f} ms {2 * a.chunk * a.vocab_padded * 2 / s / 1e9:.0f} GB/s")
 
 
 def train(a):
