@@ -739,10 +739,11 @@ template <typename T> struct MmEpilogue {
     T *aux;         /* EPI_GELU: written; EPI_DGELU: read; same strides as out */
     float *partial; /* split-K: the slices' fp32 results, M x N each; NULL otherwise */
 };
-/* The value stored at column col for result v, given the old value (read when accumulating) and GELU's
- * input x (read for EPI_DGELU): the one place the epilogue's arithmetic is written */
-template <typename T> static __device__ __forceinline__ T mm_round(const MmEpilogue<T> &ep, int col, float v, T old, T x) {
-    if (ep.bias) v += to_f(ep.bias[col]);
+/* The value stored for result v, given its column's bias b (read when ep.bias is set), the old value (read
+ * when accumulating) and aux x (read for EPI_DGELU and EPI_RESIDUAL): the one place the epilogue's arithmetic
+ * is written */
+template <typename T> static __device__ __forceinline__ T mm_round(const MmEpilogue<T> &ep, float v, T b, T old, T x) {
+    if (ep.bias) v += to_f(b);
     if (ep.accumulate) v += to_f(old);
     T r = from_f<T>(v);
     if (ep.kind == EPI_DGELU) r = from_f<T>(to_f(r) * gelu_grad(to_f(x)));
@@ -751,14 +752,14 @@ template <typename T> static __device__ __forceinline__ T mm_round(const MmEpilo
 }
 template <typename T> static __device__ __forceinline__ void mm_finish(const MmEpilogue<T> &ep, size_t i, int col, float v) {
     const T zero = from_f<T>(0.0f);
-    T r = mm_round(ep, col, v, ep.accumulate ? ep.out[i] : zero, epi_reads_aux(ep.kind) ? ep.aux[i] : zero);
+    T r = mm_round(ep, v, ep.bias ? ep.bias[col] : zero, ep.accumulate ? ep.out[i] : zero, epi_reads_aux(ep.kind) ? ep.aux[i] : zero);
     ep.out[i] = r;
     if (ep.kind == EPI_GELU) ep.aux[i] = from_f<T>(gelu_of(to_f(r)));
 }
 /* The tensor-core kernels' epilogue, through shared memory. A warp stages 16 rows x 32 columns of its fp32
  * results at a time (mm_stage: the accumulator fragments' layout, four fragments of 8 columns), then writes
- * them as 64 row segments of 8 columns (mm_drain): 16-byte loads and stores of whole 32-byte sectors. The
- * chunk loop is not unrolled, so the epilogue's code is in each kernel once: unrolled over every fragment,
+ * them as 64 row segments of 8 columns (mm_drain_seg): 16-byte loads and stores of whole 32-byte sectors.
+ * The chunk loop is not unrolled, so the epilogue's code is in each kernel once: unrolled over every fragment,
  * with every epilogue kind inlined at each, it made the TMA kernel 504 KB of machine code (sm_90a), the
  * wgmma one 277 KB, and on an H200 each output tile paid about 50 us, the products with K = 768 running
  * at a third of the rate of the long ones (docs/performance.md, 2026-11-26). Each value still goes through
@@ -776,48 +777,69 @@ static __device__ __forceinline__ void mm_stage(float *stg, int lane, int jj, fl
     *(float2 *)&stg[g * STG_LD + jj * 8 + 2 * tq] = make_float2(v0, v1);
     *(float2 *)&stg[(g + 8) * STG_LD + jj * 8 + 2 * tq] = make_float2(v2, v3);
 }
-/* the staged chunk (this warp's stg) to rows row0.., columns col0.. of the output (or split-K slice) */
+/* A lane's part of a chunk: row segments h = 0 and 1, each 8 columns at row row0 + lane / 4 + 8 h, columns
+ * col0 + (lane % 4) * 8 .. + 7. What a segment reads from global memory (its columns' bias, its old values
+ * when accumulating, aux for EPI_DGELU and EPI_RESIDUAL) is loaded apart from its writing (mm_load_seg),
+ * so the wgmma kernels have both segments' loads in flight while the chunk is staged; before, each
+ * segment's loads were waited for in turn, twice per chunk and eight chunks per tile. */
+template <typename T> struct MmSeg {
+    MmVec8<T> bias, old, x;
+    bool vec; /* the 16-byte path: whole, aligned, in range, not split-K */
+};
 template <typename T>
-static __device__ __forceinline__ void mm_drain(const MmEpilogue<T> &ep, int M, int N, int slice, int row0, int col0, const float *stg, int lane) {
+static __device__ __forceinline__ void mm_load_seg(const MmEpilogue<T> &ep, int M, int N, int row0, int col0, int lane, int h, MmSeg<T> &sg) {
+    const int row = row0 + (lane >> 2) + 8 * h, col = col0 + (lane & 3) * 8;
+    const size_t i = (size_t)row * ep.ldc + col;
+    const T *o = ep.out + i, *a = ep.kind == EPI_PLAIN ? o : ep.aux + i;
+    sg.vec = !ep.partial && row < M && col + 8 <= N && (((uintptr_t)o | (uintptr_t)a) & 15) == 0;
+#pragma unroll
+    for (int e = 0; e < 8; e++) sg.bias.v[e] = sg.old.v[e] = sg.x.v[e] = from_f<T>(0.0f);
+    if (!sg.vec) return;
+    if (ep.bias)
+#pragma unroll
+        for (int e = 0; e < 8; e++) sg.bias.v[e] = ep.bias[col + e];
+    if (ep.accumulate) sg.old = *(const MmVec8<T> *)o;
+    if (epi_reads_aux(ep.kind)) sg.x = *(const MmVec8<T> *)a;
+}
+/* a segment off the 16-byte path (the edges, unaligned rows) one value at a time; not inlined, so the two
+ * segments' inlined code in the wgmma kernels stays small */
+template <typename T> static __device__ __noinline__ void mm_finish_seg(const MmEpilogue<T> ep, size_t i, int col, int N, const float *src) {
 #pragma unroll 1
-    for (int s = lane; s < 64; s += 32) {
-        const int r = s >> 2, c = (s & 3) * 8, row = row0 + r, col = col0 + c;
-        if (row >= M || col >= N) continue;
-        const float *src = stg + r * STG_LD + c;
-        const bool whole = col + 8 <= N;
-        if (ep.partial) {
-            float *p = ep.partial + ((size_t)slice * M + row) * N + col;
-            if (whole && ((uintptr_t)p & 15) == 0) {
-                *(float4 *)p = *(const float4 *)src;
-                *(float4 *)(p + 4) = *(const float4 *)(src + 4);
-            } else {
-#pragma unroll 1
-                for (int e = 0; e < 8 && col + e < N; e++) p[e] = src[e];
-            }
-            continue;
-        }
-        const size_t i = (size_t)row * ep.ldc + col;
-        T *o = ep.out + i, *a = ep.kind == EPI_PLAIN ? o : ep.aux + i;
-        if (whole && (((uintptr_t)o | (uintptr_t)a) & 15) == 0) {
-            const float4 lo = *(const float4 *)src, hi = *(const float4 *)(src + 4);
-            const float v[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
-            MmVec8<T> old, x, res;
-#pragma unroll
-            for (int e = 0; e < 8; e++) old.v[e] = x.v[e] = from_f<T>(0.0f);
-            if (ep.accumulate) old = *(const MmVec8<T> *)o;
-            if (epi_reads_aux(ep.kind)) x = *(const MmVec8<T> *)a;
-#pragma unroll
-            for (int e = 0; e < 8; e++) res.v[e] = mm_round(ep, col + e, v[e], old.v[e], x.v[e]);
-            *(MmVec8<T> *)o = res;
-            if (ep.kind == EPI_GELU) {
-#pragma unroll
-                for (int e = 0; e < 8; e++) x.v[e] = from_f<T>(gelu_of(to_f(res.v[e])));
-                *(MmVec8<T> *)a = x;
-            }
+    for (int e = 0; e < 8 && col + e < N; e++) mm_finish(ep, i + e, col + e, src[e]);
+}
+/* segment h of the staged chunk (this warp's stg) to the output (or split-K slice) at rows row0.., columns col0.. */
+template <typename T>
+static __device__ __forceinline__ void mm_drain_seg(const MmEpilogue<T> &ep, int M, int N, int slice, int row0, int col0, const float *stg, int lane,
+                                                    int h, const MmSeg<T> &sg) {
+    const int r = (lane >> 2) + 8 * h, c = (lane & 3) * 8, row = row0 + r, col = col0 + c;
+    if (row >= M || col >= N) return;
+    const float *src = stg + r * STG_LD + c;
+    if (ep.partial) {
+        float *p = ep.partial + ((size_t)slice * M + row) * N + col;
+        if (col + 8 <= N && ((uintptr_t)p & 15) == 0) {
+            *(float4 *)p = *(const float4 *)src;
+            *(float4 *)(p + 4) = *(const float4 *)(src + 4);
         } else {
 #pragma unroll 1
-            for (int e = 0; e < 8 && col + e < N; e++) mm_finish(ep, i + e, col + e, src[e]);
+            for (int e = 0; e < 8 && col + e < N; e++) p[e] = src[e];
         }
+        return;
+    }
+    const size_t i = (size_t)row * ep.ldc + col;
+    if (sg.vec) {
+        const float4 lo = *(const float4 *)src, hi = *(const float4 *)(src + 4);
+        const float v[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+        MmVec8<T> res, g;
+#pragma unroll
+        for (int e = 0; e < 8; e++) res.v[e] = mm_round(ep, v[e], sg.bias.v[e], sg.old.v[e], sg.x.v[e]);
+        *(MmVec8<T> *)(ep.out + i) = res;
+        if (ep.kind == EPI_GELU) {
+#pragma unroll
+            for (int e = 0; e < 8; e++) g.v[e] = from_f<T>(gelu_of(to_f(res.v[e])));
+            *(MmVec8<T> *)(ep.aux + i) = g;
+        }
+    } else {
+        mm_finish_seg(ep, i, col, N, src);
     }
 }
 
@@ -828,6 +850,9 @@ static __device__ __forceinline__ void mm_epilogue_rows(const MmEpilogue<T> &ep,
                                                         float *stg, int lane) {
 #pragma unroll 1
     for (int c = 0; c < NC && col0 + 32 * c < N; c++) {
+        MmSeg<T> s0, s1; /* both segments' loads in flight while the chunk is staged */
+        mm_load_seg(ep, M, N, row0, col0 + 32 * c, lane, 0, s0);
+        mm_load_seg(ep, M, N, row0, col0 + 32 * c, lane, 1, s1);
 #pragma unroll
         for (int cc = 0; cc < NC; cc++) /* the chunk's registers, named at compile time */
             if (cc == c) {
@@ -838,7 +863,16 @@ static __device__ __forceinline__ void mm_epilogue_rows(const MmEpilogue<T> &ep,
                 }
             }
         __syncwarp();
-        mm_drain(ep, M, N, slice, row0, col0 + 32 * c, stg, lane);
+#pragma unroll 1
+        for (int h = 0; h < 2; h++) { /* one copy of the segment's code: s1 is selected, register by register, not indexed */
+            MmSeg<T> sg = s0;
+            if (h) {
+                sg.vec = s1.vec;
+#pragma unroll
+                for (int e = 0; e < 8; e++) sg.bias.v[e] = s1.bias.v[e], sg.old.v[e] = s1.old.v[e], sg.x.v[e] = s1.x.v[e];
+            }
+            mm_drain_seg(ep, M, N, slice, row0, col0 + 32 * c, stg, lane, h, sg);
+        }
         __syncwarp(); /* the chunk is written before the next one is staged */
     }
 }
@@ -918,7 +952,12 @@ __global__ void __launch_bounds__(MM_THREADS)
                 for (int j = 0; j < 4; j++) mm_stage(stg, lane, j, acc[ii][j][0], acc[ii][j][1], acc[ii][j][2], acc[ii][j][3]);
             }
         __syncwarp();
-        mm_drain(ep, M, N, blockIdx.z, m0 + wm + i * 16, n0 + wn, stg, lane);
+#pragma unroll 1
+        for (int h = 0; h < 2; h++) { /* one segment's loads at a time: both at once, beside 64 accumulators, cost 40 registers */
+            MmSeg<T> sg;
+            mm_load_seg(ep, M, N, m0 + wm + i * 16, n0 + wn, lane, h, sg);
+            mm_drain_seg(ep, M, N, blockIdx.z, m0 + wm + i * 16, n0 + wn, stg, lane, h, sg);
+        }
         __syncwarp(); /* the chunk is written before the next one is staged */
     }
 }

@@ -73,6 +73,9 @@
 #include <type_traits>
 #include <vector>
 
+#ifndef __noinline__ /* CUDA's headers define it for nvcc alone */
+#define __noinline__ __attribute__((noinline))
+#endif
 #ifndef EMU_CC
 #define EMU_CC 80
 #endif
