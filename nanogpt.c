@@ -7655,6 +7655,17 @@ int ngpt_train(ngpt_trainer *tr) {
 
 enum { PROF_MATMUL, PROF_ATTENTION, PROF_CLASSIFIER, PROF_ELEMENTWISE, PROF_OPTIMIZER, N_PROF };
 CLI_USED static const char *const prof_names[N_PROF] = {"matmul", "attention", "classifier", "elementwise", "optimizer"};
+/* the backend ops the profile times, each also on its own within its category */
+#define PROF_OPS(X)                                                                                                                 \
+    X(encoder_forward) X(encoder_backward) X(layernorm_forward) X(layernorm_backward) X(matmul_forward) X(matmul_backward)         \
+        X(matmul_forward_gelu) X(matmul_backward_gelu) X(matmul_forward_residual) X(attention_forward) X(attention_backward)       \
+            X(gelu_forward) X(gelu_backward) X(residual_forward) X(dropout) X(crossentropy) X(adamw) X(zero) X(norm_sq)
+#define PROF_OP_ID(name) PO_##name,
+#define PROF_OP_NAME(name) #name,
+enum { PROF_OPS(PROF_OP_ID) N_PROF_OPS };
+CLI_USED static const char *const prof_op_names[N_PROF_OPS] = {PROF_OPS(PROF_OP_NAME)};
+#undef PROF_OP_ID
+#undef PROF_OP_NAME
 
 /* A copy of the backend's table whose compute ops wait for the device before and after each call and add
  * the time to a category. The copy shares impl, so the real functions work on it; a failure it records is
@@ -7664,15 +7675,20 @@ typedef struct {
     ngpt_backend inner; /* the real table */
     const void *wte;
     double seconds[N_PROF];
+    double op_seconds[N_PROF][N_PROF_OPS]; /* each op's share of its category */
+    int op_calls[N_PROF][N_PROF_OPS];
 } ProfBackend;
 
 static double prof_begin(ProfBackend *p) {
     p->inner.sync(&p->be);
     return now_seconds();
 }
-static void prof_end(ProfBackend *p, int cat, double t0) {
+static void prof_end(ProfBackend *p, int cat, int op, double t0) {
     p->inner.sync(&p->be);
-    p->seconds[cat] += now_seconds() - t0;
+    double dt = now_seconds() - t0;
+    p->seconds[cat] += dt;
+    p->op_seconds[cat][op] += dt;
+    p->op_calls[cat][op]++;
 }
 
 #define PROF_OP(name, cat, params, args)                                                                         \
@@ -7680,7 +7696,7 @@ static void prof_end(ProfBackend *p, int cat, double t0) {
         ProfBackend *p = (ProfBackend *)be;                                                                       \
         double t0 = prof_begin(p);                                                                                \
         p->inner.name args;                                                                                       \
-        prof_end(p, cat, t0);                                                                                     \
+        prof_end(p, cat, PO_##name, t0);                                                                          \
     }
 PROF_OP(encoder_forward, PROF_ELEMENTWISE, (ngpt_backend *be, void *out, const int32_t *tokens, const void *wte, const void *wpe, int B, int T, int C),
         (be, out, tokens, wte, wpe, B, T, C))
@@ -7731,7 +7747,7 @@ PROF_OP(zero, PROF_OPTIMIZER, (ngpt_backend *be, void *dst, size_t bytes), (be, 
 static double prof_norm_sq(ngpt_backend *be, const void *x, size_t n) {
     ProfBackend *p = (ProfBackend *)be;
     double t0 = prof_begin(p), s = p->inner.norm_sq(be, x, n);
-    prof_end(p, PROF_OPTIMIZER, t0);
+    prof_end(p, PROF_OPTIMIZER, PO_norm_sq, t0);
     return s;
 }
 
@@ -7771,6 +7787,8 @@ typedef struct {
     double peak_flops;         /* FLOP/s of the backend's matmul at peak_size, in the run's precision */
     double mfu;                /* model FLOP/s / peak_flops; -1 without a peak */
     double op_seconds[N_PROF]; /* one profiled step */
+    double by_op_seconds[N_PROF][N_PROF_OPS]; /* the same, by op within each category */
+    int by_op_calls[N_PROF][N_PROF_OPS];
     double profiled_step_seconds;
     double arena_bytes;        /* device + host arenas */
     double memory_in_use;      /* CUDA: device memory in use (cudaMemGetInfo); CPU: peak resident set */
@@ -8051,6 +8069,8 @@ CLI_USED static int bench_run(ngpt_trainer *tr, int warmup, int steps, BenchResu
     if (rc) return rc;
     r->profiled_step_seconds = now_seconds() - t0;
     memcpy(r->op_seconds, prof.seconds, sizeof r->op_seconds);
+    memcpy(r->by_op_seconds, prof.op_seconds, sizeof r->by_op_seconds);
+    memcpy(r->by_op_calls, prof.op_calls, sizeof r->by_op_calls);
     r->arena_bytes = (double)(tr->plan.device_bytes + tr->plan.host_bytes);
     r->memory_in_use = memory_measured(real);
     return be_check(tr, "the benchmark");
@@ -9153,6 +9173,10 @@ static int cmd_bench(int argc, char **argv) {
     double ops = 0;
     for (int c = 0; c < N_PROF; c++) {
         printf("  %-12s %9.2f ms %5.1f%%\n", prof_names[c], 1e3 * r.op_seconds[c], 100 * r.op_seconds[c] / r.profiled_step_seconds);
+        for (int o = 0; o < N_PROF_OPS; o++)
+            if (r.by_op_calls[c][o])
+                printf("    %-24s %9.2f ms in %d calls, %.1f us each\n", prof_op_names[o], 1e3 * r.by_op_seconds[c][o], r.by_op_calls[c][o],
+                       1e6 * r.by_op_seconds[c][o] / r.by_op_calls[c][o]);
         ops += r.op_seconds[c];
     }
     printf("  %-12s %9.2f ms %5.1f%%  (copies, host work, synchronisation)\n", "other", 1e3 * (r.profiled_step_seconds - ops),

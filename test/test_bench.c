@@ -4,6 +4,7 @@
  *  - the timed steps give tokens/s, and an MFU between 0 and 1 (a step cannot beat the matmul peak);
  *  - the profiled step sees every op category, and its categories add up to no more than the step;
  *  - profiling changes nothing: a profiled step gives the bits an unprofiled one gives;
+ *  - the profiled step's categories are the sums of their ops, which are listed apart;
  *  - the kernel timings cover every matmul shape, attention, LayerNorm and the loss, and leave the moments zero;
  *  - ngpt_options.measure_peak (what `nanogpt train` sets): the progress callback and log.jsonl get an MFU, the
  *    moments are zero again after the measurement, and the run's losses are those of a run without it;
@@ -56,6 +57,18 @@ static void test_bench_numbers(void) {
         sum += r.op_seconds[c];
     }
     CHECK(sum <= r.profiled_step_seconds, "categories %g s > the step %g s", sum, r.profiled_step_seconds);
+    /* each category is the sum of its ops, listed apart: LayerNorm in elementwise, the loss in classifier */
+    for (int c = 0; c < N_PROF; c++) {
+        double by_op = 0;
+        for (int o = 0; o < N_PROF_OPS; o++) by_op += r.by_op_seconds[c][o];
+        CHECK(fabs(by_op - r.op_seconds[c]) <= 1e-9 * (1 + r.op_seconds[c]), "%s: its ops add to %g s, the category %g s", prof_names[c], by_op,
+              r.op_seconds[c]);
+    }
+    CHECK(r.by_op_calls[PROF_ELEMENTWISE][PO_layernorm_forward] > 0 && r.by_op_calls[PROF_CLASSIFIER][PO_crossentropy] > 0 &&
+              r.by_op_calls[PROF_CLASSIFIER][PO_layernorm_forward] == 0,
+          "layernorm_forward: %d calls in elementwise, %d in classifier; crossentropy: %d in classifier",
+          r.by_op_calls[PROF_ELEMENTWISE][PO_layernorm_forward], r.by_op_calls[PROF_CLASSIFIER][PO_layernorm_forward],
+          r.by_op_calls[PROF_CLASSIFIER][PO_crossentropy]);
     CHECK(r.arena_bytes > 0 && r.memory_in_use > 0, "arena %g, resident %g", r.arena_bytes, r.memory_in_use);
     ngpt_trainer_free(tr);
 }
