@@ -8186,7 +8186,7 @@ static int prepare_char(const char *input, const char *out_dir, double val_fract
     CharVocab *v = (CharVocab *)calloc(1, sizeof *v);
     p.seen = (uint8_t *)calloc(0x110000 / 8, 1);
     p.id_of = (int32_t *)calloc(0x110000, sizeof(int32_t));
-    char tpath[600], vpath[600], mpath[600], ttmp[630], vtmp[630];
+    char tpath[600], vpath[600], mpath[600], ttmp[630] = "", vtmp[630] = "";
     int rc = NGPT_OK;
     if (!v || !p.seen || !p.id_of) { rc = fail(err, errlen, NGPT_ERR_NOMEM, "out of host memory"); goto done; }
     if ((rc = for_each_codepoint(input, prep_count, &p, err, errlen))) goto done;
@@ -8219,13 +8219,16 @@ static int prepare_char(const char *input, const char *out_dir, double val_fract
     fclose(p.val);
     p.train = p.val = NULL;
     if ((rc = charvocab_save(v, mpath, err, errlen))) goto done;
-    if (rename(ttmp, tpath) || rename(vtmp, vpath)) { rc = fail(err, errlen, NGPT_ERR_IO, "cannot rename into %s: %s", out_dir, strerror(errno)); goto done; }
+    /* train.bin last: its presence is what says the folder is prepared (ensure_dataset) */
+    if (rename(vtmp, vpath) || rename(ttmp, tpath)) { rc = fail(err, errlen, NGPT_ERR_IO, "cannot rename into %s: %s", out_dir, strerror(errno)); goto done; }
     if (log)
         fprintf(log, "prepared %s: %zu characters, vocabulary %d; train has %zu tokens, val has %zu tokens -> %s/{train,val,meta}.bin\n",
                 input, p.count, v->n, p.n_train, p.count - p.n_train, out_dir);
 done:
-    if (p.train) { fclose(p.train); unlink(ttmp); }
-    if (p.val) { fclose(p.val); unlink(vtmp); }
+    if (p.train) fclose(p.train);
+    if (p.val) fclose(p.val);
+    if (rc && ttmp[0]) unlink(ttmp); /* a temporary file left by a failure would stay for good: its name is this process's */
+    if (rc && vtmp[0]) unlink(vtmp);
     free(v);
     free(p.seen);
     free(p.id_of);
@@ -8424,7 +8427,7 @@ static int prepare_gpt2(const char *const *inputs, int n_inputs, const char *out
         }
     }
     if (!rc) {
-        for (int k = 0; k < 2 && !rc; k++)
+        for (int k = 1; k >= 0 && !rc; k--) /* val, then train: train.bin's presence says the folder is prepared (ensure_dataset) */
             if (tokwriter_close(&w[k])) rc = fail(err, errlen, NGPT_ERR_IO, "writing %s failed: %s", w[k].path, strerror(errno));
         char size[32];
         if (!rc && log)
@@ -8723,7 +8726,7 @@ static int parse_args(const char *command, int argc, char **argv, int default_jo
 /* url -> path with curl (or wget), through path.part */
 static int download(const char *url, const char *path, char *err, size_t errlen) {
     char cmd[2048], part[620];
-    snprintf(part, sizeof part, "%.600s.part", path);
+    snprintf(part, sizeof part, "%.600s.part.%d", path, (int)getpid()); /* per process, as the prepares' temporary files */
     printf("downloading %s\n", url);
     fflush(stdout);
     snprintf(cmd, sizeof cmd, "curl -fsSL --max-time 120 -o '%s' '%s' 2>/dev/null || wget -q -T 120 -O '%s' '%s' 2>/dev/null", part, url, part, url);
