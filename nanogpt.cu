@@ -2395,15 +2395,17 @@ static void cu_attention_decode(ngpt_backend *be, void *out, void *kv, const voi
 /* ======================================================================================================
  * Loss: softmax cross-entropy over the first V of Vp columns, one block per row, gradient in place.
  * Two passes over the row: an online softmax (each thread keeps the running max and the sum of exp
- * relative to it, in log2 units; the threads' pairs are merged in a fixed order), then the gradient.
+ * relative to it; the threads' pairs are merged in a fixed order), then the gradient. The max stays in the
+ * logits' own units, so a target that is the row's max gives a loss of exactly log(sum) >= 0 (in log2
+ * units, max * log2(e) - target * log2(e) would not cancel).
  * Rows whose 16-byte alignment allows it are read and written 16 bytes at a time.
  * ==================================================================================================== */
 
 #define XENT_THREADS 512
-/* (m, s) += (m2, s2): two partial softmax sums, each relative to its own max, made relative to the larger */
+/* (m, s) += (m2, s2): two partial sums of exp(x - max), each relative to its own max, made relative to the larger */
 static __device__ __forceinline__ void softmax_merge(float &m, float &s, float m2, float s2) {
     float mx = fmaxf(m, m2);
-    s = s * exp2f(m - mx) + s2 * exp2f(m2 - mx);
+    s = s * exp2f((m - mx) * LOG2E_F) + s2 * exp2f((m2 - mx) * LOG2E_F);
     m = mx;
 }
 /* VEC consecutive elements of a row, loaded and stored as one access (16 bytes on the vector path) */
@@ -2416,32 +2418,32 @@ __global__ void __launch_bounds__(XENT_THREADS) crossentropy_kernel(T *logits, f
     T *z = logits + (size_t)row * Vp;
     int tg = targets[row];
     float zt = (tg >= 0 && tg < V) ? to_f(z[tg]) : 0.0f; /* read before anything is overwritten */
-    float m = -FLT_MAX, s = 0.0f; /* this thread's max of x * log2(e), and sum of 2^(x log2(e) - m) */
+    float m = -FLT_MAX, s = 0.0f; /* this thread's max of the logits, and sum of exp(x - m) */
     for (int j = threadIdx.x * VEC; j < V; j += XENT_THREADS * VEC) {
         const XentVec<T, VEC> x = *(const XentVec<T, VEC> *)(z + j);
         float y[VEC], vmax = -FLT_MAX;
         for (int k = 0; k < VEC; k++) {
-            y[k] = to_f(x.v[k]) * LOG2E_F;
+            y[k] = to_f(x.v[k]);
             if (j + k < V) vmax = fmaxf(vmax, y[k]);
         }
         if (vmax > m) {
-            s *= exp2f(m - vmax);
+            s *= exp2f((m - vmax) * LOG2E_F);
             m = vmax;
         }
-        for (int k = 0; k < VEC; k++) s += j + k < V ? exp2f(y[k] - m) : 0.0f;
+        for (int k = 0; k < VEC; k++) s += j + k < V ? exp2f((y[k] - m) * LOG2E_F) : 0.0f;
     }
     for (int o = 16; o > 0; o >>= 1) softmax_merge(m, s, __shfl_xor_sync(0xffffffffu, m, o), __shfl_xor_sync(0xffffffffu, s, o));
     if (lane == 0) part[warp] = make_float2(m, s);
     __syncthreads(); /* also orders every read above before the writes below */
     m = -FLT_MAX, s = 0.0f;
     for (int w = 0; w < XENT_THREADS / 32; w++) softmax_merge(m, s, part[w].x, part[w].y);
-    float lse2 = m + log2f(s); /* log2 of the sum of exp over the row */
-    if (threadIdx.x == 0) losses[row] = (tg >= 0 && tg < V) ? lse2 * LN2_F - zt : NAN;
+    float ls2 = log2f(s); /* the row's log-sum-exp is m + ls2 * ln(2) */
+    if (threadIdx.x == 0) losses[row] = (tg >= 0 && tg < V) ? (m - zt) + ls2 * LN2_F : NAN;
     if (dscale == 0.0f) return;
     for (int j = threadIdx.x * VEC; j < Vp; j += XENT_THREADS * VEC) {
         XentVec<T, VEC> x = *(const XentVec<T, VEC> *)(z + j);
         for (int k = 0; k < VEC; k++) {
-            float g = j + k < V ? (exp2f(to_f(x.v[k]) * LOG2E_F - lse2) - (j + k == tg ? 1.0f : 0.0f)) * dscale : 0.0f;
+            float g = j + k < V ? (exp2f((to_f(x.v[k]) - m) * LOG2E_F - ls2) - (j + k == tg ? 1.0f : 0.0f)) * dscale : 0.0f;
             x.v[k] = from_f<T>(g);
         }
         *(XentVec<T, VEC> *)(z + j) = x;

@@ -234,7 +234,7 @@ MUTANTS=(
     "attention reads a key tile before it lands|80||cp_async_wait<1>(); /* every group|cp_async_wait<2>(); /* every group"
     "matmul launched without its shared-memory attribute|80|--matmul-only|CU_CHECK(be, cudaFuncSetAttribute(matmul_tc_kernel<T, true, true>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)mm_smem_bytes<true, true>()))|0"
     "half a warp skips a reduction's shuffles (a deadlock)|80||float warp_sum(float v) {|float warp_sum(float v) {\n    if ((threadIdx.x & 31) >= 16) return v;"
-    "cross-entropy counts the padding columns in its sum|80||for (int k = 0; k < VEC; k++) s += j + k < V ? exp2f(y[k] - m) : 0.0f;|for (int k = 0; k < VEC; k++) s += exp2f(y[k] - m);"
+    "cross-entropy counts the padding columns in its sum|80||for (int k = 0; k < VEC; k++) s += j + k < V ? exp2f((y[k] - m) * LOG2E_F) : 0.0f;|for (int k = 0; k < VEC; k++) s += exp2f((y[k] - m) * LOG2E_F);"
     "TMA kernel: a consumer releases a stage while its wgmma may still read it|90|--matmul-only|wgmma.wait_group.sync.aligned 1;\\\\n\" ::: \"memory\"); /* k tile kt - 1's|wgmma.wait_group.sync.aligned 2;\\\\n\" ::: \"memory\"); /* k tile kt - 1's"
     "TMA kernel: the producer expects fewer bytes than its copies bring|90|--matmul-only|mbar_expect_bytes(&full[s], TM_A_BYTES + TM_B_BYTES);|mbar_expect_bytes(&full[s], TM_B_BYTES);"
     "TMA kernel: the producer keeps its registers (the consumers' setmaxnreg.inc waits forever)|90|--matmul-only|asm volatile(\"setmaxnreg.dec.sync.aligned.u32 %0;\\\\n\" ::\"n\"(TM_PRODUCER_REGS));|"

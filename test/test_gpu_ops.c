@@ -562,15 +562,20 @@ static void t_elementwise(size_t n) {
     tg_end();
 }
 
-static void t_crossentropy(int N, int V, int Vp, int with_grad) {
+/* confident: each target logit in [20, 30), far above the rest (a well-trained model's rows), so each loss is a
+ * tiny positive number that must not come out below 0 (max * log2(e) - target * log2(e) left rounding of about
+ * -1e-6). Without the gradient: its target entry, p - 1 with p within an ulp of 1, is rounding alone. */
+static void t_crossentropy(int N, int V, int Vp, int with_grad, int confident) {
     int dt = tg_gpu->dtype;
     float dscale = with_grad ? 1.0f / (float)N : 0.0f;
-    tg_begin("crossentropy N=%d V=%d Vp=%d dscale=%g", N, V, Vp, dscale);
+    tg_begin("crossentropy N=%d V=%d Vp=%d dscale=%g%s", N, V, Vp, dscale, confident ? " confident" : "");
     float *logits = tg_rand((size_t)N * Vp, 2.0f, 0, dt);
     int32_t *tg = (int32_t *)malloc((size_t)N * 4);
     for (int i = 0; i < N; i++) tg[i] = (int32_t)(tg_urand() * V) % V;
+    for (int i = 0; i < N && confident; i++) logits[(size_t)i * Vp + tg[i]] = tg_round(20.0f + 10.0f * (float)tg_urand(), dt);
     TgBuf Bl = tg_buf((size_t)N * Vp, TG_ACT), Bloss = tg_buf((size_t)N, TG_F32), Bt = tg_buf((size_t)N, TG_I32);
-    TgOut outs[] = {{"losses", &Bloss, 1e-4, {0}, 0}, {with_grad ? "dlogits" : "logits kept", &Bl, tg_tol(1e-4, 1e-2), {0}, 0}};
+    /* confident losses are at the rounding of the logits (an ulp of 25 is 1.9e-6, on the CPU too): within 4x their rms */
+    TgOut outs[] = {{"losses", &Bloss, confident ? 4.0 : 1e-4, {0}, 0}, {with_grad ? "dlogits" : "logits kept", &Bl, tg_tol(1e-4, 1e-2), {0}, 0}};
     for (int rep = 0; rep < 3; rep++) {
         ngpt_backend *be = rep ? tg_gpu : tg_cpu;
         PUT(Bl, logits);
@@ -580,6 +585,9 @@ static void t_crossentropy(int N, int V, int Vp, int with_grad) {
         be->sync(be);
         if (rep) tg_grab(outs, 2, rep - 1);
     }
+    size_t negative = 0;
+    for (int i = 0; i < N; i++) negative += ((const float *)outs[0].raw[0])[i] < 0.0f;
+    CHECK(negative == 0, "crossentropy: %zu of %d losses below 0", negative, N);
     if (with_grad) { /* the padding columns are exactly zero */
         float *g = tg_raw_to_f32(&Bl, outs[1].raw[0]);
         size_t nz = 0;
@@ -915,12 +923,14 @@ static void tg_sweep(void) {
     t_attention_decode(2, 3, 48, 37, 70);
     t_attention_decode(4, 4, 32, 99, 100);
     if (!S) t_attention_decode(8, 12, 64, 700, 1024);
-    t_crossentropy(37, 65, 128, 1);
-    t_crossentropy(37, 65, 128, 0);
-    t_crossentropy(5, 1000, 1024, 1);
-    t_crossentropy(9, 300, 301, 1); /* rows not 16-byte aligned: the one-element path */
-    t_crossentropy(9, 300, 301, 0);
-    if (!S) t_crossentropy(64, 50257, 50304, 1);
+    t_crossentropy(37, 65, 128, 1, 0);
+    t_crossentropy(37, 65, 128, 0, 0);
+    t_crossentropy(5, 1000, 1024, 1, 0);
+    t_crossentropy(9, 300, 301, 1, 0); /* rows not 16-byte aligned: the one-element path */
+    t_crossentropy(9, 300, 301, 0, 0);
+    t_crossentropy(64, 1000, 1024, 0, 1);
+    t_crossentropy(64, 300, 301, 0, 1);
+    if (!S) t_crossentropy(64, 50257, 50304, 1, 0);
     t_norm_sq(1);
     t_norm_sq(1000);
     t_norm_sq(S ? 100003 : 3000017);
