@@ -115,7 +115,8 @@ def kernels(a):
 
     # the memory-bound ops, in GB/s of the bytes each must move at least (its inputs read once, its outputs
     # written once): LayerNorm over the N x C activations, and the loss over one classifier chunk as autocast
-    # runs it (F.cross_entropy upcasts the bf16 logits to fp32), forward and backward, in eager mode
+    # runs it (F.cross_entropy upcasts the bf16 logits to fp32), forward and backward, in eager mode. LayerNorm's
+    # backward here writes dx (3 N C values moved); nanogpt's adds into dinp (4 N C): test/gpu.sh compares times
     x = torch.randn(N, C, device=dev, dtype=dt, requires_grad=True)
     g, b = torch.randn(C, device=dev, dtype=dt, requires_grad=True), torch.randn(C, device=dev, dtype=dt, requires_grad=True)
     dy = torch.randn(N, C, device=dev, dtype=dt)
