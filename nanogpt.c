@@ -8179,6 +8179,28 @@ static int prep_write(void *ctx, uint32_t cp) {
     return 0;
 }
 
+/* Removes from dir the temporary files of prepares whose process is gone (NAME.tmp.PID, NAME one of train.bin,
+ * val.bin, meta.bin): a prepare killed midway leaves its own, and its name is no later prepare's. Those of a
+ * live process (one preparing the folder now) stay. */
+static void remove_dead_prepare_temporaries(const char *dir) {
+    DIR *d = opendir(dir);
+    if (!d) return;
+    static const char *const names[3] = {"train.bin.tmp.", "val.bin.tmp.", "meta.bin.tmp."};
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL)
+        for (int k = 0; k < 3; k++) {
+            size_t n = strlen(names[k]);
+            if (strncmp(e->d_name, names[k], n) || !e->d_name[n]) continue;
+            char *end;
+            long pid = strtol(e->d_name + n, &end, 10);
+            if (*end || pid <= 0 || pid > INT_MAX || kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue;
+            char path[1100];
+            snprintf(path, sizeof path, "%.800s/%.250s", dir, e->d_name);
+            unlink(path);
+        }
+    closedir(d);
+}
+
 /* text file -> out_dir/{train,val}.bin + meta.bin; the last val_fraction of the characters is val */
 static int prepare_char(const char *input, const char *out_dir, double val_fraction, FILE *log, char *err, size_t errlen) {
     CharPrep p;
@@ -8199,6 +8221,7 @@ static int prepare_char(const char *input, const char *out_dir, double val_fract
     if (p.count < 2) { rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s has %zu characters; need at least 2", input, p.count); goto done; }
     p.n_train = (size_t)((double)p.count * (1.0 - val_fraction));
     mkdir_p(out_dir);
+    remove_dead_prepare_temporaries(out_dir);
     snprintf(tpath, sizeof tpath, "%s/train.bin", out_dir);
     snprintf(vpath, sizeof vpath, "%s/val.bin", out_dir);
     snprintf(mpath, sizeof mpath, "%s/meta.bin", out_dir);
@@ -8372,6 +8395,7 @@ static int prepare_gpt2(const char *const *inputs, int n_inputs, const char *out
     if (rc) goto done;
     uint64_t train_chars = (uint64_t)((double)chars * (1.0 - val_fraction));
     mkdir_p(out_dir);
+    remove_dead_prepare_temporaries(out_dir);
     if (tokwriter_open(&w[0], out_dir, "train.bin", llmc) || tokwriter_open(&w[1], out_dir, "val.bin", llmc)) {
         rc = fail(err, errlen, NGPT_ERR_IO, "cannot create token files in %s: %s", out_dir, strerror(errno));
         goto done;

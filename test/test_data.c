@@ -5,7 +5,8 @@
  *  - a dataset of several llm.c shards is read as one, every shard sampled; a shard without llm.c's
  *    header is refused (train.bin stays raw tokens);
  *  - the one-command BPE recipe's dataset check (data/shakespeare/train.cfg names the dataset);
- *  - four processes preparing one folder at once all succeed (character level and BPE). */
+ *  - four processes preparing one folder at once all succeed (character level and BPE); a temporary file of a
+ *    process that is gone is removed by the next prepare. */
 #define NGPT_NO_MAIN
 #include "../nanogpt.c"
 #include "check.h"
@@ -278,6 +279,17 @@ static void test_concurrent_prepares(void) {
         if (d) closedir(d);
         CHECK(left == 0, "%d temporary files left in %s", left, shared);
     }
+    /* a prepare killed midway left its temporary file: the next prepare removes it, not a live process's */
+    char dead[600], live[600], dir[512];
+    snprintf(dir, sizeof dir, "%s/shared_0", tmpdir);
+    snprintf(dead, sizeof dead, "%s/train.bin.tmp.%d", dir, INT_MAX); /* above any pid_max */
+    snprintf(live, sizeof live, "%s/val.bin.tmp.%d", dir, (int)getppid()); /* this test's parent: alive, and not the prepare's own */
+    fclose(fopen(dead, "w"));
+    fclose(fopen(live, "w"));
+    CHECK(ngpt_prepare(input, dir, NULL, 0.1, err, sizeof err) == 0, "prepare beside temporary files: %s", err);
+    CHECK(access(dead, F_OK) != 0, "%s (no such process) was not removed", dead);
+    CHECK(access(live, F_OK) == 0, "%s (a live process's) was removed", live);
+    unlink(live);
 }
 
 static void test_bpe_recipe_names_its_dataset(void) {
