@@ -778,14 +778,22 @@ static __device__ __forceinline__ void mm_stage(float *stg, int lane, int jj, fl
     *(float2 *)&stg[(g + 8) * STG_LD + jj * 8 + 2 * tq] = make_float2(v2, v3);
 }
 /* A lane's part of a chunk: row segments h = 0 and 1, each 8 columns at row row0 + lane / 4 + 8 h, columns
- * col0 + (lane % 4) * 8 .. + 7. What a segment reads from global memory (its columns' bias, its old values
- * when accumulating, aux for EPI_DGELU and EPI_RESIDUAL) is loaded apart from its writing (mm_load_seg),
+ * col0 + (lane % 4) * 8 .. + 7. What a segment reads from global memory (its old values when accumulating,
+ * aux for EPI_DGELU and EPI_RESIDUAL; the columns' bias, once for both) is loaded apart from its writing,
  * so the wgmma kernels have both segments' loads in flight while the chunk is staged; before, each
  * segment's loads were waited for in turn, twice per chunk and eight chunks per tile. */
 template <typename T> struct MmSeg {
-    MmVec8<T> bias, old, x;
+    MmVec8<T> old, x;
     bool vec; /* the 16-byte path: whole, aligned, in range, not split-K */
 };
+/* the bias of the lane's 8 columns, the same for both segments (zeros where the 16-byte path cannot run) */
+template <typename T> static __device__ __forceinline__ MmVec8<T> mm_load_bias(const MmEpilogue<T> &ep, int N, int col0, int lane) {
+    const int col = col0 + (lane & 3) * 8;
+    MmVec8<T> b;
+#pragma unroll
+    for (int e = 0; e < 8; e++) b.v[e] = ep.bias && !ep.partial && col + 8 <= N ? ep.bias[col + e] : from_f<T>(0.0f);
+    return b;
+}
 template <typename T>
 static __device__ __forceinline__ void mm_load_seg(const MmEpilogue<T> &ep, int M, int N, int row0, int col0, int lane, int h, MmSeg<T> &sg) {
     const int row = row0 + (lane >> 2) + 8 * h, col = col0 + (lane & 3) * 8;
@@ -793,11 +801,8 @@ static __device__ __forceinline__ void mm_load_seg(const MmEpilogue<T> &ep, int 
     const T *o = ep.out + i, *a = ep.kind == EPI_PLAIN ? o : ep.aux + i;
     sg.vec = !ep.partial && row < M && col + 8 <= N && (((uintptr_t)o | (uintptr_t)a) & 15) == 0;
 #pragma unroll
-    for (int e = 0; e < 8; e++) sg.bias.v[e] = sg.old.v[e] = sg.x.v[e] = from_f<T>(0.0f);
+    for (int e = 0; e < 8; e++) sg.old.v[e] = sg.x.v[e] = from_f<T>(0.0f);
     if (!sg.vec) return;
-    if (ep.bias)
-#pragma unroll
-        for (int e = 0; e < 8; e++) sg.bias.v[e] = ep.bias[col + e];
     if (ep.accumulate) sg.old = *(const MmVec8<T> *)o;
     if (epi_reads_aux(ep.kind)) sg.x = *(const MmVec8<T> *)a;
 }
@@ -810,7 +815,7 @@ template <typename T> static __device__ __noinline__ void mm_finish_seg(const Mm
 /* segment h of the staged chunk (this warp's stg) to the output (or split-K slice) at rows row0.., columns col0.. */
 template <typename T>
 static __device__ __forceinline__ void mm_drain_seg(const MmEpilogue<T> &ep, int M, int N, int slice, int row0, int col0, const float *stg, int lane,
-                                                    int h, const MmSeg<T> &sg) {
+                                                    int h, const MmVec8<T> &bias, const MmSeg<T> &sg) {
     const int r = (lane >> 2) + 8 * h, c = (lane & 3) * 8, row = row0 + r, col = col0 + c;
     if (row >= M || col >= N) return;
     const float *src = stg + r * STG_LD + c;
@@ -831,7 +836,7 @@ static __device__ __forceinline__ void mm_drain_seg(const MmEpilogue<T> &ep, int
         const float v[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
         MmVec8<T> res, g;
 #pragma unroll
-        for (int e = 0; e < 8; e++) res.v[e] = mm_round(ep, v[e], sg.bias.v[e], sg.old.v[e], sg.x.v[e]);
+        for (int e = 0; e < 8; e++) res.v[e] = mm_round(ep, v[e], bias.v[e], sg.old.v[e], sg.x.v[e]);
         *(MmVec8<T> *)(ep.out + i) = res;
         if (ep.kind == EPI_GELU) {
 #pragma unroll
@@ -851,6 +856,7 @@ static __device__ __forceinline__ void mm_epilogue_rows(const MmEpilogue<T> &ep,
 #pragma unroll 1
     for (int c = 0; c < NC && col0 + 32 * c < N; c++) {
         MmSeg<T> s0, s1; /* both segments' loads in flight while the chunk is staged */
+        const MmVec8<T> bias = mm_load_bias(ep, N, col0 + 32 * c, lane);
         mm_load_seg(ep, M, N, row0, col0 + 32 * c, lane, 0, s0);
         mm_load_seg(ep, M, N, row0, col0 + 32 * c, lane, 1, s1);
 #pragma unroll
@@ -869,9 +875,9 @@ static __device__ __forceinline__ void mm_epilogue_rows(const MmEpilogue<T> &ep,
             if (h) {
                 sg.vec = s1.vec;
 #pragma unroll
-                for (int e = 0; e < 8; e++) sg.bias.v[e] = s1.bias.v[e], sg.old.v[e] = s1.old.v[e], sg.x.v[e] = s1.x.v[e];
+                for (int e = 0; e < 8; e++) sg.old.v[e] = s1.old.v[e], sg.x.v[e] = s1.x.v[e];
             }
-            mm_drain_seg(ep, M, N, slice, row0, col0 + 32 * c, stg, lane, h, sg);
+            mm_drain_seg(ep, M, N, slice, row0, col0 + 32 * c, stg, lane, h, bias, sg);
         }
         __syncwarp(); /* the chunk is written before the next one is staged */
     }
@@ -952,11 +958,12 @@ __global__ void __launch_bounds__(MM_THREADS)
                 for (int j = 0; j < 4; j++) mm_stage(stg, lane, j, acc[ii][j][0], acc[ii][j][1], acc[ii][j][2], acc[ii][j][3]);
             }
         __syncwarp();
+        const MmVec8<T> bias = mm_load_bias(ep, N, n0 + wn, lane);
 #pragma unroll 1
         for (int h = 0; h < 2; h++) { /* one segment's loads at a time: both at once, beside 64 accumulators, cost 40 registers */
             MmSeg<T> sg;
             mm_load_seg(ep, M, N, m0 + wm + i * 16, n0 + wn, lane, h, sg);
-            mm_drain_seg(ep, M, N, blockIdx.z, m0 + wm + i * 16, n0 + wn, stg, lane, h, sg);
+            mm_drain_seg(ep, M, N, blockIdx.z, m0 + wm + i * 16, n0 + wn, stg, lane, h, bias, sg);
         }
         __syncwarp(); /* the chunk is written before the next one is staged */
     }
