@@ -118,20 +118,6 @@ static __device__ __forceinline__ double warp_sum_d(double v) {
     for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
     return v;
 }
-/* Block-wide sums (blockDim.x a multiple of 32, at most 1024); every thread gets the result.
- * Each call starts with a barrier, so calls can follow each other. */
-static __device__ float2 block_sum2(float a, float b) {
-    __shared__ float2 s[32];
-    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
-    a = warp_sum(a);
-    b = warp_sum(b);
-    __syncthreads();
-    if (lane == 0) s[warp] = make_float2(a, b);
-    __syncthreads();
-    float2 r = make_float2(0.f, 0.f);
-    for (int i = 0; i < nw; i++) { r.x += s[i].x; r.y += s[i].y; }
-    return r;
-}
 static __device__ double block_sum_d(double v) {
     __shared__ double s[32];
     int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
@@ -227,13 +213,13 @@ static int cu_arena_alloc(ngpt_backend *be, size_t device_bytes, void **device, 
 }
 
 /* Scratch needs per op (the largest is asked for; one op at a time uses it):
- *   layernorm_backward  LN_GROUPS row groups x 2C floats of dw/db partial sums
+ *   layernorm_backward  up to LN_GROUPS blocks x 2C floats of dw/db partial sums
  *   matmul_backward     up to RED_GROUPS row groups x OC floats of dbias partial sums (OC <= 4C planned;
  *                       a larger OC uses fewer groups)
  *   norm_sq             NORM_BLOCKS + 1 doubles
  *   attention_backward  D = rowsum(dO * O): B*NH*T floats
  * nanogpt.c's planner reserves cuda_scratch_bytes(s), which must stay >= this. */
-#define LN_GROUPS 1024
+#define LN_GROUPS 512
 #define RED_GROUPS 64
 #define NORM_BLOCKS 1024
 static size_t cu_scratch_bytes(ngpt_backend *be, const ngpt_shape *s) {
@@ -443,63 +429,111 @@ static void cu_encoder_backward(ngpt_backend *be, void *dwte, void *dwpe, const 
 }
 
 /* ======================================================================================================
- * LayerNorm (eps 1e-5): forward one warp per row; backward one block per row group with per-group dw/db
- * partial sums in scratch, added in group order by a second kernel.
+ * LayerNorm (eps 1e-5): forward one warp per row; backward one warp per row too, with per-block dw/db
+ * partial sums in scratch, added in block order by a second kernel.
  * ==================================================================================================== */
+
+/* VEC consecutive elements of a row, loaded and stored as one access: 16 bytes (VEC = 16 / sizeof(T)) where
+ * the row length is a multiple of VEC and the pointers are 16-byte aligned, else VEC = 1 */
+template <typename T, int VEC> struct alignas(VEC * sizeof(T)) RowVec { T v[VEC]; };
+template <typename T> static bool rows_vectorizable(int C, const void *a, const void *b, const void *c, const void *d) {
+    return C % (16 / (int)sizeof(T)) == 0 && (((uintptr_t)a | (uintptr_t)b | (uintptr_t)c | (uintptr_t)d) & 15) == 0;
+}
 
 #define LN_EPS 1e-5f
 #define LN_FWD_ROWS 8 /* warps (rows) per block */
-template <typename T>
+template <typename T, int VEC>
 __global__ void layernorm_forward_kernel(T *out, float *mean, float *rstd, const T *inp, const T *w, const T *b, int N, int C) {
+    typedef RowVec<T, VEC> V;
     int row = blockIdx.x * LN_FWD_ROWS + (threadIdx.x >> 5), lane = threadIdx.x & 31;
     if (row >= N) return;
     const T *x = inp + (size_t)row * C;
     float s = 0;
-    for (int c = lane; c < C; c += 32) s += to_f(x[c]);
+#pragma unroll 4
+    for (int c = lane * VEC; c < C; c += 32 * VEC) {
+        const V xv = *(const V *)(x + c);
+#pragma unroll
+        for (int e = 0; e < VEC; e++) s += to_f(xv.v[e]);
+    }
     float m = warp_sum(s) / (float)C;
     float v = 0;
-    for (int c = lane; c < C; c += 32) { float d = to_f(x[c]) - m; v += d * d; }
+#pragma unroll 4
+    for (int c = lane * VEC; c < C; c += 32 * VEC) {
+        const V xv = *(const V *)(x + c);
+#pragma unroll
+        for (int e = 0; e < VEC; e++) {
+            float d = to_f(xv.v[e]) - m;
+            v += d * d;
+        }
+    }
     v = warp_sum(v) / (float)C;
     float rs = 1.0f / sqrtf(v + LN_EPS);
     T *o = out + (size_t)row * C;
-    for (int c = lane; c < C; c += 32) o[c] = from_f<T>((to_f(x[c]) - m) * rs * to_f(w[c]) + (b ? to_f(b[c]) : 0.0f));
+    for (int c = lane * VEC; c < C; c += 32 * VEC) {
+        const V xv = *(const V *)(x + c), wv = *(const V *)(w + c);
+        const V bv = b ? *(const V *)(b + c) : V();
+        V ov;
+#pragma unroll
+        for (int e = 0; e < VEC; e++) ov.v[e] = from_f<T>((to_f(xv.v[e]) - m) * rs * to_f(wv.v[e]) + (b ? to_f(bv.v[e]) : 0.0f));
+        *(V *)(o + c) = ov;
+    }
     if (lane == 0) {
         if (mean) mean[row] = m;
         if (rstd) rstd[row] = rs;
     }
 }
 
-#define LN_BWD_THREADS 256
-/* Block g handles rows g, g+G, ... one row at a time; thread j owns columns j, j+256, ... of the block's
- * dw/db sums in shared memory, so they are added in row order without atomics. */
-template <typename T>
-__global__ void __launch_bounds__(LN_BWD_THREADS) layernorm_backward_kernel(T *dinp, float *partial, const T *dout, const T *inp, const T *w,
-                                                                            const float *mean, const float *rstd, int N, int C, int G) {
-    extern __shared__ float ln_smem[]; /* dw sums [C], db sums [C] */
-    float *sdw = ln_smem, *sdb = ln_smem + C;
-    for (int c = threadIdx.x; c < C; c += blockDim.x) sdw[c] = sdb[c] = 0.0f;
-    for (int row = blockIdx.x; row < N; row += G) {
+#define LN_BWD_WARPS 8 /* warps per block, fewer where their dw/db sums (2C floats each) do not fit in shared memory */
+/* One warp per row: warp w of block g takes rows g W + w, g W + w + G W, ... (W warps a block, G blocks);
+ * each lane VEC adjacent columns at a time, the row's two sums by shuffles, no block-wide barrier per row.
+ * A warp adds its rows' dw/db terms into its own 2C floats of shared memory (each column always by the same
+ * lane, rows in order); at the end the block adds its warps' sums in warp order into partial[g], and
+ * layernorm_reduce_kernel adds the blocks in order: the same bits on every run. */
+template <typename T, int VEC>
+__global__ void __launch_bounds__(LN_BWD_WARPS * 32) layernorm_backward_kernel(T *dinp, float *partial, const T *dout, const T *inp, const T *w,
+                                                                               const float *mean, const float *rstd, int N, int C, int G) {
+    extern __shared__ float ln_smem[]; /* per warp: dw sums [C], db sums [C] */
+    typedef RowVec<T, VEC> V;
+    const int W = blockDim.x >> 5, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    float *sdw = ln_smem + (size_t)warp * 2 * C, *sdb = sdw + C;
+    for (int c = lane; c < 2 * C; c += 32) sdw[c] = 0.0f;
+    __syncwarp(); /* zeroed by lane c % 32, added to below by the lane that owns the column */
+    for (int row = blockIdx.x * W + warp; row < N; row += G * W) {
         const T *x = inp + (size_t)row * C, *dy = dout + (size_t)row * C;
-        float m = mean[row], rs = rstd[row];
-        float a = 0, bsum = 0;
-        for (int c = threadIdx.x; c < C; c += blockDim.x) {
-            float xn = (to_f(x[c]) - m) * rs, dn = to_f(dy[c]) * to_f(w[c]);
-            a += dn;
-            bsum += dn * xn;
+        const float m = mean[row], rs = rstd[row];
+        float a = 0.0f, bs = 0.0f;
+#pragma unroll 4
+        for (int c = lane * VEC; c < C; c += 32 * VEC) {
+            const V xv = *(const V *)(x + c), gv = *(const V *)(dy + c), wv = *(const V *)(w + c);
+#pragma unroll
+            for (int e = 0; e < VEC; e++) {
+                const float xn = (to_f(xv.v[e]) - m) * rs, dn = to_f(gv.v[e]) * to_f(wv.v[e]);
+                a += dn;
+                bs += dn * xn;
+            }
         }
-        float2 r = block_sum2(a, bsum);
-        float dnorm_mean = r.x / (float)C, dnorm_norm_mean = r.y / (float)C;
+        const float dnorm_mean = warp_sum(a) / (float)C, dnorm_norm_mean = warp_sum(bs) / (float)C;
         T *dx = dinp + (size_t)row * C;
-        for (int c = threadIdx.x; c < C; c += blockDim.x) {
-            float g = to_f(dy[c]);
-            float xn = (to_f(x[c]) - m) * rs, dn = g * to_f(w[c]);
-            dx[c] = from_f<T>(to_f(dx[c]) + (dn - dnorm_mean - xn * dnorm_norm_mean) * rs);
-            sdw[c] += g * xn;
-            sdb[c] += g;
+        for (int c = lane * VEC; c < C; c += 32 * VEC) {
+            const V xv = *(const V *)(x + c), gv = *(const V *)(dy + c), wv = *(const V *)(w + c);
+            V dv = *(const V *)(dx + c);
+#pragma unroll
+            for (int e = 0; e < VEC; e++) {
+                const float g = to_f(gv.v[e]), xn = (to_f(xv.v[e]) - m) * rs, dn = g * to_f(wv.v[e]);
+                dv.v[e] = from_f<T>(to_f(dv.v[e]) + (dn - dnorm_mean - xn * dnorm_norm_mean) * rs);
+                sdw[c + e] += g * xn;
+                sdb[c + e] += g;
+            }
+            *(V *)(dx + c) = dv;
         }
     }
-    float *pw = partial + (size_t)blockIdx.x * 2 * C, *pb = pw + C;
-    for (int c = threadIdx.x; c < C; c += blockDim.x) { pw[c] = sdw[c]; pb[c] = sdb[c]; }
+    __syncthreads(); /* every warp's sums are complete */
+    float *p = partial + (size_t)blockIdx.x * 2 * C;
+    for (int c = threadIdx.x; c < 2 * C; c += blockDim.x) {
+        float sum = 0.0f;
+        for (int k = 0; k < W; k++) sum += ln_smem[(size_t)k * 2 * C + c];
+        p[c] = sum;
+    }
 }
 /* dw[c] += sum over groups in order; the same for db */
 template <typename T> __global__ void layernorm_reduce_kernel(T *dw, T *db, const float *partial, int C, int G) {
@@ -517,31 +551,46 @@ template <typename T> __global__ void layernorm_reduce_kernel(T *dw, T *db, cons
 static void cu_layernorm_forward(ngpt_backend *be, void *out, float *mean, float *rstd, const void *inp, const void *w, const void *b, int N, int C) {
     if (bad_dims(be, "layernorm_forward", N, C, 0) || !N || !C) return;
     unsigned blocks = (unsigned)((N + LN_FWD_ROWS - 1) / LN_FWD_ROWS);
-    DISPATCH_DTYPE(be->dtype, T,
-                   layernorm_forward_kernel<T><<<blocks, 32 * LN_FWD_ROWS, 0, impl_of(be)->stream>>>(
-                       (T *)out, mean, rstd, (const T *)inp, (const T *)w, (const T *)b, N, C));
+    DISPATCH_DTYPE(be->dtype, T, {
+        constexpr int VEC = 16 / sizeof(T);
+        auto *kernel = rows_vectorizable<T>(C, out, inp, w, b) ? layernorm_forward_kernel<T, VEC> : layernorm_forward_kernel<T, 1>;
+        kernel<<<blocks, 32 * LN_FWD_ROWS, 0, impl_of(be)->stream>>>((T *)out, mean, rstd, (const T *)inp, (const T *)w, (const T *)b, N, C);
+    });
     CU_LAUNCHED(be, "layernorm_forward_kernel");
 }
 
+/* one launch of the kernel instance named by VEC, its shared-memory attribute set first where needed; false on failure */
+template <typename T, int VEC>
+static bool layernorm_backward_launch(ngpt_backend *be, unsigned G, int W, size_t smem, T *dinp, float *partial, const T *dout, const T *inp,
+                                      const T *w, const float *mean, const float *rstd, int N, int C) {
+    if (smem > 48 * 1024 &&
+        CU_CHECK(be, cudaFuncSetAttribute(layernorm_backward_kernel<T, VEC>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem)))
+        return false;
+    layernorm_backward_kernel<T, VEC><<<G, 32 * W, smem, impl_of(be)->stream>>>(dinp, partial, dout, inp, w, mean, rstd, N, C, (int)G);
+    return !CU_LAUNCHED(be, "layernorm_backward_kernel");
+}
 template <typename T>
 static void layernorm_backward_t(ngpt_backend *be, T *dinp, T *dw, T *db, const T *dout, const T *inp, const T *w, const float *mean,
                                  const float *rstd, int N, int C) {
     CudaImpl *im = impl_of(be);
-    int G = N < LN_GROUPS ? N : LN_GROUPS;
-    float *partial = (float *)scratch_get(be, (size_t)G * 2 * C * sizeof(float), "layernorm_backward");
-    if (!partial) return;
-    size_t smem = (size_t)2 * C * sizeof(float);
-    if (smem + 32 * sizeof(float2) > im->smem_optin) { /* + block_sum2's static buffer */
-        cu_fail(be, NGPT_ERR_ARG, "cuda layernorm_backward: C = %d needs %zu bytes of shared memory; this GPU gives %zu", C,
-                smem + 32 * sizeof(float2), im->smem_optin);
+    const size_t per_warp = (size_t)2 * C * sizeof(float);
+    if (per_warp > im->smem_optin) {
+        cu_fail(be, NGPT_ERR_ARG, "cuda layernorm_backward: C = %d needs %zu bytes of shared memory per warp; this GPU gives %zu a block", C,
+                per_warp, im->smem_optin);
         return;
     }
-    if (smem > 48 * 1024 &&
-        CU_CHECK(be, cudaFuncSetAttribute(layernorm_backward_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem)))
-        return;
-    layernorm_backward_kernel<T><<<G, LN_BWD_THREADS, smem, im->stream>>>(dinp, partial, dout, inp, w, mean, rstd, N, C, G);
-    if (CU_LAUNCHED(be, "layernorm_backward_kernel")) return;
-    layernorm_reduce_kernel<T><<<(C + 255) / 256, 256, 0, im->stream>>>(dw, db, partial, C, G);
+    int W = LN_BWD_WARPS;
+    while (W > 1 && W * per_warp > im->smem_optin) W--;
+    long long G = (N + W - 1) / W;
+    if (G > LN_GROUPS) G = LN_GROUPS;
+    float *partial = (float *)scratch_get(be, (size_t)G * per_warp, "layernorm_backward");
+    if (!partial) return;
+    constexpr int VEC = 16 / sizeof(T);
+    const bool ok = rows_vectorizable<T>(C, dinp, dout, inp, w)
+                        ? layernorm_backward_launch<T, VEC>(be, (unsigned)G, W, W * per_warp, dinp, partial, dout, inp, w, mean, rstd, N, C)
+                        : layernorm_backward_launch<T, 1>(be, (unsigned)G, W, W * per_warp, dinp, partial, dout, inp, w, mean, rstd, N, C);
+    if (!ok) return;
+    layernorm_reduce_kernel<T><<<(C + 255) / 256, 256, 0, im->stream>>>(dw, db, partial, C, (int)G);
     CU_LAUNCHED(be, "layernorm_reduce_kernel");
 }
 static void cu_layernorm_backward(ngpt_backend *be, void *dinp, void *dw, void *db, const void *dout, const void *inp, const void *w,
@@ -1213,6 +1262,28 @@ static_assert(TM_SMEM_BYTES <= 232448, "the TMA kernel asks for more shared memo
 #define TM_REGS_NEEDED (128 * TM_PRODUCER_REGS + 2 * 128 * TM_CONSUMER_REGS)
 static_assert(TM_REGS_NEEDED <= 65536 / TM_THREADS / 8 * 8 * TM_THREADS, "setmaxnreg: the producer and consumers need more than the block's registers");
 
+/* A hint: the 128-byte line holding p into L2, nothing waits for it */
+static __device__ __forceinline__ void prefetch_l2(const void *p) {
+    asm volatile("prefetch.global.L2 [%0];\n" ::"l"(p));
+}
+/* What a TMA tile's epilogue will read from global memory (aux for EPI_DGELU and EPI_RESIDUAL, the old values
+ * when accumulating) asked into L2 as its main loop starts, so the epilogue's loads, a chunk at a time, find
+ * it there rather than in DRAM: consumer thread t (0..255) takes row m0 + t / 2, every other 128-byte line */
+template <typename T> static __device__ __forceinline__ void mm_prefetch_tile(const MmEpilogue<T> &ep, int M, int N, int m0, int n0, int t) {
+    static_assert(2 * TM_BM == 256, "two consumer threads a row");
+    constexpr int LINE = 128 / sizeof(T);
+    const int row = m0 + (t >> 1);
+    if (ep.partial || row >= M || !(epi_reads_aux(ep.kind) || ep.accumulate)) return;
+#pragma unroll
+    for (int j = t & 1; j * LINE < TM_BN; j += 2) {
+        const int col = n0 + j * LINE;
+        if (col >= N) break;
+        const size_t i = (size_t)row * ep.ldc + col;
+        if (epi_reads_aux(ep.kind)) prefetch_l2(ep.aux + i);
+        if (ep.accumulate) prefetch_l2(ep.out + i);
+    }
+}
+
 #ifdef NGPT_WGMMA_DEVICE
 static __device__ __forceinline__ uint32_t smem_addr(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
 static __device__ __forceinline__ void mbar_init(uint64_t *bar, unsigned count) {
@@ -1337,6 +1408,7 @@ __global__ void __launch_bounds__(TM_THREADS, 1) matmul_tma_kernel(const __grid_
     float d[128];
     for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
         const TmTile tl = tm_tile(t, M, N, K, kps);
+        mm_prefetch_tile(ep, M, N, tl.m0, tl.n0, threadIdx.x - 128);
 #pragma unroll
         for (int i = 0; i < 128; i++) d[i] = 0.0f;
         const int KT = (tl.klen + WG_BK - 1) / WG_BK;
@@ -2415,8 +2487,6 @@ static __device__ __forceinline__ void softmax_merge(float &m, float &s, float m
     s = s * exp2f((m - mx) * LOG2E_F) + s2 * exp2f((m2 - mx) * LOG2E_F);
     m = mx;
 }
-/* VEC consecutive elements of a row, loaded and stored as one access (16 bytes on the vector path) */
-template <typename T, int VEC> struct alignas(VEC * sizeof(T)) XentVec { T v[VEC]; };
 /* VEC = 16 / sizeof(T) when Vp is a multiple of it and the logits are 16-byte aligned, else 1 */
 template <typename T, int VEC>
 __global__ void __launch_bounds__(XENT_THREADS) crossentropy_kernel(T *logits, float *losses, const int32_t *targets, int V, int Vp, float dscale) {
@@ -2427,7 +2497,7 @@ __global__ void __launch_bounds__(XENT_THREADS) crossentropy_kernel(T *logits, f
     float zt = (tg >= 0 && tg < V) ? to_f(z[tg]) : 0.0f; /* read before anything is overwritten */
     float m = -FLT_MAX, s = 0.0f; /* this thread's max of the logits, and sum of exp(x - m) */
     for (int j = threadIdx.x * VEC; j < V; j += XENT_THREADS * VEC) {
-        const XentVec<T, VEC> x = *(const XentVec<T, VEC> *)(z + j);
+        const RowVec<T, VEC> x = *(const RowVec<T, VEC> *)(z + j);
         float y[VEC], vmax = -FLT_MAX;
         for (int k = 0; k < VEC; k++) {
             y[k] = to_f(x.v[k]);
@@ -2448,12 +2518,12 @@ __global__ void __launch_bounds__(XENT_THREADS) crossentropy_kernel(T *logits, f
     if (threadIdx.x == 0) losses[row] = (tg >= 0 && tg < V) ? (m - zt) + ls2 * LN2_F : NAN;
     if (dscale == 0.0f) return;
     for (int j = threadIdx.x * VEC; j < Vp; j += XENT_THREADS * VEC) {
-        XentVec<T, VEC> x = *(const XentVec<T, VEC> *)(z + j);
+        RowVec<T, VEC> x = *(const RowVec<T, VEC> *)(z + j);
         for (int k = 0; k < VEC; k++) {
             float g = j + k < V ? (exp2f((to_f(x.v[k]) - m) * LOG2E_F - ls2) - (j + k == tg ? 1.0f : 0.0f)) * dscale : 0.0f;
             x.v[k] = from_f<T>(g);
         }
-        *(XentVec<T, VEC> *)(z + j) = x;
+        *(RowVec<T, VEC> *)(z + j) = x;
     }
 }
 static void cu_crossentropy(ngpt_backend *be, void *logits, float *losses, const int32_t *targets, int N, int V, int Vp, float dscale) {

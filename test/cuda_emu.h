@@ -589,6 +589,8 @@ static void complete_copies(Thread &t, long keep_groups) {
     }
     t.copies.resize(kept);
 }
+/* prefetch.global.L2: a hint, with nothing to do here */
+static void prefetch_l2(const void *p) { (void)p; }
 static void cp_async16(void *smem, const void *gmem) {
     check_smem(smem, 16, "cp.async destination");
     if ((uintptr_t)gmem % 16) block_fail("cp.async source %p: not 16-byte aligned", gmem);

@@ -4,7 +4,7 @@
 # (f16: m16n8k8, plain loads) and sm_90 (the wgmma kernels: the TMA one with its mbarriers, warp
 # specialisation and setmaxnreg, and the cp.async one), test_gpu_train --quick on the sm_80 and sm_90 (whole
 # steps, determinism, no allocation, resume, KV-cache sampling), the nanogpt program on all three (train,
-# resume, sample, plan, bench), then seventeen mutants of nanogpt.cu that it must catch. No GPU needed;
+# resume, sample, plan, bench), then eighteen mutants of nanogpt.cu that it must catch. No GPU needed;
 # ./build.sh test runs it. Needs nvcc's headers (not nvcc itself: the host C++ compiler builds the rewritten
 # nanogpt.cu) and perl. Ends with "summary: N passed, N failed" (each program's counts, and one per mutant).
 #
@@ -69,6 +69,7 @@ rewrite() {
             q{emu::mma16816_bf16(d, a, b0, b1);},
         q{__device__ __forceinline__ void mma16816<__half>\(float \(&d\)\[4\], const uint32_t \(&a\)\[4\], uint32_t b0, uint32_t b1\)} =>
             q{emu::mma16816_f16(d, a, b0, b1);},
+        q{static __device__ __forceinline__ void prefetch_l2\(const void \*p\)} => q{emu::prefetch_l2(p);},
         # sm_90a: mbarriers, the copy engine, wgmma
         q{static __device__ __forceinline__ void mbar_init\(uint64_t \*bar, unsigned count\)} => q{emu::mbar_init(bar, count);},
         q{static __device__ __forceinline__ void mbar_expect_bytes\(uint64_t \*bar, unsigned bytes\)} => q{emu::mbar_expect_bytes(bar, bytes);},
@@ -241,6 +242,7 @@ MUTANTS=(
     "TMA kernel: each stage's fence.mbarrier_init comes before its barriers' init, not after the last|90|--matmul-only|mbar_init(&full[s], 1);              /* the producer's expect-bytes arrival (+ the copies' bytes) */\n            mbar_init(&empty[s], 2 * 128);       /* every consumer thread */\n        }\n        asm volatile(\"fence.mbarrier_init.release.cluster;\\\\n\" ::: \"memory\");|asm volatile(\"fence.mbarrier_init.release.cluster;\\\\n\" ::: \"memory\"); /* each stage fenced before its own inits */\n            mbar_init(&full[s], 1);\n            mbar_init(&empty[s], 2 * 128);\n        }"
     "cp.async wgmma kernel without the barrier after its wait|90|NGPT_MATMUL=wgmma --matmul-only|__syncthreads(); /* everyone's are; every warpgroup|/* everyone's are; every warpgroup"
     "wgmma kernels: a lane writes out an epilogue chunk before every lane has staged it|90|--matmul-only|__syncwarp();\n#pragma unroll 1\n        for (int h = 0; h < 2; h++) { /* one copy|#pragma unroll 1\n        for (int h = 0; h < 2; h++) { /* one copy"
+    "layernorm backward adds its warps' dw/db sums before every warp is done|80||__syncthreads(); /* every warp's sums are complete */|"
     "matmul stages its epilogue in tiles other warps may still read|80|--matmul-only|__syncthreads(); /* every warp is done with the tiles: their memory stages the epilogue */|"
     "cp.async wgmma kernel stages its epilogue in tiles the other warpgroup may still read|90|NGPT_MATMUL=wgmma --matmul-only|__syncthreads(); /* both warpgroups' products are done: the tiles' memory stages the epilogue */|"
     "cp.async wgmma kernel fences the async proxy before its copies land, not after|90|NGPT_MATMUL=wgmma --matmul-only|cp_async_wait<WG_STAGES - 3>();                                /* this thread's copies of tile kt have landed */\n        asm volatile(\"fence.proxy.async.shared::cta;\\\\n\" ::: \"memory\");|asm volatile(\"fence.proxy.async.shared::cta;\\\\n\" ::: \"memory\");\n        cp_async_wait<WG_STAGES - 3>();"

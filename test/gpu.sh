@@ -13,8 +13,9 @@
 # 50 steps under --max_memory=2.68GiB and 50 without: needs data/gpt2/{encoder.json,vocab.bpe} carried),
 # bench (nanogpt bench and tools/bench_torch_gpt2.py: end to end, every matmul shape, attention, LayerNorm, the loss, memory;
 # sampling speed with 1 and 10 samples).
-# Not in the default run: recipe (nanoGPT's shakespeare_char GPU recipe, 154 s on an H200: bash test/gpu.sh
-# recipe) and profile (ncu on the default matmul and the attention backward, into bench.log).
+# Not in the default run: recipe (nanoGPT's shakespeare_char GPU recipe, 71 s on an H200: bash test/gpu.sh
+# recipe) and profile (ncu on the default matmul and the attention backward, into bench.log, with each one's
+# SASS and its stall samples per instruction).
 #
 # Logs go to $OUT (the device tool's folder) or ./gpu-logs: build.log, ops.log, sanitize.log, train.log,
 # capped.log, bench.log, recipe.log, summary.txt.
@@ -366,7 +367,7 @@ if want capped && [ $BUILT = 0 ] && time_left "2.68 GiB capped run" 150 capped; 
     echo "capped: $(($(date +%s) - t0)) s"
 fi
 
-# ---- recipe (not in the default run: 154 s on an H200, 2026-11-26): nanoGPT's shakespeare_char GPU
+# ---- recipe (not in the default run: 71 s on an H200, 2026-11-26, third run): nanoGPT's shakespeare_char GPU
 # recipe, best val loss (nanoGPT: 1.4697) and wall time -------------------------------------------------------
 if want recipe && [ $BUILT = 0 ]; then
     t0=$(date +%s)
@@ -454,11 +455,20 @@ if want profile && [ $BUILT = 0 ]; then
         okp=0
         for k in "regex:matmul_(tma|wgmma|tc)_kernel" "regex:attn_backward_dkdv"; do
             echo "== ncu $k" >>"$LOG/bench.log"
+            rm -f "$BUILD/ncu.ncu-rep"
             timeout $(cap_time 150) "$NCU" --clock-control none --kernel-name "$k" --launch-count 1 --section SpeedOfLight \
                 --section WarpStateStats --section MemoryWorkloadAnalysis --section InstructionStats --section LaunchStats \
+                --section SchedulerStats --section SourceCounters --import-source no --export "$BUILD/ncu" --force-overwrite \
                 "$BUILD/nanogpt" bench --device=cuda --kernels >"$BUILD/ncu.out" 2>&1
+            [ -f "$BUILD/ncu.ncu-rep" ] && "$NCU" --import "$BUILD/ncu.ncu-rep" --page details >>"$BUILD/ncu.out" 2>&1
             cat "$BUILD/ncu.out" >>"$LOG/bench.log"
             grep -q "Speed Of Light" "$BUILD/ncu.out" && okp=$((okp + 1)) # ncu exits 0 also when nothing matched
+            # where the warps wait, instruction by instruction (SASS with its stall samples), for reading offline
+            if [ -f "$BUILD/ncu.ncu-rep" ]; then
+                echo "== ncu source $k (SASS, per instruction, csv)" >>"$LOG/bench.log"
+                "$NCU" --import "$BUILD/ncu.ncu-rep" --page source --print-source sass --csv >>"$LOG/bench.log" 2>&1 ||
+                    echo "(ncu could not print the source page)" >>"$LOG/bench.log"
+            fi
         done
         row "ncu profile" "$([ $okp = 2 ] && echo PASS || echo FAIL)" "$okp of 2 kernels profiled into bench.log; $(($(date +%s) - t0)) s"
     fi
