@@ -1262,6 +1262,8 @@ static_assert(TM_SMEM_BYTES <= 232448, "the TMA kernel asks for more shared memo
 #define TM_REGS_NEEDED (128 * TM_PRODUCER_REGS + 2 * 128 * TM_CONSUMER_REGS)
 static_assert(TM_REGS_NEEDED <= 65536 / TM_THREADS / 8 * 8 * TM_THREADS, "setmaxnreg: the producer and consumers need more than the block's registers");
 
+#ifdef NGPT_WGMMA_DEVICE
+static __device__ __forceinline__ uint32_t smem_addr(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
 /* A hint: the 128-byte line holding p into L2, nothing waits for it */
 static __device__ __forceinline__ void prefetch_l2(const void *p) {
     asm volatile("prefetch.global.L2 [%0];\n" ::"l"(p));
@@ -1283,9 +1285,6 @@ template <typename T> static __device__ __forceinline__ void mm_prefetch_tile(co
         if (ep.accumulate) prefetch_l2(ep.out + i);
     }
 }
-
-#ifdef NGPT_WGMMA_DEVICE
-static __device__ __forceinline__ uint32_t smem_addr(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
 static __device__ __forceinline__ void mbar_init(uint64_t *bar, unsigned count) {
     asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_addr(bar)), "r"(count) : "memory");
 }
