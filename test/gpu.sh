@@ -10,7 +10,8 @@
 # dtype the GPU supports, with determinism and no-allocation checks), sanitize (compute-sanitizer memcheck,
 # racecheck and synccheck on the small op tests), train (test/test_gpu_train.c: whole step vs CPU,
 # determinism, no allocation while training, resume, 300-step curve), capped (GPT-2 124M on real tokens,
-# 50 steps under --max_memory=2.68GiB and 50 without: needs data/gpt2/{encoder.json,vocab.bpe} carried),
+# 50 steps under --max_memory=2.68GiB and 50 without, then bench's op-by-op step under the cap: needs
+# data/gpt2/{encoder.json,vocab.bpe} carried),
 # bench (nanogpt bench and tools/bench_torch_gpt2.py: end to end, every matmul shape, attention, LayerNorm, the loss, memory;
 # sampling speed with 1 and 10 samples).
 # Not in the default run: recipe (nanoGPT's shakespeare_char GPU recipe, 71 s on an H200: bash test/gpu.sh
@@ -361,6 +362,11 @@ if want capped && [ $BUILT = 0 ] && time_left "2.68 GiB capped run" 150 capped; 
             row "capped speed vs uncapped (>= 0.7x)" "$(awk -v v="$r" 'BEGIN{print (v != "" && v + 0 >= 0.7) ? "PASS" : "MISS"}')" \
                 "${r:-none}x: $tokc vs $toku tokens/s (median, steps 5-49)"
         fi
+        # where a capped step's time goes, op by op (bench's profiled step under the same plan), to set beside
+        # bench.log's uncapped one
+        echo "== nanogpt bench, capped: the same model and batch under --max_memory=2.68GiB" >>"$LOG/capped.log"
+        timeout $(cap_time 60) "$BUILD/nanogpt" bench --device=cuda --batch_size=64 --gradient_accumulation_steps=1 \
+            --max_memory=2.68GiB --steps=3 --warmup=1 >>"$LOG/capped.log" 2>&1
     else
         row "2.68 GiB capped run" SKIP "no GPT-2 tokens: run with carry data/gpt2 (encoder.json, vocab.bpe); see capped.log"
     fi
