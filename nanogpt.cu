@@ -581,7 +581,7 @@ static void layernorm_backward_t(ngpt_backend *be, T *dinp, T *dw, T *db, const 
     }
     int W = LN_BWD_WARPS;
     while (W > 1 && W * per_warp > im->smem_optin) W--;
-    long long G = (N + W - 1) / W;
+    long long G = ((long long)N + W - 1) / W;
     if (G > LN_GROUPS) G = LN_GROUPS;
     float *partial = (float *)scratch_get(be, (size_t)G * per_warp, "layernorm_backward");
     if (!partial) return;

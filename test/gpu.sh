@@ -367,6 +367,7 @@ if want capped && [ $BUILT = 0 ] && time_left "2.68 GiB capped run" 150 capped; 
         echo "== nanogpt bench, capped: the same model and batch under --max_memory=2.68GiB" >>"$LOG/capped.log"
         timeout $(cap_time 60) "$BUILD/nanogpt" bench --device=cuda --batch_size=64 --gradient_accumulation_steps=1 \
             --max_memory=2.68GiB --steps=3 --warmup=1 >>"$LOG/capped.log" 2>&1
+        echo "exit $?" >>"$LOG/capped.log"
     else
         row "2.68 GiB capped run" SKIP "no GPT-2 tokens: run with carry data/gpt2 (encoder.json, vocab.bpe); see capped.log"
     fi
@@ -466,13 +467,13 @@ if want profile && [ $BUILT = 0 ]; then
                 --section WarpStateStats --section MemoryWorkloadAnalysis --section InstructionStats --section LaunchStats \
                 --section SchedulerStats --section SourceCounters --import-source no --export "$BUILD/ncu" --force-overwrite \
                 "$BUILD/nanogpt" bench --device=cuda --kernels >"$BUILD/ncu.out" 2>&1
-            [ -f "$BUILD/ncu.ncu-rep" ] && "$NCU" --import "$BUILD/ncu.ncu-rep" --page details >>"$BUILD/ncu.out" 2>&1
+            [ -f "$BUILD/ncu.ncu-rep" ] && timeout $(cap_time 60) "$NCU" --import "$BUILD/ncu.ncu-rep" --page details >>"$BUILD/ncu.out" 2>&1
             cat "$BUILD/ncu.out" >>"$LOG/bench.log"
             grep -q "Speed Of Light" "$BUILD/ncu.out" && okp=$((okp + 1)) # ncu exits 0 also when nothing matched
             # where the warps wait, instruction by instruction (SASS with its stall samples), for reading offline
             if [ -f "$BUILD/ncu.ncu-rep" ]; then
                 echo "== ncu source $k (SASS, per instruction, csv)" >>"$LOG/bench.log"
-                "$NCU" --import "$BUILD/ncu.ncu-rep" --page source --print-source sass --csv >>"$LOG/bench.log" 2>&1 ||
+                timeout $(cap_time 60) "$NCU" --import "$BUILD/ncu.ncu-rep" --page source --print-source sass --csv >>"$LOG/bench.log" 2>&1 ||
                     echo "(ncu could not print the source page)" >>"$LOG/bench.log"
             fi
         done
