@@ -436,8 +436,8 @@ static void cu_encoder_backward(ngpt_backend *be, void *dwte, void *dwpe, const 
 /* VEC consecutive elements of a row, loaded and stored as one access: 16 bytes (VEC = 16 / sizeof(T)) where
  * the row length is a multiple of VEC and the pointers are 16-byte aligned, else VEC = 1 */
 template <typename T, int VEC> struct alignas(VEC * sizeof(T)) RowVec { T v[VEC]; };
-template <typename T> static bool rows_vectorizable(int C, const void *a, const void *b, const void *c, const void *d) {
-    return C % (16 / (int)sizeof(T)) == 0 && (((uintptr_t)a | (uintptr_t)b | (uintptr_t)c | (uintptr_t)d) & 15) == 0;
+template <typename T, typename... P> static bool rows_vectorizable(int C, const P *...rows) {
+    return C % (16 / (int)sizeof(T)) == 0 && ((0 | ... | (uintptr_t)rows) & 15) == 0;
 }
 
 #define LN_EPS 1e-5f
@@ -2534,7 +2534,7 @@ static void cu_crossentropy(ngpt_backend *be, void *logits, float *losses, const
     cudaStream_t st = impl_of(be)->stream;
     DISPATCH_DTYPE(be->dtype, T, {
         constexpr int VEC = 16 / sizeof(T);
-        auto *xent = Vp % VEC == 0 && (uintptr_t)logits % 16 == 0 ? crossentropy_kernel<T, VEC> : crossentropy_kernel<T, 1>;
+        auto *xent = rows_vectorizable<T>(Vp, logits) ? crossentropy_kernel<T, VEC> : crossentropy_kernel<T, 1>;
         xent<<<(unsigned)N, XENT_THREADS, 0, st>>>((T *)logits, losses, targets, V, Vp, dscale);
     });
     CU_LAUNCHED(be, "crossentropy_kernel");
