@@ -1740,6 +1740,7 @@ static void cu_matmul_backward_gelu(ngpt_backend *be, void *dinp, void *dw, void
  * then one kernel per key tile for dK, dV (looping over query tiles) and one per query tile for dQ
  * (looping over key tiles); every output element is written once, by one thread. Each loop loads its next
  * tile while it computes with the current one (two buffers; at HS = 128 the backward keeps one).
+ * On Hopper the forward at hs = 64 runs on wgmma instead (attn_forward_wgmma_kernel, below).
  * F32 (and a 16-bit head size the tensor-core kernels cannot fit) runs SIMT kernels of the same math,
  * one warp per row. Decoding with a KV cache (one new position per sequence) is one warp per head.
  * ==================================================================================================== */
@@ -2151,6 +2152,234 @@ __global__ void __launch_bounds__(ATT_THREADS)
     }
 }
 
+/* --- Hopper (sm_90a): the attention forward on wgmma, head size 64 ---------------------------------------
+ * Every GPT-2 has hs = 64. Where the TMA matmul runs (sm_90a code, the driver's tensor-map encoder), 16-bit
+ * causal attention at hs = 64 runs here. A block takes 128 query rows of one (b, h) and three warpgroups.
+ * The first produces: one thread asks the copy engine for the Q tile once and, for each 128-key tile, its K
+ * and V tiles (boxes of 64 head dims x 128 rows of qkv, 128-byte swizzled) into FA_STAGES stages, each tile
+ * on its own "full" mbarrier; a stage is refilled once every consumer thread has arrived on its "empty" one.
+ * The other two consume, 64 query rows each:
+ *   S = Q K^T      wgmma m64n128k16, both operands from shared memory, K-major (a row is 64 head dims);
+ *   softmax        online, on S's accumulators in registers (exp2 domain, as the mma.sync kernel; the
+ *                  keys past the row or T are masked in the diagonal tile alone, the last);
+ *   O += P V       wgmma m64n64k16 with P from registers: S's accumulator layout (d[4i..4i+3] at rows g,
+ *                  g + 8, columns 8i + 2tq, +1) is, packed to 16 bits, the A fragment of k step i / 2
+ *                  (mma.sync m16n8k16's), and V is MN-major (a row is a key's 64 head dims).
+ * The loop is pipelined as FlashAttention-3's: step j issues S_j and then P_{j-1} V_{j-1}, so the softmax
+ * of S_j runs while the tensor cores compute P_{j-1} V_{j-1}; O is rescaled by S_j's correction after that
+ * product completes. Rows past T (the next sequence's, or zeros past the last) are computed and not stored.
+ * Without dropout (GPT-2's pretraining; with it the mma.sync kernel runs: the hash, unrolled over S's 64
+ * values, would more than double the kernel's code). setmaxnreg moves registers from the producer (24) to the consumers (240),
+ * which hold S (64), O (32) and P (32) besides the softmax's; as in the TMA matmul, the block's pool at
+ * launch (384 threads x 168) must cover both: checked at backend creation (fa_registers_ok). */
+#define FA_BM 128 /* query rows a block */
+#define FA_BN 128 /* keys a tile */
+#define FA_HS 64
+#define FA_STAGES 3
+#define FA_THREADS 384
+#define FA_TILE_BYTES (128 * FA_HS * 2) /* 16 KB: 128 rows x 64 head dims */
+/* Q, the K and V stages, alignment slack, the mbarriers */
+#define FA_SMEM_BYTES ((1 + 2 * FA_STAGES) * FA_TILE_BYTES + 1024 + 256)
+#define FA_PRODUCER_REGS 24
+#define FA_CONSUMER_REGS 240
+#define FA_REGS_NEEDED (128 * FA_PRODUCER_REGS + 2 * 128 * FA_CONSUMER_REGS)
+static_assert(FA_REGS_NEEDED <= 65536 / FA_THREADS / 8 * 8 * FA_THREADS, "setmaxnreg: the producer and consumers need more than the block's registers");
+
+#define WG_D32 WG_D16(0), WG_D16(16)
+#define WG_REGS32                                                                                                  \
+    "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, " \
+    "%24, %25, %26, %27, %28, %29, %30, %31}"
+/* d (64x64 per warpgroup, f32) += A (64x16 from registers: each warp's 16 rows as mma.sync m16n8k16's A
+ * fragment) B (16x64 from shared memory; TB: MN-major) */
+template <typename T, int TB> static __device__ __forceinline__ void wgmma_m64n64k16_rs(float (&d)[32], const uint32_t (&a)[4], uint64_t db) {
+#ifdef NGPT_WGMMA_DEVICE
+    if constexpr (std::is_same<T, __half>::value)
+        asm volatile("wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 " WG_REGS32 ", {%32, %33, %34, %35}, %36, 1, 1, 1, %37;\n"
+                     : WG_D32
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "n"(TB));
+    else
+        asm volatile("wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 " WG_REGS32 ", {%32, %33, %34, %35}, %36, 1, 1, 1, %37;\n"
+                     : WG_D32
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "n"(TB));
+#else
+    (void)d; (void)a; (void)db;
+#endif
+}
+
+#ifdef NGPT_WGMMA_DEVICE
+/* The online softmax of one key tile's scores s (this thread's: s[4i + 2r + e] at row qrow[r], key k0 + 8i +
+ * 2tq + e): masks keys past the row or T (MASK, the diagonal tile), updates each row's running max m (log2
+ * domain, scaled) and sum l, gives the factor corr the output so far is rescaled by, and leaves in s the
+ * probabilities. */
+template <bool MASK>
+static __device__ __forceinline__ void fa_softmax(float (&s)[64], float (&m)[2], float (&l)[2], float (&corr)[2], int k0, const int (&qrow)[2], int tq,
+                                                  int T_, float scale_log2) {
+    float mx[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+    for (int i = 0; i < 16; i++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            const int r = e >> 1, key = k0 + 8 * i + 2 * tq + (e & 1);
+            if (MASK && (key > qrow[r] || key >= T_)) s[4 * i + e] = -INFINITY;
+            mx[r] = fmaxf(mx[r], s[4 * i + e]);
+        }
+    float rsum[2] = {0.0f, 0.0f};
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+        mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
+        mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
+        const float mnew = fmaxf(m[r], mx[r] * scale_log2); /* finite: key k0 <= every row, in every tile */
+        corr[r] = exp2f(m[r] - mnew);
+        m[r] = mnew;
+    }
+#pragma unroll
+    for (int i = 0; i < 16; i++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            const int r = e >> 1;
+            s[4 * i + e] = exp2f(fmaf(s[4 * i + e], scale_log2, -m[r]));
+            rsum[r] += s[4 * i + e];
+        }
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+        rsum[r] += __shfl_xor_sync(0xffffffffu, rsum[r], 1);
+        rsum[r] += __shfl_xor_sync(0xffffffffu, rsum[r], 2);
+        l[r] = l[r] * corr[r] + rsum[r];
+    }
+}
+/* S = Q K^T for the warpgroup's 64 rows (q: its rows of the Q tile) and a 128-key tile k */
+template <typename T> static __device__ __forceinline__ void fa_issue_s(float (&s)[64], const unsigned char *q, const unsigned char *k) {
+#pragma unroll
+    for (int ks = 0; ks < FA_HS / 16; ks++) wgmma_m64n128k16<T, 0, 0>(s, wg_desc(q + ks * 32, 16, 1024), wg_desc(k + ks * 32, 16, 1024));
+}
+/* O += P V for a 128-key tile v (its rows, the keys, 128 bytes each: MN-major with k = key) */
+template <typename T> static __device__ __forceinline__ void fa_issue_pv(float (&o)[32], const uint32_t (&p)[8][4], const unsigned char *v) {
+#pragma unroll
+    for (int kk = 0; kk < FA_BN / 16; kk++) wgmma_m64n64k16_rs<T, 1>(o, p[kk], wg_desc(v + kk * 2048, 8192, 1024));
+}
+#endif
+
+template <typename T>
+__global__ void __launch_bounds__(FA_THREADS, 1)
+    attn_forward_wgmma_kernel(const __grid_constant__ CUtensorMap tm, T *out, float *lse, int T_, int C, int NH, float scale_log2) {
+#ifdef NGPT_WGMMA_DEVICE
+    extern __shared__ __align__(1024) unsigned char fa_smem[];
+    unsigned char *sQ = fa_smem + ((1024u - (smem_addr(fa_smem) & 1023u)) & 1023u);
+    unsigned char *sK = sQ + FA_TILE_BYTES, *sV = sK + FA_STAGES * FA_TILE_BYTES;
+    uint64_t *full_q = (uint64_t *)(sV + FA_STAGES * FA_TILE_BYTES), *full_k = full_q + 1, *full_v = full_k + FA_STAGES,
+             *empty = full_v + FA_STAGES;
+    const int nqt = (T_ + FA_BM - 1) / FA_BM;
+    const int qt = nqt - 1 - (int)blockIdx.x; /* longest rows first */
+    const int bh = blockIdx.y, b = bh / NH, h = bh % NH;
+    const int q0 = qt * FA_BM, nk = qt + 1; /* key tiles 0 .. qt: FA_BN = FA_BM, so tile qt is the diagonal */
+    const int row0 = b * T_;                /* qkv's row of (b, t = 0) */
+    if (threadIdx.x == 0) {
+        mbar_init(full_q, 1);
+        for (int s = 0; s < FA_STAGES; s++) {
+            mbar_init(&full_k[s], 1); /* the producer's expect-bytes arrival (+ the copy's bytes) */
+            mbar_init(&full_v[s], 1);
+            mbar_init(&empty[s], 2 * 128); /* every consumer thread */
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    __syncthreads();
+    if (threadIdx.x < 128) { /* producer warpgroup: one thread issues, the rest leave */
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(FA_PRODUCER_REGS));
+        if (threadIdx.x != 0) return;
+        mbar_expect_bytes(full_q, FA_TILE_BYTES);
+        tma_load(sQ, &tm, h * FA_HS, row0 + q0, full_q);
+        for (int j = 0; j < nk; j++) {
+            const int s = j % FA_STAGES;
+            mbar_wait(&empty[s], ((j / FA_STAGES) & 1) ^ 1); /* its last use released (the first passes) */
+            mbar_expect_bytes(&full_k[s], FA_TILE_BYTES);
+            tma_load(sK + s * FA_TILE_BYTES, &tm, C + h * FA_HS, row0 + j * FA_BN, &full_k[s]);
+            mbar_expect_bytes(&full_v[s], FA_TILE_BYTES);
+            tma_load(sV + s * FA_TILE_BYTES, &tm, 2 * C + h * FA_HS, row0 + j * FA_BN, &full_v[s]);
+        }
+        return;
+    }
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(FA_CONSUMER_REGS));
+    const int cw = (threadIdx.x >> 7) - 1; /* consumer warpgroup: rows cw*64 .. cw*64+63 of the block's */
+    const int lane = threadIdx.x & 31, w = (threadIdx.x >> 5) & 3, g = lane >> 2, tq = lane & 3;
+    const int qrow[2] = {q0 + cw * 64 + w * 16 + g, q0 + cw * 64 + w * 16 + g + 8};
+    const unsigned char *q = sQ + cw * 64 * 128;
+    float s[64], o[32], m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f}, corr[2];
+    uint32_t p[8][4]; /* P of the previous key tile: the A fragments of O += P V's eight k steps */
+#pragma unroll
+    for (int i = 0; i < 32; i++) o[i] = 0.0f;
+    /* P_j from S_j (s) into the A fragments */
+    auto pack_p = [&]() {
+#pragma unroll
+        for (int kk = 0; kk < 8; kk++)
+#pragma unroll
+            for (int x = 0; x < 4; x++) p[kk][x] = pack2<T>(s[8 * kk + 2 * x], s[8 * kk + 2 * x + 1]);
+    };
+    auto softmax = [&](int j) {
+        if (j == nk - 1) fa_softmax<true>(s, m, l, corr, j * FA_BN, qrow, tq, T_, scale_log2);
+        else fa_softmax<false>(s, m, l, corr, j * FA_BN, qrow, tq, T_, scale_log2);
+    };
+
+    mbar_wait(full_q, 0);
+    mbar_wait(&full_k[0], 0);
+#pragma unroll
+    for (int i = 0; i < 64; i++) s[i] = 0.0f;
+    asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+    fa_issue_s<T>(s, q, sK);
+    asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+    asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+#pragma unroll
+    for (int i = 0; i < 64; i++) asm volatile("" : "+f"(s[i])::"memory"); /* no read of s moves above the wait */
+    softmax(0);
+    pack_p();
+    for (int j = 1; j < nk; j++) {
+        const int st = j % FA_STAGES, pst = (j - 1) % FA_STAGES;
+        mbar_wait(&full_k[st], (j / FA_STAGES) & 1);
+        mbar_wait(&full_v[pst], ((j - 1) / FA_STAGES) & 1);
+#pragma unroll
+        for (int i = 0; i < 64; i++) s[i] = 0.0f;
+        asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+        fa_issue_s<T>(s, q, sK + st * FA_TILE_BYTES);
+        asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+        fa_issue_pv<T>(o, p, sV + pst * FA_TILE_BYTES);
+        asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+        asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory"); /* S_j is done; P_{j-1} V_{j-1} may still run */
+#pragma unroll
+        for (int i = 0; i < 64; i++) asm volatile("" : "+f"(s[i])::"memory");
+        softmax(j);
+        asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory"); /* P_{j-1} V_{j-1} is done ... */
+#pragma unroll
+        for (int i = 0; i < 32; i++) asm volatile("" : "+f"(o[i])::"memory");
+#pragma unroll
+        for (int kk = 0; kk < 8; kk++) asm volatile("" : "+r"(p[kk][0]), "+r"(p[kk][1]), "+r"(p[kk][2]), "+r"(p[kk][3])::"memory");
+        mbar_arrive(&empty[pst]); /* ... so its stage may be refilled, and P and O may be written */
+#pragma unroll
+        for (int i = 0; i < 32; i++) o[i] *= corr[(i >> 1) & 1];
+        pack_p();
+    }
+    const int lst = (nk - 1) % FA_STAGES;
+    mbar_wait(&full_v[lst], ((nk - 1) / FA_STAGES) & 1);
+    asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+    fa_issue_pv<T>(o, p, sV + lst * FA_TILE_BYTES);
+    asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+    asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+#pragma unroll
+    for (int i = 0; i < 32; i++) asm volatile("" : "+f"(o[i])::"memory");
+    mbar_arrive(&empty[lst]);
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+        const int t = qrow[r];
+        if (t >= T_) continue;
+        const float inv = 1.0f / l[r];
+        T *orow = out + ((size_t)row0 + t) * C + (size_t)h * FA_HS;
+#pragma unroll
+        for (int i = 0; i < 8; i++) *(uint32_t *)(orow + 8 * i + 2 * tq) = pack2<T>(o[4 * i + 2 * r] * inv, o[4 * i + 2 * r + 1] * inv);
+        if (tq == 0) lse[(size_t)bh * T_ + t] = (m[r] + log2f(l[r])) * LN2_F;
+    }
+#else
+    (void)tm; (void)out; (void)lse; (void)T_; (void)C; (void)NH; (void)scale_log2;
+#endif
+}
+
 /* --- SIMT attention: one warp per row, lane owns channels lane, lane+32, lane+64, lane+96 (hs <= 128) --- */
 #define ATT_SIMT_WARPS 4
 #define ATT_MAXD 4
@@ -2387,6 +2616,21 @@ static void attn_forward_tc(ngpt_backend *be, T *out, float *lse, const T *qkv, 
     attn_forward_tc_kernel<T, HS><<<grid, ATT_THREADS, AttnSmem<HS>::FWD, impl_of(be)->stream>>>(out, lse, qkv, T_, C, NH, hs, scale_log2, dr, vec);
     CU_LAUNCHED(be, "attn_forward_tc_kernel");
 }
+/* The wgmma forward (head size 64, no dropout, sm_90a, where the TMA matmul runs): 1 when launched, 0 when it
+ * cannot run these operands (nothing happened) */
+template <typename T>
+static int attn_forward_wgmma(ngpt_backend *be, T *out, float *lse, const T *qkv, int B, int T_, int C, int NH, DropArgs dr) {
+    CudaImpl *im = impl_of(be);
+    if (!im->use_tma || dr.p > 0.0f || C != NH * FA_HS || (long long)B * NH > 65535 || (long long)B * T_ > INT_MAX - FA_BN || !vec_ok(qkv, (size_t)3 * C) ||
+        (uintptr_t)out % 4)
+        return 0;
+    CUtensorMap map;
+    if (tma_map(im, &map, qkv, (size_t)3 * C, (size_t)B * T_, (size_t)3 * C, FA_HS, FA_BM)) return 0;
+    dim3 grid((unsigned)((T_ + FA_BM - 1) / FA_BM), (unsigned)(B * NH));
+    attn_forward_wgmma_kernel<T><<<grid, FA_THREADS, FA_SMEM_BYTES, im->stream>>>(map, out, lse, T_, C, NH, LOG2E_F / sqrtf((float)FA_HS));
+    CU_LAUNCHED(be, "attn_forward_wgmma_kernel");
+    return 1;
+}
 template <typename T, int HS>
 static void attn_backward_tc(ngpt_backend *be, T *dqkv, const T *dout, const T *qkv, const float *lse, const float *D, int B, int T_, int C, int NH,
                              DropArgs dr) {
@@ -2407,6 +2651,7 @@ template <typename T>
 static void attention_forward_t(ngpt_backend *be, T *out, float *lse, const T *qkv, int B, int T_, int C, int NH, DropArgs dr) {
     int hs = C / NH;
     if constexpr (sizeof(T) == 2) {
+        if (attn_forward_wgmma<T>(be, out, lse, qkv, B, T_, C, NH, dr)) return;
         switch (attn_tc_hs(be, hs, B, NH)) {
         case 32: attn_forward_tc<T, 32>(be, out, lse, qkv, B, T_, C, NH, dr); return;
         case 64: attn_forward_tc<T, 64>(be, out, lse, qkv, B, T_, C, NH, dr); return;
@@ -2678,27 +2923,30 @@ static int probe_device(int *device, int *cc, char *err, size_t errlen) {
     return NGPT_OK;
 }
 
-/* Whether every build of the TMA kernel starts with the registers its setmaxnreg moves (TM_REGS_NEEDED):
- * with fewer, the consumers' increase would wait for registers that never come. */
-template <typename T> static bool tma_registers_ok() {
-    const void *kernels[3] = {(const void *)matmul_tma_kernel<T, true, true>, (const void *)matmul_tma_kernel<T, true, false>,
-                              (const void *)matmul_tma_kernel<T, false, false>};
-    for (const void *k : kernels) {
-        cudaFuncAttributes fa;
-        if (cudaFuncGetAttributes(&fa, k) != cudaSuccess) {
-            cudaGetLastError();
-            return false;
-        }
-        if ((long long)fa.numRegs * TM_THREADS < TM_REGS_NEEDED) return false;
+/* Whether every build of the TMA kernels (the matmul's three and the attention forward) starts with the
+ * registers its setmaxnreg moves (TM_REGS_NEEDED, FA_REGS_NEEDED): with fewer, the consumers' increase
+ * would wait for registers that never come. */
+static bool registers_cover(const void *kernel, int threads, long long needed) {
+    cudaFuncAttributes fa;
+    if (cudaFuncGetAttributes(&fa, kernel) != cudaSuccess) {
+        cudaGetLastError();
+        return false;
     }
-    return true;
+    return (long long)fa.numRegs * threads >= needed;
+}
+template <typename T> static bool tma_registers_ok() {
+    return registers_cover((const void *)matmul_tma_kernel<T, true, true>, TM_THREADS, TM_REGS_NEEDED) &&
+           registers_cover((const void *)matmul_tma_kernel<T, true, false>, TM_THREADS, TM_REGS_NEEDED) &&
+           registers_cover((const void *)matmul_tma_kernel<T, false, false>, TM_THREADS, TM_REGS_NEEDED) &&
+           registers_cover((const void *)attn_forward_wgmma_kernel<T>, FA_THREADS, FA_REGS_NEEDED);
 }
 
 /* Which kernel 16-bit matmuls run on. The wgmma kernels run where they can: a compute capability 9.0 GPU
  * and a binary with sm_90a code (ngpt_wgmma_built reads 1 only there); the TMA one of them also needs the
- * driver's tensor-map encoder and its register budget (tma_registers_ok). NGPT_MATMUL picks an older
- * kernel, to compare: "mma" (mma.sync) or "wgmma" (the cp.async wgmma kernel). *encoder: the encoder when
- * the choice is MATMUL_TMA, else NULL. */
+ * driver's tensor-map encoder and its register budget (tma_registers_ok). The TMA choice also brings the
+ * wgmma attention forward (head size 64). NGPT_MATMUL picks an older kernel, to compare: "mma" (mma.sync)
+ * or "wgmma" (the cp.async wgmma kernel); both keep attention on mma.sync. *encoder: the encoder when the
+ * choice is MATMUL_TMA, else NULL. */
 enum { MATMUL_MMA, MATMUL_WGMMA, MATMUL_TMA };
 static int matmul_choice(int cc, void **encoder) {
     const char *force = getenv("NGPT_MATMUL");
@@ -2743,6 +2991,7 @@ template <typename T> static int set_smem_attrs(ngpt_backend *be) {
         bad |= CU_CHECK(be, cudaFuncSetAttribute(matmul_tma_kernel<T, true, true>, cudaFuncAttributeMaxDynamicSharedMemorySize, TM_SMEM_BYTES));
         bad |= CU_CHECK(be, cudaFuncSetAttribute(matmul_tma_kernel<T, true, false>, cudaFuncAttributeMaxDynamicSharedMemorySize, TM_SMEM_BYTES));
         bad |= CU_CHECK(be, cudaFuncSetAttribute(matmul_tma_kernel<T, false, false>, cudaFuncAttributeMaxDynamicSharedMemorySize, TM_SMEM_BYTES));
+        bad |= CU_CHECK(be, cudaFuncSetAttribute(attn_forward_wgmma_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, FA_SMEM_BYTES));
     }
     int n = 0; /* the forward layout stands for all three (their shared memory differs by a few KB) */
     if (!bad && im->use_wgmma)

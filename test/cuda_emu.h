@@ -150,9 +150,10 @@ struct TmaCopy {             /* a copy-engine load in flight: its bytes land whe
     uint64_t *bar;
 };
 struct WgmmaOp {             /* one wgmma.mma_async of a warpgroup: D (64 x n) += A (64 x 16) B (16 x n) */
-    uint64_t da, db;
-    int f16, ta, tb, n, issued;
+    uint64_t da, db;         /* da: 0 when A comes from registers */
+    int f16, ta, tb, n, issued, a_regs;
     float *d[128];           /* each thread's accumulator fragment */
+    const uint32_t *a[128];  /* A from registers: each thread's four (read when the group is computed, as late as a GPU may) */
 };
 struct WgmmaGroup {
     long first, last;        /* its ops [first, last) */
@@ -803,15 +804,26 @@ static void check_operand_visible(uint64_t desc, int mn_major, int mn_count, con
         }
 }
 static void wgmma_check_visible(const WgmmaOp &op) {
-    check_operand_visible(op.da, op.ta, 64, "wgmma operand A");
+    if (!op.a_regs) check_operand_visible(op.da, op.ta, 64, "wgmma operand A");
     check_operand_visible(op.db, op.tb, op.n, "wgmma operand B");
 }
 static void wgmma_compute(WgmmaOp &op) {
     static float D[64][256];
     float A[64][16], B[16][256];
     float (*cvt)(uint16_t) = op.f16 ? f16_to_f : bf16_to_f;
-    for (int m = 0; m < 64; m++)
-        for (int k = 0; k < 16; k++) A[m][k] = cvt(half_bits(shared_at(operand_address(op.da, op.ta, m, k), 2, "wgmma operand A")));
+    if (op.a_regs) { /* thread t of warp w: a[x] = (row 16w + g + 8 (x & 1), k 2q + 8 (x >> 1), +1), the lower k in the low half */
+        for (int t = 0; t < 128; t++) {
+            int w = t / 32, g = (t % 32) / 4, q = t % 4;
+            for (int x = 0; x < 4; x++) {
+                int m = 16 * w + g + (x & 1) * 8, k = 2 * q + (x >> 1) * 8;
+                A[m][k] = cvt((uint16_t)(op.a[t][x] & 0xFFFFu));
+                A[m][k + 1] = cvt((uint16_t)(op.a[t][x] >> 16));
+            }
+        }
+    } else {
+        for (int m = 0; m < 64; m++)
+            for (int k = 0; k < 16; k++) A[m][k] = cvt(half_bits(shared_at(operand_address(op.da, op.ta, m, k), 2, "wgmma operand A")));
+    }
     for (int k = 0; k < 16; k++)
         for (int n = 0; n < op.n; n++) B[k][n] = cvt(half_bits(shared_at(operand_address(op.db, op.tb, n, k), 2, "wgmma operand B")));
     /* accumulator fragments: warp w of the warpgroup holds rows 16w .. 16w + 15; d[4i], d[4i+1] at (row g,
@@ -833,24 +845,34 @@ static void wgmma_compute(WgmmaOp &op) {
             for (int e = 0; e < 4; e++) op.d[t][4 * i + e] = D[16 * w + g + (e >> 1) * 8][8 * i + 2 * q + (e & 1)];
     }
 }
-template <typename T, int TA, int TB, int NREG> static void wgmma(float (&d)[NREG], uint64_t da, uint64_t db) {
-    static_assert(NREG % 4 == 0 && NREG * 2 <= 256, "wgmma: n = 2 x the accumulator registers, at most 256");
+/* one thread's wgmma.mma_async: d (n / 2 registers) += A (descriptor da, or this thread's registers a) B */
+static void wgmma_issue(float *d, int n, uint64_t da, const uint32_t *a, uint64_t db, int ta, int tb, int f16) {
     Warpgroup &wg = my_warpgroup("wgmma.mma_async");
     long i = cur->wg_issued++;
-    int f16 = std::is_same<T, __half>::value;
+    int a_regs = a != NULL;
     if (i == (long)wg.ops.size()) {
         WgmmaOp op;
         memset(&op, 0, sizeof op);
-        op.da = da, op.db = db, op.f16 = f16, op.ta = TA, op.tb = TB, op.n = NREG * 2;
+        op.da = da, op.db = db, op.f16 = f16, op.ta = ta, op.tb = tb, op.n = n, op.a_regs = a_regs;
         wg.ops.push_back(op);
     }
     WgmmaOp &op = wg.ops[(size_t)i];
-    if (op.da != da || op.db != db || op.f16 != f16 || op.ta != TA || op.tb != TB || op.n != NREG * 2)
+    if (op.da != da || op.db != db || op.f16 != f16 || op.ta != ta || op.tb != tb || op.n != n || op.a_regs != a_regs)
         block_fail("threads of one warpgroup issue different wgmma.mma_async (descriptors %#llx %#llx and %#llx %#llx)",
                    (unsigned long long)op.da, (unsigned long long)op.db, (unsigned long long)da, (unsigned long long)db);
     op.d[cur->linear % 128] = d;
+    op.a[cur->linear % 128] = a;
     if (++op.issued == 128) wgmma_check_visible(op);
     blk.events++;
+}
+template <typename T, int TA, int TB, int NREG> static void wgmma(float (&d)[NREG], uint64_t da, uint64_t db) {
+    static_assert(NREG % 4 == 0 && NREG * 2 <= 256, "wgmma: n = 2 x the accumulator registers, at most 256");
+    wgmma_issue(d, NREG * 2, da, NULL, db, TA, TB, std::is_same<T, __half>::value);
+}
+/* A from registers: the four of mma.sync m16n8k16's A fragment */
+template <typename T, int TB, int NREG> static void wgmma_rs(float (&d)[NREG], const uint32_t (&a)[4], uint64_t db) {
+    static_assert(NREG % 4 == 0 && NREG * 2 <= 256, "wgmma: n = 2 x the accumulator registers, at most 256");
+    wgmma_issue(d, NREG * 2, 0, a, db, 0, TB, std::is_same<T, __half>::value);
 }
 static void wgmma_commit() {
     Warpgroup &wg = my_warpgroup("wgmma.commit_group");

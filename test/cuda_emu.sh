@@ -11,6 +11,7 @@
 #   bash test/cuda_emu.sh                   all of it
 #   EMU_CCS=80 bash test/cuda_emu.sh        one emulated GPU, no mutants (EMU_MUTANTS=0 alone skips those)
 #   EMU_SRC=other.cu bash test/cuda_emu.sh  another source than nanogpt.cu
+#   EMU_CCS=90 EMU_MUTANTS=1 EMU_MUTANTS_MATCH=attention bash test/cuda_emu.sh   the mutants whose names match
 #
 # The rewrite (perl, below): every launch `kernel<<<grid, block[, smem[, stream]]>>>(args)` becomes
 # `emu::launch("kernel", (const void *)&kernel, [&]() { kernel(args); }, grid, block[, smem[, stream]])`,
@@ -81,6 +82,8 @@ rewrite() {
             q{emu::wgmma<T, TA, TB>(d, da, db);},
         q{template <typename T, int TA, int TB> static __device__ __forceinline__ void wgmma_m64n256k16\(float \(&d\)\[128\], uint64_t da, uint64_t db\)} =>
             q{emu::wgmma<T, TA, TB>(d, da, db);},
+        q{template <typename T, int TB> static __device__ __forceinline__ void wgmma_m64n64k16_rs\(float \(&d\)\[32\], const uint32_t \(&a\)\[4\], uint64_t db\)} =>
+            q{emu::wgmma_rs<T, TB>(d, a, db);},
     );
     # single inline-PTX statements => their emulations (each form must occur)
     my @stmts = (
@@ -92,6 +95,7 @@ rewrite() {
         [q{asm volatile\("setmaxnreg\.(inc|dec)\.sync\.aligned\.u32 %0;\\\\n" ::"n"\((\w+)\)\);},
             sub { "emu::setmaxnreg(" . ($_[0] eq "inc" ? 1 : 0) . ", $_[1]);" }],
         [q{asm volatile\("" : "\+f"\([^()]*\)\s*::\s*"memory"\);}, sub { "(void)0; /* (a compiler barrier on the GPU) */" }],
+        [q{asm volatile\("" : "\+r"\([^()]*\)(?:, "\+r"\([^()]*\))*\s*::\s*"memory"\);}, sub { "(void)0; /* (a compiler barrier on the GPU) */" }],
     );
     for my $st (@stmts) {
         my ($re, $to) = @$st;
@@ -246,6 +250,9 @@ MUTANTS=(
     "matmul stages its epilogue in tiles other warps may still read|80|--matmul-only|__syncthreads(); /* every warp is done with the tiles: their memory stages the epilogue */|"
     "cp.async wgmma kernel stages its epilogue in tiles the other warpgroup may still read|90|NGPT_MATMUL=wgmma --matmul-only|__syncthreads(); /* both warpgroups' products are done: the tiles' memory stages the epilogue */|"
     "cp.async wgmma kernel fences the async proxy before its copies land, not after|90|NGPT_MATMUL=wgmma --matmul-only|cp_async_wait<WG_STAGES - 3>();                                /* this thread's copies of tile kt have landed */\n        asm volatile(\"fence.proxy.async.shared::cta;\\\\n\" ::: \"memory\");|asm volatile(\"fence.proxy.async.shared::cta;\\\\n\" ::: \"memory\");\n        cp_async_wait<WG_STAGES - 3>();"
+    "wgmma attention reads S before its wgmma completes|90||wgmma.wait_group.sync.aligned 1;\\\\n\" ::: \"memory\"); /* S_j is done|wgmma.wait_group.sync.aligned 2;\\\\n\" ::: \"memory\"); /* S_j is done"
+    "wgmma attention: the producer refills a stage its consumers may still read|90||mbar_wait(&empty[s], ((j / FA_STAGES) & 1) ^ 1);|"
+    "wgmma attention keeps O unscaled when a key tile raises a row's max|90||o[i] *= corr[(i >> 1) & 1];|(void)corr;"
 )
 mutant() { # INDEX: builds and runs mutant INDEX on its emulated GPU, into $OUT/mutant_INDEX/
     local name cc args from to d=$OUT/mutant_$1 a envs=() flags=()
@@ -270,6 +277,7 @@ if [ "$EMU_MUTANTS" = 1 ]; then
     todo=()
     for i in "${!MUTANTS[@]}"; do
         IFS='|' read -r name cc _ <<<"${MUTANTS[$i]}"
+        [ -n "${EMU_MUTANTS_MATCH:-}" ] && ! grep -q -- "$EMU_MUTANTS_MATCH" <<<"$name" && continue
         case " $built " in
         *" $cc "*) todo+=("$i") ;;
         *) fail "mutant '$name': sm_$cc was not built" ;;

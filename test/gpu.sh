@@ -15,7 +15,7 @@
 # bench (nanogpt bench and tools/bench_torch_gpt2.py: end to end, every matmul shape, attention, LayerNorm, the loss, memory;
 # sampling speed with 1 and 10 samples).
 # Not in the default run: recipe (nanoGPT's shakespeare_char GPU recipe, 71 s on an H200: bash test/gpu.sh
-# recipe) and profile (ncu on the default matmul and the attention backward, into bench.log, with each one's
+# recipe) and profile (ncu on the default matmul and both attention kernels, into bench.log, with each one's
 # SASS and its stall samples per instruction).
 #
 # Logs go to $OUT (the device tool's folder) or ./gpu-logs: build.log, ops.log, sanitize.log, train.log,
@@ -445,13 +445,15 @@ if want bench && [ $BUILT = 0 ] && time_left "benchmarks" 150 bench; then
     if [ -s "$BUILD/k_wgmma" ]; then
         tw=$(ratio '^matmul' "$BUILD/k_ours" "$BUILD/k_wgmma")
         row "TMA vs cp.async wgmma matmuls" "$(target "$tw" 1.0)" "${tw:-none}x, FLOP-weighted over every shape"
+        fw=$(ratio '^attention fwd' "$BUILD/k_ours" "$BUILD/k_wgmma") # NGPT_MATMUL=wgmma keeps attention on mma.sync
+        row "wgmma vs mma.sync attention forward" "$(target "$fw" 1.0)" "${fw:-none}x"
     fi
     echo "bench: $(($(date +%s) - t0)) s"
 fi
 
 # ---- profile (not in the default run; bash test/gpu.sh profile, about a minute): Nsight Compute on the first
-# launch of the default matmul kernel and of the attention backward in `nanogpt bench --kernels` (the qkv
-# forward product; the backward at GPT-2's shapes): speed of light, warp stall reasons (an instruction-cache
+# launch of the default matmul kernel, the attention forward and the attention backward in `nanogpt bench
+# --kernels` (the qkv forward product; attention at GPT-2's shapes): speed of light, warp stall reasons (an instruction-cache
 # bound kernel stalls on "no instruction"), memory and instruction statistics. Appended to bench.log ---------
 if want profile && [ $BUILT = 0 ]; then
     NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -n 1)
@@ -460,7 +462,7 @@ if want profile && [ $BUILT = 0 ]; then
     else
         t0=$(date +%s)
         okp=0
-        for k in "regex:matmul_(tma|wgmma|tc)_kernel" "regex:attn_backward_dkdv"; do
+        for k in "regex:matmul_(tma|wgmma|tc)_kernel" "regex:attn_forward_(wgmma|tc)" "regex:attn_backward_dkdv"; do
             echo "== ncu $k" >>"$LOG/bench.log"
             rm -f "$BUILD/ncu.ncu-rep"
             timeout $(cap_time 150) "$NCU" --clock-control none --kernel-name "$k" --launch-count 1 --section SpeedOfLight \
@@ -477,7 +479,7 @@ if want profile && [ $BUILT = 0 ]; then
                     echo "(ncu could not print the source page)" >>"$LOG/bench.log"
             fi
         done
-        row "ncu profile" "$([ $okp = 2 ] && echo PASS || echo FAIL)" "$okp of 2 kernels profiled into bench.log; $(($(date +%s) - t0)) s"
+        row "ncu profile" "$([ $okp = 3 ] && echo PASS || echo FAIL)" "$okp of 3 kernels profiled into bench.log; $(($(date +%s) - t0)) s"
     fi
 fi
 

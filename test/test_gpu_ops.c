@@ -890,6 +890,26 @@ static void tg_matmul_sweep(void) {
     }
 }
 
+static void tg_attention_sweep(void) {
+    int S = tg_small;
+    t_attention(2, 2, 1, 64, 0.0f);
+    t_attention(2, 3, 65, 64, 0.0f);
+    t_attention(2, 3, 65, 64, 0.1f);
+    t_attention(1, 2, 77, 48, 0.0f);  /* hs 48: zero-padded to 64 */
+    t_attention(1, 3, 50, 20, 0.1f);  /* hs 20: rows not a multiple of 8 elements */
+    t_attention(1, 2, 70, 128, 0.0f);
+    t_attention(2, 4, 100, 32, 0.1f);
+    t_attention(1, 2, 200, 64, 0.1f); /* four key tiles: each double buffer is refilled after use (a missing barrier races) */
+    t_attention(1, 2, 520, 64, 0.0f); /* five 128-key tiles: each of the wgmma forward's three stages is refilled */
+    if (!S) {
+        t_attention(1, 4, 256, 64, 0.0f);
+        t_attention(2, 12, 256, 64, 0.1f);
+        t_attention(2, 4, 256, 32, 0.0f);
+        t_attention(1, 2, 256, 128, 0.1f);
+        t_attention(1, 12, 1024, 64, 0.0f);
+    }
+}
+
 static void tg_sweep(void) {
     int S = tg_small;
     t_contract();
@@ -908,21 +928,7 @@ static void tg_sweep(void) {
     t_layernorm(4500, 62, 0);
     if (!S) { t_layernorm(2048, 768, 1); t_layernorm(1024, 1600, 0); }
     tg_matmul_sweep();
-    t_attention(2, 2, 1, 64, 0.0f);
-    t_attention(2, 3, 65, 64, 0.0f);
-    t_attention(2, 3, 65, 64, 0.1f);
-    t_attention(1, 2, 77, 48, 0.0f);  /* hs 48: zero-padded to 64 */
-    t_attention(1, 3, 50, 20, 0.1f);  /* hs 20: rows not a multiple of 8 elements */
-    t_attention(1, 2, 70, 128, 0.0f);
-    t_attention(2, 4, 100, 32, 0.1f);
-    t_attention(1, 2, 200, 64, 0.1f); /* four key tiles: each double buffer is refilled after use (a missing barrier races) */
-    if (!S) {
-        t_attention(1, 4, 256, 64, 0.0f);
-        t_attention(2, 12, 256, 64, 0.1f);
-        t_attention(2, 4, 256, 32, 0.0f);
-        t_attention(1, 2, 256, 128, 0.1f);
-        t_attention(1, 12, 1024, 64, 0.0f);
-    }
+    tg_attention_sweep();
     t_attention_decode(3, 2, 64, 0, 16);
     t_attention_decode(2, 3, 48, 37, 70);
     t_attention_decode(4, 4, 32, 99, 100);
@@ -975,9 +981,10 @@ int main(int argc, char **argv) {
     tg_cpu->set_scratch(tg_cpu, tg_cpu_dev, cs);
     tg_cpu_base = ALIGN_UP(cs, 256);
 
-    /* Each dtype's whole sweep; where 16-bit matmuls run on wgmma (sm_90a), the matmuls once more on each
-     * older kernel (NGPT_MATMUL=wgmma: the cp.async wgmma kernel, where the TMA one is the default;
-     * NGPT_MATMUL=mma: mma.sync), so every kernel is held to the CPU. */
+    /* Each dtype's whole sweep; where 16-bit matmuls run on wgmma (sm_90a), the matmuls and attention once
+     * more on each older kernel (NGPT_MATMUL=wgmma: the cp.async wgmma kernel, where the TMA one is the
+     * default; NGPT_MATMUL=mma: mma.sync; both with the mma.sync attention forward, where the default is
+     * the wgmma one at hs = 64), so every kernel is held to the CPU. */
     int wgmma = strstr(desc, "matmul wgmma") != NULL, tma = strstr(desc, "matmul wgmma+tma") != NULL;
     struct { int dtype; const char *matmul; } runs[7] = {{NGPT_DTYPE_F32, NULL},     {NGPT_DTYPE_BF16, NULL},    {NGPT_DTYPE_F16, NULL},
                                                           {NGPT_DTYPE_BF16, "mma"},   {NGPT_DTYPE_F16, "mma"},    {NGPT_DTYPE_BF16, "wgmma"},
@@ -1033,7 +1040,8 @@ int main(int argc, char **argv) {
         ngpt_cuda_mem_info(&free0, &total, err, sizeof err);
         struct timespec t0, t1;
         clock_gettime(CLOCK_MONOTONIC, &t0);
-        if (runs[k].matmul || tg_matmul_only) tg_matmul_sweep();
+        if (tg_matmul_only) tg_matmul_sweep();
+        else if (runs[k].matmul) { tg_matmul_sweep(); tg_attention_sweep(); } /* the older kernels also run attention on mma.sync */
         else tg_sweep();
         clock_gettime(CLOCK_MONOTONIC, &t1);
         ngpt_cuda_mem_info(&free1, &total, err, sizeof err);
