@@ -1740,7 +1740,8 @@ static void cu_matmul_backward_gelu(ngpt_backend *be, void *dinp, void *dw, void
  * then one kernel per key tile for dK, dV (looping over query tiles) and one per query tile for dQ
  * (looping over key tiles); every output element is written once, by one thread. Each loop loads its next
  * tile while it computes with the current one (two buffers; at HS = 128 the backward keeps one).
- * On Hopper the forward at hs = 64 runs on wgmma instead (attn_forward_wgmma_kernel, below).
+ * On Hopper, at hs = 64 without dropout, the same algorithm runs on wgmma (attn_forward_wgmma_kernel and
+ * the backward pair after it).
  * F32 (and a 16-bit head size the tensor-core kernels cannot fit) runs SIMT kernels of the same math,
  * one warp per row. Decoding with a KV cache (one new position per sequence) is one warp per head.
  * ==================================================================================================== */
@@ -2380,6 +2381,269 @@ __global__ void __launch_bounds__(FA_THREADS, 1)
 #endif
 }
 
+/* --- Hopper (sm_90a): the attention backward on wgmma, head size 64 --------------------------------------
+ * The same two deterministic kernels as on mma.sync (every output element written once, by one thread), with
+ * the forward's producer, stages and barriers, where the wgmma forward runs and there is no dropout.
+ * dK, dV: a block takes 128 keys (64 a consumer warpgroup) and loops over the 64-query tiles from its first
+ * key on (Q and dO tiles through FA_STAGES stages). S^T = K Q^T and dP^T = V dO^T are wgmma m64n64k16 with
+ * both operands K-major in shared memory; P^T and dS^T = P^T (dP^T - D) are computed in registers (lse and D
+ * of the tile's 64 queries read by each thread for its 16 columns), and dV += P^T dO, dK += dS^T Q take them
+ * as register A operands with dO and Q MN-major (k = query).
+ * dQ: a block takes 128 queries and loops over the 128-key tiles up to its diagonal: S = Q K^T and
+ * dP = dO V^T on m64n128k16, dS = P (dP - D) in registers, dQ += dS K with K MN-major (k = key). */
+/* d (64x64 per warpgroup, f32) += A (64x16) B (16x64); TA / TB: the operand is MN-major */
+template <typename T, int TA, int TB> static __device__ __forceinline__ void wgmma_m64n64k16(float (&d)[32], uint64_t da, uint64_t db) {
+#ifdef NGPT_WGMMA_DEVICE
+    if constexpr (std::is_same<T, __half>::value)
+        asm volatile("wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 " WG_REGS32 ", %32, %33, 1, 1, 1, %34, %35;\n"
+                     : WG_D32
+                     : "l"(da), "l"(db), "n"(TA), "n"(TB));
+    else
+        asm volatile("wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 " WG_REGS32 ", %32, %33, 1, 1, 1, %34, %35;\n"
+                     : WG_D32
+                     : "l"(da), "l"(db), "n"(TA), "n"(TB));
+#else
+    (void)d; (void)da; (void)db;
+#endif
+}
+#define FB_BQ 64 /* the dK/dV kernel's query tiles */
+#define FB_Q_BYTES (FB_BQ * FA_HS * 2) /* 8 KB */
+/* K and V, the Q and dO stages, alignment slack, the mbarriers */
+#define FB_DKDV_SMEM_BYTES (2 * FA_TILE_BYTES + 2 * FA_STAGES * FB_Q_BYTES + 1024 + 256)
+/* Q and dO, the K and V stages, alignment slack, the mbarriers */
+#define FB_DQ_SMEM_BYTES ((2 + 2 * FA_STAGES) * FA_TILE_BYTES + 1024 + 256)
+
+#ifdef NGPT_WGMMA_DEVICE
+/* 16 accumulators of a 64 x 16 slab (d[8kk .. 8kk + 7]) as the A fragment of k step kk, packed to 16 bits */
+template <typename T, int NK> static __device__ __forceinline__ void fa_pack_a(uint32_t (&a)[NK][4], const float (&d)[8 * NK]) {
+#pragma unroll
+    for (int kk = 0; kk < NK; kk++)
+#pragma unroll
+        for (int x = 0; x < 4; x++) a[kk][x] = pack2<T>(d[8 * kk + 2 * x], d[8 * kk + 2 * x + 1]);
+}
+#endif
+
+template <typename T>
+__global__ void __launch_bounds__(FA_THREADS, 1)
+    attn_backward_dkdv_wgmma_kernel(const __grid_constant__ CUtensorMap tm_qkv, const __grid_constant__ CUtensorMap tm_do, T *dqkv, const float *lse,
+                                    const float *Dsum, int T_, int C, int NH, float scale, float scale_log2) {
+#ifdef NGPT_WGMMA_DEVICE
+    extern __shared__ __align__(1024) unsigned char fb_smem[];
+    unsigned char *sK = fb_smem + ((1024u - (smem_addr(fb_smem) & 1023u)) & 1023u);
+    unsigned char *sV = sK + FA_TILE_BYTES, *sQ = sV + FA_TILE_BYTES, *sO = sQ + FA_STAGES * FB_Q_BYTES;
+    uint64_t *full_kv = (uint64_t *)(sO + FA_STAGES * FB_Q_BYTES), *full = full_kv + 1, *empty = full + FA_STAGES;
+    const int k0 = blockIdx.x * FA_BN; /* small k0 first: they have the longest loops */
+    const int bh = blockIdx.y, b = bh / NH, h = bh % NH;
+    const int row0 = b * T_;
+    const int qt0 = k0 / FB_BQ, nqt = (T_ + FB_BQ - 1) / FB_BQ; /* query tiles qt0 .. nqt - 1 */
+    if (threadIdx.x == 0) {
+        mbar_init(full_kv, 1);
+        for (int s = 0; s < FA_STAGES; s++) {
+            mbar_init(&full[s], 1); /* the producer's expect-bytes arrival (+ the copies' bytes) */
+            mbar_init(&empty[s], 2 * 128); /* every consumer thread */
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    __syncthreads();
+    if (threadIdx.x < 128) { /* producer warpgroup: one thread issues, the rest leave */
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(FA_PRODUCER_REGS));
+        if (threadIdx.x != 0) return;
+        mbar_expect_bytes(full_kv, 2 * FA_TILE_BYTES);
+#pragma unroll
+        for (int half = 0; half < 2; half++) {
+            tma_load(sK + half * FB_Q_BYTES, &tm_qkv, C + h * FA_HS, row0 + k0 + half * FB_BQ, full_kv);
+            tma_load(sV + half * FB_Q_BYTES, &tm_qkv, 2 * C + h * FA_HS, row0 + k0 + half * FB_BQ, full_kv);
+        }
+        for (int i = 0; qt0 + i < nqt; i++) {
+            const int s = i % FA_STAGES, q0 = (qt0 + i) * FB_BQ;
+            mbar_wait(&empty[s], ((i / FA_STAGES) & 1) ^ 1); /* its last use released (the first passes) */
+            mbar_expect_bytes(&full[s], 2 * FB_Q_BYTES);
+            tma_load(sQ + s * FB_Q_BYTES, &tm_qkv, h * FA_HS, row0 + q0, &full[s]);
+            tma_load(sO + s * FB_Q_BYTES, &tm_do, h * FA_HS, row0 + q0, &full[s]);
+        }
+        return;
+    }
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(FA_CONSUMER_REGS));
+    const int cw = (threadIdx.x >> 7) - 1; /* consumer warpgroup: keys cw*64 .. cw*64+63 of the block's */
+    const int lane = threadIdx.x & 31, w = (threadIdx.x >> 5) & 3, g = lane >> 2, tq = lane & 3;
+    const int key[2] = {k0 + cw * 64 + w * 16 + g, k0 + cw * 64 + w * 16 + g + 8};
+    const unsigned char *kr = sK + cw * 64 * 128, *vr = sV + cw * 64 * 128;
+    float st[32], dpt[32], dk[32], dv[32], lse2[16], Dq[16];
+    uint32_t pa[4][4], sa[4][4]; /* P^T and dS^T of the previous query tile: A fragments of dV's and dK's k steps */
+#pragma unroll
+    for (int i = 0; i < 32; i++) dk[i] = dv[i] = 0.0f;
+    mbar_wait(full_kv, 0);
+    int i = 0;
+    for (; qt0 + i < nqt; i++) {
+        const int s = i % FA_STAGES, q0 = (qt0 + i) * FB_BQ;
+#pragma unroll
+        for (int c = 0; c < 16; c++) { /* this thread's 16 query columns: q0 + 8 (c / 2) + 2tq + c % 2 */
+            const int q = q0 + 8 * (c >> 1) + 2 * tq + (c & 1);
+            lse2[c] = q < T_ ? lse[(size_t)bh * T_ + q] * LOG2E_F : 0.0f;
+            Dq[c] = q < T_ ? Dsum[(size_t)bh * T_ + q] : 0.0f;
+        }
+        mbar_wait(&full[s], (i / FA_STAGES) & 1);
+        const unsigned char *q = sQ + s * FB_Q_BYTES, *o = sO + s * FB_Q_BYTES;
+#pragma unroll
+        for (int x = 0; x < 32; x++) st[x] = dpt[x] = 0.0f;
+        asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#pragma unroll
+        for (int ks = 0; ks < FA_HS / 16; ks++) {
+            wgmma_m64n64k16<T, 0, 0>(st, wg_desc(kr + ks * 32, 16, 1024), wg_desc(q + ks * 32, 16, 1024));
+            wgmma_m64n64k16<T, 0, 0>(dpt, wg_desc(vr + ks * 32, 16, 1024), wg_desc(o + ks * 32, 16, 1024));
+        }
+        asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+        asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory"); /* S^T, dP^T, and the previous tile's dV, dK */
+#pragma unroll
+        for (int x = 0; x < 32; x++) asm volatile("" : "+f"(st[x]), "+f"(dpt[x]), "+f"(dk[x]), "+f"(dv[x])::"memory");
+#pragma unroll
+        for (int kk = 0; kk < 4; kk++)
+            asm volatile("" : "+r"(pa[kk][0]), "+r"(pa[kk][1]), "+r"(pa[kk][2]), "+r"(pa[kk][3]), "+r"(sa[kk][0]), "+r"(sa[kk][1]), "+r"(sa[kk][2]),
+                         "+r"(sa[kk][3])::"memory");
+        if (i > 0) mbar_arrive(&empty[(i - 1) % FA_STAGES]); /* the previous tile's Q and dO are read */
+        const bool mask = q0 < k0 + FA_BN || q0 + FB_BQ > T_; /* a query before a key of the block, or past T */
+#pragma unroll
+        for (int x = 0; x < 32; x++) {
+            const int c = 2 * (x >> 2) + (x & 1), r = (x >> 1) & 1, qq = q0 + 8 * (x >> 2) + 2 * tq + (x & 1);
+            const float p = mask && (qq < key[r] || qq >= T_) ? 0.0f : exp2f(fmaf(st[x], scale_log2, -lse2[c]));
+            st[x] = p;
+            dpt[x] = p * (dpt[x] - Dq[c]);
+        }
+        fa_pack_a<T, 4>(pa, st);
+        fa_pack_a<T, 4>(sa, dpt);
+        asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#pragma unroll
+        for (int kk = 0; kk < FB_BQ / 16; kk++) {
+            wgmma_m64n64k16_rs<T, 1>(dv, pa[kk], wg_desc(o + kk * 2048, 8192, 1024));
+            wgmma_m64n64k16_rs<T, 1>(dk, sa[kk], wg_desc(q + kk * 2048, 8192, 1024));
+        }
+        asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+    }
+    asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+#pragma unroll
+    for (int x = 0; x < 32; x++) asm volatile("" : "+f"(dk[x]), "+f"(dv[x])::"memory");
+    if (i > 0) mbar_arrive(&empty[(i - 1) % FA_STAGES]);
+    const size_t ld = (size_t)3 * C;
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+        const int t = key[r];
+        if (t >= T_) continue;
+        T *drow = dqkv + ((size_t)row0 + t) * ld + (size_t)h * FA_HS;
+#pragma unroll
+        for (int j = 0; j < 8; j++) {
+            *(uint32_t *)(drow + C + 8 * j + 2 * tq) = pack2<T>(dk[4 * j + 2 * r] * scale, dk[4 * j + 2 * r + 1] * scale);
+            *(uint32_t *)(drow + 2 * C + 8 * j + 2 * tq) = pack2<T>(dv[4 * j + 2 * r], dv[4 * j + 2 * r + 1]);
+        }
+    }
+#else
+    (void)tm_qkv; (void)tm_do; (void)dqkv; (void)lse; (void)Dsum; (void)T_; (void)C; (void)NH; (void)scale; (void)scale_log2;
+#endif
+}
+
+template <typename T>
+__global__ void __launch_bounds__(FA_THREADS, 1)
+    attn_backward_dq_wgmma_kernel(const __grid_constant__ CUtensorMap tm_qkv, const __grid_constant__ CUtensorMap tm_do, T *dqkv, const float *lse,
+                                  const float *Dsum, int T_, int C, int NH, float scale, float scale_log2) {
+#ifdef NGPT_WGMMA_DEVICE
+    extern __shared__ __align__(1024) unsigned char fb_smem[];
+    unsigned char *sQ = fb_smem + ((1024u - (smem_addr(fb_smem) & 1023u)) & 1023u);
+    unsigned char *sO = sQ + FA_TILE_BYTES, *sK = sO + FA_TILE_BYTES, *sV = sK + FA_STAGES * FA_TILE_BYTES;
+    uint64_t *full_q = (uint64_t *)(sV + FA_STAGES * FA_TILE_BYTES), *full = full_q + 1, *empty = full + FA_STAGES;
+    const int nqt = (T_ + FA_BM - 1) / FA_BM;
+    const int qt = nqt - 1 - (int)blockIdx.x; /* longest rows first */
+    const int bh = blockIdx.y, b = bh / NH, h = bh % NH;
+    const int q0 = qt * FA_BM, nk = qt + 1, row0 = b * T_;
+    if (threadIdx.x == 0) {
+        mbar_init(full_q, 1);
+        for (int s = 0; s < FA_STAGES; s++) {
+            mbar_init(&full[s], 1); /* the producer's expect-bytes arrival (+ the copies' bytes) */
+            mbar_init(&empty[s], 2 * 128); /* every consumer thread */
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    __syncthreads();
+    if (threadIdx.x < 128) { /* producer warpgroup: one thread issues, the rest leave */
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(FA_PRODUCER_REGS));
+        if (threadIdx.x != 0) return;
+        mbar_expect_bytes(full_q, 2 * FA_TILE_BYTES);
+        tma_load(sQ, &tm_qkv, h * FA_HS, row0 + q0, full_q);
+        tma_load(sO, &tm_do, h * FA_HS, row0 + q0, full_q);
+        for (int j = 0; j < nk; j++) {
+            const int s = j % FA_STAGES;
+            mbar_wait(&empty[s], ((j / FA_STAGES) & 1) ^ 1); /* its last use released (the first passes) */
+            mbar_expect_bytes(&full[s], 2 * FA_TILE_BYTES);
+            tma_load(sK + s * FA_TILE_BYTES, &tm_qkv, C + h * FA_HS, row0 + j * FA_BN, &full[s]);
+            tma_load(sV + s * FA_TILE_BYTES, &tm_qkv, 2 * C + h * FA_HS, row0 + j * FA_BN, &full[s]);
+        }
+        return;
+    }
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(FA_CONSUMER_REGS));
+    const int cw = (threadIdx.x >> 7) - 1; /* consumer warpgroup: rows cw*64 .. cw*64+63 of the block's */
+    const int lane = threadIdx.x & 31, w = (threadIdx.x >> 5) & 3, g = lane >> 2, tq = lane & 3;
+    const int qrow[2] = {q0 + cw * 64 + w * 16 + g, q0 + cw * 64 + w * 16 + g + 8};
+    const unsigned char *qr = sQ + cw * 64 * 128, *orr = sO + cw * 64 * 128;
+    float lse2[2], Dr[2], s[64], dp[64], dq[32];
+    uint32_t sa[8][4]; /* dS of the previous key tile: the A fragments of dQ's eight k steps */
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+        lse2[r] = qrow[r] < T_ ? lse[(size_t)bh * T_ + qrow[r]] * LOG2E_F : INFINITY; /* rows past T: P = 0 */
+        Dr[r] = qrow[r] < T_ ? Dsum[(size_t)bh * T_ + qrow[r]] : 0.0f;
+    }
+#pragma unroll
+    for (int x = 0; x < 32; x++) dq[x] = 0.0f;
+    mbar_wait(full_q, 0);
+    for (int j = 0; j < nk; j++) {
+        const int st = j % FA_STAGES;
+        mbar_wait(&full[st], (j / FA_STAGES) & 1);
+        const unsigned char *k = sK + st * FA_TILE_BYTES, *v = sV + st * FA_TILE_BYTES;
+#pragma unroll
+        for (int x = 0; x < 64; x++) s[x] = dp[x] = 0.0f;
+        asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#pragma unroll
+        for (int ks = 0; ks < FA_HS / 16; ks++) {
+            wgmma_m64n128k16<T, 0, 0>(s, wg_desc(qr + ks * 32, 16, 1024), wg_desc(k + ks * 32, 16, 1024));
+            wgmma_m64n128k16<T, 0, 0>(dp, wg_desc(orr + ks * 32, 16, 1024), wg_desc(v + ks * 32, 16, 1024));
+        }
+        asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+        asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory"); /* S, dP, and the previous tile's dQ */
+#pragma unroll
+        for (int x = 0; x < 64; x++) asm volatile("" : "+f"(s[x]), "+f"(dp[x])::"memory");
+#pragma unroll
+        for (int x = 0; x < 32; x++) asm volatile("" : "+f"(dq[x])::"memory");
+#pragma unroll
+        for (int kk = 0; kk < 8; kk++) asm volatile("" : "+r"(sa[kk][0]), "+r"(sa[kk][1]), "+r"(sa[kk][2]), "+r"(sa[kk][3])::"memory");
+        if (j > 0) mbar_arrive(&empty[(j - 1) % FA_STAGES]); /* the previous tile's K and V are read */
+        const bool mask = j == nk - 1; /* the diagonal tile: keys past the row or T */
+#pragma unroll
+        for (int x = 0; x < 64; x++) {
+            const int r = (x >> 1) & 1, key = j * FA_BN + 8 * (x >> 2) + 2 * tq + (x & 1);
+            const float p = mask && (key > qrow[r] || key >= T_) ? 0.0f : exp2f(fmaf(s[x], scale_log2, -lse2[r]));
+            s[x] = p * (dp[x] - Dr[r]); /* dS */
+        }
+        fa_pack_a<T, 8>(sa, s);
+        asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#pragma unroll
+        for (int kk = 0; kk < FA_BN / 16; kk++) wgmma_m64n64k16_rs<T, 1>(dq, sa[kk], wg_desc(k + kk * 2048, 8192, 1024));
+        asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+    }
+    asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+#pragma unroll
+    for (int x = 0; x < 32; x++) asm volatile("" : "+f"(dq[x])::"memory");
+    mbar_arrive(&empty[(nk - 1) % FA_STAGES]);
+    const size_t ld = (size_t)3 * C;
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+        const int t = qrow[r];
+        if (t >= T_) continue;
+        T *drow = dqkv + ((size_t)row0 + t) * ld + (size_t)h * FA_HS;
+#pragma unroll
+        for (int i = 0; i < 8; i++) *(uint32_t *)(drow + 8 * i + 2 * tq) = pack2<T>(dq[4 * i + 2 * r] * scale, dq[4 * i + 2 * r + 1] * scale);
+    }
+#else
+    (void)tm_qkv; (void)tm_do; (void)dqkv; (void)lse; (void)Dsum; (void)T_; (void)C; (void)NH; (void)scale; (void)scale_log2;
+#endif
+}
+
 /* --- SIMT attention: one warp per row, lane owns channels lane, lane+32, lane+64, lane+96 (hs <= 128) --- */
 #define ATT_SIMT_WARPS 4
 #define ATT_MAXD 4
@@ -2616,19 +2880,40 @@ static void attn_forward_tc(ngpt_backend *be, T *out, float *lse, const T *qkv, 
     attn_forward_tc_kernel<T, HS><<<grid, ATT_THREADS, AttnSmem<HS>::FWD, impl_of(be)->stream>>>(out, lse, qkv, T_, C, NH, hs, scale_log2, dr, vec);
     CU_LAUNCHED(be, "attn_forward_tc_kernel");
 }
-/* The wgmma forward (head size 64, no dropout, sm_90a, where the TMA matmul runs): 1 when launched, 0 when it
- * cannot run these operands (nothing happened) */
+/* Whether the wgmma attention kernels may run this shape: head size 64, no dropout, sm_90a where the TMA
+ * matmul runs, B*NH blocks in grid.y, the copy engine's row coordinates in an int */
+static bool attn_wgmma_shape(const CudaImpl *im, int B, int T_, int C, int NH, const DropArgs &dr) {
+    return im->use_tma && dr.p == 0.0f && C == NH * FA_HS && (long long)B * NH <= 65535 && (long long)B * T_ <= INT_MAX - FA_BN;
+}
+/* The wgmma forward: 1 when launched, 0 when it cannot run these operands (nothing happened) */
 template <typename T>
 static int attn_forward_wgmma(ngpt_backend *be, T *out, float *lse, const T *qkv, int B, int T_, int C, int NH, DropArgs dr) {
     CudaImpl *im = impl_of(be);
-    if (!im->use_tma || dr.p > 0.0f || C != NH * FA_HS || (long long)B * NH > 65535 || (long long)B * T_ > INT_MAX - FA_BN || !vec_ok(qkv, (size_t)3 * C) ||
-        (uintptr_t)out % 4)
-        return 0;
+    if (!attn_wgmma_shape(im, B, T_, C, NH, dr) || !vec_ok(qkv, (size_t)3 * C) || (uintptr_t)out % 4) return 0;
     CUtensorMap map;
     if (tma_map(im, &map, qkv, (size_t)3 * C, (size_t)B * T_, (size_t)3 * C, FA_HS, FA_BM)) return 0;
     dim3 grid((unsigned)((T_ + FA_BM - 1) / FA_BM), (unsigned)(B * NH));
     attn_forward_wgmma_kernel<T><<<grid, FA_THREADS, FA_SMEM_BYTES, im->stream>>>(map, out, lse, T_, C, NH, LOG2E_F / sqrtf((float)FA_HS));
     CU_LAUNCHED(be, "attn_forward_wgmma_kernel");
+    return 1;
+}
+/* The wgmma backward (dK, dV, then dQ): 1 when launched, 0 when it cannot run these operands (nothing happened) */
+template <typename T>
+static int attn_backward_wgmma(ngpt_backend *be, T *dqkv, const T *dout, const T *qkv, const float *lse, const float *D, int B, int T_, int C, int NH,
+                               DropArgs dr) {
+    CudaImpl *im = impl_of(be);
+    if (!attn_wgmma_shape(im, B, T_, C, NH, dr) || !vec_ok(qkv, (size_t)3 * C) || !vec_ok(dout, (size_t)C) || (uintptr_t)dqkv % 4) return 0;
+    const size_t rows = (size_t)B * T_;
+    CUtensorMap qkv64, do64, qkv128, do128; /* boxes of 64 head dims x 64 rows (dK, dV's query tiles, K and V in halves) and x 128 rows */
+    if (tma_map(im, &qkv64, qkv, (size_t)3 * C, rows, (size_t)3 * C, FA_HS, FB_BQ) || tma_map(im, &do64, dout, (size_t)C, rows, (size_t)C, FA_HS, FB_BQ) ||
+        tma_map(im, &qkv128, qkv, (size_t)3 * C, rows, (size_t)3 * C, FA_HS, FA_BM) || tma_map(im, &do128, dout, (size_t)C, rows, (size_t)C, FA_HS, FA_BM))
+        return 0;
+    const float scale = 1.0f / sqrtf((float)FA_HS), scale_log2 = LOG2E_F * scale;
+    dim3 grid((unsigned)((T_ + FA_BM - 1) / FA_BM), (unsigned)(B * NH)); /* 128 keys (dK, dV) or 128 queries (dQ) a block */
+    attn_backward_dkdv_wgmma_kernel<T><<<grid, FA_THREADS, FB_DKDV_SMEM_BYTES, im->stream>>>(qkv64, do64, dqkv, lse, D, T_, C, NH, scale, scale_log2);
+    if (CU_LAUNCHED(be, "attn_backward_dkdv_wgmma_kernel")) return 1;
+    attn_backward_dq_wgmma_kernel<T><<<grid, FA_THREADS, FB_DQ_SMEM_BYTES, im->stream>>>(qkv128, do128, dqkv, lse, D, T_, C, NH, scale, scale_log2);
+    CU_LAUNCHED(be, "attn_backward_dq_wgmma_kernel");
     return 1;
 }
 template <typename T, int HS>
@@ -2675,6 +2960,7 @@ static void attention_backward_t(ngpt_backend *be, T *dqkv, const T *dout, const
     attn_rowdot_kernel<T><<<(unsigned)((rows + 7) / 8), 256, 0, im->stream>>>(D, dout, out, B, T_, C, NH, hs);
     if (CU_LAUNCHED(be, "attn_rowdot_kernel")) return;
     if constexpr (sizeof(T) == 2) {
+        if (attn_backward_wgmma<T>(be, dqkv, dout, qkv, lse, D, B, T_, C, NH, dr)) return;
         switch (attn_tc_hs(be, hs, B, NH)) {
         case 32: attn_backward_tc<T, 32>(be, dqkv, dout, qkv, lse, D, B, T_, C, NH, dr); return;
         case 64: attn_backward_tc<T, 64>(be, dqkv, dout, qkv, lse, D, B, T_, C, NH, dr); return;
@@ -2923,7 +3209,7 @@ static int probe_device(int *device, int *cc, char *err, size_t errlen) {
     return NGPT_OK;
 }
 
-/* Whether every build of the TMA kernels (the matmul's three and the attention forward) starts with the
+/* Whether every build of the TMA kernels (the matmul's three and attention's three) starts with the
  * registers its setmaxnreg moves (TM_REGS_NEEDED, FA_REGS_NEEDED): with fewer, the consumers' increase
  * would wait for registers that never come. */
 static bool registers_cover(const void *kernel, int threads, long long needed) {
@@ -2938,13 +3224,15 @@ template <typename T> static bool tma_registers_ok() {
     return registers_cover((const void *)matmul_tma_kernel<T, true, true>, TM_THREADS, TM_REGS_NEEDED) &&
            registers_cover((const void *)matmul_tma_kernel<T, true, false>, TM_THREADS, TM_REGS_NEEDED) &&
            registers_cover((const void *)matmul_tma_kernel<T, false, false>, TM_THREADS, TM_REGS_NEEDED) &&
-           registers_cover((const void *)attn_forward_wgmma_kernel<T>, FA_THREADS, FA_REGS_NEEDED);
+           registers_cover((const void *)attn_forward_wgmma_kernel<T>, FA_THREADS, FA_REGS_NEEDED) &&
+           registers_cover((const void *)attn_backward_dkdv_wgmma_kernel<T>, FA_THREADS, FA_REGS_NEEDED) &&
+           registers_cover((const void *)attn_backward_dq_wgmma_kernel<T>, FA_THREADS, FA_REGS_NEEDED);
 }
 
 /* Which kernel 16-bit matmuls run on. The wgmma kernels run where they can: a compute capability 9.0 GPU
  * and a binary with sm_90a code (ngpt_wgmma_built reads 1 only there); the TMA one of them also needs the
  * driver's tensor-map encoder and its register budget (tma_registers_ok). The TMA choice also brings the
- * wgmma attention forward (head size 64). NGPT_MATMUL picks an older kernel, to compare: "mma" (mma.sync)
+ * wgmma attention kernels (head size 64, no dropout). NGPT_MATMUL picks an older kernel, to compare: "mma" (mma.sync)
  * or "wgmma" (the cp.async wgmma kernel); both keep attention on mma.sync. *encoder: the encoder when the
  * choice is MATMUL_TMA, else NULL. */
 enum { MATMUL_MMA, MATMUL_WGMMA, MATMUL_TMA };
@@ -2992,6 +3280,8 @@ template <typename T> static int set_smem_attrs(ngpt_backend *be) {
         bad |= CU_CHECK(be, cudaFuncSetAttribute(matmul_tma_kernel<T, true, false>, cudaFuncAttributeMaxDynamicSharedMemorySize, TM_SMEM_BYTES));
         bad |= CU_CHECK(be, cudaFuncSetAttribute(matmul_tma_kernel<T, false, false>, cudaFuncAttributeMaxDynamicSharedMemorySize, TM_SMEM_BYTES));
         bad |= CU_CHECK(be, cudaFuncSetAttribute(attn_forward_wgmma_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, FA_SMEM_BYTES));
+        bad |= CU_CHECK(be, cudaFuncSetAttribute(attn_backward_dkdv_wgmma_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, FB_DKDV_SMEM_BYTES));
+        bad |= CU_CHECK(be, cudaFuncSetAttribute(attn_backward_dq_wgmma_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, FB_DQ_SMEM_BYTES));
     }
     int n = 0; /* the forward layout stands for all three (their shared memory differs by a few KB) */
     if (!bad && im->use_wgmma)

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # test/cuda_emu.sh - nanogpt.cu's kernels on the CPU, on the CUDA emulator of test/cuda_emu.h: test_gpu_ops
 # --small against the CPU backend on an emulated sm_80 (f32, bf16, f16: mma.sync m16n8k16, cp.async), sm_75
-# (f16: m16n8k8, plain loads) and sm_90 (the wgmma kernels: the TMA one with its mbarriers, warp
-# specialisation and setmaxnreg, and the cp.async one), test_gpu_train --quick on the sm_80 and sm_90 (whole
-# steps, determinism, no allocation, resume, KV-cache sampling), the nanogpt program on all three (train,
-# resume, sample, plan, bench), then eighteen mutants of nanogpt.cu that it must catch. No GPU needed;
-# ./build.sh test runs it. Needs nvcc's headers (not nvcc itself: the host C++ compiler builds the rewritten
-# nanogpt.cu) and perl. Ends with "summary: N passed, N failed" (each program's counts, and one per mutant).
+# (f16: m16n8k8, plain loads) and sm_90 (the wgmma kernels: the TMA matmul and the attention kernels with
+# their mbarriers, warp specialisation and setmaxnreg, and the cp.async matmul), test_gpu_train --quick on
+# the sm_80 and sm_90 (whole steps, determinism, no allocation, resume, KV-cache sampling), the nanogpt
+# program on all three (train, resume, sample, plan, bench), then twenty-four mutants of nanogpt.cu that it
+# must catch. No GPU needed; ./build.sh test runs it. Needs nvcc's headers (not nvcc itself: the host C++
+# compiler builds the rewritten nanogpt.cu) and perl. Ends with "summary: N passed, N failed" (each
+# program's counts, and one per mutant).
 #
 #   bash test/cuda_emu.sh                   all of it
 #   EMU_CCS=80 bash test/cuda_emu.sh        one emulated GPU, no mutants (EMU_MUTANTS=0 alone skips those)
@@ -82,6 +83,8 @@ rewrite() {
             q{emu::wgmma<T, TA, TB>(d, da, db);},
         q{template <typename T, int TA, int TB> static __device__ __forceinline__ void wgmma_m64n256k16\(float \(&d\)\[128\], uint64_t da, uint64_t db\)} =>
             q{emu::wgmma<T, TA, TB>(d, da, db);},
+        q{template <typename T, int TA, int TB> static __device__ __forceinline__ void wgmma_m64n64k16\(float \(&d\)\[32\], uint64_t da, uint64_t db\)} =>
+            q{emu::wgmma<T, TA, TB>(d, da, db);},
         q{template <typename T, int TB> static __device__ __forceinline__ void wgmma_m64n64k16_rs\(float \(&d\)\[32\], const uint32_t \(&a\)\[4\], uint64_t db\)} =>
             q{emu::wgmma_rs<T, TB>(d, a, db);},
     );
@@ -94,8 +97,7 @@ rewrite() {
         [q{asm volatile\("wgmma\.wait_group\.sync\.aligned (\d+);\\\\n" ::: "memory"\);}, sub { "emu::wgmma_wait($_[0]);" }],
         [q{asm volatile\("setmaxnreg\.(inc|dec)\.sync\.aligned\.u32 %0;\\\\n" ::"n"\((\w+)\)\);},
             sub { "emu::setmaxnreg(" . ($_[0] eq "inc" ? 1 : 0) . ", $_[1]);" }],
-        [q{asm volatile\("" : "\+f"\([^()]*\)\s*::\s*"memory"\);}, sub { "(void)0; /* (a compiler barrier on the GPU) */" }],
-        [q{asm volatile\("" : "\+r"\([^()]*\)(?:, "\+r"\([^()]*\))*\s*::\s*"memory"\);}, sub { "(void)0; /* (a compiler barrier on the GPU) */" }],
+        [q{asm volatile\("" : "\+[fr]"\([^()]*\)(?:,\s*"\+[fr]"\([^()]*\))*\s*::\s*"memory"\);}, sub { "(void)0; /* (a compiler barrier on the GPU) */" }],
     );
     for my $st (@stmts) {
         my ($re, $to) = @$st;
@@ -251,8 +253,11 @@ MUTANTS=(
     "cp.async wgmma kernel stages its epilogue in tiles the other warpgroup may still read|90|NGPT_MATMUL=wgmma --matmul-only|__syncthreads(); /* both warpgroups' products are done: the tiles' memory stages the epilogue */|"
     "cp.async wgmma kernel fences the async proxy before its copies land, not after|90|NGPT_MATMUL=wgmma --matmul-only|cp_async_wait<WG_STAGES - 3>();                                /* this thread's copies of tile kt have landed */\n        asm volatile(\"fence.proxy.async.shared::cta;\\\\n\" ::: \"memory\");|asm volatile(\"fence.proxy.async.shared::cta;\\\\n\" ::: \"memory\");\n        cp_async_wait<WG_STAGES - 3>();"
     "wgmma attention reads S before its wgmma completes|90||wgmma.wait_group.sync.aligned 1;\\\\n\" ::: \"memory\"); /* S_j is done|wgmma.wait_group.sync.aligned 2;\\\\n\" ::: \"memory\"); /* S_j is done"
-    "wgmma attention: the producer refills a stage its consumers may still read|90||mbar_wait(&empty[s], ((j / FA_STAGES) & 1) ^ 1);|"
+    "wgmma attention: the producer refills a stage its consumers may still read|90||mbar_wait(&empty[s], ((j / FA_STAGES) & 1) ^ 1); /* its last use released (the first passes) */\n            mbar_expect_bytes(&full_k[s]|mbar_expect_bytes(&full_k[s]"
     "wgmma attention keeps O unscaled when a key tile raises a row's max|90||o[i] *= corr[(i >> 1) & 1];|(void)corr;"
+    "wgmma attention backward: dK, dV's producer refills a query stage its consumers may still read|90||mbar_wait(&empty[s], ((i / FA_STAGES) & 1) ^ 1);|"
+    "wgmma attention backward: dK, dV unmasked where queries precede the block's keys|90||const bool mask = q0 < k0 + FA_BN|const bool mask = q0 < k0"
+    "wgmma attention backward: dQ's dS leaves out D|90||s[x] = p * (dp[x] - Dr[r]); /* dS */|s[x] = p * dp[x];"
 )
 mutant() { # INDEX: builds and runs mutant INDEX on its emulated GPU, into $OUT/mutant_INDEX/
     local name cc args from to d=$OUT/mutant_$1 a envs=() flags=()
