@@ -51,6 +51,7 @@ typedef struct {
     size_t smem_optin;         /* the most dynamic shared memory one block may ask for */
     int use_wgmma;             /* 16-bit matmuls on the sm_90a wgmma kernels (else mma.sync); see matmul_choice */
     int use_tma;               /* ... on the TMA one where the operands allow it (else the cp.async one) */
+    int use_wgmma_attention;   /* attention at hs = 64 on the sm_90a wgmma kernels: with the TMA matmul, and their registers */
     void *encode_tensor_map;   /* the driver's cuTensorMapEncodeTiled (TMA kernel only) */
     int mm_blocks_per_sm;      /* blocks of that matmul kernel one SM runs at once (split-K's wave size) */
     int sync_each_launch;      /* NGPT_CUDA_SYNC=1: wait for every kernel (debugging: faults named by kernel) */
@@ -2172,7 +2173,7 @@ __global__ void __launch_bounds__(ATT_THREADS)
  * Without dropout (GPT-2's pretraining; with it the mma.sync kernel runs: the hash, unrolled over S's 64
  * values, would more than double the kernel's code). setmaxnreg moves registers from the producer (24) to the consumers (240),
  * which hold S (64), O (32) and P (32) besides the softmax's; as in the TMA matmul, the block's pool at
- * launch (384 threads x 168) must cover both: checked at backend creation (fa_registers_ok). */
+ * launch (384 threads x 168) must cover both: checked at backend creation (attn_registers_ok). */
 #define FA_BM 128 /* query rows a block */
 #define FA_BN 128 /* keys a tile */
 #define FA_HS 64
@@ -2184,6 +2185,7 @@ __global__ void __launch_bounds__(ATT_THREADS)
 #define FA_PRODUCER_REGS 24
 #define FA_CONSUMER_REGS 240
 #define FA_REGS_NEEDED (128 * FA_PRODUCER_REGS + 2 * 128 * FA_CONSUMER_REGS)
+static_assert(FA_BN == FA_BM, "the forward and dQ kernels take query tile qt's last key tile, qt, as its diagonal");
 static_assert(FA_REGS_NEEDED <= 65536 / FA_THREADS / 8 * 8 * FA_THREADS, "setmaxnreg: the producer and consumers need more than the block's registers");
 
 #define WG_D32 WG_D16(0), WG_D16(16)
@@ -2324,6 +2326,8 @@ __global__ void __launch_bounds__(FA_THREADS, 1)
     mbar_wait(&full_k[0], 0);
 #pragma unroll
     for (int i = 0; i < 64; i++) s[i] = 0.0f;
+#pragma unroll
+    for (int i = 0; i < 64; i++) asm volatile("" : "+f"(s[i])::"memory"); /* the zeros made before the fence, not at the wgmma */
     asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
     fa_issue_s<T>(s, q, sK);
     asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
@@ -2338,6 +2342,8 @@ __global__ void __launch_bounds__(FA_THREADS, 1)
         mbar_wait(&full_v[pst], ((j - 1) / FA_STAGES) & 1);
 #pragma unroll
         for (int i = 0; i < 64; i++) s[i] = 0.0f;
+#pragma unroll
+        for (int i = 0; i < 64; i++) asm volatile("" : "+f"(s[i])::"memory");
         asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
         fa_issue_s<T>(s, q, sK + st * FA_TILE_BYTES);
         asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
@@ -2486,6 +2492,9 @@ __global__ void __launch_bounds__(FA_THREADS, 1)
         const unsigned char *q = sQ + s * FB_Q_BYTES, *o = sO + s * FB_Q_BYTES;
 #pragma unroll
         for (int x = 0; x < 32; x++) st[x] = dpt[x] = 0.0f;
+#pragma unroll
+        for (int x = 0; x < 32; x++) asm volatile("" : "+f"(st[x]), "+f"(dpt[x])::"memory"); /* zeros before the fence (else ptxas
+                                                                                                 serialises the wgmma) */
         asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 #pragma unroll
         for (int ks = 0; ks < FA_HS / 16; ks++) {
@@ -2592,12 +2601,17 @@ __global__ void __launch_bounds__(FA_THREADS, 1)
 #pragma unroll
     for (int x = 0; x < 32; x++) dq[x] = 0.0f;
     mbar_wait(full_q, 0);
+    /* nk >= 1 (qt >= 0); said, so that no path where the loop never runs sets dq by ordinary instructions
+     * where the last wait ends the in-flight products on it (ptxas would serialise every wgmma) */
+    if (nk < 1) __builtin_unreachable();
     for (int j = 0; j < nk; j++) {
         const int st = j % FA_STAGES;
         mbar_wait(&full[st], (j / FA_STAGES) & 1);
         const unsigned char *k = sK + st * FA_TILE_BYTES, *v = sV + st * FA_TILE_BYTES;
 #pragma unroll
         for (int x = 0; x < 64; x++) s[x] = dp[x] = 0.0f;
+#pragma unroll
+        for (int x = 0; x < 64; x++) asm volatile("" : "+f"(s[x]), "+f"(dp[x])::"memory"); /* zeros before the fence */
         asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 #pragma unroll
         for (int ks = 0; ks < FA_HS / 16; ks++) {
@@ -2880,10 +2894,10 @@ static void attn_forward_tc(ngpt_backend *be, T *out, float *lse, const T *qkv, 
     attn_forward_tc_kernel<T, HS><<<grid, ATT_THREADS, AttnSmem<HS>::FWD, impl_of(be)->stream>>>(out, lse, qkv, T_, C, NH, hs, scale_log2, dr, vec);
     CU_LAUNCHED(be, "attn_forward_tc_kernel");
 }
-/* Whether the wgmma attention kernels may run this shape: head size 64, no dropout, sm_90a where the TMA
- * matmul runs, B*NH blocks in grid.y, the copy engine's row coordinates in an int */
+/* Whether the wgmma attention kernels may run this shape: head size 64, no dropout, a backend that runs them
+ * (use_wgmma_attention), B*NH blocks in grid.y, the copy engine's row coordinates in an int */
 static bool attn_wgmma_shape(const CudaImpl *im, int B, int T_, int C, int NH, const DropArgs &dr) {
-    return im->use_tma && dr.p == 0.0f && C == NH * FA_HS && (long long)B * NH <= 65535 && (long long)B * T_ <= INT_MAX - FA_BN;
+    return im->use_wgmma_attention && dr.p == 0.0f && C == NH * FA_HS && (long long)B * NH <= 65535 && (long long)B * T_ <= INT_MAX - FA_BN;
 }
 /* The wgmma forward: 1 when launched, 0 when it cannot run these operands (nothing happened) */
 template <typename T>
@@ -3209,9 +3223,9 @@ static int probe_device(int *device, int *cc, char *err, size_t errlen) {
     return NGPT_OK;
 }
 
-/* Whether every build of the TMA kernels (the matmul's three and attention's three) starts with the
- * registers its setmaxnreg moves (TM_REGS_NEEDED, FA_REGS_NEEDED): with fewer, the consumers' increase
- * would wait for registers that never come. */
+/* Whether every build of the TMA matmul (and of the wgmma attention kernels) starts with the registers its
+ * setmaxnreg moves (TM_REGS_NEEDED, FA_REGS_NEEDED): with fewer, the consumers' increase would wait for
+ * registers that never come. */
 static bool registers_cover(const void *kernel, int threads, long long needed) {
     cudaFuncAttributes fa;
     if (cudaFuncGetAttributes(&fa, kernel) != cudaSuccess) {
@@ -3223,8 +3237,10 @@ static bool registers_cover(const void *kernel, int threads, long long needed) {
 template <typename T> static bool tma_registers_ok() {
     return registers_cover((const void *)matmul_tma_kernel<T, true, true>, TM_THREADS, TM_REGS_NEEDED) &&
            registers_cover((const void *)matmul_tma_kernel<T, true, false>, TM_THREADS, TM_REGS_NEEDED) &&
-           registers_cover((const void *)matmul_tma_kernel<T, false, false>, TM_THREADS, TM_REGS_NEEDED) &&
-           registers_cover((const void *)attn_forward_wgmma_kernel<T>, FA_THREADS, FA_REGS_NEEDED) &&
+           registers_cover((const void *)matmul_tma_kernel<T, false, false>, TM_THREADS, TM_REGS_NEEDED);
+}
+template <typename T> static bool attn_registers_ok() {
+    return registers_cover((const void *)attn_forward_wgmma_kernel<T>, FA_THREADS, FA_REGS_NEEDED) &&
            registers_cover((const void *)attn_backward_dkdv_wgmma_kernel<T>, FA_THREADS, FA_REGS_NEEDED) &&
            registers_cover((const void *)attn_backward_dq_wgmma_kernel<T>, FA_THREADS, FA_REGS_NEEDED);
 }
@@ -3232,7 +3248,7 @@ template <typename T> static bool tma_registers_ok() {
 /* Which kernel 16-bit matmuls run on. The wgmma kernels run where they can: a compute capability 9.0 GPU
  * and a binary with sm_90a code (ngpt_wgmma_built reads 1 only there); the TMA one of them also needs the
  * driver's tensor-map encoder and its register budget (tma_registers_ok). The TMA choice also brings the
- * wgmma attention kernels (head size 64, no dropout). NGPT_MATMUL picks an older kernel, to compare: "mma" (mma.sync)
+ * wgmma attention kernels (head size 64, no dropout; their own register check, attn_registers_ok). NGPT_MATMUL picks an older kernel, to compare: "mma" (mma.sync)
  * or "wgmma" (the cp.async wgmma kernel); both keep attention on mma.sync. *encoder: the encoder when the
  * choice is MATMUL_TMA, else NULL. */
 enum { MATMUL_MMA, MATMUL_WGMMA, MATMUL_TMA };
@@ -3375,6 +3391,7 @@ int ngpt_cuda_backend_create(ngpt_backend **out, int dtype, char *err, size_t er
     im->use_wgmma = choice != MATMUL_MMA && im->smem_optin >= WG_SMEM_BYTES;
     im->use_tma = choice == MATMUL_TMA && im->smem_optin >= TM_SMEM_BYTES;
     im->encode_tensor_map = im->use_tma ? encoder : NULL;
+    im->use_wgmma_attention = im->use_tma && attn_registers_ok<__nv_bfloat16>() && attn_registers_ok<__half>();
     const char *sync_env = getenv("NGPT_CUDA_SYNC");
     im->sync_each_launch = sync_env && !strcmp(sync_env, "1");
     int made = !CU_CHECK(be, cudaStreamCreateWithFlags(&im->stream, cudaStreamNonBlocking));

@@ -34,9 +34,11 @@
  *   2-D, from maps the emulated cuTensorMapEncodeTiled checked and wrote) fills boxes with zeros out of
  *   bounds and 128-byte swizzling on shared addresses; its target reads as NaN until the copy lands, which
  *   is as late as may be: one copy at a time, only while a thread waits on its barrier. wgmma (m64nNk16,
- *   bf16/f16, operands from descriptors with 128-byte swizzling, K- or MN-major) is collected from the 128
- *   threads of a warpgroup and computed when one of them waits for its group, so its shared-memory
- *   operands are read as late as a GPU may read them. setmaxnreg moves registers through the block's pool
+ *   bf16/f16, operands from descriptors with 128-byte swizzling, K- or MN-major, or A from registers as
+ *   mma.sync's A fragment) is collected from the 128 threads of a warpgroup and computed when one of them
+ *   waits for its group, so its shared-memory operands are read as late as a GPU may read them; a thread
+ *   that writes a wgmma's accumulators or A registers between its issue and that wait, or issues one without
+ *   a wgmma.fence since its last wait, fails. setmaxnreg moves registers through the block's pool
  *   (168 a thread at launch). The layouts are those of the PTX ISA as this project reads it (the kernels'
  *   authors read the same pages): a misreading both share would not show here, only on a GPU.
  * - The runtime: one device of compute capability EMU_CC (80: bf16 and cp.async; 75: f16 with m16n8k8;
@@ -131,6 +133,7 @@ struct Thread {
     std::vector<Copy> copies; /* cp.async in flight */
     long committed;           /* cp.async groups committed so far */
     long wg_issued, wg_committed; /* wgmma instructions and groups this thread has issued and committed */
+    bool wg_fenced;               /* it has run wgmma.fence since its last wgmma.wait_group (or its start) */
     int regs;                     /* registers it holds (setmaxnreg) */
     std::vector<size_t> unfenced; /* sm_90: 16-byte chunks its cp.async wrote since its last fence.proxy.async */
 };
@@ -154,12 +157,15 @@ struct WgmmaOp {             /* one wgmma.mma_async of a warpgroup: D (64 x n) +
     int f16, ta, tb, n, issued, a_regs;
     float *d[128];           /* each thread's accumulator fragment */
     const uint32_t *a[128];  /* A from registers: each thread's four (read when the group is computed, as late as a GPU may) */
+    uint64_t d_hash[128], a_hash[128]; /* what they held when the thread issued it, */
+    bool chained[128];       /* ... unless an earlier wgmma still in flight then writes the same accumulators */
 };
 struct WgmmaGroup {
     long first, last;        /* its ops [first, last) */
     int committed, done;
 };
 struct Warpgroup {
+    long computed;           /* its ops [0, computed) have been computed (groups complete in order) */
     std::vector<WgmmaOp> ops;
     std::vector<WgmmaGroup> groups;
 };
@@ -317,6 +323,7 @@ static void run_block() {
         t.copies.clear();
         t.committed = 0;
         t.wg_issued = t.wg_committed = 0;
+        t.wg_fenced = false;
         t.regs = EMU_REGS;
         t.unfenced.clear();
     }
@@ -778,7 +785,10 @@ static Warpgroup &my_warpgroup(const char *what) {
     if (blk.nthreads % 128) block_fail("%s in a block of %d threads (not whole warpgroups)", what, blk.nthreads);
     return blk.wgs[(size_t)(cur->linear / 128)];
 }
-static void wgmma_fence() { my_warpgroup("wgmma.fence"); }
+static void wgmma_fence() {
+    my_warpgroup("wgmma.fence");
+    cur->wg_fenced = true;
+}
 /* the shared address of element (mn, k) of a K-major (mn_major 0) or MN-major operand, 128-byte swizzle
  * (PTX ISA, canonical layouts: K-major ((8,m),(T,2k)) : ((8T,SBO),(1,T)); MN-major ((T,8,m),(8,k)) :
  * ((1,T,LBO),(8T,SBO)); T = 8 16-bit elements, one 16-byte chunk) */
@@ -807,8 +817,24 @@ static void wgmma_check_visible(const WgmmaOp &op) {
     if (!op.a_regs) check_operand_visible(op.da, op.ta, 64, "wgmma operand A");
     check_operand_visible(op.db, op.tb, op.n, "wgmma operand B");
 }
+static uint64_t bytes_hash(const void *p, size_t n) { /* FNV-1a */
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; i++) h = (h ^ ((const unsigned char *)p)[i]) * 1099511628211ull;
+    return h;
+}
+/* Registers a wgmma reads (its accumulators, its A fragment) may not be written between its issue and the
+ * wait that completes it: the tensor cores read them at some moment in between. */
+static void wgmma_check_registers(const WgmmaOp &op) {
+    for (int t = 0; t < 128; t++) {
+        if (!op.chained[t] && bytes_hash(op.d[t], sizeof(float) * (size_t)op.n / 2) != op.d_hash[t])
+            block_fail("thread %d wrote the accumulators of a wgmma between its issue and the wait that completes it", t);
+        if (op.a_regs && bytes_hash(op.a[t], 4 * sizeof(uint32_t)) != op.a_hash[t])
+            block_fail("thread %d wrote the A registers of a wgmma between its issue and the wait that completes it", t);
+    }
+}
 static void wgmma_compute(WgmmaOp &op) {
     static float D[64][256];
+    wgmma_check_registers(op);
     float A[64][16], B[16][256];
     float (*cvt)(uint16_t) = op.f16 ? f16_to_f : bf16_to_f;
     if (op.a_regs) { /* thread t of warp w: a[x] = (row 16w + g + 8 (x & 1), k 2q + 8 (x >> 1), +1), the lower k in the low half */
@@ -848,6 +874,9 @@ static void wgmma_compute(WgmmaOp &op) {
 /* one thread's wgmma.mma_async: d (n / 2 registers) += A (descriptor da, or this thread's registers a) B */
 static void wgmma_issue(float *d, int n, uint64_t da, const uint32_t *a, uint64_t db, int ta, int tb, int f16) {
     Warpgroup &wg = my_warpgroup("wgmma.mma_async");
+    /* its registers may have been touched since the last wait (that is what the fence orders): the PTX ISA
+     * asks for wgmma.fence between such accesses and the wgmma, and these kernels fence after every wait */
+    if (!cur->wg_fenced) block_fail("wgmma.mma_async without a wgmma.fence since the thread's last wgmma.wait_group (or its start)");
     long i = cur->wg_issued++;
     int a_regs = a != NULL;
     if (i == (long)wg.ops.size()) {
@@ -860,8 +889,14 @@ static void wgmma_issue(float *d, int n, uint64_t da, const uint32_t *a, uint64_
     if (op.da != da || op.db != db || op.f16 != f16 || op.ta != ta || op.tb != tb || op.n != n || op.a_regs != a_regs)
         block_fail("threads of one warpgroup issue different wgmma.mma_async (descriptors %#llx %#llx and %#llx %#llx)",
                    (unsigned long long)op.da, (unsigned long long)op.db, (unsigned long long)da, (unsigned long long)db);
-    op.d[cur->linear % 128] = d;
-    op.a[cur->linear % 128] = a;
+    const int t = cur->linear % 128;
+    op.d[t] = d;
+    op.a[t] = a;
+    op.d_hash[t] = bytes_hash(d, sizeof(float) * (size_t)n / 2);
+    op.a_hash[t] = a ? bytes_hash(a, 4 * sizeof(uint32_t)) : 0;
+    op.chained[t] = false;
+    for (long j = wg.computed; j < i; j++) /* an earlier one in flight on the same accumulators writes them first */
+        if (wg.ops[(size_t)j].d[t] == d) op.chained[t] = true;
     if (++op.issued == 128) wgmma_check_visible(op);
     blk.events++;
 }
@@ -887,11 +922,13 @@ static void wgmma_commit() {
 /* wgmma.wait_group n: every group this thread committed but the newest n is complete */
 static void wgmma_wait(int n) {
     Warpgroup &wg = my_warpgroup("wgmma.wait_group");
+    cur->wg_fenced = false;
     for (long g = 0; g < cur->wg_committed - n; g++) {
         while (wg.groups[(size_t)g].committed < 128) poll_wait(); /* (others may add groups meanwhile: index, not reference) */
         if (wg.groups[(size_t)g].done) continue;                 /* another thread of the warpgroup computed it */
         for (long i = wg.groups[(size_t)g].first; i < wg.groups[(size_t)g].last; i++) wgmma_compute(wg.ops[(size_t)i]);
         wg.groups[(size_t)g].done = 1;
+        wg.computed = wg.groups[(size_t)g].last;
         blk.events++;
     }
 }

@@ -901,6 +901,7 @@ static void tg_attention_sweep(void) {
     t_attention(2, 4, 100, 32, 0.1f);
     t_attention(1, 2, 200, 64, 0.1f); /* four key tiles: each double buffer is refilled after use (a missing barrier races) */
     t_attention(1, 2, 520, 64, 0.0f); /* five 128-key tiles: each of the wgmma forward's three stages is refilled */
+    t_attention(2, 2, 256, 64, 0.0f); /* two sequences of whole 128-row tiles (the copy engine's boxes end at the sequence) */
     if (!S) {
         t_attention(1, 4, 256, 64, 0.0f);
         t_attention(2, 12, 256, 64, 0.1f);

@@ -68,20 +68,37 @@ for a in $ARCHS; do
     fi
 done
 
-# The TMA matmul's setmaxnreg moves registers between warpgroups inside the block's pool: every build of it
-# must start with the registers that needs (TM_REGS_NEEDED / TM_THREADS each), or its consumers would wait
-# for ever. (The backend checks the same at run time and falls back to the cp.async kernel.)
-if [ -f "$TMP/sm_90a.ptxas" ] && [ "$SRC" = nanogpt.cu ]; then
-    need=$(awk '/^#define TM_PRODUCER_REGS/{p=$3} /^#define TM_CONSUMER_REGS/{c=$3} /^#define TM_THREADS/{t=$3}
-                END{if (p && c && t) print int((128 * p + 256 * c + t - 1) / t)}' "$SRC")
-    regs=$(awk '/Compiling entry function/{tma = /matmul_tma_kernel/} tma && /Used [0-9]+ registers/{
+# The TMA kernels' setmaxnreg (the matmul's, TM_*, and attention's, FA_*) moves registers between warpgroups
+# inside the block's pool: every build of them must start with the registers that needs ((128 x producer +
+# 256 x consumer) / threads each), or its consumers would wait for ever. (The backend checks the same at run
+# time and falls back to the older kernels.)
+setmaxnreg_check() { # PREFIX KERNEL-REGEX NAME
+    local need regs
+    need=$(awk -v p="$1" '$1 == "#define" && $2 == p "_PRODUCER_REGS" {r = $3} $1 == "#define" && $2 == p "_CONSUMER_REGS" {c = $3}
+                $1 == "#define" && $2 == p "_THREADS" {t = $3} END{if (r && c && t) print int((128 * r + 256 * c + t - 1) / t)}' "$SRC")
+    regs=$(awk -v k="$2" '/Compiling entry function/{on = ($0 ~ k)} on && /Used [0-9]+ registers/{
                 for (i = 1; i <= NF; i++) if ($i == "Used") print $(i + 1)}' "$TMP/sm_90a.ptxas" | sort -u | tr '\n' ' ')
     if [ -z "$need" ] || [ -z "$regs" ]; then
-        fail "sm_90a matmul_tma_kernel registers" "not found (need '${need}', ptxas said '${regs}')"
+        fail "sm_90a $3 registers" "not found (need '${need}', ptxas said '${regs}')"
     elif [ "$(echo "$regs" | awk -v n="$need" '{for (i = 1; i <= NF; i++) if ($i < n) bad = 1} END{print bad + 0}')" = 0 ]; then
-        ok "sm_90a matmul_tma_kernel: ${regs% } registers a thread at entry, setmaxnreg needs $need"
+        ok "sm_90a $3: ${regs% } registers a thread at entry, setmaxnreg needs $need"
     else
-        fail "sm_90a matmul_tma_kernel registers" "ptxas gave ${regs% }, setmaxnreg needs $need"
+        fail "sm_90a $3 registers" "ptxas gave ${regs% }, setmaxnreg needs $need"
+    fi
+}
+if [ -f "$TMP/sm_90a.ptxas" ] && [ "$SRC" = nanogpt.cu ]; then
+    setmaxnreg_check TM matmul_tma_kernel matmul_tma_kernel
+    setmaxnreg_check FA 'attn_[a-z_]*wgmma_kernel' "the wgmma attention kernels"
+fi
+# ptxas reports, as "info" and not as a warning, when it serialises wgmma (C75xx "Potential Performance
+# Loss": an accumulator set by ordinary instructions where a wgmma may still be writing it, zeros moved past
+# the wgmma.fence, ...): each such kernel waits after every wgmma.
+if [ -f "$TMP/sm_90a.ptxas" ]; then
+    serial=$(grep -E 'C75[0-9][0-9]|Potential Performance Loss' "$TMP/sm_90a.ptxas")
+    if [ -z "$serial" ]; then
+        ok "sm_90a: ptxas keeps every wgmma asynchronous (no C75xx performance-loss report)"
+    else
+        fail "sm_90a wgmma serialised by ptxas" "$(echo "$serial" | head -n 4)"
     fi
 fi
 
