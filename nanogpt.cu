@@ -3248,7 +3248,8 @@ template <typename T> static bool attn_registers_ok() {
 /* Which kernel 16-bit matmuls run on. The wgmma kernels run where they can: a compute capability 9.0 GPU
  * and a binary with sm_90a code (ngpt_wgmma_built reads 1 only there); the TMA one of them also needs the
  * driver's tensor-map encoder and its register budget (tma_registers_ok). The TMA choice also brings the
- * wgmma attention kernels (head size 64, no dropout; their own register check, attn_registers_ok). NGPT_MATMUL picks an older kernel, to compare: "mma" (mma.sync)
+ * wgmma attention kernels (head size 64, no dropout; their own register check, attn_registers_ok), which
+ * NGPT_ATTENTION=mma alone turns off. NGPT_MATMUL picks an older kernel, to compare: "mma" (mma.sync)
  * or "wgmma" (the cp.async wgmma kernel); both keep attention on mma.sync. *encoder: the encoder when the
  * choice is MATMUL_TMA, else NULL. */
 enum { MATMUL_MMA, MATMUL_WGMMA, MATMUL_TMA };
@@ -3391,7 +3392,9 @@ int ngpt_cuda_backend_create(ngpt_backend **out, int dtype, char *err, size_t er
     im->use_wgmma = choice != MATMUL_MMA && im->smem_optin >= WG_SMEM_BYTES;
     im->use_tma = choice == MATMUL_TMA && im->smem_optin >= TM_SMEM_BYTES;
     im->encode_tensor_map = im->use_tma ? encoder : NULL;
-    im->use_wgmma_attention = im->use_tma && attn_registers_ok<__nv_bfloat16>() && attn_registers_ok<__half>();
+    const char *attention_env = getenv("NGPT_ATTENTION"); /* "mma": keep attention on mma.sync (to compare, or to work around) */
+    im->use_wgmma_attention = im->use_tma && !(attention_env && !strcmp(attention_env, "mma")) && attn_registers_ok<__nv_bfloat16>() &&
+                              attn_registers_ok<__half>();
     const char *sync_env = getenv("NGPT_CUDA_SYNC");
     im->sync_each_launch = sync_env && !strcmp(sync_env, "1");
     int made = !CU_CHECK(be, cudaStreamCreateWithFlags(&im->stream, cudaStreamNonBlocking));

@@ -235,7 +235,8 @@ BUILT=$rc
 
 # ---- wgmma first (Hopper): the newest kernels, alone in their own processes. A fault in one poisons the
 # CUDA context, so when the default (the TMA kernel) fails, the cp.async wgmma kernel is tried the same way,
-# and every later step runs on the newest kernel that passed (NGPT_MATMUL=tma, wgmma, else mma) ----
+# and every later step runs on the newest kernel that passed (NGPT_MATMUL=tma, wgmma, else mma); then the
+# wgmma attention kernels the TMA choice brings, else attention runs on mma.sync (NGPT_ATTENTION=mma) ----
 if [ $BUILT = 0 ] && "$BUILD/nanogpt" info 2>&1 | grep -q "matmul wgmma"; then
     "$BUILD/nanogpt" info 2>&1 | grep -q "matmul wgmma+tma" && kinds="tma wgmma" || kinds="wgmma"
     for kind in $kinds; do
@@ -257,6 +258,22 @@ if [ $BUILT = 0 ] && "$BUILD/nanogpt" info 2>&1 | grep -q "matmul wgmma"; then
         echo "===== again with NGPT_CUDA_SYNC=1 (every launch waited for)" >>"$LOG/wgmma.log"
         NGPT_MATMUL=$kind NGPT_CUDA_SYNC=1 timeout 45 "$BUILD/test_gpu_ops" --matmul-only --skip-alloc-check --dtype bf16 >>"$LOG/wgmma.log" 2>&1
     done
+    # the wgmma attention kernels come with the TMA matmul: alone first the same way, else attention stays on
+    # mma.sync (NGPT_ATTENTION=mma) for every later step
+    if [ "${NGPT_MATMUL:-}" = "" ] && "$BUILD/nanogpt" info 2>&1 | grep -q "matmul wgmma+tma"; then
+        t0=$(date +%s)
+        echo "===== wgmma attention (NGPT_MATMUL unset)" >>"$LOG/wgmma.log"
+        timeout 60 "$BUILD/test_gpu_ops" --attention-only --skip-alloc-check --dtype bf16 >>"$LOG/wgmma.log" 2>&1
+        rc=$?
+        sum=$(grep '^summary:' "$LOG/wgmma.log" | tail -n 1)
+        if [ $rc = 0 ]; then
+            row "wgmma attention vs CPU (bf16)" PASS "${sum}; $(($(date +%s) - t0)) s"
+        else
+            export NGPT_ATTENTION=mma
+            row "wgmma attention vs CPU (bf16)" FAIL "${sum:-exit $rc}; later steps run attention on mma.sync"
+            grep -A3 '^FAIL' "$LOG/wgmma.log" | head -n 20
+        fi
+    fi
     cat "$LOG/wgmma.log" >>"$LOG/build.log" # the 8-file limit: kept at the end of build.log
     rm -f "$LOG/wgmma.log"
 fi

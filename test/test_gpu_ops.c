@@ -2,12 +2,13 @@
  *
  * Built and run by test/gpu.sh on a machine with a GPU:
  *     nvcc -c nanogpt.cu ; cc -DNGPT_CUDA -c test/test_gpu_ops.c ; link both with nvcc
- *     ./test_gpu_ops [--small] [--skip-alloc-check] [--dtype f32|bf16|f16] [--matmul-only]
+ *     ./test_gpu_ops [--small] [--skip-alloc-check] [--dtype f32|bf16|f16] [--matmul-only | --attention-only]
  * --small keeps to small shapes (for compute-sanitizer, and the CUDA emulator of test/cuda_emu.sh); the
  * default adds GPT-2-sized ones.
  * --matmul-only runs the matmul cases alone, on the kernel NGPT_MATMUL chooses (test/gpu.sh tries each wgmma
  * kernel this way first, in its own process, so that a fault there, which poisons the CUDA context, cannot
- * take the other checks with it).
+ * take the other checks with it). --attention-only does the same with the attention cases (the wgmma
+ * attention kernels, where the TMA matmul runs).
  * --skip-alloc-check leaves out the free-memory check (compute-sanitizer allocates device memory itself).
  *
  * For every op and shape: fresh random inputs (never zeros), rounded to the GPU's storage type so that
@@ -47,7 +48,7 @@
 static ngpt_backend *tg_cpu, *tg_gpu;
 static char *tg_cpu_dev, *tg_gpu_dev, *tg_gpu_host;
 static size_t tg_cpu_cap, tg_gpu_cap, tg_host_cap, tg_cpu_base, tg_gpu_base, tg_cpu_off, tg_gpu_off;
-static int tg_small, tg_cc, tg_skip_alloc_check, tg_matmul_only;
+static int tg_small, tg_cc, tg_skip_alloc_check, tg_matmul_only, tg_attention_only;
 static char tg_case[256];
 static double tg_t0;
 static double tg_now(void) {
@@ -955,9 +956,13 @@ int main(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--small")) tg_small = 1;
         else if (!strcmp(argv[i], "--matmul-only")) tg_matmul_only = 1;
+        else if (!strcmp(argv[i], "--attention-only")) tg_attention_only = 1;
         else if (!strcmp(argv[i], "--skip-alloc-check")) tg_skip_alloc_check = 1; /* under compute-sanitizer, which allocates */
         else if (!strcmp(argv[i], "--dtype") && i + 1 < argc) only = argv[++i];
-        else { fprintf(stderr, "usage: %s [--small] [--skip-alloc-check] [--dtype f32|bf16|f16] [--matmul-only]\n", argv[0]); return 2; }
+        else {
+            fprintf(stderr, "usage: %s [--small] [--skip-alloc-check] [--dtype f32|bf16|f16] [--matmul-only | --attention-only]\n", argv[0]);
+            return 2;
+        }
     }
     char why[512], desc[512], err[512];
     check_case_name = "cuda available";
@@ -992,7 +997,8 @@ int main(int argc, char **argv) {
                                                           {NGPT_DTYPE_F16, "wgmma"}};
     for (int k = 0; k < (tma ? 7 : wgmma ? 5 : 3); k++) {
         int dt = runs[k].dtype;
-        if ((only && strcmp(only, tg_dtname(dt))) || (tg_matmul_only && runs[k].matmul)) continue; /* --matmul-only: the chosen kernel alone */
+        if ((only && strcmp(only, tg_dtname(dt))) || ((tg_matmul_only || tg_attention_only) && runs[k].matmul))
+            continue; /* --matmul-only, --attention-only: the chosen kernel alone */
         tg_gpu = NULL;
         const char *user_choice = getenv("NGPT_MATMUL");
         char saved[32];
@@ -1042,6 +1048,7 @@ int main(int argc, char **argv) {
         struct timespec t0, t1;
         clock_gettime(CLOCK_MONOTONIC, &t0);
         if (tg_matmul_only) tg_matmul_sweep();
+        else if (tg_attention_only) tg_attention_sweep();
         else if (runs[k].matmul) { tg_matmul_sweep(); tg_attention_sweep(); } /* the older kernels also run attention on mma.sync */
         else tg_sweep();
         clock_gettime(CLOCK_MONOTONIC, &t1);
