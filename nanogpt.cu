@@ -2260,6 +2260,18 @@ template <typename T> static __device__ __forceinline__ void fa_issue_pv(float (
 #pragma unroll
     for (int kk = 0; kk < FA_BN / 16; kk++) wgmma_m64n64k16_rs<T, 1>(o, p[kk], wg_desc(v + kk * 2048, 8192, 1024));
 }
+/* The attention kernels' mbarriers, made by thread 0 before a block barrier: `once` (the tiles loaded once)
+ * and the nfull "full" ones, each completed by the producer's expect-bytes arrival and the copies' bytes;
+ * the FA_STAGES "empty" ones by every consumer thread. Fenced for the copy engine. */
+static __device__ __forceinline__ void fa_init_barriers(uint64_t *once, uint64_t *full, int nfull, uint64_t *empty) {
+    if (threadIdx.x == 0) {
+        mbar_init(once, 1);
+        for (int s = 0; s < nfull; s++) mbar_init(&full[s], 1);
+        for (int s = 0; s < FA_STAGES; s++) mbar_init(&empty[s], 2 * 128);
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    __syncthreads();
+}
 #endif
 
 template <typename T>
@@ -2276,16 +2288,7 @@ __global__ void __launch_bounds__(FA_THREADS, 1)
     const int bh = blockIdx.y, b = bh / NH, h = bh % NH;
     const int q0 = qt * FA_BM, nk = qt + 1; /* key tiles 0 .. qt: FA_BN = FA_BM, so tile qt is the diagonal */
     const int row0 = b * T_;                /* qkv's row of (b, t = 0) */
-    if (threadIdx.x == 0) {
-        mbar_init(full_q, 1);
-        for (int s = 0; s < FA_STAGES; s++) {
-            mbar_init(&full_k[s], 1); /* the producer's expect-bytes arrival (+ the copy's bytes) */
-            mbar_init(&full_v[s], 1);
-            mbar_init(&empty[s], 2 * 128); /* every consumer thread */
-        }
-        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-    }
-    __syncthreads();
+    fa_init_barriers(full_q, full_k, 2 * FA_STAGES, empty); /* full_k, then full_v */
     if (threadIdx.x < 128) { /* producer warpgroup: one thread issues, the rest leave */
         asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(FA_PRODUCER_REGS));
         if (threadIdx.x != 0) return;
@@ -2442,15 +2445,7 @@ __global__ void __launch_bounds__(FA_THREADS, 1)
     const int bh = blockIdx.y, b = bh / NH, h = bh % NH;
     const int row0 = b * T_;
     const int qt0 = k0 / FB_BQ, nqt = (T_ + FB_BQ - 1) / FB_BQ; /* query tiles qt0 .. nqt - 1 */
-    if (threadIdx.x == 0) {
-        mbar_init(full_kv, 1);
-        for (int s = 0; s < FA_STAGES; s++) {
-            mbar_init(&full[s], 1); /* the producer's expect-bytes arrival (+ the copies' bytes) */
-            mbar_init(&empty[s], 2 * 128); /* every consumer thread */
-        }
-        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-    }
-    __syncthreads();
+    fa_init_barriers(full_kv, full, FA_STAGES, empty);
     if (threadIdx.x < 128) { /* producer warpgroup: one thread issues, the rest leave */
         asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(FA_PRODUCER_REGS));
         if (threadIdx.x != 0) return;
@@ -2562,15 +2557,7 @@ __global__ void __launch_bounds__(FA_THREADS, 1)
     const int qt = nqt - 1 - (int)blockIdx.x; /* longest rows first */
     const int bh = blockIdx.y, b = bh / NH, h = bh % NH;
     const int q0 = qt * FA_BM, nk = qt + 1, row0 = b * T_;
-    if (threadIdx.x == 0) {
-        mbar_init(full_q, 1);
-        for (int s = 0; s < FA_STAGES; s++) {
-            mbar_init(&full[s], 1); /* the producer's expect-bytes arrival (+ the copies' bytes) */
-            mbar_init(&empty[s], 2 * 128); /* every consumer thread */
-        }
-        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-    }
-    __syncthreads();
+    fa_init_barriers(full_q, full, FA_STAGES, empty);
     if (threadIdx.x < 128) { /* producer warpgroup: one thread issues, the rest leave */
         asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(FA_PRODUCER_REGS));
         if (threadIdx.x != 0) return;
