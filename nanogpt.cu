@@ -2155,8 +2155,8 @@ __global__ void __launch_bounds__(ATT_THREADS)
 }
 
 /* --- Hopper (sm_90a): the attention forward on wgmma, head size 64 ---------------------------------------
- * Every GPT-2 has hs = 64. Where the TMA matmul runs (sm_90a code, the driver's tensor-map encoder), 16-bit
- * causal attention at hs = 64 runs here. A block takes 128 query rows of one (b, h) and three warpgroups.
+ * Every GPT-2 has hs = 64. Where the TMA matmul runs (sm_90a code, the driver's tensor-map encoder), unless
+ * NGPT_ATTENTION=mma, 16-bit causal attention at hs = 64 runs here. A block takes 128 query rows of one (b, h) and three warpgroups.
  * The first produces: one thread asks the copy engine for the Q tile once and, for each 128-key tile, its K
  * and V tiles (boxes of 64 head dims x 128 rows of qkv, 128-byte swizzled) into FA_STAGES stages, each tile
  * on its own "full" mbarrier; a stage is refilled once every consumer thread has arrived on its "empty" one.
