@@ -1265,6 +1265,8 @@ static_assert(TM_REGS_NEEDED <= 65536 / TM_THREADS / 8 * 8 * TM_THREADS, "setmax
 
 #ifdef NGPT_WGMMA_DEVICE
 static __device__ __forceinline__ uint32_t smem_addr(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
+/* the first 1024-byte aligned shared address at or after p (wgmma's and the copy engine's swizzled tiles) */
+static __device__ __forceinline__ unsigned char *smem_align1024(unsigned char *p) { return p + ((1024u - (smem_addr(p) & 1023u)) & 1023u); }
 /* A hint: the 128-byte line holding p into L2, nothing waits for it */
 static __device__ __forceinline__ void prefetch_l2(const void *p) {
     asm volatile("prefetch.global.L2 [%0];\n" ::"l"(p));
@@ -1361,7 +1363,7 @@ __global__ void __launch_bounds__(TM_THREADS, 1) matmul_tma_kernel(const __grid_
                                                                    int M, int N, int K, int kps, int tiles, MmEpilogue<T> ep) {
 #ifdef NGPT_WGMMA_DEVICE
     extern __shared__ __align__(1024) unsigned char tm_smem[];
-    unsigned char *base = tm_smem + ((1024u - (smem_addr(tm_smem) & 1023u)) & 1023u);
+    unsigned char *base = smem_align1024(tm_smem);
     unsigned char *sA = base, *sB = base + TM_STAGES * TM_A_BYTES;
     uint64_t *full = (uint64_t *)(sB + TM_STAGES * TM_B_BYTES), *empty = full + TM_STAGES;
     if (threadIdx.x == 0) {
@@ -2250,6 +2252,13 @@ static __device__ __forceinline__ void fa_softmax(float (&s)[64], float (&m)[2],
         l[r] = l[r] * corr[r] + rsum[r];
     }
 }
+/* 16 accumulators of a 64 x 16 slab (d[8kk .. 8kk + 7]) as the A fragment of k step kk, packed to 16 bits */
+template <typename T, int NK> static __device__ __forceinline__ void fa_pack_a(uint32_t (&a)[NK][4], const float (&d)[8 * NK]) {
+#pragma unroll
+    for (int kk = 0; kk < NK; kk++)
+#pragma unroll
+        for (int x = 0; x < 4; x++) a[kk][x] = pack2<T>(d[8 * kk + 2 * x], d[8 * kk + 2 * x + 1]);
+}
 /* S = Q K^T for the warpgroup's 64 rows (q: its rows of the Q tile) and a 128-key tile k */
 template <typename T> static __device__ __forceinline__ void fa_issue_s(float (&s)[64], const unsigned char *q, const unsigned char *k) {
 #pragma unroll
@@ -2279,7 +2288,7 @@ __global__ void __launch_bounds__(FA_THREADS, 1)
     attn_forward_wgmma_kernel(const __grid_constant__ CUtensorMap tm, T *out, float *lse, int T_, int C, int NH, float scale_log2) {
 #ifdef NGPT_WGMMA_DEVICE
     extern __shared__ __align__(1024) unsigned char fa_smem[];
-    unsigned char *sQ = fa_smem + ((1024u - (smem_addr(fa_smem) & 1023u)) & 1023u);
+    unsigned char *sQ = smem_align1024(fa_smem);
     unsigned char *sK = sQ + FA_TILE_BYTES, *sV = sK + FA_STAGES * FA_TILE_BYTES;
     uint64_t *full_q = (uint64_t *)(sV + FA_STAGES * FA_TILE_BYTES), *full_k = full_q + 1, *full_v = full_k + FA_STAGES,
              *empty = full_v + FA_STAGES;
@@ -2313,13 +2322,6 @@ __global__ void __launch_bounds__(FA_THREADS, 1)
     uint32_t p[8][4]; /* P of the previous key tile: the A fragments of O += P V's eight k steps */
 #pragma unroll
     for (int i = 0; i < 32; i++) o[i] = 0.0f;
-    /* P_j from S_j (s) into the A fragments */
-    auto pack_p = [&]() {
-#pragma unroll
-        for (int kk = 0; kk < 8; kk++)
-#pragma unroll
-            for (int x = 0; x < 4; x++) p[kk][x] = pack2<T>(s[8 * kk + 2 * x], s[8 * kk + 2 * x + 1]);
-    };
     auto softmax = [&](int j) {
         if (j == nk - 1) fa_softmax<true>(s, m, l, corr, j * FA_BN, qrow, tq, T_, scale_log2);
         else fa_softmax<false>(s, m, l, corr, j * FA_BN, qrow, tq, T_, scale_log2);
@@ -2338,7 +2340,7 @@ __global__ void __launch_bounds__(FA_THREADS, 1)
 #pragma unroll
     for (int i = 0; i < 64; i++) asm volatile("" : "+f"(s[i])::"memory"); /* no read of s moves above the wait */
     softmax(0);
-    pack_p();
+    fa_pack_a<T, 8>(p, s); /* P_j from S_j into the A fragments */
     for (int j = 1; j < nk; j++) {
         const int st = j % FA_STAGES, pst = (j - 1) % FA_STAGES;
         mbar_wait(&full_k[st], (j / FA_STAGES) & 1);
@@ -2364,7 +2366,7 @@ __global__ void __launch_bounds__(FA_THREADS, 1)
         mbar_arrive(&empty[pst]); /* ... so its stage may be refilled, and P and O may be written */
 #pragma unroll
         for (int i = 0; i < 32; i++) o[i] *= corr[(i >> 1) & 1];
-        pack_p();
+        fa_pack_a<T, 8>(p, s);
     }
     const int lst = (nk - 1) % FA_STAGES;
     mbar_wait(&full_v[lst], ((nk - 1) / FA_STAGES) & 1);
@@ -2422,15 +2424,6 @@ template <typename T, int TA, int TB> static __device__ __forceinline__ void wgm
 /* Q and dO, the K and V stages, alignment slack, the mbarriers */
 #define FB_DQ_SMEM_BYTES ((2 + 2 * FA_STAGES) * FA_TILE_BYTES + 1024 + 256)
 
-#ifdef NGPT_WGMMA_DEVICE
-/* 16 accumulators of a 64 x 16 slab (d[8kk .. 8kk + 7]) as the A fragment of k step kk, packed to 16 bits */
-template <typename T, int NK> static __device__ __forceinline__ void fa_pack_a(uint32_t (&a)[NK][4], const float (&d)[8 * NK]) {
-#pragma unroll
-    for (int kk = 0; kk < NK; kk++)
-#pragma unroll
-        for (int x = 0; x < 4; x++) a[kk][x] = pack2<T>(d[8 * kk + 2 * x], d[8 * kk + 2 * x + 1]);
-}
-#endif
 
 template <typename T>
 __global__ void __launch_bounds__(FA_THREADS, 1)
@@ -2438,7 +2431,7 @@ __global__ void __launch_bounds__(FA_THREADS, 1)
                                     const float *Dsum, int T_, int C, int NH, float scale, float scale_log2) {
 #ifdef NGPT_WGMMA_DEVICE
     extern __shared__ __align__(1024) unsigned char fb_smem[];
-    unsigned char *sK = fb_smem + ((1024u - (smem_addr(fb_smem) & 1023u)) & 1023u);
+    unsigned char *sK = smem_align1024(fb_smem);
     unsigned char *sV = sK + FA_TILE_BYTES, *sQ = sV + FA_TILE_BYTES, *sO = sQ + FA_STAGES * FB_Q_BYTES;
     uint64_t *full_kv = (uint64_t *)(sO + FA_STAGES * FB_Q_BYTES), *full = full_kv + 1, *empty = full + FA_STAGES;
     const int k0 = blockIdx.x * FA_BN; /* small k0 first: they have the longest loops */
@@ -2550,7 +2543,7 @@ __global__ void __launch_bounds__(FA_THREADS, 1)
                                   const float *Dsum, int T_, int C, int NH, float scale, float scale_log2) {
 #ifdef NGPT_WGMMA_DEVICE
     extern __shared__ __align__(1024) unsigned char fb_smem[];
-    unsigned char *sQ = fb_smem + ((1024u - (smem_addr(fb_smem) & 1023u)) & 1023u);
+    unsigned char *sQ = smem_align1024(fb_smem);
     unsigned char *sO = sQ + FA_TILE_BYTES, *sK = sO + FA_TILE_BYTES, *sV = sK + FA_STAGES * FA_TILE_BYTES;
     uint64_t *full_q = (uint64_t *)(sV + FA_STAGES * FA_TILE_BYTES), *full = full_q + 1, *empty = full + FA_STAGES;
     const int nqt = (T_ + FA_BM - 1) / FA_BM;
