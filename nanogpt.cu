@@ -51,6 +51,7 @@ typedef struct {
     size_t smem_optin;         /* the most dynamic shared memory one block may ask for */
     int use_wgmma;             /* 16-bit matmuls on the sm_90a wgmma kernels (else mma.sync); see matmul_choice */
     int use_tma;               /* ... on the TMA one where the operands allow it (else the cp.async one) */
+    int direct_epilogue;       /* its whole tiles straight from the accumulators (NGPT_EPILOGUE=staged: not, to compare) */
     int use_wgmma_attention;   /* attention at hs = 64 on the sm_90a wgmma kernels: with the TMA matmul, and their registers */
     void *encode_tensor_map;   /* the driver's cuTensorMapEncodeTiled (TMA kernel only) */
     int mm_blocks_per_sm;      /* blocks of that matmul kernel one SM runs at once (split-K's wave size) */
@@ -788,17 +789,22 @@ template <typename T> struct MmEpilogue {
     int accumulate, kind;
     T *aux;         /* EPI_GELU: written; EPI_DGELU: read; same strides as out */
     float *partial; /* split-K: the slices' fp32 results, M x N each; NULL otherwise */
+    int direct;     /* the TMA kernel may write whole tiles straight from its accumulators (gemm_tma sets it) */
 };
-/* The value stored for result v, given its column's bias b (read when ep.bias is set), the old value (read
- * when accumulating) and aux x (read for EPI_DGELU and EPI_RESIDUAL): the one place the epilogue's arithmetic
- * is written */
-template <typename T> static __device__ __forceinline__ T mm_round(const MmEpilogue<T> &ep, float v, T b, T old, T x) {
-    if (ep.bias) v += to_f(b);
-    if (ep.accumulate) v += to_f(old);
+/* The value stored for result v of a product of epilogue kind `kind`, given its column's bias b (added when
+ * add_bias), the old value (added when accumulating) and aux x (read for EPI_DGELU and EPI_RESIDUAL): the one
+ * place the epilogue's arithmetic is written. mm_round calls it with the kind read at run time, the TMA
+ * kernel's direct epilogue (mm_epilogue_direct) with its build's kind fixed at compile time. */
+template <typename T> static __device__ __forceinline__ T mm_value(int kind, bool add_bias, bool accumulate, float v, T b, T old, T x) {
+    if (add_bias) v += to_f(b);
+    if (accumulate) v += to_f(old);
     T r = from_f<T>(v);
-    if (ep.kind == EPI_DGELU) r = from_f<T>(to_f(r) * gelu_grad(to_f(x)));
-    else if (ep.kind == EPI_RESIDUAL) r = from_f<T>(to_f(x) + to_f(r));
+    if (kind == EPI_DGELU) return from_f<T>(to_f(r) * gelu_grad(to_f(x)));
+    if (kind == EPI_RESIDUAL) return from_f<T>(to_f(x) + to_f(r));
     return r;
+}
+template <typename T> static __device__ __forceinline__ T mm_round(const MmEpilogue<T> &ep, float v, T b, T old, T x) {
+    return mm_value(ep.kind, ep.bias != NULL, ep.accumulate != 0, v, b, old, x);
 }
 template <typename T> static __device__ __forceinline__ void mm_finish(const MmEpilogue<T> &ep, size_t i, int col, float v) {
     const T zero = from_f<T>(0.0f);
@@ -931,6 +937,83 @@ static __device__ __forceinline__ void mm_epilogue_rows(const MmEpilogue<T> &ep,
         }
         __syncwarp(); /* the chunk is written before the next one is staged */
     }
+}
+
+/* The epilogue of a whole tile (every row and column inside the matrix) that is neither a split-K slice nor
+ * accumulated, where out, aux and bias are 4-byte aligned and ldc is even: straight from the accumulators,
+ * two adjacent columns a load and a store, with the kind fixed at compile time. A warp's rows row0 + g and
+ * row0 + g + 8 (g = lane / 4), fragment i at columns col0 + 8i + 2tq, +1 (tq = lane % 4), as in
+ * mm_epilogue_rows. The staged epilogue above runs every kind through the same generic code a chunk of 32
+ * columns at a time, each chunk staged, read back and waiting for its loads; the TMA kernel's products with
+ * K = 768 pay about 12 us a tile outside their 8 us main loop (docs/performance.md, fifth session), which
+ * this is meant to cut. Here the fragments go
+ * four at a time (32 columns), the next four's bias and aux loads issued before this four's stores. The
+ * kinds with GELU's erff unroll that loop twice, not fully (their code would be about 80 KB a kernel), and
+ * shift d down a group each time, so every index into d stays a compile-time one (about 112 register moves a
+ * turn of two groups). Each value goes through mm_value, as the staged epilogue's do, so the bits are those
+ * of the staged epilogue and of the separate ops (test_gpu_ops holds it to NGPT_EPILOGUE=staged's bits). */
+template <typename T> struct alignas(2 * sizeof(T)) MmVec2 { T v[2]; };
+#define MM_DIRECT_FG 4 /* fragments a group */
+template <int KIND, int NF, typename T>
+static __device__ __forceinline__ void mm_epilogue_direct(const MmEpilogue<T> &ep, int row0, int col0, float (&d)[4 * NF], int lane) {
+    constexpr int FG = MM_DIRECT_FG, GROUPS = NF / FG;
+    [[maybe_unused]] constexpr int UNROLL = KIND == EPI_GELU || KIND == EPI_DGELU ? 2 : GROUPS; /* read by nvcc's pragma alone */
+    static_assert(NF % (2 * FG) == 0, "whole pairs of groups");
+    constexpr bool AUX = KIND == EPI_DGELU || KIND == EPI_RESIDUAL;
+    const size_t first = (size_t)(row0 + (lane >> 2)) * ep.ldc + col0 + 2 * (lane & 3), second = first + 8 * ep.ldc;
+    const T *bias = ep.bias ? ep.bias + col0 + 2 * (lane & 3) : NULL;
+    MmVec2<T> b[FG] = {}, x[2 * FG] = {}, nb[FG] = {}, nx[2 * FG] = {}; /* this group's bias and aux (rows g, g + 8), the next group's */
+    auto load = [&](int grp, MmVec2<T>(&bb)[FG], MmVec2<T>(&xx)[2 * FG]) {
+#pragma unroll
+        for (int j = 0; j < FG; j++) {
+            const int c = 8 * (FG * grp + j);
+            if (bias) bb[j] = *(const MmVec2<T> *)(bias + c);
+            if (AUX) {
+                xx[2 * j] = *(const MmVec2<T> *)(ep.aux + first + c);
+                xx[2 * j + 1] = *(const MmVec2<T> *)(ep.aux + second + c);
+            }
+        }
+    };
+    load(0, b, x);
+#pragma unroll UNROLL
+    for (int grp = 0; grp < GROUPS; grp++) {
+        if (grp + 1 < GROUPS) load(grp + 1, nb, nx);
+#pragma unroll
+        for (int j = 0; j < FG; j++) {
+            const int c = 8 * (FG * grp + j);
+            MmVec2<T> r[2];
+#pragma unroll
+            for (int h = 0; h < 2; h++) /* h: row g, row g + 8 */
+#pragma unroll
+                for (int e = 0; e < 2; e++)
+                    r[h].v[e] = mm_value(KIND, bias != NULL, false, d[4 * j + 2 * h + e], b[j].v[e], from_f<T>(0.0f),
+                                         AUX ? x[2 * j + h].v[e] : from_f<T>(0.0f));
+            *(MmVec2<T> *)(ep.out + first + c) = r[0];
+            *(MmVec2<T> *)(ep.out + second + c) = r[1];
+            if (KIND == EPI_GELU) {
+#pragma unroll
+                for (int h = 0; h < 2; h++) {
+                    MmVec2<T> g;
+#pragma unroll
+                    for (int e = 0; e < 2; e++) g.v[e] = from_f<T>(gelu_of(to_f(r[h].v[e])));
+                    *(MmVec2<T> *)(ep.aux + (h ? second : first) + c) = g;
+                }
+            }
+        }
+#pragma unroll
+        for (int k = 0; k + 4 * FG < 4 * NF; k++) d[k] = d[k + 4 * FG]; /* the next group's fragments to the front */
+#pragma unroll
+        for (int j = 0; j < FG; j++) {
+            b[j] = nb[j];
+            x[2 * j] = nx[2 * j];
+            x[2 * j + 1] = nx[2 * j + 1];
+        }
+    }
+}
+/* Whether a bm x bn tile at (m0, n0) takes mm_epilogue_direct */
+template <typename T> static __device__ __forceinline__ bool mm_direct_ok(const MmEpilogue<T> &ep, int M, int N, int m0, int n0, int bm, int bn) {
+    return ep.direct && !ep.partial && !ep.accumulate && m0 + bm <= M && n0 + bn <= N && (ep.ldc & 1) == 0 &&
+           (((uintptr_t)ep.out | (uintptr_t)ep.aux | (uintptr_t)ep.bias) & (2 * sizeof(T) - 1)) == 0;
 }
 
 template <typename T, bool A_K, bool B_K>
@@ -1358,7 +1441,14 @@ static __device__ __forceinline__ TmTile tm_tile(int t, int M, int N, int K, int
 }
 #endif
 
-template <typename T, bool A_K, bool B_K>
+/* The epilogue kinds the TMA kernel is built with a direct path for (EK), by layout: the forward's (plain,
+ * GELU, residual) and the input gradient's (plain, GELU's derivative); the weight gradient accumulates and
+ * never takes it. One kind a build keeps each build's machine code to the main loop, the staged epilogue and
+ * one direct one (all four in one build made it 114 KB on sm_90a). */
+template <bool A_K, bool B_K> static constexpr bool tma_direct_kind(int kind) {
+    return kind == EPI_PLAIN || (A_K && B_K && (kind == EPI_GELU || kind == EPI_RESIDUAL)) || (A_K && !B_K && kind == EPI_DGELU);
+}
+template <typename T, bool A_K, bool B_K, int EK>
 __global__ void __launch_bounds__(TM_THREADS, 1) matmul_tma_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB,
                                                                    int M, int N, int K, int kps, int tiles, MmEpilogue<T> ep) {
 #ifdef NGPT_WGMMA_DEVICE
@@ -1434,8 +1524,11 @@ __global__ void __launch_bounds__(TM_THREADS, 1) matmul_tma_kernel(const __grid_
 #pragma unroll
         for (int i = 0; i < 128; i++) asm volatile("" : "+f"(d[i])::"memory"); /* no read of d moves above the wait */
         /* accumulator layout as in the cp.async kernel: d[4i], d[4i+1] at (row g, columns 8i + 2tq, +1) of warp
-         * w's 16 rows, d[4i+2], d[4i+3] at row g + 8; staged and written 32 columns at a time, as there */
-        mm_epilogue_rows<TM_BN / 32>(ep, M, N, tl.slice, tl.m0 + cw * 64 + w * 16, tl.n0, d, stg, lane);
+         * w's 16 rows, d[4i+2], d[4i+3] at row g + 8; a whole tile written from there, others staged and written 32
+         * columns at a time, as there */
+        const int row0 = tl.m0 + cw * 64 + w * 16;
+        if (ep.kind == EK && mm_direct_ok(ep, M, N, tl.m0, tl.n0, TM_BM, TM_BN)) mm_epilogue_direct<EK, TM_BN / 8>(ep, row0, tl.n0, d, lane);
+        else mm_epilogue_rows<TM_BN / 32>(ep, M, N, tl.slice, row0, tl.n0, d, stg, lane);
     }
 #else
     (void)tmA; (void)tmB; (void)M; (void)N; (void)K; (void)kps; (void)tiles; (void)ep;
@@ -1469,11 +1562,21 @@ static int tma_map(const CudaImpl *im, CUtensorMap *map, const T *p, size_t inne
                                                           CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS;
 }
 
+/* The build of the TMA kernel for epilogue kind EK where it has one (tma_direct_kind), else the plain one (whose
+ * direct path the other kinds never take) */
+template <typename T, bool A_K, bool B_K, int EK>
+static void tma_launch(ngpt_backend *be, unsigned grid, const CUtensorMap &ma, const CUtensorMap &mb, int M, int N, int K, int kps, int tiles,
+                       const MmEpilogue<T> &ep) {
+    constexpr int built = tma_direct_kind<A_K, B_K>(EK) ? EK : EPI_PLAIN;
+    matmul_tma_kernel<T, A_K, B_K, built><<<grid, TM_THREADS, TM_SMEM_BYTES, impl_of(be)->stream>>>(ma, mb, M, N, K, kps, tiles, ep);
+    CU_LAUNCHED(be, "matmul_tma_kernel");
+}
+
 /* The TMA kernel for this product (operands checked with vec_ok by the caller): 1 when launched, 0 when the
  * driver would not encode a tensor map for them (nothing happened) */
 template <typename T, bool A_K, bool B_K>
 static int gemm_tma(ngpt_backend *be, const T *A, const T *B, int M, int N, int K, size_t lda, size_t ldb, int splits, int kps,
-                    const MmEpilogue<T> &ep) {
+                    const MmEpilogue<T> &ep_in) {
     CudaImpl *im = impl_of(be);
     CUtensorMap ma, mb;
     if (tma_map(im, &ma, A, A_K ? K : M, A_K ? M : K, lda, 64, A_K ? TM_BM : 64) ||
@@ -1482,8 +1585,14 @@ static int gemm_tma(ngpt_backend *be, const T *A, const T *B, int M, int N, int 
     long long tiles = (long long)((M + TM_BM - 1) / TM_BM) * ((N + TM_BN - 1) / TM_BN) * splits;
     if (tiles > INT_MAX) return 0;
     unsigned grid = (unsigned)(tiles < im->sm_count ? tiles : im->sm_count);
-    matmul_tma_kernel<T, A_K, B_K><<<grid, TM_THREADS, TM_SMEM_BYTES, im->stream>>>(ma, mb, M, N, K, kps, (int)tiles, ep);
-    CU_LAUNCHED(be, "matmul_tma_kernel");
+    MmEpilogue<T> ep = ep_in;
+    ep.direct = im->direct_epilogue;
+    if (tma_direct_kind<A_K, B_K>(EPI_GELU) && ep.kind == EPI_GELU) tma_launch<T, A_K, B_K, EPI_GELU>(be, grid, ma, mb, M, N, K, kps, (int)tiles, ep);
+    else if (tma_direct_kind<A_K, B_K>(EPI_DGELU) && ep.kind == EPI_DGELU)
+        tma_launch<T, A_K, B_K, EPI_DGELU>(be, grid, ma, mb, M, N, K, kps, (int)tiles, ep);
+    else if (tma_direct_kind<A_K, B_K>(EPI_RESIDUAL) && ep.kind == EPI_RESIDUAL)
+        tma_launch<T, A_K, B_K, EPI_RESIDUAL>(be, grid, ma, mb, M, N, K, kps, (int)tiles, ep);
+    else tma_launch<T, A_K, B_K, EPI_PLAIN>(be, grid, ma, mb, M, N, K, kps, (int)tiles, ep);
     return 1;
 }
 
@@ -1589,10 +1698,10 @@ static void gemm(ngpt_backend *be, int layout, void *out, const void *A, const v
         else if (kind == EPI_RESIDUAL) cu_residual_forward(be, out, aux, out, (size_t)M * N);
     } else if (be->dtype == NGPT_DTYPE_BF16) {
         typedef __nv_bfloat16 T;
-        gemm_16<T>(be, layout, (const T *)A, (const T *)B, M, N, K, lda, ldb, MmEpilogue<T>{(T *)out, ldc, (const T *)bias, accumulate, kind, (T *)aux, NULL});
+        gemm_16<T>(be, layout, (const T *)A, (const T *)B, M, N, K, lda, ldb, MmEpilogue<T>{(T *)out, ldc, (const T *)bias, accumulate, kind, (T *)aux, NULL, 0});
     } else {
         typedef __half T;
-        gemm_16<T>(be, layout, (const T *)A, (const T *)B, M, N, K, lda, ldb, MmEpilogue<T>{(T *)out, ldc, (const T *)bias, accumulate, kind, (T *)aux, NULL});
+        gemm_16<T>(be, layout, (const T *)A, (const T *)B, M, N, K, lda, ldb, MmEpilogue<T>{(T *)out, ldc, (const T *)bias, accumulate, kind, (T *)aux, NULL, 0});
     }
 }
 #undef GEMM_LAYOUTS
@@ -3214,10 +3323,20 @@ static bool registers_cover(const void *kernel, int threads, long long needed) {
     }
     return (long long)fa.numRegs * threads >= needed;
 }
+/* every build of the TMA matmul (tma_direct_kind) */
+#define TM_BUILDS 6
+template <typename T> static void tma_builds(const void *(&k)[TM_BUILDS]) {
+    const void *all[TM_BUILDS] = {(const void *)matmul_tma_kernel<T, true, true, EPI_PLAIN>,    (const void *)matmul_tma_kernel<T, true, true, EPI_GELU>,
+                                  (const void *)matmul_tma_kernel<T, true, true, EPI_RESIDUAL>, (const void *)matmul_tma_kernel<T, true, false, EPI_PLAIN>,
+                                  (const void *)matmul_tma_kernel<T, true, false, EPI_DGELU>,   (const void *)matmul_tma_kernel<T, false, false, EPI_PLAIN>};
+    memcpy(k, all, sizeof all);
+}
 template <typename T> static bool tma_registers_ok() {
-    return registers_cover((const void *)matmul_tma_kernel<T, true, true>, TM_THREADS, TM_REGS_NEEDED) &&
-           registers_cover((const void *)matmul_tma_kernel<T, true, false>, TM_THREADS, TM_REGS_NEEDED) &&
-           registers_cover((const void *)matmul_tma_kernel<T, false, false>, TM_THREADS, TM_REGS_NEEDED);
+    const void *k[TM_BUILDS];
+    tma_builds<T>(k);
+    for (int i = 0; i < TM_BUILDS; i++)
+        if (!registers_cover(k[i], TM_THREADS, TM_REGS_NEEDED)) return false;
+    return true;
 }
 template <typename T> static bool attn_registers_ok() {
     return registers_cover((const void *)attn_forward_wgmma_kernel<T>, FA_THREADS, FA_REGS_NEEDED) &&
@@ -3273,9 +3392,9 @@ template <typename T> static int set_smem_attrs(ngpt_backend *be) {
         bad |= CU_CHECK(be, cudaFuncSetAttribute(matmul_wgmma_kernel<T, false, false>, cudaFuncAttributeMaxDynamicSharedMemorySize, WG_SMEM_BYTES));
     }
     if (im->use_tma) {
-        bad |= CU_CHECK(be, cudaFuncSetAttribute(matmul_tma_kernel<T, true, true>, cudaFuncAttributeMaxDynamicSharedMemorySize, TM_SMEM_BYTES));
-        bad |= CU_CHECK(be, cudaFuncSetAttribute(matmul_tma_kernel<T, true, false>, cudaFuncAttributeMaxDynamicSharedMemorySize, TM_SMEM_BYTES));
-        bad |= CU_CHECK(be, cudaFuncSetAttribute(matmul_tma_kernel<T, false, false>, cudaFuncAttributeMaxDynamicSharedMemorySize, TM_SMEM_BYTES));
+        const void *k[TM_BUILDS];
+        tma_builds<T>(k);
+        for (int i = 0; i < TM_BUILDS; i++) bad |= CU_CHECK(be, cudaFuncSetAttribute(k[i], cudaFuncAttributeMaxDynamicSharedMemorySize, TM_SMEM_BYTES));
         bad |= CU_CHECK(be, cudaFuncSetAttribute(attn_forward_wgmma_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, FA_SMEM_BYTES));
         bad |= CU_CHECK(be, cudaFuncSetAttribute(attn_backward_dkdv_wgmma_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, FB_DKDV_SMEM_BYTES));
         bad |= CU_CHECK(be, cudaFuncSetAttribute(attn_backward_dq_wgmma_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, FB_DQ_SMEM_BYTES));
@@ -3375,6 +3494,8 @@ int ngpt_cuda_backend_create(ngpt_backend **out, int dtype, char *err, size_t er
     const char *attention_env = getenv("NGPT_ATTENTION"); /* "mma": keep attention on mma.sync (to compare, or to work around) */
     im->use_wgmma_attention = im->use_tma && !(attention_env && !strcmp(attention_env, "mma")) && attn_registers_ok<__nv_bfloat16>() &&
                               attn_registers_ok<__half>();
+    const char *epilogue_env = getenv("NGPT_EPILOGUE"); /* "staged": every TMA tile through the staged epilogue, to compare */
+    im->direct_epilogue = !(epilogue_env && !strcmp(epilogue_env, "staged"));
     const char *sync_env = getenv("NGPT_CUDA_SYNC");
     im->sync_each_launch = sync_env && !strcmp(sync_env, "1");
     int made = !CU_CHECK(be, cudaStreamCreateWithFlags(&im->stream, cudaStreamNonBlocking));

@@ -4,7 +4,7 @@
 # (f16: m16n8k8, plain loads) and sm_90 (the wgmma kernels: the TMA matmul and the attention kernels with
 # their mbarriers, warp specialisation and setmaxnreg, and the cp.async matmul), test_gpu_train --quick on
 # the sm_80 and sm_90 (whole steps, determinism, no allocation, resume, KV-cache sampling), the nanogpt
-# program on all three (train, resume, sample, plan, bench), then twenty-four mutants of nanogpt.cu that it
+# program on all three (train, resume, sample, plan, bench), then twenty-nine mutants of nanogpt.cu that it
 # must catch. No GPU needed; ./build.sh test runs it. Needs nvcc's headers (not nvcc itself: the host C++
 # compiler builds the rewritten nanogpt.cu) and perl. Ends with "summary: N passed, N failed" (each
 # program's counts, and one per mutant).
@@ -252,6 +252,11 @@ MUTANTS=(
     "matmul stages its epilogue in tiles other warps may still read|80|--matmul-only|__syncthreads(); /* every warp is done with the tiles: their memory stages the epilogue */|"
     "cp.async wgmma kernel stages its epilogue in tiles the other warpgroup may still read|90|NGPT_MATMUL=wgmma --matmul-only|__syncthreads(); /* both warpgroups' products are done: the tiles' memory stages the epilogue */|"
     "cp.async wgmma kernel fences the async proxy before its copies land, not after|90|NGPT_MATMUL=wgmma --matmul-only|cp_async_wait<WG_STAGES - 3>();                                /* this thread's copies of tile kt have landed */\n        asm volatile(\"fence.proxy.async.shared::cta;\\\\n\" ::: \"memory\");|asm volatile(\"fence.proxy.async.shared::cta;\\\\n\" ::: \"memory\");\n        cp_async_wait<WG_STAGES - 3>();"
+    "TMA kernel's direct epilogue writes row g + 8's results a row lower|90|--matmul-only|second = first + 8 * ep.ldc;|second = first + 9 * ep.ldc;"
+    "TMA kernel's direct epilogue does not move the next group's accumulators to the front|90|--matmul-only|d[k] = d[k + 4 * FG]; /* the next group's|d[k] = d[k + 2 * FG]; /* the next group's"
+    "TMA kernel's direct epilogue adds the next group's bias|90|--matmul-only|d[4 * j + 2 * h + e], b[j].v[e],|d[4 * j + 2 * h + e], nb[j].v[e],"
+    "TMA kernel's direct epilogue rounds the product before adding the bias (a last-bit error)|90||d[4 * j + 2 * h + e], b[j].v[e],|to_f(from_f<T>(d[4 * j + 2 * h + e])), b[j].v[e],"
+    "TMA kernel's direct epilogue reads row g's aux for row g + 8|90|--matmul-only|AUX ? x[2 * j + h].v[e]|AUX ? x[2 * j].v[e]"
     "wgmma attention reads S before its wgmma completes|90||wgmma.wait_group.sync.aligned 1;\\\\n\" ::: \"memory\"); /* S_j is done|wgmma.wait_group.sync.aligned 2;\\\\n\" ::: \"memory\"); /* S_j is done"
     "wgmma attention: the producer refills a stage its consumers may still read|90||mbar_wait(&empty[s], ((j / FA_STAGES) & 1) ^ 1); /* its last use released (the first passes) */\n            mbar_expect_bytes(&full_k[s]|mbar_expect_bytes(&full_k[s]"
     "wgmma attention keeps O unscaled when a key tile raises a row's max|90||o[i] *= corr[(i >> 1) & 1];|(void)corr;"

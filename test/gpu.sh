@@ -417,6 +417,9 @@ if want bench && [ $BUILT = 0 ] && time_left "benchmarks" 150 bench; then
         fi
         if "$BUILD/nanogpt" info 2>&1 | grep -q "matmul wgmma+tma"; then
             echo "== nanogpt bench --kernels, cp.async wgmma"; NGPT_MATMUL=wgmma timeout $(cap_time 90) "$BUILD/nanogpt" bench --device=cuda --kernels
+            echo "== nanogpt bench --kernels, staged epilogue"; NGPT_EPILOGUE=staged timeout $(cap_time 90) "$BUILD/nanogpt" bench --device=cuda --kernels
+            # bench --kernels times plain products; the step has the fused kinds (GELU, its derivative, the residual) too
+            echo "== nanogpt bench, staged epilogue"; NGPT_EPILOGUE=staged timeout $(cap_time 90) "$BUILD/nanogpt" bench --device=cuda --steps=10 --warmup=2
         fi
     } >"$LOG/bench.log" 2>&1
     chunk=$(chunk_rows_of "$LOG/bench.log")
@@ -427,6 +430,7 @@ if want bench && [ $BUILT = 0 ] && time_left "benchmarks" 150 bench; then
     ktimes "$LOG/bench.log" '^== nanogpt bench --kernels$' >"$BUILD/k_ours"
     ktimes "$LOG/bench.log" '^== nanogpt bench --kernels, mma.sync$' >"$BUILD/k_mma"
     ktimes "$LOG/bench.log" '^== nanogpt bench --kernels, cp.async wgmma$' >"$BUILD/k_wgmma"
+    ktimes "$LOG/bench.log" '^== nanogpt bench --kernels, staged epilogue$' >"$BUILD/k_staged"
     ktimes "$LOG/bench.log" 'bench_torch_gpt2.py --kernels' >"$BUILD/k_torch"
     ours_tok=$(bench_value "$LOG/bench.log" "== nanogpt bench" tokens_per_s)
     ours_mem=$(bench_value "$LOG/bench.log" "== nanogpt bench" memory_bytes)
@@ -467,6 +471,15 @@ if want bench && [ $BUILT = 0 ] && time_left "benchmarks" 150 bench; then
         bw=$(ratio '^attention bwd' "$BUILD/k_ours" "$BUILD/k_wgmma")
         row "wgmma vs mma.sync attention" "$(target "$(ratio '^attention' "$BUILD/k_ours" "$BUILD/k_wgmma")" 1.0)" \
             "forward ${fw:-none}x, backward ${bw:-none}x"
+    fi
+    if [ -s "$BUILD/k_staged" ]; then # the TMA kernel's whole tiles from the accumulators, against all staged
+        dfw=$(ratio '^matmul .* fwd' "$BUILD/k_ours" "$BUILD/k_staged")
+        dbw=$(ratio '^matmul .* bwd' "$BUILD/k_ours" "$BUILD/k_staged")
+        row "direct vs staged TMA epilogue" "$(target "$(ratio '^matmul' "$BUILD/k_ours" "$BUILD/k_staged")" 1.0)" \
+            "forward products ${dfw:-none}x, backward ${dbw:-none}x, FLOP-weighted (plain products)"
+        staged_tok=$(bench_value "$LOG/bench.log" "== nanogpt bench, staged epilogue" tokens_per_s)
+        row "direct vs staged TMA epilogue, end to end" "$(target "$(awk -v a="$ours_tok" -v b="$staged_tok" 'BEGIN{if (b > 0) printf "%.3f", a / b}')" 1.0)" \
+            "${ours_tok:-none} vs ${staged_tok:-none} tokens/s (op by op: bench.log's two profiled steps)"
     fi
     echo "bench: $(($(date +%s) - t0)) s"
 fi

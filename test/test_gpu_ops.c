@@ -65,12 +65,28 @@ static int tg_nguards;
 static const char *tg_dtname(int dt) { return dt == NGPT_DTYPE_BF16 ? "bf16" : dt == NGPT_DTYPE_F16 ? "f16" : "f32"; }
 static size_t tg_esz(int dt) { return dt == NGPT_DTYPE_F32 ? 4 : 2; }
 
+static uint64_t tg_rs = 0x9E3779B97F4A7C15ull; /* the inputs' random state: reseeded by tg_begin from the case's name */
+static uint64_t tg_fnv(const void *p, size_t n, uint64_t h) { /* FNV-1a */
+    for (size_t i = 0; i < n; i++) h = (h ^ ((const unsigned char *)p)[i]) * 0x100000001b3ull;
+    return h;
+}
+
+/* Each output's bits by case: kept from a dtype's default run (TG_BITS_KEEP) and held against in a later run
+ * of the same cases on a path that must give the same bits (TG_BITS_MATCH: the TMA kernel with
+ * NGPT_EPILOGUE=staged, whose whole tiles go through the staged epilogue, not the direct one) */
+enum { TG_BITS_OFF, TG_BITS_KEEP, TG_BITS_MATCH };
+#define TG_MAX_BITS 2048
+static struct { char key[300]; uint64_t hash; } tg_bits[TG_MAX_BITS];
+static int tg_nbits, tg_bits_mode, tg_bits_matched;
+
 static void tg_begin(const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     int n = snprintf(tg_case, sizeof tg_case, "%s ", tg_gpu ? tg_dtname(tg_gpu->dtype) : "-");
     vsnprintf(tg_case + n, sizeof tg_case - (size_t)n, fmt, ap);
     va_end(ap);
+    /* a case's inputs depend on its name alone, so a run of part of the sweep draws what the whole one did */
+    tg_rs = tg_fnv(tg_case, strlen(tg_case), 0xcbf29ce484222325ull) | 1;
     check_case_name = tg_case;
     check_case_failed = 0;
     tg_cpu_off = tg_cpu_base;
@@ -143,7 +159,6 @@ static char *tg_cpu_take(size_t bytes) {
  * Numbers: random inputs, bf16/f16 conversions (round to nearest even, as the GPU's __float2*_rn).
  * ---------------------------------------------------------------------------------------------------- */
 
-static uint64_t tg_rs = 0x9E3779B97F4A7C15ull;
 static double tg_urand(void) { /* (0, 1) */
     tg_rs ^= tg_rs << 13; tg_rs ^= tg_rs >> 7; tg_rs ^= tg_rs << 17;
     return ((tg_rs >> 11) + 0.5) * (1.0 / 9007199254740992.0);
@@ -339,10 +354,27 @@ typedef struct {
 static void tg_grab(TgOut *o, int nout, int rep) {
     for (int i = 0; i < nout; i++) o[i].raw[rep] = tg_raw_gpu(o[i].b);
 }
+static void tg_bits_note(const char *what, const void *raw, size_t bytes) {
+    char key[300];
+    snprintf(key, sizeof key, "%s / %s", tg_case, what);
+    uint64_t h = tg_fnv(raw, bytes, 0xcbf29ce484222325ull);
+    if (tg_bits_mode == TG_BITS_KEEP && tg_nbits < TG_MAX_BITS) {
+        snprintf(tg_bits[tg_nbits].key, sizeof tg_bits[tg_nbits].key, "%s", key);
+        tg_bits[tg_nbits++].hash = h;
+    } else if (tg_bits_mode == TG_BITS_MATCH) {
+        for (int i = 0; i < tg_nbits; i++)
+            if (!strcmp(tg_bits[i].key, key)) {
+                CHECK(tg_bits[i].hash == h, "%s: not the bits of the default run", what);
+                tg_bits_matched++;
+                return;
+            }
+    }
+}
 static void tg_finish(TgOut *o, int nout) {
     for (int i = 0; i < nout; i++) {
         size_t bytes = tg_gbytes(o[i].b);
         CHECK(memcmp(o[i].raw[0], o[i].raw[1], bytes) == 0, "%s: two GPU runs on the same inputs differ (not deterministic)", o[i].what);
+        tg_bits_note(o[i].what, o[i].raw[0], bytes);
         float *g = tg_raw_to_f32(o[i].b, o[i].raw[0]), *c = tg_get_cpu(o[i].b);
         tg_compare(o[i].what, g, c, o[i].b->n, o[i].tol, o[i].tol_rn);
         free(g);
@@ -878,6 +910,12 @@ static void tg_matmul_sweep(void) {
     t_matmul_residual(64, 2100, 40);  /* K = 2100 splits: the reduce kernel adds the residual */
     t_matmul_gelu(5, 96, 200);        /* up to 8 rows the forward is a gemv: the fused ops follow it */
     t_matmul_residual(7, 71, 51);
+    /* whole 128 x 256 tiles (rows 0-255, columns 0-511) beside edge ones: on sm_90a the TMA kernel writes whole
+     * tiles straight from its accumulators (mm_epilogue_direct), for each kind */
+    t_matmul(300, 72, 520, 1);       /* the forward with a bias */
+    t_matmul(300, 520, 72, 0);       /* the input gradient, no bias */
+    t_matmul_gelu(300, 520, 520);    /* GELU in the forward, its derivative in the input gradient */
+    t_matmul_residual(300, 72, 520); /* the residual in the forward */
     if (!tg_small) t_matmul_gelu(2048, 768, 3072); /* GPT-2's MLP */
     if (!tg_small) t_matmul_residual(2048, 3072, 768); /* and its projection back into the residual stream */
     if (!tg_small) {
@@ -990,24 +1028,28 @@ int main(int argc, char **argv) {
     /* Each dtype's whole sweep; where 16-bit matmuls run on wgmma (sm_90a), the matmuls and attention once
      * more on each older kernel (NGPT_MATMUL=wgmma: the cp.async wgmma kernel, where the TMA one is the
      * default; NGPT_MATMUL=mma: mma.sync; both with the mma.sync attention forward, where the default is
-     * the wgmma one at hs = 64), so every kernel is held to the CPU. */
+     * the wgmma one at hs = 64), so every kernel is held to the CPU; with the TMA kernel, the matmuls once
+     * more with NGPT_EPILOGUE=staged, held to the default run's bits. */
     int wgmma = strstr(desc, "matmul wgmma") != NULL, tma = strstr(desc, "matmul wgmma+tma") != NULL;
-    struct { int dtype; const char *matmul; } runs[7] = {{NGPT_DTYPE_F32, NULL},     {NGPT_DTYPE_BF16, NULL},    {NGPT_DTYPE_F16, NULL},
-                                                          {NGPT_DTYPE_BF16, "mma"},   {NGPT_DTYPE_F16, "mma"},    {NGPT_DTYPE_BF16, "wgmma"},
-                                                          {NGPT_DTYPE_F16, "wgmma"}};
-    for (int k = 0; k < (tma ? 7 : wgmma ? 5 : 3); k++) {
-        int dt = runs[k].dtype;
-        if ((only && strcmp(only, tg_dtname(dt))) || ((tg_matmul_only || tg_attention_only) && runs[k].matmul))
+    struct { int dtype; const char *env, *value; } runs[9] = {
+        {NGPT_DTYPE_F32, NULL, NULL},          {NGPT_DTYPE_BF16, NULL, NULL},       {NGPT_DTYPE_F16, NULL, NULL},
+        {NGPT_DTYPE_BF16, "NGPT_MATMUL", "mma"}, {NGPT_DTYPE_F16, "NGPT_MATMUL", "mma"}, {NGPT_DTYPE_BF16, "NGPT_MATMUL", "wgmma"},
+        {NGPT_DTYPE_F16, "NGPT_MATMUL", "wgmma"}, {NGPT_DTYPE_BF16, "NGPT_EPILOGUE", "staged"}, {NGPT_DTYPE_F16, "NGPT_EPILOGUE", "staged"}};
+    for (int k = 0; k < (tma ? 9 : wgmma ? 5 : 3); k++) {
+        int dt = runs[k].dtype, staged = runs[k].env && !strcmp(runs[k].env, "NGPT_EPILOGUE");
+        if ((only && strcmp(only, tg_dtname(dt))) || ((tg_matmul_only || tg_attention_only) && runs[k].env))
             continue; /* --matmul-only, --attention-only: the chosen kernel alone */
+        tg_bits_mode = staged ? TG_BITS_MATCH : tma && dt != NGPT_DTYPE_F32 && !runs[k].env ? TG_BITS_KEEP : TG_BITS_OFF;
+        tg_bits_matched = 0;
         tg_gpu = NULL;
-        const char *user_choice = getenv("NGPT_MATMUL");
+        const char *user_choice = runs[k].env ? getenv(runs[k].env) : NULL;
         char saved[32];
         snprintf(saved, sizeof saved, "%s", user_choice ? user_choice : "");
-        if (runs[k].matmul) setenv("NGPT_MATMUL", runs[k].matmul, 1);
+        if (runs[k].env) setenv(runs[k].env, runs[k].value, 1);
         int rc = ngpt_cuda_backend_create(&tg_gpu, dt, err, sizeof err);
-        if (runs[k].matmul) {
-            if (user_choice) setenv("NGPT_MATMUL", saved, 1);
-            else unsetenv("NGPT_MATMUL");
+        if (runs[k].env) {
+            if (user_choice) setenv(runs[k].env, saved, 1);
+            else unsetenv(runs[k].env);
         }
         if (dt == NGPT_DTYPE_BF16 && tg_cc && tg_cc < 80) {
             check_case_name = "bf16 refused below sm_80";
@@ -1039,9 +1081,8 @@ int main(int argc, char **argv) {
         if (!tg_small && gs < ((size_t)64 << 20)) gs = (size_t)64 << 20; /* room for the big shapes to split along K */
         tg_gpu->set_scratch(tg_gpu, tg_gpu_dev, gs);
         tg_gpu_base = ALIGN_UP(gs, 256);
-        printf("== %s%s%s: device arena %.0f MiB, scratch %.1f MiB\n", tg_dtname(dt), runs[k].matmul ? ", matmuls with NGPT_MATMUL=" : "",
-               runs[k].matmul ? runs[k].matmul : "",
-               tg_gpu_cap / MiB, gs / MiB);
+        printf("== %s%s%s%s%s: device arena %.0f MiB, scratch %.1f MiB\n", tg_dtname(dt), runs[k].env ? ", matmuls with " : "",
+               runs[k].env ? runs[k].env : "", runs[k].env ? "=" : "", runs[k].env ? runs[k].value : "", tg_gpu_cap / MiB, gs / MiB);
         size_t free0 = 0, free1 = 0, total = 0;
         long calls0 = cuda_alloc_calls;
         ngpt_cuda_mem_info(&free0, &total, err, sizeof err);
@@ -1049,8 +1090,15 @@ int main(int argc, char **argv) {
         clock_gettime(CLOCK_MONOTONIC, &t0);
         if (tg_matmul_only) tg_matmul_sweep();
         else if (tg_attention_only) tg_attention_sweep();
-        else if (runs[k].matmul) { tg_matmul_sweep(); tg_attention_sweep(); } /* the older kernels also run attention on mma.sync */
+        else if (staged) tg_matmul_sweep();
+        else if (runs[k].env) { tg_matmul_sweep(); tg_attention_sweep(); } /* the older kernels also run attention on mma.sync */
         else tg_sweep();
+        if (staged) {
+            tg_begin("NGPT_EPILOGUE=staged: the matmuls' bits are the default run's");
+            printf("    %d outputs held to the default run's bits\n", tg_bits_matched);
+            CHECK(tg_bits_matched >= 20, "only %d outputs matched a case of the default run (was it run first?)", tg_bits_matched);
+            tg_end();
+        }
         clock_gettime(CLOCK_MONOTONIC, &t1);
         ngpt_cuda_mem_info(&free1, &total, err, sizeof err);
         printf("    %s sweep: %.1f s\n", tg_dtname(dt), (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec));

@@ -90,6 +90,19 @@ if [ -f "$TMP/sm_90a.ptxas" ] && [ "$SRC" = nanogpt.cu ]; then
     setmaxnreg_check TM matmul_tma_kernel matmul_tma_kernel
     setmaxnreg_check FA 'attn_[a-z_]*wgmma_kernel' "the wgmma attention kernels"
 fi
+# The wgmma kernels (the matmuls' and attention's) hold their accumulators in registers, up to 128 floats a
+# thread: ptxas spilling any of them to local memory is a regression (the direct epilogue first spilled 80
+# bytes in its f16 builds).
+if [ -f "$TMP/sm_90a.ptxas" ] && [ "$SRC" = nanogpt.cu ]; then
+    spills=$(awk '/Compiling entry function/{k = $0; sub(/.*function \047/, "", k); sub(/\047 for .*/, "", k); on = (k ~ /wgmma|matmul_tma/)}
+                  on && /bytes spill stores/ && ($5 + 0 > 0 || $9 + 0 > 0) {print k ": " $0}' "$TMP/sm_90a.ptxas")
+    nk=$(grep -cE "Compiling entry function '[^']*(wgmma|matmul_tma)" "$TMP/sm_90a.ptxas")
+    if [ -z "$spills" ] && [ "$nk" -gt 0 ]; then
+        ok "sm_90a: the $nk builds of the wgmma kernels spill nothing"
+    else
+        fail "sm_90a wgmma kernels spill (or none found: $nk)" "$(echo "$spills" | head -n 4)"
+    fi
+fi
 # ptxas reports, as "info" and not as a warning, when it serialises wgmma (C75xx "Potential Performance
 # Loss": an accumulator set by ordinary instructions where a wgmma may still be writing it, zeros moved past
 # the wgmma.fence, ...): each such kernel waits after every wgmma.
