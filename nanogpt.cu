@@ -51,7 +51,7 @@ typedef struct {
     size_t smem_optin;         /* the most dynamic shared memory one block may ask for */
     int use_wgmma;             /* 16-bit matmuls on the sm_90a wgmma kernels (else mma.sync); see matmul_choice */
     int use_tma;               /* ... on the TMA one where the operands allow it (else the cp.async one) */
-    int direct_epilogue;       /* its whole tiles straight from the accumulators (NGPT_EPILOGUE=staged: not, to compare) */
+    int direct_epilogue;       /* TMA and mma.sync tiles from the accumulators (NGPT_EPILOGUE=staged: not, to compare) */
     int use_wgmma_attention;   /* attention at hs = 64 on the sm_90a wgmma kernels: with the TMA matmul, and their registers */
     void *encode_tensor_map;   /* the driver's cuTensorMapEncodeTiled (TMA kernel only) */
     int mm_blocks_per_sm;      /* blocks of that matmul kernel one SM runs at once (split-K's wave size) */
@@ -789,7 +789,7 @@ template <typename T> struct MmEpilogue {
     int accumulate, kind;
     T *aux;         /* EPI_GELU: written; EPI_DGELU: read; same strides as out */
     float *partial; /* split-K: the slices' fp32 results, M x N each; NULL otherwise */
-    int direct;     /* the TMA kernel may write whole tiles straight from its accumulators (gemm_tma sets it) */
+    int direct;     /* the TMA and mma.sync kernels may write whole tiles from their accumulators (gemm_tma, gemm_tc set it) */
 };
 /* The value stored for result v of a product of epilogue kind `kind`, given its column's bias b (added when
  * add_bias), the old value (added when accumulating) and aux x (read for EPI_DGELU and EPI_RESIDUAL): the one
@@ -939,8 +939,9 @@ static __device__ __forceinline__ void mm_epilogue_rows(const MmEpilogue<T> &ep,
     }
 }
 
-/* The epilogue of a whole tile (every row and column inside the matrix) that is neither a split-K slice nor
- * accumulated, where out, aux and bias are 4-byte aligned and ldc is even: straight from the accumulators,
+/* The TMA and mma.sync kernels' epilogue of a whole tile (every row and column inside the matrix) that is
+ * neither a split-K slice nor accumulated, where out, aux and bias are 4-byte aligned and ldc is even: a
+ * warp's 16 rows x 8 NF columns straight from its accumulators,
  * two adjacent columns a load and a store, with the kind fixed at compile time. A warp's rows row0 + g and
  * row0 + g + 8 (g = lane / 4), fragment i at columns col0 + 8i + 2tq, +1 (tq = lane % 4), as in
  * mm_epilogue_rows. The staged epilogue above runs every kind through the same generic code a chunk of 32
@@ -957,8 +958,8 @@ template <typename T> struct alignas(2 * sizeof(T)) MmVec2 { T v[2]; };
 template <int KIND, int NF, typename T>
 static __device__ __forceinline__ void mm_epilogue_direct(const MmEpilogue<T> &ep, int row0, int col0, float (&d)[4 * NF], int lane) {
     constexpr int FG = MM_DIRECT_FG, GROUPS = NF / FG;
-    [[maybe_unused]] constexpr int UNROLL = KIND == EPI_GELU || KIND == EPI_DGELU ? 2 : GROUPS; /* read by nvcc's pragma alone */
-    static_assert(NF % (2 * FG) == 0, "whole pairs of groups");
+    [[maybe_unused]] constexpr int UNROLL = (KIND == EPI_GELU || KIND == EPI_DGELU) && GROUPS > 1 ? 2 : GROUPS; /* read by nvcc's pragma alone */
+    static_assert(NF % FG == 0 && GROUPS % UNROLL == 0, "whole groups, whole turns");
     constexpr bool AUX = KIND == EPI_DGELU || KIND == EPI_RESIDUAL;
     const size_t first = (size_t)(row0 + (lane >> 2)) * ep.ldc + col0 + 2 * (lane & 3), second = first + 8 * ep.ldc;
     const T *bias = ep.bias ? ep.bias + col0 + 2 * (lane & 3) : NULL;
@@ -1010,13 +1011,36 @@ static __device__ __forceinline__ void mm_epilogue_direct(const MmEpilogue<T> &e
         }
     }
 }
+/* The epilogue kinds the TMA and mma.sync kernels are built with a direct path for (EK), by layout: the
+ * forward's (plain, GELU, residual) and the input gradient's (plain, GELU's derivative); the weight gradient
+ * accumulates and never takes it. One kind a build keeps each build's machine code to the main loop, the
+ * staged epilogue and one direct one (all four in one build made the TMA kernel 114 KB on sm_90a). */
+template <bool A_K, bool B_K> static constexpr bool mm_direct_kind(int kind) {
+    return kind == EPI_PLAIN || (A_K && B_K && (kind == EPI_GELU || kind == EPI_RESIDUAL)) || (A_K && !B_K && kind == EPI_DGELU);
+}
 /* Whether a bm x bn tile at (m0, n0) takes mm_epilogue_direct */
 template <typename T> static __device__ __forceinline__ bool mm_direct_ok(const MmEpilogue<T> &ep, int M, int N, int m0, int n0, int bm, int bn) {
     return ep.direct && !ep.partial && !ep.accumulate && m0 + bm <= M && n0 + bn <= N && (ep.ldc & 1) == 0 &&
            (((uintptr_t)ep.out | (uintptr_t)ep.aux | (uintptr_t)ep.bias) & (2 * sizeof(T) - 1)) == 0;
 }
 
-template <typename T, bool A_K, bool B_K>
+/* The mma.sync kernel's direct epilogue: a warp's 64 x 32 (acc[i][j]: rows 16 i.., fragment j), 16 rows at a
+ * time; the GELU kinds keep that loop rolled, moving acc down a row block each turn */
+template <int EK, typename T>
+static __device__ __forceinline__ void mm_tc_direct(const MmEpilogue<T> &ep, int row0, int col0, float (&acc)[4][4][4], int lane) {
+    [[maybe_unused]] constexpr int UNROLL = EK == EPI_GELU || EK == EPI_DGELU ? 1 : 4; /* read by nvcc's pragma alone */
+#pragma unroll UNROLL
+    for (int i = 0; i < 4; i++) {
+        float d[16];
+#pragma unroll
+        for (int k = 0; k < 16; k++) d[k] = acc[0][k >> 2][k & 3];
+        mm_epilogue_direct<EK, 4>(ep, row0 + 16 * i, col0, d, lane);
+#pragma unroll
+        for (int k = 0; k < 48; k++) acc[k >> 4][(k >> 2) & 3][k & 3] = acc[(k >> 4) + 1][(k >> 2) & 3][k & 3]; /* the next row block to the front */
+    }
+}
+
+template <typename T, bool A_K, bool B_K, int EK>
 __global__ void __launch_bounds__(MM_THREADS)
     matmul_tc_kernel(const T *A, const T *B, int M, int N, int K, size_t lda, size_t ldb, int vecA, int vecB, int kps, MmEpilogue<T> ep) {
     extern __shared__ __align__(16) unsigned char mm_smem[];
@@ -1078,6 +1102,10 @@ __global__ void __launch_bounds__(MM_THREADS)
         }
     }
     cp_async_wait<0>();
+    if (ep.kind == EK && mm_direct_ok(ep, M, N, m0, n0, MM_BM, MM_BN)) { /* the same for the whole block */
+        mm_tc_direct<EK>(ep, m0 + wm, n0 + wn, acc, lane);
+        return;
+    }
     __syncthreads(); /* every warp is done with the tiles: their memory stages the epilogue */
 
     /* chunk i: this warp's rows wm + 16 i .. + 15, its 32 columns (fragments acc[i][0..3]) */
@@ -1154,13 +1182,26 @@ __global__ void __launch_bounds__(256) matmul_simt_kernel(float *out, const floa
         }
 }
 
+/* The build of the mma.sync kernel for epilogue kind EK where it has one (mm_direct_kind), else the plain one */
+template <typename T, bool A_K, bool B_K, int EK>
+static void tc_launch(ngpt_backend *be, const T *A, const T *B, int M, int N, int K, size_t lda, size_t ldb, int splits, int kps,
+                      const MmEpilogue<T> &ep) {
+    constexpr int built = mm_direct_kind<A_K, B_K>(EK) ? EK : EPI_PLAIN;
+    dim3 grid((unsigned)((M + MM_BM - 1) / MM_BM), (unsigned)((N + MM_BN - 1) / MM_BN), (unsigned)splits);
+    matmul_tc_kernel<T, A_K, B_K, built><<<grid, MM_THREADS, mm_smem_bytes<A_K, B_K>(), impl_of(be)->stream>>>(A, B, M, N, K, lda, ldb, vec_ok(A, lda),
+                                                                                                           vec_ok(B, ldb), kps, ep);
+    CU_LAUNCHED(be, "matmul_tc_kernel");
+}
 template <typename T, bool A_K, bool B_K>
 static void gemm_tc(ngpt_backend *be, const T *A, const T *B, int M, int N, int K, size_t lda, size_t ldb, int splits, int kps,
                     const MmEpilogue<T> &ep) {
-    dim3 grid((unsigned)((M + MM_BM - 1) / MM_BM), (unsigned)((N + MM_BN - 1) / MM_BN), (unsigned)splits);
-    matmul_tc_kernel<T, A_K, B_K><<<grid, MM_THREADS, mm_smem_bytes<A_K, B_K>(), impl_of(be)->stream>>>(A, B, M, N, K, lda, ldb, vec_ok(A, lda),
-                                                                                                    vec_ok(B, ldb), kps, ep);
-    CU_LAUNCHED(be, "matmul_tc_kernel");
+    MmEpilogue<T> ep1 = ep;
+    ep1.direct = impl_of(be)->direct_epilogue;
+    if (mm_direct_kind<A_K, B_K>(EPI_GELU) && ep.kind == EPI_GELU) tc_launch<T, A_K, B_K, EPI_GELU>(be, A, B, M, N, K, lda, ldb, splits, kps, ep1);
+    else if (mm_direct_kind<A_K, B_K>(EPI_DGELU) && ep.kind == EPI_DGELU) tc_launch<T, A_K, B_K, EPI_DGELU>(be, A, B, M, N, K, lda, ldb, splits, kps, ep1);
+    else if (mm_direct_kind<A_K, B_K>(EPI_RESIDUAL) && ep.kind == EPI_RESIDUAL)
+        tc_launch<T, A_K, B_K, EPI_RESIDUAL>(be, A, B, M, N, K, lda, ldb, splits, kps, ep1);
+    else tc_launch<T, A_K, B_K, EPI_PLAIN>(be, A, B, M, N, K, lda, ldb, splits, kps, ep1);
 }
 template <bool A_K, bool B_K>
 static void gemm_simt(ngpt_backend *be, float *out, const float *A, const float *B, const float *bias, int M, int N, int K, size_t lda, size_t ldb,
@@ -1441,13 +1482,6 @@ static __device__ __forceinline__ TmTile tm_tile(int t, int M, int N, int K, int
 }
 #endif
 
-/* The epilogue kinds the TMA kernel is built with a direct path for (EK), by layout: the forward's (plain,
- * GELU, residual) and the input gradient's (plain, GELU's derivative); the weight gradient accumulates and
- * never takes it. One kind a build keeps each build's machine code to the main loop, the staged epilogue and
- * one direct one (all four in one build made it 114 KB on sm_90a). */
-template <bool A_K, bool B_K> static constexpr bool tma_direct_kind(int kind) {
-    return kind == EPI_PLAIN || (A_K && B_K && (kind == EPI_GELU || kind == EPI_RESIDUAL)) || (A_K && !B_K && kind == EPI_DGELU);
-}
 template <typename T, bool A_K, bool B_K, int EK>
 __global__ void __launch_bounds__(TM_THREADS, 1) matmul_tma_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB,
                                                                    int M, int N, int K, int kps, int tiles, MmEpilogue<T> ep) {
@@ -1562,12 +1596,12 @@ static int tma_map(const CudaImpl *im, CUtensorMap *map, const T *p, size_t inne
                                                           CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS;
 }
 
-/* The build of the TMA kernel for epilogue kind EK where it has one (tma_direct_kind), else the plain one (whose
+/* The build of the TMA kernel for epilogue kind EK where it has one (mm_direct_kind), else the plain one (whose
  * direct path the other kinds never take) */
 template <typename T, bool A_K, bool B_K, int EK>
 static void tma_launch(ngpt_backend *be, unsigned grid, const CUtensorMap &ma, const CUtensorMap &mb, int M, int N, int K, int kps, int tiles,
                        const MmEpilogue<T> &ep) {
-    constexpr int built = tma_direct_kind<A_K, B_K>(EK) ? EK : EPI_PLAIN;
+    constexpr int built = mm_direct_kind<A_K, B_K>(EK) ? EK : EPI_PLAIN;
     matmul_tma_kernel<T, A_K, B_K, built><<<grid, TM_THREADS, TM_SMEM_BYTES, impl_of(be)->stream>>>(ma, mb, M, N, K, kps, tiles, ep);
     CU_LAUNCHED(be, "matmul_tma_kernel");
 }
@@ -1587,10 +1621,10 @@ static int gemm_tma(ngpt_backend *be, const T *A, const T *B, int M, int N, int 
     unsigned grid = (unsigned)(tiles < im->sm_count ? tiles : im->sm_count);
     MmEpilogue<T> ep = ep_in;
     ep.direct = im->direct_epilogue;
-    if (tma_direct_kind<A_K, B_K>(EPI_GELU) && ep.kind == EPI_GELU) tma_launch<T, A_K, B_K, EPI_GELU>(be, grid, ma, mb, M, N, K, kps, (int)tiles, ep);
-    else if (tma_direct_kind<A_K, B_K>(EPI_DGELU) && ep.kind == EPI_DGELU)
+    if (mm_direct_kind<A_K, B_K>(EPI_GELU) && ep.kind == EPI_GELU) tma_launch<T, A_K, B_K, EPI_GELU>(be, grid, ma, mb, M, N, K, kps, (int)tiles, ep);
+    else if (mm_direct_kind<A_K, B_K>(EPI_DGELU) && ep.kind == EPI_DGELU)
         tma_launch<T, A_K, B_K, EPI_DGELU>(be, grid, ma, mb, M, N, K, kps, (int)tiles, ep);
-    else if (tma_direct_kind<A_K, B_K>(EPI_RESIDUAL) && ep.kind == EPI_RESIDUAL)
+    else if (mm_direct_kind<A_K, B_K>(EPI_RESIDUAL) && ep.kind == EPI_RESIDUAL)
         tma_launch<T, A_K, B_K, EPI_RESIDUAL>(be, grid, ma, mb, M, N, K, kps, (int)tiles, ep);
     else tma_launch<T, A_K, B_K, EPI_PLAIN>(be, grid, ma, mb, M, N, K, kps, (int)tiles, ep);
     return 1;
@@ -3323,7 +3357,7 @@ static bool registers_cover(const void *kernel, int threads, long long needed) {
     }
     return (long long)fa.numRegs * threads >= needed;
 }
-/* every build of the TMA matmul (tma_direct_kind) */
+/* every build of the TMA matmul (mm_direct_kind) */
 #define TM_BUILDS 6
 template <typename T> static void tma_builds(const void *(&k)[TM_BUILDS]) {
     const void *all[TM_BUILDS] = {(const void *)matmul_tma_kernel<T, true, true, EPI_PLAIN>,    (const void *)matmul_tma_kernel<T, true, true, EPI_GELU>,
@@ -3382,9 +3416,12 @@ template <typename T, int HS> static int set_attn_smem_attrs(ngpt_backend *be) {
 /* Opt the big-tile kernels into more than 48 KB of dynamic shared memory. */
 template <typename T> static int set_smem_attrs(ngpt_backend *be) {
     int bad = 0;
-    bad |= CU_CHECK(be, cudaFuncSetAttribute(matmul_tc_kernel<T, true, true>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)mm_smem_bytes<true, true>()));
-    bad |= CU_CHECK(be, cudaFuncSetAttribute(matmul_tc_kernel<T, true, false>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)mm_smem_bytes<true, false>()));
-    bad |= CU_CHECK(be, cudaFuncSetAttribute(matmul_tc_kernel<T, false, false>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)mm_smem_bytes<false, false>()));
+    const void *tc[6] = {(const void *)matmul_tc_kernel<T, true, true, EPI_PLAIN>,    (const void *)matmul_tc_kernel<T, true, true, EPI_GELU>,
+                         (const void *)matmul_tc_kernel<T, true, true, EPI_RESIDUAL>, (const void *)matmul_tc_kernel<T, true, false, EPI_PLAIN>,
+                         (const void *)matmul_tc_kernel<T, true, false, EPI_DGELU>,   (const void *)matmul_tc_kernel<T, false, false, EPI_PLAIN>};
+    const int tc_smem[6] = {(int)mm_smem_bytes<true, true>(), (int)mm_smem_bytes<true, true>(), (int)mm_smem_bytes<true, true>(),
+                            (int)mm_smem_bytes<true, false>(), (int)mm_smem_bytes<true, false>(), (int)mm_smem_bytes<false, false>()};
+    for (int i = 0; i < 6; i++) bad |= CU_CHECK(be, cudaFuncSetAttribute(tc[i], cudaFuncAttributeMaxDynamicSharedMemorySize, tc_smem[i]));
     CudaImpl *im = impl_of(be);
     if (im->use_wgmma) {
         bad |= CU_CHECK(be, cudaFuncSetAttribute(matmul_wgmma_kernel<T, true, true>, cudaFuncAttributeMaxDynamicSharedMemorySize, WG_SMEM_BYTES));
@@ -3403,7 +3440,7 @@ template <typename T> static int set_smem_attrs(ngpt_backend *be) {
     if (!bad && im->use_wgmma)
         bad |= CU_CHECK(be, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, matmul_wgmma_kernel<T, true, true>, WG_THREADS, WG_SMEM_BYTES));
     else if (!bad)
-        bad |= CU_CHECK(be, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, matmul_tc_kernel<T, true, true>, MM_THREADS, mm_smem_bytes<true, true>()));
+        bad |= CU_CHECK(be, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, matmul_tc_kernel<T, true, true, EPI_PLAIN>, MM_THREADS, mm_smem_bytes<true, true>()));
     im->mm_blocks_per_sm = n > 0 ? n : 1;
     bad |= set_attn_smem_attrs<T, 32>(be);
     bad |= set_attn_smem_attrs<T, 64>(be);

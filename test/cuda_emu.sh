@@ -4,7 +4,7 @@
 # (f16: m16n8k8, plain loads) and sm_90 (the wgmma kernels: the TMA matmul and the attention kernels with
 # their mbarriers, warp specialisation and setmaxnreg, and the cp.async matmul), test_gpu_train --quick on
 # the sm_80 and sm_90 (whole steps, determinism, no allocation, resume, KV-cache sampling), the nanogpt
-# program on all three (train, resume, sample, plan, bench), then twenty-nine mutants of nanogpt.cu that it
+# program on all three (train, resume, sample, plan, bench), then thirty-one mutants of nanogpt.cu that it
 # must catch. No GPU needed; ./build.sh test runs it. Needs nvcc's headers (not nvcc itself: the host C++
 # compiler builds the rewritten nanogpt.cu) and perl. Ends with "summary: N passed, N failed" (each
 # program's counts, and one per mutant).
@@ -239,7 +239,7 @@ MUTANTS=(
     "matmul B fragments from the wrong 8x8 matrices|80|--matmul-only|(lane & 7) + ((lane >> 3) & 1) * 8) * ld + n0 + (lane >> 4) * 8|(lane & 7) + ((lane >> 4) & 1) * 8) * ld + n0 + ((lane >> 3) & 1) * 8"
     "attention refills a buffer other warps still read|80||int it, int last) {\n    __syncthreads();|int it, int last) {"
     "attention reads a key tile before it lands|80||cp_async_wait<1>(); /* every group|cp_async_wait<2>(); /* every group"
-    "matmul launched without its shared-memory attribute|80|--matmul-only|CU_CHECK(be, cudaFuncSetAttribute(matmul_tc_kernel<T, true, true>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)mm_smem_bytes<true, true>()))|0"
+    "matmul launched without its shared-memory attribute|80|--matmul-only|cudaFuncSetAttribute(tc[i], cudaFuncAttributeMaxDynamicSharedMemorySize, tc_smem[i])|cudaFuncSetAttribute(tc[i], cudaFuncAttributeMaxDynamicSharedMemorySize, i ? tc_smem[i] : 0)"
     "half a warp skips a reduction's shuffles (a deadlock)|80||float warp_sum(float v) {|float warp_sum(float v) {\n    if ((threadIdx.x & 31) >= 16) return v;"
     "cross-entropy counts the padding columns in its sum|80||for (int k = 0; k < VEC; k++) s += j + k < V ? exp2f((y[k] - m) * LOG2E_F) : 0.0f;|for (int k = 0; k < VEC; k++) s += exp2f((y[k] - m) * LOG2E_F);"
     "TMA kernel: a consumer releases a stage while its wgmma may still read it|90|--matmul-only|wgmma.wait_group.sync.aligned 1;\\\\n\" ::: \"memory\"); /* k tile kt - 1's|wgmma.wait_group.sync.aligned 2;\\\\n\" ::: \"memory\"); /* k tile kt - 1's"
@@ -252,6 +252,8 @@ MUTANTS=(
     "matmul stages its epilogue in tiles other warps may still read|80|--matmul-only|__syncthreads(); /* every warp is done with the tiles: their memory stages the epilogue */|"
     "cp.async wgmma kernel stages its epilogue in tiles the other warpgroup may still read|90|NGPT_MATMUL=wgmma --matmul-only|__syncthreads(); /* both warpgroups' products are done: the tiles' memory stages the epilogue */|"
     "cp.async wgmma kernel fences the async proxy before its copies land, not after|90|NGPT_MATMUL=wgmma --matmul-only|cp_async_wait<WG_STAGES - 3>();                                /* this thread's copies of tile kt have landed */\n        asm volatile(\"fence.proxy.async.shared::cta;\\\\n\" ::: \"memory\");|asm volatile(\"fence.proxy.async.shared::cta;\\\\n\" ::: \"memory\");\n        cp_async_wait<WG_STAGES - 3>();"
+    "mma.sync kernel's direct epilogue does not move the next row block to the front|80|--matmul-only|= acc[(k >> 4) + 1][(k >> 2) & 3][k & 3]; /* the next row block|= acc[k >> 4][(k >> 2) & 3][k & 3]; /* the next row block"
+    "mma.sync kernel's direct epilogue puts its row blocks 8 rows apart|80|--matmul-only|mm_epilogue_direct<EK, 4>(ep, row0 + 16 * i, col0, d, lane);|mm_epilogue_direct<EK, 4>(ep, row0 + 8 * i, col0, d, lane);"
     "TMA kernel's direct epilogue writes row g + 8's results a row lower|90|--matmul-only|second = first + 8 * ep.ldc;|second = first + 9 * ep.ldc;"
     "TMA kernel's direct epilogue does not move the next group's accumulators to the front|90|--matmul-only|d[k] = d[k + 4 * FG]; /* the next group's|d[k] = d[k + 2 * FG]; /* the next group's"
     "TMA kernel's direct epilogue adds the next group's bias|90|--matmul-only|d[4 * j + 2 * h + e], b[j].v[e],|d[4 * j + 2 * h + e], nb[j].v[e],"

@@ -414,6 +414,8 @@ if want bench && [ $BUILT = 0 ] && time_left "benchmarks" 150 bench; then
         for s in 1 10; do echo "== nanogpt bench --sample=$s"; timeout $(cap_time 60) "$BUILD/nanogpt" bench --device=cuda --sample=$s --steps=128; done
         if "$BUILD/nanogpt" info 2>&1 | grep -q "matmul wgmma"; then # Hopper: the older kernels beside it
             echo "== nanogpt bench --kernels, mma.sync"; NGPT_MATMUL=mma timeout $(cap_time 90) "$BUILD/nanogpt" bench --device=cuda --kernels
+            echo "== nanogpt bench --kernels, mma.sync, staged epilogue"
+            NGPT_MATMUL=mma NGPT_EPILOGUE=staged timeout $(cap_time 90) "$BUILD/nanogpt" bench --device=cuda --kernels
         fi
         if "$BUILD/nanogpt" info 2>&1 | grep -q "matmul wgmma+tma"; then
             echo "== nanogpt bench --kernels, cp.async wgmma"; NGPT_MATMUL=wgmma timeout $(cap_time 90) "$BUILD/nanogpt" bench --device=cuda --kernels
@@ -431,6 +433,7 @@ if want bench && [ $BUILT = 0 ] && time_left "benchmarks" 150 bench; then
     ktimes "$LOG/bench.log" '^== nanogpt bench --kernels, mma.sync$' >"$BUILD/k_mma"
     ktimes "$LOG/bench.log" '^== nanogpt bench --kernels, cp.async wgmma$' >"$BUILD/k_wgmma"
     ktimes "$LOG/bench.log" '^== nanogpt bench --kernels, staged epilogue$' >"$BUILD/k_staged"
+    ktimes "$LOG/bench.log" '^== nanogpt bench --kernels, mma.sync, staged epilogue$' >"$BUILD/k_mma_staged"
     ktimes "$LOG/bench.log" 'bench_torch_gpt2.py --kernels' >"$BUILD/k_torch"
     ours_tok=$(bench_value "$LOG/bench.log" "== nanogpt bench" tokens_per_s)
     ours_mem=$(bench_value "$LOG/bench.log" "== nanogpt bench" memory_bytes)
@@ -471,6 +474,12 @@ if want bench && [ $BUILT = 0 ] && time_left "benchmarks" 150 bench; then
         bw=$(ratio '^attention bwd' "$BUILD/k_ours" "$BUILD/k_wgmma")
         row "wgmma vs mma.sync attention" "$(target "$(ratio '^attention' "$BUILD/k_ours" "$BUILD/k_wgmma")" 1.0)" \
             "forward ${fw:-none}x, backward ${bw:-none}x"
+    fi
+    if [ -s "$BUILD/k_mma_staged" ]; then # the same for the mma.sync kernel (sm_80-sm_89's), on this GPU
+        mfw=$(ratio '^matmul .* fwd' "$BUILD/k_mma" "$BUILD/k_mma_staged")
+        mbw=$(ratio '^matmul .* bwd' "$BUILD/k_mma" "$BUILD/k_mma_staged")
+        row "direct vs staged mma.sync epilogue" "$(target "$(ratio '^matmul' "$BUILD/k_mma" "$BUILD/k_mma_staged")" 1.0)" \
+            "forward products ${mfw:-none}x, backward ${mbw:-none}x, FLOP-weighted (plain products)"
     fi
     if [ -s "$BUILD/k_staged" ]; then # the TMA kernel's whole tiles from the accumulators, against all staged
         dfw=$(ratio '^matmul .* fwd' "$BUILD/k_ours" "$BUILD/k_staged")

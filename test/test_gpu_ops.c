@@ -1028,18 +1028,22 @@ int main(int argc, char **argv) {
     /* Each dtype's whole sweep; where 16-bit matmuls run on wgmma (sm_90a), the matmuls and attention once
      * more on each older kernel (NGPT_MATMUL=wgmma: the cp.async wgmma kernel, where the TMA one is the
      * default; NGPT_MATMUL=mma: mma.sync; both with the mma.sync attention forward, where the default is
-     * the wgmma one at hs = 64), so every kernel is held to the CPU; with the TMA kernel, the matmuls once
-     * more with NGPT_EPILOGUE=staged, held to the default run's bits. */
+     * the wgmma one at hs = 64), so every kernel is held to the CPU; where the default 16-bit matmul has a
+     * direct epilogue (the TMA kernel, mma.sync), the matmuls once more with NGPT_EPILOGUE=staged, held to
+     * the default run's bits. */
     int wgmma = strstr(desc, "matmul wgmma") != NULL, tma = strstr(desc, "matmul wgmma+tma") != NULL;
     struct { int dtype; const char *env, *value; } runs[9] = {
         {NGPT_DTYPE_F32, NULL, NULL},          {NGPT_DTYPE_BF16, NULL, NULL},       {NGPT_DTYPE_F16, NULL, NULL},
         {NGPT_DTYPE_BF16, "NGPT_MATMUL", "mma"}, {NGPT_DTYPE_F16, "NGPT_MATMUL", "mma"}, {NGPT_DTYPE_BF16, "NGPT_MATMUL", "wgmma"},
         {NGPT_DTYPE_F16, "NGPT_MATMUL", "wgmma"}, {NGPT_DTYPE_BF16, "NGPT_EPILOGUE", "staged"}, {NGPT_DTYPE_F16, "NGPT_EPILOGUE", "staged"}};
-    for (int k = 0; k < (tma ? 9 : wgmma ? 5 : 3); k++) {
+    int direct = tma || !wgmma; /* the default 16-bit matmul has a direct epilogue: the TMA kernel or mma.sync */
+    for (int k = 0; k < 9; k++) {
         int dt = runs[k].dtype, staged = runs[k].env && !strcmp(runs[k].env, "NGPT_EPILOGUE");
+        if ((k >= 3 && k < 5 && !wgmma) || (k >= 5 && k < 7 && !tma) || (staged && (!direct || (dt == NGPT_DTYPE_BF16 && tg_cc && tg_cc < 80))))
+            continue; /* an older kernel only where it is not the default; the staged epilogue only beside a direct one */
         if ((only && strcmp(only, tg_dtname(dt))) || ((tg_matmul_only || tg_attention_only) && runs[k].env))
             continue; /* --matmul-only, --attention-only: the chosen kernel alone */
-        tg_bits_mode = staged ? TG_BITS_MATCH : tma && dt != NGPT_DTYPE_F32 && !runs[k].env ? TG_BITS_KEEP : TG_BITS_OFF;
+        tg_bits_mode = staged ? TG_BITS_MATCH : direct && dt != NGPT_DTYPE_F32 && !runs[k].env ? TG_BITS_KEEP : TG_BITS_OFF;
         tg_bits_matched = 0;
         tg_gpu = NULL;
         const char *user_choice = runs[k].env ? getenv(runs[k].env) : NULL;
