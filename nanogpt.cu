@@ -948,8 +948,8 @@ static __device__ __forceinline__ void mm_epilogue_rows(const MmEpilogue<T> &ep,
  * columns at a time, each chunk staged, read back and waiting for its loads; the TMA kernel's products with
  * K = 768 pay about 12 us a tile outside their 8 us main loop (docs/performance.md, fifth session), which
  * this is meant to cut. Here the fragments go
- * four at a time (32 columns), the next four's bias and aux loads issued before this four's stores. The
- * kinds with GELU's erff unroll that loop twice, not fully (their code would be about 80 KB a kernel), and
+ * four at a time (32 columns), the next four's bias and aux loads issued before this four's stores. Where
+ * there are several groups, the kinds with GELU's erff unroll that loop twice, not fully (their code would be about 80 KB a kernel), and
  * shift d down a group each time, so every index into d stays a compile-time one (about 112 register moves a
  * turn of two groups). Each value goes through mm_value, as the staged epilogue's do, so the bits are those
  * of the staged epilogue and of the separate ops (test_gpu_ops holds it to NGPT_EPILOGUE=staged's bits). */
@@ -1041,7 +1041,7 @@ static __device__ __forceinline__ void mm_tc_direct(const MmEpilogue<T> &ep, int
 }
 
 template <typename T, bool A_K, bool B_K, int EK>
-__global__ void __launch_bounds__(MM_THREADS)
+__global__ void __launch_bounds__(MM_THREADS, 2) /* two blocks an SM, every build (split-K counts on the plain one's) */
     matmul_tc_kernel(const T *A, const T *B, int M, int N, int K, size_t lda, size_t ldb, int vecA, int vecB, int kps, MmEpilogue<T> ep) {
     extern __shared__ __align__(16) unsigned char mm_smem[];
     typedef MmTile<A_K, MM_BM> TA;
@@ -3531,7 +3531,7 @@ int ngpt_cuda_backend_create(ngpt_backend **out, int dtype, char *err, size_t er
     const char *attention_env = getenv("NGPT_ATTENTION"); /* "mma": keep attention on mma.sync (to compare, or to work around) */
     im->use_wgmma_attention = im->use_tma && !(attention_env && !strcmp(attention_env, "mma")) && attn_registers_ok<__nv_bfloat16>() &&
                               attn_registers_ok<__half>();
-    const char *epilogue_env = getenv("NGPT_EPILOGUE"); /* "staged": every TMA tile through the staged epilogue, to compare */
+    const char *epilogue_env = getenv("NGPT_EPILOGUE"); /* "staged": every TMA and mma.sync tile through the staged epilogue, to compare */
     im->direct_epilogue = !(epilogue_env && !strcmp(epilogue_env, "staged"));
     const char *sync_env = getenv("NGPT_CUDA_SYNC");
     im->sync_each_launch = sync_env && !strcmp(sync_env, "1");

@@ -72,8 +72,9 @@ static uint64_t tg_fnv(const void *p, size_t n, uint64_t h) { /* FNV-1a */
 }
 
 /* Each output's bits by case: kept from a dtype's default run (TG_BITS_KEEP) and held against in a later run
- * of the same cases on a path that must give the same bits (TG_BITS_MATCH: the TMA kernel with
- * NGPT_EPILOGUE=staged, whose whole tiles go through the staged epilogue, not the direct one) */
+ * of the same cases on a path that must give the same bits (TG_BITS_MATCH: the default matmul, the TMA or
+ * mma.sync kernel, with NGPT_EPILOGUE=staged, whose whole tiles go through the staged epilogue, not the
+ * direct one) */
 enum { TG_BITS_OFF, TG_BITS_KEEP, TG_BITS_MATCH };
 #define TG_MAX_BITS 2048
 static struct { char key[300]; uint64_t hash; } tg_bits[TG_MAX_BITS];
