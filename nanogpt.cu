@@ -793,8 +793,8 @@ template <typename T> struct MmEpilogue {
 };
 /* The value stored for result v of a product of epilogue kind `kind`, given its column's bias b (added when
  * add_bias), the old value (added when accumulating) and aux x (read for EPI_DGELU and EPI_RESIDUAL): the one
- * place the epilogue's arithmetic is written. mm_round calls it with the kind read at run time, the TMA
- * kernel's direct epilogue (mm_epilogue_direct) with its build's kind fixed at compile time. */
+ * place the epilogue's arithmetic is written. mm_round calls it with the kind read at run time, the direct
+ * epilogue (mm_epilogue_direct) with its build's kind fixed at compile time. */
 template <typename T> static __device__ __forceinline__ T mm_value(int kind, bool add_bias, bool accumulate, float v, T b, T old, T x) {
     if (add_bias) v += to_f(b);
     if (accumulate) v += to_f(old);
@@ -941,18 +941,18 @@ static __device__ __forceinline__ void mm_epilogue_rows(const MmEpilogue<T> &ep,
 
 /* The TMA and mma.sync kernels' epilogue of a whole tile (every row and column inside the matrix) that is
  * neither a split-K slice nor accumulated, where out, aux and bias are 4-byte aligned and ldc is even: a
- * warp's 16 rows x 8 NF columns straight from its accumulators,
- * two adjacent columns a load and a store, with the kind fixed at compile time. A warp's rows row0 + g and
- * row0 + g + 8 (g = lane / 4), fragment i at columns col0 + 8i + 2tq, +1 (tq = lane % 4), as in
- * mm_epilogue_rows. The staged epilogue above runs every kind through the same generic code a chunk of 32
- * columns at a time, each chunk staged, read back and waiting for its loads; the TMA kernel's products with
- * K = 768 pay about 12 us a tile outside their 8 us main loop (docs/performance.md, fifth session), which
- * this is meant to cut. Here the fragments go
- * four at a time (32 columns), the next four's bias and aux loads issued before this four's stores. Where
- * there are several groups, the kinds with GELU's erff unroll that loop twice, not fully (their code would be about 80 KB a kernel), and
- * shift d down a group each time, so every index into d stays a compile-time one (about 112 register moves a
- * turn of two groups). Each value goes through mm_value, as the staged epilogue's do, so the bits are those
- * of the staged epilogue and of the separate ops (test_gpu_ops holds it to NGPT_EPILOGUE=staged's bits). */
+ * warp's 16 rows x 8 NF columns straight from its accumulators, two adjacent columns a load and a store,
+ * with the kind fixed at compile time. Rows row0 + g and row0 + g + 8 (g = lane / 4), fragment i at
+ * columns col0 + 8i + 2tq, +1 (tq = lane % 4), as in mm_epilogue_rows. That staged epilogue runs every
+ * kind through the same generic code a chunk of 32 columns at a time, each chunk staged, read back and
+ * waiting for its loads; the TMA kernel's products with K = 768 pay about 12 us a tile outside their 8 us
+ * main loop (docs/performance.md, fifth session), which this is meant to cut. Here the fragments go four
+ * at a time (32 columns), the next four's bias and aux loads issued before this four's stores. Where there
+ * are several groups, the kinds with GELU's erff unroll that loop twice, not fully (their code would be
+ * about 80 KB a kernel), and shift d down a group each time, so every index into d stays a compile-time
+ * one (about 112 register moves a turn of two groups). Each value goes through mm_value, as the staged
+ * epilogue's do, so the bits are those of the staged epilogue and of the separate ops (test_gpu_ops holds
+ * it to NGPT_EPILOGUE=staged's bits). */
 template <typename T> struct alignas(2 * sizeof(T)) MmVec2 { T v[2]; };
 #define MM_DIRECT_FG 4 /* fragments a group */
 template <int KIND, int NF, typename T>
@@ -1017,6 +1017,14 @@ static __device__ __forceinline__ void mm_epilogue_direct(const MmEpilogue<T> &e
  * staged epilogue and one direct one (all four in one build made the TMA kernel 114 KB on sm_90a). */
 template <bool A_K, bool B_K> static constexpr bool mm_direct_kind(int kind) {
     return kind == EPI_PLAIN || (A_K && B_K && (kind == EPI_GELU || kind == EPI_RESIDUAL)) || (A_K && !B_K && kind == EPI_DGELU);
+}
+/* launch(std::integral_constant<int, EK>()) for a product of epilogue kind `kind`: EK = kind where that
+ * layout has a build for it, else EPI_PLAIN (whose direct path the other kinds never take) */
+template <bool A_K, bool B_K, typename F> static void mm_launch_kind(int kind, F &&launch) {
+    if (mm_direct_kind<A_K, B_K>(EPI_GELU) && kind == EPI_GELU) launch(std::integral_constant<int, EPI_GELU>());
+    else if (mm_direct_kind<A_K, B_K>(EPI_DGELU) && kind == EPI_DGELU) launch(std::integral_constant<int, EPI_DGELU>());
+    else if (mm_direct_kind<A_K, B_K>(EPI_RESIDUAL) && kind == EPI_RESIDUAL) launch(std::integral_constant<int, EPI_RESIDUAL>());
+    else launch(std::integral_constant<int, EPI_PLAIN>());
 }
 /* Whether a bm x bn tile at (m0, n0) takes mm_epilogue_direct */
 template <typename T> static __device__ __forceinline__ bool mm_direct_ok(const MmEpilogue<T> &ep, int M, int N, int m0, int n0, int bm, int bn) {
@@ -1197,11 +1205,7 @@ static void gemm_tc(ngpt_backend *be, const T *A, const T *B, int M, int N, int 
                     const MmEpilogue<T> &ep) {
     MmEpilogue<T> ep1 = ep;
     ep1.direct = impl_of(be)->direct_epilogue;
-    if (mm_direct_kind<A_K, B_K>(EPI_GELU) && ep.kind == EPI_GELU) tc_launch<T, A_K, B_K, EPI_GELU>(be, A, B, M, N, K, lda, ldb, splits, kps, ep1);
-    else if (mm_direct_kind<A_K, B_K>(EPI_DGELU) && ep.kind == EPI_DGELU) tc_launch<T, A_K, B_K, EPI_DGELU>(be, A, B, M, N, K, lda, ldb, splits, kps, ep1);
-    else if (mm_direct_kind<A_K, B_K>(EPI_RESIDUAL) && ep.kind == EPI_RESIDUAL)
-        tc_launch<T, A_K, B_K, EPI_RESIDUAL>(be, A, B, M, N, K, lda, ldb, splits, kps, ep1);
-    else tc_launch<T, A_K, B_K, EPI_PLAIN>(be, A, B, M, N, K, lda, ldb, splits, kps, ep1);
+    mm_launch_kind<A_K, B_K>(ep.kind, [&](auto ek) { tc_launch<T, A_K, B_K, decltype(ek)::value>(be, A, B, M, N, K, lda, ldb, splits, kps, ep1); });
 }
 template <bool A_K, bool B_K>
 static void gemm_simt(ngpt_backend *be, float *out, const float *A, const float *B, const float *bias, int M, int N, int K, size_t lda, size_t ldb,
@@ -1621,12 +1625,7 @@ static int gemm_tma(ngpt_backend *be, const T *A, const T *B, int M, int N, int 
     unsigned grid = (unsigned)(tiles < im->sm_count ? tiles : im->sm_count);
     MmEpilogue<T> ep = ep_in;
     ep.direct = im->direct_epilogue;
-    if (mm_direct_kind<A_K, B_K>(EPI_GELU) && ep.kind == EPI_GELU) tma_launch<T, A_K, B_K, EPI_GELU>(be, grid, ma, mb, M, N, K, kps, (int)tiles, ep);
-    else if (mm_direct_kind<A_K, B_K>(EPI_DGELU) && ep.kind == EPI_DGELU)
-        tma_launch<T, A_K, B_K, EPI_DGELU>(be, grid, ma, mb, M, N, K, kps, (int)tiles, ep);
-    else if (mm_direct_kind<A_K, B_K>(EPI_RESIDUAL) && ep.kind == EPI_RESIDUAL)
-        tma_launch<T, A_K, B_K, EPI_RESIDUAL>(be, grid, ma, mb, M, N, K, kps, (int)tiles, ep);
-    else tma_launch<T, A_K, B_K, EPI_PLAIN>(be, grid, ma, mb, M, N, K, kps, (int)tiles, ep);
+    mm_launch_kind<A_K, B_K>(ep.kind, [&](auto ek) { tma_launch<T, A_K, B_K, decltype(ek)::value>(be, grid, ma, mb, M, N, K, kps, (int)tiles, ep); });
     return 1;
 }
 
