@@ -911,8 +911,8 @@ static void tg_matmul_sweep(void) {
     t_matmul_residual(64, 2100, 40);  /* K = 2100 splits: the reduce kernel adds the residual */
     t_matmul_gelu(5, 96, 200);        /* up to 8 rows the forward is a gemv: the fused ops follow it */
     t_matmul_residual(7, 71, 51);
-    /* whole 128 x 256 tiles (rows 0-255, columns 0-511) beside edge ones: on sm_90a the TMA kernel writes whole
-     * tiles straight from its accumulators (mm_epilogue_direct), for each kind */
+    /* whole tiles beside edge ones (rows 0-255, columns 0-511: four 128 x 256 tiles of the TMA kernel, eight
+     * 128 x 128 of mma.sync), which both write straight from their accumulators (mm_epilogue_direct), each kind */
     t_matmul(300, 72, 520, 1);       /* the forward with a bias */
     t_matmul(300, 520, 72, 0);       /* the input gradient, no bias */
     t_matmul_gelu(300, 520, 520);    /* GELU in the forward, its derivative in the input gradient */
