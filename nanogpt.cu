@@ -941,28 +941,64 @@ static __device__ __forceinline__ void mm_epilogue_rows(const MmEpilogue<T> &ep,
 
 /* The TMA and mma.sync kernels' epilogue of a whole tile (every row and column inside the matrix) that is
  * neither a split-K slice nor accumulated, where out, aux and bias are 4-byte aligned and ldc is even: a
- * warp's 16 rows x 8 NF columns straight from its accumulators, two adjacent columns a load and a store,
- * with the kind fixed at compile time. Rows row0 + g and row0 + g + 8 (g = lane / 4), fragment i at
- * columns col0 + 8i + 2tq, +1 (tq = lane % 4), as in mm_epilogue_rows. That staged epilogue runs every
- * kind through the same generic code a chunk of 32 columns at a time, each chunk staged, read back and
- * waiting for its loads; the TMA kernel's products with K = 768 pay about 12 us a tile outside their 8 us
- * main loop (docs/performance.md, fifth session), which this is meant to cut. Here the fragments go four
- * at a time (32 columns), the next four's bias and aux loads issued before this four's stores. Where there
- * are several groups, the kinds with GELU's erff unroll that loop twice, not fully (their code would be
- * about 80 KB a kernel), and shift d down a group each time, so every index into d stays a compile-time
- * one (about 112 register moves a turn of two groups). Each value goes through mm_value, as the staged
- * epilogue's do, so the bits are those of the staged epilogue and of the separate ops (test_gpu_ops holds
- * it to NGPT_EPILOGUE=staged's bits). */
+ * warp's 16 rows x 8 NF columns straight from its accumulators (rows row0 + g and row0 + g + 8, g = lane /
+ * 4; fragment i at columns col0 + 8i + 2tq, +1, tq = lane % 4, as in mm_epilogue_rows), with the kind fixed
+ * at compile time. The staged epilogue above runs every kind through the same generic code, a chunk of 32
+ * columns at a time staged, read back and waiting for its loads; on an H200 the TMA kernel's products with
+ * K = 768 paid about 12 us a tile outside their 8 us main loop (docs/performance.md, fifth session). Here
+ * the fragments go a group (FG: four, or two) at a time, the next group's bias and aux loads (two adjacent
+ * columns a load) issued before this group's stores. Where there are several groups, the kinds with GELU's
+ * erff unroll that loop twice, not fully (their code would be about 80 KB a kernel), and shift d down a
+ * group each time, so every index into d stays a compile-time one.
+ *
+ * The mma.sync kernel (BULK false) stores two adjacent columns at a time to global memory. The TMA kernel
+ * (BULK) stores to shared memory, a box of 16 rows x 64 columns at a time, each row 128 bytes with its
+ * 16-byte chunk c at c ^ (row % 8) (the copy engine's 128-byte swizzle, which also puts a store's 32 lanes
+ * on 32 different banks), and the copy engine writes the box out whole (tma_store) while the warp goes on.
+ * A warp has two boxes (buf, 2 x MM_BOX_BYTES, 1024-byte aligned): the plain, residual and derivative kinds
+ * alternate them, waiting before each box until the store from the other box is the only one that may
+ * still be reading; GELU stores out and aux from the two and waits until nothing is in flight. On an H200
+ * the global stores made the direct epilogue store-bound: each 4-byte store instruction writes 8 rows x 16
+ * bytes, half of each 32-byte sector, and 73% of the epilogue's stall samples were warps waiting for
+ * earlier stores to read their registers (docs/performance.md, fourth GPU run); the copy engine writes
+ * whole 128-byte lines. Each value goes through mm_value, as the staged epilogue's do, so the bits are
+ * those of the staged epilogue and of the separate ops (test_gpu_ops holds them to NGPT_EPILOGUE=staged's
+ * bits). */
 template <typename T> struct alignas(2 * sizeof(T)) MmVec2 { T v[2]; };
-#define MM_DIRECT_FG 4 /* fragments a group */
-template <int KIND, int NF, typename T>
-static __device__ __forceinline__ void mm_epilogue_direct(const MmEpilogue<T> &ep, int row0, int col0, float (&d)[4 * NF], int lane) {
-    constexpr int FG = MM_DIRECT_FG, GROUPS = NF / FG;
+#define MM_DIRECT_FG 4      /* fragments a group */
+#define MM_BOX_BYTES 2048   /* a box the copy engine stores: 16 rows x 64 16-bit columns */
+/* The copy engine's stores (sm_90a; only the TMA kernel calls these): the box at (c0 inner, c1 outer) of
+ * the map from shared memory, into this thread's open bulk group; closing the group; waiting until the
+ * copy engine has read the shared memory of all but this thread's newest N groups (bulk_wait_written, with
+ * the TMA kernel: until it has written them all); this thread's shared-memory writes made visible to the
+ * copy engine (the async proxy) */
+static __device__ __forceinline__ void tma_store(const CUtensorMap *map, int c0, int c1, const void *src) {
+    asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];\n" ::"l"((uint64_t)map), "r"(c0), "r"(c1),
+                 "r"((uint32_t)__cvta_generic_to_shared(src))
+                 : "memory");
+}
+static __device__ __forceinline__ void bulk_commit() {
+    asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
+}
+template <int N> static __device__ __forceinline__ void bulk_wait_read() {
+    asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(N) : "memory");
+}
+static __device__ __forceinline__ void fence_async_proxy() {
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+template <int KIND, int NF, bool BULK, typename T>
+static __device__ __forceinline__ void mm_epilogue_direct(const MmEpilogue<T> &ep, int row0, int col0, float (&d)[4 * NF], int lane,
+                                                          unsigned char *buf = NULL, const CUtensorMap *map_out = NULL,
+                                                          const CUtensorMap *map_aux = NULL) {
+    /* GELU's derivative through the copy engine: two fragments a group, else its f16 build spills */
+    constexpr int FG = KIND == EPI_DGELU && BULK ? 2 : MM_DIRECT_FG, GROUPS = NF / FG, GPB = 64 / (8 * FG); /* GPB: groups a box */
     [[maybe_unused]] constexpr int UNROLL = (KIND == EPI_GELU || KIND == EPI_DGELU) && GROUPS > 1 ? 2 : GROUPS; /* read by nvcc's pragma alone */
     static_assert(NF % FG == 0 && GROUPS % UNROLL == 0, "whole groups, whole turns");
+    static_assert(!BULK || (GROUPS % GPB == 0 && 64 * sizeof(T) == 128), "whole boxes of 128-byte rows");
+    const int g = lane >> 2, tq = lane & 3;
     constexpr bool AUX = KIND == EPI_DGELU || KIND == EPI_RESIDUAL;
-    const size_t first = (size_t)(row0 + (lane >> 2)) * ep.ldc + col0 + 2 * (lane & 3), second = first + 8 * ep.ldc;
-    const T *bias = ep.bias ? ep.bias + col0 + 2 * (lane & 3) : NULL;
+    const size_t first = (size_t)(row0 + g) * ep.ldc + col0 + 2 * tq, second = first + 8 * ep.ldc;
+    const T *bias = ep.bias ? ep.bias + col0 + 2 * tq : NULL;
     MmVec2<T> b[FG] = {}, x[2 * FG] = {}, nb[FG] = {}, nx[2 * FG] = {}; /* this group's bias and aux (rows g, g + 8), the next group's */
     auto load = [&](int grp, MmVec2<T>(&bb)[FG], MmVec2<T>(&xx)[2 * FG]) {
 #pragma unroll
@@ -978,6 +1014,15 @@ static __device__ __forceinline__ void mm_epilogue_direct(const MmEpilogue<T> &e
     load(0, b, x);
 #pragma unroll UNROLL
     for (int grp = 0; grp < GROUPS; grp++) {
+        const int box = grp / GPB; /* BULK: the box (64 columns) this group is part of, */
+        unsigned char *box_out = buf + (KIND == EPI_GELU ? 0 : (box & 1) * MM_BOX_BYTES), *box_aux = buf + MM_BOX_BYTES; /* and where it goes */
+        if (BULK && grp % GPB == 0) { /* a box's first group: the copy engine has read what it last stored from there */
+            if (lane == 0) {
+                if (KIND == EPI_GELU) bulk_wait_read<0>();
+                else bulk_wait_read<1>();
+            }
+            __syncwarp();
+        }
         if (grp + 1 < GROUPS) load(grp + 1, nb, nx);
 #pragma unroll
         for (int j = 0; j < FG; j++) {
@@ -989,16 +1034,31 @@ static __device__ __forceinline__ void mm_epilogue_direct(const MmEpilogue<T> &e
                 for (int e = 0; e < 2; e++)
                     r[h].v[e] = mm_value(KIND, bias != NULL, false, d[4 * j + 2 * h + e], b[j].v[e], from_f<T>(0.0f),
                                          AUX ? x[2 * j + h].v[e] : from_f<T>(0.0f));
-            *(MmVec2<T> *)(ep.out + first + c) = r[0];
-            *(MmVec2<T> *)(ep.out + second + c) = r[1];
+            /* BULK: row g + 8h of the box, its 16-byte chunk FG (grp % GPB) + j (the fragment) swizzled by the row */
+            const int at = g * 128 + (((FG * (grp % GPB) + j) ^ g) << 4) + 4 * tq;
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                if (BULK) *(MmVec2<T> *)(box_out + at + h * 8 * 128) = r[h];
+                else *(MmVec2<T> *)(ep.out + (h ? second : first) + c) = r[h];
+            }
             if (KIND == EPI_GELU) {
 #pragma unroll
                 for (int h = 0; h < 2; h++) {
-                    MmVec2<T> g;
+                    MmVec2<T> gl;
 #pragma unroll
-                    for (int e = 0; e < 2; e++) g.v[e] = from_f<T>(gelu_of(to_f(r[h].v[e])));
-                    *(MmVec2<T> *)(ep.aux + (h ? second : first) + c) = g;
+                    for (int e = 0; e < 2; e++) gl.v[e] = from_f<T>(gelu_of(to_f(r[h].v[e])));
+                    if (BULK) *(MmVec2<T> *)(box_aux + at + h * 8 * 128) = gl;
+                    else *(MmVec2<T> *)(ep.aux + (h ? second : first) + c) = gl;
                 }
+            }
+        }
+        if (BULK && grp % GPB == GPB - 1) { /* the box is whole: every lane's writes to the async proxy, then one lane stores it */
+            fence_async_proxy();
+            __syncwarp();
+            if (lane == 0) {
+                tma_store(map_out, col0 + 64 * box, row0, box_out);
+                if (KIND == EPI_GELU) tma_store(map_aux, col0 + 64 * box, row0, box_aux);
+                bulk_commit();
             }
         }
 #pragma unroll
@@ -1042,7 +1102,7 @@ static __device__ __forceinline__ void mm_tc_direct(const MmEpilogue<T> &ep, int
         float d[16];
 #pragma unroll
         for (int k = 0; k < 16; k++) d[k] = acc[0][k >> 2][k & 3];
-        mm_epilogue_direct<EK, 4>(ep, row0 + 16 * i, col0, d, lane);
+        mm_epilogue_direct<EK, 4, false>(ep, row0 + 16 * i, col0, d, lane);
 #pragma unroll
         for (int k = 0; k < 48; k++) acc[k >> 4][(k >> 2) & 3][k & 3] = acc[(k >> 4) + 1][(k >> 2) & 3][k & 3]; /* the next row block to the front */
     }
@@ -1369,7 +1429,9 @@ static void gemm_wgmma(ngpt_backend *be, const T *A, const T *B, int M, int N, i
  * rows; an MN-major tile is boxes of 64 columns x 64 k, 8 KB apart), so the descriptors are those of the
  * cp.async kernel above; rows, columns and k past the matrix arrive as zeros. The grid is one block per SM
  * looping over output tiles (and split-K slices), so the producer fills the next tile's stages while the
- * consumers store the last one. setmaxnreg moves registers from the producer (40) to the consumers (232).
+ * consumers store the last one; whole tiles are stored through shared memory by the copy engine too
+ * (mm_epilogue_direct), whose writes go on while the consumers start the next tile. setmaxnreg moves
+ * registers from the producer (40) to the consumers (232).
  * The operands must be 16-byte aligned with row strides a multiple of 8 elements (the copy engine's rule);
  * other products run on the cp.async kernel. Tensor maps are encoded on the host for every launch through
  * the driver's cuTensorMapEncodeTiled, reached with cudaGetDriverEntryPointByVersion (no library linked). */
@@ -1379,8 +1441,10 @@ static void gemm_wgmma(ngpt_backend *be, const T *A, const T *B, int M, int N, i
 #define TM_THREADS 384
 #define TM_A_BYTES (TM_BM * WG_BK * 2)                                       /* 16 KB */
 #define TM_B_BYTES (TM_BN * WG_BK * 2)                                       /* 32 KB */
-/* + alignment slack, + the mbarriers, + the epilogue's staging (8 consumer warps) */
-#define TM_SMEM_BYTES (TM_STAGES * (TM_A_BYTES + TM_B_BYTES) + 1024 + 1024 + 8 * STG_WARP_FLOATS * 4)
+#define TM_WARP_EPI_BYTES (2 * MM_BOX_BYTES) /* a consumer warp's epilogue memory: its two boxes, or the staged epilogue's staging */
+static_assert(STG_WARP_FLOATS * 4 <= TM_WARP_EPI_BYTES, "the staged epilogue's staging does not fit a warp's boxes");
+/* + alignment slack, + the epilogue's memory (8 consumer warps), + the mbarriers */
+#define TM_SMEM_BYTES (TM_STAGES * (TM_A_BYTES + TM_B_BYTES) + 1024 + 8 * TM_WARP_EPI_BYTES + 1024)
 static_assert(TM_SMEM_BYTES <= 232448, "the TMA kernel asks for more shared memory than a Hopper block may have (227 KB)");
 /* setmaxnreg: the producer warpgroup gives registers back, the two consumers take them. An increase waits
  * until the block's pool has them, so the pool the kernel starts with (TM_THREADS x its register count, 168
@@ -1436,6 +1500,9 @@ static __device__ __forceinline__ void mbar_wait(uint64_t *bar, unsigned parity)
                      : "memory");
 }
 /* box (c0: inner coordinate, c1: outer) of the tensor map into shared memory, completing on bar */
+static __device__ __forceinline__ void bulk_wait_written() {
+    asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");
+}
 static __device__ __forceinline__ void tma_load(void *dst, const CUtensorMap *map, int c0, int c1, uint64_t *bar) {
     asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n" ::"r"(
                      smem_addr(dst)),
@@ -1486,14 +1553,17 @@ static __device__ __forceinline__ TmTile tm_tile(int t, int M, int N, int K, int
 }
 #endif
 
+/* tmOut, tmAux: out and aux in boxes of 64 columns x 16 rows, for the direct epilogue's stores (made where
+ * ep.direct is set; tmAux for EPI_GELU) */
 template <typename T, bool A_K, bool B_K, int EK>
-__global__ void __launch_bounds__(TM_THREADS, 1) matmul_tma_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB,
-                                                                   int M, int N, int K, int kps, int tiles, MmEpilogue<T> ep) {
+__global__ void __launch_bounds__(TM_THREADS, 1)
+    matmul_tma_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB, const __grid_constant__ CUtensorMap tmOut,
+                      const __grid_constant__ CUtensorMap tmAux, int M, int N, int K, int kps, int tiles, MmEpilogue<T> ep) {
 #ifdef NGPT_WGMMA_DEVICE
     extern __shared__ __align__(1024) unsigned char tm_smem[];
     unsigned char *base = smem_align1024(tm_smem);
-    unsigned char *sA = base, *sB = base + TM_STAGES * TM_A_BYTES;
-    uint64_t *full = (uint64_t *)(sB + TM_STAGES * TM_B_BYTES), *empty = full + TM_STAGES;
+    unsigned char *sA = base, *sB = base + TM_STAGES * TM_A_BYTES, *epi = sB + TM_STAGES * TM_B_BYTES; /* every part 1024-byte aligned */
+    uint64_t *full = (uint64_t *)(epi + 8 * TM_WARP_EPI_BYTES), *empty = full + TM_STAGES;
     if (threadIdx.x == 0) {
         for (int s = 0; s < TM_STAGES; s++) {
             mbar_init(&full[s], 1);              /* the producer's expect-bytes arrival (+ the copies' bytes) */
@@ -1534,7 +1604,7 @@ __global__ void __launch_bounds__(TM_THREADS, 1) matmul_tma_kernel(const __grid_
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(TM_CONSUMER_REGS));
     const int cw = (threadIdx.x >> 7) - 1; /* consumer warpgroup: rows cw*64 .. cw*64+63 of the tile */
     const int lane = threadIdx.x & 31, w = (threadIdx.x >> 5) & 3;
-    float *stg = (float *)(empty + TM_STAGES) + ((threadIdx.x >> 5) - 4) * STG_WARP_FLOATS; /* consumer warps 4..11 */
+    unsigned char *warp_epi = epi + ((threadIdx.x >> 5) - 4) * TM_WARP_EPI_BYTES; /* consumer warps 4..11 */
     float d[128];
     for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
         const TmTile tl = tm_tile(t, M, N, K, kps);
@@ -1565,11 +1635,17 @@ __global__ void __launch_bounds__(TM_THREADS, 1) matmul_tma_kernel(const __grid_
          * w's 16 rows, d[4i+2], d[4i+3] at row g + 8; a whole tile written from there, others staged and written 32
          * columns at a time, as there */
         const int row0 = tl.m0 + cw * 64 + w * 16;
-        if (ep.kind == EK && mm_direct_ok(ep, M, N, tl.m0, tl.n0, TM_BM, TM_BN)) mm_epilogue_direct<EK, TM_BN / 8>(ep, row0, tl.n0, d, lane);
-        else mm_epilogue_rows<TM_BN / 32>(ep, M, N, tl.slice, row0, tl.n0, d, stg, lane);
+        if (ep.kind == EK && mm_direct_ok(ep, M, N, tl.m0, tl.n0, TM_BM, TM_BN)) {
+            mm_epilogue_direct<EK, TM_BN / 8, true>(ep, row0, tl.n0, d, lane, warp_epi, &tmOut, &tmAux);
+        } else {
+            if (lane == 0) bulk_wait_read<0>(); /* the staging overwrites the boxes: the copy engine has read them */
+            __syncwarp();
+            mm_epilogue_rows<TM_BN / 32>(ep, M, N, tl.slice, row0, tl.n0, d, (float *)warp_epi, lane);
+        }
     }
+    if (lane == 0) bulk_wait_written(); /* the block's shared memory outlives the copy engine's reads of it */
 #else
-    (void)tmA; (void)tmB; (void)M; (void)N; (void)K; (void)kps; (void)tiles; (void)ep;
+    (void)tmA; (void)tmB; (void)tmOut; (void)tmAux; (void)M; (void)N; (void)K; (void)kps; (void)tiles; (void)ep;
 #endif
 }
 
@@ -1603,10 +1679,10 @@ static int tma_map(const CudaImpl *im, CUtensorMap *map, const T *p, size_t inne
 /* The build of the TMA kernel for epilogue kind EK where it has one (mm_direct_kind), else the plain one (whose
  * direct path the other kinds never take) */
 template <typename T, bool A_K, bool B_K, int EK>
-static void tma_launch(ngpt_backend *be, unsigned grid, const CUtensorMap &ma, const CUtensorMap &mb, int M, int N, int K, int kps, int tiles,
-                       const MmEpilogue<T> &ep) {
+static void tma_launch(ngpt_backend *be, unsigned grid, const CUtensorMap &ma, const CUtensorMap &mb, const CUtensorMap &mo, const CUtensorMap &mx,
+                       int M, int N, int K, int kps, int tiles, const MmEpilogue<T> &ep) {
     constexpr int built = mm_direct_kind<A_K, B_K>(EK) ? EK : EPI_PLAIN;
-    matmul_tma_kernel<T, A_K, B_K, built><<<grid, TM_THREADS, TM_SMEM_BYTES, impl_of(be)->stream>>>(ma, mb, M, N, K, kps, tiles, ep);
+    matmul_tma_kernel<T, A_K, B_K, built><<<grid, TM_THREADS, TM_SMEM_BYTES, impl_of(be)->stream>>>(ma, mb, mo, mx, M, N, K, kps, tiles, ep);
     CU_LAUNCHED(be, "matmul_tma_kernel");
 }
 
@@ -1624,8 +1700,17 @@ static int gemm_tma(ngpt_backend *be, const T *A, const T *B, int M, int N, int 
     if (tiles > INT_MAX) return 0;
     unsigned grid = (unsigned)(tiles < im->sm_count ? tiles : im->sm_count);
     MmEpilogue<T> ep = ep_in;
-    ep.direct = im->direct_epilogue;
-    mm_launch_kind<A_K, B_K>(ep.kind, [&](auto ek) { tma_launch<T, A_K, B_K, decltype(ek)::value>(be, grid, ma, mb, M, N, K, kps, (int)tiles, ep); });
+    /* the direct epilogue's stores go through the copy engine: out (and GELU's aux) 16-byte aligned with rows
+     * a multiple of 16 bytes apart, else every tile is staged */
+    CUtensorMap mo, mx;
+    memset(&mo, 0, sizeof mo);
+    memset(&mx, 0, sizeof mx);
+    const bool gelu = ep.kind == EPI_GELU;
+    ep.direct = im->direct_epilogue && !ep.partial && !ep.accumulate && mm_direct_kind<A_K, B_K>(ep.kind) &&
+                (ep.ldc * sizeof(T)) % 16 == 0 && (((uintptr_t)ep.out | (gelu ? (uintptr_t)ep.aux : 0)) & 15) == 0 &&
+                !tma_map(im, &mo, ep.out, (size_t)N, (size_t)M, ep.ldc, 64, 16) &&
+                !(gelu && tma_map(im, &mx, ep.aux, (size_t)N, (size_t)M, ep.ldc, 64, 16));
+    mm_launch_kind<A_K, B_K>(ep.kind, [&](auto ek) { tma_launch<T, A_K, B_K, decltype(ek)::value>(be, grid, ma, mb, mo, mx, M, N, K, kps, (int)tiles, ep); });
     return 1;
 }
 

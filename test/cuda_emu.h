@@ -33,7 +33,9 @@
  *   or uninitialised one, or one arrival too many, fails the launch). The copy engine (cp.async.bulk.tensor
  *   2-D, from maps the emulated cuTensorMapEncodeTiled checked and wrote) fills boxes with zeros out of
  *   bounds and 128-byte swizzling on shared addresses; its target reads as NaN until the copy lands, which
- *   is as late as may be: one copy at a time, only while a thread waits on its barrier. wgmma (m64nNk16,
+ *   is as late as may be: one copy at a time, only while a thread waits on its barrier. Its stores (shared to
+ *   global, bulk groups) read shared memory when issued and fail the launch if it has changed by the
+ *   issuing thread's wait_group.read, or if the thread ends without waiting. wgmma (m64nNk16,
  *   bf16/f16, operands from descriptors with 128-byte swizzling, K- or MN-major, or A from registers as
  *   mma.sync's A fragment) is collected from the 128 threads of a warpgroup and computed when one of them
  *   waits for its group, so its shared-memory operands are read as late as a GPU may read them; a thread
@@ -49,7 +51,8 @@
  *   only after that thread's fence.proxy.async (plain stores, the kernels' zero-filled edges, are not
  *   tracked); the copy engine's writes are the async proxy's own. The copy engine may be given an mbarrier
  *   only once the thread that initialised it has run fence.mbarrier_init (or fence.proxy.async).
- * Not emulated: timing, the memory model beyond barriers, cp.async, the copy engine and those proxy fences,
+ * Not emulated: timing, the memory model beyond barriers, cp.async, the copy engine and those proxy fences
+ *   (a plain shared-memory store the copy engine stores from without a fence.proxy.async is not caught),
  *   bank conflicts, clusters.
  */
 #ifndef NGPT_CUDA_EMU_H
@@ -125,6 +128,11 @@ struct Copy {
     const void *src;
     long group; /* -1 until committed */
 };
+struct BulkStore {            /* a copy-engine store (cp.async.bulk.tensor, shared to global) of this thread */
+    const unsigned char *src;   /* its shared memory, */
+    std::vector<unsigned char> data; /* what that held when the store was issued (and what went to global memory) */
+    long group;                 /* -1 until committed */
+};
 struct Thread {
     ucontext_t ctx; /* the coroutine's first entry (makecontext) */
     jmp_buf jb;     /* where it waits */
@@ -136,6 +144,8 @@ struct Thread {
     bool wg_fenced;               /* it has run wgmma.fence since its last wgmma.wait_group (or its start) */
     int regs;                     /* registers it holds (setmaxnreg) */
     std::vector<size_t> unfenced; /* sm_90: 16-byte chunks its cp.async wrote since its last fence.proxy.async */
+    std::vector<BulkStore> bulk;  /* its copy-engine stores whose shared memory it has not waited to be read */
+    long bulk_committed;          /* bulk groups committed so far */
 };
 /* sm_90 state of a block, all of it emptied when the block starts */
 struct Mbarrier {            /* an mbarrier object in shared memory (its bytes hold a signature the emulator checks) */
@@ -246,11 +256,13 @@ static void yield_as(int state) {
 static void complete_copies(Thread &t, long keep_groups);
 static void barrier_check();
 static void wgmma_check_ended();
+static void bulk_check_ended();
 static void thread_main() {
     for (;;) {
         blk.body(blk.body_arg);
         complete_copies(*cur, 0); /* copies nobody waited for land when the thread ends */
         wgmma_check_ended();
+        bulk_check_ended();
         blk.live--;
         barrier_check();
         yield_as(DONE);
@@ -326,6 +338,8 @@ static void run_block() {
         t.wg_fenced = false;
         t.regs = EMU_REGS;
         t.unfenced.clear();
+        t.bulk.clear();
+        t.bulk_committed = 0;
     }
     long events_seen = -1; /* blk.events when the polling threads last ran */
     for (;;) {
@@ -757,6 +771,60 @@ static void tma_load(void *dst, const CUtensorMap *map, int c0, int c1, uint64_t
     memset(dst, 0xFF, bytes);
     blk.tma.push_back(std::move(c));
     blk.events++;
+}
+/* cp.async.bulk.tensor.2d, shared to global: the box at (c0 inner, c1 outer) of the map from 128-byte
+ * swizzled shared memory at src, elements out of bounds not written. The copy engine may read src at any
+ * time until the thread's cp.async.bulk.wait_group.read lets the store go: here it is read at the issue
+ * (so a lane's write still to come is missing from global memory) and compared at that wait (so a write in
+ * between, into a box it may still be reading, fails the launch). */
+static void tma_store(const CUtensorMap *map, int c0, int c1, const void *src) {
+    require_sm90("cp.async.bulk.tensor (store)");
+    TensorMap tm;
+    memcpy(&tm, map, sizeof tm);
+    if (tm.magic != EMU_TENSOR_MAP_MAGIC) block_fail("cp.async.bulk.tensor (store): the tensor map was not made by cuTensorMapEncodeTiled");
+    size_t row = (size_t)tm.box[0] * tm.elem_bytes, bytes = row * tm.box[1];
+    check_smem(src, bytes, "cp.async.bulk.tensor (store) source");
+    uint64_t a = cvta_shared(src);
+    if (a % 128) block_fail("cp.async.bulk.tensor (store) source at shared address %#llx: not 128-byte aligned", (unsigned long long)a);
+    BulkStore st;
+    st.src = (const unsigned char *)src;
+    st.data.assign(st.src, st.src + bytes);
+    st.group = -1;
+    for (uint32_t j = 0; j < tm.box[1]; j++)
+        for (uint32_t i = 0; i < tm.box[0]; i++) {
+            long long x = (long long)c0 + i, y = (long long)c1 + j;
+            size_t at = (size_t)(swizzle128(a + j * row + (size_t)i * tm.elem_bytes) - a);
+            if (x >= 0 && y >= 0 && (uint64_t)x < tm.dims[0] && (uint64_t)y < tm.dims[1])
+                memcpy((unsigned char *)tm.base + (uint64_t)y * tm.stride + (uint64_t)x * tm.elem_bytes, &st.data[at], tm.elem_bytes);
+        }
+    cur->bulk.push_back(std::move(st));
+}
+static void bulk_commit() {
+    require_sm90("cp.async.bulk.commit_group");
+    for (BulkStore &st : cur->bulk)
+        if (st.group < 0) st.group = cur->bulk_committed;
+    cur->bulk_committed++;
+}
+/* cp.async.bulk.wait_group(.read) n: every committed group but the newest n is done with its shared memory */
+static void bulk_wait(int n) {
+    require_sm90("cp.async.bulk.wait_group");
+    size_t kept = 0;
+    for (size_t i = 0; i < cur->bulk.size(); i++) {
+        BulkStore &st = cur->bulk[i];
+        if (st.group >= 0 && st.group < cur->bulk_committed - n) {
+            if (memcmp(st.src, st.data.data(), st.data.size()))
+                block_fail("thread %d wrote the shared memory of its bulk store (shared address %#llx) before cp.async.bulk.wait_group.read "
+                           "let the store go", cur->linear, (unsigned long long)cvta_shared(st.src));
+        } else {
+            cur->bulk[kept++] = std::move(st);
+        }
+    }
+    cur->bulk.resize(kept);
+}
+static void bulk_check_ended() {
+    if (!cur->bulk.empty())
+        block_fail("thread %d ended with %zu bulk store(s) not waited for (cp.async.bulk.wait_group): the copy engine may still read the "
+                   "block's shared memory", cur->linear, cur->bulk.size());
 }
 /* the mbarriers this thread initialised become visible to the async proxy (the copy engine's complete_tx) */
 static void fence_barrier_inits() {

@@ -4,7 +4,7 @@
 # (f16: m16n8k8, plain loads) and sm_90 (the wgmma kernels: the TMA matmul and the attention kernels with
 # their mbarriers, warp specialisation and setmaxnreg, and the cp.async matmul), test_gpu_train --quick on
 # the sm_80 and sm_90 (whole steps, determinism, no allocation, resume, KV-cache sampling), the nanogpt
-# program on all three (train, resume, sample, plan, bench), then thirty-one mutants of nanogpt.cu that it
+# program on all three (train, resume, sample, plan, bench), then thirty-six mutants of nanogpt.cu that it
 # must catch. No GPU needed; ./build.sh test runs it. Needs nvcc's headers (not nvcc itself: the host C++
 # compiler builds the rewritten nanogpt.cu) and perl. Ends with "summary: N passed, N failed" (each
 # program's counts, and one per mutant).
@@ -79,6 +79,11 @@ rewrite() {
         q{static __device__ __forceinline__ void mbar_wait\(uint64_t \*bar, unsigned parity\)} => q{emu::mbar_wait(bar, parity);},
         q{static __device__ __forceinline__ void tma_load\(void \*dst, const CUtensorMap \*map, int c0, int c1, uint64_t \*bar\)} =>
             q{emu::tma_load(dst, map, c0, c1, bar);},
+        q{static __device__ __forceinline__ void tma_store\(const CUtensorMap \*map, int c0, int c1, const void \*src\)} =>
+            q{emu::tma_store(map, c0, c1, src);},
+        q{static __device__ __forceinline__ void bulk_commit\(\)} => q{emu::bulk_commit();},
+        q{template <int N> static __device__ __forceinline__ void bulk_wait_read\(\)} => q{emu::bulk_wait(N);},
+        q{static __device__ __forceinline__ void bulk_wait_written\(\)} => q{emu::bulk_wait(0);},
         q{template <typename T, int TA, int TB> static __device__ __forceinline__ void wgmma_m64n128k16\(float \(&d\)\[64\], uint64_t da, uint64_t db\)} =>
             q{emu::wgmma<T, TA, TB>(d, da, db);},
         q{template <typename T, int TA, int TB> static __device__ __forceinline__ void wgmma_m64n256k16\(float \(&d\)\[128\], uint64_t da, uint64_t db\)} =>
@@ -253,8 +258,14 @@ MUTANTS=(
     "cp.async wgmma kernel stages its epilogue in tiles the other warpgroup may still read|90|NGPT_MATMUL=wgmma --matmul-only|__syncthreads(); /* both warpgroups' products are done: the tiles' memory stages the epilogue */|"
     "cp.async wgmma kernel fences the async proxy before its copies land, not after|90|NGPT_MATMUL=wgmma --matmul-only|cp_async_wait<WG_STAGES - 3>();                                /* this thread's copies of tile kt have landed */\n        asm volatile(\"fence.proxy.async.shared::cta;\\\\n\" ::: \"memory\");|asm volatile(\"fence.proxy.async.shared::cta;\\\\n\" ::: \"memory\");\n        cp_async_wait<WG_STAGES - 3>();"
     "mma.sync kernel's direct epilogue does not move the next row block to the front|80|--matmul-only|= acc[(k >> 4) + 1][(k >> 2) & 3][k & 3]; /* the next row block|= acc[k >> 4][(k >> 2) & 3][k & 3]; /* the next row block"
-    "mma.sync kernel's direct epilogue puts its row blocks 8 rows apart|80|--matmul-only|mm_epilogue_direct<EK, 4>(ep, row0 + 16 * i, col0, d, lane);|mm_epilogue_direct<EK, 4>(ep, row0 + 8 * i, col0, d, lane);"
-    "TMA kernel's direct epilogue writes row g + 8's results a row lower|90|--matmul-only|second = first + 8 * ep.ldc;|second = first + 9 * ep.ldc;"
+    "mma.sync kernel's direct epilogue puts its row blocks 8 rows apart|80|--matmul-only|mm_epilogue_direct<EK, 4, false>(ep, row0 + 16 * i, col0, d, lane);|mm_epilogue_direct<EK, 4, false>(ep, row0 + 8 * i, col0, d, lane);"
+    "TMA kernel's direct epilogue reads row g + 8's aux a row lower|90|--matmul-only|second = first + 8 * ep.ldc;|second = first + 9 * ep.ldc;"
+    "TMA kernel's direct epilogue writes row g + 8's results a row lower in its box|90|--matmul-only|*(MmVec2<T> *)(box_out + at + h * 8 * 128) = r[h];|*(MmVec2<T> *)(box_out + at + h * 9 * 128) = r[h];"
+    "TMA kernel's direct epilogue writes its boxes unswizzled|90|--matmul-only|(((FG * (grp % GPB) + j) ^ g) << 4)|((FG * (grp % GPB) + j) << 4)"
+    "TMA kernel's direct epilogue stores a box before every lane has written it|90|--matmul-only|fence_async_proxy();\n            __syncwarp();|fence_async_proxy();"
+    "TMA kernel's direct epilogue writes a box the copy engine may still read|90|--matmul-only|else bulk_wait_read<1>();|else bulk_wait_read<2>();"
+    "TMA kernel's direct epilogue writes GELU's out and aux through one box|90|--matmul-only|*box_aux = buf + MM_BOX_BYTES;|*box_aux = buf;"
+    "TMA kernel ends with its bulk stores unwaited|90|--matmul-only|if (lane == 0) bulk_wait_written();|"
     "TMA kernel's direct epilogue does not move the next group's accumulators to the front|90|--matmul-only|d[k] = d[k + 4 * FG]; /* the next group's|d[k] = d[k + 2 * FG]; /* the next group's"
     "TMA kernel's direct epilogue adds the next group's bias|90|--matmul-only|d[4 * j + 2 * h + e], b[j].v[e],|d[4 * j + 2 * h + e], nb[j].v[e],"
     "TMA kernel's direct epilogue rounds the product before adding the bias (a last-bit error)|90||d[4 * j + 2 * h + e], b[j].v[e],|to_f(from_f<T>(d[4 * j + 2 * h + e])), b[j].v[e],"
