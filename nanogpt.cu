@@ -952,7 +952,8 @@ static __device__ __forceinline__ void mm_epilogue_rows(const MmEpilogue<T> &ep,
  * group each time, so every index into d stays a compile-time one.
  *
  * The mma.sync kernel (BULK false) stores two adjacent columns at a time to global memory. The TMA kernel
- * (BULK) stores to shared memory, a box of 16 rows x 64 columns at a time, each row 128 bytes with its
+ * (BULK, where out and GELU's aux are also 16-byte aligned with rows a multiple of 16 bytes apart: gemm_tma
+ * encodes their tensor maps) stores to shared memory, a box of 16 rows x 64 columns at a time, each row 128 bytes with its
  * 16-byte chunk c at c ^ (row % 8) (the copy engine's 128-byte swizzle, which also puts a store's 32 lanes
  * on 32 different banks), and the copy engine writes the box out whole (tma_store) while the warp goes on.
  * A warp has two boxes (buf, 2 x MM_BOX_BYTES, 1024-byte aligned): the plain, residual and derivative kinds
@@ -1014,16 +1015,20 @@ static __device__ __forceinline__ void mm_epilogue_direct(const MmEpilogue<T> &e
     load(0, b, x);
 #pragma unroll UNROLL
     for (int grp = 0; grp < GROUPS; grp++) {
-        const int box = grp / GPB; /* BULK: the box (64 columns) this group is part of, */
-        unsigned char *box_out = buf + (KIND == EPI_GELU ? 0 : (box & 1) * MM_BOX_BYTES), *box_aux = buf + MM_BOX_BYTES; /* and where it goes */
-        if (BULK && grp % GPB == 0) { /* a box's first group: the copy engine has read what it last stored from there */
-            if (lane == 0) {
-                if (KIND == EPI_GELU) bulk_wait_read<0>();
-                else bulk_wait_read<1>();
-            }
-            __syncwarp();
-        }
+        const int box = grp / GPB; /* BULK: the box (64 columns) this group is part of, and where it goes */
+        unsigned char *box_out = NULL, *box_aux = NULL;
         if (grp + 1 < GROUPS) load(grp + 1, nb, nx);
+        if constexpr (BULK) {
+            box_out = buf + (KIND == EPI_GELU ? 0 : (box & 1) * MM_BOX_BYTES);
+            box_aux = buf + MM_BOX_BYTES;
+            if (grp % GPB == 0) { /* a box's first group: the copy engine has read what it last stored from there */
+                if (lane == 0) {
+                    if (KIND == EPI_GELU) bulk_wait_read<0>();
+                    else bulk_wait_read<1>();
+                }
+                __syncwarp();
+            }
+        }
 #pragma unroll
         for (int j = 0; j < FG; j++) {
             const int c = 8 * (FG * grp + j);
@@ -1038,7 +1043,7 @@ static __device__ __forceinline__ void mm_epilogue_direct(const MmEpilogue<T> &e
             const int at = g * 128 + (((FG * (grp % GPB) + j) ^ g) << 4) + 4 * tq;
 #pragma unroll
             for (int h = 0; h < 2; h++) {
-                if (BULK) *(MmVec2<T> *)(box_out + at + h * 8 * 128) = r[h];
+                if constexpr (BULK) *(MmVec2<T> *)(box_out + at + h * 8 * 128) = r[h];
                 else *(MmVec2<T> *)(ep.out + (h ? second : first) + c) = r[h];
             }
             if (KIND == EPI_GELU) {
@@ -1047,18 +1052,20 @@ static __device__ __forceinline__ void mm_epilogue_direct(const MmEpilogue<T> &e
                     MmVec2<T> gl;
 #pragma unroll
                     for (int e = 0; e < 2; e++) gl.v[e] = from_f<T>(gelu_of(to_f(r[h].v[e])));
-                    if (BULK) *(MmVec2<T> *)(box_aux + at + h * 8 * 128) = gl;
+                    if constexpr (BULK) *(MmVec2<T> *)(box_aux + at + h * 8 * 128) = gl;
                     else *(MmVec2<T> *)(ep.aux + (h ? second : first) + c) = gl;
                 }
             }
         }
-        if (BULK && grp % GPB == GPB - 1) { /* the box is whole: every lane's writes to the async proxy, then one lane stores it */
-            fence_async_proxy();
-            __syncwarp();
-            if (lane == 0) {
-                tma_store(map_out, col0 + 64 * box, row0, box_out);
-                if (KIND == EPI_GELU) tma_store(map_aux, col0 + 64 * box, row0, box_aux);
-                bulk_commit();
+        if constexpr (BULK) {
+            if (grp % GPB == GPB - 1) { /* the box is whole: every lane's writes to the async proxy, then one lane stores it */
+                fence_async_proxy();
+                __syncwarp();
+                if (lane == 0) {
+                    tma_store(map_out, col0 + 64 * box, row0, box_out);
+                    if (KIND == EPI_GELU) tma_store(map_aux, col0 + 64 * box, row0, box_aux);
+                    bulk_commit();
+                }
             }
         }
 #pragma unroll
@@ -1499,10 +1506,11 @@ static __device__ __forceinline__ void mbar_wait(uint64_t *bar, unsigned parity)
                      : "r"(smem_addr(bar)), "r"(parity)
                      : "memory");
 }
-/* box (c0: inner coordinate, c1: outer) of the tensor map into shared memory, completing on bar */
+/* until this thread's copy-engine stores (tma_store) have been written to global memory, not only read */
 static __device__ __forceinline__ void bulk_wait_written() {
     asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");
 }
+/* box (c0: inner coordinate, c1: outer) of the tensor map into shared memory, completing on bar */
 static __device__ __forceinline__ void tma_load(void *dst, const CUtensorMap *map, int c0, int c1, uint64_t *bar) {
     asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n" ::"r"(
                      smem_addr(dst)),
@@ -1643,7 +1651,7 @@ __global__ void __launch_bounds__(TM_THREADS, 1)
             mm_epilogue_rows<TM_BN / 32>(ep, M, N, tl.slice, row0, tl.n0, d, (float *)warp_epi, lane);
         }
     }
-    if (lane == 0) bulk_wait_written(); /* the block's shared memory outlives the copy engine's reads of it */
+    if (lane == 0) bulk_wait_written(); /* the stores are written, and the block's shared memory outlives their reads of it */
 #else
     (void)tmA; (void)tmB; (void)tmOut; (void)tmAux; (void)M; (void)N; (void)K; (void)kps; (void)tiles; (void)ep;
 #endif
@@ -1664,8 +1672,8 @@ static void *find_tensor_map_encoder(void) {
     return fn;
 }
 
-/* A row-major matrix of `outer` rows of `inner` 16-bit elements (row stride ld) read in boxes of box_inner x
- * box_outer with 128-byte swizzling; 0 on success. */
+/* A row-major matrix of `outer` rows of `inner` 16-bit elements (row stride ld) read or written by the copy
+ * engine in boxes of box_inner x box_outer with 128-byte swizzling; 0 on success. */
 template <typename T>
 static int tma_map(const CudaImpl *im, CUtensorMap *map, const T *p, size_t inner, size_t outer, size_t ld, unsigned box_inner, unsigned box_outer) {
     cuuint64_t dims[2] = {(cuuint64_t)inner, (cuuint64_t)outer}, strides[1] = {(cuuint64_t)(ld * sizeof(T))};

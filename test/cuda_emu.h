@@ -35,7 +35,8 @@
  *   bounds and 128-byte swizzling on shared addresses; its target reads as NaN until the copy lands, which
  *   is as late as may be: one copy at a time, only while a thread waits on its barrier. Its stores (shared to
  *   global, bulk groups) read shared memory when issued and fail the launch if it has changed by the
- *   issuing thread's wait_group.read, or if the thread ends without waiting. wgmma (m64nNk16,
+ *   issuing thread's wait_group.read, if the thread ends without waiting, or if a lane of its warp has not
+ *   fenced the async proxy since its last group. wgmma (m64nNk16,
  *   bf16/f16, operands from descriptors with 128-byte swizzling, K- or MN-major, or A from registers as
  *   mma.sync's A fragment) is collected from the 128 threads of a warpgroup and computed when one of them
  *   waits for its group, so its shared-memory operands are read as late as a GPU may read them; a thread
@@ -52,8 +53,8 @@
  *   tracked); the copy engine's writes are the async proxy's own. The copy engine may be given an mbarrier
  *   only once the thread that initialised it has run fence.mbarrier_init (or fence.proxy.async).
  * Not emulated: timing, the memory model beyond barriers, cp.async, the copy engine and those proxy fences
- *   (a plain shared-memory store the copy engine stores from without a fence.proxy.async is not caught),
- *   bank conflicts, clusters.
+ *   (which plain stores a fence covers: a bulk store only asks that every lane of the issuing warp has
+ *   run fence.proxy.async since the issuing thread's last bulk group), bank conflicts, clusters.
  */
 #ifndef NGPT_CUDA_EMU_H
 #define NGPT_CUDA_EMU_H
@@ -146,6 +147,8 @@ struct Thread {
     std::vector<size_t> unfenced; /* sm_90: 16-byte chunks its cp.async wrote since its last fence.proxy.async */
     std::vector<BulkStore> bulk;  /* its copy-engine stores whose shared memory it has not waited to be read */
     long bulk_committed;          /* bulk groups committed so far */
+    long proxy_fences;            /* fence.proxy.async it has run */
+    long lane_fences[32];         /* each lane's proxy_fences when this thread last committed a bulk group */
 };
 /* sm_90 state of a block, all of it emptied when the block starts */
 struct Mbarrier {            /* an mbarrier object in shared memory (its bytes hold a signature the emulator checks) */
@@ -340,6 +343,8 @@ static void run_block() {
         t.unfenced.clear();
         t.bulk.clear();
         t.bulk_committed = 0;
+        t.proxy_fences = 0;
+        memset(t.lane_fences, 0, sizeof t.lane_fences);
     }
     long events_seen = -1; /* blk.events when the polling threads last ran */
     for (;;) {
@@ -786,6 +791,14 @@ static void tma_store(const CUtensorMap *map, int c0, int c1, const void *src) {
     check_smem(src, bytes, "cp.async.bulk.tensor (store) source");
     uint64_t a = cvta_shared(src);
     if (a % 128) block_fail("cp.async.bulk.tensor (store) source at shared address %#llx: not 128-byte aligned", (unsigned long long)a);
+    /* The warp's lanes write the box; each must have run fence.proxy.async since this thread's last bulk
+     * group, else the copy engine may not see its writes (the emulator cannot see which plain stores went
+     * where, so it asks this of every lane of the warp) */
+    const int warp0 = cur->linear & ~31;
+    for (int l = 0; l < 32 && warp0 + l < blk.nthreads; l++)
+        if (blk.th[(size_t)(warp0 + l)].proxy_fences == cur->lane_fences[l])
+            block_fail("cp.async.bulk.tensor (store) by thread %d: lane %d of its warp has not run fence.proxy.async since the thread's "
+                       "last bulk group, so the copy engine may miss that lane's shared-memory writes", cur->linear, l);
     BulkStore st;
     st.src = (const unsigned char *)src;
     st.data.assign(st.src, st.src + bytes);
@@ -804,6 +817,8 @@ static void bulk_commit() {
     for (BulkStore &st : cur->bulk)
         if (st.group < 0) st.group = cur->bulk_committed;
     cur->bulk_committed++;
+    const int warp0 = cur->linear & ~31;
+    for (int l = 0; l < 32 && warp0 + l < blk.nthreads; l++) cur->lane_fences[l] = blk.th[(size_t)(warp0 + l)].proxy_fences;
 }
 /* cp.async.bulk.wait_group(.read) n: every committed group but the newest n is done with its shared memory */
 static void bulk_wait(int n) {
@@ -835,6 +850,7 @@ static void fence_barrier_inits() {
  * and its mbarrier.init) becomes visible to the async proxy, wgmma's reads and the copy engine's */
 static void fence_proxy_async() {
     require_sm90("fence.proxy.async");
+    cur->proxy_fences++;
     for (size_t chunk : cur->unfenced)
         if (blk.unfenced[chunk] == cur->linear + 1) blk.unfenced[chunk] = 0;
     cur->unfenced.clear();

@@ -4,7 +4,7 @@
 # (f16: m16n8k8, plain loads) and sm_90 (the wgmma kernels: the TMA matmul and the attention kernels with
 # their mbarriers, warp specialisation and setmaxnreg, and the cp.async matmul), test_gpu_train --quick on
 # the sm_80 and sm_90 (whole steps, determinism, no allocation, resume, KV-cache sampling), the nanogpt
-# program on all three (train, resume, sample, plan, bench), then thirty-six mutants of nanogpt.cu that it
+# program on all three (train, resume, sample, plan, bench), then thirty-eight mutants of nanogpt.cu that it
 # must catch. No GPU needed; ./build.sh test runs it. Needs nvcc's headers (not nvcc itself: the host C++
 # compiler builds the rewritten nanogpt.cu) and perl. Ends with "summary: N passed, N failed" (each
 # program's counts, and one per mutant).
@@ -262,9 +262,11 @@ MUTANTS=(
     "TMA kernel's direct epilogue reads row g + 8's aux a row lower|90|--matmul-only|second = first + 8 * ep.ldc;|second = first + 9 * ep.ldc;"
     "TMA kernel's direct epilogue writes row g + 8's results a row lower in its box|90|--matmul-only|*(MmVec2<T> *)(box_out + at + h * 8 * 128) = r[h];|*(MmVec2<T> *)(box_out + at + h * 9 * 128) = r[h];"
     "TMA kernel's direct epilogue writes its boxes unswizzled|90|--matmul-only|(((FG * (grp % GPB) + j) ^ g) << 4)|((FG * (grp % GPB) + j) << 4)"
-    "TMA kernel's direct epilogue stores a box before every lane has written it|90|--matmul-only|fence_async_proxy();\n            __syncwarp();|fence_async_proxy();"
+    "TMA kernel's direct epilogue stores a box before every lane has written it|90|--matmul-only|fence_async_proxy();\n                __syncwarp();|fence_async_proxy();"
+    "TMA kernel's direct epilogue stores a box its lanes have not fenced for the async proxy|90|--matmul-only|fence_async_proxy();\n                __syncwarp();|__syncwarp();"
+    "TMA kernel stages an edge tile in boxes the copy engine may still read|90|--matmul-only|if (lane == 0) bulk_wait_read<0>(); /* the staging|/* the staging"
     "TMA kernel's direct epilogue writes a box the copy engine may still read|90|--matmul-only|else bulk_wait_read<1>();|else bulk_wait_read<2>();"
-    "TMA kernel's direct epilogue writes GELU's out and aux through one box|90|--matmul-only|*box_aux = buf + MM_BOX_BYTES;|*box_aux = buf;"
+    "TMA kernel's direct epilogue writes GELU's out and aux through one box|90|--matmul-only|box_aux = buf + MM_BOX_BYTES;|box_aux = buf;"
     "TMA kernel ends with its bulk stores unwaited|90|--matmul-only|if (lane == 0) bulk_wait_written();|"
     "TMA kernel's direct epilogue does not move the next group's accumulators to the front|90|--matmul-only|d[k] = d[k + 4 * FG]; /* the next group's|d[k] = d[k + 2 * FG]; /* the next group's"
     "TMA kernel's direct epilogue adds the next group's bias|90|--matmul-only|d[4 * j + 2 * h + e], b[j].v[e],|d[4 * j + 2 * h + e], nb[j].v[e],"

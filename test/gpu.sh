@@ -24,10 +24,10 @@
 # On the device tool: run with carry ["data/shakespeare_char/input.txt", "data/gpt2", "gpu-prebuilt"] (all
 # git-ignored; gpu-prebuilt as made by GPU_SH_SAVE=1 below, optional). The table
 # "check | result | numbers" is printed last. Exit status 1 when any check failed (SKIP is not a failure).
-# The default run does not fit one 10-minute device call. On an H200 (2026-11-26, second run): ops 2.2
-# minutes, train under 1 without the 300-step curve and 3.7 with it, capped 0.5, bench 1.7 (since then about
-# a minute more, estimated: the staged-epilogue runs beside the default ones), sanitize 3 (f32 racecheck 66 s
-# of it). So it takes two calls:
+# The default run does not fit one 10-minute device call. On an H200 (2026-11-26, fourth run): ops 3
+# minutes (181 s: set GPU_SH_OPS_S to 200 or more), train under 1 without the 300-step curve and 3.7 with it
+# (second run), capped 0.5, bench 2.1 (with the staged-epilogue runs), profile 0.4, sanitize 3.6 (memcheck
+# and synccheck 6 s each, racecheck bf16 59 s, f16 62 s, f32 86 s). So it takes two calls:
 #   GPU_SH_CURVE=0 bash test/gpu.sh ops train capped bench      then      bash test/gpu.sh train sanitize
 # (the second: the curve, then the sanitizers; f32 racecheck starts only with its whole cap left, else SKIP)
 # Give it the GPU to itself: the no-allocation checks also read free device memory, which is device-wide,

@@ -917,6 +917,12 @@ static void tg_matmul_sweep(void) {
     t_matmul(300, 520, 72, 0);       /* the input gradient, no bias */
     t_matmul_gelu(300, 520, 520);    /* GELU in the forward, its derivative in the input gradient */
     t_matmul_residual(300, 72, 520); /* the residual in the forward */
+    /* 1100 x 512 outputs: 18 tiles of the TMA kernel on the emulator's 8 SMs, so block 0 takes a whole tile, an
+     * edge one, then a whole one, and block 1 two whole ones in a row (its copy engine's stores from the first
+     * maybe still reading the boxes the second writes); each kind */
+    t_matmul(1100, 64, 512, 1);
+    t_matmul_gelu(1100, 512, 512);
+    t_matmul_residual(1100, 64, 512);
     if (!tg_small) t_matmul_gelu(2048, 768, 3072); /* GPT-2's MLP */
     if (!tg_small) t_matmul_residual(2048, 3072, 768); /* and its projection back into the residual stream */
     if (!tg_small) {
