@@ -953,9 +953,10 @@ static __device__ __forceinline__ void mm_epilogue_rows(const MmEpilogue<T> &ep,
  *
  * The mma.sync kernel (BULK false) stores two adjacent columns at a time to global memory. The TMA kernel
  * (BULK, where out and GELU's aux are also 16-byte aligned with rows a multiple of 16 bytes apart: gemm_tma
- * encodes their tensor maps) stores to shared memory, a box of 16 rows x 64 columns at a time, each row 128 bytes with its
- * 16-byte chunk c at c ^ (row % 8) (the copy engine's 128-byte swizzle, which also puts a store's 32 lanes
- * on 32 different banks), and the copy engine writes the box out whole (tma_store) while the warp goes on.
+ * encodes their tensor maps) stores to shared memory, a box of 16 rows x 64 columns at a time, each row
+ * 128 bytes with its 16-byte chunk c at c ^ (row % 8) (the copy engine's 128-byte swizzle, which also puts
+ * a store's 32 lanes on 32 different banks), and the copy engine writes the box out whole (tma_store)
+ * while the warp goes on.
  * A warp has two boxes (buf, 2 x MM_BOX_BYTES, 1024-byte aligned): the plain, residual and derivative kinds
  * alternate them, waiting before each box until the store from the other box is the only one that may
  * still be reading; GELU stores out and aux from the two and waits until nothing is in flight. On an H200
@@ -1718,7 +1719,8 @@ static int gemm_tma(ngpt_backend *be, const T *A, const T *B, int M, int N, int 
                 (ep.ldc * sizeof(T)) % 16 == 0 && (((uintptr_t)ep.out | (gelu ? (uintptr_t)ep.aux : 0)) & 15) == 0 &&
                 !tma_map(im, &mo, ep.out, (size_t)N, (size_t)M, ep.ldc, 64, 16) &&
                 !(gelu && tma_map(im, &mx, ep.aux, (size_t)N, (size_t)M, ep.ldc, 64, 16));
-    mm_launch_kind<A_K, B_K>(ep.kind, [&](auto ek) { tma_launch<T, A_K, B_K, decltype(ek)::value>(be, grid, ma, mb, mo, mx, M, N, K, kps, (int)tiles, ep); });
+    mm_launch_kind<A_K, B_K>(ep.kind,
+                             [&](auto ek) { tma_launch<T, A_K, B_K, decltype(ek)::value>(be, grid, ma, mb, mo, mx, M, N, K, kps, (int)tiles, ep); });
     return 1;
 }
 
