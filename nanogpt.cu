@@ -52,6 +52,7 @@ typedef struct {
     int use_wgmma;             /* 16-bit matmuls on the sm_90a wgmma kernels (else mma.sync); see matmul_choice */
     int use_tma;               /* ... on the TMA one where the operands allow it (else the cp.async one) */
     int direct_epilogue;       /* TMA and mma.sync tiles from the accumulators (NGPT_EPILOGUE=staged: not, to compare) */
+    int tma_tile_n;            /* NGPT_TILE_N=192 or 256: every TMA product in tiles that wide (to compare); 0: chosen per product */
     int use_wgmma_attention;   /* attention at hs = 64 on the sm_90a wgmma kernels: with the TMA matmul, and their registers */
     void *encode_tensor_map;   /* the driver's cuTensorMapEncodeTiled (TMA kernel only) */
     int mm_blocks_per_sm;      /* blocks of that matmul kernel one SM runs at once (split-K's wave size) */
@@ -959,7 +960,9 @@ static __device__ __forceinline__ void mm_epilogue_rows(const MmEpilogue<T> &ep,
  * while the warp goes on.
  * A warp has two boxes (buf, 2 x MM_BOX_BYTES, 1024-byte aligned): the plain, residual and derivative kinds
  * alternate them, waiting before each box until the store from the other box is the only one that may
- * still be reading; GELU stores out and aux from the two and waits until nothing is in flight. On an H200
+ * still be reading, and before a tile's first box until none is (the last tile's last box, which a tile
+ * 192 wide, of three boxes, stored from the same box, has had this tile's main loop to be read); GELU
+ * stores out and aux from the two and waits until nothing is in flight. On an H200
  * the global stores made the direct epilogue store-bound: each 4-byte store instruction writes 8 rows x 16
  * bytes, half of each 32-byte sector, and 73% of the epilogue's stall samples were warps waiting for
  * earlier stores to read their registers (docs/performance.md, fourth GPU run); the copy engine writes
@@ -1024,7 +1027,7 @@ static __device__ __forceinline__ void mm_epilogue_direct(const MmEpilogue<T> &e
             box_aux = buf + MM_BOX_BYTES;
             if (grp % GPB == 0) { /* a box's first group: the copy engine has read what it last stored from there */
                 if (lane == 0) {
-                    if (KIND == EPI_GELU) bulk_wait_read<0>();
+                    if (KIND == EPI_GELU || box == 0) bulk_wait_read<0>();
                     else bulk_wait_read<1>();
                 }
                 __syncwarp();
@@ -1444,7 +1447,8 @@ static void gemm_wgmma(ngpt_backend *be, const T *A, const T *B, int M, int N, i
  * other products run on the cp.async kernel. Tensor maps are encoded on the host for every launch through
  * the driver's cuTensorMapEncodeTiled, reached with cudaGetDriverEntryPointByVersion (no library linked). */
 #define TM_BM 128
-#define TM_BN 256
+#define TM_BN 256        /* the tiles' width, and the stages' room for B */
+#define TM_BN_NARROW 192 /* the other width (wgmma m64n192k16), where its tiles fill the SMs' waves better: tma_tile_n */
 #define TM_STAGES 4
 #define TM_THREADS 384
 #define TM_A_BYTES (TM_BM * WG_BK * 2)                                       /* 16 KB */
@@ -1474,13 +1478,13 @@ static __device__ __forceinline__ void prefetch_l2(const void *p) {
 /* What a TMA tile's epilogue will read from global memory (aux for EPI_DGELU and EPI_RESIDUAL, the old values
  * when accumulating) asked into L2 as its main loop starts, so the epilogue's loads, a chunk at a time, find
  * it there rather than in DRAM: consumer thread t (0..255) takes row m0 + t / 2, every other 128-byte line */
-template <typename T> static __device__ __forceinline__ void mm_prefetch_tile(const MmEpilogue<T> &ep, int M, int N, int m0, int n0, int t) {
+template <int BN, typename T> static __device__ __forceinline__ void mm_prefetch_tile(const MmEpilogue<T> &ep, int M, int N, int m0, int n0, int t) {
     static_assert(2 * TM_BM == 256, "two consumer threads a row");
     constexpr int LINE = 128 / sizeof(T);
     const int row = m0 + (t >> 1);
     if (ep.partial || row >= M || !(epi_reads_aux(ep.kind) || ep.accumulate)) return;
 #pragma unroll
-    for (int j = t & 1; j * LINE < TM_BN; j += 2) {
+    for (int j = t & 1; j * LINE < BN; j += 2) {
         const int col = n0 + j * LINE;
         if (col >= N) break;
         const size_t i = (size_t)row * ep.ldc + col;
@@ -1544,17 +1548,39 @@ template <typename T, int TA, int TB> static __device__ __forceinline__ void wgm
 #endif
 }
 
+#define WG_REGS96                                                                                               \
+    "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, "\
+    "%24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, "\
+    "%46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, "\
+    "%68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, "\
+    "%90, %91, %92, %93, %94, %95}"
+/* d (64x192 per warpgroup, f32) += A (64x16) B (16x192); TA / TB: the operand is MN-major */
+template <typename T, int TA, int TB> static __device__ __forceinline__ void wgmma_m64n192k16(float (&d)[96], uint64_t da, uint64_t db) {
+#ifdef NGPT_WGMMA_DEVICE
+    if constexpr (std::is_same<T, __half>::value)
+        asm volatile("wgmma.mma_async.sync.aligned.m64n192k16.f32.f16.f16 " WG_REGS96 ", %96, %97, 1, 1, 1, %98, %99;\n"
+                     : WG_D64(0), WG_D16(64), WG_D16(80)
+                     : "l"(da), "l"(db), "n"(TA), "n"(TB));
+    else
+        asm volatile("wgmma.mma_async.sync.aligned.m64n192k16.f32.bf16.bf16 " WG_REGS96 ", %96, %97, 1, 1, 1, %98, %99;\n"
+                     : WG_D64(0), WG_D16(64), WG_D16(80)
+                     : "l"(da), "l"(db), "n"(TA), "n"(TB));
+#else
+    (void)d; (void)da; (void)db;
+#endif
+}
+
 #ifdef NGPT_WGMMA_DEVICE
 /* Output tile t of a launch: its first row and column, its split-K slice and its k range [kb, kb + klen).
  * Consecutive tiles walk down the rows of one column of tiles, so the blocks of a wave share B's tile. */
 struct TmTile {
     int m0, n0, slice, kb, klen;
 };
-static __device__ __forceinline__ TmTile tm_tile(int t, int M, int N, int K, int kps) {
-    const int tiles_m = (M + TM_BM - 1) / TM_BM, tiles_n = (N + TM_BN - 1) / TM_BN, rest = t / tiles_m;
+static __device__ __forceinline__ TmTile tm_tile(int t, int M, int N, int K, int kps, int bn) {
+    const int tiles_m = (M + TM_BM - 1) / TM_BM, tiles_n = (N + bn - 1) / bn, rest = t / tiles_m;
     TmTile r;
     r.m0 = (t % tiles_m) * TM_BM;
-    r.n0 = (rest % tiles_n) * TM_BN;
+    r.n0 = (rest % tiles_n) * bn;
     r.slice = rest / tiles_n;
     r.kb = kps ? r.slice * kps : 0;
     r.klen = kps ? min(K - r.kb, kps) : K;
@@ -1563,8 +1589,8 @@ static __device__ __forceinline__ TmTile tm_tile(int t, int M, int N, int K, int
 #endif
 
 /* tmOut, tmAux: out and aux in boxes of 64 columns x 16 rows, for the direct epilogue's stores (made where
- * ep.direct is set; tmAux for EPI_GELU) */
-template <typename T, bool A_K, bool B_K, int EK>
+ * ep.direct is set; tmAux for EPI_GELU). BN: the tiles' width, TM_BN or TM_BN_NARROW (tma_tile_n) */
+template <typename T, bool A_K, bool B_K, int EK, int BN>
 __global__ void __launch_bounds__(TM_THREADS, 1)
     matmul_tma_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB, const __grid_constant__ CUtensorMap tmOut,
                       const __grid_constant__ CUtensorMap tmAux, int M, int N, int K, int kps, int tiles, MmEpilogue<T> ep) {
@@ -1588,11 +1614,11 @@ __global__ void __launch_bounds__(TM_THREADS, 1)
         asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(TM_PRODUCER_REGS));
         if (threadIdx.x != 0) return;
         for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
-            const TmTile tl = tm_tile(t, M, N, K, kps);
+            const TmTile tl = tm_tile(t, M, N, K, kps, BN);
             for (int k = tl.kb; k < tl.kb + tl.klen; k += WG_BK, it++) {
                 const int s = it % TM_STAGES;
                 mbar_wait(&empty[s], ((it / TM_STAGES) & 1) ^ 1); /* its last use released (the first passes) */
-                mbar_expect_bytes(&full[s], TM_A_BYTES + TM_B_BYTES);
+                mbar_expect_bytes(&full[s], TM_A_BYTES + BN * WG_BK * 2);
                 unsigned char *a = sA + s * TM_A_BYTES, *b = sB + s * TM_B_BYTES;
                 if (A_K) {
                     tma_load(a, &tmA, k, tl.m0, &full[s]);
@@ -1604,7 +1630,7 @@ __global__ void __launch_bounds__(TM_THREADS, 1)
                     tma_load(b, &tmB, k, tl.n0, &full[s]);
                 } else {
 #pragma unroll
-                    for (int j = 0; j < TM_BN / 64; j++) tma_load(b + j * 8192, &tmB, tl.n0 + j * 64, k, &full[s]);
+                    for (int j = 0; j < BN / 64; j++) tma_load(b + j * 8192, &tmB, tl.n0 + j * 64, k, &full[s]);
                 }
             }
         }
@@ -1614,12 +1640,12 @@ __global__ void __launch_bounds__(TM_THREADS, 1)
     const int cw = (threadIdx.x >> 7) - 1; /* consumer warpgroup: rows cw*64 .. cw*64+63 of the tile */
     const int lane = threadIdx.x & 31, w = (threadIdx.x >> 5) & 3;
     unsigned char *warp_epi = epi + ((threadIdx.x >> 5) - 4) * TM_WARP_EPI_BYTES; /* consumer warps 4..11 */
-    float d[128];
+    float d[BN / 2];
     for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
-        const TmTile tl = tm_tile(t, M, N, K, kps);
-        mm_prefetch_tile(ep, M, N, tl.m0, tl.n0, threadIdx.x - 128);
+        const TmTile tl = tm_tile(t, M, N, K, kps, BN);
+        mm_prefetch_tile<BN>(ep, M, N, tl.m0, tl.n0, threadIdx.x - 128);
 #pragma unroll
-        for (int i = 0; i < 128; i++) d[i] = 0.0f;
+        for (int i = 0; i < BN / 2; i++) d[i] = 0.0f;
         const int KT = (tl.klen + WG_BK - 1) / WG_BK;
         for (int kt = 0; kt < KT; kt++, it++) {
             const int s = it % TM_STAGES;
@@ -1630,7 +1656,8 @@ __global__ void __launch_bounds__(TM_THREADS, 1)
             for (int ks = 0; ks < WG_BK / 16; ks++) {
                 uint64_t da = A_K ? wg_desc(a + cw * 64 * 128 + ks * 32, 16, 1024) : wg_desc(a + cw * 8192 + ks * 2048, 8192, 1024);
                 uint64_t db = B_K ? wg_desc(b + ks * 32, 16, 1024) : wg_desc(b + ks * 2048, 8192, 1024);
-                wgmma_m64n256k16<T, A_K ? 0 : 1, B_K ? 0 : 1>(d, da, db);
+                if constexpr (BN == 256) wgmma_m64n256k16<T, A_K ? 0 : 1, B_K ? 0 : 1>(d, da, db);
+                else wgmma_m64n192k16<T, A_K ? 0 : 1, B_K ? 0 : 1>(d, da, db);
             }
             asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
             asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory"); /* k tile kt - 1's products are done ... */
@@ -1639,17 +1666,17 @@ __global__ void __launch_bounds__(TM_THREADS, 1)
         asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
         if (KT > 0) mbar_arrive(&empty[(it - 1) % TM_STAGES]);
 #pragma unroll
-        for (int i = 0; i < 128; i++) asm volatile("" : "+f"(d[i])::"memory"); /* no read of d moves above the wait */
+        for (int i = 0; i < BN / 2; i++) asm volatile("" : "+f"(d[i])::"memory"); /* no read of d moves above the wait */
         /* accumulator layout as in the cp.async kernel: d[4i], d[4i+1] at (row g, columns 8i + 2tq, +1) of warp
          * w's 16 rows, d[4i+2], d[4i+3] at row g + 8; a whole tile written from there, others staged and written 32
          * columns at a time, as there */
         const int row0 = tl.m0 + cw * 64 + w * 16;
-        if (ep.kind == EK && mm_direct_ok(ep, M, N, tl.m0, tl.n0, TM_BM, TM_BN)) {
-            mm_epilogue_direct<EK, TM_BN / 8, true>(ep, row0, tl.n0, d, lane, warp_epi, &tmOut, &tmAux);
+        if (ep.kind == EK && mm_direct_ok(ep, M, N, tl.m0, tl.n0, TM_BM, BN)) {
+            mm_epilogue_direct<EK, BN / 8, true>(ep, row0, tl.n0, d, lane, warp_epi, &tmOut, &tmAux);
         } else {
             if (lane == 0) bulk_wait_read<0>(); /* the staging overwrites the boxes: the copy engine has read them */
             __syncwarp();
-            mm_epilogue_rows<TM_BN / 32>(ep, M, N, tl.slice, row0, tl.n0, d, (float *)warp_epi, lane);
+            mm_epilogue_rows<BN / 32>(ep, M, N, tl.slice, row0, tl.n0, d, (float *)warp_epi, lane);
         }
     }
     if (lane == 0) bulk_wait_written(); /* the stores are written, and the block's shared memory outlives their reads of it */
@@ -1687,12 +1714,26 @@ static int tma_map(const CudaImpl *im, CUtensorMap *map, const T *p, size_t inne
 
 /* The build of the TMA kernel for epilogue kind EK where it has one (mm_direct_kind), else the plain one (whose
  * direct path the other kinds never take) */
-template <typename T, bool A_K, bool B_K, int EK>
+template <typename T, bool A_K, bool B_K, int EK, int BN>
 static void tma_launch(ngpt_backend *be, unsigned grid, const CUtensorMap &ma, const CUtensorMap &mb, const CUtensorMap &mo, const CUtensorMap &mx,
                        int M, int N, int K, int kps, int tiles, const MmEpilogue<T> &ep) {
     constexpr int built = mm_direct_kind<A_K, B_K>(EK) ? EK : EPI_PLAIN;
-    matmul_tma_kernel<T, A_K, B_K, built><<<grid, TM_THREADS, TM_SMEM_BYTES, impl_of(be)->stream>>>(ma, mb, mo, mx, M, N, K, kps, tiles, ep);
+    matmul_tma_kernel<T, A_K, B_K, built, BN><<<grid, TM_THREADS, TM_SMEM_BYTES, impl_of(be)->stream>>>(ma, mb, mo, mx, M, N, K, kps, tiles, ep);
     CU_LAUNCHED(be, "matmul_tma_kernel");
+}
+
+/* The TMA kernel's tile width for an M x N product in `splits` slices: TM_BN_NARROW where its waves (tiles
+ * over SMs, the last one counted whole) times its width come under 0.9x TM_BN's, else TM_BN. GPT-2 124M's
+ * products with N = 768 are 288 tiles of 128 x 256 on an H100 or H200's 132 SMs, three waves of which the
+ * last holds 24 (73% of the SMs' time at work), or 384 of 128 x 192, three waves at 97%. The width changes
+ * no bits: every output is summed over k in the same order. NGPT_TILE_N fixes it, to compare. */
+static int tma_tile_n(const CudaImpl *im, int M, int N, int splits) {
+    if (im->tma_tile_n) return im->tma_tile_n;
+    auto cost = [&](int bn) {
+        const long long tiles = (long long)((M + TM_BM - 1) / TM_BM) * ((N + bn - 1) / bn) * splits;
+        return (double)((tiles + im->sm_count - 1) / im->sm_count) * bn;
+    };
+    return cost(TM_BN_NARROW) < 0.9 * cost(TM_BN) ? TM_BN_NARROW : TM_BN;
 }
 
 /* The TMA kernel for this product (operands checked with vec_ok by the caller): 1 when launched, 0 when the
@@ -1701,11 +1742,12 @@ template <typename T, bool A_K, bool B_K>
 static int gemm_tma(ngpt_backend *be, const T *A, const T *B, int M, int N, int K, size_t lda, size_t ldb, int splits, int kps,
                     const MmEpilogue<T> &ep_in) {
     CudaImpl *im = impl_of(be);
+    const int bn = tma_tile_n(im, M, N, splits);
     CUtensorMap ma, mb;
     if (tma_map(im, &ma, A, A_K ? K : M, A_K ? M : K, lda, 64, A_K ? TM_BM : 64) ||
-        tma_map(im, &mb, B, B_K ? K : N, B_K ? N : K, ldb, 64, B_K ? TM_BN : 64))
+        tma_map(im, &mb, B, B_K ? K : N, B_K ? N : K, ldb, 64, B_K ? (unsigned)bn : 64))
         return 0;
-    long long tiles = (long long)((M + TM_BM - 1) / TM_BM) * ((N + TM_BN - 1) / TM_BN) * splits;
+    long long tiles = (long long)((M + TM_BM - 1) / TM_BM) * ((N + bn - 1) / bn) * splits;
     if (tiles > INT_MAX) return 0;
     unsigned grid = (unsigned)(tiles < im->sm_count ? tiles : im->sm_count);
     MmEpilogue<T> ep = ep_in;
@@ -1719,8 +1761,11 @@ static int gemm_tma(ngpt_backend *be, const T *A, const T *B, int M, int N, int 
                 (ep.ldc * sizeof(T)) % 16 == 0 && (((uintptr_t)ep.out | (gelu ? (uintptr_t)ep.aux : 0)) & 15) == 0 &&
                 !tma_map(im, &mo, ep.out, (size_t)N, (size_t)M, ep.ldc, 64, 16) &&
                 !(gelu && tma_map(im, &mx, ep.aux, (size_t)N, (size_t)M, ep.ldc, 64, 16));
-    mm_launch_kind<A_K, B_K>(ep.kind,
-                             [&](auto ek) { tma_launch<T, A_K, B_K, decltype(ek)::value>(be, grid, ma, mb, mo, mx, M, N, K, kps, (int)tiles, ep); });
+    mm_launch_kind<A_K, B_K>(ep.kind, [&](auto ek) {
+        constexpr int EK = decltype(ek)::value;
+        if (bn == TM_BN_NARROW) tma_launch<T, A_K, B_K, EK, TM_BN_NARROW>(be, grid, ma, mb, mo, mx, M, N, K, kps, (int)tiles, ep);
+        else tma_launch<T, A_K, B_K, EK, TM_BN>(be, grid, ma, mb, mo, mx, M, N, K, kps, (int)tiles, ep);
+    });
     return 1;
 }
 
@@ -3451,13 +3496,18 @@ static bool registers_cover(const void *kernel, int threads, long long needed) {
     }
     return (long long)fa.numRegs * threads >= needed;
 }
-/* every build of the TMA matmul (mm_direct_kind) */
-#define TM_BUILDS 6
-template <typename T> static void tma_builds(const void *(&k)[TM_BUILDS]) {
-    const void *all[TM_BUILDS] = {(const void *)matmul_tma_kernel<T, true, true, EPI_PLAIN>,    (const void *)matmul_tma_kernel<T, true, true, EPI_GELU>,
-                                  (const void *)matmul_tma_kernel<T, true, true, EPI_RESIDUAL>, (const void *)matmul_tma_kernel<T, true, false, EPI_PLAIN>,
-                                  (const void *)matmul_tma_kernel<T, true, false, EPI_DGELU>,   (const void *)matmul_tma_kernel<T, false, false, EPI_PLAIN>};
+/* every build of the TMA matmul (mm_direct_kind, at each tile width) */
+#define TM_BUILDS 12
+template <typename T, int BN> static void tma_builds_of_width(const void **k) {
+    const void *all[TM_BUILDS / 2] = {
+        (const void *)matmul_tma_kernel<T, true, true, EPI_PLAIN, BN>,    (const void *)matmul_tma_kernel<T, true, true, EPI_GELU, BN>,
+        (const void *)matmul_tma_kernel<T, true, true, EPI_RESIDUAL, BN>, (const void *)matmul_tma_kernel<T, true, false, EPI_PLAIN, BN>,
+        (const void *)matmul_tma_kernel<T, true, false, EPI_DGELU, BN>,   (const void *)matmul_tma_kernel<T, false, false, EPI_PLAIN, BN>};
     memcpy(k, all, sizeof all);
+}
+template <typename T> static void tma_builds(const void *(&k)[TM_BUILDS]) {
+    tma_builds_of_width<T, TM_BN>(k);
+    tma_builds_of_width<T, TM_BN_NARROW>(k + TM_BUILDS / 2);
 }
 template <typename T> static bool tma_registers_ok() {
     const void *k[TM_BUILDS];
@@ -3627,6 +3677,8 @@ int ngpt_cuda_backend_create(ngpt_backend **out, int dtype, char *err, size_t er
                               attn_registers_ok<__half>();
     const char *epilogue_env = getenv("NGPT_EPILOGUE"); /* "staged": every TMA and mma.sync tile through the staged epilogue, to compare */
     im->direct_epilogue = !(epilogue_env && !strcmp(epilogue_env, "staged"));
+    const char *tile_env = getenv("NGPT_TILE_N"); /* "192" or "256": the TMA kernel's tile width for every product, to compare */
+    im->tma_tile_n = tile_env && !strcmp(tile_env, "192") ? TM_BN_NARROW : tile_env && !strcmp(tile_env, "256") ? TM_BN : 0;
     const char *sync_env = getenv("NGPT_CUDA_SYNC");
     im->sync_each_launch = sync_env && !strcmp(sync_env, "1");
     int made = !CU_CHECK(be, cudaStreamCreateWithFlags(&im->stream, cudaStreamNonBlocking));

@@ -831,7 +831,8 @@ static void bulk_wait(int n) {
                 block_fail("thread %d wrote the shared memory of its bulk store (shared address %#llx) before cp.async.bulk.wait_group.read "
                            "let the store go", cur->linear, (unsigned long long)cvta_shared(st.src));
         } else {
-            cur->bulk[kept++] = std::move(st);
+            if (kept != i) cur->bulk[kept] = std::move(st); /* not onto itself: a vector moved onto itself may come out empty */
+            kept++;
         }
     }
     cur->bulk.resize(kept);

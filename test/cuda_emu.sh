@@ -4,7 +4,7 @@
 # (f16: m16n8k8, plain loads) and sm_90 (the wgmma kernels: the TMA matmul and the attention kernels with
 # their mbarriers, warp specialisation and setmaxnreg, and the cp.async matmul), test_gpu_train --quick on
 # the sm_80 and sm_90 (whole steps, determinism, no allocation, resume, KV-cache sampling), the nanogpt
-# program on all three (train, resume, sample, plan, bench), then thirty-eight mutants of nanogpt.cu that it
+# program on all three (train, resume, sample, plan, bench), then forty-one mutants of nanogpt.cu that it
 # must catch. No GPU needed; ./build.sh test runs it. Needs nvcc's headers (not nvcc itself: the host C++
 # compiler builds the rewritten nanogpt.cu) and perl. Ends with "summary: N passed, N failed" (each
 # program's counts, and one per mutant).
@@ -87,6 +87,8 @@ rewrite() {
         q{template <typename T, int TA, int TB> static __device__ __forceinline__ void wgmma_m64n128k16\(float \(&d\)\[64\], uint64_t da, uint64_t db\)} =>
             q{emu::wgmma<T, TA, TB>(d, da, db);},
         q{template <typename T, int TA, int TB> static __device__ __forceinline__ void wgmma_m64n256k16\(float \(&d\)\[128\], uint64_t da, uint64_t db\)} =>
+            q{emu::wgmma<T, TA, TB>(d, da, db);},
+        q{template <typename T, int TA, int TB> static __device__ __forceinline__ void wgmma_m64n192k16\(float \(&d\)\[96\], uint64_t da, uint64_t db\)} =>
             q{emu::wgmma<T, TA, TB>(d, da, db);},
         q{template <typename T, int TA, int TB> static __device__ __forceinline__ void wgmma_m64n64k16\(float \(&d\)\[32\], uint64_t da, uint64_t db\)} =>
             q{emu::wgmma<T, TA, TB>(d, da, db);},
@@ -248,7 +250,7 @@ MUTANTS=(
     "half a warp skips a reduction's shuffles (a deadlock)|80||float warp_sum(float v) {|float warp_sum(float v) {\n    if ((threadIdx.x & 31) >= 16) return v;"
     "cross-entropy counts the padding columns in its sum|80||for (int k = 0; k < VEC; k++) s += j + k < V ? exp2f((y[k] - m) * LOG2E_F) : 0.0f;|for (int k = 0; k < VEC; k++) s += exp2f((y[k] - m) * LOG2E_F);"
     "TMA kernel: a consumer releases a stage while its wgmma may still read it|90|--matmul-only|wgmma.wait_group.sync.aligned 1;\\\\n\" ::: \"memory\"); /* k tile kt - 1's|wgmma.wait_group.sync.aligned 2;\\\\n\" ::: \"memory\"); /* k tile kt - 1's"
-    "TMA kernel: the producer expects fewer bytes than its copies bring|90|--matmul-only|mbar_expect_bytes(&full[s], TM_A_BYTES + TM_B_BYTES);|mbar_expect_bytes(&full[s], TM_B_BYTES);"
+    "TMA kernel: the producer expects fewer bytes than its copies bring|90|--matmul-only|mbar_expect_bytes(&full[s], TM_A_BYTES + BN * WG_BK * 2);|mbar_expect_bytes(&full[s], BN * WG_BK * 2);"
     "TMA kernel: the producer keeps its registers (the consumers' setmaxnreg.inc waits forever)|90|--matmul-only|asm volatile(\"setmaxnreg.dec.sync.aligned.u32 %0;\\\\n\" ::\"n\"(TM_PRODUCER_REGS));|"
     "TMA kernel: each stage's fence.mbarrier_init comes before its barriers' init, not after the last|90|--matmul-only|mbar_init(&full[s], 1);              /* the producer's expect-bytes arrival (+ the copies' bytes) */\n            mbar_init(&empty[s], 2 * 128);       /* every consumer thread */\n        }\n        asm volatile(\"fence.mbarrier_init.release.cluster;\\\\n\" ::: \"memory\");|asm volatile(\"fence.mbarrier_init.release.cluster;\\\\n\" ::: \"memory\"); /* each stage fenced before its own inits */\n            mbar_init(&full[s], 1);\n            mbar_init(&empty[s], 2 * 128);\n        }"
     "cp.async wgmma kernel without the barrier after its wait|90|NGPT_MATMUL=wgmma --matmul-only|__syncthreads(); /* everyone's are; every warpgroup|/* everyone's are; every warpgroup"
@@ -268,6 +270,8 @@ MUTANTS=(
     "TMA kernel's direct epilogue writes a box the copy engine may still read|90|--matmul-only|else bulk_wait_read<1>();|else bulk_wait_read<2>();"
     "TMA kernel's direct epilogue writes GELU's out and aux through one box|90|--matmul-only|box_aux = buf + MM_BOX_BYTES;|box_aux = buf;"
     "TMA kernel ends with its bulk stores unwaited|90|--matmul-only|if (lane == 0) bulk_wait_written();|"
+    "TMA kernel's direct epilogue writes a tile's first box while the last tile's store from it may still read it|90|--matmul-only|box == 0) bulk_wait_read<0>();|box == -1) bulk_wait_read<0>();"
+    "TMA kernel walks tiles 192 wide 256 columns apart|90|--matmul-only|r.n0 = (rest % tiles_n) * bn;|r.n0 = (rest % tiles_n) * TM_BN;"
     "TMA kernel's direct epilogue does not move the next group's accumulators to the front|90|--matmul-only|d[k] = d[k + 4 * FG]; /* the next group's|d[k] = d[k + 2 * FG]; /* the next group's"
     "TMA kernel's direct epilogue adds the next group's bias|90|--matmul-only|d[4 * j + 2 * h + e], b[j].v[e],|d[4 * j + 2 * h + e], nb[j].v[e],"
     "TMA kernel's direct epilogue rounds the product before adding the bias (a last-bit error)|90||d[4 * j + 2 * h + e], b[j].v[e],|to_f(from_f<T>(d[4 * j + 2 * h + e])), b[j].v[e],"

@@ -25,10 +25,10 @@
 # git-ignored; gpu-prebuilt as made by GPU_SH_SAVE=1 below, optional). The table
 # "check | result | numbers" is printed last. Exit status 1 when any check failed (SKIP is not a failure).
 # The default run does not fit one 10-minute device call. On an H200 (2026-11-26, fourth run): ops 3
-# minutes (181 s: set GPU_SH_OPS_S to 200 or more), train under 1 without the 300-step curve and 3.7 with it
-# (second run), capped 0.5, bench 2.1 (with the staged-epilogue runs), profile 0.4 (three kernels then,
-# five now), sanitize 3.6 (memcheck and synccheck 6 s each, racecheck bf16 59 s, f16 62 s, f32 86 s). So it
-# takes two calls:
+# minutes (181 s: set GPU_SH_OPS_S to 200 or more; the NGPT_TILE_N=192 runs add about 15%), train under 1
+# without the 300-step curve and 3.7 with it (second run), capped 0.5, bench 2.1 (with the staged-epilogue
+# runs; the 256-wide tiles' run adds about 0.2), profile 0.4 (three kernels then, five now), sanitize 3.6
+# (memcheck and synccheck 6 s each, racecheck bf16 59 s, f16 62 s, f32 86 s). So it takes two calls:
 #   GPU_SH_CURVE=0 bash test/gpu.sh ops train capped bench      then      bash test/gpu.sh train sanitize
 # (the second: the curve, then the sanitizers; f32 racecheck starts only with its whole cap left, else SKIP)
 # Give it the GPU to itself: the no-allocation checks also read free device memory, which is device-wide,
@@ -422,6 +422,7 @@ if want bench && [ $BUILT = 0 ] && time_left "benchmarks" 150 bench; then
         if "$BUILD/nanogpt" info 2>&1 | grep -q "matmul wgmma+tma"; then
             echo "== nanogpt bench --kernels, cp.async wgmma"; NGPT_MATMUL=wgmma timeout $(cap_time 90) "$BUILD/nanogpt" bench --device=cuda --kernels
             echo "== nanogpt bench --kernels, staged epilogue"; NGPT_EPILOGUE=staged timeout $(cap_time 90) "$BUILD/nanogpt" bench --device=cuda --kernels
+            echo "== nanogpt bench --kernels, tiles 256 wide"; NGPT_TILE_N=256 timeout $(cap_time 90) "$BUILD/nanogpt" bench --device=cuda --kernels
             # bench --kernels times plain products; the step has the fused kinds (GELU, its derivative, the residual) too
             echo "== nanogpt bench, staged epilogue"; NGPT_EPILOGUE=staged timeout $(cap_time 90) "$BUILD/nanogpt" bench --device=cuda --steps=10 --warmup=2
         fi
@@ -436,6 +437,7 @@ if want bench && [ $BUILT = 0 ] && time_left "benchmarks" 150 bench; then
     ktimes "$LOG/bench.log" '^== nanogpt bench --kernels, cp.async wgmma$' >"$BUILD/k_wgmma"
     ktimes "$LOG/bench.log" '^== nanogpt bench --kernels, staged epilogue$' >"$BUILD/k_staged"
     ktimes "$LOG/bench.log" '^== nanogpt bench --kernels, mma.sync, staged epilogue$' >"$BUILD/k_mma_staged"
+    ktimes "$LOG/bench.log" '^== nanogpt bench --kernels, tiles 256 wide$' >"$BUILD/k_wide"
     ktimes "$LOG/bench.log" 'bench_torch_gpt2.py --kernels' >"$BUILD/k_torch"
     ours_tok=$(bench_value "$LOG/bench.log" "== nanogpt bench" tokens_per_s)
     ours_mem=$(bench_value "$LOG/bench.log" "== nanogpt bench" memory_bytes)
@@ -491,6 +493,11 @@ if want bench && [ $BUILT = 0 ] && time_left "benchmarks" 150 bench; then
         staged_tok=$(bench_value "$LOG/bench.log" "== nanogpt bench, staged epilogue" tokens_per_s)
         row "direct vs staged TMA epilogue, end to end" "$(target "$(awk -v a="$ours_tok" -v b="$staged_tok" 'BEGIN{if (b > 0) printf "%.3f", a / b}')" 1.0)" \
             "${ours_tok:-none} vs ${staged_tok:-none} tokens/s (op by op: bench.log's two profiled steps)"
+    fi
+    if [ -s "$BUILD/k_wide" ]; then # the TMA kernel's tile width chosen per product (192 for N = 768), against 256 everywhere
+        nfw=$(ratio '^matmul (attn proj|mlp proj) fwd' "$BUILD/k_ours" "$BUILD/k_wide")
+        row "chosen vs 256-wide TMA tiles" "$(target "$(ratio '^matmul' "$BUILD/k_ours" "$BUILD/k_wide")" 1.0)" \
+            "N = 768 forward products ${nfw:-none}x, all $(ratio '^matmul' "$BUILD/k_ours" "$BUILD/k_wide")x, FLOP-weighted (plain products)"
     fi
     echo "bench: $(($(date +%s) - t0)) s"
 fi

@@ -74,7 +74,7 @@ static uint64_t tg_fnv(const void *p, size_t n, uint64_t h) { /* FNV-1a */
 /* Each output's bits by case: kept from a dtype's default run (TG_BITS_KEEP) and held against in a later run
  * of the same cases on a path that must give the same bits (TG_BITS_MATCH: the default matmul, the TMA or
  * mma.sync kernel, with NGPT_EPILOGUE=staged, whose whole tiles go through the staged epilogue, not the
- * direct one) */
+ * direct one; the TMA kernel with NGPT_TILE_N=192, every product in tiles 192 wide) */
 enum { TG_BITS_OFF, TG_BITS_KEEP, TG_BITS_MATCH };
 #define TG_MAX_BITS 2048
 static struct { char key[300]; uint64_t hash; } tg_bits[TG_MAX_BITS];
@@ -923,6 +923,10 @@ static void tg_matmul_sweep(void) {
     t_matmul(1100, 64, 512, 1);
     t_matmul_gelu(1100, 512, 512);
     t_matmul_residual(1100, 64, 512);
+    /* 1100 x 384: the TMA kernel's tiles 192 wide (tma_tile_n), three boxes each; block 1 takes two whole tiles in
+     * a row, the second's first box in the box the first's last was stored from */
+    t_matmul(1100, 64, 384, 1);
+    t_matmul_gelu(1100, 384, 384);
     if (!tg_small) t_matmul_gelu(2048, 768, 3072); /* GPT-2's MLP */
     if (!tg_small) t_matmul_residual(2048, 3072, 768); /* and its projection back into the residual stream */
     if (!tg_small) {
@@ -1036,18 +1040,23 @@ int main(int argc, char **argv) {
      * more on each older kernel (NGPT_MATMUL=wgmma: the cp.async wgmma kernel, where the TMA one is the
      * default; NGPT_MATMUL=mma: mma.sync; both with the mma.sync attention forward, where the default is
      * the wgmma one at hs = 64), so every kernel is held to the CPU; where the default 16-bit matmul has a
-     * direct epilogue (the TMA kernel, mma.sync), the matmuls once more with NGPT_EPILOGUE=staged, held to
-     * the default run's bits. */
+     * direct epilogue (the TMA kernel, mma.sync), the matmuls once more with NGPT_EPILOGUE=staged, and on the
+     * TMA kernel with NGPT_TILE_N=192 (every product in tiles 192 wide, where the default picks per product),
+     * each held to the default run's bits. */
     int wgmma = strstr(desc, "matmul wgmma") != NULL, tma = strstr(desc, "matmul wgmma+tma") != NULL;
-    struct { int dtype; const char *env, *value; } runs[9] = {
+    struct { int dtype; const char *env, *value; } runs[11] = {
         {NGPT_DTYPE_F32, NULL, NULL},          {NGPT_DTYPE_BF16, NULL, NULL},       {NGPT_DTYPE_F16, NULL, NULL},
         {NGPT_DTYPE_BF16, "NGPT_MATMUL", "mma"}, {NGPT_DTYPE_F16, "NGPT_MATMUL", "mma"}, {NGPT_DTYPE_BF16, "NGPT_MATMUL", "wgmma"},
-        {NGPT_DTYPE_F16, "NGPT_MATMUL", "wgmma"}, {NGPT_DTYPE_BF16, "NGPT_EPILOGUE", "staged"}, {NGPT_DTYPE_F16, "NGPT_EPILOGUE", "staged"}};
+        {NGPT_DTYPE_F16, "NGPT_MATMUL", "wgmma"}, {NGPT_DTYPE_BF16, "NGPT_EPILOGUE", "staged"}, {NGPT_DTYPE_F16, "NGPT_EPILOGUE", "staged"},
+        {NGPT_DTYPE_BF16, "NGPT_TILE_N", "192"}, {NGPT_DTYPE_F16, "NGPT_TILE_N", "192"}};
     int direct = tma || !wgmma; /* the default 16-bit matmul has a direct epilogue: the TMA kernel or mma.sync */
-    for (int k = 0; k < 9; k++) {
-        int dt = runs[k].dtype, staged = runs[k].env && !strcmp(runs[k].env, "NGPT_EPILOGUE");
-        if ((k >= 3 && k < 5 && !wgmma) || (k >= 5 && k < 7 && !tma) || (staged && (!direct || (dt == NGPT_DTYPE_BF16 && tg_cc && tg_cc < 80))))
-            continue; /* an older kernel only where it is not the default; the staged epilogue only beside a direct one */
+    for (int k = 0; k < 11; k++) {
+        int dt = runs[k].dtype, narrow = runs[k].env && !strcmp(runs[k].env, "NGPT_TILE_N");
+        int staged = narrow || (runs[k].env && !strcmp(runs[k].env, "NGPT_EPILOGUE")); /* a matmul run held to the default's bits */
+        if ((k >= 3 && k < 5 && !wgmma) || (k >= 5 && k < 7 && !tma) || (staged && (!direct || (dt == NGPT_DTYPE_BF16 && tg_cc && tg_cc < 80))) ||
+            (narrow && !tma))
+            continue; /* an older kernel only where it is not the default; the staged epilogue only beside a direct one; tiles
+                       * 192 wide only on the TMA kernel */
         if ((only && strcmp(only, tg_dtname(dt))) || ((tg_matmul_only || tg_attention_only) && runs[k].env))
             continue; /* --matmul-only, --attention-only: the chosen kernel alone */
         tg_bits_mode = staged ? TG_BITS_MATCH : direct && dt != NGPT_DTYPE_F32 && !runs[k].env ? TG_BITS_KEEP : TG_BITS_OFF;
@@ -1105,7 +1114,7 @@ int main(int argc, char **argv) {
         else if (runs[k].env) { tg_matmul_sweep(); tg_attention_sweep(); } /* the older kernels also run attention on mma.sync */
         else tg_sweep();
         if (staged) {
-            tg_begin("NGPT_EPILOGUE=staged: the matmuls' bits are the default run's");
+            tg_begin(narrow ? "NGPT_TILE_N=192: the matmuls' bits are the default run's" : "NGPT_EPILOGUE=staged: the matmuls' bits are the default run's");
             printf("    %d outputs held to the default run's bits\n", tg_bits_matched);
             CHECK(tg_bits_matched >= 20, "only %d outputs matched a case of the default run (was it run first?)", tg_bits_matched);
             tg_end();
