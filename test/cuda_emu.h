@@ -745,18 +745,41 @@ static void mbar_wait(uint64_t *bar, unsigned parity) {
     }
 }
 
+/* A box of the copy engine in shared memory at smem: its map (checked), its shared address (128-byte
+ * aligned, inside dynamic shared memory), the bytes of a row and of the box */
+struct TmaBox {
+    TensorMap tm;
+    uint64_t a;
+    size_t row, bytes;
+};
+static TmaBox tma_box(const CUtensorMap *map, const void *smem, const char *what) {
+    require_sm90(what);
+    TmaBox b;
+    memcpy(&b.tm, map, sizeof b.tm);
+    if (b.tm.magic != EMU_TENSOR_MAP_MAGIC) block_fail("%s: the tensor map was not made by cuTensorMapEncodeTiled", what);
+    b.row = (size_t)b.tm.box[0] * b.tm.elem_bytes;
+    b.bytes = b.row * b.tm.box[1];
+    check_smem(smem, b.bytes, what);
+    b.a = cvta_shared(smem);
+    if (b.a % 128) block_fail("%s at shared address %#llx: not 128-byte aligned", what, (unsigned long long)b.a);
+    return b;
+}
+/* fn(offset in the 128-byte swizzled box, global address) for each element of the box at (c0 inner, c1
+ * outer) inside the tensor; those out of bounds are left out */
+template <typename F> static void tma_box_elements(const TmaBox &b, int c0, int c1, F fn) {
+    for (uint32_t j = 0; j < b.tm.box[1]; j++)
+        for (uint32_t i = 0; i < b.tm.box[0]; i++) {
+            long long x = (long long)c0 + i, y = (long long)c1 + j;
+            if (x >= 0 && y >= 0 && (uint64_t)x < b.tm.dims[0] && (uint64_t)y < b.tm.dims[1])
+                fn((size_t)(swizzle128(b.a + j * b.row + (size_t)i * b.tm.elem_bytes) - b.a),
+                   (unsigned char *)b.tm.base + (uint64_t)y * b.tm.stride + (uint64_t)x * b.tm.elem_bytes);
+        }
+}
 /* cp.async.bulk.tensor.2d: the box at (c0 inner, c1 outer) of the map, out-of-bounds elements zero,
  * written with 128-byte swizzling; its bytes count against the barrier's transaction count when they land.
  * Until then the destination reads as NaN. */
 static void tma_load(void *dst, const CUtensorMap *map, int c0, int c1, uint64_t *bar) {
-    require_sm90("cp.async.bulk.tensor");
-    TensorMap tm;
-    memcpy(&tm, map, sizeof tm);
-    if (tm.magic != EMU_TENSOR_MAP_MAGIC) block_fail("cp.async.bulk.tensor: the tensor map was not made by cuTensorMapEncodeTiled");
-    size_t row = (size_t)tm.box[0] * tm.elem_bytes, bytes = row * tm.box[1];
-    check_smem(dst, bytes, "cp.async.bulk.tensor destination");
-    uint64_t a = cvta_shared(dst);
-    if (a % 128) block_fail("cp.async.bulk.tensor destination at shared address %#llx: not 128-byte aligned", (unsigned long long)a);
+    const TmaBox b = tma_box(map, dst, "cp.async.bulk.tensor destination");
     Mbarrier &m = mbar_of(bar, "cp.async.bulk.tensor's mbarrier");
     if (!m.init_fenced)
         block_fail("cp.async.bulk.tensor's mbarrier at shared address %#llx: thread %d's mbarrier.init was not made visible to the "
@@ -765,15 +788,9 @@ static void tma_load(void *dst, const CUtensorMap *map, int c0, int c1, uint64_t
     TmaCopy c;
     c.dst = (unsigned char *)dst;
     c.bar = bar;
-    c.data.assign(bytes, 0);
-    for (uint32_t j = 0; j < tm.box[1]; j++)
-        for (uint32_t i = 0; i < tm.box[0]; i++) {
-            long long x = (long long)c0 + i, y = (long long)c1 + j;
-            size_t at = (size_t)(swizzle128(a + j * row + (size_t)i * tm.elem_bytes) - a);
-            if (x >= 0 && y >= 0 && (uint64_t)x < tm.dims[0] && (uint64_t)y < tm.dims[1])
-                memcpy(&c.data[at], tm.base + (uint64_t)y * tm.stride + (uint64_t)x * tm.elem_bytes, tm.elem_bytes);
-        }
-    memset(dst, 0xFF, bytes);
+    c.data.assign(b.bytes, 0);
+    tma_box_elements(b, c0, c1, [&](size_t at, unsigned char *g) { memcpy(&c.data[at], g, b.tm.elem_bytes); });
+    memset(dst, 0xFF, b.bytes);
     blk.tma.push_back(std::move(c));
     blk.events++;
 }
@@ -783,14 +800,7 @@ static void tma_load(void *dst, const CUtensorMap *map, int c0, int c1, uint64_t
  * (so a lane's write still to come is missing from global memory) and compared at that wait (so a write in
  * between, into a box it may still be reading, fails the launch). */
 static void tma_store(const CUtensorMap *map, int c0, int c1, const void *src) {
-    require_sm90("cp.async.bulk.tensor (store)");
-    TensorMap tm;
-    memcpy(&tm, map, sizeof tm);
-    if (tm.magic != EMU_TENSOR_MAP_MAGIC) block_fail("cp.async.bulk.tensor (store): the tensor map was not made by cuTensorMapEncodeTiled");
-    size_t row = (size_t)tm.box[0] * tm.elem_bytes, bytes = row * tm.box[1];
-    check_smem(src, bytes, "cp.async.bulk.tensor (store) source");
-    uint64_t a = cvta_shared(src);
-    if (a % 128) block_fail("cp.async.bulk.tensor (store) source at shared address %#llx: not 128-byte aligned", (unsigned long long)a);
+    const TmaBox b = tma_box(map, src, "cp.async.bulk.tensor (store) source");
     /* The warp's lanes write the box; each must have run fence.proxy.async since this thread's last bulk
      * group, else the copy engine may not see its writes (the emulator cannot see which plain stores went
      * where, so it asks this of every lane of the warp) */
@@ -801,15 +811,9 @@ static void tma_store(const CUtensorMap *map, int c0, int c1, const void *src) {
                        "last bulk group, so the copy engine may miss that lane's shared-memory writes", cur->linear, l);
     BulkStore st;
     st.src = (const unsigned char *)src;
-    st.data.assign(st.src, st.src + bytes);
+    st.data.assign(st.src, st.src + b.bytes);
     st.group = -1;
-    for (uint32_t j = 0; j < tm.box[1]; j++)
-        for (uint32_t i = 0; i < tm.box[0]; i++) {
-            long long x = (long long)c0 + i, y = (long long)c1 + j;
-            size_t at = (size_t)(swizzle128(a + j * row + (size_t)i * tm.elem_bytes) - a);
-            if (x >= 0 && y >= 0 && (uint64_t)x < tm.dims[0] && (uint64_t)y < tm.dims[1])
-                memcpy((unsigned char *)tm.base + (uint64_t)y * tm.stride + (uint64_t)x * tm.elem_bytes, &st.data[at], tm.elem_bytes);
-        }
+    tma_box_elements(b, c0, c1, [&](size_t at, unsigned char *g) { memcpy(g, &st.data[at], b.tm.elem_bytes); });
     cur->bulk.push_back(std::move(st));
 }
 static void bulk_commit() {

@@ -8,7 +8,7 @@ SBO per warpgroup and k step); then the copy-engine boxes of matmul_tma_kernel (
 of 64 k x its rows, an MN-major tile as boxes of 64 columns x 64 k, 8 KB apart; the copy engine writes
 element (inner i, outer j) of a box with 128-byte rows at swizzle(j * 128 + 2 i) from the box's
 1024-byte-aligned start), the byte count its "full" barrier expects, and its descriptors (A: 64 rows per
-consumer warpgroup; B: 256 columns, m64n256k16). Every element is read back through the PTX ISA's
+consumer warpgroup; B: 256 columns, m64n256k16, or in its narrower tiles 192, m64n192k16). Every element is read back through the PTX ISA's
 canonical layouts for 128B swizzling ("Asynchronous warpgroup level matrix shared memory layout"):
     K-major  ((8,m),(T,2k)):((8T,SBO),(1,T))
     MN-major ((T,8,m),(8,k)):((1,T,LBO),(8T,SBO))      T = 8 elements of 16 bits
@@ -83,21 +83,23 @@ def read_back(mem, kcontig, start0, rows, row0):
 def tile_constants():
     """the tile sizes this check models, as nanogpt.cu defines them"""
     src = open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "nanogpt.cu")).read()
-    consts = {name: int(re.search(r"^#define %s (\d+)" % name, src, re.M).group(1)) for name in ("WG_BK", "TM_BM", "TM_BN")}
-    # the bytes a stage's "full" barrier expects: the argument of mbar_expect_bytes, with TM_A_BYTES and
-    # TM_B_BYTES evaluated from their definitions
+    consts = {name: int(re.search(r"^#define %s (\d+)" % name, src, re.M).group(1))
+              for name in ("WG_BK", "TM_BM", "TM_BN", "TM_BN_NARROW")}
+    # the bytes a stage's "full" barrier expects at each tile width BN: the argument of mbar_expect_bytes,
+    # with TM_A_BYTES and TM_B_BYTES evaluated from their definitions
     for name in ("TM_A_BYTES", "TM_B_BYTES"):
         expr = re.search(r"^#define %s (\([A-Z_0-9 *]+\))" % name, src, re.M).group(1)
         consts[name] = eval(expr, {"__builtins__": {}}, consts)
-    expr = re.search(r"mbar_expect_bytes\(&full\[s\], ([A-Z_ +]+)\)", src).group(1)
-    consts["expected"] = eval(expr, {"__builtins__": {}}, consts)
+    expr = re.search(r"mbar_expect_bytes\(&full\[s\], ([A-Z_0-9 +*]+)\)", src).group(1)
+    for bn in (consts["TM_BN"], consts["TM_BN_NARROW"]):
+        consts["expected_%d" % bn] = eval(expr, {"__builtins__": {}}, dict(consts, BN=bn))
     return consts
 
 
 def main():
     bad = 0
     consts = tile_constants()
-    if {k: consts[k] for k in ("WG_BK", "TM_BM", "TM_BN")} != {"WG_BK": 64, "TM_BM": 128, "TM_BN": 256}:
+    if {k: consts[k] for k in ("WG_BK", "TM_BM", "TM_BN", "TM_BN_NARROW")} != {"WG_BK": 64, "TM_BM": 128, "TM_BN": 256, "TM_BN_NARROW": 192}:
         print("nanogpt.cu's tiles changed (%s): update this check" % consts)
         return 1
     for kcontig in (True, False):
@@ -107,20 +109,24 @@ def main():
         for wg in (0, 1):
             bad += read_back(mem, kcontig, wg * 64 * 128 if kcontig else wg * 8192, 64, wg * 64)
         bad += read_back(mem, kcontig, 0, 128, 0)
-        # the TMA kernel: A 128 x 64 (two consumer warpgroups of 64 rows), B 256 x 64 (n256)
-        mem_a, mem_b = tma_placed(kcontig, 128), tma_placed(kcontig, 256)
-        if len(mem_a) * 2 + len(mem_b) * 2 != consts["expected"]:
-            print("TMA stage (%s): the copies write %d bytes, the full barrier expects %d" %
-                  ("K-major" if kcontig else "MN-major", (len(mem_a) + len(mem_b)) * 2, consts["expected"]))
-            bad += 1
-        for name, mem, want in (("A", mem_a, consts["TM_A_BYTES"]), ("B", mem_b, consts["TM_B_BYTES"])):
-            if len(mem) * 2 != want or max(mem) + 2 > want:
-                print("TMA %s tile (%s): %d bytes written, up to byte %d; the barrier expects %d" %
-                      (name, "K-major" if kcontig else "MN-major", len(mem) * 2, max(mem) + 2, want))
+        # the TMA kernel: A 128 x 64 (two consumer warpgroups of 64 rows), B BN x 64 (n256 or n192), in a
+        # stage with room for TM_B_BYTES of B
+        mem_a = tma_placed(kcontig, 128)
+        for bn in (consts["TM_BN"], consts["TM_BN_NARROW"]):
+            mem_b = tma_placed(kcontig, bn)
+            if len(mem_a) * 2 + len(mem_b) * 2 != consts["expected_%d" % bn]:
+                print("TMA stage (%s, tiles %d wide): the copies write %d bytes, the full barrier expects %d" %
+                      ("K-major" if kcontig else "MN-major", bn, (len(mem_a) + len(mem_b)) * 2, consts["expected_%d" % bn]))
                 bad += 1
+            for name, mem, want, room in (("A", mem_a, consts["TM_A_BYTES"], consts["TM_A_BYTES"]),
+                                          ("B", mem_b, bn * consts["WG_BK"] * 2, consts["TM_B_BYTES"])):
+                if len(mem) * 2 != want or max(mem) + 2 > room:
+                    print("TMA %s tile (%s, tiles %d wide): %d bytes written, up to byte %d; %d expected in a stage of %d" %
+                          (name, "K-major" if kcontig else "MN-major", bn, len(mem) * 2, max(mem) + 2, want, room))
+                    bad += 1
+            bad += read_back(mem_b, kcontig, 0, bn, 0)
         for cw in (0, 1):
             bad += read_back(mem_a, kcontig, cw * 64 * 128 if kcontig else cw * 8192, 64, cw * 64)
-        bad += read_back(mem_b, kcontig, 0, 256, 0)
     print("wgmma layout check: %d mismatches" % bad)
     return 1 if bad else 0
 
