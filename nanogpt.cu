@@ -487,16 +487,92 @@ __global__ void layernorm_forward_kernel(T *out, float *mean, float *rstd, const
 }
 
 #define LN_BWD_WARPS 8 /* warps per block, fewer where their dw/db sums (2C floats each) do not fit in shared memory */
+/* the register kernel's most vectors a lane: rows of up to 8 x 32 x VEC columns (2048 in 16 bits, 1024 in f32) */
+#define LN_BWD_MAX_NV 8
+/* The end of both backward kernels: each warp's dw/db sums are in its 2C floats of shared memory; the block
+ * adds them in warp order into partial[blockIdx.x] */
+static __device__ __forceinline__ void ln_block_partial(float *partial, const float *sums, int W, int C) {
+    __syncthreads(); /* every warp's sums are complete */
+    float *p = partial + (size_t)blockIdx.x * 2 * C;
+    for (int c = threadIdx.x; c < 2 * C; c += blockDim.x) {
+        float sum = 0.0f;
+        for (int k = 0; k < W; k++) sum += sums[(size_t)k * 2 * C + c];
+        p[c] = sum;
+    }
+}
 /* One warp per row: warp w of block g takes rows g W + w, g W + w + G W, ... (W warps a block, G blocks);
- * each lane VEC adjacent columns at a time, the row's two sums by shuffles, no block-wide barrier per row.
- * A warp adds its rows' dw/db terms into its own 2C floats of shared memory (each column always by the same
- * lane, rows in order); at the end the block adds its warps' sums in warp order into partial[g], and
- * layernorm_reduce_kernel adds the blocks in order: the same bits on every run. */
-template <typename T, int VEC>
+ * lane l holds columns (l + 32 j) VEC .. + VEC - 1 for j < NV, the vectors past C masked. Each row is read
+ * once: its x, dout and dinp slices stay in registers between the two sums (by shuffles) and the update.
+ * A warp adds its rows' dw/db terms into its own 2C floats of shared memory, 16 bytes at a time (each column
+ * always by the same lane, rows in order); at the end the block adds its warps' sums in warp order into
+ * partial[g], and layernorm_reduce_kernel adds the blocks in a fixed order: the same bits on every run. */
+template <typename T, int VEC, int NV>
 __global__ void __launch_bounds__(LN_BWD_WARPS * 32) layernorm_backward_kernel(T *dinp, float *partial, const T *dout, const T *inp, const T *w,
                                                                                const float *mean, const float *rstd, int N, int C, int G) {
-    extern __shared__ float ln_smem[]; /* per warp: dw sums [C], db sums [C] */
+    extern __shared__ float4 ln_smem4[]; /* per warp: dw sums [C], db sums [C]; C % 4 == 0 */
     typedef RowVec<T, VEC> V;
+    const int W = blockDim.x >> 5, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    float *sums = (float *)ln_smem4, *sdw = sums + (size_t)warp * 2 * C, *sdb = sdw + C;
+    for (int c = lane; c < 2 * C; c += 32) sdw[c] = 0.0f;
+    __syncwarp(); /* zeroed by lane c % 32, added to below by the lane that owns the column */
+    for (int row = blockIdx.x * W + warp; row < N; row += G * W) {
+        const T *x = inp + (size_t)row * C, *dy = dout + (size_t)row * C;
+        T *dx = dinp + (size_t)row * C;
+        const float m = mean[row], rs = rstd[row];
+        V xv[NV], gv[NV], dv[NV];
+#pragma unroll
+        for (int j = 0; j < NV; j++) {
+            const int c = (lane + 32 * j) * VEC;
+            if (c < C) {
+                xv[j] = *(const V *)(x + c);
+                gv[j] = *(const V *)(dy + c);
+                dv[j] = *(const V *)(dx + c);
+            }
+        }
+        float a = 0.0f, bs = 0.0f;
+#pragma unroll
+        for (int j = 0; j < NV; j++) {
+            const int c = (lane + 32 * j) * VEC;
+            if (c >= C) continue;
+            const V wv = *(const V *)(w + c);
+#pragma unroll
+            for (int e = 0; e < VEC; e++) {
+                const float xn = (to_f(xv[j].v[e]) - m) * rs, dn = to_f(gv[j].v[e]) * to_f(wv.v[e]);
+                a += dn;
+                bs += dn * xn;
+            }
+        }
+        const float dnorm_mean = warp_sum(a) / (float)C, dnorm_norm_mean = warp_sum(bs) / (float)C;
+#pragma unroll
+        for (int j = 0; j < NV; j++) {
+            const int c = (lane + 32 * j) * VEC;
+            if (c >= C) continue;
+            const V wv = *(const V *)(w + c);
+#pragma unroll
+            for (int q = 0; q < VEC; q += 4) {
+                float4 sw = *(float4 *)(sdw + c + q), sb = *(float4 *)(sdb + c + q);
+                float *pw = &sw.x, *pb = &sb.x;
+#pragma unroll
+                for (int e = q; e < q + 4; e++) {
+                    const float g = to_f(gv[j].v[e]), xn = (to_f(xv[j].v[e]) - m) * rs, dn = g * to_f(wv.v[e]);
+                    dv[j].v[e] = from_f<T>(to_f(dv[j].v[e]) + (dn - dnorm_mean - xn * dnorm_norm_mean) * rs);
+                    pw[e - q] += g * xn;
+                    pb[e - q] += g;
+                }
+                *(float4 *)(sdw + c + q) = sw;
+                *(float4 *)(sdb + c + q) = sb;
+            }
+            *(V *)(dx + c) = dv[j];
+        }
+    }
+    ln_block_partial(partial, sums, W, C);
+}
+/* The fallback for rows that are not 16-byte vectors or are longer than the register kernel takes: the same
+ * rows a warp and the same sums, each lane adding its columns' dw/db terms into its warp's shared memory. */
+template <typename T>
+__global__ void __launch_bounds__(LN_BWD_WARPS * 32) layernorm_backward_any_kernel(T *dinp, float *partial, const T *dout, const T *inp, const T *w,
+                                                                                   const float *mean, const float *rstd, int N, int C, int G) {
+    extern __shared__ float ln_smem[]; /* per warp: dw sums [C], db sums [C] */
     const int W = blockDim.x >> 5, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     float *sdw = ln_smem + (size_t)warp * 2 * C, *sdb = sdw + C;
     for (int c = lane; c < 2 * C; c += 32) sdw[c] = 0.0f;
@@ -505,47 +581,42 @@ __global__ void __launch_bounds__(LN_BWD_WARPS * 32) layernorm_backward_kernel(T
         const T *x = inp + (size_t)row * C, *dy = dout + (size_t)row * C;
         const float m = mean[row], rs = rstd[row];
         float a = 0.0f, bs = 0.0f;
-#pragma unroll 4
-        for (int c = lane * VEC; c < C; c += 32 * VEC) {
-            const V xv = *(const V *)(x + c), gv = *(const V *)(dy + c), wv = *(const V *)(w + c);
-#pragma unroll
-            for (int e = 0; e < VEC; e++) {
-                const float xn = (to_f(xv.v[e]) - m) * rs, dn = to_f(gv.v[e]) * to_f(wv.v[e]);
-                a += dn;
-                bs += dn * xn;
-            }
+        for (int c = lane; c < C; c += 32) {
+            const float xn = (to_f(x[c]) - m) * rs, dn = to_f(dy[c]) * to_f(w[c]);
+            a += dn;
+            bs += dn * xn;
         }
         const float dnorm_mean = warp_sum(a) / (float)C, dnorm_norm_mean = warp_sum(bs) / (float)C;
         T *dx = dinp + (size_t)row * C;
-        for (int c = lane * VEC; c < C; c += 32 * VEC) {
-            const V xv = *(const V *)(x + c), gv = *(const V *)(dy + c), wv = *(const V *)(w + c);
-            V dv = *(const V *)(dx + c);
-#pragma unroll
-            for (int e = 0; e < VEC; e++) {
-                const float g = to_f(gv.v[e]), xn = (to_f(xv.v[e]) - m) * rs, dn = g * to_f(wv.v[e]);
-                dv.v[e] = from_f<T>(to_f(dv.v[e]) + (dn - dnorm_mean - xn * dnorm_norm_mean) * rs);
-                sdw[c + e] += g * xn;
-                sdb[c + e] += g;
-            }
-            *(V *)(dx + c) = dv;
+        for (int c = lane; c < C; c += 32) {
+            const float g = to_f(dy[c]), xn = (to_f(x[c]) - m) * rs, dn = g * to_f(w[c]);
+            dx[c] = from_f<T>(to_f(dx[c]) + (dn - dnorm_mean - xn * dnorm_norm_mean) * rs);
+            sdw[c] += g * xn;
+            sdb[c] += g;
         }
     }
-    __syncthreads(); /* every warp's sums are complete */
-    float *p = partial + (size_t)blockIdx.x * 2 * C;
-    for (int c = threadIdx.x; c < 2 * C; c += blockDim.x) {
-        float sum = 0.0f;
-        for (int k = 0; k < W; k++) sum += ln_smem[(size_t)k * 2 * C + c];
-        p[c] = sum;
-    }
+    ln_block_partial(partial, ln_smem, W, C);
 }
-/* dw[c] += sum over groups in order; the same for db */
-template <typename T> __global__ void layernorm_reduce_kernel(T *dw, T *db, const float *partial, int C, int G) {
-    int c = blockIdx.x * blockDim.x + threadIdx.x;
-    if (c >= C) return;
+#define LN_REDUCE_WARPS 8
+/* dw[c] += the G blocks' sums, db[c] too: 32 columns a block, warp k adding groups k, k + 8, ... in order,
+ * then warp 0 the 8 warps' sums in order */
+template <typename T> __global__ void __launch_bounds__(LN_REDUCE_WARPS * 32) layernorm_reduce_kernel(T *dw, T *db, const float *partial, int C, int G) {
+    __shared__ float sums[2][LN_REDUCE_WARPS][32];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, c = blockIdx.x * 32 + lane;
     float sw = 0, sb = 0;
-    for (int g = 0; g < G; g++) {
-        sw += partial[(size_t)g * 2 * C + c];
-        sb += partial[(size_t)g * 2 * C + C + c];
+    if (c < C)
+        for (int g = warp; g < G; g += LN_REDUCE_WARPS) {
+            sw += partial[(size_t)g * 2 * C + c];
+            sb += partial[(size_t)g * 2 * C + C + c];
+        }
+    sums[0][warp][lane] = sw;
+    sums[1][warp][lane] = sb;
+    __syncthreads();
+    if (warp || c >= C) return;
+    sw = sb = 0;
+    for (int k = 0; k < LN_REDUCE_WARPS; k++) {
+        sw += sums[0][k][lane];
+        sb += sums[1][k][lane];
     }
     if (dw) dw[c] = from_f<T>(to_f(dw[c]) + sw);
     if (db) db[c] = from_f<T>(to_f(db[c]) + sb);
@@ -562,16 +633,9 @@ static void cu_layernorm_forward(ngpt_backend *be, void *out, float *mean, float
     CU_LAUNCHED(be, "layernorm_forward_kernel");
 }
 
-/* one launch of the kernel instance named by VEC, its shared-memory attribute set first where needed; false on failure */
-template <typename T, int VEC>
-static bool layernorm_backward_launch(ngpt_backend *be, unsigned G, int W, size_t smem, T *dinp, float *partial, const T *dout, const T *inp,
-                                      const T *w, const float *mean, const float *rstd, int N, int C) {
-    if (smem > 48 * 1024 &&
-        CU_CHECK(be, cudaFuncSetAttribute(layernorm_backward_kernel<T, VEC>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem)))
-        return false;
-    layernorm_backward_kernel<T, VEC><<<G, 32 * W, smem, impl_of(be)->stream>>>(dinp, partial, dout, inp, w, mean, rstd, N, C, (int)G);
-    return !CU_LAUNCHED(be, "layernorm_backward_kernel");
-}
+/* The backward: the register kernel where the rows are 16-byte vectors of at most LN_BWD_MAX_NV a lane,
+ * else the fallback; G blocks (the SMs times the blocks each holds, at most LN_GROUPS, at most one per W
+ * rows), then the reduction of their G partial sums into dw, db. */
 template <typename T>
 static void layernorm_backward_t(ngpt_backend *be, T *dinp, T *dw, T *db, const T *dout, const T *inp, const T *w, const float *mean,
                                  const float *rstd, int N, int C) {
@@ -584,16 +648,32 @@ static void layernorm_backward_t(ngpt_backend *be, T *dinp, T *dw, T *db, const 
     }
     int W = LN_BWD_WARPS;
     while (W > 1 && W * per_warp > im->smem_optin) W--;
-    long long G = ((long long)N + W - 1) / W;
-    if (G > LN_GROUPS) G = LN_GROUPS;
-    float *partial = (float *)scratch_get(be, (size_t)G * per_warp, "layernorm_backward");
-    if (!partial) return;
+    const size_t smem = W * per_warp;
+    int G = 0;
+    float *partial = NULL;
+    auto launch = [&](auto *kernel) { /* false on failure */
+        if (smem > 48 * 1024 && CU_CHECK(be, cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem))) return false;
+        int per_sm = 0;
+        if (CU_CHECK(be, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, 32 * W, smem))) return false;
+        long long g = (long long)im->sm_count * (per_sm > 0 ? per_sm : 1), rows = ((long long)N + W - 1) / W;
+        G = (int)(g < rows ? (g < LN_GROUPS ? g : LN_GROUPS) : (rows < LN_GROUPS ? rows : LN_GROUPS));
+        partial = (float *)scratch_get(be, (size_t)G * per_warp, "layernorm_backward");
+        if (!partial) return false;
+        kernel<<<(unsigned)G, 32 * W, smem, im->stream>>>(dinp, partial, dout, inp, w, mean, rstd, N, C, G);
+        return !CU_LAUNCHED(be, "layernorm_backward_kernel");
+    };
     constexpr int VEC = 16 / sizeof(T);
-    const bool ok = rows_vectorizable<T>(C, dinp, dout, inp, w)
-                        ? layernorm_backward_launch<T, VEC>(be, (unsigned)G, W, W * per_warp, dinp, partial, dout, inp, w, mean, rstd, N, C)
-                        : layernorm_backward_launch<T, 1>(be, (unsigned)G, W, W * per_warp, dinp, partial, dout, inp, w, mean, rstd, N, C);
+    const int nv = (C / VEC + 31) / 32; /* vectors a lane */
+    bool ok;
+    if (!rows_vectorizable<T>(C, dinp, dout, inp, w) || nv > LN_BWD_MAX_NV) ok = launch(layernorm_backward_any_kernel<T>);
+    else if (nv == 1) ok = launch(layernorm_backward_kernel<T, VEC, 1>);
+    else if (nv == 2) ok = launch(layernorm_backward_kernel<T, VEC, 2>);
+    else if (nv == 3) ok = launch(layernorm_backward_kernel<T, VEC, 3>);
+    else if (nv == 4) ok = launch(layernorm_backward_kernel<T, VEC, 4>);
+    else if (nv <= 6) ok = launch(layernorm_backward_kernel<T, VEC, 6>);
+    else ok = launch(layernorm_backward_kernel<T, VEC, LN_BWD_MAX_NV>);
     if (!ok) return;
-    layernorm_reduce_kernel<T><<<(C + 255) / 256, 256, 0, im->stream>>>(dw, db, partial, C, (int)G);
+    layernorm_reduce_kernel<T><<<(unsigned)((C + 31) / 32), LN_REDUCE_WARPS * 32, 0, im->stream>>>(dw, db, partial, C, G);
     CU_LAUNCHED(be, "layernorm_reduce_kernel");
 }
 static void cu_layernorm_backward(ngpt_backend *be, void *dinp, void *dw, void *db, const void *dout, const void *inp, const void *w,
@@ -2200,19 +2280,29 @@ __global__ void __launch_bounds__(ATT_THREADS)
     }
 }
 
-/* D[(b*NH + h)*T + t] = sum_d dO * O, one warp per row */
-template <typename T> __global__ void attn_rowdot_kernel(float *D, const T *dout, const T *out, int B, int T_, int C, int NH, int hs) {
-    size_t row = (size_t)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
-    int lane = threadIdx.x & 31;
-    if (row >= (size_t)B * NH * T_) return;
-    int t = (int)(row % (size_t)T_);
-    size_t bh = row / (size_t)T_;
-    int h = (int)(bh % (size_t)NH), b = (int)(bh / (size_t)NH);
-    size_t off = ((size_t)b * T_ + t) * C + (size_t)h * hs;
+/* D[(b*NH + h)*T + t] = sum_d dO * O: ROWDOT_LANES lanes a row, each VEC elements of dO and O at a time
+ * (16 bytes where the head's rows allow it, else 1), the lanes' sums added by shuffles */
+#define ROWDOT_LANES 8
+template <typename T, int VEC> __global__ void attn_rowdot_kernel(float *D, const T *dout, const T *out, int B, int T_, int C, int NH, int hs) {
+    typedef RowVec<T, VEC> V;
+    const size_t row = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) / ROWDOT_LANES;
+    const int l = threadIdx.x % ROWDOT_LANES;
+    const bool live = row < (size_t)B * NH * T_; /* the rest of the last warp adds zeros: every lane shuffles */
     float s = 0;
-    for (int d = lane; d < hs; d += 32) s += to_f(dout[off + d]) * to_f(out[off + d]);
-    s = warp_sum(s);
-    if (lane == 0) D[row] = s;
+    if (live) {
+        const int t = (int)(row % (size_t)T_);
+        const size_t bh = row / (size_t)T_;
+        const int h = (int)(bh % (size_t)NH), b = (int)(bh / (size_t)NH);
+        const size_t off = ((size_t)b * T_ + t) * C + (size_t)h * hs;
+        for (int d = l * VEC; d < hs; d += ROWDOT_LANES * VEC) {
+            const V g = *(const V *)(dout + off + d), o = *(const V *)(out + off + d);
+#pragma unroll
+            for (int e = 0; e < VEC; e++) s += to_f(g.v[e]) * to_f(o.v[e]);
+        }
+    }
+#pragma unroll
+    for (int k = ROWDOT_LANES / 2; k > 0; k >>= 1) s += __shfl_xor_sync(0xffffffffu, s, k);
+    if (live && l == 0) D[row] = s;
 }
 
 /* dK, dV of one 64-key tile: loop over the query tiles at and after it. Per warp 16 keys; S^T = K Q^T has
@@ -3233,7 +3323,10 @@ static void attention_backward_t(ngpt_backend *be, T *dqkv, const T *dout, const
     int hs = C / NH;
     float *D = (float *)scratch_get(be, rows * sizeof(float), "attention_backward");
     if (!D) return;
-    attn_rowdot_kernel<T><<<(unsigned)((rows + 7) / 8), 256, 0, im->stream>>>(D, dout, out, B, T_, C, NH, hs);
+    constexpr int VEC = 16 / sizeof(T);
+    const unsigned rowdot_blocks = (unsigned)((rows * ROWDOT_LANES + 255) / 256);
+    auto *rowdot = rows_vectorizable<T>(hs, dout, out) && C % VEC == 0 ? attn_rowdot_kernel<T, VEC> : attn_rowdot_kernel<T, 1>;
+    rowdot<<<rowdot_blocks, 256, 0, im->stream>>>(D, dout, out, B, T_, C, NH, hs);
     if (CU_LAUNCHED(be, "attn_rowdot_kernel")) return;
     if constexpr (sizeof(T) == 2) {
         if (attn_backward_wgmma<T>(be, dqkv, dout, qkv, lse, D, B, T_, C, NH, dr)) return;

@@ -3,11 +3,11 @@
  * sm_75..sm_90a paths on machines without a GPU (CI's). It is a test of the kernels' logic, not a GPU run.
  *
  * test/cuda_emu.sh rewrites nanogpt.cu for a host C++ compiler (each `k<<<grid, block, smem, stream>>>(args)`
- * becomes emu::launch("k", (const void *)&k, [&]() { k(args); }, grid, block, smem, stream), and the functions in
- * inline PTX call the emulations below instead) and compiles it with this header forced in first
- * (-include); this header compiled alone with -DEMU_RUNTIME is the runtime (cudaMalloc, copies, device
- * attributes), an object of its own so that test_gpu_train can wrap cudaMalloc at link time as it does on
- * a GPU. The test programs link with those two objects in place of nanogpt.cu's and cudart's.
+ * becomes emu::launch("k", emu::kernel_address(k), [&]() { k(args); }, grid, block, smem, stream), and the
+ * functions in inline PTX call the emulations below instead) and compiles it with this header forced in
+ * first (-include); this header compiled alone with -DEMU_RUNTIME is the runtime (cudaMalloc, copies,
+ * device attributes), an object of its own so that test_gpu_train can wrap cudaMalloc at link time as it
+ * does on a GPU. The test programs link with those two objects in place of nanogpt.cu's and cudart's.
  *
  * What is emulated, and how strictly:
  * - A launch runs its blocks one after another. A block's threads are coroutines on one OS thread; the
@@ -388,7 +388,9 @@ static void run_block() {
 
 template <class F> static void call_body(void *f) { (*(F *)f)(); }
 
-/* k<<<grid, block, smem, stream>>>(args) as emu::launch("k", (const void *)&k, [&]() { k(args); }, grid, block, smem, stream) */
+/* the kernel k names, or a pointer k holds (a launch through a variable): the key of its cudaFuncSetAttribute */
+template <class F> static const void *kernel_address(F *k) { return (const void *)k; }
+/* k<<<grid, block, smem, stream>>>(args) as emu::launch("k", emu::kernel_address(k), [&]() { k(args); }, grid, block, smem, stream) */
 template <class F>
 static void launch(const char *name, const void *kernel, F &&body, dim3 grid, dim3 block, size_t smem = 0, cudaStream_t stream = 0) {
     (void)stream;

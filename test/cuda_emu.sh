@@ -15,7 +15,7 @@
 #   EMU_CCS=90 EMU_MUTANTS=1 EMU_MUTANTS_MATCH=attention bash test/cuda_emu.sh   the mutants whose names match
 #
 # The rewrite (perl, below): every launch `kernel<<<grid, block[, smem[, stream]]>>>(args)` becomes
-# `emu::launch("kernel", (const void *)&kernel, [&]() { kernel(args); }, grid, block[, smem[, stream]])`,
+# `emu::launch("kernel", emu::kernel_address(kernel), [&]() { kernel(args); }, grid, block[, smem[, stream]])`,
 # each `extern __shared__ T name[];` a pointer to the block's dynamic shared memory, and the bodies of the
 # functions written in inline PTX (cp.async, ldmatrix, mma.sync, mbarriers, the copy engine, wgmma) and the
 # single PTX statements (fences, wgmma groups, setmaxnreg) calls of their emulations; the sm_90a guard
@@ -118,7 +118,7 @@ rewrite() {
         die "cuda_emu.sh: nanogpt.cu has no function matching /$h/ ($n found): update test/cuda_emu.sh\n" if $n != 1;
     }
     my $shared = ($src =~ s/extern __shared__ (?:__align__\(\d+\) )?([\w ]+?) (\w+)\[\];/$1 *$2 = ($1 *)emu::dynamic_smem();/g);
-    my $launches = ($src =~ s{\b([A-Za-z_]\w*(?:<[^;{}()]*?>)?)<<<(.*?)>>>(\((?:[^()]++|(?3))*\))}{emu::launch("$1", (const void *)&$1, [&]() { $1$3; }, $2)}gs);
+    my $launches = ($src =~ s{\b([A-Za-z_]\w*(?:<[^;{}()]*?>)?)<<<(.*?)>>>(\((?:[^()]++|(?3))*\))}{emu::launch("$1", emu::kernel_address($1), [&]() { $1$3; }, $2)}gs);
     die "cuda_emu.sh: no kernel launch found in nanogpt.cu\n" if !$launches;
     die "cuda_emu.sh: a launch was not rewritten\n" if $src =~ /<<</;
     die "cuda_emu.sh: inline PTX the emulator does not know: $1\n" if $src =~ /^(.*\basm\b.*)$/m;
@@ -256,6 +256,10 @@ MUTANTS=(
     "cp.async wgmma kernel without the barrier after its wait|90|NGPT_MATMUL=wgmma --matmul-only|__syncthreads(); /* everyone's are; every warpgroup|/* everyone's are; every warpgroup"
     "wgmma kernels: a lane writes out an epilogue chunk before every lane has staged it|90|--matmul-only|__syncwarp();\n#pragma unroll 1\n        for (int h = 0; h < 2; h++) { /* one copy|#pragma unroll 1\n        for (int h = 0; h < 2; h++) { /* one copy"
     "layernorm backward adds its warps' dw/db sums before every warp is done|80||__syncthreads(); /* every warp's sums are complete */|"
+    "layernorm backward's register kernel takes too few vectors a lane|80||const int nv = (C / VEC + 31) / 32;|const int nv = C / VEC / 32;"
+    "layernorm backward's register kernel updates the vectors past the row|80||if (c >= C) continue;\n            const V wv = *(const V *)(w + c);\n#pragma unroll\n            for (int q|const V wv = *(const V *)(w + c);\n#pragma unroll\n            for (int q"
+    "layernorm backward's reduction leaves out every ninth group|80||g += LN_REDUCE_WARPS) {|g += LN_REDUCE_WARPS + 1) {"
+    "attention's rowsum of dO O adds two lanes of a row|80||for (int k = ROWDOT_LANES / 2; k > 0; k >>= 1)|for (int k = ROWDOT_LANES / 2; k > 1; k >>= 1)"
     "matmul stages its epilogue in tiles other warps may still read|80|--matmul-only|__syncthreads(); /* every warp is done with the tiles: their memory stages the epilogue */|"
     "cp.async wgmma kernel stages its epilogue in tiles the other warpgroup may still read|90|NGPT_MATMUL=wgmma --matmul-only|__syncthreads(); /* both warpgroups' products are done: the tiles' memory stages the epilogue */|"
     "cp.async wgmma kernel fences the async proxy before its copies land, not after|90|NGPT_MATMUL=wgmma --matmul-only|cp_async_wait<WG_STAGES - 3>();                                /* this thread's copies of tile kt have landed */\n        asm volatile(\"fence.proxy.async.shared::cta;\\\\n\" ::: \"memory\");|asm volatile(\"fence.proxy.async.shared::cta;\\\\n\" ::: \"memory\");\n        cp_async_wait<WG_STAGES - 3>();"

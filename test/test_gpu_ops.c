@@ -973,8 +973,12 @@ static void tg_sweep(void) {
     t_layernorm(111, 96, 0);
     t_layernorm(300, 100, 1);
     t_layernorm(3, 1600, 1);
-    /* more rows than the backward's 512 blocks x 8 warps: a warp adds two rows' dw/db terms (C = 64: 16-byte
-     * loads in every dtype; C = 62: one element at a time in every dtype) */
+    /* the backward's register kernel at each of its widths, 16-byte vectors a lane (16-bit, f32): C = 96 one
+     * (12 or 24 lanes of 32 in use), 480 two or four, 768 three or six, 1600 eight (seven in use) or the
+     * fallback; C = 100 and 62 the fallback, one element at a time, in every dtype */
+    t_layernorm(50, 480, 0);
+    t_layernorm(70, 768, 1);
+    /* more rows than the backward's blocks x 8 warps (at most 512 x 8): a warp adds many rows' dw/db terms */
     t_layernorm(4500, 64, 1);
     t_layernorm(4500, 62, 0);
     if (!S) { t_layernorm(2048, 768, 1); t_layernorm(1024, 1600, 0); }
