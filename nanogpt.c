@@ -1051,6 +1051,7 @@ typedef struct {
                                  * or eval_only from a checkpoint or pretrained weights) */
     int eval_only;              /* with inference: the forward passes are evaluations (only what the plan says differs) */
     int pretrained;             /* the model's shape comes with its weights (init_from): a refusal names smaller GPT-2s, not knobs */
+    int hopper;                 /* the CUDA device is a Hopper (compute capability 9.0): its attention backward keeps dS^T in scratch */
 } PlanRequest;
 
 typedef struct {
@@ -1100,19 +1101,32 @@ static size_t cpu_scratch_bytes(const ngpt_shape *s, int nthreads) {
     return CPU_LANES * CPU_GEMM_B_FLOATS * sizeof(float) + (size_t)MAX(nthreads, 1) * cpu_scratch_per_thread(s) + 64;
 }
 
+/* Scratch the CUDA backend's attention backward at head size 64 on a Hopper uses after D when it is there
+ * (the wgmma kernels store dS^T for the dQ kernel, a group of heads at a time; without one head's room the
+ * mma.sync kernels run): 16 KB for every (128-key block, 64-query tile) pair at or below the diagonal, for
+ * every head, or as many heads as fit in 256 MiB (at least one). Only training runs the backward;
+ * `reserve`: a training layout on a Hopper, in 16 bits. */
+static size_t cuda_attn_ds_bytes(const ngpt_shape *s, int reserve) {
+    if (!reserve || s->NH <= 0 || s->C != s->NH * 64 || s->B <= 0 || s->T <= 0) return 0;
+    const size_t cap = (size_t)256 << 20, nqt = ((size_t)s->T + 63) / 64, nkb = ((size_t)s->T + 127) / 128;
+    const size_t head = (nkb * nqt - nkb * (nkb - 1)) * 16384, all = head * (size_t)s->B * (size_t)s->NH;
+    return all <= cap ? all : head >= cap ? head : cap / head * head;
+}
 /* Device scratch the CUDA backend may use (its scratch_bytes must not exceed this; checked at start). */
-static size_t cuda_scratch_bytes(const ngpt_shape *s) {
+static size_t cuda_scratch_bytes(const ngpt_shape *s, int attn_ds) {
     size_t BT = (size_t)s->B * s->T, C = (size_t)s->C;
     return ALIGN_UP(BT * sizeof(float) * 2, 256) +                      /* per-row temporaries */
-           ALIGN_UP((size_t)s->B * s->NH * s->T * sizeof(float), 256) + /* attention D = rowsum(dO*O) */
+           ALIGN_UP((size_t)s->B * s->NH * s->T * sizeof(float), 1024) + /* attention D = rowsum(dO*O) */
+           ALIGN_UP(cuda_attn_ds_bytes(s, attn_ds), 256) +               /* and dS^T */
            ALIGN_UP((size_t)1024 * 4 * C * sizeof(float), 256) +        /* dbias / LayerNorm partial sums */
            ALIGN_UP((size_t)1024 * 2 * C * sizeof(float), 256) +
            ALIGN_UP((size_t)65536 * sizeof(double), 256);               /* reductions */
 }
 
-static size_t plan_scratch(const PlanRequest *r, int B, int chunk) {
+static size_t plan_scratch(const PlanRequest *r, int B, int chunk, int training) {
     ngpt_shape s = {B, r->T, r->m.C, r->m.NH, r->m.L, r->m.Vp, chunk};
-    return r->device == DEV_BACKEND_CUDA ? cuda_scratch_bytes(&s) : cpu_scratch_bytes(&s, r->nthreads);
+    return r->device == DEV_BACKEND_CUDA ? cuda_scratch_bytes(&s, training && r->hopper && r->dtype != NGPT_DTYPE_F32)
+                                         : cpu_scratch_bytes(&s, r->nthreads);
 }
 
 /* the sequences of a micro-batch of B that lane 0 (the fullest) holds */
@@ -1150,7 +1164,7 @@ static void layout_batch(BatchLayout *lay, const PlanRequest *r, int B, int lane
     per_slot[B_DBIG] = training ? BT * 4 * C * act : 0;
     per_slot[B_DATT] = training ? BT * C * act : 0;
     per_slot[B_LOGITS] = (size_t)chunk * r->m.Vp * act;
-    per_slot[B_SCRATCH] = plan_scratch(r, B, chunk);
+    per_slot[B_SCRATCH] = plan_scratch(r, B, chunk, training);
     if (training) {
         slots[B_RES] = (int)L + 1;
         slots[B_RES_MID] = slots[B_LN1_STATS] = slots[B_QKV] = slots[B_ATTY] = slots[B_LSE] = (int)L;
@@ -5375,6 +5389,7 @@ static void plan_request_from_config(PlanRequest *r, const ngpt_config *c, const
     r->eval_only = !sampling && c->eval_only && strcmp(c->init_from, "scratch");
     r->inference = sampling || r->eval_only;
     r->pretrained = strcmp(c->init_from, "scratch") && strcmp(c->init_from, "resume");
+    r->hopper = device == DEV_BACKEND_CUDA && ngpt_cuda_compute_capability() == 90;
 }
 
 /* ======================================================================================================

@@ -220,7 +220,10 @@ static int cu_arena_alloc(ngpt_backend *be, size_t device_bytes, void **device, 
  *   matmul_backward     up to RED_GROUPS row groups x OC floats of dbias partial sums (OC <= 4C planned;
  *                       a larger OC uses fewer groups)
  *   norm_sq             NORM_BLOCKS + 1 doubles
- *   attention_backward  D = rowsum(dO * O): B*NH*T floats
+ *   attention_backward  D = rowsum(dO * O): B*NH*T floats. The wgmma backward (head size 64, sm_90a) keeps
+ *                       its dS^T tiles in the scratch after D (from the next 1024 bytes), as many heads at a
+ *                       time as fit; where not even one head's fit, the mma.sync kernels run. So that
+ *                       much more is optional: nanogpt.c's planner adds it for training (cuda_attn_ds_bytes).
  * nanogpt.c's planner reserves cuda_scratch_bytes(s), which must stay >= this. */
 #define LN_GROUPS 512
 #define RED_GROUPS 64
@@ -2641,12 +2644,11 @@ template <typename T> static __device__ __forceinline__ void fa_issue_pv(float (
 #pragma unroll
     for (int kk = 0; kk < FA_BN / 16; kk++) wgmma_m64n64k16_rs<T, 1>(o, p[kk], wg_desc(v + kk * 2048, 8192, 1024));
 }
-/* The attention kernels' mbarriers, made by thread 0 before a block barrier: `once` (the tiles loaded once)
- * and the nfull "full" ones, each completed by the producer's expect-bytes arrival and the copies' bytes;
+/* The attention kernels' mbarriers, made by thread 0 before a block barrier: nfull "full" ones, each completed
+ * by the producer's expect-bytes arrival and the copies' bytes (the kernels' tiles loaded once first), and
  * the FA_STAGES "empty" ones by every consumer thread. Fenced for the copy engine. */
-static __device__ __forceinline__ void fa_init_barriers(uint64_t *once, uint64_t *full, int nfull, uint64_t *empty) {
+static __device__ __forceinline__ void fa_init_barriers(uint64_t *full, int nfull, uint64_t *empty) {
     if (threadIdx.x == 0) {
-        mbar_init(once, 1);
         for (int s = 0; s < nfull; s++) mbar_init(&full[s], 1);
         for (int s = 0; s < FA_STAGES; s++) mbar_init(&empty[s], 2 * 128);
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
@@ -2669,7 +2671,7 @@ __global__ void __launch_bounds__(FA_THREADS, 1)
     const int bh = blockIdx.y, b = bh / NH, h = bh % NH;
     const int q0 = qt * FA_BM, nk = qt + 1; /* key tiles 0 .. qt: FA_BN = FA_BM, so tile qt is the diagonal */
     const int row0 = b * T_;                /* qkv's row of (b, t = 0) */
-    fa_init_barriers(full_q, full_k, 2 * FA_STAGES, empty); /* full_k, then full_v */
+    fa_init_barriers(full_q, 1 + 2 * FA_STAGES, empty); /* full_q, full_k, then full_v */
     if (threadIdx.x < 128) { /* producer warpgroup: one thread issues, the rest leave */
         asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(FA_PRODUCER_REGS));
         if (threadIdx.x != 0) return;
@@ -2765,15 +2767,24 @@ __global__ void __launch_bounds__(FA_THREADS, 1)
 }
 
 /* --- Hopper (sm_90a): the attention backward on wgmma, head size 64 --------------------------------------
- * The same two deterministic kernels as on mma.sync (every output element written once, by one thread), with
- * the forward's producer, stages and barriers, where the wgmma forward runs and there is no dropout.
+ * Two deterministic kernels (every output element written once, by one thread), with the forward's
+ * producer, stages and barriers, where the wgmma forward runs and there is no dropout.
  * dK, dV: a block takes 128 keys (64 a consumer warpgroup) and loops over the 64-query tiles from its first
  * key on (Q and dO tiles through FA_STAGES stages). S^T = K Q^T and dP^T = V dO^T are wgmma m64n64k16 with
  * both operands K-major in shared memory; P^T and dS^T = P^T (dP^T - D) are computed in registers (lse and D
  * of the tile's 64 queries read by each thread for its 16 columns), and dV += P^T dO, dK += dS^T Q take them
- * as register A operands with dO and Q MN-major (k = query).
- * dQ: a block takes 128 queries and loops over the 128-key tiles up to its diagonal: S = Q K^T and
- * dP = dO V^T on m64n128k16, dS = P (dP - D) in registers, dQ += dS K with K MN-major (k = key). */
+ * as register A operands with dO and Q MN-major (k = query). Each tile's dS^T, rounded to 16 bits as dK's
+ * product takes it, is also stored for the dQ kernel: each consumer warp writes its 16 keys x 64 queries into
+ * one of its two boxes of shared memory (128-byte rows, the copy engine's swizzle) and the copy engine stores
+ * the box while the warp goes on (the matmul epilogue's way, mm_epilogue_direct).
+ * dQ: a block takes 128 queries (two 64-query tiles, one a consumer warpgroup) and loops over the 128-key
+ * blocks up to its diagonal: dQ += dS K on m64n64k16, dS read back as the MN-major A operand (k = key) of the
+ * stored dS^T tile, K MN-major. So S and dP are computed once, not again for dQ: five products a tile, not
+ * seven, for a scratch of 16 KB a (key block, query tile) pair, T^2 / 4 bytes a head; attn_backward_wgmma
+ * runs the heads in groups whose tiles fit the scratch after D.
+ * The stored tiles of one group of heads: head y (0 .. heads in the group - 1), key block kb, query tile
+ * qt (2 kb .. nqt - 1) at rows (y fb_ds_tiles(T) + fb_ds_tile(kb, nqt) + qt - 2 kb) x 128 of a 64-column
+ * matrix; keys and queries past T hold zeros. */
 /* d (64x64 per warpgroup, f32) += A (64x16) B (16x64); TA / TB: the operand is MN-major */
 template <typename T, int TA, int TB> static __device__ __forceinline__ void wgmma_m64n64k16(float (&d)[32], uint64_t da, uint64_t db) {
 #ifdef NGPT_WGMMA_DEVICE
@@ -2791,26 +2802,34 @@ template <typename T, int TA, int TB> static __device__ __forceinline__ void wgm
 }
 #define FB_BQ 64 /* the dK/dV kernel's query tiles */
 #define FB_Q_BYTES (FB_BQ * FA_HS * 2) /* 8 KB */
-/* K and V, the Q and dO stages, alignment slack, the mbarriers */
-#define FB_DKDV_SMEM_BYTES (2 * FA_TILE_BYTES + 2 * FA_STAGES * FB_Q_BYTES + 1024 + 256)
-/* Q and dO, the K and V stages, alignment slack, the mbarriers */
-#define FB_DQ_SMEM_BYTES ((2 + 2 * FA_STAGES) * FA_TILE_BYTES + 1024 + 256)
+/* the stored dS^T tiles of a head before key block kb's (nqt query tiles of 64): kb's has nqt - 2 kb */
+static __host__ __device__ __forceinline__ long long fb_ds_tile(long long kb, long long nqt) { return kb * nqt - kb * (kb - 1); }
+/* the stored dS^T tiles of a head of T_ positions */
+static __host__ __device__ __forceinline__ long long fb_ds_tiles(int T_) { return fb_ds_tile((T_ + FA_BN - 1) / FA_BN, (T_ + FB_BQ - 1) / FB_BQ); }
+/* K and V, the Q and dO stages, each consumer warp's two boxes of dS^T, alignment slack, the mbarriers */
+#define FB_DKDV_SMEM_BYTES (2 * FA_TILE_BYTES + 2 * FA_STAGES * FB_Q_BYTES + 8 * 2 * MM_BOX_BYTES + 1024 + 256)
+/* the stages: K and the two query tiles' dS^T; alignment slack, the mbarriers */
+#define FB_DQ_SMEM_BYTES (3 * FA_STAGES * FA_TILE_BYTES + 1024 + 256)
 
 
 template <typename T>
 __global__ void __launch_bounds__(FA_THREADS, 1)
-    attn_backward_dkdv_wgmma_kernel(const __grid_constant__ CUtensorMap tm_qkv, const __grid_constant__ CUtensorMap tm_do, T *dqkv, const float *lse,
-                                    const float *Dsum, int T_, int C, int NH, float scale, float scale_log2) {
+    attn_backward_dkdv_wgmma_kernel(const __grid_constant__ CUtensorMap tm_qkv, const __grid_constant__ CUtensorMap tm_do,
+                                    const __grid_constant__ CUtensorMap tm_ds, T *dqkv, const float *lse, const float *Dsum, int T_, int C, int NH,
+                                    int bh0, float scale, float scale_log2) {
 #ifdef NGPT_WGMMA_DEVICE
     extern __shared__ __align__(1024) unsigned char fb_smem[];
     unsigned char *sK = smem_align1024(fb_smem);
     unsigned char *sV = sK + FA_TILE_BYTES, *sQ = sV + FA_TILE_BYTES, *sO = sQ + FA_STAGES * FB_Q_BYTES;
-    uint64_t *full_kv = (uint64_t *)(sO + FA_STAGES * FB_Q_BYTES), *full = full_kv + 1, *empty = full + FA_STAGES;
+    unsigned char *sBox = sO + FA_STAGES * FB_Q_BYTES; /* consumer warp v's boxes of dS^T: sBox + (2v, 2v + 1) MM_BOX_BYTES */
+    uint64_t *full_kv = (uint64_t *)(sBox + 8 * 2 * MM_BOX_BYTES), *full = full_kv + 1, *empty = full + FA_STAGES;
     const int k0 = blockIdx.x * FA_BN; /* small k0 first: they have the longest loops */
-    const int bh = blockIdx.y, b = bh / NH, h = bh % NH;
+    const int bh = bh0 + (int)blockIdx.y, b = bh / NH, h = bh % NH;
     const int row0 = b * T_;
     const int qt0 = k0 / FB_BQ, nqt = (T_ + FB_BQ - 1) / FB_BQ; /* query tiles qt0 .. nqt - 1 */
-    fa_init_barriers(full_kv, full, FA_STAGES, empty);
+    /* the stored dS^T row of query tile qt0's first key: tile qt0 + i's at + i FA_BN */
+    const int ds_row0 = (int)(((long long)blockIdx.y * fb_ds_tiles(T_) + fb_ds_tile(blockIdx.x, nqt)) * FA_BN); /* < INT_MAX: the host's group */
+    fa_init_barriers(full_kv, 1 + FA_STAGES, empty);
     if (threadIdx.x < 128) { /* producer warpgroup: one thread issues, the rest leave */
         asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(FA_PRODUCER_REGS));
         if (threadIdx.x != 0) return;
@@ -2887,6 +2906,21 @@ __global__ void __launch_bounds__(FA_THREADS, 1)
             wgmma_m64n64k16_rs<T, 1>(dk, sa[kk], wg_desc(q + kk * 2048, 8192, 1024));
         }
         asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+        /* dS^T for the dQ kernel, while the products run: this warp's rows g, g + 8 (sa[kk][x]: row g + 8 (x & 1),
+         * queries 8 (2 kk + x / 2) + 2 tq, + 1), 16-byte chunk c of row r at c ^ (r % 8) = c ^ g */
+        unsigned char *box = sBox + (2 * (4 * cw + w) + (i & 1)) * MM_BOX_BYTES;
+        if (lane == 0) bulk_wait_read<1>(); /* the copy engine has read what it stored from this box two tiles ago */
+        __syncwarp();
+#pragma unroll
+        for (int kk = 0; kk < 4; kk++)
+#pragma unroll
+            for (int x = 0; x < 4; x++) *(uint32_t *)(box + (g + 8 * (x & 1)) * 128 + (((2 * kk + (x >> 1)) ^ g) << 4) + 4 * tq) = sa[kk][x];
+        fence_async_proxy(); /* every lane's writes to the async proxy, then one lane stores the box */
+        __syncwarp();
+        if (lane == 0) {
+            tma_store(&tm_ds, 0, ds_row0 + i * FA_BN + cw * 64 + w * 16, box);
+            bulk_commit();
+        }
     }
     asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
 #pragma unroll
@@ -2904,109 +2938,79 @@ __global__ void __launch_bounds__(FA_THREADS, 1)
             *(uint32_t *)(drow + 2 * C + 8 * j + 2 * tq) = pack2<T>(dv[4 * j + 2 * r], dv[4 * j + 2 * r + 1]);
         }
     }
+    if (lane == 0) bulk_wait_written(); /* the dS^T tiles are written, and the block's shared memory outlives their reads of it */
 #else
-    (void)tm_qkv; (void)tm_do; (void)dqkv; (void)lse; (void)Dsum; (void)T_; (void)C; (void)NH; (void)scale; (void)scale_log2;
+    (void)tm_qkv; (void)tm_do; (void)tm_ds; (void)dqkv; (void)lse; (void)Dsum; (void)T_; (void)C; (void)NH; (void)bh0; (void)scale; (void)scale_log2;
 #endif
 }
 
 template <typename T>
 __global__ void __launch_bounds__(FA_THREADS, 1)
-    attn_backward_dq_wgmma_kernel(const __grid_constant__ CUtensorMap tm_qkv, const __grid_constant__ CUtensorMap tm_do, T *dqkv, const float *lse,
-                                  const float *Dsum, int T_, int C, int NH, float scale, float scale_log2) {
+    attn_backward_dq_wgmma_kernel(const __grid_constant__ CUtensorMap tm_qkv, const __grid_constant__ CUtensorMap tm_ds, T *dqkv, int T_, int C, int NH,
+                                  int bh0, float scale) {
 #ifdef NGPT_WGMMA_DEVICE
     extern __shared__ __align__(1024) unsigned char fb_smem[];
-    unsigned char *sQ = smem_align1024(fb_smem);
-    unsigned char *sO = sQ + FA_TILE_BYTES, *sK = sO + FA_TILE_BYTES, *sV = sK + FA_STAGES * FA_TILE_BYTES;
-    uint64_t *full_q = (uint64_t *)(sV + FA_STAGES * FA_TILE_BYTES), *full = full_q + 1, *empty = full + FA_STAGES;
-    const int nqt = (T_ + FA_BM - 1) / FA_BM;
-    const int qt = nqt - 1 - (int)blockIdx.x; /* longest rows first */
-    const int bh = blockIdx.y, b = bh / NH, h = bh % NH;
-    const int q0 = qt * FA_BM, nk = qt + 1, row0 = b * T_;
-    fa_init_barriers(full_q, full, FA_STAGES, empty);
+    unsigned char *sK = smem_align1024(fb_smem);
+    unsigned char *sS = sK + FA_STAGES * FA_TILE_BYTES; /* stage s: query tile 2m + cw's dS^T at sS + (2s + cw) FA_TILE_BYTES */
+    uint64_t *full = (uint64_t *)(sS + 2 * FA_STAGES * FA_TILE_BYTES), *empty = full + FA_STAGES;
+    const int m = (T_ + FA_BM - 1) / FA_BM - 1 - (int)blockIdx.x; /* query tiles 2m, 2m + 1; the longest loops first */
+    const int bh = bh0 + (int)blockIdx.y, b = bh / NH, h = bh % NH, row0 = b * T_;
+    const int nqt = (T_ + FB_BQ - 1) / FB_BQ, nk = m + 1; /* key blocks 0 .. m */
+    const bool two = 2 * m + 1 < nqt;                      /* else tile 2m + 1 is past T: its warpgroup only keeps the barriers' count */
+    fa_init_barriers(full, FA_STAGES, empty);
     if (threadIdx.x < 128) { /* producer warpgroup: one thread issues, the rest leave */
         asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(FA_PRODUCER_REGS));
         if (threadIdx.x != 0) return;
-        mbar_expect_bytes(full_q, 2 * FA_TILE_BYTES);
-        tma_load(sQ, &tm_qkv, h * FA_HS, row0 + q0, full_q);
-        tma_load(sO, &tm_do, h * FA_HS, row0 + q0, full_q);
-        for (int j = 0; j < nk; j++) {
-            const int s = j % FA_STAGES;
-            mbar_wait(&empty[s], ((j / FA_STAGES) & 1) ^ 1); /* its last use released (the first passes) */
-            mbar_expect_bytes(&full[s], 2 * FA_TILE_BYTES);
-            tma_load(sK + s * FA_TILE_BYTES, &tm_qkv, C + h * FA_HS, row0 + j * FA_BN, &full[s]);
-            tma_load(sV + s * FA_TILE_BYTES, &tm_qkv, 2 * C + h * FA_HS, row0 + j * FA_BN, &full[s]);
+        for (int kb = 0; kb < nk; kb++) {
+            const int s = kb % FA_STAGES;
+            const int tile = (int)((long long)blockIdx.y * fb_ds_tiles(T_) + fb_ds_tile(kb, nqt) + 2 * (m - kb)); /* (kb, query tile 2m) */
+            mbar_wait(&empty[s], ((kb / FA_STAGES) & 1) ^ 1); /* its last use released (the first passes) */
+            mbar_expect_bytes(&full[s], (two ? 3 : 2) * FA_TILE_BYTES);
+            tma_load(sK + s * FA_TILE_BYTES, &tm_qkv, C + h * FA_HS, row0 + kb * FA_BN, &full[s]);
+            tma_load(sS + 2 * s * FA_TILE_BYTES, &tm_ds, 0, tile * FA_BN, &full[s]);
+            if (two) tma_load(sS + (2 * s + 1) * FA_TILE_BYTES, &tm_ds, 0, (tile + 1) * FA_BN, &full[s]);
         }
         return;
     }
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(FA_CONSUMER_REGS));
-    const int cw = (threadIdx.x >> 7) - 1; /* consumer warpgroup: rows cw*64 .. cw*64+63 of the block's */
+    const int cw = (threadIdx.x >> 7) - 1; /* consumer warpgroup: query tile 2m + cw */
     const int lane = threadIdx.x & 31, w = (threadIdx.x >> 5) & 3, g = lane >> 2, tq = lane & 3;
-    const int qrow[2] = {q0 + cw * 64 + w * 16 + g, q0 + cw * 64 + w * 16 + g + 8};
-    const unsigned char *qr = sQ + cw * 64 * 128, *orr = sO + cw * 64 * 128;
-    float lse2[2], Dr[2], s[64], dp[64], dq[32];
-    uint32_t sa[8][4]; /* dS of the previous key tile: the A fragments of dQ's eight k steps */
-#pragma unroll
-    for (int r = 0; r < 2; r++) {
-        lse2[r] = qrow[r] < T_ ? lse[(size_t)bh * T_ + qrow[r]] * LOG2E_F : INFINITY; /* rows past T: P = 0 */
-        Dr[r] = qrow[r] < T_ ? Dsum[(size_t)bh * T_ + qrow[r]] : 0.0f;
-    }
+    const bool active = cw == 0 || two;
+    float dq[32];
 #pragma unroll
     for (int x = 0; x < 32; x++) dq[x] = 0.0f;
-    mbar_wait(full_q, 0);
-    /* nk >= 1 (qt >= 0); said, so that no path where the loop never runs sets dq by ordinary instructions
+#pragma unroll
+    for (int x = 0; x < 32; x++) asm volatile("" : "+f"(dq[x])::"memory"); /* the zeros made before the first fence, not at the wgmma */
+    /* nk >= 1 (m >= 0); said, so that no path where the loop never runs sets dq by ordinary instructions
      * where the last wait ends the in-flight products on it (ptxas would serialise every wgmma) */
     if (nk < 1) __builtin_unreachable();
-    for (int j = 0; j < nk; j++) {
-        const int st = j % FA_STAGES;
-        mbar_wait(&full[st], (j / FA_STAGES) & 1);
-        const unsigned char *k = sK + st * FA_TILE_BYTES, *v = sV + st * FA_TILE_BYTES;
+    for (int kb = 0; kb < nk; kb++) {
+        const int st = kb % FA_STAGES;
+        mbar_wait(&full[st], (kb / FA_STAGES) & 1);
+        if (active) {
+            const unsigned char *k = sK + st * FA_TILE_BYTES, *ds = sS + (2 * st + cw) * FA_TILE_BYTES;
+            asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 #pragma unroll
-        for (int x = 0; x < 64; x++) s[x] = dp[x] = 0.0f;
+            for (int kk = 0; kk < FA_BN / 16; kk++) /* 16 keys a step: dS (MN-major, its rows the keys) times K (MN-major) */
+                wgmma_m64n64k16<T, 1, 1>(dq, wg_desc(ds + kk * 2048, 8192, 1024), wg_desc(k + kk * 2048, 8192, 1024));
+            asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+            asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
 #pragma unroll
-        for (int x = 0; x < 64; x++) asm volatile("" : "+f"(s[x]), "+f"(dp[x])::"memory"); /* zeros before the fence */
-        asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
-#pragma unroll
-        for (int ks = 0; ks < FA_HS / 16; ks++) {
-            wgmma_m64n128k16<T, 0, 0>(s, wg_desc(qr + ks * 32, 16, 1024), wg_desc(k + ks * 32, 16, 1024));
-            wgmma_m64n128k16<T, 0, 0>(dp, wg_desc(orr + ks * 32, 16, 1024), wg_desc(v + ks * 32, 16, 1024));
+            for (int x = 0; x < 32; x++) asm volatile("" : "+f"(dq[x])::"memory");
         }
-        asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-        asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory"); /* S, dP, and the previous tile's dQ */
-#pragma unroll
-        for (int x = 0; x < 64; x++) asm volatile("" : "+f"(s[x]), "+f"(dp[x])::"memory");
-#pragma unroll
-        for (int x = 0; x < 32; x++) asm volatile("" : "+f"(dq[x])::"memory");
-#pragma unroll
-        for (int kk = 0; kk < 8; kk++) asm volatile("" : "+r"(sa[kk][0]), "+r"(sa[kk][1]), "+r"(sa[kk][2]), "+r"(sa[kk][3])::"memory");
-        if (j > 0) mbar_arrive(&empty[(j - 1) % FA_STAGES]); /* the previous tile's K and V are read */
-        const bool mask = j == nk - 1; /* the diagonal tile: keys past the row or T */
-#pragma unroll
-        for (int x = 0; x < 64; x++) {
-            const int r = (x >> 1) & 1, key = j * FA_BN + 8 * (x >> 2) + 2 * tq + (x & 1);
-            const float p = mask && (key > qrow[r] || key >= T_) ? 0.0f : exp2f(fmaf(s[x], scale_log2, -lse2[r]));
-            s[x] = p * (dp[x] - Dr[r]); /* dS */
-        }
-        fa_pack_a<T, 8>(sa, s);
-        asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
-#pragma unroll
-        for (int kk = 0; kk < FA_BN / 16; kk++) wgmma_m64n64k16_rs<T, 1>(dq, sa[kk], wg_desc(k + kk * 2048, 8192, 1024));
-        asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+        mbar_arrive(&empty[st]); /* the stage is read */
     }
-    asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
-#pragma unroll
-    for (int x = 0; x < 32; x++) asm volatile("" : "+f"(dq[x])::"memory");
-    mbar_arrive(&empty[(nk - 1) % FA_STAGES]);
     const size_t ld = (size_t)3 * C;
 #pragma unroll
     for (int r = 0; r < 2; r++) {
-        const int t = qrow[r];
+        const int t = (2 * m + cw) * FB_BQ + w * 16 + g + 8 * r; /* past T where the warpgroup is not active */
         if (t >= T_) continue;
         T *drow = dqkv + ((size_t)row0 + t) * ld + (size_t)h * FA_HS;
 #pragma unroll
         for (int i = 0; i < 8; i++) *(uint32_t *)(drow + 8 * i + 2 * tq) = pack2<T>(dq[4 * i + 2 * r] * scale, dq[4 * i + 2 * r + 1] * scale);
     }
 #else
-    (void)tm_qkv; (void)tm_do; (void)dqkv; (void)lse; (void)Dsum; (void)T_; (void)C; (void)NH; (void)scale; (void)scale_log2;
+    (void)tm_qkv; (void)tm_ds; (void)dqkv; (void)T_; (void)C; (void)NH; (void)bh0; (void)scale;
 #endif
 }
 
@@ -3263,23 +3267,36 @@ static int attn_forward_wgmma(ngpt_backend *be, T *out, float *lse, const T *qkv
     CU_LAUNCHED(be, "attn_forward_wgmma_kernel");
     return 1;
 }
-/* The wgmma backward (dK, dV, then dQ): 1 when launched, 0 when it cannot run these operands (nothing happened) */
+/* The wgmma backward (dK, dV and the dS^T tiles, then dQ from them), in groups of heads whose tiles fit the
+ * scratch after D: 1 when launched, 0 when it cannot run these operands (nothing happened) */
 template <typename T>
-static int attn_backward_wgmma(ngpt_backend *be, T *dqkv, const T *dout, const T *qkv, const float *lse, const float *D, int B, int T_, int C, int NH,
-                               DropArgs dr) {
+static int attn_backward_wgmma(ngpt_backend *be, T *dqkv, const T *dout, const T *qkv, const float *lse, const float *D, T *ds, size_t ds_bytes,
+                               int B, int T_, int C, int NH, DropArgs dr) {
     CudaImpl *im = impl_of(be);
     if (!attn_wgmma_shape(im, B, T_, C, NH, dr) || !vec_ok(qkv, (size_t)3 * C) || !vec_ok(dout, (size_t)C) || (uintptr_t)dqkv % 4) return 0;
-    const size_t rows = (size_t)B * T_;
-    CUtensorMap qkv64, do64, qkv128, do128; /* boxes of 64 head dims x 64 rows (dK, dV's query tiles, K and V in halves) and x 128 rows */
+    const long long heads = (long long)B * NH, tiles = fb_ds_tiles(T_);
+    long long group = (long long)(ds_bytes / ((size_t)tiles * FA_TILE_BYTES));
+    if (group > heads) group = heads;
+    if (group > INT_MAX / (tiles * FA_BN)) group = INT_MAX / (tiles * FA_BN); /* the tiles' rows: the copy engine's int coordinates */
+    if (group < 1) return 0;
+    const size_t rows = (size_t)B * T_, ds_rows = (size_t)(group * tiles * FA_BN);
+    /* boxes of 64 head dims x 64 rows (dK, dV's query tiles, K and V in halves) and x 128 rows (dQ's K); the
+     * dS^T tiles in boxes of 64 queries x 16 keys (a warp's store) and x 128 keys (dQ's loads) */
+    CUtensorMap qkv64, do64, qkv128, ds16, ds128;
     if (tma_map(im, &qkv64, qkv, (size_t)3 * C, rows, (size_t)3 * C, FA_HS, FB_BQ) || tma_map(im, &do64, dout, (size_t)C, rows, (size_t)C, FA_HS, FB_BQ) ||
-        tma_map(im, &qkv128, qkv, (size_t)3 * C, rows, (size_t)3 * C, FA_HS, FA_BM) || tma_map(im, &do128, dout, (size_t)C, rows, (size_t)C, FA_HS, FA_BM))
+        tma_map(im, &qkv128, qkv, (size_t)3 * C, rows, (size_t)3 * C, FA_HS, FA_BM) || tma_map(im, &ds16, ds, FB_BQ, ds_rows, FB_BQ, FB_BQ, 16) ||
+        tma_map(im, &ds128, ds, FB_BQ, ds_rows, FB_BQ, FB_BQ, FA_BN))
         return 0;
     const float scale = 1.0f / sqrtf((float)FA_HS), scale_log2 = LOG2E_F * scale;
-    dim3 grid((unsigned)((T_ + FA_BM - 1) / FA_BM), (unsigned)(B * NH)); /* 128 keys (dK, dV) or 128 queries (dQ) a block */
-    attn_backward_dkdv_wgmma_kernel<T><<<grid, FA_THREADS, FB_DKDV_SMEM_BYTES, im->stream>>>(qkv64, do64, dqkv, lse, D, T_, C, NH, scale, scale_log2);
-    if (CU_LAUNCHED(be, "attn_backward_dkdv_wgmma_kernel")) return 1;
-    attn_backward_dq_wgmma_kernel<T><<<grid, FA_THREADS, FB_DQ_SMEM_BYTES, im->stream>>>(qkv128, do128, dqkv, lse, D, T_, C, NH, scale, scale_log2);
-    CU_LAUNCHED(be, "attn_backward_dq_wgmma_kernel");
+    const unsigned blocks = (unsigned)((T_ + FA_BM - 1) / FA_BM); /* 128 keys (dK, dV) or 128 queries (dQ) a block */
+    for (long long bh0 = 0; bh0 < heads; bh0 += group) {
+        const dim3 grid(blocks, (unsigned)(heads - bh0 < group ? heads - bh0 : group));
+        attn_backward_dkdv_wgmma_kernel<T><<<grid, FA_THREADS, FB_DKDV_SMEM_BYTES, im->stream>>>(qkv64, do64, ds16, dqkv, lse, D, T_, C, NH, (int)bh0,
+                                                                                                  scale, scale_log2);
+        if (CU_LAUNCHED(be, "attn_backward_dkdv_wgmma_kernel")) return 1;
+        attn_backward_dq_wgmma_kernel<T><<<grid, FA_THREADS, FB_DQ_SMEM_BYTES, im->stream>>>(qkv128, ds128, dqkv, T_, C, NH, (int)bh0, scale);
+        if (CU_LAUNCHED(be, "attn_backward_dq_wgmma_kernel")) return 1;
+    }
     return 1;
 }
 template <typename T, int HS>
@@ -3323,13 +3340,15 @@ static void attention_backward_t(ngpt_backend *be, T *dqkv, const T *dout, const
     int hs = C / NH;
     float *D = (float *)scratch_get(be, rows * sizeof(float), "attention_backward");
     if (!D) return;
+    const size_t d_bytes = (rows * sizeof(float) + 1023) / 1024 * 1024; /* the wgmma backward's dS^T tiles take the scratch after D */
     constexpr int VEC = 16 / sizeof(T);
     const unsigned rowdot_blocks = (unsigned)((rows * ROWDOT_LANES + 255) / 256);
     auto *rowdot = rows_vectorizable<T>(hs, dout, out) && C % VEC == 0 ? attn_rowdot_kernel<T, VEC> : attn_rowdot_kernel<T, 1>;
     rowdot<<<rowdot_blocks, 256, 0, im->stream>>>(D, dout, out, B, T_, C, NH, hs);
     if (CU_LAUNCHED(be, "attn_rowdot_kernel")) return;
     if constexpr (sizeof(T) == 2) {
-        if (attn_backward_wgmma<T>(be, dqkv, dout, qkv, lse, D, B, T_, C, NH, dr)) return;
+        const size_t ds_bytes = im->scratch_bytes > d_bytes ? im->scratch_bytes - d_bytes : 0;
+        if (attn_backward_wgmma<T>(be, dqkv, dout, qkv, lse, D, (T *)((char *)D + d_bytes), ds_bytes, B, T_, C, NH, dr)) return;
         switch (attn_tc_hs(be, hs, B, NH)) {
         case 32: attn_backward_tc<T, 32>(be, dqkv, dout, qkv, lse, D, B, T_, C, NH, dr); return;
         case 64: attn_backward_tc<T, 64>(be, dqkv, dout, qkv, lse, D, B, T_, C, NH, dr); return;

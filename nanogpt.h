@@ -386,7 +386,9 @@ struct ngpt_backend {
     void (*destroy)(ngpt_backend *be);
     /* Memory. arena_alloc makes the single device allocation and the single host allocation (pinned on
      * the GPU) of a run; nothing else is allocated afterwards. scratch_bytes says how much device scratch
-     * the backend wants for shapes s (the planner reserves it); set_scratch hands it over. */
+     * the backend needs for shapes s (the planner reserves it); set_scratch hands it over. More may make
+     * an op faster (the CUDA attention backward on a Hopper keeps dS^T in it, for as many heads at a time
+     * as fit). */
     int (*arena_alloc)(ngpt_backend *be, size_t device_bytes, void **device, size_t host_bytes, void **host);
     void (*arena_free)(ngpt_backend *be);
     size_t (*scratch_bytes)(ngpt_backend *be, const ngpt_shape *s);

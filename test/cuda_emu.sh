@@ -285,7 +285,11 @@ MUTANTS=(
     "wgmma attention keeps O unscaled when a key tile raises a row's max|90||o[i] *= corr[(i >> 1) & 1];|(void)corr;"
     "wgmma attention backward: dK, dV's producer refills a query stage its consumers may still read|90||mbar_wait(&empty[s], ((i / FA_STAGES) & 1) ^ 1);|"
     "wgmma attention backward: dK, dV unmasked where queries precede the block's keys|90||const bool mask = q0 < k0 + FA_BN|const bool mask = q0 < k0"
-    "wgmma attention backward: dQ's dS leaves out D|90||s[x] = p * (dp[x] - Dr[r]); /* dS */|s[x] = p * dp[x];"
+    "wgmma attention backward: dK, dV's dS^T boxes written unswizzled|90||(((2 * kk + (x >> 1)) ^ g) << 4)|((2 * kk + (x >> 1)) << 4)"
+    "wgmma attention backward: a dS^T box rewritten while its store may still read it|90||if (lane == 0) bulk_wait_read<1>(); /* the copy engine has read what it stored from this box two tiles ago */|if (lane == 0) bulk_wait_read<2>();"
+    "wgmma attention backward: dK, dV's kernel ends with its dS^T stores unwaited|90||if (lane == 0) bulk_wait_written(); /* the dS^T tiles are written|/* the dS^T tiles are written"
+    "wgmma attention backward: dQ reads a later key block's dS^T tiles|90||fb_ds_tile(kb, nqt) + 2 * (m - kb)); /* (kb, query tile 2m) */|fb_ds_tile(kb, nqt) + 2 * m - kb);"
+    "wgmma attention backward: a group of heads stores dS^T at the rows of its heads' place among all|90||const int ds_row0 = (int)(((long long)blockIdx.y * fb_ds_tiles(T_)|const int ds_row0 = (int)(((long long)(bh0 + blockIdx.y) * fb_ds_tiles(T_)"
 )
 mutant() { # INDEX: builds and runs mutant INDEX on its emulated GPU, into $OUT/mutant_INDEX/
     local name cc args from to d=$OUT/mutant_$1 a envs=() flags=()

@@ -450,9 +450,11 @@ static void t_layernorm(int N, int C, int bias) {
     tg_end();
 }
 
-static void t_attention(int B, int NH, int T, int hs, float p) {
+/* scratch: the GPU backward's scratch, where not 0 (the wgmma backward keeps dS^T after D: with room for one
+ * head's it runs the heads in groups, with less the mma.sync kernels run) */
+static void t_attention_scratch(int B, int NH, int T, int hs, float p, size_t scratch) {
     int dt = tg_gpu->dtype, C = NH * hs;
-    tg_begin("attention B=%d NH=%d T=%d hs=%d dropout=%g", B, NH, T, hs, p);
+    tg_begin("attention B=%d NH=%d T=%d hs=%d dropout=%g%s", B, NH, T, hs, p, scratch ? " (small scratch)" : "");
     ngpt_dropout drop = {.p = p, .seed = 1234567, .stream = 89, .offset = (uint64_t)B * NH * T * T * 3};
     size_t nqkv = (size_t)B * T * 3 * C, nout = (size_t)B * T * C, nlse = (size_t)B * NH * T;
     float *qkv = tg_rand(nqkv, 1.0f, 0, dt), *dout = tg_rand(nout, 1.0f, 0, dt);
@@ -478,14 +480,17 @@ static void t_attention(int B, int NH, int T, int hs, float p) {
         }
         PUT(Bout2, out_ref);
         PUT(Blse2, lse_ref);
+        if (rep && scratch) tg_gpu->set_scratch(tg_gpu, tg_gpu_dev, scratch);
         be->attention_backward(be, PTR(Bdqkv), PTR(Bdout), PTR(Bqkv), PTR(Bout2), (float *)PTR(Blse2), B, T, C, NH, &drop);
         be->sync(be);
+        if (rep && scratch) tg_gpu->set_scratch(tg_gpu, tg_gpu_dev, tg_gpu_base);
         if (rep) tg_grab(outs, 3, rep - 1);
     }
     tg_finish(outs, 3);
     free(qkv); free(dout); free(out_ref); free(lse_ref);
     tg_end();
 }
+static void t_attention(int B, int NH, int T, int hs, float p) { t_attention_scratch(B, NH, T, hs, p, 0); }
 
 /* generation with a KV cache: position t of S sequences. The cache is random except position t, which is
  * NaN until the op writes it; the positions after t must come back untouched. */
@@ -875,7 +880,7 @@ static void t_contract(void) {
     ngpt_shape shapes[] = {{12, 1024, 768, 12, 12, 50304, 1024}, {1, 64, 96, 2, 2, 128, 64}, {64, 1024, 1600, 25, 48, 50304, 4096},
                            {4, 256, 48, 3, 1, 64, 256}};
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
-        size_t mine = tg_gpu->scratch_bytes(tg_gpu, &shapes[i]), planned = cuda_scratch_bytes(&shapes[i]);
+        size_t mine = tg_gpu->scratch_bytes(tg_gpu, &shapes[i]), planned = cuda_scratch_bytes(&shapes[i], 0);
         CHECK(mine <= planned, "scratch_bytes %zu > the planner's cuda_scratch_bytes %zu for B=%d T=%d C=%d", mine, planned, shapes[i].B,
               shapes[i].T, shapes[i].C);
     }
@@ -952,6 +957,10 @@ static void tg_attention_sweep(void) {
     t_attention(1, 2, 200, 64, 0.1f); /* four key tiles: each double buffer is refilled after use (a missing barrier races) */
     t_attention(1, 2, 520, 64, 0.0f); /* five 128-key tiles: each of the wgmma forward's three stages is refilled */
     t_attention(2, 2, 256, 64, 0.0f); /* two sequences of whole 128-row tiles (the copy engine's boxes end at the sequence) */
+    /* the wgmma backward's dS^T in a scratch of D (3 KB) and 1.5 heads' tiles (6 of 16 KB each): three
+     * groups of one head; then a scratch of D alone: the mma.sync kernels */
+    t_attention_scratch(1, 3, 200, 64, 0.0f, 3072 + 9 * 16384);
+    t_attention_scratch(2, 2, 65, 64, 0.0f, 2048);
     if (!S) {
         t_attention(1, 4, 256, 64, 0.0f);
         t_attention(2, 12, 256, 64, 0.1f);
