@@ -273,7 +273,7 @@ MUTANTS=(
     "TMA kernel stages an edge tile in boxes the copy engine may still read|90|--matmul-only|if (lane == 0) bulk_wait_read<0>(); /* the staging|/* the staging"
     "TMA kernel's direct epilogue writes a box the copy engine may still read|90|--matmul-only|else bulk_wait_read<1>();|else bulk_wait_read<2>();"
     "TMA kernel's direct epilogue writes GELU's out and aux through one box|90|--matmul-only|box_aux = buf + MM_BOX_BYTES;|box_aux = buf;"
-    "TMA kernel ends with its bulk stores unwaited|90|--matmul-only|if (lane == 0) bulk_wait_written();|"
+    "TMA kernel ends with its bulk stores unwaited|90|--matmul-only|if (lane == 0) bulk_wait_written(); /* the stores are written|/* the stores are written"
     "TMA kernel's direct epilogue writes a tile's first box while the last tile's store from it may still read it|90|--matmul-only|box == 0) bulk_wait_read<0>();|box == -1) bulk_wait_read<0>();"
     "TMA kernel walks tiles 192 wide 256 columns apart|90|--matmul-only|r.n0 = (rest % tiles_n) * bn;|r.n0 = (rest % tiles_n) * TM_BN;"
     "TMA kernel's direct epilogue does not move the next group's accumulators to the front|90|--matmul-only|d[k] = d[k + 4 * FG]; /* the next group's|d[k] = d[k + 2 * FG]; /* the next group's"
