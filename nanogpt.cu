@@ -57,6 +57,9 @@ typedef struct {
     void *encode_tensor_map;   /* the driver's cuTensorMapEncodeTiled (TMA kernel only) */
     int mm_blocks_per_sm;      /* blocks of that matmul kernel one SM runs at once (split-K's wave size) */
     int sync_each_launch;      /* NGPT_CUDA_SYNC=1: wait for every kernel (debugging: faults named by kernel) */
+    const void *ln_bwd_kernel; /* layernorm_backward's last kernel and row width (its warps and shared memory follow from C): */
+    int ln_bwd_C;              /* its attribute set and its blocks an SM asked once, not at each of a step's calls */
+    int ln_bwd_per_sm;
     void *dev_arena, *host_arena;
     void *scratch;             /* device scratch handed over by set_scratch, 256-byte aligned */
     size_t scratch_bytes;
@@ -655,9 +658,16 @@ static void layernorm_backward_t(ngpt_backend *be, T *dinp, T *dw, T *db, const 
     int G = 0;
     float *partial = NULL;
     auto launch = [&](auto *kernel) { /* false on failure */
-        if (smem > 48 * 1024 && CU_CHECK(be, cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem))) return false;
-        int per_sm = 0;
-        if (CU_CHECK(be, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, 32 * W, smem))) return false;
+        if (im->ln_bwd_kernel != (const void *)kernel || im->ln_bwd_C != C) {
+            if (smem > 48 * 1024 && CU_CHECK(be, cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem)))
+                return false;
+            int n = 0;
+            if (CU_CHECK(be, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, 32 * W, smem))) return false;
+            im->ln_bwd_kernel = (const void *)kernel;
+            im->ln_bwd_C = C;
+            im->ln_bwd_per_sm = n;
+        }
+        const int per_sm = im->ln_bwd_per_sm;
         long long g = (long long)im->sm_count * (per_sm > 0 ? per_sm : 1), rows = ((long long)N + W - 1) / W;
         G = (int)(g < rows ? (g < LN_GROUPS ? g : LN_GROUPS) : (rows < LN_GROUPS ? rows : LN_GROUPS));
         partial = (float *)scratch_get(be, (size_t)G * per_warp, "layernorm_backward");
@@ -3340,13 +3350,13 @@ static void attention_backward_t(ngpt_backend *be, T *dqkv, const T *dout, const
     int hs = C / NH;
     float *D = (float *)scratch_get(be, rows * sizeof(float), "attention_backward");
     if (!D) return;
-    const size_t d_bytes = (rows * sizeof(float) + 1023) / 1024 * 1024; /* the wgmma backward's dS^T tiles take the scratch after D */
     constexpr int VEC = 16 / sizeof(T);
     const unsigned rowdot_blocks = (unsigned)((rows * ROWDOT_LANES + 255) / 256);
     auto *rowdot = rows_vectorizable<T>(hs, dout, out) && C % VEC == 0 ? attn_rowdot_kernel<T, VEC> : attn_rowdot_kernel<T, 1>;
     rowdot<<<rowdot_blocks, 256, 0, im->stream>>>(D, dout, out, B, T_, C, NH, hs);
     if (CU_LAUNCHED(be, "attn_rowdot_kernel")) return;
     if constexpr (sizeof(T) == 2) {
+        const size_t d_bytes = (rows * sizeof(float) + 1023) / 1024 * 1024; /* the wgmma backward's dS^T tiles take the scratch after D */
         const size_t ds_bytes = im->scratch_bytes > d_bytes ? im->scratch_bytes - d_bytes : 0;
         if (attn_backward_wgmma<T>(be, dqkv, dout, qkv, lse, D, (T *)((char *)D + d_bytes), ds_bytes, B, T_, C, NH, dr)) return;
         switch (attn_tc_hs(be, hs, B, NH)) {
