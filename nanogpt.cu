@@ -1084,7 +1084,7 @@ template <int N> static __device__ __forceinline__ void bulk_wait_read() {
 static __device__ __forceinline__ void fence_async_proxy() {
     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
 }
-template <int KIND, int NF, bool BULK, typename T>
+template <int KIND, int NF, bool BULK, bool ACC, typename T>
 static __device__ __forceinline__ void mm_epilogue_direct(const MmEpilogue<T> &ep, int row0, int col0, float (&d)[4 * NF], int lane,
                                                           unsigned char *buf = NULL, const CUtensorMap *map_out = NULL,
                                                           const CUtensorMap *map_aux = NULL) {
@@ -1097,8 +1097,9 @@ static __device__ __forceinline__ void mm_epilogue_direct(const MmEpilogue<T> &e
     constexpr bool AUX = KIND == EPI_DGELU || KIND == EPI_RESIDUAL;
     const size_t first = (size_t)(row0 + g) * ep.ldc + col0 + 2 * tq, second = first + 8 * ep.ldc;
     const T *bias = ep.bias ? ep.bias + col0 + 2 * tq : NULL;
-    MmVec2<T> b[FG] = {}, x[2 * FG] = {}, nb[FG] = {}, nx[2 * FG] = {}; /* this group's bias and aux (rows g, g + 8), the next group's */
-    auto load = [&](int grp, MmVec2<T>(&bb)[FG], MmVec2<T>(&xx)[2 * FG]) {
+    /* this group's bias, aux and (ACC) old values (rows g, g + 8), and the next group's */
+    MmVec2<T> b[FG] = {}, x[2 * FG] = {}, o[2 * FG] = {}, nb[FG] = {}, nx[2 * FG] = {}, no[2 * FG] = {};
+    auto load = [&](int grp, MmVec2<T>(&bb)[FG], MmVec2<T>(&xx)[2 * FG], MmVec2<T>(&oo)[2 * FG]) {
 #pragma unroll
         for (int j = 0; j < FG; j++) {
             const int c = 8 * (FG * grp + j);
@@ -1107,14 +1108,18 @@ static __device__ __forceinline__ void mm_epilogue_direct(const MmEpilogue<T> &e
                 xx[2 * j] = *(const MmVec2<T> *)(ep.aux + first + c);
                 xx[2 * j + 1] = *(const MmVec2<T> *)(ep.aux + second + c);
             }
+            if (ACC) {
+                oo[2 * j] = *(const MmVec2<T> *)(ep.out + first + c);
+                oo[2 * j + 1] = *(const MmVec2<T> *)(ep.out + second + c);
+            }
         }
     };
-    load(0, b, x);
+    load(0, b, x, o);
 #pragma unroll UNROLL
     for (int grp = 0; grp < GROUPS; grp++) {
         const int box = grp / GPB; /* BULK: the box (64 columns) this group is part of, and where it goes */
         unsigned char *box_out = NULL, *box_aux = NULL;
-        if (grp + 1 < GROUPS) load(grp + 1, nb, nx);
+        if (grp + 1 < GROUPS) load(grp + 1, nb, nx, no);
         if constexpr (BULK) {
             box_out = buf + (KIND == EPI_GELU ? 0 : (box & 1) * MM_BOX_BYTES);
             box_aux = buf + MM_BOX_BYTES;
@@ -1134,7 +1139,7 @@ static __device__ __forceinline__ void mm_epilogue_direct(const MmEpilogue<T> &e
             for (int h = 0; h < 2; h++) /* h: row g, row g + 8 */
 #pragma unroll
                 for (int e = 0; e < 2; e++)
-                    r[h].v[e] = mm_value(KIND, bias != NULL, false, d[4 * j + 2 * h + e], b[j].v[e], from_f<T>(0.0f),
+                    r[h].v[e] = mm_value(KIND, bias != NULL, ACC, d[4 * j + 2 * h + e], b[j].v[e], ACC ? o[2 * j + h].v[e] : from_f<T>(0.0f),
                                          AUX ? x[2 * j + h].v[e] : from_f<T>(0.0f));
             /* BULK: row g + 8h of the box, its 16-byte chunk FG (grp % GPB) + j (the fragment) swizzled by the row */
             const int at = g * 128 + (((FG * (grp % GPB) + j) ^ g) << 4) + 4 * tq;
@@ -1172,16 +1177,66 @@ static __device__ __forceinline__ void mm_epilogue_direct(const MmEpilogue<T> &e
             b[j] = nb[j];
             x[2 * j] = nx[2 * j];
             x[2 * j + 1] = nx[2 * j + 1];
+            o[2 * j] = no[2 * j];
+            o[2 * j + 1] = no[2 * j + 1];
         }
     }
 }
+/* A split-K slice's whole tile straight from the accumulators: a warp's 16 rows x 8 NF columns of fp32 results
+ * (d as in mm_epilogue_direct) to rows prow0 .. prow0 + 15 of the slices, which are one matrix of N columns and
+ * splits x M rows (slice z's row r at z M + r; splitk_reduce_kernel adds them). The mma.sync kernel (BULK false)
+ * stores 8 bytes a row a fragment, four lanes' 32 bytes a whole sector. The TMA kernel stores a box of 16 rows x 32
+ * floats (128-byte rows in the 16-bit boxes' swizzle) at a time through the copy engine (map: the slices' matrix),
+ * alternating the warp's two boxes as the plain kind does. The staged epilogue wrote the slices in whole sectors
+ * too, but through its staging, a chunk of 32 columns at a time; the weight gradients of GPT-2's layers (K = the
+ * micro-batch's tokens, 54 to 72 tiles of 128 x 256) and the classifier's input gradient (K = the vocabulary) all
+ * run as slices. */
+template <int NF, bool BULK>
+static __device__ __forceinline__ void mm_slice_direct(float *slices, int N, int prow0, int col0, const float (&d)[4 * NF], int lane,
+                                                       unsigned char *buf = NULL, const CUtensorMap *map = NULL) {
+    static_assert(NF % 4 == 0, "whole boxes of 32 columns");
+    const int g = lane >> 2, tq = lane & 3;
+#pragma unroll
+    for (int box = 0; box < NF / 4; box++) {
+        unsigned char *bx = buf + (box & 1) * MM_BOX_BYTES;
+        if constexpr (BULK) { /* the copy engine has read what it last stored from this box (a tile's first: from either) */
+            if (lane == 0) {
+                if (box == 0) bulk_wait_read<0>();
+                else bulk_wait_read<1>();
+            }
+            __syncwarp();
+        }
+#pragma unroll
+        for (int j = 0; j < 4; j++) { /* fragment 4 box + j: columns 8 j + 2 tq, + 1 of the box, bytes 32 j + 8 tq of its row */
+            const int i = 4 * box + j;
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                const float2 v = make_float2(d[4 * i + 2 * h], d[4 * i + 2 * h + 1]);
+                if constexpr (BULK) *(float2 *)(bx + (g + 8 * h) * 128 + (((2 * j + (tq >> 1)) ^ g) << 4) + 8 * (tq & 1)) = v;
+                else *(float2 *)(slices + (size_t)(prow0 + g + 8 * h) * N + col0 + 8 * i + 2 * tq) = v;
+            }
+        }
+        if constexpr (BULK) {
+            fence_async_proxy();
+            __syncwarp();
+            if (lane == 0) {
+                tma_store(map, col0 + 32 * box, prow0, bx);
+                bulk_commit();
+            }
+        }
+    }
+}
+
 /* The epilogue kinds the TMA and mma.sync kernels are built with a direct path for (EK), by layout: the
- * forward's (plain, GELU, residual) and the input gradient's (plain, GELU's derivative); the weight gradient
- * accumulates and never takes it. One kind a build keeps each build's machine code to the main loop, the
- * staged epilogue and one direct one (all four in one build made the TMA kernel 114 KB on sm_90a). */
+ * forward's (plain, GELU, residual) and the input gradient's (plain, GELU's derivative). One kind a build keeps
+ * each build's machine code to the main loop, the staged epilogue and one direct one (all four in one build
+ * made the TMA kernel 114 KB on sm_90a). */
 template <bool A_K, bool B_K> static constexpr bool mm_direct_kind(int kind) {
     return kind == EPI_PLAIN || (A_K && B_K && (kind == EPI_GELU || kind == EPI_RESIDUAL)) || (A_K && !B_K && kind == EPI_DGELU);
 }
+/* Whether a layout's direct path accumulates (adds the old values, as mm_value does when accumulating): the
+ * weight gradient's (A and B m- and n-contiguous), which the model always accumulates, and only it */
+template <bool A_K, bool B_K> static __host__ __device__ constexpr bool mm_direct_acc() { return !A_K && !B_K; }
 /* launch(std::integral_constant<int, EK>()) for a product of epilogue kind `kind`: EK = kind where that
  * layout has a build for it, else EPI_PLAIN (whose direct path the other kinds never take) */
 template <bool A_K, bool B_K, typename F> static void mm_launch_kind(int kind, F &&launch) {
@@ -1190,23 +1245,32 @@ template <bool A_K, bool B_K, typename F> static void mm_launch_kind(int kind, F
     else if (mm_direct_kind<A_K, B_K>(EPI_RESIDUAL) && kind == EPI_RESIDUAL) launch(std::integral_constant<int, EPI_RESIDUAL>());
     else launch(std::integral_constant<int, EPI_PLAIN>());
 }
-/* Whether a bm x bn tile at (m0, n0) takes mm_epilogue_direct */
-template <typename T> static __device__ __forceinline__ bool mm_direct_ok(const MmEpilogue<T> &ep, int M, int N, int m0, int n0, int bm, int bn) {
-    return ep.direct && !ep.partial && !ep.accumulate && m0 + bm <= M && n0 + bn <= N && (ep.ldc & 1) == 0 &&
+/* Whether a bm x bn tile at (m0, n0) is written straight from the accumulators: a whole tile of a split-K
+ * slice (mm_slice_direct; N even, so every row of the slices is 8-byte aligned), or a whole one of a product of
+ * the build's kind EK that accumulates where the build does (ACC: mm_direct_acc) with out, aux and bias 4-byte
+ * aligned and ldc even (mm_epilogue_direct) */
+template <int EK, bool ACC, typename T>
+static __device__ __forceinline__ bool mm_direct_ok(const MmEpilogue<T> &ep, int M, int N, int m0, int n0, int bm, int bn) {
+    if (!ep.direct || m0 + bm > M || n0 + bn > N) return false;
+    if (ep.partial) return (N & 1) == 0;
+    return ep.kind == EK && (ep.accumulate != 0) == ACC && (ep.ldc & 1) == 0 &&
            (((uintptr_t)ep.out | (uintptr_t)ep.aux | (uintptr_t)ep.bias) & (2 * sizeof(T) - 1)) == 0;
 }
 
 /* The mma.sync kernel's direct epilogue: a warp's 64 x 32 (acc[i][j]: rows 16 i.., fragment j), 16 rows at a
- * time; the GELU kinds keep that loop rolled, moving acc down a row block each turn */
-template <int EK, typename T>
-static __device__ __forceinline__ void mm_tc_direct(const MmEpilogue<T> &ep, int row0, int col0, float (&acc)[4][4][4], int lane) {
+ * time, to out or (ep.partial) to slice `slice` of M rows; the GELU kinds keep that loop rolled, moving acc
+ * down a row block each turn */
+template <int EK, bool ACC, typename T>
+static __device__ __forceinline__ void mm_tc_direct(const MmEpilogue<T> &ep, int M, int N, int slice, int row0, int col0, float (&acc)[4][4][4],
+                                                    int lane) {
     [[maybe_unused]] constexpr int UNROLL = EK == EPI_GELU || EK == EPI_DGELU ? 1 : 4; /* read by nvcc's pragma alone */
 #pragma unroll UNROLL
     for (int i = 0; i < 4; i++) {
         float d[16];
 #pragma unroll
         for (int k = 0; k < 16; k++) d[k] = acc[0][k >> 2][k & 3];
-        mm_epilogue_direct<EK, 4, false>(ep, row0 + 16 * i, col0, d, lane);
+        if (ep.partial) mm_slice_direct<4, false>(ep.partial, N, slice * M + row0 + 16 * i, col0, d, lane);
+        else mm_epilogue_direct<EK, 4, false, ACC>(ep, row0 + 16 * i, col0, d, lane);
 #pragma unroll
         for (int k = 0; k < 48; k++) acc[k >> 4][(k >> 2) & 3][k & 3] = acc[(k >> 4) + 1][(k >> 2) & 3][k & 3]; /* the next row block to the front */
     }
@@ -1274,8 +1338,8 @@ __global__ void __launch_bounds__(MM_THREADS, 2) /* two blocks an SM, every buil
         }
     }
     cp_async_wait<0>();
-    if (ep.kind == EK && mm_direct_ok(ep, M, N, m0, n0, MM_BM, MM_BN)) { /* the same for the whole block */
-        mm_tc_direct<EK>(ep, m0 + wm, n0 + wn, acc, lane);
+    if (mm_direct_ok<EK, mm_direct_acc<A_K, B_K>()>(ep, M, N, m0, n0, MM_BM, MM_BN)) { /* the same for the whole block */
+        mm_tc_direct<EK, mm_direct_acc<A_K, B_K>()>(ep, M, N, blockIdx.z, m0 + wm, n0 + wn, acc, lane);
         return;
     }
     __syncthreads(); /* every warp is done with the tiles: their memory stages the epilogue */
@@ -1682,7 +1746,8 @@ static __device__ __forceinline__ TmTile tm_tile(int t, int M, int N, int K, int
 #endif
 
 /* tmOut, tmAux: out and aux in boxes of 64 columns x 16 rows, for the direct epilogue's stores (made where
- * ep.direct is set; tmAux for EPI_GELU). BN: the tiles' width, TM_BN or TM_BN_NARROW (tma_tile_n) */
+ * ep.direct is set; tmAux for EPI_GELU); for split-K, tmOut is the fp32 slices in boxes of 32 x 16. BN: the
+ * tiles' width, TM_BN or TM_BN_NARROW (tma_tile_n) */
 template <typename T, bool A_K, bool B_K, int EK, int BN>
 __global__ void __launch_bounds__(TM_THREADS, 1)
     matmul_tma_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB, const __grid_constant__ CUtensorMap tmOut,
@@ -1764,8 +1829,9 @@ __global__ void __launch_bounds__(TM_THREADS, 1)
          * w's 16 rows, d[4i+2], d[4i+3] at row g + 8; a whole tile written from there, others staged and written 32
          * columns at a time, as there */
         const int row0 = tl.m0 + cw * 64 + w * 16;
-        if (ep.kind == EK && mm_direct_ok(ep, M, N, tl.m0, tl.n0, TM_BM, BN)) {
-            mm_epilogue_direct<EK, BN / 8, true>(ep, row0, tl.n0, d, lane, warp_epi, &tmOut, &tmAux);
+        if (mm_direct_ok<EK, mm_direct_acc<A_K, B_K>()>(ep, M, N, tl.m0, tl.n0, TM_BM, BN)) {
+            if (ep.partial) mm_slice_direct<BN / 8, true>(ep.partial, N, tl.slice * M + row0, tl.n0, d, lane, warp_epi, &tmOut);
+            else mm_epilogue_direct<EK, BN / 8, true, mm_direct_acc<A_K, B_K>()>(ep, row0, tl.n0, d, lane, warp_epi, &tmOut, &tmAux);
         } else {
             if (lane == 0) bulk_wait_read<0>(); /* the staging overwrites the boxes: the copy engine has read them */
             __syncwarp();
@@ -1793,13 +1859,15 @@ static void *find_tensor_map_encoder(void) {
     return fn;
 }
 
-/* A row-major matrix of `outer` rows of `inner` 16-bit elements (row stride ld) read or written by the copy
- * engine in boxes of box_inner x box_outer with 128-byte swizzling; 0 on success. */
+/* A row-major matrix of `outer` rows of `inner` elements (16-bit, or fp32 split-K slices; row stride ld) read
+ * or written by the copy engine in boxes of box_inner x box_outer with 128-byte swizzling; 0 on success. */
 template <typename T>
 static int tma_map(const CudaImpl *im, CUtensorMap *map, const T *p, size_t inner, size_t outer, size_t ld, unsigned box_inner, unsigned box_outer) {
     cuuint64_t dims[2] = {(cuuint64_t)inner, (cuuint64_t)outer}, strides[1] = {(cuuint64_t)(ld * sizeof(T))};
     cuuint32_t box[2] = {box_inner, box_outer}, unit[2] = {1, 1};
-    CUtensorMapDataType type = std::is_same<T, __half>::value ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+    CUtensorMapDataType type = std::is_same<T, float>::value    ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32
+                               : std::is_same<T, __half>::value ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16
+                                                                : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
     return ((TensorMapEncodeTiled)im->encode_tensor_map)(map, type, 2, (void *)p, dims, strides, box, unit, CU_TENSOR_MAP_INTERLEAVE_NONE,
                                                           CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
                                                           CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS;
@@ -1845,15 +1913,19 @@ static int gemm_tma(ngpt_backend *be, const T *A, const T *B, int M, int N, int 
     unsigned grid = (unsigned)(tiles < im->sm_count ? tiles : im->sm_count);
     MmEpilogue<T> ep = ep_in;
     /* the direct epilogue's stores go through the copy engine: out (and GELU's aux) 16-byte aligned with rows
-     * a multiple of 16 bytes apart, else every tile is staged */
+     * a multiple of 16 bytes apart, else every tile is staged; split-K slices (rows of N floats) likewise */
     CUtensorMap mo, mx;
     memset(&mo, 0, sizeof mo);
     memset(&mx, 0, sizeof mx);
     const bool gelu = ep.kind == EPI_GELU;
-    ep.direct = im->direct_epilogue && !ep.partial && !ep.accumulate && mm_direct_kind<A_K, B_K>(ep.kind) &&
-                (ep.ldc * sizeof(T)) % 16 == 0 && (((uintptr_t)ep.out | (gelu ? (uintptr_t)ep.aux : 0)) & 15) == 0 &&
-                !tma_map(im, &mo, ep.out, (size_t)N, (size_t)M, ep.ldc, 64, 16) &&
-                !(gelu && tma_map(im, &mx, ep.aux, (size_t)N, (size_t)M, ep.ldc, 64, 16));
+    if (ep.partial)
+        ep.direct = im->direct_epilogue && N % 4 == 0 && ((uintptr_t)ep.partial & 15) == 0 &&
+                    !tma_map(im, &mo, ep.partial, (size_t)N, (size_t)M * splits, (size_t)N, 32, 16);
+    else
+        ep.direct = im->direct_epilogue && (ep.accumulate != 0) == mm_direct_acc<A_K, B_K>() && mm_direct_kind<A_K, B_K>(ep.kind) &&
+                    (ep.ldc * sizeof(T)) % 16 == 0 && (((uintptr_t)ep.out | (gelu ? (uintptr_t)ep.aux : 0)) & 15) == 0 &&
+                    !tma_map(im, &mo, ep.out, (size_t)N, (size_t)M, ep.ldc, 64, 16) &&
+                    !(gelu && tma_map(im, &mx, ep.aux, (size_t)N, (size_t)M, ep.ldc, 64, 16));
     mm_launch_kind<A_K, B_K>(ep.kind, [&](auto ek) {
         constexpr int EK = decltype(ek)::value;
         if (bn == TM_BN_NARROW) tma_launch<T, A_K, B_K, EK, TM_BN_NARROW>(be, grid, ma, mb, mo, mx, M, N, K, kps, (int)tiles, ep);
@@ -1863,14 +1935,30 @@ static int gemm_tma(ngpt_backend *be, const T *A, const T *B, int M, int N, int 
 }
 
 /* Split-K's second pass: the sum of the slices (ep.partial) in slice order, finished as any product's
- * result. Deterministic: the slice count depends only on the shape, the GPU and the planned scratch. */
+ * result. Deterministic: the slice count depends only on the shape, the GPU and the planned scratch. A thread
+ * takes 4 adjacent results (SPLITK_VEC), reading them 16 bytes at a time from each slice where N is a multiple
+ * of 4 (every row of the slices then starts 16-byte aligned), else one at a time. */
+#define SPLITK_VEC 4
 template <typename T> __global__ void splitk_reduce_kernel(MmEpilogue<T> ep, int M, int N, int splits) {
-    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x, MN = (size_t)M * N;
-    if (i >= MN) return;
-    int row = (int)(i / (size_t)N), col = (int)(i % (size_t)N);
-    float v = 0.0f;
-    for (int z = 0; z < splits; z++) v += ep.partial[(size_t)z * MN + i];
-    mm_finish(ep, (size_t)row * ep.ldc + col, col, v);
+    const size_t i0 = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) * SPLITK_VEC, MN = (size_t)M * N;
+    if (i0 >= MN) return;
+    float v[SPLITK_VEC] = {};
+    if (N % SPLITK_VEC == 0) {
+        for (int z = 0; z < splits; z++) {
+            const float4 p = *(const float4 *)(ep.partial + (size_t)z * MN + i0);
+            v[0] += p.x, v[1] += p.y, v[2] += p.z, v[3] += p.w;
+        }
+    } else {
+        for (int z = 0; z < splits; z++)
+#pragma unroll
+            for (int e = 0; e < SPLITK_VEC; e++)
+                if (i0 + e < MN) v[e] += ep.partial[(size_t)z * MN + i0 + e];
+    }
+#pragma unroll
+    for (int e = 0; e < SPLITK_VEC; e++) {
+        const size_t i = i0 + e;
+        if (i < MN) mm_finish(ep, (i / (size_t)N) * ep.ldc + i % (size_t)N, (int)(i % (size_t)N), v[e]);
+    }
 }
 
 /* How many K slices a 16-bit product runs as: more than one only when its bm x bn tiles leave many of the
@@ -1931,7 +2019,7 @@ static void gemm_16_layout(ngpt_backend *be, const T *A, const T *B, int M, int 
         (im->use_wgmma ? gemm_wgmma<T, A_K, B_K> : gemm_tc<T, A_K, B_K>)(be, A, B, M, N, K, lda, ldb, splits, kps, ep1);
     if (kps && be->status == NGPT_OK) {
         size_t MN = (size_t)M * N;
-        splitk_reduce_kernel<T><<<(unsigned)((MN + 255) / 256), 256, 0, im->stream>>>(ep1, M, N, splits);
+        splitk_reduce_kernel<T><<<(unsigned)((MN + 256 * SPLITK_VEC - 1) / (256 * SPLITK_VEC)), 256, 0, im->stream>>>(ep1, M, N, splits);
         CU_LAUNCHED(be, "splitk_reduce_kernel");
     }
 }

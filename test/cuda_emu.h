@@ -103,7 +103,7 @@ void fail(cudaError_t e, const char *fmt, ...);
 int smem_allowed(const void *kernel); /* dynamic shared memory a launch of kernel may ask for */
 
 /* What the emulated driver's cuTensorMapEncodeTiled writes into a CUtensorMap (128 opaque bytes), and the
- * emulated copy engine reads: a 2-D tiled map of 16-bit elements, 128-byte swizzling, zeros out of bounds */
+ * emulated copy engine reads: a 2-D tiled map of 16-bit or 32-bit floats, 128-byte swizzling, zeros out of bounds */
 struct TensorMap {
     uint64_t magic;
     const unsigned char *base;
@@ -1269,25 +1269,27 @@ cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int *n, const void *fu
     *n = smem > (size_t)EMU_SMEM_OPTIN ? 0 : smem > (size_t)EMU_SMEM_OPTIN / 2 ? 1 : 2;
     return cudaSuccess;
 }
-/* The driver's cuTensorMapEncodeTiled for what the emulator's copy engine does: 2-D maps of 16-bit elements
- * with 128-byte swizzling, checked against the driver's documented rules (else CUDA_ERROR_INVALID_VALUE) */
+/* The driver's cuTensorMapEncodeTiled for what the emulator's copy engine does: 2-D maps of 16-bit or 32-bit
+ * floats with 128-byte swizzling, checked against the driver's documented rules (else CUDA_ERROR_INVALID_VALUE) */
 static CUresult emu_encode_tiled(CUtensorMap *map, CUtensorMapDataType type, cuuint32_t rank, void *addr, const cuuint64_t *dims,
                                  const cuuint64_t *strides, const cuuint32_t *box, const cuuint32_t *elem_strides,
                                  CUtensorMapInterleave interleave, CUtensorMapSwizzle swizzle, CUtensorMapL2promotion l2,
                                  CUtensorMapFloatOOBfill fill) {
     (void)l2;
     const char *why = NULL;
-    if (type != CU_TENSOR_MAP_DATA_TYPE_FLOAT16 && type != CU_TENSOR_MAP_DATA_TYPE_BFLOAT16) why = "data type (only 16-bit floats are emulated)";
+    const cuuint32_t elem = type == CU_TENSOR_MAP_DATA_TYPE_FLOAT32 ? 4 : 2;
+    if (type != CU_TENSOR_MAP_DATA_TYPE_FLOAT16 && type != CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 && type != CU_TENSOR_MAP_DATA_TYPE_FLOAT32)
+        why = "data type (only 16-bit and 32-bit floats are emulated)";
     else if (rank != 2) why = "rank (only 2 is emulated)";
     else if (!map || ((uintptr_t)map % 64)) why = "the map's address (64-byte aligned)";
     else if (!addr || (uintptr_t)addr % 16) why = "global address (16-byte aligned)";
     else if (dims[0] < 1 || dims[1] < 1 || dims[0] > (1ull << 32) || dims[1] > (1ull << 32)) why = "dimensions (1 .. 2^32)";
     else if (strides[0] % 16 || strides[0] >= (1ull << 40)) why = "row stride (a multiple of 16 bytes, below 2^40)";
-    else if (box[0] < 1 || box[0] > 256 || box[1] < 1 || box[1] > 256 || (box[0] * 2) % 16) why = "box (1 .. 256 each, inner a multiple of 16 bytes)";
+    else if (box[0] < 1 || box[0] > 256 || box[1] < 1 || box[1] > 256 || (box[0] * elem) % 16) why = "box (1 .. 256 each, inner a multiple of 16 bytes)";
     else if (elem_strides[0] != 1 || elem_strides[1] != 1) why = "element strides (only 1 is emulated)";
     else if (interleave != CU_TENSOR_MAP_INTERLEAVE_NONE) why = "interleave (only none is emulated)";
     else if (swizzle != CU_TENSOR_MAP_SWIZZLE_128B) why = "swizzle (only 128 bytes is emulated)";
-    else if (box[0] * 2 != 128) why = "box's inner size (128 bytes with 128-byte swizzling; shorter ones are not emulated)";
+    else if (box[0] * elem != 128) why = "box's inner size (128 bytes with 128-byte swizzling; shorter ones are not emulated)";
     else if (fill != CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) why = "out-of-bounds fill (only zeros are emulated)";
     if (why) {
         fprintf(stderr, "cuda emulator: cuTensorMapEncodeTiled: bad %s\n", why);
@@ -1300,7 +1302,7 @@ static CUresult emu_encode_tiled(CUtensorMap *map, CUtensorMapDataType type, cuu
     tm.dims[0] = dims[0], tm.dims[1] = dims[1];
     tm.stride = strides[0];
     tm.box[0] = box[0], tm.box[1] = box[1];
-    tm.elem_bytes = 2;
+    tm.elem_bytes = elem;
     memset(map, 0, sizeof *map);
     memcpy(map, &tm, sizeof tm);
     return CUDA_SUCCESS;

@@ -4,10 +4,10 @@
 # (f16: m16n8k8, plain loads) and sm_90 (the wgmma kernels: the TMA matmul and the attention kernels with
 # their mbarriers, warp specialisation and setmaxnreg, and the cp.async matmul), test_gpu_train --quick on
 # the sm_80 and sm_90 (whole steps, determinism, no allocation, resume, KV-cache sampling), the nanogpt
-# program on all three (train, resume, sample, plan, bench), then forty-one mutants of nanogpt.cu that it
-# must catch. No GPU needed; ./build.sh test runs it. Needs nvcc's headers (not nvcc itself: the host C++
-# compiler builds the rewritten nanogpt.cu) and perl. Ends with "summary: N passed, N failed" (each
-# program's counts, and one per mutant).
+# program on all three (train, resume, sample, plan, bench), then the mutants of nanogpt.cu listed below
+# (MUTANTS), which it must catch. No GPU needed; ./build.sh test runs it. Needs nvcc's headers (not nvcc
+# itself: the host C++ compiler builds the rewritten nanogpt.cu) and perl. Ends with "summary: N passed, N
+# failed" (each program's counts, and one per mutant).
 #
 #   bash test/cuda_emu.sh                   all of it
 #   EMU_CCS=80 bash test/cuda_emu.sh        one emulated GPU, no mutants (EMU_MUTANTS=0 alone skips those)
@@ -264,22 +264,29 @@ MUTANTS=(
     "cp.async wgmma kernel stages its epilogue in tiles the other warpgroup may still read|90|NGPT_MATMUL=wgmma --matmul-only|__syncthreads(); /* both warpgroups' products are done: the tiles' memory stages the epilogue */|"
     "cp.async wgmma kernel fences the async proxy before its copies land, not after|90|NGPT_MATMUL=wgmma --matmul-only|cp_async_wait<WG_STAGES - 3>();                                /* this thread's copies of tile kt have landed */\n        asm volatile(\"fence.proxy.async.shared::cta;\\\\n\" ::: \"memory\");|asm volatile(\"fence.proxy.async.shared::cta;\\\\n\" ::: \"memory\");\n        cp_async_wait<WG_STAGES - 3>();"
     "mma.sync kernel's direct epilogue does not move the next row block to the front|80|--matmul-only|= acc[(k >> 4) + 1][(k >> 2) & 3][k & 3]; /* the next row block|= acc[k >> 4][(k >> 2) & 3][k & 3]; /* the next row block"
-    "mma.sync kernel's direct epilogue puts its row blocks 8 rows apart|80|--matmul-only|mm_epilogue_direct<EK, 4, false>(ep, row0 + 16 * i, col0, d, lane);|mm_epilogue_direct<EK, 4, false>(ep, row0 + 8 * i, col0, d, lane);"
+    "mma.sync kernel's direct epilogue puts its row blocks 8 rows apart|80|--matmul-only|mm_epilogue_direct<EK, 4, false, ACC>(ep, row0 + 16 * i, col0, d, lane);|mm_epilogue_direct<EK, 4, false, ACC>(ep, row0 + 8 * i, col0, d, lane);"
     "TMA kernel's direct epilogue reads row g + 8's aux a row lower|90|--matmul-only|second = first + 8 * ep.ldc;|second = first + 9 * ep.ldc;"
     "TMA kernel's direct epilogue writes row g + 8's results a row lower in its box|90|--matmul-only|*(MmVec2<T> *)(box_out + at + h * 8 * 128) = r[h];|*(MmVec2<T> *)(box_out + at + h * 9 * 128) = r[h];"
     "TMA kernel's direct epilogue writes its boxes unswizzled|90|--matmul-only|(((FG * (grp % GPB) + j) ^ g) << 4)|((FG * (grp % GPB) + j) << 4)"
     "TMA kernel's direct epilogue stores a box before every lane has written it|90|--matmul-only|fence_async_proxy();\n                __syncwarp();|fence_async_proxy();"
     "TMA kernel's direct epilogue stores a box its lanes have not fenced for the async proxy|90|--matmul-only|fence_async_proxy();\n                __syncwarp();|__syncwarp();"
     "TMA kernel stages an edge tile in boxes the copy engine may still read|90|--matmul-only|if (lane == 0) bulk_wait_read<0>(); /* the staging|/* the staging"
-    "TMA kernel's direct epilogue writes a box the copy engine may still read|90|--matmul-only|else bulk_wait_read<1>();|else bulk_wait_read<2>();"
+    "TMA kernel's direct epilogue writes a box the copy engine may still read|90|--matmul-only|box == 0) bulk_wait_read<0>();\n                    else bulk_wait_read<1>();|box == 0) bulk_wait_read<0>();\n                    else bulk_wait_read<2>();"
     "TMA kernel's direct epilogue writes GELU's out and aux through one box|90|--matmul-only|box_aux = buf + MM_BOX_BYTES;|box_aux = buf;"
     "TMA kernel ends with its bulk stores unwaited|90|--matmul-only|if (lane == 0) bulk_wait_written(); /* the stores are written|/* the stores are written"
-    "TMA kernel's direct epilogue writes a tile's first box while the last tile's store from it may still read it|90|--matmul-only|box == 0) bulk_wait_read<0>();|box == -1) bulk_wait_read<0>();"
+    "TMA kernel's direct epilogue writes a tile's first box while the last tile's store from it may still read it|90|--matmul-only|box == 0) bulk_wait_read<0>();\n                    else bulk_wait_read<1>();|box == -1) bulk_wait_read<0>();\n                    else bulk_wait_read<1>();"
     "TMA kernel walks tiles 192 wide 256 columns apart|90|--matmul-only|r.n0 = (rest % tiles_n) * bn;|r.n0 = (rest % tiles_n) * TM_BN;"
     "TMA kernel's direct epilogue does not move the next group's accumulators to the front|90|--matmul-only|d[k] = d[k + 4 * FG]; /* the next group's|d[k] = d[k + 2 * FG]; /* the next group's"
     "TMA kernel's direct epilogue adds the next group's bias|90|--matmul-only|d[4 * j + 2 * h + e], b[j].v[e],|d[4 * j + 2 * h + e], nb[j].v[e],"
     "TMA kernel's direct epilogue rounds the product before adding the bias (a last-bit error)|90||d[4 * j + 2 * h + e], b[j].v[e],|to_f(from_f<T>(d[4 * j + 2 * h + e])), b[j].v[e],"
     "TMA kernel's direct epilogue reads row g's aux for row g + 8|90|--matmul-only|AUX ? x[2 * j + h].v[e]|AUX ? x[2 * j].v[e]"
+    "TMA kernel's direct weight gradient overwrites the old values|90|--matmul-only|mm_value(KIND, bias != NULL, ACC,|mm_value(KIND, bias != NULL, false,"
+    "TMA kernel's direct weight gradient adds row g's old values to row g + 8|90|--matmul-only|ACC ? o[2 * j + h].v[e]|ACC ? o[2 * j].v[e]"
+    "TMA kernel writes its split-K boxes unswizzled|90|--matmul-only|(((2 * j + (tq >> 1)) ^ g) << 4)|((2 * j + (tq >> 1)) << 4)"
+    "TMA kernel rewrites a split-K box its store may still read|90|--matmul-only|if (box == 0) bulk_wait_read<0>();\n                else bulk_wait_read<1>();|if (box == 0) bulk_wait_read<0>();\n                else bulk_wait_read<2>();"
+    "TMA kernel stores every split-K slice's whole tiles at the first slice's rows|90|--matmul-only|mm_slice_direct<BN / 8, true>(ep.partial, N, tl.slice * M + row0,|mm_slice_direct<BN / 8, true>(ep.partial, N, row0,"
+    "mma.sync kernel stores every split-K slice's whole tiles at the first slice's rows|80|--matmul-only|mm_slice_direct<4, false>(ep.partial, N, slice * M + row0|mm_slice_direct<4, false>(ep.partial, N, row0"
+    "split-K's reduce leaves out the last slice where it reads 16 bytes a slice|80|--matmul-only|for (int z = 0; z < splits; z++) {\n            const float4|for (int z = 0; z + 1 < splits; z++) {\n            const float4"
     "wgmma attention reads S before its wgmma completes|90||wgmma.wait_group.sync.aligned 1;\\\\n\" ::: \"memory\"); /* S_j is done|wgmma.wait_group.sync.aligned 2;\\\\n\" ::: \"memory\"); /* S_j is done"
     "wgmma attention: the producer refills a stage its consumers may still read|90||mbar_wait(&empty[s], ((j / FA_STAGES) & 1) ^ 1); /* its last use released (the first passes) */\n            mbar_expect_bytes(&full_k[s]|mbar_expect_bytes(&full_k[s]"
     "wgmma attention keeps O unscaled when a key tile raises a row's max|90||o[i] *= corr[(i >> 1) & 1];|(void)corr;"

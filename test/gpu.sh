@@ -15,8 +15,8 @@
 # bench (nanogpt bench and tools/bench_torch_gpt2.py: end to end, every matmul shape, attention, LayerNorm, the loss, memory;
 # sampling speed with 1 and 10 samples).
 # Not in the default run: recipe (nanoGPT's shakespeare_char GPU recipe, 71 s on an H200: bash test/gpu.sh
-# recipe) and profile (ncu on the default matmul, the attention kernels and the LayerNorm backward, into bench.log, with each one's
-# SASS and its stall samples per instruction).
+# recipe) and profile (ncu on the default matmul, the attention kernels, the LayerNorm backward and split-K's
+# reduction, into bench.log, with each one's SASS and its stall samples per instruction).
 #
 # Logs go to $OUT (the device tool's folder) or ./gpu-logs: build.log, ops.log, sanitize.log, train.log,
 # capped.log, bench.log, recipe.log, summary.txt.
@@ -27,7 +27,7 @@
 # The default run does not fit one 10-minute device call. On an H200 (2026-11-26, fourth run): ops 3
 # minutes (181 s: set GPU_SH_OPS_S to 200 or more; the NGPT_TILE_N=192 runs add about 15%), train under 1
 # without the 300-step curve and 3.7 with it (second run), capped 0.5, bench 2.1 (with the staged-epilogue
-# runs; the 256-wide tiles' run adds about 0.2), profile 0.4 (three kernels then, five now), sanitize 3.6
+# runs; the 256-wide tiles' run adds about 0.2), profile 0.4 (three kernels then, six now), sanitize 3.6
 # (memcheck and synccheck 6 s each, racecheck bf16 59 s, f16 62 s, f32 86 s). So it takes two calls:
 #   GPU_SH_CURVE=0 bash test/gpu.sh ops train capped bench      then      bash test/gpu.sh train sanitize
 # (the second: the curve, then the sanitizers; f32 racecheck starts only with its whole cap left, else SKIP)
@@ -503,9 +503,9 @@ if want bench && [ $BUILT = 0 ] && time_left "benchmarks" 150 bench; then
 fi
 
 # ---- profile (not in the default run; bash test/gpu.sh profile, about a minute): Nsight Compute on the first
-# launch of the default matmul kernel, the attention forward, both attention backward kernels and the
-# LayerNorm backward in `nanogpt bench --kernels` (the qkv forward product; attention and LayerNorm at GPT-2's
-# shapes): speed of light, warp stall reasons (an instruction-cache bound kernel stalls on "no
+# launch of the default matmul kernel, the attention forward, both attention backward kernels, the
+# LayerNorm backward and split-K's reduction in `nanogpt bench --kernels` (the qkv forward product; attention
+# and LayerNorm at GPT-2's shapes; the first weight gradient's slices): speed of light, warp stall reasons (an instruction-cache bound kernel stalls on "no
 # instruction"), memory and instruction statistics. Appended to bench.log ----------------------------------
 if want profile && [ $BUILT = 0 ]; then
     NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -n 1)
@@ -515,7 +515,7 @@ if want profile && [ $BUILT = 0 ]; then
         t0=$(date +%s)
         okp=0
         kernels=("regex:matmul_(tma|wgmma|tc)_kernel" "regex:attn_forward_(wgmma|tc)" "regex:attn_backward_dkdv" "regex:attn_backward_dq"
-            "regex:layernorm_backward_kernel")
+            "regex:layernorm_backward_kernel" "regex:splitk_reduce_kernel")
         for k in "${kernels[@]}"; do
             echo "== ncu $k" >>"$LOG/bench.log"
             rm -f "$BUILD/ncu.ncu-rep"

@@ -932,6 +932,16 @@ static void tg_matmul_sweep(void) {
      * a row, the second's first box in the box the first's last was stored from */
     t_matmul(1100, 64, 384, 1);
     t_matmul_gelu(1100, 384, 384);
+    /* the weight gradient straight from the accumulators, adding the old values (mm_direct_acc): 512 x 512 with
+     * K = 300, 256 wide on the TMA kernel (192 under NGPT_TILE_N, an edge tile beside), 16 mma.sync tiles */
+    t_matmul(300, 512, 512, 1);
+    /* split-K slices of whole tiles straight from the accumulators (mm_slice_direct), two slices each: the weight
+     * gradient (256 x 512, K = 2100), the input gradient (128 x 512, K = 2100, as the classifier's, whose K is the
+     * vocabulary; 192 wide on the TMA kernel, an edge tile staged beside), and the residual projection's forward
+     * (the residual build; the reduce kernel adds it) */
+    t_matmul(2100, 512, 256, 1);
+    t_matmul(128, 512, 2100, 0);
+    t_matmul_residual(128, 2100, 512);
     if (!tg_small) t_matmul_gelu(2048, 768, 3072); /* GPT-2's MLP */
     if (!tg_small) t_matmul_residual(2048, 3072, 768); /* and its projection back into the residual stream */
     if (!tg_small) {
