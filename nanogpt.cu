@@ -53,6 +53,7 @@ typedef struct {
     int use_tma;               /* ... on the TMA one where the operands allow it (else the cp.async one) */
     int direct_epilogue;       /* TMA and mma.sync tiles from the accumulators (NGPT_EPILOGUE=staged: not, to compare) */
     int tma_tile_n;            /* NGPT_TILE_N=192 or 256: every TMA product in tiles that wide (to compare); 0: chosen per product */
+    int splitk_most;           /* NGPT_SPLITK_MAX=1..8: at most that many split-K slices a product (to compare); 0: splitk_slices' rule */
     int use_wgmma_attention;   /* attention at hs = 64 on the sm_90a wgmma kernels: with the TMA matmul, and their registers */
     void *encode_tensor_map;   /* the driver's cuTensorMapEncodeTiled (TMA kernel only) */
     int mm_blocks_per_sm;      /* blocks of that matmul kernel one SM runs at once (split-K's wave size) */
@@ -2002,8 +2003,9 @@ static void gemm_16_layout(ngpt_backend *be, const T *A, const T *B, int M, int 
     const int tma = im->use_tma && vec_ok(A, lda) && vec_ok(B, ldb);
     /* the TMA kernel's 128x256 tiles are twice as few: up to 8 slices (the attention projection's weight
      * gradient, 18 tiles for C = 768, fills 126 of 132 SMs with 7) */
-    int splits = tma ? splitk_slices(be, M, N, K, TM_BM, TM_BN, im->sm_count, 8)
-                     : splitk_slices(be, M, N, K, 128, 128, (long long)im->sm_count * im->mm_blocks_per_sm, 4);
+    const int rule_most = tma ? 8 : 4, most = im->splitk_most && im->splitk_most < rule_most ? im->splitk_most : rule_most;
+    int splits = tma ? splitk_slices(be, M, N, K, TM_BM, TM_BN, im->sm_count, most)
+                     : splitk_slices(be, M, N, K, 128, 128, (long long)im->sm_count * im->mm_blocks_per_sm, most);
     int kps = 0;
     if (splits > 1) {
         kps = ((K + splits - 1) / splits + 63) / 64 * 64; /* whole 64-wide k tiles per slice */
@@ -3889,6 +3891,8 @@ int ngpt_cuda_backend_create(ngpt_backend **out, int dtype, char *err, size_t er
     im->direct_epilogue = !(epilogue_env && !strcmp(epilogue_env, "staged"));
     const char *tile_env = getenv("NGPT_TILE_N"); /* "192" or "256": the TMA kernel's tile width for every product, to compare */
     im->tma_tile_n = tile_env && !strcmp(tile_env, "192") ? TM_BN_NARROW : tile_env && !strcmp(tile_env, "256") ? TM_BN : 0;
+    const char *splitk_env = getenv("NGPT_SPLITK_MAX"); /* "1" .. "8": at most that many split-K slices, to compare ("1": none) */
+    im->splitk_most = splitk_env && splitk_env[0] >= '1' && splitk_env[0] <= '8' && !splitk_env[1] ? splitk_env[0] - '0' : 0;
     const char *sync_env = getenv("NGPT_CUDA_SYNC");
     im->sync_each_launch = sync_env && !strcmp(sync_env, "1");
     int made = !CU_CHECK(be, cudaStreamCreateWithFlags(&im->stream, cudaStreamNonBlocking));

@@ -423,6 +423,8 @@ if want bench && [ $BUILT = 0 ] && time_left "benchmarks" 150 bench; then
             echo "== nanogpt bench --kernels, cp.async wgmma"; NGPT_MATMUL=wgmma timeout $(cap_time 90) "$BUILD/nanogpt" bench --device=cuda --kernels
             echo "== nanogpt bench --kernels, staged epilogue"; NGPT_EPILOGUE=staged timeout $(cap_time 90) "$BUILD/nanogpt" bench --device=cuda --kernels
             echo "== nanogpt bench --kernels, tiles 256 wide"; NGPT_TILE_N=256 timeout $(cap_time 90) "$BUILD/nanogpt" bench --device=cuda --kernels
+            echo "== nanogpt bench --kernels, at most 2 split-K slices"
+            NGPT_SPLITK_MAX=2 timeout $(cap_time 90) "$BUILD/nanogpt" bench --device=cuda --kernels
             # bench --kernels times plain products; the step has the fused kinds (GELU, its derivative, the residual) too
             echo "== nanogpt bench, staged epilogue"; NGPT_EPILOGUE=staged timeout $(cap_time 90) "$BUILD/nanogpt" bench --device=cuda --steps=10 --warmup=2
         fi
@@ -438,6 +440,7 @@ if want bench && [ $BUILT = 0 ] && time_left "benchmarks" 150 bench; then
     ktimes "$LOG/bench.log" '^== nanogpt bench --kernels, staged epilogue$' >"$BUILD/k_staged"
     ktimes "$LOG/bench.log" '^== nanogpt bench --kernels, mma.sync, staged epilogue$' >"$BUILD/k_mma_staged"
     ktimes "$LOG/bench.log" '^== nanogpt bench --kernels, tiles 256 wide$' >"$BUILD/k_wide"
+    ktimes "$LOG/bench.log" '^== nanogpt bench --kernels, at most 2 split-K slices$' >"$BUILD/k_split2"
     ktimes "$LOG/bench.log" 'bench_torch_gpt2.py --kernels' >"$BUILD/k_torch"
     ours_tok=$(bench_value "$LOG/bench.log" "== nanogpt bench" tokens_per_s)
     ours_mem=$(bench_value "$LOG/bench.log" "== nanogpt bench" memory_bytes)
@@ -498,6 +501,12 @@ if want bench && [ $BUILT = 0 ] && time_left "benchmarks" 150 bench; then
         nfw=$(ratio '^matmul (attn proj|mlp proj) fwd' "$BUILD/k_ours" "$BUILD/k_wide")
         row "chosen vs 256-wide TMA tiles" "$(target "$(ratio '^matmul' "$BUILD/k_ours" "$BUILD/k_wide")" 1.0)" \
             "N = 768 forward products ${nfw:-none}x, all $(ratio '^matmul' "$BUILD/k_ours" "$BUILD/k_wide")x, FLOP-weighted (plain products)"
+    fi
+    if [ -s "$BUILD/k_split2" ]; then # the split-K rule (up to 8 slices, filling the waves) against at most 2 (fewer slices' round trips)
+        sk=""
+        for p in qkv "attn proj" fc "mlp proj" "classifier chunk"; do sk="$sk, $p $(ratio "^matmul $p bwd" "$BUILD/k_ours" "$BUILD/k_split2")x"; done
+        row "split-K rule vs at most 2 slices" "$(target "$(ratio '^matmul .* bwd' "$BUILD/k_ours" "$BUILD/k_split2")" 1.0)" \
+            "backward products $(ratio '^matmul .* bwd' "$BUILD/k_ours" "$BUILD/k_split2")x FLOP-weighted${sk}"
     fi
     echo "bench: $(($(date +%s) - t0)) s"
 fi

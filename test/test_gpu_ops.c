@@ -1065,21 +1065,24 @@ int main(int argc, char **argv) {
      * the wgmma one at hs = 64), so every kernel is held to the CPU; where the default 16-bit matmul has a
      * direct epilogue (the TMA kernel, mma.sync), the matmuls once more with NGPT_EPILOGUE=staged, and on the
      * TMA kernel with NGPT_TILE_N=192 (every product in tiles 192 wide, where the default picks per product),
-     * each held to the default run's bits. */
+     * each held to the default run's bits; and in bf16 with NGPT_SPLITK_MAX=1 (no product split along K: the
+     * long-K cases whole, the weight gradients' tiles accumulating straight from the accumulators), against
+     * the CPU alone (splitting changes the order of the sums). */
     int wgmma = strstr(desc, "matmul wgmma") != NULL, tma = strstr(desc, "matmul wgmma+tma") != NULL;
-    struct { int dtype; const char *env, *value; } runs[11] = {
+    struct { int dtype; const char *env, *value; } runs[12] = {
         {NGPT_DTYPE_F32, NULL, NULL},          {NGPT_DTYPE_BF16, NULL, NULL},       {NGPT_DTYPE_F16, NULL, NULL},
         {NGPT_DTYPE_BF16, "NGPT_MATMUL", "mma"}, {NGPT_DTYPE_F16, "NGPT_MATMUL", "mma"}, {NGPT_DTYPE_BF16, "NGPT_MATMUL", "wgmma"},
         {NGPT_DTYPE_F16, "NGPT_MATMUL", "wgmma"}, {NGPT_DTYPE_BF16, "NGPT_EPILOGUE", "staged"}, {NGPT_DTYPE_F16, "NGPT_EPILOGUE", "staged"},
-        {NGPT_DTYPE_BF16, "NGPT_TILE_N", "192"}, {NGPT_DTYPE_F16, "NGPT_TILE_N", "192"}};
+        {NGPT_DTYPE_BF16, "NGPT_TILE_N", "192"}, {NGPT_DTYPE_F16, "NGPT_TILE_N", "192"}, {NGPT_DTYPE_BF16, "NGPT_SPLITK_MAX", "1"}};
     int direct = tma || !wgmma; /* the default 16-bit matmul has a direct epilogue: the TMA kernel or mma.sync */
-    for (int k = 0; k < 11; k++) {
+    for (int k = 0; k < 12; k++) {
         int dt = runs[k].dtype, narrow = runs[k].env && !strcmp(runs[k].env, "NGPT_TILE_N");
+        int unsplit = runs[k].env && !strcmp(runs[k].env, "NGPT_SPLITK_MAX");
         int staged = narrow || (runs[k].env && !strcmp(runs[k].env, "NGPT_EPILOGUE")); /* a matmul run held to the default's bits */
-        if ((k >= 3 && k < 5 && !wgmma) || (k >= 5 && k < 7 && !tma) || (staged && (!direct || (dt == NGPT_DTYPE_BF16 && tg_cc && tg_cc < 80))) ||
-            (narrow && !tma))
+        if ((k >= 3 && k < 5 && !wgmma) || (k >= 5 && k < 7 && !tma) || (staged && !direct) || (narrow && !tma) ||
+            (runs[k].env && dt == NGPT_DTYPE_BF16 && tg_cc && tg_cc < 80))
             continue; /* an older kernel only where it is not the default; the staged epilogue only beside a direct one; tiles
-                       * 192 wide only on the TMA kernel */
+                       * 192 wide only on the TMA kernel; bf16's refusal below sm_80 checked once */
         if ((only && strcmp(only, tg_dtname(dt))) || ((tg_matmul_only || tg_attention_only) && runs[k].env))
             continue; /* --matmul-only, --attention-only: the chosen kernel alone */
         tg_bits_mode = staged ? TG_BITS_MATCH : direct && dt != NGPT_DTYPE_F32 && !runs[k].env ? TG_BITS_KEEP : TG_BITS_OFF;
@@ -1133,7 +1136,7 @@ int main(int argc, char **argv) {
         clock_gettime(CLOCK_MONOTONIC, &t0);
         if (tg_matmul_only) tg_matmul_sweep();
         else if (tg_attention_only) tg_attention_sweep();
-        else if (staged) tg_matmul_sweep();
+        else if (staged || unsplit) tg_matmul_sweep();
         else if (runs[k].env) { tg_matmul_sweep(); tg_attention_sweep(); } /* the older kernels also run attention on mma.sync */
         else tg_sweep();
         if (staged) {
