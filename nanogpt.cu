@@ -1034,15 +1034,16 @@ static __device__ __forceinline__ void mm_epilogue_rows(const MmEpilogue<T> &ep,
     }
 }
 
-/* The TMA and mma.sync kernels' epilogue of a whole tile (every row and column inside the matrix) that is
- * neither a split-K slice nor accumulated, where out, aux and bias are 4-byte aligned and ldc is even: a
+/* The TMA and mma.sync kernels' epilogue of a whole tile (every row and column inside the matrix) that is not
+ * a split-K slice (those: mm_slice_direct, below), where out, aux and bias are 4-byte aligned and ldc is even,
+ * adding the old values (ACC) in the weight gradient's builds (mm_direct_acc) and in no other: a
  * warp's 16 rows x 8 NF columns straight from its accumulators (rows row0 + g and row0 + g + 8, g = lane /
  * 4; fragment i at columns col0 + 8i + 2tq, +1, tq = lane % 4, as in mm_epilogue_rows), with the kind fixed
  * at compile time. The staged epilogue above runs every kind through the same generic code, a chunk of 32
  * columns at a time staged, read back and waiting for its loads; on an H200 the TMA kernel's products with
  * K = 768 paid about 12 us a tile outside their 8 us main loop (docs/performance.md, fifth session). Here
- * the fragments go a group (FG: four, or two) at a time, the next group's bias and aux loads (two adjacent
- * columns a load) issued before this group's stores. Where there are several groups, the kinds with GELU's
+ * the fragments go a group (FG: four, or two) at a time, the next group's bias, aux and old-value loads (two
+ * adjacent columns a load) issued before this group's stores. Where there are several groups, the kinds with GELU's
  * erff unroll that loop twice, not fully (their code would be about 80 KB a kernel), and shift d down a
  * group each time, so every index into d stays a compile-time one.
  *
