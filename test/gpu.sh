@@ -514,8 +514,9 @@ fi
 # ---- profile (not in the default run; bash test/gpu.sh profile, about a minute): Nsight Compute on the first
 # launch of the default matmul kernel, the attention forward, both attention backward kernels, the
 # LayerNorm backward and split-K's reduction in `nanogpt bench --kernels` (the qkv forward product; attention
-# and LayerNorm at GPT-2's shapes; the first weight gradient's slices): speed of light, warp stall reasons (an instruction-cache bound kernel stalls on "no
-# instruction"), memory and instruction statistics. Appended to bench.log ----------------------------------
+# and LayerNorm at GPT-2's shapes; the slices of the first product that splits): speed of light, warp stall
+# reasons (an instruction-cache bound kernel stalls on "no instruction"), memory and instruction statistics.
+# Appended to bench.log -------------------------------------------------------------------------------------
 if want profile && [ $BUILT = 0 ]; then
     NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -n 1)
     if [ -z "$NCU" ]; then
