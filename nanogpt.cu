@@ -1200,8 +1200,9 @@ static __device__ __forceinline__ void mm_slice_direct(float *slices, int N, int
     const int g = lane >> 2, tq = lane & 3;
 #pragma unroll
     for (int box = 0; box < NF / 4; box++) {
-        unsigned char *bx = buf + (box & 1) * MM_BOX_BYTES;
+        unsigned char *bx = NULL; /* the box this group is written into (BULK: the warp's two alternate) */
         if constexpr (BULK) { /* the copy engine has read what it last stored from this box (a tile's first: from either) */
+            bx = buf + (box & 1) * MM_BOX_BYTES;
             if (lane == 0) {
                 if (box == 0) bulk_wait_read<0>();
                 else bulk_wait_read<1>();
