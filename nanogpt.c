@@ -392,7 +392,7 @@ static const ConfigKey config_keys[] = {
     CK(seed, KEY_I64, 0, 9.2e18, NULL, "random seed"),
     CK(max_memory, KEY_BYTES, 0, 1e15, NULL, "memory budget with a unit, e.g. 2.68GiB or 512MB (0 = what is free)"),
     CK(micro_batch, KEY_INT, 0, 1e6, NULL, "pin the micro-batch (0 = the planner chooses)"),
-    CK(recompute, KEY_INT, -1, 2, NULL, "-1 auto, 0 none, 1 GELU, 2 GELU and LayerNorm"),
+    CK(recompute, KEY_INT, -1, 3, NULL, "-1 auto, 0 none, 1 GELU, 2 GELU and LayerNorm, 3 whole layers"),
     CK(logits_chunk, KEY_INT, 0, 1 << 30, NULL, "rows of logits per chunk (0 = the planner chooses)"),
     CK(threads, KEY_INT, 0, POOL_MAX_THREADS, NULL, "CPU threads (0 = one per core, or one alone while that measures faster)"),
     CK(on_nonfinite, KEY_STR, 0, 0, "skip|halt", "a NaN/Inf loss or gradient: skip the step (10 in a row halt) or halt"),
@@ -993,7 +993,10 @@ static int param_decays(int i) {
 #define PARAM_ALIGN 64 /* elements: every parameter tensor starts on a 64-element boundary */
 
 enum { DEV_BACKEND_CPU = 0, DEV_BACKEND_CUDA = 1 };
-enum { RECOMPUTE_NONE = 0, RECOMPUTE_GELU = 1, RECOMPUTE_GELU_LN = 2 };
+/* What the backward pass recomputes instead of keeping: nothing; GELU's output; also both LayerNorms' outputs;
+ * or whole layers (only each layer's input, the residual stream, is kept, and the backward runs each layer's
+ * forward again, all of it but the MLP projection, before that layer's backward) */
+enum { RECOMPUTE_NONE = 0, RECOMPUTE_GELU = 1, RECOMPUTE_GELU_LN = 2, RECOMPUTE_LAYERS = 3 };
 
 /* buffers of the batch region */
 enum {
@@ -1166,9 +1169,10 @@ static void layout_batch(BatchLayout *lay, const PlanRequest *r, int B, int lane
     per_slot[B_LOGITS] = (size_t)chunk * r->m.Vp * act;
     per_slot[B_SCRATCH] = plan_scratch(r, B, chunk, training);
     if (training) {
+        int kept = recompute >= RECOMPUTE_LAYERS ? 1 : (int)L; /* whole layers recomputed: one layer's, reused */
         slots[B_RES] = (int)L + 1;
-        slots[B_RES_MID] = slots[B_LN1_STATS] = slots[B_QKV] = slots[B_ATTY] = slots[B_LSE] = (int)L;
-        slots[B_LN2_STATS] = slots[B_FCH] = (int)L;
+        slots[B_RES_MID] = slots[B_LN1_STATS] = slots[B_QKV] = slots[B_ATTY] = slots[B_LSE] = kept;
+        slots[B_LN2_STATS] = slots[B_FCH] = kept;
         slots[B_LN1] = slots[B_LN2] = recompute >= RECOMPUTE_GELU_LN ? 1 : (int)L;
         slots[B_GELU] = recompute >= RECOMPUTE_GELU ? 1 : (int)L;
     } else {
@@ -1313,7 +1317,7 @@ static int plan_fit_smaller_chunk(Plan *p, const PlanRequest *r, int B, int lane
 static int plan_lanes(const PlanRequest *r, int B) { return r->device == DEV_BACKEND_CPU ? MIN(CPU_LANES, B) : 1; }
 
 static const char *recompute_name(int rc) {
-    return rc == RECOMPUTE_GELU_LN ? "GELU+LayerNorm" : rc == RECOMPUTE_GELU ? "GELU" : "none";
+    return rc == RECOMPUTE_LAYERS ? "whole layers" : rc == RECOMPUTE_GELU_LN ? "GELU+LayerNorm" : rc == RECOMPUTE_GELU ? "GELU" : "none";
 }
 
 static int plan_make(Plan *p, const PlanRequest *r, char *err, size_t errlen);
@@ -1369,31 +1373,36 @@ static int plan_make(Plan *p, const PlanRequest *r, char *err, size_t errlen) {
     int n_moment_opts = r->dtype == NGPT_DTYPE_F32 ? 1 : 2;
     for (int mo = 0; mo < n_moment_opts; mo++) {
         long long B0 = r->pin_micro_batch ? r->pin_micro_batch : MIN((long long)r->batch_size, seqs);
-        for (long long B = B0; B >= 1; B--) {
-            if (seqs % B) continue;
-            if (r->pin_micro_batch && B != r->pin_micro_batch) continue;
-            /* trades in order of cost: recompute GELU, recompute LayerNorm, then a smaller logits chunk */
-            for (int level = 0; level < 4; level++) {
-                int rc = MIN(level, RECOMPUTE_GELU_LN);
-                int smaller_chunk = level == 3;
-                if (r->pin_recompute >= 0) {
-                    if (level == 1 || level == 2) continue;
-                    rc = r->pin_recompute;
-                }
-                if (r->pin_chunk && smaller_chunk) continue;
-                int chunk = r->pin_chunk ? r->pin_chunk : default_chunk(r);
-                /* lanes cost a second gradient buffer: without them before a costlier trade */
-                for (int lanes = plan_lanes(r, (int)B); lanes >= 1; lanes = lanes > 1 ? 1 : 0)
-                    if (smaller_chunk ? plan_fit_smaller_chunk(p, r, (int)B, lanes, rc, moment_opts[mo]) > 0
-                                      : plan_fits(p, r, plan_layout(p, r, (int)B, lanes, rc, chunk, moment_opts[mo]))) {
-                        p->fits = 1;
-                        return NGPT_OK;
+        /* pass 0: the trades that cost an elementwise pass or less; pass 1, only when none of those fits at any
+         * micro-batch: whole layers recomputed (about a quarter more compute) */
+        for (int pass = 0; pass < 2; pass++) {
+            if (pass == 1 && r->pin_recompute >= 0) break; /* a pinned level is tried in pass 0 */
+            for (long long B = B0; B >= 1; B--) {
+                if (seqs % B) continue;
+                if (r->pin_micro_batch && B != r->pin_micro_batch) continue;
+                /* trades in order of cost: recompute GELU, recompute LayerNorm, then a smaller logits chunk */
+                for (int level = 0; level < 4; level++) {
+                    int rc = pass ? RECOMPUTE_LAYERS : MIN(level, RECOMPUTE_GELU_LN);
+                    int smaller_chunk = level == 3;
+                    if (r->pin_recompute >= 0 || pass) {
+                        if (level == 1 || level == 2) continue;
+                        if (!pass) rc = r->pin_recompute;
                     }
+                    if (r->pin_chunk && smaller_chunk) continue;
+                    int chunk = r->pin_chunk ? r->pin_chunk : default_chunk(r);
+                    /* lanes cost a second gradient buffer: without them before a costlier trade */
+                    for (int lanes = plan_lanes(r, (int)B); lanes >= 1; lanes = lanes > 1 ? 1 : 0)
+                        if (smaller_chunk ? plan_fit_smaller_chunk(p, r, (int)B, lanes, rc, moment_opts[mo]) > 0
+                                          : plan_fits(p, r, plan_layout(p, r, (int)B, lanes, rc, chunk, moment_opts[mo]))) {
+                            p->fits = 1;
+                            return NGPT_OK;
+                        }
+                }
             }
         }
     }
     /* nothing fits: describe the smallest plan */
-    int rc = r->pin_recompute >= 0 ? r->pin_recompute : RECOMPUTE_GELU_LN;
+    int rc = r->pin_recompute >= 0 ? r->pin_recompute : RECOMPUTE_LAYERS;
     int B = r->pin_micro_batch ? r->pin_micro_batch : 1;
     double need = plan_layout(p, r, B, 1, rc, r->pin_chunk ? r->pin_chunk : CHUNK_STEP, moment_opts[n_moment_opts - 1]);
     char nb[32], bb[32], hint[160] = "", unpin[400] = "";
@@ -4889,43 +4898,55 @@ static void matmul_dropout_residual(ngpt_backend *be, void *out, const void *res
     be->residual_forward(be, out, res, tmp, (size_t)N * OC);
 }
 
+/* ---- one block's forward over the sequences of one lane: from the residual stream res[l] to res[l + 1],
+ * keeping in layer l's slots what the backward needs. The backward of a plan that recomputes whole layers runs
+ * it again (backward = 1: no MLP projection, whose output res[l + 1] is kept and is not needed to go back
+ * through the block) into the one layer's slots that plan has; the same inputs, dropout masks and kernels give
+ * the same bits. ---- */
+static void layer_forward(ngpt_trainer *tr, const Lane *ln, int l, int training, int backward) {
+    ngpt_backend *be = tr->be;
+    const ModelShape *m = &tr->ms;
+    int B = ln->B, T = tr->plan.req.T, C = m->C, NH = m->NH;
+    int N = B * T;
+    char *P = tr->params;
+    void *res = lslot(tr, ln, B_RES, l), *res_out = lslot(tr, ln, B_RES, l + 1);
+    void *res_mid = lslot(tr, ln, B_RES_MID, l);
+    void *ln1 = lslot(tr, ln, B_LN1, l), *ln2 = lslot(tr, ln, B_LN2, l);
+    float *ln1s = lslot_f(tr, ln, B_LN1_STATS, l), *ln2s = lslot_f(tr, ln, B_LN2_STATS, l);
+    void *qkv = lslot(tr, ln, B_QKV, l), *atty = lslot(tr, ln, B_ATTY, l), *fch = lslot(tr, ln, B_FCH, l);
+    void *gelu = lslot(tr, ln, B_GELU, l), *tmp = lslot(tr, ln, B_TMP, 0);
+    float *lse = lslot_f(tr, ln, B_LSE, l);
+    be->layernorm_forward(be, ln1, ln1s, ln1s + N, res, pt(tr, P, P_LN1W, l), pt_bias(tr, P, P_LN1B, l), N, C);
+    be->matmul_forward(be, qkv, ln1, pt(tr, P, P_QKVW, l), pt_bias(tr, P, P_QKVB, l), N, C, 3 * C);
+    ngpt_dropout d = drop_site(tr, training, ln, l, DROP_ATTN);
+    be->attention_forward(be, atty, lse, qkv, B, T, C, NH, &d);
+    d = drop_site(tr, training, ln, l, DROP_ATTN_RESID);
+    matmul_dropout_residual(be, res_mid, res, tmp, atty, pt(tr, P, P_ATTPROJW, l), pt_bias(tr, P, P_ATTPROJB, l), N, C, C, &d);
+    be->layernorm_forward(be, ln2, ln2s, ln2s + N, res_mid, pt(tr, P, P_LN2W, l), pt_bias(tr, P, P_LN2B, l), N, C);
+    if (be->matmul_forward_gelu) {
+        be->matmul_forward_gelu(be, fch, gelu, ln2, pt(tr, P, P_FCW, l), pt_bias(tr, P, P_FCB, l), N, C, 4 * C);
+    } else {
+        be->matmul_forward(be, fch, ln2, pt(tr, P, P_FCW, l), pt_bias(tr, P, P_FCB, l), N, C, 4 * C);
+        be->gelu_forward(be, gelu, fch, 4 * (size_t)N * C);
+    }
+    if (backward) return;
+    d = drop_site(tr, training, ln, l, DROP_MLP_RESID);
+    matmul_dropout_residual(be, res_out, res_mid, tmp, gelu, pt(tr, P, P_FCPROJW, l), pt_bias(tr, P, P_FCPROJB, l), N, 4 * C, C, &d);
+}
+
 /* ---- forward: embeddings, L blocks, final LayerNorm, over the sequences of one lane ---- */
 static void graph_forward(ngpt_trainer *tr, const Lane *ln, int training) {
     ngpt_backend *be = tr->be;
     const ModelShape *m = &tr->ms;
-    int B = ln->B, T = tr->plan.req.T, C = m->C, NH = m->NH, L = m->L;
+    int B = ln->B, T = tr->plan.req.T, C = m->C, L = m->L;
     int N = B * T;
-    size_t NC = (size_t)N * C;
     char *P = tr->params;
     const int32_t *tokens = (const int32_t *)lslot(tr, ln, B_TOKENS, 0);
     void *res0 = lslot(tr, ln, B_RES, 0);
     be->encoder_forward(be, res0, tokens, pt(tr, P, P_WTE, 0), pt(tr, P, P_WPE, 0), B, T, C);
     ngpt_dropout d = drop_site(tr, training, ln, L, DROP_EMBED);
-    if (d.p > 0) be->dropout(be, res0, res0, NC, &d);
-    for (int l = 0; l < L; l++) {
-        void *res = lslot(tr, ln, B_RES, l), *res_out = lslot(tr, ln, B_RES, l + 1);
-        void *res_mid = lslot(tr, ln, B_RES_MID, l);
-        void *ln1 = lslot(tr, ln, B_LN1, l), *ln2 = lslot(tr, ln, B_LN2, l);
-        float *ln1s = lslot_f(tr, ln, B_LN1_STATS, l), *ln2s = lslot_f(tr, ln, B_LN2_STATS, l);
-        void *qkv = lslot(tr, ln, B_QKV, l), *atty = lslot(tr, ln, B_ATTY, l), *fch = lslot(tr, ln, B_FCH, l);
-        void *gelu = lslot(tr, ln, B_GELU, l), *tmp = lslot(tr, ln, B_TMP, 0);
-        float *lse = lslot_f(tr, ln, B_LSE, l);
-        be->layernorm_forward(be, ln1, ln1s, ln1s + N, res, pt(tr, P, P_LN1W, l), pt_bias(tr, P, P_LN1B, l), N, C);
-        be->matmul_forward(be, qkv, ln1, pt(tr, P, P_QKVW, l), pt_bias(tr, P, P_QKVB, l), N, C, 3 * C);
-        d = drop_site(tr, training, ln, l, DROP_ATTN);
-        be->attention_forward(be, atty, lse, qkv, B, T, C, NH, &d);
-        d = drop_site(tr, training, ln, l, DROP_ATTN_RESID);
-        matmul_dropout_residual(be, res_mid, res, tmp, atty, pt(tr, P, P_ATTPROJW, l), pt_bias(tr, P, P_ATTPROJB, l), N, C, C, &d);
-        be->layernorm_forward(be, ln2, ln2s, ln2s + N, res_mid, pt(tr, P, P_LN2W, l), pt_bias(tr, P, P_LN2B, l), N, C);
-        if (be->matmul_forward_gelu) {
-            be->matmul_forward_gelu(be, fch, gelu, ln2, pt(tr, P, P_FCW, l), pt_bias(tr, P, P_FCB, l), N, C, 4 * C);
-        } else {
-            be->matmul_forward(be, fch, ln2, pt(tr, P, P_FCW, l), pt_bias(tr, P, P_FCB, l), N, C, 4 * C);
-            be->gelu_forward(be, gelu, fch, 4 * NC);
-        }
-        d = drop_site(tr, training, ln, l, DROP_MLP_RESID);
-        matmul_dropout_residual(be, res_out, res_mid, tmp, gelu, pt(tr, P, P_FCPROJW, l), pt_bias(tr, P, P_FCPROJB, l), N, 4 * C, C, &d);
-    }
+    if (d.p > 0) be->dropout(be, res0, res0, (size_t)N * C, &d);
+    for (int l = 0; l < L; l++) layer_forward(tr, ln, l, training, 0);
     float *lnfs = lslot_f(tr, ln, B_LNF_STATS, 0);
     be->layernorm_forward(be, lslot(tr, ln, B_LNF, 0), lnfs, lnfs + N, lslot(tr, ln, B_RES, L), pt(tr, P, P_LNFW, 0),
                           pt_bias(tr, P, P_LNFB, 0), N, C);
@@ -4973,11 +4994,13 @@ static void graph_backward(ngpt_trainer *tr, const Lane *ln) {
         void *gelu = lslot(tr, ln, B_GELU, l);
         float *lse = lslot_f(tr, ln, B_LSE, l);
         /* recompute what the plan chose not to keep */
-        if (tr->plan.recompute >= RECOMPUTE_GELU_LN) {
+        if (tr->plan.recompute >= RECOMPUTE_LAYERS) {
+            if (l < L - 1) layer_forward(tr, ln, l, 1, 1); /* the last layer's are still there from the forward */
+        } else if (tr->plan.recompute >= RECOMPUTE_GELU_LN) {
             be->layernorm_forward(be, ln1, ln1s, ln1s + N, res, pt(tr, P, P_LN1W, l), pt_bias(tr, P, P_LN1B, l), N, C);
             be->layernorm_forward(be, ln2, ln2s, ln2s + N, res_mid, pt(tr, P, P_LN2W, l), pt_bias(tr, P, P_LN2B, l), N, C);
         }
-        if (tr->plan.recompute >= RECOMPUTE_GELU) be->gelu_forward(be, gelu, fch, 4 * NC);
+        if (tr->plan.recompute >= RECOMPUTE_GELU && tr->plan.recompute < RECOMPUTE_LAYERS) be->gelu_forward(be, gelu, fch, 4 * NC);
         /* MLP: res_out = res_mid + drop(gelu(ln2 . fcw^T) . fcprojw^T) */
         ngpt_dropout d = drop_site(tr, 1, ln, l, DROP_MLP_RESID);
         const void *dproj = dres;

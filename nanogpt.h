@@ -123,7 +123,8 @@ typedef struct ngpt_config {
     /* memory plan (*) */
     double max_memory;    /* bytes; 0 = what the device has free */
     int micro_batch;      /* 0 = the planner chooses */
-    int recompute;        /* -1 = the planner chooses; 0 none, 1 GELU, 2 GELU and LayerNorm */
+    int recompute;        /* -1 = the planner chooses; 0 none, 1 GELU, 2 GELU and LayerNorm, 3 whole layers (the backward runs
+                           * each layer's forward again from the kept residual stream) */
     int logits_chunk;     /* rows of logits per chunk; 0 = the planner chooses */
     int threads;          /* CPU threads; 0 = one per core */
     char on_nonfinite[8]; /* * "skip" (default; 10 skipped steps in a row halt) or "halt" */

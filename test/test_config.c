@@ -54,7 +54,7 @@ static void test_set_and_validate(void) {
         {"min_lr", "learning_rate / 10", "not Python expressions", NULL},
         {"n_layer", "2; n_head=2", "one `key = value` per line", NULL},
         {"always_save_checkpoint", "True; eval_only=False", "one `key = value` per line", NULL},
-        {"recompute", "none", "[-1, 2]", "Python"}, /* a word is no expression */
+        {"recompute", "none", "[-1, 3]", "Python"}, /* a word is no expression */
     };
     for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
         rc = ngpt_config_set(&c, refused[i].key, refused[i].value, err, sizeof err);
@@ -462,7 +462,7 @@ static void test_struct_fields_validated(void) {
         {"n_head", "n_head = '0': must be an integer in [1, 1024]"},
         {"eval_iters", "eval_iters = '-3': must be an integer in [1, 1000000000]"},
         {"dropout", "dropout = '2': must be a number in [0, 0.99]"},
-        {"recompute", "recompute = '7': must be an integer in [-1, 2]"},
+        {"recompute", "recompute = '7': must be an integer in [-1, 3]"},
         {"on_nonfinite", "on_nonfinite = 'zzz': must be one of skip|halt"},
         {"max_memory", "max_memory = '-5B': must be a size with a unit"},
         {"dataset", "dataset: the string is not terminated within its"},

@@ -307,16 +307,25 @@ static void test_recompute_levels_agree(void) {
     double l0 = grads_with(6, 0, 0, 0.1, base); /* with dropout: recompute must not disturb the masks */
     expect_same("recompute GELU vs none", grads_with(6, 0, 1, 0.1, g), g, l0, base, 1e-6);
     expect_same("recompute GELU+LN vs none", grads_with(6, 0, 2, 0.1, g), g, l0, base, 1e-6);
+    /* whole layers run again in the backward from the kept residual stream: the same inputs, masks and ops, so
+     * the same bits, in one micro-batch of 6 (two lanes of 3) and in 6 of 1 (one lane) */
+    for (int mb = 6; mb >= 1; mb -= 5) {
+        double la = grads_with(mb, 0, 0, 0.1, base), lb = grads_with(mb, 0, 3, 0.1, g);
+        size_t w;
+        double d = max_abs_diff(g, base, eq_nparams(), &w);
+        CHECK(la == lb && d == 0, "micro-batch %d: recompute whole layers vs none: loss %.9g vs %.9g, grads max abs diff %.3g at %zu", mb, lb, la,
+              d, w);
+    }
     free(base); free(g);
 }
 
 /* the graph's paths through the fused ops give the bits of the separate ops, with and without recomputing
- * GELU in the backward, with and without dropout (which keeps the residual projections on the separate
+ * GELU or whole layers in the backward, with and without dropout (which keeps the residual projections on the separate
  * ops: the fused one has no dropout) */
 static void test_fusion_paths(void) {
     size_t P = eq_nparams();
     float *base = malloc(P * 4), *g = malloc(P * 4);
-    for (int recompute = 0; recompute <= 1; recompute++)
+    for (int recompute = 0; recompute <= 3; recompute += recompute == 1 ? 2 : 1) /* none, GELU, whole layers */
         for (int drop = 0; drop <= 1; drop++) {
             double dropout = drop ? 0.1 : 0.0;
             eq_fused = 0;

@@ -54,6 +54,8 @@ static double activation_bytes_by_hand(const ModelShape *m, int B, int T, int re
                      + (double)B * m->NH * T * 4 /* log-sum-exp */
                      + BT * 4 * C * act;     /* fc pre-activation */
     double kept = L * per_layer + BT * C * act; /* + the embedding output (residual 0) */
+    if (recompute >= RECOMPUTE_LAYERS) /* the residual stream of every layer, and the rest of one layer */
+        kept = (L + 1) * BT * C * act + (per_layer - BT * C * act);
     double ln = BT * C * act, gelu = BT * 4 * C * act;
     kept += (recompute >= RECOMPUTE_GELU_LN ? 2 : 2 * L) * ln;
     kept += (recompute >= RECOMPUTE_GELU ? 1 : L) * gelu;
@@ -63,7 +65,7 @@ static double activation_bytes_by_hand(const ModelShape *m, int B, int T, int re
 
 static void test_sizes_by_category(void) {
     ModelShape m = gpt2_shape(12, 12, 768, 0);
-    for (int rc = 0; rc <= 2; rc++) {
+    for (int rc = 0; rc <= 3; rc++) {
         PlanRequest r = request(m, 1024, 8, 1, NGPT_DTYPE_BF16, DEV_BACKEND_CUDA, 1e15);
         r.pin_recompute = rc;
         Plan p;
@@ -149,7 +151,7 @@ static int chunk_largest(const Plan *p, char *why, size_t n) {
 
 static void test_property_random_configs(void) {
     Rng rng = {77, 1, 0};
-    int fits = 0, refusals = 0, failures = 0, between = 0;
+    int fits = 0, refusals = 0, failures = 0, between = 0, whole_layers = 0;
     for (int it = 0; it < 3000 && failures < 5; it++) {
         int NH = 1 + (int)rng_below(&rng, 8);
         int C = NH * (8 << rng_below(&rng, 4));
@@ -163,7 +165,7 @@ static void test_property_random_configs(void) {
         int dtype = device == DEV_BACKEND_CPU ? NGPT_DTYPE_F32 : (int)rng_below(&rng, 3);
         double budget = exp(log(1e6) + (log(1e11) - log(1e6)) * (double)rng_below(&rng, 1000000) / 1e6);
         PlanRequest r = request(m, T, batch, accum, dtype, device, budget);
-        if (rng_below(&rng, 4) == 0) r.pin_recompute = (int)rng_below(&rng, 3);
+        if (rng_below(&rng, 4) == 0) r.pin_recompute = (int)rng_below(&rng, 4);
         Plan p;
         char err[NGPT_ERRLEN], why[128];
         int rc = plan_make(&p, &r, err, sizeof err);
@@ -171,6 +173,7 @@ static void test_property_random_configs(void) {
         if (rc == NGPT_OK) {
             fits++;
             if (p.logits_chunk > CHUNK_STEP && p.logits_chunk < MIN(default_chunk(&r), p.train.lane_B * T)) between++;
+            if (p.recompute == RECOMPUTE_LAYERS && r.pin_recompute < 0) whole_layers++;
             int ok = 1;
             if (plan_bytes(&p) > budget) { ok = 0; snprintf(why, sizeof why, "%.0f bytes over budget %.0f", plan_bytes(&p), budget); }
             else if ((long long)p.micro_batch * p.grad_accum != seqs) { ok = 0; snprintf(why, sizeof why, "tokens per step changed"); }
@@ -181,16 +184,20 @@ static void test_property_random_configs(void) {
             } else if (p.eval_micro_batch < p.micro_batch) { ok = 0; snprintf(why, sizeof why, "eval micro-batch below training's"); }
             else if (!chunk_largest(&p, why, sizeof why)) ok = 0;
             else {
-                /* largest: no bigger divisor of the sequences per step fits at any trade */
-                for (long long B = p.micro_batch + 1; B <= batch && ok; B++) {
+                /* largest: no bigger divisor of the sequences per step fits at any trade; a plan that recomputes whole
+                 * layers (unpinned), only where no micro-batch fits without (the cheaper trades at any divisor) */
+                int layers = r.pin_recompute < 0 && p.recompute == RECOMPUTE_LAYERS;
+                for (long long B = layers ? 1 : p.micro_batch + 1; B <= batch && ok; B++) {
                     if (seqs % B) continue;
-                    for (int level = 0; level < 4 && ok; level++) {
-                        int rcl = r.pin_recompute >= 0 ? r.pin_recompute : MIN(level, 2);
+                    for (int level = 0; level < 5 && ok; level++) {
+                        int rcl = r.pin_recompute >= 0 ? r.pin_recompute : level == 4 ? RECOMPUTE_LAYERS : MIN(level, 2);
+                        if (level == 4 && (!layers || B <= p.micro_batch)) continue; /* whole layers at a larger micro-batch */
                         Plan q;
                         /* within the chosen moment precision: bf16 moments are the last resort */
-                        if (plan_layout(&q, &r, (int)B, 1, rcl, level == 3 ? CHUNK_STEP : default_chunk(&r), p.moments_dtype) <= budget) {
+                        if (plan_layout(&q, &r, (int)B, 1, rcl, level >= 3 ? CHUNK_STEP : default_chunk(&r), p.moments_dtype) <= budget) {
                                 ok = 0;
-                                snprintf(why, sizeof why, "micro-batch %lld would fit but %d was chosen", B, p.micro_batch);
+                                snprintf(why, sizeof why, "micro-batch %lld would fit (recompute %s) but %d (recompute %s) was chosen", B,
+                                         recompute_name(rcl), p.micro_batch, recompute_name(p.recompute));
                             }
                     }
                 }
@@ -200,7 +207,7 @@ static void test_property_random_configs(void) {
             refusals++;
             /* a refusal: the smallest possible plan really is over the budget */
             Plan q;
-            int rcl = r.pin_recompute >= 0 ? r.pin_recompute : 2;
+            int rcl = r.pin_recompute >= 0 ? r.pin_recompute : RECOMPUTE_LAYERS;
             double smallest = plan_layout(&q, &r, 1, 1, rcl, CHUNK_STEP, dtype == NGPT_DTYPE_F32 ? NGPT_DTYPE_F32 : NGPT_DTYPE_BF16);
             if (!(rc == NGPT_ERR_NOMEM && smallest > budget && strstr(err, "does not fit"))) {
                 failures++;
@@ -208,8 +215,9 @@ static void test_property_random_configs(void) {
             }
         }
     }
-    printf("  3000 random configs: %d planned (%d with a logits chunk between %d rows and the default), %d refused\n", fits, between,
-           CHUNK_STEP, refusals);
+    printf("  3000 random configs: %d planned (%d with a logits chunk between %d rows and the default, %d recomputing whole layers "
+           "unpinned), %d refused\n", fits, between, CHUNK_STEP, whole_layers, refusals);
+    CHECK(whole_layers > 10, "the random budgets should exercise the whole-layers pass (%d plans)", whole_layers);
     CHECK(fits > 300 && refusals > 300, "the random budgets should exercise both outcomes (%d fit, %d refused)", fits, refusals);
     CHECK(between > 10, "the random budgets should exercise the smaller-chunk search (%d plans)", between);
 }
@@ -298,6 +306,36 @@ static void test_seed_scenario(void) {
           "refusal message: %s", err);
 }
 
+/* Whole layers are recomputed only where nothing cheaper fits at any micro-batch, before bf16 AdamW moments;
+ * pinned, they give the 2.68 GiB card four times the micro-batch */
+static void test_whole_layers(void) {
+    char err[NGPT_ERRLEN];
+    ModelShape m = gpt2_shape(12, 12, 768, 0);
+    PlanRequest r = request(m, 1024, 64, 1, NGPT_DTYPE_BF16, DEV_BACKEND_CUDA, 2.68 * GiB - CUDA_SAFETY_MARGIN);
+    Plan p, q;
+    CHECK(plan_make(&p, &r, err, sizeof err) == 0 && p.recompute == RECOMPUTE_GELU_LN && p.micro_batch == 2,
+          "2.68 GiB: micro-batch %d, recompute %s (want 2, GELU+LayerNorm: cheaper trades first)", p.micro_batch, recompute_name(p.recompute));
+    r.pin_recompute = RECOMPUTE_LAYERS;
+    CHECK(plan_make(&q, &r, err, sizeof err) == 0 && q.recompute == RECOMPUTE_LAYERS && q.micro_batch >= 4 * p.micro_batch,
+          "2.68 GiB, recompute = 3: micro-batch %d (want at least %d): %s", q.micro_batch, 4 * p.micro_batch, err);
+    printf("  2.68 GiB with whole layers recomputed (pinned): micro-batch %d x %d, activations %.0f MiB (GELU+LayerNorm: %d, %.0f MiB)\n",
+           q.micro_batch, q.grad_accum, q.cat_bytes[CAT_ACTS] / MiB, p.micro_batch, p.cat_bytes[CAT_ACTS] / MiB);
+    /* a byte less than the smallest plan of the cheaper trades (micro-batch 1, GELU+LayerNorm, the smallest chunk,
+     * fp32 moments): whole layers, still fp32 moments */
+    r.pin_recompute = -1;
+    r.budget = plan_layout(&q, &r, 1, 1, RECOMPUTE_GELU_LN, CHUNK_STEP, NGPT_DTYPE_F32) - 1;
+    CHECK(plan_make(&p, &r, err, sizeof err) == 0 && p.recompute == RECOMPUTE_LAYERS && p.moments_dtype == NGPT_DTYPE_F32,
+          "a byte under the smallest GELU+LayerNorm plan: recompute %s, moments %s: %s", recompute_name(p.recompute),
+          p.moments_dtype == NGPT_DTYPE_F32 ? "fp32" : "bf16", err);
+    printf("  %.3f GiB: micro-batch %d x %d, recompute %s, logits chunk %d\n", r.budget / GiB, p.micro_batch, p.grad_accum,
+           recompute_name(p.recompute), p.logits_chunk);
+    /* under the smallest whole-layers plan with fp32 moments: bf16 moments, and then the refusal names whole layers */
+    r.budget = plan_layout(&q, &r, 1, 1, RECOMPUTE_LAYERS, CHUNK_STEP, NGPT_DTYPE_F32) - 1;
+    CHECK(plan_make(&p, &r, err, sizeof err) == 0 && p.moments_dtype == NGPT_DTYPE_BF16, "under the smallest fp32 plan: %s", err);
+    r.budget = plan_layout(&q, &r, 1, 1, RECOMPUTE_LAYERS, CHUNK_STEP, NGPT_DTYPE_BF16) - 1;
+    CHECK(plan_make(&p, &r, err, sizeof err) == NGPT_ERR_NOMEM && strstr(err, "recompute whole layers"), "refusal: %s", err);
+}
+
 /* ---- training with forced micro-batches ---- */
 static char data_dir[256];
 static void make_dataset(int V) {
@@ -336,10 +374,10 @@ static void losses_with_micro_batch(int mb, float *losses, int steps) {
 static void test_refusal_with_pins(void) {
     char err[NGPT_ERRLEN];
     ModelShape m = gpt2_shape(12, 12, 768, 1);
-    PlanRequest r = request(m, 1024, 64, 1, NGPT_DTYPE_BF16, DEV_BACKEND_CUDA, 12.0 * GiB - CUDA_SAFETY_MARGIN);
+    PlanRequest r = request(m, 1024, 64, 1, NGPT_DTYPE_BF16, DEV_BACKEND_CUDA, 3.0 * GiB);
     r.pin_micro_batch = 64;
     Plan p, freep, half;
-    CHECK(plan_make(&p, &r, err, sizeof err) == NGPT_ERR_NOMEM, "micro-batch 64 x 1024 of GPT-2 124M should not fit 12 GiB");
+    CHECK(plan_make(&p, &r, err, sizeof err) == NGPT_ERR_NOMEM, "micro-batch 64 x 1024 of GPT-2 124M should not fit 3 GiB");
     PlanRequest fr = r;
     fr.pin_micro_batch = 0;
     CHECK(plan_make(&freep, &fr, NULL, 0) == NGPT_OK, "without the pin it fits");
@@ -349,9 +387,9 @@ static void test_refusal_with_pins(void) {
     CHECK(strstr(err, want) && strstr(err, fmt_bytes(fb, sizeof fb, (double)freep.device_bytes)), "names the unpinned plan (%s): %s", want, err);
     PlanRequest hr = r;
     hr.T = 512;
-    double half_need = plan_layout(&half, &hr, 64, 1, RECOMPUTE_GELU_LN, CHUNK_STEP, NGPT_DTYPE_BF16);
+    double half_need = plan_layout(&half, &hr, 64, 1, RECOMPUTE_LAYERS, CHUNK_STEP, NGPT_DTYPE_BF16);
     snprintf(want, sizeof want, "(block_size 512 would need %s)", fmt_bytes(fb, sizeof fb, half_need));
-    CHECK(strstr(err, want) && half_need > 4.0 * GiB, "the half-block figure keeps micro-batch 64 (%s): %s", want, err);
+    CHECK(strstr(err, want) && half_need > r.budget, "the half-block figure keeps micro-batch 64 (%s): %s", want, err);
     r.pin_micro_batch = 0;
     r.budget = 1.0 * GiB; /* nothing pinned: no such advice */
     CHECK(plan_make(&p, &r, err, sizeof err) == NGPT_ERR_NOMEM && !strstr(err, "to the planner"), "unpinned refusal: %s", err);
@@ -441,6 +479,7 @@ int main(void) {
     RUN(test_sizes_by_category);
     RUN(test_property_random_configs);
     RUN(test_seed_scenario);
+    RUN(test_whole_layers);
     RUN(test_inference_plan);
     RUN(test_refusal_with_pins);
     RUN(test_refusal_names_smaller_gpt2);
