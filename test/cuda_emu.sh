@@ -260,6 +260,7 @@ MUTANTS=(
     "layernorm backward's register kernel updates the vectors past the row|80||if (c >= C) continue;\n            const V wv = *(const V *)(w + c);\n#pragma unroll\n            for (int q|const V wv = *(const V *)(w + c);\n#pragma unroll\n            for (int q"
     "layernorm backward's reduction leaves out every ninth group|80||g += LN_REDUCE_WARPS) {|g += LN_REDUCE_WARPS + 1) {"
     "attention's rowsum of dO O adds two lanes of a row|80||for (int k = ROWDOT_LANES / 2; k > 0; k >>= 1)|for (int k = ROWDOT_LANES / 2; k > 1; k >>= 1)"
+    "NGPT_SPLITK_MAX=1 ignored: products still split along K|80||most = im->splitk_most && im->splitk_most < rule_most ? im->splitk_most : rule_most;|most = rule_most;"
     "matmul stages its epilogue in tiles other warps may still read|80|--matmul-only|__syncthreads(); /* every warp is done with the tiles: their memory stages the epilogue */|"
     "cp.async wgmma kernel stages its epilogue in tiles the other warpgroup may still read|90|NGPT_MATMUL=wgmma --matmul-only|__syncthreads(); /* both warpgroups' products are done: the tiles' memory stages the epilogue */|"
     "cp.async wgmma kernel fences the async proxy before its copies land, not after|90|NGPT_MATMUL=wgmma --matmul-only|cp_async_wait<WG_STAGES - 3>();                                /* this thread's copies of tile kt have landed */\n        asm volatile(\"fence.proxy.async.shared::cta;\\\\n\" ::: \"memory\");|asm volatile(\"fence.proxy.async.shared::cta;\\\\n\" ::: \"memory\");\n        cp_async_wait<WG_STAGES - 3>();"

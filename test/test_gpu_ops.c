@@ -80,6 +80,34 @@ enum { TG_BITS_OFF, TG_BITS_KEEP, TG_BITS_MATCH };
 static struct { char key[300]; uint64_t hash; } tg_bits[TG_MAX_BITS];
 static int tg_nbits, tg_bits_mode, tg_bits_matched;
 
+/* The run with NGPT_SPLITK_MAX=1 (tg_unsplit) checks that no product was split along K: split-K slices are the
+ * only thing a matmul writes into the scratch past the bias backward's partial sums (TG_BIAS_GROUPS rows of
+ * OC floats: RED_GROUPS in nanogpt.cu), so tg_begin fills the scratch with TG_SCRATCH_MARK and tg_end finds it
+ * there past the case's tg_scratch_keep bytes (set by the cases with a bias backward). */
+#define TG_BIAS_GROUPS 64
+#define TG_SCRATCH_MARK 0xA5
+static int tg_unsplit;
+static size_t tg_scratch_size, tg_scratch_keep;
+
+static void tg_scratch_mark(void) {
+    size_t chunk = tg_host_cap < ((size_t)4 << 20) ? tg_host_cap : ((size_t)4 << 20);
+    memset(tg_gpu_host, TG_SCRATCH_MARK, chunk);
+    for (size_t off = 0; off < tg_scratch_size; off += chunk)
+        tg_gpu->upload(tg_gpu, tg_gpu_dev + off, tg_gpu_host, tg_scratch_size - off < chunk ? tg_scratch_size - off : chunk);
+    tg_gpu->sync(tg_gpu);
+}
+
+/* bytes of the scratch past tg_scratch_keep (and the alignment set_scratch may add) that no longer hold the mark */
+static size_t tg_scratch_changed(void) {
+    size_t chunk = tg_host_cap < ((size_t)4 << 20) ? tg_host_cap : ((size_t)4 << 20), changed = 0;
+    for (size_t off = ALIGN_UP(tg_scratch_keep, 256) + 256; off < tg_scratch_size; off += chunk) {
+        size_t n = tg_scratch_size - off < chunk ? tg_scratch_size - off : chunk;
+        tg_gpu->download(tg_gpu, tg_gpu_host, tg_gpu_dev + off, n);
+        for (size_t i = 0; i < n; i++) changed += (unsigned char)tg_gpu_host[i] != TG_SCRATCH_MARK;
+    }
+    return changed;
+}
+
 static void tg_begin(const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
@@ -93,6 +121,8 @@ static void tg_begin(const char *fmt, ...) {
     tg_cpu_off = tg_cpu_base;
     tg_gpu_off = tg_gpu_base;
     tg_nguards = 0;
+    tg_scratch_keep = 0;
+    if (tg_unsplit) tg_scratch_mark();
     tg_t0 = tg_now();
     fflush(stdout);
 }
@@ -123,6 +153,11 @@ static void tg_check_guards(void) {
 static void tg_end(void) {
     tg_status();
     tg_check_guards();
+    if (tg_unsplit) {
+        size_t changed = tg_scratch_changed();
+        CHECK(changed == 0, "NGPT_SPLITK_MAX=1, yet %zu bytes of the scratch past the bias backward's %zu changed: a product was split along K",
+              changed, tg_scratch_keep);
+    }
     tg_status();
     printf("    (%.2f s)\n", tg_now() - tg_t0);
     if (check_case_failed) check_failed++;
@@ -401,6 +436,7 @@ static void t_matmul(int N, int C, int OC, int bias) {
     TgOut outs[] = {{"out", &Bout, tg_tol(1e-4, 1e-2), {0}, 0}, {"dinp", &Bdinp, tg_tol(1e-4, 1e-2), {0}, 0},
                     {"dw (+=)", &Bdw, tg_tol(1e-4, 1e-2), {0}, 0}, {"dbias (+=)", &Bdb, tg_tol(1e-4, 1e-2), {0}, 0}};
     int nout = bias ? 4 : 3;
+    if (bias) tg_scratch_keep = (size_t)TG_BIAS_GROUPS * OC * sizeof(float);
     for (int rep = 0; rep < 3; rep++) {
         ngpt_backend *be = rep ? tg_gpu : tg_cpu;
         PUT(Binp, inp); PUT(Bw, w); PUT(Bb, b); PUT(Bdout, dout); PUT(Bdw, dw0); PUT(Bdb, db0);
@@ -798,6 +834,7 @@ static void t_matmul_gelu(int N, int C, int OC) {
         tg_end();
         return;
     }
+    tg_scratch_keep = (size_t)TG_BIAS_GROUPS * OC * sizeof(float);
     for (int rep = 0; rep < 3; rep++) {
         ngpt_backend *be = rep ? tg_gpu : tg_cpu;
         PUT(Binp, inp); PUT(Bw, w); PUT(Bb, b); PUT(Bdout, dout); PUT(Bpre, pre); PUT(Bdw, dw0); PUT(Bdb, db0);
@@ -1065,9 +1102,10 @@ int main(int argc, char **argv) {
      * the wgmma one at hs = 64), so every kernel is held to the CPU; where the default 16-bit matmul has a
      * direct epilogue (the TMA kernel, mma.sync), the matmuls once more with NGPT_EPILOGUE=staged, and on the
      * TMA kernel with NGPT_TILE_N=192 (every product in tiles 192 wide, where the default picks per product),
-     * each held to the default run's bits; and in bf16 with NGPT_SPLITK_MAX=1 (no product split along K: the
-     * long-K cases whole, the weight gradients' tiles accumulating straight from the accumulators), against
-     * the CPU alone (splitting changes the order of the sums). */
+     * each held to the default run's bits; and in bf16 with NGPT_SPLITK_MAX=1 (no product split along K, which
+     * each case checks in the scratch: tg_scratch_changed; the long-K cases whole, the weight gradients' tiles
+     * accumulating straight from the accumulators), against the CPU alone (splitting changes the order of the
+     * sums). */
     int wgmma = strstr(desc, "matmul wgmma") != NULL, tma = strstr(desc, "matmul wgmma+tma") != NULL;
     struct { int dtype; const char *env, *value; } runs[12] = {
         {NGPT_DTYPE_F32, NULL, NULL},          {NGPT_DTYPE_BF16, NULL, NULL},       {NGPT_DTYPE_F16, NULL, NULL},
@@ -1127,6 +1165,8 @@ int main(int argc, char **argv) {
         if (!tg_small && gs < ((size_t)64 << 20)) gs = (size_t)64 << 20; /* room for the big shapes to split along K */
         tg_gpu->set_scratch(tg_gpu, tg_gpu_dev, gs);
         tg_gpu_base = ALIGN_UP(gs, 256);
+        tg_scratch_size = gs;
+        tg_unsplit = unsplit;
         printf("== %s%s%s%s%s: device arena %.0f MiB, scratch %.1f MiB\n", tg_dtname(dt), runs[k].env ? ", matmuls with " : "",
                runs[k].env ? runs[k].env : "", runs[k].env ? "=" : "", runs[k].env ? runs[k].value : "", tg_gpu_cap / MiB, gs / MiB);
         size_t free0 = 0, free1 = 0, total = 0;
@@ -1160,6 +1200,7 @@ int main(int argc, char **argv) {
                                "using this GPU (run the GPU checks with the GPU to themselves)");
             tg_end();
         }
+        tg_unsplit = 0;
         tg_gpu->destroy(tg_gpu);
         tg_gpu = NULL;
     }
