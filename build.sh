@@ -140,7 +140,7 @@ cuda_check() {
 }
 
 # nanogpt.cu's kernels run on the CPU by the CUDA emulator (test/cuda_emu.sh: test_gpu_ops --small,
-# test_gpu_train --quick and the nanogpt program on an emulated sm_75, sm_80 and sm_90, then twenty-four mutants
+# test_gpu_train --quick and the nanogpt program on an emulated sm_75, sm_80 and sm_90, then the mutants
 # it must catch): added to the totals. It needs nvcc's headers.
 cuda_emulator() {
     local nvcc out
