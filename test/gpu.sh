@@ -10,7 +10,8 @@
 # dtype the GPU supports, with determinism and no-allocation checks), sanitize (compute-sanitizer memcheck,
 # racecheck and synccheck on the small op tests), train (test/test_gpu_train.c: whole step vs CPU,
 # determinism, no allocation while training, resume, 300-step curve), capped (GPT-2 124M on real tokens,
-# 50 steps under --max_memory=2.68GiB and 50 without, then bench's op-by-op step under the cap: needs
+# 50 steps under --max_memory=2.68GiB, 50 without, 50 under it recomputing whole layers (--recompute=3), then
+# bench's op-by-op step under the cap: needs
 # data/gpt2/{encoder.json,vocab.bpe} carried),
 # bench (nanogpt bench and tools/bench_torch_gpt2.py: end to end, every matmul shape, attention, LayerNorm, the loss, memory;
 # sampling speed with 1 and 10 samples).
@@ -26,7 +27,7 @@
 # "check | result | numbers" is printed last. Exit status 1 when any check failed (SKIP is not a failure).
 # The default run does not fit one 10-minute device call. On an H200 (2026-11-26, fourth run): ops 3
 # minutes (181 s: set GPU_SH_OPS_S to 200 or more; the NGPT_TILE_N=192 runs add about 15%), train under 1
-# without the 300-step curve and 3.7 with it (second run), capped 0.5, bench 2.1 (with the staged-epilogue
+# without the 300-step curve and 3.7 with it (second run), capped 0.5 (before its third run), bench 2.1 (with the staged-epilogue
 # runs; the 256-wide tiles' run adds about 0.2), profile 0.4 (three kernels then, six now), sanitize 3.6
 # (memcheck and synccheck 6 s each, racecheck bf16 59 s, f16 62 s, f32 86 s). So it takes two calls:
 #   GPU_SH_CURVE=0 bash test/gpu.sh ops train capped bench      then      bash test/gpu.sh train sanitize
@@ -330,7 +331,7 @@ fi
 # needs encoder.json and vocab.bpe in data/gpt2: carry that folder), 65,536 tokens per step, 50 steps with
 # --max_memory=2.68GiB and 50 without: both run, the capped arena fits, the loss curves agree within bf16
 # tolerance; the tokens/s ratio is issue 8's "capped at >= 0.7x uncapped" ----------------------------------
-if want capped && [ $BUILT = 0 ] && time_left "2.68 GiB capped run" 150 capped; then
+if want capped && [ $BUILT = 0 ] && time_left "2.68 GiB capped run" 180 capped; then
     t0=$(date +%s)
     TOKDIR=${NGPT_GPT2_DIR:-data/gpt2}
     {
@@ -348,9 +349,10 @@ if want capped && [ $BUILT = 0 ] && time_left "2.68 GiB capped run" 150 capped; 
                 [ -n "$v" ] && [ "$v" -gt "$max" ] && max=$v && echo "$max" >"$1"
             done
         }
-        for run in capped uncapped; do
+        for run in capped uncapped layers; do # layers: the cap with whole layers recomputed (micro-batch 8, not 2)
             cap=()
             [ $run = capped ] && cap=(--max_memory=2.68GiB)
+            [ $run = layers ] && cap=(--max_memory=2.68GiB --recompute=3)
             echo 0 >"$BUILD/mem_$run"
             sample_mem "$BUILD/mem_$run" &
             sampler=$!
@@ -380,6 +382,19 @@ if want capped && [ $BUILT = 0 ] && time_left "2.68 GiB capped run" 150 capped; 
             r=$(awk -v a="$tokc" -v b="$toku" 'BEGIN{if (b > 0) printf "%.2f", a / b}')
             row "capped speed vs uncapped (>= 0.7x)" "$(awk -v v="$r" 'BEGIN{print (v != "" && v + 0 >= 0.7) ? "PASS" : "MISS"}')" \
                 "${r:-none}x: $tokc vs $toku tokens/s (median, steps 5-49)"
+        fi
+        # the same cap recomputing whole layers (--recompute=3: micro-batch 8 where the planner picks 2): its curve
+        # held to the uncapped one as the capped run's is; its speed against both runs says whether the planner
+        # should trade whole layers for a larger micro-batch before the cheaper trades (docs/memory.md)
+        cmp=$(compare_runs "$BUILD/out_layers" "$BUILD/out_uncapped")
+        read -r n meand maxd tokl toku2 <<<"$cmp"
+        if [ "$cmp" = none ] || [ "${n:-0}" -lt 50 ]; then
+            row "2.68 GiB, whole layers recomputed" FAIL "steps compared: ${n:-0}; see capped.log"
+        else
+            ok=$(awk -v a="$meand" -v b="$maxd" 'BEGIN{print (a <= 0.02 && b <= 0.1) ? "PASS" : "FAIL"}')
+            r=$(awk -v a="$tokl" -v b="$toku2" 'BEGIN{if (b > 0) printf "%.2f", a / b}')
+            rc=$(awk -v a="$tokl" -v b="${tokc:-0}" 'BEGIN{if (b > 0) printf "%.2f", a / b}')
+            row "2.68 GiB, whole layers recomputed" "$ok" "${r:-none}x uncapped, ${rc:-none}x capped ($tokl tokens/s); curve mean |d| $meand, max |d| $maxd; plan $(plan_of "$BUILD/train_layers.out"); arena $(arena_of "$BUILD/train_layers.out")"
         fi
         # where a capped step's time goes, op by op (bench's profiled step under the same plan), to set beside
         # bench.log's uncapped one
