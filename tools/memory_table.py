@@ -57,7 +57,7 @@ def main():
     print("| budget | micro-batch x accum | recompute | logits chunk | eval micro-batch | moments | params+grads | "
           "master+moments | activations | logits | arena |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
-    for b in [2.68, 4, 6, 8, 12, 24, 80]:
+    for b in [2.33, 2.68, 4, 6, 8, 12, 24, 80]:
         p = plan(binary, b)
         by = p["bytes"]
         g = lambda x: f"{x / GIB:.2f}"
