@@ -2,6 +2,7 @@
  * test/gpu.sh, linked with -Wl,--wrap for the CUDA allocation calls; with --quick, on a smaller model and
  * without the 300-step curve, as test/cuda_emu.sh runs it on the CUDA emulator; with --no-curve, without the curve).
  *  - one training step on a tiny config: loss and every parameter gradient, CUDA (fp32 and bf16) vs CPU;
+ *  - whole layers recomputed in the backward give the bits of keeping every activation;
  *  - the same seed twice gives bit-identical losses on the GPU;
  *  - nothing is allocated on the device (cudaMalloc & co.) or the host (counted in the trainer's calls)
  *    after the trainer is made: steps, evaluations, checkpoints;
@@ -102,6 +103,46 @@ static void check_step(const char *dtype, double tol, int gpt2_heads) {
 static void test_step_fp32(void) { check_step("float32", 1e-5, 0); }
 static void test_step_bf16(void) { check_step("bfloat16", 1e-2, 0); }
 static void test_step_gpt2_heads_bf16(void) { check_step("bfloat16", 1e-2, 1); }
+
+/* whole layers recomputed in the backward (recompute = 3) give the GPU's gradients of keeping everything
+ * (recompute = 0), bit for bit, at the same micro-batch: with dropout, and at GPT-2's head size 64 (a Hopper's
+ * wgmma attention, which the backward's recomputed forward runs again) */
+static void test_whole_layers_bit_identical_bf16(void) {
+    for (int gpt2_heads = 0; gpt2_heads <= 1; gpt2_heads++) {
+        ngpt_config c;
+        config(&c, "cuda", "bfloat16");
+        c.micro_batch = c.batch_size / 2; /* two micro-batches a step */
+        if (gpt2_heads) {
+            c.n_head = c.n_embd / 64;
+            c.dropout = 0;
+            c.block_size = 192;
+        }
+        double loss[2];
+        size_t P = 0;
+        float *g[2] = {NULL, NULL};
+        for (int k = 0; k < 2; k++) {
+            c.recompute = k ? 3 : 0;
+            ngpt_trainer *tr = make(&c);
+            if (!tr) break;
+            CHECK(tr->plan.recompute == c.recompute && tr->plan.micro_batch == c.micro_batch, "plan: recompute %d, micro-batch %d",
+                  tr->plan.recompute, tr->plan.micro_batch);
+            CHECK(forward_backward(tr, fill_from_train, NULL, &loss[k]) == 0, "%s", tr->err);
+            P = tr->plan.nparams;
+            g[k] = malloc(P * 4);
+            copy_params_out(tr, g[k], tr->grads);
+            ngpt_trainer_free(tr);
+        }
+        if (g[0] && g[1]) {
+            size_t diff = 0;
+            for (size_t i = 0; i < P; i++) diff += memcmp(&g[0][i], &g[1][i], 4) != 0;
+            printf("  %s: loss %.6f and %.6f; %zu of %zu gradients differ in their bits\n", gpt2_heads ? "head size 64" : "with dropout",
+                   loss[0], loss[1], diff, P);
+            CHECK(loss[0] == loss[1] && diff == 0, "%s: whole layers recomputed vs kept: loss %.9g vs %.9g, %zu gradients differ",
+                  gpt2_heads ? "head size 64" : "with dropout", loss[1], loss[0], diff);
+        }
+        free(g[0]); free(g[1]);
+    }
+}
 
 static void test_deterministic_and_no_allocation(void) {
     ngpt_config c;
@@ -313,6 +354,7 @@ int main(int argc, char **argv) {
     RUN(test_step_fp32);
     RUN(test_step_bf16);
     RUN(test_step_gpt2_heads_bf16);
+    RUN(test_whole_layers_bit_identical_bf16);
     RUN(test_deterministic_and_no_allocation);
     RUN(test_resume_bit_identical);
     RUN(test_sample_kv_cache);
