@@ -393,8 +393,8 @@ if want capped && [ $BUILT = 0 ] && time_left "2.68 GiB capped run" 180 capped; 
         else
             ok=$(awk -v a="$meand" -v b="$maxd" 'BEGIN{print (a <= 0.02 && b <= 0.1) ? "PASS" : "FAIL"}')
             r=$(awk -v a="$tokl" -v b="$toku2" 'BEGIN{if (b > 0) printf "%.2f", a / b}')
-            rc=$(awk -v a="$tokl" -v b="${tokc:-0}" 'BEGIN{if (b > 0) printf "%.2f", a / b}')
-            row "2.68 GiB, whole layers recomputed" "$ok" "${r:-none}x uncapped, ${rc:-none}x capped ($tokl tokens/s); curve mean |d| $meand, max |d| $maxd; plan $(plan_of "$BUILD/train_layers.out"); arena $(arena_of "$BUILD/train_layers.out")"
+            rcap=$(awk -v a="$tokl" -v b="${tokc:-0}" 'BEGIN{if (b > 0) printf "%.2f", a / b}')
+            row "2.68 GiB, whole layers recomputed" "$ok" "${r:-none}x uncapped, ${rcap:-none}x capped ($tokl tokens/s); curve mean |d| $meand, max |d| $maxd; plan $(plan_of "$BUILD/train_layers.out"); arena $(arena_of "$BUILD/train_layers.out")"
         fi
         # where a capped step's time goes, op by op (bench's profiled step under the same plan), to set beside
         # bench.log's uncapped one
