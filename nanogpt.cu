@@ -1501,6 +1501,17 @@ static __device__ __forceinline__ uint64_t wg_desc(const unsigned char *smem, ui
 
 #define WG_D4(i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3])
 #define WG_D16(i) WG_D4(i), WG_D4(i + 4), WG_D4(i + 8), WG_D4(i + 12)
+#define WG_D64(i) WG_D16(i), WG_D16(i + 16), WG_D16(i + 32), WG_D16(i + 48)
+/* One wgmma with f32 accumulators, for T's 16-bit type (T in scope): SHAPE ("m64n128k16"), OPERANDS the text
+ * after the type (accumulator registers, A, B and the modifiers), OUTS the accumulators' constraints (one macro
+ * name), then the inputs' constraints */
+#define WG_MMA_ASYNC(SHAPE, OPERANDS, OUTS, ...)                                                                      \
+    do {                                                                                                              \
+        if constexpr (std::is_same<T, __half>::value)                                                                 \
+            asm volatile("wgmma.mma_async.sync.aligned." SHAPE ".f32.f16.f16 " OPERANDS ";\n" : OUTS : __VA_ARGS__);   \
+        else                                                                                                          \
+            asm volatile("wgmma.mma_async.sync.aligned." SHAPE ".f32.bf16.bf16 " OPERANDS ";\n" : OUTS : __VA_ARGS__); \
+    } while (0)
 #define WG_REGS64                                                                                                  \
     "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, " \
     "%24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, "  \
@@ -1508,14 +1519,7 @@ static __device__ __forceinline__ uint64_t wg_desc(const unsigned char *smem, ui
 /* d (64x128 per warpgroup, f32) += A (64x16) B (16x128); TA / TB: the operand is MN-major */
 template <typename T, int TA, int TB> static __device__ __forceinline__ void wgmma_m64n128k16(float (&d)[64], uint64_t da, uint64_t db) {
 #ifdef NGPT_WGMMA_DEVICE
-    if constexpr (std::is_same<T, __half>::value)
-        asm volatile("wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 " WG_REGS64 ", %64, %65, 1, 1, 1, %66, %67;\n"
-                     : WG_D16(0), WG_D16(16), WG_D16(32), WG_D16(48)
-                     : "l"(da), "l"(db), "n"(TA), "n"(TB));
-    else
-        asm volatile("wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 " WG_REGS64 ", %64, %65, 1, 1, 1, %66, %67;\n"
-                     : WG_D16(0), WG_D16(16), WG_D16(32), WG_D16(48)
-                     : "l"(da), "l"(db), "n"(TA), "n"(TB));
+    WG_MMA_ASYNC("m64n128k16", WG_REGS64 ", %64, %65, 1, 1, 1, %66, %67", WG_D64(0), "l"(da), "l"(db), "n"(TA), "n"(TB));
 #else
     (void)d; (void)da; (void)db;
 #endif
@@ -1684,7 +1688,7 @@ static __device__ __forceinline__ void tma_load(void *dst, const CUtensorMap *ma
 }
 #endif
 
-#define WG_D64(i) WG_D16(i), WG_D16(i + 16), WG_D16(i + 32), WG_D16(i + 48)
+#define WG_D128 WG_D64(0), WG_D64(64)
 #define WG_REGS128                                                                                              \
     "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, "\
     "%24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, "\
@@ -1695,19 +1699,13 @@ static __device__ __forceinline__ void tma_load(void *dst, const CUtensorMap *ma
 /* d (64x256 per warpgroup, f32) += A (64x16) B (16x256); TA / TB: the operand is MN-major */
 template <typename T, int TA, int TB> static __device__ __forceinline__ void wgmma_m64n256k16(float (&d)[128], uint64_t da, uint64_t db) {
 #ifdef NGPT_WGMMA_DEVICE
-    if constexpr (std::is_same<T, __half>::value)
-        asm volatile("wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 " WG_REGS128 ", %128, %129, 1, 1, 1, %130, %131;\n"
-                     : WG_D64(0), WG_D64(64)
-                     : "l"(da), "l"(db), "n"(TA), "n"(TB));
-    else
-        asm volatile("wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 " WG_REGS128 ", %128, %129, 1, 1, 1, %130, %131;\n"
-                     : WG_D64(0), WG_D64(64)
-                     : "l"(da), "l"(db), "n"(TA), "n"(TB));
+    WG_MMA_ASYNC("m64n256k16", WG_REGS128 ", %128, %129, 1, 1, 1, %130, %131", WG_D128, "l"(da), "l"(db), "n"(TA), "n"(TB));
 #else
     (void)d; (void)da; (void)db;
 #endif
 }
 
+#define WG_D96 WG_D64(0), WG_D16(64), WG_D16(80)
 #define WG_REGS96                                                                                               \
     "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, "\
     "%24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, "\
@@ -1717,14 +1715,7 @@ template <typename T, int TA, int TB> static __device__ __forceinline__ void wgm
 /* d (64x192 per warpgroup, f32) += A (64x16) B (16x192); TA / TB: the operand is MN-major */
 template <typename T, int TA, int TB> static __device__ __forceinline__ void wgmma_m64n192k16(float (&d)[96], uint64_t da, uint64_t db) {
 #ifdef NGPT_WGMMA_DEVICE
-    if constexpr (std::is_same<T, __half>::value)
-        asm volatile("wgmma.mma_async.sync.aligned.m64n192k16.f32.f16.f16 " WG_REGS96 ", %96, %97, 1, 1, 1, %98, %99;\n"
-                     : WG_D64(0), WG_D16(64), WG_D16(80)
-                     : "l"(da), "l"(db), "n"(TA), "n"(TB));
-    else
-        asm volatile("wgmma.mma_async.sync.aligned.m64n192k16.f32.bf16.bf16 " WG_REGS96 ", %96, %97, 1, 1, 1, %98, %99;\n"
-                     : WG_D64(0), WG_D16(64), WG_D16(80)
-                     : "l"(da), "l"(db), "n"(TA), "n"(TB));
+    WG_MMA_ASYNC("m64n192k16", WG_REGS96 ", %96, %97, 1, 1, 1, %98, %99", WG_D96, "l"(da), "l"(db), "n"(TA), "n"(TB));
 #else
     (void)d; (void)da; (void)db;
 #endif
@@ -2675,14 +2666,7 @@ static_assert(FA_REGS_NEEDED <= 65536 / FA_THREADS / 8 * 8 * FA_THREADS, "setmax
  * fragment) B (16x64 from shared memory; TB: MN-major) */
 template <typename T, int TB> static __device__ __forceinline__ void wgmma_m64n64k16_rs(float (&d)[32], const uint32_t (&a)[4], uint64_t db) {
 #ifdef NGPT_WGMMA_DEVICE
-    if constexpr (std::is_same<T, __half>::value)
-        asm volatile("wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 " WG_REGS32 ", {%32, %33, %34, %35}, %36, 1, 1, 1, %37;\n"
-                     : WG_D32
-                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "n"(TB));
-    else
-        asm volatile("wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 " WG_REGS32 ", {%32, %33, %34, %35}, %36, 1, 1, 1, %37;\n"
-                     : WG_D32
-                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "n"(TB));
+    WG_MMA_ASYNC("m64n64k16", WG_REGS32 ", {%32, %33, %34, %35}, %36, 1, 1, 1, %37", WG_D32, "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "n"(TB));
 #else
     (void)d; (void)a; (void)db;
 #endif
@@ -2890,14 +2874,7 @@ __global__ void __launch_bounds__(FA_THREADS, 1)
 /* d (64x64 per warpgroup, f32) += A (64x16) B (16x64); TA / TB: the operand is MN-major */
 template <typename T, int TA, int TB> static __device__ __forceinline__ void wgmma_m64n64k16(float (&d)[32], uint64_t da, uint64_t db) {
 #ifdef NGPT_WGMMA_DEVICE
-    if constexpr (std::is_same<T, __half>::value)
-        asm volatile("wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 " WG_REGS32 ", %32, %33, 1, 1, 1, %34, %35;\n"
-                     : WG_D32
-                     : "l"(da), "l"(db), "n"(TA), "n"(TB));
-    else
-        asm volatile("wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 " WG_REGS32 ", %32, %33, 1, 1, 1, %34, %35;\n"
-                     : WG_D32
-                     : "l"(da), "l"(db), "n"(TA), "n"(TB));
+    WG_MMA_ASYNC("m64n64k16", WG_REGS32 ", %32, %33, 1, 1, 1, %34, %35", WG_D32, "l"(da), "l"(db), "n"(TA), "n"(TB));
 #else
     (void)d; (void)da; (void)db;
 #endif

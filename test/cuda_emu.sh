@@ -106,6 +106,9 @@ rewrite() {
             sub { "emu::setmaxnreg(" . ($_[0] eq "inc" ? 1 : 0) . ", $_[1]);" }],
         [q{asm volatile\("" : "\+[fr]"\([^()]*\)(?:,\s*"\+[fr]"\([^()]*\))*\s*::\s*"memory"\);}, sub { "(void)0; /* (a compiler barrier on the GPU) */" }],
     );
+    # the wgmma wrappers share one macro of inline PTX; their bodies become emulations below, so it goes
+    my $wg = ($src =~ s/^#define WG_MMA_ASYNC\(.*?\} while \(0\)\n//ms);
+    die "cuda_emu.sh: nanogpt.cu has no macro WG_MMA_ASYNC to take out: update test/cuda_emu.sh\n" if $wg != 1;
     for my $st (@stmts) {
         my ($re, $to) = @$st;
         my $n = ($src =~ s/$re/$to->($1, $2)/ge);
