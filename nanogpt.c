@@ -1316,6 +1316,37 @@ static int plan_fit_smaller_chunk(Plan *p, const PlanRequest *r, int B, int lane
  * micro-batch alone, never on the thread count, so the results do not either. */
 static int plan_lanes(const PlanRequest *r, int B) { return r->device == DEV_BACKEND_CPU ? MIN(CPU_LANES, B) : 1; }
 
+/* One trade of memory for time: a recompute level, and whether the logits chunk goes below the default */
+typedef struct {
+    int recompute, smaller_chunk;
+} PlanTrade;
+/* Micro-batch B's trades in order of cost, at AdamW moments of moments_dtype. Pass 0, those that cost an
+ * elementwise pass or less: recompute GELU, recompute LayerNorm too, then a smaller logits chunk (a pinned
+ * recompute level in place of the first three). Pass 1: whole layers recomputed (about a quarter more
+ * compute), then with a smaller chunk. Lays the first plan that fits out in *p and returns 1; 0 if none fits. */
+static int plan_fit_micro_batch(Plan *p, const PlanRequest *r, int B, int pass, int moments_dtype) {
+    PlanTrade trades[4];
+    int n = 0;
+    if (pass || r->pin_recompute >= 0) {
+        int rc = pass ? RECOMPUTE_LAYERS : r->pin_recompute;
+        trades[n++] = (PlanTrade){rc, 0};
+        trades[n++] = (PlanTrade){rc, 1};
+    } else {
+        for (int rc = RECOMPUTE_NONE; rc <= RECOMPUTE_GELU_LN; rc++) trades[n++] = (PlanTrade){rc, 0};
+        trades[n++] = (PlanTrade){RECOMPUTE_GELU_LN, 1};
+    }
+    const int chunk = r->pin_chunk ? r->pin_chunk : default_chunk(r);
+    for (int t = 0; t < n; t++) {
+        if (r->pin_chunk && trades[t].smaller_chunk) continue;
+        /* lanes cost a second gradient buffer: without them before a costlier trade */
+        for (int lanes = plan_lanes(r, B); lanes >= 1; lanes = lanes > 1 ? 1 : 0)
+            if (trades[t].smaller_chunk ? plan_fit_smaller_chunk(p, r, B, lanes, trades[t].recompute, moments_dtype) > 0
+                                        : plan_fits(p, r, plan_layout(p, r, B, lanes, trades[t].recompute, chunk, moments_dtype)))
+                return 1;
+    }
+    return 0;
+}
+
 static const char *recompute_name(int rc) {
     return rc == RECOMPUTE_LAYERS ? "whole layers" : rc == RECOMPUTE_GELU_LN ? "GELU+LayerNorm" : rc == RECOMPUTE_GELU ? "GELU" : "none";
 }
@@ -1373,32 +1404,15 @@ static int plan_make(Plan *p, const PlanRequest *r, char *err, size_t errlen) {
     int n_moment_opts = r->dtype == NGPT_DTYPE_F32 ? 1 : 2;
     for (int mo = 0; mo < n_moment_opts; mo++) {
         long long B0 = r->pin_micro_batch ? r->pin_micro_batch : MIN((long long)r->batch_size, seqs);
-        /* pass 0: the trades that cost an elementwise pass or less; pass 1, only when none of those fits at any
-         * micro-batch: whole layers recomputed (about a quarter more compute) */
+        /* whole layers (pass 1) only when none of the cheaper trades fits at any micro-batch */
         for (int pass = 0; pass < 2; pass++) {
             if (pass == 1 && r->pin_recompute >= 0) break; /* a pinned level is tried in pass 0 */
-            for (long long B = B0; B >= 1; B--) {
-                if (seqs % B) continue;
-                if (r->pin_micro_batch && B != r->pin_micro_batch) continue;
-                /* trades in order of cost: recompute GELU, recompute LayerNorm, then a smaller logits chunk */
-                for (int level = 0; level < 4; level++) {
-                    int rc = pass ? RECOMPUTE_LAYERS : MIN(level, RECOMPUTE_GELU_LN);
-                    int smaller_chunk = level == 3;
-                    if (r->pin_recompute >= 0 || pass) {
-                        if (level == 1 || level == 2) continue;
-                        if (!pass) rc = r->pin_recompute;
-                    }
-                    if (r->pin_chunk && smaller_chunk) continue;
-                    int chunk = r->pin_chunk ? r->pin_chunk : default_chunk(r);
-                    /* lanes cost a second gradient buffer: without them before a costlier trade */
-                    for (int lanes = plan_lanes(r, (int)B); lanes >= 1; lanes = lanes > 1 ? 1 : 0)
-                        if (smaller_chunk ? plan_fit_smaller_chunk(p, r, (int)B, lanes, rc, moment_opts[mo]) > 0
-                                          : plan_fits(p, r, plan_layout(p, r, (int)B, lanes, rc, chunk, moment_opts[mo]))) {
-                            p->fits = 1;
-                            return NGPT_OK;
-                        }
+            for (long long B = B0; B >= 1; B--)
+                if (seqs % B == 0 && (!r->pin_micro_batch || B == r->pin_micro_batch) &&
+                    plan_fit_micro_batch(p, r, (int)B, pass, moment_opts[mo])) {
+                    p->fits = 1;
+                    return NGPT_OK;
                 }
-            }
         }
     }
     /* nothing fits: describe the smallest plan */

@@ -202,6 +202,31 @@ static void test_property_random_configs(void) {
                     }
                 }
             }
+            if (ok) {
+                /* cheapest at its micro-batch: no lower recompute level fits at the default chunk (levels below
+                 * GELU+LayerNorm, unpinned; whole layers are checked above), the chunk goes below the default only
+                 * after recomputing GELU and LayerNorm, and bf16 moments only when no fp32 plan fits */
+                int traded_chunk = p.logits_chunk < MIN(default_chunk(&r), p.train.lane_B * T);
+                for (int rcl = RECOMPUTE_NONE; r.pin_recompute < 0 && ok && rcl < MIN(p.recompute, RECOMPUTE_GELU_LN + 1); rcl++) {
+                    Plan q;
+                    if (plan_layout(&q, &r, p.micro_batch, 1, rcl, default_chunk(&r), p.moments_dtype) <= budget) {
+                        ok = 0;
+                        snprintf(why, sizeof why, "recompute %s would fit at micro-batch %d but %s was chosen", recompute_name(rcl),
+                                 p.micro_batch, recompute_name(p.recompute));
+                    }
+                }
+                if (ok && r.pin_recompute < 0 && traded_chunk && p.recompute < RECOMPUTE_GELU_LN) {
+                    ok = 0;
+                    snprintf(why, sizeof why, "logits chunk %d before recomputing GELU and LayerNorm (recompute %s)", p.logits_chunk,
+                             recompute_name(p.recompute));
+                }
+                Plan q;
+                if (ok && p.moments_dtype != NGPT_DTYPE_F32 &&
+                    plan_layout(&q, &r, 1, 1, r.pin_recompute >= 0 ? r.pin_recompute : RECOMPUTE_LAYERS, CHUNK_STEP, NGPT_DTYPE_F32) <= budget) {
+                    ok = 0;
+                    snprintf(why, sizeof why, "bf16 moments chosen though micro-batch 1 with fp32 moments fits");
+                }
+            }
             if (!ok) { failures++; CHECK(0, "config %d (L%d C%d T%d batch %d x %d, budget %.0f): %s", it, m.L, m.C, T, batch, accum, budget, why); }
         } else {
             refusals++;
