@@ -89,8 +89,11 @@ static int tg_nbits, tg_bits_mode, tg_bits_matched;
 static int tg_unsplit;
 static size_t tg_scratch_size, tg_scratch_keep;
 
+/* the scratch goes through the host staging buffer in pieces of this many bytes */
+static size_t tg_scratch_piece(void) { return tg_host_cap < ((size_t)4 << 20) ? tg_host_cap : ((size_t)4 << 20); }
+
 static void tg_scratch_mark(void) {
-    size_t chunk = tg_host_cap < ((size_t)4 << 20) ? tg_host_cap : ((size_t)4 << 20);
+    size_t chunk = tg_scratch_piece();
     memset(tg_gpu_host, TG_SCRATCH_MARK, chunk);
     for (size_t off = 0; off < tg_scratch_size; off += chunk)
         tg_gpu->upload(tg_gpu, tg_gpu_dev + off, tg_gpu_host, tg_scratch_size - off < chunk ? tg_scratch_size - off : chunk);
@@ -99,7 +102,7 @@ static void tg_scratch_mark(void) {
 
 /* bytes of the scratch past tg_scratch_keep (and the alignment set_scratch may add) that no longer hold the mark */
 static size_t tg_scratch_changed(void) {
-    size_t chunk = tg_host_cap < ((size_t)4 << 20) ? tg_host_cap : ((size_t)4 << 20), changed = 0;
+    size_t chunk = tg_scratch_piece(), changed = 0;
     for (size_t off = ALIGN_UP(tg_scratch_keep, 256) + 256; off < tg_scratch_size; off += chunk) {
         size_t n = tg_scratch_size - off < chunk ? tg_scratch_size - off : chunk;
         tg_gpu->download(tg_gpu, tg_gpu_host, tg_gpu_dev + off, n);
