@@ -1322,8 +1322,9 @@ typedef struct {
 } PlanTrade;
 /* Micro-batch B's trades in order of cost, at AdamW moments of moments_dtype. Pass 0, those that cost an
  * elementwise pass or less: recompute GELU, recompute LayerNorm too, then a smaller logits chunk (a pinned
- * recompute level in place of the first three). Pass 1: whole layers recomputed (about a quarter more
- * of the layers' compute), then with a smaller chunk. Lays the first plan that fits out in *p and returns 1; 0 if none fits. */
+ * recompute level in place of the first three). Pass 1: whole layers recomputed (about a quarter more of the
+ * layers' compute), then with a smaller chunk. Lays the first plan that fits out in *p and returns 1; 0 if
+ * none fits. */
 static int plan_fit_micro_batch(Plan *p, const PlanRequest *r, int B, int pass, int moments_dtype) {
     PlanTrade trades[4];
     int n = 0;
