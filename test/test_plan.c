@@ -203,9 +203,9 @@ static void test_property_random_configs(void) {
                 }
             }
             if (ok) {
-                /* cheapest at its micro-batch: no lower recompute level fits at the default chunk (levels below
-                 * GELU+LayerNorm, unpinned; whole layers are checked above), the chunk goes below the default only
-                 * after recomputing GELU and LayerNorm, and bf16 moments only when no fp32 plan fits */
+                /* cheapest at its micro-batch: no lower recompute level up to GELU+LayerNorm fits at the default
+                 * chunk (unpinned), the chunk goes below the default only after recomputing GELU and LayerNorm, and
+                 * bf16 moments only when no fp32 plan fits */
                 int traded_chunk = p.logits_chunk < MIN(default_chunk(&r), p.train.lane_B * T);
                 for (int rcl = RECOMPUTE_NONE; r.pin_recompute < 0 && ok && rcl < MIN(p.recompute, RECOMPUTE_GELU_LN + 1); rcl++) {
                     Plan q;
