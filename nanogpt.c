@@ -411,6 +411,7 @@ static void copy_str(char *dst, size_t cap, const char *src) {
 }
 
 void ngpt_config_defaults(ngpt_config *c) {
+    if (!c) return;
     memset(c, 0, sizeof *c);
     copy_str(c->out_dir, sizeof c->out_dir, "out");
     c->eval_interval = 2000;
@@ -845,7 +846,10 @@ static int config_load(ngpt_config *cfg, const char *path, int *line_of, char *e
     return rc;
 }
 
-int ngpt_config_load(ngpt_config *cfg, const char *path, char *err, size_t errlen) { return config_load(cfg, path, NULL, err, errlen); }
+int ngpt_config_load(ngpt_config *cfg, const char *path, char *err, size_t errlen) {
+    if (!cfg || !path) return fail(err, errlen, NGPT_ERR_ARG, "ngpt_config_load: cfg and path must not be NULL");
+    return config_load(cfg, path, NULL, err, errlen);
+}
 
 /* Key i of the table as one `key = value` line (with its newline) into line; returns its length (0 for
  * an ignored key). Numbers are written exactly: reading the line back gives the same bits. */
@@ -876,6 +880,7 @@ static int config_line(const ngpt_config *cfg, size_t i, char *line, size_t cap)
 }
 
 void ngpt_config_print(const ngpt_config *cfg, FILE *f) {
+    if (!cfg || !f) return;
     char line[600];
     for (size_t i = 0; i < N_CONFIG_KEYS; i++)
         if (config_line(cfg, i, line, sizeof line)) fputs(line, f);
@@ -7478,9 +7483,11 @@ int ngpt_sample(ngpt_trainer *tr, const int32_t *prompt, int n_prompt, int num_s
     if (!tr) return NGPT_ERR_ARG;
     if (!prompt || !out) return tr_fail(tr, NGPT_ERR_ARG, "ngpt_sample: prompt and out must not be NULL");
     const ModelShape *m = &tr->ms;
-    if (n_prompt < 1 || num_samples < 1 || max_new < 0 || !(temperature >= 0 && temperature <= FLT_MAX) || top_k < 0)
-        return tr_fail(tr, NGPT_ERR_ARG, "sample: need a prompt of at least one token, num_samples >= 1, max_new_tokens >= 0, temperature >= 0, "
-                                         "top_k >= 0 (0 = all); got %d, %d, %d, %g, %d", n_prompt, num_samples, max_new, (double)temperature, top_k);
+    if (n_prompt < 1 || num_samples < 1 || max_new < 0 || max_new > INT_MAX - n_prompt || !(temperature >= 0 && temperature <= FLT_MAX) ||
+        top_k < 0)
+        return tr_fail(tr, NGPT_ERR_ARG, "sample: need a prompt of at least one token, num_samples >= 1, max_new_tokens 0..%d (INT_MAX less the "
+                                         "prompt), temperature >= 0, top_k >= 0 (0 = all); got %d, %d, %d, %g, %d",
+                       n_prompt >= 1 ? INT_MAX - n_prompt : INT_MAX - 1, n_prompt, num_samples, max_new, (double)temperature, top_k);
     for (int i = 0; i < n_prompt; i++)
         if (prompt[i] < 0 || prompt[i] >= m->V) return tr_fail(tr, NGPT_ERR_ARG, "sample: prompt token %d is %d, outside the vocabulary (0..%d)", i, prompt[i], m->V - 1);
     size_t off[N_SAMPLE_BUFS];
@@ -7698,6 +7705,7 @@ int ngpt_train(ngpt_trainer *tr) {
     if (jsonl < 0) return tr_fail(tr, NGPT_ERR_IO, "cannot open %s: %s", path, strerror(errno));
     int rc = train_loop(tr, jsonl);
     close(jsonl);
+    atomic_store(&tr->stop_requested, 0); /* used up: a later ngpt_train continues the run */
     return rc;
 }
 

@@ -42,7 +42,7 @@
  * (ngpt_last_error); the others write it into the caller's buffer. The library never exits, never prints
  * unless a log callback asks for it, and keeps no mutable global state. Pointers must be valid unless a
  * comment says they may be NULL; a NULL trainer, config or output pointer is NGPT_ERR_ARG (a NULL trainer
- * has no message), not a crash. ngpt_trainer_create checks every field of the config as ngpt_config_set
+ * has no message), not a crash (the void functions do nothing). ngpt_trainer_create checks every field of the config as ngpt_config_set
  * does, so fields set directly get the same errors.
  *
  * Dimension letters used in the comments: B batch, T time (sequence), C channels, L layers, NH heads,
@@ -221,7 +221,8 @@ int ngpt_evaluate(ngpt_trainer *tr, float *train_loss, float *val_loss);
 int ngpt_train(ngpt_trainer *tr);
 
 /* Asks ngpt_train to finish the current step, save a checkpoint and return NGPT_ERR_INTERRUPTED.
- * Async-signal-safe: call it from a SIGINT handler. */
+ * Async-signal-safe: call it from a SIGINT handler. A request made before ngpt_train starts stops it after
+ * its first step; each return of ngpt_train uses the request up, so a later call continues the run. */
 void ngpt_request_stop(ngpt_trainer *tr);
 /* Writes the whole training state (config, model, step, data position, parameters, AdamW moments) as a
  * checkpoint (docs/formats.md), atomically; path's folder must exist. init_from = resume reads the newest
@@ -239,7 +240,7 @@ int ngpt_load(ngpt_trainer *tr, const char *path);
  * num_samples rows of n_prompt + max_new ids. Once a sequence fills block_size, the cache is rebuilt from
  * its last block_size/2 tokens (nanoGPT crops to the last block_size tokens at every step). The KV cache lives
  * in the arena; the logits rows of the samples (Vp x (num_samples + 1) floats) and their ids are malloced for
- * the call and freed before it returns. */
+ * the call and freed before it returns. n_prompt + max_new must fit an int (NGPT_ERR_ARG otherwise). */
 int ngpt_sample(ngpt_trainer *tr, const int32_t *prompt, int n_prompt, int num_samples, int max_new, float temperature, int top_k,
                 uint64_t seed, int32_t *out);
 

@@ -122,9 +122,19 @@ int main(void) {
            "a NULL trainer is NGPT_ERR_ARG");
     EXPECT(ngpt_save(tr, NULL) == NGPT_ERR_ARG && strstr(ngpt_last_error(tr), "no path") != NULL, "ngpt_save without a path");
     EXPECT(ngpt_sample(tr, NULL, 1, 1, 1, 1.0f, 0, 1, NULL) == NGPT_ERR_ARG, "ngpt_sample without buffers");
+    {
+        int32_t one = 1, ids[4];
+        EXPECT(ngpt_sample(tr, &one, 1, 1, 2147483647, 1.0f, 0, 1, ids) == NGPT_ERR_ARG && strstr(ngpt_last_error(tr), "max_new_tokens 0..2147483646"),
+               "ngpt_sample: a prompt and max_new beyond an int");
+    }
     EXPECT(ngpt_config_set(NULL, "n_layer", "2", err, sizeof err) == NGPT_ERR_ARG && ngpt_trainer_create(NULL, NULL, &other, err, sizeof err) ==
                NGPT_ERR_ARG && other == NULL && ngpt_plan_arenas(&cfg, NULL, NULL, NULL, err, sizeof err) == NGPT_ERR_ARG,
            "NULL configs and outputs");
+    EXPECT(ngpt_config_load(NULL, "x.cfg", err, sizeof err) == NGPT_ERR_ARG && ngpt_config_load(&cfg, NULL, err, sizeof err) == NGPT_ERR_ARG,
+           "ngpt_config_load without a config or a path");
+    ngpt_config_defaults(NULL);
+    ngpt_config_print(NULL, stderr);
+    ngpt_config_print(&cfg, NULL);
     ngpt_request_stop(NULL);
     ngpt_get_stats(NULL, &st);
     EXPECT(st.step == 0, "stats of no trainer are zero");

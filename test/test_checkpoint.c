@@ -120,6 +120,10 @@ static void test_stop_request_saves(void) {
     char path[512];
     checkpoint_path(out_dir, 1, path, sizeof path);
     CHECK(file_exists(path), "no checkpoint at %s", path);
+    /* the return used the request up: the next call runs to max_iters, as a resume would */
+    tr->cfg.max_iters = 4;
+    rc = ngpt_train(tr);
+    CHECK(rc == NGPT_OK && tr->step == 5, "after a stop, ngpt_train again: rc %d at step %d (%s)", rc, tr->step, tr->err);
     ngpt_trainer_free(tr);
 }
 
