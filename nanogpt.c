@@ -927,6 +927,14 @@ static int config_validate(const ngpt_config *c, char *err, size_t errlen) {
                     embd_head_advice(c->n_embd, c->n_head, advice, sizeof advice));
     if (c->decay_lr && c->lr_decay_iters < c->warmup_iters)
         return fail(err, errlen, NGPT_ERR_ARG, "lr_decay_iters = %d is below warmup_iters = %d", c->lr_decay_iters, c->warmup_iters);
+    if (!c->out_dir[0]) return fail(err, errlen, NGPT_ERR_ARG, "out_dir is empty: name a folder (nanoGPT's default is 'out')");
+    /* counts of sequences the loops keep in an int */
+    if ((long long)c->batch_size * c->gradient_accumulation_steps > INT_MAX)
+        return fail(err, errlen, NGPT_ERR_ARG, "batch_size x gradient_accumulation_steps = %d x %d = %lld sequences a step: at most %d",
+                    c->batch_size, c->gradient_accumulation_steps, (long long)c->batch_size * c->gradient_accumulation_steps, INT_MAX);
+    if ((long long)c->batch_size * c->eval_iters > INT_MAX)
+        return fail(err, errlen, NGPT_ERR_ARG, "eval_iters x batch_size = %d x %d = %lld sequences an evaluation of each split: at most %d",
+                    c->eval_iters, c->batch_size, (long long)c->eval_iters * c->batch_size, INT_MAX);
     if (c->min_lr > c->learning_rate && c->decay_lr)
         return fail(err, errlen, NGPT_ERR_ARG, "min_lr = %g is above learning_rate = %g", c->min_lr, c->learning_rate);
     return NGPT_OK;
@@ -2882,13 +2890,17 @@ static void tokenfile_close(TokenFile *f) {
 static int tokenfile_open(TokenFile *f, const char *path, int vocab, size_t min_tokens, int shard, char *err, size_t errlen) {
     memset(f, 0, sizeof *f);
     copy_str(f->path, sizeof f->path, path);
-    int fd = open(path, O_RDONLY);
+    int fd = open(path, O_RDONLY | O_NONBLOCK); /* a FIFO in its place must not block the open */
     if (fd < 0) return fail(err, errlen, NGPT_ERR_IO, "cannot open %s: %s", path, strerror(errno));
     struct stat st;
     if (fstat(fd, &st) != 0) {
         int e = errno;
         close(fd);
         return fail(err, errlen, NGPT_ERR_IO, "cannot stat %s: %s", path, strerror(e));
+    }
+    if (!S_ISREG(st.st_mode)) { /* a token file is mapped: a pipe or a device has no size to map */
+        close(fd);
+        return fail(err, errlen, NGPT_ERR_FORMAT, "%s is not a regular file (a token file is mapped into memory)", path);
     }
     size_t bytes = (size_t)st.st_size;
     if (bytes == 0) {
@@ -6530,7 +6542,7 @@ static void ckpt_end_section(CkptWriter *w, CkptHeader *h, int id) {
 static int mkdir_p(const char *dir) {
     char buf[512];
     snprintf(buf, sizeof buf, "%s", dir);
-    for (char *p = buf + 1; *p; p++)
+    for (char *p = buf[0] ? buf + 1 : buf; *p; p++)
         if (*p == '/') { *p = 0; mkdir(buf, 0777); *p = '/'; }
     return mkdir(buf, 0777) == 0 || errno == EEXIST ? 0 : -1;
 }
@@ -6675,6 +6687,16 @@ static int checkpoint_open(CkptReader *r, const char *path, char *err, size_t er
         rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s: impossible model shape (L %d, NH %d, C %d, V %d, Vp %d, block %d)", path, m->L, m->NH, m->C,
                   m->V, m->Vp, m->maxT);
     const CkptState *state = &r->state;
+    uint64_t state_at = r->h.sec[SEC_STATE - 1].offset;
+    if (!rc && (state->step < 0 || state->step > INT_MAX))
+        rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s: state section, byte %llu: step %lld outside [0, %d]", path,
+                  (unsigned long long)(state_at + offsetof(CkptState, step)), (long long)state->step, INT_MAX);
+    if (!rc && (state->eval_count < 0 || state->eval_count > INT_MAX))
+        rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s: state section, byte %llu: evaluation count %lld outside [0, %d]", path,
+                  (unsigned long long)(state_at + offsetof(CkptState, eval_count)), (long long)state->eval_count, INT_MAX);
+    if (!rc && !(state->best_val_loss >= 0 && state->best_val_loss <= FLT_MAX))
+        rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s: state section, byte %llu: best val loss %g outside [0, %g]", path,
+                  (unsigned long long)(state_at + offsetof(CkptState, best_val_loss)), state->best_val_loss, (double)FLT_MAX);
     if (!rc && (state->loss_scale != 0 && !(state->loss_scale >= 1 && state->loss_scale <= 1e30)))
         rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s: state section: fp16 loss scale %g outside [1, 1e30] (0 = not stored)", path,
                   state->loss_scale);
@@ -6745,10 +6767,11 @@ static int checkpoint_verify_tensors(ngpt_trainer *tr, CkptReader *r, const char
     return NGPT_OK;
 }
 
-/* whether nm is ckpt_<9 digits>.bin followed by suffix */
+/* whether nm is ckpt_<step>.bin followed by suffix: the step in 9 digits, or 10 from step 1e9 (max_iters goes to 2e9) */
 static int is_checkpoint_name(const char *nm, const char *suffix) {
-    return strlen(nm) == 18 + strlen(suffix) && !strncmp(nm, "ckpt_", 5) && strspn(nm + 5, "0123456789") == 9 && !strncmp(nm + 14, ".bin", 4) &&
-           !strcmp(nm + 18, suffix);
+    if (strncmp(nm, "ckpt_", 5)) return 0;
+    size_t digits = strspn(nm + 5, "0123456789");
+    return (digits == 9 || (digits == 10 && nm[5] != '0')) && !strncmp(nm + 5 + digits, ".bin", 4) && !strcmp(nm + 9 + digits, suffix);
 }
 
 /* Steps of the ckpt_<step>.bin files in dir, ascending: the newest cap of them; returns how many. */
@@ -7632,8 +7655,8 @@ static void report(ngpt_trainer *tr, int jsonl, int is_eval, float train_loss, f
     char n1[32], n2[32], n3[32], n4[32], n5[32];
     if (is_eval) {
         tr_log(tr, 0, "step %d: train loss %.4f, val loss %.4f", p.step, (double)train_loss, (double)val_loss);
-        jsonl_line(jsonl, "{\"step\": %d, \"train_loss\": %s, \"val_loss\": %s}\n", p.step, json_num(n1, sizeof n1, "%.6f", train_loss),
-                   json_num(n2, sizeof n2, "%.6f", val_loss));
+        jsonl_line(jsonl, "{\"step\": %d, \"train_loss\": %s, \"val_loss\": %s%s}\n", p.step, json_num(n1, sizeof n1, "%.6f", train_loss),
+                   json_num(n2, sizeof n2, "%.6f", val_loss), c->eval_only ? ", \"eval_only\": true" : "");
     } else {
         if (!tr->opt.progress && p.step % c->log_interval == 0)
             tr_log(tr, 0, "iter %d: loss %.4f, time %.2fms, lr %.3e, %.0f tok/s", p.step, (double)p.loss, p.step_seconds * 1e3, (double)p.lr,
@@ -9077,13 +9100,13 @@ static int checkpoint_to_read(const char *out_dir, char *path, size_t cap, ngpt_
  * else the newest), as sample reads it */
 static int cmd_plan(int argc, char **argv) {
     ngpt_config cfg;
-    char err[NGPT_ERRLEN], *rest[256];
+    char err[NGPT_ERRLEN], **rest = argv; /* the arguments parse_args reads, gathered in place */
     int has_file, json = 0, sampling = 0, init_given = 0, n = 0;
     for (int i = 0; i < argc; i++) {
         if (!strcmp(argv[i], "--json")) json = 1; /* known before the arguments are parsed: their errors are JSON too */
         if (!strncmp(argv[i], "--init_from=", 12)) init_given = 1;
         if (!strcmp(argv[i], "--sample")) sampling = 1; /* the plan `nanogpt sample` makes (ngpt_options.sample_only) */
-        else if (n < 256) rest[n++] = argv[i];
+        else rest[n++] = argv[i];
     }
     /* --sample plans what `nanogpt sample` makes: from nanoGPT's defaults, not the default job's preset; without
      * init_from, out_dir's checkpoint (best.bin, else the newest), its stored config the base that the arguments
@@ -9183,7 +9206,7 @@ static int bench_sampling(ngpt_config *cfg, int samples, int steps) {
 
 static int cmd_bench(int argc, char **argv) {
     int steps = 20, warmup = 3, n = 0, has_file, kernels = 0, samples = 0;
-    char *rest[256], err[NGPT_ERRLEN];
+    char **rest = argv, err[NGPT_ERRLEN]; /* the arguments parse_args reads, gathered in place */
     for (int i = 0; i < argc; i++) {
         double x;
         if (!strcmp(argv[i], "--kernels")) {
@@ -9203,7 +9226,7 @@ static int cmd_bench(int argc, char **argv) {
             }
             if (is_steps) steps = (int)x;
             else warmup = (int)x;
-        } else if (n < 256) rest[n++] = argv[i];
+        } else rest[n++] = argv[i];
     }
     ngpt_config cfg;
     ngpt_config_defaults(&cfg);
@@ -9280,15 +9303,25 @@ static int cmd_bench(int argc, char **argv) {
 
 static int cmd_prepare(int argc, char **argv) {
     const char *out = NULL, *tokenizer = "char", *format = "nanogpt", *tok_dir = "data/gpt2";
-    char *inputs[256], err[NGPT_ERRLEN] = "";
-    int n_inputs = 0, rc = NGPT_OK;
+    char **inputs = NULL, err[NGPT_ERRLEN] = "";
+    int n_inputs = 0, inputs_cap = 0, rc = NGPT_OK;
     double val_fraction = 0.1;
     for (int i = 0; i < argc && !rc; i++) {
         const char *a = argv[i];
         if (!strncmp(a, "--input=", 8)) {
             /* comma-separated list, or repeated --input */
             char *list = strdup(a + 8), *save = NULL;
-            for (char *t = list ? strtok_r(list, ",", &save) : NULL; t && n_inputs < 256; t = strtok_r(NULL, ",", &save)) inputs[n_inputs++] = strdup(t);
+            if (!list) rc = fail(err, sizeof err, NGPT_ERR_NOMEM, "out of host memory");
+            for (char *t = list ? strtok_r(list, ",", &save) : NULL; t && !rc; t = strtok_r(NULL, ",", &save)) {
+                if (n_inputs == inputs_cap) {
+                    int cap = inputs_cap ? 2 * inputs_cap : 16;
+                    char **grown = (char **)realloc(inputs, (size_t)cap * sizeof *inputs);
+                    if (!grown) { rc = fail(err, sizeof err, NGPT_ERR_NOMEM, "out of host memory"); break; }
+                    inputs = grown;
+                    inputs_cap = cap;
+                }
+                inputs[n_inputs++] = strdup(t);
+            }
             free(list);
         } else if (!strncmp(a, "--out=", 6)) out = a + 6;
         else if (!strncmp(a, "--tokenizer=", 12)) tokenizer = a + 12;
@@ -9319,6 +9352,7 @@ static int cmd_prepare(int argc, char **argv) {
         ngpt_tokenizer_free(tok);
     }
     for (int i = 0; i < n_inputs; i++) free(inputs[i]);
+    free(inputs);
     if (rc) fprintf(stderr, "error: %s\n", err);
     return rc ? 1 : 0;
 }
@@ -9387,13 +9421,28 @@ static int cmd_sample(int argc, char **argv) {
         arg_key(a, key, sizeof key);
         if (!strncmp(a, "--start=", 8)) {
             const char *v = a + 8;
+            size_t got;
             if (!strncmp(v, "FILE:", 5)) {
                 FILE *f = fopen(v + 5, "rb");
                 if (!f) { fprintf(stderr, "error: --start=%s: %s\n", v, strerror(errno)); return 1; }
-                size_t got = fread(start, 1, sizeof start - 1, f);
-                start[got] = 0;
+                got = fread(start, 1, sizeof start, f);
+                int read_error = ferror(f) ? errno : 0;
                 fclose(f);
-            } else copy_str(start, sizeof start, v);
+                if (read_error) { fprintf(stderr, "error: --start=%s: %s\n", v, strerror(read_error)); return 1; }
+            } else {
+                got = strlen(v);
+                memcpy(start, v, MIN(got, sizeof start));
+            }
+            if (got > sizeof start - 1) {
+                fprintf(stderr, "error: --start=%.600s: the start text is longer than its limit of %zu bytes\n", v, sizeof start - 1);
+                return 1;
+            }
+            start[got] = 0;
+            const char *nul = memchr(start, 0, got);
+            if (nul) {
+                fprintf(stderr, "error: --start=%.600s: a NUL byte at byte %td: the start text is UTF-8 text\n", v, nul - start);
+                return 1;
+            }
             continue;
         }
         /* sample.py's numbers: each checked against its own range */
@@ -9474,8 +9523,18 @@ static int cmd_sample(int argc, char **argv) {
         if (!rc && np == 0) prompt[np++] = ngpt_tokenizer_eot(tok); /* nanoGPT starts an empty prompt at <|endoftext|> */
     }
     int total = np + max_new;
-    int32_t *out = rc ? NULL : (int32_t *)malloc((size_t)num_samples * total * sizeof(int32_t));
-    if (!rc && !out) rc = fail(err, sizeof err, NGPT_ERR_NOMEM, "out of host memory");
+    /* every sample's ids are kept until they are printed: within the machine's memory */
+    double out_bytes = (double)num_samples * total * sizeof(int32_t);
+    long phys_pages = sysconf(_SC_PHYS_PAGES), page_size = sysconf(_SC_PAGESIZE);
+    int32_t *out = NULL;
+    if (!rc && phys_pages > 0 && page_size > 0 && out_bytes > (double)phys_pages * page_size)
+        rc = fail(err, sizeof err, NGPT_ERR_NOMEM, "num_samples x (prompt + max_new_tokens) = %d x (%d + %d) ids take %.3g GiB, more than this "
+                                                     "machine's %.3g GiB of memory: ask for fewer samples or tokens", num_samples, np, max_new,
+                  out_bytes / (1 << 30), (double)phys_pages * page_size / (1 << 30));
+    if (!rc) out = (int32_t *)malloc((size_t)out_bytes);
+    if (!rc && !out)
+        rc = fail(err, sizeof err, NGPT_ERR_NOMEM, "out of host memory for num_samples x (prompt + max_new_tokens) = %d x (%d + %d) ids (%.3g GiB)",
+                  num_samples, np, max_new, out_bytes / (1 << 30));
     if (!rc && ngpt_sample(tr, prompt, np, num_samples, max_new, (float)temperature, top_k, (uint64_t)seed, out))
         rc = fail(err, sizeof err, NGPT_ERR_STATE, "%s", ngpt_last_error(tr));
     for (int sidx = 0; !rc && sidx < num_samples; sidx++) {
@@ -9656,7 +9715,8 @@ static int cmd_plot(int argc, char **argv) {
     double last = -1, last_of[2] = {-1, -1}; /* the step of the previous line, and of the previous line of each kind */
     while (fgets(line, sizeof line, f)) {
         double step = json_number(line, "step");
-        if (isnan(step)) continue;
+        /* an eval_only run's evaluation is no run's curve (it may be a model from elsewhere, at step 0) */
+        if (isnan(step) || strstr(line, "\"eval_only\": true")) continue;
         int eval = strstr(line, "\"val_loss\":") != NULL;
         if (step < last || step <= last_of[eval]) {
             series_cut(&tr, step);

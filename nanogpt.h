@@ -91,7 +91,7 @@ typedef struct ngpt_config {
                                  * model (resume, pretrained) is planned for forward passes alone, as sample_only */
     int always_save_checkpoint; /* save at every eval, not only when val loss improves */
     int keep_checkpoints;       /* the newest ckpt_<step>.bin kept in out_dir (1..1000, default 3; the step in 9 digits,
-                                 * ckpt_000000030.bin); best.bin besides */
+                                 * ckpt_000000030.bin, 10 from step 1e9); best.bin besides */
     char init_from[256];        /* "scratch", "resume", "gpt2".."gpt2-xl", or a .safetensors / llm.c .bin path */
     /* data */
     char dataset[128];    /* data lives in data/<dataset>/ unless data_dir is set */
@@ -226,7 +226,7 @@ int ngpt_train(ngpt_trainer *tr);
 void ngpt_request_stop(ngpt_trainer *tr);
 /* Writes the whole training state (config, model, step, data position, parameters, AdamW moments) as a
  * checkpoint (docs/formats.md), atomically; path's folder must exist. init_from = resume reads the newest
- * out_dir/ckpt_<step>.bin, the step in 9 digits (ckpt_000000030.bin, as ngpt_train names them): save under
+ * out_dir/ckpt_<step>.bin, the step in 9 digits (ckpt_000000030.bin, as ngpt_train names them; 10 from step 1e9): save under
  * such a name for a resume to find it. ngpt_load reads any path. */
 int ngpt_save(ngpt_trainer *tr, const char *path);
 /* Loads a checkpoint of the same model into the trainer: parameters, moments and training state (into a

@@ -279,6 +279,62 @@ static void test_bad_checkpoints(void) {
         CHECK(rc == NGPT_ERR_FORMAT && strstr(other->err, "different model") && strstr(other->err, "n_layer 2"), "shape: %s", other->err);
         ngpt_trainer_free(other);
     }
+    /* the state section's numbers, each within its range: a file with a negative step or a NaN best val loss
+     * (checksums intact) is refused, naming the field's byte, and the trainer keeps its own */
+    checkpoint_open(&r, good, err, sizeof err);
+    unsigned long long state_at = r.h.sec[SEC_STATE - 1].offset;
+    fclose(r.f);
+    int step = tr->step;
+    float best = tr->best_val_loss;
+    char want[160];
+    tr->step = -5;
+    CHECK(ngpt_save(tr, bad) == 0, "save at step -5: %s", tr->err);
+    tr->step = step;
+    snprintf(want, sizeof want, "state section, byte %llu: step -5 outside [0, 2147483647]", state_at + offsetof(CkptState, step));
+    int rc = ngpt_load(tr, bad);
+    CHECK(rc == NGPT_ERR_FORMAT && strstr(tr->err, want) && strstr(tr->err, "bad.bin") && tr->step == step, "step -5: rc %d: %s", rc, tr->err);
+    tr->best_val_loss = NAN;
+    CHECK(ngpt_save(tr, bad) == 0, "save with a NaN best val loss: %s", tr->err);
+    tr->best_val_loss = best;
+    snprintf(want, sizeof want, "state section, byte %llu: best val loss nan outside", state_at + offsetof(CkptState, best_val_loss));
+    rc = ngpt_load(tr, bad);
+    CHECK(rc == NGPT_ERR_FORMAT && strstr(tr->err, want) && tr->best_val_loss == best, "NaN best val loss: rc %d: %s", rc, tr->err);
+    ngpt_trainer_free(tr);
+}
+
+/* steps from 1e9 on (max_iters goes to 2e9) name their checkpoints in 10 digits: a resume finds the newest of
+ * them, and pruning keeps only keep_checkpoints of them */
+static void test_ten_digit_steps(void) {
+    CHECK(is_checkpoint_name("ckpt_999999999.bin", "") && is_checkpoint_name("ckpt_1000000000.bin", "") &&
+              is_checkpoint_name("ckpt_2000000001.bin.tmp", ".tmp") && !is_checkpoint_name("ckpt_0000000001.bin", "") &&
+              !is_checkpoint_name("ckpt_12345678901.bin", "") && !is_checkpoint_name("ckpt_12345678.bin", "") &&
+              !is_checkpoint_name("ckpt_1000000000.bin", ".tmp") && !is_checkpoint_name("ckpt_1000000000.bak", ""),
+          "the names of 9 and 10 digits, no others");
+    clear_out_dir();
+    ngpt_config c;
+    config(&c);
+    c.keep_checkpoints = 2;
+    ngpt_trainer *tr = make(&c);
+    if (!tr) return;
+    for (int step = 999999998; step <= 1000000001; step++) {
+        tr->step = step;
+        CHECK(checkpoint_save(tr, 0) == 0, "save at step %d: %s", step, tr->err);
+    }
+    ngpt_trainer_free(tr);
+    long long steps[8], newest = -1;
+    int n = checkpoint_list(out_dir, steps, 8);
+    CHECK(n == 2 && steps[0] == 1000000000LL && steps[1] == 1000000001LL, "%d checkpoints kept (keep 2), the first at %lld", n, n ? steps[0] : -1);
+    CHECK(holds_checkpoints(out_dir, &newest) && newest == 1000000001LL, "the newest for a resume: %lld", newest);
+    /* a resume's trainer knows both, so its next save prunes the older */
+    copy_str(c.init_from, sizeof c.init_from, "resume");
+    c.max_iters = 2000000000;
+    tr = make(&c);
+    if (!tr) return;
+    CHECK(tr->step == 1000000001 && tr->n_kept == 2, "resumed at step %d with %d checkpoints known", tr->step, tr->n_kept);
+    tr->step = 1000000002;
+    CHECK(checkpoint_save(tr, 0) == 0, "save at step 1000000002: %s", tr->err);
+    n = checkpoint_list(out_dir, steps, 8);
+    CHECK(n == 2 && steps[0] == 1000000001LL && steps[1] == 1000000002LL, "after the resume's save: %d kept, the first at %lld", n, n ? steps[0] : -1);
     ngpt_trainer_free(tr);
 }
 
@@ -539,6 +595,7 @@ int main(void) {
     RUN(test_stop_request_saves);
     RUN(test_keep_last_and_best);
     RUN(test_bad_checkpoints);
+    RUN(test_ten_digit_steps);
     RUN(test_resume_checks_every_section);
     RUN(test_fp16_loss_scale_kept);
     RUN(test_kill_during_save);

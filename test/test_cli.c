@@ -53,8 +53,10 @@ static pid_t cli_start(char **argv) {
         }
         int argc = 0;
         while (argv[argc]) argc++;
-        char *full[64] = {"nanogpt"};
-        for (int i = 0; i < argc && i < 62; i++) full[i + 1] = argv[i];
+        char **full = (char **)calloc((size_t)argc + 2, sizeof *full); /* the child's own: it exits below */
+        if (!full) _exit(122);
+        full[0] = "nanogpt";
+        for (int i = 0; i < argc; i++) full[i + 1] = argv[i];
         exit(nanogpt_main(argc + 1, full));
     }
     return pid;
@@ -555,6 +557,11 @@ static void test_resume_model(void) {
     CHECK(files_in(tmp_path("rout")) == files_before && lines_in(tmp_path("rout/log.jsonl")) == lines_before + 1,
           "eval_only saved nothing (%d files, were %d) and logged one line (%d, were %d)", files_in(tmp_path("rout")), files_before,
           lines_in(tmp_path("rout/log.jsonl")), lines_before);
+    char log_text[65536];
+    read_text(tmp_path("rout/log.jsonl"), log_text, sizeof log_text);
+    size_t log_len = strlen(log_text);
+    CHECK(log_len > 1 && strstr(log_text, "\"eval_only\": true}\n") == log_text + log_len - strlen("\"eval_only\": true}\n"),
+          "eval_only's line says so, for plot to leave it out: %.300s", log_len > 300 ? log_text + log_len - 300 : log_text);
     double tl = -1, vl = -1, tl2 = -2, vl2 = -2;
     const char *ev = strstr(r->out, "step 5: train loss ");
     if (ev) sscanf(ev, "step 5: train loss %lf, val loss %lf", &tl, &vl);
@@ -841,6 +848,32 @@ static void test_workflow(void) {
     r = cli("sample", out_dir_arg, "--start=", NULL);
     CHECK_RUN(r, 1, "sample --start= (empty) of a character model");
     CHECK(strstr(r->err, "--start is empty: a character model needs at least one character"), "an empty start: %.300s", r->err);
+    /* --start=FILE: the whole file, or an error: one byte over the limit, a NUL byte, a folder */
+    char start_arg[700];
+    FILE *sf = fopen(tmp_path("long_start.txt"), "wb");
+    for (int i = 0; sf && i < 65536; i++) fputc('A' + i % 3, sf);
+    if (sf) fclose(sf);
+    snprintf(start_arg, sizeof start_arg, "--start=FILE:%s", tmp_path("long_start.txt"));
+    r = cli("sample", out_dir_arg, start_arg, "--num_samples=1", "--max_new_tokens=0", NULL);
+    CHECK_RUN(r, 1, "sample --start=FILE: of 65536 bytes");
+    CHECK(strstr(r->err, "longer than its limit of 65535 bytes"), "a start file over the limit is refused, not cut: %.300s", r->err);
+    if ((sf = fopen(tmp_path("nul_start.txt"), "wb"))) {
+        fwrite("AB\0C", 1, 4, sf);
+        fclose(sf);
+    }
+    snprintf(start_arg, sizeof start_arg, "--start=FILE:%s", tmp_path("nul_start.txt"));
+    r = cli("sample", out_dir_arg, start_arg, "--num_samples=1", "--max_new_tokens=0", NULL);
+    CHECK_RUN(r, 1, "sample --start=FILE: with a NUL byte");
+    CHECK(strstr(r->err, "a NUL byte at byte 2"), "names the NUL byte's position: %.300s", r->err);
+    snprintf(start_arg, sizeof start_arg, "--start=FILE:%s", tmpdir);
+    r = cli("sample", out_dir_arg, start_arg, "--num_samples=1", "--max_new_tokens=0", NULL);
+    CHECK_RUN(r, 1, "sample --start=FILE: of a folder");
+    CHECK(strstr(r->err, "Is a directory"), "a folder as the start file: %.300s", r->err);
+    /* a request for more ids than the machine has memory: refused with the numbers, before any allocation */
+    r = cli("sample", out_dir_arg, "--num_samples=1000000", "--max_new_tokens=10000000", NULL);
+    CHECK_RUN(r, 1, "sample of 1e6 x 1e7 tokens");
+    CHECK(strstr(r->err, "num_samples x (prompt + max_new_tokens) = 1000000 x (1 + 10000000) ids take") && strstr(r->err, "of memory"),
+          "names the samples' memory: %.300s", r->err);
     r = cli("sample", out_dir_arg, "--temperature=-0.5", NULL);
     CHECK_RUN(r, 1, "sample --temperature=-0.5");
     CHECK(strstr(r->err, "temperature is a number in [0, 1e6]") && !strstr(r->err, "top_k"), "names temperature alone: %.300s", r->err);
@@ -1036,6 +1069,43 @@ static const char *small_dataset(const char *name) {
     return dir;
 }
 
+/* more arguments than any fixed table would hold: plan reads them all (the last batch_size wins, as in
+ * train), and prepare takes every one of 300 input files */
+static void test_long_argument_lists(void) {
+    enum { REPEATS = 300 };
+    char *argv[REPEATS + 8];
+    int n = 0;
+    argv[n++] = "plan";
+    argv[n++] = "--device=cpu";
+    argv[n++] = "--vocab_size=64";
+    for (int i = 0; i < REPEATS; i++) argv[n++] = "--batch_size=2";
+    argv[n++] = "--batch_size=7";
+    argv[n] = NULL;
+    CliRun run, *r = &run;
+    cli_wait(cli_start(argv), r, 300);
+    CHECK_RUN(r, 0, "plan with 303 arguments");
+    CHECK(strstr(r->out, "batch_size 7 x"), "the last of 301 batch_size arguments: %.400s", r->out);
+    static char list[REPEATS * 100 + 16];
+    snprintf(list, sizeof list, "--input=");
+    mkdir(tmp_path("many_inputs"), 0777);
+    for (int i = 0; i < REPEATS; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "many_inputs/doc%03d.txt", i);
+        FILE *f = fopen(tmp_path(name), "w");
+        if (f) {
+            fprintf(f, "document %d\n", i);
+            fclose(f);
+        }
+        snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? "," : "", tmp_path(name));
+    }
+    char tok[700], out[700];
+    snprintf(tok, sizeof tok, "--tokenizer_dir=%s/gpt2", shared_data_dir());
+    snprintf(out, sizeof out, "--out=%s", tmp_path("many_out"));
+    r = cli("prepare", "--tokenizer=gpt2", tok, list, out, NULL);
+    CHECK_RUN(r, 0, "prepare 300 input files");
+    CHECK(strstr(r->out, "prepared 300 file(s)"), "every input file: %.300s", r->out);
+}
+
 /* Ctrl-C pressed twice in quick succession: the second is taken for a double press, the checkpoint is saved */
 static void test_double_interrupt(void) {
     char data[600], out[600];
@@ -1226,6 +1296,7 @@ static void test_plot_after_resume(void) {
     }
     fprintf(f, "{\"step\": 25, \"train_loss\": 2.4, \"val_loss\": 2.5}\n"); /* run 3, from 25: the evaluation again */
     fprintf(f, "{\"step\": 25, \"loss\": 2.6}\n{\"step\": 26, \"loss\": 2.5}\n");
+    fprintf(f, "{\"step\": 0, \"train_loss\": 4.2, \"val_loss\": 4.3, \"eval_only\": true}\n"); /* an eval_only run: no curve's */
     fclose(f);
     CliRun *r = cli("plot", tmp_path("resumed"), NULL);
     CHECK_RUN(r, 0, "plot after resumes");
@@ -1280,6 +1351,7 @@ int main(void) {
     RUN(test_second_interrupt_says_so);
     RUN(test_terminal_keeps_log_interval_lines);
     RUN(test_llmc_token_limit);
+    RUN(test_long_argument_lists);
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
     if (system(cmd)) printf("could not remove %s\n", tmpdir);

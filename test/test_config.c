@@ -404,6 +404,11 @@ static void test_token_file_errors(void) {
     CHECK(rc == NGPT_ERR_FORMAT && strstr(err, "token id 70 at byte offset 4") && strstr(err, "0..64"), "id out of range: %s", err);
     rc = tokenfile_open(&tf, tmp_path("nope.bin"), 65, 2, 0, err, sizeof err);
     CHECK(rc == NGPT_ERR_IO && strstr(err, "nope.bin"), "missing: %s", err);
+    /* a FIFO where a token file should be: refused at once (opening it for reading would wait for a writer) */
+    if (mkfifo(tmp_path("fifo.bin"), 0600) == 0) {
+        rc = tokenfile_open(&tf, tmp_path("fifo.bin"), 65, 2, 0, err, sizeof err);
+        CHECK(rc == NGPT_ERR_FORMAT && strstr(err, "fifo.bin is not a regular file"), "a FIFO: %s", err);
+    } else CHECK(0, "mkfifo %s: %s", tmp_path("fifo.bin"), strerror(errno));
 
     /* llm.c shards: header checked against the size */
     int32_t hdr[256] = {0};
@@ -466,6 +471,10 @@ static void test_struct_fields_validated(void) {
         {"on_nonfinite", "on_nonfinite = 'zzz': must be one of skip|halt"},
         {"max_memory", "max_memory = '-5B': must be a size with a unit"},
         {"dataset", "dataset: the string is not terminated within its"},
+        /* each within its range, their products not: the step's and the evaluation's sequences are counted in an int */
+        {"batch_size", "batch_size x gradient_accumulation_steps = 65536 x 65536 = 4294967296 sequences a step: at most 2147483647"},
+        {"eval_iters", "eval_iters x batch_size = 8590 x 1000000 = 8590000000 sequences an evaluation of each split: at most 2147483647"},
+        {"out_dir", "out_dir is empty: name a folder"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         ngpt_config c;
@@ -480,7 +489,10 @@ static void test_struct_fields_validated(void) {
         case 3: c.recompute = 7; break;
         case 4: copy_str(c.on_nonfinite, sizeof c.on_nonfinite, "zzz"); break;
         case 5: c.max_memory = -5; break;
-        default: memset(c.dataset, 'x', sizeof c.dataset); break;
+        case 6: memset(c.dataset, 'x', sizeof c.dataset); break;
+        case 7: c.batch_size = c.gradient_accumulation_steps = 65536; break;
+        case 8: c.batch_size = 1000000; c.eval_iters = 8590; break;
+        default: c.out_dir[0] = 0; break;
         }
         ngpt_trainer *tr = NULL;
         int rc = ngpt_trainer_create(&c, NULL, &tr, err, sizeof err);
