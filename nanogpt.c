@@ -904,6 +904,19 @@ static const char *embd_head_advice(int C, int NH, char *buf, size_t cap) {
     return buf;
 }
 
+/* What nanoGPT's get_lr does with a schedule that looks mistaken but runs (nanogpt runs it the same), into
+ * note; empty when nothing is odd. */
+CLI_USED static void lr_schedule_note(const ngpt_config *c, char *note, size_t cap) {
+    note[0] = 0;
+    if (!c->decay_lr) return;
+    if (c->lr_decay_iters < c->warmup_iters)
+        snprintf(note, cap, "lr_decay_iters = %d is below warmup_iters = %d: the learning rate warms up for %d steps, then holds min_lr = %g "
+                 "(as nanoGPT's get_lr; its configs set lr_decay_iters = max_iters)", c->lr_decay_iters, c->warmup_iters, c->warmup_iters, c->min_lr);
+    else if (c->min_lr > c->learning_rate)
+        snprintf(note, cap, "min_lr = %g is above learning_rate = %g: after warmup the cosine schedule raises the rate to min_lr (as nanoGPT's "
+                 "get_lr); nanoGPT's configs set min_lr = learning_rate / 10", c->min_lr, c->learning_rate);
+}
+
 /* Every field as ngpt_config_set checks it (an embedder may set the struct directly: n_head 0, eval_iters -3),
  * then the cross-field checks; run once before a trainer is made. */
 static int config_validate(const ngpt_config *c, char *err, size_t errlen) {
@@ -925,8 +938,6 @@ static int config_validate(const ngpt_config *c, char *err, size_t errlen) {
     if (c->n_embd % c->n_head)
         return fail(err, errlen, NGPT_ERR_ARG, "n_embd = %d is not a multiple of n_head = %d: %s", c->n_embd, c->n_head,
                     embd_head_advice(c->n_embd, c->n_head, advice, sizeof advice));
-    if (c->decay_lr && c->lr_decay_iters < c->warmup_iters)
-        return fail(err, errlen, NGPT_ERR_ARG, "lr_decay_iters = %d is below warmup_iters = %d", c->lr_decay_iters, c->warmup_iters);
     if (!c->out_dir[0]) return fail(err, errlen, NGPT_ERR_ARG, "out_dir is empty: name a folder (nanoGPT's default is 'out')");
     /* counts of sequences the loops keep in an int */
     if ((long long)c->batch_size * c->gradient_accumulation_steps > INT_MAX)
@@ -935,8 +946,6 @@ static int config_validate(const ngpt_config *c, char *err, size_t errlen) {
     if ((long long)c->batch_size * c->eval_iters > INT_MAX)
         return fail(err, errlen, NGPT_ERR_ARG, "eval_iters x batch_size = %d x %d = %lld sequences an evaluation of each split: at most %d",
                     c->eval_iters, c->batch_size, (long long)c->eval_iters * c->batch_size, INT_MAX);
-    if (c->min_lr > c->learning_rate && c->decay_lr)
-        return fail(err, errlen, NGPT_ERR_ARG, "min_lr = %g is above learning_rate = %g", c->min_lr, c->learning_rate);
     return NGPT_OK;
 }
 
@@ -8673,7 +8682,8 @@ static void usage(FILE *f) {
             "            (nanoGPT's sample.py; --temperature=0: always the most likely token; memory for the weights and a forward\n"
             "            pass only)\n"
             "  export    out_dir's best checkpoint as an llm.c model file: --out_dir=DIR --out=FILE [--bf16]; --init_from=CHECKPOINT_FILE,\n"
-            "            resume (out_dir's newest) or pretrained weights (gpt2..gpt2-xl, .safetensors, an llm.c file) instead\n"
+            "            resume (out_dir's newest) or pretrained weights (gpt2..gpt2-xl from --pretrained_dir=DIR, .safetensors, an llm.c\n"
+            "            file) instead\n"
             "  plot      OUT_DIR (or --out_dir=OUT_DIR): OUT_DIR/log.jsonl -> OUT_DIR/loss.svg\n"
             "  info      the devices this build can use\n"
             "  help      this text; `nanogpt help config` lists every config key\n",
@@ -8960,6 +8970,9 @@ static int cmd_train(int argc, char **argv) {
     char data_note[1600];
     resume_data_note(&cfg, data_note, sizeof data_note);
     if (data_note[0]) fprintf(stderr, "note: %s\n", data_note);
+    char lr_note[400];
+    lr_schedule_note(&cfg, lr_note, sizeof lr_note);
+    if (lr_note[0] && !cfg.eval_only) fprintf(stderr, "note: %s\n", lr_note);
     if (ensure_dataset(&cfg, err, sizeof err)) {
         fprintf(stderr, "error: %s\n", err);
         return 1;
@@ -9572,10 +9585,14 @@ static int cmd_export(int argc, char **argv) {
         if (!strncmp(argv[i], "--out_dir=", 10)) copy_str(cfg.out_dir, sizeof cfg.out_dir, argv[i] + 10);
         else if (!strncmp(argv[i], "--init_from=", 12)) from = argv[i] + 12;
         else if (!strncmp(argv[i], "--out=", 6)) out = argv[i] + 6;
+        else if (!strncmp(argv[i], "--pretrained_dir=", 17)) {
+            char err[NGPT_ERRLEN];
+            if (ngpt_config_set(&cfg, "pretrained_dir", argv[i] + 17, err, sizeof err)) { fprintf(stderr, "error: %s\n", err); return 1; }
+        }
         else if (!strcmp(argv[i], "--bf16")) bf16 = 1;
         else {
             fprintf(stderr, "error: export: unknown argument '%s' (valid: --out_dir=DIR or --init_from=CHECKPOINT_FILE|resume|WEIGHTS, "
-                            "--out=FILE [--bf16])\n", argv[i]);
+                            "--out=FILE [--bf16] [--pretrained_dir=DIR])\n", argv[i]);
             return 1;
         }
     }

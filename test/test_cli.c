@@ -53,9 +53,8 @@ static pid_t cli_start(char **argv) {
         }
         int argc = 0;
         while (argv[argc]) argc++;
-        char **full = (char **)calloc((size_t)argc + 2, sizeof *full); /* the child's own: it exits below */
-        if (!full) _exit(122);
-        full[0] = "nanogpt";
+        static char *full[512] = {"nanogpt"}; /* room for test_long_argument_lists' */
+        if (argc > 510) _exit(122);
         for (int i = 0; i < argc; i++) full[i + 1] = argv[i];
         exit(nanogpt_main(argc + 1, full));
     }
@@ -1009,6 +1008,20 @@ static void test_workflow(void) {
     r = cli("export", folder_init, model2_arg, NULL);
     CHECK_RUN(r, 1, "export --init_from=a folder of checkpoints");
     CHECK(strstr(r->err, "is a folder of checkpoints: --out_dir="), "a folder of checkpoints: %.300s", r->err);
+    /* GPT-2 by name from --pretrained_dir (the folder the error of a missing model names): the same file as the
+     * folder's path gives */
+    char fixture[1024], pd_arg[800], pd_out[800], direct_out[800];
+    mkdir(tmp_path("pd"), 0777);
+    if (getcwd(fixture, sizeof fixture - 40) && strcat(fixture, "/test/fixtures/tiny_gpt2") && !symlink(fixture, tmp_path("pd/gpt2"))) {
+        snprintf(pd_arg, sizeof pd_arg, "--pretrained_dir=%s", tmp_path("pd"));
+        snprintf(pd_out, sizeof pd_out, "--out=%s", tmp_path("pd.bin"));
+        snprintf(direct_out, sizeof direct_out, "--out=%s", tmp_path("direct.bin"));
+        r = cli("export", "--init_from=gpt2", pd_arg, pd_out, NULL);
+        CHECK_RUN(r, 0, "export --init_from=gpt2 --pretrained_dir=DIR");
+        r = cli("export", "--init_from=test/fixtures/tiny_gpt2", direct_out, NULL);
+        CHECK_RUN(r, 0, "export --init_from=test/fixtures/tiny_gpt2");
+        CHECK(file_size(tmp_path("pd.bin")) > 1024 && files_equal(tmp_path("pd.bin"), tmp_path("direct.bin")), "pretrained_dir's gpt2 is the fixture");
+    } else CHECK(0, "cannot link %s", tmp_path("pd/gpt2"));
     /* pretrained weights into llm.c's format: the safetensors fixture gives the llm.c fixtures that tools/make_pretrained_fixtures.py
      * wrote from the same weights, byte for byte (fp32, and bf16 with --bf16) */
     r = cli("export", "--init_from=test/fixtures/tiny_gpt2/model.safetensors", model2_arg, NULL);
@@ -1104,6 +1117,19 @@ static void test_long_argument_lists(void) {
     r = cli("prepare", "--tokenizer=gpt2", tok, list, out, NULL);
     CHECK_RUN(r, 0, "prepare 300 input files");
     CHECK(strstr(r->out, "prepared 300 file(s)"), "every input file: %.300s", r->out);
+}
+
+/* nanoGPT's train_shakespeare_char.py shortened for a quick try (max_iters and lr_decay_iters 50, warmup 100 as
+ * the file has it): it trains, as nanoGPT's get_lr runs it, with a note that says what the schedule does */
+static void test_short_schedule_runs(void) {
+    char data[600], out[600];
+    snprintf(data, sizeof data, "--data_dir=%s", small_dataset("lr_data"));
+    snprintf(out, sizeof out, "--out_dir=%s", tmp_path("lr_out"));
+    CliRun *r = cli("train", "data/shakespeare_char/train.cfg", data, out, "--device=cpu", "--threads=1", "--vocab_size=40", "--n_layer=1",
+                    "--n_head=2", "--n_embd=16", "--block_size=16", "--batch_size=2", "--max_iters=2", "--lr_decay_iters=2", "--eval_iters=1", NULL);
+    CHECK_RUN(r, 0, "train_shakespeare_char with lr_decay_iters below warmup_iters");
+    CHECK(strstr(r->err, "note: lr_decay_iters = 2 is below warmup_iters = 100: the learning rate warms up for 100 steps"), "the note: %.300s",
+          r->err);
 }
 
 /* Ctrl-C pressed twice in quick succession: the second is taken for a double press, the checkpoint is saved */
@@ -1352,6 +1378,7 @@ int main(void) {
     RUN(test_terminal_keeps_log_interval_lines);
     RUN(test_llmc_token_limit);
     RUN(test_long_argument_lists);
+    RUN(test_short_schedule_runs);
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
     if (system(cmd)) printf("could not remove %s\n", tmpdir);

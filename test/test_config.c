@@ -331,6 +331,23 @@ static void test_lr_schedule(void) {
     CHECK_CLOSE(lr_at(&c, 6000), 1e-4, 1e-6, "after decay");
     c.decay_lr = 0;
     CHECK_CLOSE(lr_at(&c, 50), 1e-3, 1e-7, "constant");
+    /* schedules nanoGPT's get_lr runs though they look mistaken: accepted, run as get_lr runs them, and noted */
+    char err[NGPT_ERRLEN], note[400];
+    c.decay_lr = 1;
+    lr_schedule_note(&c, note, sizeof note);
+    CHECK(!note[0], "nothing to note for an ordinary schedule: %s", note);
+    c.warmup_iters = 100; c.lr_decay_iters = 50; /* train_shakespeare_char.py shortened: --max_iters=50 --lr_decay_iters=50 */
+    CHECK(config_validate(&c, err, sizeof err) == 0, "lr_decay_iters below warmup_iters runs: %s", err);
+    CHECK_CLOSE(lr_at(&c, 49), 1e-3 * 50 / 101, 1e-7, "still warming up past lr_decay_iters");
+    CHECK_CLOSE(lr_at(&c, 100), 1e-4, 1e-7, "then min_lr");
+    lr_schedule_note(&c, note, sizeof note);
+    CHECK(strstr(note, "lr_decay_iters = 50 is below warmup_iters = 100: the learning rate warms up for 100 steps, then holds min_lr"),
+          "the note: %s", note);
+    c.warmup_iters = 10; c.lr_decay_iters = 110; c.learning_rate = 3e-5; c.min_lr = 6e-5; /* train_gpt2.py with a fine-tuning rate */
+    CHECK(config_validate(&c, err, sizeof err) == 0, "min_lr above learning_rate runs: %s", err);
+    CHECK_CLOSE(lr_at(&c, 60), 6e-5 + 0.5 * (3e-5 - 6e-5), 1e-10, "the cosine midpoint, rising");
+    lr_schedule_note(&c, note, sizeof note);
+    CHECK(strstr(note, "min_lr = 6e-05 is above learning_rate = 3e-05: after warmup the cosine schedule raises the rate"), "the note: %s", note);
 }
 
 /* ---- data ---- */
