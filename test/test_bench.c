@@ -195,6 +195,33 @@ static void test_train_measures_peak(void) {
                   seen[1].mfu[i], seen[0].mfu[i]);
         }
     }
+    /* a peak measured far too low (a host busy at start): the first step that beats it raises it, and no MFU
+     * is over 1 */
+    {
+        ngpt_config c;
+        config(&c);
+        c.n_layer = 4; c.n_embd = 128; c.block_size = 16; c.batch_size = 2; c.gradient_accumulation_steps = 1;
+        c.max_iters = 2; c.eval_interval = 1000; c.eval_iters = 1;
+        copy_str(c.data_dir, sizeof c.data_dir, data);
+        snprintf(path, sizeof path, "%s/out_low_peak", dir);
+        copy_str(c.out_dir, sizeof c.out_dir, path);
+        Seen low;
+        memset(&low, 0, sizeof low);
+        ngpt_options opt;
+        memset(&opt, 0, sizeof opt);
+        opt.progress = on_progress;
+        opt.ctx = &low;
+        opt.measure_peak = 1;
+        ngpt_trainer *tr;
+        if (ngpt_trainer_create(&c, &opt, &tr, err, sizeof err) == 0) {
+            tr->peak_flops = 1e3;
+            CHECK(ngpt_train(tr) == 0, "train: %s", tr->err);
+            CHECK(tr->peak_flops > 1e6, "the peak raised to a step's rate: %g FLOP/s", tr->peak_flops);
+            for (int i = 0; i < low.n; i++) CHECK(low.mfu[i] > 0 && low.mfu[i] <= 1, "step %d: MFU %g over a peak measured low", i, low.mfu[i]);
+            CHECK(low.n == 3 && low.mfu[0] == 1, "%d steps, the first at MFU %g: the peak it set", low.n, low.mfu[0]);
+            ngpt_trainer_free(tr);
+        } else CHECK(0, "create: %s", err);
+    }
     for (int k = 0; k < 2; k++) { /* log.jsonl: "mfu" a number with the peak, null without */
         char text[4096] = "";
         snprintf(path, sizeof path, "%.96s/log.jsonl", out[k]);
