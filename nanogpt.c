@@ -375,7 +375,7 @@ static const ConfigKey config_keys[] = {
     CK(n_embd, KEY_INT, 1, 65536, NULL, "channels"),
     CK(dropout, KEY_FLOAT, 0, 0.99, NULL, "dropout probability"),
     CK(bias, KEY_BOOL, 0, 1, NULL, "biases in Linear and LayerNorm layers"),
-    CK(vocab_size, KEY_INT, 0, 16777216, NULL, "0 = from the dataset's meta.bin, else GPT-2's 50257"),
+    CK(vocab_size, KEY_INT, 0, 16777216, NULL, "0 = from the dataset's meta.bin (or nanoGPT's meta.pkl), else GPT-2's 50257"),
     CK(learning_rate, KEY_FLOAT, 0, 10, NULL, "peak learning rate"),
     CK(max_iters, KEY_INT, 0, 2e9, NULL, "optimizer steps"),
     CK(weight_decay, KEY_FLOAT, 0, 10, NULL, "AdamW weight decay (2-D weights only)"),
@@ -3128,7 +3128,8 @@ static const uint16_t *tokenset_window(const TokenSet *s, size_t g) {
 
 typedef struct {
     int n;
-    uint32_t cp[65536]; /* code point of each id */
+    uint32_t cp[65536];    /* code point of each id */
+    const char *file_name; /* where a dataset's came from: "meta.bin", or nanoGPT's "meta.pkl" */
 } CharVocab;
 
 static int utf8_encode(uint32_t cp, unsigned char out[4]) {
@@ -3191,6 +3192,243 @@ static int charvocab_load(CharVocab *v, const char *path, char *err, size_t errl
         }
     }
     fclose(f);
+    return rc;
+}
+
+/* ---- nanoGPT's meta.pkl: its prepare.py writes pickle.dump({'vocab_size': n, 'itos': {id: char, ...},
+ * 'stoi': {char: id, ...}}). Read by an unpickler of the opcodes pickle writes for a dict of ints and strings
+ * (protocols 1 to 5); any other opcode is an error naming it and its byte. The characters must be in code
+ * point order, as prepare.py's sorted(set(text)) makes them, so that the ids are those meta.bin would give. ---- */
+
+enum { PKL_INT, PKL_STR, PKL_DICT };
+#define PKL_MARK (-1)           /* a mark on the stack */
+#define PKL_MAX_BYTES (64 << 20) /* 65536 characters both ways take about 1.5 MB */
+typedef struct {
+    int type;
+    int64_t value;   /* PKL_INT */
+    size_t off, len; /* PKL_STR: its bytes in the file */
+    size_t at;       /* the byte of the opcode that made it */
+} PklObj;
+typedef struct { int owner, key, value; } PklPair; /* one item of the dict object owner */
+typedef struct {
+    const unsigned char *buf;
+    size_t n;
+    PklObj *obj;
+    PklPair *pair;
+    int *stack, *memo; /* object indices (PKL_MARK on the stack for a mark; -1 in memo: unset) */
+    size_t n_obj, n_pair, n_stack, n_memo, cap_obj, cap_pair, cap_stack, cap_memo;
+} Pkl;
+
+/* room for need elements of esize bytes in *items (capacity *cap); 0 when out of memory */
+static int pkl_room(void *items, size_t *cap, size_t need, size_t esize) {
+    if (need <= *cap) return 1;
+    size_t cap2 = *cap ? *cap * 2 : 64;
+    while (cap2 < need) cap2 *= 2;
+    void *grown = realloc(*(void **)items, cap2 * esize);
+    if (!grown) return 0;
+    *(void **)items = grown;
+    *cap = cap2;
+    return 1;
+}
+
+static int pkl_push(Pkl *p, int index) {
+    if (!pkl_room(&p->stack, &p->cap_stack, p->n_stack + 1, sizeof *p->stack)) return 0;
+    p->stack[p->n_stack++] = index;
+    return 1;
+}
+
+/* a new object, pushed; returns its index, -1 when out of memory */
+static int pkl_new(Pkl *p, int type, int64_t value, size_t off, size_t len, size_t at) {
+    if (!pkl_room(&p->obj, &p->cap_obj, p->n_obj + 1, sizeof *p->obj) || !pkl_push(p, (int)p->n_obj)) return -1;
+    p->obj[p->n_obj] = (PklObj){type, value, off, len, at};
+    return (int)p->n_obj++;
+}
+
+/* the little-endian unsigned of k bytes at *at; 0 when the file ends first */
+static int pkl_uint(const Pkl *p, size_t *at, int k, uint64_t *v) {
+    if (p->n - *at < (size_t)k) return 0;
+    *v = 0;
+    for (int i = k - 1; i >= 0; i--) *v = *v << 8 | p->buf[*at + (size_t)i];
+    *at += (size_t)k;
+    return 1;
+}
+
+static int pkl_str_is(const Pkl *p, int i, const char *s) {
+    return p->obj[i].type == PKL_STR && p->obj[i].len == strlen(s) && !memcmp(p->buf + p->obj[i].off, s, p->obj[i].len);
+}
+
+/* the items above a mark (or for SETITEM the top two) into the dict owner */
+static int pkl_set_items(Pkl *p, int owner, size_t first) {
+    for (size_t i = first; i + 1 < p->n_stack; i += 2) {
+        if (!pkl_room(&p->pair, &p->cap_pair, p->n_pair + 1, sizeof *p->pair)) return 0;
+        p->pair[p->n_pair++] = (PklPair){owner, p->stack[i], p->stack[i + 1]};
+    }
+    return 1;
+}
+
+/* Runs the opcodes to STOP; *root: the object it returns. */
+static int pkl_run(Pkl *p, const char *path, int *root, char *err, size_t errlen) {
+#define PKL_READ(k, v)                                                                                                             \
+    do {                                                                                                                           \
+        if (!pkl_uint(p, &at, (k), (v)))                                                                                           \
+            return fail(err, errlen, NGPT_ERR_FORMAT, "%s: byte %zu: opcode 0x%02x is cut off by the end of the file (%zu bytes)", \
+                        path, op_at, op, p->n);                                                                                    \
+    } while (0)
+#define PKL_NOMEM(cond) \
+    if (cond) return fail(err, errlen, NGPT_ERR_NOMEM, "out of host memory reading %s", path)
+    size_t at = 0;
+    for (;;) {
+        if (at >= p->n) return fail(err, errlen, NGPT_ERR_FORMAT, "%s ends at byte %zu before pickle's STOP opcode", path, p->n);
+        size_t op_at = at;
+        unsigned op = p->buf[at++];
+        uint64_t u = 0;
+        int top = p->n_stack ? p->stack[p->n_stack - 1] : PKL_MARK;
+        switch (op) {
+        case 0x80: /* PROTO */
+            PKL_READ(1, &u);
+            if (u > 5) return fail(err, errlen, NGPT_ERR_FORMAT, "%s: byte %zu: pickle protocol %llu (this reader knows 1 to 5)", path, op_at, (unsigned long long)u);
+            break;
+        case 0x95: PKL_READ(8, &u); break; /* FRAME: only a length */
+        case '}': PKL_NOMEM(pkl_new(p, PKL_DICT, 0, 0, 0, op_at) < 0); break;
+        case '(': PKL_NOMEM(!pkl_push(p, PKL_MARK)); break;
+        case 0x94: case 'q': case 'r': { /* MEMOIZE (at the next index), BINPUT, LONG_BINPUT */
+            if (op == 0x94) u = p->n_memo++;
+            else PKL_READ(op == 'q' ? 1 : 4, &u);
+            if (top == PKL_MARK || u >= (1u << 24))
+                return fail(err, errlen, NGPT_ERR_FORMAT, "%s: byte %zu: memo entry %llu for no object (or beyond 2^24)", path, op_at,
+                            (unsigned long long)u);
+            size_t had = p->cap_memo;
+            PKL_NOMEM(!pkl_room(&p->memo, &p->cap_memo, (size_t)u + 1, sizeof *p->memo));
+            for (size_t i = had; i < p->cap_memo; i++) p->memo[i] = -1;
+            p->memo[u] = top;
+            break;
+        }
+        case 'h': case 'j': /* BINGET, LONG_BINGET */
+            PKL_READ(op == 'h' ? 1 : 4, &u);
+            if (u >= p->cap_memo || p->memo[u] < 0)
+                return fail(err, errlen, NGPT_ERR_FORMAT, "%s: byte %zu: memo entry %llu was never set", path, op_at, (unsigned long long)u);
+            PKL_NOMEM(!pkl_push(p, p->memo[u]));
+            break;
+        case 0x8c: case 'X': case 0x8d: /* SHORT_BINUNICODE, BINUNICODE, BINUNICODE8 */
+            PKL_READ(op == 0x8c ? 1 : op == 'X' ? 4 : 8, &u);
+            if (u > p->n - at)
+                return fail(err, errlen, NGPT_ERR_FORMAT, "%s: byte %zu: a string of %llu bytes runs past the end of the file (%zu bytes)", path,
+                            op_at, (unsigned long long)u, p->n);
+            PKL_NOMEM(pkl_new(p, PKL_STR, 0, at, (size_t)u, op_at) < 0);
+            at += (size_t)u;
+            break;
+        case 'K': case 'M': case 'J': /* BININT1, BININT2, BININT (signed) */
+            PKL_READ(op == 'K' ? 1 : op == 'M' ? 2 : 4, &u);
+            PKL_NOMEM(pkl_new(p, PKL_INT, op == 'J' ? (int64_t)(int32_t)(uint32_t)u : (int64_t)u, 0, 0, op_at) < 0);
+            break;
+        case 0x8a: { /* LONG1: a length byte, then the two's complement bytes */
+            uint64_t nb;
+            PKL_READ(1, &nb);
+            if (nb > 8) return fail(err, errlen, NGPT_ERR_FORMAT, "%s: byte %zu: an integer of %llu bytes (at most 8 here)", path, op_at, (unsigned long long)nb);
+            if (nb) PKL_READ((int)nb, &u);
+            int64_t v = nb && nb < 8 && (u >> (8 * nb - 1) & 1) ? (int64_t)(u | ~((1ull << (8 * nb)) - 1)) : (int64_t)u;
+            PKL_NOMEM(pkl_new(p, PKL_INT, v, 0, 0, op_at) < 0);
+            break;
+        }
+        case 's': case 'u': case 'd': { /* SETITEM (the top two); SETITEMS and DICT (the items above the mark) */
+            size_t first = p->n_stack; /* the first key */
+            if (op == 's') first = p->n_stack >= 2 ? p->n_stack - 2 : 0;
+            else
+                while (first > 0 && p->stack[first - 1] != PKL_MARK) first--;
+            size_t below = op == 's' ? first : first - 1; /* where the items (and the mark) start */
+            int ok = (op == 's' ? p->n_stack >= 3 : first > 0) && (p->n_stack - first) % 2 == 0, owner = PKL_MARK;
+            for (size_t i = first; ok && i < p->n_stack; i++) ok = p->stack[i] != PKL_MARK;
+            if (ok && op != 'd') { /* the dict they go into, under them */
+                owner = below >= 1 ? p->stack[below - 1] : PKL_MARK;
+                ok = owner != PKL_MARK && p->obj[owner].type == PKL_DICT;
+            }
+            if (!ok)
+                return fail(err, errlen, NGPT_ERR_FORMAT, "%s: byte %zu: opcode '%c' needs %s", path, op_at, op,
+                            op == 'd' ? "a mark, then key-value pairs" : "a dict, then key-value pairs");
+            if (op == 'd') {
+                PKL_NOMEM(pkl_new(p, PKL_DICT, 0, 0, 0, op_at) < 0);
+                owner = p->stack[--p->n_stack]; /* it goes in the mark's place */
+            }
+            PKL_NOMEM(!pkl_set_items(p, owner, first));
+            p->n_stack = below;
+            if (op == 'd') p->stack[p->n_stack++] = owner;
+            break;
+        }
+        case '.': /* STOP */
+            if (top == PKL_MARK) return fail(err, errlen, NGPT_ERR_FORMAT, "%s: byte %zu: STOP with nothing to return", path, op_at);
+            *root = top;
+            return NGPT_OK;
+        default:
+            return fail(err, errlen, NGPT_ERR_FORMAT, "%s: byte %zu: pickle opcode 0x%02x, not one a dict of ints and strings is written with "
+                                                      "(nanoGPT's meta.pkl)", path, op_at, op);
+        }
+    }
+#undef PKL_READ
+#undef PKL_NOMEM
+}
+
+/* meta.pkl (nanoGPT's character vocabulary) into v; errors name the file and the byte */
+static int charvocab_load_pickle(CharVocab *v, const char *path, char *err, size_t errlen) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return fail(err, errlen, NGPT_ERR_IO, "cannot open %s: %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fileno(f), &st) || !S_ISREG(st.st_mode) || st.st_size > PKL_MAX_BYTES) {
+        fclose(f);
+        return fail(err, errlen, NGPT_ERR_FORMAT, "%s is not a regular file of at most %d MiB (nanoGPT's meta.pkl)", path, PKL_MAX_BYTES >> 20);
+    }
+    Pkl p;
+    memset(&p, 0, sizeof p);
+    p.n = (size_t)st.st_size;
+    unsigned char *buf = (unsigned char *)malloc(p.n ? p.n : 1);
+    int rc = buf ? NGPT_OK : fail(err, errlen, NGPT_ERR_NOMEM, "out of host memory reading %s", path);
+    if (!rc && fread(buf, 1, p.n, f) != p.n) rc = fail(err, errlen, NGPT_ERR_IO, "error reading %s", path);
+    fclose(f);
+    p.buf = buf;
+    int root = -1, size_obj = -1, itos = -1;
+    if (!rc) rc = pkl_run(&p, path, &root, err, errlen);
+    if (!rc && p.obj[root].type != PKL_DICT)
+        rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s holds no dict (nanoGPT's meta.pkl is {'vocab_size': n, 'itos': {...}, 'stoi': {...}})", path);
+    for (size_t i = 0; !rc && i < p.n_pair; i++)
+        if (p.pair[i].owner == root) {
+            if (pkl_str_is(&p, p.pair[i].key, "vocab_size")) size_obj = p.pair[i].value;
+            if (pkl_str_is(&p, p.pair[i].key, "itos")) itos = p.pair[i].value;
+        }
+    if (!rc && (size_obj < 0 || itos < 0))
+        rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s: its dict has no '%s' (nanoGPT's meta.pkl holds 'vocab_size' and 'itos')", path,
+                  size_obj < 0 ? "vocab_size" : "itos");
+    int64_t n = rc ? 0 : p.obj[size_obj].value;
+    if (!rc && (p.obj[size_obj].type != PKL_INT || n < 1 || n > 65536))
+        rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s: byte %zu: vocab_size is not an integer in [1, 65536]", path, p.obj[size_obj].at);
+    if (!rc && p.obj[itos].type != PKL_DICT) rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s: byte %zu: itos is not a dict", path, p.obj[itos].at);
+    for (int64_t i = 0; !rc && i < n; i++) v->cp[i] = UINT32_MAX; /* not yet seen */
+    int64_t seen = 0;
+    for (size_t i = 0; !rc && i < p.n_pair; i++) {
+        if (p.pair[i].owner != itos) continue;
+        const PklObj *key = &p.obj[p.pair[i].key], *value = &p.obj[p.pair[i].value];
+        uint32_t cp = 0;
+        if (key->type != PKL_INT || key->value < 0 || key->value >= n)
+            rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s: byte %zu: an itos key that is not an id in [0, %lld]", path, key->at, (long long)n - 1);
+        else if (value->type != PKL_STR || value->len < 1 || value->len > 4 || utf8_decode(p.buf + value->off, value->len, &cp) != (int)value->len)
+            rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s: byte %zu: itos[%lld] is not one character", path, value->at, (long long)key->value);
+        else if (v->cp[key->value] != UINT32_MAX)
+            rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s: byte %zu: itos[%lld] is set twice", path, key->at, (long long)key->value);
+        else {
+            v->cp[key->value] = cp;
+            seen++;
+        }
+    }
+    if (!rc && seen != n) rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s: itos has %lld of the vocab_size = %lld ids", path, (long long)seen, (long long)n);
+    for (int64_t i = 1; !rc && i < n; i++)
+        if (v->cp[i] <= v->cp[i - 1])
+            rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s: itos[%lld] (U+%04X) does not follow itos[%lld] (U+%04X) in code point order, as "
+                                                    "prepare.py's sorted(set(text)) puts them", path, (long long)i, v->cp[i], (long long)i - 1,
+                      v->cp[i - 1]);
+    if (!rc) v->n = (int)n;
+    free(buf);
+    free(p.obj);
+    free(p.pair);
+    free(p.stack);
+    free(p.memo);
     return rc;
 }
 
@@ -7026,10 +7264,16 @@ static int data_vocab(const ngpt_config *c, CharVocab **cv, int *V, char *err, s
     char dir[300], path[400];
     snprintf(path, sizeof path, "%s/meta.bin", dataset_dir(c, dir, sizeof dir));
     *V = c->vocab_size;
-    if (file_exists(path)) {
+    int from_pickle = 0; /* nanoGPT's meta.pkl, when its folder has no meta.bin */
+    if (!file_exists(path)) {
+        snprintf(path, sizeof path, "%s/meta.pkl", dir);
+        from_pickle = file_exists(path);
+    }
+    if (from_pickle || file_exists(path)) {
         CharVocab *v = (CharVocab *)malloc(sizeof *v);
         if (!v) return fail(err, errlen, NGPT_ERR_NOMEM, "out of host memory");
-        int rc = charvocab_load(v, path, err, errlen);
+        int rc = from_pickle ? charvocab_load_pickle(v, path, err, errlen) : charvocab_load(v, path, err, errlen);
+        v->file_name = from_pickle ? "meta.pkl" : "meta.bin";
         if (!rc && *V && *V < v->n) rc = fail(err, errlen, NGPT_ERR_ARG, "vocab_size = %d is below the %d characters of %s", *V, v->n, path);
         if (!rc && !*V) *V = v->n;
         if (rc || !cv) free(v);
@@ -7079,10 +7323,11 @@ static int trainer_setup(ngpt_trainer *tr) {
         if ((rc = tokenset_open(&tr->train_data, dir, "train", V, c->block_size, msg, sizeof msg))) return tr_fail(tr, rc, "%s", msg);
         if ((rc = tokenset_open(&tr->val_data, dir, "val", V, c->block_size, msg, sizeof msg))) return tr_fail(tr, rc, "%s", msg);
         char train_says[600], val_says[600];
-        tr_log(tr, 0, "data: %s: train %s, val %s; vocabulary %d %s", dir, tokenset_describe(&tr->train_data, train_says, sizeof train_says),
+        tr_log(tr, 0, "data: %s: train %s, val %s; vocabulary %d %s%s%s%s", dir, tokenset_describe(&tr->train_data, train_says, sizeof train_says),
                tokenset_describe(&tr->val_data, val_says, sizeof val_says), V,
-               tr->charvocab ? (V == tr->charvocab->n ? "characters (meta.bin)" : "ids (vocab_size, above meta.bin's characters)")
-                             : V == 50257 ? "tokens (GPT-2's)" : "ids (vocab_size)");
+               tr->charvocab ? (V == tr->charvocab->n ? "characters" : "ids (vocab_size, above the characters")
+                             : V == 50257 ? "tokens (GPT-2's)" : "ids (vocab_size)",
+               tr->charvocab ? (V == tr->charvocab->n ? " (" : " of ") : "", tr->charvocab ? tr->charvocab->file_name : "", tr->charvocab ? ")" : "");
     }
 
     /* the model and the budget */

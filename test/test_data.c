@@ -5,6 +5,7 @@
  *  - a dataset of several llm.c shards is read as one, every shard sampled; a shard without llm.c's
  *    header is refused (train.bin stays raw tokens);
  *  - the one-command BPE recipe's dataset check (data/shakespeare/train.cfg names the dataset);
+ *  - nanoGPT's meta.pkl is read as meta.bin would be, and refused when it is not one;
  *  - four processes preparing one folder at once all succeed (character level and BPE); a temporary file of a
  *    process that is gone is removed by the next prepare. */
 #define NGPT_NO_MAIN
@@ -300,6 +301,80 @@ static void test_bpe_recipe_names_its_dataset(void) {
     CHECK(!strcmp(c.dataset, "shakespeare") && c.vocab_size == 0, "the recipe trains on data/shakespeare with GPT-2's vocabulary");
 }
 
+/* nanoGPT's meta.pkl, as its prepare.py pickles it (test/fixtures/meta_pkl, tools/make_meta_pkl_fixtures.py):
+ * protocols 1 to 5 give meta.bin's vocabulary of the same text; wider vocabularies (two-byte ids, a memo past
+ * 256) read; protocol 0, ids out of code point order, every truncation and every flipped byte are errors (or,
+ * for a flip, a vocabulary that still checks), never a crash; a dataset folder with meta.pkl and no meta.bin
+ * trains on its characters */
+static void test_nanogpt_meta_pkl(void) {
+    char input[512], dir[512], path[600], err[NGPT_ERRLEN];
+    snprintf(input, sizeof input, "%s/tinyshakespeare.txt", shared_data_dir());
+    snprintf(dir, sizeof dir, "%s/chars", tmpdir);
+    CHECK(prepare_char(input, dir, 0.1, NULL, err, sizeof err) == 0, "prepare: %s", err);
+    CharVocab *want = malloc(sizeof *want), *got = malloc(sizeof *got);
+    snprintf(path, sizeof path, "%s/meta.bin", dir);
+    CHECK(charvocab_load(want, path, err, sizeof err) == 0 && want->n == 65, "meta.bin: %s", err);
+    const char *protocols[4] = {"shakespeare_p1", "shakespeare_p2", "shakespeare_p4", "shakespeare_p5"};
+    for (int i = 0; i < 4; i++) {
+        snprintf(path, sizeof path, "test/fixtures/meta_pkl/%s.pkl", protocols[i]);
+        int rc = charvocab_load_pickle(got, path, err, sizeof err);
+        CHECK(rc == 0 && got->n == want->n && !memcmp(got->cp, want->cp, (size_t)want->n * sizeof *want->cp), "%s: rc %d, %d characters: %s",
+              protocols[i], rc, rc ? 0 : got->n, err);
+    }
+    int rc = charvocab_load_pickle(got, "test/fixtures/meta_pkl/wide_p4.pkl", err, sizeof err);
+    int wide_ok = rc == 0 && got->n == 400;
+    for (int i = 0; wide_ok && i < 400; i++) wide_ok = got->cp[i] == (uint32_t)(i < 95 ? 0x20 + i : 0xA1 + (i - 95));
+    CHECK(wide_ok, "400 characters from U+0020: rc %d: %s", rc, err);
+    rc = charvocab_load_pickle(got, "test/fixtures/meta_pkl/text_p0.pkl", err, sizeof err);
+    CHECK(rc == NGPT_ERR_FORMAT && strstr(err, "text_p0.pkl: byte 2: pickle opcode 0x70, not one"), "protocol 0: %s", err);
+    rc = charvocab_load_pickle(got, "test/fixtures/meta_pkl/unsorted_p4.pkl", err, sizeof err);
+    CHECK(rc == NGPT_ERR_FORMAT && strstr(err, "itos[1] (U+0079) does not follow itos[0] (U+007A) in code point order"), "unsorted: %s", err);
+    /* every prefix, and every byte flipped to each of a few values */
+    size_t n = 0;
+    unsigned char *good = read_all("test/fixtures/meta_pkl/shakespeare_p4.pkl", &n);
+    snprintf(path, sizeof path, "%s/mutated.pkl", tmpdir);
+    int prefixes_refused = 0, flips_checked = 0;
+    for (size_t len = 0; good && len < n; len++) {
+        FILE *f = fopen(path, "wb");
+        if (f) { fwrite(good, 1, len, f); fclose(f); }
+        prefixes_refused += charvocab_load_pickle(got, path, err, sizeof err) == NGPT_ERR_FORMAT;
+    }
+    CHECK(good && prefixes_refused == (int)n, "%d of the %zu prefixes refused", prefixes_refused, n);
+    static const unsigned char flips[4] = {0x00, 0xFF, 0x80, 'u'};
+    for (size_t at = 0; good && at < n; at++)
+        for (int k = 0; k < 4; k++) {
+            unsigned char keep = good[at];
+            good[at] = flips[k];
+            FILE *f = fopen(path, "wb");
+            if (f) { fwrite(good, 1, n, f); fclose(f); }
+            good[at] = keep;
+            rc = charvocab_load_pickle(got, path, err, sizeof err);
+            int ordered = 1;
+            for (int i = 1; !rc && i < got->n; i++) ordered &= got->cp[i] > got->cp[i - 1];
+            flips_checked += (rc == NGPT_ERR_FORMAT && err[0]) || (rc == 0 && got->n >= 1 && got->n <= 65536 && ordered);
+        }
+    CHECK(flips_checked == (int)n * 4, "%d of %zu flipped files refused or read as a valid vocabulary", flips_checked, n * 4);
+    free(good);
+    /* a nanoGPT dataset folder: train.bin and val.bin with meta.pkl, no meta.bin */
+    snprintf(path, sizeof path, "%s/meta.bin", dir);
+    unlink(path);
+    snprintf(path, sizeof path, "cp test/fixtures/meta_pkl/shakespeare_p4.pkl %s/meta.pkl", dir);
+    CHECK(system(path) == 0, "%s", path);
+    ngpt_config c;
+    ngpt_config_defaults(&c);
+    copy_str(c.device, sizeof c.device, "cpu");
+    copy_str(c.data_dir, sizeof c.data_dir, dir);
+    c.n_layer = 1; c.n_head = 2; c.n_embd = 16; c.block_size = 16; c.batch_size = 2; c.gradient_accumulation_steps = 1; c.threads = 1;
+    ngpt_trainer *tr = NULL;
+    rc = ngpt_trainer_create(&c, NULL, &tr, err, sizeof err);
+    CHECK(rc == 0 && tr->ms.V == 65 && tr->charvocab && !memcmp(tr->charvocab->cp, want->cp, 65 * sizeof *want->cp) &&
+              !strcmp(tr->charvocab->file_name, "meta.pkl"),
+          "a trainer on meta.pkl's 65 characters: rc %d, V %d: %s", rc, tr ? tr->ms.V : 0, err);
+    ngpt_trainer_free(tr);
+    free(want);
+    free(got);
+}
+
 int main(void) {
     snprintf(tmpdir, sizeof tmpdir, "/tmp/ngpt_test_data_%d", (int)getpid());
     mkdir(tmpdir, 0777);
@@ -314,6 +389,7 @@ int main(void) {
     RUN(test_llmc_shards_read_as_one);
     RUN(test_shard_without_header);
     RUN(test_bpe_recipe_names_its_dataset);
+    RUN(test_nanogpt_meta_pkl);
     RUN(test_concurrent_prepares);
     ngpt_tokenizer_free(tok);
     char cmd[300];

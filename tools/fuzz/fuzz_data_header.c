@@ -4,7 +4,8 @@
  *
  * The input is written as DIR/train.bin in a private temp folder and opened with a vocabulary and a
  * block size taken from its first bytes (so both the accepting and the refusing paths run), then read as
- * a meta.bin. Every window of an opened split is touched. NGPT_FUZZ_SEEDS=DIR writes seeds and exits. */
+ * a meta.bin and as nanoGPT's meta.pkl (charvocab_load_pickle). Every window of an opened split is
+ * touched. NGPT_FUZZ_SEEDS=DIR writes seeds (the pickles of test/fixtures/meta_pkl among them) and exits. */
 #define NGPT_NO_MAIN
 #include "../../nanogpt.c"
 #include "fuzz_common.h"
@@ -38,6 +39,18 @@ static void make_seeds(const char *dir) {
         o += (size_t)k;
     }
     fz_seed(dir, "meta_bin", buf, o);
+    /* nanoGPT's meta.pkl in protocols 1, 2 and 4, and a wide one (two-byte ids, a memo past 256) */
+    static const char *const pickles[4] = {"shakespeare_p1", "shakespeare_p2", "shakespeare_p4", "wide_p4"};
+    for (int i = 0; i < 4; i++) {
+        char path[128];
+        snprintf(path, sizeof path, "test/fixtures/meta_pkl/%s.pkl", pickles[i]);
+        FILE *f = fopen(path, "rb");
+        if (!f) continue;
+        static unsigned char pkl[8192];
+        size_t n = fread(pkl, 1, sizeof pkl, f);
+        fclose(f);
+        fz_seed(dir, pickles[i], pkl, n);
+    }
 }
 
 FZ_INITIALIZE_SEEDS_ONLY(make_seeds)
@@ -73,6 +86,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         }
         if (s.windows) { const uint16_t *w = tokenset_window(&s, s.windows - 1); for (int t = 0; t <= T; t++) sum += w[t]; }
         tokenset_close(&s);
+    }
+
+    /* the same bytes as nanoGPT's meta.pkl: refused, or a vocabulary in code point order */
+    if (charvocab_load_pickle(cv, path, err, sizeof err) == NGPT_OK) {
+        for (int i = 1; i < cv->n; i++)
+            if (cv->cp[i] <= cv->cp[i - 1]) { fprintf(stderr, "fuzz_data_header: meta.pkl read out of order at id %d\n", i); abort(); }
+    } else if (!err[0]) {
+        fprintf(stderr, "fuzz_data_header: meta.pkl refused without a message\n");
+        abort();
     }
 
     /* the same bytes as a meta.bin */
