@@ -1076,6 +1076,7 @@ typedef struct {
                                  * or eval_only from a checkpoint or pretrained weights) */
     int eval_only;              /* with inference: the forward passes are evaluations (only what the plan says differs) */
     int pretrained;             /* the model's shape comes with its weights (init_from): a refusal names smaller GPT-2s, not knobs */
+    int resumed;                /* init_from = resume: the model and block_size are the checkpoint's, so a refusal names neither */
     int hopper;                 /* the CUDA device is a Hopper (compute capability 9.0): its attention backward keeps dS^T in scratch */
 } PlanRequest;
 
@@ -1416,8 +1417,10 @@ static int plan_make(Plan *p, const PlanRequest *r, char *err, size_t errlen) {
         if (r->pretrained) smaller_gpt2(r, smaller, sizeof smaller);
         return fail(err, errlen, NGPT_ERR_NOMEM,
                     "does not fit: %s this model (its parameters and the forward pass of one sequence of block_size %d) needs %s "
-                    "and the budget is %s. What helps: a smaller block_size%s, or more memory (a larger max_memory, another device)",
-                    r->eval_only ? "evaluating" : "sampling", r->T, fmt_bytes(nb, sizeof nb, need), fmt_bytes(bb, sizeof bb, r->budget), smaller);
+                    "and the budget is %s. What helps: %s%s%smore memory (a larger max_memory, another device)%s",
+                    r->eval_only ? "evaluating" : "sampling", r->T, fmt_bytes(nb, sizeof nb, need), fmt_bytes(bb, sizeof bb, r->budget),
+                    r->resumed ? "" : "a smaller block_size", smaller, r->resumed ? "" : ", or ",
+                    r->resumed ? "; the model and its block_size are the checkpoint's (init_from = resume)" : "");
     }
     if (r->pin_micro_batch && (r->pin_micro_batch > seqs || seqs % r->pin_micro_batch))
         return fail(err, errlen, NGPT_ERR_ARG,
@@ -1468,6 +1471,13 @@ static int plan_make(Plan *p, const PlanRequest *r, char *err, size_t errlen) {
     }
     char smaller[300] = ", a smaller model (n_layer, n_embd)";
     if (r->pretrained) smaller_gpt2(r, smaller, sizeof smaller);
+    if (r->resumed)
+        return fail(err, errlen, NGPT_ERR_NOMEM,
+                    "does not fit: the smallest plan (micro-batch %d, recompute %s, logits chunk %d, %s AdamW moments) needs %s "
+                    "and the budget is %s. What helps: %smore memory (a larger max_memory, another device); the model and its "
+                    "block_size are the checkpoint's (init_from = resume)",
+                    B, recompute_name(rc), p->logits_chunk, p->moments_dtype == NGPT_DTYPE_F32 ? "fp32" : "bf16", fmt_bytes(nb, sizeof nb, need),
+                    fmt_bytes(bb, sizeof bb, r->budget), unpin);
     return fail(err, errlen, NGPT_ERR_NOMEM,
                 "does not fit: the smallest plan (micro-batch %d, recompute %s, logits chunk %d, %s AdamW moments) needs %s "
                 "and the budget is %s. What helps: %sa smaller block_size%s%s, or more memory (a larger max_memory, another device)",
@@ -5490,7 +5500,22 @@ static void optimizer_step(ngpt_trainer *tr, float lr, double norm) {
  * Trainer: create (device, data, plan, the one allocation, init), step, evaluate, the nanoGPT loop.
  * ==================================================================================================== */
 
+/* The bytes of the MemAvailable line of a /proc/meminfo read into f; 0 when there is none (before Linux 3.14) */
+static double meminfo_available(FILE *f) {
+    char line[128];
+    unsigned long long kib = 0;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "MemAvailable: %llu kB", &kib) == 1) break;
+    return (double)kib * 1024.0;
+}
+
+/* 90% of the memory available: Linux's MemAvailable, which counts the page cache the kernel gives back when
+ * asked (free memory alone, _SC_AVPHYS_PAGES, leaves out a machine's cached files), else the free pages */
 static double host_memory_available(void) {
+    FILE *f = fopen("/proc/meminfo", "r");
+    double avail = meminfo_available(f);
+    if (f) fclose(f);
+    if (avail > 0) return 0.9 * avail;
     long pages = sysconf(_SC_AVPHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
     if (pages <= 0 || psize <= 0) return 4.0 * GiB;
     return 0.9 * (double)pages * (double)psize;
@@ -5691,6 +5716,7 @@ static void plan_request_from_config(PlanRequest *r, const ngpt_config *c, const
     r->eval_only = !sampling && c->eval_only && strcmp(c->init_from, "scratch");
     r->inference = sampling || r->eval_only;
     r->pretrained = strcmp(c->init_from, "scratch") && strcmp(c->init_from, "resume");
+    r->resumed = !strcmp(c->init_from, "resume");
     r->hopper = device == DEV_BACKEND_CUDA && ngpt_cuda_compute_capability() == 90;
 }
 
@@ -10089,6 +10115,9 @@ int main(int argc, char **argv) {
      * a checkpoint save then reports it, removes its temporary file and keeps the previous checkpoint */
     signal(SIGXFSZ, SIG_IGN);
     setvbuf(stdout, NULL, _IOLBF, 0); /* piped into a log, each line in its place among stderr's */
+    /* every kernel loaded when CUDA starts, before the free memory is measured, not at its first launch in
+     * the middle of training (CUDA's default, lazy loading, takes device memory then); a user's setting stays */
+    setenv("CUDA_MODULE_LOADING", "EAGER", 0);
     if (argc < 2) { usage(stderr); return 2; }
     const char *cmd = argv[1];
     for (int i = 2; i < argc; i++) /* `nanogpt train --help`: the usage, not an argument error */

@@ -542,6 +542,16 @@ static void test_resume_model(void) {
     CHECK(strstr(r->out, "L=1 NH=2 C=16 V=") && strstr(r->out, "block_size=32") && strstr(r->out, "sampling "),
           "plan --sample --init_from=resume: the checkpoint's model: %.300s", r->out);
 
+    /* a budget the resumed model does not fit: the refusal names what can help, not the model or block_size it
+     * cannot change */
+    const char *modes[2] = {"--eval_only=False", "--eval_only=True"};
+    for (int k = 0; k < 2; k++) {
+        r = cli("train", data_arg, out_dir_arg, "--init_from=resume", modes[k], "--max_memory=64KiB", "--device=cpu", "--threads=1", NULL);
+        CHECK_RUN(r, 1, "resume into too small a budget");
+        CHECK(strstr(r->err, "What helps: more memory") && strstr(r->err, "the model and its block_size are the checkpoint's (init_from = resume)") &&
+                  !strstr(r->err, "smaller block_size") && !strstr(r->err, "smaller model"),
+              "%s: %.400s", modes[k], r->err);
+    }
     /* eval_only: one evaluation at the checkpoint's step (5) in a forward-only plan, no training and nothing
      * saved, however far max_iters is; its losses are those the training plan's evaluation gives at step 5 */
     int files_before = files_in(tmp_path("rout")), lines_before = lines_in(tmp_path("rout/log.jsonl"));

@@ -517,6 +517,24 @@ static void test_struct_fields_validated(void) {
     }
 }
 
+/* the CPU budget without max_memory: 90% of what Linux says is available (MemAvailable, with the page cache
+ * the kernel gives back), not of the free pages alone; without the line (Linux before 3.14), the free pages */
+static void test_cpu_budget_is_available_memory(void) {
+    static const char meminfo[] = "MemTotal:       24000000 kB\nMemFree:         1000000 kB\nMemAvailable:   20000000 kB\n"
+                                  "Buffers:          100000 kB\nCached:         18000000 kB\n";
+    FILE *f = fmemopen((void *)meminfo, sizeof meminfo - 1, "r");
+    CHECK(f && meminfo_available(f) == 20000000.0 * 1024, "MemAvailable read, not MemFree");
+    if (f) fclose(f);
+    static const char old_kernel[] = "MemTotal:       24000000 kB\nMemFree:         1000000 kB\nCached:         18000000 kB\n";
+    f = fmemopen((void *)old_kernel, sizeof old_kernel - 1, "r");
+    CHECK(f && meminfo_available(f) == 0, "no MemAvailable line: 0, for the free pages to be used");
+    if (f) fclose(f);
+    f = fopen("/proc/meminfo", "r");
+    double avail = meminfo_available(f), got = host_memory_available();
+    if (f) fclose(f);
+    CHECK(avail > 0 && fabs(got - 0.9 * avail) < 0.05 * avail, "budget %.3f GiB, 90%% of MemAvailable %.3f GiB", got / GiB, avail / GiB);
+}
+
 /* dtype names to GPU storage types; "auto" is bf16 unless the card lacks it (compute capability below 8.0) */
 static void test_dtype_choice(void) {
     CHECK(cuda_dtype("float32", 75) == NGPT_DTYPE_F32 && cuda_dtype("float16", 90) == NGPT_DTYPE_F16 &&
@@ -553,6 +571,7 @@ int main(void) {
     RUN(test_trainer_reports_data_errors);
     RUN(test_struct_fields_validated);
     RUN(test_dtype_choice);
+    RUN(test_cpu_budget_is_available_memory);
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
     if (system(cmd)) printf("could not remove %s\n", tmpdir);
