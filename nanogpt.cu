@@ -59,7 +59,7 @@ typedef struct {
     int mm_blocks_per_sm;      /* blocks of that matmul kernel one SM runs at once (split-K's wave size) */
     int sync_each_launch;      /* NGPT_CUDA_SYNC=1: wait for every kernel (debugging: faults named by kernel) */
     const void *ln_bwd_kernel; /* layernorm_backward's last kernel and row width (its warps and shared memory follow from C): */
-    int ln_bwd_C;              /* its attribute set and its blocks an SM asked once, not at each of a step's calls */
+    int ln_bwd_C;              /* its blocks an SM asked once, not at each of a step's calls */
     int ln_bwd_per_sm;
     void *dev_arena, *host_arena;
     void *scratch;             /* device scratch handed over by set_scratch, 256-byte aligned */
@@ -208,10 +208,10 @@ static int cu_arena_alloc(ngpt_backend *be, size_t device_bytes, void **device, 
     if (e != cudaSuccess) {
         im->host_arena = NULL;
         cudaGetLastError();
-        cu_arena_free(be);
         cu_fail(be, e == cudaErrorMemoryAllocation ? NGPT_ERR_NOMEM : NGPT_ERR_DEVICE,
                 "cuda: cudaMallocHost of the %.3f GiB pinned host arena failed: %s", host_bytes / 1073741824.0,
                 cudaGetErrorString(e));
+        cu_arena_free(be); /* after the message: a failure freeing the device arena does not replace it */
         return be->status;
     }
     *device = im->dev_arena;
@@ -357,9 +357,6 @@ static __device__ __forceinline__ float drop_factor(const DropArgs &d, uint64_t 
 
 template <typename T> __global__ void dropout_kernel(T *out, const T *inp, size_t n, DropArgs dr) {
     GRID_STRIDE(i, n) out[i] = from_f<T>(to_f(inp[i]) * drop_factor(dr, i));
-}
-template <typename T> __global__ void copy_kernel(T *out, const T *inp, size_t n) {
-    GRID_STRIDE(i, n) out[i] = inp[i];
 }
 static void cu_dropout(ngpt_backend *be, void *out, const void *inp, size_t n, const ngpt_dropout *drop) {
     if (!n) return;
@@ -659,9 +656,10 @@ static void layernorm_backward_t(ngpt_backend *be, T *dinp, T *dw, T *db, const 
     int G = 0;
     float *partial = NULL;
     auto launch = [&](auto *kernel) { /* false on failure */
+        /* the limit is the kernel's in the whole process, not this backend's: another trainer's row width may have
+         * lowered it since, so it is set at every launch that needs it (a host call, no GPU work) */
+        if (smem > 48 * 1024 && CU_CHECK(be, cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem))) return false;
         if (im->ln_bwd_kernel != (const void *)kernel || im->ln_bwd_C != C) {
-            if (smem > 48 * 1024 && CU_CHECK(be, cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem)))
-                return false;
             int n = 0;
             if (CU_CHECK(be, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, 32 * W, smem))) return false;
             im->ln_bwd_kernel = (const void *)kernel;
@@ -3624,10 +3622,15 @@ static void cu_destroy(ngpt_backend *be) {
     if (!be) return;
     CudaImpl *im = impl_of(be);
     if (im) {
+        /* the stream's work first, also where the embedder handed in the arenas (cu_arena_free waits only for
+         * its own): they are the embedder's again when this returns. destroy returns nothing, so what fails
+         * while tearing down is dropped; a sticky error leaves nothing more to do */
+        if (im->stream) (void)cudaStreamSynchronize(im->stream);
         cu_arena_free(be);
         for (int i = 0; i < NGPT_FENCES; i++)
-            if (im->fences[i]) cudaEventDestroy(im->fences[i]);
-        if (im->stream) cudaStreamDestroy(im->stream);
+            if (im->fences[i]) (void)cudaEventDestroy(im->fences[i]);
+        if (im->stream) (void)cudaStreamDestroy(im->stream);
+        (void)cudaGetLastError();
         free(im);
     }
     free(be);
