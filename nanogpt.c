@@ -5023,6 +5023,11 @@ typedef struct {
     int switches;
 } ThreadTuner;
 
+/* Pretrained weights left in their mapped file (the pretrained loaders, below) */
+typedef struct Weights Weights;
+static void weights_fill(const Weights *w, size_t first, size_t count, float *dst);
+static void weights_close(Weights *w);
+
 struct ngpt_trainer {
     ngpt_config cfg;
     ngpt_options opt;
@@ -5049,7 +5054,7 @@ struct ngpt_trainer {
     int out_dir_taken; /* out_dir held another run's checkpoints when this run (not a resume) was made: ngpt_train refuses */
     _Atomic int stop_requested;
     int plan_only; /* set up to the plan, allocate nothing (ngpt_plan_arenas) */
-    float *pretrained; /* weights read for init_from = gpt2.. or a path, until they are in the arena */
+    Weights *pretrained; /* init_from = gpt2.. or a path: its weights, left in the file until they are in the arena */
     int nonfinite_run; /* consecutive steps skipped for a non-finite loss or gradient */
     float loss_scale;  /* fp16: the dynamic loss scale (2^16 at start); 1 otherwise */
     int good_steps;    /* fp16: steps since the scale last changed (it doubles after 2000) */
@@ -5585,13 +5590,16 @@ CLI_USED static void copy_master_out(ngpt_trainer *tr, float *dst) {
 }
 
 /* Sets the parameters from host floats in packed order (through the fp32 master, or a sampling plan's window). */
-static int copy_params_in(ngpt_trainer *tr, const float *src) {
+/* The parameters (llm.c's order) from src, or from weights w in their file, into the arena: a window at a
+ * time through the staging buffer. */
+static int copy_params_in_from(ngpt_trainer *tr, const float *src, const Weights *w) {
     size_t per = param_window_floats(tr) ? param_window_floats(tr) : HOST_STAGING_BYTES / 4, k = 0;
     for (int i = 0; i < N_PARAM_TENSORS; i++) {
         size_t n = tr->plan.param_len[i];
         for (size_t j = 0; j < n; j += per) {
             size_t c = MIN(per, n - j);
-            memcpy(tr->h_staging, src + k + j, c * 4);
+            if (w) weights_fill(w, k + j, c, (float *)tr->h_staging);
+            else memcpy(tr->h_staging, src + k + j, c * 4);
             upload_param_chunk(tr, i, j, (const float *)tr->h_staging, c);
         }
         k += n;
@@ -5599,6 +5607,7 @@ static int copy_params_in(ngpt_trainer *tr, const float *src) {
     params_from_master(tr);
     return be_check(tr, "loading parameters");
 }
+CLI_USED static int copy_params_in(ngpt_trainer *tr, const float *src) { return copy_params_in_from(tr, src, NULL); }
 
 /* nanoGPT's initialisation: N(0, 0.02), residual projections N(0, 0.02/sqrt(2L)), LayerNorm weights 1,
  * biases 0, and the vocabulary padding rows 0. */
@@ -6016,20 +6025,94 @@ static void convert_to_f32(float *dst, const unsigned char *src, int dtype, size
     }
 }
 
-/* A Conv1D weight (in, out) in the file to a Linear weight (out, in) in dst, in 64x64 tiles. */
-static void convert_transposed(float *dst, const unsigned char *src, int dtype, size_t in, size_t out) {
+/* Rows o_begin..o_end-1 of the Linear weight (out, in) that a Conv1D weight (in, out) in the file is the
+ * transpose of, into dst, in 64x64 tiles. */
+static void convert_transposed_rows(float *dst, const unsigned char *src, int dtype, size_t in, size_t out, size_t o_begin, size_t o_end) {
     enum { TILE = 64 };
     float tile[TILE][TILE];
     size_t es = dtype == ST_F32 ? 4 : 2;
     for (size_t i0 = 0; i0 < in; i0 += TILE) {
         size_t ni = MIN((size_t)TILE, in - i0);
-        for (size_t o0 = 0; o0 < out; o0 += TILE) {
-            size_t no = MIN((size_t)TILE, out - o0);
+        for (size_t o0 = o_begin; o0 < o_end; o0 += TILE) {
+            size_t no = MIN((size_t)TILE, o_end - o0);
             for (size_t i = 0; i < ni; i++) convert_to_f32(tile[i], src + ((i0 + i) * out + o0) * es, dtype, no);
             for (size_t o = 0; o < no; o++)
-                for (size_t i = 0; i < ni; i++) dst[(o0 + o) * in + i0 + i] = tile[i][o];
+                for (size_t i = 0; i < ni; i++) dst[(o0 - o_begin + o) * in + i0 + i] = tile[i][o];
         }
     }
+}
+
+/* Values a..a+n-1 of that Linear weight (row-major (out, in)) into dst: a partial first row and last row one
+ * value at a time, the whole rows between in tiles. */
+static void convert_transposed_part(float *dst, const unsigned char *src, int dtype, size_t in, size_t out, size_t a, size_t n) {
+    size_t es = dtype == ST_F32 ? 4 : 2, d = a, end = a + n;
+    for (; d < end && d % in; d++) convert_to_f32(dst++, src + ((d % in) * out + d / in) * es, dtype, 1);
+    size_t rows = (end - d) / in;
+    if (rows) convert_transposed_rows(dst, src, dtype, in, out, d / in, d / in + rows);
+    dst += rows * in;
+    for (d += rows * in; d < end; d++) convert_to_f32(dst++, src + ((d % in) * out + d / in) * es, dtype, 1);
+}
+
+/* ---- Pretrained weights left in their mapped file and read into the arena a window at a time, so that
+ * loading them needs no fp32 copy of the whole model (docs/memory.md): the parameters in llm.c's order, as
+ * runs of one tensor's values each ---- */
+
+typedef struct {
+    size_t dst, count;        /* the llm.c-order parameters (of the model's shape) it gives */
+    const unsigned char *src; /* NULL: zeros (the vocabulary padding) */
+    int dtype;                /* ST_F32, ST_F16 or ST_BF16 */
+    size_t in, out;           /* in > 0: the source is a Conv1D weight (in, out), the run its transpose (out, in) */
+} WeightRun;
+
+struct Weights {
+    void *map; /* the file, mapped read-only */
+    size_t map_bytes;
+    WeightRun *run;
+    int n_run, cap_run;
+};
+
+static void weights_close(Weights *w) {
+    if (w->map) munmap(w->map, w->map_bytes);
+    free(w->run);
+    memset(w, 0, sizeof *w);
+}
+
+static void weights_add(Weights *w, size_t dst, size_t count, const unsigned char *src, int dtype, size_t in, size_t out) {
+    if (w->n_run < w->cap_run) w->run[w->n_run++] = (WeightRun){dst, count, src, dtype, in, out};
+}
+
+/* Parameters first..first+count-1 (llm.c's order) into dst as fp32. */
+static void weights_fill(const Weights *w, size_t first, size_t count, float *dst) {
+    for (int k = 0; k < w->n_run; k++) {
+        const WeightRun *r = &w->run[k];
+        size_t lo = MAX(first, r->dst), hi = MIN(first + count, r->dst + r->count);
+        if (lo >= hi) continue;
+        size_t a = lo - r->dst, n = hi - lo, es = r->dtype == ST_F32 ? 4 : 2;
+        float *out = dst + (lo - first);
+        if (!r->src) memset(out, 0, n * sizeof(float));
+        else if (!r->in) convert_to_f32(out, r->src + a * es, r->dtype, n);
+        else convert_transposed_part(out, r->src, r->dtype, r->in, r->out, a, n);
+    }
+}
+
+/* nanoGPT's crop_block_size on weights still in their file: wpe's first T rows (T <= ms->maxT, the shape
+ * before the crop), the runs after it moved up */
+static void weights_crop(Weights *w, const ModelShape *ms, int T) {
+    size_t wpe_at = (size_t)ms->Vp * ms->C, cut = (size_t)(ms->maxT - T) * ms->C;
+    for (int k = 0; k < w->n_run; k++) {
+        if (w->run[k].dst == wpe_at) w->run[k].count -= cut;
+        else if (w->run[k].dst > wpe_at) w->run[k].dst -= cut;
+    }
+}
+
+/* The whole model as one fp32 array (malloced): for export and the tests. */
+static int weights_to_f32(const Weights *w, const ModelShape *ms, float **params, const char *path, char *err, size_t errlen) {
+    size_t sizes[N_PARAM_TENSORS], total = param_sizes(ms, sizes);
+    float *p = (float *)malloc(total * sizeof(float));
+    if (!p) return fail(err, errlen, NGPT_ERR_NOMEM, "%s: out of host memory for %zu parameters (%.2f GiB)", path, total, (double)total * 4 / GiB);
+    weights_fill(w, 0, total, p);
+    *params = p;
+    return NGPT_OK;
 }
 
 /* ---- Hugging Face safetensors: u64 header length N, N bytes of JSON {name: {dtype, shape, data_offsets},
@@ -6320,10 +6403,11 @@ static int st_fail_unmap(void *map, size_t size, int rc) {
     return rc;
 }
 
-/* Reads a Hugging Face GPT-2 model.safetensors (F32, F16 or BF16; names with or without "transformer.").
- * n_head comes from config.json in the same folder, else from GPT-2's sizes. params NULL: the shape only. */
-static int safetensors_read_gpt2(const char *path, ModelShape *ms, float **params, char *err, size_t errlen) {
-    if (params) *params = NULL;
+/* Opens a Hugging Face GPT-2 model.safetensors (F32, F16 or BF16; names with or without "transformer."): its
+ * shape into ms and, unless w is NULL, its weights as runs over the mapped file (weights_close releases them).
+ * n_head comes from config.json in the same folder, else from GPT-2's sizes. */
+static int safetensors_open_gpt2(const char *path, ModelShape *ms, Weights *w, char *err, size_t errlen) {
+    if (w) memset(w, 0, sizeof *w);
     void *map;
     size_t fsize = 0;
     int rc = map_file(path, &map, &fsize, err, errlen);
@@ -6445,43 +6529,54 @@ static int safetensors_read_gpt2(const char *path, ModelShape *ms, float **param
         if (st_classify(t[i].name, &layer, &s) && t[i].dtype == ST_OTHER)
             rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s: tensor %s has dtype %s; nanogpt reads F32, F16 and BF16", path, t[i].name, t[i].dtype_name);
     }
-    if (!rc && params) rc = st_check_tied_head(t, n, glob[HF_WTE], data, path, err, errlen); /* reads the weights */
+    if (!rc && w) rc = st_check_tied_head(t, n, glob[HF_WTE], data, path, err, errlen); /* reads the weights */
     if (!rc) rc = st_n_head(path, ms, &ms->NH, err, errlen);
     if (!rc && ms->C % ms->NH)
         rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s: n_head = %d does not divide n_embd = %d", path, ms->NH, ms->C);
 
-    /* convert into the packed parameter array */
-    size_t sizes[N_PARAM_TENSORS], off[N_PARAM_TENSORS], total = 0;
-    float *p = NULL;
-    if (!rc && params) {
-        total = param_sizes(ms, sizes);
+    /* the packed parameter array as runs over the file, read when the arena is filled */
+    size_t sizes[N_PARAM_TENSORS], off[N_PARAM_TENSORS];
+    if (!rc && w) {
+        param_sizes(ms, sizes);
         for (int i = 0; i < N_PARAM_TENSORS; i++) off[i] = i ? off[i - 1] + sizes[i - 1] : 0;
-        if (!(p = (float *)malloc(total * sizeof(float))))
-            rc = fail(err, errlen, NGPT_ERR_NOMEM, "%s: out of host memory for %zu parameters (%.2f GiB)", path, total, (double)total * 4 / GiB);
+        w->cap_run = N_HF_GLOBAL + 1 + L * N_HF_LAYER;
+        if (!(w->run = (WeightRun *)calloc((size_t)w->cap_run, sizeof *w->run))) rc = fail(err, errlen, NGPT_ERR_NOMEM, "out of host memory reading %s", path);
     }
-    if (!rc && params) {
+    if (!rc && w) {
         size_t C = (size_t)ms->C, V = (size_t)ms->V;
         const int gparam[N_HF_GLOBAL] = {P_WTE, P_WPE, P_LNFW, P_LNFB};
         for (int g = 0; g < N_HF_GLOBAL; g++) {
             const StTensor *x = glob[g];
-            size_t cnt = g == HF_WTE ? V * C : g == HF_WPE ? sizes[P_WPE] : C;
-            convert_to_f32(p + off[gparam[g]], data + x->begin, x->dtype, cnt);
+            weights_add(w, off[gparam[g]], g == HF_WTE ? V * C : g == HF_WPE ? sizes[P_WPE] : C, data + x->begin, x->dtype, 0, 0);
         }
-        memset(p + off[P_WTE] + V * C, 0, ((size_t)ms->Vp - V) * C * sizeof(float));
+        weights_add(w, off[P_WTE] + V * C, ((size_t)ms->Vp - V) * C, NULL, ST_F32, 0, 0);
         for (int l = 0; l < L; l++)
             for (int s = 0; s < N_HF_LAYER; s++) {
                 const StTensor *x = lay[(size_t)l * N_HF_LAYER + (size_t)s];
                 int pi = hf_layer_param[s];
                 size_t per = sizes[pi] / (size_t)L;
-                float *dst = p + off[pi] + (size_t)l * per;
-                if (x->ndim == 2) convert_transposed(dst, data + x->begin, x->dtype, (size_t)x->shape[0], (size_t)x->shape[1]);
-                else convert_to_f32(dst, data + x->begin, x->dtype, per);
+                weights_add(w, off[pi] + (size_t)l * per, per, data + x->begin, x->dtype, x->ndim == 2 ? (size_t)x->shape[0] : 0,
+                            x->ndim == 2 ? (size_t)x->shape[1] : 0);
             }
-        *params = p;
+        w->map = map; /* kept until weights_close */
+        w->map_bytes = fsize;
+        map = NULL;
     }
     free(lay);
     free(t);
     return st_fail_unmap(map, fsize, rc);
+}
+
+/* safetensors_open_gpt2, then the whole model as one fp32 array (params NULL: the shape only) */
+CLI_USED static int safetensors_read_gpt2(const char *path, ModelShape *ms, float **params, char *err, size_t errlen) {
+    if (params) *params = NULL;
+    Weights w;
+    int rc = safetensors_open_gpt2(path, ms, params ? &w : NULL, err, errlen);
+    if (!rc && params) {
+        rc = weights_to_f32(&w, ms, params, path, err, errlen);
+        weights_close(&w);
+    }
+    return rc;
 }
 
 /* ---- llm.c model files (llm.c's train_gpt2.py write_model): int32 header[256] = magic 20240326, version
@@ -6490,8 +6585,8 @@ static int safetensors_read_gpt2(const char *path, ModelShape *ms, float **param
 
 #define LLMC_MODEL_HEADER_BYTES 1024
 
-static int llmc_read_model(const char *path, ModelShape *ms, float **params, char *err, size_t errlen) {
-    if (params) *params = NULL;
+static int llmc_open_model(const char *path, ModelShape *ms, Weights *w, char *err, size_t errlen) {
+    if (w) memset(w, 0, sizeof *w);
     void *map;
     size_t fsize = 0;
     int rc = map_file(path, &map, &fsize, err, errlen);
@@ -6539,19 +6634,35 @@ static int llmc_read_model(const char *path, ModelShape *ms, float **params, cha
                                               "file is %s", path, fsize, h[1], es == 4 ? "fp32" : "bf16", maxT, V, L, NH, C, Vp, want,
                                               fsize < want ? "truncated" : "longer than the model (trailing bytes)"));
     *ms = (ModelShape){L, NH, C, V, pad_vocab(V), maxT, 1};
-    if (!params) return st_fail_unmap(map, fsize, NGPT_OK);
-    size_t total = param_sizes(ms, sizes);
-    float *p = (float *)malloc(total * sizeof(float));
-    if (!p) return st_fail_unmap(map, fsize, fail(err, errlen, NGPT_ERR_NOMEM, "%s: out of host memory for %zu parameters", path, total));
+    if (!w) return st_fail_unmap(map, fsize, NGPT_OK);
+    size_t total = param_sizes(ms, sizes), wpe = (size_t)maxT * C;
+    w->cap_run = 4;
+    if (!(w->run = (WeightRun *)calloc((size_t)w->cap_run, sizeof *w->run)))
+        return st_fail_unmap(map, fsize, fail(err, errlen, NGPT_ERR_NOMEM, "out of host memory reading %s", path));
     const unsigned char *src = (const unsigned char *)map + LLMC_MODEL_HEADER_BYTES;
     int dt = es == 4 ? ST_F32 : ST_BF16;
-    /* wte: the first V rows, then our padding (rows V..Vp-1 of the file are padding too and never used) */
-    convert_to_f32(p, src, dt, (size_t)V * C);
-    memset(p + (size_t)V * C, 0, (size_t)(ms->Vp - V) * C * sizeof(float));
+    /* wte: the first V rows, then our padding (rows V..Vp-1 of the file are padding too and never used); wpe
+     * a run of its own (a crop shortens it), then the rest */
+    weights_add(w, 0, (size_t)V * C, src, dt, 0, 0);
+    weights_add(w, (size_t)V * C, (size_t)(ms->Vp - V) * C, NULL, dt, 0, 0);
     src += (size_t)Vp * C * es;
-    convert_to_f32(p + sizes[P_WTE], src, dt, total - sizes[P_WTE]);
-    *params = p;
-    return st_fail_unmap(map, fsize, NGPT_OK);
+    weights_add(w, sizes[P_WTE], wpe, src, dt, 0, 0);
+    weights_add(w, sizes[P_WTE] + wpe, total - sizes[P_WTE] - wpe, src + wpe * es, dt, 0, 0);
+    w->map = map; /* kept until weights_close */
+    w->map_bytes = fsize;
+    return NGPT_OK;
+}
+
+/* llmc_open_model, then the whole model as one fp32 array (params NULL: the shape only) */
+CLI_USED static int llmc_read_model(const char *path, ModelShape *ms, float **params, char *err, size_t errlen) {
+    if (params) *params = NULL;
+    Weights w;
+    int rc = llmc_open_model(path, ms, params ? &w : NULL, err, errlen);
+    if (!rc && params) {
+        rc = weights_to_f32(&w, ms, params, path, err, errlen);
+        weights_close(&w);
+    }
+    return rc;
 }
 
 /* Writes an llm.c model file (version 3 fp32, or 5 bf16 rounded to nearest even) atomically: a temporary
@@ -6616,8 +6727,8 @@ CLI_USED static int llmc_write_model(const char *path, const ModelShape *ms, con
 /* Reads GPT-2 weights from path: an llm.c model file (by its magic), a safetensors file, or a folder
  * holding model.safetensors (and config.json), as Hugging Face's downloads are laid out. params NULL: the
  * shape only. */
-static int pretrained_read(const char *path, ModelShape *ms, float **params, char *err, size_t errlen) {
-    if (params) *params = NULL;
+static int pretrained_open_path(const char *path, ModelShape *ms, Weights *w, char *err, size_t errlen) {
+    if (w) memset(w, 0, sizeof *w);
     struct stat st;
     if (stat(path, &st)) return fail(err, errlen, NGPT_ERR_IO, "cannot open %s: %s", path, strerror(errno));
     if (S_ISDIR(st.st_mode)) {
@@ -6626,7 +6737,7 @@ static int pretrained_read(const char *path, ModelShape *ms, float **params, cha
         if (stat(file, &st))
             return fail(err, errlen, NGPT_ERR_IO, "%s is a folder without model.safetensors: download model.safetensors and config.json from "
                                                    "Hugging Face (e.g. huggingface.co/gpt2) into it", path);
-        return safetensors_read_gpt2(file, ms, params, err, errlen);
+        return safetensors_open_gpt2(file, ms, w, err, errlen);
     }
     int fd = open(path, O_RDONLY);
     if (fd < 0) return fail(err, errlen, NGPT_ERR_IO, "cannot open %s: %s", path, strerror(errno));
@@ -6639,11 +6750,11 @@ static int pretrained_read(const char *path, ModelShape *ms, float **params, cha
         return fail(err, errlen, NGPT_ERR_ARG, "%s is a nanogpt checkpoint, not pretrained weights: continue its run with init_from = resume and "
                                                "its folder as out_dir; sampling reads it as it is (`nanogpt sample --init_from=%s`), and "
                                                "`nanogpt export` makes an llm.c model file of it to start new runs from", path, path);
-    if (got >= 4 && magic == LLMC_MODEL_MAGIC) return llmc_read_model(path, ms, params, err, errlen);
-    if (got == 9 && head[8] == '{') return safetensors_read_gpt2(path, ms, params, err, errlen);
+    if (got >= 4 && magic == LLMC_MODEL_MAGIC) return llmc_open_model(path, ms, w, err, errlen);
+    if (got == 9 && head[8] == '{') return safetensors_open_gpt2(path, ms, w, err, errlen);
     size_t n = strlen(path);
-    if (n > 4 && !strcmp(path + n - 4, ".bin")) return llmc_read_model(path, ms, params, err, errlen); /* its errors say why */
-    if (n > 12 && !strcmp(path + n - 12, ".safetensors")) return safetensors_read_gpt2(path, ms, params, err, errlen);
+    if (n > 4 && !strcmp(path + n - 4, ".bin")) return llmc_open_model(path, ms, w, err, errlen); /* its errors say why */
+    if (n > 12 && !strcmp(path + n - 12, ".safetensors")) return safetensors_open_gpt2(path, ms, w, err, errlen);
     return fail(err, errlen, NGPT_ERR_FORMAT, "%s is neither an llm.c model file (magic %d) nor safetensors (a JSON header after 8 bytes)", path,
                 LLMC_MODEL_MAGIC);
 }
@@ -6679,26 +6790,51 @@ static int gpt2_weights_file(const char *name, const char *pretrained_dir, char 
 
 /* What init_from names: "gpt2", "gpt2-medium", "gpt2-large" and "gpt2-xl" are Hugging Face downloads in
  * <pretrained_dir>/<name>/ (model.safetensors and config.json; pretrained_dir NULL or "" = "pretrained");
- * anything else is a path for pretrained_read. params NULL: the shape only, which for the four names is
- * GPT-2's and needs no file. */
-static int pretrained_load(const char *init_from, const char *pretrained_dir, ModelShape *ms, float **params, char *err, size_t errlen) {
-    if (params) *params = NULL;
+ * anything else is a path for pretrained_open_path. Its shape into ms, and unless w is NULL its weights as runs over
+ * the mapped file (weights_close releases them); w NULL: the shape only, which for the four names is GPT-2's
+ * and needs no file. */
+static int pretrained_open(const char *init_from, const char *pretrained_dir, ModelShape *ms, Weights *w, char *err, size_t errlen) {
+    if (w) memset(w, 0, sizeof *w);
     for (int i = 0; i < 4; i++) {
         if (strcmp(init_from, gpt2_sizes[i].name)) continue;
-        if (!params) {
+        if (!w) {
             *ms = (ModelShape){gpt2_sizes[i].L, gpt2_sizes[i].NH, gpt2_sizes[i].C, 50257, pad_vocab(50257), 1024, 1};
             return NGPT_OK;
         }
         char file[4300];
         int rc = gpt2_weights_file(init_from, pretrained_dir, file, sizeof file, err, errlen);
-        return rc ? rc : safetensors_read_gpt2(file, ms, params, err, errlen);
+        return rc ? rc : safetensors_open_gpt2(file, ms, w, err, errlen);
     }
     struct stat st;
     if (stat(init_from, &st))
         return fail(err, errlen, NGPT_ERR_ARG,
                     "init_from = %s: %s; init_from is scratch, resume, gpt2, gpt2-medium, gpt2-large, gpt2-xl, or the path of weights "
                     "(a .safetensors file, a folder holding model.safetensors, an llm.c model file)", init_from, strerror(errno));
-    return pretrained_read(init_from, ms, params, err, errlen);
+    return pretrained_open_path(init_from, ms, w, err, errlen);
+}
+
+/* pretrained_open_path, then the whole model as one fp32 array (params NULL: the shape only) */
+CLI_USED static int pretrained_read(const char *path, ModelShape *ms, float **params, char *err, size_t errlen) {
+    if (params) *params = NULL;
+    Weights w;
+    int rc = pretrained_open_path(path, ms, params ? &w : NULL, err, errlen);
+    if (!rc && params) {
+        rc = weights_to_f32(&w, ms, params, path, err, errlen);
+        weights_close(&w);
+    }
+    return rc;
+}
+
+/* pretrained_open, then the whole model as one fp32 array (params NULL: the shape only): for export */
+static int pretrained_load(const char *init_from, const char *pretrained_dir, ModelShape *ms, float **params, char *err, size_t errlen) {
+    if (params) *params = NULL;
+    Weights w;
+    int rc = pretrained_open(init_from, pretrained_dir, ms, params ? &w : NULL, err, errlen);
+    if (!rc && params) {
+        rc = weights_to_f32(&w, ms, params, init_from, err, errlen);
+        weights_close(&w);
+    }
+    return rc;
 }
 
 /* ======================================================================================================
@@ -7246,10 +7382,12 @@ static int resume_open(ngpt_config *c, CkptReader *r, char *path, size_t cap, ch
 
 /* Pretrained weights of shape pm (params NULL: the shape alone) set the model in c, as nanoGPT's from_pretrained:
  * their sizes, bias, and block_size cropped to c's (sampling takes the model's whole context when c's is larger). */
-static int pretrained_config(ngpt_config *c, ModelShape *pm, float *params, int sample_only, char *err, size_t errlen) {
+static int pretrained_config(ngpt_config *c, ModelShape *pm, Weights *w, int sample_only, char *err, size_t errlen) {
     if (sample_only && c->block_size > pm->maxT) c->block_size = pm->maxT;
-    int rc = pretrained_crop(pm, params, c->block_size, err, errlen);
+    ModelShape uncropped = *pm;
+    int rc = pretrained_crop(pm, NULL, c->block_size, err, errlen);
     if (rc) return rc;
+    if (w) weights_crop(w, &uncropped, pm->maxT);
     c->n_layer = pm->L;
     c->n_head = pm->NH;
     c->n_embd = pm->C;
@@ -7334,7 +7472,8 @@ static int trainer_setup(ngpt_trainer *tr) {
     /* pretrained weights: the model's shape comes from the file, as in nanoGPT's from_pretrained */
     if (strcmp(c->init_from, "scratch") && strcmp(c->init_from, "resume")) {
         ModelShape pm;
-        if ((rc = pretrained_load(c->init_from, c->pretrained_dir, &pm, &tr->pretrained, msg, sizeof msg)) ||
+        if (!(tr->pretrained = (Weights *)calloc(1, sizeof *tr->pretrained))) return tr_fail(tr, NGPT_ERR_NOMEM, "out of host memory");
+        if ((rc = pretrained_open(c->init_from, c->pretrained_dir, &pm, tr->pretrained, msg, sizeof msg)) ||
             (rc = pretrained_config(c, &pm, tr->pretrained, tr->opt.sample_only, msg, sizeof msg)))
             return tr_fail(tr, rc, "%s", msg);
         tr_log(tr, 0, "initialising from %s: n_layer %d, n_head %d, n_embd %d, vocab %d, block_size %d", c->init_from, pm.L, pm.NH, pm.C,
@@ -7454,10 +7593,9 @@ static int trainer_setup(ngpt_trainer *tr) {
         fclose(resume.f);
         tr->resume_file = NULL;
         if (rc) return rc;
-    } else if (tr->pretrained) {
-        rc = copy_params_in(tr, tr->pretrained);
-        free(tr->pretrained);
-        tr->pretrained = NULL;
+    } else if (tr->pretrained && tr->pretrained->map) {
+        rc = copy_params_in_from(tr, NULL, tr->pretrained);
+        weights_close(tr->pretrained);
         if (rc) return rc;
     } else if ((rc = init_params(tr))) return rc;
     tr->be->sync(tr->be);
@@ -7515,6 +7653,7 @@ int ngpt_plan_arenas(const ngpt_config *cfg, const ngpt_options *opt, size_t *de
 void ngpt_trainer_free(ngpt_trainer *tr) {
     if (!tr) return;
     if (tr->resume_file) fclose(tr->resume_file);
+    if (tr->pretrained) weights_close(tr->pretrained);
     free(tr->pretrained);
     if (tr->be) tr->be->destroy(tr->be);
     tokenset_close(&tr->train_data);

@@ -15,6 +15,32 @@
 #include "trainer_util.h"
 #include <dirent.h>
 
+/* ---- the large allocations of a trainer's creation: the test binary's own malloc family, forwarding to
+ * glibc, notes every allocation of at least big_from bytes (not under the sanitizers, which own malloc) ---- */
+#ifndef NGPT_SANITIZE
+extern void *__libc_malloc(size_t);
+extern void *__libc_calloc(size_t, size_t);
+extern void *__libc_realloc(void *, size_t);
+extern void *__libc_memalign(size_t, size_t);
+static size_t big_from, big_sizes[16];
+static _Atomic int n_big;
+static void note_size(size_t n) {
+    if (big_from && n >= big_from) {
+        int k = atomic_fetch_add(&n_big, 1);
+        if (k < 16) big_sizes[k] = n;
+    }
+}
+void *malloc(size_t n) { note_size(n); return __libc_malloc(n); }
+void *calloc(size_t a, size_t b) { note_size(a * b); return __libc_calloc(a, b); }
+void *realloc(void *p, size_t n) { note_size(n); return __libc_realloc(p, n); }
+int posix_memalign(void **out, size_t align, size_t n) {
+    note_size(n);
+    *out = __libc_memalign(align, n);
+    return *out ? 0 : ENOMEM;
+}
+void *aligned_alloc(size_t align, size_t n) { note_size(n); return __libc_memalign(align, n); }
+#endif
+
 
 
 #define FIX "test/fixtures/"
@@ -167,6 +193,49 @@ static void test_pretrained_read_dispatch(void) {
 }
 
 /* params NULL (nanogpt plan): each reader gives the shape it gives with the weights; GPT-2's names need no file */
+/* A trainer reads pretrained weights from their mapped file a window at a time (weights_fill), never as a whole
+ * fp32 copy: any window of any fixture, at any offset (through the middle of a transposed weight's rows, across
+ * tensors and layers), gives what reading the whole model at once gives; and a crop (weights_crop) gives what
+ * pretrained_crop makes of the whole array */
+static void test_weights_in_windows(void) {
+    const char *paths[5] = {ST_F32, ST_F16, ST_BF16, LLMC_V3, LLMC_V5};
+    for (int f = 0; f < 5; f++) {
+        ModelShape ms, shape;
+        Weights w;
+        char err[NGPT_ERRLEN] = "";
+        float *full = load(pretrained_read, paths[f], &ms);
+        if (!full) continue;
+        if (pretrained_open_path(paths[f], &shape, &w, err, sizeof err)) {
+            CHECK(0, "%s: %s", paths[f], err);
+            free(full);
+            continue;
+        }
+        size_t total = nparams(&ms);
+        float *win = malloc(total * sizeof(float));
+        int bad = 0;
+        uint64_t seed = 12345;
+        for (int k = 0; k < 3000 && !bad; k++) {
+            seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+            size_t first = (size_t)(seed >> 20) % total, len = 1 + (size_t)(seed >> 44) % (k < 1500 ? 60 : 2000);
+            if (len > total - first) len = total - first;
+            weights_fill(&w, first, len, win);
+            if (memcmp(win, full + first, len * sizeof(float))) bad = k + 1;
+        }
+        CHECK(!bad, "%s: window %d differs from the whole model read at once", paths[f], bad);
+        ModelShape cropped = ms;
+        CHECK(pretrained_crop(&cropped, full, 16, err, sizeof err) == 0, "crop: %s", err);
+        weights_crop(&w, &ms, 16);
+        size_t ctotal = nparams(&cropped);
+        memset(win, 0xFF, total * sizeof(float));
+        weights_fill(&w, 0, ctotal, win);
+        CHECK(ctotal < total && !memcmp(win, full, ctotal * sizeof(float)), "%s: cropped to 16 positions, the windows differ", paths[f]);
+        weights_close(&w);
+        CHECK(!w.map && !w.run, "weights_close releases the map and the runs");
+        free(full);
+        free(win);
+    }
+}
+
 static void test_shape_only(void) {
     const char *paths[5] = {FIX "tiny_gpt2", ST_F32, ST_BF16, LLMC_V3, LLMC_V5};
     char err[NGPT_ERRLEN];
@@ -292,11 +361,30 @@ static void check_logits_of(const char *path, double tol) {
     copy_str(c.init_from, sizeof c.init_from, path); /* the trainer reads, crops and loads the file itself */
     c.n_layer = 1; c.n_head = 1; c.n_embd = 8; /* ... and takes the model's shape from it, as nanoGPT */
     ngpt_trainer *tr;
-    if (ngpt_trainer_create(&c, NULL, &tr, err, sizeof err)) {
+#ifndef NGPT_SANITIZE
+    big_from = nparams(&ms) * 4; /* a whole fp32 copy of the cropped model, or more */
+    atomic_store(&n_big, 0);
+#endif
+    int create_rc = ngpt_trainer_create(&c, NULL, &tr, err, sizeof err);
+#ifndef NGPT_SANITIZE
+    big_from = 0;
+#endif
+    if (create_rc) {
         CHECK(0, "trainer: %s", err);
         free(p); free(fx); remove_dataset();
         return;
     }
+#ifndef NGPT_SANITIZE
+    /* the weights go from the mapped file into the arena a window at a time: the arenas are its only allocations
+     * as large as the model */
+    size_t arena = ALIGN_UP(tr->plan.device_bytes, 4096) + ALIGN_UP(tr->plan.host_bytes, 4096); /* the CPU backend's one allocation */
+    int others = 0, nb = MIN(atomic_load(&n_big), 16);
+    size_t other = 0;
+    for (int k = 0; k < nb; k++)
+        if (big_sizes[k] != arena) { others++; other = big_sizes[k]; }
+    CHECK(atomic_load(&n_big) <= 16 && others == 0, "init_from = %s: %d allocations of at least the model's %zu bytes besides the %zu-byte "
+          "arena (one of %zu bytes)", path, others, nparams(&ms) * 4, arena, other);
+#endif
     CHECK(tr->plan.nparams == nparams(&ms), "trainer has %zu parameters, the file %zu", (size_t)tr->plan.nparams, nparams(&ms));
     CHECK(one_pass_holds_logits(tr, &tr->plan.eval, B, tr->plan.eval_chunk), "plan does not hold the fixture batch in one pass");
     float *loaded = (float *)malloc(nparams(&ms) * 4);
@@ -804,6 +892,7 @@ int main(void) {
     RUN(test_bf16_readers_agree);
     RUN(test_f16_reader);
     RUN(test_pretrained_read_dispatch);
+    RUN(test_weights_in_windows);
     RUN(test_shape_only);
     RUN(test_init_from_names);
     RUN(test_crop_block_size);
