@@ -46,7 +46,6 @@
 typedef struct {
     cudaStream_t stream;
     cudaEvent_t fences[NGPT_FENCES]; /* made with the stream, recorded by fence_record */
-    int device, cc;            /* cc = 10 * major + minor */
     int sm_count;
     size_t smem_optin;         /* the most dynamic shared memory one block may ask for */
     int use_wgmma;             /* 16-bit matmuls on the sm_90a wgmma kernels (else mma.sync); see matmul_choice */
@@ -3850,8 +3849,6 @@ int ngpt_cuda_backend_create(ngpt_backend **out, int dtype, char *err, size_t er
     be->name = "cuda";
     be->dtype = dtype;
     be->impl = im;
-    im->device = device;
-    im->cc = cc;
     int sms = 0, optin = 0;
     if (CU_CHECK(be, cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device)) ||
         CU_CHECK(be, cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device))) {

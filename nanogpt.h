@@ -186,7 +186,9 @@ typedef struct ngpt_options {
      * creation mallocs bookkeeping (under 1 MB with the character vocabulary) and maps the token files
      * read-only; training, evaluation and saving allocate nothing. On the GPU, set CUDA_MODULE_LOADING=EAGER
      * in the environment before the process's first CUDA call (the nanogpt program does): CUDA's default,
-     * lazy loading, takes device memory for each kernel at its first launch, in the first training step. */
+     * lazy loading, takes device memory for each kernel at its first launch, in the first training step.
+     * A CUDA trainer works on the device current in the thread that creates it (cudaSetDevice first picks
+     * another); call it from threads where that device is current. */
     void *device_arena, *host_arena;
     size_t device_arena_bytes, host_arena_bytes;
     int measure_peak;          /* 1: at creation, time this backend's matmul on a square product in the (still zero)
