@@ -6567,16 +6567,21 @@ static int safetensors_open_gpt2(const char *path, ModelShape *ms, Weights *w, c
     return st_fail_unmap(map, fsize, rc);
 }
 
-/* safetensors_open_gpt2, then the whole model as one fp32 array (params NULL: the shape only) */
-CLI_USED static int safetensors_read_gpt2(const char *path, ModelShape *ms, float **params, char *err, size_t errlen) {
+/* A weights file opened by open_fn, then the whole model as one fp32 array (params NULL: the shape only) */
+static int weights_read_whole(int (*open_fn)(const char *, ModelShape *, Weights *, char *, size_t), const char *path, ModelShape *ms,
+                              float **params, char *err, size_t errlen) {
     if (params) *params = NULL;
     Weights w;
-    int rc = safetensors_open_gpt2(path, ms, params ? &w : NULL, err, errlen);
+    int rc = open_fn(path, ms, params ? &w : NULL, err, errlen);
     if (!rc && params) {
         rc = weights_to_f32(&w, ms, params, path, err, errlen);
         weights_close(&w);
     }
     return rc;
+}
+
+CLI_USED static int safetensors_read_gpt2(const char *path, ModelShape *ms, float **params, char *err, size_t errlen) {
+    return weights_read_whole(safetensors_open_gpt2, path, ms, params, err, errlen);
 }
 
 /* ---- llm.c model files (llm.c's train_gpt2.py write_model): int32 header[256] = magic 20240326, version
@@ -6653,16 +6658,8 @@ static int llmc_open_model(const char *path, ModelShape *ms, Weights *w, char *e
     return NGPT_OK;
 }
 
-/* llmc_open_model, then the whole model as one fp32 array (params NULL: the shape only) */
 CLI_USED static int llmc_read_model(const char *path, ModelShape *ms, float **params, char *err, size_t errlen) {
-    if (params) *params = NULL;
-    Weights w;
-    int rc = llmc_open_model(path, ms, params ? &w : NULL, err, errlen);
-    if (!rc && params) {
-        rc = weights_to_f32(&w, ms, params, path, err, errlen);
-        weights_close(&w);
-    }
-    return rc;
+    return weights_read_whole(llmc_open_model, path, ms, params, err, errlen);
 }
 
 /* Writes an llm.c model file (version 3 fp32, or 5 bf16 rounded to nearest even) atomically: a temporary
@@ -6813,16 +6810,8 @@ static int pretrained_open(const char *init_from, const char *pretrained_dir, Mo
     return pretrained_open_path(init_from, ms, w, err, errlen);
 }
 
-/* pretrained_open_path, then the whole model as one fp32 array (params NULL: the shape only) */
 CLI_USED static int pretrained_read(const char *path, ModelShape *ms, float **params, char *err, size_t errlen) {
-    if (params) *params = NULL;
-    Weights w;
-    int rc = pretrained_open_path(path, ms, params ? &w : NULL, err, errlen);
-    if (!rc && params) {
-        rc = weights_to_f32(&w, ms, params, path, err, errlen);
-        weights_close(&w);
-    }
-    return rc;
+    return weights_read_whole(pretrained_open_path, path, ms, params, err, errlen);
 }
 
 /* pretrained_open, then the whole model as one fp32 array (params NULL: the shape only): for export */
