@@ -127,7 +127,7 @@ typedef struct ngpt_config {
                            * each layer's forward again from the kept residual stream) */
     int logits_chunk;     /* rows of logits per chunk; 0 = the planner chooses */
     int threads;          /* CPU threads; 0 = one per core */
-    char on_nonfinite[8]; /* * "skip" (default; 10 skipped steps in a row halt) or "halt" */
+    char on_nonfinite[8]; /* * "skip" (default; more than 10 skipped steps in a row halt) or "halt" */
 } ngpt_config;
 
 /* nanoGPT's train.py defaults (GPT-2 124M on OpenWebText). */
@@ -339,7 +339,7 @@ int ngpt_prepare(const char *input, const char *out_dir, const ngpt_tokenizer *t
 /* ------------------------------------------------------------------------------------------------------
  * The backend interface: the model graph (nanogpt.c) runs as calls to one of these. The CPU backend (fp32)
  * lives in nanogpt.c, the CUDA backend (bf16/fp16 storage, fp32 accumulation) in nanogpt.cu. It is an
- * internal interface between the two files, not a stable API: embedders use the trainer functions below.
+ * internal interface between the two files, not a stable API: embedders use the trainer functions above.
  *
  * Conventions. Every pointer points into the backend's arena. "act" tensors (parameters, gradients,
  * activations) are stored in the backend's dtype; "f32" tensors are float. Shapes are row-major.
