@@ -6078,7 +6078,8 @@ static void weights_close(Weights *w) {
 }
 
 static void weights_add(Weights *w, size_t dst, size_t count, const unsigned char *src, int dtype, size_t in, size_t out) {
-    if (w->n_run < w->cap_run) w->run[w->n_run++] = (WeightRun){dst, count, src, dtype, in, out};
+    /* an empty run (no vocabulary padding) is left out: at wpe's offset it would be taken for wpe by weights_crop */
+    if (count && w->n_run < w->cap_run) w->run[w->n_run++] = (WeightRun){dst, count, src, dtype, in, out};
 }
 
 /* Parameters first..first+count-1 (llm.c's order) into dst as fp32. */
@@ -7410,7 +7411,8 @@ CLI_USED static int init_from_config(ngpt_config *c, int sample_only, char *err,
     return rc ? rc : pretrained_config(c, &pm, NULL, sample_only, err, errlen);
 }
 
-/* The vocabulary: vocab_size, else the characters of the dataset's meta.bin, else GPT-2's 50257. A meta.bin that
+/* The vocabulary: vocab_size, else the characters of the dataset's meta.bin (or, without one, nanoGPT's meta.pkl),
+ * else GPT-2's 50257. A meta.bin (or meta.pkl) that
  * exists is always read (kept in *cv when cv is not NULL): a bad one is an error, and so is a vocab_size below its
  * characters, or above what uint16 token files hold. */
 static int data_vocab(const ngpt_config *c, CharVocab **cv, int *V, char *err, size_t errlen) {
@@ -7962,7 +7964,7 @@ int ngpt_sample(ngpt_trainer *tr, const int32_t *prompt, int n_prompt, int num_s
 }
 
 #define NO_CHARS                                                                                                       \
-    "this trainer has no character vocabulary: no meta.bin was read (set dataset or data_dir to the folder whose meta.bin " \
+    "this trainer has no character vocabulary: no meta.bin (or meta.pkl) was read (set dataset or data_dir to the folder whose meta.bin " \
     "holds the model's characters); a model of GPT-2 tokens uses ngpt_tokenizer_encode and ngpt_tokenizer_decode"
 
 int ngpt_chars_encode(ngpt_trainer *tr, const char *text, size_t len, int32_t *ids, size_t cap, size_t *n_out) {
@@ -8126,8 +8128,7 @@ static int out_dir_taken_error(const ngpt_config *c, long long newest, char *err
                 c->out_dir, what, c->init_from);
 }
 
-int ngpt_train(ngpt_trainer *tr) {
-    if (!tr) return NGPT_ERR_ARG;
+static int train_run(ngpt_trainer *tr) {
     char path[600];
     /* a new run's saves would replace best.bin and prune the other run's checkpoints, and a later resume could
      * pick either run's: a mistyped out_dir (or one left from a config) must not cost a trained model */
@@ -8139,7 +8140,13 @@ int ngpt_train(ngpt_trainer *tr) {
     if (jsonl < 0) return tr_fail(tr, NGPT_ERR_IO, "cannot open %s: %s", path, strerror(errno));
     int rc = train_loop(tr, jsonl);
     close(jsonl);
-    atomic_store(&tr->stop_requested, 0); /* used up: a later ngpt_train continues the run */
+    return rc;
+}
+
+int ngpt_train(ngpt_trainer *tr) {
+    if (!tr) return NGPT_ERR_ARG;
+    int rc = train_run(tr);
+    atomic_store(&tr->stop_requested, 0); /* used up by any return: a later ngpt_train continues the run */
     return rc;
 }
 
@@ -9649,7 +9656,7 @@ static int cmd_bench(int argc, char **argv) {
         fprintf(stderr, "error: %s\n", err);
         return 1;
     }
-    /* vocab_size 0 is resolved as in training: the dataset's meta.bin when it has one, else GPT-2's 50257 */
+    /* vocab_size 0 is resolved as in training: the dataset's meta.bin (or meta.pkl) when it has one, else GPT-2's 50257 */
     if (samples) return bench_sampling(&cfg, samples, steps);
     cfg.max_iters = warmup + steps + 1;
     cfg.always_save_checkpoint = 0;
@@ -9901,9 +9908,9 @@ static int cmd_sample(int argc, char **argv) {
     int np = 0, rc = prompt ? NGPT_OK : fail(err, sizeof err, NGPT_ERR_NOMEM, "out of host memory");
     if (!rc && !tr->charvocab && tr->ms.V < 50257) { /* GPT-2's tokens would fall outside the model's vocabulary */
         char dir[300];
-        rc = fail(err, sizeof err, NGPT_ERR_ARG, "the model's vocabulary has %d tokens, too few for GPT-2's 50257, and %s/meta.bin (a character "
-                                                  "vocabulary) does not exist: pass --dataset=NAME or --data_dir=DIR whose meta.bin holds the "
-                                                  "model's characters (e.g. --dataset=shakespeare_char)",
+        rc = fail(err, sizeof err, NGPT_ERR_ARG, "the model's vocabulary has %d tokens, too few for GPT-2's 50257, and %s has no meta.bin (or "
+                                                  "nanoGPT's meta.pkl), a character vocabulary: pass --dataset=NAME or --data_dir=DIR whose "
+                                                  "meta.bin holds the model's characters (e.g. --dataset=shakespeare_char)",
                   tr->ms.V, dataset_dir(&cfg, dir, sizeof dir));
     }
     if (!rc && tr->charvocab && tr->ms.V != tr->charvocab->n) {
@@ -9915,9 +9922,9 @@ static int cmd_sample(int argc, char **argv) {
         if (!trained_dir[0] || !realpath(trained_dir, real_trained) || !realpath(dir, real_dir) || strcmp(real_trained, real_dir)) {
             char trained[400] = "";
             if (trained_dir[0]) snprintf(trained, sizeof trained, " (the checkpoint was trained on %s)", trained_dir);
-            rc = fail(err, sizeof err, NGPT_ERR_ARG, "the model has %d token ids, but %s/meta.bin holds %d characters: not the vocabulary it was "
+            rc = fail(err, sizeof err, NGPT_ERR_ARG, "the model has %d token ids, but %s/%s holds %d characters: not the vocabulary it was "
                                                       "trained on; pass the --dataset or --data_dir of its training data%s", tr->ms.V, dir,
-                      tr->charvocab->n, trained);
+                      tr->charvocab->file_name, tr->charvocab->n, trained);
         }
     }
     if (!rc && tr->charvocab) {

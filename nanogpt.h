@@ -107,7 +107,7 @@ typedef struct ngpt_config {
     int n_layer, n_head, n_embd;
     double dropout;
     int bias;
-    int vocab_size;       /* * 0 = from the dataset (meta.bin), else GPT-2's 50257 */
+    int vocab_size;       /* * 0 = from the dataset (meta.bin, or nanoGPT's meta.pkl), else GPT-2's 50257 */
     /* AdamW and schedule */
     double learning_rate;
     int max_iters;
@@ -248,7 +248,7 @@ int ngpt_load(ngpt_trainer *tr, const char *path);
 int ngpt_sample(ngpt_trainer *tr, const int32_t *prompt, int n_prompt, int num_samples, int max_new, float temperature, int top_k,
                 uint64_t seed, int32_t *out);
 
-/* Text to ids and back for a character-level model (its dataset's meta.bin, as nanoGPT's shakespeare_char),
+/* Text to ids and back for a character-level model (its dataset's meta.bin or meta.pkl, as nanoGPT's shakespeare_char),
  * for prompts and samples. Buffers as the tokenizer's below: at most cap items written, *n_out / *len_out
  * what the whole result needs, NGPT_ERR_ARG when that is more than cap. Invalid UTF-8, a character outside
  * the vocabulary, or an id outside it is NGPT_ERR_ARG naming its position. A model of GPT-2 tokens has no

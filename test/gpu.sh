@@ -61,12 +61,11 @@ if [ ! -f "${NGPT_SHARED_DATA:-../shared/data}/tinyshakespeare.txt" ] && [ -f da
     export NGPT_SHARED_DATA="$BUILD/shared"
 fi
 START=$(date +%s)
-: >"$LOG/summary.txt" # the rows as they come (row), then the whole table at the end
 STEPS=${*:-"ops sanitize train capped bench"}
 
 ROWS=()
 FAILED=0
-row() { # check result numbers (each also appended to rows.txt at once: a call cut off keeps the rows so far)
+row() { # check result numbers (each also appended to summary.txt at once: a call cut off keeps the rows so far)
     ROWS+=("$(printf '%-34s | %-5s | %s' "$1" "$2" "$3")")
     printf '%s\n' "${ROWS[-1]}" >>"$LOG/summary.txt"
     [ "$2" = FAIL ] && FAILED=1
@@ -185,6 +184,7 @@ if [ "$STEPS" = selftest ]; then
     [ $SF = 0 ]
     exit
 fi
+: >"$LOG/summary.txt" # the rows as they come (row), then the whole table at the end (after selftest, which writes none)
 
 # ---- build ----------------------------------------------------------------------------------------------
 ARCH=${NGPT_GPU_ARCH:-}

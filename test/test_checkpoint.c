@@ -120,6 +120,14 @@ static void test_stop_request_saves(void) {
     char path[512];
     checkpoint_path(out_dir, 1, path, sizeof path);
     CHECK(file_exists(path), "no checkpoint at %s", path);
+    /* a return that fails before any step (out_dir a file) uses a request up too */
+    ngpt_request_stop(tr);
+    char saved_out[sizeof tr->cfg.out_dir];
+    copy_str(saved_out, sizeof saved_out, tr->cfg.out_dir);
+    snprintf(tr->cfg.out_dir, sizeof tr->cfg.out_dir, "%.200s/ckpt_000000001.bin", saved_out); /* a file */
+    rc = ngpt_train(tr);
+    CHECK(rc == NGPT_ERR_IO, "out_dir a file: rc %d: %s", rc, tr->err);
+    copy_str(tr->cfg.out_dir, sizeof tr->cfg.out_dir, saved_out);
     /* the return used the request up: the next call runs to max_iters, as a resume would */
     tr->cfg.max_iters = 4;
     rc = ngpt_train(tr);

@@ -1051,7 +1051,7 @@ static void test_workflow(void) {
     /* without the characters (meta.bin), GPT-2's tokens do not fit the model: say where the characters are read */
     r = cli("sample", init_arg, "--dataset=no_such_dataset", "--num_samples=1", "--max_new_tokens=5", NULL);
     CHECK_RUN(r, 1, "sample --init_from=model.bin without meta.bin");
-    CHECK(strstr(r->err, "data/no_such_dataset/meta.bin") && strstr(r->err, "--dataset=NAME") && strstr(r->err, "--data_dir=DIR") &&
+    CHECK(strstr(r->err, "data/no_such_dataset has no meta.bin (or nanoGPT's meta.pkl)") && strstr(r->err, "--dataset=NAME") && strstr(r->err, "--data_dir=DIR") &&
               strstr(r->err, "too few for GPT-2's 50257"),
           "a character model without its meta.bin: %.400s", r->err);
     r = cli("sample", "--init_from=scratch", NULL);

@@ -348,6 +348,7 @@ static void test_nanogpt_meta_pkl(void) {
             FILE *f = fopen(path, "wb");
             if (f) { fwrite(good, 1, n, f); fclose(f); }
             good[at] = keep;
+            err[0] = 0;
             rc = charvocab_load_pickle(got, path, err, sizeof err);
             int ordered = 1;
             for (int i = 1; !rc && i < got->n; i++) ordered &= got->cp[i] > got->cp[i - 1];

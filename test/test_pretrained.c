@@ -234,6 +234,25 @@ static void test_weights_in_windows(void) {
         free(full);
         free(win);
     }
+    /* a vocabulary that needs no padding (V = 64): no empty run is left at wpe's offset for the crop to cut */
+    ModelShape v64 = {1, 2, 8, 64, 64, 32, 1};
+    size_t n64 = nparams(&v64);
+    float *p64 = malloc(n64 * sizeof(float)), *back = malloc(n64 * sizeof(float));
+    for (size_t i = 0; i < n64; i++) p64[i] = (float)i;
+    char path[600], err[NGPT_ERRLEN] = "";
+    tmp_path(path, sizeof path, "v64.bin");
+    ModelShape got;
+    Weights w;
+    CHECK(llmc_write_model(path, &v64, p64, 0, err, sizeof err) == 0 && pretrained_open_path(path, &got, &w, err, sizeof err) == 0, "V 64: %s", err);
+    for (int k = 0; k < w.n_run; k++) CHECK(w.run[k].count > 0, "run %d of the V = 64 file is empty", k);
+    ModelShape cropped = v64;
+    CHECK(pretrained_crop(&cropped, p64, 16, err, sizeof err) == 0, "crop: %s", err);
+    weights_crop(&w, &v64, 16);
+    weights_fill(&w, 0, nparams(&cropped), back);
+    CHECK(!memcmp(back, p64, nparams(&cropped) * sizeof(float)), "V 64, cropped to 16 positions: the windows differ");
+    weights_close(&w);
+    free(p64);
+    free(back);
 }
 
 static void test_shape_only(void) {

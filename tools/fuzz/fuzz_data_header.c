@@ -88,7 +88,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         tokenset_close(&s);
     }
 
-    /* the same bytes as nanoGPT's meta.pkl: refused, or a vocabulary in code point order */
+    /* the same bytes as nanoGPT's meta.pkl: refused with a message, or a vocabulary in code point order */
+    err[0] = 0;
     if (charvocab_load_pickle(cv, path, err, sizeof err) == NGPT_OK) {
         for (int i = 1; i < cv->n; i++)
             if (cv->cp[i] <= cv->cp[i - 1]) { fprintf(stderr, "fuzz_data_header: meta.pkl read out of order at id %d\n", i); abort(); }
