@@ -3229,27 +3229,31 @@ typedef struct {
     size_t n_obj, n_pair, n_stack, n_memo, cap_obj, cap_pair, cap_stack, cap_memo;
 } Pkl;
 
-/* room for need elements of esize bytes in *items (capacity *cap); 0 when out of memory */
-static int pkl_room(void *items, size_t *cap, size_t need, size_t esize) {
-    if (need <= *cap) return 1;
+/* items (capacity *cap elements of esize bytes) with room for need: the same array, a larger one (*cap
+ * updated), or NULL when out of memory (items still valid) */
+static void *pkl_grow(void *items, size_t *cap, size_t need, size_t esize) {
+    if (need <= *cap) return items;
     size_t cap2 = *cap ? *cap * 2 : 64;
     while (cap2 < need) cap2 *= 2;
-    void *grown = realloc(*(void **)items, cap2 * esize);
-    if (!grown) return 0;
-    *(void **)items = grown;
-    *cap = cap2;
-    return 1;
+    void *grown = realloc(items, cap2 * esize);
+    if (grown) *cap = cap2;
+    return grown;
 }
 
 static int pkl_push(Pkl *p, int index) {
-    if (!pkl_room(&p->stack, &p->cap_stack, p->n_stack + 1, sizeof *p->stack)) return 0;
+    int *stack = (int *)pkl_grow(p->stack, &p->cap_stack, p->n_stack + 1, sizeof *p->stack);
+    if (!stack) return 0;
+    p->stack = stack;
     p->stack[p->n_stack++] = index;
     return 1;
 }
 
 /* a new object, pushed; returns its index, -1 when out of memory */
 static int pkl_new(Pkl *p, int type, int64_t value, size_t off, size_t len, size_t at) {
-    if (!pkl_room(&p->obj, &p->cap_obj, p->n_obj + 1, sizeof *p->obj) || !pkl_push(p, (int)p->n_obj)) return -1;
+    PklObj *obj = (PklObj *)pkl_grow(p->obj, &p->cap_obj, p->n_obj + 1, sizeof *p->obj);
+    if (!obj) return -1;
+    p->obj = obj;
+    if (!pkl_push(p, (int)p->n_obj)) return -1;
     p->obj[p->n_obj] = (PklObj){type, value, off, len, at};
     return (int)p->n_obj++;
 }
@@ -3270,7 +3274,9 @@ static int pkl_str_is(const Pkl *p, int i, const char *s) {
 /* the items above a mark (or for SETITEM the top two) into the dict owner */
 static int pkl_set_items(Pkl *p, int owner, size_t first) {
     for (size_t i = first; i + 1 < p->n_stack; i += 2) {
-        if (!pkl_room(&p->pair, &p->cap_pair, p->n_pair + 1, sizeof *p->pair)) return 0;
+        PklPair *pair = (PklPair *)pkl_grow(p->pair, &p->cap_pair, p->n_pair + 1, sizeof *p->pair);
+        if (!pair) return 0;
+        p->pair = pair;
         p->pair[p->n_pair++] = (PklPair){owner, p->stack[i], p->stack[i + 1]};
     }
     return 1;
@@ -3308,7 +3314,9 @@ static int pkl_run(Pkl *p, const char *path, int *root, char *err, size_t errlen
                 return fail(err, errlen, NGPT_ERR_FORMAT, "%s: byte %zu: memo entry %llu for no object (or beyond 2^24)", path, op_at,
                             (unsigned long long)u);
             size_t had = p->cap_memo;
-            PKL_NOMEM(!pkl_room(&p->memo, &p->cap_memo, (size_t)u + 1, sizeof *p->memo));
+            int *memo = (int *)pkl_grow(p->memo, &p->cap_memo, (size_t)u + 1, sizeof *p->memo);
+            PKL_NOMEM(!memo);
+            p->memo = memo;
             for (size_t i = had; i < p->cap_memo; i++) p->memo[i] = -1;
             p->memo[u] = top;
             break;
@@ -5589,9 +5597,8 @@ CLI_USED static void copy_master_out(ngpt_trainer *tr, float *dst) {
     }
 }
 
-/* Sets the parameters from host floats in packed order (through the fp32 master, or a sampling plan's window). */
-/* The parameters (llm.c's order) from src, or from weights w in their file, into the arena: a window at a
- * time through the staging buffer. */
+/* Sets the parameters (packed, llm.c's order) from host floats src, or from weights w in their file: a window
+ * at a time through the staging buffer, into the fp32 master or a sampling plan's window. */
 static int copy_params_in_from(ngpt_trainer *tr, const float *src, const Weights *w) {
     size_t per = param_window_floats(tr) ? param_window_floats(tr) : HOST_STAGING_BYTES / 4, k = 0;
     for (int i = 0; i < N_PARAM_TENSORS; i++) {
