@@ -6729,9 +6729,8 @@ CLI_USED static int llmc_write_model(const char *path, const ModelShape *ms, con
 
 /* ---- which reader: by content ---- */
 
-/* Reads GPT-2 weights from path: an llm.c model file (by its magic), a safetensors file, or a folder
- * holding model.safetensors (and config.json), as Hugging Face's downloads are laid out. params NULL: the
- * shape only. */
+/* Opens GPT-2 weights at path: an llm.c model file (by its magic), a safetensors file, or a folder holding
+ * model.safetensors (and config.json), as Hugging Face's downloads are laid out. w NULL: the shape only. */
 static int pretrained_open_path(const char *path, ModelShape *ms, Weights *w, char *err, size_t errlen) {
     if (w) memset(w, 0, sizeof *w);
     struct stat st;
@@ -6795,9 +6794,9 @@ static int gpt2_weights_file(const char *name, const char *pretrained_dir, char 
 
 /* What init_from names: "gpt2", "gpt2-medium", "gpt2-large" and "gpt2-xl" are Hugging Face downloads in
  * <pretrained_dir>/<name>/ (model.safetensors and config.json; pretrained_dir NULL or "" = "pretrained");
- * anything else is a path for pretrained_open_path. Its shape into ms, and unless w is NULL its weights as runs over
- * the mapped file (weights_close releases them); w NULL: the shape only, which for the four names is GPT-2's
- * and needs no file. */
+ * anything else is a path for pretrained_open_path. Its shape into ms, and unless w is NULL its weights as runs
+ * over the mapped file (weights_close releases them); w NULL: the shape only, which for the four names is
+ * GPT-2's and needs no file. */
 static int pretrained_open(const char *init_from, const char *pretrained_dir, ModelShape *ms, Weights *w, char *err, size_t errlen) {
     if (w) memset(w, 0, sizeof *w);
     for (int i = 0; i < 4; i++) {
@@ -7377,7 +7376,7 @@ static int resume_open(ngpt_config *c, CkptReader *r, char *path, size_t cap, ch
     return rc;
 }
 
-/* Pretrained weights of shape pm (params NULL: the shape alone) set the model in c, as nanoGPT's from_pretrained:
+/* Pretrained weights of shape pm (w NULL: the shape alone) set the model in c, as nanoGPT's from_pretrained:
  * their sizes, bias, and block_size cropped to c's (sampling takes the model's whole context when c's is larger). */
 static int pretrained_config(ngpt_config *c, ModelShape *pm, Weights *w, int sample_only, char *err, size_t errlen) {
     if (sample_only && c->block_size > pm->maxT) c->block_size = pm->maxT;
@@ -7419,9 +7418,8 @@ CLI_USED static int init_from_config(ngpt_config *c, int sample_only, char *err,
 }
 
 /* The vocabulary: vocab_size, else the characters of the dataset's meta.bin (or, without one, nanoGPT's meta.pkl),
- * else GPT-2's 50257. A meta.bin (or meta.pkl) that
- * exists is always read (kept in *cv when cv is not NULL): a bad one is an error, and so is a vocab_size below its
- * characters, or above what uint16 token files hold. */
+ * else GPT-2's 50257. A meta.bin (or meta.pkl) that exists is always read (kept in *cv when cv is not NULL): a bad
+ * one is an error, and so is a vocab_size below its characters, or above what uint16 token files hold. */
 static int data_vocab(const ngpt_config *c, CharVocab **cv, int *V, char *err, size_t errlen) {
     char dir[300], path[400];
     snprintf(path, sizeof path, "%s/meta.bin", dataset_dir(c, dir, sizeof dir));
