@@ -42,8 +42,8 @@
  * (ngpt_last_error); the others write it into the caller's buffer. The library never exits, never prints
  * unless a log callback asks for it, and keeps no mutable global state. Pointers must be valid unless a
  * comment says they may be NULL; a NULL trainer, config or output pointer is NGPT_ERR_ARG (a NULL trainer
- * has no message), not a crash (the void functions do nothing). ngpt_trainer_create checks every field of the config as ngpt_config_set
- * does, so fields set directly get the same errors.
+ * has no message), not a crash (the void functions do nothing). ngpt_trainer_create checks every field of
+ * the config as ngpt_config_set does, so fields set directly get the same errors.
  *
  * Dimension letters used in the comments: B batch, T time (sequence), C channels, L layers, NH heads,
  * hs head size (C / NH), V vocabulary, Vp vocabulary padded to a multiple of 64.
@@ -230,8 +230,8 @@ int ngpt_train(ngpt_trainer *tr);
 void ngpt_request_stop(ngpt_trainer *tr);
 /* Writes the whole training state (config, model, step, data position, parameters, AdamW moments) as a
  * checkpoint (docs/formats.md), atomically; path's folder must exist. init_from = resume reads the newest
- * out_dir/ckpt_<step>.bin, the step in 9 digits (ckpt_000000030.bin, as ngpt_train names them; 10 from step 1e9): save under
- * such a name for a resume to find it. ngpt_load reads any path. */
+ * out_dir/ckpt_<step>.bin, the step in 9 digits (ckpt_000000030.bin, as ngpt_train names them; 10 from step
+ * 1e9): save under such a name for a resume to find it. ngpt_load reads any path. */
 int ngpt_save(ngpt_trainer *tr, const char *path);
 /* Loads a checkpoint of the same model into the trainer: parameters, moments and training state (into a
  * sample_only trainer: the parameters and the step). Every section it reads is checked (model shape,
@@ -248,9 +248,9 @@ int ngpt_load(ngpt_trainer *tr, const char *path);
 int ngpt_sample(ngpt_trainer *tr, const int32_t *prompt, int n_prompt, int num_samples, int max_new, float temperature, int top_k,
                 uint64_t seed, int32_t *out);
 
-/* Text to ids and back for a character-level model (its dataset's meta.bin or meta.pkl, as nanoGPT's shakespeare_char),
- * for prompts and samples. Buffers as the tokenizer's below: at most cap items written, *n_out / *len_out
- * what the whole result needs, NGPT_ERR_ARG when that is more than cap. Invalid UTF-8, a character outside
+/* Text to ids and back for a character-level model (its dataset's meta.bin or meta.pkl, as nanoGPT's
+ * shakespeare_char), for prompts and samples. Buffers as the tokenizer's below: at most cap items written,
+ * *n_out / *len_out what the whole result needs, NGPT_ERR_ARG when that is more than cap. Invalid UTF-8, a character outside
  * the vocabulary, or an id outside it is NGPT_ERR_ARG naming its position. A model of GPT-2 tokens has no
  * character vocabulary (NGPT_ERR_STATE): use ngpt_tokenizer_encode and _decode. */
 int ngpt_chars_encode(ngpt_trainer *tr, const char *text, size_t len, int32_t *ids, size_t cap, size_t *n_out);
