@@ -5440,19 +5440,22 @@ static void enqueue_micro_batch(ngpt_trainer *tr, const BatchLayout *lay, int B,
 
 /* Runs a sequence of micro-batches with NGPT_FENCES of them in flight: fill(k) writes micro-batch k into the
  * host set in use, once the micro-batch that used that set before has completed. Returns the sum of the
- * token losses, added in micro-batch order. */
+ * token losses, added in micro-batch order. With stop (NULL, or a flag another thread or a signal handler
+ * may set), no micro-batch starts once it is set; *ran (NULL, or where to put it) gets how many did. */
 typedef void (*micro_fill_fn)(ngpt_trainer *tr, int k, void *ctx, int *B);
 static double run_micro_batches(ngpt_trainer *tr, const BatchLayout *lay, int count, int training, float dscale, micro_fill_fn fill,
-                                void *ctx) {
+                                void *ctx, _Atomic int *stop, int *ran) {
     double sum = 0;
-    for (int k = 0; k < count; k++) {
+    int k = 0;
+    for (; k < count && !(stop && atomic_load(stop)); k++) {
         int j = k % NGPT_FENCES, B = 0;
         host_set_drain(tr, j, &sum);
         host_set_use(tr, j);
         fill(tr, k, ctx, &B);
         enqueue_micro_batch(tr, lay, B, training, training ? k : 0, dscale);
     }
-    for (int k = count; k < count + NGPT_FENCES; k++) host_set_drain(tr, k % NGPT_FENCES, &sum);
+    if (ran) *ran = k;
+    for (int d = k; d < k + NGPT_FENCES; d++) host_set_drain(tr, d % NGPT_FENCES, &sum);
     return sum;
 }
 
@@ -7682,7 +7685,7 @@ static int forward_backward(ngpt_trainer *tr, batch_fill_fn fill, void *ctx, dou
     be->zero(be, tr->grads, p->off_master - p->off_grads);
     float dscale = tr->loss_scale / ((float)B * (float)T * (float)GA);
     TrainFill tf = {fill, ctx};
-    double sum = run_micro_batches(tr, &p->train, GA, 1, dscale, train_fill, &tf);
+    double sum = run_micro_batches(tr, &p->train, GA, 1, dscale, train_fill, &tf, NULL, NULL);
     for (int g = 1; g < p->lanes; g++) be->residual_forward(be, tr->grads, tr->grads, lane_grads(tr, g), p->nparams_padded);
     *mean = sum / ((double)B * T * GA);
     return be_check(tr, "the forward/backward pass");
@@ -7789,36 +7792,43 @@ static void eval_fill(ngpt_trainer *tr, int k, void *arg, int *B) {
     sample_batch(tr, ef->set, &ef->rng, *B);
 }
 
-/* mean loss over eval_iters * batch_size sequences of one split, in eval micro-batches */
-static int eval_split(ngpt_trainer *tr, const TokenSet *f, uint64_t stream, float *out) {
+/* mean loss over eval_iters * batch_size sequences of one split, in eval micro-batches; with stop (as
+ * run_micro_batches takes it) set before the last micro-batch starts, NGPT_ERR_INTERRUPTED and no loss */
+static int eval_split(ngpt_trainer *tr, const TokenSet *f, uint64_t stream, _Atomic int *stop, float *out) {
     const Plan *p = &tr->plan;
-    int T = p->req.T;
+    int T = p->req.T, ran = 0;
     long long total = (long long)tr->cfg.eval_iters * tr->cfg.batch_size;
     EvalFill ef = {f, {(uint64_t)tr->cfg.seed, stream, 0}, total, p->eval_micro_batch};
     int count = (int)((total + p->eval_micro_batch - 1) / p->eval_micro_batch);
-    double sum = run_micro_batches(tr, &p->eval, count, 0, 0.0f, eval_fill, &ef);
+    double sum = run_micro_batches(tr, &p->eval, count, 0, 0.0f, eval_fill, &ef, stop, &ran);
     int rc = be_check(tr, "evaluation");
     if (rc) return rc;
+    if (ran < count) return NGPT_ERR_INTERRUPTED;
     *out = (float)(sum / ((double)total * T));
     return NGPT_OK;
 }
 
-int ngpt_evaluate(ngpt_trainer *tr, float *train_loss, float *val_loss) {
-    if (!tr) return NGPT_ERR_ARG;
+/* ngpt_evaluate; stop as eval_split takes it (an evaluation left unfinished changes nothing) */
+static int evaluate(ngpt_trainer *tr, _Atomic int *stop, float *train_loss, float *val_loss) {
     if (!tr->train_data.n)
         return tr_fail(tr, NGPT_ERR_STATE, "this trainer was made without data (%s)", tr->opt.sample_only ? "sample_only" : "no_data");
     use_scratch(tr, &tr->plan.eval);
     /* fresh windows at every evaluation, reproducible from (seed, step): a resumed run sees the same */
     uint64_t base = 0x1000 + (uint64_t)tr->step * 2;
     float tl = 0, vl = 0; /* either output may be NULL */
-    int rc = eval_split(tr, &tr->train_data, base, &tl);
-    if (!rc) rc = eval_split(tr, &tr->val_data, base + 1, &vl);
+    int rc = eval_split(tr, &tr->train_data, base, stop, &tl);
+    if (!rc) rc = eval_split(tr, &tr->val_data, base + 1, stop, &vl);
     if (rc) return rc;
     tr->eval_count++;
     if (vl < tr->best_val_loss) tr->best_val_loss = vl;
     if (train_loss) *train_loss = tl;
     if (val_loss) *val_loss = vl;
     return NGPT_OK;
+}
+
+int ngpt_evaluate(ngpt_trainer *tr, float *train_loss, float *val_loss) {
+    if (!tr) return NGPT_ERR_ARG;
+    return evaluate(tr, NULL, train_loss, val_loss);
 }
 
 /* ---- generation with a KV cache, laid out in the batch region (nothing trains meanwhile) ---- */
@@ -8085,6 +8095,21 @@ static void report(ngpt_trainer *tr, int jsonl, int is_eval, float train_loss, f
     }
 }
 
+/* out_dir's newest checkpoint is of this step (saved by this run, or the one it resumed from) */
+static int step_saved(const ngpt_trainer *tr) { return tr->n_kept && tr->kept_steps[tr->n_kept - 1] == tr->step; }
+
+/* A stop requested during the evaluation at tr->step: the evaluation is left unfinished (a resume runs it
+ * again) and the step's state saved, unless nothing is to be saved: eval_only, no step trained yet, or
+ * out_dir's newest checkpoint is this step's. */
+static int stop_in_evaluation(ngpt_trainer *tr) {
+    if (tr->cfg.eval_only) return tr_fail(tr, NGPT_ERR_INTERRUPTED, "stopped at step %d, during its evaluation: eval_only saves nothing", tr->step);
+    if (tr->step == 0) return tr_fail(tr, NGPT_ERR_INTERRUPTED, "stopped at step 0, during its evaluation, before the first step: nothing to save");
+    int rc = step_saved(tr) ? NGPT_OK : checkpoint_save(tr, 0);
+    if (rc) return rc;
+    return tr_fail(tr, NGPT_ERR_INTERRUPTED, "stopped at step %d, during its evaluation (a resume runs it again); the checkpoint is saved in %s: "
+                   "resume from it with init_from = resume", tr->step, tr->cfg.out_dir);
+}
+
 static int train_loop(ngpt_trainer *tr, int jsonl) {
     const ngpt_config *c = &tr->cfg;
     double run_seconds = 0;
@@ -8093,8 +8118,9 @@ static int train_loop(ngpt_trainer *tr, int jsonl) {
         /* eval_only: one evaluation at the step the model is at, then the end, with nothing saved (nanoGPT
          * stops after its step-0 evaluation, so a resumed eval_only run there trained on) */
         if (tr->step % c->eval_interval == 0 || c->eval_only) {
-            float tl, vl, best_before = tr->best_val_loss;
-            int rc = ngpt_evaluate(tr, &tl, &vl);
+            float tl = 0, vl = 0, best_before = tr->best_val_loss;
+            int rc = evaluate(tr, &tr->stop_requested, &tl, &vl);
+            if (rc == NGPT_ERR_INTERRUPTED) return stop_in_evaluation(tr);
             if (rc) return rc;
             report(tr, jsonl, 1, tl, vl, run_steps ? run_seconds / run_steps : 0);
             if (c->eval_only) break;
@@ -8110,7 +8136,7 @@ static int train_loop(ngpt_trainer *tr, int jsonl) {
         report(tr, jsonl, 0, 0, 0, run_seconds / run_steps);
         if (tr->step > c->max_iters) {
             /* the end of the run: its final state is kept too (nanoGPT keeps only evaluation saves) */
-            if (!(tr->n_kept && tr->kept_steps[tr->n_kept - 1] == tr->step) && (rc = checkpoint_save(tr, 0))) return rc;
+            if (!step_saved(tr) && (rc = checkpoint_save(tr, 0))) return rc;
             break;
         }
         if (atomic_load(&tr->stop_requested)) {
@@ -9057,7 +9083,8 @@ static ngpt_trainer *volatile running_trainer; /* for the signal handler */
 /* SIGINT/SIGTERM: the first stops the run after its step and a save; another one within a second of it is
  * taken for a double press and ignored (it would lose the save); later, one more quits at once. */
 static void on_signal(int sig) {
-    static const char msg[] = "\nstopping: finishing the step and saving a checkpoint (again, after a second, to quit now)\n";
+    static const char msg[] = "\nstopping: finishing the step (or leaving the evaluation) and saving a checkpoint (again, after a second, to quit "
+                              "now)\n";
     static volatile sig_atomic_t stopping;
     static struct timespec first;
     struct timespec now;
@@ -9464,11 +9491,11 @@ static int cmd_train(int argc, char **argv) {
         char b[32];
         snprintf(b3, sizeof b3, ", device memory in use %s", fmt_bytes(b, sizeof b, memory_measured(tr->be)));
     }
-    if (rc == NGPT_ERR_INTERRUPTED) /* the library's message names the config key; here, the command line's spelling */
-        printf("stopped at step %d; the checkpoint is saved in %s: resume with --init_from=resume; memory: arena %s (allocated once)%s, "
-               "process peak resident %s\n",
-               st.step, cfg.out_dir, b1, b3, b2);
-    else if (rc) fprintf(stderr, "error: %s\n", ngpt_last_error(tr));
+    if (rc == NGPT_ERR_INTERRUPTED) { /* the library's message names the config key; here, the command line's spelling */
+        const char *msg = ngpt_last_error(tr), *key = strstr(msg, "init_from = resume");
+        printf("%.*s%s%s; memory: arena %s (allocated once)%s, process peak resident %s\n", key ? (int)(key - msg) : (int)strlen(msg), msg,
+               key ? "--init_from=resume" : "", key ? key + strlen("init_from = resume") : "", b1, b3, b2);
+    } else if (rc) fprintf(stderr, "error: %s\n", ngpt_last_error(tr));
     else if (cfg.eval_only) /* its losses are on the evaluation's line; best val loss may be an earlier step's */
         printf("done: evaluated the model of step %d in %.1f s, nothing trained or saved; memory: arena %s (allocated once)%s, process peak "
                "resident %s; log in %s/log.jsonl\n",

@@ -224,9 +224,12 @@ int ngpt_evaluate(ngpt_trainer *tr, float *train_loss, float *val_loss);
  * would replace that run's best.bin and prune its checkpoints. */
 int ngpt_train(ngpt_trainer *tr);
 
-/* Asks ngpt_train to finish the current step, save a checkpoint and return NGPT_ERR_INTERRUPTED.
- * Async-signal-safe: call it from a SIGINT handler. A request made before ngpt_train starts stops it after
- * its first step; each return of ngpt_train uses the request up, so a later call continues the run. */
+/* Asks ngpt_train to finish the current step, save a checkpoint and return NGPT_ERR_INTERRUPTED. An
+ * evaluation in progress stops before its next micro-batch and is dropped (a resume runs it again); the
+ * step's checkpoint is saved unless out_dir's newest is of that step, nothing was trained (step 0) or the run
+ * is eval_only. Async-signal-safe: call it from a SIGINT handler. A request made before ngpt_train starts
+ * stops it at its first step or evaluation; each return of ngpt_train uses the request up, so a later call
+ * continues the run. ngpt_evaluate itself is not stopped. */
 void ngpt_request_stop(ngpt_trainer *tr);
 /* Writes the whole training state (config, model, step, data position, parameters, AdamW moments) as a
  * checkpoint (docs/formats.md), atomically; path's folder must exist. init_from = resume reads the newest

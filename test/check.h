@@ -15,6 +15,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 static int check_passed, check_failed, check_case_failed;
 static const char *check_case_name = "";
@@ -39,8 +40,11 @@ static const char *check_case_name = "";
               (what), g_, w_, (double)(tol));                                             \
     } while (0)
 
+/* NGPT_TEST_ONLY=name (a developer's run of one case): the other cases are not run, nor counted */
 #define RUN(fn)                                                                            \
     do {                                                                                   \
+        const char *only_ = getenv("NGPT_TEST_ONLY");                                      \
+        if (only_ && *only_ && strcmp(only_, #fn)) break;                                  \
         check_case_name = #fn;                                                             \
         check_case_failed = 0;                                                             \
         fflush(stdout);                                                                    \

@@ -3,7 +3,8 @@
  *  - the CPU results do not depend on the thread count: 1, 2 and 3 threads, a run saved on 2 threads and
  *    resumed on 3, and a run whose thread tuner switches to one thread mid-way give the same losses and
  *    parameters bit for bit; the tuner's rule (a probe step 15% under the recent median);
- *  - ngpt_request_stop (what SIGINT calls) finishes the step, saves and returns NGPT_ERR_INTERRUPTED;
+ *  - ngpt_request_stop (what SIGINT calls) finishes the step, saves and returns NGPT_ERR_INTERRUPTED; in an
+ *    evaluation it drops the evaluation, saves the step (unless nothing is to be saved) and the resume runs it;
  *  - the newest keep_checkpoints (1, 2, the default 3) are kept, best.bin follows the best val loss;
  *  - bad checkpoints (not one, wrong version, truncated, bit flips, another model) are clear errors; a resume
  *    checks every section's checksum and names the file, the section and its offset;
@@ -113,18 +114,21 @@ static void test_stop_request_saves(void) {
     c.max_iters = 100;
     ngpt_trainer *tr = make(&c);
     if (!tr) return;
+    float loss;
+    CHECK(ngpt_train_step(tr, &loss) == 0, "step 0: %s", tr->err); /* past the evaluation of step 0 */
     ngpt_request_stop(tr); /* as the SIGINT handler does: the current step finishes first */
     int rc = ngpt_train(tr);
-    CHECK(rc == NGPT_ERR_INTERRUPTED && strstr(tr->err, "init_from = resume") && strstr(tr->err, out_dir), "rc %d: %s", rc, tr->err);
-    CHECK(tr->step == 1, "stopped after %d steps", tr->step);
+    CHECK(rc == NGPT_ERR_INTERRUPTED && strstr(tr->err, "stopped at step 2;") && strstr(tr->err, "init_from = resume") && strstr(tr->err, out_dir),
+          "rc %d: %s", rc, tr->err);
+    CHECK(tr->step == 2, "stopped after %d steps", tr->step);
     char path[512];
-    checkpoint_path(out_dir, 1, path, sizeof path);
+    checkpoint_path(out_dir, 2, path, sizeof path);
     CHECK(file_exists(path), "no checkpoint at %s", path);
     /* a return that fails before any step (out_dir a file) uses a request up too */
     ngpt_request_stop(tr);
     char saved_out[sizeof tr->cfg.out_dir];
     copy_str(saved_out, sizeof saved_out, tr->cfg.out_dir);
-    snprintf(tr->cfg.out_dir, sizeof tr->cfg.out_dir, "%.200s/ckpt_000000001.bin", saved_out); /* a file */
+    snprintf(tr->cfg.out_dir, sizeof tr->cfg.out_dir, "%.200s/ckpt_000000002.bin", saved_out); /* a file */
     rc = ngpt_train(tr);
     CHECK(rc == NGPT_ERR_IO, "out_dir a file: rc %d: %s", rc, tr->err);
     copy_str(tr->cfg.out_dir, sizeof tr->cfg.out_dir, saved_out);
@@ -133,6 +137,109 @@ static void test_stop_request_saves(void) {
     rc = ngpt_train(tr);
     CHECK(rc == NGPT_OK && tr->step == 5, "after a stop, ngpt_train again: rc %d at step %d (%s)", rc, tr->step, tr->err);
     ngpt_trainer_free(tr);
+}
+
+/* the newest ckpt_<step>.bin in out_dir's listing (-1: none) */
+static long long newest_checkpoint_step(void) {
+    long long newest;
+    return checkpoint_list(out_dir, &newest, 1) ? newest : -1;
+}
+
+/* log.jsonl's lines that hold s */
+static int log_lines_with(const char *s) {
+    char path[400], line[1024];
+    snprintf(path, sizeof path, "%s/log.jsonl", out_dir);
+    FILE *f = fopen(path, "r");
+    int n = 0;
+    while (f && fgets(line, sizeof line, f)) n += strstr(line, s) != NULL;
+    if (f) fclose(f);
+    return n;
+}
+
+/* A stop requested during an evaluation: the evaluation is dropped (no log line, no best val loss, no
+ * count), the step's state is saved unless nothing is to be saved (step 0; eval_only; out_dir's newest is
+ * that step's), and the next ngpt_train runs the evaluation it dropped. A run stopped there and resumed
+ * matches one never stopped, bit for bit. */
+static void test_stop_during_evaluation(void) {
+    clear_out_dir();
+    ngpt_config c;
+    config(&c);
+    c.eval_interval = 3;
+    c.max_iters = 5;
+    ngpt_trainer *tr = make(&c);
+    if (!tr) return;
+    /* at step 0: the evaluation is the first thing ngpt_train does, and nothing is trained to save */
+    float best_before = tr->best_val_loss;
+    ngpt_request_stop(tr);
+    int rc = ngpt_train(tr);
+    CHECK(rc == NGPT_ERR_INTERRUPTED && tr->step == 0 && strstr(tr->err, "stopped at step 0, during its evaluation") &&
+              strstr(tr->err, "nothing to save"),
+          "stop in the step-0 evaluation: rc %d at step %d: %s", rc, tr->step, tr->err);
+    CHECK(tr->eval_count == 0 && tr->best_val_loss == best_before && newest_checkpoint_step() == -1 && log_lines_with("val_loss") == 0,
+          "a dropped evaluation leaves no trace: %d evaluations, best %g, newest checkpoint %lld, %d eval lines", tr->eval_count,
+          (double)tr->best_val_loss, newest_checkpoint_step(), log_lines_with("val_loss"));
+    /* at step 3, in the middle of the run: the step is saved, and its evaluation left to the resume */
+    float loss;
+    for (int i = 0; i < 3; i++) CHECK(ngpt_train_step(tr, &loss) == 0, "step %d: %s", i, tr->err);
+    ngpt_request_stop(tr);
+    rc = ngpt_train(tr);
+    CHECK(rc == NGPT_ERR_INTERRUPTED && tr->step == 3 && strstr(tr->err, "stopped at step 3, during its evaluation (a resume runs it again)") &&
+              strstr(tr->err, "init_from = resume"),
+          "stop in the step-3 evaluation: rc %d at step %d: %s", rc, tr->step, tr->err);
+    CHECK(tr->eval_count == 0 && tr->best_val_loss == best_before && newest_checkpoint_step() == 3 && log_lines_with("val_loss") == 0,
+          "%d evaluations, newest checkpoint %lld", tr->eval_count, newest_checkpoint_step());
+    char path[512];
+    checkpoint_path(out_dir, 3, path, sizeof path);
+    struct stat before, after;
+    CHECK(stat(path, &before) == 0, "stat %s", path);
+    /* again at the same evaluation: out_dir's newest is this step's, so nothing is written */
+    usleep(20000);
+    ngpt_request_stop(tr);
+    rc = ngpt_train(tr);
+    CHECK(rc == NGPT_ERR_INTERRUPTED && tr->step == 3 && strstr(tr->err, "during its evaluation"), "again: rc %d: %s", rc, tr->err);
+    CHECK(stat(path, &after) == 0 && after.st_mtim.tv_sec == before.st_mtim.tv_sec && after.st_mtim.tv_nsec == before.st_mtim.tv_nsec,
+          "the checkpoint of step 3 is not written twice");
+    ngpt_trainer_free(tr);
+
+    /* the resume evaluates step 3 and trains on to the end: as a run never stopped */
+    ngpt_config r = c;
+    copy_str(r.init_from, sizeof r.init_from, "resume");
+    ngpt_trainer *resumed = make(&r);
+    if (!resumed) return;
+    CHECK(resumed->step == 3, "resumed at step %d", resumed->step);
+    CHECK(ngpt_train(resumed) == NGPT_OK && resumed->step == 6, "resumed run: %s", resumed->err);
+    float *p_resumed = params_of(resumed);
+    float best_resumed = resumed->best_val_loss;
+    ngpt_trainer_free(resumed);
+
+    char other_out[sizeof out_dir + 8], cmd[sizeof other_out + 16];
+    snprintf(other_out, sizeof other_out, "%s_whole", out_dir);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", other_out);
+    CHECK(system(cmd) == 0, "%s", cmd);
+    ngpt_config w = c;
+    copy_str(w.out_dir, sizeof w.out_dir, other_out);
+    ngpt_trainer *whole = make(&w);
+    if (!whole) { free(p_resumed); return; }
+    CHECK(ngpt_train(whole) == NGPT_OK && whole->step == 6, "the run never stopped: %s", whole->err);
+    float *p_whole = params_of(whole);
+    CHECK(memcmp(p_resumed, p_whole, whole->plan.nparams * 4) == 0 && best_resumed == whole->best_val_loss,
+          "stopped in an evaluation and resumed = never stopped (best val loss %.9g vs %.9g)", (double)best_resumed, (double)whole->best_val_loss);
+    free(p_resumed);
+    free(p_whole);
+    ngpt_trainer_free(whole);
+    CHECK(system(cmd) == 0, "%s", cmd);
+
+    /* eval_only: nothing is saved */
+    clear_out_dir();
+    ngpt_config e = c;
+    e.eval_only = 1;
+    ngpt_trainer *ev = make(&e);
+    if (!ev) return;
+    ngpt_request_stop(ev);
+    rc = ngpt_train(ev);
+    CHECK(rc == NGPT_ERR_INTERRUPTED && strstr(ev->err, "eval_only saves nothing") && newest_checkpoint_step() == -1, "eval_only: rc %d: %s", rc,
+          ev->err);
+    ngpt_trainer_free(ev);
 }
 
 /* keep_checkpoints = 1, 2 and the default 3: exactly that many ckpt_<step>.bin stay, and best.bin besides */
@@ -601,6 +708,7 @@ int main(void) {
     RUN(test_thread_count_invariant);
     RUN(test_thread_probe_rule);
     RUN(test_stop_request_saves);
+    RUN(test_stop_during_evaluation);
     RUN(test_keep_last_and_best);
     RUN(test_bad_checkpoints);
     RUN(test_ten_digit_steps);

@@ -44,6 +44,8 @@ static void read_text(const char *path, char *buf, size_t cap) {
  * out.txt and err.txt in tmpdir */
 static pid_t cli_start(char **argv) {
     fflush(NULL);
+    unlink(tmp_path("out.txt")); /* a parent waiting for a line must not find the previous run's */
+    unlink(tmp_path("err.txt"));
     pid_t pid = fork();
     if (pid == 0) {
         if (!freopen(tmp_path("out.txt"), "w", stdout) || !freopen(tmp_path("err.txt"), "w", stderr)) _exit(120);
@@ -59,6 +61,18 @@ static pid_t cli_start(char **argv) {
         exit(nanogpt_main(argc + 1, full));
     }
     return pid;
+}
+
+/* waits (up to 120 s) until the child cli_start started has written text to its stdout; whether it did */
+static int wait_for_output(const char *text) {
+    static char seen[65536];
+    double t0 = now_seconds();
+    do {
+        usleep(20000);
+        read_text(tmp_path("out.txt"), seen, sizeof seen);
+    } while (!strstr(seen, text) && now_seconds() - t0 < 120);
+    if (!strstr(seen, text)) CHECK(0, "no '%s' in 120 s: %.500s", text, seen);
+    return strstr(seen, text) != NULL;
 }
 
 /* waits up to timeout_s for the child, then kills it (rc 128 + SIGKILL) */
@@ -751,18 +765,12 @@ static void test_workflow(void) {
     char *train_argv[] = {"train", cfg_path, NULL};
     pid_t pid = cli_start(train_argv);
     CliRun run, *t = &run;
-    double t0 = now_seconds();
-    char seen[65536] = "";
-    while (!strstr(seen, "iter 30/") && now_seconds() - t0 < 120) {
-        usleep(20000);
-        read_text(tmp_path("out.txt"), seen, sizeof seen);
-    }
-    CHECK(strstr(seen, "iter 30/"), "training logged no step 30 in 120 s: %.500s", seen);
+    wait_for_output("iter 30/");
     kill(pid, SIGINT);
     cli_wait(pid, t, 120);
     CHECK_RUN(t, 0, "train, then SIGINT");
     long long stopped = number_after(t->out, "stopped at step ");
-    CHECK(stopped >= 30 && strstr(t->out, "the checkpoint is saved in ") && strstr(t->out, "resume with --init_from=resume; memory: arena ") &&
+    CHECK(stopped >= 30 && strstr(t->out, "the checkpoint is saved in ") && strstr(t->out, "resume from it with --init_from=resume; memory: arena ") &&
               strstr(t->err, "stopping: finishing the step"),
           "Ctrl-C: says where it stopped and how to resume: %.300s | %.300s", t->out + (strlen(t->out) > 300 ? strlen(t->out) - 300 : 0), t->err);
     char ckpt[700];
@@ -1153,12 +1161,7 @@ static void test_double_interrupt(void) {
                     "--max_iters=100000000", "--log_interval=1", NULL};
     pid_t pid = cli_start(argv);
     CliRun run, *t = &run;
-    char seen[65536] = "";
-    double t0 = now_seconds();
-    while (!strstr(seen, "iter 2/") && now_seconds() - t0 < 120) {
-        usleep(20000);
-        read_text(tmp_path("out.txt"), seen, sizeof seen);
-    }
+    wait_for_output("iter 2/");
     kill(pid, SIGINT);
     usleep(20000);
     kill(pid, SIGINT);
@@ -1168,6 +1171,39 @@ static void test_double_interrupt(void) {
     char ckpt[700];
     checkpoint_path(tmp_path("dbl_out"), stopped, ckpt, sizeof ckpt);
     CHECK(stopped >= 2 && file_size(ckpt) > 0, "the double press still saved (step %lld, %s): %.300s", stopped, ckpt, t->out);
+}
+
+/* Ctrl-C in the middle of a long evaluation (a resume evaluates first): it stops within a micro-batch, not at
+ * the evaluation's end; the evaluation is dropped, and the checkpoint it resumed from is the one to resume */
+static void test_interrupt_evaluation(void) {
+    char data[600], out[600];
+    snprintf(data, sizeof data, "--data_dir=%s", small_dataset("evint_data"));
+    snprintf(out, sizeof out, "--out_dir=%s", tmp_path("evint_out"));
+#define EVINT_RUN data, out, "--device=cpu", "--threads=1", "--vocab_size=40", "--n_layer=1", "--n_head=2", "--n_embd=32", "--block_size=32", \
+                  "--batch_size=8", "--gradient_accumulation_steps=1", "--eval_interval=3"
+    CliRun *r = cli("train", EVINT_RUN, "--eval_iters=1", "--max_iters=2", NULL);
+    CHECK_RUN(r, 0, "a 3-step run, saved at step 3");
+    /* resumed at step 3, a multiple of eval_interval: the evaluation comes first, of 8e7 sequences (an hour) */
+    char *argv[] = {"train", EVINT_RUN, "--init_from=resume", "--eval_iters=10000000", "--max_iters=100", NULL};
+#undef EVINT_RUN
+    pid_t pid = cli_start(argv);
+    CliRun run, *t = &run;
+    wait_for_output("plan: ");
+    usleep(300000); /* into the evaluation */
+    kill(pid, SIGINT);
+    double t_signal = now_seconds();
+    cli_wait(pid, t, 120);
+    double waited = now_seconds() - t_signal;
+    CHECK_RUN(t, 0, "train --init_from=resume, then SIGINT during the evaluation");
+    CHECK(waited < 30, "the evaluation stopped %.1f s after the signal", waited);
+    CHECK(strstr(t->out, "stopped at step 3, during its evaluation (a resume runs it again); the checkpoint is saved in ") &&
+              strstr(t->out, "resume from it with --init_from=resume; memory: arena ") && !strstr(t->out, "step 3: train loss") &&
+              strstr(t->err, "stopping: finishing the step (or leaving the evaluation)"),
+          "says it left the evaluation: %.400s | %.300s", t->out + (strlen(t->out) > 400 ? strlen(t->out) - 400 : 0), t->err);
+    char ckpt[700], later[700];
+    checkpoint_path(tmp_path("evint_out"), 3, ckpt, sizeof ckpt);
+    checkpoint_path(tmp_path("evint_out"), 4, later, sizeof later);
+    CHECK(file_size(ckpt) > 0 && !file_exists(later), "step 3's checkpoint stays the newest");
 }
 
 /* prepare --format=llmc: a file that would count more tokens than llm.c's int32 header holds is refused as the
@@ -1385,6 +1421,7 @@ int main(void) {
     RUN(test_dataset_from_sibling);
     RUN(test_double_interrupt);
     RUN(test_second_interrupt_says_so);
+    RUN(test_interrupt_evaluation);
     RUN(test_terminal_keeps_log_interval_lines);
     RUN(test_llmc_token_limit);
     RUN(test_long_argument_lists);
