@@ -9107,7 +9107,7 @@ static void usage(FILE *f) {
     fprintf(f,
             "nanogpt %s - train GPT-2 in C, planned to never run out of memory\n"
             "\n"
-            "usage: nanogpt <command> [config file] [--key=value ...]\n"
+            "usage: nanogpt <command> [config files] [--key=value ...] (in any order, each over what came before, as nanoGPT's)\n"
             "  train     train a model (no config: the baby GPT on Tiny Shakespeare characters)\n"
             "  plan      print the memory plan for a config (--json for JSON, --sample for sampling's); no GPU needed;\n"
             "            the model from init_from, from file headers only (--sample without init_from: out_dir's checkpoint,\n"
@@ -9208,26 +9208,33 @@ static int single_dash_flag(const char *a, char *err, size_t errlen) {
     return fail(err, errlen, NGPT_ERR_ARG, "argument '%s': nanogpt takes --key=value settings (`nanogpt help config` lists them)", a);
 }
 
-/* [config file] [--key=value ...] over cfg, which holds the base (nanoGPT's defaults, or a checkpoint's stored
- * config). Without a file, train and plan (default_job) take the default job's preset for the device they will
- * run on. Unknown arguments are errors. Sets *json for --json (the caller sets it beforehand where the arguments'
- * own errors must be JSON too). line_of (NULL, or one per config key) gets what set each key: the file's line,
+/* whether argument a names a config file: not --key=value, and holding no '=' unless it is an existing file (nanoGPT's
+ * configurator takes every argument without '=' for a config file) */
+static int config_file_arg(const char *a) { return strncmp(a, "--", 2) && (!strchr(a, '=') || file_exists(a)); }
+
+/* Config files and --key=value settings over cfg, which holds the base (nanoGPT's defaults, or a checkpoint's
+ * stored config), applied in their order as nanoGPT's configurator does (a later one overrides an earlier one).
+ * Without a file, train and plan (default_job) take the default job's preset for the device they will run on.
+ * Unknown arguments are errors. Sets *json for --json (the caller sets it beforehand where the arguments' own
+ * errors must be JSON too). line_of (NULL, or one per config key) gets what set each key: its line in a file,
  * -1 - i for argument i, 0 for neither. n_embd and n_head are checked here, where that is known. */
 static int parse_args(const char *command, int argc, char **argv, int default_job, ngpt_config *cfg, int *has_file, int *json, int *line_of,
                       char *err, size_t errlen) {
-    int own_lines[N_CONFIG_KEYS], preset = 0;
+    int own_lines[N_CONFIG_KEYS], file_of[N_CONFIG_KEYS], preset = 0; /* file_of: the argument that is the file of line_of's line */
+    long long set_at[N_CONFIG_KEYS];                                   /* the order the keys were set in: argument, then line */
     if (!line_of) line_of = own_lines;
     memset(line_of, 0, sizeof own_lines);
+    memset(set_at, 0, sizeof set_at);
+    memset(file_of, 0, sizeof file_of);
     *has_file = 0;
-    for (int i = 0; i < argc; i++)
+    for (int i = 0; i < argc; i++) {
         if (single_dash_flag(argv[i], err, errlen)) return NGPT_ERR_ARG;
-    if (argc > 0 && strncmp(argv[0], "--", 2)) {
-        if (strchr(argv[0], '=') && !file_exists(argv[0]))
-            return fail(err, errlen, NGPT_ERR_ARG, "argument '%s': expected a config file, or a setting as --key=value", argv[0]);
+        if (!strncmp(argv[i], "--", 2)) continue;
+        if (!config_file_arg(argv[i]))
+            return fail(err, errlen, NGPT_ERR_ARG, "argument '%s': expected a config file, or a setting as --key=value", argv[i]);
         *has_file = 1;
-        int rc = config_load(cfg, argv[0], line_of, err, errlen);
-        if (rc) return rc;
-    } else if (default_job) {
+    }
+    if (!*has_file && default_job) {
         /* the default job: which preset depends on where it will run */
         ngpt_config probe = *cfg;
         char msg[NGPT_ERRLEN];
@@ -9239,16 +9246,23 @@ static int parse_args(const char *command, int argc, char **argv, int default_jo
         apply_preset(cfg, gpu ? preset_shakespeare_char : preset_shakespeare_char_cpu);
         preset = 1;
     }
-    for (int i = *has_file; i < argc; i++) {
+    for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
+        long long order = ((long long)i + 1) << 32;
+        if (strncmp(a, "--", 2)) {
+            int lines[N_CONFIG_KEYS] = {0};
+            int rc = config_load(cfg, a, lines, err, errlen);
+            if (rc) return rc;
+            for (int k = 0; k < (int)N_CONFIG_KEYS; k++)
+                if (lines[k]) line_of[k] = lines[k], file_of[k] = i, set_at[k] = order + lines[k];
+            continue;
+        }
         if (json && !strcmp(a, "--json")) { *json = 1; continue; }
         char key[128];
         const char *eq = strchr(a, '=');
-        int dashed = !strncmp(a, "--", 2);
-        if (dashed) arg_key(a, key, sizeof key);
-        if (dashed && command_option_typo(command, key, err, errlen)) return NGPT_ERR_ARG;
-        if (!dashed || !eq)
-            return fail(err, errlen, NGPT_ERR_ARG, "argument '%s': expected --key=value (the config file, if any, comes first)", a);
+        arg_key(a, key, sizeof key);
+        if (command_option_typo(command, key, err, errlen)) return NGPT_ERR_ARG;
+        if (!eq) return fail(err, errlen, NGPT_ERR_ARG, "argument '%s': expected --key=value", a);
         char msg[NGPT_ERRLEN];
         int rc = ngpt_config_set(cfg, key, eq + 1, msg, sizeof msg);
         const char *const *sample_options = command_option_table[0].options; /* "sample" */
@@ -9258,19 +9272,15 @@ static int parse_args(const char *command, int argc, char **argv, int default_jo
                                              "sequences at once)", key);
         if (rc) return fail(err, errlen, rc, "--%s: %s", key, msg);
         const ConfigKey *k = config_find(key);
-        if (k) line_of[k - config_keys] = -1 - i;
+        if (k) line_of[k - config_keys] = -1 - i, set_at[k - config_keys] = order;
     }
     if (cfg->n_embd % cfg->n_head) {
         int ke = (int)(config_find("n_embd") - config_keys), kh = (int)(config_find("n_head") - config_keys);
-        /* the one set last comes first: the later argument, else the later line */
-        int rank_h = line_of[kh] < 0 ? INT_MAX / 2 - line_of[kh] : line_of[kh], rank_e = line_of[ke] < 0 ? INT_MAX / 2 - line_of[ke] : line_of[ke];
-        int head_last = rank_h > rank_e;
         char oe[440], oh[440], advice[400];
-        const char *file = *has_file ? argv[0] : "";
-        config_origin(file, line_of, ke, preset, oe, sizeof oe);
-        config_origin(file, line_of, kh, preset, oh, sizeof oh);
+        config_origin(line_of[ke] > 0 ? argv[file_of[ke]] : "", line_of, ke, preset, oe, sizeof oe);
+        config_origin(line_of[kh] > 0 ? argv[file_of[kh]] : "", line_of, kh, preset, oh, sizeof oh);
         embd_head_advice(cfg->n_embd, cfg->n_head, advice, sizeof advice);
-        if (head_last)
+        if (set_at[kh] > set_at[ke]) /* the one set last comes first */
             return fail(err, errlen, NGPT_ERR_ARG, "%s: n_head = %d does not divide n_embd = %d (n_embd from %s): %s", oh, cfg->n_head,
                         cfg->n_embd, oe, advice);
         return fail(err, errlen, NGPT_ERR_ARG, "%s: n_embd = %d is not a multiple of n_head = %d (n_head from %s): %s", oe, cfg->n_embd,
@@ -9813,7 +9823,8 @@ static int cmd_prepare(int argc, char **argv) {
 
 /* ---- nanogpt sample: nanoGPT's sample.py ---- */
 
-static int cmd_sample(int argc, char **argv) {
+/* cmd_sample with its config files apart from its other arguments */
+static int sample_with(int argc, char **argv, int n_files, char **cfg_files) {
     char start[65536] = "\n", err[NGPT_ERRLEN], path[700];
     int num_samples = 10, max_new = 500, top_k = 200;
     double temperature = 0.8;
@@ -9821,22 +9832,20 @@ static int cmd_sample(int argc, char **argv) {
     ngpt_config cfg;
     ngpt_config_defaults(&cfg);
     /* pretrained weights (--init_from=gpt2, a .safetensors file or folder, an llm.c model file), as nanoGPT's
-     * sample.py; otherwise out_dir's checkpoint, whose config is the base that a config file (the training run's,
-     * say), then the command line, override; the model's shape stays the checkpoint's. A config file's init_from
-     * is where its training started (finetune.cfg's gpt2-xl), not what to sample: only --init_from says that. */
-    const char *init_from = "", *cfg_file = NULL;
-    ngpt_config file_cfg;
-    ngpt_config_defaults(&file_cfg);
-    if (argc > 0 && strncmp(argv[0], "--", 2) && !single_dash_flag(argv[0], err, sizeof err) && (!strchr(argv[0], '=') || file_exists(argv[0]))) {
-        cfg_file = argv[0];
-        argc--;
-        argv++;
-        if (config_load(&file_cfg, cfg_file, NULL, err, sizeof err)) { fprintf(stderr, "error: %s\n", err); return 1; }
+     * sample.py; otherwise out_dir's checkpoint, whose config is the base that the config files (the training
+     * run's, say), then the command line, override; the model's shape stays the checkpoint's. A config file's
+     * init_from is where its training started (finetune.cfg's gpt2-xl), not what to sample: only --init_from
+     * says that. */
+    const char *init_from = "";
+    if (n_files) {
+        ngpt_config file_cfg;
+        ngpt_config_defaults(&file_cfg);
+        for (int i = 0; i < n_files; i++)
+            if (config_load(&file_cfg, cfg_files[i], NULL, err, sizeof err)) { fprintf(stderr, "error: %s\n", err); return 1; }
         copy_str(cfg.out_dir, sizeof cfg.out_dir, file_cfg.out_dir);
     }
     for (int i = 0; i < argc; i++) { /* every argument is --key=value, checked before a checkpoint is looked for */
         char key[128];
-        if (single_dash_flag(argv[i], err, sizeof err)) { fprintf(stderr, "error: %s\n", err); return 1; }
         if (strncmp(argv[i], "--", 2) || !strchr(argv[i], '=')) { fprintf(stderr, "error: argument '%s': expected --key=value\n", argv[i]); return 1; }
         arg_key(argv[i], key, sizeof key);
         if (command_option_typo("sample", key, err, sizeof err)) { fprintf(stderr, "error: %s\n", err); return 1; }
@@ -9855,9 +9864,10 @@ static int cmd_sample(int argc, char **argv) {
     }
     char trained_dir[300] = ""; /* the data folder the checkpoint's run read, before anything overrides it */
     if (from_checkpoint) dataset_dir(&cfg, trained_dir, sizeof trained_dir);
-    if (cfg_file) {
-        ngpt_config model = cfg; /* the checkpoint's shape, which the file does not change */
-        if (config_load(&cfg, cfg_file, NULL, err, sizeof err)) { fprintf(stderr, "error: %s\n", err); return 1; }
+    if (n_files) {
+        ngpt_config model = cfg; /* the checkpoint's shape, which the files do not change */
+        for (int i = 0; i < n_files; i++)
+            if (config_load(&cfg, cfg_files[i], NULL, err, sizeof err)) { fprintf(stderr, "error: %s\n", err); return 1; }
         if (from_checkpoint) {
             cfg.n_layer = model.n_layer;
             cfg.n_head = model.n_head;
@@ -10014,6 +10024,28 @@ static int cmd_sample(int argc, char **argv) {
     ngpt_trainer_free(tr);
     return rc ? 1 : 0;
 }
+
+/* nanogpt sample [config files] [--key=value ...]: the config files, wherever they are, in their order; the
+ * command line's settings override them all */
+static int cmd_sample(int argc, char **argv) {
+    char err[NGPT_ERRLEN], **cfg_files = (char **)malloc((size_t)(argc + 1) * sizeof(char *));
+    if (!cfg_files) { fprintf(stderr, "error: out of host memory\n"); return 1; }
+    int n_files = 0, n_settings = 0; /* argv keeps the settings, gathered in place */
+    for (int i = 0; i < argc; i++)
+        if (single_dash_flag(argv[i], err, sizeof err)) { /* llm.c's -e 4: the flag is the error, not its value */
+            fprintf(stderr, "error: %s\n", err);
+            free(cfg_files);
+            return 1;
+        }
+    for (int i = 0; i < argc; i++) {
+        if (strncmp(argv[i], "--", 2) && config_file_arg(argv[i])) cfg_files[n_files++] = argv[i];
+        else argv[n_settings++] = argv[i];
+    }
+    int rc = sample_with(n_settings, argv, n_files, cfg_files);
+    free(cfg_files);
+    return rc;
+}
+
 
 /* ---- nanogpt export: a checkpoint's weights as an llm.c model file ---- */
 static int cmd_export(int argc, char **argv) {

@@ -194,8 +194,11 @@ static void test_typos(void) {
     CHECK_RUN(r, 1, "sample with a config file that is not there");
     CHECK(strstr(r->err, "cannot open config file /nonexistent/zzz") && !strstr(r->err, "checkpoint"), "a missing config file: %.300s", r->err);
     r = cli("sample", "--num_samples=2", "/nonexistent/zzz", NULL);
-    CHECK_RUN(r, 1, "sample with a bare path after an option");
-    CHECK(strstr(r->err, "argument '/nonexistent/zzz': expected --key=value") && !strstr(r->err, "checkpoint"), "a bare path: %.300s", r->err);
+    CHECK_RUN(r, 1, "sample with a config file after an option that is not there");
+    CHECK(strstr(r->err, "cannot open config file /nonexistent/zzz") && !strstr(r->err, "checkpoint"), "a bare path: %.300s", r->err);
+    r = cli("train", "--max_iters=2", "n_layer=3", NULL);
+    CHECK_RUN(r, 1, "a setting without its dashes");
+    CHECK(strstr(r->err, "argument 'n_layer=3': expected a config file, or a setting as --key=value"), "n_layer=3: %.300s", r->err);
     /* a folder or a binary file where the config file goes says what it is and where it goes */
     char folder[700];
     copy_str(folder, sizeof folder, tmp_path("")); /* tmp_path's buffers are reused */
@@ -273,6 +276,24 @@ static void test_typos(void) {
     CHECK_RUN(r, 1, "--n_head=3");
     CHECK(strstr(r->err, "--n_head: n_head = 3 does not divide n_embd = 130 (n_embd from ") && strstr(r->err, "heads.cfg:3)"),
           "the argument set last comes first: %.400s", r->err);
+    /* several config files and settings in any order, each over what came before (nanoGPT's configurator) */
+    f = fopen(tmp_path("heads2.cfg"), "w");
+    if (!f) { CHECK(0, "cannot write %s", tmp_path("heads2.cfg")); return; }
+    fprintf(f, "# n_head only\nn_head = 3\n");
+    fclose(f);
+    char heads[600], heads2[600];
+    copy_str(heads, sizeof heads, tmp_path("heads.cfg"));
+    copy_str(heads2, sizeof heads2, tmp_path("heads2.cfg"));
+    r = cli("plan", heads, "--n_head=5", heads2, NULL);
+    CHECK_RUN(r, 1, "a second file's n_head over the setting before it");
+    CHECK(strstr(r->err, "heads2.cfg:2: n_head = 3 does not divide n_embd = 130 (n_embd from ") && strstr(r->err, "heads.cfg:3)"),
+          "each key's own file and line: %.400s", r->err);
+    r = cli("plan", "--n_head=3", heads, "--n_head=5", NULL);
+    CHECK_RUN(r, 0, "a setting after the file mends it");
+    r = cli("plan", "--n_embd=128", heads, NULL);
+    CHECK_RUN(r, 1, "the file after a setting overrides it");
+    CHECK(strstr(r->err, "heads.cfg:3: n_embd = 130 is not a multiple of n_head = 4 (n_head from ") && strstr(r->err, "heads.cfg:2)"),
+          "the file's n_embd wins over the earlier --n_embd: %.400s", r->err);
 }
 
 static void test_plan_and_info(void) {
@@ -809,7 +830,7 @@ static void test_workflow(void) {
           "names the checkpoints and the ways out, before measuring or planning anything: %.400s | %.300s", r->err, r->out);
     CHECK(stat_rc == 0 && stat(newest, &after) == 0 && after.st_mtime == before.st_mtime && file_size(newest) == newest_size,
           "the newest checkpoint %s is untouched", newest);
-    r = cli("train", cfg_path, "--eval_only=True", NULL);
+    r = cli("train", "--eval_only=True", cfg_path, NULL); /* a config file may come after a setting, as in nanoGPT */
     CHECK_RUN(r, 0, "eval_only from scratch into it (it saves nothing)");
 
     /* sample from it: num_samples texts that start with the prompt, each closed by nanoGPT's separator */
@@ -824,6 +845,8 @@ static void test_workflow(void) {
     copy_str(first, sizeof first, r->out);
     r = cli("sample", out_dir_arg, "--start=ROMEO:", "--num_samples=3", "--max_new_tokens=40", "--seed=7", NULL);
     CHECK(!strcmp(first, r->out), "the same seed gives the same samples");
+    r = cli("sample", "--start=ROMEO:", "--num_samples=3", cfg_path, "--max_new_tokens=40", "--seed=7", NULL);
+    CHECK(!strcmp(first, r->out), "the training run's config file, among the settings, gives sample its out_dir: %.300s | %.300s", r->out, r->err);
     /* a checkpoint file as init_from: sample reads it as out_dir's, plan --sample plans it, train says what it is */
     char ckpt_arg[720];
     snprintf(ckpt_arg, sizeof ckpt_arg, "--init_from=%s", newest); /* what sample reads in out_dir (no best.bin: no evaluation) */
