@@ -6578,17 +6578,22 @@ static int safetensors_open_gpt2(const char *path, ModelShape *ms, Weights *w, c
     return st_fail_unmap(map, fsize, rc);
 }
 
+/* The end of a read of the whole model: open_rc is the opener's status, w what it opened when params is not
+ * NULL; the weights become one fp32 array in *params (NULL on failure) and w is closed. name: the file, for errors. */
+static int weights_whole(int open_rc, Weights *w, const ModelShape *ms, float **params, const char *name, char *err, size_t errlen) {
+    if (!params) return open_rc;
+    *params = NULL;
+    if (open_rc) return open_rc;
+    int rc = weights_to_f32(w, ms, params, name, err, errlen);
+    weights_close(w);
+    return rc;
+}
+
 /* A weights file opened by open_fn, then the whole model as one fp32 array (params NULL: the shape only) */
 static int weights_read_whole(int (*open_fn)(const char *, ModelShape *, Weights *, char *, size_t), const char *path, ModelShape *ms,
                               float **params, char *err, size_t errlen) {
-    if (params) *params = NULL;
     Weights w;
-    int rc = open_fn(path, ms, params ? &w : NULL, err, errlen);
-    if (!rc && params) {
-        rc = weights_to_f32(&w, ms, params, path, err, errlen);
-        weights_close(&w);
-    }
-    return rc;
+    return weights_whole(open_fn(path, ms, params ? &w : NULL, err, errlen), &w, ms, params, path, err, errlen);
 }
 
 CLI_USED static int safetensors_read_gpt2(const char *path, ModelShape *ms, float **params, char *err, size_t errlen) {
@@ -6826,14 +6831,8 @@ CLI_USED static int pretrained_read(const char *path, ModelShape *ms, float **pa
 
 /* pretrained_open, then the whole model as one fp32 array (params NULL: the shape only): for export */
 static int pretrained_load(const char *init_from, const char *pretrained_dir, ModelShape *ms, float **params, char *err, size_t errlen) {
-    if (params) *params = NULL;
     Weights w;
-    int rc = pretrained_open(init_from, pretrained_dir, ms, params ? &w : NULL, err, errlen);
-    if (!rc && params) {
-        rc = weights_to_f32(&w, ms, params, init_from, err, errlen);
-        weights_close(&w);
-    }
-    return rc;
+    return weights_whole(pretrained_open(init_from, pretrained_dir, ms, params ? &w : NULL, err, errlen), &w, ms, params, init_from, err, errlen);
 }
 
 /* ======================================================================================================
