@@ -565,14 +565,20 @@ static void test_kill_during_save(void) {
     }
 }
 
-/* a full disk (here: a file-size limit) fails the save with an error and keeps the previous checkpoint */
-static void test_full_disk(void) {
+/* a trainer of config() in an emptied out_dir, one step trained and saved (ckpt_000000001.bin); NULL if not made */
+static ngpt_trainer *trainer_saved_at_step_1(void) {
     clear_out_dir();
     ngpt_config c;
     config(&c);
     ngpt_trainer *tr = make(&c);
+    if (tr) CHECK(ngpt_train_step(tr, NULL) == 0 && checkpoint_save(tr, 0) == 0, "%s", tr->err);
+    return tr;
+}
+
+/* a full disk (here: a file-size limit) fails the save with an error and keeps the previous checkpoint */
+static void test_full_disk(void) {
+    ngpt_trainer *tr = trainer_saved_at_step_1();
     if (!tr) return;
-    CHECK(ngpt_train_step(tr, NULL) == 0 && checkpoint_save(tr, 0) == 0, "%s", tr->err);
     pid_t pid = fork();
     if (pid == 0) {
         signal(SIGXFSZ, SIG_IGN);
@@ -598,12 +604,8 @@ static void test_full_disk(void) {
 }
 
 static void test_nonfinite_steps(void) {
-    clear_out_dir();
-    ngpt_config c;
-    config(&c);
-    ngpt_trainer *tr = make(&c);
+    ngpt_trainer *tr = trainer_saved_at_step_1();
     if (!tr) return;
-    CHECK(ngpt_train_step(tr, NULL) == 0 && checkpoint_save(tr, 0) == 0, "%s", tr->err);
     float *good = params_of(tr), *bad = params_of(tr);
     bad[tr->plan.nparams - 1] = NAN; /* a final LayerNorm weight: every loss becomes NaN */
     CHECK(copy_params_in(tr, bad) == 0, "%s", tr->err);
@@ -624,6 +626,8 @@ static void test_nonfinite_steps(void) {
     CHECK(copy_params_in(tr, good) == 0 && ngpt_train_step(tr, NULL) == 0 && tr->nonfinite_run == 0, "recovers: %s", tr->err);
     ngpt_trainer_free(tr);
     /* on_nonfinite = halt: the first one stops */
+    ngpt_config c;
+    config(&c);
     copy_str(c.on_nonfinite, sizeof c.on_nonfinite, "halt");
     tr = make(&c);
     if (!tr) return;
