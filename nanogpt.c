@@ -8150,12 +8150,14 @@ static int train_loop(ngpt_trainer *tr, int jsonl) {
 /* The refusal of a new run (not a resume) into an out_dir that holds another run's checkpoints, the newest at
  * step newest (-1: best.bin alone) */
 static int out_dir_taken_error(const ngpt_config *c, long long newest, char *err, size_t errlen) {
-    char what[64] = "best.bin";
+    char what[64] = "best.bin", best[600];
     if (newest >= 0) snprintf(what, sizeof what, "the newest ckpt_%09lld.bin", newest);
+    snprintf(best, sizeof best, "%.580s/best.bin", c->out_dir);
+    int has_best = file_exists(best);
     return fail(err, errlen, NGPT_ERR_ARG,
-                "out_dir %.400s holds another run's checkpoints (%s): a new run (init_from = %s) would replace its best.bin and "
-                "prune them. Continue that run with init_from = resume, give this one another out_dir, or remove them first",
-                c->out_dir, what, c->init_from);
+                "out_dir %.400s holds another run's checkpoints (%s): a new run (init_from = %s) would %s. Continue that run with "
+                "init_from = resume, give this one another out_dir, or remove them first",
+                c->out_dir, what, c->init_from, newest < 0 ? "replace its best.bin" : has_best ? "replace its best.bin and prune them" : "prune them");
 }
 
 static int train_run(ngpt_trainer *tr) {
@@ -9364,6 +9366,31 @@ static int ensure_dataset(const ngpt_config *cfg, char *err, size_t errlen) {
     return rc;
 }
 
+
+/* the config keys of a model's shape, which a checkpoint or pretrained weights decide over a config */
+static const char *const model_keys[6] = {"n_layer", "n_head", "n_embd", "block_size", "bias", "vocab_size"};
+
+static void model_values(const ngpt_config *c, int v[6]) {
+    const int x[6] = {c->n_layer, c->n_head, c->n_embd, c->block_size, c->bias, c->vocab_size};
+    memcpy(v, x, sizeof x);
+}
+
+/* "n_layer 4 (not 8), bias False (not True)": each model key that set[k] marks as given and whose given value
+ * the model's (used) replaced; "" for none */
+static const char *model_overrides(const ngpt_config *given, const ngpt_config *used, const int set[6], char *buf, size_t cap) {
+    int g[6], u[6];
+    model_values(given, g);
+    model_values(used, u);
+    buf[0] = 0;
+    for (int k = 0; k < 6; k++) {
+        if (!set[k] || g[k] == u[k]) continue;
+        size_t len = strlen(buf);
+        if (k == 4) /* bias */
+            snprintf(buf + len, cap - len, "%sbias %s (not %s)", len ? ", " : "", u[k] ? "True" : "False", g[k] ? "True" : "False");
+        else snprintf(buf + len, cap - len, "%s%s %d (not %d)", len ? ", " : "", model_keys[k], u[k], g[k]);
+    }
+    return buf;
+}
 /* init_from = resume: when the checkpoint's run read other data than cfg names, a line saying so (else "") */
 static void resume_data_note(const ngpt_config *cfg, char *note, size_t cap) {
     long long newest;
@@ -9394,14 +9421,8 @@ static int cmd_train(int argc, char **argv) {
         return 1;
     }
     /* what would refuse the run after the data is prepared (or downloaded) and the peak measured, refused first:
-     * an out_dir holding another run's checkpoints (the library's ngpt_train refuses it too), an init_from that
-     * cannot be read (its header only) */
-    long long newest;
-    if (strcmp(cfg.init_from, "resume") && !cfg.eval_only && holds_checkpoints(cfg.out_dir, &newest)) {
-        out_dir_taken_error(&cfg, newest, err, sizeof err);
-        fprintf(stderr, "error: %s\n", err);
-        return 1;
-    }
+     * an init_from that cannot be read (its header only), an out_dir holding another run's checkpoints (the
+     * library's ngpt_train refuses it too) */
     ngpt_config model = cfg;
     char weights[4300];
     int gpt2_name = 0;
@@ -9414,6 +9435,12 @@ static int cmd_train(int argc, char **argv) {
         int block_given = line_of[config_find("block_size") - config_keys] != 0; /* if not, a block_size the model cannot take is the default job's */
         fprintf(stderr, "error: %s%s\n", err,
                 !has_file && !block_given && strstr(err, "block_size = ") ? " (that block_size is the default job's recipe; pass --block_size)" : "");
+        return 1;
+    }
+    long long newest; /* after init_from's own errors: a mistyped init_from (Resume, gpt3) is not a new run */
+    if (strcmp(cfg.init_from, "resume") && !cfg.eval_only && holds_checkpoints(cfg.out_dir, &newest)) {
+        out_dir_taken_error(&cfg, newest, err, sizeof err);
+        fprintf(stderr, "error: %s\n", err);
         return 1;
     }
     /* a resume on other data than its run read: said first, before that data is prepared (or downloaded) */
@@ -9449,19 +9476,10 @@ static int cmd_train(int argc, char **argv) {
     signal(SIGTERM, on_signal);
     /* init_from (resume, pretrained weights) decides the model: say so where it overrides what the command line gave */
     const ngpt_config *eff = &tr->cfg;
-    static const char *const model_keys[6] = {"n_layer", "n_head", "n_embd", "block_size", "bias", "vocab_size"};
-    const int given[6] = {cfg.n_layer, cfg.n_head, cfg.n_embd, cfg.block_size, cfg.bias, cfg.vocab_size};
-    const int used[6] = {eff->n_layer, eff->n_head, eff->n_embd, eff->block_size, eff->bias, eff->vocab_size};
-    char overridden[512] = "";
-    for (int k = 0; k < 6; k++) {
-        if (!line_of[config_find(model_keys[k]) - config_keys] || given[k] == used[k]) continue; /* set by neither the file nor an argument */
-        size_t len = strlen(overridden);
-        if (k == 4) /* bias */
-            snprintf(overridden + len, sizeof overridden - len, "%sbias %s (not %s)", len ? ", " : "", used[k] ? "True" : "False",
-                     given[k] ? "True" : "False");
-        else snprintf(overridden + len, sizeof overridden - len, "%s%s %d (not %d)", len ? ", " : "", model_keys[k], used[k], given[k]);
-    }
-    if (overridden[0])
+    int set[6]; /* by a file or an argument */
+    for (int k = 0; k < 6; k++) set[k] = line_of[config_find(model_keys[k]) - config_keys] != 0;
+    char overridden[512];
+    if (model_overrides(&cfg, eff, set, overridden, sizeof overridden)[0])
         printf("note: init_from = %s sets the model, over the %s: %s\n", eff->init_from, has_file ? "config file and command line" : "command line",
                overridden);
     ngpt_stats st;
@@ -9571,6 +9589,13 @@ static int cmd_plan(int argc, char **argv) {
         if (!strcmp(argv[i], "--sample")) sampling = 1; /* the plan `nanogpt sample` makes (ngpt_options.sample_only) */
         else rest[n++] = argv[i];
     }
+    if (sampling) /* sample's order: its config files first, its settings over them */
+        for (int i = 0, files = 0; i < n; i++) {
+            if (!strncmp(rest[i], "--", 2) || !config_file_arg(rest[i])) continue;
+            char *file = rest[i];
+            memmove(rest + files + 1, rest + files, (size_t)(i - files) * sizeof *rest);
+            rest[files++] = file;
+        }
     /* --sample plans what `nanogpt sample` makes: from nanoGPT's defaults, not the default job's preset; without
      * init_from, out_dir's checkpoint (best.bin, else the newest), its stored config the base that the arguments
      * override, as sample reads it; with no checkpoint there (nor the default job's), the config's model */
@@ -9852,10 +9877,17 @@ static int sample_with(int argc, char **argv, int n_files, char **cfg_files) {
         if (!strncmp(argv[i], "--init_from=", 12)) init_from = argv[i] + 12;
     }
     int checkpoint_file = init_from[0] && is_checkpoint_file(init_from); /* --init_from=out/ckpt_000000500.bin */
-    int from_checkpoint = !init_from[0] || !strcmp(init_from, "resume") || checkpoint_file;
+    int resume = !strcmp(init_from, "resume"); /* out_dir's newest checkpoint, as train's resume and export read it */
+    int from_checkpoint = !init_from[0] || resume || checkpoint_file;
     if (!strcmp(init_from, "scratch")) { fprintf(stderr, "error: --init_from=scratch: a fresh model has nothing to say; sample a checkpoint or gpt2\n"); return 1; }
-    if (checkpoint_file) {
-        copy_str(path, sizeof path, init_from);
+    long long newest;
+    if (resume && !checkpoint_list(cfg.out_dir, &newest, 1)) {
+        fprintf(stderr, "error: init_from = resume, but out_dir %s holds no ckpt_<step>.bin (without --init_from, sample reads best.bin)\n", cfg.out_dir);
+        return 1;
+    }
+    if (checkpoint_file || resume) {
+        if (resume) checkpoint_path(cfg.out_dir, newest, path, sizeof path);
+        else copy_str(path, sizeof path, init_from);
         if (checkpoint_read_config(path, &cfg, err, sizeof err)) { fprintf(stderr, "error: %s\n", err); return 1; }
     } else if (from_checkpoint && checkpoint_to_read(cfg.out_dir, path, sizeof path, &cfg, err, sizeof err)) {
         fprintf(stderr, "error: %s; --init_from=gpt2 (or a weights file) samples pretrained weights instead\n", err);
@@ -9863,18 +9895,11 @@ static int sample_with(int argc, char **argv, int n_files, char **cfg_files) {
     }
     char trained_dir[300] = ""; /* the data folder the checkpoint's run read, before anything overrides it */
     if (from_checkpoint) dataset_dir(&cfg, trained_dir, sizeof trained_dir);
+    ngpt_config checkpoint_model = cfg; /* with from_checkpoint, the shape that neither the files nor the settings change */
+    int set[6] = {0};                    /* the model keys the command line sets */
     if (n_files) {
-        ngpt_config model = cfg; /* the checkpoint's shape, which the files do not change */
         for (int i = 0; i < n_files; i++)
             if (config_load(&cfg, cfg_files[i], NULL, err, sizeof err)) { fprintf(stderr, "error: %s\n", err); return 1; }
-        if (from_checkpoint) {
-            cfg.n_layer = model.n_layer;
-            cfg.n_head = model.n_head;
-            cfg.n_embd = model.n_embd;
-            cfg.vocab_size = model.vocab_size;
-            cfg.block_size = model.block_size;
-            cfg.bias = model.bias;
-        }
         copy_str(cfg.init_from, sizeof cfg.init_from, init_from[0] ? init_from : "scratch");
     }
     for (int i = 0; i < argc; i++) {
@@ -9931,9 +9956,21 @@ static int sample_with(int argc, char **argv, int n_files, char **cfg_files) {
             else seed = (long long)x;
         } else {
             if (ngpt_config_set(&cfg, key, eq + 1, err, sizeof err)) { fprintf(stderr, "error: --%s: %s\n", key, err); return 1; }
+            for (int k = 0; k < 6; k++) set[k] |= !strcmp(key, model_keys[k]);
         }
     }
-    if (from_checkpoint) copy_str(cfg.init_from, sizeof cfg.init_from, "scratch");
+    if (from_checkpoint) { /* the checkpoint's model: a shape from the files is its training run's, one on the command line is said */
+        char overridden[512];
+        if (model_overrides(&cfg, &checkpoint_model, set, overridden, sizeof overridden)[0])
+            fprintf(stderr, "note: the checkpoint sets the model, over the command line: %s\n", overridden);
+        cfg.n_layer = checkpoint_model.n_layer;
+        cfg.n_head = checkpoint_model.n_head;
+        cfg.n_embd = checkpoint_model.n_embd;
+        cfg.vocab_size = checkpoint_model.vocab_size;
+        cfg.block_size = checkpoint_model.block_size;
+        cfg.bias = checkpoint_model.bias;
+        copy_str(cfg.init_from, sizeof cfg.init_from, "scratch");
+    }
     ngpt_options opt;
     memset(&opt, 0, sizeof opt);
     opt.sample_only = 1;
@@ -9944,6 +9981,7 @@ static int sample_with(int argc, char **argv, int n_files, char **cfg_files) {
         ngpt_trainer_free(tr);
         return 1;
     }
+    if (from_checkpoint) fprintf(stderr, "sampling %s (step %d)\n", path, tr->step); /* which of out_dir's checkpoints */
     ngpt_tokenizer *tok = NULL;
     int32_t *prompt = (int32_t *)malloc(sizeof start * sizeof(int32_t));
     int np = 0, rc = prompt ? NGPT_OK : fail(err, sizeof err, NGPT_ERR_NOMEM, "out of host memory");

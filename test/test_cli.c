@@ -826,8 +826,13 @@ static void test_workflow(void) {
     r = cli("train", cfg_path, "--max_iters=5", NULL);
     CHECK_RUN(r, 1, "train from scratch into an out_dir with another run's checkpoints");
     CHECK(strstr(r->err, "holds another run's checkpoints") && strstr(r->err, "init_from = resume") && strstr(r->err, "another out_dir") &&
-              !strstr(r->out, "matmul peak") && !strstr(r->out, "plan:"),
-          "names the checkpoints and the ways out, before measuring or planning anything: %.400s | %.300s", r->err, r->out);
+              strstr(r->err, "would prune them.") && !strstr(r->err, "best.bin") && !strstr(r->out, "matmul peak") && !strstr(r->out, "plan:"),
+          "names the checkpoints (no best.bin: no evaluation improved) and the ways out, before measuring or planning anything: %.400s | %.300s",
+          r->err, r->out);
+    r = cli("train", cfg_path, "--init_from=Resume", NULL);
+    CHECK_RUN(r, 1, "a mistyped init_from into that out_dir");
+    CHECK(strstr(r->err, "init_from = Resume: ") && strstr(r->err, "init_from is scratch, resume, gpt2") && !strstr(r->err, "another run's"),
+          "the mistyped init_from is the error, not the out_dir: %.400s", r->err);
     CHECK(stat_rc == 0 && stat(newest, &after) == 0 && after.st_mtime == before.st_mtime && file_size(newest) == newest_size,
           "the newest checkpoint %s is untouched", newest);
     r = cli("train", "--eval_only=True", cfg_path, NULL); /* a config file may come after a setting, as in nanoGPT */
@@ -958,6 +963,34 @@ static void test_workflow(void) {
     r = cli("sample", tmp_path("sample.cfg"), "--num_samples=1", "--max_new_tokens=40", "--seed=1", "--temperature=0", NULL);
     CHECK_RUN(r, 0, "sample with a config file");
     CHECK(!strcmp(r->out, greedy), "the config file's out_dir gives the same checkpoint's greedy text:\n%.300s\n---\n%.300s", r->out, greedy);
+    /* plan --sample orders the arguments as sample does: the config file's out_dir under --out_dir, wherever it is */
+    r = cli("plan", "--sample", wide_out, cfg_path, few_data, "--device=cpu", NULL);
+    CHECK_RUN(r, 0, "plan --sample --out_dir=out_wide tiny.cfg");
+    CHECK(strstr(r->out, "V=9 ") && strstr(r->out, "block_size=8 "), "--out_dir's checkpoint, over the file's out_dir: %.300s", r->out);
+    /* which of out_dir's checkpoints: best.bin by default, the newest with --init_from=resume (as export and train
+     * read it); a model key on the command line is noted and the checkpoint's model kept */
+    char pick[700], cmd[3600], pick_arg[720];
+    copy_str(pick, sizeof pick, tmp_path("pick"));
+    char older[700], newer[700];
+    checkpoint_path(tmp_path("out"), stopped, older, sizeof older);
+    checkpoint_path(pick, stopped + 21, newer, sizeof newer);
+    snprintf(cmd, sizeof cmd, "mkdir -p '%s' && cp '%s' '%s/best.bin' && cp '%s' '%s'", pick, older, pick, newest, newer);
+    CHECK(system(cmd) == 0, "%s", cmd);
+    snprintf(pick_arg, sizeof pick_arg, "--out_dir=%s", pick);
+    char says_best[760], says_newest[760];
+    snprintf(says_best, sizeof says_best, "sampling %s/best.bin (step %lld)", pick, stopped);
+    snprintf(says_newest, sizeof says_newest, "sampling %s (step %lld)", newer, stopped + 21);
+    r = cli("sample", pick_arg, "--num_samples=1", "--max_new_tokens=5", NULL);
+    CHECK_RUN(r, 0, "sample out_dir's best.bin");
+    CHECK(strstr(r->err, says_best), "best.bin by default: %.300s", r->err);
+    r = cli("sample", pick_arg, "--init_from=resume", "--num_samples=1", "--max_new_tokens=5", NULL);
+    CHECK_RUN(r, 0, "sample --init_from=resume");
+    CHECK(strstr(r->err, says_newest), "the newest with --init_from=resume: %.300s", r->err);
+    r = cli("sample", pick_arg, "--block_size=8", "--n_layer=5", "--num_samples=1", "--max_new_tokens=5", NULL);
+    CHECK_RUN(r, 0, "sample with model keys on the command line");
+    CHECK(strstr(r->err, "note: the checkpoint sets the model, over the command line: n_layer 2 (not 5), block_size 32 (not 8)") &&
+              strstr(r->err, says_best),
+          "the checkpoint's model, and a note: %.300s", r->err);
     char eq_cfg[700];
     snprintf(eq_cfg, sizeof eq_cfg, "%s", tmp_path("run=1.cfg")); /* a config file whose name holds '=', as train takes one */
     CHECK(link(tmp_path("sample.cfg"), eq_cfg) == 0, "link %s", eq_cfg);
