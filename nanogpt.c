@@ -9084,8 +9084,8 @@ static ngpt_trainer *volatile running_trainer; /* for the signal handler */
 /* SIGINT/SIGTERM: the first stops the run after its step and a save; another one within a second of it is
  * taken for a double press and ignored (it would lose the save); later, one more quits at once. */
 static void on_signal(int sig) {
-    static const char msg[] = "\nstopping: finishing the step (or leaving the evaluation) and saving a checkpoint (again, after a second, to quit "
-                              "now)\n";
+    static const char msg[] = "\nstopping: finishing the step (or leaving the evaluation) and saving a checkpoint (none at step 0 or with "
+                              "eval_only; again, after a second, to quit now)\n";
     static volatile sig_atomic_t stopping;
     static struct timespec first;
     struct timespec now;
@@ -9108,18 +9108,19 @@ static void usage(FILE *f) {
     fprintf(f,
             "nanogpt %s - train GPT-2 in C, planned to never run out of memory\n"
             "\n"
-            "usage: nanogpt <command> [config files] [--key=value ...] (in any order, each over what came before, as nanoGPT's)\n"
+            "usage: nanogpt <command> [config files] [--key=value ...] (in any order, each over what came before, as nanoGPT's;\n"
+            "       sample: its settings over its config files)\n"
             "  train     train a model (no config: the baby GPT on Tiny Shakespeare characters)\n"
             "  plan      print the memory plan for a config (--json for JSON, --sample for sampling's); no GPU needed;\n"
             "            the model from init_from, from file headers only (--sample without init_from: out_dir's checkpoint,\n"
             "            as sample reads it)\n"
             "  bench     tokens/s, MFU and time per op category on random tokens (default: GPT-2 124M, block 1024)\n"
-            "            [config file] [--key=value ...] [--steps=20] [--warmup=3] [--kernels: each kernel alone]\n"
+            "            [config files] [--key=value ...] [--steps=20] [--warmup=3] [--kernels: each kernel alone]\n"
             "            [--sample=S: generation of S samples, --steps new tokens each, with the sampling plan]\n"
             "  prepare   text -> train.bin/val.bin: --input=FILE[,FILE...] --out=DIR [--tokenizer=char|gpt2] [--format=nanogpt|llmc]\n"
             "            [--tokenizer_dir=data/gpt2] [--val_fraction=0.1]\n"
-            "  sample    [config file] text from out_dir's best checkpoint (--out_dir=DIR), one checkpoint file or pretrained weights\n"
-            "            (--init_from=CKPT|gpt2|FILE):\n"
+            "  sample    [config files] text from out_dir's best checkpoint (--out_dir=DIR), one checkpoint file or pretrained weights\n"
+            "            (--init_from=CKPT|resume: the newest checkpoint|gpt2|FILE):\n"
             "            --start=TEXT|FILE:path --num_samples=10 --max_new_tokens=500 --temperature=0.8 --top_k=200 --seed=1337\n"
             "            (nanoGPT's sample.py; --temperature=0: always the most likely token; memory for the weights and a forward\n"
             "            pass only)\n"

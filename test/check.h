@@ -55,6 +55,11 @@ static const char *check_case_name = "";
     } while (0)
 
 static int check_summary(void) {
+    const char *only = getenv("NGPT_TEST_ONLY");
+    if (only && *only && !check_passed && !check_failed) { /* a misspelt name must not pass as a run of nothing */
+        printf("FAIL NGPT_TEST_ONLY=%s: no case of that name here\n", only);
+        check_failed++;
+    }
     printf("summary: %d passed, %d failed\n", check_passed, check_failed);
     return check_failed ? 1 : 0;
 }
