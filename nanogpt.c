@@ -6602,7 +6602,8 @@ CLI_USED static int safetensors_read_gpt2(const char *path, ModelShape *ms, floa
 
 /* ---- llm.c model files (llm.c's train_gpt2.py write_model): int32 header[256] = magic 20240326, version
  * (3: fp32 parameters, 5: bf16), maxT, V, L, NH, C, Vp, zeros; then the parameters in llm.c's order, which
- * is ours with biases, wte padded to Vp rows (llm.c pads to a multiple of 128, nanogpt to 64). ---- */
+ * is ours with biases, wte padded to Vp rows (llm.c pads to a multiple of 128, nanogpt's arena to 64: a file's
+ * padding rows are skipped on reading, and export writes llm.c's). ---- */
 
 #define LLMC_MODEL_HEADER_BYTES 1024
 
@@ -6679,8 +6680,9 @@ CLI_USED static int llmc_read_model(const char *path, ModelShape *ms, float **pa
 }
 
 /* Writes an llm.c model file (version 3 fp32, or 5 bf16 rounded to nearest even) atomically: a temporary
- * file, fsync, rename. llm.c's format always has biases; a model without them (bias = 0) is the same
- * model as one whose biases and LayerNorm biases are zero, so zeros are written in their place. */
+ * file, fsync, rename. wte is padded with zero rows to a multiple of 128, as llm.c's write_model pads it (the
+ * header's Vp says so). llm.c's format always has biases; a model without them (bias = 0) is the same model as
+ * one whose biases and LayerNorm biases are zero, so zeros are written in their place. */
 CLI_USED static int llmc_write_model(const char *path, const ModelShape *ms, const float *params, int bf16, char *err, size_t errlen) {
     if (ms->L <= 0 || ms->NH <= 0 || ms->C <= 0 || ms->V <= 0 || ms->Vp < ms->V || ms->maxT <= 0)
         return fail(err, errlen, NGPT_ERR_ARG, "cannot export %s: bad model shape (L %d, NH %d, C %d, V %d, Vp %d, maxT %d)", path, ms->L, ms->NH,
@@ -6693,23 +6695,24 @@ CLI_USED static int llmc_write_model(const char *path, const ModelShape *ms, con
     memset(h, 0, sizeof h);
     h[0] = LLMC_MODEL_MAGIC;
     h[1] = bf16 ? 5 : 3;
-    h[2] = ms->maxT; h[3] = ms->V; h[4] = ms->L; h[5] = ms->NH; h[6] = ms->C; h[7] = ms->Vp;
+    ModelShape file_shape = *ms; /* llm.c's: biases, and wte's rows padded to 128 */
+    file_shape.bias = 1;
+    file_shape.Vp = (int)(((long long)ms->V + 127) / 128 * 128);
+    h[2] = ms->maxT; h[3] = ms->V; h[4] = ms->L; h[5] = ms->NH; h[6] = ms->C; h[7] = file_shape.Vp;
     int failed = fwrite(h, sizeof h, 1, f) != 1 ? (errno ? errno : EIO) : 0;
-    ModelShape with_bias = *ms;
-    with_bias.bias = 1;
     size_t sizes[N_PARAM_TENSORS], file_sizes[N_PARAM_TENSORS];
     param_sizes(ms, sizes);
-    param_sizes(&with_bias, file_sizes);
+    param_sizes(&file_shape, file_sizes);
     enum { CHUNK = 8192 };
     uint16_t half[CHUNK];
     static const float zeros[CHUNK];
     const float *src = params;
     for (int i = 0; i < N_PARAM_TENSORS && !failed; i++) {
-        size_t n = file_sizes[i];
-        const float *s = sizes[i] ? src : NULL; /* NULL: a bias the model does not have */
-        for (size_t k = 0; k < n && !failed; k += CHUNK) {
-            size_t c = MIN((size_t)CHUNK, n - k);
-            const float *x = s ? s + k : zeros;
+        /* the model's values (wte: its V rows; a bias the model does not have: none), then zeros to the file's size */
+        size_t n = file_sizes[i], have = i == P_WTE ? (size_t)ms->V * ms->C : sizes[i];
+        for (size_t k = 0, c; k < n && !failed; k += c) {
+            c = MIN((size_t)CHUNK, (k < have ? have : n) - k);
+            const float *x = k < have ? src + k : zeros;
             size_t ok;
             if (bf16) {
                 for (size_t q = 0; q < c; q++) half[q] = f32_to_bf16(x[q]);

@@ -439,6 +439,35 @@ static void test_logits_safetensors_bf16(void) { check_logits_of(ST_BF16, 3e-2);
 
 /* ---- llm.c export ---- */
 
+/* export pads wte to a multiple of 128 rows, as llm.c's write_model does: V = 158 is Vp 256 in the file (192 in
+ * nanogpt's arena); the file reads back to the same parameters and writes back to the same bytes */
+static void test_llmc_export_pads_to_128(void) {
+    ModelShape ms = {1, 2, 8, 158, pad_vocab(158), 16, 1};
+    size_t n = nparams(&ms);
+    float *p = malloc(n * sizeof(float));
+    for (size_t i = 0; i < n; i++) p[i] = i >= (size_t)ms.V * ms.C && i < (size_t)ms.Vp * ms.C ? 0.0f : 1.0f + (float)(i % 997) / 512;
+    char path[128], again[128], err[NGPT_ERRLEN] = "";
+    tmp_path(path, sizeof path, "v158.bin");
+    tmp_path(again, sizeof again, "v158_again.bin");
+    CHECK(ms.Vp == 192 && llmc_write_model(path, &ms, p, 0, err, sizeof err) == 0, "write: %s", err);
+    size_t bytes = 0;
+    unsigned char *a = slurp(path, &bytes);
+    ModelShape file_shape = ms;
+    file_shape.Vp = 256;
+    int32_t h[8] = {0};
+    if (a && bytes >= sizeof h) memcpy(h, a, sizeof h);
+    CHECK(a && h[3] == 158 && h[7] == 256 && bytes == 1024 + nparams(&file_shape) * 4, "header V %d Vp %d, %zu bytes", h[3], h[7], bytes);
+    ModelShape back;
+    float *q = load(llmc_read_model, path, &back);
+    CHECK(q && back.V == 158 && back.Vp == 192 && !memcmp(p, q, n * sizeof(float)), "the parameters read back");
+    size_t bytes2 = 0;
+    unsigned char *b = q && llmc_write_model(again, &back, q, 0, err, sizeof err) == 0 ? slurp(again, &bytes2) : NULL;
+    CHECK(a && b && bytes == bytes2 && !memcmp(a, b, bytes), "written back, byte for byte: %s", err);
+    unlink(path);
+    unlink(again);
+    free(a); free(b); free(p); free(q);
+}
+
 static void test_llmc_write_read_round_trip(void) {
     ModelShape ms, back;
     float *p = load(safetensors_read_gpt2, ST_F32, &ms);
@@ -919,6 +948,7 @@ int main(void) {
     RUN(test_logits_llmc_v3);
     RUN(test_logits_safetensors_bf16);
     RUN(test_llmc_write_read_round_trip);
+    RUN(test_llmc_export_pads_to_128);
     RUN(test_llmc_write_without_bias);
     RUN(test_safetensors_errors);
     RUN(test_n_head_sources);
