@@ -9201,15 +9201,24 @@ static int single_dash_flag(const char *a, char *err, size_t errlen) {
     if (a[0] != '-' || !a[1] || a[1] == '-' || file_exists(a)) return NGPT_OK;
     static const char *const llmc[][2] = {
         {"i", "--data_dir=DIR (the folder of the *_train_*.bin shards)"}, {"j", "--data_dir=DIR (the folder of the *_val_*.bin shards)"},
-        {"e", "--init_from=FILE (an llm.c model file)"}, {"o", "--out_dir=DIR"}, {"b", "--batch_size"}, {"t", "--block_size"},
+        {"e", "--init_from=FILE (an llm.c model file; a descriptor dN is a new model: --n_layer=N with --n_embd and --n_head, d12 "
+              "being 12, 768, 12)"},
+        {"o", "--out_dir=DIR"}, {"b", "--batch_size"}, {"t", "--block_size"}, {"nk", "--keep_checkpoints"},
+        {"k", "--decay_lr (True: nanoGPT's cosine, False: a constant rate)"},
         {"d", "--batch_size x --gradient_accumulation_steps x --block_size (the tokens per step)"}, {"l", "--learning_rate"},
         {"u", "--warmup_iters"}, {"q", "--min_lr (a learning rate, not a fraction)"}, {"c", "--weight_decay"}, {"x", "--max_iters"},
         {"v", "--eval_interval"}, {"m", "--eval_iters"}, {"n", "--eval_interval (checkpoints are saved at evaluations)"},
         {"g", "--max_new_tokens of `nanogpt sample`"}, {"s", "`nanogpt sample` after training"}, {"r", "--recompute"},
         {"y", "--init_from=resume"}, {"h", "`nanogpt help`"}};
+    /* llm.c's flags for what nanogpt decides itself or does not do */
+    static const char *const llmc_none[] = {"nm", "lg", "sl", "sg", "ge", "a", "f", "w", "z", "pn", "pr", "pg", "pm", "pi", "pf", "ps", "yd", "yf"};
     for (size_t i = 0; i < sizeof llmc / sizeof llmc[0]; i++)
         if (!strcmp(a + 1, llmc[i][0]))
             return fail(err, errlen, NGPT_ERR_ARG, "argument '%s': nanogpt takes --key=value settings; llm.c's -%s is %s", a, llmc[i][0], llmc[i][1]);
+    for (size_t i = 0; i < sizeof llmc_none / sizeof llmc_none[0]; i++)
+        if (!strcmp(a + 1, llmc_none[i]))
+            return fail(err, errlen, NGPT_ERR_ARG, "argument '%s': llm.c's -%s has no nanogpt setting (one GPU, fp32 master weights, its own kernels "
+                                                   "and fusions; `nanogpt help config` lists the settings)", a, llmc_none[i]);
     return fail(err, errlen, NGPT_ERR_ARG, "argument '%s': nanogpt takes --key=value settings (`nanogpt help config` lists them)", a);
 }
 

@@ -184,8 +184,9 @@ static void test_typos(void) {
     CHECK(strstr(r->err, "expected a config file, or a setting as --key=value"), "an argument without -- says what is expected: %.300s", r->err);
     /* llm.c's flags name nanogpt's settings; sample checks its arguments before it looks for a checkpoint */
     static const char *const dash[][3] = {{"train", "-b", "llm.c's -b is --batch_size"}, {"plan", "-t", "llm.c's -t is --block_size"},
-                                          {"sample", "-e", "llm.c's -e is --init_from=FILE"}, {"train", "-z", "nanogpt takes --key=value settings"}};
-    for (int i = 0; i < 4; i++) {
+                                          {"sample", "-e", "llm.c's -e is --init_from=FILE"}, {"train", "-nk", "llm.c's -nk is --keep_checkpoints"},
+                                          {"train", "-z", "llm.c's -z has no nanogpt setting"}, {"train", "-Q", "nanogpt takes --key=value settings"}};
+    for (int i = 0; i < (int)(sizeof dash / sizeof dash[0]); i++) {
         r = cli(dash[i][0], dash[i][1], "4", NULL);
         CHECK_RUN(r, 1, dash[i][1]);
         CHECK(strstr(r->err, dash[i][2]), "%s %s 4: %.300s", dash[i][0], dash[i][1], r->err);
