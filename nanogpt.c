@@ -8100,16 +8100,16 @@ static void report(ngpt_trainer *tr, int jsonl, int is_eval, float train_loss, f
 /* out_dir's newest checkpoint is of this step (saved by this run, or the one it resumed from) */
 static int step_saved(const ngpt_trainer *tr) { return tr->n_kept && tr->kept_steps[tr->n_kept - 1] == tr->step; }
 
-/* A stop requested during the evaluation at tr->step: the evaluation is left unfinished (a resume runs it
- * again) and the step's state saved, unless nothing is to be saved: eval_only, no step trained yet, or
- * out_dir's newest checkpoint is this step's. */
-static int stop_in_evaluation(ngpt_trainer *tr) {
-    if (tr->cfg.eval_only) return tr_fail(tr, NGPT_ERR_INTERRUPTED, "stopped at step %d, during its evaluation: eval_only saves nothing", tr->step);
-    if (tr->step == 0) return tr_fail(tr, NGPT_ERR_INTERRUPTED, "stopped at step 0, during its evaluation, before the first step: nothing to save");
+/* A stop request met at tr->step: where (after a step: "") says where the run stopped. The step's state is
+ * saved unless nothing is to be saved: eval_only, no step trained yet, or out_dir's newest checkpoint is this
+ * step's. */
+static int stop_here(ngpt_trainer *tr, const char *where) {
+    if (tr->cfg.eval_only) return tr_fail(tr, NGPT_ERR_INTERRUPTED, "stopped at step %d%s: eval_only saves nothing", tr->step, where);
+    if (tr->step == 0) return tr_fail(tr, NGPT_ERR_INTERRUPTED, "stopped at step 0%s, before the first step: nothing to save", where);
     int rc = step_saved(tr) ? NGPT_OK : checkpoint_save(tr, 0);
     if (rc) return rc;
-    return tr_fail(tr, NGPT_ERR_INTERRUPTED, "stopped at step %d, during its evaluation (a resume runs it again); the checkpoint is saved in %s: "
-                   "resume from it with init_from = resume", tr->step, tr->cfg.out_dir);
+    return tr_fail(tr, NGPT_ERR_INTERRUPTED, "stopped at step %d%s; the checkpoint is saved in %s: resume from it with init_from = resume", tr->step,
+                   where, tr->cfg.out_dir);
 }
 
 static int train_loop(ngpt_trainer *tr, int jsonl) {
@@ -8122,13 +8122,15 @@ static int train_loop(ngpt_trainer *tr, int jsonl) {
         if (tr->step % c->eval_interval == 0 || c->eval_only) {
             float tl = 0, vl = 0, best_before = tr->best_val_loss;
             int rc = evaluate(tr, &tr->stop_requested, &tl, &vl);
-            if (rc == NGPT_ERR_INTERRUPTED) return stop_in_evaluation(tr);
+            if (rc == NGPT_ERR_INTERRUPTED) return stop_here(tr, ", during its evaluation (a resume runs it again)");
             if (rc) return rc;
             report(tr, jsonl, 1, tl, vl, run_steps ? run_seconds / run_steps : 0);
             if (c->eval_only) break;
             /* nanoGPT: save when val improves, or at every evaluation with always_save_checkpoint */
             if (tr->step > 0 && (vl < best_before || c->always_save_checkpoint) && (rc = checkpoint_save(tr, vl < best_before)))
                 return rc;
+            /* a request that came as the evaluation ended (from its progress callback, say): not one step more */
+            if (atomic_load(&tr->stop_requested)) return stop_here(tr, ", after its evaluation");
         }
         if (tr->step >= c->max_iters + 1) break;
         int rc = ngpt_train_step(tr, NULL);
@@ -8141,11 +8143,7 @@ static int train_loop(ngpt_trainer *tr, int jsonl) {
             if (!step_saved(tr) && (rc = checkpoint_save(tr, 0))) return rc;
             break;
         }
-        if (atomic_load(&tr->stop_requested)) {
-            if ((rc = checkpoint_save(tr, 0))) return rc;
-            return tr_fail(tr, NGPT_ERR_INTERRUPTED, "stopped at step %d; the checkpoint is saved in %s: resume from it with init_from = resume",
-                           tr->step, tr->cfg.out_dir);
-        }
+        if (atomic_load(&tr->stop_requested)) return stop_here(tr, "");
     }
     return NGPT_OK;
 }

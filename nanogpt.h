@@ -225,9 +225,12 @@ int ngpt_evaluate(ngpt_trainer *tr, float *train_loss, float *val_loss);
 int ngpt_train(ngpt_trainer *tr);
 
 /* Asks ngpt_train to finish the current step, save a checkpoint and return NGPT_ERR_INTERRUPTED. An
- * evaluation in progress stops before its next micro-batch and is dropped (a resume runs it again); the
- * step's checkpoint is saved unless out_dir's newest is of that step, nothing was trained (step 0) or the run
- * is eval_only. Async-signal-safe: call it from a SIGINT handler. A request made before ngpt_train starts
+ * evaluation in progress stops before its next micro-batch and is dropped (a resume runs it again); one that
+ * has ended (a request from its progress callback) stops the run before the next step. The step's checkpoint
+ * is saved unless out_dir's newest is of that step, nothing was trained (step 0) or the run is eval_only.
+ * Async-signal-safe: call it from a SIGINT handler, or from any thread while ngpt_train runs (it is the only
+ * call that may be made concurrently: a trainer is otherwise used by one thread at a time). A handler's
+ * pointer to the trainer must be cleared before ngpt_trainer_free. A request made before ngpt_train starts
  * stops it at its first step or evaluation; each return of ngpt_train uses the request up, so a later call
  * continues the run. ngpt_evaluate itself is not stopped. */
 void ngpt_request_stop(ngpt_trainer *tr);

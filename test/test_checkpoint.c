@@ -156,6 +156,11 @@ static int log_lines_with(const char *s) {
     return n;
 }
 
+/* a progress callback that asks its trainer (*ctx) to stop at each evaluation */
+static void stop_at_evaluation(void *ctx, const ngpt_progress *p) {
+    if (p->is_eval) ngpt_request_stop(*(ngpt_trainer **)ctx);
+}
+
 /* A stop requested during an evaluation: the evaluation is dropped (no log line, no best val loss, no
  * count), the step's state is saved unless nothing is to be saved (step 0; eval_only; out_dir's newest is
  * that step's), and the next ngpt_train runs the evaluation it dropped. A run stopped there and resumed
@@ -228,6 +233,23 @@ static void test_stop_during_evaluation(void) {
     free(p_whole);
     ngpt_trainer_free(whole);
     CHECK(system(cmd) == 0, "%s", cmd);
+
+    /* a request from the evaluation's own progress callback: the run stops after it, before another step */
+    clear_out_dir();
+    ngpt_trainer *cb = NULL;
+    ngpt_options opt;
+    memset(&opt, 0, sizeof opt);
+    opt.progress = stop_at_evaluation;
+    opt.ctx = &cb;
+    char err[NGPT_ERRLEN];
+    CHECK(ngpt_trainer_create(&c, &opt, &cb, err, sizeof err) == 0, "create: %s", err);
+    if (!cb) return;
+    for (int i = 0; i < 3; i++) CHECK(ngpt_train_step(cb, &loss) == 0, "step %d: %s", i, cb->err);
+    rc = ngpt_train(cb);
+    CHECK(rc == NGPT_ERR_INTERRUPTED && cb->step == 3 && cb->eval_count == 1 && strstr(cb->err, "stopped at step 3, after its evaluation;") &&
+              newest_checkpoint_step() == 3,
+          "a stop from the evaluation's callback: rc %d at step %d, newest checkpoint %lld: %s", rc, cb->step, newest_checkpoint_step(), cb->err);
+    ngpt_trainer_free(cb);
 
     /* eval_only: nothing is saved */
     clear_out_dir();
