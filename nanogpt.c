@@ -8100,16 +8100,16 @@ static void report(ngpt_trainer *tr, int jsonl, int is_eval, float train_loss, f
 /* out_dir's newest checkpoint is of this step (saved by this run, or the one it resumed from) */
 static int step_saved(const ngpt_trainer *tr) { return tr->n_kept && tr->kept_steps[tr->n_kept - 1] == tr->step; }
 
-/* A stop request met at tr->step: where (after a step: "") says where the run stopped. The step's state is
- * saved unless nothing is to be saved: eval_only, no step trained yet, or out_dir's newest checkpoint is this
- * step's. */
-static int stop_here(ngpt_trainer *tr, const char *where) {
+/* A stop request met at tr->step: where (after a step: "") says where the run stopped, dropped whether an
+ * evaluation was left unfinished. The step's state is saved unless nothing is to be saved: eval_only, no step
+ * trained yet, or out_dir's newest checkpoint is this step's. */
+static int stop_here(ngpt_trainer *tr, const char *where, int dropped) {
     if (tr->cfg.eval_only) return tr_fail(tr, NGPT_ERR_INTERRUPTED, "stopped at step %d%s: eval_only saves nothing", tr->step, where);
     if (tr->step == 0) return tr_fail(tr, NGPT_ERR_INTERRUPTED, "stopped at step 0%s, before the first step: nothing to save", where);
     int rc = step_saved(tr) ? NGPT_OK : checkpoint_save(tr, 0);
     if (rc) return rc;
-    return tr_fail(tr, NGPT_ERR_INTERRUPTED, "stopped at step %d%s; the checkpoint is saved in %s: resume from it with init_from = resume", tr->step,
-                   where, tr->cfg.out_dir);
+    return tr_fail(tr, NGPT_ERR_INTERRUPTED, "stopped at step %d%s%s; the checkpoint is saved in %s: resume from it with init_from = resume",
+                   tr->step, where, dropped ? " (a resume runs it again)" : "", tr->cfg.out_dir);
 }
 
 static int train_loop(ngpt_trainer *tr, int jsonl) {
@@ -8122,7 +8122,7 @@ static int train_loop(ngpt_trainer *tr, int jsonl) {
         if (tr->step % c->eval_interval == 0 || c->eval_only) {
             float tl = 0, vl = 0, best_before = tr->best_val_loss;
             int rc = evaluate(tr, &tr->stop_requested, &tl, &vl);
-            if (rc == NGPT_ERR_INTERRUPTED) return stop_here(tr, ", during its evaluation (a resume runs it again)");
+            if (rc == NGPT_ERR_INTERRUPTED) return stop_here(tr, ", during its evaluation", 1);
             if (rc) return rc;
             report(tr, jsonl, 1, tl, vl, run_steps ? run_seconds / run_steps : 0);
             if (c->eval_only) break;
@@ -8130,7 +8130,7 @@ static int train_loop(ngpt_trainer *tr, int jsonl) {
             if (tr->step > 0 && (vl < best_before || c->always_save_checkpoint) && (rc = checkpoint_save(tr, vl < best_before)))
                 return rc;
             /* a request that came as the evaluation ended (from its progress callback, say): not one step more */
-            if (atomic_load(&tr->stop_requested)) return stop_here(tr, ", after its evaluation");
+            if (atomic_load(&tr->stop_requested)) return stop_here(tr, ", after its evaluation", 0);
         }
         if (tr->step >= c->max_iters + 1) break;
         int rc = ngpt_train_step(tr, NULL);
@@ -8143,7 +8143,7 @@ static int train_loop(ngpt_trainer *tr, int jsonl) {
             if (!step_saved(tr) && (rc = checkpoint_save(tr, 0))) return rc;
             break;
         }
-        if (atomic_load(&tr->stop_requested)) return stop_here(tr, "");
+        if (atomic_load(&tr->stop_requested)) return stop_here(tr, "", 0);
     }
     return NGPT_OK;
 }
@@ -9082,8 +9082,9 @@ static void display_progress(void *ctx, const ngpt_progress *p) {
 
 static ngpt_trainer *volatile running_trainer; /* for the signal handler */
 
-/* SIGINT/SIGTERM: the first stops the run after its step and a save; another one within a second of it is
- * taken for a double press and ignored (it would lose the save); later, one more quits at once. */
+/* SIGINT/SIGTERM: the first stops the run after its step (an evaluation is left at its next micro-batch) and a
+ * save where there is something to save; another one within a second of it is taken for a double press and
+ * ignored (it would lose the save); later, one more quits at once. */
 static void on_signal(int sig) {
     static const char msg[] = "\nstopping: finishing the step (or leaving the evaluation) and saving a checkpoint (none at step 0 or with "
                               "eval_only; again, after a second, to quit now)\n";
@@ -9209,14 +9210,14 @@ static int single_dash_flag(const char *a, char *err, size_t errlen) {
         {"g", "--max_new_tokens of `nanogpt sample`"}, {"s", "`nanogpt sample` after training"}, {"r", "--recompute"},
         {"y", "--init_from=resume"}, {"h", "`nanogpt help`"}};
     /* llm.c's flags for what nanogpt decides itself or does not do */
-    static const char *const llmc_none[] = {"nm", "lg", "sl", "sg", "ge", "a", "f", "w", "z", "pn", "pr", "pg", "pm", "pi", "pf", "ps", "yd", "yf"};
+    static const char *const llmc_none[] = {"nm", "lg", "sl", "sg", "ge", "a", "f", "w", "z", "pn", "pr", "pg", "pm", "pi", "pf", "ps", "pp", "yd", "yf"};
     for (size_t i = 0; i < sizeof llmc / sizeof llmc[0]; i++)
         if (!strcmp(a + 1, llmc[i][0]))
             return fail(err, errlen, NGPT_ERR_ARG, "argument '%s': nanogpt takes --key=value settings; llm.c's -%s is %s", a, llmc[i][0], llmc[i][1]);
     for (size_t i = 0; i < sizeof llmc_none / sizeof llmc_none[0]; i++)
         if (!strcmp(a + 1, llmc_none[i]))
-            return fail(err, errlen, NGPT_ERR_ARG, "argument '%s': llm.c's -%s has no nanogpt setting (one GPU, fp32 master weights, its own kernels "
-                                                   "and fusions; `nanogpt help config` lists the settings)", a, llmc_none[i]);
+            return fail(err, errlen, NGPT_ERR_ARG, "argument '%s': llm.c's -%s has no nanogpt setting: nanogpt decides it itself or has no such "
+                                                   "feature (`nanogpt help config` lists the settings)", a, llmc_none[i]);
     return fail(err, errlen, NGPT_ERR_ARG, "argument '%s': nanogpt takes --key=value settings (`nanogpt help config` lists them)", a);
 }
 
@@ -9377,7 +9378,6 @@ static int ensure_dataset(const ngpt_config *cfg, char *err, size_t errlen) {
     return rc;
 }
 
-
 /* the config keys of a model's shape, which a checkpoint or pretrained weights decide over a config */
 static const char *const model_keys[6] = {"n_layer", "n_head", "n_embd", "block_size", "bias", "vocab_size"};
 
@@ -9402,6 +9402,7 @@ static const char *model_overrides(const ngpt_config *given, const ngpt_config *
     }
     return buf;
 }
+
 /* init_from = resume: when the checkpoint's run read other data than cfg names, a line saying so (else "") */
 static void resume_data_note(const ngpt_config *cfg, char *note, size_t cap) {
     long long newest;
@@ -9491,7 +9492,7 @@ static int cmd_train(int argc, char **argv) {
     for (int k = 0; k < 6; k++) set[k] = line_of[config_find(model_keys[k]) - config_keys] != 0;
     char overridden[512];
     if (model_overrides(&cfg, eff, set, overridden, sizeof overridden)[0])
-        printf("note: init_from = %s sets the model, over the %s: %s\n", eff->init_from, has_file ? "config file and command line" : "command line",
+        printf("note: init_from = %s sets the model, over the %s: %s\n", eff->init_from, has_file ? "config files and command line" : "command line",
                overridden);
     ngpt_stats st;
     ngpt_get_stats(tr, &st);
@@ -9602,7 +9603,7 @@ static int cmd_plan(int argc, char **argv) {
     }
     if (sampling) /* sample's order: its config files first, its settings over them */
         for (int i = 0, files = 0; i < n; i++) {
-            if (!strncmp(rest[i], "--", 2) || !config_file_arg(rest[i])) continue;
+            if (!config_file_arg(rest[i])) continue;
             char *file = rest[i];
             memmove(rest + files + 1, rest + files, (size_t)(i - files) * sizeof *rest);
             rest[files++] = file;
@@ -9893,7 +9894,7 @@ static int sample_with(int argc, char **argv, int n_files, char **cfg_files) {
     if (!strcmp(init_from, "scratch")) { fprintf(stderr, "error: --init_from=scratch: a fresh model has nothing to say; sample a checkpoint or gpt2\n"); return 1; }
     long long newest;
     if (resume && !checkpoint_list(cfg.out_dir, &newest, 1)) {
-        fprintf(stderr, "error: init_from = resume, but out_dir %s holds no ckpt_<step>.bin (without --init_from, sample reads best.bin)\n", cfg.out_dir);
+        fprintf(stderr, "error: --init_from=resume: out_dir %s holds no ckpt_<step>.bin (without --init_from, sample reads best.bin)\n", cfg.out_dir);
         return 1;
     }
     if (checkpoint_file || resume) {
@@ -10093,7 +10094,6 @@ static int cmd_sample(int argc, char **argv) {
     free(cfg_files);
     return rc;
 }
-
 
 /* ---- nanogpt export: a checkpoint's weights as an llm.c model file ---- */
 static int cmd_export(int argc, char **argv) {

@@ -40,7 +40,8 @@ static const char *check_case_name = "";
               (what), g_, w_, (double)(tol));                                             \
     } while (0)
 
-/* NGPT_TEST_ONLY=name (a developer's run of one case): the other cases are not run, nor counted */
+/* NGPT_TEST_ONLY=name, for one test program run by hand (build/test_cli, say; not ./build.sh test, where every
+ * other program would fail on it): only that case runs; a name that is no case here fails (check_summary) */
 #define RUN(fn)                                                                            \
     do {                                                                                   \
         const char *only_ = getenv("NGPT_TEST_ONLY");                                      \

@@ -156,6 +156,17 @@ static int log_lines_with(const char *s) {
     return n;
 }
 
+/* ngpt_train in a thread of its own */
+typedef struct {
+    ngpt_trainer *tr;
+    int rc;
+} TrainThread;
+static void *train_thread(void *arg) {
+    TrainThread *t = (TrainThread *)arg;
+    t->rc = ngpt_train(t->tr);
+    return NULL;
+}
+
 /* a progress callback that asks its trainer (*ctx) to stop at each evaluation */
 static void stop_at_evaluation(void *ctx, const ngpt_progress *p) {
     if (p->is_eval) ngpt_request_stop(*(ngpt_trainer **)ctx);
@@ -202,8 +213,9 @@ static void test_stop_during_evaluation(void) {
     ngpt_request_stop(tr);
     rc = ngpt_train(tr);
     CHECK(rc == NGPT_ERR_INTERRUPTED && tr->step == 3 && strstr(tr->err, "during its evaluation"), "again: rc %d: %s", rc, tr->err);
-    CHECK(stat(path, &after) == 0 && after.st_mtim.tv_sec == before.st_mtim.tv_sec && after.st_mtim.tv_nsec == before.st_mtim.tv_nsec,
-          "the checkpoint of step 3 is not written twice");
+    CHECK(stat(path, &after) == 0 && after.st_ino == before.st_ino && after.st_mtim.tv_sec == before.st_mtim.tv_sec &&
+              after.st_mtim.tv_nsec == before.st_mtim.tv_nsec,
+          "the checkpoint of step 3 is not written twice (a save renames a new file into place)");
     ngpt_trainer_free(tr);
 
     /* the resume evaluates step 3 and trains on to the end: as a run never stopped */
@@ -250,6 +262,26 @@ static void test_stop_during_evaluation(void) {
               newest_checkpoint_step() == 3,
           "a stop from the evaluation's callback: rc %d at step %d, newest checkpoint %lld: %s", rc, cb->step, newest_checkpoint_step(), cb->err);
     ngpt_trainer_free(cb);
+
+    /* from another thread in the middle of a long evaluation (4e6 sequences: a minute or more): it stops within
+     * a micro-batch, and the evaluation leaves no trace */
+    clear_out_dir();
+    ngpt_config longer = c;
+    longer.eval_iters = 1000000;
+    ngpt_trainer *mid = make(&longer);
+    if (!mid) return;
+    for (int i = 0; i < 3; i++) CHECK(ngpt_train_step(mid, &loss) == 0, "step %d: %s", i, mid->err);
+    TrainThread t = {mid, -1};
+    pthread_t th;
+    double t0 = now_seconds();
+    CHECK(pthread_create(&th, NULL, train_thread, &t) == 0, "pthread_create");
+    usleep(300000);
+    ngpt_request_stop(mid);
+    pthread_join(th, NULL);
+    double took = now_seconds() - t0;
+    CHECK(t.rc == NGPT_ERR_INTERRUPTED && strstr(mid->err, "stopped at step 3, during its evaluation") && mid->eval_count == 0 && took < 10,
+          "stopped from a thread in %.1f s: rc %d: %s", took, t.rc, mid->err);
+    ngpt_trainer_free(mid);
 
     /* eval_only: nothing is saved */
     clear_out_dir();

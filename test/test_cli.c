@@ -525,7 +525,7 @@ static void test_resume_model(void) {
     r = cli("train", tmp_path("model.cfg"), data_arg, out_dir_arg, "--init_from=resume", "--block_size=128", "--max_iters=4", "--eval_interval=2",
             "--eval_iters=1", "--device=cpu", "--threads=1", NULL);
     CHECK_RUN(r, 0, "resume with a config file's model keys");
-    CHECK(strstr(r->out, "note: init_from = resume sets the model, over the config file and command line: n_layer 1 (not 6), block_size 32 (not 128)\n"),
+    CHECK(strstr(r->out, "note: init_from = resume sets the model, over the config files and command line: n_layer 1 (not 6), block_size 32 (not 128)\n"),
           "the config file's overridden keys: %.600s", r->out);
     /* resumed on other data, whose characters outnumber the model's vocabulary: the error, and a note of the data the
      * checkpoint's run read */
@@ -1246,7 +1246,8 @@ static void test_interrupt_evaluation(void) {
     pid_t pid = cli_start(argv);
     CliRun run, *t = &run;
     wait_for_output("plan: ");
-    usleep(300000); /* into the evaluation */
+    usleep(300000); /* into the evaluation (a signal before it stops it at its first micro-batch, to the same output;
+                       * test_checkpoint's test_stop_during_evaluation stops one in the middle) */
     kill(pid, SIGINT);
     double t_signal = now_seconds();
     cli_wait(pid, t, 120);
