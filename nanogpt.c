@@ -9225,6 +9225,18 @@ static int single_dash_flag(const char *a, char *err, size_t errlen) {
  * configurator takes every argument without '=' for a config file) */
 static int config_file_arg(const char *a) { return strncmp(a, "--", 2) && (!strchr(a, '=') || file_exists(a)); }
 
+/* moves the config files among args to the front, each group keeping its order; returns how many there are */
+static int files_first(char **args, int n) {
+    int files = 0;
+    for (int i = 0; i < n; i++) {
+        if (!config_file_arg(args[i])) continue;
+        char *file = args[i];
+        memmove(args + files + 1, args + files, (size_t)(i - files) * sizeof *args);
+        args[files++] = file;
+    }
+    return files;
+}
+
 /* Config files and --key=value settings over cfg, which holds the base (nanoGPT's defaults, or a checkpoint's
  * stored config), applied in their order as nanoGPT's configurator does (a later one overrides an earlier one).
  * Without a file, train and plan (default_job) take the default job's preset for the device they will run on.
@@ -9384,6 +9396,16 @@ static const char *const model_keys[6] = {"n_layer", "n_head", "n_embd", "block_
 static void model_values(const ngpt_config *c, int v[6]) {
     const int x[6] = {c->n_layer, c->n_head, c->n_embd, c->block_size, c->bias, c->vocab_size};
     memcpy(v, x, sizeof x);
+}
+
+/* c's model keys set back to model's */
+static void config_keep_model(ngpt_config *c, const ngpt_config *model) {
+    c->n_layer = model->n_layer;
+    c->n_head = model->n_head;
+    c->n_embd = model->n_embd;
+    c->block_size = model->block_size;
+    c->bias = model->bias;
+    c->vocab_size = model->vocab_size;
 }
 
 /* "n_layer 4 (not 8), bias False (not True)": each model key that set[k] marks as given and whose given value
@@ -9601,13 +9623,7 @@ static int cmd_plan(int argc, char **argv) {
         if (!strcmp(argv[i], "--sample")) sampling = 1; /* the plan `nanogpt sample` makes (ngpt_options.sample_only) */
         else rest[n++] = argv[i];
     }
-    if (sampling) /* sample's order: its config files first, its settings over them */
-        for (int i = 0, files = 0; i < n; i++) {
-            if (!config_file_arg(rest[i])) continue;
-            char *file = rest[i];
-            memmove(rest + files + 1, rest + files, (size_t)(i - files) * sizeof *rest);
-            rest[files++] = file;
-        }
+    if (sampling) files_first(rest, n); /* sample's order: its config files first, its settings over them */
     /* --sample plans what `nanogpt sample` makes: from nanoGPT's defaults, not the default job's preset; without
      * init_from, out_dir's checkpoint (best.bin, else the newest), its stored config the base that the arguments
      * override, as sample reads it; with no checkpoint there (nor the default job's), the config's model */
@@ -9975,12 +9991,7 @@ static int sample_with(int argc, char **argv, int n_files, char **cfg_files) {
         char overridden[512];
         if (model_overrides(&cfg, &checkpoint_model, set, overridden, sizeof overridden)[0])
             fprintf(stderr, "note: the checkpoint sets the model, over the command line: %s\n", overridden);
-        cfg.n_layer = checkpoint_model.n_layer;
-        cfg.n_head = checkpoint_model.n_head;
-        cfg.n_embd = checkpoint_model.n_embd;
-        cfg.vocab_size = checkpoint_model.vocab_size;
-        cfg.block_size = checkpoint_model.block_size;
-        cfg.bias = checkpoint_model.bias;
+        config_keep_model(&cfg, &checkpoint_model);
         copy_str(cfg.init_from, sizeof cfg.init_from, "scratch");
     }
     ngpt_options opt;
@@ -10077,22 +10088,14 @@ static int sample_with(int argc, char **argv, int n_files, char **cfg_files) {
 /* nanogpt sample [config files] [--key=value ...]: the config files, wherever they are, in their order; the
  * command line's settings override them all */
 static int cmd_sample(int argc, char **argv) {
-    char err[NGPT_ERRLEN], **cfg_files = (char **)malloc((size_t)(argc + 1) * sizeof(char *));
-    if (!cfg_files) { fprintf(stderr, "error: out of host memory\n"); return 1; }
-    int n_files = 0, n_settings = 0; /* argv keeps the settings, gathered in place */
+    char err[NGPT_ERRLEN];
     for (int i = 0; i < argc; i++)
         if (single_dash_flag(argv[i], err, sizeof err)) { /* llm.c's -e 4: the flag is the error, not its value */
             fprintf(stderr, "error: %s\n", err);
-            free(cfg_files);
             return 1;
         }
-    for (int i = 0; i < argc; i++) {
-        if (strncmp(argv[i], "--", 2) && config_file_arg(argv[i])) cfg_files[n_files++] = argv[i];
-        else argv[n_settings++] = argv[i];
-    }
-    int rc = sample_with(n_settings, argv, n_files, cfg_files);
-    free(cfg_files);
-    return rc;
+    int n_files = files_first(argv, argc);
+    return sample_with(argc - n_files, argv + n_files, n_files, argv);
 }
 
 /* ---- nanogpt export: a checkpoint's weights as an llm.c model file ---- */
