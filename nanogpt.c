@@ -9081,6 +9081,7 @@ static void display_progress(void *ctx, const ngpt_progress *p) {
 }
 
 static ngpt_trainer *volatile running_trainer; /* for the signal handler */
+static volatile sig_atomic_t stop_signal;       /* the signal that stopped the run (0: none) */
 
 /* SIGINT/SIGTERM: the first stops the run after its step (an evaluation is left at its next micro-batch) and a
  * save where there is something to save; another one within a second of it is taken for a double press and
@@ -9094,6 +9095,7 @@ static void on_signal(int sig) {
     clock_gettime(CLOCK_MONOTONIC, &now);
     if (!stopping) {
         stopping = 1;
+        stop_signal = sig;
         first = now;
         if (write(2, msg, sizeof msg - 1) < 0) { /* nothing to do */ }
         if (running_trainer) ngpt_request_stop(running_trainer);
@@ -9570,7 +9572,15 @@ static int cmd_train(int argc, char **argv) {
                st.step - step0, from, now_seconds() - t0, (double)st.best_val_loss, b1, b3, b2, cfg.out_dir);
     }
     ngpt_trainer_free(tr);
-    return rc == NGPT_OK || rc == NGPT_ERR_INTERRUPTED ? 0 : 1;
+    if (rc == NGPT_ERR_INTERRUPTED && stop_signal) {
+        /* saved, and now ended by the signal, as Python ends on an unhandled Ctrl-C: the shell sees a program that
+         * SIGINT (or SIGTERM) ended, so a script's loop or `&&` stops here too, and a scheduler does not record success */
+        fflush(NULL);
+        signal(stop_signal, SIG_DFL);
+        raise(stop_signal);
+        return 128 + stop_signal;
+    }
+    return rc == NGPT_OK ? 0 : 1;
 }
 
 /* A refused plan: the error on stderr and, for --json, {"fits": false, "error": "..."} on stdout; exit status 1. */

@@ -27,6 +27,7 @@ static const char *tmp_path(const char *name) {
 
 typedef struct {
     int rc;           /* exit status, or 128 + the signal that ended the child */
+    int signal;       /* the signal that ended the child, 0 when it exited */
     char out[65536];  /* the first 64 KiB of stdout */
     char err[16384];  /* and of stderr */
 } CliRun;
@@ -91,6 +92,7 @@ static void cli_wait(pid_t pid, CliRun *r, double timeout_s) {
         usleep(2000);
     }
     r->rc = WIFEXITED(status) ? WEXITSTATUS(status) : WIFSIGNALED(status) ? 128 + WTERMSIG(status) : -1;
+    r->signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
     read_text(tmp_path("out.txt"), r->out, sizeof r->out);
     read_text(tmp_path("err.txt"), r->err, sizeof r->err);
 }
@@ -783,14 +785,16 @@ static void test_workflow(void) {
             tmp_path("out"), tmp_path("chars"));
     fclose(f);
 
-    /* train until a few log lines are out, then Ctrl-C: the step finishes, a checkpoint is saved, exit 0 */
+    /* train until a few log lines are out, then Ctrl-C: the step finishes, a checkpoint is saved, and the process ends by
+     * SIGINT, as Python does (a shell script's loop stops there) */
     char *train_argv[] = {"train", cfg_path, NULL};
     pid_t pid = cli_start(train_argv);
     CliRun run, *t = &run;
     wait_for_output("iter 30/");
     kill(pid, SIGINT);
     cli_wait(pid, t, 120);
-    CHECK_RUN(t, 0, "train, then SIGINT");
+    CHECK_RUN(t, 130, "train, then SIGINT");
+    CHECK(t->signal == SIGINT, "after its save, SIGINT ends the process (signal %d)", t->signal);
     long long stopped = number_after(t->out, "stopped at step ");
     CHECK(stopped >= 30 && strstr(t->out, "the checkpoint is saved in ") && strstr(t->out, "resume from it with --init_from=resume; memory: arena ") &&
               strstr(t->err, "stopping: finishing the step"),
@@ -1223,14 +1227,14 @@ static void test_double_interrupt(void) {
     usleep(20000);
     kill(pid, SIGINT);
     cli_wait(pid, t, 120);
-    CHECK_RUN(t, 0, "train, then SIGINT twice 20 ms apart");
+    CHECK_RUN(t, 130, "train, then SIGINT twice 20 ms apart");
     long long stopped = number_after(t->out, "stopped at step ");
     char ckpt[700];
     checkpoint_path(tmp_path("dbl_out"), stopped, ckpt, sizeof ckpt);
     CHECK(stopped >= 2 && file_size(ckpt) > 0, "the double press still saved (step %lld, %s): %.300s", stopped, ckpt, t->out);
 }
 
-/* Ctrl-C in the middle of a long evaluation (a resume evaluates first): it stops within a micro-batch, not at
+/* SIGTERM (as Ctrl-C) in the middle of a long evaluation (a resume evaluates first): it stops within a micro-batch, not at
  * the evaluation's end; the evaluation is dropped, and the checkpoint it resumed from is the one to resume */
 static void test_interrupt_evaluation(void) {
     char data[600], out[600];
@@ -1248,11 +1252,12 @@ static void test_interrupt_evaluation(void) {
     wait_for_output("plan: ");
     usleep(300000); /* into the evaluation (a signal before it stops it at its first micro-batch, to the same output;
                        * test_checkpoint's test_stop_during_evaluation stops one in the middle) */
-    kill(pid, SIGINT);
+    kill(pid, SIGTERM); /* a scheduler's preemption: the same as Ctrl-C */
     double t_signal = now_seconds();
     cli_wait(pid, t, 120);
     double waited = now_seconds() - t_signal;
-    CHECK_RUN(t, 0, "train --init_from=resume, then SIGINT during the evaluation");
+    CHECK_RUN(t, 143, "train --init_from=resume, then SIGTERM during the evaluation");
+    CHECK(t->signal == SIGTERM, "after its save, SIGTERM ends the process (signal %d)", t->signal);
     CHECK(waited < 30, "the evaluation stopped %.1f s after the signal", waited);
     CHECK(strstr(t->out, "stopped at step 3, during its evaluation (a resume runs it again); the checkpoint is saved in ") &&
               strstr(t->out, "resume from it with --init_from=resume; memory: arena ") && !strstr(t->out, "step 3: train loss") &&
