@@ -834,6 +834,12 @@ static int config_load(ngpt_config *cfg, const char *path, int *line_of, char *e
                 rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s:%d:%d: %s", path, lineno, col, msg);
                 break;
             }
+            const char *text = v + strspn(v, " \t");
+            if (k->type == KEY_STR && *text != '\'' && *text != '"') { /* Python would read a name (wandb_run_name) or a call */
+                rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s:%d:%d: %s = %.60s: a text setting in a config file is a quoted string, as in Python "
+                          "('...'); " VALUE_LITERALS " (a variable, a call)", path, lineno, (int)(text - line) + 1, p, value);
+                break;
+            }
             if ((rc = config_assign(cfg, k, value, 0, msg, sizeof msg))) {
                 fail(err, errlen, rc, "%s:%d: %s", path, lineno, msg);
                 break;

@@ -217,6 +217,10 @@ static void test_text_after_quote(void) {
         {"batch_size = int('8')\n", "bad.cfg:1:18: batch_size = int('8'): a quote inside an unquoted value"},
         {"out_dir = 'a' * 2\n", "bad.cfg:1:15: out_dir = 'a' * 2: after the closing quote, unexpected `* 2`"},
         {"out_dir = \"a'\" + 'b\"'\n", "bad.cfg:1: out_dir = a'b\": holds both ' and \""},
+        /* text unquoted is a Python name or call, whose value nanoGPT would use: never the text itself */
+        {"wandb_run_name = 'mini-gpt'\nout_dir = wandb_run_name\n", "bad.cfg:2:11: out_dir = wandb_run_name: a text setting in a config file is a quoted string"},
+        {"dataset = shakespeare_char  # bare\n", "bad.cfg:1:11: dataset = shakespeare_char: a text setting in a config file is a quoted string"},
+        {"out_dir = os.getcwd()\n", "bad.cfg:1:11: out_dir = os.getcwd(): a text setting in a config file is a quoted string"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         ngpt_config_defaults(&c);
