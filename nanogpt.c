@@ -9299,7 +9299,7 @@ static int parse_args(const char *command, int argc, char **argv, int default_jo
         char msg[NGPT_ERRLEN];
         int rc = ngpt_config_set(cfg, key, eq + 1, msg, sizeof msg);
         const char *const *sample_options = command_option_table[0].options; /* "sample" */
-        for (size_t j = 0; rc && sample_options[j]; j++)
+        for (size_t j = 0; rc && !config_find(key) && sample_options[j]; j++) /* seed is both: its range is the answer */
             if (!strcmp(key, sample_options[j]))
                 return fail(err, errlen, rc, "--%s is an argument of `nanogpt sample`, not a config key (plan --sample plans batch_size "
                                              "sequences at once)", key);
@@ -9983,7 +9983,7 @@ static int sample_with(int argc, char **argv, int n_files, char **cfg_files) {
             {"max_new_tokens", 0, 1e7, 1, "a whole number in [0, 1e7]"},
             {"temperature", 0, 1e6, 0, "a number in [0, 1e6] (0: always the most likely token)"},
             {"top_k", 0, INT_MAX, 1, "a whole number >= 0 (0 = all tokens)"},
-            {"seed", 0, 1e18, 1, "a whole number in [0, 1e18]"}};
+            {"seed", 0, 9.2e18, 1, "a whole number in [0, 9.2e18] (as the config key)"}};
         int which = -1;
         for (int k = 0; k < (int)(sizeof nums / sizeof nums[0]); k++)
             if (!strcmp(key, nums[k].key)) which = k;

@@ -242,6 +242,10 @@ static void test_typos(void) {
     r = cli("plan", "--sample", "--num_samples=1", NULL);
     CHECK_RUN(r, 1, "plan --sample --num_samples=1");
     CHECK(strstr(r->err, "--num_samples is an argument of `nanogpt sample`"), "a sample argument to plan says whose it is: %.300s", r->err);
+    r = cli("plan", "--seed=-1", NULL); /* seed is a config key as well as sample's: its range, not whose it is */
+    CHECK_RUN(r, 1, "plan --seed=-1");
+    CHECK(strstr(r->err, "--seed: seed = '-1': must be an integer in [0, ") && !strstr(r->err, "an argument of"), "a bad seed's range: %.300s",
+          r->err);
     r = cli("plot", tmp_path("nowhere"), NULL);
     CHECK_RUN(r, 1, "plot of a folder without a log");
     CHECK(strstr(r->err, "nowhere/log.jsonl"), "plot names the file it could not open: %.300s", r->err);
