@@ -10143,6 +10143,11 @@ static int cmd_export(int argc, char **argv) {
                 out[strlen(out) - 1] != '/' ? "/" : "");
         return 1;
     }
+    if (is_checkpoint_file(out)) { /* its AdamW state and step would be gone, and a resume or sample of its run would fail */
+        fprintf(stderr, "error: --out=%s is a nanogpt checkpoint, which export does not replace: --out names a new llm.c model file (e.g. "
+                        "--out=gpt2_124M.bin)\n", out);
+        return 1;
+    }
     char err[NGPT_ERRLEN], path[700] = ""; /* the checkpoint to export, when --init_from names one */
     long long newest;
     if (!from && is_checkpoint_file(cfg.out_dir)) from = cfg.out_dir; /* --out_dir=out/ckpt_000000500.bin */

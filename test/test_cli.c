@@ -1078,6 +1078,13 @@ static void test_workflow(void) {
     r = cli("export", out_dir_arg, folder_arg, NULL);
     CHECK_RUN(r, 1, "export --out=a folder/");
     CHECK(strstr(r->err, "is a folder; --out names the file to write"), "a folder as --out: %.300s", r->err);
+    char ckpt_out[800]; /* the checkpoint it reads, say: its AdamW state and step would be gone */
+    snprintf(ckpt_out, sizeof ckpt_out, "--out=%s", newest);
+    long size_before_export = file_size(newest);
+    r = cli("export", ckpt_init, ckpt_out, NULL);
+    CHECK_RUN(r, 1, "export --out=a checkpoint");
+    CHECK(strstr(r->err, "is a nanogpt checkpoint, which export does not replace") && file_size(newest) == size_before_export && is_checkpoint_file(newest),
+          "a checkpoint as --out is refused and kept: %.300s", r->err);
     r = cli("export", out_dir_arg, "--out=", NULL);
     CHECK_RUN(r, 1, "export --out= (empty)");
     CHECK(strstr(r->err, "export needs --out=FILE"), "an empty --out: %.300s", r->err);
