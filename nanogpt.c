@@ -8912,6 +8912,18 @@ static int tokwriter_fail(const TokWriter *w, int put, char *err, size_t errlen)
 
 static int utf8_continuation(unsigned char c) { return (c & 0xC0) == 0x80; }
 
+/* After GPT-2 tokens are written into dir (train.bin, val.bin): a character vocabulary an earlier prepare left there
+ * (meta.bin), with which training would read the tokens as characters, is removed */
+static void prepare_gpt2_leftovers(const char *dir, FILE *log) {
+    char meta[600];
+    snprintf(meta, sizeof meta, "%.580s/meta.bin", dir);
+    if (!file_exists(meta)) return;
+    int removed = !unlink(meta);
+    if (log)
+        fprintf(log, "%s %s: an earlier prepare's character vocabulary, with which training would read these tokens as characters%s\n",
+                removed ? "removed" : "warning: could not remove", meta, removed ? "" : ": remove it");
+}
+
 static int prepare_gpt2(const char *const *inputs, int n_inputs, const char *out_dir, double val_fraction, int llmc, const ngpt_tokenizer *tok,
                         FILE *log, char *err, size_t errlen) {
     /* pass 1: characters (code points; a stray byte counts as one) of all inputs */
@@ -8999,6 +9011,7 @@ static int prepare_gpt2(const char *const *inputs, int n_inputs, const char *out
             fprintf(log, "prepared %d file(s), %s, %llu characters: train has %llu tokens, val has %llu tokens (GPT-2 BPE, %s format) -> %s\n",
                     n_inputs, fmt_bytes(size, sizeof size, total_bytes), (unsigned long long)chars, (unsigned long long)w[0].count,
                     (unsigned long long)w[1].count, llmc ? "llm.c" : "nanoGPT", out_dir);
+        if (!rc) prepare_gpt2_leftovers(out_dir, log);
     }
 done:
     for (int k = 0; k < 2; k++)

@@ -1209,6 +1209,27 @@ static void test_long_argument_lists(void) {
     CHECK(strstr(r->out, "prepared 300 file(s)"), "every input file: %.300s", r->out);
 }
 
+/* GPT-2 tokens prepared into a folder that held characters: the character vocabulary (meta.bin) goes, else training
+ * would read the tokens as characters */
+static void test_prepare_gpt2_over_characters(void) {
+    char input[700], out[700], tok[700], meta[700];
+    snprintf(input, sizeof input, "--input=%s", tmp_path("re_prepare.txt"));
+    snprintf(out, sizeof out, "--out=%s", tmp_path("re_prepared"));
+    snprintf(tok, sizeof tok, "--tokenizer_dir=%s/gpt2", shared_data_dir());
+    snprintf(meta, sizeof meta, "%s/meta.bin", tmp_path("re_prepared"));
+    FILE *f = fopen(tmp_path("re_prepare.txt"), "w");
+    if (!f) { CHECK(0, "cannot write %s", tmp_path("re_prepare.txt")); return; }
+    for (int i = 0; i < 50; i++) fprintf(f, "First Citizen: we are accounted poor citizens, the patricians good. %d\n", i);
+    fclose(f);
+    CliRun *r = cli("prepare", input, out, NULL);
+    CHECK_RUN(r, 0, "prepare characters");
+    CHECK(file_size(meta) > 0, "characters have %s", meta);
+    r = cli("prepare", "--tokenizer=gpt2", tok, input, out, "--format=llmc", NULL);
+    CHECK_RUN(r, 0, "prepare GPT-2 tokens into the same folder");
+    CHECK(file_size(meta) < 0 && strstr(r->out, "removed ") && strstr(r->out, "an earlier prepare's character vocabulary"),
+          "the character vocabulary is removed, and that is said: %.300s", r->out);
+}
+
 /* nanoGPT's train_shakespeare_char.py shortened for a quick try (max_iters and lr_decay_iters 50, warmup 100 as
  * the file has it): it trains, as nanoGPT's get_lr runs it, with a note that says what the schedule does */
 static void test_short_schedule_runs(void) {
@@ -1500,6 +1521,7 @@ int main(void) {
     RUN(test_llmc_token_limit);
     RUN(test_long_argument_lists);
     RUN(test_short_schedule_runs);
+    RUN(test_prepare_gpt2_over_characters);
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
     if (system(cmd)) printf("could not remove %s\n", tmpdir);
