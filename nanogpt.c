@@ -7387,6 +7387,20 @@ static int resume_open(ngpt_config *c, CkptReader *r, char *path, size_t cap, ch
     return rc;
 }
 
+/* A resume whose newest checkpoint (path) does not read, msg saying why: when it is corrupt or cut short and the one
+ * before it opens, the error says how to resume from that one */
+static int resume_failed(ngpt_trainer *tr, int rc, const char *msg, const char *path) {
+    long long steps[2];
+    char before[512];
+    CkptReader r;
+    if (rc != NGPT_ERR_FORMAT || checkpoint_list(tr->cfg.out_dir, steps, 2) < 2) return tr_fail(tr, rc, "%s", msg);
+    checkpoint_path(tr->cfg.out_dir, steps[0], before, sizeof before);
+    char ignored[NGPT_ERRLEN];
+    if (checkpoint_open(&r, before, ignored, sizeof ignored)) return tr_fail(tr, rc, "%s", msg);
+    fclose(r.f);
+    return tr_fail(tr, rc, "%s; to resume from the checkpoint before it, %s, move %s out of out_dir", msg, before, path);
+}
+
 /* Pretrained weights of shape pm (w NULL: the shape alone) set the model in c, as nanoGPT's from_pretrained:
  * their sizes, bias, and block_size cropped to c's (sampling takes the model's whole context when c's is larger). */
 static int pretrained_config(ngpt_config *c, ModelShape *pm, Weights *w, int sample_only, char *err, size_t errlen) {
@@ -7471,7 +7485,7 @@ static int trainer_setup(ngpt_trainer *tr) {
     CkptReader resume = {0};
     char resume_path[512] = "";
     if (!strcmp(c->init_from, "resume")) {
-        if ((rc = resume_open(c, &resume, resume_path, sizeof resume_path, msg, sizeof msg))) return tr_fail(tr, rc, "%s", msg);
+        if ((rc = resume_open(c, &resume, resume_path, sizeof resume_path, msg, sizeof msg))) return resume_failed(tr, rc, msg, resume_path);
         tr->resume_file = resume.f;
         tr_log(tr, 0, "resuming from %s (step %lld)", resume_path, (long long)resume.state.step);
     }
@@ -7599,7 +7613,10 @@ static int trainer_setup(ngpt_trainer *tr) {
         rc = checkpoint_load(tr, &resume, resume_path);
         fclose(resume.f);
         tr->resume_file = NULL;
-        if (rc) return rc;
+        if (rc) {
+            copy_str(msg, sizeof msg, tr->err);
+            return resume_failed(tr, rc, msg, resume_path);
+        }
     } else if (tr->pretrained && tr->pretrained->map) {
         rc = copy_params_in_from(tr, NULL, tr->pretrained);
         weights_close(tr->pretrained);

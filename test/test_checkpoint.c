@@ -532,11 +532,23 @@ static void test_resume_checks_every_section(void) {
         char want[128];
         snprintf(want, sizeof want, ": %s section (offset %llu, %llu bytes): checksum mismatch", section_names[id], (unsigned long long)sec->offset,
                  (unsigned long long)sec->bytes);
-        CHECK(rc == NGPT_ERR_FORMAT && strstr(err, path) && strstr(err, want), "a flip in the %s section: rc %d: %s", section_names[id], rc,
-              rc ? err : "resumed");
+        CHECK(rc == NGPT_ERR_FORMAT && strstr(err, path) && strstr(err, want) && !strstr(err, "before it"), "a flip in the %s section: rc %d: %s",
+              section_names[id], rc, rc ? err : "resumed");
         ngpt_trainer_free(t);
     }
+    /* a corrupt newest checkpoint with an intact one before it: the error says how to resume from that one */
+    char newer[512];
+    checkpoint_path(out_dir, 2, newer, sizeof newer);
+    mutate(good, newer, -1, (long)(r.h.sec[SEC_PARAMS - 1].offset + 8), 0);
     mutate(good, path, -1, -1, 0);
+    ngpt_trainer *t = NULL;
+    int rc = ngpt_trainer_create(&c, NULL, &t, err, sizeof err);
+    char want[1200];
+    snprintf(want, sizeof want, "checksum mismatch (the file is corrupt); to resume from the checkpoint before it, %s, move %s out of out_dir", path,
+             newer);
+    CHECK(rc == NGPT_ERR_FORMAT && strstr(err, want), "the way to the checkpoint before a corrupt one: rc %d: %s", rc, rc ? err : "resumed");
+    ngpt_trainer_free(t);
+    unlink(newer);
     tr = make(&c);
     CHECK(tr && tr->step == 1, "the intact file resumes at step %d", tr ? tr->step : -1);
     ngpt_trainer_free(tr);
