@@ -482,7 +482,9 @@ static const char *config_closest_at(const char *key, size_t *distance) {
         {"context_length", "block_size"}, {"max_steps", "max_iters"}, {"steps", "max_iters"}, {"num_iterations", "max_iters"},
         {"warmup_steps", "warmup_iters"}, {"wd", "weight_decay"}, {"clip", "grad_clip"}, {"max_grad_norm", "grad_clip"},
         {"n_embed", "n_embd"}, {"d_model", "n_embd"}, {"hidden_size", "n_embd"}, {"num_layers", "n_layer"},
-        {"num_heads", "n_head"}, {"precision", "dtype"}};
+        {"num_heads", "n_head"}, {"precision", "dtype"}, {"input_bin", "data_dir"}, {"input_val_bin", "data_dir"},
+        {"output_dir", "out_dir"}, {"val_loss_every", "eval_interval"}, {"val_max_steps", "eval_iters"}, {"model", "init_from"},
+        {"inference_only", "eval_only"}};
     for (size_t i = 0; i < sizeof aliases / sizeof aliases[0]; i++)
         if (!strcasecmp(key, aliases[i][0])) {
             if (distance) *distance = 1;
@@ -616,6 +618,13 @@ static int config_unknown(const char *key, char *err, size_t errlen) {
     for (int i = 0; command_option_table[0].options[i]; i++) /* sample.py's own settings, in a config file */
         if (!strcmp(key, command_option_table[0].options[i]))
             return fail(err, errlen, NGPT_ERR_ARG, "%s is an option of `nanogpt sample`, not a config key: pass it as --%s=...", key, key);
+    static const char *const no_key[][2] = { /* llm.c's train_gpt2.py settings that are no one key here */
+        {"total_batch_size", "the tokens per step are batch_size x gradient_accumulation_steps x block_size"},
+        {"sample_every", "`nanogpt sample` samples a checkpoint"},
+        {"zero_stage", "nanogpt trains on one device"}};
+    for (size_t i = 0; i < sizeof no_key / sizeof no_key[0]; i++)
+        if (!strcmp(key, no_key[i][0]))
+            return fail(err, errlen, NGPT_ERR_ARG, "unknown key '%s' (llm.c's; here %s); `nanogpt help config` lists the keys", key, no_key[i][1]);
     return fail(err, errlen, NGPT_ERR_ARG, "unknown key '%s' (did you mean '%s'?); `nanogpt help config` lists them all", key,
                 config_closest(key));
 }

@@ -50,6 +50,9 @@ static void test_set_and_validate(void) {
     static const struct { const char *key, *value, *says, *not_says; } refused[] = {
         {"lr", "3e-4", "'learning_rate'", NULL},        /* another trainer's name for a key names the key */
         {"seq_len", "3", "'block_size'", NULL},
+        {"val_loss_every", "250", "'eval_interval'", NULL}, /* llm.c's train_gpt2.py */
+        {"input_bin", "dev/data/*_train_*.bin", "'data_dir'", NULL},
+        {"total_batch_size", "524288", "batch_size x gradient_accumulation_steps x block_size", "did you mean"},
         {"max_iters", "5__000", "[0, 2000000000]", NULL}, /* not Python either */
         {"min_lr", "learning_rate / 10", "not Python expressions", NULL},
         {"n_layer", "2; n_head=2", "one `key = value` per line", NULL},
