@@ -9153,6 +9153,33 @@ static void on_signal(int sig) {
     raise(sig);
 }
 
+/* SIGBUS: a memory-mapped token file read past its end, because another program (a prepare, say) cut it short or
+ * rewrote it in place while the run reads it. The file is named and the run ends with an error; a SIGBUS elsewhere
+ * is left to its default action. */
+static void on_data_bus_error(int sig, siginfo_t *info, void *context) {
+    (void)context;
+    ngpt_trainer *tr = running_trainer;
+    const char *path = NULL;
+    for (int set = 0; tr && set < 2 && !path; set++) {
+        const TokenSet *ts = set ? &tr->val_data : &tr->train_data;
+        for (int i = 0; i < ts->n && !path; i++) {
+            const char *map = (const char *)ts->files[i].map, *at = (const char *)info->si_addr;
+            if (map && at >= map && at < map + ts->files[i].map_bytes) path = ts->files[i].path;
+        }
+    }
+    if (!path) {
+        signal(sig, SIG_DFL);
+        raise(sig);
+        return;
+    }
+    static const char head[] = "\nerror: ", tail[] = " is shorter than when the run opened it: another program (a prepare, say) cut it "
+                                                    "short or rewrote it in place while training read it (token files are "
+                                                    "memory-mapped); the checkpoints already in out_dir stay as they were: resume "
+                                                    "with --init_from=resume once the data is whole\n";
+    if (write(2, head, sizeof head - 1) < 0 || write(2, path, strlen(path)) < 0 || write(2, tail, sizeof tail - 1) < 0) { /* nothing to do */ }
+    _exit(1);
+}
+
 static void usage(FILE *f) {
     fprintf(f,
             "nanogpt %s - train GPT-2 in C, planned to never run out of memory\n"
@@ -9555,6 +9582,12 @@ static int cmd_train(int argc, char **argv) {
     running_trainer = tr;
     signal(SIGINT, on_signal);
     signal(SIGTERM, on_signal);
+    struct sigaction bus;
+    memset(&bus, 0, sizeof bus);
+    bus.sa_sigaction = on_data_bus_error;
+    bus.sa_flags = SA_SIGINFO;
+    sigemptyset(&bus.sa_mask);
+    sigaction(SIGBUS, &bus, NULL);
     /* init_from (resume, pretrained weights) decides the model: say so where it overrides what the command line gave */
     const ngpt_config *eff = &tr->cfg;
     int set[6]; /* by a file or an argument */

@@ -1209,6 +1209,26 @@ static void test_long_argument_lists(void) {
     CHECK(strstr(r->out, "prepared 300 file(s)"), "every input file: %.300s", r->out);
 }
 
+/* train.bin cut short while a run reads it (a prepare run again into the folder): an error naming the file, not a
+ * bare "Bus error" */
+static void test_data_cut_short_while_training(void) {
+    char data[600], out[600], train_bin[700];
+    snprintf(data, sizeof data, "--data_dir=%s", small_dataset("cut_data"));
+    snprintf(out, sizeof out, "--out_dir=%s", tmp_path("cut_out"));
+    snprintf(train_bin, sizeof train_bin, "%s/train.bin", tmp_path("cut_data"));
+    char *argv[] = {"train", data, out, "--device=cpu", "--threads=1", "--vocab_size=40", "--n_layer=1", "--n_head=2", "--n_embd=16",
+                    "--block_size=16", "--batch_size=4", "--gradient_accumulation_steps=1", "--eval_interval=100000", "--eval_iters=1",
+                    "--max_iters=100000000", "--log_interval=1", NULL};
+    pid_t pid = cli_start(argv);
+    CliRun run, *t = &run;
+    wait_for_output("iter 2/");
+    CHECK(truncate(train_bin, 0) == 0, "truncate %s: %s", train_bin, strerror(errno));
+    cli_wait(pid, t, 120);
+    CHECK_RUN(t, 1, "train, its train.bin cut short");
+    CHECK(strstr(t->err, train_bin) && strstr(t->err, "is shorter than when the run opened it") && strstr(t->err, "--init_from=resume"),
+          "names the file: %.400s", t->err);
+}
+
 /* GPT-2 tokens prepared into a folder that held characters: the character vocabulary (meta.bin) goes, else training
  * would read the tokens as characters */
 static void test_prepare_gpt2_over_characters(void) {
@@ -1522,6 +1542,7 @@ int main(void) {
     RUN(test_long_argument_lists);
     RUN(test_short_schedule_runs);
     RUN(test_prepare_gpt2_over_characters);
+    RUN(test_data_cut_short_while_training);
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
     if (system(cmd)) printf("could not remove %s\n", tmpdir);
