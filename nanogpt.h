@@ -184,7 +184,8 @@ typedef struct ngpt_options {
      * of I/O staging, so one below the smallest plan's host part (or a device arena below its device
      * part) is NGPT_ERR_NOMEM, the message giving both parts of that smallest plan. The library never frees them. Beyond them,
      * creation mallocs bookkeeping (under 1 MB with the character vocabulary) and maps the token files
-     * read-only; training, evaluation and saving allocate nothing. On the GPU, set CUDA_MODULE_LOADING=EAGER
+     * read-only (a file another program cuts short while the trainer reads it raises SIGBUS in the reading
+     * thread, as with any mapped file); training, evaluation and saving allocate nothing. On the GPU, set CUDA_MODULE_LOADING=EAGER
      * in the environment before the process's first CUDA call (the nanogpt program does): CUDA's default,
      * lazy loading, takes device memory for each kernel at its first launch, in the first training step.
      * A CUDA trainer works on the device current in the thread that creates it (cudaSetDevice first picks
