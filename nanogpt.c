@@ -10104,12 +10104,17 @@ static int sample_with(int argc, char **argv, int n_files, char **cfg_files) {
                   tr->ms.V, dataset_dir(&cfg, dir, sizeof dir));
     }
     if (!rc && tr->charvocab && tr->ms.V != tr->charvocab->n) {
-        /* a model wider than its characters: only one trained so on this very meta.bin (vocab_size above its
-         * characters) is sampled; another meta.bin is not its vocabulary, and its ids would print as U+FFFD */
+        /* a model wider than its characters: a checkpoint trained so on this very meta.bin (vocab_size above its
+         * characters) is sampled; another meta.bin is not its vocabulary, and its ids would print as U+FFFD. Weights
+         * from a file that does not name its data are sampled with the meta.bin given, when it has fewer characters. */
         char dir[300];
         dataset_dir(&cfg, dir, sizeof dir);
         char real_trained[PATH_MAX], real_dir[PATH_MAX]; /* the same folder however it is written */
-        if (!trained_dir[0] || !realpath(trained_dir, real_trained) || !realpath(dir, real_dir) || strcmp(real_trained, real_dir)) {
+        if (!trained_dir[0] && tr->ms.V > tr->charvocab->n) /* weights (an llm.c file) do not say their data: taken as said */
+            fprintf(stderr, "note: %s/%s's %d characters are taken for the model's vocabulary (it has %d token ids, as a run with vocab_size "
+                            "above its characters makes); an id above them prints as U+FFFD\n", dir, tr->charvocab->file_name,
+                    tr->charvocab->n, tr->ms.V);
+        else if (!trained_dir[0] || !realpath(trained_dir, real_trained) || !realpath(dir, real_dir) || strcmp(real_trained, real_dir)) {
             char trained[400] = "";
             if (trained_dir[0]) snprintf(trained, sizeof trained, " (the checkpoint was trained on %s)", trained_dir);
             rc = fail(err, sizeof err, NGPT_ERR_ARG, "the model has %d token ids, but %s/%s holds %d characters: not the vocabulary it was "

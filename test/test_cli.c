@@ -962,6 +962,15 @@ static void test_workflow(void) {
     snprintf(few_slash, sizeof few_slash, "%s/", few_data); /* the same folder written another way */
     r = cli("sample", wide_out, few_slash, "--num_samples=1", "--max_new_tokens=5", "--start=a", NULL);
     CHECK_RUN(r, 0, "sample the model trained wider, its data folder given with a trailing slash");
+    /* exported, its weights do not say their data: the meta.bin given is taken for its vocabulary, and that is said */
+    char wide_model[700], wide_init[720];
+    snprintf(wide_model, sizeof wide_model, "--out=%s", tmp_path("model_wide.bin"));
+    snprintf(wide_init, sizeof wide_init, "--init_from=%s", tmp_path("model_wide.bin"));
+    r = cli("export", wide_out, wide_model, NULL);
+    CHECK_RUN(r, 0, "export the model trained wider than its characters");
+    r = cli("sample", wide_init, few_data, "--num_samples=1", "--max_new_tokens=5", "--start=a", NULL);
+    CHECK_RUN(r, 0, "sample the exported wider model with its data");
+    CHECK(strstr(r->err, "fewchars/meta.bin's 4 characters are taken for the model's vocabulary (it has 9 token ids"), "the note: %.300s", r->err);
     /* sample reads a config file as sample.py does: the training config's out_dir finds the checkpoint, and its model
      * keys do not change the checkpoint's model */
     FILE *sc = fopen(tmp_path("sample.cfg"), "w");
