@@ -785,6 +785,17 @@ static int config_load(ngpt_config *cfg, const char *path, int *line_of, char *e
         char cfg_path[600], hint[640] = ""; /* data/shakespeare_char/train_cpu for train_cpu.cfg */
         snprintf(cfg_path, sizeof cfg_path, "%.590s.cfg", path);
         if (file_exists(cfg_path)) snprintf(hint, sizeof hint, " (did you mean %s?)", cfg_path);
+        static const char *const nanogpt_configs[][2] = { /* nanoGPT's config/NAME.py, and nanogpt's file for it */
+            {"train_shakespeare_char", "data/shakespeare_char/train.cfg"}, {"finetune_shakespeare", "data/shakespeare/finetune.cfg"},
+            {"train_gpt2", "data/openwebtext/train_gpt2.cfg"}, {"eval_gpt2", "data/openwebtext/eval_gpt2.cfg"},
+            {"eval_gpt2_medium", "data/openwebtext/eval_gpt2.cfg --init_from=gpt2-medium"},
+            {"eval_gpt2_large", "data/openwebtext/eval_gpt2.cfg --init_from=gpt2-large"},
+            {"eval_gpt2_xl", "data/openwebtext/eval_gpt2.cfg --init_from=gpt2-xl"}};
+        const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+        size_t stem = strlen(base) > 3 && !strcmp(base + strlen(base) - 3, ".py") ? strlen(base) - 3 : strlen(base);
+        for (size_t i = 0; !hint[0] && i < sizeof nanogpt_configs / sizeof nanogpt_configs[0]; i++)
+            if (strlen(nanogpt_configs[i][0]) == stem && !strncmp(base, nanogpt_configs[i][0], stem))
+                snprintf(hint, sizeof hint, " (nanoGPT's %s.py is nanogpt's %s)", nanogpt_configs[i][0], nanogpt_configs[i][1]);
         return fail(err, errlen, NGPT_ERR_IO, "cannot open config file %s: %s%s", path, strerror(e), hint);
     }
     struct stat st;

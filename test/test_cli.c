@@ -193,6 +193,10 @@ static void test_typos(void) {
         CHECK_RUN(r, 1, dash[i][1]);
         CHECK(strstr(r->err, dash[i][2]), "%s %s 4: %.300s", dash[i][0], dash[i][1], r->err);
     }
+    r = cli("train", "config/train_shakespeare_char.py", NULL); /* nanoGPT's command, in a folder without nanoGPT's config/ */
+    CHECK_RUN(r, 1, "train config/train_shakespeare_char.py");
+    CHECK(strstr(r->err, "cannot open config file config/train_shakespeare_char.py") && strstr(r->err, "nanogpt's data/shakespeare_char/train.cfg"),
+          "nanoGPT's config names nanogpt's: %.300s", r->err);
     r = cli("sample", "/nonexistent/zzz", NULL);
     CHECK_RUN(r, 1, "sample with a config file that is not there");
     CHECK(strstr(r->err, "cannot open config file /nonexistent/zzz") && !strstr(r->err, "checkpoint"), "a missing config file: %.300s", r->err);
