@@ -9352,7 +9352,8 @@ static int parse_args(const char *command, int argc, char **argv, int default_jo
             if (!strncmp(argv[i], "--device=", 9)) ngpt_config_set(&probe, "device", argv[i] + 9, msg, sizeof msg); /* as the run will read it (cuda:0) */
         int device = DEV_BACKEND_CPU, dtype = NGPT_DTYPE_F32;
         char note[NGPT_ERRLEN];
-        int gpu = resolve_device(&probe, &device, &dtype, note, sizeof note, msg, sizeof msg) == NGPT_OK && device == DEV_BACKEND_CUDA;
+        int gpu = !strcmp(probe.device, "cuda") || /* named: plan's answer for a GPU from a machine without one */
+                  (resolve_device(&probe, &device, &dtype, note, sizeof note, msg, sizeof msg) == NGPT_OK && device == DEV_BACKEND_CUDA);
         apply_preset(cfg, gpu ? preset_shakespeare_char : preset_shakespeare_char_cpu);
         preset = 1;
     }

@@ -734,6 +734,8 @@ static void test_nanogpt_configs(void) {
     r = cli("plan", data_arg, "--device=cuda:0", "--max_memory=8GiB", NULL);
     CHECK_RUN(r, 0, "plan --device=cuda:0");
     CHECK(!strcmp(with_cuda, r->out), "the default job with cuda:0 and with cuda differ:\n%.600s\n---\n%.600s", with_cuda, r->out);
+    CHECK(strstr(with_cuda, "L=6 NH=6 C=384 ") && strstr(with_cuda, "block_size=256"), /* even where no GPU is found (this machine, in CI) */
+          "--device=cuda plans the GPU recipe: %.300s", with_cuda);
 }
 
 /* nanogpt bench --sample: generation timed with the sampling plan */
