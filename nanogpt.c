@@ -9511,23 +9511,47 @@ static const char *model_overrides(const ngpt_config *given, const ngpt_config *
     return buf;
 }
 
-/* init_from = resume: when the checkpoint's run read other data than cfg names, a line saying so (else "") */
-static void resume_data_note(const ngpt_config *cfg, char *note, size_t cap) {
+/* init_from = resume: when the checkpoint's run read other data than cfg names, a line saying so into data_note;
+ * when its optimisation settings (the learning-rate schedule, the batch, AdamW's) differ from cfg's, as a resume
+ * without the run's config file makes them, a line listing them into settings_note ("" for none) */
+static void resume_notes(const ngpt_config *cfg, char *data_note, size_t data_cap, char *settings_note, size_t settings_cap) {
     long long newest;
     char path[700], err[NGPT_ERRLEN];
     ngpt_config stored;
-    note[0] = 0;
+    data_note[0] = settings_note[0] = 0;
     if (strcmp(cfg->init_from, "resume") || !checkpoint_list(cfg->out_dir, &newest, 1)) return;
     checkpoint_path(cfg->out_dir, newest, path, sizeof path);
     ngpt_config_defaults(&stored);
-    if (checkpoint_read_config(path, &stored, err, sizeof err) || (!strcmp(stored.dataset, cfg->dataset) && !strcmp(stored.data_dir, cfg->data_dir)))
-        return;
-    if (stored.data_dir[0])
-        snprintf(note, cap, "the checkpoint's run read data_dir %s; this one reads %s (pass --data_dir=%s to go on with its data)", stored.data_dir,
-                 cfg->data_dir[0] ? cfg->data_dir : cfg->dataset, stored.data_dir);
-    else
-        snprintf(note, cap, "the checkpoint's run read dataset %s; this one reads %s (pass --dataset=%s to go on with its data)", stored.dataset,
-                 cfg->data_dir[0] ? cfg->data_dir : cfg->dataset, stored.dataset);
+    if (checkpoint_read_config(path, &stored, err, sizeof err)) return;
+    char stored_dir[300], dir[300], real_stored[PATH_MAX], real_dir[PATH_MAX]; /* the folders read (data_dir over dataset), however written */
+    dataset_dir(&stored, stored_dir, sizeof stored_dir);
+    dataset_dir(cfg, dir, sizeof dir);
+    if (strcmp(stored_dir, dir) && !(realpath(stored_dir, real_stored) && realpath(dir, real_dir) && !strcmp(real_stored, real_dir))) {
+        if (stored.data_dir[0])
+            snprintf(data_note, data_cap, "the checkpoint's run read data_dir %s; this one reads %s (pass --data_dir=%s to go on with its data)",
+                     stored.data_dir, cfg->data_dir[0] ? cfg->data_dir : cfg->dataset, stored.data_dir);
+        else
+            snprintf(data_note, data_cap, "the checkpoint's run read dataset %s; this one reads %s (pass --dataset=%s to go on with its data)",
+                     stored.dataset, cfg->data_dir[0] ? cfg->data_dir : cfg->dataset, stored.dataset);
+    }
+    static const char *const settings[] = {"learning_rate", "min_lr", "warmup_iters", "lr_decay_iters", "decay_lr", "batch_size",
+                                           "gradient_accumulation_steps", "weight_decay", "beta1", "beta2", "grad_clip", "dropout"};
+    size_t len = 0;
+    for (size_t i = 0; i < sizeof settings / sizeof settings[0]; i++) {
+        size_t k = (size_t)(config_find(settings[i]) - config_keys);
+        char now[600], then[600];
+        config_line(cfg, k, now, sizeof now);
+        config_line(&stored, k, then, sizeof then);
+        if (!strcmp(now, then)) continue;
+        const char *now_value = strstr(now, " = ") + 3, *then_value = strstr(then, " = ") + 3;
+        now[strcspn(now, "\n")] = then[strcspn(then, "\n")] = 0;
+        int n = snprintf(settings_note + len, len < settings_cap ? settings_cap - len : 0, "%s%s %s (its run: %s)", len ? ", " : "", settings[i],
+                         now_value, then_value);
+        if (n > 0) len += (size_t)n;
+    }
+    if (len && len + 120 < settings_cap)
+        snprintf(settings_note + len, settings_cap - len, ": the checkpoint's run trained with other settings (pass its config file to go on with them)");
+    else if (len) settings_note[0] = 0; /* too long to say whole: better nothing than a cut list */
 }
 
 static int cmd_train(int argc, char **argv) {
@@ -9564,9 +9588,10 @@ static int cmd_train(int argc, char **argv) {
         return 1;
     }
     /* a resume on other data than its run read: said first, before that data is prepared (or downloaded) */
-    char data_note[1600];
-    resume_data_note(&cfg, data_note, sizeof data_note);
+    char data_note[1600], settings_note[2048];
+    resume_notes(&cfg, data_note, sizeof data_note, settings_note, sizeof settings_note);
     if (data_note[0]) fprintf(stderr, "note: %s\n", data_note);
+    if (settings_note[0] && !cfg.eval_only) fprintf(stderr, "note: %s\n", settings_note);
     char lr_note[400];
     lr_schedule_note(&cfg, lr_note, sizeof lr_note);
     if (lr_note[0] && !cfg.eval_only) fprintf(stderr, "note: %s\n", lr_note);
