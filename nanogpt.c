@@ -56,6 +56,8 @@
 #define LLMC_MAGIC 20240520           /* llm.c token shards */
 #define LLMC_MODEL_MAGIC 20240326     /* llm.c model files */
 #define LLMC_TOKENIZER_MAGIC 20240328 /* llm.c's gpt2_tokenizer.bin, which nanogpt does not read */
+#define LLMC_DEBUG_MAGIC 20240327     /* llm.c's debug state (gpt2_124M_debug_state.bin), not read either */
+#define LLMC_STATE_MAGIC 20240527     /* llm.c's optimizer state (state_00005000_00000.bin), not read either */
 #define CKPT_MAGIC "ngptckpt"         /* nanogpt's own checkpoints, which are not pretrained weights */
 
 const char *ngpt_status_name(int status) {
@@ -763,7 +765,9 @@ static int config_binary_file(FILE *f, const char *path, char *err, size_t errle
     uint64_t json_len = 0;
     if (n >= 4) memcpy(&magic, head, 4);
     if (n >= 8) memcpy(&json_len, head, 8);
-    const char *what = magic == LLMC_MODEL_MAGIC ? "an llm.c model file: train from it with --init_from=%s"
+    const char *what = magic == LLMC_MODEL_MAGIC ? "an llm.c model file: train from it or sample it with --init_from=%s"
+                       : magic == LLMC_STATE_MAGIC ? "llm.c's optimizer state, which nanogpt does not read: its model file (model_<step>.bin) goes "
+                                                     "as --init_from"
                        : magic == LLMC_MAGIC ? "an llm.c token shard: pass the folder that holds it as --data_dir"
                        : magic == LLMC_TOKENIZER_MAGIC ? "llm.c's tokenizer file, which nanogpt does not read: tokenizer_dir holds GPT-2's "
                                                          "encoder.json and vocab.bpe"
@@ -6645,7 +6649,8 @@ static int llmc_open_model(const char *path, ModelShape *ms, Weights *w, char *e
     int32_t h[8];
     memcpy(h, map, sizeof h);
     if (h[0] != LLMC_MODEL_MAGIC) {
-        const char *what = h[0] == 20240327 ? " (llm.c's debug state file, not its model file)"
+        const char *what = h[0] == LLMC_DEBUG_MAGIC ? " (llm.c's debug state file, not its model file)"
+                         : h[0] == LLMC_STATE_MAGIC ? " (llm.c's optimizer state file, not its model file: model_00005000.bin beside it is)"
                          : h[0] == LLMC_TOKENIZER_MAGIC ? " (llm.c's tokenizer file, not its model file)"
                          : h[0] == LLMC_MAGIC ? " (an llm.c token data shard, not a model file)"
                          : ((const unsigned char *)map)[8] == '{' ? " (it looks like safetensors)" : "";
@@ -6847,10 +6852,16 @@ static int pretrained_open(const char *init_from, const char *pretrained_dir, Mo
         return rc ? rc : safetensors_open_gpt2(file, ms, w, err, errlen);
     }
     struct stat st;
-    if (stat(init_from, &st))
+    if (stat(init_from, &st)) {
+        int e = errno, depth = 0, used = 0; /* llm.c's -e d12: a new model of 12 layers */
+        char descriptor[200] = "";
+        if (sscanf(init_from, "d%d%n", &depth, &used) == 1 && used == (int)strlen(init_from) && depth > 0)
+            snprintf(descriptor, sizeof descriptor, " (llm.c's d%d is a new model: --n_layer=%d with --n_embd and --n_head, from scratch)", depth,
+                     depth);
         return fail(err, errlen, NGPT_ERR_ARG,
-                    "init_from = %s: %s; init_from is scratch, resume, gpt2, gpt2-medium, gpt2-large, gpt2-xl, or the path of weights "
-                    "(a .safetensors file, a folder holding model.safetensors, an llm.c model file)", init_from, strerror(errno));
+                    "init_from = %s: %s%s; init_from is scratch, resume, gpt2, gpt2-medium, gpt2-large, gpt2-xl, or the path of weights "
+                    "(a .safetensors file, a folder holding model.safetensors, an llm.c model file)", init_from, strerror(e), descriptor);
+    }
     return pretrained_open_path(init_from, ms, w, err, errlen);
 }
 

@@ -207,16 +207,24 @@ static void test_typos(void) {
     CHECK_RUN(r, 1, "a setting without its dashes");
     CHECK(strstr(r->err, "argument 'n_layer=3': expected a config file, or a setting as --key=value"), "n_layer=3: %.300s", r->err);
     /* a folder or a binary file where the config file goes says what it is and where it goes */
-    char folder[700];
+    char folder[700], llmc_state[700];
     copy_str(folder, sizeof folder, tmp_path("")); /* tmp_path's buffers are reused */
+    copy_str(llmc_state, sizeof llmc_state, tmp_path("state_00000020_00000.bin"));
+    int32_t state_header[256] = {20240527, 1, 1, 0, 20}; /* llm.c's optimizer state: magic, version, processes, rank, step */
+    FILE *sf = fopen(llmc_state, "wb");
+    if (sf) {
+        fwrite(state_header, sizeof state_header, 1, sf);
+        fclose(sf);
+    }
     const struct { const char *command, *path, *says, *says_too; } not_configs[] = {
         {"sample", folder, "is a folder, not a config file", "--out_dir="},
         {"train", "test/fixtures/tiny_gpt2_llmc_v3.bin", "tiny_gpt2_llmc_v3.bin is not a config file",
-         "an llm.c model file: train from it with --init_from="},
+         "an llm.c model file: train from it or sample it with --init_from="},
         {"plan", "test/fixtures/tiny_gpt2/model.safetensors", "is not a config file", "safetensors weights"},
         {"plan", "test/fixtures/gpt_tiny_bias.bin", "is not a config file", "a binary file"},
+        {"train", llmc_state, "is not a config file", "llm.c's optimizer state, which nanogpt does not read: its model file (model_<step>.bin)"},
     };
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < (int)(sizeof not_configs / sizeof not_configs[0]); i++) {
         r = cli(not_configs[i].command, not_configs[i].path, NULL);
         CHECK_RUN(r, 1, not_configs[i].path);
         CHECK(strstr(r->err, not_configs[i].says) && strstr(r->err, not_configs[i].says_too), "%s as the config: %.300s", not_configs[i].path, r->err);
@@ -264,6 +272,9 @@ static void test_typos(void) {
     CHECK(strstr(r->err, "init_from = foo: ") && strstr(r->err, "scratch, resume, gpt2, gpt2-medium, gpt2-large, gpt2-xl") &&
               strstr(r->err, ".safetensors") && strstr(r->err, "llm.c model file"),
           "an init_from that is no name and no file lists the valid values: %.400s", r->err);
+    r = cli("train", "--init_from=d12", NULL); /* llm.c's -e d12 */
+    CHECK_RUN(r, 1, "train --init_from=d12");
+    CHECK(strstr(r->err, "llm.c's d12 is a new model: --n_layer=12"), "llm.c's model descriptor: %.400s", r->err);
     r = cli("plan", "--max_memory=2.68", NULL);
     CHECK_RUN(r, 1, "--max_memory=2.68");
     CHECK(strstr(r->err, "--max_memory") && strstr(r->err, "unit") && strstr(r->err, "GiB"), "a size without a unit names the units: %.400s", r->err);

@@ -815,7 +815,10 @@ static void test_llmc_errors(void) {
     tmp_path(path, sizeof path, "magic.bin");
     h[0] = 20240327;
     spill(path, file, n, NULL, 0);
-    expect_error(llmc_read_model, "llm.c state file", path, NGPT_ERR_FORMAT, "debug state file");
+    expect_error(llmc_read_model, "llm.c debug state file", path, NGPT_ERR_FORMAT, "debug state file");
+    h[0] = 20240527;
+    spill(path, file, n, NULL, 0);
+    expect_error(llmc_read_model, "llm.c optimizer state file", path, NGPT_ERR_FORMAT, "optimizer state file, not its model file");
     h[0] = 12345;
     spill(path, file, n, NULL, 0);
     expect_error(llmc_read_model, "wrong magic", path, NGPT_ERR_FORMAT, "magic 12345");
