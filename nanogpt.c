@@ -679,7 +679,7 @@ static int config_assign(ngpt_config *cfg, const ConfigKey *k, const char *v, in
         int b;
         if (!strcmp(v, "1") || !strcasecmp(v, "true") || !strcasecmp(v, "yes") || !strcasecmp(v, "on")) b = 1;
         else if (!strcmp(v, "0") || !strcasecmp(v, "false") || !strcasecmp(v, "no") || !strcasecmp(v, "off")) b = 0;
-        else return fail(err, errlen, NGPT_ERR_ARG, "%s = '%s': must be True or False (or 1/0)", key, v);
+        else return fail(err, errlen, NGPT_ERR_ARG, "%s = '%s': must be True or False (or 1/0, yes/no, on/off)", key, v);
         *(int *)field = b;
         return NGPT_OK;
     }
@@ -9226,7 +9226,7 @@ static void usage(FILE *f) {
             "            resume (out_dir's newest) or pretrained weights (gpt2..gpt2-xl from --pretrained_dir=DIR, .safetensors, an llm.c\n"
             "            file) instead\n"
             "  plot      OUT_DIR (or --out_dir=OUT_DIR): OUT_DIR/log.jsonl -> OUT_DIR/loss.svg\n"
-            "  info      the devices this build can use\n"
+            "  info      the devices this build can use (--version: the version alone)\n"
             "  help      this text; `nanogpt help config` lists every config key\n",
             NGPT_VERSION);
 }
@@ -10523,6 +10523,7 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "bench")) return cmd_bench(argc - 2, argv + 2);
     if (!strcmp(cmd, "prepare")) return cmd_prepare(argc - 2, argv + 2);
     if (!strcmp(cmd, "info")) return cmd_info(argc - 2, argv + 2);
+    if (!strcmp(cmd, "--version") || !strcmp(cmd, "version")) { printf("nanogpt %s\n", NGPT_VERSION); return 0; } /* `info` says more */
     if (!strcmp(cmd, "plot")) return cmd_plot(argc - 2, argv + 2);
     if (!strcmp(cmd, "sample")) return cmd_sample(argc - 2, argv + 2);
     if (!strcmp(cmd, "export")) return cmd_export(argc - 2, argv + 2);

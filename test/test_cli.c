@@ -129,6 +129,9 @@ static void test_help(void) {
     CHECK(strstr(r->out, "usage: nanogpt <command>") && !r->err[0], "train --help prints the usage, no error: %.300s | %.300s", r->out, r->err);
     r = cli("sample", "-h", NULL);
     CHECK_RUN(r, 0, "sample -h");
+    r = cli("--version", NULL);
+    CHECK_RUN(r, 0, "--version");
+    CHECK(!strcmp(r->out, "nanogpt " NGPT_VERSION "\n"), "--version prints the version: %.300s", r->out);
     r = cli("help", "config", NULL);
     CHECK_RUN(r, 0, "help config");
     CHECK(strstr(r->out, "max_iters") && strstr(r->out, "gradient_accumulation_steps"), "help config lists the keys: %.300s", r->out);
