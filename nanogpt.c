@@ -696,7 +696,8 @@ static int config_assign(ngpt_config *cfg, const ConfigKey *k, const char *v, in
         int is_int = k->type == KEY_INT || k->type == KEY_I64;
         int not_number = parse_number(v, &x);
         if (not_number || (is_int && x != floor(x)) || x < k->lo || x > k->hi) {
-            const char *why = not_number && strpbrk(v, "()/+*%[]<>") ? "; " VALUE_LITERALS : ""; /* an expression */
+            /* an expression, or a name (max_iters, a variable) whose value Python would look up */
+            const char *why = not_number && (strpbrk(v, "()/+*%[]<>") || config_find(v)) ? "; " VALUE_LITERALS : "";
             if (is_int)
                 return fail(err, errlen, NGPT_ERR_ARG, "%s = '%s': must be an integer in [%.0f, %.0f]%s", key, v, k->lo, k->hi, why);
             return fail(err, errlen, NGPT_ERR_ARG, "%s = '%s': must be a number in [%g, %g]%s", key, v, k->lo, k->hi, why);
@@ -834,6 +835,10 @@ static int config_load(ngpt_config *cfg, const char *path, int *line_of, char *e
             while (eq > p && isspace((unsigned char)eq[-1])) eq--;
             *eq = 0;
             rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s:%d: expected `key = value`, found '%.60s'", path, lineno, p);
+            break;
+        }
+        if (eq[1] == '=') {
+            rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s:%d:%d: `==` compares; a setting is `key = value`", path, lineno, (int)(eq - line) + 1);
             break;
         }
         char *kend = eq;

@@ -55,6 +55,7 @@ static void test_set_and_validate(void) {
         {"total_batch_size", "524288", "batch_size x gradient_accumulation_steps x block_size", "did you mean"},
         {"max_iters", "5__000", "[0, 2000000000]", NULL}, /* not Python either */
         {"min_lr", "learning_rate / 10", "not Python expressions", NULL},
+        {"lr_decay_iters", "max_iters", "not Python expressions", NULL}, /* a key's name: its value is not looked up */
         {"n_layer", "2; n_head=2", "one `key = value` per line", NULL},
         {"always_save_checkpoint", "True; eval_only=False", "one `key = value` per line", NULL},
         {"recompute", "none", "[-1, 3]", "Python"}, /* a word is no expression */
@@ -224,6 +225,7 @@ static void test_text_after_quote(void) {
         {"wandb_run_name = 'mini-gpt'\nout_dir = wandb_run_name\n", "bad.cfg:2:11: out_dir = wandb_run_name: a text setting in a config file is a quoted string"},
         {"dataset = shakespeare_char  # bare\n", "bad.cfg:1:11: dataset = shakespeare_char: a text setting in a config file is a quoted string"},
         {"out_dir = os.getcwd()\n", "bad.cfg:1:11: out_dir = os.getcwd(): a text setting in a config file is a quoted string"},
+        {"batch_size == 12\n", "bad.cfg:1:12: `==` compares; a setting is `key = value`"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         ngpt_config_defaults(&c);
