@@ -9561,13 +9561,13 @@ static void resume_notes(const ngpt_config *cfg, char *data_note, size_t data_ca
         if (!strcmp(now, then)) continue;
         const char *now_value = strstr(now, " = ") + 3, *then_value = strstr(then, " = ") + 3;
         now[strcspn(now, "\n")] = then[strcspn(then, "\n")] = 0;
-        int n = snprintf(settings_note + len, len < settings_cap ? settings_cap - len : 0, "%s%s %s (its run: %s)", len ? ", " : "", settings[i],
-                         now_value, then_value);
-        if (n > 0) len += (size_t)n;
+        int n = snprintf(settings_note + len, settings_cap - len, "%s%s %s (its run: %s)", len ? ", " : "", settings[i], now_value, then_value);
+        if (n < 0 || len + (size_t)n >= settings_cap) { settings_note[0] = 0; return; } /* too long to say whole: nothing, not a cut list */
+        len += (size_t)n;
     }
-    if (len && len + 120 < settings_cap)
-        snprintf(settings_note + len, settings_cap - len, ": the checkpoint's run trained with other settings (pass its config file to go on with them)");
-    else if (len) settings_note[0] = 0; /* too long to say whole: better nothing than a cut list */
+    if (len && snprintf(settings_note + len, settings_cap - len, ": the checkpoint's run trained with other settings (pass its config file to "
+                                                                   "go on with them)") >= (int)(settings_cap - len))
+        settings_note[0] = 0;
 }
 
 static int cmd_train(int argc, char **argv) {
