@@ -5,6 +5,7 @@
 #   ./build.sh cpu        build ./nanogpt CPU-only
 #   ./build.sh debug      CPU-only, -O0 -g
 #   ./build.sh asan       run the CPU test suite under AddressSanitizer + UndefinedBehaviorSanitizer
+#   ./build.sh tsan       run the CPU test suite under ThreadSanitizer (the thread pool, lanes, stop requests)
 #   ./build.sh test       run the whole test suite (ends with "N passed, N failed"), the CUDA kernels on the
 #                         CPU included (test/cuda_emu.sh) where nvcc's headers are installed
 #   ./build.sh cuda-check compile nanogpt.cu for every target architecture
@@ -196,6 +197,11 @@ case "$cmd" in
         CFLAGS="-O1 -g -fno-omit-frame-pointer" run_tests "-fsanitize=address,undefined -fno-sanitize-recover=undefined -DNGPT_SANITIZE" asan
         echo "$TEST_PASSED passed, $TEST_FAILED failed"
         [ "$TEST_FAILED" -eq 0 ] ;;
+    tsan)
+        TEST_PASSED=0 TEST_FAILED=0
+        CFLAGS="-O1 -g" run_tests "-fsanitize=thread -DNGPT_SANITIZE" tsan
+        echo "$TEST_PASSED passed, $TEST_FAILED failed"
+        [ "$TEST_FAILED" -eq 0 ] ;;
     test)
         TEST_PASSED=0 TEST_FAILED=0
         run_tests "" release
@@ -212,5 +218,5 @@ case "$cmd" in
         [ "$TEST_FAILED" -eq 0 ] ;;
     cuda-check) TEST_PASSED=0 TEST_FAILED=0; cuda_check; [ "$TEST_FAILED" -eq 0 ] ;;
     clean) rm -rf build nanogpt ;;
-    *) echo "usage: ./build.sh [build|cpu|debug|asan|test|cuda-check|clean]" >&2; exit 2 ;;
+    *) echo "usage: ./build.sh [build|cpu|debug|asan|tsan|test|cuda-check|clean]" >&2; exit 2 ;;
 esac

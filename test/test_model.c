@@ -218,7 +218,7 @@ static int32_t eq_tokens[EQ_SEQS * EQ_T], eq_targets[EQ_SEQS * EQ_T];
 
 /* The interface's fusions as the ops one after the other (the CPU backend leaves them NULL): with them the
  * graph takes its fused paths, which must give the same bits. */
-static int fused_calls[3]; /* GELU forward, GELU backward, residual (lanes may call at once: only "more than 0" is read) */
+static _Atomic int fused_calls[3]; /* GELU forward, GELU backward, residual (lanes call them at once) */
 static void fused_forward_gelu(ngpt_backend *be, void *pre, void *act, const void *inp, const void *w, const void *bias, int N, int C, int OC) {
     fused_calls[0] = 1;
     be->matmul_forward(be, pre, inp, w, bias, N, C, OC);
