@@ -199,7 +199,7 @@ case "$cmd" in
         [ "$TEST_FAILED" -eq 0 ] ;;
     tsan)
         TEST_PASSED=0 TEST_FAILED=0
-        CFLAGS="-O1 -g" run_tests "-fsanitize=thread -DNGPT_SANITIZE" tsan
+        CFLAGS="-O1 -g" run_tests "-fsanitize=thread -DNGPT_SANITIZE -DNGPT_TSAN" tsan
         echo "$TEST_PASSED passed, $TEST_FAILED failed"
         [ "$TEST_FAILED" -eq 0 ] ;;
     test)

@@ -864,6 +864,11 @@ static int config_load(ngpt_config *cfg, const char *path, int *line_of, char *e
                 break;
             }
             const char *text = v + strspn(v, " \t");
+            if (k->type == KEY_STR && (!*text || *text == '#')) {
+                rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s:%d:%d: %s has no value: a text setting is a quoted string ('...')", path, lineno,
+                          (int)(text - line) + 1, p);
+                break;
+            }
             if (k->type == KEY_STR && *text != '\'' && *text != '"') { /* Python would read a name (wandb_run_name) or a call */
                 rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s:%d:%d: %s = %.60s: a text setting in a config file is a quoted string, as in Python "
                           "('...'); " VALUE_LITERALS " (a variable, a call)", path, lineno, (int)(text - line) + 1, p, value);
@@ -8966,15 +8971,18 @@ static int tokwriter_fail(const TokWriter *w, int put, char *err, size_t errlen)
 static int utf8_continuation(unsigned char c) { return (c & 0xC0) == 0x80; }
 
 /* After GPT-2 tokens are written into dir (train.bin, val.bin): a character vocabulary an earlier prepare left there
- * (meta.bin), with which training would read the tokens as characters, is removed */
+ * (nanogpt's meta.bin, nanoGPT's meta.pkl), with which training would read the tokens as characters, is removed */
 static void prepare_gpt2_leftovers(const char *dir, FILE *log) {
-    char meta[600];
-    snprintf(meta, sizeof meta, "%.580s/meta.bin", dir);
-    if (!file_exists(meta)) return;
-    int removed = !unlink(meta);
-    if (log)
-        fprintf(log, "%s %s: an earlier prepare's character vocabulary, with which training would read these tokens as characters%s\n",
-                removed ? "removed" : "warning: could not remove", meta, removed ? "" : ": remove it");
+    static const char *const names[2] = {"meta.bin", "meta.pkl"};
+    for (int i = 0; i < 2; i++) {
+        char meta[600];
+        snprintf(meta, sizeof meta, "%.580s/%s", dir, names[i]);
+        if (!file_exists(meta)) continue;
+        int removed = !unlink(meta);
+        if (log)
+            fprintf(log, "%s %s: an earlier prepare's character vocabulary, with which training would read these tokens as characters%s\n",
+                    removed ? "removed" : "warning: could not remove", meta, removed ? "" : ": remove it");
+    }
 }
 
 static int prepare_gpt2(const char *const *inputs, int n_inputs, const char *out_dir, double val_fraction, int llmc, const ngpt_tokenizer *tok,
@@ -9180,8 +9188,8 @@ static void on_signal(int sig) {
     raise(sig);
 }
 
-/* SIGBUS: a memory-mapped token file read past its end, because another program (a prepare, say) cut it short or
- * rewrote it in place while the run reads it. The file is named and the run ends with an error; a SIGBUS elsewhere
+/* SIGBUS: a memory-mapped token file read past its end, because another program (nanoGPT's prepare.py, cp) cut it short
+ * or rewrote it in place while the run reads it. The file is named and the run ends with an error; a SIGBUS elsewhere
  * is left to its default action. */
 static void on_data_bus_error(int sig, siginfo_t *info, void *context) {
     (void)context;
@@ -9199,10 +9207,11 @@ static void on_data_bus_error(int sig, siginfo_t *info, void *context) {
         raise(sig);
         return;
     }
-    static const char head[] = "\nerror: ", tail[] = " is shorter than when the run opened it: another program (a prepare, say) cut it "
-                                                    "short or rewrote it in place while training read it (token files are "
-                                                    "memory-mapped); the checkpoints already in out_dir stay as they were: resume "
-                                                    "with --init_from=resume once the data is whole\n";
+    static const char head[] = "\nerror: ", tail[] = " is shorter than when the run opened it: another program (nanoGPT's prepare.py, "
+                                                    "cp, truncate) cut it short or rewrote it in place while training read it (token "
+                                                    "files are memory-mapped; nanogpt's prepare writes new files and renames them into "
+                                                    "place); the checkpoints this run saved, if any, stay as they were: resume from the "
+                                                    "newest with --init_from=resume once the data is whole\n";
     if (write(2, head, sizeof head - 1) < 0 || write(2, path, strlen(path)) < 0 || write(2, tail, sizeof tail - 1) < 0) { /* nothing to do */ }
     _exit(1);
 }
@@ -10159,11 +10168,13 @@ static int sample_with(int argc, char **argv, int n_files, char **cfg_files) {
     if (!rc && tr->charvocab && tr->ms.V != tr->charvocab->n) {
         /* a model wider than its characters: a checkpoint trained so on this very meta.bin (vocab_size above its
          * characters) is sampled; another meta.bin is not its vocabulary, and its ids would print as U+FFFD. Weights
-         * from a file that does not name its data are sampled with the meta.bin given, when it has fewer characters. */
+         * from a file that does not name its data are sampled with the meta.bin given, when it has fewer characters and
+         * the model fewer ids than GPT-2's (GPT-2's weights with a meta.bin are refused: their ids are no characters). */
         char dir[300];
         dataset_dir(&cfg, dir, sizeof dir);
         char real_trained[PATH_MAX], real_dir[PATH_MAX]; /* the same folder however it is written */
-        if (!trained_dir[0] && tr->ms.V > tr->charvocab->n) /* weights (an llm.c file) do not say their data: taken as said */
+        if (!trained_dir[0] && tr->ms.V > tr->charvocab->n && tr->ms.V < 50257) /* a character model's weights (an exported llm.c
+                                                                                     * file) do not say their data: taken as said */
             fprintf(stderr, "note: %s/%s's %d characters are taken for the model's vocabulary (it has %d token ids, as a run with vocab_size "
                             "above its characters makes); an id above them prints as U+FFFD\n", dir, tr->charvocab->file_name,
                     tr->charvocab->n, tr->ms.V);

@@ -226,6 +226,7 @@ static void test_text_after_quote(void) {
         {"dataset = shakespeare_char  # bare\n", "bad.cfg:1:11: dataset = shakespeare_char: a text setting in a config file is a quoted string"},
         {"out_dir = os.getcwd()\n", "bad.cfg:1:11: out_dir = os.getcwd(): a text setting in a config file is a quoted string"},
         {"batch_size == 12\n", "bad.cfg:1:12: `==` compares; a setting is `key = value`"},
+        {"out_dir = # none\n", "bad.cfg:1:11: out_dir has no value: a text setting is a quoted string"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         ngpt_config_defaults(&c);
