@@ -529,14 +529,16 @@ enum { VALUE_OK, VALUE_UNCLOSED, VALUE_AFTER_QUOTE, VALUE_AFTER_PLUS, VALUE_QUOT
  * string, or quoted strings joined by + ('a' + 'b' is ab), else bare text (a number, True, 5 * 8) without
  * its surrounding blanks. Quotes take no escapes (the configs use none). file: a config file's value, where
  * # starts a comment and a quote in bare text is refused (int('8') or os.path.join('a', 'b') would be read
- * as text); else the command line's raw text, where only a leading quote is special. Returns VALUE_OK, or
- * what is wrong with *at the offset in s it is about. */
-static int config_value(const char *s, int file, char *out, size_t cap, size_t *at) {
+ * as text); else the command line's raw text, where only a leading quote is special. Returns VALUE_OK with
+ * *at the offset of the value's first character and *quoted whether it is a quoted string, or what is wrong
+ * with *at the offset in s it is about. */
+static int config_value(const char *s, int file, char *out, size_t cap, size_t *at, int *quoted) {
     const char *p = s;
     size_t n = 0;
-    *at = 0;
     while (isspace((unsigned char)*p)) p++;
-    if (*p == '\'' || *p == '"') {
+    *at = (size_t)(p - s);
+    *quoted = *p == '\'' || *p == '"';
+    if (*quoted) {
         for (;;) {
             const char *close = strchr(p + 1, *p);
             if (!close) { *at = (size_t)(p - s); return VALUE_UNCLOSED; }
@@ -735,7 +737,7 @@ static int config_set(ngpt_config *cfg, const char *key, const char *value, int 
         if (!v) return fail(err, errlen, NGPT_ERR_ARG, "%s: the value is longer than %zu characters", key, sizeof buf - 1);
     } else {
         size_t at;
-        int e = config_value(value, 0, buf, sizeof buf, &at);
+        int quoted, e = config_value(value, 0, buf, sizeof buf, &at, &quoted);
         if (e) return config_value_fail(e, key, value, at, err, errlen);
     }
     return config_assign(cfg, k, v, stored, err, errlen);
@@ -853,7 +855,7 @@ static int config_load(ngpt_config *cfg, const char *path, int *line_of, char *e
         if (k->type != KEY_IGNORED) { /* an ignored key's value is any Python nanoGPT evaluates: never read */
             char value[CONFIG_VALUE_MAX + 1], *v = eq + 1;
             size_t at;
-            int e = config_value(v, 1, value, sizeof value, &at), col = (int)(v + at - line) + 1;
+            int quoted, e = config_value(v, 1, value, sizeof value, &at, &quoted), col = (int)(v + at - line) + 1;
             if (e == VALUE_UNCLOSED) {
                 rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s:%d:%d: the quote %c opened here is not closed: %.60s", path, lineno, col, v[at], v + at);
                 break;
@@ -863,15 +865,13 @@ static int config_load(ngpt_config *cfg, const char *path, int *line_of, char *e
                 rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s:%d:%d: %s", path, lineno, col, msg);
                 break;
             }
-            const char *text = v + strspn(v, " \t");
-            if (k->type == KEY_STR && (!*text || *text == '#')) {
-                rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s:%d:%d: %s has no value: a text setting is a quoted string ('...')", path, lineno,
-                          (int)(text - line) + 1, p);
+            if (k->type == KEY_STR && !quoted && !*value) {
+                rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s:%d:%d: %s has no value: a text setting is a quoted string ('...')", path, lineno, col, p);
                 break;
             }
-            if (k->type == KEY_STR && *text != '\'' && *text != '"') { /* Python would read a name (wandb_run_name) or a call */
+            if (k->type == KEY_STR && !quoted) { /* Python would read a name (wandb_run_name) or a call */
                 rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s:%d:%d: %s = %.60s: a text setting in a config file is a quoted string, as in Python "
-                          "('...'); " VALUE_LITERALS " (a variable, a call)", path, lineno, (int)(text - line) + 1, p, value);
+                          "('...'); " VALUE_LITERALS " (a variable, a call)", path, lineno, col, p, value);
                 break;
             }
             if ((rc = config_assign(cfg, k, value, 0, msg, sizeof msg))) {
@@ -6865,7 +6865,7 @@ static int pretrained_open(const char *init_from, const char *pretrained_dir, Mo
     if (stat(init_from, &st)) {
         int e = errno, depth = 0, used = 0; /* llm.c's -e d12: a new model of 12 layers */
         char descriptor[200] = "";
-        if (sscanf(init_from, "d%d%n", &depth, &used) == 1 && used == (int)strlen(init_from) && depth > 0)
+        if (isdigit((unsigned char)init_from[1]) && sscanf(init_from, "d%d%n", &depth, &used) == 1 && used == (int)strlen(init_from) && depth > 0)
             snprintf(descriptor, sizeof descriptor, " (llm.c's d%d is a new model: --n_layer=%d with --n_embd and --n_head, from scratch)", depth,
                      depth);
         return fail(err, errlen, NGPT_ERR_ARG,
@@ -9509,16 +9509,6 @@ static void model_values(const ngpt_config *c, int v[6]) {
     memcpy(v, x, sizeof x);
 }
 
-/* c's model keys set back to model's */
-static void config_keep_model(ngpt_config *c, const ngpt_config *model) {
-    c->n_layer = model->n_layer;
-    c->n_head = model->n_head;
-    c->n_embd = model->n_embd;
-    c->block_size = model->block_size;
-    c->bias = model->bias;
-    c->vocab_size = model->vocab_size;
-}
-
 /* "n_layer 4 (not 8), bias False (not True)": each model key that set[k] marks as given and whose given value
  * the model's (used) replaced; "" for none */
 static const char *model_overrides(const ngpt_config *given, const ngpt_config *used, const int set[6], char *buf, size_t cap) {
@@ -10141,7 +10131,8 @@ static int sample_with(int argc, char **argv, int n_files, char **cfg_files) {
         char overridden[512];
         if (model_overrides(&cfg, &checkpoint_model, set, overridden, sizeof overridden)[0])
             fprintf(stderr, "note: the checkpoint sets the model, over the command line: %s\n", overridden);
-        config_keep_model(&cfg, &checkpoint_model);
+        const ngpt_config *m = &checkpoint_model;
+        config_set_model(&cfg, &(CkptModel){.L = m->n_layer, .NH = m->n_head, .C = m->n_embd, .V = m->vocab_size, .maxT = m->block_size, .bias = m->bias});
         copy_str(cfg.init_from, sizeof cfg.init_from, "scratch");
     }
     ngpt_options opt;

@@ -278,6 +278,9 @@ static void test_typos(void) {
     r = cli("train", "--init_from=d12", NULL); /* llm.c's -e d12 */
     CHECK_RUN(r, 1, "train --init_from=d12");
     CHECK(strstr(r->err, "llm.c's d12 is a new model: --n_layer=12"), "llm.c's model descriptor: %.400s", r->err);
+    r = cli("train", "--init_from=d+12", NULL); /* a file name, not llm.c's descriptor */
+    CHECK_RUN(r, 1, "train --init_from=d+12");
+    CHECK(strstr(r->err, "init_from = d+12: ") && !strstr(r->err, "llm.c's d"), "only d and digits are llm.c's descriptor: %.400s", r->err);
     r = cli("plan", "--max_memory=2.68", NULL);
     CHECK_RUN(r, 1, "--max_memory=2.68");
     CHECK(strstr(r->err, "--max_memory") && strstr(r->err, "unit") && strstr(r->err, "GiB"), "a size without a unit names the units: %.400s", r->err);
