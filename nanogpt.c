@@ -364,7 +364,7 @@ static const ConfigKey config_keys[] = {
     CK(always_save_checkpoint, KEY_BOOL, 0, 1, NULL, "save at every evaluation, not only on improvement"),
     CK(keep_checkpoints, KEY_INT, 1, MAX_KEEP_CHECKPOINTS, NULL, "the newest ckpt_<step>.bin kept in out_dir (best.bin is kept besides)"),
     CK(init_from, KEY_STR, 0, 0, NULL, "scratch, resume, gpt2/gpt2-medium/gpt2-large/gpt2-xl, or a weights path (.safetensors, llm.c .bin)"),
-    CK(dataset, KEY_STR, 0, 0, NULL, "data/<dataset>/ holds train.bin and val.bin"),
+    CK(dataset, KEY_STR, 0, 0, NULL, "data/<dataset>/ holds train.bin and val.bin (an absolute path is that folder, as in nanoGPT)"),
     CK(data_dir, KEY_STR, 0, 0, NULL, "explicit data folder (overrides data/<dataset>)"),
     CK(input, KEY_STR, 0, 0, NULL, "text file the default dataset is prepared from"),
     CK(tokenizer_dir, KEY_STR, 0, 0, NULL, "GPT-2 vocabulary folder (encoder.json + vocab.bpe, or gpt2.tok)"),
@@ -758,12 +758,9 @@ static int python_import(const char *p) {
     return !strncmp(p, "from", 4) && (p[4] == ' ' || p[4] == '\t') && imp && (size_t)(imp - p) < code;
 }
 
-/* A file given where a config file goes that is one of the binary files nanogpt (or llm.c) knows, or any
- * binary: an error saying what it is and where it goes (0 for text). */
-static int config_binary_file(FILE *f, const char *path, char *err, size_t errlen) {
-    unsigned char head[512];
-    size_t n = fread(head, 1, sizeof head, f);
-    rewind(f);
+/* Whether the file at path, which starts with head (n bytes), is one of the binary files nanogpt (or llm.c)
+ * knows, or any binary (a NUL byte): if so, what it is and where it goes, into says; 0 for text. */
+static int binary_file_says(const unsigned char *head, size_t n, const char *path, char *says, size_t cap) {
     int32_t magic = 0;
     uint64_t json_len = 0;
     if (n >= 4) memcpy(&magic, head, 4);
@@ -777,10 +774,23 @@ static int config_binary_file(FILE *f, const char *path, char *err, size_t errle
                        : n >= 8 && !memcmp(head, CKPT_MAGIC, 8) ? "a nanogpt checkpoint: sample it with `nanogpt sample --init_from=%s`, "
                                                                    "or resume its run with --init_from=resume and its out_dir"
                        : n > 8 && json_len > 1 && head[8] == '{' ? "safetensors weights: train from them with --init_from=%s"
-                       : memchr(head, 0, n) ? "a binary file" : NULL;
-    if (!what) return NGPT_OK;
+                       : n >= 4 && !memcmp(head, "PK\3\4", 4) ? "a zip archive, as PyTorch's torch.save writes (nanoGPT's ckpt.pt), which "
+                                                                   "nanogpt does not read"
+                       : memchr(head, 0, n) ? "a binary file (byte %zu is NUL)" : NULL;
+    if (!what) return 0;
+    size_t nul = memchr(head, 0, n) ? (size_t)((const unsigned char *)memchr(head, 0, n) - head) : 0;
+    if (strstr(what, "%zu")) snprintf(says, cap, what, nul);
+    else snprintf(says, cap, what, path); /* the messages without %s ignore it */
+    return 1;
+}
+
+/* A file given where a config file goes that binary_file_says knows: an error saying what it is (0 for text) */
+static int config_binary_file(FILE *f, const char *path, char *err, size_t errlen) {
+    unsigned char head[512];
+    size_t n = fread(head, 1, sizeof head, f);
+    rewind(f);
     char says[700];
-    snprintf(says, sizeof says, what, path); /* the messages without %s ignore it */
+    if (!binary_file_says(head, n, path, says, sizeof says)) return NGPT_OK;
     return fail(err, errlen, NGPT_ERR_FORMAT, "%s is not a config file (`key = value` lines): it is %s", path, says);
 }
 
@@ -3065,6 +3075,16 @@ static int shard_of(const char *name, const char *split) {
     return ln > 4 && !strcmp(name + ln - 4, ".bin") && hit;
 }
 
+/* For a relative folder that is not there: "; DIR is relative to the current folder, CWD" (a run started
+ * from another folder than its training run's); "" otherwise */
+static const char *relative_dir_note(const char *dir, char *buf, size_t cap) {
+    char cwd[PATH_MAX];
+    struct stat st;
+    buf[0] = 0;
+    if (dir[0] != '/' && stat(dir, &st) && getcwd(cwd, sizeof cwd)) snprintf(buf, cap, "; %s is relative to the current folder, %s", dir, cwd);
+    return buf;
+}
+
 /* whether dir holds split's data: split.bin or llm.c shards of it */
 CLI_USED static int has_split(const char *dir, const char *split) {
     char path[700];
@@ -3101,7 +3121,9 @@ static int tokenset_open(TokenSet *s, const char *dir, const char *split, int vo
                                                         "train.bin and val.bin, or llm.c's shards *_train_*.bin and *_val_*.bin: "
                                                         "--data_dir=%s", dir, strpbrk(dir, "*?[") ? "a file pattern" : "a file", parent);
             }
-            return fail(err, errlen, NGPT_ERR_IO, "cannot open data folder %s: %s (prepare it with `nanogpt prepare`)", dir, strerror(e));
+            char rel[PATH_MAX + 600];
+            return fail(err, errlen, NGPT_ERR_IO, "cannot open data folder %s: %s (prepare it with `nanogpt prepare`)%s", dir, strerror(e),
+                        relative_dir_note(dir, rel, sizeof rel));
         }
         struct dirent *e;
         while ((e = readdir(d)) != NULL && n <= MAX_SHARDS) {
@@ -5074,6 +5096,7 @@ typedef struct {
 /* Pretrained weights left in their mapped file (the pretrained loaders, below) */
 typedef struct Weights Weights;
 static void weights_fill(const Weights *w, size_t first, size_t count, float *dst);
+static int params_check_finite(const ModelShape *ms, const float *p, size_t first, size_t count, const char *file, char *err, size_t errlen);
 static void weights_close(Weights *w);
 
 struct ngpt_trainer {
@@ -5113,6 +5136,7 @@ struct ngpt_trainer {
     double last_step_seconds;
     double last_step_tokens;
     double peak_flops; /* the backend's matmul FLOP/s measured at creation (ngpt_options.measure_peak); 0: not measured */
+    int unlogged;      /* the last ngpt_train wrote no log.jsonl (eval_only into an out_dir it cannot write) */
     ThreadTuner tune; /* CPU with threads = 0: all cores or one, whichever runs steps faster */
 };
 
@@ -5648,8 +5672,12 @@ static int copy_params_in_from(ngpt_trainer *tr, const float *src, const Weights
         size_t n = tr->plan.param_len[i];
         for (size_t j = 0; j < n; j += per) {
             size_t c = MIN(per, n - j);
-            if (w) weights_fill(w, k + j, c, (float *)tr->h_staging);
-            else memcpy(tr->h_staging, src + k + j, c * 4);
+            if (w) {
+                weights_fill(w, k + j, c, (float *)tr->h_staging);
+                char msg[NGPT_ERRLEN];
+                int rc = params_check_finite(&tr->ms, (const float *)tr->h_staging, k + j, c, tr->cfg.init_from, msg, sizeof msg);
+                if (rc) return tr_fail(tr, rc, "%s", msg);
+            } else memcpy(tr->h_staging, src + k + j, c * 4);
             upload_param_chunk(tr, i, j, (const float *)tr->h_staging, c);
         }
         k += n;
@@ -5698,6 +5726,7 @@ static int init_params(ngpt_trainer *tr) {
 
 static const char *dataset_dir(const ngpt_config *c, char *buf, size_t n) {
     if (c->data_dir[0]) snprintf(buf, n, "%s", c->data_dir);
+    else if (c->dataset[0] == '/') snprintf(buf, n, "%s", c->dataset); /* os.path.join('data', dataset) keeps an absolute path */
     else snprintf(buf, n, "data/%s", c->dataset);
     return buf;
 }
@@ -6156,14 +6185,49 @@ static void weights_crop(Weights *w, const ModelShape *ms, int T) {
     }
 }
 
-/* The whole model as one fp32 array (malloced): for export and the tests. */
+/* NGPT_OK when p (count floats: parameters first.. of a model of shape ms, packed in llm.c's order, as read
+ * from file) are all finite; else an error naming the first NaN or Inf's tensor (llm.c's names), its layer and
+ * the file. */
+static int params_check_finite(const ModelShape *ms, const float *p, size_t first, size_t count, const char *file, char *err, size_t errlen) {
+    enum { BLOCK = 4096 };
+    for (size_t b = 0; b < count; b += BLOCK) {
+        size_t n = MIN((size_t)BLOCK, count - b);
+        uint32_t special = 0; /* exponent all ones: Inf or NaN (a branch-free loop the compiler vectorises) */
+        for (size_t i = 0; i < n; i++) {
+            uint32_t u;
+            memcpy(&u, p + b + i, 4);
+            special |= (u & 0x7f800000u) == 0x7f800000u;
+        }
+        if (!special) continue;
+        size_t at = b;
+        while (isfinite(p[at])) at++;
+        size_t sizes[N_PARAM_TENSORS], e = first + at;
+        param_sizes(ms, sizes);
+        int t = 0;
+        while (t < N_PARAM_TENSORS - 1 && e >= sizes[t]) e -= sizes[t++];
+        int layered = t >= P_LN1W && t <= P_FCPROJB;
+        size_t per = layered ? sizes[t] / (size_t)ms->L : sizes[t]; /* one layer's part of a layered tensor */
+        char layer[48] = "";
+        if (layered) snprintf(layer, sizeof layer, " of layer %zu", e / per);
+        return fail(err, errlen, NGPT_ERR_FORMAT, "%s: the weights hold %s: %s%s, element %zu of its %zu: the file is damaged (download "
+                    "or export it again)", file, isnan(p[at]) ? "NaN" : "Inf", param_names[t], layer, e % per, per);
+    }
+    return NGPT_OK;
+}
+
+/* The whole model as one fp32 array (malloced, NULL on failure): for export and the tests. */
 static int weights_to_f32(const Weights *w, const ModelShape *ms, float **params, const char *path, char *err, size_t errlen) {
     size_t sizes[N_PARAM_TENSORS], total = param_sizes(ms, sizes);
     float *p = (float *)malloc(total * sizeof(float));
     if (!p) return fail(err, errlen, NGPT_ERR_NOMEM, "%s: out of host memory for %zu parameters (%.2f GiB)", path, total, (double)total * 4 / GiB);
     weights_fill(w, 0, total, p);
+    int rc = params_check_finite(ms, p, 0, total, path, err, errlen);
+    if (rc) {
+        free(p);
+        p = NULL;
+    }
     *params = p;
-    return NGPT_OK;
+    return rc;
 }
 
 /* ---- Hugging Face safetensors: u64 header length N, N bytes of JSON {name: {dtype, shape, data_offsets},
@@ -6659,8 +6723,13 @@ static int llmc_open_model(const char *path, ModelShape *ms, Weights *w, char *e
     int32_t h[8];
     memcpy(h, map, sizeof h);
     if (h[0] != LLMC_MODEL_MAGIC) {
+        const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+        int step, rank, used = 0;
+        char state[160] = " (llm.c's optimizer state file, not its model file: model_<step>.bin beside it is)";
+        if (sscanf(base, "state_%d_%d.bin%n", &step, &rank, &used) == 2 && used == (int)strlen(base) && step >= 0)
+            snprintf(state, sizeof state, " (llm.c's optimizer state file, not its model file: model_%08d.bin beside it is)", step);
         const char *what = h[0] == LLMC_DEBUG_MAGIC ? " (llm.c's debug state file, not its model file)"
-                         : h[0] == LLMC_STATE_MAGIC ? " (llm.c's optimizer state file, not its model file: model_00005000.bin beside it is)"
+                         : h[0] == LLMC_STATE_MAGIC ? state
                          : h[0] == LLMC_TOKENIZER_MAGIC ? " (llm.c's tokenizer file, not its model file)"
                          : h[0] == LLMC_MAGIC ? " (an llm.c token data shard, not a model file)"
                          : ((const unsigned char *)map)[8] == '{' ? " (it looks like safetensors)" : "";
@@ -6672,10 +6741,10 @@ static int llmc_open_model(const char *path, ModelShape *ms, Weights *w, char *e
                                                                              "(bf16): re-export it with llm.c's train_gpt2.py", path, h[1]));
     int maxT = h[2], V = h[3], L = h[4], NH = h[5], C = h[6], Vp = h[7];
     const char *bad = maxT <= 0 || V <= 0 || L <= 0 || NH <= 0 || C <= 0 ? "every size must be positive"
-                      : C % NH              ? "NH (header int 5) must divide C (int 6)"
-                      : Vp < V              ? "the padded vocabulary Vp (int 7) is below V (int 3)"
-                      : V > INT_MAX - 64    ? "V (int 3) is out of range"
-                      : C > 65536           ? "C (int 6) is above 65536"
+                      : C % NH              ? "NH must divide C"
+                      : Vp < V              ? "the padded vocabulary Vp is below V"
+                      : V > INT_MAX - 64    ? "V is out of range"
+                      : C > 65536           ? "C is above 65536"
                                             : NULL;
     if (bad)
         return st_fail_unmap(map, fsize, fail(err, errlen, NGPT_ERR_FORMAT, "%s: llm.c header has maxT %d, V %d, L %d, NH %d, C %d, Vp %d: %s", path,
@@ -6731,7 +6800,10 @@ CLI_USED static int llmc_write_model(const char *path, const ModelShape *ms, con
     char tmp[4200];
     snprintf(tmp, sizeof tmp, "%.4000s.tmp.%d", path, (int)getpid());
     FILE *f = fopen(tmp, "wb");
-    if (!f) return fail(err, errlen, NGPT_ERR_IO, "cannot create %s: %s", tmp, strerror(errno));
+    if (!f) { /* the error names the file asked for, not its temporary sibling */
+        int e = errno;
+        return fail(err, errlen, NGPT_ERR_IO, "cannot write %s: %s%s", path, strerror(e), e == ENOENT ? " (its folder does not exist)" : "");
+    }
     int32_t h[256];
     memset(h, 0, sizeof h);
     h[0] = LLMC_MODEL_MAGIC;
@@ -6808,6 +6880,10 @@ static int pretrained_open_path(const char *path, ModelShape *ms, Weights *w, ch
                                                "`nanogpt export` makes an llm.c model file of it to start new runs from", path, path);
     if (got >= 4 && magic == LLMC_MODEL_MAGIC) return llmc_open_model(path, ms, w, err, errlen);
     if (got == 9 && head[8] == '{') return safetensors_open_gpt2(path, ms, w, err, errlen);
+    if (got >= 4 && !memcmp(head, "PK\3\4", 4))
+        return fail(err, errlen, NGPT_ERR_FORMAT, "%s is a zip archive, as PyTorch's torch.save writes (nanoGPT's ckpt.pt): nanogpt reads no "
+                                                   "PyTorch files; its weights come from safetensors (Hugging Face's GPT-2 layout) or llm.c "
+                                                   "model files", path);
     size_t n = strlen(path);
     if (n > 4 && !strcmp(path + n - 4, ".bin")) return llmc_open_model(path, ms, w, err, errlen); /* its errors say why */
     if (n > 12 && !strcmp(path + n - 12, ".safetensors")) return safetensors_open_gpt2(path, ms, w, err, errlen);
@@ -7259,6 +7335,20 @@ CLI_USED static int holds_checkpoints(const char *dir, long long *newest) {
     return *newest >= 0 || file_exists(best);
 }
 
+static void checkpoint_path(const char *dir, long long step, char *path, size_t n) { snprintf(path, n, "%.400s/ckpt_%09lld.bin", dir, step); }
+
+/* The checkpoint a resume reads from dir, into path: the newest ckpt_<step>.bin, else best.bin (a folder whose
+ * other checkpoints were removed; best.bin is a whole checkpoint too); 0 when there is neither */
+static int resume_checkpoint(const char *dir, char *path, size_t cap) {
+    long long newest;
+    if (checkpoint_list(dir, &newest, 1)) {
+        checkpoint_path(dir, newest, path, cap);
+        return 1;
+    }
+    snprintf(path, cap, "%.400s/best.bin", dir);
+    return file_exists(path);
+}
+
 /* Removes the temporary files a save in dir leaves when the process dies inside it (ckpt_<step>.bin.tmp,
  * best.bin.tmp): a save ended normally or by an error removes its own. */
 static void checkpoint_remove_stale(const char *dir) {
@@ -7273,8 +7363,6 @@ static void checkpoint_remove_stale(const char *dir) {
         }
     closedir(d);
 }
-
-static void checkpoint_path(const char *dir, long long step, char *path, size_t n) { snprintf(path, n, "%.400s/ckpt_%09lld.bin", dir, step); }
 
 /* Saves ckpt_<step>.bin in out_dir, keeps the newest cfg.keep_checkpoints, and points best.bin at it when
  * is_best (a hard link: pruning never removes the best). */
@@ -7418,11 +7506,13 @@ int ngpt_load(ngpt_trainer *tr, const char *path) {
  * into c; on success the caller closes r->f. */
 static int resume_open(ngpt_config *c, CkptReader *r, char *path, size_t cap, char *err, size_t errlen) {
     memset(r, 0, sizeof *r);
-    long long newest;
-    if (!checkpoint_list(c->out_dir, &newest, 1))
+    if (!resume_checkpoint(c->out_dir, path, cap)) {
+        char pt[600];
+        snprintf(pt, sizeof pt, "%.580s/ckpt.pt", c->out_dir);
         return fail(err, errlen, NGPT_ERR_IO, "init_from = resume, but out_dir %s holds no checkpoint: resume reads the newest ckpt_<step>.bin, "
-                                                "the step in 9 digits (ckpt_000000030.bin, as training names them)", c->out_dir);
-    checkpoint_path(c->out_dir, newest, path, cap);
+                                                "the step in 9 digits (ckpt_000000030.bin, as training names them), else best.bin%s", c->out_dir,
+                    file_exists(pt) ? " (its ckpt.pt is nanoGPT's PyTorch checkpoint, which nanogpt does not read)" : "");
+    }
     int rc = checkpoint_open(r, path, err, errlen);
     if (!rc) config_set_model(c, &r->model);
     return rc;
@@ -7535,11 +7625,14 @@ static int trainer_setup(ngpt_trainer *tr) {
     if (strcmp(c->init_from, "scratch") && strcmp(c->init_from, "resume")) {
         ModelShape pm;
         if (!(tr->pretrained = (Weights *)calloc(1, sizeof *tr->pretrained))) return tr_fail(tr, NGPT_ERR_NOMEM, "out of host memory");
-        if ((rc = pretrained_open(c->init_from, c->pretrained_dir, &pm, tr->pretrained, msg, sizeof msg)) ||
-            (rc = pretrained_config(c, &pm, tr->pretrained, tr->opt.sample_only, msg, sizeof msg)))
-            return tr_fail(tr, rc, "%s", msg);
-        tr_log(tr, 0, "initialising from %s: n_layer %d, n_head %d, n_embd %d, vocab %d, block_size %d", c->init_from, pm.L, pm.NH, pm.C,
-               pm.V, c->block_size);
+        if ((rc = pretrained_open(c->init_from, c->pretrained_dir, &pm, tr->pretrained, msg, sizeof msg))) return tr_fail(tr, rc, "%s", msg);
+        int file_positions = pm.maxT;
+        if ((rc = pretrained_config(c, &pm, tr->pretrained, tr->opt.sample_only, msg, sizeof msg))) return tr_fail(tr, rc, "%s", msg);
+        char cropped[96] = "";
+        if (pm.maxT < file_positions) /* nanoGPT's crop_block_size */
+            snprintf(cropped, sizeof cropped, " (cropped from the file's %d positions, as nanoGPT's crop_block_size)", file_positions);
+        tr_log(tr, 0, "initialising from %s: n_layer %d, n_head %d, n_embd %d, vocab %d, block_size %d%s", c->init_from, pm.L, pm.NH, pm.C,
+               pm.V, c->block_size, cropped);
     }
 
     /* data and vocabulary */
@@ -7992,6 +8085,8 @@ static int32_t sample_token(const float *logits, float *tmp, int V, float temper
     return last;
 }
 
+#define SAMPLE_RNG_STREAM ((uint64_t)1 << 40) /* + the sample's index: apart from training's streams */
+
 int ngpt_sample(ngpt_trainer *tr, const int32_t *prompt, int n_prompt, int num_samples, int max_new, float temperature, int top_k,
                 uint64_t seed, int32_t *out) {
     if (!tr) return NGPT_ERR_ARG;
@@ -8016,10 +8111,18 @@ int ngpt_sample(ngpt_trainer *tr, const int32_t *prompt, int n_prompt, int num_s
     int total = n_prompt + max_new, rc = NGPT_OK;
     float *logits = (float *)malloc((size_t)m->Vp * (S + 1) * sizeof(float)); /* S rows, then sample_token's scratch */
     int32_t *tok = (int32_t *)malloc((size_t)S * sizeof(int32_t));
-    if (!logits || !tok) { free(logits); free(tok); return tr_fail(tr, NGPT_ERR_NOMEM, "out of host memory"); }
-    Rng rng = {seed, 7, 0};
+    Rng *rng = (Rng *)malloc((size_t)S * sizeof(Rng));
+    if (!logits || !tok || !rng) {
+        free(logits);
+        free(tok);
+        free(rng);
+        return tr_fail(tr, NGPT_ERR_NOMEM, "out of host memory");
+    }
     for (int first = 0; first < num_samples && !rc; first += S) {
         int n = MIN(S, num_samples - first);
+        /* each sample its own stream of draws, so sample k is the same text however many are asked for and however
+         * many the plan decodes at once (nanoGPT draws them one after another) */
+        for (int s = 0; s < n; s++) rng[s] = (Rng){seed, SAMPLE_RNG_STREAM + (uint64_t)(first + s), 0};
         int32_t *seqs = out + (size_t)first * total;
         for (int s = 0; s < n; s++) memcpy(seqs + (size_t)s * total, prompt, (size_t)n_prompt * sizeof(int32_t));
         int len = n_prompt, pos = 0, start = 0; /* the cache holds tokens start..start+pos-1 at positions 0..pos-1 */
@@ -8034,13 +8137,14 @@ int ngpt_sample(ngpt_trainer *tr, const int32_t *prompt, int n_prompt, int num_s
             }
             download_as_f32(tr, logits, tr->region + off[S_LOGITS], (size_t)n * m->Vp); /* one wait for all n rows */
             for (int s = 0; s < n; s++)
-                seqs[(size_t)s * total + len] = sample_token(logits + (size_t)s * m->Vp, logits + (size_t)S * m->Vp, m->V, temperature, top_k, &rng);
+                seqs[(size_t)s * total + len] = sample_token(logits + (size_t)s * m->Vp, logits + (size_t)S * m->Vp, m->V, temperature, top_k, &rng[s]);
             len++;
             rc = be_check(tr, "sampling");
         }
     }
     free(logits);
     free(tok);
+    free(rng);
     return rc;
 }
 
@@ -8231,12 +8335,17 @@ static int train_run(ngpt_trainer *tr) {
      * pick either run's: a mistyped out_dir (or one left from a config) must not cost a trained model */
     if (tr->out_dir_taken && !tr->cfg.eval_only)
         return out_dir_taken_error(&tr->cfg, tr->n_kept ? tr->kept_steps[tr->n_kept - 1] : -1, tr->err, sizeof tr->err);
-    if (mkdir_p(tr->cfg.out_dir)) return tr_fail(tr, NGPT_ERR_IO, "cannot create out_dir %s: %s", tr->cfg.out_dir, strerror(errno));
     snprintf(path, sizeof path, "%.580s/log.jsonl", tr->cfg.out_dir);
-    int jsonl = open(path, O_WRONLY | O_CREAT | O_APPEND, 0644);
-    if (jsonl < 0) return tr_fail(tr, NGPT_ERR_IO, "cannot open %s: %s", path, strerror(errno));
+    int jsonl = -1;
+    if (mkdir_p(tr->cfg.out_dir)) {
+        if (!tr->cfg.eval_only) return tr_fail(tr, NGPT_ERR_IO, "cannot create out_dir %s: %s", tr->cfg.out_dir, strerror(errno));
+    } else if ((jsonl = open(path, O_WRONLY | O_CREAT | O_APPEND, 0644)) < 0 && !tr->cfg.eval_only)
+        return tr_fail(tr, NGPT_ERR_IO, "cannot open %s: %s", path, strerror(errno));
+    tr->unlogged = jsonl < 0;
+    if (tr->unlogged) /* eval_only saves nothing, as in nanoGPT: a read-only out_dir costs it only its log line */
+        tr_log(tr, 0, "eval_only: %s cannot be written (%s): the evaluation is printed, not logged", path, strerror(errno));
     int rc = train_loop(tr, jsonl);
-    close(jsonl);
+    if (jsonl >= 0) close(jsonl);
     return rc;
 }
 
@@ -9240,7 +9349,7 @@ static void usage(FILE *f) {
             "            resume (out_dir's newest) or pretrained weights (gpt2..gpt2-xl from --pretrained_dir=DIR, .safetensors, an llm.c\n"
             "            file) instead\n"
             "  plot      OUT_DIR (or --out_dir=OUT_DIR): OUT_DIR/log.jsonl -> OUT_DIR/loss.svg\n"
-            "  info      the devices this build can use (--version: the version alone)\n"
+            "  info      the devices this build can use (`nanogpt --version`: the version alone)\n"
             "  help      this text; `nanogpt help config` lists every config key\n",
             NGPT_VERSION);
 }
@@ -9345,6 +9454,15 @@ static int files_first(char **args, int n) {
         args[files++] = file;
     }
     return files;
+}
+
+/* For an error about a block_size (err) that no argument or config file set (line_of, parse_args'): where
+ * that block_size came from, the default job's recipe (default_job: no config file gave the run one) or
+ * nanoGPT's default; "" otherwise */
+static const char *unset_block_size_hint(const char *err, int has_file, const int *line_of, int default_job) {
+    if (!strstr(err, "block_size = ") || line_of[config_find("block_size") - config_keys]) return "";
+    return default_job && !has_file ? " (that block_size is the default job's recipe; pass --block_size)"
+                                    : " (that block_size is nanoGPT's default; pass --block_size)";
 }
 
 /* Config files and --key=value settings over cfg, which holds the base (nanoGPT's defaults, or a checkpoint's
@@ -9530,12 +9648,10 @@ static const char *model_overrides(const ngpt_config *given, const ngpt_config *
  * when its optimisation settings (the learning-rate schedule, the batch, AdamW's) differ from cfg's, as a resume
  * without the run's config file makes them, a line listing them into settings_note ("" for none) */
 static void resume_notes(const ngpt_config *cfg, char *data_note, size_t data_cap, char *settings_note, size_t settings_cap) {
-    long long newest;
     char path[700], err[NGPT_ERRLEN];
     ngpt_config stored;
     data_note[0] = settings_note[0] = 0;
-    if (strcmp(cfg->init_from, "resume") || !checkpoint_list(cfg->out_dir, &newest, 1)) return;
-    checkpoint_path(cfg->out_dir, newest, path, sizeof path);
+    if (strcmp(cfg->init_from, "resume") || !resume_checkpoint(cfg->out_dir, path, sizeof path)) return;
     ngpt_config_defaults(&stored);
     if (checkpoint_read_config(path, &stored, err, sizeof err)) return;
     char stored_dir[300], dir[300], real_stored[PATH_MAX], real_dir[PATH_MAX]; /* the folders read (data_dir over dataset), however written */
@@ -9591,9 +9707,13 @@ static int cmd_train(int argc, char **argv) {
         return 1;
     }
     if (strcmp(cfg.init_from, "scratch") && strcmp(cfg.init_from, "resume") && init_from_config(&model, 0, err, sizeof err)) {
-        int block_given = line_of[config_find("block_size") - config_keys] != 0; /* if not, a block_size the model cannot take is the default job's */
-        fprintf(stderr, "error: %s%s\n", err,
-                !has_file && !block_given && strstr(err, "block_size = ") ? " (that block_size is the default job's recipe; pass --block_size)" : "");
+        fprintf(stderr, "error: %s%s\n", err, unset_block_size_hint(err, has_file, line_of, 1));
+        return 1;
+    }
+    struct stat out_st;
+    if (!stat(cfg.out_dir, &out_st) && !S_ISDIR(out_st.st_mode)) { /* said now, not after the data and the plan */
+        fprintf(stderr, "error: out_dir = %s is a file, not a folder: out_dir is where the checkpoints and log.jsonl go%s\n", cfg.out_dir,
+                is_checkpoint_file(cfg.out_dir) ? " (to train on from this checkpoint, give its folder as out_dir with --init_from=resume)" : "");
         return 1;
     }
     long long newest; /* after init_from's own errors: a mistyped init_from (Resume, gpt3) is not a new run */
@@ -9691,8 +9811,9 @@ static int cmd_train(int argc, char **argv) {
     } else if (rc) fprintf(stderr, "error: %s\n", ngpt_last_error(tr));
     else if (cfg.eval_only) /* its losses are on the evaluation's line; best val loss may be an earlier step's */
         printf("done: evaluated the model of step %d in %.1f s, nothing trained or saved; memory: arena %s (allocated once)%s, process peak "
-               "resident %s; log in %s/log.jsonl\n",
-               st.step, now_seconds() - t0, b1, b3, b2, cfg.out_dir);
+               "resident %s; %s%s%s\n",
+               st.step, now_seconds() - t0, b1, b3, b2, tr->unlogged ? "not logged" : "log in ", tr->unlogged ? "" : cfg.out_dir,
+               tr->unlogged ? "" : "/log.jsonl");
     else {
         char from[160] = "";
         if (step0 > 0 && st.step == step0)
@@ -9756,9 +9877,9 @@ static int checkpoint_to_read(const char *out_dir, char *path, size_t cap, ngpt_
 static int cmd_plan(int argc, char **argv) {
     ngpt_config cfg;
     char err[NGPT_ERRLEN], **rest = argv; /* the arguments parse_args reads, gathered in place */
-    int has_file, json = 0, sampling = 0, init_given = 0, n = 0;
+    int has_file, json = 0, json_args = 0, sampling = 0, init_given = 0, n = 0;
     for (int i = 0; i < argc; i++) {
-        if (!strcmp(argv[i], "--json")) json = 1; /* known before the arguments are parsed: their errors are JSON too */
+        if (!strcmp(argv[i], "--json")) json = 1, json_args++; /* known before the arguments are parsed: their errors are JSON too */
         if (!strncmp(argv[i], "--init_from=", 12)) init_given = 1;
         if (!strcmp(argv[i], "--sample")) sampling = 1; /* the plan `nanogpt sample` makes (ngpt_options.sample_only) */
         else rest[n++] = argv[i];
@@ -9768,7 +9889,8 @@ static int cmd_plan(int argc, char **argv) {
      * init_from, out_dir's checkpoint (best.bin, else the newest), its stored config the base that the arguments
      * override, as sample reads it; with no checkpoint there (nor the default job's), the config's model */
     ngpt_config_defaults(&cfg);
-    int rc = parse_args("plan", n, rest, !sampling, &cfg, &has_file, &json, NULL, err, sizeof err);
+    int line_of[N_CONFIG_KEYS];
+    int rc = parse_args("plan", n, rest, !sampling, &cfg, &has_file, &json, line_of, err, sizeof err);
     if (!rc && sampling && !init_given) {
         char ckpt[700];
         long long newest;
@@ -9776,14 +9898,15 @@ static int cmd_plan(int argc, char **argv) {
             ngpt_config base;
             ngpt_config_defaults(&base);
             rc = checkpoint_to_read(cfg.out_dir, ckpt, sizeof ckpt, &base, err, sizeof err);
-            if (!rc) rc = parse_args("plan", n, rest, 0, &base, &has_file, &json, NULL, err, sizeof err);
+            if (!rc) rc = parse_args("plan", n, rest, 0, &base, &has_file, &json, line_of, err, sizeof err);
             cfg = base;
             copy_str(cfg.init_from, sizeof cfg.init_from, ckpt); /* the model: the checkpoint's header */
         } else rc = default_job_checkpoints(cfg.out_dir, err, sizeof err);
     }
     if (!rc) rc = config_validate(&cfg, err, sizeof err);
     if (!rc && !strcmp(cfg.init_from, "resume")) rc = default_job_checkpoints(cfg.out_dir, err, sizeof err);
-    if (!rc) rc = init_from_config(&cfg, sampling, err, sizeof err);
+    if (!rc && (rc = init_from_config(&cfg, sampling, err, sizeof err)))
+        strncat(err, unset_block_size_hint(err, has_file, line_of, !sampling), sizeof err - strlen(err) - 1);
     int V = 0;
     if (!rc) rc = data_vocab(&cfg, NULL, &V, err, sizeof err);
     if (rc) return plan_refused(json, err);
@@ -9810,6 +9933,9 @@ static int cmd_plan(int argc, char **argv) {
     Plan p;
     rc = plan_make(&p, &req, err, sizeof err);
     if (rc && rc != NGPT_ERR_NOMEM) return plan_refused(json, err); /* nothing was planned */
+    if (!has_file && !sampling) /* as train says it */
+        fprintf(stderr, "note: no config file: %s nanoGPT's shakespeare_char recipe (data/shakespeare_char/train%s.cfg)\n",
+                n > json_args ? "the command line's settings over" : "the default job,", device == DEV_BACKEND_CUDA ? "" : "_cpu");
     /* a plan that fits, or (NGPT_ERR_NOMEM) the smallest one, which does not */
     if (json) plan_print_json(&p, rc ? err : NULL, stdout);
     else plan_print(&p, stdout);
@@ -9886,7 +10012,8 @@ static int cmd_bench(int argc, char **argv) {
     }
     ngpt_config cfg;
     ngpt_config_defaults(&cfg);
-    if (parse_args("bench", n, rest, 0, &cfg, &has_file, NULL, NULL, err, sizeof err) || config_validate(&cfg, err, sizeof err)) {
+    int line_of[N_CONFIG_KEYS];
+    if (parse_args("bench", n, rest, 0, &cfg, &has_file, NULL, line_of, err, sizeof err) || config_validate(&cfg, err, sizeof err)) {
         fprintf(stderr, "error: %s\n", err);
         return 1;
     }
@@ -9898,7 +10025,10 @@ static int cmd_bench(int argc, char **argv) {
     memset(&opt, 0, sizeof opt);
     opt.no_data = 1;
     ngpt_trainer *tr;
-    if (ngpt_trainer_create(&cfg, &opt, &tr, err, sizeof err)) { fprintf(stderr, "error: %s\n", err); return 1; }
+    if (ngpt_trainer_create(&cfg, &opt, &tr, err, sizeof err)) {
+        fprintf(stderr, "error: %s%s\n", err, unset_block_size_hint(err, has_file, line_of, 0));
+        return 1;
+    }
     const Plan *p = &tr->plan;
     printf("bench: n_layer %d, n_head %d, n_embd %d, block_size %d, vocab %d, %s on %s; micro-batch %d x accumulation %d "
            "(%d tokens per step), logits chunk %d rows; ",
@@ -9957,6 +10087,20 @@ static int cmd_bench(int argc, char **argv) {
     return 0;
 }
 
+/* An input of prepare that binary_file_says knows (a token file, a model, a checkpoint, any file with a NUL in
+ * its first 512 bytes): an error naming it; NGPT_OK for text, and for a file that cannot be read (the reader
+ * says why) */
+static int prepare_input_is_text(const char *path, char *err, size_t errlen) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NGPT_OK;
+    unsigned char head[512];
+    size_t n = fread(head, 1, sizeof head, f);
+    fclose(f);
+    char says[700];
+    if (!binary_file_says(head, n, path, says, sizeof says)) return NGPT_OK;
+    return fail(err, errlen, NGPT_ERR_FORMAT, "--input=%s is not text to prepare: it is %s; prepare reads UTF-8 text", path, says);
+}
+
 static int cmd_prepare(int argc, char **argv) {
     const char *out = NULL, *tokenizer = "char", *format = "nanogpt", *tok_dir = "data/gpt2";
     char **inputs = NULL, err[NGPT_ERRLEN] = "";
@@ -9993,6 +10137,7 @@ static int cmd_prepare(int argc, char **argv) {
     int gpt2 = !strcmp(tokenizer, "gpt2"), llmc = !strcmp(format, "llmc");
     for (int i = 0; i < n_inputs && !rc; i++)
         if (!inputs[i]) rc = fail(err, sizeof err, NGPT_ERR_NOMEM, "out of host memory");
+        else rc = prepare_input_is_text(inputs[i], err, sizeof err);
     if (!rc && !gpt2 && strcmp(tokenizer, "char"))
         rc = fail(err, sizeof err, NGPT_ERR_ARG, "--tokenizer=%s: the tokenizer is char (one id per character) or gpt2 (GPT-2's BPE)", tokenizer);
     if (!rc && !llmc && strcmp(format, "nanogpt"))
@@ -10048,14 +10193,12 @@ static int sample_with(int argc, char **argv, int n_files, char **cfg_files) {
     int resume = !strcmp(init_from, "resume"); /* out_dir's newest checkpoint, as train's resume and export read it */
     int from_checkpoint = !init_from[0] || resume || checkpoint_file;
     if (!strcmp(init_from, "scratch")) { fprintf(stderr, "error: --init_from=scratch: a fresh model has nothing to say; sample a checkpoint or gpt2\n"); return 1; }
-    long long newest;
-    if (resume && !checkpoint_list(cfg.out_dir, &newest, 1)) {
-        fprintf(stderr, "error: --init_from=resume: out_dir %s holds no ckpt_<step>.bin (without --init_from, sample reads best.bin)\n", cfg.out_dir);
+    if (resume && !resume_checkpoint(cfg.out_dir, path, sizeof path)) {
+        fprintf(stderr, "error: --init_from=resume: out_dir %s holds no checkpoint (ckpt_<step>.bin or best.bin)\n", cfg.out_dir);
         return 1;
     }
     if (checkpoint_file || resume) {
-        if (resume) checkpoint_path(cfg.out_dir, newest, path, sizeof path);
-        else copy_str(path, sizeof path, init_from);
+        if (!resume) copy_str(path, sizeof path, init_from);
         if (checkpoint_read_config(path, &cfg, err, sizeof err)) { fprintf(stderr, "error: %s\n", err); return 1; }
     } else if (from_checkpoint && checkpoint_to_read(cfg.out_dir, path, sizeof path, &cfg, err, sizeof err)) {
         fprintf(stderr, "error: %s; --init_from=gpt2 (or a weights file) samples pretrained weights instead\n", err);
@@ -10150,11 +10293,11 @@ static int sample_with(int argc, char **argv, int n_files, char **cfg_files) {
     int32_t *prompt = (int32_t *)malloc(sizeof start * sizeof(int32_t));
     int np = 0, rc = prompt ? NGPT_OK : fail(err, sizeof err, NGPT_ERR_NOMEM, "out of host memory");
     if (!rc && !tr->charvocab && tr->ms.V < 50257) { /* GPT-2's tokens would fall outside the model's vocabulary */
-        char dir[300];
+        char dir[300], rel[PATH_MAX + 600];
         rc = fail(err, sizeof err, NGPT_ERR_ARG, "the model's vocabulary has %d tokens, too few for GPT-2's 50257, and %s has no meta.bin (or "
                                                   "nanoGPT's meta.pkl), a character vocabulary: pass --dataset=NAME or --data_dir=DIR whose "
-                                                  "meta.bin holds the model's characters (e.g. --dataset=shakespeare_char)",
-                  tr->ms.V, dataset_dir(&cfg, dir, sizeof dir));
+                                                  "meta.bin holds the model's characters (e.g. --dataset=shakespeare_char)%s",
+                  tr->ms.V, dataset_dir(&cfg, dir, sizeof dir), relative_dir_note(dir, rel, sizeof rel));
     }
     if (!rc && tr->charvocab && tr->ms.V != tr->charvocab->n) {
         /* a model wider than its characters: a checkpoint trained so on this very meta.bin (vocab_size above its
@@ -10284,8 +10427,10 @@ static int cmd_export(int argc, char **argv) {
     long long newest;
     if (!from && is_checkpoint_file(cfg.out_dir)) from = cfg.out_dir; /* --out_dir=out/ckpt_000000500.bin */
     if (from && !strcmp(from, "resume")) {
-        if (!checkpoint_list(cfg.out_dir, &newest, 1)) { fprintf(stderr, "error: init_from = resume, but out_dir %s holds no checkpoint\n", cfg.out_dir); return 1; }
-        checkpoint_path(cfg.out_dir, newest, path, sizeof path);
+        if (!resume_checkpoint(cfg.out_dir, path, sizeof path)) {
+            fprintf(stderr, "error: init_from = resume, but out_dir %s holds no checkpoint (ckpt_<step>.bin or best.bin)\n", cfg.out_dir);
+            return 1;
+        }
     } else if (from && is_checkpoint_file(from)) {
         copy_str(path, sizeof path, from);
     } else if (from) { /* pretrained weights (GPT-2 by name, safetensors, an llm.c file) into llm.c's format, or a folder of checkpoints */

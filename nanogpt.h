@@ -239,7 +239,7 @@ void ngpt_request_stop(ngpt_trainer *tr);
 /* Writes the whole training state (config, model, step, data position, parameters, AdamW moments) as a
  * checkpoint (docs/formats.md), atomically; path's folder must exist. init_from = resume reads the newest
  * out_dir/ckpt_<step>.bin, the step in 9 digits (ckpt_000000030.bin, as ngpt_train names them; 10 from step
- * 1e9): save under such a name for a resume to find it. ngpt_load reads any path. */
+ * 1e9), else out_dir/best.bin: save under such a name for a resume to find it. ngpt_load reads any path. */
 int ngpt_save(ngpt_trainer *tr, const char *path);
 /* Loads a checkpoint of the same model into the trainer: parameters, moments and training state (into a
  * sample_only trainer: the parameters and the step). Every section it reads is checked (model shape,
@@ -252,7 +252,8 @@ int ngpt_load(ngpt_trainer *tr, const char *path);
  * num_samples rows of n_prompt + max_new ids. Once a sequence fills block_size, the cache is rebuilt from
  * its last block_size/2 tokens (nanoGPT crops to the last block_size tokens at every step). The KV cache lives
  * in the arena; the logits rows of the samples (Vp x (num_samples + 1) floats) and their ids are malloced for
- * the call and freed before it returns. n_prompt + max_new must fit an int (NGPT_ERR_ARG otherwise). */
+ * the call and freed before it returns. n_prompt + max_new must fit an int (NGPT_ERR_ARG otherwise). Each
+ * sample draws from its own stream of (seed, its index): sample k is the same for any num_samples. */
 int ngpt_sample(ngpt_trainer *tr, const int32_t *prompt, int n_prompt, int num_samples, int max_new, float temperature, int top_k,
                 uint64_t seed, int32_t *out);
 

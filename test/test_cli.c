@@ -232,6 +232,21 @@ static void test_typos(void) {
         CHECK_RUN(r, 1, not_configs[i].path);
         CHECK(strstr(r->err, not_configs[i].says) && strstr(r->err, not_configs[i].says_too), "%s as the config: %.300s", not_configs[i].path, r->err);
     }
+    /* the same files (and nanoGPT's headerless token file) as prepare's text: refused before anything is written */
+    char state_input[720], prepared[720];
+    snprintf(state_input, sizeof state_input, "--input=%s", llmc_state);
+    snprintf(prepared, sizeof prepared, "--out=%s", tmp_path("prepared_binary"));
+    const struct { const char *input, *tokenizer, *says; } not_texts[] = {
+        {"--input=test/fixtures/tiny_gpt2_llmc_v3.bin", "--tokenizer=gpt2", "tiny_gpt2_llmc_v3.bin is not text to prepare: it is an llm.c model file"},
+        {state_input, "--tokenizer=char", "is not text to prepare: it is llm.c's optimizer state"},
+        {"--input=test/fixtures/gpt_tiny_bias.bin", "--tokenizer=gpt2", "gpt_tiny_bias.bin is not text to prepare: it is a binary file (byte "},
+    };
+    for (int i = 0; i < (int)(sizeof not_texts / sizeof not_texts[0]); i++) {
+        r = cli("prepare", not_texts[i].input, prepared, not_texts[i].tokenizer, NULL);
+        CHECK_RUN(r, 1, not_texts[i].input);
+        CHECK(strstr(r->err, not_texts[i].says) && strstr(r->err, "prepare reads UTF-8 text") && !file_exists(tmp_path("prepared_binary")),
+              "prepare %s: %.300s", not_texts[i].input, r->err);
+    }
     /* llm.c's gpt2_tokenizer.bin, as tokenizer_dir or in it: not GPT-2's vocabulary, and the error says why */
     mkdir(tmp_path("llmc_tok"), 0777);
     int32_t tok_header[256] = {20240328, 2, 50257};
@@ -278,6 +293,14 @@ static void test_typos(void) {
     r = cli("train", "--init_from=d12", NULL); /* llm.c's -e d12 */
     CHECK_RUN(r, 1, "train --init_from=d12");
     CHECK(strstr(r->err, "llm.c's d12 is a new model: --n_layer=12"), "llm.c's model descriptor: %.400s", r->err);
+    r = cli("train", "--out_dir=test/fixtures/tiny_gpt2_llmc_v3.bin", NULL);
+    CHECK_RUN(r, 1, "train --out_dir=a file");
+    CHECK(strstr(r->err, "out_dir = test/fixtures/tiny_gpt2_llmc_v3.bin is a file, not a folder") && !r->out[0],
+          "an out_dir that is a file, refused before anything else: %.400s | %.200s", r->err, r->out);
+    r = cli("train", "--dataset=no_such_dataset_here", "--device=cpu", NULL);
+    CHECK_RUN(r, 1, "train --dataset=no_such_dataset_here");
+    CHECK(strstr(r->err, "cannot open data folder data/no_such_dataset_here") && strstr(r->err, "data/no_such_dataset_here is relative to the current folder, /"),
+          "a relative data folder that is not there says where it was looked for: %.400s", r->err);
     r = cli("train", "--init_from=d+12", NULL); /* a file name, not llm.c's descriptor */
     CHECK_RUN(r, 1, "train --init_from=d+12");
     CHECK(strstr(r->err, "init_from = d+12: ") && !strstr(r->err, "llm.c's d"), "only d and digits are llm.c's descriptor: %.400s", r->err);
@@ -347,10 +370,10 @@ static void test_plan_and_info(void) {
     if (shard) fclose(shard);
     r = cli("plan", nodata, "--device=cpu", NULL);
     CHECK_RUN(r, 0, "plan of a shard folder");
-    CHECK(!strstr(r->err, "note:"), "no note beside llm.c shards: %.300s", r->err);
+    CHECK(!strstr(r->err, "holds no data yet"), "no data note beside llm.c shards: %.300s", r->err);
     r = cli("plan", nodata, "--device=cpu", "--vocab_size=50257", NULL);
     CHECK_RUN(r, 0, "plan of data not prepared, vocab_size given");
-    CHECK(!strstr(r->err, "note:"), "no note with vocab_size given: %.300s", r->err);
+    CHECK(!strstr(r->err, "holds no data yet"), "no data note with vocab_size given: %.300s", r->err);
     /* GPT-2 XL on a 4 GiB card: sampling fits, training does not */
     r = cli("plan", "--sample", "--json", "--n_layer=48", "--n_head=25", "--n_embd=1600", "--block_size=1024", "--vocab_size=50257",
             "--batch_size=8", "--device=cuda", "--dtype=bfloat16", "--max_memory=4GiB", NULL);
@@ -439,6 +462,30 @@ static void test_plan_init_from(void) {
         r = cli("plan", files[i], "--sample", data_arg, "--device=cpu", NULL);
         CHECK(strstr(r->out, "block_size=24 bias=yes") && strstr(r->out, "sampling"), "%s --sample: the model's 24 positions: %.200s", files[i], r->out);
     }
+    CHECK(strstr(r->err, "note: no config file: the command line's settings over nanoGPT's shakespeare_char recipe") == NULL,
+          "plan --sample plans from nanoGPT's defaults, not the recipe: %.300s", r->err);
+    r = cli("plan", files[2], "--block_size=16", data_arg, "--device=cpu", NULL);
+    CHECK(strstr(r->err, "note: no config file: the command line's settings over nanoGPT's shakespeare_char recipe "
+                         "(data/shakespeare_char/train_cpu.cfg)\n"),
+          "plan says the default job's recipe is under the settings, as train does: %.300s", r->err);
+    /* a block_size that nothing set and the model cannot take: where it came from */
+    r = cli("plan", files[2], data_arg, "--device=cpu", NULL);
+    CHECK_RUN(r, 1, "plan of a 24-position model with the default job's block_size");
+    CHECK(strstr(r->err, "block_size = 64: the pretrained model has 24 positions, so 1..24 (that block_size is the default job's recipe; pass "
+                         "--block_size)"),
+          "plan says the block_size is the recipe's: %.300s", r->err);
+    r = cli("bench", files[2], "--steps=1", "--device=cpu", NULL);
+    CHECK_RUN(r, 1, "bench of a 24-position model at nanoGPT's block_size");
+    CHECK(strstr(r->err, "block_size = 1024: the pretrained model has 24 positions, so 1..24 (that block_size is nanoGPT's default; pass "
+                         "--block_size)"),
+          "bench says the block_size is nanoGPT's default: %.300s", r->err);
+    char one_step_dir[700];
+    snprintf(one_step_dir, sizeof one_step_dir, "--out_dir=%s", tmp_path("cropped_out"));
+    r = cli("train", files[2], "--block_size=16", "--max_iters=1", "--eval_iters=1", "--batch_size=2", "--vocab_size=100", data_arg, one_step_dir,
+            "--device=cpu", NULL);
+    CHECK_RUN(r, 1, "train a 24-position model at block_size 16 (data_arg is a folder that is not there: the model's line comes first)");
+    CHECK(strstr(r->out, "block_size 16 (cropped from the file's 24 positions, as nanoGPT's crop_block_size)"),
+          "the crop is said: %.400s", r->out);
     r = cli("plan", "--init_from=foo", data_arg, "--device=cpu", NULL);
     CHECK_RUN(r, 1, "plan --init_from=foo");
     CHECK(!r->out[0] && strstr(r->err, "init_from = foo: No such file") && strstr(r->err, "resume, gpt2, gpt2-medium, gpt2-large, gpt2-xl"),
@@ -448,7 +495,19 @@ static void test_plan_init_from(void) {
     CHECK(strstr(r->err, "bpe_cases.bin: magic"), "a file that is no model: %.300s", r->err);
     r = cli("plan", "--init_from=resume", "--out_dir=/nonexistent/out", data_arg, "--device=cpu", NULL);
     CHECK_RUN(r, 1, "plan --init_from=resume without a checkpoint");
-    CHECK(strstr(r->err, "holds no checkpoint"), "resume without a checkpoint: %.300s", r->err);
+    CHECK(strstr(r->err, "holds no checkpoint") && !strstr(r->err, "ckpt.pt"), "resume without a checkpoint: %.300s", r->err);
+    mkdir(tmp_path("nanogpt_out"), 0777); /* nanoGPT's own out_dir: its ckpt.pt is said to be unreadable */
+    FILE *pt = fopen(tmp_path("nanogpt_out/ckpt.pt"), "wb");
+    if (pt) {
+        fwrite("PK\3\4", 1, 4, pt);
+        fclose(pt);
+    }
+    char pt_out[700];
+    snprintf(pt_out, sizeof pt_out, "--out_dir=%s", tmp_path("nanogpt_out"));
+    r = cli("plan", "--init_from=resume", pt_out, data_arg, "--device=cpu", NULL);
+    CHECK_RUN(r, 1, "plan --init_from=resume in nanoGPT's out_dir");
+    CHECK(strstr(r->err, "holds no checkpoint") && strstr(r->err, "its ckpt.pt is nanoGPT's PyTorch checkpoint, which nanogpt does not read"),
+          "resume beside nanoGPT's ckpt.pt: %.300s", r->err);
 
     /* a corrupt meta.bin: plan refuses with train's error */
     mkdir(tmp_path("badmeta"), 0777);
@@ -551,6 +610,22 @@ static void test_resume_model(void) {
     CHECK(strstr(r->err, "note: learning_rate 0.0005 (its run: ") && strstr(r->err, "batch_size 3 (its run: 2)") &&
               strstr(r->err, "the checkpoint's run trained with other settings (pass its config file to go on with them)"),
           "a note of the settings that differ from the run's: %.400s", r->err);
+    /* an out_dir holding best.bin alone (its ckpt_<step>.bin files removed): resume goes on from it */
+    char best_from[700], best_to[700], best_out_arg[700];
+    long long newest = -1;
+    checkpoint_list(tmp_path("rout"), &newest, 1);
+    checkpoint_path(tmp_path("rout"), newest, best_from, sizeof best_from);
+    mkdir(tmp_path("bestonly"), 0777);
+    snprintf(best_to, sizeof best_to, "%s/best.bin", tmp_path("bestonly"));
+    snprintf(best_out_arg, sizeof best_out_arg, "--out_dir=%s", tmp_path("bestonly"));
+    CHECK(link(best_from, best_to) == 0, "cannot link %s to %s: %s", best_to, best_from, strerror(errno));
+    char max_iters_arg[64];
+    snprintf(max_iters_arg, sizeof max_iters_arg, "--max_iters=%lld", newest + 2);
+    r = cli("train", data_arg, best_out_arg, "--init_from=resume", max_iters_arg, "--eval_interval=2", "--eval_iters=1", "--device=cpu",
+            "--threads=1", NULL);
+    CHECK_RUN(r, 0, "resume from best.bin alone");
+    CHECK(strstr(r->out, "resuming from ") && strstr(r->out, "bestonly/best.bin (step ") && checkpoint_list(tmp_path("bestonly"), &newest, 1),
+          "resume reads best.bin when no ckpt_<step>.bin is left, and saves on: %.600s", r->out);
     /* a config file's model keys (nanoGPT's config/train_shakespeare_char.py, say) get the note too */
     FILE *mf = fopen(tmp_path("model.cfg"), "w");
     if (mf) {
@@ -645,6 +720,22 @@ static void test_resume_model(void) {
     double tl = -1, vl = -1, tl2 = -2, vl2 = -2;
     const char *ev = strstr(r->out, "step 5: train loss ");
     if (ev) sscanf(ev, "step 5: train loss %lf, val loss %lf", &tl, &vl);
+    /* eval_only where log.jsonl cannot be written (here a folder of that name; a read-only out_dir for other users):
+     * it saves nothing, so it runs, unlogged, and says so */
+    char ckpt_from[700], ckpt_to[700], eval_out_arg[700];
+    long long step5 = -1;
+    checkpoint_list(tmp_path("rout"), &step5, 1);
+    checkpoint_path(tmp_path("rout"), step5, ckpt_from, sizeof ckpt_from);
+    mkdir(tmp_path("evalro"), 0777);
+    mkdir(tmp_path("evalro/log.jsonl"), 0777);
+    checkpoint_path(tmp_path("evalro"), step5, ckpt_to, sizeof ckpt_to);
+    CHECK(link(ckpt_from, ckpt_to) == 0, "cannot link %s to %s: %s", ckpt_to, ckpt_from, strerror(errno));
+    snprintf(eval_out_arg, sizeof eval_out_arg, "--out_dir=%s", tmp_path("evalro"));
+    r = cli("train", data_arg, eval_out_arg, "--init_from=resume", "--eval_only=True", "--eval_iters=2", "--device=cpu", "--threads=1", NULL);
+    CHECK_RUN(r, 0, "eval_only with an unwritable log");
+    CHECK(strstr(r->out, "eval_only: ") && strstr(r->out, "evalro/log.jsonl cannot be written (") && strstr(r->out, "step 5: train loss ") &&
+              strstr(r->out, "nothing trained or saved;") && strstr(r->out, "; not logged\n"),
+          "eval_only runs unlogged and says so: %.600s", r->out);
     /* the training plan's evaluation at step 5: resumed with max_iters 4, it evaluates and stops */
     r = cli("train", data_arg, out_dir_arg, "--init_from=resume", "--eval_interval=5", "--eval_iters=2", "--max_iters=4", "--device=cpu",
             "--threads=1", NULL);

@@ -37,6 +37,13 @@ static void test_set_and_validate(void) {
     CHECK(ngpt_config_set(&c, "bias", "True", err, sizeof err) == 0 && c.bias == 1, "set bias True");
     CHECK(ngpt_config_set(&c, "dataset", "'shakespeare_char'", err, sizeof err) == 0 && !strcmp(c.dataset, "shakespeare_char"),
           "quoted string");
+    char dir[600];
+    CHECK(!strcmp(dataset_dir(&c, dir, sizeof dir), "data/shakespeare_char"), "dataset is a folder under data/: %s", dir);
+    snprintf(c.dataset, sizeof c.dataset, "/srv/corpus");
+    CHECK(!strcmp(dataset_dir(&c, dir, sizeof dir), "/srv/corpus"), "an absolute dataset is that folder (os.path.join): %s", dir);
+    snprintf(c.data_dir, sizeof c.data_dir, "elsewhere");
+    CHECK(!strcmp(dataset_dir(&c, dir, sizeof dir), "elsewhere"), "data_dir over dataset: %s", dir);
+    c.data_dir[0] = 0;
     CHECK(ngpt_config_set(&c, "gradient_accumulation_steps", "5 * 8", err, sizeof err) == 0 && c.gradient_accumulation_steps == 40,
           "product");
     CHECK(ngpt_config_set(&c, "max_memory", "2.68GiB", err, sizeof err) == 0 && fabs(c.max_memory - 2.68 * GiB) < 1, "max_memory");

@@ -505,7 +505,9 @@ static void test_llmc_write_read_round_trip(void) {
     unlink(path);
     /* a folder that does not exist: an i/o error naming the file */
     int rc = llmc_write_model("/nonexistent_dir_ngpt/x.bin", &ms, p, 0, err, sizeof err);
-    CHECK(rc == NGPT_ERR_IO && strstr(err, "/nonexistent_dir_ngpt/x.bin"), "write into a missing folder: status %d: %s", rc, err);
+    CHECK(rc == NGPT_ERR_IO && strstr(err, "cannot write /nonexistent_dir_ngpt/x.bin: ") && strstr(err, "its folder does not exist") &&
+              !strstr(err, ".tmp."),
+          "write into a missing folder: status %d: %s", rc, err);
     free(p);
 }
 
@@ -818,7 +820,11 @@ static void test_llmc_errors(void) {
     expect_error(llmc_read_model, "llm.c debug state file", path, NGPT_ERR_FORMAT, "debug state file");
     h[0] = 20240527;
     spill(path, file, n, NULL, 0);
-    expect_error(llmc_read_model, "llm.c optimizer state file", path, NGPT_ERR_FORMAT, "optimizer state file, not its model file");
+    expect_error(llmc_read_model, "llm.c optimizer state file", path, NGPT_ERR_FORMAT, "optimizer state file, not its model file: model_<step>.bin");
+    tmp_path(path, sizeof path, "state_00000020_00000.bin"); /* llm.c's name for it: the model file of the same step */
+    spill(path, file, n, NULL, 0);
+    expect_error(llmc_read_model, "llm.c state file by its name", path, NGPT_ERR_FORMAT, "model_00000020.bin beside it");
+    tmp_path(path, sizeof path, "magic.bin");
     h[0] = 12345;
     spill(path, file, n, NULL, 0);
     expect_error(llmc_read_model, "wrong magic", path, NGPT_ERR_FORMAT, "magic 12345");
@@ -836,15 +842,44 @@ static void test_llmc_errors(void) {
     tmp_path(path, sizeof path, "sizes.bin");
     h[5] = 5; /* NH 5 does not divide C 24 */
     spill(path, file, n, NULL, 0);
-    expect_error(llmc_read_model, "NH not dividing C", path, NGPT_ERR_FORMAT, "NH 5, C 24, Vp 128: NH (header int 5) must divide C (int 6)");
+    expect_error(llmc_read_model, "NH not dividing C", path, NGPT_ERR_FORMAT, "NH 5, C 24, Vp 128: NH must divide C");
     h[5] = FX_NH;
     h[7] = 64; /* Vp < V */
     spill(path, file, n, NULL, 0);
-    expect_error(llmc_read_model, "Vp below V", path, NGPT_ERR_FORMAT, "the padded vocabulary Vp (int 7) is below V (int 3)");
+    expect_error(llmc_read_model, "Vp below V", path, NGPT_ERR_FORMAT, "V 100, L 2, NH 2, C 24, Vp 64: the padded vocabulary Vp is below V");
     h[7] = FX_VP;
     h[4] = 3; /* a layer more than the data holds */
     spill(path, file, n, NULL, 0);
     expect_error(llmc_read_model, "more layers than data", path, NGPT_ERR_FORMAT, "L 3");
+    h[4] = FX_L;
+
+    /* damaged weights: the first NaN or Inf named by tensor, layer and element, in the file's reading and in a trainer's */
+    tmp_path(path, sizeof path, "nan.bin");
+    float *x = (float *)(file + 1024) + (size_t)FX_VP * FX_C + (size_t)FX_MAXT * FX_C + 2 * (size_t)FX_L * FX_C; /* qkvw */
+    x[3 * FX_C * FX_C + 7] = NAN;                                                                               /* layer 1, element 7 */
+    spill(path, file, n, NULL, 0);
+    expect_error(llmc_read_model, "a NaN weight", path, NGPT_ERR_FORMAT, "the weights hold NaN: qkvw of layer 1, element 7 of its 1728");
+    ngpt_config cfg;
+    ngpt_config_defaults(&cfg);
+    snprintf(cfg.device, sizeof cfg.device, "cpu");
+    snprintf(cfg.init_from, sizeof cfg.init_from, "%s", path);
+    cfg.block_size = FX_MAXT;
+    ngpt_trainer *tr = NULL;
+    char err[NGPT_ERRLEN] = "";
+    ngpt_options opt;
+    memset(&opt, 0, sizeof opt);
+    opt.sample_only = 1;
+    int rc = ngpt_trainer_create(&cfg, &opt, &tr, err, sizeof err);
+    CHECK(rc == NGPT_ERR_FORMAT && strstr(err, path) && strstr(err, "NaN: qkvw of layer 1"), "a trainer from a NaN weight: status %d: %s", rc, err);
+    ngpt_trainer_free(tr);
+    x[3 * FX_C * FX_C + 7] = -INFINITY; /* and an Inf before it */
+    ((float *)(file + 1024))[(size_t)FX_VP * FX_C + (size_t)FX_MAXT * FX_C - 1] = INFINITY; /* wpe's last */
+    spill(path, file, n, NULL, 0);
+    expect_error(llmc_read_model, "an Inf weight", path, NGPT_ERR_FORMAT, "the weights hold Inf: wpe, element 575 of its 576");
+
+    tmp_path(path, sizeof path, "ckpt.pt"); /* torch.save's zip (nanoGPT's checkpoint): named as what it is */
+    spill(path, "PK\3\4\24\0\0\0\0\0archive/data.pkl", 27, NULL, 0);
+    expect_error(pretrained_read, "a PyTorch file", path, NGPT_ERR_FORMAT, "is a zip archive, as PyTorch's torch.save writes (nanoGPT's ckpt.pt)");
 
     tmp_path(path, sizeof path, "what.dat");
     spill(path, "hello world, this is not a model", 32, NULL, 0);

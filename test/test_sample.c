@@ -1,6 +1,7 @@
 /* test_sample.c: generation with the KV cache.
  *  - the logits of each decoding step equal those of a full forward pass over the same prefix;
- *  - top_k = 1 and temperature 0 are greedy decoding of the full model; the same seed gives the same samples;
+ *  - top_k = 1 and temperature 0 are greedy decoding of the full model; the same seed gives the same samples,
+ *    each the same whatever num_samples is;
  *  - generation past block_size (the cache is rebuilt) stays valid; top-k selection is exact;
  *  - a sampling-only trainer holds no training memory and samples a loaded checkpoint as the full one does. */
 #define NGPT_NO_MAIN
@@ -88,6 +89,12 @@ static void test_greedy_and_seeds(void) {
               ngpt_sample(tr, prompt, np, 3, 26, 0.9f, 20, 6, c) == 0, "%s", tr->err);
     CHECK(!memcmp(a, b, sizeof a), "the same seed gave different samples");
     CHECK(memcmp(a, c, sizeof a), "different seeds gave the same samples");
+    /* sample k is the same text however many are asked for (and so however many are decoded at once), as in
+     * nanoGPT, where they are drawn one after another */
+    int32_t one[30], two[2 * 30];
+    CHECK(ngpt_sample(tr, prompt, np, 1, 26, 0.9f, 20, 5, one) == 0 && ngpt_sample(tr, prompt, np, 2, 26, 0.9f, 20, 5, two) == 0, "%s", tr->err);
+    CHECK(!memcmp(one, a, sizeof one) && !memcmp(two, a, sizeof two), "sample 1 or 2 changed with num_samples");
+    CHECK(memcmp(a, a + 30, 30 * sizeof(int32_t)), "samples 1 and 2 are the same text");
     /* 26 new tokens from a 4-token prompt runs past block_size 20: the cache is rebuilt on the way */
     int ok = 1;
     for (int i = 0; i < 3 * 30; i++) ok &= a[i] >= 0 && a[i] < V;
