@@ -9427,9 +9427,10 @@ static int single_dash_flag(const char *a, char *err, size_t errlen) {
         {"u", "--warmup_iters"}, {"q", "--min_lr (a learning rate, not a fraction)"}, {"c", "--weight_decay"}, {"x", "--max_iters"},
         {"v", "--eval_interval"}, {"m", "--eval_iters"}, {"n", "--eval_interval (checkpoints are saved at evaluations)"},
         {"g", "--max_new_tokens of `nanogpt sample`"}, {"s", "`nanogpt sample` after training"}, {"r", "--recompute"},
-        {"y", "--init_from=resume"}, {"h", "`nanogpt help`"}};
+        {"y", "--init_from=resume"}};
     /* llm.c's flags for what nanogpt decides itself or does not do */
-    static const char *const llmc_none[] = {"nm", "lg", "sl", "sg", "ge", "a", "f", "w", "z", "pn", "pr", "pg", "pm", "pi", "pf", "ps", "pp", "yd", "yf"};
+    static const char *const llmc_none[] = {"nm", "lg", "sl", "sg", "ge", "a", "f", "w", "z", "pn", "pr", "pg", "pm", "pi", "pf", "ps", "pp", "yd", "yf",
+                                            "h"}; /* -h 1: HellaSwag (-h alone is help, in main) */
     for (size_t i = 0; i < sizeof llmc / sizeof llmc[0]; i++)
         if (!strcmp(a + 1, llmc[i][0]))
             return fail(err, errlen, NGPT_ERR_ARG, "argument '%s': nanogpt takes --key=value settings; llm.c's -%s is %s", a, llmc[i][0], llmc[i][1]);
@@ -10041,7 +10042,12 @@ static int cmd_bench(int argc, char **argv) {
         KernelTime kt[N_KERNEL_TIMES];
         int crows = 0, nk = bench_kernels(tr, kt, &crows), rc = be_check(tr, "the kernel benchmark");
         char b1[32];
-        printf("classifier chunk rows %d\n", crows);
+        /* the kernels run in the AdamW moments' memory, which a small model's cannot fill with a whole chunk */
+        if (crows >= p->logits_chunk) printf("classifier chunk rows %d\n", crows);
+        else if (crows > 0)
+            printf("classifier chunk rows %d, not the plan's %d: the kernels run in the AdamW moments' memory, which holds no more\n", crows,
+                   p->logits_chunk);
+        else printf("classifier chunk not timed: the kernels run in the AdamW moments' memory, which cannot hold its weights\n");
         for (int i = 0; i < nk && !rc; i++) {
             if (kt[i].flops > 0) fmt_flops(b1, sizeof b1, kt[i].flops / kt[i].seconds);
             else snprintf(b1, sizeof b1, "%.0f GB/s", kt[i].bytes / kt[i].seconds / 1e9);
@@ -10668,8 +10674,11 @@ int main(int argc, char **argv) {
     setenv("CUDA_MODULE_LOADING", "EAGER", 0);
     if (argc < 2) { usage(stderr); return 2; }
     const char *cmd = argv[1];
-    for (int i = 2; i < argc; i++) /* `nanogpt train --help`: the usage, not an argument error */
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { usage(stdout); return 0; }
+    for (int i = 2; i < argc; i++) /* `nanogpt train --help`: the usage, not an argument error (but -h 1 is llm.c's HellaSwag flag) */
+        if (!strcmp(argv[i], "--help") || (!strcmp(argv[i], "-h") && !(i + 1 < argc && isdigit((unsigned char)argv[i + 1][0])))) {
+            usage(stdout);
+            return 0;
+        }
     if (!strcmp(cmd, "train")) return cmd_train(argc - 2, argv + 2);
     if (!strcmp(cmd, "plan")) return cmd_plan(argc - 2, argv + 2);
     if (!strcmp(cmd, "bench")) return cmd_bench(argc - 2, argv + 2);

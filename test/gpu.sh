@@ -110,7 +110,7 @@ ktimes() { # FILE SECTION-REGEX -> "name<TAB>ms" for each "kernel NAME ... ms" l
     awk -v s="$2" '/^== /{on = ($0 ~ s)} on && /^kernel /{for (i = 2; i < NF; i++) if ($(i+1) == "ms") break;
         n = $2; for (j = 3; j < i; j++) n = n " " $j; print n "\t" $i}' "$1"
 }
-chunk_rows_of() { sed -n 's/^classifier chunk rows \([0-9]*\)$/\1/p' "$1" | head -n 1; } # FILE: bench --kernels' chunk
+chunk_rows_of() { sed -n 's/^classifier chunk rows \([0-9]*\).*/\1/p' "$1" | head -n 1; } # FILE: bench --kernels' chunk
 test_results() { # SOURCE.c LOG -> "name PASS" or "name FAIL" for each RUN(name) of SOURCE, from LOG's "ok name" lines
     local t
     for t in $(sed -n 's/^ *RUN(\(test_[a-z0-9_]*\));.*/\1/p' "$1"); do

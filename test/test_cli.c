@@ -127,6 +127,9 @@ static void test_help(void) {
     r = cli("train", "--help", NULL);
     CHECK_RUN(r, 0, "train --help");
     CHECK(strstr(r->out, "usage: nanogpt <command>") && !r->err[0], "train --help prints the usage, no error: %.300s | %.300s", r->out, r->err);
+    r = cli("train", "-h", "1", NULL); /* llm.c's HellaSwag flag, not help */
+    CHECK_RUN(r, 1, "train -h 1");
+    CHECK(strstr(r->err, "llm.c's -h has no nanogpt setting") && !strstr(r->out, "usage:"), "-h 1 is llm.c's flag: %.300s", r->err);
     r = cli("sample", "-h", NULL);
     CHECK_RUN(r, 0, "sample -h");
     r = cli("--version", NULL);
@@ -865,6 +868,12 @@ static void test_bench_sampling(void) {
     CHECK(rate > 0 && strstr(r->out, "samples 3 x 5 new tokens"), "bench --sample reports a rate: %.400s", r->out);
     r = cli("bench", "--sample=0", NULL);
     CHECK_RUN(r, 1, "bench --sample=0");
+    /* --kernels on a model whose AdamW moments cannot hold the classifier's weights: said, not a bare "rows 0" */
+    r = cli("bench", "--kernels", "--n_layer=1", "--n_head=2", "--n_embd=32", "--block_size=16", "--batch_size=2", "--vocab_size=50257",
+            "--device=cpu", NULL);
+    CHECK_RUN(r, 0, "bench --kernels of a small model with GPT-2's vocabulary");
+    CHECK(strstr(r->out, "classifier chunk not timed: the kernels run in the AdamW moments' memory") && strstr(r->out, "kernel matmul qkv fwd"),
+          "bench --kernels says why the classifier is not timed: %.400s", r->out);
 }
 
 /* the value after `key` in text, or -1 */
