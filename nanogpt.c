@@ -773,7 +773,8 @@ static int binary_file_says(const unsigned char *head, size_t n, const char *pat
                                                          "encoder.json and vocab.bpe"
                        : n >= 8 && !memcmp(head, CKPT_MAGIC, 8) ? "a nanogpt checkpoint: sample it with `nanogpt sample --init_from=%s`, "
                                                                    "or resume its run with --init_from=resume and its out_dir"
-                       : n > 8 && json_len > 1 && head[8] == '{' ? "safetensors weights: train from them with --init_from=%s"
+                       : n > 8 && json_len > 1 && json_len < ((uint64_t)1 << 32) && head[8] == '{' /* text's 8 bytes: a length above 2^56 */
+                           ? "safetensors weights: train from them with --init_from=%s"
                        : n >= 4 && !memcmp(head, "PK\3\4", 4) ? "a zip archive, as PyTorch's torch.save writes (nanoGPT's ckpt.pt), which "
                                                                    "nanogpt does not read"
                        : memchr(head, 0, n) ? "a binary file (byte %zu is NUL)" : NULL;
@@ -5097,6 +5098,7 @@ typedef struct {
 typedef struct Weights Weights;
 static void weights_fill(const Weights *w, size_t first, size_t count, float *dst);
 static int params_check_finite(const ModelShape *ms, const float *p, size_t first, size_t count, const char *file, char *err, size_t errlen);
+static const char *weights_file(const Weights *w);
 static void weights_close(Weights *w);
 
 struct ngpt_trainer {
@@ -5675,7 +5677,7 @@ static int copy_params_in_from(ngpt_trainer *tr, const float *src, const Weights
             if (w) {
                 weights_fill(w, k + j, c, (float *)tr->h_staging);
                 char msg[NGPT_ERRLEN];
-                int rc = params_check_finite(&tr->ms, (const float *)tr->h_staging, k + j, c, tr->cfg.init_from, msg, sizeof msg);
+                int rc = params_check_finite(&tr->ms, (const float *)tr->h_staging, k + j, c, weights_file(w), msg, sizeof msg);
                 if (rc) return tr_fail(tr, rc, "%s", msg);
             } else memcpy(tr->h_staging, src + k + j, c * 4);
             upload_param_chunk(tr, i, j, (const float *)tr->h_staging, c);
@@ -6146,9 +6148,12 @@ typedef struct {
 struct Weights {
     void *map; /* the file, mapped read-only */
     size_t map_bytes;
+    char file[4100]; /* its path, for errors (init_from may be a name: gpt2) */
     WeightRun *run;
     int n_run, cap_run;
 };
+
+static const char *weights_file(const Weights *w) { return w->file; }
 
 static void weights_close(Weights *w) {
     if (w->map) munmap(w->map, w->map_bytes);
@@ -6209,8 +6214,8 @@ static int params_check_finite(const ModelShape *ms, const float *p, size_t firs
         size_t per = layered ? sizes[t] / (size_t)ms->L : sizes[t]; /* one layer's part of a layered tensor */
         char layer[48] = "";
         if (layered) snprintf(layer, sizeof layer, " of layer %zu", e / per);
-        return fail(err, errlen, NGPT_ERR_FORMAT, "%s: the weights hold %s: %s%s, element %zu of its %zu: the file is damaged (download "
-                    "or export it again)", file, isnan(p[at]) ? "NaN" : "Inf", param_names[t], layer, e % per, per);
+        return fail(err, errlen, NGPT_ERR_FORMAT, "%s: the weights hold %s: %s%s, element %zu of its %zu in llm.c's layout: the file is "
+                    "damaged (download or export it again)", file, isnan(p[at]) ? "NaN" : "Inf", param_names[t], layer, e % per, per);
     }
     return NGPT_OK;
 }
@@ -6221,7 +6226,7 @@ static int weights_to_f32(const Weights *w, const ModelShape *ms, float **params
     float *p = (float *)malloc(total * sizeof(float));
     if (!p) return fail(err, errlen, NGPT_ERR_NOMEM, "%s: out of host memory for %zu parameters (%.2f GiB)", path, total, (double)total * 4 / GiB);
     weights_fill(w, 0, total, p);
-    int rc = params_check_finite(ms, p, 0, total, path, err, errlen);
+    int rc = params_check_finite(ms, p, 0, total, w->file[0] ? w->file : path, err, errlen);
     if (rc) {
         free(p);
         p = NULL;
@@ -6674,6 +6679,7 @@ static int safetensors_open_gpt2(const char *path, ModelShape *ms, Weights *w, c
                             x->ndim == 2 ? (size_t)x->shape[1] : 0);
             }
         w->map = map; /* kept until weights_close */
+        copy_str(w->file, sizeof w->file, path);
         w->map_bytes = fsize;
         map = NULL;
     }
@@ -6782,6 +6788,7 @@ static int llmc_open_model(const char *path, ModelShape *ms, Weights *w, char *e
     weights_add(w, sizes[P_WTE] + wpe, total - sizes[P_WTE] - wpe, src + wpe * es, dt, 0, 0);
     w->map = map; /* kept until weights_close */
     w->map_bytes = fsize;
+    copy_str(w->file, sizeof w->file, path);
     return NGPT_OK;
 }
 
@@ -7339,6 +7346,13 @@ static void checkpoint_path(const char *dir, long long step, char *path, size_t 
 
 /* The checkpoint a resume reads from dir, into path: the newest ckpt_<step>.bin, else best.bin (a folder whose
  * other checkpoints were removed; best.bin is a whole checkpoint too); 0 when there is neither */
+/* " (its ckpt.pt is nanoGPT's ...)" when dir holds nanoGPT's checkpoint, for "no checkpoint" errors; "" otherwise */
+static const char *pytorch_checkpoint_note(const char *dir) {
+    char pt[600];
+    snprintf(pt, sizeof pt, "%.580s/ckpt.pt", dir);
+    return file_exists(pt) ? " (its ckpt.pt is nanoGPT's PyTorch checkpoint, which nanogpt does not read)" : "";
+}
+
 static int resume_checkpoint(const char *dir, char *path, size_t cap) {
     long long newest;
     if (checkpoint_list(dir, &newest, 1)) {
@@ -7506,13 +7520,10 @@ int ngpt_load(ngpt_trainer *tr, const char *path) {
  * into c; on success the caller closes r->f. */
 static int resume_open(ngpt_config *c, CkptReader *r, char *path, size_t cap, char *err, size_t errlen) {
     memset(r, 0, sizeof *r);
-    if (!resume_checkpoint(c->out_dir, path, cap)) {
-        char pt[600];
-        snprintf(pt, sizeof pt, "%.580s/ckpt.pt", c->out_dir);
+    if (!resume_checkpoint(c->out_dir, path, cap))
         return fail(err, errlen, NGPT_ERR_IO, "init_from = resume, but out_dir %s holds no checkpoint: resume reads the newest ckpt_<step>.bin, "
                                                 "the step in 9 digits (ckpt_000000030.bin, as training names them), else best.bin%s", c->out_dir,
-                    file_exists(pt) ? " (its ckpt.pt is nanoGPT's PyTorch checkpoint, which nanogpt does not read)" : "");
-    }
+                    pytorch_checkpoint_note(c->out_dir));
     int rc = checkpoint_open(r, path, err, errlen);
     if (!rc) config_set_model(c, &r->model);
     return rc;
@@ -8120,8 +8131,8 @@ int ngpt_sample(ngpt_trainer *tr, const int32_t *prompt, int n_prompt, int num_s
     }
     for (int first = 0; first < num_samples && !rc; first += S) {
         int n = MIN(S, num_samples - first);
-        /* each sample its own stream of draws, so sample k is the same text however many are asked for and however
-         * many the plan decodes at once (nanoGPT draws them one after another) */
+        /* each sample its own stream of draws, so sample k draws the same numbers however many are asked for and
+         * however many the plan decodes at once (nanoGPT draws them one after another) */
         for (int s = 0; s < n; s++) rng[s] = (Rng){seed, SAMPLE_RNG_STREAM + (uint64_t)(first + s), 0};
         int32_t *seqs = out + (size_t)first * total;
         for (int s = 0; s < n; s++) memcpy(seqs + (size_t)s * total, prompt, (size_t)n_prompt * sizeof(int32_t));
@@ -9714,7 +9725,8 @@ static int cmd_train(int argc, char **argv) {
     struct stat out_st;
     if (!stat(cfg.out_dir, &out_st) && !S_ISDIR(out_st.st_mode)) { /* said now, not after the data and the plan */
         fprintf(stderr, "error: out_dir = %s is a file, not a folder: out_dir is where the checkpoints and log.jsonl go%s\n", cfg.out_dir,
-                is_checkpoint_file(cfg.out_dir) ? " (to train on from this checkpoint, give its folder as out_dir with --init_from=resume)" : "");
+                is_checkpoint_file(cfg.out_dir) ? " (it is a checkpoint: `nanogpt sample --init_from=` it samples it; --init_from=resume with "
+                                                  "its folder as out_dir goes on from the folder's newest checkpoint)" : "");
         return 1;
     }
     long long newest; /* after init_from's own errors: a mistyped init_from (Resume, gpt3) is not a new run */
@@ -9864,7 +9876,8 @@ static int checkpoint_to_read(const char *out_dir, char *path, size_t cap, ngpt_
     if (!file_exists(path)) {
         int rc = default_job_checkpoints(out_dir, err, errlen);
         if (rc) return rc;
-        if (!n) return fail(err, errlen, NGPT_ERR_IO, "no checkpoint in out_dir %s (train first, or pass --out_dir)", out_dir);
+        if (!n) return fail(err, errlen, NGPT_ERR_IO, "no checkpoint in out_dir %s%s (train first, or pass --out_dir)", out_dir,
+                            pytorch_checkpoint_note(out_dir));
         checkpoint_path(out_dir, newest, path, cap);
     }
     int rc = checkpoint_read_config(path, cfg, err, errlen);
@@ -10094,9 +10107,11 @@ static int cmd_bench(int argc, char **argv) {
 }
 
 /* An input of prepare that binary_file_says knows (a token file, a model, a checkpoint, any file with a NUL in
- * its first 512 bytes): an error naming it; NGPT_OK for text, and for a file that cannot be read (the reader
- * says why) */
+ * its first 512 bytes): an error naming it; NGPT_OK for text, for what is no regular file, and for a file that
+ * cannot be read (the reader says why) */
 static int prepare_input_is_text(const char *path, char *err, size_t errlen) {
+    struct stat st;
+    if (stat(path, &st) || !S_ISREG(st.st_mode)) return NGPT_OK; /* a pipe (--input=<(...)) would lose what is read here */
     FILE *f = fopen(path, "rb");
     if (!f) return NGPT_OK;
     unsigned char head[512];

@@ -221,7 +221,8 @@ int ngpt_evaluate(ngpt_trainer *tr, float *train_loss, float *val_loss);
  * out_dir when the val loss improves (or at every evaluation with always_save_checkpoint), log every
  * log_interval steps, stop after max_iters (iter_num 0 to max_iters: max_iters + 1 optimizer steps, as nanoGPT's
  * loop runs; with eval_only: one evaluation, nothing saved). Appends one
- * JSON object per step and per evaluation to out_dir/log.jsonl. A trainer that is not a resume refuses
+ * JSON object per step and per evaluation to out_dir/log.jsonl (eval_only into an out_dir it cannot write
+ * runs unlogged, and its log callback says so). A trainer that is not a resume refuses
  * (NGPT_ERR_ARG, before any step) when out_dir held another run's checkpoints at its creation: its saves
  * would replace that run's best.bin and prune its checkpoints. */
 int ngpt_train(ngpt_trainer *tr);
@@ -253,7 +254,8 @@ int ngpt_load(ngpt_trainer *tr, const char *path);
  * its last block_size/2 tokens (nanoGPT crops to the last block_size tokens at every step). The KV cache lives
  * in the arena; the logits rows of the samples (Vp x (num_samples + 1) floats) and their ids are malloced for
  * the call and freed before it returns. n_prompt + max_new must fit an int (NGPT_ERR_ARG otherwise). Each
- * sample draws from its own stream of (seed, its index): sample k is the same for any num_samples. */
+ * sample draws from its own stream of (seed, its index): sample k draws the same numbers for any num_samples
+ * (its logits may differ in the last bits when computed beside other samples). */
 int ngpt_sample(ngpt_trainer *tr, const int32_t *prompt, int n_prompt, int num_samples, int max_new, float temperature, int top_k,
                 uint64_t seed, int32_t *out);
 

@@ -244,6 +244,17 @@ static void test_typos(void) {
         {state_input, "--tokenizer=char", "is not text to prepare: it is llm.c's optimizer state"},
         {"--input=test/fixtures/gpt_tiny_bias.bin", "--tokenizer=gpt2", "gpt_tiny_bias.bin is not text to prepare: it is a binary file (byte "},
     };
+    /* text whose ninth character is { (LaTeX's \section{) is text, not safetensors' header length and JSON */
+    FILE *tex = fopen(tmp_path("paper.tex"), "w");
+    if (tex) {
+        fputs("\\section{Introduction}\nSome words of a paper, then more of them.\n", tex);
+        fclose(tex);
+    }
+    char tex_input[720], tex_out[720];
+    snprintf(tex_input, sizeof tex_input, "--input=%s", tmp_path("paper.tex"));
+    snprintf(tex_out, sizeof tex_out, "--out=%s", tmp_path("tex_data"));
+    r = cli("prepare", tex_input, tex_out, NULL);
+    CHECK_RUN(r, 0, "prepare a LaTeX file");
     for (int i = 0; i < (int)(sizeof not_texts / sizeof not_texts[0]); i++) {
         r = cli("prepare", not_texts[i].input, prepared, not_texts[i].tokenizer, NULL);
         CHECK_RUN(r, 1, not_texts[i].input);
@@ -511,6 +522,10 @@ static void test_plan_init_from(void) {
     CHECK_RUN(r, 1, "plan --init_from=resume in nanoGPT's out_dir");
     CHECK(strstr(r->err, "holds no checkpoint") && strstr(r->err, "its ckpt.pt is nanoGPT's PyTorch checkpoint, which nanogpt does not read"),
           "resume beside nanoGPT's ckpt.pt: %.300s", r->err);
+    r = cli("sample", pt_out, NULL);
+    CHECK_RUN(r, 1, "sample in nanoGPT's out_dir");
+    CHECK(strstr(r->err, "no checkpoint in out_dir") && strstr(r->err, "its ckpt.pt is nanoGPT's PyTorch checkpoint"), "sample beside ckpt.pt: %.300s",
+          r->err);
 
     /* a corrupt meta.bin: plan refuses with train's error */
     mkdir(tmp_path("badmeta"), 0777);

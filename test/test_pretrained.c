@@ -299,6 +299,18 @@ static void test_init_from_names(void) {
     int rc = pretrained_load("gpt2-medium", dir, &ms, &p, err, sizeof err);
     CHECK(rc == 0 && p && q && !memcmp(p, q, nparams(&ref) * 4), "init_from = gpt2-medium with pretrained_dir %s: %s", dir, err);
     free(p);
+    /* a damaged download, read by name: the error names the file, not "gpt2-medium" (its last float made NaN) */
+    size_t n;
+    unsigned char *b = slurp(ST_F32, &n);
+    if (b && n > 4) {
+        const float nan_value = NAN;
+        memcpy(b + n - 4, &nan_value, 4);
+        snprintf(path, sizeof path, "%s/model.safetensors", sub);
+        spill(path, b, n, NULL, 0);
+        rc = pretrained_load("gpt2-medium", dir, &ms, &p, err, sizeof err);
+        CHECK(rc == NGPT_ERR_FORMAT && !p && strstr(err, path) && strstr(err, "the weights hold NaN: "), "a NaN in gpt2-medium's file: %d: %s", rc, err);
+    }
+    free(b);
     rc = pretrained_load("gpt2", dir, &ms, &p, err, sizeof err);
     printf("  init_from = gpt2, not downloaded -> %s\n", err);
     CHECK(rc == NGPT_ERR_IO && p == NULL && strstr(err, "huggingface-cli download openai-community/gpt2 ") && strstr(err, dir),
