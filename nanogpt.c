@@ -758,9 +758,13 @@ static int python_import(const char *p) {
     return !strncmp(p, "from", 4) && (p[4] == ' ' || p[4] == '\t') && imp && (size_t)(imp - p) < code;
 }
 
-/* Whether the file at path, which starts with head (n bytes), is one of the binary files nanogpt (or llm.c)
- * knows, or any binary (a NUL byte): if so, what it is and where it goes, into says; 0 for text. */
-static int binary_file_says(const unsigned char *head, size_t n, const char *path, char *says, size_t cap) {
+/* Whether the file f (at path) is one of the binary files nanogpt (or llm.c) knows, or any binary (a NUL byte
+ * in its first 512 bytes): if so, what it is and where it goes, into says; 0 for text. Reads f's head and
+ * rewinds it. */
+static int binary_file_says(FILE *f, const char *path, char *says, size_t cap) {
+    unsigned char head[512];
+    size_t n = fread(head, 1, sizeof head, f);
+    rewind(f);
     int32_t magic = 0;
     uint64_t json_len = 0;
     if (n >= 4) memcpy(&magic, head, 4);
@@ -777,21 +781,17 @@ static int binary_file_says(const unsigned char *head, size_t n, const char *pat
                            ? "safetensors weights: train from them with --init_from=%s"
                        : n >= 4 && !memcmp(head, "PK\3\4", 4) ? "a zip archive, as PyTorch's torch.save writes (nanoGPT's ckpt.pt), which "
                                                                    "nanogpt does not read"
-                       : memchr(head, 0, n) ? "a binary file (byte %zu is NUL)" : NULL;
-    if (!what) return 0;
-    size_t nul = memchr(head, 0, n) ? (size_t)((const unsigned char *)memchr(head, 0, n) - head) : 0;
-    if (strstr(what, "%zu")) snprintf(says, cap, what, nul);
-    else snprintf(says, cap, what, path); /* the messages without %s ignore it */
-    return 1;
+                       : NULL;
+    const unsigned char *nul = memchr(head, 0, n);
+    if (what) snprintf(says, cap, what, path); /* the messages without %s ignore it */
+    else if (nul) snprintf(says, cap, "a binary file (byte %td is NUL)", nul - head);
+    return what || nul;
 }
 
 /* A file given where a config file goes that binary_file_says knows: an error saying what it is (0 for text) */
 static int config_binary_file(FILE *f, const char *path, char *err, size_t errlen) {
-    unsigned char head[512];
-    size_t n = fread(head, 1, sizeof head, f);
-    rewind(f);
     char says[700];
-    if (!binary_file_says(head, n, path, says, sizeof says)) return NGPT_OK;
+    if (!binary_file_says(f, path, says, sizeof says)) return NGPT_OK;
     return fail(err, errlen, NGPT_ERR_FORMAT, "%s is not a config file (`key = value` lines): it is %s", path, says);
 }
 
@@ -8823,14 +8823,58 @@ static int charvocab_save(const CharVocab *v, const char *path, char *err, size_
     return NGPT_OK;
 }
 
-/* Streams the code points of a UTF-8 file to fn(ctx, cp) in 1 MiB reads. */
-typedef int (*cp_fn)(void *ctx, uint32_t cp);
-static int for_each_codepoint(const char *path, cp_fn fn, void *ctx, char *err, size_t errlen) {
+/* Opens an input of prepare, which reads it twice (it counts, then encodes): a regular file as it is; anything
+ * else (a pipe: --input=<(zcat x.gz), /dev/stdin) copied first into a nameless file in out_dir, which rewind
+ * reads again and which goes when it is closed (*spooled says which). */
+static int prepare_input_open(const char *path, const char *out_dir, FILE **in, int *spooled, char *err, size_t errlen) {
+    *in = NULL;
+    *spooled = 0;
     FILE *f = fopen(path, "rb");
     if (!f) return fail(err, errlen, NGPT_ERR_IO, "cannot open %s: %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fileno(f), &st) || S_ISREG(st.st_mode)) {
+        *in = f;
+        return NGPT_OK;
+    }
+    if (S_ISDIR(st.st_mode)) {
+        fclose(f);
+        return fail(err, errlen, NGPT_ERR_ARG, "--input=%s is a folder; --input names text files (several: --input=a.txt,b.txt)", path);
+    }
+    char spool[700];
+    snprintf(spool, sizeof spool, "%.600s/.prepare_input.%d", out_dir, (int)getpid());
+    mkdir_p(out_dir);
+    int fd = open(spool, O_RDWR | O_CREAT | O_EXCL, 0600);
+    FILE *copy = fd >= 0 ? fdopen(fd, "w+b") : NULL;
+    unlink(spool); /* nameless from here: a crash leaves nothing behind */
+    enum { BUF = 1 << 20 };
+    char *buf = copy ? (char *)malloc(BUF) : NULL;
+    int rc = NGPT_OK;
+    if (!copy) rc = fail(err, errlen, NGPT_ERR_IO, "cannot copy %s (not a regular file, which prepare reads twice) into %s: %s", path, out_dir, strerror(errno));
+    else if (!buf) rc = fail(err, errlen, NGPT_ERR_NOMEM, "out of host memory");
+    size_t got;
+    while (!rc && (got = fread(buf, 1, BUF, f)) > 0)
+        if (fwrite(buf, 1, got, copy) != got) rc = fail(err, errlen, NGPT_ERR_IO, "copying %s into %s failed: %s", path, out_dir, strerror(errno));
+    if (!rc && ferror(f)) rc = fail(err, errlen, NGPT_ERR_IO, "error reading %s", path);
+    if (!rc && fflush(copy)) rc = fail(err, errlen, NGPT_ERR_IO, "copying %s into %s failed: %s", path, out_dir, strerror(errno));
+    free(buf);
+    fclose(f);
+    if (rc) {
+        if (copy) fclose(copy);
+        else if (fd >= 0) close(fd);
+        return rc;
+    }
+    rewind(copy);
+    *in = copy;
+    *spooled = 1;
+    return NGPT_OK;
+}
+
+/* Streams the code points of the UTF-8 file f (read from where it is; path names it) to fn(ctx, cp) in 1 MiB reads. */
+typedef int (*cp_fn)(void *ctx, uint32_t cp);
+static int for_each_codepoint(FILE *f, const char *path, cp_fn fn, void *ctx, char *err, size_t errlen) {
     enum { BUF = 1 << 20 };
     unsigned char *buf = (unsigned char *)malloc(BUF + 4);
-    if (!buf) { fclose(f); return fail(err, errlen, NGPT_ERR_NOMEM, "out of host memory"); }
+    if (!buf) return fail(err, errlen, NGPT_ERR_NOMEM, "out of host memory");
     size_t have = 0, offset = 0; /* offset: file position of buf[0] */
     int rc = NGPT_OK, eof = 0;
     while (!rc) {
@@ -8858,7 +8902,6 @@ static int for_each_codepoint(const char *path, cp_fn fn, void *ctx, char *err, 
     }
     if (!rc && ferror(f)) rc = fail(err, errlen, NGPT_ERR_IO, "error reading %s", path);
     free(buf);
-    fclose(f);
     return rc;
 }
 
@@ -8928,9 +8971,11 @@ static int prepare_char(const char *input, const char *out_dir, double val_fract
     p.seen = (uint8_t *)calloc(0x110000 / 8, 1);
     p.id_of = (int32_t *)calloc(0x110000, sizeof(int32_t));
     char tpath[600], vpath[600], mpath[600], ttmp[630] = "", vtmp[630] = "";
-    int rc = NGPT_OK;
+    int rc = NGPT_OK, spooled;
+    FILE *in = NULL;
     if (!v || !p.seen || !p.id_of) { rc = fail(err, errlen, NGPT_ERR_NOMEM, "out of host memory"); goto done; }
-    if ((rc = for_each_codepoint(input, prep_count, &p, err, errlen))) goto done;
+    if ((rc = prepare_input_open(input, out_dir, &in, &spooled, err, errlen))) goto done;
+    if ((rc = for_each_codepoint(in, input, prep_count, &p, err, errlen))) goto done;
     for (uint32_t cp = 0; cp < 0x110000; cp++)
         if (p.seen[cp >> 3] >> (cp & 7) & 1) {
             if (v->n == 65536) { rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s has more than 65536 distinct characters (ids are uint16)", input); goto done; }
@@ -8949,7 +8994,8 @@ static int prepare_char(const char *input, const char *out_dir, double val_fract
     p.train = fopen(ttmp, "wb");
     p.val = fopen(vtmp, "wb");
     if (!p.train || !p.val) { rc = fail(err, errlen, NGPT_ERR_IO, "cannot create %s: %s", !p.train ? ttmp : vtmp, strerror(errno)); goto done; }
-    rc = for_each_codepoint(input, prep_write, &p, err, errlen);
+    rewind(in);
+    rc = for_each_codepoint(in, input, prep_write, &p, err, errlen);
     if (!rc && prep_flush(&p)) rc = NGPT_ERR_IO;
     if (rc == NGPT_ERR_IO) { fail(err, errlen, rc, "writing %s or %s failed: %s", ttmp, vtmp, strerror(errno)); goto done; }
     if (rc) goto done;
@@ -8967,6 +9013,7 @@ static int prepare_char(const char *input, const char *out_dir, double val_fract
         fprintf(log, "prepared %s: %zu characters, vocabulary %d; train has %zu tokens, val has %zu tokens -> %s/{train,val,meta}.bin\n",
                 input, p.count, v->n, p.n_train, p.count - p.n_train, out_dir);
 done:
+    if (in) fclose(in);
     if (p.train) fclose(p.train);
     if (p.val) fclose(p.val);
     if (rc && ttmp[0]) unlink(ttmp); /* a temporary file left by a failure would stay for good: its name is this process's */
@@ -9112,19 +9159,23 @@ static int prepare_gpt2(const char *const *inputs, int n_inputs, const char *out
     enum { BUF = 1 << 20 };
     unsigned char *buf = (unsigned char *)malloc(BUF + 64);
     int32_t *ids = (int32_t *)malloc((BUF + 64) * sizeof(int32_t));
+    FILE **spools = (FILE **)calloc((size_t)n_inputs, sizeof *spools); /* the inputs that are no regular files, copied */
     int rc = NGPT_OK;
     TokWriter w[2];
     w[0].fd = w[1].fd = -1;
-    if (!buf || !ids) { rc = fail(err, errlen, NGPT_ERR_NOMEM, "out of host memory"); goto done; }
+    if (!buf || !ids || !spools) { rc = fail(err, errlen, NGPT_ERR_NOMEM, "out of host memory"); goto done; }
     for (int i = 0; i < n_inputs && !rc; i++) {
-        FILE *f = fopen(inputs[i], "rb");
-        if (!f) { rc = fail(err, errlen, NGPT_ERR_IO, "cannot open %s: %s", inputs[i], strerror(errno)); break; }
+        FILE *f;
+        int spooled;
+        if ((rc = prepare_input_open(inputs[i], out_dir, &f, &spooled, err, errlen))) break;
         size_t got;
         while ((got = fread(buf, 1, BUF, f)) > 0) {
             total_bytes += got;
             for (size_t k = 0; k < got; k++) chars += !utf8_continuation(buf[k]);
         }
-        fclose(f);
+        if (ferror(f)) rc = fail(err, errlen, NGPT_ERR_IO, "error reading %s", inputs[i]);
+        if (spooled) spools[i] = f; /* read again in pass 2; regular files are opened again, so any number of them fits */
+        else fclose(f);
     }
     if (rc) goto done;
     uint64_t train_chars = (uint64_t)((double)chars * (1.0 - val_fraction));
@@ -9138,8 +9189,10 @@ static int prepare_gpt2(const char *const *inputs, int n_inputs, const char *out
     uint64_t seen_chars = 0, seen_bytes = 0, next_report = 64u << 20;
     int split = 0;
     for (int i = 0; i < n_inputs && !rc; i++) {
-        FILE *f = fopen(inputs[i], "rb");
+        FILE *f = spools[i] ? spools[i] : fopen(inputs[i], "rb");
         if (!f) { rc = fail(err, errlen, NGPT_ERR_IO, "cannot open %s: %s", inputs[i], strerror(errno)); break; }
+        if (spools[i]) rewind(f);
+        spools[i] = NULL;
         size_t have = 0;
         int eof = 0;
         while (!rc) {
@@ -9177,6 +9230,7 @@ static int prepare_gpt2(const char *const *inputs, int n_inputs, const char *out
             }
             if (eof && have == 0) break;
         }
+        if (!rc && ferror(f)) rc = fail(err, errlen, NGPT_ERR_IO, "error reading %s", inputs[i]);
         fclose(f);
         if (!rc && i + 1 < n_inputs) { /* documents are separated by <|endoftext|> */
             int32_t eot = ngpt_tokenizer_eot(tok);
@@ -9197,6 +9251,9 @@ static int prepare_gpt2(const char *const *inputs, int n_inputs, const char *out
 done:
     for (int k = 0; k < 2; k++)
         if (w[k].fd >= 0) { close(w[k].fd); unlink(w[k].tmp); }
+    for (int i = 0; spools && i < n_inputs; i++)
+        if (spools[i]) fclose(spools[i]);
+    free(spools);
     free(buf);
     free(ids);
     return rc;
@@ -10114,11 +10171,10 @@ static int prepare_input_is_text(const char *path, char *err, size_t errlen) {
     if (stat(path, &st) || !S_ISREG(st.st_mode)) return NGPT_OK; /* a pipe (--input=<(...)) would lose what is read here */
     FILE *f = fopen(path, "rb");
     if (!f) return NGPT_OK;
-    unsigned char head[512];
-    size_t n = fread(head, 1, sizeof head, f);
-    fclose(f);
     char says[700];
-    if (!binary_file_says(head, n, path, says, sizeof says)) return NGPT_OK;
+    int binary = binary_file_says(f, path, says, sizeof says);
+    fclose(f);
+    if (!binary) return NGPT_OK;
     return fail(err, errlen, NGPT_ERR_FORMAT, "--input=%s is not text to prepare: it is %s; prepare reads UTF-8 text", path, says);
 }
 

@@ -1414,6 +1414,90 @@ static void test_prepare_gpt2_over_characters(void) {
           "the character vocabularies are removed, and that is said: %.400s", r->out);
 }
 
+/* prepare reads its input twice (it counts, then encodes): a pipe (a FIFO here; --input=<(zcat x.gz) or
+ * /dev/stdin in a shell) is copied first, so both passes see all of it and the token files are those of the same
+ * text in a regular file; a folder as input is named */
+static pid_t fifo_writer(const char *fifo, const char *text) {
+    pid_t pid = fork();
+    if (pid == 0) {
+        FILE *f = fopen(fifo, "w");
+        if (f) {
+            fputs(text, f);
+            fclose(f);
+        }
+        _exit(0);
+    }
+    return pid;
+}
+
+/* a writer whose reader never came (a failed prepare) would wait for good */
+static void fifo_writer_reap(pid_t pid) {
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+}
+
+static void test_prepare_from_pipe(void) {
+    static char text[8000];
+    size_t n = 0;
+    for (int i = 0; n + 100 < sizeof text; i++) n += (size_t)snprintf(text + n, sizeof text - n, "All the world's a stage, line %d.\n", i);
+    FILE *f = fopen(tmp_path("pipe_text.txt"), "w");
+    if (!f) { CHECK(0, "cannot write %s", tmp_path("pipe_text.txt")); return; }
+    fputs(text, f);
+    fclose(f);
+    char tok[700], file_in[700], fifo_in[700], fifo_in2[700];
+    snprintf(tok, sizeof tok, "--tokenizer_dir=%s/gpt2", shared_data_dir());
+    snprintf(file_in, sizeof file_in, "--input=%s", tmp_path("pipe_text.txt"));
+    snprintf(fifo_in, sizeof fifo_in, "--input=%s", tmp_path("text.fifo"));
+    snprintf(fifo_in2, sizeof fifo_in2, "--input=%s,%s", tmp_path("text.fifo"), tmp_path("text2.fifo"));
+    CHECK(!mkfifo(tmp_path("text.fifo"), 0600) && !mkfifo(tmp_path("text2.fifo"), 0600), "mkfifo: %s", strerror(errno));
+    static const char *const tokenizers[2] = {"--tokenizer=char", "--tokenizer=gpt2"};
+    for (int t = 0; t < 2; t++) {
+        char from_file[700], from_fifo[700], out[720], a[720], b[720];
+        snprintf(from_file, sizeof from_file, "%s", tmp_path(t ? "gpt2_from_file" : "chars_from_file"));
+        snprintf(from_fifo, sizeof from_fifo, "%s", tmp_path(t ? "gpt2_from_fifo" : "chars_from_fifo"));
+        snprintf(out, sizeof out, "--out=%s", from_file);
+        CliRun *r = cli("prepare", tokenizers[t], tok, file_in, out, NULL);
+        CHECK_RUN(r, 0, "prepare a regular file");
+        pid_t writer = fifo_writer(tmp_path("text.fifo"), text);
+        snprintf(out, sizeof out, "--out=%s", from_fifo);
+        r = cli("prepare", tokenizers[t], tok, fifo_in, out, NULL);
+        CHECK_RUN(r, 0, "prepare a pipe");
+        fifo_writer_reap(writer);
+        for (int k = 0; k < 2; k++) {
+            snprintf(a, sizeof a, "%s/%s", from_file, k ? "val.bin" : "train.bin");
+            snprintf(b, sizeof b, "%s/%s", from_fifo, k ? "val.bin" : "train.bin");
+            CHECK(file_size(a) > 100 && files_equal(a, b), "%s %s: a pipe's tokens (%ld bytes) are the file's (%ld bytes)", tokenizers[t],
+                  k ? "val" : "train", file_size(b), file_size(a));
+        }
+        DIR *d = opendir(from_fifo);
+        struct dirent *e;
+        int others = 0;
+        while (d && (e = readdir(d)) != NULL) others += e->d_name[0] == '.' && strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
+        if (d) closedir(d);
+        CHECK(others == 0, "the copy of the pipe is gone from %s", from_fifo);
+    }
+    /* two pipes: two documents, as two files are */
+    pid_t w1 = fifo_writer(tmp_path("text.fifo"), text), w2 = fifo_writer(tmp_path("text2.fifo"), text);
+    char two_files[1500], out[720];
+    snprintf(two_files, sizeof two_files, "--input=%s,%s", tmp_path("pipe_text.txt"), tmp_path("pipe_text.txt"));
+    snprintf(out, sizeof out, "--out=%s", tmp_path("gpt2_two_files"));
+    CliRun *r = cli("prepare", "--tokenizer=gpt2", tok, two_files, out, NULL);
+    CHECK_RUN(r, 0, "prepare two files");
+    snprintf(out, sizeof out, "--out=%s", tmp_path("gpt2_two_fifos"));
+    r = cli("prepare", "--tokenizer=gpt2", tok, fifo_in2, out, NULL);
+    CHECK_RUN(r, 0, "prepare two pipes");
+    fifo_writer_reap(w1);
+    fifo_writer_reap(w2);
+    char a[720], b[720];
+    snprintf(a, sizeof a, "%s/train.bin", tmp_path("gpt2_two_files"));
+    snprintf(b, sizeof b, "%s/train.bin", tmp_path("gpt2_two_fifos"));
+    CHECK(file_size(a) > 100 && files_equal(a, b), "two pipes' tokens (%ld bytes) are two files' (%ld bytes)", file_size(b), file_size(a));
+    snprintf(fifo_in, sizeof fifo_in, "--input=%s", tmpdir);
+    r = cli("prepare", fifo_in, out, NULL);
+    CHECK_RUN(r, 1, "prepare a folder");
+    CHECK(strstr(r->err, "is a folder; --input names text files"), "a folder as input: %.300s", r->err);
+}
+
 /* nanoGPT's train_shakespeare_char.py shortened for a quick try (max_iters and lr_decay_iters 50, warmup 100 as
  * the file has it): it trains, as nanoGPT's get_lr runs it, with a note that says what the schedule does */
 static void test_short_schedule_runs(void) {
@@ -1712,6 +1796,7 @@ int main(void) {
     RUN(test_long_argument_lists);
     RUN(test_short_schedule_runs);
     RUN(test_prepare_gpt2_over_characters);
+    RUN(test_prepare_from_pipe);
     RUN(test_data_cut_short_while_training);
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
