@@ -9525,11 +9525,16 @@ static int files_first(char **args, int n) {
     return files;
 }
 
-/* For an error about a block_size (err) that no argument or config file set (line_of, parse_args'): where
- * that block_size came from, the default job's recipe (default_job: no config file gave the run one) or
- * nanoGPT's default; "" otherwise */
-static const char *unset_block_size_hint(const char *err, int has_file, const int *line_of, int default_job) {
-    if (!strstr(err, "block_size = ") || line_of[config_find("block_size") - config_keys]) return "";
+/* For a run refused whose block_size no argument or config file set (line_of, parse_args') and is more than the
+ * positions of the pretrained model init_from names: where that block_size came from, the default job's recipe
+ * (default_job: no config file gave the run one) or nanoGPT's default; "" otherwise */
+static const char *unset_block_size_hint(const ngpt_config *c, int has_file, const int *line_of, int default_job) {
+    if (line_of[config_find("block_size") - config_keys] || !strcmp(c->init_from, "scratch") || !strcmp(c->init_from, "resume") ||
+        is_checkpoint_file(c->init_from))
+        return "";
+    ModelShape pm;
+    char ignored[NGPT_ERRLEN];
+    if (pretrained_load(c->init_from, c->pretrained_dir, &pm, NULL, ignored, sizeof ignored) || c->block_size <= pm.maxT) return "";
     return default_job && !has_file ? " (that block_size is the default job's recipe; pass --block_size)"
                                     : " (that block_size is nanoGPT's default; pass --block_size)";
 }
@@ -9776,7 +9781,7 @@ static int cmd_train(int argc, char **argv) {
         return 1;
     }
     if (strcmp(cfg.init_from, "scratch") && strcmp(cfg.init_from, "resume") && init_from_config(&model, 0, err, sizeof err)) {
-        fprintf(stderr, "error: %s%s\n", err, unset_block_size_hint(err, has_file, line_of, 1));
+        fprintf(stderr, "error: %s%s\n", err, unset_block_size_hint(&cfg, has_file, line_of, 1));
         return 1;
     }
     struct stat out_st;
@@ -9976,8 +9981,9 @@ static int cmd_plan(int argc, char **argv) {
     }
     if (!rc) rc = config_validate(&cfg, err, sizeof err);
     if (!rc && !strcmp(cfg.init_from, "resume")) rc = default_job_checkpoints(cfg.out_dir, err, sizeof err);
+    ngpt_config before_model = cfg;
     if (!rc && (rc = init_from_config(&cfg, sampling, err, sizeof err)))
-        strncat(err, unset_block_size_hint(err, has_file, line_of, !sampling), sizeof err - strlen(err) - 1);
+        strncat(err, unset_block_size_hint(&before_model, has_file, line_of, !sampling), sizeof err - strlen(err) - 1);
     int V = 0;
     if (!rc) rc = data_vocab(&cfg, NULL, &V, err, sizeof err);
     if (rc) return plan_refused(json, err);
@@ -10097,7 +10103,7 @@ static int cmd_bench(int argc, char **argv) {
     opt.no_data = 1;
     ngpt_trainer *tr;
     if (ngpt_trainer_create(&cfg, &opt, &tr, err, sizeof err)) {
-        fprintf(stderr, "error: %s%s\n", err, unset_block_size_hint(err, has_file, line_of, 0));
+        fprintf(stderr, "error: %s%s\n", err, unset_block_size_hint(&cfg, has_file, line_of, 0));
         return 1;
     }
     const Plan *p = &tr->plan;
@@ -10371,10 +10377,11 @@ static int sample_with(int argc, char **argv, int n_files, char **cfg_files) {
     int np = 0, rc = prompt ? NGPT_OK : fail(err, sizeof err, NGPT_ERR_NOMEM, "out of host memory");
     if (!rc && !tr->charvocab && tr->ms.V < 50257) { /* GPT-2's tokens would fall outside the model's vocabulary */
         char dir[300], rel[PATH_MAX + 600];
+        dataset_dir(&cfg, dir, sizeof dir); /* before relative_dir_note reads it: arguments have no order */
         rc = fail(err, sizeof err, NGPT_ERR_ARG, "the model's vocabulary has %d tokens, too few for GPT-2's 50257, and %s has no meta.bin (or "
                                                   "nanoGPT's meta.pkl), a character vocabulary: pass --dataset=NAME or --data_dir=DIR whose "
                                                   "meta.bin holds the model's characters (e.g. --dataset=shakespeare_char)%s",
-                  tr->ms.V, dataset_dir(&cfg, dir, sizeof dir), relative_dir_note(dir, rel, sizeof rel));
+                  tr->ms.V, dir, relative_dir_note(dir, rel, sizeof rel));
     }
     if (!rc && tr->charvocab && tr->ms.V != tr->charvocab->n) {
         /* a model wider than its characters: a checkpoint trained so on this very meta.bin (vocab_size above its

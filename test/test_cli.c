@@ -688,6 +688,16 @@ static void test_resume_model(void) {
     CHECK_RUN(r, 1, "train from a 24-position model with the default job's block_size");
     CHECK(strstr(r->err, "the pretrained model has 24 positions") && strstr(r->err, "the default job's recipe; pass --block_size"),
           "names the block_size's origin: %.300s", r->err);
+    r = cli("plan", "--init_from=test/fixtures/tiny_gpt2_llmc_v3.bin", "--device=cpu", NULL);
+    CHECK_RUN(r, 1, "plan a 24-position model with the default job's block_size");
+    CHECK(strstr(r->err, "24 positions") && strstr(r->err, "the default job's recipe; pass --block_size"), "plan names it too: %.300s", r->err);
+    r = cli("bench", "--init_from=test/fixtures/tiny_gpt2_llmc_v3.bin", "--device=cpu", NULL);
+    CHECK_RUN(r, 1, "bench a 24-position model with nanoGPT's block_size");
+    CHECK(strstr(r->err, "24 positions") && strstr(r->err, "nanoGPT's default; pass --block_size"), "bench names nanoGPT's default: %.300s", r->err);
+    r = cli("train", "--init_from=test/fixtures/tiny_gpt2_llmc_v3.bin", "--block_size=64", "--device=cpu", "--out_dir=/nonexistent/out", NULL);
+    CHECK_RUN(r, 1, "train a 24-position model with block_size 64 asked for");
+    CHECK(strstr(r->err, "block_size = 64: the pretrained model has 24 positions") && !strstr(r->err, "pass --block_size"),
+          "a block_size the command line set gets no note on its origin: %.300s", r->err);
     /* the note comes before the default dataset is prepared: here its input is missing (elsewhere, a download) */
     mkdir(tmp_path("resume_cwd"), 0777);
     if (getcwd(cwd_before, sizeof cwd_before) && !chdir(tmp_path("resume_cwd"))) {
@@ -1287,7 +1297,7 @@ static void test_workflow(void) {
     r = cli("sample", init_arg, "--dataset=no_such_dataset", "--num_samples=1", "--max_new_tokens=5", NULL);
     CHECK_RUN(r, 1, "sample --init_from=model.bin without meta.bin");
     CHECK(strstr(r->err, "data/no_such_dataset has no meta.bin (or nanoGPT's meta.pkl)") && strstr(r->err, "--dataset=NAME") && strstr(r->err, "--data_dir=DIR") &&
-              strstr(r->err, "too few for GPT-2's 50257"),
+              strstr(r->err, "too few for GPT-2's 50257") && strstr(r->err, "; data/no_such_dataset is relative to the current folder, /"),
           "a character model without its meta.bin: %.400s", r->err);
     r = cli("sample", "--init_from=scratch", NULL);
     CHECK_RUN(r, 1, "sample --init_from=scratch");
