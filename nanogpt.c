@@ -10245,7 +10245,9 @@ static int cmd_prepare(int argc, char **argv) {
 
 /* cmd_sample with its config files apart from its other arguments */
 static int sample_with(int argc, char **argv, int n_files, char **cfg_files) {
-    char start[65536] = "\n", err[NGPT_ERRLEN], path[700];
+    static char start[65536], start_literal[65536];
+    char err[NGPT_ERRLEN], path[700];
+    strcpy(start, "\n");
     int num_samples = 10, max_new = 500, top_k = 200;
     double temperature = 0.8;
     long long seed = 1337;
@@ -10257,6 +10259,8 @@ static int sample_with(int argc, char **argv, int n_files, char **cfg_files) {
      * init_from is where its training started (finetune.cfg's gpt2-xl), not what to sample: only --init_from
      * says that. */
     const char *init_from = "";
+    ngpt_config args_cfg; /* --init_from, read as train reads it (nanoGPT's configurator: 'resume' is resume) */
+    ngpt_config_defaults(&args_cfg);
     if (n_files) {
         ngpt_config file_cfg;
         ngpt_config_defaults(&file_cfg);
@@ -10269,8 +10273,11 @@ static int sample_with(int argc, char **argv, int n_files, char **cfg_files) {
         if (strncmp(argv[i], "--", 2) || !strchr(argv[i], '=')) { fprintf(stderr, "error: argument '%s': expected --key=value\n", argv[i]); return 1; }
         arg_key(argv[i], key, sizeof key);
         if (command_option_typo("sample", key, err, sizeof err)) { fprintf(stderr, "error: %s\n", err); return 1; }
-        if (!strncmp(argv[i], "--out_dir=", 10)) copy_str(cfg.out_dir, sizeof cfg.out_dir, argv[i] + 10);
-        if (!strncmp(argv[i], "--init_from=", 12)) init_from = argv[i] + 12;
+        int rc = !strcmp(key, "out_dir") ? ngpt_config_set(&cfg, key, strchr(argv[i], '=') + 1, err, sizeof err)
+                 : !strcmp(key, "init_from") ? ngpt_config_set(&args_cfg, key, strchr(argv[i], '=') + 1, err, sizeof err)
+                                             : NGPT_OK;
+        if (rc) { fprintf(stderr, "error: --%s: %s\n", key, err); return 1; }
+        if (!strcmp(key, "init_from")) init_from = args_cfg.init_from;
     }
     int checkpoint_file = init_from[0] && is_checkpoint_file(init_from); /* --init_from=out/ckpt_000000500.bin */
     int resume = !strcmp(init_from, "resume"); /* out_dir's newest checkpoint, as train's resume and export read it */
@@ -10303,7 +10310,9 @@ static int sample_with(int argc, char **argv, int n_files, char **cfg_files) {
         arg_key(a, key, sizeof key);
         if (!strncmp(a, "--start=", 8)) {
             const char *v = a + 8;
-            size_t got;
+            size_t got, at;
+            int quoted; /* a whole Python string literal ('ROMEO:') is its text, as nanoGPT's configurator reads it; other text is as it is */
+            if (config_value(v, 0, start, sizeof start, &at, &quoted) == VALUE_OK && quoted) v = strcpy(start_literal, start);
             if (!strncmp(v, "FILE:", 5)) {
                 FILE *f = fopen(v + 5, "rb");
                 if (!f) { fprintf(stderr, "error: --start=%s: %s\n", v, strerror(errno)); return 1; }
@@ -10480,14 +10489,19 @@ static int cmd_export(int argc, char **argv) {
     ngpt_config cfg;
     ngpt_config_defaults(&cfg);
     const char *from = NULL; /* --init_from: one checkpoint file, resume (out_dir's newest), or pretrained weights */
+    char from_arg[sizeof cfg.init_from];
     for (int i = 0; i < argc; i++) {
-        if (!strncmp(argv[i], "--out_dir=", 10)) copy_str(cfg.out_dir, sizeof cfg.out_dir, argv[i] + 10);
-        else if (!strncmp(argv[i], "--init_from=", 12)) from = argv[i] + 12;
-        else if (!strncmp(argv[i], "--out=", 6)) out = argv[i] + 6;
-        else if (!strncmp(argv[i], "--pretrained_dir=", 17)) {
-            char err[NGPT_ERRLEN];
-            if (ngpt_config_set(&cfg, "pretrained_dir", argv[i] + 17, err, sizeof err)) { fprintf(stderr, "error: %s\n", err); return 1; }
+        char key[128] = "", err[NGPT_ERRLEN];
+        if (!strncmp(argv[i], "--", 2) && strchr(argv[i], '=')) arg_key(argv[i], key, sizeof key);
+        if (!strcmp(key, "out_dir") || !strcmp(key, "init_from") || !strcmp(key, "pretrained_dir")) {
+            /* read as train reads them (nanoGPT's configurator: 'out' is out) */
+            if (ngpt_config_set(&cfg, key, strchr(argv[i], '=') + 1, err, sizeof err)) { fprintf(stderr, "error: --%s: %s\n", key, err); return 1; }
+            if (!strcmp(key, "init_from")) {
+                copy_str(from_arg, sizeof from_arg, cfg.init_from);
+                from = from_arg;
+            }
         }
+        else if (!strncmp(argv[i], "--out=", 6)) out = argv[i] + 6;
         else if (!strcmp(argv[i], "--bf16")) bf16 = 1;
         else {
             fprintf(stderr, "error: export: unknown argument '%s' (valid: --out_dir=DIR or --init_from=CHECKPOINT_FILE|resume|WEIGHTS, "
@@ -10624,7 +10638,14 @@ static void svg_polyline(FILE *f, const Series *s, double x0, double x1, double 
 
 static int cmd_plot(int argc, char **argv) {
     if (argc != 1) { fprintf(stderr, "usage: nanogpt plot OUT_DIR or --out_dir=OUT_DIR (reads OUT_DIR/log.jsonl, writes OUT_DIR/loss.svg)\n"); return 2; }
-    const char *dir = strncmp(argv[0], "--out_dir=", 10) ? argv[0] : argv[0] + 10; /* as sample and export take it */
+    const char *dir = argv[0];
+    ngpt_config c; /* --out_dir=DIR read as sample and export read it ('out' is out) */
+    char err[NGPT_ERRLEN];
+    if (!strncmp(argv[0], "--out_dir=", 10)) {
+        ngpt_config_defaults(&c);
+        if (ngpt_config_set(&c, "out_dir", argv[0] + 10, err, sizeof err)) { fprintf(stderr, "error: --out_dir: %s\n", err); return 1; }
+        dir = c.out_dir;
+    }
     char in[600], out[600], line[1024];
     snprintf(in, sizeof in, "%.580s/log.jsonl", dir);
     snprintf(out, sizeof out, "%.580s/loss.svg", dir);

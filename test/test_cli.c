@@ -1017,6 +1017,17 @@ static void test_workflow(void) {
     CHECK(!strcmp(first, r->out), "the same seed gives the same samples");
     r = cli("sample", "--start=ROMEO:", "--num_samples=3", cfg_path, "--max_new_tokens=40", "--seed=7", NULL);
     CHECK(!strcmp(first, r->out), "the training run's config file, among the settings, gives sample its out_dir: %.300s | %.300s", r->out, r->err);
+    /* Python string literals, as nanoGPT's configurator reads --key=value (literal_eval): 'out' is out, for sample
+     * as for train; a start text that is no whole literal ('tis) is as it is */
+    char quoted_out_dir[620];
+    snprintf(quoted_out_dir, sizeof quoted_out_dir, "--out_dir='%s'", tmp_path("out"));
+    r = cli("sample", quoted_out_dir, "--start=\"ROMEO:\"", "--init_from='resume'", "--num_samples=3", "--max_new_tokens=40", "--seed=7", NULL);
+    CHECK_RUN(r, 0, "sample with quoted settings");
+    CHECK(strstr(r->err, "sampling ") && !strcmp(first, r->out),
+          "quoted settings are their text: %.300s", r->out);
+    r = cli("sample", out_dir_arg, "--start='tis", "--num_samples=1", "--max_new_tokens=1", NULL);
+    CHECK_RUN(r, 0, "sample --start='tis");
+    CHECK(!strncmp(r->out, "'tis", 4), "a start text with one quote keeps it: %.300s", r->out);
     /* a checkpoint file as init_from: sample reads it as out_dir's, plan --sample plans it, train says what it is */
     char ckpt_arg[720];
     snprintf(ckpt_arg, sizeof ckpt_arg, "--init_from=%s", newest); /* what sample reads in out_dir (no best.bin: no evaluation) */
@@ -1207,14 +1218,14 @@ static void test_workflow(void) {
     read_text(tmp_path("out/loss.svg"), buf, sizeof buf);
     CHECK(!strncmp(buf, "<svg", 4) && strstr(buf, "<polyline"), "loss.svg is an SVG with a curve: %.200s", buf);
     unlink(tmp_path("out/loss.svg"));
-    r = cli("plot", out_dir_arg, NULL); /* --out_dir=DIR, as sample and export take it */
+    r = cli("plot", quoted_out_dir, NULL); /* --out_dir='DIR', as sample and export take it */
     CHECK_RUN(r, 0, "plot --out_dir=DIR");
     CHECK(file_size(tmp_path("out/loss.svg")) > 0, "plot --out_dir wrote loss.svg");
 
     /* export as an llm.c model file: the header says the model, the size matches it */
     char model_arg[600];
     snprintf(model_arg, sizeof model_arg, "--out=%s", tmp_path("model.bin"));
-    r = cli("export", out_dir_arg, model_arg, NULL);
+    r = cli("export", quoted_out_dir, model_arg, NULL); /* --out_dir='DIR', as train reads it */
     CHECK_RUN(r, 0, "export");
     int32_t h[256] = {0};
     f = fopen(tmp_path("model.bin"), "rb");
