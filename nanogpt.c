@@ -6804,9 +6804,14 @@ CLI_USED static int llmc_write_model(const char *path, const ModelShape *ms, con
     if (ms->L <= 0 || ms->NH <= 0 || ms->C <= 0 || ms->V <= 0 || ms->Vp < ms->V || ms->maxT <= 0)
         return fail(err, errlen, NGPT_ERR_ARG, "cannot export %s: bad model shape (L %d, NH %d, C %d, V %d, Vp %d, maxT %d)", path, ms->L, ms->NH,
                     ms->C, ms->V, ms->Vp, ms->maxT);
-    char tmp[4200];
-    snprintf(tmp, sizeof tmp, "%.4000s.tmp.%d", path, (int)getpid());
-    FILE *f = fopen(tmp, "wb");
+    /* a file is written under a temporary name and renamed into place (a link: into the file it names); what is no
+     * file (/dev/stdout, a FIFO) is written as it is */
+    char tmp[4200], dest[PATH_MAX];
+    struct stat st;
+    int direct = !stat(path, &st) && !S_ISREG(st.st_mode);
+    if (direct || !realpath(path, dest)) copy_str(dest, sizeof dest, path);
+    snprintf(tmp, sizeof tmp, "%.4000s.tmp.%d", dest, (int)getpid());
+    FILE *f = fopen(direct ? path : tmp, "wb");
     if (!f) { /* the error names the file asked for, not its temporary sibling */
         int e = errno;
         return fail(err, errlen, NGPT_ERR_IO, "cannot write %s: %s%s", path, strerror(e), e == ENOENT ? " (its folder does not exist)" : "");
@@ -6842,17 +6847,18 @@ CLI_USED static int llmc_write_model(const char *path, const ModelShape *ms, con
         }
         src += sizes[i];
     }
-    if (!failed && (fflush(f) || fsync(fileno(f)))) failed = errno ? errno : EIO;
+    if (!failed && (fflush(f) || (!direct && fsync(fileno(f))))) failed = errno ? errno : EIO;
     if (fclose(f) && !failed) failed = errno ? errno : EIO;
-    if (!failed && rename(tmp, path)) failed = errno ? errno : EIO;
+    if (!failed && !direct && rename(tmp, dest)) failed = errno ? errno : EIO;
+    if (direct) return failed ? fail(err, errlen, NGPT_ERR_IO, "writing %s failed: %s", path, strerror(failed)) : NGPT_OK;
     if (failed) {
         unlink(tmp);
         return fail(err, errlen, NGPT_ERR_IO, "writing %s failed: %s", path, strerror(failed));
     }
     /* the rename itself survives a crash once the folder is synced (best effort) */
     char dir[4200];
-    const char *slash = strrchr(path, '/');
-    snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - path) + (slash == path) : 1, slash ? path : ".");
+    const char *slash = strrchr(dest, '/');
+    snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - dest) + (slash == dest) : 1, slash ? dest : ".");
     int dfd = open(dir, O_RDONLY);
     if (dfd >= 0) { fsync(dfd); close(dfd); }
     return NGPT_OK;
@@ -7468,6 +7474,8 @@ static void config_set_model(ngpt_config *c, const CkptModel *m) {
 /* whether the file at path starts with a checkpoint's magic */
 CLI_USED static int is_checkpoint_file(const char *path) {
     char magic[8];
+    struct stat st;
+    if (stat(path, &st) || !S_ISREG(st.st_mode)) return 0; /* a pipe would lose its bytes (or wait for a writer) */
     FILE *f = fopen(path, "rb");
     int yes = f && fread(magic, 1, 8, f) == 8 && !memcmp(magic, CKPT_MAGIC, 8);
     if (f) fclose(f);
@@ -10516,6 +10524,7 @@ static int cmd_export(int argc, char **argv) {
                 out[strlen(out) - 1] != '/' ? "/" : "");
         return 1;
     }
+    FILE *said = !stat(out, &st) && !S_ISREG(st.st_mode) ? stderr : stdout; /* --out=/dev/stdout holds the model alone */
     if (is_checkpoint_file(out)) { /* its AdamW state and step would be gone, and a resume or sample of its run would fail */
         fprintf(stderr, "error: --out=%s is a nanogpt checkpoint, which export does not replace: --out names a new llm.c model file (e.g. "
                         "--out=gpt2_124M.bin)\n", out);
@@ -10541,7 +10550,7 @@ static int cmd_export(int argc, char **argv) {
         int rc = pretrained_load(from, cfg.pretrained_dir, &ms, &params, err, sizeof err);
         if (!rc) rc = llmc_write_model(out, &ms, params, bf16, err, sizeof err);
         if (rc) fprintf(stderr, "error: %s\n", err);
-        else printf("wrote %s (llm.c version %d, the pretrained weights of %s)\n", out, bf16 ? 5 : 3, from);
+        else fprintf(said, "wrote %s (llm.c version %d, the pretrained weights of %s)\n", out, bf16 ? 5 : 3, from);
         free(params);
         return rc ? 1 : 0;
     }
@@ -10565,7 +10574,7 @@ static int cmd_export(int argc, char **argv) {
         rc = llmc_write_model(out, &tr->ms, params, bf16, err, sizeof err);
     }
     if (rc) fprintf(stderr, "error: %s\n", err);
-    else printf("wrote %s (llm.c version %d, step %d of %s)\n", out, bf16 ? 5 : 3, tr->step, path);
+    else fprintf(said, "wrote %s (llm.c version %d, step %d of %s)\n", out, bf16 ? 5 : 3, tr->step, path);
     free(params);
     ngpt_trainer_free(tr);
     return rc ? 1 : 0;

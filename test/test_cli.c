@@ -1239,6 +1239,34 @@ static void test_workflow(void) {
           "llm.c header: magic %d version %d maxT %lld V %d L %lld NH %d C %lld Vp %lld", h[0], h[1], maxT, h[3], L, h[5], C, Vp);
     CHECK(file_size(tmp_path("model.bin")) == 1024 + 4 * params, "model.bin: %ld bytes, expected %lld", file_size(tmp_path("model.bin")),
           1024 + 4 * params);
+    /* --out that is no file (a FIFO, as /dev/stdout piped) is written as it is, with the message on stderr; a link
+     * to a file gets the file replaced, the link kept */
+    mkfifo(tmp_path("model.fifo"), 0600);
+    pid_t reader = fork();
+    if (reader == 0) {
+        FILE *in = fopen(tmp_path("model.fifo"), "rb"), *to = fopen(tmp_path("from_fifo.bin"), "wb");
+        char b[65536];
+        size_t got;
+        while (in && to && (got = fread(b, 1, sizeof b, in)) > 0) fwrite(b, 1, got, to);
+        if (to) fclose(to);
+        _exit(0);
+    }
+    char fifo_out[620], link_out[620];
+    snprintf(fifo_out, sizeof fifo_out, "--out=%s", tmp_path("model.fifo"));
+    r = cli("export", out_dir_arg, fifo_out, NULL);
+    CHECK_RUN(r, 0, "export into a FIFO");
+    waitpid(reader, NULL, 0);
+    CHECK(files_equal(tmp_path("from_fifo.bin"), tmp_path("model.bin")) && strstr(r->err, "wrote ") && !r->out[0],
+          "a FIFO gets the model, stdout nothing: %.300s | %.300s", r->out, r->err);
+    FILE *target = fopen(tmp_path("link_target.bin"), "w");
+    if (target) fclose(target);
+    CHECK(!symlink(tmp_path("link_target.bin"), tmp_path("model_link.bin")), "symlink: %s", strerror(errno));
+    snprintf(link_out, sizeof link_out, "--out=%s", tmp_path("model_link.bin"));
+    r = cli("export", out_dir_arg, link_out, NULL);
+    CHECK_RUN(r, 0, "export onto a link");
+    struct stat link_st;
+    CHECK(!lstat(tmp_path("model_link.bin"), &link_st) && S_ISLNK(link_st.st_mode) && files_equal(tmp_path("link_target.bin"), tmp_path("model.bin")),
+          "the link stays, the file it names is the model");
     /* one checkpoint file, as --init_from (or given as out_dir); --out must name a file */
     char ckpt_init[800], ckpt_dir[800], model2_arg[600], folder_arg[600];
     snprintf(ckpt_init, sizeof ckpt_init, "--init_from=%s", newest);
