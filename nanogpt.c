@@ -821,6 +821,11 @@ static int config_load(ngpt_config *cfg, const char *path, int *line_of, char *e
         fclose(f);
         return fail(err, errlen, NGPT_ERR_ARG, "%s is a folder, not a config file (`key = value` lines); an out_dir goes as --out_dir=%s", path, path);
     }
+    if (!fstat(fileno(f), &st) && !S_ISREG(st.st_mode)) { /* a pipe read here would be empty for the command's next read */
+        fclose(f);
+        return fail(err, errlen, NGPT_ERR_ARG, "config file %s is no regular file (a pipe, <(...)): a command reads its config files more "
+                                               "than once; write it to a file and pass that", path);
+    }
     int binary = config_binary_file(f, path, err, errlen);
     if (binary) {
         fclose(f);

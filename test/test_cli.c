@@ -235,6 +235,19 @@ static void test_typos(void) {
         CHECK_RUN(r, 1, not_configs[i].path);
         CHECK(strstr(r->err, not_configs[i].says) && strstr(r->err, not_configs[i].says_too), "%s as the config: %.300s", not_configs[i].path, r->err);
     }
+    /* a config file from a pipe (<(...)): refused, as the command reads its config files more than once (before, the
+     * second read found it empty and the run took nanoGPT's defaults) */
+    int config_pipe[2];
+    if (!pipe(config_pipe)) {
+        char pipe_path[64];
+        CHECK(write(config_pipe[1], "n_layer = 1\n", 12) == 12, "write to a pipe");
+        close(config_pipe[1]);
+        snprintf(pipe_path, sizeof pipe_path, "/dev/fd/%d", config_pipe[0]);
+        r = cli("plan", pipe_path, "--device=cpu", NULL);
+        close(config_pipe[0]);
+        CHECK_RUN(r, 1, "a config file from a pipe");
+        CHECK(strstr(r->err, "is no regular file (a pipe, <(...)): a command reads its config files more than once"), "a pipe as the config: %.300s", r->err);
+    }
     /* the same files (and nanoGPT's headerless token file) as prepare's text: refused before anything is written */
     char state_input[720], prepared[720];
     snprintf(state_input, sizeof state_input, "--input=%s", llmc_state);
