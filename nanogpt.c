@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -5129,6 +5130,7 @@ struct ngpt_trainer {
     FILE *resume_file; /* open only while the trainer is being made */
     long long kept_steps[MAX_KEEP_CHECKPOINTS + 1]; /* ckpt_<step>.bin in out_dir, oldest first: the newest found at start, then each save */
     int n_kept;
+    int jsonl_failed;  /* a line of out_dir/log.jsonl could not be written: said once */
     int out_dir_taken; /* out_dir held another run's checkpoints when this run (not a resume) was made: ngpt_train refuses */
     _Atomic int stop_requested;
     int plan_only; /* set up to the plan, allocate nothing (ngpt_plan_arenas) */
@@ -7098,6 +7100,8 @@ static int mkdir_p(const char *dir) {
     return mkdir(buf, 0777) == 0 || errno == EEXIST ? 0 : -1;
 }
 
+static int resume_checkpoint(const char *dir, char *path, size_t cap);
+
 /* Writes the trainer's whole state to path (atomically); never a model with non-finite weights. */
 static int checkpoint_write(ngpt_trainer *tr, const char *path) {
     double wn = tr->be->norm_sq(tr->be, tr->params, tr->plan.nparams_padded);
@@ -7155,7 +7159,10 @@ static int checkpoint_write(ngpt_trainer *tr, const char *path) {
     if (w.failed || rc) {
         unlink(tmp);
         if (rc) return rc;
-        return tr_fail(tr, NGPT_ERR_IO, "writing checkpoint %s failed: %s; the previous checkpoint is untouched", path, strerror(w.failed));
+        char earlier[600];
+        return tr_fail(tr, NGPT_ERR_IO, "writing checkpoint %s failed: %s; %s", path, strerror(w.failed),
+                       resume_checkpoint(tr->cfg.out_dir, earlier, sizeof earlier) ? "the earlier checkpoints are untouched"
+                                                                                    : "no checkpoint was saved before it");
     }
     return NGPT_OK;
 }
@@ -7355,8 +7362,6 @@ CLI_USED static int holds_checkpoints(const char *dir, long long *newest) {
 
 static void checkpoint_path(const char *dir, long long step, char *path, size_t n) { snprintf(path, n, "%.400s/ckpt_%09lld.bin", dir, step); }
 
-/* The checkpoint a resume reads from dir, into path: the newest ckpt_<step>.bin, else best.bin (a folder whose
- * other checkpoints were removed; best.bin is a whole checkpoint too); 0 when there is neither */
 /* " (its ckpt.pt is nanoGPT's ...)" when dir holds nanoGPT's checkpoint, for "no checkpoint" errors; "" otherwise */
 static const char *pytorch_checkpoint_note(const char *dir) {
     char pt[600];
@@ -7364,6 +7369,8 @@ static const char *pytorch_checkpoint_note(const char *dir) {
     return file_exists(pt) ? " (its ckpt.pt is nanoGPT's PyTorch checkpoint, which nanogpt does not read)" : "";
 }
 
+/* The checkpoint a resume reads from dir, into path: the newest ckpt_<step>.bin, else best.bin (a folder whose
+ * other checkpoints were removed; best.bin is a whole checkpoint too); 0 when there is neither */
 static int resume_checkpoint(const char *dir, char *path, size_t cap) {
     long long newest;
     if (checkpoint_list(dir, &newest, 1)) {
@@ -8235,20 +8242,33 @@ static const char *json_num(char *buf, size_t n, const char *fmt, double v) {
     return buf;
 }
 
-/* one line to the JSONL log: formatted on the stack and written with write(2), so nothing is allocated */
-static void jsonl_line(int fd, const char *fmt, ...)
+/* one line to the JSONL log: formatted on the stack and written with write(2), so nothing is allocated. A line
+ * that cannot be written whole (a full disk, a file size limit) is taken back, so the log holds whole lines, and
+ * said once; training goes on (its checkpoints say for themselves whether they are saved). */
+static void jsonl_line(ngpt_trainer *tr, int fd, const char *fmt, ...)
 #if defined(__GNUC__)
-    __attribute__((format(printf, 2, 3)))
+    __attribute__((format(printf, 3, 4)))
 #endif
     ;
-static void jsonl_line(int fd, const char *fmt, ...) {
+static void jsonl_line(ngpt_trainer *tr, int fd, const char *fmt, ...) {
     if (fd < 0) return;
     char line[512];
     va_list ap;
     va_start(ap, fmt);
     int n = vsnprintf(line, sizeof line, fmt, ap);
     va_end(ap);
-    if (n > 0 && write(fd, line, (size_t)MIN(n, (int)sizeof line - 1)) < 0) { /* a full disk must not stop training */ }
+    if (n <= 0) return;
+    size_t len = (size_t)MIN(n, (int)sizeof line - 1);
+    off_t end = lseek(fd, 0, SEEK_END);
+    ssize_t put = write(fd, line, len), more = 0;
+    if (put >= 0 && (size_t)put < len && (more = write(fd, line + put, len - (size_t)put)) > 0) put += more; /* the rest, or its errno */
+    if (put == (ssize_t)len) return;
+    int e = put < 0 || more < 0 ? errno : EIO;
+    if (end >= 0 && ftruncate(fd, end)) { /* the part stays; plot skips a line it cannot read */ }
+    if (!tr->jsonl_failed)
+        tr_log(tr, 1, "warning: %s/log.jsonl cannot be written (%s): step %d and on may be missing from it (and from nanogpt plot); "
+                      "training goes on", tr->cfg.out_dir, strerror(e), tr->step);
+    tr->jsonl_failed = 1;
 }
 
 /* Reports a step or an evaluation: the progress callback, the log (every log_interval steps when there is
@@ -8277,13 +8297,13 @@ static void report(ngpt_trainer *tr, int jsonl, int is_eval, float train_loss, f
     char n1[32], n2[32], n3[32], n4[32], n5[32];
     if (is_eval) {
         tr_log(tr, 0, "step %d: train loss %.4f, val loss %.4f", p.step, (double)train_loss, (double)val_loss);
-        jsonl_line(jsonl, "{\"step\": %d, \"train_loss\": %s, \"val_loss\": %s%s}\n", p.step, json_num(n1, sizeof n1, "%.6f", train_loss),
+        jsonl_line(tr, jsonl, "{\"step\": %d, \"train_loss\": %s, \"val_loss\": %s%s}\n", p.step, json_num(n1, sizeof n1, "%.6f", train_loss),
                    json_num(n2, sizeof n2, "%.6f", val_loss), c->eval_only ? ", \"eval_only\": true" : "");
     } else {
         if (!tr->opt.progress && p.step % c->log_interval == 0)
             tr_log(tr, 0, "iter %d: loss %.4f, time %.2fms, lr %.3e, %.0f tok/s", p.step, (double)p.loss, p.step_seconds * 1e3, (double)p.lr,
                    p.tokens_per_second);
-        jsonl_line(jsonl, "{\"step\": %d, \"loss\": %s, \"lr\": %s, \"dt_ms\": %s, \"tokens_per_second\": %s, \"mfu\": %s}\n", p.step,
+        jsonl_line(tr, jsonl, "{\"step\": %d, \"loss\": %s, \"lr\": %s, \"dt_ms\": %s, \"tokens_per_second\": %s, \"mfu\": %s}\n", p.step,
                    json_num(n1, sizeof n1, "%.6f", p.loss), json_num(n2, sizeof n2, "%.6e", p.lr), json_num(n3, sizeof n3, "%.3f", p.step_seconds * 1e3),
                    json_num(n4, sizeof n4, "%.1f", p.tokens_per_second), json_num(n5, sizeof n5, "%.4f", p.mfu >= 0 ? p.mfu : NAN));
     }
@@ -8368,8 +8388,19 @@ static int train_run(ngpt_trainer *tr) {
     tr->unlogged = jsonl < 0;
     if (tr->unlogged) /* eval_only saves nothing, as in nanoGPT: a read-only out_dir costs it only its log line */
         tr_log(tr, 0, "eval_only: %s cannot be written (%s): the evaluation is printed, not logged", path, strerror(errno));
+    /* one run at a time in an out_dir: two would replace each other's checkpoints and mix their logs. The lock is
+     * the folder's own (flock), let go when this call ends or the process dies; a filesystem without locks goes on */
+    int lock = tr->cfg.eval_only ? -1 : open(tr->cfg.out_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (lock >= 0 && flock(lock, LOCK_EX | LOCK_NB) && errno == EWOULDBLOCK) {
+        close(lock);
+        if (jsonl >= 0) close(jsonl);
+        return tr_fail(tr, NGPT_ERR_ARG, "out_dir %s is in use by another run training into it now: two runs would replace each other's "
+                                           "checkpoints and mix their logs; give this one another out_dir, or wait for that one to end",
+                       tr->cfg.out_dir);
+    }
     int rc = train_loop(tr, jsonl);
     if (jsonl >= 0) close(jsonl);
+    if (lock >= 0) close(lock);
     return rc;
 }
 

@@ -652,7 +652,7 @@ static void test_full_disk(void) {
         setrlimit(RLIMIT_FSIZE, &rl);
         tr->step = 2;
         int rc = checkpoint_save(tr, 0);
-        int ok = rc == NGPT_ERR_IO && strstr(tr->err, "previous checkpoint is untouched");
+        int ok = rc == NGPT_ERR_IO && strstr(tr->err, "the earlier checkpoints are untouched");
         if (!ok) printf("  child: rc %d: %s\n", rc, tr->err);
         fflush(stdout);
         _exit(ok ? 0 : 1);

@@ -1602,6 +1602,32 @@ static void test_double_interrupt(void) {
     CHECK(stopped >= 2 && file_size(ckpt) > 0, "the double press still saved (step %lld, %s): %.300s", stopped, ckpt, t->out);
 }
 
+/* two runs into one out_dir at once (a config started twice): the second is refused while the first trains, and
+ * the folder is free once the first stops (before 2026-11-27 both ran, and the later one's saves replaced the
+ * first's checkpoints and mixed their logs) */
+static void test_out_dir_in_use(void) {
+    char data[600], out[600];
+    snprintf(data, sizeof data, "--data_dir=%s", small_dataset("busy_data"));
+    snprintf(out, sizeof out, "--out_dir=%s", tmp_path("busy_out"));
+    char *argv[] = {"train", data, out, "--device=cpu", "--threads=1", "--vocab_size=40", "--n_layer=1", "--n_head=2", "--n_embd=32",
+                    "--block_size=32", "--batch_size=4", "--eval_interval=100000", "--eval_iters=1", "--max_iters=100000000", "--log_interval=1", NULL};
+    pid_t first = cli_start(argv);
+    wait_for_output("iter 2/");
+    CliRun *r = cli("train", data, out, "--device=cpu", "--threads=1", "--vocab_size=40", "--n_layer=1", "--n_head=2", "--n_embd=32",
+                    "--block_size=32", "--batch_size=4", "--eval_interval=100000", "--eval_iters=1", "--max_iters=5", NULL);
+    CHECK_RUN(r, 1, "a second run into the out_dir a run trains into");
+    CHECK(strstr(r->err, "busy_out is in use by another run training into it now"), "says the out_dir is in use: %.300s", r->err);
+    CliRun run;
+    kill(first, SIGINT);
+    cli_wait(first, &run, 120);
+    CHECK_RUN(&run, 130, "the first run, stopped");
+    long long stopped = number_after(run.out, "stopped at step ");
+    char max_iters[64];
+    snprintf(max_iters, sizeof max_iters, "--max_iters=%lld", stopped + 2);
+    r = cli("train", data, out, "--init_from=resume", "--device=cpu", "--threads=1", max_iters, NULL);
+    CHECK_RUN(r, 0, "the first run resumed once it has stopped");
+}
+
 /* SIGTERM (as Ctrl-C) in the middle of a long evaluation (a resume evaluates first): it stops within a micro-batch, not at
  * the evaluation's end; the evaluation is dropped, and the checkpoint it resumed from is the one to resume */
 static void test_interrupt_evaluation(void) {
@@ -1732,7 +1758,7 @@ static void test_file_size_limit(void) {
     checkpoint_path(tmp_path("fsz_out"), 6, path, sizeof path);
     CHECK_RUN(r, 1, "resume under a 64 KiB file-size limit");
     CHECK(strstr(r->err, "error: writing checkpoint") && strstr(r->err, path) && strstr(r->err, "File too large") &&
-              strstr(r->err, "previous checkpoint is untouched"),
+              strstr(r->err, "the earlier checkpoints are untouched"),
           "the error names the file and the cause: %.400s", r->err);
     snprintf(path + strlen(path), sizeof path - strlen(path), ".tmp");
     CHECK(!file_exists(path), "%s was left behind", path);
@@ -1745,6 +1771,26 @@ static void test_file_size_limit(void) {
     CHECK_RUN(r, 0, "resume without the limit");
     CHECK(number_after(r->out, "(step ") == 4, "the previous checkpoint resumes: %.300s", r->out);
     CHECK(!file_exists(path), "the resume left %s", path);
+    /* a new run under a limit that log.jsonl reaches: a warning, once; the log keeps whole lines; the save fails,
+     * and the error says no checkpoint came before it */
+    char fresh_out[620], log_path[620], line[4096];
+    snprintf(fresh_out, sizeof fresh_out, "--out_dir=%s", tmp_path("fsz_fresh"));
+    child_file_limit = 4 * 1024;
+    r = cli("train", data, fresh_out, MODEL, "--max_iters=80", "--log_interval=1", "--eval_interval=80", NULL);
+    child_file_limit = 0;
+    CHECK_RUN(r, 1, "a new run under a 4 KiB file-size limit");
+    const char *warning = strstr(r->err, "log.jsonl cannot be written (File too large)");
+    CHECK(warning && !strstr(warning + 1, "log.jsonl cannot be written") && strstr(r->err, "no checkpoint was saved before it"),
+          "one warning for the log, and the save's error: %.600s", r->err);
+    snprintf(log_path, sizeof log_path, "%s/log.jsonl", tmp_path("fsz_fresh"));
+    FILE *log = fopen(log_path, "r");
+    int lines = 0, whole = 1;
+    while (log && fgets(line, sizeof line, log)) {
+        lines++;
+        whole &= line[0] == '{' && strlen(line) > 2 && !strcmp(line + strlen(line) - 2, "}\n");
+    }
+    if (log) fclose(log);
+    CHECK(lines > 10 && whole && file_size(log_path) <= 4 * 1024, "log.jsonl: %d lines, whole %d, %ld bytes", lines, whole, file_size(log_path));
 #undef MODEL
 }
 
@@ -1852,6 +1898,7 @@ int main(void) {
     RUN(test_dataset_from_sibling);
     RUN(test_double_interrupt);
     RUN(test_second_interrupt_says_so);
+    RUN(test_out_dir_in_use);
     RUN(test_interrupt_evaluation);
     RUN(test_terminal_keeps_log_interval_lines);
     RUN(test_llmc_token_limit);
