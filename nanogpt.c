@@ -10236,10 +10236,11 @@ static int cmd_prepare(int argc, char **argv) {
     for (int i = 0; i < argc && !rc; i++) {
         const char *a = argv[i];
         if (!strncmp(a, "--input=", 8)) {
-            /* comma-separated list, or repeated --input */
+            /* comma-separated list, or repeated --input; a file whose name has a comma (a,b.txt) is that file */
             char *list = strdup(a + 8), *save = NULL;
+            const char *separators = file_exists(a + 8) ? "" : ",";
             if (!list) rc = fail(err, sizeof err, NGPT_ERR_NOMEM, "out of host memory");
-            for (char *t = list ? strtok_r(list, ",", &save) : NULL; t && !rc; t = strtok_r(NULL, ",", &save)) {
+            for (char *t = list ? strtok_r(list, separators, &save) : NULL; t && !rc; t = strtok_r(NULL, separators, &save)) {
                 if (n_inputs == inputs_cap) {
                     int cap = inputs_cap ? 2 * inputs_cap : 16;
                     char **grown = (char **)realloc(inputs, (size_t)cap * sizeof *inputs);

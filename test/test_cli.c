@@ -1554,6 +1554,19 @@ static void test_prepare_from_pipe(void) {
     snprintf(a, sizeof a, "%s/train.bin", tmp_path("gpt2_two_files"));
     snprintf(b, sizeof b, "%s/train.bin", tmp_path("gpt2_two_fifos"));
     CHECK(file_size(a) > 100 && files_equal(a, b), "two pipes' tokens (%ld bytes) are two files' (%ld bytes)", file_size(b), file_size(a));
+    /* a file whose name has a comma is that file, not a list */
+    f = fopen(tmp_path("act 1, scene 2.txt"), "w");
+    if (f) {
+        fputs(text, f);
+        fclose(f);
+    }
+    snprintf(fifo_in, sizeof fifo_in, "--input=%s", tmp_path("act 1, scene 2.txt"));
+    snprintf(out, sizeof out, "--out=%s", tmp_path("chars_from_comma"));
+    r = cli("prepare", fifo_in, out, NULL);
+    CHECK_RUN(r, 0, "prepare a file named with a comma");
+    snprintf(a, sizeof a, "%s/train.bin", tmp_path("chars_from_file"));
+    snprintf(b, sizeof b, "%s/train.bin", tmp_path("chars_from_comma"));
+    CHECK(files_equal(a, b), "the file named with a comma is prepared as itself");
     snprintf(fifo_in, sizeof fifo_in, "--input=%s", tmpdir);
     r = cli("prepare", fifo_in, out, NULL);
     CHECK_RUN(r, 1, "prepare a folder");
