@@ -564,6 +564,14 @@ static int config_value(const char *s, int file, char *out, size_t cap, size_t *
     return VALUE_OK;
 }
 
+/* A command-line value as nanoGPT's configurator reads it (literal_eval, else the text): a whole Python string
+ * literal ('out', "ROMEO:") is its text, into buf; any other value is itself ('tis) */
+static const char *arg_text(const char *v, char *buf, size_t cap) {
+    size_t at;
+    int quoted;
+    return config_value(v, 0, buf, cap, &at, &quoted) == VALUE_OK && quoted ? buf : v;
+}
+
 /* nanoGPT's device strings: 'cuda:0' is nanogpt's cuda (it drives one GPU, the first visible one: *v becomes
  * "cuda"); another GPU, or Apple's mps, is refused with what to do instead. */
 static int device_alias(const char **v, char *err, size_t errlen) {
@@ -6816,6 +6824,12 @@ CLI_USED static int llmc_write_model(const char *path, const ModelShape *ms, con
     char tmp[4200], dest[PATH_MAX];
     struct stat st;
     int direct = !stat(path, &st) && !S_ISREG(st.st_mode);
+    if (!lstat(path, &st) && S_ISLNK(st.st_mode) && stat(path, &st)) {
+        char target[PATH_MAX];
+        ssize_t n = readlink(path, target, sizeof target - 1);
+        target[n > 0 ? n : 0] = 0;
+        return fail(err, errlen, NGPT_ERR_IO, "cannot write %s: it is a link to %s, which does not exist (the file a link names is replaced)", path, target);
+    }
     if (direct || !realpath(path, dest)) copy_str(dest, sizeof dest, path);
     snprintf(tmp, sizeof tmp, "%.4000s.tmp.%d", dest, (int)getpid());
     FILE *f = fopen(direct ? path : tmp, "wb");
@@ -7381,11 +7395,29 @@ static int resume_checkpoint(const char *dir, char *path, size_t cap) {
     return file_exists(path);
 }
 
+/* One run at a time trains into an out_dir: two would replace each other's checkpoints and mix their logs. The
+ * lock is the folder's own flock, let go when *fd is closed or the process dies; *fd is -1 where the folder cannot
+ * be opened or has no locks (nothing is locked then). Returns 1 when another run holds it. */
+static int out_dir_lock(const char *dir, int *fd) {
+    *fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (*fd < 0 || !flock(*fd, LOCK_EX | LOCK_NB)) return 0;
+    int busy = errno == EWOULDBLOCK;
+    close(*fd);
+    *fd = -1;
+    return busy;
+}
+
 /* Removes the temporary files a save in dir leaves when the process dies inside it (ckpt_<step>.bin.tmp,
- * best.bin.tmp): a save ended normally or by an error removes its own. */
+ * best.bin.tmp): a save ended normally or by an error removes its own. Nothing is removed while a run trains
+ * in dir (its lock): its temporary file is its save in progress. */
 static void checkpoint_remove_stale(const char *dir) {
+    int lock;
+    if (out_dir_lock(dir, &lock)) return;
     DIR *d = opendir(dir);
-    if (!d) return;
+    if (!d) {
+        if (lock >= 0) close(lock);
+        return;
+    }
     struct dirent *e;
     char path[600];
     while ((e = readdir(d)) != NULL)
@@ -7394,6 +7426,7 @@ static void checkpoint_remove_stale(const char *dir) {
             unlink(path);
         }
     closedir(d);
+    if (lock >= 0) close(lock);
 }
 
 /* Saves ckpt_<step>.bin in out_dir, keeps the newest cfg.keep_checkpoints, and points best.bin at it when
@@ -8388,11 +8421,8 @@ static int train_run(ngpt_trainer *tr) {
     tr->unlogged = jsonl < 0;
     if (tr->unlogged) /* eval_only saves nothing, as in nanoGPT: a read-only out_dir costs it only its log line */
         tr_log(tr, 0, "eval_only: %s cannot be written (%s): the evaluation is printed, not logged", path, strerror(errno));
-    /* one run at a time in an out_dir: two would replace each other's checkpoints and mix their logs. The lock is
-     * the folder's own (flock), let go when this call ends or the process dies; a filesystem without locks goes on */
-    int lock = tr->cfg.eval_only ? -1 : open(tr->cfg.out_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (lock >= 0 && flock(lock, LOCK_EX | LOCK_NB) && errno == EWOULDBLOCK) {
-        close(lock);
+    int lock = -1; /* held while this call trains */
+    if (!tr->cfg.eval_only && out_dir_lock(tr->cfg.out_dir, &lock)) {
         if (jsonl >= 0) close(jsonl);
         return tr_fail(tr, NGPT_ERR_ARG, "out_dir %s is in use by another run training into it now: two runs would replace each other's "
                                            "checkpoints and mix their logs; give this one another out_dir, or wait for that one to end",
@@ -8886,14 +8916,14 @@ static int prepare_input_open(const char *path, const char *out_dir, FILE **in, 
     }
     char spool[700];
     snprintf(spool, sizeof spool, "%.600s/.prepare_input.%d", out_dir, (int)getpid());
-    mkdir_p(out_dir);
-    int fd = open(spool, O_RDWR | O_CREAT | O_EXCL, 0600);
+    int fd = mkdir_p(out_dir) ? -1 : open(spool, O_RDWR | O_CREAT | O_EXCL, 0600);
     FILE *copy = fd >= 0 ? fdopen(fd, "w+b") : NULL;
-    unlink(spool); /* nameless from here: a crash leaves nothing behind */
+    int e = errno;
+    if (fd >= 0) unlink(spool); /* nameless from here: a crash leaves nothing behind */
     enum { BUF = 1 << 20 };
     char *buf = copy ? (char *)malloc(BUF) : NULL;
     int rc = NGPT_OK;
-    if (!copy) rc = fail(err, errlen, NGPT_ERR_IO, "cannot copy %s (not a regular file, which prepare reads twice) into %s: %s", path, out_dir, strerror(errno));
+    if (!copy) rc = fail(err, errlen, NGPT_ERR_IO, "cannot copy %s (not a regular file, which prepare reads twice) into %s: %s", path, out_dir, strerror(e));
     else if (!buf) rc = fail(err, errlen, NGPT_ERR_NOMEM, "out of host memory");
     size_t got;
     while (!rc && (got = fread(buf, 1, BUF, f)) > 0)
@@ -10355,9 +10385,8 @@ static int sample_with(int argc, char **argv, int n_files, char **cfg_files) {
         arg_key(a, key, sizeof key);
         if (!strncmp(a, "--start=", 8)) {
             const char *v = a + 8;
-            size_t got, at;
-            int quoted; /* a whole Python string literal ('ROMEO:') is its text, as nanoGPT's configurator reads it; other text is as it is */
-            if (config_value(v, 0, start, sizeof start, &at, &quoted) == VALUE_OK && quoted) v = strcpy(start_literal, start);
+            size_t got;
+            v = arg_text(v, start_literal, sizeof start_literal);
             if (!strncmp(v, "FILE:", 5)) {
                 FILE *f = fopen(v + 5, "rb");
                 if (!f) { fprintf(stderr, "error: --start=%s: %s\n", v, strerror(errno)); return 1; }
@@ -10534,17 +10563,14 @@ static int cmd_export(int argc, char **argv) {
     ngpt_config cfg;
     ngpt_config_defaults(&cfg);
     const char *from = NULL; /* --init_from: one checkpoint file, resume (out_dir's newest), or pretrained weights */
-    char from_arg[sizeof cfg.init_from];
+    char from_arg[PATH_MAX];
     for (int i = 0; i < argc; i++) {
         char key[128] = "", err[NGPT_ERRLEN];
         if (!strncmp(argv[i], "--", 2) && strchr(argv[i], '=')) arg_key(argv[i], key, sizeof key);
-        if (!strcmp(key, "out_dir") || !strcmp(key, "init_from") || !strcmp(key, "pretrained_dir")) {
-            /* read as train reads them (nanoGPT's configurator: 'out' is out) */
+        /* read as train reads them (nanoGPT's configurator: 'out' is out); init_from, a path of any length */
+        if (!strcmp(key, "init_from")) from = arg_text(argv[i] + 12, from_arg, sizeof from_arg);
+        else if (!strcmp(key, "out_dir") || !strcmp(key, "pretrained_dir")) {
             if (ngpt_config_set(&cfg, key, strchr(argv[i], '=') + 1, err, sizeof err)) { fprintf(stderr, "error: --%s: %s\n", key, err); return 1; }
-            if (!strcmp(key, "init_from")) {
-                copy_str(from_arg, sizeof from_arg, cfg.init_from);
-                from = from_arg;
-            }
         }
         else if (!strncmp(argv[i], "--out=", 6)) out = argv[i] + 6;
         else if (!strcmp(argv[i], "--bf16")) bf16 = 1;

@@ -97,6 +97,20 @@ static void cli_wait(pid_t pid, CliRun *r, double timeout_s) {
     read_text(tmp_path("err.txt"), r->err, sizeof r->err);
 }
 
+/* waits up to timeout_s for a helper child (a FIFO's reader or writer), then kills it: one whose other end never
+ * came (a command that failed before opening the FIFO) would wait for good */
+static void reap_within(pid_t pid, double timeout_s) {
+    double t0 = now_seconds();
+    while (waitpid(pid, NULL, WNOHANG) == 0) {
+        if (now_seconds() - t0 > timeout_s) {
+            kill(pid, SIGKILL);
+            waitpid(pid, NULL, 0);
+            return;
+        }
+        usleep(2000);
+    }
+}
+
 /* runs `nanogpt first, ...` (NULL-terminated) to its end */
 static CliRun *cli(const char *first, ...) {
     static CliRun r;
@@ -1268,7 +1282,7 @@ static void test_workflow(void) {
     snprintf(fifo_out, sizeof fifo_out, "--out=%s", tmp_path("model.fifo"));
     r = cli("export", out_dir_arg, fifo_out, NULL);
     CHECK_RUN(r, 0, "export into a FIFO");
-    waitpid(reader, NULL, 0);
+    reap_within(reader, 30);
     CHECK(files_equal(tmp_path("from_fifo.bin"), tmp_path("model.bin")) && strstr(r->err, "wrote ") && !r->out[0],
           "a FIFO gets the model, stdout nothing: %.300s | %.300s", r->out, r->err);
     FILE *target = fopen(tmp_path("link_target.bin"), "w");
@@ -1280,6 +1294,23 @@ static void test_workflow(void) {
     struct stat link_st;
     CHECK(!lstat(tmp_path("model_link.bin"), &link_st) && S_ISLNK(link_st.st_mode) && files_equal(tmp_path("link_target.bin"), tmp_path("model.bin")),
           "the link stays, the file it names is the model");
+    CHECK(!symlink(tmp_path("no_such_folder/model.bin"), tmp_path("dangling.bin")), "symlink: %s", strerror(errno));
+    snprintf(link_out, sizeof link_out, "--out=%s", tmp_path("dangling.bin"));
+    r = cli("export", out_dir_arg, link_out, NULL);
+    CHECK_RUN(r, 1, "export onto a link to nothing");
+    CHECK(strstr(r->err, "which does not exist") && !lstat(tmp_path("dangling.bin"), &link_st) && S_ISLNK(link_st.st_mode),
+          "a link to nothing is named, and kept: %.300s", r->err);
+    /* --init_from= a path longer than a config value's 255 characters: export reads it (a link to model.bin) */
+    char long_dir[700], long_init[800], long_out[700];
+    snprintf(long_dir, sizeof long_dir, "%s/%0200d", tmp_path(""), 0);
+    mkdir(long_dir, 0777);
+    snprintf(long_dir + strlen(long_dir), sizeof long_dir - strlen(long_dir), "/%080d.bin", 0);
+    CHECK(!symlink(tmp_path("model.bin"), long_dir), "symlink: %s", strerror(errno));
+    snprintf(long_init, sizeof long_init, "--init_from='%s'", long_dir);
+    snprintf(long_out, sizeof long_out, "--out=%s", tmp_path("from_long.bin"));
+    r = cli("export", long_init, long_out, NULL);
+    CHECK_RUN(r, 0, "export --init_from= a long path");
+    CHECK(files_equal(tmp_path("from_long.bin"), tmp_path("model.bin")), "the long path's weights, exported: %.300s", r->err);
     /* one checkpoint file, as --init_from (or given as out_dir); --out must name a file */
     char ckpt_init[800], ckpt_dir[800], model2_arg[600], folder_arg[600];
     snprintf(ckpt_init, sizeof ckpt_init, "--init_from=%s", newest);
@@ -1492,12 +1523,6 @@ static pid_t fifo_writer(const char *fifo, const char *text) {
     return pid;
 }
 
-/* a writer whose reader never came (a failed prepare) would wait for good */
-static void fifo_writer_reap(pid_t pid) {
-    kill(pid, SIGKILL);
-    waitpid(pid, NULL, 0);
-}
-
 static void test_prepare_from_pipe(void) {
     static char text[8000];
     size_t n = 0;
@@ -1524,7 +1549,7 @@ static void test_prepare_from_pipe(void) {
         snprintf(out, sizeof out, "--out=%s", from_fifo);
         r = cli("prepare", tokenizers[t], tok, fifo_in, out, NULL);
         CHECK_RUN(r, 0, "prepare a pipe");
-        fifo_writer_reap(writer);
+        reap_within(writer, 10);
         for (int k = 0; k < 2; k++) {
             snprintf(a, sizeof a, "%s/%s", from_file, k ? "val.bin" : "train.bin");
             snprintf(b, sizeof b, "%s/%s", from_fifo, k ? "val.bin" : "train.bin");
@@ -1548,8 +1573,8 @@ static void test_prepare_from_pipe(void) {
     snprintf(out, sizeof out, "--out=%s", tmp_path("gpt2_two_fifos"));
     r = cli("prepare", "--tokenizer=gpt2", tok, fifo_in2, out, NULL);
     CHECK_RUN(r, 0, "prepare two pipes");
-    fifo_writer_reap(w1);
-    fifo_writer_reap(w2);
+    reap_within(w1, 10);
+    reap_within(w2, 10);
     char a[720], b[720];
     snprintf(a, sizeof a, "%s/train.bin", tmp_path("gpt2_two_files"));
     snprintf(b, sizeof b, "%s/train.bin", tmp_path("gpt2_two_fifos"));
@@ -1615,21 +1640,28 @@ static void test_double_interrupt(void) {
     CHECK(stopped >= 2 && file_size(ckpt) > 0, "the double press still saved (step %lld, %s): %.300s", stopped, ckpt, t->out);
 }
 
-/* two runs into one out_dir at once (a config started twice): the second is refused while the first trains, and
- * the folder is free once the first stops (before 2026-11-27 both ran, and the later one's saves replaced the
- * first's checkpoints and mixed their logs) */
+/* two runs into one out_dir at once (a config or a resume started twice): the second is refused while the first
+ * trains, without touching the first's save in progress (its .tmp), and the folder is free once the first stops
+ * (before 2026-11-27 both ran, and the later one's saves replaced the first's checkpoints and mixed their logs) */
 static void test_out_dir_in_use(void) {
-    char data[600], out[600];
+    char data[600], out[600], save_in_progress[700];
     snprintf(data, sizeof data, "--data_dir=%s", small_dataset("busy_data"));
     snprintf(out, sizeof out, "--out_dir=%s", tmp_path("busy_out"));
-    char *argv[] = {"train", data, out, "--device=cpu", "--threads=1", "--vocab_size=40", "--n_layer=1", "--n_head=2", "--n_embd=32",
-                    "--block_size=32", "--batch_size=4", "--eval_interval=100000", "--eval_iters=1", "--max_iters=100000000", "--log_interval=1", NULL};
+    snprintf(save_in_progress, sizeof save_in_progress, "%s/ckpt_000000099.bin.tmp", tmp_path("busy_out"));
+    char *model[] = {"--device=cpu", "--threads=1", "--vocab_size=40", "--n_layer=1", "--n_head=2", "--n_embd=32", "--block_size=32",
+                           "--batch_size=4", "--eval_iters=1", "--always_save_checkpoint=True"};
+#define MODEL model[0], model[1], model[2], model[3], model[4], model[5], model[6], model[7], model[8], model[9]
+    CliRun *r = cli("train", data, out, MODEL, "--max_iters=3", "--eval_interval=3", NULL);
+    CHECK_RUN(r, 0, "a run that saves a checkpoint");
+    char *argv[] = {"train", data, out, MODEL, "--init_from=resume", "--eval_interval=100000", "--max_iters=100000000", "--log_interval=1", NULL};
     pid_t first = cli_start(argv);
-    wait_for_output("iter 2/");
-    CliRun *r = cli("train", data, out, "--device=cpu", "--threads=1", "--vocab_size=40", "--n_layer=1", "--n_head=2", "--n_embd=32",
-                    "--block_size=32", "--batch_size=4", "--eval_interval=100000", "--eval_iters=1", "--max_iters=5", NULL);
-    CHECK_RUN(r, 1, "a second run into the out_dir a run trains into");
-    CHECK(strstr(r->err, "busy_out is in use by another run training into it now"), "says the out_dir is in use: %.300s", r->err);
+    wait_for_output("iter 6/");
+    FILE *f = fopen(save_in_progress, "w"); /* as the first run's save would leave it while writing */
+    if (f) fclose(f);
+    r = cli("train", data, out, MODEL, "--init_from=resume", "--max_iters=8", NULL);
+    CHECK_RUN(r, 1, "a second resume into the out_dir a run trains into");
+    CHECK(strstr(r->err, "busy_out is in use by another run training into it now") && file_exists(save_in_progress),
+          "says the out_dir is in use, and leaves the first run's save alone: %.300s", r->err);
     CliRun run;
     kill(first, SIGINT);
     cli_wait(first, &run, 120);
@@ -1637,8 +1669,10 @@ static void test_out_dir_in_use(void) {
     long long stopped = number_after(run.out, "stopped at step ");
     char max_iters[64];
     snprintf(max_iters, sizeof max_iters, "--max_iters=%lld", stopped + 2);
-    r = cli("train", data, out, "--init_from=resume", "--device=cpu", "--threads=1", max_iters, NULL);
+    r = cli("train", data, out, MODEL, "--init_from=resume", max_iters, NULL);
     CHECK_RUN(r, 0, "the first run resumed once it has stopped");
+    CHECK(!file_exists(save_in_progress), "with no run in the folder, a resume clears a killed save's %s", save_in_progress);
+#undef MODEL
 }
 
 /* SIGTERM (as Ctrl-C) in the middle of a long evaluation (a resume evaluates first): it stops within a micro-batch, not at
