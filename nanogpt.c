@@ -566,7 +566,7 @@ static int config_value(const char *s, int file, char *out, size_t cap, size_t *
 
 /* A command-line value as nanoGPT's configurator reads it (literal_eval, else the text): a whole Python string
  * literal ('out', "ROMEO:") is its text, into buf; any other value is itself ('tis) */
-static const char *arg_text(const char *v, char *buf, size_t cap) {
+CLI_USED static const char *arg_text(const char *v, char *buf, size_t cap) {
     size_t at;
     int quoted;
     return config_value(v, 0, buf, cap, &at, &quoted) == VALUE_OK && quoted ? buf : v;
