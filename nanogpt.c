@@ -8897,18 +8897,29 @@ static int charvocab_save(const CharVocab *v, const char *path, char *err, size_
     return NGPT_OK;
 }
 
-/* Opens an input of prepare, which reads it twice (it counts, then encodes): a regular file as it is; anything
- * else (a pipe: --input=<(zcat x.gz), /dev/stdin) copied first into a nameless file in out_dir, which rewind
- * reads again and which goes when it is closed (*spooled says which). */
+/* An input of prepare, open at its start, that binary_file_says knows (a token file, a model, a checkpoint, any
+ * file with a NUL in its first 512 bytes): an error naming it, and f closed; NGPT_OK for text */
+static int prepare_input_text(FILE *f, const char *path, char *err, size_t errlen) {
+    char says[700];
+    if (!binary_file_says(f, path, says, sizeof says)) return NGPT_OK;
+    fclose(f);
+    return fail(err, errlen, NGPT_ERR_FORMAT, "%s is not text to prepare: it is %s; prepare reads UTF-8 text", path, says);
+}
+
+/* Opens an input of prepare, which reads it twice (it counts, then encodes), once it is known to be text: a
+ * regular file as it is; anything else (a pipe: --input=<(zcat x.gz), /dev/stdin) copied first into a nameless
+ * file in out_dir, which rewind reads again and which goes when it is closed (*spooled says which; NULL where
+ * the caller opens regular files again by path). */
 static int prepare_input_open(const char *path, const char *out_dir, FILE **in, int *spooled, char *err, size_t errlen) {
     *in = NULL;
-    *spooled = 0;
+    if (spooled) *spooled = 0;
     FILE *f = fopen(path, "rb");
     if (!f) return fail(err, errlen, NGPT_ERR_IO, "cannot open %s: %s", path, strerror(errno));
     struct stat st;
     if (fstat(fileno(f), &st) || S_ISREG(st.st_mode)) {
-        *in = f;
-        return NGPT_OK;
+        int rc = prepare_input_text(f, path, err, errlen);
+        if (!rc) *in = f;
+        return rc;
     }
     if (S_ISDIR(st.st_mode)) {
         fclose(f);
@@ -8938,8 +8949,9 @@ static int prepare_input_open(const char *path, const char *out_dir, FILE **in, 
         return rc;
     }
     rewind(copy);
+    if ((rc = prepare_input_text(copy, path, err, errlen))) return rc;
     *in = copy;
-    *spooled = 1;
+    if (spooled) *spooled = 1;
     return NGPT_OK;
 }
 
@@ -9045,10 +9057,10 @@ static int prepare_char(const char *input, const char *out_dir, double val_fract
     p.seen = (uint8_t *)calloc(0x110000 / 8, 1);
     p.id_of = (int32_t *)calloc(0x110000, sizeof(int32_t));
     char tpath[600], vpath[600], mpath[600], ttmp[630] = "", vtmp[630] = "";
-    int rc = NGPT_OK, spooled;
+    int rc = NGPT_OK, made_out_dir = !file_exists(out_dir);
     FILE *in = NULL;
     if (!v || !p.seen || !p.id_of) { rc = fail(err, errlen, NGPT_ERR_NOMEM, "out of host memory"); goto done; }
-    if ((rc = prepare_input_open(input, out_dir, &in, &spooled, err, errlen))) goto done;
+    if ((rc = prepare_input_open(input, out_dir, &in, NULL, err, errlen))) goto done;
     if ((rc = for_each_codepoint(in, input, prep_count, &p, err, errlen))) goto done;
     for (uint32_t cp = 0; cp < 0x110000; cp++)
         if (p.seen[cp >> 3] >> (cp & 7) & 1) {
@@ -9092,6 +9104,7 @@ done:
     if (p.val) fclose(p.val);
     if (rc && ttmp[0]) unlink(ttmp); /* a temporary file left by a failure would stay for good: its name is this process's */
     if (rc && vtmp[0]) unlink(vtmp);
+    if (rc && made_out_dir) rmdir(out_dir); /* a failure leaves no empty folder behind (a pipe's copy made it) */
     free(v);
     free(p.seen);
     free(p.id_of);
@@ -9234,7 +9247,7 @@ static int prepare_gpt2(const char *const *inputs, int n_inputs, const char *out
     unsigned char *buf = (unsigned char *)malloc(BUF + 64);
     int32_t *ids = (int32_t *)malloc((BUF + 64) * sizeof(int32_t));
     FILE **spools = (FILE **)calloc((size_t)n_inputs, sizeof *spools); /* the inputs that are no regular files, copied */
-    int rc = NGPT_OK;
+    int rc = NGPT_OK, made_out_dir = !file_exists(out_dir);
     TokWriter w[2];
     w[0].fd = w[1].fd = -1;
     if (!buf || !ids || !spools) { rc = fail(err, errlen, NGPT_ERR_NOMEM, "out of host memory"); goto done; }
@@ -9251,6 +9264,9 @@ static int prepare_gpt2(const char *const *inputs, int n_inputs, const char *out
         if (spooled) spools[i] = f; /* read again in pass 2; regular files are opened again, so any number of them fits */
         else fclose(f);
     }
+    if (!rc && chars < 2) /* as prepare_char: train and val get a character each */
+        rc = n_inputs == 1 ? fail(err, errlen, NGPT_ERR_FORMAT, "%s has %llu characters; need at least 2", inputs[0], (unsigned long long)chars)
+                           : fail(err, errlen, NGPT_ERR_FORMAT, "the %d inputs have %llu characters in all; need at least 2", n_inputs, (unsigned long long)chars);
     if (rc) goto done;
     uint64_t train_chars = (uint64_t)((double)chars * (1.0 - val_fraction));
     mkdir_p(out_dir);
@@ -9327,6 +9343,7 @@ done:
         if (w[k].fd >= 0) { close(w[k].fd); unlink(w[k].tmp); }
     for (int i = 0; spools && i < n_inputs; i++)
         if (spools[i]) fclose(spools[i]);
+    if (rc && made_out_dir) rmdir(out_dir); /* a failure leaves no empty folder behind (a pipe's copy made it) */
     free(spools);
     free(buf);
     free(ids);
@@ -10243,21 +10260,6 @@ static int cmd_bench(int argc, char **argv) {
     return 0;
 }
 
-/* An input of prepare that binary_file_says knows (a token file, a model, a checkpoint, any file with a NUL in
- * its first 512 bytes): an error naming it; NGPT_OK for text, for what is no regular file, and for a file that
- * cannot be read (the reader says why) */
-static int prepare_input_is_text(const char *path, char *err, size_t errlen) {
-    struct stat st;
-    if (stat(path, &st) || !S_ISREG(st.st_mode)) return NGPT_OK; /* a pipe (--input=<(...)) would lose what is read here */
-    FILE *f = fopen(path, "rb");
-    if (!f) return NGPT_OK;
-    char says[700];
-    int binary = binary_file_says(f, path, says, sizeof says);
-    fclose(f);
-    if (!binary) return NGPT_OK;
-    return fail(err, errlen, NGPT_ERR_FORMAT, "--input=%s is not text to prepare: it is %s; prepare reads UTF-8 text", path, says);
-}
-
 static int cmd_prepare(int argc, char **argv) {
     const char *out = NULL, *tokenizer = "char", *format = "nanogpt", *tok_dir = "data/gpt2";
     char **inputs = NULL, err[NGPT_ERRLEN] = "";
@@ -10295,7 +10297,6 @@ static int cmd_prepare(int argc, char **argv) {
     int gpt2 = !strcmp(tokenizer, "gpt2"), llmc = !strcmp(format, "llmc");
     for (int i = 0; i < n_inputs && !rc; i++)
         if (!inputs[i]) rc = fail(err, sizeof err, NGPT_ERR_NOMEM, "out of host memory");
-        else rc = prepare_input_is_text(inputs[i], err, sizeof err);
     if (!rc && !gpt2 && strcmp(tokenizer, "char"))
         rc = fail(err, sizeof err, NGPT_ERR_ARG, "--tokenizer=%s: the tokenizer is char (one id per character) or gpt2 (GPT-2's BPE)", tokenizer);
     if (!rc && !llmc && strcmp(format, "nanogpt"))

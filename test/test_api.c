@@ -221,6 +221,14 @@ int main(void) {
     rc = ngpt_prepare(input, chars_dir, NULL, 0.1, err, sizeof err);
     EXPECT(rc == NGPT_OK, "ngpt_prepare: characters into a folder it creates");
     if (rc) printf("%s\n", err);
+    /* prepared tokens are no text to prepare: refused by name, and no folder is left for them */
+    char tokens[600], not_made[600];
+    struct stat folder;
+    snprintf(tokens, sizeof tokens, "%s/train.bin", chars_dir);
+    snprintf(not_made, sizeof not_made, "%s/from_tokens", dir);
+    rc = ngpt_prepare(tokens, not_made, NULL, 0.1, err, sizeof err);
+    EXPECT(rc == NGPT_ERR_FORMAT && strstr(err, "train.bin is not text to prepare: it is a binary file") != NULL && stat(not_made, &folder) != 0,
+           "ngpt_prepare: a token file as input is refused, and its out_dir is not made");
     ngpt_config ccfg = cfg;
     rc = ngpt_config_set(&ccfg, "data_dir", chars_dir, err, sizeof err) || ngpt_config_set(&ccfg, "vocab_size", "0", err, sizeof err);
     ngpt_options copt;

@@ -282,8 +282,10 @@ static void test_typos(void) {
     snprintf(tex_out, sizeof tex_out, "--out=%s", tmp_path("tex_data"));
     r = cli("prepare", tex_input, tex_out, NULL);
     CHECK_RUN(r, 0, "prepare a LaTeX file");
+    char gpt2_dir[700];
+    snprintf(gpt2_dir, sizeof gpt2_dir, "--tokenizer_dir=%s/gpt2", shared_data_dir());
     for (int i = 0; i < (int)(sizeof not_texts / sizeof not_texts[0]); i++) {
-        r = cli("prepare", not_texts[i].input, prepared, not_texts[i].tokenizer, NULL);
+        r = cli("prepare", not_texts[i].input, prepared, not_texts[i].tokenizer, gpt2_dir, NULL);
         CHECK_RUN(r, 1, not_texts[i].input);
         CHECK(strstr(r->err, not_texts[i].says) && strstr(r->err, "prepare reads UTF-8 text") && !file_exists(tmp_path("prepared_binary")),
               "prepare %s: %.300s", not_texts[i].input, r->err);
@@ -1510,18 +1512,19 @@ static void test_prepare_gpt2_over_characters(void) {
 /* prepare reads its input twice (it counts, then encodes): a pipe (a FIFO here; --input=<(zcat x.gz) or
  * /dev/stdin in a shell) is copied first, so both passes see all of it and the token files are those of the same
  * text in a regular file; a folder as input is named */
-static pid_t fifo_writer(const char *fifo, const char *text) {
+static pid_t fifo_writer_bytes(const char *fifo, const void *bytes, size_t n) {
     pid_t pid = fork();
     if (pid == 0) {
-        FILE *f = fopen(fifo, "w");
+        FILE *f = fopen(fifo, "wb");
         if (f) {
-            fputs(text, f);
+            fwrite(bytes, 1, n, f);
             fclose(f);
         }
         _exit(0);
     }
     return pid;
 }
+static pid_t fifo_writer(const char *fifo, const char *text) { return fifo_writer_bytes(fifo, text, strlen(text)); }
 
 static void test_prepare_from_pipe(void) {
     static char text[8000];
@@ -1596,6 +1599,26 @@ static void test_prepare_from_pipe(void) {
     r = cli("prepare", fifo_in, out, NULL);
     CHECK_RUN(r, 1, "prepare a folder");
     CHECK(strstr(r->err, "is a folder; --input names text files"), "a folder as input: %.300s", r->err);
+    /* a model through a pipe is no text either, and an empty pipe is too little: refused, and the out folder that
+     * was made for the pipe's copy is gone again */
+    static char model[4096];
+    FILE *mf = fopen("test/fixtures/tiny_gpt2_llmc_v3.bin", "rb");
+    size_t model_bytes = mf ? fread(model, 1, sizeof model, mf) : 0;
+    if (mf) fclose(mf);
+    CHECK(model_bytes > 1024, "read test/fixtures/tiny_gpt2_llmc_v3.bin");
+    snprintf(fifo_in, sizeof fifo_in, "--input=%s", tmp_path("text.fifo"));
+    snprintf(out, sizeof out, "--out=%s", tmp_path("from_binary_fifo"));
+    for (int t = 0; t < 2; t++) {
+        pid_t writer = fifo_writer_bytes(tmp_path("text.fifo"), model, model_bytes);
+        r = cli("prepare", tokenizers[t], tok, fifo_in, out, NULL);
+        CHECK_RUN(r, 1, "prepare a model from a pipe");
+        reap_within(writer, 10);
+        CHECK(strstr(r->err, "is not text to prepare: it is an llm.c model file") && !file_exists(tmp_path("from_binary_fifo")),
+              "%s: a model from a pipe is refused and leaves no folder: %.300s", tokenizers[t], r->err);
+        r = cli("prepare", tokenizers[t], tok, "--input=/dev/null", out, NULL);
+        CHECK_RUN(r, 1, "prepare /dev/null");
+        CHECK(!file_exists(tmp_path("from_binary_fifo")), "%s: /dev/null leaves no folder: %.300s", tokenizers[t], r->err);
+    }
 }
 
 /* nanoGPT's train_shakespeare_char.py shortened for a quick try (max_iters and lr_decay_iters 50, warmup 100 as
