@@ -6901,6 +6901,9 @@ static int pretrained_open_path(const char *path, ModelShape *ms, Weights *w, ch
                                                    "Hugging Face (e.g. huggingface.co/gpt2) into it", path);
         return safetensors_open_gpt2(file, ms, w, err, errlen);
     }
+    if (!S_ISREG(st.st_mode)) /* a pipe: its head, read here, would be gone for the reader */
+        return fail(err, errlen, NGPT_ERR_ARG, "%s is no regular file (a pipe, <(...)): model files and checkpoints are read more than once; "
+                                               "save it to a file and pass that", path);
     int fd = open(path, O_RDONLY);
     if (fd < 0) return fail(err, errlen, NGPT_ERR_IO, "cannot open %s: %s", path, strerror(errno));
     unsigned char head[9] = {0};

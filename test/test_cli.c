@@ -262,6 +262,21 @@ static void test_typos(void) {
         CHECK_RUN(r, 1, "a config file from a pipe");
         CHECK(strstr(r->err, "is no regular file (a pipe, <(...)): a command reads its config files more than once"), "a pipe as the config: %.300s", r->err);
     }
+    /* a model from a pipe (its head would be gone for the reader): said, not "neither an llm.c model file nor safetensors" */
+    int model_pipe[2];
+    if (!pipe(model_pipe)) {
+        char pipe_path[64], init_from[96];
+        int32_t llmc_head[4] = {20240326, 3, 1024, 50257};
+        CHECK(write(model_pipe[1], llmc_head, sizeof llmc_head) == (ssize_t)sizeof llmc_head, "write to a pipe");
+        close(model_pipe[1]);
+        snprintf(pipe_path, sizeof pipe_path, "/dev/fd/%d", model_pipe[0]);
+        snprintf(init_from, sizeof init_from, "--init_from=%s", pipe_path);
+        r = cli("sample", init_from, "--max_new_tokens=1", NULL);
+        close(model_pipe[0]);
+        CHECK_RUN(r, 1, "a model from a pipe");
+        CHECK(strstr(r->err, pipe_path) && strstr(r->err, "is no regular file (a pipe, <(...)): model files and checkpoints are read more than once"),
+              "a pipe as init_from: %.300s", r->err);
+    }
     /* the same files (and nanoGPT's headerless token file) as prepare's text: refused before anything is written */
     char state_input[720], prepared[720];
     snprintf(state_input, sizeof state_input, "--input=%s", llmc_state);
