@@ -6815,15 +6815,28 @@ CLI_USED static int llmc_read_model(const char *path, ModelShape *ms, float **pa
  * file, fsync, rename. wte is padded with zero rows to a multiple of 128, as llm.c's write_model pads it (the
  * header's Vp says so). llm.c's format always has biases; a model without them (bias = 0) is the same model as
  * one whose biases and LayerNorm biases are zero, so zeros are written in their place. */
+/* The descriptor that path names when it is one of this process's open files (/dev/stdout, /dev/stderr, /dev/fd/N,
+ * /proc/self/fd/N); -1 otherwise. Written through that descriptor, output goes where the stream is (after what
+ * `>>` or an earlier command wrote); opened by name, the file behind it would be rewritten from its start. */
+CLI_USED static int own_descriptor(const char *path) {
+    if (!strcmp(path, "/dev/stdout")) return 1;
+    if (!strcmp(path, "/dev/stderr")) return 2;
+    const char *n = !strncmp(path, "/dev/fd/", 8) ? path + 8 : !strncmp(path, "/proc/self/fd/", 14) ? path + 14 : NULL;
+    if (!n || !isdigit((unsigned char)*n)) return -1;
+    char *end;
+    long fd = strtol(n, &end, 10);
+    return *end || fd > INT_MAX || fcntl((int)fd, F_GETFD) < 0 ? -1 : (int)fd;
+}
+
 CLI_USED static int llmc_write_model(const char *path, const ModelShape *ms, const float *params, int bf16, char *err, size_t errlen) {
     if (ms->L <= 0 || ms->NH <= 0 || ms->C <= 0 || ms->V <= 0 || ms->Vp < ms->V || ms->maxT <= 0)
         return fail(err, errlen, NGPT_ERR_ARG, "cannot export %s: bad model shape (L %d, NH %d, C %d, V %d, Vp %d, maxT %d)", path, ms->L, ms->NH,
                     ms->C, ms->V, ms->Vp, ms->maxT);
     /* a file is written under a temporary name and renamed into place (a link: into the file it names); what is no
-     * file (/dev/stdout, a FIFO) is written as it is */
+     * file (a FIFO), and an open stream of this process (/dev/stdout, also when it is a file), is written as it is */
     char tmp[4200], dest[PATH_MAX];
     struct stat st;
-    int direct = !stat(path, &st) && !S_ISREG(st.st_mode);
+    int stream = own_descriptor(path), direct = stream >= 0 || (!stat(path, &st) && !S_ISREG(st.st_mode));
     if (!lstat(path, &st) && S_ISLNK(st.st_mode) && stat(path, &st)) {
         char target[PATH_MAX];
         ssize_t n = readlink(path, target, sizeof target - 1);
@@ -6832,7 +6845,9 @@ CLI_USED static int llmc_write_model(const char *path, const ModelShape *ms, con
     }
     if (direct || !realpath(path, dest)) copy_str(dest, sizeof dest, path);
     snprintf(tmp, sizeof tmp, "%.4000s.tmp.%d", dest, (int)getpid());
-    FILE *f = fopen(direct ? path : tmp, "wb");
+    int stream_copy = stream >= 0 ? dup(stream) : -1;
+    FILE *f = stream >= 0 ? (stream_copy >= 0 ? fdopen(stream_copy, "wb") : NULL) : fopen(direct ? path : tmp, "wb");
+    if (!f && stream_copy >= 0) close(stream_copy);
     if (!f) { /* the error names the file asked for, not its temporary sibling */
         int e = errno;
         return fail(err, errlen, NGPT_ERR_IO, "cannot write %s: %s%s", path, strerror(e), e == ENOENT ? " (its folder does not exist)" : "");
@@ -10591,8 +10606,9 @@ static int cmd_export(int argc, char **argv) {
                 out[strlen(out) - 1] != '/' ? "/" : "");
         return 1;
     }
-    FILE *said = !stat(out, &st) && !S_ISREG(st.st_mode) ? stderr : stdout; /* --out=/dev/stdout holds the model alone */
-    if (is_checkpoint_file(out)) { /* its AdamW state and step would be gone, and a resume or sample of its run would fail */
+    int stream = own_descriptor(out); /* --out=/dev/stdout: the model goes where stdout goes, and holds the model alone */
+    FILE *said = stream >= 0 || (!stat(out, &st) && !S_ISREG(st.st_mode)) ? stderr : stdout;
+    if (stream < 0 && is_checkpoint_file(out)) { /* its AdamW state and step would be gone, and a resume or sample of its run would fail */
         fprintf(stderr, "error: --out=%s is a nanogpt checkpoint, which export does not replace: --out names a new llm.c model file (e.g. "
                         "--out=gpt2_124M.bin)\n", out);
         return 1;

@@ -1302,6 +1302,22 @@ static void test_workflow(void) {
     reap_within(reader, 30);
     CHECK(files_equal(tmp_path("from_fifo.bin"), tmp_path("model.bin")) && strstr(r->err, "wrote ") && !r->out[0],
           "a FIFO gets the model, stdout nothing: %.300s | %.300s", r->out, r->err);
+    /* --out=/dev/fd/N (/dev/stdout of `>> log`): the model goes after what the stream holds, nothing is replaced */
+    int log_fd = open(tmp_path("export_log.txt"), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0600);
+    CHECK(log_fd >= 0 && write(log_fd, "precious\n", 9) == 9, "write %s", tmp_path("export_log.txt"));
+    char fd_out[64];
+    snprintf(fd_out, sizeof fd_out, "--out=/dev/fd/%d", log_fd);
+    r = cli("export", out_dir_arg, fd_out, NULL);
+    if (log_fd >= 0) close(log_fd);
+    CHECK_RUN(r, 0, "export into an open stream");
+    static char logged[1 << 17], model_bytes[1 << 17];
+    FILE *lf = fopen(tmp_path("export_log.txt"), "rb"), *mf = fopen(tmp_path("model.bin"), "rb");
+    size_t n_logged = lf ? fread(logged, 1, sizeof logged, lf) : 0, n_model = mf ? fread(model_bytes, 1, sizeof model_bytes, mf) : 0;
+    if (lf) fclose(lf);
+    if (mf) fclose(mf);
+    CHECK(n_model > 0 && n_model < sizeof model_bytes && n_logged == 9 + n_model && !memcmp(logged, "precious\n", 9) &&
+              !memcmp(logged + 9, model_bytes, n_model) && strstr(r->err, "wrote /dev/fd/"),
+          "the stream keeps what it held, then the model (%zu bytes, the model %zu): %.300s", n_logged, n_model, r->err);
     FILE *target = fopen(tmp_path("link_target.bin"), "w");
     if (target) fclose(target);
     CHECK(!symlink(tmp_path("link_target.bin"), tmp_path("model_link.bin")), "symlink: %s", strerror(errno));
