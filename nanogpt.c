@@ -367,7 +367,7 @@ static const ConfigKey config_keys[] = {
     CK(init_from, KEY_STR, 0, 0, NULL, "scratch, resume, gpt2/gpt2-medium/gpt2-large/gpt2-xl, or a weights path (.safetensors, llm.c .bin)"),
     CK(dataset, KEY_STR, 0, 0, NULL, "data/<dataset>/ holds train.bin and val.bin (an absolute path is that folder, as in nanoGPT)"),
     CK(data_dir, KEY_STR, 0, 0, NULL, "explicit data folder (overrides data/<dataset>)"),
-    CK(input, KEY_STR, 0, 0, NULL, "text file the default dataset is prepared from"),
+    CK(input, KEY_STR, 0, 0, NULL, "text file a recipe's dataset (shakespeare_char, shakespeare) is prepared from when it has no train.bin"),
     CK(tokenizer_dir, KEY_STR, 0, 0, NULL, "GPT-2 vocabulary folder (encoder.json + vocab.bpe, or gpt2.tok)"),
     CK(pretrained_dir, KEY_STR, 0, 0, NULL, "where init_from = gpt2.. finds <name>/model.safetensors"),
     CK(gradient_accumulation_steps, KEY_INT, 1, 1e6, NULL, "micro-steps per optimizer step"),
@@ -5140,6 +5140,7 @@ struct ngpt_trainer {
     int n_kept;
     int jsonl_failed;  /* a line of out_dir/log.jsonl could not be written: said once */
     int out_dir_taken; /* out_dir held another run's checkpoints when this run (not a resume) was made: ngpt_train refuses */
+    int resumed, resumed_step; /* made by init_from = resume, from the checkpoint of that step */
     _Atomic int stop_requested;
     int plan_only; /* set up to the plan, allocate nothing (ngpt_plan_arenas) */
     Weights *pretrained; /* init_from = gpt2.. or a path: its weights, left in the file until they are in the arena */
@@ -7191,10 +7192,14 @@ static int checkpoint_write(ngpt_trainer *tr, const char *path) {
     if (w.failed || rc) {
         unlink(tmp);
         if (rc) return rc;
+        /* into out_dir: whether the run has a checkpoint to fall back on; elsewhere (ngpt_save) the file as it was */
         char earlier[600];
+        size_t dir_len = strlen(tr->cfg.out_dir);
+        int in_out_dir = !strncmp(path, tr->cfg.out_dir, dir_len) && path[dir_len] == '/' && !strchr(path + dir_len + 1, '/');
         return tr_fail(tr, NGPT_ERR_IO, "writing checkpoint %s failed: %s; %s", path, strerror(w.failed),
-                       resume_checkpoint(tr->cfg.out_dir, earlier, sizeof earlier) ? "the earlier checkpoints are untouched"
-                                                                                    : "no checkpoint was saved before it");
+                       !in_out_dir ? "the file is as it was before"
+                       : resume_checkpoint(tr->cfg.out_dir, earlier, sizeof earlier) ? "the earlier checkpoints are untouched"
+                                                                                      : "no checkpoint was saved before it");
     }
     return NGPT_OK;
 }
@@ -7364,21 +7369,43 @@ static int is_checkpoint_name(const char *nm, const char *suffix) {
     return (digits == 9 || (digits == 10 && nm[5] != '0')) && !strncmp(nm + 5 + digits, ".bin", 4) && !strcmp(nm + 9 + digits, suffix);
 }
 
-/* Steps of the ckpt_<step>.bin files in dir, ascending: the newest cap of them; returns how many. */
+/* checkpoint_list's step of the entry nm, into steps (n of cap held): the newest cap are kept */
+static void checkpoint_list_add(const char *nm, long long *steps, int cap, int *n) {
+    if (!is_checkpoint_name(nm, "")) return;
+    long long step = atoll(nm + 5);
+    if (*n < cap) { steps[(*n)++] = step; return; }
+    int oldest = 0; /* full: the newer replaces the oldest */
+    for (int i = 1; i < *n; i++) oldest = steps[i] < steps[oldest] ? i : oldest;
+    if (*n && step > steps[oldest]) steps[oldest] = step;
+}
+
+/* Steps of the ckpt_<step>.bin files in dir, ascending: the newest cap of them; returns how many. With glibc it
+ * reads the folder into a buffer on the stack (getdents64), so that ngpt_train, which lists out_dir as it starts,
+ * allocates nothing; readdir's DIR is allocated. */
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 30))
+#define NGPT_GETDENTS 1
+#endif
 static int checkpoint_list(const char *dir, long long *steps, int cap) {
+    int n = 0;
+#ifdef NGPT_GETDENTS
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    _Alignas(struct dirent64) char buf[4096];
+    ssize_t got;
+    while ((got = getdents64(fd, buf, sizeof buf)) > 0)
+        for (ssize_t at = 0; at < got;) {
+            const struct dirent64 *e = (const struct dirent64 *)(buf + at);
+            at += e->d_reclen;
+            checkpoint_list_add(e->d_name, steps, cap, &n);
+        }
+    close(fd);
+#else
     DIR *d = opendir(dir);
     if (!d) return 0;
-    int n = 0;
     struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        if (!is_checkpoint_name(e->d_name, "")) continue;
-        long long step = atoll(e->d_name + 5);
-        if (n < cap) { steps[n++] = step; continue; }
-        int oldest = 0; /* full: the newer replaces the oldest */
-        for (int i = 1; i < n; i++) oldest = steps[i] < steps[oldest] ? i : oldest;
-        if (n && step > steps[oldest]) steps[oldest] = step;
-    }
+    while ((e = readdir(d)) != NULL) checkpoint_list_add(e->d_name, steps, cap, &n);
     closedir(d);
+#endif
     for (int i = 1; i < n; i++) /* insertion sort: a handful of files */
         for (int j = i; j > 0 && steps[j - 1] > steps[j]; j--) { long long t = steps[j]; steps[j] = steps[j - 1]; steps[j - 1] = t; }
     return n;
@@ -7824,6 +7851,7 @@ static int trainer_setup(ngpt_trainer *tr) {
     char best_path[600];
     snprintf(best_path, sizeof best_path, "%.400s/best.bin", c->out_dir);
     tr->out_dir_taken = !resume.f && (tr->n_kept > 0 || file_exists(best_path));
+    tr->resumed = resume.f != NULL;
     if (resume.f) {
         checkpoint_remove_stale(c->out_dir);
         rc = checkpoint_load(tr, &resume, resume_path);
@@ -7833,6 +7861,7 @@ static int trainer_setup(ngpt_trainer *tr) {
             copy_str(msg, sizeof msg, tr->err);
             return resume_failed(tr, rc, msg, resume_path);
         }
+        tr->resumed_step = tr->step;
     } else if (tr->pretrained && tr->pretrained->map) {
         rc = copy_params_in_from(tr, NULL, tr->pretrained);
         weights_close(tr->pretrained);
@@ -8424,6 +8453,18 @@ static int out_dir_taken_error(const ngpt_config *c, long long newest, char *err
                 c->out_dir, what, c->init_from, newest < 0 ? "replace its best.bin" : has_best ? "replace its best.bin and prune them" : "prune them");
 }
 
+/* The newest ckpt_<step>.bin in out_dir that this trainer does not know (neither there when it was made nor saved
+ * by it): another run's, saved since; -1 when there is none */
+static long long foreign_checkpoint(const ngpt_trainer *tr) {
+    long long steps[MAX_KEEP_CHECKPOINTS + 1];
+    for (int i = checkpoint_list(tr->cfg.out_dir, steps, MAX_KEEP_CHECKPOINTS + 1) - 1; i >= 0; i--) {
+        int known = 0;
+        for (int k = 0; k < tr->n_kept && !known; k++) known = tr->kept_steps[k] == steps[i];
+        if (!known) return steps[i];
+    }
+    return -1;
+}
+
 static int train_run(ngpt_trainer *tr) {
     char path[600];
     /* a new run's saves would replace best.bin and prune the other run's checkpoints, and a later resume could
@@ -8446,7 +8487,17 @@ static int train_run(ngpt_trainer *tr) {
                                            "checkpoints and mix their logs; give this one another out_dir, or wait for that one to end",
                        tr->cfg.out_dir);
     }
-    int rc = train_loop(tr, jsonl);
+    /* what the folder held was read when this trainer was made; another run may have trained into it and ended
+     * since (the lock is held only while one trains) */
+    long long foreign = tr->cfg.eval_only ? -1 : foreign_checkpoint(tr);
+    int rc = NGPT_OK;
+    if (foreign >= 0 && !tr->resumed)
+        rc = out_dir_taken_error(&tr->cfg, foreign, tr->err, sizeof tr->err);
+    else if (foreign >= 0)
+        rc = fail(tr->err, sizeof tr->err, NGPT_ERR_ARG, "out_dir %.400s holds ckpt_%09lld.bin, which another run saved after this one resumed "
+                  "from step %d there: training on would mix the two runs' checkpoints; resume again (init_from = resume reads the newest) "
+                  "or give this run another out_dir", tr->cfg.out_dir, foreign, tr->resumed_step);
+    if (!rc) rc = train_loop(tr, jsonl);
     if (jsonl >= 0) close(jsonl);
     if (lock >= 0) close(lock);
     return rc;
@@ -8942,6 +8993,10 @@ static int prepare_input_open(const char *path, const char *out_dir, FILE **in, 
     if (S_ISDIR(st.st_mode)) {
         fclose(f);
         return fail(err, errlen, NGPT_ERR_ARG, "--input=%s is a folder; --input names text files (several: --input=a.txt,b.txt)", path);
+    }
+    if (S_ISCHR(st.st_mode) && !isatty(fileno(f))) { /* /dev/zero or /dev/urandom would be copied until the disk is full */
+        fclose(f);
+        return fail(err, errlen, NGPT_ERR_ARG, "--input=%s is a device, not text; --input names text files, or a pipe (<(zcat x.gz))", path);
     }
     char spool[700];
     snprintf(spool, sizeof spool, "%.600s/.prepare_input.%d", out_dir, (int)getpid());
@@ -9769,10 +9824,23 @@ static int ensure_gpt2_vocab(const char *dir, char *err, size_t errlen) {
 static int ensure_dataset(const ngpt_config *cfg, char *err, size_t errlen) {
     char dir[300], path[600], input[400];
     int chars = !strcmp(cfg->dataset, "shakespeare_char"), bpe = !strcmp(cfg->dataset, "shakespeare");
-    if (cfg->data_dir[0] || (!chars && !bpe)) return NGPT_OK;
+    /* input is read once, to prepare a recipe's dataset that has no train.bin: said when it is not read (a resume
+     * carries its run's input on; that is no news) */
+    int input_note = cfg->input[0] && strcmp(cfg->init_from, "resume");
+    if (cfg->data_dir[0] || (!chars && !bpe)) {
+        if (input_note)
+            fprintf(stderr, "note: input = %s is not read: only the recipes' datasets (shakespeare_char, shakespeare) are prepared from it; "
+                            "`nanogpt prepare --input=%s --out=data/NAME` prepares any text, and --dataset=NAME trains on it\n", cfg->input, cfg->input);
+        return NGPT_OK;
+    }
     dataset_dir(cfg, dir, sizeof dir);
     snprintf(path, sizeof path, "%s/train.bin", dir);
-    if (file_exists(path)) return NGPT_OK;
+    if (file_exists(path)) {
+        if (input_note)
+            fprintf(stderr, "note: input = %s is not read: %s is prepared already (its train.bin); to train on other text, `nanogpt prepare "
+                            "--input=%s --out=data/NAME`, then --dataset=NAME\n", cfg->input, dir, cfg->input);
+        return NGPT_OK;
+    }
     if (cfg->input[0]) snprintf(input, sizeof input, "%s", cfg->input);
     else snprintf(input, sizeof input, "%s/input.txt", dir);
     mkdir_p(dir);
@@ -10210,9 +10278,14 @@ static int cmd_bench(int argc, char **argv) {
     ngpt_options opt;
     memset(&opt, 0, sizeof opt);
     opt.no_data = 1;
+    ngpt_config model = cfg; /* the weights' shape first, as train reads it: its errors get the block_size hint, others not */
+    if (strcmp(cfg.init_from, "scratch") && strcmp(cfg.init_from, "resume") && init_from_config(&model, 0, err, sizeof err)) {
+        fprintf(stderr, "error: %s%s\n", err, unset_block_size_hint(&cfg, has_file, line_of, 0));
+        return 1;
+    }
     ngpt_trainer *tr;
     if (ngpt_trainer_create(&cfg, &opt, &tr, err, sizeof err)) {
-        fprintf(stderr, "error: %s%s\n", err, unset_block_size_hint(&cfg, has_file, line_of, 0));
+        fprintf(stderr, "error: %s\n", err);
         return 1;
     }
     const Plan *p = &tr->plan;

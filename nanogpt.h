@@ -223,9 +223,15 @@ int ngpt_evaluate(ngpt_trainer *tr, float *train_loss, float *val_loss);
  * log_interval steps, stop after max_iters (iter_num 0 to max_iters: max_iters + 1 optimizer steps, as nanoGPT's
  * loop runs; with eval_only: one evaluation, nothing saved). Appends one
  * JSON object per step and per evaluation to out_dir/log.jsonl (eval_only into an out_dir it cannot write
- * runs unlogged, and its log callback says so). A trainer that is not a resume refuses
- * (NGPT_ERR_ARG, before any step) when out_dir held another run's checkpoints at its creation: its saves
- * would replace that run's best.bin and prune its checkpoints. */
+ * runs unlogged, and its log callback says so). It refuses (NGPT_ERR_ARG, before any step):
+ * - a trainer that is not a resume, when out_dir holds another run's checkpoints (at its creation, or saved
+ *   since): its saves would replace that run's best.bin and prune its checkpoints;
+ * - a resume, when another run saved a checkpoint in out_dir after it was made (the two would mix);
+ * - any trainer while another ngpt_train (of this process or another) trains into the same out_dir: it holds
+ *   the folder's flock while it trains. ngpt_train_step and ngpt_save take no lock.
+ * A write that a file-size limit (ulimit -f) refuses raises SIGXFSZ, which ends the process unless it is
+ * ignored: the nanogpt program ignores it, so a full log or checkpoint is an error it reports; an embedder that
+ * wants the same sets signal(SIGXFSZ, SIG_IGN). */
 int ngpt_train(ngpt_trainer *tr);
 
 /* Asks ngpt_train to finish the current step, save a checkpoint and return NGPT_ERR_INTERRUPTED. An

@@ -341,6 +341,49 @@ static void test_keep_last_and_best(void) {
     ngpt_trainer_free(tr);
 }
 
+/* Two trainers made on one out_dir before either trains (two runs started together): the one that trains
+ * second finds the first's checkpoints and is refused, a new run as a resume, and the first's files stay */
+static void test_out_dir_filled_after_create(void) {
+    clear_out_dir();
+    ngpt_config c;
+    config(&c);
+    c.max_iters = 3;
+    c.eval_interval = 2;
+    ngpt_trainer *first = make(&c), *second = make(&c);
+    if (!first || !second) return;
+    CHECK(ngpt_train(first) == 0, "%s", first->err);
+    long long before[8], after[8];
+    int n_before = checkpoint_list(out_dir, before, 8);
+    CHECK(n_before > 0, "the first run saved");
+    CHECK(ngpt_train(second) == NGPT_ERR_ARG && strstr(second->err, "holds another run's checkpoints") && second->step == 0,
+          "a new run made before the other trained is refused: %s", second->err);
+    int n_after = checkpoint_list(out_dir, after, 8);
+    CHECK(n_after == n_before && !memcmp(before, after, (size_t)n_after * sizeof *after), "the first run's checkpoints stay");
+    ngpt_trainer_free(first);
+    ngpt_trainer_free(second);
+    /* two resumes of that folder: the one training second would continue from an older step than the folder's newest */
+    copy_str(c.init_from, sizeof c.init_from, "resume");
+    c.max_iters = 6;
+    ngpt_trainer *a = make(&c), *b = make(&c);
+    if (!a || !b) return;
+    CHECK(ngpt_train(a) == 0, "%s", a->err);
+    CHECK(ngpt_train(b) == NGPT_ERR_ARG && strstr(b->err, "which another run saved after this one resumed from step 4"),
+          "a resume made before another trained on is refused: %s", b->err);
+    ngpt_trainer_free(a);
+    ngpt_trainer_free(b);
+    /* one trainer trained twice (stopped, then on) knows its own saves */
+    clear_out_dir();
+    config(&c);
+    c.max_iters = 2;
+    c.eval_interval = 1;
+    ngpt_trainer *t = make(&c);
+    if (!t) return;
+    CHECK(ngpt_train(t) == 0, "%s", t->err);
+    t->cfg.max_iters = 4;
+    CHECK(ngpt_train(t) == 0, "trained on after its own saves: %s", t->err);
+    ngpt_trainer_free(t);
+}
+
 /* copies src to dst with a transform applied to the bytes (truncate_to -2: a byte appended) */
 static void mutate(const char *src, const char *dst, long truncate_to, long flip_at, uint32_t version) {
     FILE *f = fopen(src, "rb");
@@ -654,6 +697,14 @@ static void test_full_disk(void) {
         int rc = checkpoint_save(tr, 0);
         int ok = rc == NGPT_ERR_IO && strstr(tr->err, "the earlier checkpoints are untouched");
         if (!ok) printf("  child: rc %d: %s\n", rc, tr->err);
+        /* ngpt_save elsewhere: out_dir's checkpoints are not that file's story */
+        char elsewhere[400];
+        snprintf(elsewhere, sizeof elsewhere, "%s/elsewhere.bin", root);
+        rc = ngpt_save(tr, elsewhere);
+        int ok_elsewhere = rc == NGPT_ERR_IO && strstr(tr->err, "elsewhere.bin failed") && strstr(tr->err, "the file is as it was before") &&
+                           !strstr(tr->err, "checkpoints");
+        if (!ok_elsewhere) printf("  child: ngpt_save: rc %d: %s\n", rc, tr->err);
+        ok = ok && ok_elsewhere;
         fflush(stdout);
         _exit(ok ? 0 : 1);
     }
@@ -780,6 +831,7 @@ int main(void) {
     RUN(test_stop_request_saves);
     RUN(test_stop_during_evaluation);
     RUN(test_keep_last_and_best);
+    RUN(test_out_dir_filled_after_create);
     RUN(test_bad_checkpoints);
     RUN(test_ten_digit_steps);
     RUN(test_resume_checks_every_section);

@@ -738,6 +738,11 @@ static void test_resume_model(void) {
     r = cli("bench", "--init_from=test/fixtures/tiny_gpt2_llmc_v3.bin", "--device=cpu", NULL);
     CHECK_RUN(r, 1, "bench a 24-position model with nanoGPT's block_size");
     CHECK(strstr(r->err, "24 positions") && strstr(r->err, "nanoGPT's default; pass --block_size"), "bench names nanoGPT's default: %.300s", r->err);
+    /* the hint goes with the block_size's error alone: bench reads the model's shape before the device is set up */
+    r = cli("bench", "--init_from=test/fixtures/tiny_gpt2_llmc_v3.bin", "--device=cuda", NULL);
+    CHECK_RUN(r, 1, "bench a 24-position model with nanoGPT's block_size on cuda");
+    CHECK(strstr(r->err, "error: block_size = 1024: the pretrained model has 24 positions") && !strstr(r->err, "device"),
+          "bench: the model's error first, with its hint: %.300s", r->err);
     r = cli("train", "--init_from=test/fixtures/tiny_gpt2_llmc_v3.bin", "--block_size=64", "--device=cpu", "--out_dir=/nonexistent/out", NULL);
     CHECK_RUN(r, 1, "train a 24-position model with block_size 64 asked for");
     CHECK(strstr(r->err, "block_size = 64: the pretrained model has 24 positions") && !strstr(r->err, "pass --block_size"),
@@ -750,6 +755,24 @@ static void test_resume_model(void) {
         CHECK_RUN(r, 1, "resume without the run's data_dir, the default dataset's input missing");
         const char *note = strstr(r->err, "note: the checkpoint's run read data_dir "), *error = strstr(r->err, "error: input = /nonexistent");
         CHECK(note && error && note < error, "the note first, then the error: %.500s", r->err);
+    }
+    /* input is read once, to prepare a recipe's dataset that has no train.bin: said where it is not read */
+    char note_out[600], recipe_data[600];
+    snprintf(note_out, sizeof note_out, "--out_dir=%s", tmp_path("input_note_out"));
+    snprintf(recipe_data, sizeof recipe_data, "--out=%s", tmp_path("resume_cwd/data/shakespeare_char"));
+    r = cli("prepare", input_arg, recipe_data, NULL);
+    CHECK_RUN(r, 0, "prepare the recipe's dataset");
+    for (int prepared = 0; prepared < 2; prepared++) {
+        if (!getcwd(cwd_before, sizeof cwd_before) || chdir(tmp_path("resume_cwd"))) break;
+        r = cli("train", prepared ? "--dataset=shakespeare_char" : data_arg, "--input=/elsewhere/my_text.txt", note_out, "--n_layer=1", "--n_head=2",
+                "--n_embd=16", "--block_size=32", "--batch_size=2", "--max_iters=0", "--eval_iters=1", "--device=cpu", "--threads=1", NULL);
+        CHECK(chdir(cwd_before) == 0, "back to %s", cwd_before);
+        CHECK_RUN(r, 0, "train with an input that is not read");
+        CHECK(strstr(r->err, "note: input = /elsewhere/my_text.txt is not read: ") &&
+                  strstr(r->err, prepared ? "data/shakespeare_char is prepared already" : "only the recipes' datasets"),
+              "input not read, and why: %.400s", r->err);
+        snprintf(path, sizeof path, "rm -rf '%s'", tmp_path("input_note_out"));
+        CHECK(system(path) == 0, "%s", path);
     }
     r = cli("plan", "--init_from=resume", out_dir_arg, data_arg, "--block_size=128", "--device=cpu", NULL);
     CHECK_RUN(r, 0, "plan --init_from=resume");
@@ -1646,9 +1669,17 @@ static void test_prepare_from_pipe(void) {
         reap_within(writer, 10);
         CHECK(strstr(r->err, "is not text to prepare: it is an llm.c model file") && !file_exists(tmp_path("from_binary_fifo")),
               "%s: a model from a pipe is refused and leaves no folder: %.300s", tokenizers[t], r->err);
-        r = cli("prepare", tokenizers[t], tok, "--input=/dev/null", out, NULL);
-        CHECK_RUN(r, 1, "prepare /dev/null");
-        CHECK(!file_exists(tmp_path("from_binary_fifo")), "%s: /dev/null leaves no folder: %.300s", tokenizers[t], r->err);
+        writer = fifo_writer(tmp_path("text.fifo"), "");
+        r = cli("prepare", tokenizers[t], tok, fifo_in, out, NULL);
+        CHECK_RUN(r, 1, "prepare an empty pipe");
+        reap_within(writer, 10);
+        CHECK(strstr(r->err, "has 0 characters; need at least 2") && !file_exists(tmp_path("from_binary_fifo")),
+              "%s: an empty pipe is too little, and leaves no folder: %.300s", tokenizers[t], r->err);
+        /* a device would be copied without end */
+        r = cli("prepare", tokenizers[t], tok, "--input=/dev/zero", out, NULL);
+        CHECK_RUN(r, 1, "prepare /dev/zero");
+        CHECK(strstr(r->err, "--input=/dev/zero is a device, not text") && !file_exists(tmp_path("from_binary_fifo")), "%s: /dev/zero: %.300s",
+              tokenizers[t], r->err);
     }
 }
 
