@@ -58,6 +58,11 @@ build_cuda() {
 # Compiles and runs every test/test_*.c that does not need a GPU; prints each program's lines, then the total.
 run_tests() {
     local extra_cflags=$1 label=$2
+    local shared=${NGPT_SHARED_DATA:-../shared/data}
+    if [ ! -f "$shared/tinyshakespeare.txt" ] || [ ! -f "$shared/gpt2/encoder.json" ]; then
+        echo "warning: the test data is not in $shared (tinyshakespeare.txt, gpt2/encoder.json and gpt2/vocab.bpe): the tests that" \
+             "read it fail; set NGPT_SHARED_DATA to the folder that holds it"
+    fi
     mkdir -p build
     local t name
     passed=0 failed=0

@@ -5141,6 +5141,7 @@ struct ngpt_trainer {
     int jsonl_failed;  /* a line of out_dir/log.jsonl could not be written: said once */
     int out_dir_taken; /* out_dir held another run's checkpoints when this run (not a resume) was made: ngpt_train refuses */
     int resumed, resumed_step; /* made by init_from = resume, from the checkpoint of that step */
+    int resumed_vocab_from_data; /* that checkpoint's run took its vocabulary from its data (stored vocab_size 0), the folder read now */
     _Atomic int stop_requested;
     int plan_only; /* set up to the plan, allocate nothing (ngpt_plan_arenas) */
     Weights *pretrained; /* init_from = gpt2.. or a path: its weights, left in the file until they are in the arena */
@@ -7572,14 +7573,14 @@ CLI_USED static int is_checkpoint_file(const char *path) {
     return yes;
 }
 
-/* Applies the config stored in a checkpoint (its `key = value` lines), then its model's shape, to cfg. */
-CLI_USED static int checkpoint_read_config(const char *path, ngpt_config *cfg, char *err, size_t errlen) {
-    CkptReader r;
-    int rc = checkpoint_open(&r, path, err, errlen);
-    if (rc) return rc;
-    const CkptSection *sec = &r.h.sec[SEC_CONFIG - 1];
+/* Applies the config stored in the open checkpoint r (at path; its `key = value` lines) to cfg, as it was saved (the
+ * model's shape aside: vocab_size 0 when the run took its vocabulary from its data). r's file position is kept. */
+static int checkpoint_stored_config(CkptReader *r, const char *path, ngpt_config *cfg, char *err, size_t errlen) {
+    const CkptSection *sec = &r->h.sec[SEC_CONFIG - 1];
     char *text = (char *)malloc(sec->bytes + 1); /* checkpoint_open checked its size and checksum */
-    if (!text || fseek(r.f, (long)sec->offset, SEEK_SET) || fread(text, 1, sec->bytes, r.f) != sec->bytes)
+    long at = ftell(r->f);
+    int rc = NGPT_OK;
+    if (!text || at < 0 || fseek(r->f, (long)sec->offset, SEEK_SET) || fread(text, 1, sec->bytes, r->f) != sec->bytes || fseek(r->f, at, SEEK_SET))
         rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s: config section unreadable", path);
     for (char *line = text, *next; !rc && line && line < text + sec->bytes; line = next) {
         text[sec->bytes] = 0;
@@ -7593,10 +7594,32 @@ CLI_USED static int checkpoint_read_config(const char *path, ngpt_config *cfg, c
         char msg[NGPT_ERRLEN];
         if (config_set(cfg, line, eq + 1, 1, msg, sizeof msg)) rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s: stored config: %s", path, msg);
     }
-    if (!rc) config_set_model(cfg, &r.model);
     free(text);
+    return rc;
+}
+
+/* Applies the config stored in a checkpoint (its `key = value` lines), then its model's shape, to cfg. */
+CLI_USED static int checkpoint_read_config(const char *path, ngpt_config *cfg, char *err, size_t errlen) {
+    CkptReader r;
+    int rc = checkpoint_open(&r, path, err, errlen);
+    if (rc) return rc;
+    rc = checkpoint_stored_config(&r, path, cfg, err, errlen);
+    if (!rc) config_set_model(cfg, &r.model);
     fclose(r.f);
     return rc;
+}
+
+/* Whether the run that saved the open checkpoint r (at path) took its vocabulary from its data (stored vocab_size 0:
+ * meta.bin's characters, else GPT-2's) and that data is the folder c reads: then the model's ids are that folder's
+ * vocabulary, unless it was prepared again since */
+static int checkpoint_vocab_from_data(CkptReader *r, const char *path, const ngpt_config *c) {
+    ngpt_config stored;
+    ngpt_config_defaults(&stored);
+    char ignored[NGPT_ERRLEN], trained[300], now[300], real_trained[PATH_MAX], real_now[PATH_MAX];
+    if (checkpoint_stored_config(r, path, &stored, ignored, sizeof ignored) || stored.vocab_size) return 0;
+    dataset_dir(&stored, trained, sizeof trained);
+    dataset_dir(c, now, sizeof now);
+    return realpath(trained, real_trained) && realpath(now, real_now) && !strcmp(real_trained, real_now);
 }
 
 int ngpt_load(ngpt_trainer *tr, const char *path) {
@@ -7727,6 +7750,7 @@ static int trainer_setup(ngpt_trainer *tr) {
     if (!strcmp(c->init_from, "resume")) {
         if ((rc = resume_open(c, &resume, resume_path, sizeof resume_path, msg, sizeof msg))) return resume_failed(tr, rc, msg, resume_path);
         tr->resume_file = resume.f;
+        tr->resumed_vocab_from_data = checkpoint_vocab_from_data(&resume, resume_path, c);
         tr_log(tr, 0, "resuming from %s (step %lld)", resume_path, (long long)resume.state.step);
     }
 
@@ -7746,8 +7770,19 @@ static int trainer_setup(ngpt_trainer *tr) {
 
     /* data and vocabulary */
     dataset_dir(c, dir, sizeof dir);
-    int V;
+    int V, model_V = c->vocab_size;
+    /* a resume whose run took its vocabulary from its data takes it so again (and saves vocab_size = 0 so): the data
+     * must still say the model's ids, or its folder was prepared again from other text since */
+    if (tr->resumed_vocab_from_data) c->vocab_size = 0;
     if ((rc = data_vocab(c, &tr->charvocab, &V, msg, sizeof msg))) return tr_fail(tr, rc, "%s", msg);
+    if (tr->resumed_vocab_from_data && V != model_V) {
+        char now[400];
+        if (tr->charvocab) snprintf(now, sizeof now, "%s/%s now holds %d characters", dir, tr->charvocab->file_name, tr->charvocab->n);
+        else snprintf(now, sizeof now, "%s now has no meta.bin (GPT-2's %d tokens)", dir, V);
+        return tr_fail(tr, NGPT_ERR_ARG, "resuming %s: its run took its vocabulary from its data (vocab_size = 0), %d ids, but %s: the data was "
+                                         "prepared again from other text since. Resume with the data the run trained on, or start a new run in "
+                                         "another out_dir", resume_path, model_V, now);
+    }
     if (!tr->opt.no_data && !tr->opt.sample_only) {
         if ((rc = tokenset_open(&tr->train_data, dir, "train", V, c->block_size, msg, sizeof msg))) return tr_fail(tr, rc, "%s", msg);
         if ((rc = tokenset_open(&tr->val_data, dir, "val", V, c->block_size, msg, sizeof msg))) return tr_fail(tr, rc, "%s", msg);
@@ -8473,12 +8508,15 @@ static int train_run(ngpt_trainer *tr) {
         return out_dir_taken_error(&tr->cfg, tr->n_kept ? tr->kept_steps[tr->n_kept - 1] : -1, tr->err, sizeof tr->err);
     snprintf(path, sizeof path, "%.580s/log.jsonl", tr->cfg.out_dir);
     int jsonl = -1;
-    if (mkdir_p(tr->cfg.out_dir)) {
+    if (tr->out_dir_taken) { /* eval_only of a model from elsewhere: out_dir's log is its own run's curve */
+        tr->unlogged = 1;
+        tr_log(tr, 0, "eval_only: out_dir %s holds another run's checkpoints: the evaluation is printed, not logged into its log.jsonl",
+               tr->cfg.out_dir);
+    } else if (mkdir_p(tr->cfg.out_dir)) {
         if (!tr->cfg.eval_only) return tr_fail(tr, NGPT_ERR_IO, "cannot create out_dir %s: %s", tr->cfg.out_dir, strerror(errno));
     } else if ((jsonl = open(path, O_WRONLY | O_CREAT | O_APPEND, 0644)) < 0 && !tr->cfg.eval_only)
         return tr_fail(tr, NGPT_ERR_IO, "cannot open %s: %s", path, strerror(errno));
-    tr->unlogged = jsonl < 0;
-    if (tr->unlogged) /* eval_only saves nothing, as in nanoGPT: a read-only out_dir costs it only its log line */
+    if (!tr->out_dir_taken && (tr->unlogged = jsonl < 0)) /* eval_only saves nothing, as in nanoGPT: a read-only out_dir costs it only its log line */
         tr_log(tr, 0, "eval_only: %s cannot be written (%s): the evaluation is printed, not logged", path, strerror(errno));
     int lock = -1; /* held while this call trains */
     if (!tr->cfg.eval_only && out_dir_lock(tr->cfg.out_dir, &lock)) {
@@ -10096,11 +10134,13 @@ static int plan_refused(int json, const char *err) {
     return 1;
 }
 
-/* An out_dir without checkpoints (nanoGPT's default, out) when the default job's has some: an error naming
- * the default job's. 0 otherwise. */
+/* An out_dir without checkpoints (nanoGPT's default, out, or a folder that does not exist) when the default job's
+ * has some: an error naming the default job's. 0 otherwise (an out_dir of its own, a run that has not saved yet). */
 static int default_job_checkpoints(const char *out_dir, char *err, size_t errlen) {
     long long step;
-    if (holds_checkpoints(out_dir, &step) || !strcmp(out_dir, DEFAULT_JOB_OUT_DIR) || !holds_checkpoints(DEFAULT_JOB_OUT_DIR, &step)) return NGPT_OK;
+    if (holds_checkpoints(out_dir, &step) || !strcmp(out_dir, DEFAULT_JOB_OUT_DIR) || !holds_checkpoints(DEFAULT_JOB_OUT_DIR, &step) ||
+        (strcmp(out_dir, "out") && file_exists(out_dir)))
+        return NGPT_OK;
     return fail(err, errlen, NGPT_ERR_IO, "no checkpoint in out_dir %s; `nanogpt train` without a config file saved into %s: pass --out_dir=%s",
                 out_dir, DEFAULT_JOB_OUT_DIR, DEFAULT_JOB_OUT_DIR);
 }
@@ -10115,6 +10155,11 @@ static int checkpoint_to_read(const char *out_dir, char *path, size_t cap, ngpt_
     if (!file_exists(path)) {
         int rc = default_job_checkpoints(out_dir, err, errlen);
         if (rc) return rc;
+        char log[600];
+        snprintf(log, sizeof log, "%.580s/log.jsonl", out_dir);
+        if (!n && file_exists(log))
+            return fail(err, errlen, NGPT_ERR_IO, "no checkpoint in out_dir %s yet: its run (log.jsonl) has saved none; a run saves at its "
+                                                   "evaluations (eval_interval) when the val loss improves, and when it ends", out_dir);
         if (!n) return fail(err, errlen, NGPT_ERR_IO, "no checkpoint in out_dir %s%s (train first, or pass --out_dir)", out_dir,
                             pytorch_checkpoint_note(out_dir));
         checkpoint_path(out_dir, newest, path, cap);
@@ -10451,7 +10496,8 @@ static int sample_with(int argc, char **argv, int n_files, char **cfg_files) {
     int from_checkpoint = !init_from[0] || resume || checkpoint_file;
     if (!strcmp(init_from, "scratch")) { fprintf(stderr, "error: --init_from=scratch: a fresh model has nothing to say; sample a checkpoint or gpt2\n"); return 1; }
     if (resume && !resume_checkpoint(cfg.out_dir, path, sizeof path)) {
-        fprintf(stderr, "error: --init_from=resume: out_dir %s holds no checkpoint (ckpt_<step>.bin or best.bin)\n", cfg.out_dir);
+        if (default_job_checkpoints(cfg.out_dir, err, sizeof err)) fprintf(stderr, "error: --init_from=resume: %s\n", err);
+        else fprintf(stderr, "error: --init_from=resume: out_dir %s holds no checkpoint (ckpt_<step>.bin or best.bin)\n", cfg.out_dir);
         return 1;
     }
     if (checkpoint_file || resume) {
@@ -10535,6 +10581,23 @@ static int sample_with(int argc, char **argv, int n_files, char **cfg_files) {
         const ngpt_config *m = &checkpoint_model;
         config_set_model(&cfg, &(CkptModel){.L = m->n_layer, .NH = m->n_head, .C = m->n_embd, .V = m->vocab_size, .maxT = m->block_size, .bias = m->bias});
         copy_str(cfg.init_from, sizeof cfg.init_from, "scratch");
+        /* a run that took its vocabulary from its data: its data folder read now must say the model's ids (prepared
+         * again from other text, it would print other characters; resume refuses it too). Another folder's
+         * vocabulary is checked below, naming the run's. */
+        CkptReader r;
+        memset(&r, 0, sizeof r);
+        ngpt_config data_cfg = cfg;
+        data_cfg.vocab_size = 0;
+        char dir[300];
+        dataset_dir(&cfg, dir, sizeof dir);
+        int from_data = !checkpoint_open(&r, path, err, sizeof err) && checkpoint_vocab_from_data(&r, path, &cfg), data_V = 0;
+        if (r.f) fclose(r.f);
+        if (from_data && !data_vocab(&data_cfg, NULL, &data_V, err, sizeof err) && data_V != cfg.vocab_size) {
+            fprintf(stderr, "error: %s: its run took its vocabulary from its data (vocab_size = 0), %d ids, but %s %s %d %s: the data was "
+                            "prepared again from other text since\n", path, cfg.vocab_size, dir, data_V == 50257 ? "has no meta.bin: GPT-2's" : "now holds",
+                    data_V, data_V == 50257 ? "tokens" : "characters");
+            return 1;
+        }
     }
     ngpt_options opt;
     memset(&opt, 0, sizeof opt);
@@ -10691,7 +10754,8 @@ static int cmd_export(int argc, char **argv) {
     if (!from && is_checkpoint_file(cfg.out_dir)) from = cfg.out_dir; /* --out_dir=out/ckpt_000000500.bin */
     if (from && !strcmp(from, "resume")) {
         if (!resume_checkpoint(cfg.out_dir, path, sizeof path)) {
-            fprintf(stderr, "error: init_from = resume, but out_dir %s holds no checkpoint (ckpt_<step>.bin or best.bin)\n", cfg.out_dir);
+            if (default_job_checkpoints(cfg.out_dir, err, sizeof err)) fprintf(stderr, "error: init_from = resume: %s\n", err);
+            else fprintf(stderr, "error: init_from = resume, but out_dir %s holds no checkpoint (ckpt_<step>.bin or best.bin)\n", cfg.out_dir);
             return 1;
         }
     } else if (from && is_checkpoint_file(from)) {
@@ -10963,6 +11027,17 @@ int main(int argc, char **argv) {
         }
         return 0;
     }
+    static const char *const other_names[][2] = { /* what users of other trainers type, and nanogpt's way to do it */
+        {"eval", "`nanogpt train --eval_only=True` evaluates (with --init_from=resume, gpt2 or a model file)"},
+        {"evaluate", "`nanogpt train --eval_only=True` evaluates (with --init_from=resume, gpt2 or a model file)"},
+        {"generate", "`nanogpt sample` generates text"},
+        {"finetune", "`nanogpt train --init_from=gpt2` fine-tunes (data/shakespeare/finetune.cfg is nanoGPT's finetune_shakespeare)"},
+        {"resume", "`nanogpt train --init_from=resume` resumes out_dir's run"}};
+    for (size_t i = 0; i < sizeof other_names / sizeof other_names[0]; i++)
+        if (!strcmp(cmd, other_names[i][0])) {
+            fprintf(stderr, "error: unknown command '%s': %s\n", cmd, other_names[i][1]);
+            return 2;
+        }
     const char *closest = NULL;
     size_t closest_d = SIZE_MAX;
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {

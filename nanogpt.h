@@ -222,8 +222,9 @@ int ngpt_evaluate(ngpt_trainer *tr, float *train_loss, float *val_loss);
  * out_dir when the val loss improves (or at every evaluation with always_save_checkpoint), log every
  * log_interval steps, stop after max_iters (iter_num 0 to max_iters: max_iters + 1 optimizer steps, as nanoGPT's
  * loop runs; with eval_only: one evaluation, nothing saved). Appends one
- * JSON object per step and per evaluation to out_dir/log.jsonl (eval_only into an out_dir it cannot write
- * runs unlogged, and its log callback says so). It refuses (NGPT_ERR_ARG, before any step):
+ * JSON object per step and per evaluation to out_dir/log.jsonl (eval_only into an out_dir it cannot write, or
+ * of a model from elsewhere into an out_dir holding another run's checkpoints, runs unlogged, and its log
+ * callback says so). It refuses (NGPT_ERR_ARG, before any step):
  * - a trainer that is not a resume, when out_dir holds another run's checkpoints (at its creation, or saved
  *   since): its saves would replace that run's best.bin and prune its checkpoints;
  * - a resume, when another run saved a checkpoint in out_dir after it was made (the two would mix);

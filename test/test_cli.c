@@ -179,6 +179,12 @@ static void test_typos(void) {
     r = cli("frobnicate", NULL);
     CHECK_RUN(r, 2, "frobnicate");
     CHECK(strstr(r->err, "unknown command 'frobnicate'") && !strstr(r->err, "did you mean"), "no far-fetched guess: %.300s", r->err);
+    r = cli("eval", NULL); /* other trainers' commands: nanogpt's way to do it */
+    CHECK_RUN(r, 2, "eval");
+    CHECK(strstr(r->err, "unknown command 'eval': `nanogpt train --eval_only=True` evaluates"), "eval is train --eval_only: %.300s", r->err);
+    r = cli("generate", NULL);
+    CHECK_RUN(r, 2, "generate");
+    CHECK(strstr(r->err, "`nanogpt sample` generates text"), "generate is sample: %.300s", r->err);
     r = cli("train", "--max_iter=3", NULL);
     CHECK_RUN(r, 1, "--max_iter");
     CHECK(strstr(r->err, "did you mean 'max_iters'"), "a misspelt key names the closest: %.300s", r->err);
@@ -854,6 +860,17 @@ static void test_resume_model(void) {
     tl2 = vl2 = -2;
     if ((ev = strstr(r->out, "step 0: train loss "))) sscanf(ev, "step 0: train loss %lf, val loss %lf", &tl, &vl);
     CHECK(strstr(r->out, "plan: evaluation only (forward passes"), "eval_gpt2.cfg: a forward-only plan: %.400s", r->out);
+    /* the same into the folder of another run (rout holds its checkpoints): printed, and that run's log left alone */
+    char run_log[700], other_run_arg[700];
+    snprintf(run_log, sizeof run_log, "%s/log.jsonl", tmp_path("rout"));
+    snprintf(other_run_arg, sizeof other_run_arg, "--out_dir=%s", tmp_path("rout"));
+    long run_log_bytes = file_size(run_log);
+    r = cli("train", "data/openwebtext/eval_gpt2.cfg", "--init_from=test/fixtures/tiny_gpt2", data_arg, other_run_arg, "--block_size=16",
+            "--eval_iters=1", "--device=cpu", "--threads=1", NULL);
+    CHECK_RUN(r, 0, "eval_only of other weights into a run's out_dir");
+    CHECK(strstr(r->out, "holds another run's checkpoints: the evaluation is printed, not logged into its log.jsonl") && strstr(r->out, "step 0: train loss ") &&
+              run_log_bytes > 0 && file_size(run_log) == run_log_bytes,
+          "that run's log is left alone (%ld bytes, were %ld): %.500s", file_size(run_log), run_log_bytes, r->out);
     r = cli("train", "--init_from=test/fixtures/tiny_gpt2", data_arg, out_dir_arg, "--block_size=16", "--batch_size=8", "--eval_iters=3",
             "--max_iters=0", "--eval_interval=1", "--device=cpu", "--threads=1", NULL);
     CHECK_RUN(r, 0, "the tiny fixture's step 0 in the training plan");
@@ -1276,6 +1293,17 @@ static void test_workflow(void) {
         CHECK_RUN(r, 1, "plan --sample --init_from=resume beside the default job's out_dir");
         CHECK(strstr(r->err, "no checkpoint in out_dir out;") && strstr(r->err, "pass --out_dir=out-shakespeare-char"),
               "plan --sample names the default job's out_dir: %.300s", r->err);
+        r = cli("sample", "--init_from=resume", NULL);
+        CHECK_RUN(r, 1, "sample --init_from=resume beside the default job's out_dir");
+        CHECK(strstr(r->err, "pass --out_dir=out-shakespeare-char"), "sample --init_from=resume names it too: %.300s", r->err);
+        /* an out_dir of its own whose run has not saved yet is not sent to the default job's */
+        mkdir("own_run", 0777);
+        FILE *own_log = fopen("own_run/log.jsonl", "w");
+        if (own_log) fclose(own_log);
+        r = cli("sample", "--out_dir=own_run", NULL);
+        CHECK_RUN(r, 1, "sample a run that has not saved yet");
+        CHECK(strstr(r->err, "no checkpoint in out_dir own_run yet: its run (log.jsonl) has saved none") && !strstr(r->err, "out-shakespeare-char"),
+              "a run with no checkpoint yet is said so: %.300s", r->err);
         CHECK(chdir(cwd) == 0, "back to %s", cwd);
     } else CHECK(0, "cannot set up %s", job_ckpt);
 
@@ -2011,6 +2039,41 @@ static void test_plot_after_resume(void) {
     CHECK(!strcmp(labels, "2.5 3.0 3.5 4.0 "), "loss ticks: %s", labels);
 }
 
+/* a character run's ids are its data's characters (vocab_size = 0): a resume keeps saying so, and its data folder
+ * prepared again from other text since is refused by resume and by sample, instead of training on or printing
+ * other characters */
+static void test_data_prepared_again(void) {
+    char data_arg[700], out_dir_arg[700];
+    snprintf(out_dir_arg, sizeof out_dir_arg, "--out_dir=%s", tmp_path("again_out"));
+    CliRun *r = prepare_chars("again_data", "abcdefghijklmnopqrstuvwxyz ,.\n", 6000, data_arg, sizeof data_arg);
+    CHECK_RUN(r, 0, "prepare 30 characters");
+    const char *tiny[] = {"--n_layer=1", "--n_head=2", "--n_embd=16", "--block_size=16", "--batch_size=2", "--eval_interval=2", "--eval_iters=1",
+                          "--device=cpu", "--threads=1"};
+#define TINY tiny[0], tiny[1], tiny[2], tiny[3], tiny[4], tiny[5], tiny[6], tiny[7], tiny[8]
+    r = cli("train", data_arg, out_dir_arg, TINY, "--max_iters=2", NULL);
+    CHECK_RUN(r, 0, "train");
+    r = cli("train", data_arg, out_dir_arg, TINY, "--init_from=resume", "--max_iters=4", NULL);
+    CHECK_RUN(r, 0, "resume on the same data");
+    char best[700], stored[1 << 16] = "";
+    snprintf(best, sizeof best, "%s/best.bin", tmp_path("again_out"));
+    FILE *f = fopen(best, "rb");
+    size_t n = f ? fread(stored, 1, sizeof stored - 1, f) : 0;
+    if (f) fclose(f);
+    CHECK(n > 0 && memmem(stored, n, "\nvocab_size = 0\n", 16), "the resumed run's save still takes its vocabulary from its data");
+    r = prepare_chars("again_data", "abcdefghij\n", 3000, data_arg, sizeof data_arg);
+    CHECK_RUN(r, 0, "prepare the folder again from 11 characters");
+    r = cli("train", data_arg, out_dir_arg, TINY, "--init_from=resume", "--max_iters=6", NULL);
+    CHECK_RUN(r, 1, "resume on data prepared again");
+    CHECK(strstr(r->err, "its run took its vocabulary from its data (vocab_size = 0), 30 ids, but ") &&
+              strstr(r->err, "now holds 11 characters: the data was prepared again from other text since"),
+          "resume names both vocabularies: %.400s", r->err);
+    r = cli("sample", data_arg, out_dir_arg, "--max_new_tokens=5", "--num_samples=1", "--start=a", NULL);
+    CHECK_RUN(r, 1, "sample with data prepared again");
+    CHECK(strstr(r->err, "30 ids, but ") && strstr(r->err, "now holds 11 characters") && !strstr(r->out, "\xEF\xBF\xBD"),
+          "sample names both vocabularies, prints nothing: %.400s", r->err);
+#undef TINY
+}
+
 int main(void) {
     snprintf(tmpdir, sizeof tmpdir, "/tmp/ngpt_test_cli_%d", (int)getpid());
     mkdir(tmpdir, 0777);
@@ -2039,6 +2102,7 @@ int main(void) {
     RUN(test_prepare_gpt2_over_characters);
     RUN(test_prepare_from_pipe);
     RUN(test_data_cut_short_while_training);
+    RUN(test_data_prepared_again);
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
     if (system(cmd)) printf("could not remove %s\n", tmpdir);
