@@ -630,7 +630,8 @@ static const struct {
 static int config_unknown(const char *key, char *err, size_t errlen) {
     for (int i = 0; command_option_table[0].options[i]; i++) /* sample.py's own settings, in a config file */
         if (!strcmp(key, command_option_table[0].options[i]))
-            return fail(err, errlen, NGPT_ERR_ARG, "%s is an option of `nanogpt sample`, not a config key: pass it as --%s=...", key, key);
+            return fail(err, errlen, NGPT_ERR_ARG, "%s is a setting of `nanogpt sample` (in its config files, or --%s=...), not a training "
+                                                   "config key", key, key);
     static const char *const no_key[][2] = { /* llm.c's train_gpt2.py settings that are no one key here */
         {"total_batch_size", "the tokens per step are batch_size x gradient_accumulation_steps x block_size"},
         {"sample_every", "`nanogpt sample` samples a checkpoint"},
@@ -804,8 +805,18 @@ static int config_binary_file(FILE *f, const char *path, char *err, size_t errle
     return fail(err, errlen, NGPT_ERR_FORMAT, "%s is not a config file (`key = value` lines): it is %s", path, says);
 }
 
-/* ngpt_config_load; line_of (NULL, or one per config key) gets the line that set each key */
-static int config_load(ngpt_config *cfg, const char *path, int *line_of, char *err, size_t errlen) {
+/* A command's own settings in its config files (sample.py's start, num_samples, ... in sample's): set(ctx, key,
+ * value, quoted, ...) takes a key that is no config key, its value as config files read values; it returns
+ * CONFIG_NOT_OURS for a key it does not know either */
+typedef struct {
+    int (*set)(void *ctx, const char *key, const char *value, int quoted, char *err, size_t errlen);
+    void *ctx;
+} ConfigExtra;
+#define CONFIG_NOT_OURS (-1000)
+
+/* ngpt_config_load; line_of (NULL, or one per config key) gets the line that set each key; extra (NULL: none)
+ * takes the keys that are no config keys */
+static int config_load_extra(ngpt_config *cfg, const char *path, int *line_of, const ConfigExtra *extra, char *err, size_t errlen) {
     FILE *f = fopen(path, "r");
     if (!f) {
         int e = errno;
@@ -826,11 +837,12 @@ static int config_load(ngpt_config *cfg, const char *path, int *line_of, char *e
         return fail(err, errlen, NGPT_ERR_IO, "cannot open config file %s: %s%s", path, strerror(e), hint);
     }
     struct stat st;
-    if (!fstat(fileno(f), &st) && S_ISDIR(st.st_mode)) {
+    int is_stat = !fstat(fileno(f), &st);
+    if (is_stat && S_ISDIR(st.st_mode)) {
         fclose(f);
         return fail(err, errlen, NGPT_ERR_ARG, "%s is a folder, not a config file (`key = value` lines); an out_dir goes as --out_dir=%s", path, path);
     }
-    if (!fstat(fileno(f), &st) && !S_ISREG(st.st_mode)) { /* a pipe read here would be empty for the command's next read */
+    if (is_stat && !S_ISREG(st.st_mode)) { /* a pipe read here would be empty for the command's next read */
         fclose(f);
         return fail(err, errlen, NGPT_ERR_ARG, "config file %s is no regular file (a pipe, <(...)): a command reads its config files more "
                                                "than once; write it to a file and pass that", path);
@@ -872,43 +884,58 @@ static int config_load(ngpt_config *cfg, const char *path, int *line_of, char *e
         while (kend > p && isspace((unsigned char)kend[-1])) kend--;
         *kend = 0;
         const ConfigKey *k = config_find(p);
-        if (!k) {
+        /* a command's own setting (extra asked with no value: whether the key is its) */
+        int ours = !k && extra && extra->set(extra->ctx, p, NULL, 0, msg, sizeof msg) != CONFIG_NOT_OURS;
+        if (!k && !ours) {
             rc = config_unknown(p, msg, sizeof msg);
             fail(err, errlen, rc, "%s:%d: %s", path, lineno, msg);
             break;
         }
-        if (k->type != KEY_IGNORED) { /* an ignored key's value is any Python nanoGPT evaluates: never read */
-            char value[CONFIG_VALUE_MAX + 1], *v = eq + 1;
-            size_t at;
-            int quoted, e = config_value(v, 1, value, sizeof value, &at, &quoted), col = (int)(v + at - line) + 1;
-            if (e == VALUE_UNCLOSED) {
-                rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s:%d:%d: the quote %c opened here is not closed: %.60s", path, lineno, col, v[at], v + at);
+        if (k && k->type == KEY_IGNORED) { /* an ignored key's value is any Python nanoGPT evaluates: never read */
+            if (line_of) line_of[k - config_keys] = lineno;
+            continue;
+        }
+        char value[CONFIG_VALUE_MAX + 1], *v = eq + 1;
+        size_t at;
+        int quoted, e = config_value(v, 1, value, sizeof value, &at, &quoted), col = (int)(v + at - line) + 1;
+        if (e == VALUE_UNCLOSED) {
+            rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s:%d:%d: the quote %c opened here is not closed: %.60s", path, lineno, col, v[at], v + at);
+            break;
+        }
+        if (e) {
+            config_value_fail(e, p, v, at, msg, sizeof msg);
+            rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s:%d:%d: %s", path, lineno, col, msg);
+            break;
+        }
+        if (ours) {
+            if ((rc = extra->set(extra->ctx, p, value, quoted, msg, sizeof msg))) {
+                fail(err, errlen, rc, "%s:%d:%d: %s", path, lineno, col, msg);
                 break;
             }
-            if (e) {
-                config_value_fail(e, p, v, at, msg, sizeof msg);
-                rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s:%d:%d: %s", path, lineno, col, msg);
-                break;
-            }
-            if (k->type == KEY_STR && !quoted && !*value) {
-                rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s:%d:%d: %s has no value: a text setting is a quoted string ('...')", path, lineno, col, p);
-                break;
-            }
-            if (k->type == KEY_STR && !quoted) { /* Python would read a name (wandb_run_name) or a call */
-                rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s:%d:%d: %s = %.60s: a text setting in a config file is a quoted string, as in Python "
-                          "('...'); " VALUE_LITERALS " (a variable, a call)", path, lineno, col, p, value);
-                break;
-            }
-            if ((rc = config_assign(cfg, k, value, 0, msg, sizeof msg))) {
-                fail(err, errlen, rc, "%s:%d: %s", path, lineno, msg);
-                break;
-            }
+            continue;
+        }
+        if (k->type == KEY_STR && !quoted && !*value) {
+            rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s:%d:%d: %s has no value: a text setting is a quoted string ('...')", path, lineno, col, p);
+            break;
+        }
+        if (k->type == KEY_STR && !quoted) { /* Python would read a name (wandb_run_name) or a call */
+            rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s:%d:%d: %s = %.60s: a text setting in a config file is a quoted string, as in Python "
+                      "('...'); " VALUE_LITERALS " (a variable, a call)", path, lineno, col, p, value);
+            break;
+        }
+        if ((rc = config_assign(cfg, k, value, 0, msg, sizeof msg))) {
+            fail(err, errlen, rc, "%s:%d: %s", path, lineno, msg);
+            break;
         }
         if (line_of) line_of[k - config_keys] = lineno;
     }
     if (!rc && ferror(f)) rc = fail(err, errlen, NGPT_ERR_IO, "error reading %s: %s", path, strerror(errno));
     fclose(f);
     return rc;
+}
+
+static int config_load(ngpt_config *cfg, const char *path, int *line_of, char *err, size_t errlen) {
+    return config_load_extra(cfg, path, line_of, NULL, err, errlen);
 }
 
 int ngpt_config_load(ngpt_config *cfg, const char *path, char *err, size_t errlen) {
@@ -10455,14 +10482,89 @@ static int cmd_prepare(int argc, char **argv) {
 
 /* ---- nanogpt sample: nanoGPT's sample.py ---- */
 
+/* sample.py's settings: its defaults, then sample's config files, then its command line */
+typedef struct {
+    char start[65536];
+    int num_samples, max_new, top_k;
+    double temperature;
+    long long seed; /* also a config key: a config file sets it as one */
+} SampleSettings;
+
+/* One of sample.py's settings from its text, into s (start: the text, or FILE:path to read it from); an error says
+ * why (err, without the setting), CONFIG_NOT_OURS for a key that is none of them. value NULL: whether key is one. */
+static int sample_setting(SampleSettings *s, const char *key, const char *value, char *err, size_t errlen) {
+    static const struct { const char *key; double lo, hi; int whole; const char *range; } nums[] = {
+        {"num_samples", 1, 1e6, 1, "a whole number in [1, 1e6]"},
+        {"max_new_tokens", 0, 1e7, 1, "a whole number in [0, 1e7]"},
+        {"temperature", 0, 1e6, 0, "a number in [0, 1e6] (0: always the most likely token)"},
+        {"top_k", 0, INT_MAX, 1, "a whole number >= 0 (0 = all tokens)"},
+        {"seed", 0, 9.2e18, 1, "a whole number in [0, 9.2e18] (as the config key)"}};
+    int which = -1;
+    for (int k = 0; k < (int)(sizeof nums / sizeof nums[0]); k++)
+        if (!strcmp(key, nums[k].key)) which = k;
+    if (which < 0 && strcmp(key, "start")) return CONFIG_NOT_OURS;
+    if (!value) return NGPT_OK;
+    if (which >= 0) { /* each number checked against its own range */
+        double x;
+        if (parse_number(value, &x) || !(x >= nums[which].lo && x <= nums[which].hi) || (nums[which].whole && x != floor(x)))
+            return fail(err, errlen, NGPT_ERR_ARG, "%s is %s", nums[which].key, nums[which].range);
+        if (which == 0) s->num_samples = (int)x;
+        else if (which == 1) s->max_new = (int)x;
+        else if (which == 2) s->temperature = x;
+        else if (which == 3) s->top_k = (int)x;
+        else s->seed = (long long)x;
+        return NGPT_OK;
+    }
+    size_t got;
+    if (!strncmp(value, "FILE:", 5)) {
+        FILE *f = fopen(value + 5, "rb");
+        if (!f) return fail(err, errlen, NGPT_ERR_IO, "%s", strerror(errno));
+        got = fread(s->start, 1, sizeof s->start, f);
+        int read_error = ferror(f) ? errno : 0;
+        fclose(f);
+        if (read_error) return fail(err, errlen, NGPT_ERR_IO, "%s", strerror(read_error));
+    } else {
+        got = strlen(value);
+        memcpy(s->start, value, MIN(got, sizeof s->start));
+    }
+    if (got > sizeof s->start - 1) return fail(err, errlen, NGPT_ERR_ARG, "the start text is longer than its limit of %zu bytes", sizeof s->start - 1);
+    s->start[got] = 0;
+    const char *nul = memchr(s->start, 0, got);
+    if (nul) return fail(err, errlen, NGPT_ERR_ARG, "a NUL byte at byte %td: the start text is UTF-8 text", nul - s->start);
+    return NGPT_OK;
+}
+
+/* sample_setting for a config file (ConfigExtra): a quoted value is a Python string, whose escapes (start = "\n",
+ * sample.py's default) are read */
+static int sample_file_setting(void *ctx, const char *key, const char *value, int quoted, char *err, size_t errlen) {
+    char text[CONFIG_VALUE_MAX + 1], why[NGPT_ERRLEN];
+    size_t n = 0;
+    for (const char *c = value; c && *c; c++) {
+        static const char from[] = "ntr\\'\"0", to[] = "\n\t\r\\'\"";
+        const char *e = quoted && c[0] == '\\' && c[1] ? strchr(from, c[1]) : NULL;
+        if (e && *e == '0') return fail(err, errlen, NGPT_ERR_ARG, "%s: a NUL character (\\0): the start text is UTF-8 text", key);
+        text[n++] = e ? to[e - from] : *c;
+        c += e != NULL;
+    }
+    text[n] = 0;
+    int rc = sample_setting((SampleSettings *)ctx, key, value ? text : NULL, why, sizeof why);
+    if (rc && rc != CONFIG_NOT_OURS) fail(err, errlen, rc, "%s = %.200s: %s", key, text, why);
+    return rc;
+}
+
 /* cmd_sample with its config files apart from its other arguments */
 static int sample_with(int argc, char **argv, int n_files, char **cfg_files) {
-    static char start[65536], start_literal[65536];
+    static SampleSettings settings; /* sample.py's defaults */
+    static char start_literal[65536];
+    strcpy(settings.start, "\n");
+    settings.num_samples = 10;
+    settings.max_new = 500;
+    settings.top_k = 200;
+    settings.temperature = 0.8;
+    settings.seed = 1337;
+    const ConfigExtra sample_keys = {sample_file_setting, &settings};
+    char *start = settings.start;
     char err[NGPT_ERRLEN], path[700];
-    strcpy(start, "\n");
-    int num_samples = 10, max_new = 500, top_k = 200;
-    double temperature = 0.8;
-    long long seed = 1337;
     ngpt_config cfg;
     ngpt_config_defaults(&cfg);
     /* pretrained weights (--init_from=gpt2, a .safetensors file or folder, an llm.c model file), as nanoGPT's
@@ -10473,12 +10575,14 @@ static int sample_with(int argc, char **argv, int n_files, char **cfg_files) {
     const char *init_from = "";
     ngpt_config args_cfg; /* --init_from, read as train reads it (nanoGPT's configurator: 'resume' is resume) */
     ngpt_config_defaults(&args_cfg);
-    if (n_files) {
+    if (n_files) { /* sample.py's settings from the files here, their config keys (out_dir; seed, which is both) too */
         ngpt_config file_cfg;
         ngpt_config_defaults(&file_cfg);
+        int line_of[N_CONFIG_KEYS] = {0};
         for (int i = 0; i < n_files; i++)
-            if (config_load(&file_cfg, cfg_files[i], NULL, err, sizeof err)) { fprintf(stderr, "error: %s\n", err); return 1; }
+            if (config_load_extra(&file_cfg, cfg_files[i], line_of, &sample_keys, err, sizeof err)) { fprintf(stderr, "error: %s\n", err); return 1; }
         copy_str(cfg.out_dir, sizeof cfg.out_dir, file_cfg.out_dir);
+        if (line_of[config_find("seed") - config_keys]) settings.seed = file_cfg.seed;
     }
     for (int i = 0; i < argc; i++) { /* every argument is --key=value, checked before a checkpoint is looked for */
         char key[128];
@@ -10512,68 +10616,28 @@ static int sample_with(int argc, char **argv, int n_files, char **cfg_files) {
     ngpt_config checkpoint_model = cfg; /* with from_checkpoint, the shape that neither the files nor the settings change */
     int set[6] = {0};                    /* the model keys the command line sets */
     if (n_files) {
-        for (int i = 0; i < n_files; i++)
-            if (config_load(&cfg, cfg_files[i], NULL, err, sizeof err)) { fprintf(stderr, "error: %s\n", err); return 1; }
+        for (int i = 0; i < n_files; i++) /* the sample settings again, as they were */
+            if (config_load_extra(&cfg, cfg_files[i], NULL, &sample_keys, err, sizeof err)) { fprintf(stderr, "error: %s\n", err); return 1; }
         copy_str(cfg.init_from, sizeof cfg.init_from, init_from[0] ? init_from : "scratch");
     }
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i], *eq = strchr(a, '=');
         char key[128];
-        double x;
         arg_key(a, key, sizeof key);
-        if (!strncmp(a, "--start=", 8)) {
-            const char *v = a + 8;
-            size_t got;
-            v = arg_text(v, start_literal, sizeof start_literal);
-            if (!strncmp(v, "FILE:", 5)) {
-                FILE *f = fopen(v + 5, "rb");
-                if (!f) { fprintf(stderr, "error: --start=%s: %s\n", v, strerror(errno)); return 1; }
-                got = fread(start, 1, sizeof start, f);
-                int read_error = ferror(f) ? errno : 0;
-                fclose(f);
-                if (read_error) { fprintf(stderr, "error: --start=%s: %s\n", v, strerror(read_error)); return 1; }
-            } else {
-                got = strlen(v);
-                memcpy(start, v, MIN(got, sizeof start));
-            }
-            if (got > sizeof start - 1) {
-                fprintf(stderr, "error: --start=%.600s: the start text is longer than its limit of %zu bytes\n", v, sizeof start - 1);
-                return 1;
-            }
-            start[got] = 0;
-            const char *nul = memchr(start, 0, got);
-            if (nul) {
-                fprintf(stderr, "error: --start=%.600s: a NUL byte at byte %td: the start text is UTF-8 text\n", v, nul - start);
-                return 1;
-            }
-            continue;
+        const char *v = !strcmp(key, "start") ? arg_text(eq + 1, start_literal, sizeof start_literal) : eq + 1;
+        int rc = sample_setting(&settings, key, v, err, sizeof err);
+        if (rc && rc != CONFIG_NOT_OURS) {
+            fprintf(stderr, "error: --%s=%.600s: %s\n", key, v, err);
+            return 1;
         }
-        /* sample.py's numbers: each checked against its own range */
-        static const struct { const char *key; double lo, hi; int whole; const char *range; } nums[] = {
-            {"num_samples", 1, 1e6, 1, "a whole number in [1, 1e6]"},
-            {"max_new_tokens", 0, 1e7, 1, "a whole number in [0, 1e7]"},
-            {"temperature", 0, 1e6, 0, "a number in [0, 1e6] (0: always the most likely token)"},
-            {"top_k", 0, INT_MAX, 1, "a whole number >= 0 (0 = all tokens)"},
-            {"seed", 0, 9.2e18, 1, "a whole number in [0, 9.2e18] (as the config key)"}};
-        int which = -1;
-        for (int k = 0; k < (int)(sizeof nums / sizeof nums[0]); k++)
-            if (!strcmp(key, nums[k].key)) which = k;
-        if (which >= 0) {
-            if (parse_number(eq + 1, &x) || !(x >= nums[which].lo && x <= nums[which].hi) ||
-                (nums[which].whole && x != floor(x))) {
-                fprintf(stderr, "error: %s: %s is %s\n", a, nums[which].key, nums[which].range);
-                return 1;
-            }
-            if (which == 0) num_samples = (int)x;
-            else if (which == 1) max_new = (int)x;
-            else if (which == 2) temperature = x;
-            else if (which == 3) top_k = (int)x;
-            else seed = (long long)x;
-        } else {
+        if (rc == CONFIG_NOT_OURS) {
             if (ngpt_config_set(&cfg, key, eq + 1, err, sizeof err)) { fprintf(stderr, "error: --%s: %s\n", key, err); return 1; }
             for (int k = 0; k < 6; k++) set[k] |= !strcmp(key, model_keys[k]);
         }
     }
+    const int num_samples = settings.num_samples, max_new = settings.max_new, top_k = settings.top_k;
+    const double temperature = settings.temperature;
+    const long long seed = settings.seed;
     if (from_checkpoint) { /* the checkpoint's model: a shape from the files is its training run's, one on the command line is said */
         char overridden[512];
         if (model_overrides(&cfg, &checkpoint_model, set, overridden, sizeof overridden)[0])

@@ -1266,14 +1266,34 @@ static void test_workflow(void) {
     r = cli("sample", eq_cfg, "--num_samples=1", "--max_new_tokens=40", "--temperature=0", NULL);
     CHECK_RUN(r, 0, "sample with a config file named run=1.cfg");
     CHECK(!strcmp(r->out, greedy), "the config file's out_dir gives the same checkpoint's greedy text:\n%.300s\n---\n%.300s", r->out, greedy);
+    /* sample.py's settings in sample's config files (as its configurator reads them, "\n" a newline), under the
+     * command line's */
     sc = fopen(tmp_path("sample2.cfg"), "w");
     if (sc) {
-        fprintf(sc, "out_dir = '%s'\nnum_samples = 2\n", tmp_path("out"));
+        fprintf(sc, "out_dir = '%s'\nnum_samples = 3\nmax_new_tokens = 40\ntemperature = 0\nstart = \"\\n\"\nseed = 5\n", tmp_path("out"));
         fclose(sc);
     }
+    r = cli("sample", tmp_path("sample2.cfg"), "--num_samples=1", NULL);
+    CHECK_RUN(r, 0, "sample.py's settings in a config file");
+    CHECK(!strcmp(r->out, greedy), "the file's settings (greedy, 40 tokens from a newline), one sample as the command line says:\n%.300s\n---\n%.300s",
+          r->out, greedy);
     r = cli("sample", tmp_path("sample2.cfg"), NULL);
-    CHECK_RUN(r, 1, "sample.py's num_samples in a config file");
-    CHECK(strstr(r->err, "num_samples is an option of `nanogpt sample`, not a config key: pass it as --num_samples="), "%.300s", r->err);
+    CHECK_RUN(r, 0, "sample.py's num_samples in a config file");
+    int separators = 0;
+    for (const char *sep = r->out; (sep = strstr(sep, "---------------\n")) != NULL; sep++) separators++;
+    CHECK(separators == 3, "the file's num_samples = 3: %d samples", separators);
+    sc = fopen(tmp_path("sample3.cfg"), "w");
+    if (sc) {
+        fprintf(sc, "out_dir = '%s'\ntop_k = -1\n", tmp_path("out"));
+        fclose(sc);
+    }
+    r = cli("sample", tmp_path("sample3.cfg"), NULL);
+    CHECK_RUN(r, 1, "a bad sample setting in a config file");
+    CHECK(strstr(r->err, "sample3.cfg:2:9: top_k = -1: top_k is a whole number >= 0"), "names the file, line and range: %.300s", r->err);
+    r = cli("train", tmp_path("sample2.cfg"), NULL);
+    CHECK_RUN(r, 1, "sample.py's num_samples in a training config file");
+    CHECK(strstr(r->err, "num_samples is a setting of `nanogpt sample` (in its config files, or --num_samples=...), not a training config key"),
+          "%.300s", r->err);
     r = cli("train", newest, NULL);
     CHECK_RUN(r, 1, "a checkpoint as the config file");
     CHECK(strstr(r->err, "is not a config file") && strstr(r->err, "a nanogpt checkpoint: sample it with `nanogpt sample --init_from="),
