@@ -59,6 +59,7 @@
 #define LLMC_TOKENIZER_MAGIC 20240328 /* llm.c's gpt2_tokenizer.bin, which nanogpt does not read */
 #define LLMC_DEBUG_MAGIC 20240327     /* llm.c's debug state (gpt2_124M_debug_state.bin), not read either */
 #define LLMC_STATE_MAGIC 20240527     /* llm.c's optimizer state (state_00005000_00000.bin), not read either */
+#define LLMC_LLAMA3_MAGIC 20240801    /* llm.c's Llama 3 token shards (uint32 tokens), not read */
 #define CKPT_MAGIC "ngptckpt"         /* nanogpt's own checkpoints, which are not pretrained weights */
 
 const char *ngpt_status_name(int status) {
@@ -2998,6 +2999,21 @@ static void tokenfile_close(TokenFile *f) {
 /* Opens and checks a token file: ids must be < vocab, and there must be at least min_tokens of them. A file
  * that starts with llm.c's magic is an llm.c shard, any other raw uint16 tokens (nanoGPT's train.bin);
  * with shard set (a file found by llm.c's shard names) the header is required. */
+/* What a data file holds when it is another of llm.c's (or nanogpt's) files, not tokens: its magic and a version in
+ * range (8 bytes that uint16 tokens match by chance about once in 10^17 files); NULL otherwise */
+static const char *not_token_data(const unsigned char *p, size_t bytes) {
+    int32_t h[2] = {0, 0};
+    if (bytes >= 8) memcpy(h, p, 8);
+    if (bytes >= 8 && !memcmp(p, CKPT_MAGIC, 8)) return "a nanogpt checkpoint: sample it, or resume its run with init_from = resume";
+    if (bytes < 8 || h[1] < 1 || h[1] > 16) return NULL;
+    return h[0] == LLMC_MODEL_MAGIC && (h[1] == 3 || h[1] == 5) ? "an llm.c model file: weights go as --init_from=FILE"
+           : h[0] == LLMC_STATE_MAGIC ? "llm.c's optimizer state, which nanogpt does not read"
+           : h[0] == LLMC_TOKENIZER_MAGIC ? "llm.c's tokenizer file, which nanogpt does not read"
+           : h[0] == LLMC_LLAMA3_MAGIC ? "an llm.c Llama 3 shard (uint32 tokens), which nanogpt does not read: it trains GPT-2 on uint16 tokens "
+                                         "(GPT-2's shards have magic 20240520)"
+                                       : NULL;
+}
+
 static int tokenfile_open(TokenFile *f, const char *path, int vocab, size_t min_tokens, int shard, char *err, size_t errlen) {
     memset(f, 0, sizeof *f);
     copy_str(f->path, sizeof f->path, path);
@@ -3028,6 +3044,12 @@ static int tokenfile_open(TokenFile *f, const char *path, int vocab, size_t min_
     const unsigned char *p = (const unsigned char *)map;
     int32_t magic = 0;
     if (bytes >= 4) memcpy(&magic, p, 4);
+    const char *other_file = not_token_data(p, bytes);
+    if (other_file) {
+        tokenfile_close(f);
+        return fail(err, errlen, NGPT_ERR_FORMAT, "%s is no token data: it is %s; the data folder holds train.bin and val.bin (uint16 tokens) "
+                                                   "or llm.c's GPT-2 shards", path, other_file);
+    }
     if (shard && magic != LLMC_MAGIC) {
         tokenfile_close(f);
         if (bytes < 4)
@@ -9738,6 +9760,34 @@ static int single_dash_flag(const char *a, char *err, size_t errlen) {
     return fail(err, errlen, NGPT_ERR_ARG, "argument '%s': nanogpt takes --key=value settings (`nanogpt help config` lists them)", a);
 }
 
+/* llm.c's flags among args (-b 4 -t 1024 -l 0.0003 -i dir/x_train_*.bin) as nanogpt's settings, into out ("" for
+ * none): those that are one setting, each with its value (-i and -j: the folder of their file or pattern) */
+static const char *llmc_flags_as_settings(int argc, char **argv, char *out, size_t cap) {
+    static const char *const one_key[][2] = {{"b", "batch_size"}, {"t", "block_size"}, {"l", "learning_rate"}, {"u", "warmup_iters"},
+                                             {"c", "weight_decay"}, {"x", "max_iters"}, {"v", "eval_interval"}, {"m", "eval_iters"},
+                                             {"o", "out_dir"}, {"i", "data_dir"}, {"j", "data_dir"}, {"nk", "keep_checkpoints"}};
+    size_t n = 0;
+    int data_dir_said = 0;
+    out[0] = 0;
+    for (int i = 0; i + 1 < argc; i++) {
+        if (argv[i][0] != '-' || argv[i][1] == '-') continue;
+        for (size_t k = 0; k < sizeof one_key / sizeof one_key[0]; k++) {
+            if (strcmp(argv[i] + 1, one_key[k][0])) continue;
+            const char *v = argv[i + 1];
+            int folder = !strcmp(one_key[k][1], "data_dir"), len = (int)strlen(v);
+            if (folder && data_dir_said++) break;
+            struct stat st;
+            int is_dir = !stat(v, &st) && S_ISDIR(st.st_mode);
+            if (folder && !is_dir && strchr(v, '/')) len = (int)(strrchr(v, '/') - v); /* llm.c's -i is a file or pattern: its folder */
+            else if (folder && !is_dir) v = ".", len = 1;
+            if (n < cap) n += (size_t)snprintf(out + n, cap - n, "%s--%s=%.*s", n ? " " : "", one_key[k][1], len, v);
+            i++;
+            break;
+        }
+    }
+    return out;
+}
+
 /* whether argument a names a config file: not --key=value, and holding no '=' unless it is an existing file (nanoGPT's
  * configurator takes every argument without '=' for a config file) */
 static int config_file_arg(const char *a) { return strncmp(a, "--", 2) && (!strchr(a, '=') || file_exists(a)); }
@@ -9784,7 +9834,14 @@ static int parse_args(const char *command, int argc, char **argv, int default_jo
     memset(file_of, 0, sizeof file_of);
     *has_file = 0;
     for (int i = 0; i < argc; i++) {
-        if (single_dash_flag(argv[i], err, errlen)) return NGPT_ERR_ARG;
+        if (single_dash_flag(argv[i], err, errlen)) {
+            char settings[1024];
+            if (llmc_flags_as_settings(argc, argv, settings, sizeof settings)[0]) {
+                size_t len = strlen(err);
+                snprintf(err + len, errlen > len ? errlen - len : 0, ". llm.c's flags here as nanogpt's settings: %s", settings);
+            }
+            return NGPT_ERR_ARG;
+        }
         if (!strncmp(argv[i], "--", 2)) continue;
         if (!config_file_arg(argv[i]))
             return fail(err, errlen, NGPT_ERR_ARG, "argument '%s': expected a config file, or a setting as --key=value", argv[i]);
@@ -10465,7 +10522,10 @@ static int cmd_prepare(int argc, char **argv) {
     if (!rc && !llmc && strcmp(format, "nanogpt"))
         rc = fail(err, sizeof err, NGPT_ERR_ARG, "--format=%s: the format is nanogpt (raw uint16, as nanoGPT's prepare.py) or llmc (llm.c's shards)", format);
     if (!rc && (!n_inputs || !out)) rc = fail(err, sizeof err, NGPT_ERR_ARG, "prepare needs --input=FILE and --out=DIR");
-    if (!rc && !gpt2 && (n_inputs > 1 || llmc))
+    if (!rc && !gpt2 && llmc)
+        rc = fail(err, sizeof err, NGPT_ERR_ARG, "--format=llmc writes llm.c's GPT-2 shards: it takes --tokenizer=gpt2 (character data is "
+                                                  "nanoGPT's format: train.bin, val.bin and meta.bin)");
+    if (!rc && !gpt2 && n_inputs > 1)
         rc = fail(err, sizeof err, NGPT_ERR_ARG, "character-level data is one text file in nanoGPT's format (use --tokenizer=gpt2 for documents or llm.c shards)");
     if (!rc && !gpt2) rc = prepare_char(inputs[0], out, val_fraction, stdout, err, sizeof err);
     else if (!rc) {
@@ -10812,6 +10872,20 @@ static int cmd_export(int argc, char **argv) {
         fprintf(stderr, "error: --out=%s is a nanogpt checkpoint, which export does not replace: --out names a new llm.c model file (e.g. "
                         "--out=gpt2_124M.bin)\n", out);
         return 1;
+    }
+    FILE *existing = stream < 0 && !stat(out, &st) && S_ISREG(st.st_mode) && st.st_size > 0 ? fopen(out, "rb") : NULL;
+    if (existing) { /* an earlier export is replaced; any other file (a token shard, notes) is the user's */
+        int32_t magic = 0;
+        char says[700] = "text";
+        int model = fread(&magic, 4, 1, existing) == 1 && magic == LLMC_MODEL_MAGIC;
+        rewind(existing);
+        if (!model) binary_file_says(existing, out, says, sizeof says);
+        fclose(existing);
+        if (!model) {
+            fprintf(stderr, "error: --out=%s exists and is no llm.c model file (it is %.600s): export replaces only an earlier export; "
+                            "remove it first, or name another file\n", out, says);
+            return 1;
+        }
     }
     char err[NGPT_ERRLEN], path[700] = ""; /* the checkpoint to export, when --init_from names one */
     long long newest;

@@ -219,6 +219,11 @@ static void test_typos(void) {
         CHECK_RUN(r, 1, dash[i][1]);
         CHECK(strstr(r->err, dash[i][2]), "%s %s 4: %.300s", dash[i][0], dash[i][1], r->err);
     }
+    /* llm.c's command line, all of it as nanogpt's settings (-i's folder for its pattern) */
+    r = cli("train", "-i", "dev/data/tinyshakespeare/tiny_shakespeare_train.bin", "-b", "4", "-t", "1024", "-l", "0.0003", "-x", "5000", NULL);
+    CHECK_RUN(r, 1, "llm.c's command line");
+    CHECK(strstr(r->err, "llm.c's flags here as nanogpt's settings: --data_dir=dev/data/tinyshakespeare --batch_size=4 --block_size=1024 "
+                         "--learning_rate=0.0003 --max_iters=5000"), "llm.c's flags translated: %.400s", r->err);
     r = cli("train", "config/train_shakespeare_char.py", NULL); /* nanoGPT's command, in a folder without nanoGPT's config/ */
     CHECK_RUN(r, 1, "train config/train_shakespeare_char.py");
     CHECK(strstr(r->err, "cannot open config file config/train_shakespeare_char.py") && strstr(r->err, "nanogpt's data/shakespeare_char/train.cfg"),
@@ -303,6 +308,9 @@ static void test_typos(void) {
     snprintf(tex_out, sizeof tex_out, "--out=%s", tmp_path("tex_data"));
     r = cli("prepare", tex_input, tex_out, NULL);
     CHECK_RUN(r, 0, "prepare a LaTeX file");
+    r = cli("prepare", tex_input, tex_out, "--format=llmc", NULL);
+    CHECK_RUN(r, 1, "llm.c's format of characters");
+    CHECK(strstr(r->err, "--format=llmc writes llm.c's GPT-2 shards: it takes --tokenizer=gpt2"), "llmc needs gpt2: %.300s", r->err);
     char gpt2_dir[700];
     snprintf(gpt2_dir, sizeof gpt2_dir, "--tokenizer_dir=%s/gpt2", shared_data_dir());
     for (int i = 0; i < (int)(sizeof not_texts / sizeof not_texts[0]); i++) {
@@ -1389,6 +1397,15 @@ static void test_workflow(void) {
     CHECK(n_model > 0 && n_model < sizeof model_bytes && n_logged == 9 + n_model && !memcmp(logged, "precious\n", 9) &&
               !memcmp(logged + 9, model_bytes, n_model) && strstr(r->err, "wrote /dev/fd/"),
           "the stream keeps what it held, then the model (%zu bytes, the model %zu): %.300s", n_logged, n_model, r->err);
+    /* a file that is no llm.c model (the data's val.bin here, or notes) is the user's: refused, and left as it was */
+    char data_copy[700], data_out[720];
+    snprintf(data_copy, sizeof data_copy, "%s/val.bin", tmp_path("chars"));
+    snprintf(data_out, sizeof data_out, "--out=%s", data_copy);
+    long data_bytes = file_size(data_copy);
+    r = cli("export", out_dir_arg, data_out, NULL);
+    CHECK_RUN(r, 1, "export onto a token file");
+    CHECK(strstr(r->err, "val.bin exists and is no llm.c model file (it is a binary file") && data_bytes > 0 && file_size(data_copy) == data_bytes,
+          "the token file is left as it was: %.300s", r->err);
     FILE *target = fopen(tmp_path("link_target.bin"), "w");
     if (target) fclose(target);
     CHECK(!symlink(tmp_path("link_target.bin"), tmp_path("model_link.bin")), "symlink: %s", strerror(errno));

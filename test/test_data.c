@@ -215,6 +215,25 @@ static void test_shard_without_header(void) {
     rc = tokenset_open(&s, dir, "train", 50257, 32, err, sizeof err);
     CHECK(rc == 0 && s.n == 1 && s.files[0].ntok == 512 && !s.files[0].llmc, "train.bin read as raw tokens: %s", err);
     if (!rc) tokenset_close(&s);
+    /* ... unless it is another of llm.c's files (magic and version): named, not read as tokens out of range */
+    static const struct { int32_t magic, version; const char *file, *says; } others[] = {
+        {LLMC_MODEL_MAGIC, 3, "train.bin", "train.bin is no token data: it is an llm.c model file"},
+        {LLMC_STATE_MAGIC, 1, "train.bin", "train.bin is no token data: it is llm.c's optimizer state"},
+        {LLMC_LLAMA3_MAGIC, 7, "tiny_train_000000.bin", "tiny_train_000000.bin is no token data: it is an llm.c Llama 3 shard (uint32 tokens)"}};
+    for (int i = 0; i < 3; i++) {
+        char other[600];
+        snprintf(other, sizeof other, "%s/%s", dir, others[i].file);
+        f = fopen(other, "wb");
+        hdr[0] = others[i].magic;
+        hdr[1] = others[i].version;
+        fwrite(hdr, 4, 256, f);
+        fwrite(toks, 2, 1000, f);
+        fclose(f);
+        rc = tokenset_open(&s, dir, "train", 50257, 32, err, sizeof err);
+        CHECK(rc == NGPT_ERR_FORMAT && strstr(err, others[i].says), "%s: %s", others[i].says, err);
+        if (!rc) tokenset_close(&s);
+        if (i == 1) unlink(path); /* the shard next, alone */
+    }
 }
 
 /* Two trainers started together on a fresh folder both prepare it: four processes prepare one folder at
