@@ -11145,6 +11145,15 @@ int main(int argc, char **argv) {
             usage(stdout);
             return 0;
         }
+    for (int i = 2; i + 1 < argc; i++) { /* argparse's `--batch_size 4`: a config key (or sample's setting) apart from its value */
+        const char *a = argv[i];
+        int setting = !strncmp(a, "--", 2) && !strchr(a, '=') && strncmp(argv[i + 1], "--", 2) &&
+                      (config_find(a + 2) || (!strcmp(cmd, "sample") && sample_setting(NULL, a + 2, NULL, NULL, 0) != CONFIG_NOT_OURS));
+        if (setting && strcmp(cmd, "prepare")) {
+            fprintf(stderr, "error: arguments '%s %s': a setting is one argument, --key=value: %s=%s\n", a, argv[i + 1], a, argv[i + 1]);
+            return 1;
+        }
+    }
     if (!strcmp(cmd, "train")) return cmd_train(argc - 2, argv + 2);
     if (!strcmp(cmd, "plan")) return cmd_plan(argc - 2, argv + 2);
     if (!strcmp(cmd, "bench")) return cmd_bench(argc - 2, argv + 2);

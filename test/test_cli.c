@@ -219,6 +219,13 @@ static void test_typos(void) {
         CHECK_RUN(r, 1, dash[i][1]);
         CHECK(strstr(r->err, dash[i][2]), "%s %s 4: %.300s", dash[i][0], dash[i][1], r->err);
     }
+    /* argparse's habit, a setting apart from its value: the setting written as one argument */
+    r = cli("train", "--batch_size", "4", NULL);
+    CHECK_RUN(r, 1, "--batch_size 4");
+    CHECK(strstr(r->err, "arguments '--batch_size 4': a setting is one argument, --key=value: --batch_size=4"), "%.300s", r->err);
+    r = cli("sample", "--num_samples", "2", NULL);
+    CHECK_RUN(r, 1, "sample --num_samples 2");
+    CHECK(strstr(r->err, "--num_samples=2") && !strstr(r->err, "config file"), "not a config file named 2: %.300s", r->err);
     /* llm.c's command line, all of it as nanogpt's settings (-i's folder for its pattern) */
     r = cli("train", "-i", "dev/data/tinyshakespeare/tiny_shakespeare_train.bin", "-b", "4", "-t", "1024", "-l", "0.0003", "-x", "5000", NULL);
     CHECK_RUN(r, 1, "llm.c's command line");
