@@ -3119,6 +3119,8 @@ typedef struct {
     TokenFile *files;
     size_t *windows_before; /* windows in the files before file i */
     size_t windows;         /* all windows of T + 1 tokens */
+    char split[8];          /* train or val */
+    int shards_unread;      /* llm.c shards of the split beside DIR/<split>.bin, which is read instead */
 } TokenSet;
 
 static void tokenset_close(TokenSet *s) {
@@ -3132,11 +3134,17 @@ static int name_cmp(const void *a, const void *b) { return strcmp(*(char *const 
 
 /* whether a file name is one of llm.c's shards of split: fineweb_train_000001.bin, tiny_shakespeare_val.bin (and
  * festival_val_000000.bin: the split is a whole word between underscores, or before .bin, wherever it is one) */
-static int shard_of(const char *name, const char *split) {
-    size_t ln = strlen(name), ls = strlen(split);
+/* where the split's name is a word of a shard's name (fineweb_train_000001.bin: at train), NULL if nowhere */
+static const char *shard_split_word(const char *name, const char *split) {
+    size_t ls = strlen(split);
     const char *hit = strstr(name, split);
     while (hit && !((hit == name || hit[-1] == '_') && (hit[ls] == '_' || hit[ls] == '.'))) hit = strstr(hit + 1, split);
-    return ln > 4 && !strcmp(name + ln - 4, ".bin") && hit;
+    return hit;
+}
+
+static int shard_of(const char *name, const char *split) {
+    size_t ln = strlen(name);
+    return ln > 4 && !strcmp(name + ln - 4, ".bin") && shard_split_word(name, split);
 }
 
 /* For a relative folder that is not there: "; DIR is relative to the current folder, CWD" (a run started
@@ -3167,8 +3175,15 @@ static int tokenset_open(TokenSet *s, const char *dir, const char *split, int vo
     char path[700], *names[MAX_SHARDS];
     int n = 0, rc = NGPT_OK, sharded = 0;
     snprintf(path, sizeof path, "%.400s/%s.bin", dir, split);
+    copy_str(s->split, sizeof s->split, split);
     if (file_exists(path)) {
         names[n++] = strdup(path);
+        DIR *d = opendir(dir); /* shards beside it are said (tokenset_describe): they are not read */
+        struct dirent *e;
+        char own[16];
+        snprintf(own, sizeof own, "%s.bin", split);
+        while (d && (e = readdir(d)) != NULL) s->shards_unread += strcmp(e->d_name, own) && shard_of(e->d_name, split);
+        if (d) closedir(d);
     } else {
         sharded = 1;
         DIR *d = opendir(dir);
@@ -3241,8 +3256,20 @@ static const char *tokenset_describe(const TokenSet *s, char *buf, size_t cap) {
     const char *first = strrchr(s->files[0].path, '/'), *last = strrchr(s->files[s->n - 1].path, '/');
     first = first ? first + 1 : s->files[0].path;
     last = last ? last + 1 : s->files[s->n - 1].path;
-    if (s->n == 1) snprintf(buf, cap, "%s tokens (%.200s)", o, first);
-    else snprintf(buf, cap, "%s tokens in %d shards (%.200s .. %.200s)", o, s->n, first, last);
+    /* shards of more than one name (fineweb_train_*, tiny_shakespeare_train): one dataset of them all, said */
+    const char *other = NULL;
+    const char *word = shard_split_word(first, s->split);
+    size_t stem = word ? (size_t)(word - first) : 0;
+    for (int i = 1; i < s->n && !other; i++) {
+        const char *name = strrchr(s->files[i].path, '/') ? strrchr(s->files[i].path, '/') + 1 : s->files[i].path;
+        if (shard_split_word(name, s->split) != name + stem || strncmp(name, first, stem)) other = name;
+    }
+    char also[200] = "";
+    if (s->shards_unread)
+        snprintf(also, sizeof also, "; %d llm.c shard%s *_%s_*.bin beside it not read", s->shards_unread, s->shards_unread > 1 ? "s" : "", s->split);
+    else if (other) snprintf(also, sizeof also, "; names %.*s* and %.60s, all read as one dataset", (int)MIN(stem, 60), first, other);
+    if (s->n == 1) snprintf(buf, cap, "%s tokens (%.200s%s)", o, first, also);
+    else snprintf(buf, cap, "%s tokens in %d shards (%.200s .. %.200s%s)", o, s->n, first, last, also);
     return buf;
 }
 

@@ -164,6 +164,8 @@ static void test_llmc_shards_read_as_one(void) {
     }
     rc = tokenset_open(&va, dir, "val", 50257, 32, err, sizeof err);
     CHECK(rc == 0 && va.n == 2, "festival_val_000000.bin and trainer_val_000001.bin are val shards: %d (%s)", va.n, err);
+    if (!rc) tokenset_describe(&va, says, sizeof says);
+    CHECK(!rc && strstr(says, "; names festival_* and trainer_val_000001.bin, all read as one dataset)"), "two datasets' shards, said: %s", says);
     if (!rc) tokenset_close(&va);
     rc = tokenset_open(&tr, dir, "train", 50257, 32, err, sizeof err);
     CHECK(rc == 0 && tr.n == 1 && strstr(tr.files[0].path, "strain_train_000001.bin"), "strain_train_000001.bin alone is a train shard: %d (%s)",
@@ -214,6 +216,9 @@ static void test_shard_without_header(void) {
     fclose(f);
     rc = tokenset_open(&s, dir, "train", 50257, 32, err, sizeof err);
     CHECK(rc == 0 && s.n == 1 && s.files[0].ntok == 512 && !s.files[0].llmc, "train.bin read as raw tokens: %s", err);
+    char says[600] = "";
+    if (!rc) tokenset_describe(&s, says, sizeof says);
+    CHECK(strstr(says, "(train.bin; 1 llm.c shard *_train_*.bin beside it not read)"), "the shard beside train.bin, said: %s", says);
     if (!rc) tokenset_close(&s);
     /* ... unless it is another of llm.c's files (magic and version): named, not read as tokens out of range */
     static const struct { int32_t magic, version; const char *file, *says; } others[] = {
