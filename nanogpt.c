@@ -6852,18 +6852,25 @@ static int llmc_open_model(const char *path, ModelShape *ms, Weights *w, char *e
     /* count the parameters in double first: L 12 C^2 alone can pass 2^64 and wrap param_sizes' size_t sum
      * to a small number that a short file then matches (a 1024-byte file claimed 0 parameters) */
     double dparams = (double)C * ((double)Vp + maxT + 2 + (double)L * (12.0 * C + 13));
+    /* the size of the other version's data: a version field that disagrees with the data is said as such */
+    double other_version_bytes = (double)LLMC_MODEL_HEADER_BYTES + dparams * (double)(6 - es);
+    char version_note[120] = "";
+    if ((double)fsize == other_version_bytes)
+        snprintf(version_note, sizeof version_note, "; its size is exactly that of version %d (%s) data: is the version at byte offset 4 wrong?",
+                 es == 4 ? 5 : 3, es == 4 ? "bf16" : "fp32");
     if (dparams * (double)es > (double)fsize)
-        return st_fail_unmap(map, fsize, fail(err, errlen, NGPT_ERR_FORMAT, "%s: %zu bytes, but its header (maxT %d, V %d, L %d, NH %d, C %d, "
-                                                                             "Vp %d) needs %.0f: the file is truncated or its header is wrong",
-                                              path, fsize, maxT, V, L, NH, C, Vp, (double)LLMC_MODEL_HEADER_BYTES + dparams * (double)es));
+        return st_fail_unmap(map, fsize, fail(err, errlen, NGPT_ERR_FORMAT, "%s: %zu bytes, but its header (version %d = %s; maxT %d, V %d, L %d, "
+                                                                             "NH %d, C %d, Vp %d) needs %.0f: the file is truncated or its header is wrong%s",
+                                              path, fsize, h[1], es == 4 ? "fp32" : "bf16", maxT, V, L, NH, C, Vp,
+                                              (double)LLMC_MODEL_HEADER_BYTES + dparams * (double)es, version_note));
     ModelShape fms = {L, NH, C, V, Vp, maxT, 1};
     size_t fparams = param_sizes(&fms, sizes);
     size_t want = LLMC_MODEL_HEADER_BYTES + fparams * es;
     if (fsize != want)
         return st_fail_unmap(map, fsize, fail(err, errlen, NGPT_ERR_FORMAT,
                                               "%s: %zu bytes, but its header (version %d = %s; maxT %d, V %d, L %d, NH %d, C %d, Vp %d) needs %zu: the "
-                                              "file is %s", path, fsize, h[1], es == 4 ? "fp32" : "bf16", maxT, V, L, NH, C, Vp, want,
-                                              fsize < want ? "truncated" : "longer than the model (trailing bytes)"));
+                                              "file is %s%s", path, fsize, h[1], es == 4 ? "fp32" : "bf16", maxT, V, L, NH, C, Vp, want,
+                                              fsize < want ? "truncated" : "longer than the model (trailing bytes)", version_note));
     *ms = (ModelShape){L, NH, C, V, pad_vocab(V), maxT, 1};
     if (!w) return st_fail_unmap(map, fsize, NGPT_OK);
     size_t total = param_sizes(ms, sizes), wpe = (size_t)maxT * C;

@@ -848,7 +848,8 @@ static void test_llmc_errors(void) {
     expect_error(llmc_read_model, "wrong version", path, NGPT_ERR_FORMAT, "version 2; nanogpt reads version 3 (fp32) and 5 (bf16)");
     h[1] = 5; /* a bf16 header on fp32 data: twice the bytes it expects */
     spill(path, file, n, NULL, 0);
-    expect_error(llmc_read_model, "v5 header on v3 data", path, NGPT_ERR_FORMAT, "trailing bytes");
+    expect_error(llmc_read_model, "v5 header on v3 data", path, NGPT_ERR_FORMAT,
+                 "trailing bytes); its size is exactly that of version 3 (fp32) data: is the version at byte offset 4 wrong?");
     h[1] = 3;
 
     tmp_path(path, sizeof path, "sizes.bin");
