@@ -5217,6 +5217,7 @@ struct ngpt_trainer {
     int jsonl_failed;  /* a line of out_dir/log.jsonl could not be written: said once */
     int out_dir_taken; /* out_dir held another run's checkpoints when this run (not a resume) was made: ngpt_train refuses */
     int resumed, resumed_step; /* made by init_from = resume, from the checkpoint of that step */
+    long long known_from;      /* the oldest checkpoint step listed in out_dir at creation (-1: none was there) */
     int resumed_vocab_from_data; /* that checkpoint's run took its vocabulary from its data (stored vocab_size 0), the folder read now */
     _Atomic int stop_requested;
     int plan_only; /* set up to the plan, allocate nothing (ngpt_plan_arenas) */
@@ -6934,8 +6935,9 @@ CLI_USED static int llmc_write_model(const char *path, const ModelShape *ms, con
     FILE *f = stream >= 0 ? (stream_copy >= 0 ? fdopen(stream_copy, "wb") : NULL) : fopen(direct ? path : tmp, "wb");
     if (!f && stream_copy >= 0) close(stream_copy);
     if (!f) { /* the error names the file asked for, not its temporary sibling */
-        int e = errno;
-        return fail(err, errlen, NGPT_ERR_IO, "cannot write %s: %s%s", path, strerror(e), e == ENOENT ? " (its folder does not exist)" : "");
+        int e = errno, descriptor = !strncmp(path, "/dev/fd/", 8) || !strncmp(path, "/proc/self/fd/", 14);
+        return fail(err, errlen, NGPT_ERR_IO, "cannot write %s: %s%s", path, strerror(e),
+                    e != ENOENT ? "" : descriptor ? " (no such descriptor is open)" : " (its folder does not exist)");
     }
     int32_t h[256];
     memset(h, 0, sizeof h);
@@ -7219,6 +7221,13 @@ static int mkdir_p(const char *dir) {
 
 static int resume_checkpoint(const char *dir, char *path, size_t cap);
 
+/* The file name of path when path is a file of the trainer's out_dir (as the trainer's saves write it: out_dir/NAME);
+ * NULL otherwise */
+static const char *name_in_out_dir(const ngpt_trainer *tr, const char *path) {
+    size_t dir_len = strlen(tr->cfg.out_dir);
+    return !strncmp(path, tr->cfg.out_dir, dir_len) && path[dir_len] == '/' && !strchr(path + dir_len + 1, '/') ? path + dir_len + 1 : NULL;
+}
+
 /* Writes the trainer's whole state to path (atomically); never a model with non-finite weights. */
 static int checkpoint_write(ngpt_trainer *tr, const char *path) {
     double wn = tr->be->norm_sq(tr->be, tr->params, tr->plan.nparams_padded);
@@ -7278,10 +7287,8 @@ static int checkpoint_write(ngpt_trainer *tr, const char *path) {
         if (rc) return rc;
         /* into out_dir: whether the run has a checkpoint to fall back on; elsewhere (ngpt_save) the file as it was */
         char earlier[600];
-        size_t dir_len = strlen(tr->cfg.out_dir);
-        int in_out_dir = !strncmp(path, tr->cfg.out_dir, dir_len) && path[dir_len] == '/' && !strchr(path + dir_len + 1, '/');
         return tr_fail(tr, NGPT_ERR_IO, "writing checkpoint %s failed: %s; %s", path, strerror(w.failed),
-                       !in_out_dir ? "the file is as it was before"
+                       !name_in_out_dir(tr, path) ? "the file is as it was before"
                        : resume_checkpoint(tr->cfg.out_dir, earlier, sizeof earlier) ? "the earlier checkpoints are untouched"
                                                                                       : "no checkpoint was saved before it");
     }
@@ -7558,6 +7565,18 @@ static void checkpoint_remove_stale(const char *dir) {
     if (lock >= 0) close(lock);
 }
 
+/* Adds a ckpt_<step>.bin just saved in out_dir to kept_steps, as the newest (saved again: moved there); the oldest
+ * goes when the list is full (a save prunes it to keep_checkpoints at once; ngpt_save does not prune) */
+static void kept_record(ngpt_trainer *tr, long long step) {
+    long long *kept = tr->kept_steps;
+    int n = 0;
+    for (int i = 0; i < tr->n_kept; i++)
+        if (kept[i] != step) kept[n++] = kept[i];
+    if (n == MAX_KEEP_CHECKPOINTS + 1) memmove(kept, kept + 1, (size_t)--n * sizeof *kept);
+    kept[n++] = step;
+    tr->n_kept = n;
+}
+
 /* Saves ckpt_<step>.bin in out_dir, keeps the newest cfg.keep_checkpoints, and points best.bin at it when
  * is_best (a hard link: pruning never removes the best). */
 static int checkpoint_save(ngpt_trainer *tr, int is_best) {
@@ -7574,11 +7593,9 @@ static int checkpoint_save(ngpt_trainer *tr, int is_best) {
         if (link(path, tmp) || rename(tmp, best)) return tr_fail(tr, NGPT_ERR_IO, "cannot link %s to %s: %s", best, path, strerror(errno));
     }
     /* the newest keep_checkpoints stay: kept_steps knows them (filled from out_dir at start, no listing now) */
+    kept_record(tr, tr->step);
     long long *kept = tr->kept_steps;
-    int n = 0;
-    for (int i = 0; i < tr->n_kept; i++)
-        if (kept[i] != tr->step) kept[n++] = kept[i]; /* saved again: now the newest */
-    kept[n++] = tr->step;
+    int n = tr->n_kept;
     int extra = MAX(0, n - tr->cfg.keep_checkpoints);
     for (int i = 0; i < extra; i++) {
         checkpoint_path(dir, kept[i], path, sizeof path);
@@ -7597,7 +7614,10 @@ int ngpt_save(ngpt_trainer *tr, const char *path) {
     if (!tr) return NGPT_ERR_ARG;
     if (!path || !*path) return tr_fail(tr, NGPT_ERR_ARG, "ngpt_save: no path");
     if (tr->plan.req.inference) return tr_fail(tr, NGPT_ERR_STATE, "cannot save %s: " SAMPLE_ONLY_REFUSAL, path);
-    return checkpoint_write(tr, path);
+    int rc = checkpoint_write(tr, path);
+    const char *name = name_in_out_dir(tr, path);
+    if (!rc && name && is_checkpoint_name(name, "")) kept_record(tr, atoll(name + 5)); /* out_dir's checkpoint, this trainer's own */
+    return rc;
 }
 
 /* the checkpoint's model is the trainer's */
@@ -7969,6 +7989,7 @@ static int trainer_setup(ngpt_trainer *tr) {
     char best_path[600];
     snprintf(best_path, sizeof best_path, "%.400s/best.bin", c->out_dir);
     tr->out_dir_taken = !resume.f && (tr->n_kept > 0 || file_exists(best_path));
+    tr->known_from = tr->n_kept ? tr->kept_steps[0] : -1;
     tr->resumed = resume.f != NULL;
     if (resume.f) {
         checkpoint_remove_stale(c->out_dir);
@@ -8572,10 +8593,11 @@ static int out_dir_taken_error(const ngpt_config *c, long long newest, char *err
 }
 
 /* The newest ckpt_<step>.bin in out_dir that this trainer does not know (neither there when it was made nor saved
- * by it): another run's, saved since; -1 when there is none */
+ * by it): another run's, saved since; -1 when there is none. Files older than the oldest listed at its creation
+ * (beyond the newest MAX_KEEP_CHECKPOINTS) are not its to judge. */
 static long long foreign_checkpoint(const ngpt_trainer *tr) {
-    long long steps[MAX_KEEP_CHECKPOINTS + 1];
-    for (int i = checkpoint_list(tr->cfg.out_dir, steps, MAX_KEEP_CHECKPOINTS + 1) - 1; i >= 0; i--) {
+    long long steps[MAX_KEEP_CHECKPOINTS];
+    for (int i = checkpoint_list(tr->cfg.out_dir, steps, MAX_KEEP_CHECKPOINTS) - 1; i >= 0 && steps[i] >= tr->known_from; i--) {
         int known = 0;
         for (int k = 0; k < tr->n_kept && !known; k++) known = tr->kept_steps[k] == steps[i];
         if (!known) return steps[i];
@@ -9089,9 +9111,9 @@ static int charvocab_save(const CharVocab *v, const char *path, char *err, size_
 
 /* An input of prepare, open at its start, that binary_file_says knows (a token file, a model, a checkpoint, any
  * file with a NUL in its first 512 bytes): an error naming it, and f closed; NGPT_OK for text */
-static int prepare_input_text(FILE *f, const char *path, char *err, size_t errlen) {
+static int prepare_input_text(FILE *f, const char *path, int piped, char *err, size_t errlen) {
     char says[700];
-    if (!binary_file_says(f, path, says, sizeof says)) return NGPT_OK;
+    if (!binary_file_says(f, piped ? "FILE" : path, says, sizeof says)) return NGPT_OK; /* a pipe's model is used from a file */
     fclose(f);
     return fail(err, errlen, NGPT_ERR_FORMAT, "%s is not text to prepare: it is %s; prepare reads UTF-8 text", path, says);
 }
@@ -9107,7 +9129,7 @@ static int prepare_input_open(const char *path, const char *out_dir, FILE **in, 
     if (!f) return fail(err, errlen, NGPT_ERR_IO, "cannot open %s: %s", path, strerror(errno));
     struct stat st;
     if (fstat(fileno(f), &st) || S_ISREG(st.st_mode)) {
-        int rc = prepare_input_text(f, path, err, errlen);
+        int rc = prepare_input_text(f, path, 0, err, errlen);
         if (!rc) *in = f;
         return rc;
     }
@@ -9143,7 +9165,7 @@ static int prepare_input_open(const char *path, const char *out_dir, FILE **in, 
         return rc;
     }
     rewind(copy);
-    if ((rc = prepare_input_text(copy, path, err, errlen))) return rc;
+    if ((rc = prepare_input_text(copy, path, 1, err, errlen))) return rc;
     *in = copy;
     if (spooled) *spooled = 1;
     return NGPT_OK;
@@ -9975,6 +9997,35 @@ static int ensure_gpt2_vocab(const char *dir, char *err, size_t errlen) {
     return NGPT_OK;
 }
 
+/* ensure_dataset's preparation of dir from input (chars: characters, else GPT-2 BPE) */
+static int ensure_dataset_in(const ngpt_config *cfg, const char *dir, char *input, size_t input_cap, int chars, char *err, size_t errlen) {
+    mkdir_p(dir);
+    if (!file_exists(input) && !cfg->input[0]) { /* both datasets are Tiny Shakespeare: the other's copy will do */
+        ngpt_config other = *cfg;
+        char other_dir[300], other_input[400];
+        copy_str(other.dataset, sizeof other.dataset, chars ? "shakespeare" : "shakespeare_char");
+        snprintf(other_input, sizeof other_input, "%s/input.txt", dataset_dir(&other, other_dir, sizeof other_dir));
+        if (file_exists(other_input)) {
+            printf("preparing %s from the Tiny Shakespeare in %s\n", cfg->dataset, other_input);
+            copy_str(input, input_cap, other_input);
+        }
+    }
+    if (!file_exists(input)) {
+        if (cfg->input[0]) return fail(err, errlen, NGPT_ERR_IO, "input = %s: no such file", cfg->input);
+        if (download(TINY_SHAKESPEARE_URL, input, err, errlen))
+            return fail(err, errlen, NGPT_ERR_IO, "could not download Tiny Shakespeare (offline?). Put the text at %s, or pass --input=/path/to/input.txt",
+                        input);
+    }
+    if (chars) return prepare_char(input, dir, 0.1, stdout, err, errlen);
+    ngpt_tokenizer *tok = NULL;
+    int rc = ensure_gpt2_vocab(cfg->tokenizer_dir, err, errlen);
+    if (!rc) rc = load_gpt2_tokenizer(cfg->tokenizer_dir, &tok, err, errlen);
+    const char *inputs[1] = {input};
+    if (!rc) rc = prepare_gpt2(inputs, 1, dir, 0.1, 0, tok, stdout, err, errlen);
+    ngpt_tokenizer_free(tok);
+    return rc;
+}
+
 /* The recipes' datasets prepare themselves: shakespeare_char (characters) and shakespeare (GPT-2 BPE)
  * from data/<dataset>/input.txt (downloaded when missing, or --input). */
 static int ensure_dataset(const ngpt_config *cfg, char *err, size_t errlen) {
@@ -9999,30 +10050,14 @@ static int ensure_dataset(const ngpt_config *cfg, char *err, size_t errlen) {
     }
     if (cfg->input[0]) snprintf(input, sizeof input, "%s", cfg->input);
     else snprintf(input, sizeof input, "%s/input.txt", dir);
-    mkdir_p(dir);
-    if (!file_exists(input) && !cfg->input[0]) { /* both datasets are Tiny Shakespeare: the other's copy will do */
-        ngpt_config other = *cfg;
-        char other_dir[300], other_input[400];
-        copy_str(other.dataset, sizeof other.dataset, chars ? "shakespeare" : "shakespeare_char");
-        snprintf(other_input, sizeof other_input, "%s/input.txt", dataset_dir(&other, other_dir, sizeof other_dir));
-        if (file_exists(other_input)) {
-            printf("preparing %s from the Tiny Shakespeare in %s\n", cfg->dataset, other_input);
-            copy_str(input, sizeof input, other_input);
-        }
-    }
-    if (!file_exists(input)) {
-        if (cfg->input[0]) return fail(err, errlen, NGPT_ERR_IO, "input = %s: no such file", cfg->input);
-        if (download(TINY_SHAKESPEARE_URL, input, err, errlen))
-            return fail(err, errlen, NGPT_ERR_IO, "could not download Tiny Shakespeare (offline?). Put the text at %s, or pass --input=/path/to/input.txt",
-                        input);
-    }
-    if (chars) return prepare_char(input, dir, 0.1, stdout, err, errlen);
-    ngpt_tokenizer *tok = NULL;
-    int rc = ensure_gpt2_vocab(cfg->tokenizer_dir, err, errlen);
-    if (!rc) rc = load_gpt2_tokenizer(cfg->tokenizer_dir, &tok, err, errlen);
-    const char *inputs[1] = {input};
-    if (!rc) rc = prepare_gpt2(inputs, 1, dir, 0.1, 0, tok, stdout, err, errlen);
-    ngpt_tokenizer_free(tok);
+    char parent[300];
+    copy_str(parent, sizeof parent, dir);
+    char *slash = strrchr(parent, '/');
+    if (slash) *slash = 0;
+    int made_dir = !file_exists(dir), made_parent = slash && !file_exists(parent);
+    int rc = ensure_dataset_in(cfg, dir, input, sizeof input, chars, err, errlen);
+    if (rc && made_dir) rmdir(dir); /* a failure leaves no empty folder behind (data/<dataset>, data/) */
+    if (rc && made_parent) rmdir(parent);
     return rc;
 }
 
@@ -10263,6 +10298,22 @@ static int default_job_checkpoints(const char *out_dir, char *err, size_t errlen
                 out_dir, DEFAULT_JOB_OUT_DIR, DEFAULT_JOB_OUT_DIR);
 }
 
+/* Whether dir/log.jsonl is a training run's: a line that is no eval_only evaluation among its first 64, or none yet
+ * (a run starting); eval_only runs log there too, and save nothing */
+static int log_of_training(const char *dir) {
+    char path[600], line[1024];
+    snprintf(path, sizeof path, "%.580s/log.jsonl", dir);
+    FILE *f = fopen(path, "r");
+    if (!f) return 0;
+    int lines = 0, evaluations = 0;
+    while (lines < 64 && fgets(line, sizeof line, f)) {
+        lines++;
+        evaluations += strstr(line, "\"eval_only\": true") != NULL;
+    }
+    fclose(f);
+    return lines == 0 || evaluations < lines;
+}
+
 /* The checkpoint that sample, export and plan --sample read from out_dir: best.bin (the lowest val loss), else the newest
  * ckpt_<step>.bin. cfg becomes its stored config and model shape (checkpoint_read_config), with init_from =
  * scratch: the caller makes a trainer from cfg and loads the file's parameters into it with ngpt_load. */
@@ -10273,9 +10324,7 @@ static int checkpoint_to_read(const char *out_dir, char *path, size_t cap, ngpt_
     if (!file_exists(path)) {
         int rc = default_job_checkpoints(out_dir, err, errlen);
         if (rc) return rc;
-        char log[600];
-        snprintf(log, sizeof log, "%.580s/log.jsonl", out_dir);
-        if (!n && file_exists(log))
+        if (!n && log_of_training(out_dir))
             return fail(err, errlen, NGPT_ERR_IO, "no checkpoint in out_dir %s yet: its run (log.jsonl) has saved none; a run saves at its "
                                                    "evaluations (eval_interval) when the val loss improves, and when it ends", out_dir);
         if (!n) return fail(err, errlen, NGPT_ERR_IO, "no checkpoint in out_dir %s%s (train first, or pass --out_dir)", out_dir,
@@ -10902,6 +10951,12 @@ static int cmd_export(int argc, char **argv) {
     }
     int stream = own_descriptor(out); /* --out=/dev/stdout: the model goes where stdout goes, and holds the model alone */
     FILE *said = stream >= 0 || (!stat(out, &st) && !S_ISREG(st.st_mode)) ? stderr : stdout;
+    struct stat err_st;
+    if (stream >= 0 && !fstat(stream, &st) && !fstat(2, &err_st) && st.st_dev == err_st.st_dev && st.st_ino == err_st.st_ino) {
+        fprintf(stderr, "error: --out=%s: stderr goes to the same file or pipe, so export's messages would be written into the model; "
+                        "send stderr elsewhere (2>/dev/null), or name a file with --out\n", out);
+        return 1;
+    }
     if (stream < 0 && is_checkpoint_file(out)) { /* its AdamW state and step would be gone, and a resume or sample of its run would fail */
         fprintf(stderr, "error: --out=%s is a nanogpt checkpoint, which export does not replace: --out names a new llm.c model file (e.g. "
                         "--out=gpt2_124M.bin)\n", out);

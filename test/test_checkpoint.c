@@ -371,7 +371,7 @@ static void test_out_dir_filled_after_create(void) {
           "a resume made before another trained on is refused: %s", b->err);
     ngpt_trainer_free(a);
     ngpt_trainer_free(b);
-    /* one trainer trained twice (stopped, then on) knows its own saves */
+    /* one trainer trained twice (stopped, then on) knows its own saves, those of ngpt_save into out_dir too */
     clear_out_dir();
     config(&c);
     c.max_iters = 2;
@@ -381,7 +381,30 @@ static void test_out_dir_filled_after_create(void) {
     CHECK(ngpt_train(t) == 0, "%s", t->err);
     t->cfg.max_iters = 4;
     CHECK(ngpt_train(t) == 0, "trained on after its own saves: %s", t->err);
+    char own[400];
+    checkpoint_path(out_dir, 9, own, sizeof own);
+    CHECK(ngpt_train_step(t, NULL) == 0 && ngpt_save(t, own) == 0, "ngpt_save into out_dir: %s", t->err);
+    t->cfg.max_iters = 6;
+    CHECK(ngpt_train(t) == 0, "trained on after its own ngpt_save: %s", t->err);
     ngpt_trainer_free(t);
+    /* a folder of more checkpoints than a trainer lists (1000): a resume of it is no other run */
+    char newest[400], link_path[400];
+    long long steps[1];
+    CHECK(checkpoint_list(out_dir, steps, 1) == 1, "a checkpoint to link");
+    checkpoint_path(out_dir, steps[0], newest, sizeof newest);
+    for (int k = 0; k < MAX_KEEP_CHECKPOINTS + 2; k++) {
+        checkpoint_path(out_dir, 1000000 + k, link_path, sizeof link_path);
+        if (link(newest, link_path)) { CHECK(0, "link %s: %s", link_path, strerror(errno)); break; }
+    }
+    copy_str(c.init_from, sizeof c.init_from, "resume");
+    c.max_iters = (int)steps[0] + 1; /* the linked files hold that checkpoint's step: a step or two */
+    c.eval_interval = 1000000;
+    ngpt_trainer *many = make(&c);
+    if (!many) return;
+    CHECK(ngpt_train(many) == 0, "a resume among %d checkpoints: %s", MAX_KEEP_CHECKPOINTS + 2, many->err);
+    many->cfg.max_iters++; /* on, after its save pruned the checkpoints it listed: the older ones it did not list stay */
+    CHECK(ngpt_train(many) == 0, "trained on among the checkpoints it did not list: %s", many->err);
+    ngpt_trainer_free(many);
 }
 
 /* copies src to dst with a transform applied to the bytes (truncate_to -2: a byte appended) */

@@ -776,6 +776,7 @@ static void test_resume_model(void) {
         CHECK_RUN(r, 1, "resume without the run's data_dir, the default dataset's input missing");
         const char *note = strstr(r->err, "note: the checkpoint's run read data_dir "), *error = strstr(r->err, "error: input = /nonexistent");
         CHECK(note && error && note < error, "the note first, then the error: %.500s", r->err);
+        CHECK(!file_exists(tmp_path("resume_cwd/data")), "the failed preparation leaves no empty data folder");
     }
     /* input is read once, to prepare a recipe's dataset that has no train.bin: said where it is not read */
     char note_out[600], recipe_data[600];
@@ -898,6 +899,9 @@ static void test_resume_model(void) {
     CHECK_RUN(r, 0, "eval_only from scratch");
     CHECK(strstr(r->out, "step 0: train loss ") && strstr(r->out, "done: evaluated the model of step 0") && !strstr(r->out, "MFU") &&
           files_in(tmp_path("eout")) == 1, "one evaluation, no peak measured, only log.jsonl written (%d files): %.600s", files_in(tmp_path("eout")), r->out);
+    r = cli("sample", out_dir_arg, NULL); /* a folder of evaluations: no run that has yet to save */
+    CHECK_RUN(r, 1, "sample an eval_only run's folder");
+    CHECK(strstr(r->err, "no checkpoint in out_dir") && !strstr(r->err, " yet"), "an eval_only folder is no run to wait for: %.300s", r->err);
 }
 
 /* every config file shipped in data/ loads and plans (no GPU, no weights, no data needed): a typo in one
@@ -1404,6 +1408,11 @@ static void test_workflow(void) {
     CHECK(n_model > 0 && n_model < sizeof model_bytes && n_logged == 9 + n_model && !memcmp(logged, "precious\n", 9) &&
               !memcmp(logged + 9, model_bytes, n_model) && strstr(r->err, "wrote /dev/fd/"),
           "the stream keeps what it held, then the model (%zu bytes, the model %zu): %.300s", n_logged, n_model, r->err);
+    /* the model into the stream that export's messages go to (--out=/dev/stderr, or /dev/stdout with 2>&1): refused */
+    r = cli("export", out_dir_arg, "--out=/dev/stderr", NULL);
+    CHECK_RUN(r, 1, "export into stderr");
+    CHECK(strstr(r->err, "stderr goes to the same file or pipe, so export's messages would be written into the model") && file_size(tmp_path("err.txt")) < 1000,
+          "no model in the messages: %.300s", r->err);
     /* a file that is no llm.c model (the data's val.bin here, or notes) is the user's: refused, and left as it was */
     char data_copy[700], data_out[720];
     snprintf(data_copy, sizeof data_copy, "%s/val.bin", tmp_path("chars"));
@@ -1739,7 +1748,8 @@ static void test_prepare_from_pipe(void) {
         r = cli("prepare", tokenizers[t], tok, fifo_in, out, NULL);
         CHECK_RUN(r, 1, "prepare a model from a pipe");
         reap_within(writer, 10);
-        CHECK(strstr(r->err, "is not text to prepare: it is an llm.c model file") && !file_exists(tmp_path("from_binary_fifo")),
+        CHECK(strstr(r->err, "is not text to prepare: it is an llm.c model file") && strstr(r->err, "--init_from=FILE;") &&
+                  !file_exists(tmp_path("from_binary_fifo")),
               "%s: a model from a pipe is refused and leaves no folder: %.300s", tokenizers[t], r->err);
         writer = fifo_writer(tmp_path("text.fifo"), "");
         r = cli("prepare", tokenizers[t], tok, fifo_in, out, NULL);
