@@ -10327,6 +10327,11 @@ static int checkpoint_to_read(const char *out_dir, char *path, size_t cap, ngpt_
         if (!n && log_of_training(out_dir))
             return fail(err, errlen, NGPT_ERR_IO, "no checkpoint in out_dir %s yet: its run (log.jsonl) has saved none; a run saves at its "
                                                    "evaluations (eval_interval) when the val loss improves, and when it ends", out_dir);
+        if (!n && !file_exists(out_dir)) {
+            char rel[PATH_MAX + 600];
+            return fail(err, errlen, NGPT_ERR_IO, "out_dir %s does not exist (train first, or pass the --out_dir of a run)%s", out_dir,
+                        relative_dir_note(out_dir, rel, sizeof rel));
+        }
         if (!n) return fail(err, errlen, NGPT_ERR_IO, "no checkpoint in out_dir %s%s (train first, or pass --out_dir)", out_dir,
                             pytorch_checkpoint_note(out_dir));
         checkpoint_path(out_dir, newest, path, cap);
@@ -10936,6 +10941,7 @@ static int cmd_export(int argc, char **argv) {
         }
         else if (!strncmp(argv[i], "--out=", 6)) out = argv[i] + 6;
         else if (!strcmp(argv[i], "--bf16")) bf16 = 1;
+        else if (!strcmp(key, "bf16") && (!strcmp(argv[i] + 7, "True") || !strcmp(argv[i] + 7, "False"))) bf16 = argv[i][7] == 'T'; /* as a config's bool */
         else {
             fprintf(stderr, "error: export: unknown argument '%s' (valid: --out_dir=DIR or --init_from=CHECKPOINT_FILE|resume|WEIGHTS, "
                             "--out=FILE [--bf16] [--pretrained_dir=DIR])\n", argv[i]);

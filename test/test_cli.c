@@ -360,10 +360,11 @@ static void test_typos(void) {
     CHECK(strstr(r->err, "nowhere/log.jsonl"), "plot names the file it could not open: %.300s", r->err);
     r = cli("sample", "--out_dir=/nonexistent/out", NULL);
     CHECK_RUN(r, 1, "sample without a checkpoint");
-    CHECK(strstr(r->err, "no checkpoint") && strstr(r->err, "--init_from=gpt2"), "sample says there is no checkpoint, and what else: %.300s", r->err);
+    CHECK(strstr(r->err, "out_dir /nonexistent/out does not exist") && strstr(r->err, "--init_from=gpt2"),
+          "sample says there is no such out_dir, and what else: %.300s", r->err);
     r = cli("export", "--out_dir=/nonexistent/out", "--out=x.bin", NULL);
     CHECK_RUN(r, 1, "export without a checkpoint");
-    CHECK(strstr(r->err, "no checkpoint") && !strstr(r->err, "init_from"), "export says there is no checkpoint: %.300s", r->err);
+    CHECK(strstr(r->err, "does not exist") && !strstr(r->err, "init_from"), "export says there is no such out_dir: %.300s", r->err);
     r = cli("sample", "--init_from=foo", NULL);
     CHECK_RUN(r, 1, "sample --init_from=foo");
     CHECK(strstr(r->err, "init_from = foo: ") && strstr(r->err, "scratch, resume, gpt2, gpt2-medium, gpt2-large, gpt2-xl") &&
@@ -1408,6 +1409,15 @@ static void test_workflow(void) {
     CHECK(n_model > 0 && n_model < sizeof model_bytes && n_logged == 9 + n_model && !memcmp(logged, "precious\n", 9) &&
               !memcmp(logged + 9, model_bytes, n_model) && strstr(r->err, "wrote /dev/fd/"),
           "the stream keeps what it held, then the model (%zu bytes, the model %zu): %.300s", n_logged, n_model, r->err);
+    /* --bf16=True as a config's bool; an out_dir that does not exist is named as such */
+    char bf16_out[720];
+    snprintf(bf16_out, sizeof bf16_out, "--out=%s", tmp_path("model_bf16.bin"));
+    r = cli("export", out_dir_arg, bf16_out, "--bf16=True", NULL);
+    CHECK_RUN(r, 0, "export --bf16=True");
+    CHECK(strstr(r->out, "(llm.c version 5"), "--bf16=True writes version 5: %.300s", r->out);
+    r = cli("export", "--out_dir=/nonexistent/run", bf16_out, NULL);
+    CHECK_RUN(r, 1, "export from an out_dir that does not exist");
+    CHECK(strstr(r->err, "out_dir /nonexistent/run does not exist"), "a missing out_dir is named: %.300s", r->err);
     /* the model into the stream that export's messages go to (--out=/dev/stderr, or /dev/stdout with 2>&1): refused */
     r = cli("export", out_dir_arg, "--out=/dev/stderr", NULL);
     CHECK_RUN(r, 1, "export into stderr");
