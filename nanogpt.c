@@ -2996,9 +2996,6 @@ static void tokenfile_close(TokenFile *f) {
     memset(f, 0, sizeof *f);
 }
 
-/* Opens and checks a token file: ids must be < vocab, and there must be at least min_tokens of them. A file
- * that starts with llm.c's magic is an llm.c shard, any other raw uint16 tokens (nanoGPT's train.bin);
- * with shard set (a file found by llm.c's shard names) the header is required. */
 /* What a data file holds when it is another of llm.c's (or nanogpt's) files, not tokens: its magic and a version in
  * range (8 bytes that uint16 tokens match by chance about once in 10^17 files); NULL otherwise */
 static const char *not_token_data(const unsigned char *p, size_t bytes) {
@@ -3014,6 +3011,9 @@ static const char *not_token_data(const unsigned char *p, size_t bytes) {
                                        : NULL;
 }
 
+/* Opens and checks a token file: ids must be < vocab, and there must be at least min_tokens of them. A file
+ * that starts with llm.c's magic is an llm.c shard, any other raw uint16 tokens (nanoGPT's train.bin);
+ * with shard set (a file found by llm.c's shard names) the header is required. */
 static int tokenfile_open(TokenFile *f, const char *path, int vocab, size_t min_tokens, int shard, char *err, size_t errlen) {
     memset(f, 0, sizeof *f);
     copy_str(f->path, sizeof f->path, path);
@@ -3132,8 +3132,6 @@ static void tokenset_close(TokenSet *s) {
 
 static int name_cmp(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
-/* whether a file name is one of llm.c's shards of split: fineweb_train_000001.bin, tiny_shakespeare_val.bin (and
- * festival_val_000000.bin: the split is a whole word between underscores, or before .bin, wherever it is one) */
 /* where the split's name is a word of a shard's name (fineweb_train_000001.bin: at train), NULL if nowhere */
 static const char *shard_split_word(const char *name, const char *split) {
     size_t ls = strlen(split);
@@ -3142,6 +3140,8 @@ static const char *shard_split_word(const char *name, const char *split) {
     return hit;
 }
 
+/* whether a file name is one of llm.c's shards of split: fineweb_train_000001.bin, tiny_shakespeare_val.bin (and
+ * festival_val_000000.bin: the split is a whole word between underscores, or before .bin, wherever it is one) */
 static int shard_of(const char *name, const char *split) {
     size_t ln = strlen(name);
     return ln > 4 && !strcmp(name + ln - 4, ".bin") && shard_split_word(name, split);
@@ -6897,10 +6897,6 @@ CLI_USED static int llmc_read_model(const char *path, ModelShape *ms, float **pa
     return weights_read_whole(llmc_open_model, path, ms, params, err, errlen);
 }
 
-/* Writes an llm.c model file (version 3 fp32, or 5 bf16 rounded to nearest even) atomically: a temporary
- * file, fsync, rename. wte is padded with zero rows to a multiple of 128, as llm.c's write_model pads it (the
- * header's Vp says so). llm.c's format always has biases; a model without them (bias = 0) is the same model as
- * one whose biases and LayerNorm biases are zero, so zeros are written in their place. */
 /* The descriptor that path names when it is one of this process's open files (/dev/stdout, /dev/stderr, /dev/fd/N,
  * /proc/self/fd/N); -1 otherwise. Written through that descriptor, output goes where the stream is (after what
  * `>>` or an earlier command wrote); opened by name, the file behind it would be rewritten from its start. */
@@ -6914,6 +6910,10 @@ CLI_USED static int own_descriptor(const char *path) {
     return *end || fd > INT_MAX || fcntl((int)fd, F_GETFD) < 0 ? -1 : (int)fd;
 }
 
+/* Writes an llm.c model file (version 3 fp32, or 5 bf16 rounded to nearest even) atomically: a temporary
+ * file, fsync, rename. wte is padded with zero rows to a multiple of 128, as llm.c's write_model pads it (the
+ * header's Vp says so). llm.c's format always has biases; a model without them (bias = 0) is the same model as
+ * one whose biases and LayerNorm biases are zero, so zeros are written in their place. */
 CLI_USED static int llmc_write_model(const char *path, const ModelShape *ms, const float *params, int bf16, char *err, size_t errlen) {
     if (ms->L <= 0 || ms->NH <= 0 || ms->C <= 0 || ms->V <= 0 || ms->Vp < ms->V || ms->maxT <= 0)
         return fail(err, errlen, NGPT_ERR_ARG, "cannot export %s: bad model shape (L %d, NH %d, C %d, V %d, Vp %d, maxT %d)", path, ms->L, ms->NH,
@@ -10963,19 +10963,22 @@ static int cmd_export(int argc, char **argv) {
                         "send stderr elsewhere (2>/dev/null), or name a file with --out\n", out);
         return 1;
     }
-    if (stream < 0 && is_checkpoint_file(out)) { /* its AdamW state and step would be gone, and a resume or sample of its run would fail */
-        fprintf(stderr, "error: --out=%s is a nanogpt checkpoint, which export does not replace: --out names a new llm.c model file (e.g. "
-                        "--out=gpt2_124M.bin)\n", out);
-        return 1;
-    }
     FILE *existing = stream < 0 && !stat(out, &st) && S_ISREG(st.st_mode) && st.st_size > 0 ? fopen(out, "rb") : NULL;
-    if (existing) { /* an earlier export is replaced; any other file (a token shard, notes) is the user's */
-        int32_t magic = 0;
+    if (existing) { /* an earlier export is replaced; any other file (a checkpoint, a token shard, notes) is the user's */
+        unsigned char head[8] = {0};
+        int32_t magic;
         char says[700] = "text";
-        int model = fread(&magic, 4, 1, existing) == 1 && magic == LLMC_MODEL_MAGIC;
+        size_t got = fread(head, 1, sizeof head, existing);
+        memcpy(&magic, head, 4);
+        int model = got >= 4 && magic == LLMC_MODEL_MAGIC, checkpoint = got == 8 && !memcmp(head, CKPT_MAGIC, 8);
         rewind(existing);
-        if (!model) binary_file_says(existing, out, says, sizeof says);
+        if (!model && !checkpoint) binary_file_says(existing, out, says, sizeof says);
         fclose(existing);
+        if (checkpoint) { /* its AdamW state and step would be gone, and a resume or sample of its run would fail */
+            fprintf(stderr, "error: --out=%s is a nanogpt checkpoint, which export does not replace: --out names a new llm.c model file (e.g. "
+                            "--out=gpt2_124M.bin)\n", out);
+            return 1;
+        }
         if (!model) {
             fprintf(stderr, "error: --out=%s exists and is no llm.c model file (it is %.600s): export replaces only an earlier export; "
                             "remove it first, or name another file\n", out, says);
