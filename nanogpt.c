@@ -618,6 +618,28 @@ static int parse_number(const char *text, double *out) {
     return 0;
 }
 
+/* The exact value of an integer whose text is one whole number (digits, with Python's _ between them): a double
+ * holds integers exactly only up to 2^53, and a seed goes to 9.2e18 (1234567890123456789 was stored as
+ * ...768). x, parse_number's value, for any other text (1e18, 2**62 written as a product). */
+static long long exact_integer(const char *text, double x) {
+    char s[32];
+    size_t n = 0;
+    const char *c = text;
+    while (isspace((unsigned char)*c)) c++;
+    if (*c == '+') c++;
+    for (; *c && !isspace((unsigned char)*c); c++) {
+        if (*c == '_') continue;
+        if (!isdigit((unsigned char)*c) || n + 1 >= sizeof s) return (long long)x;
+        s[n++] = *c;
+    }
+    while (isspace((unsigned char)*c)) c++;
+    if (*c || !n) return (long long)x;
+    s[n] = 0;
+    errno = 0;
+    long long v = strtoll(s, NULL, 10);
+    return errno ? (long long)x : v;
+}
+
 /* The options a command reads besides the config keys, for "did you mean" (sample first: parse_args and
  * config_unknown name its options where a config key is expected) */
 static const struct {
@@ -716,7 +738,7 @@ static int config_assign(ngpt_config *cfg, const ConfigKey *k, const char *v, in
             return fail(err, errlen, NGPT_ERR_ARG, "%s = '%s': must be a number in [%g, %g]%s", key, v, k->lo, k->hi, why);
         }
         if (k->type == KEY_INT) *(int *)field = (int)x;
-        else if (k->type == KEY_I64) *(long long *)field = (long long)x;
+        else if (k->type == KEY_I64) *(long long *)field = exact_integer(v, x);
         else *(double *)field = x;
         return NGPT_OK;
     }
@@ -769,6 +791,51 @@ static int python_import(const char *p) {
     return !strncmp(p, "from", 4) && (p[4] == ' ' || p[4] == '\t') && imp && (size_t)(imp - p) < code;
 }
 
+/* The binary files nanogpt knows by their first bytes: llm.c's, its own checkpoints, safetensors, zip */
+typedef enum {
+    KNOWN_NONE,
+    KNOWN_LLMC_MODEL,
+    KNOWN_LLMC_STATE,
+    KNOWN_LLMC_DEBUG_STATE,
+    KNOWN_LLMC_TOKENIZER,
+    KNOWN_LLMC_SHARD,
+    KNOWN_LLMC_LLAMA3_SHARD,
+    KNOWN_CHECKPOINT,
+    KNOWN_SAFETENSORS,
+    KNOWN_ZIP,
+    KNOWN_KINDS
+} KnownFile;
+
+/* What a file whose first n bytes are head is. With tokens_possible (a data file, which may be raw uint16 tokens
+ * and so start with anything) only 8-byte signatures count: a checkpoint's magic, or an llm.c magic followed by a
+ * version in 1..16 (3 or 5 for a model), which tokens match by chance about once in 10^17 files. Elsewhere (a
+ * config file, a text to prepare, export's --out) llm.c's 4-byte magics, safetensors and zip count too. */
+static KnownFile known_file(const unsigned char *head, size_t n, int tokens_possible) {
+    if (n >= 8 && !memcmp(head, CKPT_MAGIC, 8)) return KNOWN_CHECKPOINT;
+    int32_t h[2] = {0, 0};
+    memcpy(h, head, MIN(n, sizeof h));
+    int version_ok = n >= 8 && h[1] >= 1 && h[1] <= 16, model_version_ok = n >= 8 && (h[1] == 3 || h[1] == 5);
+    if (n >= 4 && (!tokens_possible || version_ok)) {
+        switch (h[0]) {
+        case LLMC_MODEL_MAGIC:
+            if (!tokens_possible || model_version_ok) return KNOWN_LLMC_MODEL;
+            break;
+        case LLMC_STATE_MAGIC: return KNOWN_LLMC_STATE;
+        case LLMC_DEBUG_MAGIC: return KNOWN_LLMC_DEBUG_STATE;
+        case LLMC_TOKENIZER_MAGIC: return KNOWN_LLMC_TOKENIZER;
+        case LLMC_MAGIC: return KNOWN_LLMC_SHARD;
+        case LLMC_LLAMA3_MAGIC: return KNOWN_LLMC_LLAMA3_SHARD;
+        default: break;
+        }
+    }
+    if (tokens_possible) return KNOWN_NONE;
+    uint64_t json_len = 0;
+    if (n >= 8) memcpy(&json_len, head, 8);
+    if (n > 8 && json_len > 1 && json_len < ((uint64_t)1 << 32) && head[8] == '{') return KNOWN_SAFETENSORS; /* text's 8 bytes: above 2^56 */
+    if (n >= 4 && !memcmp(head, "PK\3\4", 4)) return KNOWN_ZIP;
+    return KNOWN_NONE;
+}
+
 /* Whether the file f (at path) is one of the binary files nanogpt (or llm.c) knows, or any binary (a NUL byte
  * in its first 512 bytes): if so, what it is and where it goes, into says; 0 for text. Reads f's head and
  * rewinds it. */
@@ -776,23 +843,20 @@ static int binary_file_says(FILE *f, const char *path, char *says, size_t cap) {
     unsigned char head[512];
     size_t n = fread(head, 1, sizeof head, f);
     rewind(f);
-    int32_t magic = 0;
-    uint64_t json_len = 0;
-    if (n >= 4) memcpy(&magic, head, 4);
-    if (n >= 8) memcpy(&json_len, head, 8);
-    const char *what = magic == LLMC_MODEL_MAGIC ? "an llm.c model file: train from it or sample it with --init_from=%s"
-                       : magic == LLMC_STATE_MAGIC ? "llm.c's optimizer state, which nanogpt does not read: its model file (model_<step>.bin) goes "
-                                                     "as --init_from"
-                       : magic == LLMC_MAGIC ? "an llm.c token shard: pass the folder that holds it as --data_dir"
-                       : magic == LLMC_TOKENIZER_MAGIC ? "llm.c's tokenizer file, which nanogpt does not read: tokenizer_dir holds GPT-2's "
-                                                         "encoder.json and vocab.bpe"
-                       : n >= 8 && !memcmp(head, CKPT_MAGIC, 8) ? "a nanogpt checkpoint: sample it with `nanogpt sample --init_from=%s`, "
-                                                                   "or resume its run with --init_from=resume and its out_dir"
-                       : n > 8 && json_len > 1 && json_len < ((uint64_t)1 << 32) && head[8] == '{' /* text's 8 bytes: a length above 2^56 */
-                           ? "safetensors weights: train from them with --init_from=%s"
-                       : n >= 4 && !memcmp(head, "PK\3\4", 4) ? "a zip archive, as PyTorch's torch.save writes (nanoGPT's ckpt.pt), which "
-                                                                   "nanogpt does not read"
-                       : NULL;
+    static const char *const what_is[KNOWN_KINDS] = {
+        [KNOWN_LLMC_MODEL] = "an llm.c model file: train from it or sample it with --init_from=%s",
+        [KNOWN_LLMC_STATE] = "llm.c's optimizer state, which nanogpt does not read: its model file (model_<step>.bin) goes as --init_from",
+        [KNOWN_LLMC_DEBUG_STATE] = "llm.c's debug state (gpt2_124M_debug_state.bin), which nanogpt does not read: its model file "
+                                   "(gpt2_124M.bin) goes as --init_from",
+        [KNOWN_LLMC_TOKENIZER] = "llm.c's tokenizer file, which nanogpt does not read: tokenizer_dir holds GPT-2's encoder.json and vocab.bpe",
+        [KNOWN_LLMC_SHARD] = "an llm.c token shard: pass the folder that holds it as --data_dir",
+        [KNOWN_LLMC_LLAMA3_SHARD] = "an llm.c Llama 3 token shard (uint32 tokens), which nanogpt does not read",
+        [KNOWN_CHECKPOINT] = "a nanogpt checkpoint: sample it with `nanogpt sample --init_from=%s`, or resume its run with --init_from=resume "
+                             "and its out_dir",
+        [KNOWN_SAFETENSORS] = "safetensors weights: train from them with --init_from=%s",
+        [KNOWN_ZIP] = "a zip archive, as PyTorch's torch.save writes (nanoGPT's ckpt.pt), which nanogpt does not read",
+    };
+    const char *what = what_is[known_file(head, n, 0)];
     const unsigned char *nul = memchr(head, 0, n);
     if (what) snprintf(says, cap, what, path); /* the messages without %s ignore it */
     else if (nul) snprintf(says, cap, "a binary file (byte %td is NUL)", nul - head);
@@ -1619,10 +1683,16 @@ CLI_USED static void plan_print(const Plan *p, FILE *f) {
         fprintf(f, "eval         micro-batch %d (in the training activation memory), logits chunk %d rows\n", p->eval_micro_batch,
                 p->eval_chunk);
     }
-    if (p->lanes > 1)
-        fprintf(f, "lanes        %d: each micro-batch runs as %d parts at once (up to %d sequences each, %d in evaluation), "
-                   "each on its own threads with its own gradients\n",
+    if (p->lanes > 1) {
+        fprintf(f, "lanes        %d: each micro-batch runs as %d parts (up to %d sequences each, %d in evaluation), each with its own gradients, ",
                 p->lanes, p->lanes, p->train.lane_B, p->eval.lane_B);
+        if (r->nthreads % p->lanes == 0)
+            fprintf(f, "at once on %d thread%s each\n", r->nthreads / p->lanes, r->nthreads / p->lanes > 1 ? "s" : "");
+        else if (r->nthreads == 1)
+            fprintf(f, "one after the other on the one thread; the results are the same\n");
+        else /* as cpu_lanes_at_once decides: unequal teams would wait for each other */
+            fprintf(f, "one after the other on all %d threads (an odd count); the results are the same\n", r->nthreads);
+    }
     fprintf(f, "memory       %-34s %12s\n", "category", "bytes");
     for (int c = 0; c < N_CATS; c++)
         if (p->cat_bytes[c] > 0) fprintf(f, "             %-34s %12s\n", cat_names[c], fmt_bytes(b1, sizeof b1, p->cat_bytes[c]));
@@ -2996,19 +3066,19 @@ static void tokenfile_close(TokenFile *f) {
     memset(f, 0, sizeof *f);
 }
 
-/* What a data file holds when it is another of llm.c's (or nanogpt's) files, not tokens: its magic and a version in
- * range (8 bytes that uint16 tokens match by chance about once in 10^17 files); NULL otherwise */
+/* What a data file holds when it is another of llm.c's (or nanogpt's) files, not tokens (known_file's 8-byte
+ * signatures); NULL for tokens */
 static const char *not_token_data(const unsigned char *p, size_t bytes) {
-    int32_t h[2] = {0, 0};
-    if (bytes >= 8) memcpy(h, p, 8);
-    if (bytes >= 8 && !memcmp(p, CKPT_MAGIC, 8)) return "a nanogpt checkpoint: sample it, or resume its run with init_from = resume";
-    if (bytes < 8 || h[1] < 1 || h[1] > 16) return NULL;
-    return h[0] == LLMC_MODEL_MAGIC && (h[1] == 3 || h[1] == 5) ? "an llm.c model file: weights go as --init_from=FILE"
-           : h[0] == LLMC_STATE_MAGIC ? "llm.c's optimizer state, which nanogpt does not read"
-           : h[0] == LLMC_TOKENIZER_MAGIC ? "llm.c's tokenizer file, which nanogpt does not read"
-           : h[0] == LLMC_LLAMA3_MAGIC ? "an llm.c Llama 3 shard (uint32 tokens), which nanogpt does not read: it trains GPT-2 on uint16 tokens "
-                                         "(GPT-2's shards have magic 20240520)"
-                                       : NULL;
+    static const char *const what_is[KNOWN_KINDS] = { /* a shard is data; safetensors and zip are not told from tokens */
+        [KNOWN_LLMC_MODEL] = "an llm.c model file: weights go as --init_from=FILE",
+        [KNOWN_LLMC_STATE] = "llm.c's optimizer state, which nanogpt does not read",
+        [KNOWN_LLMC_DEBUG_STATE] = "llm.c's debug state, which nanogpt does not read",
+        [KNOWN_LLMC_TOKENIZER] = "llm.c's tokenizer file, which nanogpt does not read",
+        [KNOWN_LLMC_LLAMA3_SHARD] = "an llm.c Llama 3 shard (uint32 tokens), which nanogpt does not read: it trains GPT-2 on uint16 tokens "
+                                    "(GPT-2's shards have magic 20240520)",
+        [KNOWN_CHECKPOINT] = "a nanogpt checkpoint: sample it, or resume its run with init_from = resume",
+    };
+    return what_is[known_file(p, bytes, 1)];
 }
 
 /* Opens and checks a token file: ids must be < vocab, and there must be at least min_tokens of them. A file
@@ -3353,6 +3423,10 @@ static int charvocab_load(CharVocab *v, const char *path, char *err, size_t errl
                 rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s: entry %d (U+%04X) is out of code point order", path, i, cp);
             else v->cp[i] = cp;
         }
+        long end = ftell(f);
+        if (!rc && fgetc(f) != EOF) /* a count too small, or two vocabularies joined: the ids would be another text's */
+            rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s: trailing bytes after its %d characters (from byte offset %ld): the file is not one "
+                                                    "vocabulary; prepare the data again", path, v->n, end);
     }
     fclose(f);
     return rc;
@@ -5687,14 +5761,16 @@ static double meminfo_available(FILE *f) {
 
 /* 90% of the memory available: Linux's MemAvailable, which counts the page cache the kernel gives back when
  * asked (free memory alone, _SC_AVPHYS_PAGES, leaves out a machine's cached files), else the free pages */
+static double host_budget(double meminfo_bytes, long free_pages, long page_size) {
+    if (meminfo_bytes > 0) return 0.9 * meminfo_bytes;
+    if (free_pages <= 0 || page_size <= 0) return 4.0 * GiB; /* nothing to ask: a guess a run can override (max_memory) */
+    return 0.9 * (double)free_pages * (double)page_size;
+}
 static double host_memory_available(void) {
     FILE *f = fopen("/proc/meminfo", "r");
     double avail = meminfo_available(f);
     if (f) fclose(f);
-    if (avail > 0) return 0.9 * avail;
-    long pages = sysconf(_SC_AVPHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
-    if (pages <= 0 || psize <= 0) return 4.0 * GiB;
-    return 0.9 * (double)pages * (double)psize;
+    return host_budget(avail, avail > 0 ? 0 : sysconf(_SC_AVPHYS_PAGES), sysconf(_SC_PAGESIZE));
 }
 
 /* Copies n act-dtype values from the device to host floats, through the staging buffer. */
@@ -5852,7 +5928,7 @@ static int resolve_device(const ngpt_config *c, int *device, int *dtype, char *n
     if (want_cuda || auto_dev) {
         if (ngpt_cuda_available(why, sizeof why)) *device = DEV_BACKEND_CUDA;
         else if (want_cuda) return fail(err, errlen, NGPT_ERR_DEVICE, "device = cuda, but %s", why);
-        else snprintf(note, notelen, "no usable GPU (%.400s): training on the CPU", why);
+        else snprintf(note, notelen, "training on the CPU: %.400s", why);
     }
     if (*device == DEV_BACKEND_CPU) {
         if (strcmp(c->dtype, "auto") && strcmp(c->dtype, "float32"))
@@ -6828,11 +6904,16 @@ static int llmc_open_model(const char *path, ModelShape *ms, Weights *w, char *e
         char state[160] = " (llm.c's optimizer state file, not its model file: model_<step>.bin beside it is)";
         if (sscanf(base, "state_%d_%d.bin%n", &step, &rank, &used) == 2 && used == (int)strlen(base) && step >= 0)
             snprintf(state, sizeof state, " (llm.c's optimizer state file, not its model file: model_%08d.bin beside it is)", step);
-        const char *what = h[0] == LLMC_DEBUG_MAGIC ? " (llm.c's debug state file, not its model file)"
-                         : h[0] == LLMC_STATE_MAGIC ? state
-                         : h[0] == LLMC_TOKENIZER_MAGIC ? " (llm.c's tokenizer file, not its model file)"
-                         : h[0] == LLMC_MAGIC ? " (an llm.c token data shard, not a model file)"
-                         : ((const unsigned char *)map)[8] == '{' ? " (it looks like safetensors)" : "";
+        KnownFile kind = known_file((const unsigned char *)map, fsize, 0);
+        const char *what = kind == KNOWN_LLMC_DEBUG_STATE        ? " (llm.c's debug state file, not its model file)"
+                           : kind == KNOWN_LLMC_STATE            ? state
+                           : kind == KNOWN_LLMC_TOKENIZER        ? " (llm.c's tokenizer file, not its model file)"
+                           : kind == KNOWN_LLMC_SHARD            ? " (an llm.c token data shard, not a model file)"
+                           : kind == KNOWN_LLMC_LLAMA3_SHARD     ? " (an llm.c Llama 3 token shard, not a model file)"
+                           : kind == KNOWN_CHECKPOINT            ? " (a nanogpt checkpoint, not an llm.c model file)"
+                           : kind == KNOWN_SAFETENSORS           ? " (safetensors weights)"
+                           : kind == KNOWN_ZIP                   ? " (a zip archive, as PyTorch's torch.save writes)"
+                                                                 : "";
         return st_fail_unmap(map, fsize, fail(err, errlen, NGPT_ERR_FORMAT, "%s: magic %d%s; an llm.c model file starts with %d (llm.c's gpt2_124M.bin)",
                                               path, h[0], what, LLMC_MODEL_MAGIC));
     }
@@ -7213,6 +7294,7 @@ static void ckpt_end_section(CkptWriter *w, CkptHeader *h, int id) {
 
 static int mkdir_p(const char *dir) {
     char buf[512];
+    if (strlen(dir) >= sizeof buf) { errno = ENAMETOOLONG; return -1; } /* cut short, it would make another folder */
     snprintf(buf, sizeof buf, "%s", dir);
     for (char *p = buf[0] ? buf + 1 : buf; *p; p++)
         if (*p == '/') { *p = 0; mkdir(buf, 0777); *p = '/'; }
@@ -7368,10 +7450,14 @@ static int checkpoint_open(CkptReader *r, const char *path, char *err, size_t er
         else if (hash_final(&hs) != s->checksum) rc = checksum_mismatch(err, errlen, path, small[k].id, s);
     }
     const CkptModel *m = &r->model;
-    if (!rc && (m->L < 1 || m->NH < 1 || m->C < 1 || m->C % m->NH || m->V < 1 || m->V > 16777216 || m->Vp != pad_vocab(m->V) || m->maxT < 1 ||
-                (m->bias & ~1)))
-        rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s: impossible model shape (L %d, NH %d, C %d, V %d, Vp %d, block %d)", path, m->L, m->NH, m->C,
-                  m->V, m->Vp, m->maxT);
+    /* the config keys' ranges, which a resume's or a sample's config then holds (a resume once planned n_layer 2000000) */
+    if (!rc && (m->L < 1 || m->NH < 1 || m->C < 1 || m->C % m->NH || m->V < 1 || m->Vp != pad_vocab(m->V) || m->maxT < 1 || (m->bias & ~1) ||
+                m->L > config_find("n_layer")->hi || m->NH > config_find("n_head")->hi || m->C > config_find("n_embd")->hi ||
+                m->V > config_find("vocab_size")->hi || m->maxT > config_find("block_size")->hi))
+        rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s: impossible model shape (L %d, NH %d, C %d, V %d, Vp %d, block %d; the config keys allow "
+                                                "n_layer up to %.0f, n_head %.0f, n_embd %.0f, vocab_size %.0f, block_size %.0f)", path, m->L,
+                  m->NH, m->C, m->V, m->Vp, m->maxT, config_find("n_layer")->hi, config_find("n_head")->hi, config_find("n_embd")->hi,
+                  config_find("vocab_size")->hi, config_find("block_size")->hi);
     const CkptState *state = &r->state;
     uint64_t state_at = r->h.sec[SEC_STATE - 1].offset;
     if (!rc && (state->step < 0 || state->step > INT_MAX))
@@ -9266,7 +9352,18 @@ static void remove_dead_prepare_temporaries(const char *dir) {
 }
 
 /* text file -> out_dir/{train,val}.bin + meta.bin; the last val_fraction of the characters is val */
+/* A prepare's out_dir: a path that data_dir can name (and that the paths of its files, built from it, hold whole) */
+static int prepare_out_dir_fits(const char *out_dir, char *err, size_t errlen) {
+    size_t cap = sizeof ((ngpt_config *)0)->data_dir - 1;
+    if (!out_dir[0]) return fail(err, errlen, NGPT_ERR_ARG, "the data folder to prepare into is empty: name one (--out=DIR)");
+    if (strlen(out_dir) > cap)
+        return fail(err, errlen, NGPT_ERR_ARG, "the data folder %.80s... is %zu bytes long; a data folder's path holds at most %zu (data_dir's "
+                                               "limit): prepare into a shorter path", out_dir, strlen(out_dir), cap);
+    return NGPT_OK;
+}
+
 static int prepare_char(const char *input, const char *out_dir, double val_fraction, FILE *log, char *err, size_t errlen) {
+    if (prepare_out_dir_fits(out_dir, err, errlen)) return NGPT_ERR_ARG;
     CharPrep p;
     memset(&p, 0, sizeof p);
     CharVocab *v = (CharVocab *)calloc(1, sizeof *v);
@@ -9415,18 +9512,28 @@ static int tokwriter_put(TokWriter *w, const int32_t *ids, size_t n) {
     return 0;
 }
 
-static int tokwriter_close(TokWriter *w) {
+/* The temporary file written whole (its last tokens, llm.c's header) and closed; -1 (errno set) on failure, the
+ * temporary file then removed */
+static int tokwriter_finish(TokWriter *w) {
     int bad = tokwriter_flush(w) != 0;
     if (!bad && w->llmc) {
         int32_t hdr[3] = {LLMC_MAGIC, 1, (int32_t)w->count};
         bad = w->count > INT32_MAX || pwrite(w->fd, hdr, sizeof hdr, 0) != (ssize_t)sizeof hdr;
     }
     bad = bad || fsync(w->fd) != 0;
+    int e = errno;
     bad = close(w->fd) != 0 || bad;
     w->fd = -1;
-    bad = bad || rename(w->tmp, w->path) != 0;
-    if (bad) unlink(w->tmp);
+    if (bad) unlink(w->tmp), errno = e;
     return bad ? -1 : 0;
+}
+/* A finished file in its place */
+static int tokwriter_commit(TokWriter *w) {
+    if (rename(w->tmp, w->path) == 0) return 0;
+    int e = errno;
+    unlink(w->tmp);
+    errno = e;
+    return -1;
 }
 
 /* tokwriter_put's failure as an error */
@@ -9457,6 +9564,7 @@ static void prepare_gpt2_leftovers(const char *dir, FILE *log) {
 
 static int prepare_gpt2(const char *const *inputs, int n_inputs, const char *out_dir, double val_fraction, int llmc, const ngpt_tokenizer *tok,
                         FILE *log, char *err, size_t errlen) {
+    if (prepare_out_dir_fits(out_dir, err, errlen)) return NGPT_ERR_ARG;
     /* pass 1: characters (code points; a stray byte counts as one) of all inputs */
     uint64_t chars = 0, total_bytes = 0;
     enum { BUF = 1 << 20 };
@@ -9466,6 +9574,7 @@ static int prepare_gpt2(const char *const *inputs, int n_inputs, const char *out
     int rc = NGPT_OK, made_out_dir = !file_exists(out_dir);
     TokWriter w[2];
     w[0].fd = w[1].fd = -1;
+    w[0].tmp[0] = w[1].tmp[0] = 0;
     if (!buf || !ids || !spools) { rc = fail(err, errlen, NGPT_ERR_NOMEM, "out of host memory"); goto done; }
     for (int i = 0; i < n_inputs && !rc; i++) {
         FILE *f;
@@ -9545,8 +9654,13 @@ static int prepare_gpt2(const char *const *inputs, int n_inputs, const char *out
         }
     }
     if (!rc) {
-        for (int k = 1; k >= 0 && !rc; k--) /* val, then train: train.bin's presence says the folder is prepared (ensure_dataset) */
-            if (tokwriter_close(&w[k])) rc = fail(err, errlen, NGPT_ERR_IO, "writing %s failed: %s", w[k].path, strerror(errno));
+        /* both written whole before either replaces an earlier prepare's (a full disk at train's last tokens left a new
+         * val.bin beside the old train.bin); then val, then train: train.bin's presence says the folder is prepared
+         * (ensure_dataset) */
+        for (int k = 1; k >= 0 && !rc; k--)
+            if (tokwriter_finish(&w[k])) rc = fail(err, errlen, NGPT_ERR_IO, "writing %s failed: %s", w[k].tmp, strerror(errno));
+        for (int k = 1; k >= 0 && !rc; k--)
+            if (tokwriter_commit(&w[k])) rc = fail(err, errlen, NGPT_ERR_IO, "cannot rename %s to %s: %s", w[k].tmp, w[k].path, strerror(errno));
         char size[32];
         if (!rc && log)
             fprintf(log, "prepared %d file(s), %s, %llu characters: train has %llu tokens, val has %llu tokens (GPT-2 BPE, %s format) -> %s\n",
@@ -9555,8 +9669,10 @@ static int prepare_gpt2(const char *const *inputs, int n_inputs, const char *out
         if (!rc) prepare_gpt2_leftovers(out_dir, log);
     }
 done:
-    for (int k = 0; k < 2; k++)
-        if (w[k].fd >= 0) { close(w[k].fd); unlink(w[k].tmp); }
+    for (int k = 0; k < 2; k++) { /* after a failure no temporary file is left: open, or finished and not renamed */
+        if (w[k].fd >= 0) close(w[k].fd);
+        if (rc && w[k].tmp[0]) unlink(w[k].tmp);
+    }
     for (int i = 0; spools && i < n_inputs; i++)
         if (spools[i]) fclose(spools[i]);
     if (rc && made_out_dir) rmdir(out_dir); /* a failure leaves no empty folder behind (a pipe's copy made it) */
@@ -9874,14 +9990,86 @@ static const char *unset_block_size_hint(const ngpt_config *c, int has_file, con
                                     : " (that block_size is nanoGPT's default; pass --block_size)";
 }
 
+/* ---- sample.py's settings, which `nanogpt sample` reads and `nanogpt plan --sample` takes too ---- */
+
+/* sample.py's settings: its defaults, then sample's config files, then its command line */
+typedef struct {
+    char start[65536];
+    int num_samples, max_new, top_k;
+    double temperature;
+    long long seed; /* also a config key: a config file sets it as one */
+} SampleSettings;
+
+/* One of sample.py's settings from its text, into s (start: the text, or FILE:path to read it from); an error says
+ * why (err, without the setting), CONFIG_NOT_OURS for a key that is none of them. value NULL: whether key is one. */
+static int sample_setting(SampleSettings *s, const char *key, const char *value, char *err, size_t errlen) {
+    static const struct { const char *key; double lo, hi; int whole; const char *range; } nums[] = {
+        {"num_samples", 1, 1e6, 1, "a whole number in [1, 1e6]"},
+        {"max_new_tokens", 0, 1e7, 1, "a whole number in [0, 1e7]"},
+        {"temperature", 0, 1e6, 0, "a number in [0, 1e6] (0: always the most likely token)"},
+        {"top_k", 0, INT_MAX, 1, "a whole number >= 0 (0 = all tokens)"},
+        {"seed", 0, 9.2e18, 1, "a whole number in [0, 9.2e18] (as the config key)"}};
+    int which = -1;
+    for (int k = 0; k < (int)(sizeof nums / sizeof nums[0]); k++)
+        if (!strcmp(key, nums[k].key)) which = k;
+    if (which < 0 && strcmp(key, "start")) return CONFIG_NOT_OURS;
+    if (!value) return NGPT_OK;
+    if (which >= 0) { /* each number checked against its own range */
+        double x;
+        if (parse_number(value, &x) || !(x >= nums[which].lo && x <= nums[which].hi) || (nums[which].whole && x != floor(x)))
+            return fail(err, errlen, NGPT_ERR_ARG, "%s is %s", nums[which].key, nums[which].range);
+        if (which == 0) s->num_samples = (int)x;
+        else if (which == 1) s->max_new = (int)x;
+        else if (which == 2) s->temperature = x;
+        else if (which == 3) s->top_k = (int)x;
+        else s->seed = exact_integer(value, x);
+        return NGPT_OK;
+    }
+    size_t got;
+    if (!strncmp(value, "FILE:", 5)) {
+        FILE *f = fopen(value + 5, "rb");
+        if (!f) return fail(err, errlen, NGPT_ERR_IO, "%s", strerror(errno));
+        got = fread(s->start, 1, sizeof s->start, f);
+        int read_error = ferror(f) ? errno : 0;
+        fclose(f);
+        if (read_error) return fail(err, errlen, NGPT_ERR_IO, "%s", strerror(read_error));
+    } else {
+        got = strlen(value);
+        memcpy(s->start, value, MIN(got, sizeof s->start));
+    }
+    if (got > sizeof s->start - 1) return fail(err, errlen, NGPT_ERR_ARG, "the start text is longer than its limit of %zu bytes", sizeof s->start - 1);
+    s->start[got] = 0;
+    const char *nul = memchr(s->start, 0, got);
+    if (nul) return fail(err, errlen, NGPT_ERR_ARG, "a NUL byte at byte %td: the start text is UTF-8 text", nul - s->start);
+    return NGPT_OK;
+}
+
+/* sample_setting for a config file (ConfigExtra): a quoted value is a Python string, whose escapes (start = "\n",
+ * sample.py's default) are read */
+static int sample_file_setting(void *ctx, const char *key, const char *value, int quoted, char *err, size_t errlen) {
+    char text[CONFIG_VALUE_MAX + 1], why[NGPT_ERRLEN];
+    size_t n = 0;
+    for (const char *c = value; c && *c; c++) {
+        static const char from[] = "ntr\\'\"0", to[] = "\n\t\r\\'\"";
+        const char *e = quoted && c[0] == '\\' && c[1] ? strchr(from, c[1]) : NULL;
+        if (e && *e == '0') return fail(err, errlen, NGPT_ERR_ARG, "%s: a NUL character (\\0): the start text is UTF-8 text", key);
+        text[n++] = e ? to[e - from] : *c;
+        c += e != NULL;
+    }
+    text[n] = 0;
+    int rc = sample_setting((SampleSettings *)ctx, key, value ? text : NULL, why, sizeof why);
+    if (rc && rc != CONFIG_NOT_OURS) fail(err, errlen, rc, "%s = %.200s: %s", key, text, why);
+    return rc;
+}
+
 /* Config files and --key=value settings over cfg, which holds the base (nanoGPT's defaults, or a checkpoint's
  * stored config), applied in their order as nanoGPT's configurator does (a later one overrides an earlier one).
  * Without a file, train and plan (default_job) take the default job's preset for the device they will run on.
  * Unknown arguments are errors. Sets *json for --json (the caller sets it beforehand where the arguments' own
  * errors must be JSON too). line_of (NULL, or one per config key) gets what set each key: its line in a file,
  * -1 - i for argument i, 0 for neither. n_embd and n_head are checked here, where that is known. */
-static int parse_args(const char *command, int argc, char **argv, int default_job, ngpt_config *cfg, int *has_file, int *json, int *line_of,
-                      char *err, size_t errlen) {
+static int parse_args(const char *command, int argc, char **argv, int default_job, ngpt_config *cfg, int *has_file, int *json,
+                      const ConfigExtra *extra, int *line_of, char *err, size_t errlen) {
     int own_lines[N_CONFIG_KEYS], file_of[N_CONFIG_KEYS], preset = 0; /* file_of: the argument that is the file of line_of's line */
     long long set_at[N_CONFIG_KEYS];                                   /* the order the keys were set in: argument, then line */
     if (!line_of) line_of = own_lines;
@@ -9921,7 +10109,7 @@ static int parse_args(const char *command, int argc, char **argv, int default_jo
         long long order = ((long long)i + 1) << 32;
         if (strncmp(a, "--", 2)) {
             int lines[N_CONFIG_KEYS] = {0};
-            int rc = config_load(cfg, a, lines, err, errlen);
+            int rc = config_load_extra(cfg, a, lines, extra, err, errlen);
             if (rc) return rc;
             for (int k = 0; k < (int)N_CONFIG_KEYS; k++)
                 if (lines[k]) line_of[k] = lines[k], file_of[k] = i, set_at[k] = order + lines[k];
@@ -9935,11 +10123,16 @@ static int parse_args(const char *command, int argc, char **argv, int default_jo
         if (!eq) return fail(err, errlen, NGPT_ERR_ARG, "argument '%s': expected --key=value", a);
         char msg[NGPT_ERRLEN];
         int rc = ngpt_config_set(cfg, key, eq + 1, msg, sizeof msg);
+        if (rc && extra && !config_find(key)) { /* seed is both: its range is the answer */
+            int own = extra->set(extra->ctx, key, eq + 1, 0, msg, sizeof msg);
+            if (own == NGPT_OK) continue;
+            if (own != CONFIG_NOT_OURS) return fail(err, errlen, own, "--%s", msg);
+        }
         const char *const *sample_options = command_option_table[0].options; /* "sample" */
-        for (size_t j = 0; rc && !config_find(key) && sample_options[j]; j++) /* seed is both: its range is the answer */
+        for (size_t j = 0; rc && !config_find(key) && sample_options[j]; j++)
             if (!strcmp(key, sample_options[j]))
-                return fail(err, errlen, rc, "--%s is an argument of `nanogpt sample`, not a config key (plan --sample plans batch_size "
-                                             "sequences at once)", key);
+                return fail(err, errlen, rc, "--%s is an argument of `nanogpt sample`, not a config key%s", key,
+                            strcmp(command, "plan") ? "" : "; `nanogpt plan --sample` takes it (and plans batch_size sequences at once)");
         if (rc) return fail(err, errlen, rc, "--%s: %s", key, msg);
         const ConfigKey *k = config_find(key);
         if (k) line_of[k - config_keys] = -1 - i, set_at[k - config_keys] = order;
@@ -10133,7 +10326,7 @@ static int cmd_train(int argc, char **argv) {
     int has_file;
     ngpt_config_defaults(&cfg);
     int line_of[N_CONFIG_KEYS];
-    if (parse_args("train", argc, argv, 1, &cfg, &has_file, NULL, line_of, err, sizeof err)) {
+    if (parse_args("train", argc, argv, 1, &cfg, &has_file, NULL, NULL, line_of, err, sizeof err)) {
         fprintf(stderr, "error: %s\n", err);
         return 1;
     }
@@ -10215,23 +10408,27 @@ static int cmd_train(int argc, char **argv) {
     ngpt_get_stats(tr, &st);
     char b1[32], b2[32], b3[64] = "";
     char lanes[48] = "", arenas[128];
-    if (st.lanes > 1) snprintf(lanes, sizeof lanes, " in %d lanes", st.lanes);
     int gpu = strcmp(tr->be->name, "cpu") != 0;
+    if (st.lanes > 1)
+        snprintf(lanes, sizeof lanes, " in %d lanes%s", st.lanes, gpu || cpu_lanes_at_once(cpu_of(tr->be)) ? "" : " one after the other");
     snprintf(arenas, sizeof arenas, "arena %s%s + %s %s", fmt_bytes(b1, sizeof b1, (double)st.device_bytes), gpu ? " on the GPU" : "",
              fmt_bytes(b2, sizeof b2, (double)st.host_bytes), gpu ? "pinned host" : "for batches and staging");
     /* nanoGPT's "number of parameters" leaves out the position embeddings, and its model from scratch without a
      * meta.bin has 50304 tokens where this one has vocab_size's (50257) */
     size_t nano = st.parameters - (size_t)tr->ms.maxT * (size_t)tr->ms.C;
     if (!strcmp(eff->init_from, "scratch") && !tr->charvocab && tr->ms.V < 50304) nano += (size_t)(50304 - tr->ms.V) * (size_t)tr->ms.C;
+    char where[48]; /* the device, and on the CPU the threads it starts with */
+    if (gpu) snprintf(where, sizeof where, "%s", st.device);
+    else snprintf(where, sizeof where, "%s (%d thread%s)", st.device, cpu_of(tr->be)->nthreads, cpu_of(tr->be)->nthreads > 1 ? "s" : "");
     char params[96];
     snprintf(params, sizeof params, "%.2fM parameters (nanoGPT counts %.2fM: no position embeddings%s)", (double)st.parameters / 1e6,
              (double)nano / 1e6, !strcmp(eff->init_from, "scratch") && !tr->charvocab && tr->ms.V < 50304 ? ", 50304 tokens" : "");
     if (tr->plan.req.inference) /* eval_only of a loaded model */
         printf("%s: %s; plan: evaluation only (forward passes: no gradients or optimizer state), eval micro-batch %d, logits chunk %d; %s\n",
-               st.device, params, st.eval_micro_batch, tr->plan.eval_chunk, arenas);
+               where, params, st.eval_micro_batch, tr->plan.eval_chunk, arenas);
     else
         printf("%s: %s; plan: micro-batch %d x accumulation %d (%lld tokens/step)%s, recompute %s, logits chunk %d, eval micro-batch %d; %s\n",
-               st.device, params, st.micro_batch, st.grad_accum, (long long)st.micro_batch * st.grad_accum * eff->block_size, lanes,
+               where, params, st.micro_batch, st.grad_accum, (long long)st.micro_batch * st.grad_accum * eff->block_size, lanes,
                recompute_name(st.recompute), st.logits_chunk, st.eval_micro_batch, arenas);
     double t0 = now_seconds();
     int step0 = st.step; /* a resumed run starts at its checkpoint's step */
@@ -10360,7 +10557,9 @@ static int cmd_plan(int argc, char **argv) {
      * override, as sample reads it; with no checkpoint there (nor the default job's), the config's model */
     ngpt_config_defaults(&cfg);
     int line_of[N_CONFIG_KEYS];
-    int rc = parse_args("plan", n, rest, !sampling, &cfg, &has_file, &json, line_of, err, sizeof err);
+    static SampleSettings sample_settings; /* checked as sample checks them; they do not change the plan */
+    const ConfigExtra sample_keys = {sample_file_setting, &sample_settings}, *extra = sampling ? &sample_keys : NULL;
+    int rc = parse_args("plan", n, rest, !sampling, &cfg, &has_file, &json, extra, line_of, err, sizeof err);
     if (!rc && sampling && !init_given) {
         char ckpt[700];
         long long newest;
@@ -10368,7 +10567,7 @@ static int cmd_plan(int argc, char **argv) {
             ngpt_config base;
             ngpt_config_defaults(&base);
             rc = checkpoint_to_read(cfg.out_dir, ckpt, sizeof ckpt, &base, err, sizeof err);
-            if (!rc) rc = parse_args("plan", n, rest, 0, &base, &has_file, &json, line_of, err, sizeof err);
+            if (!rc) rc = parse_args("plan", n, rest, 0, &base, &has_file, &json, extra, line_of, err, sizeof err);
             cfg = base;
             copy_str(cfg.init_from, sizeof cfg.init_from, ckpt); /* the model: the checkpoint's header */
         } else rc = default_job_checkpoints(cfg.out_dir, err, sizeof err);
@@ -10484,7 +10683,7 @@ static int cmd_bench(int argc, char **argv) {
     ngpt_config cfg;
     ngpt_config_defaults(&cfg);
     int line_of[N_CONFIG_KEYS];
-    if (parse_args("bench", n, rest, 0, &cfg, &has_file, NULL, line_of, err, sizeof err) || config_validate(&cfg, err, sizeof err)) {
+    if (parse_args("bench", n, rest, 0, &cfg, &has_file, NULL, NULL, line_of, err, sizeof err) || config_validate(&cfg, err, sizeof err)) {
         fprintf(stderr, "error: %s\n", err);
         return 1;
     }
@@ -10630,76 +10829,6 @@ static int cmd_prepare(int argc, char **argv) {
 
 /* ---- nanogpt sample: nanoGPT's sample.py ---- */
 
-/* sample.py's settings: its defaults, then sample's config files, then its command line */
-typedef struct {
-    char start[65536];
-    int num_samples, max_new, top_k;
-    double temperature;
-    long long seed; /* also a config key: a config file sets it as one */
-} SampleSettings;
-
-/* One of sample.py's settings from its text, into s (start: the text, or FILE:path to read it from); an error says
- * why (err, without the setting), CONFIG_NOT_OURS for a key that is none of them. value NULL: whether key is one. */
-static int sample_setting(SampleSettings *s, const char *key, const char *value, char *err, size_t errlen) {
-    static const struct { const char *key; double lo, hi; int whole; const char *range; } nums[] = {
-        {"num_samples", 1, 1e6, 1, "a whole number in [1, 1e6]"},
-        {"max_new_tokens", 0, 1e7, 1, "a whole number in [0, 1e7]"},
-        {"temperature", 0, 1e6, 0, "a number in [0, 1e6] (0: always the most likely token)"},
-        {"top_k", 0, INT_MAX, 1, "a whole number >= 0 (0 = all tokens)"},
-        {"seed", 0, 9.2e18, 1, "a whole number in [0, 9.2e18] (as the config key)"}};
-    int which = -1;
-    for (int k = 0; k < (int)(sizeof nums / sizeof nums[0]); k++)
-        if (!strcmp(key, nums[k].key)) which = k;
-    if (which < 0 && strcmp(key, "start")) return CONFIG_NOT_OURS;
-    if (!value) return NGPT_OK;
-    if (which >= 0) { /* each number checked against its own range */
-        double x;
-        if (parse_number(value, &x) || !(x >= nums[which].lo && x <= nums[which].hi) || (nums[which].whole && x != floor(x)))
-            return fail(err, errlen, NGPT_ERR_ARG, "%s is %s", nums[which].key, nums[which].range);
-        if (which == 0) s->num_samples = (int)x;
-        else if (which == 1) s->max_new = (int)x;
-        else if (which == 2) s->temperature = x;
-        else if (which == 3) s->top_k = (int)x;
-        else s->seed = (long long)x;
-        return NGPT_OK;
-    }
-    size_t got;
-    if (!strncmp(value, "FILE:", 5)) {
-        FILE *f = fopen(value + 5, "rb");
-        if (!f) return fail(err, errlen, NGPT_ERR_IO, "%s", strerror(errno));
-        got = fread(s->start, 1, sizeof s->start, f);
-        int read_error = ferror(f) ? errno : 0;
-        fclose(f);
-        if (read_error) return fail(err, errlen, NGPT_ERR_IO, "%s", strerror(read_error));
-    } else {
-        got = strlen(value);
-        memcpy(s->start, value, MIN(got, sizeof s->start));
-    }
-    if (got > sizeof s->start - 1) return fail(err, errlen, NGPT_ERR_ARG, "the start text is longer than its limit of %zu bytes", sizeof s->start - 1);
-    s->start[got] = 0;
-    const char *nul = memchr(s->start, 0, got);
-    if (nul) return fail(err, errlen, NGPT_ERR_ARG, "a NUL byte at byte %td: the start text is UTF-8 text", nul - s->start);
-    return NGPT_OK;
-}
-
-/* sample_setting for a config file (ConfigExtra): a quoted value is a Python string, whose escapes (start = "\n",
- * sample.py's default) are read */
-static int sample_file_setting(void *ctx, const char *key, const char *value, int quoted, char *err, size_t errlen) {
-    char text[CONFIG_VALUE_MAX + 1], why[NGPT_ERRLEN];
-    size_t n = 0;
-    for (const char *c = value; c && *c; c++) {
-        static const char from[] = "ntr\\'\"0", to[] = "\n\t\r\\'\"";
-        const char *e = quoted && c[0] == '\\' && c[1] ? strchr(from, c[1]) : NULL;
-        if (e && *e == '0') return fail(err, errlen, NGPT_ERR_ARG, "%s: a NUL character (\\0): the start text is UTF-8 text", key);
-        text[n++] = e ? to[e - from] : *c;
-        c += e != NULL;
-    }
-    text[n] = 0;
-    int rc = sample_setting((SampleSettings *)ctx, key, value ? text : NULL, why, sizeof why);
-    if (rc && rc != CONFIG_NOT_OURS) fail(err, errlen, rc, "%s = %.200s: %s", key, text, why);
-    return rc;
-}
-
 /* cmd_sample with its config files apart from its other arguments */
 static int sample_with(int argc, char **argv, int n_files, char **cfg_files) {
     static SampleSettings settings; /* sample.py's defaults */
@@ -10712,6 +10841,7 @@ static int sample_with(int argc, char **argv, int n_files, char **cfg_files) {
     settings.seed = 1337;
     const ConfigExtra sample_keys = {sample_file_setting, &settings};
     char *start = settings.start;
+    const size_t prompt_cap = sizeof settings.start; /* ids: at most one per byte of the start text */
     char err[NGPT_ERRLEN], path[700];
     ngpt_config cfg;
     ngpt_config_defaults(&cfg);
@@ -10823,7 +10953,7 @@ static int sample_with(int argc, char **argv, int n_files, char **cfg_files) {
     }
     if (from_checkpoint) fprintf(stderr, "sampling %s (step %d)\n", path, tr->step); /* which of out_dir's checkpoints */
     ngpt_tokenizer *tok = NULL;
-    int32_t *prompt = (int32_t *)malloc(sizeof start * sizeof(int32_t));
+    int32_t *prompt = (int32_t *)malloc(prompt_cap * sizeof(int32_t));
     int np = 0, rc = prompt ? NGPT_OK : fail(err, sizeof err, NGPT_ERR_NOMEM, "out of host memory");
     if (!rc && !tr->charvocab && tr->ms.V < 50257) { /* GPT-2's tokens would fall outside the model's vocabulary */
         char dir[300], rel[PATH_MAX + 600];
@@ -10857,7 +10987,7 @@ static int sample_with(int argc, char **argv, int n_files, char **cfg_files) {
     if (!rc && tr->charvocab) {
         size_t nn = 0;
         char msg[NGPT_ERRLEN];
-        if (charvocab_encode(tr->charvocab, start, strlen(start), prompt, sizeof start, &nn, msg, sizeof msg))
+        if (charvocab_encode(tr->charvocab, start, strlen(start), prompt, prompt_cap, &nn, msg, sizeof msg))
             rc = fail(err, sizeof err, NGPT_ERR_ARG, "start text: %s", msg);
         else if (nn == 0) /* a GPT-2 model starts at <|endoftext|>; characters have no such token */
             rc = fail(err, sizeof err, NGPT_ERR_ARG, "--start is empty: a character model needs at least one character to start from "
@@ -10867,7 +10997,7 @@ static int sample_with(int argc, char **argv, int n_files, char **cfg_files) {
         size_t nn = 0;
         rc = ensure_gpt2_vocab(cfg.tokenizer_dir, err, sizeof err);
         if (!rc) rc = load_gpt2_tokenizer(cfg.tokenizer_dir, &tok, err, sizeof err);
-        if (!rc) rc = ngpt_tokenizer_encode(tok, start, strlen(start), 1, prompt, sizeof start, &nn, err, sizeof err);
+        if (!rc) rc = ngpt_tokenizer_encode(tok, start, strlen(start), 1, prompt, prompt_cap, &nn, err, sizeof err);
         np = (int)nn;
         if (!rc && np == 0) prompt[np++] = ngpt_tokenizer_eot(tok); /* nanoGPT starts an empty prompt at <|endoftext|> */
     }
@@ -10966,11 +11096,9 @@ static int cmd_export(int argc, char **argv) {
     FILE *existing = stream < 0 && !stat(out, &st) && S_ISREG(st.st_mode) && st.st_size > 0 ? fopen(out, "rb") : NULL;
     if (existing) { /* an earlier export is replaced; any other file (a checkpoint, a token shard, notes) is the user's */
         unsigned char head[8] = {0};
-        int32_t magic;
         char says[700] = "text";
-        size_t got = fread(head, 1, sizeof head, existing);
-        memcpy(&magic, head, 4);
-        int model = got >= 4 && magic == LLMC_MODEL_MAGIC, checkpoint = got == 8 && !memcmp(head, CKPT_MAGIC, 8);
+        KnownFile kind = known_file(head, fread(head, 1, sizeof head, existing), 0);
+        int model = kind == KNOWN_LLMC_MODEL, checkpoint = kind == KNOWN_CHECKPOINT;
         rewind(existing);
         if (!model && !checkpoint) binary_file_says(existing, out, says, sizeof says);
         fclose(existing);
@@ -11125,7 +11253,7 @@ static int cmd_plot(int argc, char **argv) {
     while (fgets(line, sizeof line, f)) {
         double step = json_number(line, "step");
         /* an eval_only run's evaluation is no run's curve (it may be a model from elsewhere, at step 0) */
-        if (isnan(step) || strstr(line, "\"eval_only\": true")) continue;
+        if (!isfinite(step) || step < 0 || strstr(line, "\"eval_only\": true")) continue; /* no step a run logs */
         int eval = strstr(line, "\"val_loss\":") != NULL;
         if (step < last || step <= last_of[eval]) {
             series_cut(&tr, step);
@@ -11154,7 +11282,9 @@ static int cmd_plot(int argc, char **argv) {
             x1 = fmax(x1, all[k]->x[i]);
             if (isfinite(all[k]->y[i])) { y0 = fmin(y0, all[k]->y[i]); y1 = fmax(y1, all[k]->y[i]); }
         }
+    /* a span that doubles can step through in ticks (losses equal to 1e-16 gave ticks that never advanced) */
     if (y1 <= y0) y1 = y0 + 1;
+    else if (y1 - y0 < 1e-6 * fmax(1.0, fabs(y0))) y1 = y0 + 1e-6 * fmax(1.0, fabs(y0));
     double pad = 0.05 * (y1 - y0);
     y0 -= pad;
     y1 += pad;
@@ -11164,13 +11294,15 @@ static int cmd_plot(int argc, char **argv) {
     /* ticks at round values: steps at a whole multiple of 1, 2 or 5 x 10^k, losses with the decimals their spacing needs */
     double sx = fmax(1.0, tick_spacing(x1 - x0)), sy = tick_spacing(y1 - y0);
     int decimals = (int)fmax(0.0, -floor(log10(sy) + 1e-9));
-    for (double yv = ceil(y0 / sy - 1e-9) * sy; yv <= y1 + 1e-9 * sy; yv += sy) {
-        double py = 20 + 330 - 330.0 * (yv - y0) / (y1 - y0);
+    /* tick k at first + k * spacing: about five of each, at most 12 (counted, whatever the doubles do) */
+    double first_y = ceil(y0 / sy - 1e-9) * sy;
+    for (int k = 0; k < 12 && first_y + k * sy <= y1 + 1e-9 * sy; k++) {
+        double yv = first_y + k * sy, py = 20 + 330 - 330.0 * (yv - y0) / (y1 - y0);
         fprintf(o, "<line x1='66' y1='%.1f' x2='700' y2='%.1f' stroke='#eee'/><text x='62' y='%.1f' text-anchor='end'>%.*f</text>\n", py, py,
                 py + 4, decimals, yv);
     }
-    for (double xv = x0; xv <= x1 + 1e-9; xv += sx)
-        fprintf(o, "<text x='%.1f' y='368' text-anchor='middle'>%.0f</text>\n", 70 + 630.0 * (xv - x0) / (x1 - x0), xv);
+    for (int k = 0; k < 12 && x0 + k * sx <= x1 + 1e-9; k++)
+        fprintf(o, "<text x='%.1f' y='368' text-anchor='middle'>%.0f</text>\n", 70 + 630.0 * k * sx / (x1 - x0), x0 + k * sx);
     fprintf(o, "<text x='385' y='390' text-anchor='middle'>step</text>\n"
                "<text x='16' y='185' transform='rotate(-90 16 185)' text-anchor='middle'>loss</text>\n");
     svg_polyline(o, &tr, x0, x1, y0, y1, "#9ab", 0);

@@ -464,6 +464,37 @@ static void test_bad_checkpoints(void) {
         CHECK(rc == NGPT_ERR_FORMAT && strstr(tr->err, cases[i].expect) && strstr(tr->err, "bad.bin"), "%s: rc %d: %s", cases[i].what, rc,
               tr->err);
     }
+    /* a model section that checks (its checksum made again) but whose shape is past the config keys' ranges: refused
+     * by checkpoint_open, which resume and sample both read it through (a resume once planned 2000000 layers) */
+    for (int field = 0; field < 2; field++) {
+        size_t n = 0;
+        FILE *src = fopen(good, "rb");
+        unsigned char *b = NULL;
+        if (src && !fseek(src, 0, SEEK_END) && (n = (size_t)ftell(src)) > 0 && (b = malloc(n)) && !fseek(src, 0, SEEK_SET) &&
+            fread(b, 1, n, src) == n) {
+            CkptModel m;
+            memcpy(&m, b + model_at, sizeof m);
+            if (field == 0) m.L = 2000000;
+            else m.maxT = INT_MAX;
+            memcpy(b + model_at, &m, sizeof m);
+            Hash64 hs;
+            hash_init(&hs);
+            hash_update(&hs, &m, sizeof m);
+            uint64_t sum = hash_final(&hs);
+            memcpy(b + offsetof(CkptHeader, sec) + (SEC_MODEL - 1) * sizeof(CkptSection) + offsetof(CkptSection, checksum), &sum, sizeof sum);
+            FILE *dst = fopen(bad, "wb");
+            if (dst) {
+                fwrite(b, 1, n, dst);
+                fclose(dst);
+            }
+            int rc = checkpoint_open(&r, bad, err, sizeof err);
+            if (!rc) fclose(r.f);
+            CHECK(rc == NGPT_ERR_FORMAT && strstr(err, "impossible model shape") && strstr(err, field ? "block_size 1048576" : "n_layer up to 1024"),
+                  "a model past the config's ranges (%s): rc %d: %s", field ? "block_size" : "n_layer", rc, err);
+        } else CHECK(0, "cannot read %s", good);
+        free(b);
+        if (src) fclose(src);
+    }
     /* every single-bit flip in the header (magic, version, section table with its reserved words) is refused */
     mutate(good, bad, -1, -1, 0); /* a copy */
     FILE *f = fopen(bad, "r+b");

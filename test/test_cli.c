@@ -254,6 +254,13 @@ static void test_typos(void) {
         fwrite(state_header, sizeof state_header, 1, sf);
         fclose(sf);
     }
+    char llmc_debug[700];
+    copy_str(llmc_debug, sizeof llmc_debug, tmp_path("gpt2_124M_debug_state.bin"));
+    int32_t debug_header[256] = {20240327, 2, 4, 64}; /* llm.c's debug state: magic, version, B, T */
+    if ((sf = fopen(llmc_debug, "wb"))) {
+        fwrite(debug_header, sizeof debug_header, 1, sf);
+        fclose(sf);
+    }
     const struct { const char *command, *path, *says, *says_too; } not_configs[] = {
         {"sample", folder, "is a folder, not a config file", "--out_dir="},
         {"train", "test/fixtures/tiny_gpt2_llmc_v3.bin", "tiny_gpt2_llmc_v3.bin is not a config file",
@@ -261,6 +268,8 @@ static void test_typos(void) {
         {"plan", "test/fixtures/tiny_gpt2/model.safetensors", "is not a config file", "safetensors weights"},
         {"plan", "test/fixtures/gpt_tiny_bias.bin", "is not a config file", "a binary file"},
         {"train", llmc_state, "is not a config file", "llm.c's optimizer state, which nanogpt does not read: its model file (model_<step>.bin)"},
+        {"train", llmc_debug, "is not a config file", "llm.c's debug state (gpt2_124M_debug_state.bin), which nanogpt does not read: its model "
+                                                      "file (gpt2_124M.bin)"},
     };
     for (int i = 0; i < (int)(sizeof not_configs / sizeof not_configs[0]); i++) {
         r = cli(not_configs[i].command, not_configs[i].path, NULL);
@@ -348,9 +357,30 @@ static void test_typos(void) {
     r = cli("prepare", "--input=x.txt", "--out=y", "--tokenizer=bpe", NULL);
     CHECK_RUN(r, 1, "prepare --tokenizer=bpe");
     CHECK(strstr(r->err, "--tokenizer=bpe: the tokenizer is char") && strstr(r->err, "gpt2"), "names the tokenizer value and the choices: %.300s", r->err);
-    r = cli("plan", "--sample", "--num_samples=1", NULL);
-    CHECK_RUN(r, 1, "plan --sample --num_samples=1");
-    CHECK(strstr(r->err, "--num_samples is an argument of `nanogpt sample`"), "a sample argument to plan says whose it is: %.300s", r->err);
+    /* plan --sample takes what sample takes (sample.py's settings, in config files too), checked as sample checks them */
+    FILE *sample_cfg = fopen(tmp_path("sample_settings.cfg"), "w");
+    if (sample_cfg) {
+        fputs("n_layer = 1\nn_head = 2\nn_embd = 32\nnum_samples = 3\nmax_new_tokens = 20\nstart = 'ROMEO:\\n'\ntop_k = 5\n", sample_cfg);
+        fclose(sample_cfg);
+    }
+    char no_checkpoints[720];
+    snprintf(no_checkpoints, sizeof no_checkpoints, "--out_dir=%s", tmp_path("no_checkpoints_here"));
+    r = cli("plan", "--sample", "--num_samples=1", "--temperature=0.5", no_checkpoints, "--vocab_size=65", NULL);
+    CHECK_RUN(r, 0, "plan --sample --num_samples=1");
+    CHECK(strstr(r->out, "sampling     "), "a sampling plan: %.300s", r->out);
+    r = cli("plan", "--sample", tmp_path("sample_settings.cfg"), no_checkpoints, "--vocab_size=65", NULL);
+    CHECK_RUN(r, 0, "plan --sample with sample.py's settings in its config file");
+    CHECK(strstr(r->out, "L=1 NH=2 C=32 "), "the file's model: %.300s", r->out);
+    r = cli("plan", "--sample", "--num_samples=0", no_checkpoints, "--vocab_size=65", NULL);
+    CHECK_RUN(r, 1, "plan --sample --num_samples=0");
+    CHECK(strstr(r->err, "num_samples is a whole number in [1, 1e6]"), "sample's range: %.300s", r->err);
+    r = cli("plan", "--num_samples=1", NULL);
+    CHECK_RUN(r, 1, "plan --num_samples=1");
+    CHECK(strstr(r->err, "--num_samples is an argument of `nanogpt sample`, not a config key; `nanogpt plan --sample` takes it"),
+          "a sample argument to plan says whose it is: %.300s", r->err);
+    r = cli("plan", tmp_path("sample_settings.cfg"), NULL);
+    CHECK_RUN(r, 1, "plan of a file with sample.py's settings");
+    CHECK(strstr(r->err, "sample_settings.cfg:4: num_samples is a setting of `nanogpt sample`"), "a sample key in plan's file: %.300s", r->err);
     r = cli("plan", "--seed=-1", NULL); /* seed is a config key as well as sample's: its range, not whose it is */
     CHECK_RUN(r, 1, "plan --seed=-1");
     CHECK(strstr(r->err, "--seed: seed = '-1': must be an integer in [0, ") && !strstr(r->err, "an argument of"), "a bad seed's range: %.300s",
@@ -471,6 +501,16 @@ static void test_plan_and_info(void) {
             "--device=cuda", "--dtype=bfloat16", "--max_memory=8GiB", NULL);
     CHECK_RUN(r, 0, "plan GPT-2 124M");
     CHECK(strstr(r->out, ": 124.44M parameters (124.48M with the padding)"), "the parameter counts: %.300s", r->out);
+    /* the CPU's lanes: at once on an even thread count, one after the other otherwise (cpu_lanes_at_once) */
+    static const struct { const char *threads, *says; } lanes[] = {{"--threads=1", "one after the other on the one thread"},
+                                                                   {"--threads=2", "at once on 1 thread each"},
+                                                                   {"--threads=3", "one after the other on all 3 threads"},
+                                                                   {"--threads=4", "at once on 2 threads each"}};
+    for (size_t i = 0; i < sizeof lanes / sizeof lanes[0]; i++) {
+        r = cli("plan", "--device=cpu", "--vocab_size=65", lanes[i].threads, NULL);
+        CHECK_RUN(r, 0, lanes[i].threads);
+        CHECK(strstr(r->out, "lanes        2: ") && strstr(r->out, lanes[i].says), "plan %s: %.900s", lanes[i].threads, r->out);
+    }
     r = cli("info", NULL);
     CHECK_RUN(r, 0, "info");
     CHECK(strstr(r->out, "cpu: ") && strstr(r->out, "build: "), "info: %.300s", r->out);
@@ -675,6 +715,8 @@ static void test_resume_model(void) {
             "--eval_interval=2", "--eval_iters=1", "--always_save_checkpoint=True", "--device=cpu", "--threads=1", NULL);
     CHECK_RUN(r, 0, "train a tiny model");
     CHECK(strstr(r->out, "(64 tokens/step)") && !strstr(r->out, "note: init_from"), "2 x 32 tokens per step, no note: %.400s", r->out);
+    CHECK(strstr(r->out, "cpu (1 thread): ") && strstr(r->out, " in 2 lanes one after the other,"), "the threads and how the lanes run: %.400s",
+          r->out);
     CHECK(strstr(r->out, "M parameters (nanoGPT counts 0.") && strstr(r->out, "M: no position embeddings)"), "nanoGPT's parameter count beside ours: %.400s",
           r->out);
     /* the closing line on the CPU: the arena and the measured peak resident set */
@@ -1179,6 +1221,19 @@ static void test_workflow(void) {
     for (int i = 0; sf && i < 65536; i++) fputc('A' + i % 3, sf);
     if (sf) fclose(sf);
     snprintf(start_arg, sizeof start_arg, "--start=FILE:%s", tmp_path("long_start.txt"));
+    if (truncate(tmp_path("long_start.txt"), 65535) == 0) { /* the limit itself: one id per byte, all of them kept */
+        r = cli("sample", out_dir_arg, start_arg, "--num_samples=1", "--max_new_tokens=2", NULL);
+        CHECK_RUN(r, 0, "sample --start=FILE: of 65535 bytes");
+        CHECK(strlen(r->out) == sizeof r->out - 1 && !strncmp(r->out, "ABCABC", 6) && r->out[65534] == 'A' + 65534 % 3,
+              "the whole start text (as far as the 64 KiB read of the output): %.100s", r->out);
+    } else CHECK(0, "cannot truncate %s", tmp_path("long_start.txt"));
+    r = cli("sample", out_dir_arg, "--start=ROMEO: a prompt of more words than eight", "--num_samples=1", "--max_new_tokens=3", NULL);
+    CHECK_RUN(r, 0, "sample with a start text of 40 characters");
+    CHECK(!strncmp(r->out, "ROMEO: a prompt of more words than eight", 40), "a longer prompt: %.300s", r->out);
+    if ((sf = fopen(tmp_path("long_start.txt"), "wb"))) {
+        for (int i = 0; i < 65536; i++) fputc('A' + i % 3, sf);
+        fclose(sf);
+    }
     r = cli("sample", out_dir_arg, start_arg, "--num_samples=1", "--max_new_tokens=0", NULL);
     CHECK_RUN(r, 1, "sample --start=FILE: of 65536 bytes");
     CHECK(strstr(r->err, "longer than its limit of 65535 bytes"), "a start file over the limit is refused, not cut: %.300s", r->err);
@@ -2101,6 +2156,26 @@ static void test_plot_after_resume(void) {
         if (sscanf(q + 18, "%31[^<]", label) == 1) snprintf(labels + strlen(labels), sizeof labels - strlen(labels), "%s ", label);
     }
     CHECK(!strcmp(labels, "2.5 3.0 3.5 4.0 "), "loss ticks: %s", labels);
+    /* logs no run writes, edited or cut: an infinite step, or losses a double cannot step between, once drew ticks
+     * without end (gigabytes of loss.svg); now a step is finite and the ticks are counted (within 20 s, 1 MiB) */
+    static const char *const odd_logs[] = {"{\"step\": 0, \"loss\": 4.0}\n{\"step\": 1e999, \"loss\": 3.9}\n",
+                                           "{\"step\": 0, \"loss\": 1.0}\n{\"step\": 1, \"loss\": 1.0000000000000004}\n",
+                                           "{\"step\": 0, \"loss\": 1e300}\n{\"step\": 1e300, \"loss\": -1e300}\n"};
+    static CliRun odd;
+    for (int i = 0; i < 3; i++) {
+        FILE *log = fopen(tmp_path("odd_log/log.jsonl"), "w");
+        if (!log && mkdir(tmp_path("odd_log"), 0777) == 0) log = fopen(tmp_path("odd_log/log.jsonl"), "w");
+        if (!log) { CHECK(0, "cannot write %s", tmp_path("odd_log/log.jsonl")); return; }
+        fputs(odd_logs[i], log);
+        fclose(log);
+        char dir[700], *argv[] = {"plot", dir, NULL};
+        copy_str(dir, sizeof dir, tmp_path("odd_log"));
+        child_file_limit = 1 << 20;
+        cli_wait(cli_start(argv), &odd, 20);
+        child_file_limit = 0;
+        long bytes = file_size(tmp_path("odd_log/loss.svg"));
+        CHECK(odd.rc == 0 && bytes > 0 && bytes < 20000, "plot of log %d: rc %d, %ld bytes: %.300s", i, odd.rc, bytes, odd.err);
+    }
 }
 
 /* a character run's ids are its data's characters (vocab_size = 0): a resume keeps saying so, and its data folder

@@ -35,6 +35,14 @@ static void test_set_and_validate(void) {
     CHECK(ngpt_config_set(&c, "batch_size", "64", err, sizeof err) == 0 && c.batch_size == 64, "set batch_size");
     CHECK(ngpt_config_set(&c, "learning_rate", "3e-4", err, sizeof err) == 0 && c.learning_rate == 3e-4, "set learning_rate");
     CHECK(ngpt_config_set(&c, "bias", "True", err, sizeof err) == 0 && c.bias == 1, "set bias True");
+    /* a seed past 2^53 is kept exactly (through a double it became ...768); other forms of a number as a double */
+    static const struct { const char *text; long long seed; } seeds[] = {
+        {"1234567890123456789", 1234567890123456789LL}, {"9_199_999_999_999_999_999", 9199999999999999999LL},
+        {" 9007199254740993", 9007199254740993LL},       {"1e18", 1000000000000000000LL},
+        {"1337", 1337}};
+    for (size_t i = 0; i < sizeof seeds / sizeof seeds[0]; i++)
+        CHECK(ngpt_config_set(&c, "seed", seeds[i].text, err, sizeof err) == 0 && c.seed == seeds[i].seed, "seed = %s: %lld (%s)", seeds[i].text,
+              c.seed, err);
     CHECK(ngpt_config_set(&c, "dataset", "'shakespeare_char'", err, sizeof err) == 0 && !strcmp(c.dataset, "shakespeare_char"),
           "quoted string");
     char dir[600];
@@ -379,6 +387,16 @@ static void test_prepare_char(void) {
     rc = charvocab_load(v, tmp_path("ds/meta.bin"), err, sizeof err);
     CHECK(rc == 0 && v->n == 11, "vocab: %d entries (%s)", v->n, err);
     CHECK(v->cp[0] == '\n' && v->cp[v->n - 1] == 0xE9, "code point order");
+    /* bytes after the last character (a count too small, two files joined): refused, naming where they start */
+    FILE *joined = fopen(tmp_path("ds/meta.bin"), "ab");
+    if (joined) {
+        fputs("GARBAGE", joined);
+        fclose(joined);
+    }
+    CharVocab *w = malloc(sizeof *w);
+    rc = charvocab_load(w, tmp_path("ds/meta.bin"), err, sizeof err);
+    CHECK(rc == NGPT_ERR_FORMAT && strstr(err, "meta.bin: trailing bytes after its 11 characters (from byte offset 39)"), "trailing bytes: %s", err);
+    free(w);
     TokenFile tf, vf;
     rc = tokenfile_open(&tf, tmp_path("ds/train.bin"), v->n, 2, 0, err, sizeof err);
     CHECK(rc == 0, "train.bin: %s", err);
@@ -546,6 +564,11 @@ static void test_cpu_budget_is_available_memory(void) {
     f = fmemopen((void *)old_kernel, sizeof old_kernel - 1, "r");
     CHECK(f && meminfo_available(f) == 0, "no MemAvailable line: 0, for the free pages to be used");
     if (f) fclose(f);
+    /* the budget: 90% of MemAvailable, else of the free pages, else a guess of 4 GiB */
+    CHECK(host_budget(20e9, 1000, 4096) == 0.9 * 20e9, "MemAvailable's 90%%: %.0f", host_budget(20e9, 1000, 4096));
+    CHECK(host_budget(0, 1000, 4096) == 0.9 * 1000 * 4096, "the free pages' 90%%: %.0f", host_budget(0, 1000, 4096));
+    CHECK(host_budget(0, -1, 4096) == 4.0 * GiB && host_budget(0, 1000, -1) == 4.0 * GiB, "nothing known: 4 GiB");
+    /* and this machine's, read from its /proc/meminfo (which changes between two reads: within 5%) */
     f = fopen("/proc/meminfo", "r");
     double avail = meminfo_available(f), got = host_memory_available();
     if (f) fclose(f);
@@ -569,6 +592,12 @@ static void test_dtype_choice(void) {
     CHECK(resolve_device(&c, &device, &dtype, note, sizeof note, err, sizeof err) == NGPT_OK && device == DEV_BACKEND_CPU &&
               dtype == NGPT_DTYPE_F32 && strstr(note, "float32"),
           "device cpu computes in float32 and says so: %s", note);
+    /* device auto in a build without CUDA: one note says where it trains and why, the dtype after it */
+    snprintf(c.device, sizeof c.device, "auto");
+    CHECK(resolve_device(&c, &device, &dtype, note, sizeof note, err, sizeof err) == NGPT_OK && device == DEV_BACKEND_CPU &&
+              !strcmp(note, "training on the CPU: this nanogpt was built without CUDA, which ./build.sh adds where nvcc is installed; "
+                            "dtype = bfloat16: the CPU backend computes in float32"),
+          "device auto without CUDA: %s", note);
 }
 
 int main(void) {

@@ -224,8 +224,10 @@ static void test_shard_without_header(void) {
     static const struct { int32_t magic, version; const char *file, *says; } others[] = {
         {LLMC_MODEL_MAGIC, 3, "train.bin", "train.bin is no token data: it is an llm.c model file"},
         {LLMC_STATE_MAGIC, 1, "train.bin", "train.bin is no token data: it is llm.c's optimizer state"},
+        {LLMC_DEBUG_MAGIC, 2, "train.bin", "train.bin is no token data: it is llm.c's debug state"},
         {LLMC_LLAMA3_MAGIC, 7, "tiny_train_000000.bin", "tiny_train_000000.bin is no token data: it is an llm.c Llama 3 shard (uint32 tokens)"}};
-    for (int i = 0; i < 3; i++) {
+    int n_others = (int)(sizeof others / sizeof others[0]);
+    for (int i = 0; i < n_others; i++) {
         char other[600];
         snprintf(other, sizeof other, "%s/%s", dir, others[i].file);
         f = fopen(other, "wb");
@@ -237,14 +239,57 @@ static void test_shard_without_header(void) {
         rc = tokenset_open(&s, dir, "train", 50257, 32, err, sizeof err);
         CHECK(rc == NGPT_ERR_FORMAT && strstr(err, others[i].says), "%s: %s", others[i].says, err);
         if (!rc) tokenset_close(&s);
-        if (i == 1) unlink(path); /* the shard next, alone */
+        if (i + 1 < n_others && strcmp(others[i + 1].file, "train.bin")) unlink(path); /* the shard next, alone */
     }
+}
+
+/* known_file: each kind by its first bytes; in a data file (tokens possible) only the 8-byte signatures */
+static void test_known_files(void) {
+    static const struct { int32_t h[4]; int tokens_possible; KnownFile kind; } heads[] = {
+        {{LLMC_MODEL_MAGIC, 3}, 1, KNOWN_LLMC_MODEL},
+        {{LLMC_MODEL_MAGIC, 5}, 0, KNOWN_LLMC_MODEL},
+        {{LLMC_MODEL_MAGIC, 4}, 1, KNOWN_NONE}, /* no model version: tokens */
+        {{LLMC_MODEL_MAGIC, 4}, 0, KNOWN_LLMC_MODEL}, /* elsewhere the magic is enough (llm.c's reader then names the version) */
+        {{LLMC_STATE_MAGIC, 1}, 1, KNOWN_LLMC_STATE},
+        {{LLMC_STATE_MAGIC, 17}, 1, KNOWN_NONE},
+        {{LLMC_STATE_MAGIC, 0}, 1, KNOWN_NONE},
+        {{LLMC_DEBUG_MAGIC, 1}, 1, KNOWN_LLMC_DEBUG_STATE},
+        {{LLMC_TOKENIZER_MAGIC, 2}, 1, KNOWN_LLMC_TOKENIZER},
+        {{LLMC_MAGIC, 1}, 1, KNOWN_LLMC_SHARD},
+        {{LLMC_LLAMA3_MAGIC, 7}, 0, KNOWN_LLMC_LLAMA3_SHARD},
+        {{12345, 1}, 0, KNOWN_NONE},
+    };
+    for (size_t i = 0; i < sizeof heads / sizeof heads[0]; i++) {
+        KnownFile got = known_file((const unsigned char *)heads[i].h, sizeof heads[i].h, heads[i].tokens_possible);
+        CHECK(got == heads[i].kind, "magic %d version %d (tokens possible %d): kind %d, expected %d", heads[i].h[0], heads[i].h[1],
+              heads[i].tokens_possible, (int)got, (int)heads[i].kind);
+    }
+    int32_t four = LLMC_STATE_MAGIC; /* 4 bytes: no version to check */
+    CHECK(known_file((const unsigned char *)&four, 4, 0) == KNOWN_LLMC_STATE && known_file((const unsigned char *)&four, 4, 1) == KNOWN_NONE,
+          "a 4-byte magic alone counts only where tokens are not possible");
+    const unsigned char checkpoint[] = "ngptckpt", zip[] = "PK\3\4rest", safetensors[] = "\x20\0\0\0\0\0\0\0{\"a\"";
+    CHECK(known_file(checkpoint, 8, 1) == KNOWN_CHECKPOINT && known_file(checkpoint, 7, 0) == KNOWN_NONE, "a checkpoint's 8 bytes");
+    CHECK(known_file(zip, sizeof zip - 1, 0) == KNOWN_ZIP && known_file(zip, sizeof zip - 1, 1) == KNOWN_NONE, "zip, not in a data file");
+    CHECK(known_file(safetensors, sizeof safetensors - 1, 0) == KNOWN_SAFETENSORS && known_file(safetensors, sizeof safetensors - 1, 1) == KNOWN_NONE,
+          "safetensors, not in a data file");
+    const unsigned char text[] = "\\section{Introduction}";
+    CHECK(known_file(text, sizeof text - 1, 0) == KNOWN_NONE, "text whose ninth byte is {: not safetensors");
 }
 
 /* Two trainers started together on a fresh folder both prepare it: four processes prepare one folder at
  * once (released together), at the character level and in GPT-2 BPE. Each succeeds, the files equal a
  * lone prepare's, and no temporary file is left (the temporary names were once shared, and a rename
  * failed: "cannot rename into data/shakespeare_char"). */
+/* the prepares' temporary files (NAME.tmp.PID) in dir */
+static int temporaries_in(const char *dir) {
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    int n = 0;
+    while (d && (e = readdir(d)) != NULL) n += strstr(e->d_name, ".tmp") != NULL;
+    if (d) closedir(d);
+    return n;
+}
+
 static int same_file(const char *a, const char *b) {
     size_t na = 0, nb = 0;
     unsigned char *x = read_all(a, &na), *y = read_all(b, &nb);
@@ -297,11 +342,7 @@ static void test_concurrent_prepares(void) {
             snprintf(b, sizeof b, "%s/%s", shared, names[i]);
             CHECK(same_file(a, b), "%s differs from a lone prepare's", b);
         }
-        DIR *d = opendir(shared);
-        struct dirent *e;
-        int left = 0;
-        while (d && (e = readdir(d)) != NULL) left += strstr(e->d_name, ".tmp") != NULL;
-        if (d) closedir(d);
+        int left = temporaries_in(shared);
         CHECK(left == 0, "%d temporary files left in %s", left, shared);
     }
     /* a prepare killed midway left its temporary file: the next prepare removes it, not a live process's */
@@ -315,6 +356,73 @@ static void test_concurrent_prepares(void) {
     CHECK(access(dead, F_OK) != 0, "%s (no such process) was not removed", dead);
     CHECK(access(live, F_OK) == 0, "%s (a live process's) was removed", live);
     unlink(live);
+    /* an out_dir longer than data_dir holds: refused, before anything is made (cut short, its files' paths once
+     * named the folder above it, whose train.bin was replaced) */
+    char long_dir[700];
+    int len = snprintf(long_dir, sizeof long_dir, "%s/shared_0/", tmpdir);
+    while (len < 300) long_dir[len++] = 'd';
+    long_dir[len] = 0;
+    size_t train_before = 0, train_after = 0;
+    snprintf(dead, sizeof dead, "%s/train.bin", dir);
+    free(read_all(dead, &train_before));
+    for (int bpe = 0; bpe < 2; bpe++) {
+        int rc = ngpt_prepare(input, long_dir, bpe ? tok : NULL, 0.1, err, sizeof err);
+        CHECK(rc == NGPT_ERR_ARG && strstr(err, "is 300 bytes long; a data folder's path holds at most 255"), "a long out_dir (bpe %d): %s", bpe, err);
+    }
+    free(read_all(dead, &train_after));
+    CHECK(access(long_dir, F_OK) != 0 && train_before > 0 && train_after == train_before, "nothing made, the folder above untouched");
+}
+
+/* A GPT-2 prepare that fails at train.bin's last tokens (the file size limit here; a full disk as well) replaces
+ * neither file of an earlier prepare, and leaves no temporary file: once val.bin was renamed into place before
+ * train.bin's last write, which left the new val.bin beside the old train.bin */
+static void test_failed_prepare_keeps_the_pair(void) {
+    char old_text[512], new_text[512], ref[512], dir[512], path[600], err[NGPT_ERRLEN];
+    snprintf(old_text, sizeof old_text, "%s/old.txt", tmpdir);
+    snprintf(new_text, sizeof new_text, "%s/new.txt", tmpdir);
+    snprintf(ref, sizeof ref, "%s/pair_ref", tmpdir);
+    snprintf(dir, sizeof dir, "%s/pair", tmpdir);
+    FILE *f = fopen(old_text, "w");
+    for (int i = 0; f && i < 3000; i++) fprintf(f, "An old line, %d.\n", i);
+    if (f) fclose(f);
+    f = fopen(new_text, "w");
+    for (int i = 0; f && i < 9000; i++) fprintf(f, "A line of another text, number %d of them.\n", i);
+    if (f) fclose(f);
+    CHECK(ngpt_prepare(new_text, ref, tok, 0.1, err, sizeof err) == 0, "the new text alone: %s", err);
+    CHECK(ngpt_prepare(old_text, dir, tok, 0.1, err, sizeof err) == 0, "the old text: %s", err);
+    size_t new_train = 0, old_train = 0, old_val = 0, n = 0;
+    snprintf(path, sizeof path, "%s/train.bin", ref);
+    free(read_all(path, &new_train));
+    snprintf(path, sizeof path, "%s/train.bin", dir);
+    unsigned char *train = read_all(path, &old_train);
+    snprintf(path, sizeof path, "%s/val.bin", dir);
+    unsigned char *val = read_all(path, &old_val);
+    /* the limit a byte under the new train.bin, which its buffered writes (16 KiB each) reach only at the end */
+    CHECK(new_train > 16384 && new_train % 16384 && train && val, "the new train.bin: %zu bytes", new_train);
+    fflush(stdout);
+    pid_t kid = fork();
+    if (kid == 0) {
+        signal(SIGXFSZ, SIG_IGN);
+        struct rlimit rl = {(rlim_t)new_train - 1, (rlim_t)new_train - 1};
+        setrlimit(RLIMIT_FSIZE, &rl);
+        int rc = ngpt_prepare(new_text, dir, tok, 0.1, err, sizeof err);
+        _exit(rc == NGPT_ERR_IO && strstr(err, "train.bin") ? 0 : 1);
+    }
+    int status = 0;
+    waitpid(kid, &status, 0);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the prepare under the limit fails writing train.bin (status %d)", status);
+    snprintf(path, sizeof path, "%s/train.bin", dir);
+    unsigned char *after = read_all(path, &n);
+    CHECK(after && n == old_train && !memcmp(after, train, n), "train.bin is the old one: %zu bytes, was %zu", n, old_train);
+    free(after);
+    snprintf(path, sizeof path, "%s/val.bin", dir);
+    after = read_all(path, &n);
+    CHECK(after && n == old_val && !memcmp(after, val, n), "val.bin is the old one: %zu bytes, was %zu", n, old_val);
+    free(after);
+    free(train);
+    free(val);
+    int left = temporaries_in(dir);
+    CHECK(left == 0, "%d temporary files left in %s", left, dir);
 }
 
 static void test_bpe_recipe_names_its_dataset(void) {
@@ -413,9 +521,11 @@ int main(void) {
     RUN(test_documents_and_llmc_format);
     RUN(test_llmc_shards_read_as_one);
     RUN(test_shard_without_header);
+    RUN(test_known_files);
     RUN(test_bpe_recipe_names_its_dataset);
     RUN(test_nanogpt_meta_pkl);
     RUN(test_concurrent_prepares);
+    RUN(test_failed_prepare_keeps_the_pair);
     ngpt_tokenizer_free(tok);
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);

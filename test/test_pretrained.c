@@ -837,6 +837,13 @@ static void test_llmc_errors(void) {
     spill(path, file, n, NULL, 0);
     expect_error(llmc_read_model, "llm.c state file by its name", path, NGPT_ERR_FORMAT, "model_00000020.bin beside it");
     tmp_path(path, sizeof path, "magic.bin");
+    h[0] = 20240801; /* llm.c's Llama 3 shard magic */
+    spill(path, file, n, NULL, 0);
+    expect_error(llmc_read_model, "llm.c Llama 3 shard", path, NGPT_ERR_FORMAT, "(an llm.c Llama 3 token shard, not a model file)");
+    memcpy(file, "ngptckpt", 8);
+    spill(path, file, n, NULL, 0);
+    expect_error(llmc_read_model, "a nanogpt checkpoint", path, NGPT_ERR_FORMAT, "(a nanogpt checkpoint, not an llm.c model file)");
+    h[1] = 3;
     h[0] = 12345;
     spill(path, file, n, NULL, 0);
     expect_error(llmc_read_model, "wrong magic", path, NGPT_ERR_FORMAT, "magic 12345");
