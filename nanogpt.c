@@ -7140,6 +7140,21 @@ static int gpt2_weights_file(const char *name, const char *pretrained_dir, char 
     return NGPT_OK;
 }
 
+/* llm.c's model descriptor dN (train_gpt2.cu's -e d12): a new GPT-2 of N layers, with the channels and heads llm.c
+ * gives that depth. 1 with the shape, -1 for a dN llm.c has no shape for, 0 for any other text. */
+static int llmc_descriptor(const char *s, int *L, int *NH, int *C) {
+    static const int shapes[][3] = {{6, 6, 384},     {12, 12, 768},   {24, 16, 1024}, {36, 20, 1280},
+                                    {48, 25, 1600},  {60, 30, 1920},  {72, 30, 2880}, {84, 36, 3456}}; /* layers, heads, channels */
+    int depth = 0, used = 0;
+    if (s[0] != 'd' || !isdigit((unsigned char)s[1]) || sscanf(s, "d%d%n", &depth, &used) != 1 || used != (int)strlen(s)) return 0;
+    for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++)
+        if (depth == shapes[k][0]) {
+            *L = shapes[k][0], *NH = shapes[k][1], *C = shapes[k][2];
+            return 1;
+        }
+    return -1;
+}
+
 /* What init_from names: "gpt2", "gpt2-medium", "gpt2-large" and "gpt2-xl" are Hugging Face downloads in
  * <pretrained_dir>/<name>/ (model.safetensors and config.json; pretrained_dir NULL or "" = "pretrained");
  * anything else is a path for pretrained_open_path. Its shape into ms, and unless w is NULL its weights as runs
@@ -7159,11 +7174,13 @@ static int pretrained_open(const char *init_from, const char *pretrained_dir, Mo
     }
     struct stat st;
     if (stat(init_from, &st)) {
-        int e = errno, depth = 0, used = 0; /* llm.c's -e d12: a new model of 12 layers */
+        int e = errno, L, NH, C, known = llmc_descriptor(init_from, &L, &NH, &C); /* llm.c's -e d12: a new model of 12 layers */
         char descriptor[200] = "";
-        if (isdigit((unsigned char)init_from[1]) && sscanf(init_from, "d%d%n", &depth, &used) == 1 && used == (int)strlen(init_from) && depth > 0)
-            snprintf(descriptor, sizeof descriptor, " (llm.c's d%d is a new model: --n_layer=%d with --n_embd and --n_head, from scratch)", depth,
-                     depth);
+        if (known > 0)
+            snprintf(descriptor, sizeof descriptor, " (llm.c's d%d is a new model: --init_from=scratch --n_layer=%d --n_head=%d --n_embd=%d)",
+                     L, L, NH, C);
+        else if (known < 0)
+            snprintf(descriptor, sizeof descriptor, " (llm.c's descriptors dN are d6, d12, d24, d36, d48, d60, d72 and d84)");
         return fail(err, errlen, NGPT_ERR_ARG,
                     "init_from = %s: %s%s; init_from is scratch, resume, gpt2, gpt2-medium, gpt2-large, gpt2-xl, or the path of weights "
                     "(a .safetensors file, a folder holding model.safetensors, an llm.c model file)", init_from, strerror(e), descriptor);
@@ -9955,6 +9972,13 @@ static const char *llmc_flags_as_settings(int argc, char **argv, char *out, size
             if (n < cap) n += (size_t)snprintf(out + n, cap - n, "%s--%s=%.*s", n ? " " : "", one_key[k][1], len, v);
             i++;
             break;
+        }
+        int L, NH, C;
+        if (!strcmp(argv[i], "-e") && n < cap) { /* a model file, or a descriptor (d12) of a new model */
+            if (llmc_descriptor(argv[i + 1], &L, &NH, &C) > 0)
+                n += (size_t)snprintf(out + n, cap - n, "%s--init_from=scratch --n_layer=%d --n_head=%d --n_embd=%d", n ? " " : "", L, NH, C);
+            else if (file_exists(argv[i + 1])) n += (size_t)snprintf(out + n, cap - n, "%s--init_from=%s", n ? " " : "", argv[i + 1]);
+            i++;
         }
     }
     return out;

@@ -402,7 +402,18 @@ static void test_typos(void) {
           "an init_from that is no name and no file lists the valid values: %.400s", r->err);
     r = cli("train", "--init_from=d12", NULL); /* llm.c's -e d12 */
     CHECK_RUN(r, 1, "train --init_from=d12");
-    CHECK(strstr(r->err, "llm.c's d12 is a new model: --n_layer=12"), "llm.c's model descriptor: %.400s", r->err);
+    CHECK(strstr(r->err, "llm.c's d12 is a new model: --init_from=scratch --n_layer=12 --n_head=12 --n_embd=768)"), "llm.c's model descriptor: %.400s",
+          r->err);
+    r = cli("train", "--init_from=d13", NULL);
+    CHECK_RUN(r, 1, "train --init_from=d13");
+    CHECK(strstr(r->err, "llm.c's descriptors dN are d6, d12, d24, d36, d48, d60, d72 and d84"), "a depth llm.c has no shape for: %.400s", r->err);
+    r = cli("train", "-e", "d24", "-b", "8", NULL);
+    CHECK_RUN(r, 1, "train -e d24 -b 8");
+    CHECK(strstr(r->err, "llm.c's flags here as nanogpt's settings: --init_from=scratch --n_layer=24 --n_head=16 --n_embd=1024 --batch_size=8"),
+          "llm.c's -e d24 spelt out: %.400s", r->err);
+    r = cli("train", "-e", "test/fixtures/tiny_gpt2_llmc_v3.bin", NULL);
+    CHECK_RUN(r, 1, "train -e FILE");
+    CHECK(strstr(r->err, "as nanogpt's settings: --init_from=test/fixtures/tiny_gpt2_llmc_v3.bin"), "llm.c's -e FILE spelt out: %.400s", r->err);
     r = cli("train", "--out_dir=test/fixtures/tiny_gpt2_llmc_v3.bin", NULL);
     CHECK_RUN(r, 1, "train --out_dir=a file");
     CHECK(strstr(r->err, "out_dir = test/fixtures/tiny_gpt2_llmc_v3.bin is a file, not a folder") && !r->out[0],
