@@ -56,7 +56,7 @@
 /* the first bytes of the binary files nanogpt reads (their sections say more), and of llm.c's tokenizer file */
 #define LLMC_MAGIC 20240520           /* llm.c token shards */
 #define LLMC_MODEL_MAGIC 20240326     /* llm.c model files */
-#define LLMC_TOKENIZER_MAGIC 20240328 /* llm.c's gpt2_tokenizer.bin, which nanogpt does not read */
+#define LLMC_TOKENIZER_MAGIC 20240328 /* llm.c's gpt2_tokenizer.bin (ngpt_tokenizer_load_llmc) */
 #define LLMC_DEBUG_MAGIC 20240327     /* llm.c's debug state (gpt2_124M_debug_state.bin), not read either */
 #define LLMC_STATE_MAGIC 20240527     /* llm.c's optimizer state (state_00005000_00000.bin), not read either */
 #define LLMC_LLAMA3_MAGIC 20240801    /* llm.c's Llama 3 token shards (uint32 tokens), not read */
@@ -369,7 +369,7 @@ static const ConfigKey config_keys[] = {
     CK(dataset, KEY_STR, 0, 0, NULL, "data/<dataset>/ holds train.bin and val.bin (an absolute path is that folder, as in nanoGPT)"),
     CK(data_dir, KEY_STR, 0, 0, NULL, "explicit data folder (overrides data/<dataset>)"),
     CK(input, KEY_STR, 0, 0, NULL, "text file a recipe's dataset (shakespeare_char, shakespeare) is prepared from when it has no train.bin"),
-    CK(tokenizer_dir, KEY_STR, 0, 0, NULL, "GPT-2 vocabulary folder (encoder.json + vocab.bpe, or gpt2.tok)"),
+    CK(tokenizer_dir, KEY_STR, 0, 0, NULL, "GPT-2 vocabulary folder (encoder.json + vocab.bpe, gpt2.tok, or llm.c's gpt2_tokenizer.bin, which it may name itself)"),
     CK(pretrained_dir, KEY_STR, 0, 0, NULL, "where init_from = gpt2.. finds <name>/model.safetensors"),
     CK(gradient_accumulation_steps, KEY_INT, 1, 1e6, NULL, "micro-steps per optimizer step"),
     CK(batch_size, KEY_INT, 1, 1e6, NULL, "sequences per micro-step (the planner may split it)"),
@@ -523,13 +523,14 @@ static const char *config_unquote(const char *v, char *buf, size_t cap, int *unc
     return buf;
 }
 
-enum { VALUE_OK, VALUE_UNCLOSED, VALUE_AFTER_QUOTE, VALUE_AFTER_PLUS, VALUE_QUOTE_IN_TEXT, VALUE_LONG };
+enum { VALUE_OK, VALUE_UNCLOSED, VALUE_AFTER_QUOTE, VALUE_AFTER_PLUS, VALUE_QUOTE_IN_TEXT, VALUE_LONG, VALUE_NUL };
 #define CONFIG_VALUE_MAX 511 /* characters */
 #define VALUE_LITERALS "nanogpt reads literals ('text', 'a' + 'b', 3e-4, 5 * 8, True), not Python expressions"
 
 /* A value as Python reads the literals nanoGPT's configs use, into out (cap bytes, never cut short): a quoted
  * string, or quoted strings joined by + ('a' + 'b' is ab), else bare text (a number, True, 5 * 8) without
- * its surrounding blanks. Quotes take no escapes (the configs use none). file: a config file's value, where
+ * its surrounding blanks. A quoted string takes Python's escapes \\ \' \" \n \t \r (start = 'it\'s'; \0 is
+ * refused, any other backslash is itself, as Python keeps an unknown escape). file: a config file's value, where
  * # starts a comment and a quote in bare text is refused (int('8') or os.path.join('a', 'b') would be read
  * as text); else the command line's raw text, where only a leading quote is special. Returns VALUE_OK with
  * *at the offset of the value's first character and *quoted whether it is a quoted string, or what is wrong
@@ -542,13 +543,20 @@ static int config_value(const char *s, int file, char *out, size_t cap, size_t *
     *quoted = *p == '\'' || *p == '"';
     if (*quoted) {
         for (;;) {
-            const char *close = strchr(p + 1, *p);
-            if (!close) { *at = (size_t)(p - s); return VALUE_UNCLOSED; }
-            size_t m = (size_t)(close - p - 1);
-            if (n + m >= cap) return VALUE_LONG;
-            memcpy(out + n, p + 1, m);
-            n += m;
-            for (p = close + 1; isspace((unsigned char)*p); p++) {}
+            const char *c = p + 1;
+            for (; *c && *c != *p; c++) {
+                char ch = *c;
+                if (ch == '\\' && c[1]) {
+                    static const char from[] = "\\'\"ntr0", to[] = "\\'\"\n\t\r";
+                    const char *e = strchr(from, c[1]);
+                    if (e && *e == '0') { *at = (size_t)(c - s); return VALUE_NUL; }
+                    if (e) ch = to[e - from], c++;
+                }
+                if (n + 1 >= cap) return VALUE_LONG;
+                out[n++] = ch;
+            }
+            if (!*c) { *at = (size_t)(p - s); return VALUE_UNCLOSED; }
+            for (p = c + 1; isspace((unsigned char)*p); p++) {}
             if (*p != '+') break;
             for (p++; isspace((unsigned char)*p); p++) {}
             if (*p != '\'' && *p != '"') { *at = (size_t)(p - s); return VALUE_AFTER_PLUS; }
@@ -750,6 +758,7 @@ static int config_value_fail(int e, const char *key, const char *value, size_t a
     const char *s = value + strspn(value, " \t");
     if (e == VALUE_LONG) return fail(err, errlen, NGPT_ERR_ARG, "%s: the value is longer than %d characters", key, CONFIG_VALUE_MAX);
     if (e == VALUE_UNCLOSED) return fail(err, errlen, NGPT_ERR_ARG, "%s = %.60s: the quote is not closed", key, s);
+    if (e == VALUE_NUL) return fail(err, errlen, NGPT_ERR_ARG, "%s = %.60s: a NUL character (\\0) at offset %zu: text settings hold none", key, s, at);
     if (e == VALUE_QUOTE_IN_TEXT) return fail(err, errlen, NGPT_ERR_ARG, "%s = %.60s: a quote inside an unquoted value; " VALUE_LITERALS, key, s);
     return fail(err, errlen, NGPT_ERR_ARG, "%s = %.60s: %s `%.30s`; " VALUE_LITERALS, key, s,
                 e == VALUE_AFTER_QUOTE ? "after the closing quote, unexpected" : "+ joins quoted strings, not", value + at);
@@ -848,7 +857,7 @@ static int binary_file_says(FILE *f, const char *path, char *says, size_t cap) {
         [KNOWN_LLMC_STATE] = "llm.c's optimizer state, which nanogpt does not read: its model file (model_<step>.bin) goes as --init_from",
         [KNOWN_LLMC_DEBUG_STATE] = "llm.c's debug state (gpt2_124M_debug_state.bin), which nanogpt does not read: its model file "
                                    "(gpt2_124M.bin) goes as --init_from",
-        [KNOWN_LLMC_TOKENIZER] = "llm.c's tokenizer file, which nanogpt does not read: tokenizer_dir holds GPT-2's encoder.json and vocab.bpe",
+        [KNOWN_LLMC_TOKENIZER] = "llm.c's tokenizer file: GPT-2's vocabulary, which goes as --tokenizer_dir=%s",
         [KNOWN_LLMC_SHARD] = "an llm.c token shard: pass the folder that holds it as --data_dir",
         [KNOWN_LLMC_LLAMA3_SHARD] = "an llm.c Llama 3 token shard (uint32 tokens), which nanogpt does not read",
         [KNOWN_CHECKPOINT] = "a nanogpt checkpoint: sample it with `nanogpt sample --init_from=%s`, or resume its run with --init_from=resume "
@@ -871,8 +880,9 @@ static int config_binary_file(FILE *f, const char *path, char *err, size_t errle
 }
 
 /* A command's own settings in its config files (sample.py's start, num_samples, ... in sample's): set(ctx, key,
- * value, quoted, ...) takes a key that is no config key, its value as config files read values; it returns
- * CONFIG_NOT_OURS for a key it does not know either */
+ * value, quoted, ...) takes a key that is no config key, its value as config files read values (quoted: whether
+ * it was a quoted string; -1 for a value from the command line); it returns CONFIG_NOT_OURS for a key it does
+ * not know either */
 typedef struct {
     int (*set)(void *ctx, const char *key, const char *value, int quoted, char *err, size_t errlen);
     void *ctx;
@@ -3073,7 +3083,7 @@ static const char *not_token_data(const unsigned char *p, size_t bytes) {
         [KNOWN_LLMC_MODEL] = "an llm.c model file: weights go as --init_from=FILE",
         [KNOWN_LLMC_STATE] = "llm.c's optimizer state, which nanogpt does not read",
         [KNOWN_LLMC_DEBUG_STATE] = "llm.c's debug state, which nanogpt does not read",
-        [KNOWN_LLMC_TOKENIZER] = "llm.c's tokenizer file, which nanogpt does not read",
+        [KNOWN_LLMC_TOKENIZER] = "llm.c's tokenizer file: GPT-2's vocabulary, which goes as tokenizer_dir",
         [KNOWN_LLMC_LLAMA3_SHARD] = "an llm.c Llama 3 shard (uint32 tokens), which nanogpt does not read: it trains GPT-2 on uint16 tokens "
                                     "(GPT-2's shards have magic 20240520)",
         [KNOWN_CHECKPOINT] = "a nanogpt checkpoint: sample it, or resume its run with init_from = resume",
@@ -5056,6 +5066,118 @@ done:
     free(blob);
     free(js);
     free(bp);
+    return rc;
+}
+
+/* ---- llm.c's gpt2_tokenizer.bin ---------------------------------------------------------------------- *
+ * A 1024-byte header of int32 (magic 20240328, version 1 or 2, V, and in version 2 the id of <|endoftext|>),
+ * then each token as a length byte and its bytes. It holds no merges, but GPT-2's ids are its merge ranks:
+ * ids 0..255 are the single bytes and merge r makes id 256 + r (tiktoken builds its GPT-2 ranks from
+ * vocab.bpe this way and checks them against encoder.json). So merge r is found again as the pair that BPE
+ * of token 256 + r's own bytes, by the merges before it, leaves: the lowest-id adjacent pair that is a token
+ * below 256 + r, taken until none is left, must leave exactly two tokens. */
+
+#define LLMC_TOKENIZER_HEADER_BYTES 1024
+
+/* The two tokens that BPE of token id's bytes by the tokens below id (as ranks) leaves, into pair; 0 if it
+ * leaves another number of them */
+static int tok_llmc_merge_of(const ngpt_tokenizer *t, int32_t id, int32_t pair[2]) {
+    const unsigned char *p = t->bytes + t->off[id];
+    size_t n = t->off[id + 1] - t->off[id], start[256], len[256], m = n;
+    if (n > 256) return 0;
+    for (size_t i = 0; i < n; i++) start[i] = i, len[i] = 1;
+    for (;;) {
+        int32_t best = -1;
+        size_t at = 0;
+        for (size_t i = 0; i + 1 < m; i++) {
+            int32_t joined = tok_vocab_find(t, p + start[i], len[i] + len[i + 1]);
+            if (joined >= 0 && joined < id && (best < 0 || joined < best)) best = joined, at = i;
+        }
+        if (best < 0) break;
+        len[at] += len[at + 1];
+        memmove(start + at + 1, start + at + 2, (m - at - 2) * sizeof *start);
+        memmove(len + at + 1, len + at + 2, (m - at - 2) * sizeof *len);
+        m--;
+    }
+    if (m != 2) return 0;
+    pair[0] = tok_vocab_find(t, p, len[0]);
+    pair[1] = tok_vocab_find(t, p + len[0], len[1]);
+    return pair[0] >= 0 && pair[1] >= 0;
+}
+
+int ngpt_tokenizer_load_llmc(const char *path, ngpt_tokenizer **out, char *err, size_t errlen) {
+    if (out) *out = NULL;
+    if (!path || !out) return fail(err, errlen, NGPT_ERR_ARG, "ngpt_tokenizer_load_llmc: %s is NULL", !path ? "path" : "out");
+    unsigned char *file = NULL;
+    size_t size = 0;
+    int rc = tok_read_file(path, &file, &size, err, errlen);
+    if (rc) return rc;
+    int32_t h[4] = {0, 0, 0, 0};
+    if (size >= sizeof h) memcpy(h, file, sizeof h);
+    ngpt_tokenizer *t = NULL;
+    if (size < LLMC_TOKENIZER_HEADER_BYTES || h[0] != LLMC_TOKENIZER_MAGIC) {
+        rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s: %s; llm.c's tokenizer file starts with a %d-byte header, magic %d", path,
+                  size < LLMC_TOKENIZER_HEADER_BYTES ? "shorter than its header" : "another magic", LLMC_TOKENIZER_HEADER_BYTES,
+                  LLMC_TOKENIZER_MAGIC);
+        goto done;
+    }
+    int32_t V = h[2], eot = h[1] == 2 ? h[3] : V - 1; /* version 1 (GPT-2 only): <|endoftext|> last */
+    if (h[1] != 1 && h[1] != 2) { rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s: version %d; llm.c's tokenizer files are versions 1 and 2", path, h[1]); goto done; }
+    if (V < 257 || V >= TOK_MAX_VOCAB || eot != V - 1) {
+        rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s: %d tokens with <|endoftext|> at id %d; a GPT-2 vocabulary has 256 bytes, their merges, then "
+                                                "<|endoftext|> last (50257 tokens, id 50256)", path, V, eot);
+        goto done;
+    }
+    size_t o = LLMC_TOKENIZER_HEADER_BYTES, token_bytes = 0;
+    for (int32_t id = 0; id < V; id++) { /* the extents first: each token whole inside the file, nothing after the last */
+        if (o >= size || file[o] == 0 || o + 1 + file[o] > size) {
+            rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s: token %d at byte offset %zu: %s (the file has %zu bytes)", path, id, o,
+                      o >= size ? "the file ends before it" : file[o] == 0 ? "length 0; every token has at least one byte" : "its bytes run past the end",
+                      size);
+            goto done;
+        }
+        token_bytes += file[o];
+        o += 1 + (size_t)file[o];
+    }
+    if (o != size) {
+        rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s: %zu bytes after its %d tokens (from byte offset %zu)", path, size - o, V, o);
+        goto done;
+    }
+    t = tok_alloc(V, V - 257, token_bytes);
+    if (!t) { rc = fail(err, errlen, NGPT_ERR_NOMEM, "%s: out of memory", path); goto done; }
+    o = LLMC_TOKENIZER_HEADER_BYTES;
+    for (int32_t id = 0, at = 0; id < V; id++) {
+        t->off[id] = (uint32_t)at;
+        memcpy(t->bytes + at, file + o + 1, file[o]);
+        at += file[o];
+        o += 1 + (size_t)file[o];
+    }
+    t->off[V] = (uint32_t)token_bytes;
+    if ((rc = tok_index_tokens(t, path, NULL, NULL, err, errlen))) goto done;
+    for (int32_t id = 0; id < 256; id++)
+        if (t->off[id + 1] - t->off[id] != 1) {
+            rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s: token %d is %u bytes long; GPT-2's ids 0..255 are the single bytes", path, id,
+                      t->off[id + 1] - t->off[id]);
+            goto done;
+        }
+    for (int32_t r = 0; r < t->n_merges; r++) {
+        int32_t pair[2];
+        if (!tok_llmc_merge_of(t, 256 + r, pair)) {
+            char q[96];
+            rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s: token %d (%s) is not one merge of two tokens before it: not GPT-2's vocabulary, whose "
+                                                    "ids are its merge ranks", path, 256 + r,
+                      tok_quote(q, sizeof q, t->bytes + t->off[256 + r], t->off[257 + r] - t->off[256 + r], 40));
+            goto done;
+        }
+        t->merges[r] = (tok_merge){.left = pair[0], .right = pair[1]};
+    }
+    if ((rc = tok_index_merges(t, path, -1, 1, err, errlen))) goto done;
+    t->eot = eot;
+    *out = t;
+    t = NULL;
+done:
+    free(t);
+    free(file);
     return rc;
 }
 
@@ -7318,13 +7440,50 @@ static int mkdir_p(const char *dir) {
     return mkdir(buf, 0777) == 0 || errno == EEXIST ? 0 : -1;
 }
 
+/* The length of dir's first part that does not exist (up to a '/', or the whole): the first folder mkdir_p(dir)
+ * makes; 0 when dir exists */
+static size_t first_missing_folder(const char *dir) {
+    char buf[512];
+    size_t n = strlen(dir);
+    if (n >= sizeof buf || file_exists(dir)) return 0;
+    memcpy(buf, dir, n + 1);
+    for (size_t i = 1; i < n; i++)
+        if (buf[i] == '/' && buf[i - 1] != '/') {
+            buf[i] = 0;
+            int there = file_exists(buf);
+            buf[i] = '/';
+            if (!there) return i;
+        }
+    return n;
+}
+/* After a failure: removes the folders mkdir_p(dir) made (from dir's first made_from bytes on, as
+ * first_missing_folder said before), deepest first, each only while it is empty */
+static void rmdir_made(const char *dir, size_t made_from) {
+    char buf[512];
+    size_t n = strlen(dir);
+    if (!made_from || n >= sizeof buf) return;
+    memcpy(buf, dir, n + 1);
+    while (n > 1 && buf[n - 1] == '/') buf[--n] = 0; /* out/: out */
+    while (n >= made_from && rmdir(buf) == 0) {
+        while (n > 0 && buf[n - 1] != '/') n--; /* up to the parent's end */
+        while (n > 0 && buf[n - 1] == '/') n--;
+        buf[n] = 0;
+    }
+}
+
 static int resume_checkpoint(const char *dir, char *path, size_t cap);
 
 /* The file name of path when path is a file of the trainer's out_dir (as the trainer's saves write it: out_dir/NAME);
  * NULL otherwise */
 static const char *name_in_out_dir(const ngpt_trainer *tr, const char *path) {
-    size_t dir_len = strlen(tr->cfg.out_dir);
-    return !strncmp(path, tr->cfg.out_dir, dir_len) && path[dir_len] == '/' && !strchr(path + dir_len + 1, '/') ? path + dir_len + 1 : NULL;
+    const char *slash = strrchr(path, '/'), *name = slash ? slash + 1 : path;
+    char folder[PATH_MAX];
+    struct stat in, out;
+    if (!*name || (slash ? (size_t)(slash - path) : 1) >= sizeof folder) return NULL;
+    if (slash) snprintf(folder, sizeof folder, "%.*s", slash == path ? 1 : (int)(slash - path), path); /* "/x": the root */
+    else snprintf(folder, sizeof folder, ".");
+    /* the same folder, however each is spelt (out/ and ./out): its device and inode */
+    return !stat(folder, &in) && !stat(tr->cfg.out_dir, &out) && in.st_dev == out.st_dev && in.st_ino == out.st_ino ? name : NULL;
 }
 
 /* Writes the trainer's whole state to path (atomically); never a model with non-finite weights. */
@@ -7333,7 +7492,10 @@ static int checkpoint_write(ngpt_trainer *tr, const char *path) {
     if (!isfinite(wn))
         return tr_fail(tr, NGPT_ERR_NUMERIC, "the parameters hold NaN or Inf: %s was not written, the previous checkpoints are kept", path);
     char tmp[600];
-    snprintf(tmp, sizeof tmp, "%.580s.tmp", path);
+    if (strlen(path) > 580) /* cut short, the temporary file's name would be another file's, which the rename replaces */
+        return tr_fail(tr, NGPT_ERR_ARG, "cannot save %.80s...: the path is %zu bytes long, more than the 580 a checkpoint's path may have",
+                       path, strlen(path));
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
     CkptWriter w = {open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644), 0, {0, 0, {0}, 0}, 0};
     if (w.fd < 0) return tr_fail(tr, NGPT_ERR_IO, "cannot create checkpoint %s: %s", tmp, strerror(errno));
     CkptHeader h;
@@ -7986,7 +8148,7 @@ static int trainer_setup(ngpt_trainer *tr) {
         if (tr->charvocab) snprintf(now, sizeof now, "%s/%s now holds %d characters", dir, tr->charvocab->file_name, tr->charvocab->n);
         else snprintf(now, sizeof now, "%s now has no meta.bin (GPT-2's %d tokens)", dir, V);
         return tr_fail(tr, NGPT_ERR_ARG, "resuming %s: its run took its vocabulary from its data (vocab_size = 0), %d ids, but %s: the data was "
-                                         "prepared again from other text since. Resume with the data the run trained on, or start a new run in "
+                                         "prepared again since (from other text, or with the other tokenizer). Resume with the data the run trained on, or start a new run in "
                                          "another out_dir", resume_path, model_V, now);
     }
     if (!tr->opt.no_data && !tr->opt.sample_only) {
@@ -8726,6 +8888,12 @@ static int train_run(ngpt_trainer *tr) {
         return tr_fail(tr, NGPT_ERR_IO, "cannot open %s: %s", path, strerror(errno));
     if (!tr->out_dir_taken && (tr->unlogged = jsonl < 0)) /* eval_only saves nothing, as in nanoGPT: a read-only out_dir costs it only its log line */
         tr_log(tr, 0, "eval_only: %s cannot be written (%s): the evaluation is printed, not logged", path, strerror(errno));
+    if (!tr->cfg.eval_only && access(tr->cfg.out_dir, W_OK | X_OK)) { /* else the first save would fail, a whole eval_interval in */
+        int e = errno;
+        close(jsonl);
+        return tr_fail(tr, NGPT_ERR_IO, "cannot create checkpoints in out_dir %s: %s (its log.jsonl can be written, the folder cannot): give "
+                                        "the run a folder it may write, or make this one writable", tr->cfg.out_dir, strerror(e));
+    }
     int lock = -1; /* held while this call trains */
     if (!tr->cfg.eval_only && out_dir_lock(tr->cfg.out_dir, &lock)) {
         if (jsonl >= 0) close(jsonl);
@@ -9387,7 +9555,8 @@ static int prepare_char(const char *input, const char *out_dir, double val_fract
     p.seen = (uint8_t *)calloc(0x110000 / 8, 1);
     p.id_of = (int32_t *)calloc(0x110000, sizeof(int32_t));
     char tpath[600], vpath[600], mpath[600], ttmp[630] = "", vtmp[630] = "";
-    int rc = NGPT_OK, made_out_dir = !file_exists(out_dir);
+    int rc = NGPT_OK;
+    size_t made_from = first_missing_folder(out_dir); /* the folders a failure removes again */
     FILE *in = NULL;
     if (!v || !p.seen || !p.id_of) { rc = fail(err, errlen, NGPT_ERR_NOMEM, "out of host memory"); goto done; }
     if ((rc = prepare_input_open(input, out_dir, &in, NULL, err, errlen))) goto done;
@@ -9434,7 +9603,7 @@ done:
     if (p.val) fclose(p.val);
     if (rc && ttmp[0]) unlink(ttmp); /* a temporary file left by a failure would stay for good: its name is this process's */
     if (rc && vtmp[0]) unlink(vtmp);
-    if (rc && made_out_dir) rmdir(out_dir); /* a failure leaves no empty folder behind (a pipe's copy made it) */
+    if (rc) rmdir_made(out_dir, made_from); /* a failure leaves no empty folder behind (a pipe's copy made them) */
     free(v);
     free(p.seen);
     free(p.id_of);
@@ -9446,37 +9615,48 @@ done:
  * shards (--format llmc). Several files are several documents, with <|endoftext|> between them. The
  * inputs are streamed in 1 MiB reads, so they may be larger than memory. ---- */
 
-/* Why tokenizer_dir has no GPT-2 vocabulary when it is a file, or holds llm.c's tokenizer file: a clause for the
- * error ("" otherwise) */
+/* llm.c's tokenizer file that tokenizer_dir names: the folder's gpt2_tokenizer.bin, or tokenizer_dir itself when it
+ * is that file; into path (cap bytes), 0 when there is none */
+static int llmc_tokenizer_in(const char *dir, char *path, size_t cap) {
+    struct stat st;
+    if (!stat(dir, &st) && S_ISREG(st.st_mode)) {
+        unsigned char head[4];
+        FILE *f = fopen(dir, "rb");
+        size_t n = f ? fread(head, 1, sizeof head, f) : 0;
+        if (f) fclose(f);
+        if (known_file(head, n, 0) != KNOWN_LLMC_TOKENIZER) return 0;
+        snprintf(path, cap, "%s", dir);
+        return 1;
+    }
+    snprintf(path, cap, "%.500s/gpt2_tokenizer.bin", dir);
+    return file_exists(path);
+}
+
+/* Why tokenizer_dir has no GPT-2 vocabulary when it is a file that is no llm.c tokenizer: a clause for the error
+ * ("" otherwise) */
 CLI_USED static const char *tokenizer_dir_says(const char *dir, char *buf, size_t cap) {
     struct stat st;
-    char llmc[600];
-    int32_t magic = 0;
-    snprintf(llmc, sizeof llmc, "%.500s/gpt2_tokenizer.bin", dir);
     buf[0] = 0;
-    if (!stat(dir, &st) && S_ISREG(st.st_mode)) {
-        FILE *f = fopen(dir, "rb");
-        if (f && fread(&magic, 4, 1, f) != 1) magic = 0;
-        if (f) fclose(f);
-        snprintf(buf, cap, "; tokenizer_dir names a folder, and %.400s is a file%s", dir,
-                 magic == LLMC_TOKENIZER_MAGIC ? " (llm.c's tokenizer, which holds the token strings but not the merges GPT-2's encoding needs)" : "");
-    } else if (file_exists(llmc))
-        snprintf(buf, cap, "; its gpt2_tokenizer.bin (llm.c's) holds the token strings but not the merges GPT-2's encoding needs");
+    if (!stat(dir, &st) && S_ISREG(st.st_mode))
+        snprintf(buf, cap, "; tokenizer_dir names a folder (or llm.c's gpt2_tokenizer.bin), and %.400s is another file", dir);
     return buf;
 }
 
-/* GPT-2's vocabulary from dir: gpt2.tok (nanogpt's compact file), else encoder.json + vocab.bpe */
+/* GPT-2's vocabulary from dir: gpt2.tok (nanogpt's compact file), else encoder.json + vocab.bpe, else llm.c's
+ * gpt2_tokenizer.bin (dir may name that file itself) */
 CLI_USED static int load_gpt2_tokenizer(const char *dir, ngpt_tokenizer **out, char *err, size_t errlen) {
     char a[600], b[600];
+    if (llmc_tokenizer_in(dir, a, sizeof a) && !strcmp(a, dir)) return ngpt_tokenizer_load_llmc(a, out, err, errlen); /* the file itself */
     snprintf(a, sizeof a, "%.580s/gpt2.tok", dir);
     if (file_exists(a)) return ngpt_tokenizer_load(a, out, err, errlen);
     snprintf(a, sizeof a, "%.580s/encoder.json", dir);
     snprintf(b, sizeof b, "%.580s/vocab.bpe", dir);
+    if (!file_exists(a) && llmc_tokenizer_in(dir, a, sizeof a)) return ngpt_tokenizer_load_llmc(a, out, err, errlen);
     char says[600];
     if (!file_exists(a))
         return fail(err, errlen, NGPT_ERR_IO,
-                    "no GPT-2 vocabulary in %s: put OpenAI's encoder.json and vocab.bpe there (README, Data: where to get them), or set "
-                    "tokenizer_dir to the folder that holds them%s",
+                    "no GPT-2 vocabulary in %s: put OpenAI's encoder.json and vocab.bpe there (README, Data: where to get them), or llm.c's "
+                    "gpt2_tokenizer.bin, or set tokenizer_dir to the folder that holds them%s",
                     dir, tokenizer_dir_says(dir, says, sizeof says));
     return ngpt_tokenizer_load_gpt2(a, b, out, err, errlen);
 }
@@ -9588,7 +9768,8 @@ static int prepare_gpt2(const char *const *inputs, int n_inputs, const char *out
     unsigned char *buf = (unsigned char *)malloc(BUF + 64);
     int32_t *ids = (int32_t *)malloc((BUF + 64) * sizeof(int32_t));
     FILE **spools = (FILE **)calloc((size_t)n_inputs, sizeof *spools); /* the inputs that are no regular files, copied */
-    int rc = NGPT_OK, made_out_dir = !file_exists(out_dir);
+    int rc = NGPT_OK;
+    size_t made_from = first_missing_folder(out_dir); /* the folders a failure removes again */
     TokWriter w[2];
     w[0].fd = w[1].fd = -1;
     w[0].tmp[0] = w[1].tmp[0] = 0;
@@ -9675,7 +9856,8 @@ static int prepare_gpt2(const char *const *inputs, int n_inputs, const char *out
          * val.bin beside the old train.bin); then val, then train: train.bin's presence says the folder is prepared
          * (ensure_dataset) */
         for (int k = 1; k >= 0 && !rc; k--)
-            if (tokwriter_finish(&w[k])) rc = fail(err, errlen, NGPT_ERR_IO, "writing %s failed: %s", w[k].tmp, strerror(errno));
+            if (tokwriter_finish(&w[k])) rc = fail(err, errlen, NGPT_ERR_IO, "writing %s failed: %s; the folder's files are as they were", w[k].path,
+                                                   strerror(errno));
         for (int k = 1; k >= 0 && !rc; k--)
             if (tokwriter_commit(&w[k])) rc = fail(err, errlen, NGPT_ERR_IO, "cannot rename %s to %s: %s", w[k].tmp, w[k].path, strerror(errno));
         char size[32];
@@ -9692,7 +9874,7 @@ done:
     }
     for (int i = 0; spools && i < n_inputs; i++)
         if (spools[i]) fclose(spools[i]);
-    if (rc && made_out_dir) rmdir(out_dir); /* a failure leaves no empty folder behind (a pipe's copy made it) */
+    if (rc) rmdir_made(out_dir, made_from); /* a failure leaves no empty folder behind (a pipe's copy made them) */
     free(spools);
     free(buf);
     free(ids);
@@ -9967,7 +10149,7 @@ static const char *llmc_flags_as_settings(int argc, char **argv, char *out, size
             if (folder && data_dir_said++) break;
             struct stat st;
             int is_dir = !stat(v, &st) && S_ISDIR(st.st_mode);
-            if (folder && !is_dir && strchr(v, '/')) len = (int)(strrchr(v, '/') - v); /* llm.c's -i is a file or pattern: its folder */
+            if (folder && !is_dir && strchr(v, '/')) len = MAX(1, (int)(strrchr(v, '/') - v)); /* llm.c's -i is a file or pattern: its folder (/x: /) */
             else if (folder && !is_dir) v = ".", len = 1;
             if (n < cap) n += (size_t)snprintf(out + n, cap - n, "%s--%s=%.*s", n ? " " : "", one_key[k][1], len, v);
             i++;
@@ -10019,6 +10201,7 @@ static const char *unset_block_size_hint(const ngpt_config *c, int has_file, con
 /* sample.py's settings: its defaults, then sample's config files, then its command line */
 typedef struct {
     char start[65536];
+    char start_file[600]; /* the file start came from (FILE:path), "" for text */
     int num_samples, max_new, top_k;
     double temperature;
     long long seed; /* also a config key: a config file sets it as one */
@@ -10050,7 +10233,9 @@ static int sample_setting(SampleSettings *s, const char *key, const char *value,
         return NGPT_OK;
     }
     size_t got;
+    s->start_file[0] = 0;
     if (!strncmp(value, "FILE:", 5)) {
+        snprintf(s->start_file, sizeof s->start_file, "%s", value + 5);
         FILE *f = fopen(value + 5, "rb");
         if (!f) return fail(err, errlen, NGPT_ERR_IO, "%s", strerror(errno));
         got = fread(s->start, 1, sizeof s->start, f);
@@ -10068,22 +10253,24 @@ static int sample_setting(SampleSettings *s, const char *key, const char *value,
     return NGPT_OK;
 }
 
-/* sample_setting for a config file (ConfigExtra): a quoted value is a Python string, whose escapes (start = "\n",
- * sample.py's default) are read */
+/* sample_setting for a config file (ConfigExtra; config_value has read a quoted value's escapes: start = "\n",
+ * sample.py's default): as in Python, the start text is a quoted string and a number is not one (quoted -1: the
+ * command line's value, taken as it is) */
 static int sample_file_setting(void *ctx, const char *key, const char *value, int quoted, char *err, size_t errlen) {
-    char text[CONFIG_VALUE_MAX + 1], why[NGPT_ERRLEN];
-    size_t n = 0;
-    for (const char *c = value; c && *c; c++) {
-        static const char from[] = "ntr\\'\"0", to[] = "\n\t\r\\'\"";
-        const char *e = quoted && c[0] == '\\' && c[1] ? strchr(from, c[1]) : NULL;
-        if (e && *e == '0') return fail(err, errlen, NGPT_ERR_ARG, "%s: a NUL character (\\0): the start text is UTF-8 text", key);
-        text[n++] = e ? to[e - from] : *c;
-        c += e != NULL;
-    }
-    text[n] = 0;
-    int rc = sample_setting((SampleSettings *)ctx, key, value ? text : NULL, why, sizeof why);
-    if (rc && rc != CONFIG_NOT_OURS) fail(err, errlen, rc, "%s = %.200s: %s", key, text, why);
+    char why[NGPT_ERRLEN];
+    if (sample_setting(NULL, key, NULL, NULL, 0) == CONFIG_NOT_OURS) return CONFIG_NOT_OURS;
+    if (value && quoted >= 0 && !strcmp(key, "start") != !!quoted)
+        return fail(err, errlen, NGPT_ERR_ARG, quoted ? "%s = '%.200s': a number, not a quoted string" :
+                                                        "%s = %.200s: the start text is a quoted string ('...'), as in Python", key, value);
+    int rc = sample_setting((SampleSettings *)ctx, key, value, why, sizeof why);
+    if (rc) fail(err, errlen, rc, "%s = %.200s: %s", key, value, why);
     return rc;
+}
+
+/* ConfigExtra for a second read of sample's config files: its settings, taken on the first, are left as they are */
+static int sample_key_read_before(void *ctx, const char *key, const char *value, int quoted, char *err, size_t errlen) {
+    (void)ctx, (void)value, (void)quoted, (void)err, (void)errlen;
+    return sample_setting(NULL, key, NULL, NULL, 0);
 }
 
 /* Config files and --key=value settings over cfg, which holds the base (nanoGPT's defaults, or a checkpoint's
@@ -10148,7 +10335,7 @@ static int parse_args(const char *command, int argc, char **argv, int default_jo
         char msg[NGPT_ERRLEN];
         int rc = ngpt_config_set(cfg, key, eq + 1, msg, sizeof msg);
         if (rc && extra && !config_find(key)) { /* seed is both: its range is the answer */
-            int own = extra->set(extra->ctx, key, eq + 1, 0, msg, sizeof msg);
+            int own = extra->set(extra->ctx, key, eq + 1, -1, msg, sizeof msg);
             if (own == NGPT_OK) continue;
             if (own != CONFIG_NOT_OURS) return fail(err, errlen, own, "--%s", msg);
         }
@@ -10198,6 +10385,7 @@ static int ensure_gpt2_vocab(const char *dir, char *err, size_t errlen) {
     const char *names[2] = {"encoder.json", "vocab.bpe"};
     char path[600], says[600];
     struct stat st;
+    if (llmc_tokenizer_in(dir, path, sizeof path)) return NGPT_OK; /* llm.c's: read as it is, nothing to download */
     if (!stat(dir, &st) && S_ISREG(st.st_mode))
         return fail(err, errlen, NGPT_ERR_ARG, "no GPT-2 vocabulary at tokenizer_dir = %s: put encoder.json and vocab.bpe in a folder and pass "
                                                 "that%s", dir, tokenizer_dir_says(dir, says, sizeof says));
@@ -10267,14 +10455,9 @@ static int ensure_dataset(const ngpt_config *cfg, char *err, size_t errlen) {
     }
     if (cfg->input[0]) snprintf(input, sizeof input, "%s", cfg->input);
     else snprintf(input, sizeof input, "%s/input.txt", dir);
-    char parent[300];
-    copy_str(parent, sizeof parent, dir);
-    char *slash = strrchr(parent, '/');
-    if (slash) *slash = 0;
-    int made_dir = !file_exists(dir), made_parent = slash && !file_exists(parent);
+    size_t made_from = first_missing_folder(dir);
     int rc = ensure_dataset_in(cfg, dir, input, sizeof input, chars, err, errlen);
-    if (rc && made_dir) rmdir(dir); /* a failure leaves no empty folder behind (data/<dataset>, data/) */
-    if (rc && made_parent) rmdir(parent);
+    if (rc) rmdir_made(dir, made_from); /* a failure leaves no empty folder behind (data/<dataset>, data/) */
     return rc;
 }
 
@@ -10515,8 +10698,8 @@ static int default_job_checkpoints(const char *out_dir, char *err, size_t errlen
     if (holds_checkpoints(out_dir, &step) || !strcmp(out_dir, DEFAULT_JOB_OUT_DIR) || !holds_checkpoints(DEFAULT_JOB_OUT_DIR, &step) ||
         (strcmp(out_dir, "out") && file_exists(out_dir)))
         return NGPT_OK;
-    return fail(err, errlen, NGPT_ERR_IO, "no checkpoint in out_dir %s; `nanogpt train` without a config file saved into %s: pass --out_dir=%s",
-                out_dir, DEFAULT_JOB_OUT_DIR, DEFAULT_JOB_OUT_DIR);
+    return fail(err, errlen, NGPT_ERR_IO, "%s out_dir %s; `nanogpt train` without a config file saved into %s: pass --out_dir=%s",
+                file_exists(out_dir) ? "no checkpoint in" : "no such folder as", out_dir, DEFAULT_JOB_OUT_DIR, DEFAULT_JOB_OUT_DIR);
 }
 
 /* Whether dir/log.jsonl is a training run's: a line that is no eval_only evaluation among its first 64, or none yet
@@ -10918,8 +11101,9 @@ static int sample_with(int argc, char **argv, int n_files, char **cfg_files) {
     ngpt_config checkpoint_model = cfg; /* with from_checkpoint, the shape that neither the files nor the settings change */
     int set[6] = {0};                    /* the model keys the command line sets */
     if (n_files) {
-        for (int i = 0; i < n_files; i++) /* the sample settings again, as they were */
-            if (config_load_extra(&cfg, cfg_files[i], NULL, &sample_keys, err, sizeof err)) { fprintf(stderr, "error: %s\n", err); return 1; }
+        const ConfigExtra sample_keys_read = {sample_key_read_before, NULL}; /* a start = 'FILE:/dev/stdin' is read once */
+        for (int i = 0; i < n_files; i++) /* the config keys over the checkpoint's; sample's own were taken above */
+            if (config_load_extra(&cfg, cfg_files[i], NULL, &sample_keys_read, err, sizeof err)) { fprintf(stderr, "error: %s\n", err); return 1; }
         copy_str(cfg.init_from, sizeof cfg.init_from, init_from[0] ? init_from : "scratch");
     }
     for (int i = 0; i < argc; i++) {
@@ -10960,7 +11144,7 @@ static int sample_with(int argc, char **argv, int n_files, char **cfg_files) {
         if (r.f) fclose(r.f);
         if (from_data && !data_vocab(&data_cfg, NULL, &data_V, err, sizeof err) && data_V != cfg.vocab_size) {
             fprintf(stderr, "error: %s: its run took its vocabulary from its data (vocab_size = 0), %d ids, but %s %s %d %s: the data was "
-                            "prepared again from other text since\n", path, cfg.vocab_size, dir, data_V == 50257 ? "has no meta.bin: GPT-2's" : "now holds",
+                            "prepared again since (from other text, or with the other tokenizer)\n", path, cfg.vocab_size, dir, data_V == 50257 ? "has no meta.bin: GPT-2's" : "now holds",
                     data_V, data_V == 50257 ? "tokens" : "characters");
             return 1;
         }
@@ -11011,8 +11195,18 @@ static int sample_with(int argc, char **argv, int n_files, char **cfg_files) {
     if (!rc && tr->charvocab) {
         size_t nn = 0;
         char msg[NGPT_ERRLEN];
-        if (charvocab_encode(tr->charvocab, start, strlen(start), prompt, prompt_cap, &nn, msg, sizeof msg))
-            rc = fail(err, sizeof err, NGPT_ERR_ARG, "start text: %s", msg);
+        size_t at = 0;
+        if (charvocab_encode(tr->charvocab, start, strlen(start), prompt, prompt_cap, &nn, msg, sizeof msg)) {
+            const char *byte = strstr(msg, "at byte ");
+            if (settings.start_file[0] && byte && sscanf(byte, "at byte %zu", &at) == 1) { /* where in the file, as an editor counts */
+                int line = 1, col = 1;
+                for (size_t i = 0; i < at && start[i]; i++) {
+                    if (start[i] == '\n') line++, col = 1;
+                    else col += (start[i] & 0xC0) != 0x80;
+                }
+                rc = fail(err, sizeof err, NGPT_ERR_ARG, "start text %s:%d:%d: %s", settings.start_file, line, col, msg);
+            } else rc = fail(err, sizeof err, NGPT_ERR_ARG, "start text: %s", msg);
+        }
         else if (nn == 0) /* a GPT-2 model starts at <|endoftext|>; characters have no such token */
             rc = fail(err, sizeof err, NGPT_ERR_ARG, "--start is empty: a character model needs at least one character to start from "
                                                       "(the default is a newline)");

@@ -98,7 +98,7 @@ typedef struct ngpt_config {
     char data_dir[256];   /* * explicit folder with train.bin, val.bin (and meta.bin) */
     char input[256];      /* * `nanogpt train` only: the text it prepares the shakespeare datasets from when their
                            * train.bin is missing (the library reads prepared data: ngpt_prepare) */
-    char tokenizer_dir[256]; /* * GPT-2 vocabulary: encoder.json + vocab.bpe (or gpt2.tok) */
+    char tokenizer_dir[256]; /* * GPT-2 vocabulary: encoder.json + vocab.bpe (or gpt2.tok, or llm.c's gpt2_tokenizer.bin) */
     char pretrained_dir[256]; /* * init_from = gpt2.. reads <pretrained_dir>/<name>/model.safetensors */
     int gradient_accumulation_steps;
     int batch_size;       /* sequences per micro-step as asked; the planner may split it */
@@ -307,6 +307,11 @@ typedef struct ngpt_tokenizer ngpt_tokenizer;
  * line, column and byte offset, the bad value and what was expected. */
 int ngpt_tokenizer_load_gpt2(const char *encoder_json, const char *vocab_bpe, ngpt_tokenizer **out, char *err,
                              size_t errlen);
+
+/* Loads llm.c's gpt2_tokenizer.bin (versions 1 and 2): the token strings alone, from which GPT-2's merges
+ * are found again (its ids are its merge ranks), so that encoding is the same as from encoder.json and
+ * vocab.bpe. A file that is not such a vocabulary gives NGPT_ERR_FORMAT naming the token and its offset. */
+int ngpt_tokenizer_load_llmc(const char *path, ngpt_tokenizer **out, char *err, size_t errlen);
 
 /* Saves / loads nanogpt's compact tokenizer file (docs/formats.md): a checksummed binary image that loads
  * several times faster than the JSON. Saving writes a temporary file, fsyncs it and renames it over path. */

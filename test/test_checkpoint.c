@@ -386,6 +386,18 @@ static void test_out_dir_filled_after_create(void) {
     CHECK(ngpt_train_step(t, NULL) == 0 && ngpt_save(t, own) == 0, "ngpt_save into out_dir: %s", t->err);
     t->cfg.max_iters = 6;
     CHECK(ngpt_train(t) == 0, "trained on after its own ngpt_save: %s", t->err);
+    /* out_dir spelt another way in the path (out_dir/./NAME): the same folder, this trainer's own save */
+    char spelt[420];
+    snprintf(spelt, sizeof spelt, "%s/./ckpt_000000011.bin", out_dir);
+    CHECK(ngpt_train_step(t, NULL) == 0 && ngpt_save(t, spelt) == 0, "ngpt_save into out_dir spelt another way: %s", t->err);
+    t->cfg.max_iters = 13;
+    CHECK(ngpt_train(t) == 0, "trained on after its own ngpt_save under another spelling: %s", t->err);
+    /* a path longer than a checkpoint's may be: refused (cut short, its temporary file would have been another's) */
+    char long_path[700];
+    int len = snprintf(long_path, sizeof long_path, "%s/", out_dir);
+    while (len < 600) long_path[len++] = 'x';
+    long_path[len] = 0;
+    CHECK(ngpt_save(t, long_path) == NGPT_ERR_ARG && strstr(t->err, "the path is 600 bytes long, more than the 580"), "a long path: %s", t->err);
     ngpt_trainer_free(t);
     /* a folder of more checkpoints than a trainer lists (1000): a resume of it is no other run */
     char newest[400], link_path[400];

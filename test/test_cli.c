@@ -8,6 +8,7 @@
 #include "../nanogpt.c"
 #undef main
 #include "check.h"
+#include "llmc_tokenizer.h"
 #include "trainer_util.h"
 
 #include <stdarg.h>
@@ -16,6 +17,7 @@
 
 static char tmpdir[256];
 static rlim_t child_file_limit; /* bytes: RLIMIT_FSIZE of the next children (0: none) */
+static uid_t child_uid;         /* the user the next children run as, when the tests run as root (0: as they are) */
 
 static const char *tmp_path(const char *name) {
     static char buf[8][512];
@@ -54,6 +56,7 @@ static pid_t cli_start(char **argv) {
             struct rlimit rl = {child_file_limit, child_file_limit};
             if (setrlimit(RLIMIT_FSIZE, &rl)) _exit(121);
         }
+        if (child_uid && (setgid((gid_t)child_uid) || setuid(child_uid))) _exit(123); /* root writes anywhere: a user's permissions */
         int argc = 0;
         while (argv[argc]) argc++;
         static char *full[512] = {"nanogpt"}; /* room for test_long_argument_lists' */
@@ -128,6 +131,16 @@ static CliRun *cli(const char *first, ...) {
 #define CHECK_RUN(r, want_rc, what)                                                                                  \
     CHECK((r)->rc == (want_rc), "%s: exit status %d, expected %d\n--- stdout:\n%.2000s\n--- stderr:\n%.2000s", (what), \
           (r)->rc, (want_rc), (r)->out, (r)->err)
+
+/* whether the files at a and b hold the same bytes */
+static int same_bytes(const char *a, const char *b) {
+    FILE *fa = fopen(a, "rb"), *fb = fopen(b, "rb");
+    int same = fa && fb, ca, cb;
+    while (same && ((ca = fgetc(fa)) != EOF) | ((cb = fgetc(fb)) != EOF)) same = ca == cb;
+    if (fa) fclose(fa);
+    if (fb) fclose(fb);
+    return same;
+}
 
 static long file_size(const char *path) {
     struct stat st;
@@ -231,6 +244,10 @@ static void test_typos(void) {
     CHECK_RUN(r, 1, "llm.c's command line");
     CHECK(strstr(r->err, "llm.c's flags here as nanogpt's settings: --data_dir=dev/data/tinyshakespeare --batch_size=4 --block_size=1024 "
                          "--learning_rate=0.0003 --max_iters=5000"), "llm.c's flags translated: %.400s", r->err);
+    r = cli("train", "-i", "/x_train.bin", NULL);
+    CHECK_RUN(r, 1, "llm.c's -i of a file in the root");
+    CHECK(strstr(r->err, "as nanogpt's settings: --data_dir=/\n") || strstr(r->err, "as nanogpt's settings: --data_dir=/ "), "the root folder: %.400s",
+          r->err);
     r = cli("train", "config/train_shakespeare_char.py", NULL); /* nanoGPT's command, in a folder without nanoGPT's config/ */
     CHECK_RUN(r, 1, "train config/train_shakespeare_char.py");
     CHECK(strstr(r->err, "cannot open config file config/train_shakespeare_char.py") && strstr(r->err, "nanogpt's data/shakespeare_char/train.cfg"),
@@ -313,6 +330,20 @@ static void test_typos(void) {
         {state_input, "--tokenizer=char", "is not text to prepare: it is llm.c's optimizer state"},
         {"--input=test/fixtures/gpt_tiny_bias.bin", "--tokenizer=gpt2", "gpt_tiny_bias.bin is not text to prepare: it is a binary file (byte "},
     };
+    /* nor any folder above it that prepare made (a pipe's copy goes in the output folder: it makes them) */
+    int binary_pipe[2];
+    if (!pipe(binary_pipe)) {
+        char nested[720], pipe_input[64];
+        int32_t model_head[4] = {20240326, 3, 1024, 50257};
+        CHECK(write(binary_pipe[1], model_head, sizeof model_head) == (ssize_t)sizeof model_head, "write to a pipe");
+        close(binary_pipe[1]);
+        snprintf(pipe_input, sizeof pipe_input, "--input=/dev/fd/%d", binary_pipe[0]);
+        snprintf(nested, sizeof nested, "--out=%s/", tmp_path("made_1/made_2"));
+        r = cli("prepare", pipe_input, nested, NULL);
+        close(binary_pipe[0]);
+        CHECK_RUN(r, 1, "prepare of a binary pipe into new nested folders");
+        CHECK(strstr(r->err, "is not text to prepare") && !file_exists(tmp_path("made_1")), "the folders prepare made are gone: %.300s", r->err);
+    }
     /* text whose ninth character is { (LaTeX's \section{) is text, not safetensors' header length and JSON */
     FILE *tex = fopen(tmp_path("paper.tex"), "w");
     if (tex) {
@@ -335,23 +366,48 @@ static void test_typos(void) {
         CHECK(strstr(r->err, not_texts[i].says) && strstr(r->err, "prepare reads UTF-8 text") && !file_exists(tmp_path("prepared_binary")),
               "prepare %s: %.300s", not_texts[i].input, r->err);
     }
-    /* llm.c's gpt2_tokenizer.bin, as tokenizer_dir or in it: not GPT-2's vocabulary, and the error says why */
+    /* llm.c's gpt2_tokenizer.bin, in tokenizer_dir or as it: GPT-2's vocabulary, the same tokens as encoder.json's and
+     * vocab.bpe's; a header alone is refused, naming the file */
     mkdir(tmp_path("llmc_tok"), 0777);
-    int32_t tok_header[256] = {20240328, 2, 50257};
+    ngpt_tokenizer *gpt2 = NULL;
+    char gpt2_path[700], enc[720], bpe[720], tok_err[NGPT_ERRLEN];
+    snprintf(gpt2_path, sizeof gpt2_path, "%s/gpt2", shared_data_dir());
+    snprintf(enc, sizeof enc, "%s/encoder.json", gpt2_path);
+    snprintf(bpe, sizeof bpe, "%s/vocab.bpe", gpt2_path);
+    CHECK(!ngpt_tokenizer_load_gpt2(enc, bpe, &gpt2, tok_err, sizeof tok_err) &&
+              write_llmc_tokenizer(tmp_path("llmc_tok/gpt2_tokenizer.bin"), gpt2, 2, 50257),
+          "llm.c's tokenizer file from encoder.json: %s", tok_err);
+    ngpt_tokenizer_free(gpt2);
+    char tok_dir[700], tok_file[700], text_input[720], out_json[720], out_llmc[720], out_file[720];
+    snprintf(tok_dir, sizeof tok_dir, "--tokenizer_dir=%s", tmp_path("llmc_tok"));
+    snprintf(tok_file, sizeof tok_file, "--tokenizer_dir=%s", tmp_path("llmc_tok/gpt2_tokenizer.bin"));
+    snprintf(text_input, sizeof text_input, "--input=%s/tinyshakespeare.txt", shared_data_dir());
+    snprintf(out_json, sizeof out_json, "--out=%s", tmp_path("bpe_from_json"));
+    snprintf(out_llmc, sizeof out_llmc, "--out=%s", tmp_path("bpe_from_llmc"));
+    snprintf(out_file, sizeof out_file, "--out=%s", tmp_path("bpe_from_llmc_file"));
+    r = cli("prepare", "--tokenizer=gpt2", gpt2_dir, text_input, out_json, NULL);
+    CHECK_RUN(r, 0, "prepare with encoder.json and vocab.bpe");
+    r = cli("prepare", "--tokenizer=gpt2", tok_dir, text_input, out_llmc, NULL);
+    CHECK_RUN(r, 0, "prepare with llm.c's tokenizer in tokenizer_dir");
+    r = cli("prepare", "--tokenizer=gpt2", tok_file, text_input, out_file, NULL);
+    CHECK_RUN(r, 0, "prepare with llm.c's tokenizer as tokenizer_dir");
+    static const char *const splits[2] = {"train.bin", "val.bin"};
+    for (int i = 0; i < 2; i++) {
+        char a[760], b[760], c[760];
+        snprintf(a, sizeof a, "%s/%s", out_json + 6, splits[i]);
+        snprintf(b, sizeof b, "%s/%s", out_llmc + 6, splits[i]);
+        snprintf(c, sizeof c, "%s/%s", out_file + 6, splits[i]);
+        CHECK(file_size(a) > 0 && same_bytes(a, b) && same_bytes(a, c), "%s: the same tokens from either vocabulary file", splits[i]);
+    }
+    int32_t tok_header[256] = {20240328, 2, 50257, 50256};
     FILE *tf = fopen(tmp_path("llmc_tok/gpt2_tokenizer.bin"), "wb");
     if (tf) {
         fwrite(tok_header, sizeof tok_header, 1, tf);
         fclose(tf);
     }
-    char tok_dir[700], tok_file[700];
-    snprintf(tok_dir, sizeof tok_dir, "--tokenizer_dir=%s", tmp_path("llmc_tok"));
-    snprintf(tok_file, sizeof tok_file, "--tokenizer_dir=%s", tmp_path("llmc_tok/gpt2_tokenizer.bin"));
     r = cli("prepare", "--tokenizer=gpt2", tok_dir, "--input=x.txt", "--out=/nonexistent/y", NULL);
-    CHECK_RUN(r, 1, "prepare with llm.c's tokenizer in tokenizer_dir");
-    CHECK(strstr(r->err, "its gpt2_tokenizer.bin (llm.c's) holds the token strings but not the merges"), "llm.c's tokenizer beside: %.400s", r->err);
-    r = cli("prepare", "--tokenizer=gpt2", tok_file, "--input=x.txt", "--out=/nonexistent/y", NULL);
-    CHECK_RUN(r, 1, "prepare with llm.c's tokenizer as tokenizer_dir");
-    CHECK(strstr(r->err, "tokenizer_dir names a folder") && strstr(r->err, "(llm.c's tokenizer"), "llm.c's tokenizer as the folder: %.400s", r->err);
+    CHECK_RUN(r, 1, "prepare with a header of llm.c's tokenizer alone");
+    CHECK(strstr(r->err, "gpt2_tokenizer.bin: token 0 at byte offset 1024: the file ends before it"), "a header alone: %.400s", r->err);
     r = cli("prepare", "--input=x.txt", NULL);
     CHECK_RUN(r, 1, "prepare without --out");
     r = cli("prepare", "--input=x.txt", "--out=y", "--tokenizer=bpe", NULL);
@@ -1220,6 +1276,16 @@ static void test_workflow(void) {
     r = cli("sample", out_dir_arg, "--start=\xe2\x98\x83", NULL);
     CHECK_RUN(r, 1, "sample with a character outside the vocabulary");
     CHECK(strstr(r->err, "U+2603"), "names the character: %.300s", r->err);
+    FILE *snow = fopen(tmp_path("snow_start.txt"), "wb"); /* from a file: its name, line and column too */
+    if (snow) {
+        fputs("ROMEO:\nab\xe2\x98\x83" "c\n", snow);
+        fclose(snow);
+    }
+    char snow_arg[720];
+    snprintf(snow_arg, sizeof snow_arg, "--start=FILE:%s", tmp_path("snow_start.txt"));
+    r = cli("sample", out_dir_arg, snow_arg, NULL);
+    CHECK_RUN(r, 1, "sample with a character outside the vocabulary in the start file");
+    CHECK(strstr(r->err, "snow_start.txt:2:3: the character U+2603 at byte 9"), "names the file, line and column: %.300s", r->err);
     r = cli("sample", out_dir_arg, "--top_k=1e30", NULL);
     CHECK_RUN(r, 1, "sample --top_k=1e30");
     CHECK(strstr(r->err, "--top_k=1e30: top_k is a whole number >= 0"), "names top_k and its range alone: %.300s", r->err);
@@ -1376,6 +1442,42 @@ static void test_workflow(void) {
     r = cli("sample", tmp_path("sample3.cfg"), NULL);
     CHECK_RUN(r, 1, "a bad sample setting in a config file");
     CHECK(strstr(r->err, "sample3.cfg:2:9: top_k = -1: top_k is a whole number >= 0"), "names the file, line and range: %.300s", r->err);
+    /* as Python reads them: an escaped quote inside the start text; the start text quoted, a number not */
+    static const struct { const char *line, *says; } python[] = {{"start = 'it\\'s'", NULL},
+                                                                 {"start = hello", "start = hello: the start text is a quoted string"},
+                                                                 {"num_samples = '2'", "num_samples = '2': a number, not a quoted string"}};
+    for (int i = 0; i < 3; i++) {
+        if ((sc = fopen(tmp_path("sample4.cfg"), "w"))) {
+            fprintf(sc, "out_dir = '%s'\nnum_samples = 1\nmax_new_tokens = 2\n%s\n", tmp_path("out"), python[i].line);
+            fclose(sc);
+        }
+        r = cli("sample", tmp_path("sample4.cfg"), NULL);
+        CHECK_RUN(r, python[i].says ? 1 : 0, python[i].line);
+        CHECK(python[i].says ? strstr(r->err, python[i].says) != NULL : !strncmp(r->out, "it's", 4), "%s: %.300s%.300s", python[i].line, r->out,
+              r->err);
+    }
+    /* start = 'FILE:...' in a config file is read once (sample reads its files twice): from a FIFO, the prompt */
+    if (!mkfifo(tmp_path("start_fifo"), 0600)) {
+        char fifo[700];
+        copy_str(fifo, sizeof fifo, tmp_path("start_fifo"));
+        if ((sc = fopen(tmp_path("sample5.cfg"), "w"))) {
+            fprintf(sc, "out_dir = '%s'\nnum_samples = 1\nmax_new_tokens = 2\nstart = 'FILE:%s'\n", tmp_path("out"), fifo);
+            fclose(sc);
+        }
+        fflush(NULL);
+        pid_t writer = fork();
+        if (writer == 0) {
+            int fd = open(fifo, O_WRONLY);
+            _exit(fd >= 0 && write(fd, "ROMEO:", 6) == 6 ? 0 : 1);
+        }
+        char cfg5[700], *argv[] = {"sample", cfg5, NULL};
+        copy_str(cfg5, sizeof cfg5, tmp_path("sample5.cfg"));
+        static CliRun fifo_run;
+        cli_wait(cli_start(argv), &fifo_run, 30);
+        reap_within(writer, 5);
+        CHECK(fifo_run.rc == 0 && !strncmp(fifo_run.out, "ROMEO:", 6), "the start text from a FIFO: rc %d: %.300s%.300s", fifo_run.rc, fifo_run.out,
+              fifo_run.err);
+    } else CHECK(0, "mkfifo: %s", strerror(errno));
     r = cli("train", tmp_path("sample2.cfg"), NULL);
     CHECK_RUN(r, 1, "sample.py's num_samples in a training config file");
     CHECK(strstr(r->err, "num_samples is a setting of `nanogpt sample` (in its config files, or --num_samples=...), not a training config key"),
@@ -1393,11 +1495,11 @@ static void test_workflow(void) {
     if (getcwd(cwd, sizeof cwd) && !link(newest, job_ckpt) && !chdir(tmp_path("cwd"))) {
         r = cli("sample", NULL);
         CHECK_RUN(r, 1, "a bare sample beside the default job's out_dir");
-        CHECK(strstr(r->err, "no checkpoint in out_dir out;") && strstr(r->err, "pass --out_dir=out-shakespeare-char"),
+        CHECK(strstr(r->err, "no such folder as out_dir out;") && strstr(r->err, "pass --out_dir=out-shakespeare-char"),
               "names the default job's out_dir: %.300s", r->err);
         r = cli("plan", "--sample", "--init_from=resume", NULL); /* plans what that sample would read */
         CHECK_RUN(r, 1, "plan --sample --init_from=resume beside the default job's out_dir");
-        CHECK(strstr(r->err, "no checkpoint in out_dir out;") && strstr(r->err, "pass --out_dir=out-shakespeare-char"),
+        CHECK(strstr(r->err, "no such folder as out_dir out;") && strstr(r->err, "pass --out_dir=out-shakespeare-char"),
               "plan --sample names the default job's out_dir: %.300s", r->err);
         r = cli("sample", "--init_from=resume", NULL);
         CHECK_RUN(r, 1, "sample --init_from=resume beside the default job's out_dir");
@@ -2189,6 +2291,29 @@ static void test_plot_after_resume(void) {
     }
 }
 
+/* an out_dir whose log.jsonl can be written but where no checkpoint can be created: refused before training (before
+ * 2026-11-28 the run trained, then failed at its first save, an eval_interval of steps lost) */
+static void test_out_dir_not_writable(void) {
+    char data_arg[700], out_dir_arg[700];
+    CliRun *r = prepare_chars("ro_data", "abcdefgh \n", 4000, data_arg, sizeof data_arg);
+    CHECK_RUN(r, 0, "prepare");
+    mkdir(tmp_path("ro_out"), 0777);
+    FILE *log = fopen(tmp_path("ro_out/log.jsonl"), "w");
+    if (log) fclose(log);
+    chmod(tmp_path("ro_out/log.jsonl"), 0666);
+    chmod(tmp_path("ro_out"), 0555);
+    chmod(tmpdir, 0755);
+    snprintf(out_dir_arg, sizeof out_dir_arg, "--out_dir=%s", tmp_path("ro_out"));
+    if (geteuid() == 0) child_uid = 65534; /* nobody */
+    r = cli("train", data_arg, out_dir_arg, "--n_layer=1", "--n_head=2", "--n_embd=16", "--block_size=16", "--batch_size=2", "--max_iters=20",
+            "--eval_interval=10", "--eval_iters=1", "--device=cpu", "--threads=1", NULL);
+    child_uid = 0;
+    chmod(tmp_path("ro_out"), 0755);
+    CHECK_RUN(r, 1, "train into an out_dir it cannot create files in");
+    CHECK(strstr(r->err, "cannot create checkpoints in out_dir") && strstr(r->err, "Permission denied") && !strstr(r->out, "iter 0"),
+          "refused before the first step: %.300s", r->err);
+}
+
 /* a character run's ids are its data's characters (vocab_size = 0): a resume keeps saying so, and its data folder
  * prepared again from other text since is refused by resume and by sample, instead of training on or printing
  * other characters */
@@ -2215,7 +2340,7 @@ static void test_data_prepared_again(void) {
     r = cli("train", data_arg, out_dir_arg, TINY, "--init_from=resume", "--max_iters=6", NULL);
     CHECK_RUN(r, 1, "resume on data prepared again");
     CHECK(strstr(r->err, "its run took its vocabulary from its data (vocab_size = 0), 30 ids, but ") &&
-              strstr(r->err, "now holds 11 characters: the data was prepared again from other text since"),
+              strstr(r->err, "now holds 11 characters: the data was prepared again since (from other text, or with the other tokenizer)"),
           "resume names both vocabularies: %.400s", r->err);
     r = cli("sample", data_arg, out_dir_arg, "--max_new_tokens=5", "--num_samples=1", "--start=a", NULL);
     CHECK_RUN(r, 1, "sample with data prepared again");
@@ -2253,6 +2378,7 @@ int main(void) {
     RUN(test_prepare_from_pipe);
     RUN(test_data_cut_short_while_training);
     RUN(test_data_prepared_again);
+    RUN(test_out_dir_not_writable);
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
     if (system(cmd)) printf("could not remove %s\n", tmpdir);

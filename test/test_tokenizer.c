@@ -8,6 +8,7 @@
 #define NGPT_NO_MAIN
 #include "../nanogpt.c"
 #include "check.h"
+#include "llmc_tokenizer.h"
 
 #include <sys/stat.h> /* mkdir */
 #include <unistd.h>   /* getpid, rmdir */
@@ -780,6 +781,80 @@ static void expect_load_error(const char *json, const char *bpe, int want_rc, co
     ngpt_tokenizer_free(t);
 }
 
+/* llm.c's gpt2_tokenizer.bin, written here from encoder.json's tokens (llmc_tokenizer.h): loaded, its merges found again are vocab.bpe's, one by one,
+ * and it encodes as encoder.json + vocab.bpe do; a cut or extended file, and another vocabulary, are refused */
+static void test_llmc_tokenizer_file(void) {
+    char err[512];
+    if (!gpt2) { CHECK(0, "no tokenizer"); return; }
+    const char *p = tmp_path("gpt2_tokenizer.bin");
+    for (int version = 1; version <= 2; version++) {
+        CHECK(write_llmc_tokenizer(p, gpt2, version, 50257), "cannot write %s", p);
+        ngpt_tokenizer *t = NULL;
+        int rc = ngpt_tokenizer_load_llmc(p, &t, err, sizeof err);
+        CHECK(rc == 0 && t, "version %d: %s", version, err);
+        if (!t) continue;
+        CHECK(t->n_vocab == 50257 && t->n_merges == 50000 && t->eot == 50256, "version %d: %d tokens, %d merges, eot %d", version, t->n_vocab,
+              t->n_merges, t->eot);
+        int32_t first_differing = -1;
+        for (int32_t r = 0; r < gpt2->n_merges && first_differing < 0; r++)
+            if (memcmp(&t->merges[r], &gpt2->merges[r], sizeof(tok_merge))) first_differing = r;
+        CHECK(first_differing < 0, "merge %d found again as (%d, %d), vocab.bpe's is (%d, %d)", first_differing,
+              first_differing < 0 ? 0 : t->merges[first_differing].left, first_differing < 0 ? 0 : t->merges[first_differing].right,
+              first_differing < 0 ? 0 : gpt2->merges[first_differing].left, first_differing < 0 ? 0 : gpt2->merges[first_differing].right);
+        CHECK(!memcmp(t->whole, gpt2->whole, (size_t)gpt2->n_vocab), "the whole-token flags differ");
+        const char *files[2] = {shared_path("tinyshakespeare.txt"), "test/fixtures/multilingual.txt"};
+        for (int f = 0; f < 2 && version == 2; f++) {
+            size_t n, na, nb;
+            unsigned char *s = read_all(files[f], &n);
+            if (!s) continue;
+            int32_t *a = encode_all(gpt2, s, n, 1, &na), *b = encode_all(t, s, n, 1, &nb);
+            if (a && b) report_diff(files[f], b, nb, a, na);
+            free(a);
+            free(b);
+            free(s);
+        }
+        ngpt_tokenizer_free(t);
+    }
+    /* refusals: each names the file and what is wrong where */
+    size_t n = 0;
+    unsigned char *good = read_all(p, &n);
+    static const struct { long cut; int append, version, swap; const char *says; } bad[] = {
+        {100, 0, 0, 0, "shorter than its header"},
+        {-5, 0, 0, 0, "token 50256 at byte offset "},
+        {0, 1, 0, 0, "1 bytes after its 50257 tokens"},
+        {0, 0, 3, 0, "version 3; llm.c's tokenizer files are versions 1 and 2"},
+        {0, 0, 0, 1, "token 300 ("},
+    };
+    for (size_t i = 0; good && i < sizeof bad / sizeof bad[0]; i++) {
+        unsigned char *b = malloc(n + 1);
+        memcpy(b, good, n);
+        size_t len = bad[i].cut > 0 ? (size_t)bad[i].cut : bad[i].cut < 0 ? n + (size_t)bad[i].cut : n + (size_t)bad[i].append;
+        if (bad[i].append) b[n] = 'x';
+        if (bad[i].version) memcpy(b + 4, &bad[i].version, 4);
+        if (bad[i].swap) { /* tokens 300 and 40000 trade places: 300's bytes are no merge of the tokens before it */
+            size_t o300 = 1024, o40000;
+            for (int id = 0; id < 300; id++) o300 += 1 + b[o300];
+            o40000 = o300;
+            for (int id = 300; id < 40000; id++) o40000 += 1 + b[o40000];
+            size_t l300 = 1 + (size_t)b[o300], l40000 = 1 + (size_t)b[o40000], span = o40000 + l40000 - o300;
+            unsigned char *moved = malloc(span);
+            memcpy(moved, b + o40000, l40000);                              /* 40000's entry first */
+            memcpy(moved + l40000, b + o300 + l300, o40000 - o300 - l300);  /* then 301..39999 */
+            memcpy(moved + l40000 + (o40000 - o300 - l300), b + o300, l300); /* then 300's */
+            memcpy(b + o300, moved, span);
+            free(moved);
+        }
+        const char *q = tmp_path("bad_tokenizer.bin");
+        CHECK(write_all(q, (const char *)b, len), "cannot write %s", q);
+        ngpt_tokenizer *t = NULL;
+        int rc = ngpt_tokenizer_load_llmc(q, &t, err, sizeof err);
+        CHECK(rc == NGPT_ERR_FORMAT && !t && strstr(err, "bad_tokenizer.bin") && strstr(err, bad[i].says), "case %zu: rc %d: %s", i, rc, err);
+        ngpt_tokenizer_free(t);
+        free(b);
+    }
+    free(good);
+}
+
 static void test_bad_vocab_files(void) {
     static char json[32768], bpe[4096], j2[32768], b2[4096];
     char err[512];
@@ -926,6 +1001,7 @@ int main(void) {
     RUN(test_chunked_equals_whole);
     RUN(test_api_contract);
     RUN(test_save_load_compact);
+    RUN(test_llmc_tokenizer_file);
     RUN(test_bad_vocab_files);
     RUN(test_bad_compact_files);
     static const char *files[] = {"encoder.json", "vocab.bpe", "gpt2.tok", "good.tok", "bad.tok"};

@@ -1,4 +1,5 @@
-/* fuzz_tokenizer_file.c - libFuzzer target for ngpt_tokenizer_load (nanogpt's compact .tok file).
+/* fuzz_tokenizer_file.c - libFuzzer target for ngpt_tokenizer_load (nanogpt's compact .tok file) and
+ * ngpt_tokenizer_load_llmc (llm.c's gpt2_tokenizer.bin: an input that starts with its magic).
  *
  * The input is written to a private temp file and loaded. So that mutations reach the parser behind the
  * two CRC-32s, the harness recomputes both CRCs of an input that has the magic and a whole header, unless
@@ -10,6 +11,7 @@
 #define NGPT_NO_MAIN
 #include "../../nanogpt.c"
 #include "fuzz_common.h"
+#include "../../test/llmc_tokenizer.h"
 
 
 /* A small vocabulary built in memory: the 256 bytes, a few merges, and <|endoftext|>. */
@@ -54,11 +56,15 @@ static void make_seeds(const char *dir) {
     ngpt_tokenizer *t = small_vocab();
     snprintf(path, sizeof path, "%s/small.tok", dir);
     if (ngpt_tokenizer_save(t, path, err, sizeof err)) { fprintf(stderr, "%s\n", err); exit(1); }
+    snprintf(path, sizeof path, "%s/small_llmc.bin", dir); /* its ids are its merge ranks, as llm.c's file needs */
+    if (!write_llmc_tokenizer(path, t, 2, t->n_vocab)) { fprintf(stderr, "cannot write %s\n", path); exit(1); }
     ngpt_tokenizer_free(t);
     if (ngpt_tokenizer_load_gpt2(enc, bpe, &t, err, sizeof err)) {
         fprintf(stderr, "seeds: no GPT-2 vocabulary (%s): only the small seed\n", err);
         return;
     }
+    snprintf(path, sizeof path, "%s/gpt2_tokenizer.bin", dir);
+    if (!write_llmc_tokenizer(path, t, 2, t->n_vocab)) { fprintf(stderr, "cannot write %s\n", path); exit(1); }
     snprintf(path, sizeof path, "%s/gpt2.tok", dir);
     if (ngpt_tokenizer_save(t, path, err, sizeof err)) { fprintf(stderr, "%s\n", err); exit(1); }
     ngpt_tokenizer_free(t);
@@ -85,9 +91,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         tok_put_u32(buf + 40, tok_crc32(0, buf + TOK_FILE_HEADER, size - TOK_FILE_HEADER));
         tok_put_u32(buf + 44, tok_crc32(0, buf, 44));
     }
+    int32_t magic = 0;
+    if (size >= 4) memcpy(&magic, buf, 4);
     const char *path = fz_write("vocab.tok", buf, size);
     ngpt_tokenizer *t = NULL;
-    if (ngpt_tokenizer_load(path, &t, err, sizeof err) == NGPT_OK) {
+    int loaded = magic == LLMC_TOKENIZER_MAGIC ? ngpt_tokenizer_load_llmc(path, &t, err, sizeof err) : ngpt_tokenizer_load(path, &t, err, sizeof err);
+    if (loaded == NGPT_OK) {
         /* the text: the input's bytes, at most 4 KiB of them */
         size_t len = MIN(size, (size_t)4096), n = 0, blen = 0;
         const char *text = (const char *)data + (size - len);
