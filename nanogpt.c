@@ -10015,12 +10015,10 @@ static void on_data_bus_error(int sig, siginfo_t *info, void *context) {
     _exit(1);
 }
 
-static void usage(FILE *f) {
-    fprintf(f,
-            "nanogpt %s - train GPT-2 in C, planned to never run out of memory\n"
-            "\n"
-            "usage: nanogpt <command> [config files] [--key=value ...] (in any order, each over what came before, as nanoGPT's;\n"
-            "       sample: its settings over its config files)\n"
+#define USAGE_HEAD                                                                                                      \
+    "usage: nanogpt <command> [config files] [--key=value ...] (in any order, each over what came before, as nanoGPT's;\n" \
+    "       sample: its settings over its config files)\n"
+static const char usage_commands[] =
             "  train     train a model (no config: the baby GPT on Tiny Shakespeare characters)\n"
             "  plan      print the memory plan for a config (--json for JSON, --sample for sampling's); no GPU needed;\n"
             "            the model from init_from, from file headers only (--sample without init_from: out_dir's checkpoint,\n"
@@ -10040,8 +10038,31 @@ static void usage(FILE *f) {
             "            file) instead\n"
             "  plot      OUT_DIR (or --out_dir=OUT_DIR): OUT_DIR/log.jsonl -> OUT_DIR/loss.svg\n"
             "  info      the devices this build can use (`nanogpt --version`: the version alone)\n"
-            "  help      this text; `nanogpt help config` lists every config key\n",
-            NGPT_VERSION);
+            "  help      this text; `nanogpt help config` lists every config key; `nanogpt help COMMAND` (or COMMAND --help)\n"
+            "            one command's\n";
+
+static void usage(FILE *f) { fprintf(f, "nanogpt %s - train GPT-2 in C, planned to never run out of memory\n\n" USAGE_HEAD "%s", NGPT_VERSION, usage_commands); }
+
+static void print_config_keys(void);
+
+/* `nanogpt help COMMAND`, `nanogpt COMMAND --help`: that command's lines of the usage (its name at a line's start, then
+ * the lines indented under it); for the commands that read config keys, the keys after them */
+static void usage_of(const char *command) {
+    printf(USAGE_HEAD);
+    size_t n = strlen(command);
+    for (const char *line = usage_commands; *line;) {
+        const char *end = strchr(line, '\n');
+        if (!strncmp(line + 2, command, n) && line[2 + n] == ' ')
+            do {
+                printf("%.*s\n", (int)(end - line), line);
+                line = end + 1;
+                end = strchr(line, '\n');
+            } while (*line && !strncmp(line, "            ", 12));
+        else line = end + 1;
+    }
+    int keys = !strcmp(command, "train") || !strcmp(command, "plan") || !strcmp(command, "bench");
+    printf("\n`nanogpt help` lists every command\n");
+    if (keys) print_config_keys();
 }
 
 static void print_config_keys(void) {
@@ -11590,7 +11611,10 @@ int main(int argc, char **argv) {
     const char *cmd = argv[1];
     for (int i = 2; i < argc; i++) /* `nanogpt train --help`: the usage, not an argument error (but -h 1 is llm.c's HellaSwag flag) */
         if (!strcmp(argv[i], "--help") || (!strcmp(argv[i], "-h") && !(i + 1 < argc && isdigit((unsigned char)argv[i + 1][0])))) {
-            usage(stdout);
+            int known = 0;
+            for (size_t k = 0; k < sizeof commands / sizeof commands[0]; k++) known |= !strcmp(cmd, commands[k]);
+            if (known && strcmp(cmd, "help")) usage_of(cmd);
+            else usage(stdout);
             return 0;
         }
     for (int i = 2; i + 1 < argc; i++) { /* argparse's `--batch_size 4`: a config key (or sample's setting) apart from its value */
@@ -11615,7 +11639,8 @@ int main(int argc, char **argv) {
         int topic_is_command = 0;
         for (size_t i = 0; argc > 2 && i < sizeof commands / sizeof commands[0]; i++) topic_is_command |= !strcmp(argv[2], commands[i]);
         if (argc > 2 && !strcmp(argv[2], "config")) print_config_keys();
-        else if (argc <= 2 || topic_is_command) usage(stdout); /* every command's arguments are in the usage */
+        else if (argc > 2 && topic_is_command && strcmp(argv[2], "help")) usage_of(argv[2]);
+        else if (argc <= 2 || topic_is_command) usage(stdout);
         else {
             fprintf(stderr, "error: no help on '%s': `nanogpt help` shows the commands, `nanogpt help config` the config keys\n", argv[2]);
             return 2;

@@ -169,6 +169,11 @@ static void test_help(void) {
           "help config gives each key's default and range: %.300s", strstr(r->out, "block_size") ? strstr(r->out, "block_size") : r->out);
     r = cli("help", "sample", NULL);
     CHECK_RUN(r, 0, "help sample");
+    CHECK(strstr(r->out, "  sample    [config files]") && strstr(r->out, "--num_samples=10") && !strstr(r->out, "  train     ") &&
+              strstr(r->out, "`nanogpt help` lists every command"), "one command's help: %.600s", r->out);
+    r = cli("train", "--help", NULL);
+    CHECK(strstr(r->out, "  train     train a model") && !strstr(r->out, "  sample    ") && strstr(r->out, "config keys (nanoGPT's names") &&
+              strstr(r->out, "gradient_accumulation_steps"), "train --help: its line and the config keys: %.600s", r->out);
     r = cli("help", "foo", NULL);
     CHECK_RUN(r, 2, "help foo");
     CHECK(strstr(r->err, "no help on 'foo'") && strstr(r->err, "nanogpt help config"), "help on no such topic: %.300s", r->err);
