@@ -527,10 +527,42 @@ enum { VALUE_OK, VALUE_UNCLOSED, VALUE_AFTER_QUOTE, VALUE_AFTER_PLUS, VALUE_QUOT
 #define CONFIG_VALUE_MAX 511 /* characters */
 #define VALUE_LITERALS "nanogpt reads literals ('text', 'a' + 'b', 3e-4, 5 * 8, True), not Python expressions"
 
+/* The Python string escape at e (a backslash): its character into utf8 (as UTF-8); returns (characters of e it
+ * takes) << 8 | (bytes written), 0 when it is no escape Python knows (the backslash is then itself), -1 for a NUL
+ * or a code point past U+10FFFF. \\ \' \" \a \b \f \n \r \t \v, octal \ooo, \xhh, \uXXXX, \UXXXXXXXX. */
+static int python_escape(const char *e, unsigned char utf8[4]) {
+    static const char from[] = "\\'\"abfnrtv", to[] = "\\'\"\a\b\f\n\r\t\v";
+    const char *simple = strchr(from, e[1]);
+    if (e[1] && simple) {
+        utf8[0] = (unsigned char)to[simple - from];
+        return 2 << 8 | 1;
+    }
+    uint32_t cp = 0;
+    int used = 1, digits = e[1] == 'x' ? 2 : e[1] == 'u' ? 4 : e[1] == 'U' ? 8 : 0;
+    if (digits) {
+        for (used = 2; used < 2 + digits; used++) {
+            if (!isxdigit((unsigned char)e[used])) return 0; /* Python refuses it; here the text is as written */
+            cp = cp * 16 + (uint32_t)(isdigit((unsigned char)e[used]) ? e[used] - '0' : (tolower((unsigned char)e[used]) - 'a' + 10));
+        }
+    } else if (e[1] >= '0' && e[1] <= '7') {
+        for (; used < 4 && e[used] >= '0' && e[used] <= '7'; used++) cp = cp * 8 + (uint32_t)(e[used] - '0');
+    } else return 0;
+    if (cp == 0 || cp > 0x10FFFF) return -1;
+    int bytes = cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4;
+    if (bytes == 1) utf8[0] = (unsigned char)cp;
+    else if (bytes == 2) utf8[0] = (unsigned char)(0xC0 | cp >> 6), utf8[1] = (unsigned char)(0x80 | (cp & 0x3F));
+    else if (bytes == 3)
+        utf8[0] = (unsigned char)(0xE0 | cp >> 12), utf8[1] = (unsigned char)(0x80 | (cp >> 6 & 0x3F)), utf8[2] = (unsigned char)(0x80 | (cp & 0x3F));
+    else
+        utf8[0] = (unsigned char)(0xF0 | cp >> 18), utf8[1] = (unsigned char)(0x80 | (cp >> 12 & 0x3F)),
+        utf8[2] = (unsigned char)(0x80 | (cp >> 6 & 0x3F)), utf8[3] = (unsigned char)(0x80 | (cp & 0x3F));
+    return used << 8 | bytes;
+}
+
 /* A value as Python reads the literals nanoGPT's configs use, into out (cap bytes, never cut short): a quoted
  * string, or quoted strings joined by + ('a' + 'b' is ab), else bare text (a number, True, 5 * 8) without
- * its surrounding blanks. A quoted string takes Python's escapes \\ \' \" \n \t \r (start = 'it\'s'; \0 is
- * refused, any other backslash is itself, as Python keeps an unknown escape). file: a config file's value, where
+ * its surrounding blanks. A quoted string takes Python's escapes (python_escape: start = 'it\'s', '\u00e9'; a
+ * NUL is refused; a backslash before anything else is itself, as Python keeps it). file: a config file's value, where
  * # starts a comment and a quote in bare text is refused (int('8') or os.path.join('a', 'b') would be read
  * as text); else the command line's raw text, where only a leading quote is special. Returns VALUE_OK with
  * *at the offset of the value's first character and *quoted whether it is a quoted string, or what is wrong
@@ -544,16 +576,25 @@ static int config_value(const char *s, int file, char *out, size_t cap, size_t *
     if (*quoted) {
         for (;;) {
             const char *c = p + 1;
-            for (; *c && *c != *p; c++) {
-                char ch = *c;
-                if (ch == '\\' && c[1]) {
-                    static const char from[] = "\\'\"ntr0", to[] = "\\'\"\n\t\r";
-                    const char *e = strchr(from, c[1]);
-                    if (e && *e == '0') { *at = (size_t)(c - s); return VALUE_NUL; }
-                    if (e) ch = to[e - from], c++;
+            while (*c && *c != *p) {
+                if (*c != '\\' || !c[1]) {
+                    if (n + 1 >= cap) return VALUE_LONG;
+                    out[n++] = *c++;
+                    continue;
                 }
-                if (n + 1 >= cap) return VALUE_LONG;
-                out[n++] = ch;
+                unsigned char utf8[4];
+                int len = python_escape(c, utf8);
+                if (len < 0) { *at = (size_t)(c - s); return VALUE_NUL; }
+                if (len == 0) { /* no escape Python knows: the backslash is itself */
+                    if (n + 1 >= cap) return VALUE_LONG;
+                    out[n++] = *c++;
+                    continue;
+                }
+                size_t used = (size_t)(len >> 8), bytes = (size_t)(len & 0xff);
+                if (n + bytes >= cap) return VALUE_LONG;
+                memcpy(out + n, utf8, bytes);
+                n += bytes;
+                c += used;
             }
             if (!*c) { *at = (size_t)(p - s); return VALUE_UNCLOSED; }
             for (p = c + 1; isspace((unsigned char)*p); p++) {}
@@ -758,7 +799,9 @@ static int config_value_fail(int e, const char *key, const char *value, size_t a
     const char *s = value + strspn(value, " \t");
     if (e == VALUE_LONG) return fail(err, errlen, NGPT_ERR_ARG, "%s: the value is longer than %d characters", key, CONFIG_VALUE_MAX);
     if (e == VALUE_UNCLOSED) return fail(err, errlen, NGPT_ERR_ARG, "%s = %.60s: the quote is not closed", key, s);
-    if (e == VALUE_NUL) return fail(err, errlen, NGPT_ERR_ARG, "%s = %.60s: a NUL character (\\0) at offset %zu: text settings hold none", key, s, at);
+    if (e == VALUE_NUL)
+        return fail(err, errlen, NGPT_ERR_ARG, "%s = %.60s: the escape at offset %zu is a NUL character (text settings hold none) or past U+10FFFF",
+                    key, s, at);
     if (e == VALUE_QUOTE_IN_TEXT) return fail(err, errlen, NGPT_ERR_ARG, "%s = %.60s: a quote inside an unquoted value; " VALUE_LITERALS, key, s);
     return fail(err, errlen, NGPT_ERR_ARG, "%s = %.60s: %s `%.30s`; " VALUE_LITERALS, key, s,
                 e == VALUE_AFTER_QUOTE ? "after the closing quote, unexpected" : "+ joins quoted strings, not", value + at);
@@ -7446,6 +7489,9 @@ static size_t first_missing_folder(const char *dir) {
     char buf[512];
     size_t n = strlen(dir);
     if (n >= sizeof buf || file_exists(dir)) return 0;
+    /* a . or .. part may lead back into folders that were there (new/../data): nothing is removed then */
+    for (const char *p = dir; (p = strstr(p, ".")) != NULL; p++)
+        if ((p == dir || p[-1] == '/') && (p[1] == '/' || !p[1] || (p[1] == '.' && (p[2] == '/' || !p[2])))) return 0;
     memcpy(buf, dir, n + 1);
     for (size_t i = 1; i < n; i++)
         if (buf[i] == '/' && buf[i - 1] != '/') {
@@ -9651,7 +9697,8 @@ CLI_USED static int load_gpt2_tokenizer(const char *dir, ngpt_tokenizer **out, c
     if (file_exists(a)) return ngpt_tokenizer_load(a, out, err, errlen);
     snprintf(a, sizeof a, "%.580s/encoder.json", dir);
     snprintf(b, sizeof b, "%.580s/vocab.bpe", dir);
-    if (!file_exists(a) && llmc_tokenizer_in(dir, a, sizeof a)) return ngpt_tokenizer_load_llmc(a, out, err, errlen);
+    char llmc[600];
+    if ((!file_exists(a) || !file_exists(b)) && llmc_tokenizer_in(dir, llmc, sizeof llmc)) return ngpt_tokenizer_load_llmc(llmc, out, err, errlen);
     char says[600];
     if (!file_exists(a))
         return fail(err, errlen, NGPT_ERR_IO,
@@ -9762,6 +9809,9 @@ static void prepare_gpt2_leftovers(const char *dir, FILE *log) {
 static int prepare_gpt2(const char *const *inputs, int n_inputs, const char *out_dir, double val_fraction, int llmc, const ngpt_tokenizer *tok,
                         FILE *log, char *err, size_t errlen) {
     if (prepare_out_dir_fits(out_dir, err, errlen)) return NGPT_ERR_ARG;
+    if (ngpt_tokenizer_vocab_size(tok) > 65536) /* each id would be cut to its low 16 bits: other tokens, without a word */
+        return fail(err, errlen, NGPT_ERR_ARG, "the vocabulary has %d tokens; token files hold uint16 ids (nanoGPT's and llm.c's formats), "
+                                               "so at most 65536", ngpt_tokenizer_vocab_size(tok));
     /* pass 1: characters (code points; a stray byte counts as one) of all inputs */
     uint64_t chars = 0, total_bytes = 0;
     enum { BUF = 1 << 20 };
@@ -10163,26 +10213,30 @@ static const char *llmc_flags_as_settings(int argc, char **argv, char *out, size
     out[0] = 0;
     for (int i = 0; i + 1 < argc; i++) {
         if (argv[i][0] != '-' || argv[i][1] == '-') continue;
-        for (size_t k = 0; k < sizeof one_key / sizeof one_key[0]; k++) {
+        int took = 0; /* the flag and its value, argv[i] and argv[i + 1] */
+        for (size_t k = 0; k < sizeof one_key / sizeof one_key[0] && !took; k++) {
             if (strcmp(argv[i] + 1, one_key[k][0])) continue;
             const char *v = argv[i + 1];
             int folder = !strcmp(one_key[k][1], "data_dir"), len = (int)strlen(v);
-            if (folder && data_dir_said++) break;
+            if (folder && data_dir_said++) { /* -j after -i: one data_dir, said once */
+                took = 1;
+                break;
+            }
             struct stat st;
             int is_dir = !stat(v, &st) && S_ISDIR(st.st_mode);
             if (folder && !is_dir && strchr(v, '/')) len = MAX(1, (int)(strrchr(v, '/') - v)); /* llm.c's -i is a file or pattern: its folder (/x: /) */
             else if (folder && !is_dir) v = ".", len = 1;
             if (n < cap) n += (size_t)snprintf(out + n, cap - n, "%s--%s=%.*s", n ? " " : "", one_key[k][1], len, v);
-            i++;
-            break;
+            took = 1;
         }
         int L, NH, C;
-        if (!strcmp(argv[i], "-e") && n < cap) { /* a model file, or a descriptor (d12) of a new model */
+        if (!took && !strcmp(argv[i], "-e") && n < cap) { /* a model file, or a descriptor (d12) of a new model */
             if (llmc_descriptor(argv[i + 1], &L, &NH, &C) > 0)
                 n += (size_t)snprintf(out + n, cap - n, "%s--init_from=scratch --n_layer=%d --n_head=%d --n_embd=%d", n ? " " : "", L, NH, C);
             else if (file_exists(argv[i + 1])) n += (size_t)snprintf(out + n, cap - n, "%s--init_from=%s", n ? " " : "", argv[i + 1]);
-            i++;
+            took = 1;
         }
+        i += took; /* past the value */
     }
     return out;
 }
@@ -10795,7 +10849,8 @@ static int cmd_plan(int argc, char **argv) {
             ngpt_config base;
             ngpt_config_defaults(&base);
             rc = checkpoint_to_read(cfg.out_dir, ckpt, sizeof ckpt, &base, err, sizeof err);
-            if (!rc) rc = parse_args("plan", n, rest, 0, &base, &has_file, &json, extra, line_of, err, sizeof err);
+            const ConfigExtra sample_keys_read = {sample_key_read_before, NULL}; /* a start = 'FILE:...' was read above */
+            if (!rc) rc = parse_args("plan", n, rest, 0, &base, &has_file, &json, &sample_keys_read, line_of, err, sizeof err);
             cfg = base;
             copy_str(cfg.init_from, sizeof cfg.init_from, ckpt); /* the model: the checkpoint's header */
         } else rc = default_job_checkpoints(cfg.out_dir, err, sizeof err);

@@ -349,6 +349,24 @@ static void test_typos(void) {
         CHECK_RUN(r, 1, "prepare of a binary pipe into new nested folders");
         CHECK(strstr(r->err, "is not text to prepare") && !file_exists(tmp_path("made_1")), "the folders prepare made are gone: %.300s", r->err);
     }
+    /* through .. into a folder that was there: that folder stays (nothing is removed where a path goes back) */
+    mkdir(tmp_path("was_there"), 0777);
+    if (!pipe(binary_pipe)) {
+        char back[720], pipe_input[64];
+        int32_t model_head[4] = {20240326, 3, 1024, 50257};
+        CHECK(write(binary_pipe[1], model_head, sizeof model_head) == (ssize_t)sizeof model_head, "write to a pipe");
+        close(binary_pipe[1]);
+        snprintf(pipe_input, sizeof pipe_input, "--input=/dev/fd/%d", binary_pipe[0]);
+        snprintf(back, sizeof back, "--out=%s", tmp_path("new_1/../was_there/mydata"));
+        r = cli("prepare", pipe_input, back, NULL);
+        close(binary_pipe[0]);
+        CHECK_RUN(r, 1, "prepare of a binary pipe through ..");
+        CHECK(file_exists(tmp_path("was_there")), "the folder that was there stays: %.300s", r->err);
+    }
+    /* llm.c's flags whose value is another flag (-o -e): said, not a crash */
+    r = cli("train", "-o", "-e", NULL);
+    CHECK_RUN(r, 1, "train -o -e");
+    CHECK(strstr(r->err, "llm.c's -o is --out_dir=DIR"), "a flag as another's value: %.300s", r->err);
     /* text whose ninth character is { (LaTeX's \section{) is text, not safetensors' header length and JSON */
     FILE *tex = fopen(tmp_path("paper.tex"), "w");
     if (tex) {
@@ -1469,19 +1487,21 @@ static void test_workflow(void) {
             fprintf(sc, "out_dir = '%s'\nnum_samples = 1\nmax_new_tokens = 2\nstart = 'FILE:%s'\n", tmp_path("out"), fifo);
             fclose(sc);
         }
-        fflush(NULL);
-        pid_t writer = fork();
-        if (writer == 0) {
-            int fd = open(fifo, O_WRONLY);
-            _exit(fd >= 0 && write(fd, "ROMEO:", 6) == 6 ? 0 : 1);
+        for (int plan = 0; plan < 2; plan++) { /* plan --sample reads them twice too (with out_dir's checkpoint as the base) */
+            fflush(NULL);
+            pid_t writer = fork();
+            if (writer == 0) {
+                int fd = open(fifo, O_WRONLY);
+                _exit(fd >= 0 && write(fd, "ROMEO:", 6) == 6 ? 0 : 1);
+            }
+            char cfg5[700], *sample_argv[] = {"sample", cfg5, NULL}, *plan_argv[] = {"plan", "--sample", cfg5, NULL};
+            copy_str(cfg5, sizeof cfg5, tmp_path("sample5.cfg"));
+            static CliRun fifo_run;
+            cli_wait(cli_start(plan ? plan_argv : sample_argv), &fifo_run, 30);
+            reap_within(writer, 5);
+            CHECK(fifo_run.rc == 0 && (plan ? strstr(fifo_run.out, "sampling     ") != NULL : !strncmp(fifo_run.out, "ROMEO:", 6)),
+                  "%s: the start text from a FIFO: rc %d: %.300s%.300s", plan ? "plan --sample" : "sample", fifo_run.rc, fifo_run.out, fifo_run.err);
         }
-        char cfg5[700], *argv[] = {"sample", cfg5, NULL};
-        copy_str(cfg5, sizeof cfg5, tmp_path("sample5.cfg"));
-        static CliRun fifo_run;
-        cli_wait(cli_start(argv), &fifo_run, 30);
-        reap_within(writer, 5);
-        CHECK(fifo_run.rc == 0 && !strncmp(fifo_run.out, "ROMEO:", 6), "the start text from a FIFO: rc %d: %.300s%.300s", fifo_run.rc, fifo_run.out,
-              fifo_run.err);
     } else CHECK(0, "mkfifo: %s", strerror(errno));
     r = cli("train", tmp_path("sample2.cfg"), NULL);
     CHECK_RUN(r, 1, "sample.py's num_samples in a training config file");

@@ -370,6 +370,11 @@ static void test_concurrent_prepares(void) {
         CHECK(rc == NGPT_ERR_ARG && strstr(err, "is 300 bytes long; a data folder's path holds at most 255"), "a long out_dir (bpe %d): %s", bpe, err);
     }
     free(read_all(dead, &train_after));
+    /* a vocabulary past uint16's ids: refused, not each id cut to its low 16 bits */
+    ngpt_tokenizer wide = *tok;
+    wide.n_vocab = 70000;
+    CHECK(prepare_gpt2((const char *const[]){input}, 1, dir, 0.1, 0, &wide, NULL, err, sizeof err) == NGPT_ERR_ARG &&
+              strstr(err, "the vocabulary has 70000 tokens; token files hold uint16 ids"), "a vocabulary of 70000 tokens: %s", err);
     CHECK(access(long_dir, F_OK) != 0 && train_before > 0 && train_after == train_before, "nothing made, the folder above untouched");
 }
 
