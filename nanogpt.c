@@ -523,13 +523,15 @@ static const char *config_unquote(const char *v, char *buf, size_t cap, int *unc
     return buf;
 }
 
-enum { VALUE_OK, VALUE_UNCLOSED, VALUE_AFTER_QUOTE, VALUE_AFTER_PLUS, VALUE_QUOTE_IN_TEXT, VALUE_LONG, VALUE_NUL };
+enum { VALUE_OK, VALUE_UNCLOSED, VALUE_AFTER_QUOTE, VALUE_AFTER_PLUS, VALUE_QUOTE_IN_TEXT, VALUE_LONG, VALUE_BAD_ESCAPE };
 #define CONFIG_VALUE_MAX 511 /* characters */
 #define VALUE_LITERALS "nanogpt reads literals ('text', 'a' + 'b', 3e-4, 5 * 8, True), not Python expressions"
 
 /* The Python string escape at e (a backslash): its character into utf8 (as UTF-8); returns (characters of e it
- * takes) << 8 | (bytes written), 0 when it is no escape Python knows (the backslash is then itself), -1 for a NUL
- * or a code point past U+10FFFF. \\ \' \" \a \b \f \n \r \t \v, octal \ooo, \xhh, \uXXXX, \UXXXXXXXX. */
+ * takes) << 8 | (bytes written), 0 when it is no escape Python knows (the backslash is then itself), -1 for one
+ * that gives no character a text setting holds (a NUL, a surrogate, past U+10FFFF) or that Python refuses (\x4
+ * with too few digits) or nanogpt does not read (\N{...}). \\ \' \" \a \b \f \n \r \t \v, octal \ooo, \xhh,
+ * \uXXXX, \UXXXXXXXX. */
 static int python_escape(const char *e, unsigned char utf8[4]) {
     static const char from[] = "\\'\"abfnrtv", to[] = "\\'\"\a\b\f\n\r\t\v";
     const char *simple = strchr(from, e[1]);
@@ -541,13 +543,13 @@ static int python_escape(const char *e, unsigned char utf8[4]) {
     int used = 1, digits = e[1] == 'x' ? 2 : e[1] == 'u' ? 4 : e[1] == 'U' ? 8 : 0;
     if (digits) {
         for (used = 2; used < 2 + digits; used++) {
-            if (!isxdigit((unsigned char)e[used])) return 0; /* Python refuses it; here the text is as written */
+            if (!isxdigit((unsigned char)e[used])) return -1; /* Python's SyntaxError */
             cp = cp * 16 + (uint32_t)(isdigit((unsigned char)e[used]) ? e[used] - '0' : (tolower((unsigned char)e[used]) - 'a' + 10));
         }
     } else if (e[1] >= '0' && e[1] <= '7') {
         for (; used < 4 && e[used] >= '0' && e[used] <= '7'; used++) cp = cp * 8 + (uint32_t)(e[used] - '0');
-    } else return 0;
-    if (cp == 0 || cp > 0x10FFFF) return -1;
+    } else return e[1] == 'N' ? -1 : 0;
+    if (cp == 0 || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return -1;
     int bytes = cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4;
     if (bytes == 1) utf8[0] = (unsigned char)cp;
     else if (bytes == 2) utf8[0] = (unsigned char)(0xC0 | cp >> 6), utf8[1] = (unsigned char)(0x80 | (cp & 0x3F));
@@ -562,7 +564,7 @@ static int python_escape(const char *e, unsigned char utf8[4]) {
 /* A value as Python reads the literals nanoGPT's configs use, into out (cap bytes, never cut short): a quoted
  * string, or quoted strings joined by + ('a' + 'b' is ab), else bare text (a number, True, 5 * 8) without
  * its surrounding blanks. A quoted string takes Python's escapes (python_escape: start = 'it\'s', '\u00e9'; a
- * NUL is refused; a backslash before anything else is itself, as Python keeps it). file: a config file's value, where
+ * NUL, a surrogate, \N{...} and a short \x are refused; a backslash before anything else is itself, as Python keeps it). file: a config file's value, where
  * # starts a comment and a quote in bare text is refused (int('8') or os.path.join('a', 'b') would be read
  * as text); else the command line's raw text, where only a leading quote is special. Returns VALUE_OK with
  * *at the offset of the value's first character and *quoted whether it is a quoted string, or what is wrong
@@ -584,7 +586,7 @@ static int config_value(const char *s, int file, char *out, size_t cap, size_t *
                 }
                 unsigned char utf8[4];
                 int len = python_escape(c, utf8);
-                if (len < 0) { *at = (size_t)(c - s); return VALUE_NUL; }
+                if (len < 0) { *at = (size_t)(c - s); return VALUE_BAD_ESCAPE; }
                 if (len == 0) { /* no escape Python knows: the backslash is itself */
                     if (n + 1 >= cap) return VALUE_LONG;
                     out[n++] = *c++;
@@ -799,9 +801,10 @@ static int config_value_fail(int e, const char *key, const char *value, size_t a
     const char *s = value + strspn(value, " \t");
     if (e == VALUE_LONG) return fail(err, errlen, NGPT_ERR_ARG, "%s: the value is longer than %d characters", key, CONFIG_VALUE_MAX);
     if (e == VALUE_UNCLOSED) return fail(err, errlen, NGPT_ERR_ARG, "%s = %.60s: the quote is not closed", key, s);
-    if (e == VALUE_NUL)
-        return fail(err, errlen, NGPT_ERR_ARG, "%s = %.60s: the escape at offset %zu is a NUL character (text settings hold none) or past U+10FFFF",
-                    key, s, at);
+    if (e == VALUE_BAD_ESCAPE)
+        return fail(err, errlen, NGPT_ERR_ARG, "%s = %.60s: the escape at offset %zu gives no character a text setting holds (a NUL, a "
+                                               "surrogate, past U+10FFFF), or is one Python refuses (\\x4) or nanogpt does not read (\\N{...}: "
+                                               "write the character itself)", key, s, at);
     if (e == VALUE_QUOTE_IN_TEXT) return fail(err, errlen, NGPT_ERR_ARG, "%s = %.60s: a quote inside an unquoted value; " VALUE_LITERALS, key, s);
     return fail(err, errlen, NGPT_ERR_ARG, "%s = %.60s: %s `%.30s`; " VALUE_LITERALS, key, s,
                 e == VALUE_AFTER_QUOTE ? "after the closing quote, unexpected" : "+ joins quoted strings, not", value + at);
@@ -5159,9 +5162,11 @@ int ngpt_tokenizer_load_llmc(const char *path, ngpt_tokenizer **out, char *err, 
     if (size >= sizeof h) memcpy(h, file, sizeof h);
     ngpt_tokenizer *t = NULL;
     if (size < LLMC_TOKENIZER_HEADER_BYTES || h[0] != LLMC_TOKENIZER_MAGIC) {
-        rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s: %s; llm.c's tokenizer file starts with a %d-byte header, magic %d", path,
-                  size < LLMC_TOKENIZER_HEADER_BYTES ? "shorter than its header" : "another magic", LLMC_TOKENIZER_HEADER_BYTES,
-                  LLMC_TOKENIZER_MAGIC);
+        char found[64];
+        if (size < LLMC_TOKENIZER_HEADER_BYTES) snprintf(found, sizeof found, "%zu bytes, shorter than its header", size);
+        else snprintf(found, sizeof found, "magic %d at byte 0", h[0]);
+        rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s: %s; llm.c's tokenizer file (gpt2_tokenizer.bin) starts with a %d-byte header, magic %d", path,
+                  found, LLMC_TOKENIZER_HEADER_BYTES, LLMC_TOKENIZER_MAGIC);
         goto done;
     }
     int32_t V = h[2], eot = h[1] == 2 ? h[3] : V - 1; /* version 1 (GPT-2 only): <|endoftext|> last */
@@ -5175,7 +5180,9 @@ int ngpt_tokenizer_load_llmc(const char *path, ngpt_tokenizer **out, char *err, 
     for (int32_t id = 0; id < V; id++) { /* the extents first: each token whole inside the file, nothing after the last */
         if (o >= size || file[o] == 0 || o + 1 + file[o] > size) {
             rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s: token %d at byte offset %zu: %s (the file has %zu bytes)", path, id, o,
-                      o >= size ? "the file ends before it" : file[o] == 0 ? "length 0; every token has at least one byte" : "its bytes run past the end",
+                      o >= size ? "the file ends before it (cut short, or a length byte before it is wrong)"
+                      : file[o] == 0 ? "length 0; every token has at least one byte"
+                                     : "its bytes run past the end (cut short, or its length byte is wrong)",
                       size);
             goto done;
         }
@@ -7176,7 +7183,10 @@ CLI_USED static int llmc_write_model(const char *path, const ModelShape *ms, con
         return fail(err, errlen, NGPT_ERR_IO, "cannot write %s: it is a link to %s, which does not exist (the file a link names is replaced)", path, target);
     }
     if (direct || !realpath(path, dest)) copy_str(dest, sizeof dest, path);
-    snprintf(tmp, sizeof tmp, "%.4000s.tmp.%d", dest, (int)getpid());
+    const char *dest_slash = strrchr(dest, '/'), *name = dest_slash ? dest_slash + 1 : dest;
+    if (strlen(name) + 16 <= NAME_MAX) snprintf(tmp, sizeof tmp, "%.4000s.tmp.%d", dest, (int)getpid());
+    else /* a name near the file system's limit has no room for the suffix: a short one beside it */
+        snprintf(tmp, sizeof tmp, "%.*s.nanogpt_export.tmp.%d", dest_slash ? (int)(dest_slash - dest + 1) : 0, dest, (int)getpid());
     int stream_copy = stream >= 0 ? dup(stream) : -1;
     FILE *f = stream >= 0 ? (stream_copy >= 0 ? fdopen(stream_copy, "wb") : NULL) : fopen(direct ? path : tmp, "wb");
     if (!f && stream_copy >= 0) close(stream_copy);
@@ -9615,7 +9625,7 @@ static int prepare_char(const char *input, const char *out_dir, double val_fract
         }
     if (p.count < 2) { rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s has %zu characters; need at least 2", input, p.count); goto done; }
     p.n_train = (size_t)((double)p.count * (1.0 - val_fraction));
-    mkdir_p(out_dir);
+    if (mkdir_p(out_dir)) { rc = fail(err, errlen, NGPT_ERR_IO, "cannot create %s: %s", out_dir, strerror(errno)); goto done; }
     remove_dead_prepare_temporaries(out_dir);
     snprintf(tpath, sizeof tpath, "%s/train.bin", out_dir);
     snprintf(vpath, sizeof vpath, "%s/val.bin", out_dir);
@@ -9662,30 +9672,16 @@ done:
  * inputs are streamed in 1 MiB reads, so they may be larger than memory. ---- */
 
 /* llm.c's tokenizer file that tokenizer_dir names: the folder's gpt2_tokenizer.bin, or tokenizer_dir itself when it
- * is that file; into path (cap bytes), 0 when there is none */
+ * is a file (the one file a tokenizer_dir may name: its reader says what is wrong with another); into path (cap
+ * bytes), 0 when there is none */
 static int llmc_tokenizer_in(const char *dir, char *path, size_t cap) {
     struct stat st;
     if (!stat(dir, &st) && S_ISREG(st.st_mode)) {
-        unsigned char head[4];
-        FILE *f = fopen(dir, "rb");
-        size_t n = f ? fread(head, 1, sizeof head, f) : 0;
-        if (f) fclose(f);
-        if (known_file(head, n, 0) != KNOWN_LLMC_TOKENIZER) return 0;
         snprintf(path, cap, "%s", dir);
         return 1;
     }
     snprintf(path, cap, "%.500s/gpt2_tokenizer.bin", dir);
     return file_exists(path);
-}
-
-/* Why tokenizer_dir has no GPT-2 vocabulary when it is a file that is no llm.c tokenizer: a clause for the error
- * ("" otherwise) */
-CLI_USED static const char *tokenizer_dir_says(const char *dir, char *buf, size_t cap) {
-    struct stat st;
-    buf[0] = 0;
-    if (!stat(dir, &st) && S_ISREG(st.st_mode))
-        snprintf(buf, cap, "; tokenizer_dir names a folder (or llm.c's gpt2_tokenizer.bin), and %.400s is another file", dir);
-    return buf;
 }
 
 /* GPT-2's vocabulary from dir: gpt2.tok (nanogpt's compact file), else encoder.json + vocab.bpe, else llm.c's
@@ -9699,12 +9695,10 @@ CLI_USED static int load_gpt2_tokenizer(const char *dir, ngpt_tokenizer **out, c
     snprintf(b, sizeof b, "%.580s/vocab.bpe", dir);
     char llmc[600];
     if ((!file_exists(a) || !file_exists(b)) && llmc_tokenizer_in(dir, llmc, sizeof llmc)) return ngpt_tokenizer_load_llmc(llmc, out, err, errlen);
-    char says[600];
     if (!file_exists(a))
         return fail(err, errlen, NGPT_ERR_IO,
                     "no GPT-2 vocabulary in %s: put OpenAI's encoder.json and vocab.bpe there (README, Data: where to get them), or llm.c's "
-                    "gpt2_tokenizer.bin, or set tokenizer_dir to the folder that holds them%s",
-                    dir, tokenizer_dir_says(dir, says, sizeof says));
+                    "gpt2_tokenizer.bin, or set tokenizer_dir to the folder that holds them (or to llm.c's file)", dir);
     return ngpt_tokenizer_load_gpt2(a, b, out, err, errlen);
 }
 
@@ -9842,7 +9836,7 @@ static int prepare_gpt2(const char *const *inputs, int n_inputs, const char *out
                            : fail(err, errlen, NGPT_ERR_FORMAT, "the %d inputs have %llu characters in all; need at least 2", n_inputs, (unsigned long long)chars);
     if (rc) goto done;
     uint64_t train_chars = (uint64_t)((double)chars * (1.0 - val_fraction));
-    mkdir_p(out_dir);
+    if (mkdir_p(out_dir)) { rc = fail(err, errlen, NGPT_ERR_IO, "cannot create %s: %s", out_dir, strerror(errno)); goto done; }
     remove_dead_prepare_temporaries(out_dir);
     if (tokwriter_open(&w[0], out_dir, "train.bin", llmc) || tokwriter_open(&w[1], out_dir, "val.bin", llmc)) {
         rc = fail(err, errlen, NGPT_ERR_IO, "cannot create token files in %s: %s", out_dir, strerror(errno));
@@ -10203,41 +10197,64 @@ static int single_dash_flag(const char *a, char *err, size_t errlen) {
 }
 
 /* llm.c's flags among args (-b 4 -t 1024 -l 0.0003 -i dir/x_train_*.bin) as nanogpt's settings, into out ("" for
- * none): those that are one setting, each with its value (-i and -j: the folder of their file or pattern) */
+ * none): those that are one setting each (-i and -j: the folder of their file or pattern), -x N as max_iters N - 1
+ * (llm.c runs N steps, nanoGPT's loop max_iters + 1), -e as the model, -d as gradient_accumulation_steps and -q as
+ * min_lr where -b and -t (or -l) say what they are in nanoGPT's terms; then the flags not carried over */
 static const char *llmc_flags_as_settings(int argc, char **argv, char *out, size_t cap) {
     static const char *const one_key[][2] = {{"b", "batch_size"}, {"t", "block_size"}, {"l", "learning_rate"}, {"u", "warmup_iters"},
-                                             {"c", "weight_decay"}, {"x", "max_iters"}, {"v", "eval_interval"}, {"m", "eval_iters"},
-                                             {"o", "out_dir"}, {"i", "data_dir"}, {"j", "data_dir"}, {"nk", "keep_checkpoints"}};
+                                             {"c", "weight_decay"}, {"v", "eval_interval"}, {"m", "eval_iters"}, {"o", "out_dir"},
+                                             {"i", "data_dir"}, {"j", "data_dir"}, {"nk", "keep_checkpoints"}};
+    const char *flag_value[128] = {0}; /* by the flag's first letter, for -d, -q and -x: the value of -b, -t, -l */
+    for (int i = 0; i + 1 < argc; i++)
+        if (argv[i][0] == '-' && argv[i][1] && !argv[i][2] && (unsigned char)argv[i][1] < 128) flag_value[(unsigned char)argv[i][1]] = argv[i + 1];
     size_t n = 0;
-    int data_dir_said = 0;
+    char data_dir[300] = "", left_out[400] = "";
     out[0] = 0;
+#define SAY(...) (void)(n < cap ? n += (size_t)snprintf(out + n, cap - n, __VA_ARGS__) : 0)
     for (int i = 0; i + 1 < argc; i++) {
-        if (argv[i][0] != '-' || argv[i][1] == '-') continue;
-        int took = 0; /* the flag and its value, argv[i] and argv[i + 1] */
+        const char *a = argv[i], *v = argv[i + 1];
+        if (a[0] != '-' || a[1] == '-' || !a[1]) continue;
+        int took = 0, L, NH, C;
         for (size_t k = 0; k < sizeof one_key / sizeof one_key[0] && !took; k++) {
-            if (strcmp(argv[i] + 1, one_key[k][0])) continue;
-            const char *v = argv[i + 1];
+            if (strcmp(a + 1, one_key[k][0])) continue;
+            took = 1;
             int folder = !strcmp(one_key[k][1], "data_dir"), len = (int)strlen(v);
-            if (folder && data_dir_said++) { /* -j after -i: one data_dir, said once */
-                took = 1;
-                break;
-            }
             struct stat st;
             int is_dir = !stat(v, &st) && S_ISDIR(st.st_mode);
             if (folder && !is_dir && strchr(v, '/')) len = MAX(1, (int)(strrchr(v, '/') - v)); /* llm.c's -i is a file or pattern: its folder (/x: /) */
             else if (folder && !is_dir) v = ".", len = 1;
-            if (n < cap) n += (size_t)snprintf(out + n, cap - n, "%s--%s=%.*s", n ? " " : "", one_key[k][1], len, v);
+            if (folder && data_dir[0]) { /* -j after -i: one data_dir, said once; another folder is not carried over */
+                if (strlen(data_dir) != (size_t)len || strncmp(data_dir, v, (size_t)len))
+                    snprintf(left_out + strlen(left_out), sizeof left_out - strlen(left_out), " %s %.60s", a, argv[i + 1]);
+                continue;
+            }
+            if (folder) snprintf(data_dir, sizeof data_dir, "%.*s", len, v);
+            SAY("%s--%s=%.*s", n ? " " : "", one_key[k][1], len, v);
+        }
+        double x = 0, b = 0, t = 0, lr = 0;
+        if (took) { /* one setting each, said above */
+        } else if (!strcmp(a, "-e") && llmc_descriptor(v, &L, &NH, &C) > 0) {
+            SAY("%s--init_from=scratch --n_layer=%d --n_head=%d --n_embd=%d", n ? " " : "", L, NH, C);
+            took = 1;
+        } else if (!strcmp(a, "-e") && file_exists(v)) {
+            SAY("%s--init_from=%s", n ? " " : "", v);
+            took = 1;
+        } else if (!strcmp(a, "-x") && !parse_number(v, &x) && x >= 1 && x == floor(x)) {
+            SAY("%s--max_iters=%.0f", n ? " " : "", x - 1);
+            took = 1;
+        } else if (!strcmp(a, "-d") && flag_value['b'] && flag_value['t'] && !parse_number(v, &x) && !parse_number(flag_value['b'], &b) &&
+                   !parse_number(flag_value['t'], &t) && b >= 1 && t >= 1 && x >= b * t && fmod(x, b * t) == 0) {
+            SAY("%s--gradient_accumulation_steps=%.0f", n ? " " : "", x / (b * t));
+            took = 1;
+        } else if (!strcmp(a, "-q") && flag_value['l'] && !parse_number(v, &x) && !parse_number(flag_value['l'], &lr)) {
+            SAY("%s--min_lr=%g", n ? " " : "", lr * x);
             took = 1;
         }
-        int L, NH, C;
-        if (!took && !strcmp(argv[i], "-e") && n < cap) { /* a model file, or a descriptor (d12) of a new model */
-            if (llmc_descriptor(argv[i + 1], &L, &NH, &C) > 0)
-                n += (size_t)snprintf(out + n, cap - n, "%s--init_from=scratch --n_layer=%d --n_head=%d --n_embd=%d", n ? " " : "", L, NH, C);
-            else if (file_exists(argv[i + 1])) n += (size_t)snprintf(out + n, cap - n, "%s--init_from=%s", n ? " " : "", argv[i + 1]);
-            took = 1;
-        }
-        i += took; /* past the value */
+        if (!took) snprintf(left_out + strlen(left_out), sizeof left_out - strlen(left_out), " %s %.60s", a, v);
+        i++; /* past the value */
     }
+#undef SAY
+    if (n && left_out[0] && n < cap) snprintf(out + n, cap - n, " (not carried over:%s)", left_out);
     return out;
 }
 
@@ -10458,21 +10475,26 @@ static int download(const char *url, const char *path, char *err, size_t errlen)
 /* GPT-2's encoder.json and vocab.bpe in dir (or its compact gpt2.tok), downloaded when missing */
 static int ensure_gpt2_vocab(const char *dir, char *err, size_t errlen) {
     const char *names[2] = {"encoder.json", "vocab.bpe"};
-    char path[600], says[600];
-    struct stat st;
+    char path[600], where[PATH_MAX + 80] = "";
     if (llmc_tokenizer_in(dir, path, sizeof path)) return NGPT_OK; /* llm.c's: read as it is, nothing to download */
-    if (!stat(dir, &st) && S_ISREG(st.st_mode))
-        return fail(err, errlen, NGPT_ERR_ARG, "no GPT-2 vocabulary at tokenizer_dir = %s: put encoder.json and vocab.bpe in a folder and pass "
-                                                "that%s", dir, tokenizer_dir_says(dir, says, sizeof says));
+    char cwd[PATH_MAX];
+    if (dir[0] != '/' && !file_exists(dir) && getcwd(cwd, sizeof cwd)) /* a run's stored tokenizer_dir, sampled from another folder */
+        snprintf(where, sizeof where, " (tokenizer_dir is relative to the current folder, %s)", cwd);
+    size_t n = strlen(dir);
+    if (!file_exists(dir) && n > 4 && !strcmp(dir + n - 4, ".bin")) /* a file's name: no folder of that name to make and fill */
+        return fail(err, errlen, NGPT_ERR_IO, "tokenizer_dir = %s: no such file%s", dir, where);
+    size_t made_from = first_missing_folder(dir);
     snprintf(path, sizeof path, "%.500s/gpt2.tok", dir);
     for (int i = 0; i < 2 && !file_exists(path); i++) {
         char file[600], url[300];
         snprintf(file, sizeof file, "%.500s/%s", dir, names[i]);
         snprintf(url, sizeof url, "%s/%s", GPT2_VOCAB_URL, names[i]);
         mkdir_p(dir);
-        if (!file_exists(file) && download(url, file, err, errlen))
-            return fail(err, errlen, NGPT_ERR_IO, "could not download GPT-2's %s (offline?). Put encoder.json and vocab.bpe in %s%s", names[i], dir,
-                        tokenizer_dir_says(dir, says, sizeof says));
+        if (!file_exists(file) && download(url, file, err, errlen)) {
+            rmdir_made(dir, made_from); /* no empty folder left behind */
+            return fail(err, errlen, NGPT_ERR_IO, "could not download GPT-2's %s (offline?). Put encoder.json and vocab.bpe, or llm.c's "
+                                                  "gpt2_tokenizer.bin, in %s%s", names[i], dir, where);
+        }
     }
     return NGPT_OK;
 }

@@ -248,7 +248,14 @@ static void test_typos(void) {
     r = cli("train", "-i", "dev/data/tinyshakespeare/tiny_shakespeare_train.bin", "-b", "4", "-t", "1024", "-l", "0.0003", "-x", "5000", NULL);
     CHECK_RUN(r, 1, "llm.c's command line");
     CHECK(strstr(r->err, "llm.c's flags here as nanogpt's settings: --data_dir=dev/data/tinyshakespeare --batch_size=4 --block_size=1024 "
-                         "--learning_rate=0.0003 --max_iters=5000"), "llm.c's flags translated: %.400s", r->err);
+                         "--learning_rate=0.0003 --max_iters=4999"), "llm.c's flags translated (-x 5000: llm.c's 5000 steps): %.400s", r->err);
+    /* -d and -q in nanoGPT's terms where -b, -t and -l say them; what has no setting listed, not dropped */
+    r = cli("train", "-b", "4", "-t", "64", "-d", "1024", "-l", "6e-4", "-q", "0.1", "-z", "1", "-j", "elsewhere/x_val_*.bin", "-i", "dev/x_train_*.bin",
+            NULL);
+    CHECK_RUN(r, 1, "llm.c's -d and -q");
+    CHECK(strstr(r->err, "--batch_size=4 --block_size=64 --gradient_accumulation_steps=4 --learning_rate=6e-4 --min_lr=6e-05 --data_dir=elsewhere "
+                         "(not carried over: -z 1 -i dev/x_train_*.bin)"),
+          "llm.c's -d, -q and the flags not carried over: %.500s", r->err);
     r = cli("train", "-i", "/x_train.bin", NULL);
     CHECK_RUN(r, 1, "llm.c's -i of a file in the root");
     CHECK(strstr(r->err, "as nanogpt's settings: --data_dir=/\n") || strstr(r->err, "as nanogpt's settings: --data_dir=/ "), "the root folder: %.400s",
@@ -428,6 +435,30 @@ static void test_typos(void) {
         fwrite(tok_header, sizeof tok_header, 1, tf);
         fclose(tf);
     }
+    /* tokenizer_dir naming a file: read as llm.c's, whose reader says what is wrong with it */
+    char bad_tok[720];
+    FILE *bf = fopen(tmp_path("not_a_tokenizer.bin"), "wb");
+    if (bf) {
+        int32_t other[256] = {12345};
+        fwrite(other, sizeof other, 1, bf);
+        fclose(bf);
+    }
+    snprintf(bad_tok, sizeof bad_tok, "--tokenizer_dir=%s", tmp_path("not_a_tokenizer.bin"));
+    r = cli("prepare", "--tokenizer=gpt2", bad_tok, text_input, "--out=/nonexistent/y", NULL);
+    CHECK_RUN(r, 1, "prepare with another file as tokenizer_dir");
+    CHECK(strstr(r->err, "not_a_tokenizer.bin: magic 12345 at byte 0; llm.c's tokenizer file"), "the file's magic: %.400s", r->err);
+    /* a run's stored tokenizer_dir that names llm.c's file, from another folder: said, and no folder made of its name */
+    char tok_err2[NGPT_ERRLEN];
+    CHECK(ensure_gpt2_vocab("no_such_tok_zz/gpt2_tokenizer.bin", tok_err2, sizeof tok_err2) == NGPT_ERR_IO &&
+              strstr(tok_err2, "tokenizer_dir = no_such_tok_zz/gpt2_tokenizer.bin: no such file (tokenizer_dir is relative to the current folder, ") &&
+              !file_exists("no_such_tok_zz"),
+          "a missing llm.c tokenizer file: %s", tok_err2);
+    /* a folder that cannot be made (a file where its parent goes): mkdir's own reason */
+    char under_file[720];
+    snprintf(under_file, sizeof under_file, "--out=%s/sub", tmp_path("not_a_tokenizer.bin"));
+    r = cli("prepare", text_input, under_file, NULL);
+    CHECK_RUN(r, 1, "prepare under a file");
+    CHECK(strstr(r->err, "not_a_tokenizer.bin/sub: Not a directory"), "mkdir's reason: %.300s", r->err);
     r = cli("prepare", "--tokenizer=gpt2", tok_dir, "--input=x.txt", "--out=/nonexistent/y", NULL);
     CHECK_RUN(r, 1, "prepare with a header of llm.c's tokenizer alone");
     CHECK(strstr(r->err, "gpt2_tokenizer.bin: token 0 at byte offset 1024: the file ends before it"), "a header alone: %.400s", r->err);

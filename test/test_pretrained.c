@@ -515,6 +515,14 @@ static void test_llmc_write_read_round_trip(void) {
     CHECK(q && q[0] == bf16_round(p[0]), "the second write did not replace the first");
     free(q);
     unlink(path);
+    /* a name of 255 bytes, the file system's limit: written through a short temporary name beside it */
+    char long_name[400];
+    tmp_path(long_name, sizeof long_name, "");
+    size_t at = strlen(long_name);
+    for (int i = 0; i < 255 && at + 1 < sizeof long_name; i++) long_name[at++] = 'h';
+    long_name[at] = 0;
+    CHECK(llmc_write_model(long_name, &ms, p, 0, err, sizeof err) == 0 && access(long_name, F_OK) == 0, "a 255-byte name: %s", err);
+    unlink(long_name);
     /* a folder that does not exist: an i/o error naming the file */
     int rc = llmc_write_model("/nonexistent_dir_ngpt/x.bin", &ms, p, 0, err, sizeof err);
     CHECK(rc == NGPT_ERR_IO && strstr(err, "cannot write /nonexistent_dir_ngpt/x.bin: ") && strstr(err, "its folder does not exist") &&
