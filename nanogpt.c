@@ -802,9 +802,9 @@ static int config_value_fail(int e, const char *key, const char *value, size_t a
     if (e == VALUE_LONG) return fail(err, errlen, NGPT_ERR_ARG, "%s: the value is longer than %d characters", key, CONFIG_VALUE_MAX);
     if (e == VALUE_UNCLOSED) return fail(err, errlen, NGPT_ERR_ARG, "%s = %.60s: the quote is not closed", key, s);
     if (e == VALUE_BAD_ESCAPE)
-        return fail(err, errlen, NGPT_ERR_ARG, "%s = %.60s: the escape at offset %zu gives no character a text setting holds (a NUL, a "
+        return fail(err, errlen, NGPT_ERR_ARG, "%s = %.60s: the escape at character %zu gives no character a text setting holds (a NUL, a "
                                                "surrogate, past U+10FFFF), or is one Python refuses (\\x4) or nanogpt does not read (\\N{...}: "
-                                               "write the character itself)", key, s, at);
+                                               "write the character itself)", key, s, at - (size_t)(s - value) + 1);
     if (e == VALUE_QUOTE_IN_TEXT) return fail(err, errlen, NGPT_ERR_ARG, "%s = %.60s: a quote inside an unquoted value; " VALUE_LITERALS, key, s);
     return fail(err, errlen, NGPT_ERR_ARG, "%s = %.60s: %s `%.30s`; " VALUE_LITERALS, key, s,
                 e == VALUE_AFTER_QUOTE ? "after the closing quote, unexpected" : "+ joins quoted strings, not", value + at);
@@ -1065,8 +1065,10 @@ int ngpt_config_load(ngpt_config *cfg, const char *path, char *err, size_t errle
 }
 
 /* Key i of the table as one `key = value` line (with its newline) into line; returns its length (0 for
- * an ignored key). Numbers are written exactly: reading the line back gives the same bits. */
-static int config_line(const ngpt_config *cfg, size_t i, char *line, size_t cap) {
+ * an ignored key). Numbers are written exactly: reading the line back gives the same bits. python: for a config
+ * file, whose reader takes Python's escapes (a backslash doubled); else raw, as a checkpoint stores it
+ * (config_unquote reads it back). */
+static int config_line(const ngpt_config *cfg, size_t i, int python, char *line, size_t cap) {
     const ConfigKey *k = &config_keys[i];
     const char *field = (const char *)cfg + k->offset;
     int n = 0;
@@ -1083,8 +1085,14 @@ static int config_line(const ngpt_config *cfg, size_t i, char *line, size_t cap)
         break;
     }
     case KEY_STR: { /* in double quotes when it holds a single one, so that a config file reads it back */
-        char q = strchr(field, '\'') && !strchr(field, '"') ? '"' : '\'';
-        n = snprintf(line, cap, "%s = %c%s%c\n", k->name, q, field, q);
+        char q = strchr(field, '\'') && !strchr(field, '"') ? '"' : '\'', text[2 * CONFIG_VALUE_MAX + 2];
+        size_t t = 0;
+        for (const char *c = field; *c && t + 2 < sizeof text; c++) { /* python: as a config file's reader takes it back (\\ a backslash) */
+            if (python && *c == '\\') text[t++] = '\\';
+            text[t++] = *c;
+        }
+        text[t] = 0;
+        n = snprintf(line, cap, "%s = %c%s%c\n", k->name, q, text, q);
         break;
     }
     default: break;
@@ -1096,7 +1104,7 @@ void ngpt_config_print(const ngpt_config *cfg, FILE *f) {
     if (!cfg || !f) return;
     char line[600];
     for (size_t i = 0; i < N_CONFIG_KEYS; i++)
-        if (config_line(cfg, i, line, sizeof line)) fputs(line, f);
+        if (config_line(cfg, i, 1, line, sizeof line)) fputs(line, f);
 }
 
 /* What would make n_embd (C) a multiple of n_head (NH), into buf: the nearest valid n_embd values, and
@@ -1142,7 +1150,7 @@ static int config_validate(const ngpt_config *c, char *err, size_t errlen) {
             return fail(err, errlen, NGPT_ERR_ARG, "%s: the string is not terminated within its %zu bytes", k->name, k->size);
         char line[600], buf[600], msg[NGPT_ERRLEN];
         int unclosed;
-        config_line(c, i, line, sizeof line);
+        config_line(c, i, 0, line, sizeof line);
         char *nl = strchr(line, '\n');
         if (nl) *nl = 0;
         const char *v = config_unquote(strchr(line, '=') + 1, buf, sizeof buf, &unclosed);
@@ -7489,7 +7497,12 @@ static int mkdir_p(const char *dir) {
     if (strlen(dir) >= sizeof buf) { errno = ENAMETOOLONG; return -1; } /* cut short, it would make another folder */
     snprintf(buf, sizeof buf, "%s", dir);
     for (char *p = buf[0] ? buf + 1 : buf; *p; p++)
-        if (*p == '/') { *p = 0; mkdir(buf, 0777); *p = '/'; }
+        if (*p == '/') {
+            *p = 0;
+            int failed = mkdir(buf, 0777) && errno != EEXIST; /* the first failure's reason, not a later ENOENT */
+            *p = '/';
+            if (failed) return -1;
+        }
     return mkdir(buf, 0777) == 0 || errno == EEXIST ? 0 : -1;
 }
 
@@ -7499,9 +7512,9 @@ static size_t first_missing_folder(const char *dir) {
     char buf[512];
     size_t n = strlen(dir);
     if (n >= sizeof buf || file_exists(dir)) return 0;
-    /* a . or .. part may lead back into folders that were there (new/../data): nothing is removed then */
-    for (const char *p = dir; (p = strstr(p, ".")) != NULL; p++)
-        if ((p == dir || p[-1] == '/') && (p[1] == '/' || !p[1] || (p[1] == '.' && (p[2] == '/' || !p[2])))) return 0;
+    /* a .. part may lead back into folders that were there (new/../data): nothing is removed then */
+    for (const char *p = dir; (p = strstr(p, "..")) != NULL; p++)
+        if ((p == dir || p[-1] == '/') && (p[2] == '/' || !p[2])) return 0;
     memcpy(buf, dir, n + 1);
     for (size_t i = 1; i < n; i++)
         if (buf[i] == '/' && buf[i - 1] != '/') {
@@ -7521,9 +7534,11 @@ static void rmdir_made(const char *dir, size_t made_from) {
     memcpy(buf, dir, n + 1);
     while (n > 1 && buf[n - 1] == '/') buf[--n] = 0; /* out/: out */
     while (n >= made_from && rmdir(buf) == 0) {
-        while (n > 0 && buf[n - 1] != '/') n--; /* up to the parent's end */
-        while (n > 0 && buf[n - 1] == '/') n--;
-        buf[n] = 0;
+        do { /* up to the parent's end, past any . part (new/./x) */
+            while (n > 0 && buf[n - 1] != '/') n--;
+            while (n > 0 && buf[n - 1] == '/') n--;
+            buf[n] = 0;
+        } while (n > 0 && buf[n - 1] == '.' && (n == 1 || buf[n - 2] == '/'));
     }
 }
 
@@ -7563,7 +7578,7 @@ static int checkpoint_write(ngpt_trainer *tr, const char *path) {
 
     ckpt_begin_section(&w, &h, SEC_CONFIG);
     char line[600];
-    for (size_t i = 0; i < N_CONFIG_KEYS; i++) ckpt_put(&w, line, (size_t)config_line(&tr->cfg, i, line, sizeof line));
+    for (size_t i = 0; i < N_CONFIG_KEYS; i++) ckpt_put(&w, line, (size_t)config_line(&tr->cfg, i, 0, line, sizeof line)); /* read back raw */
     ckpt_end_section(&w, &h, SEC_CONFIG);
 
     ckpt_begin_section(&w, &h, SEC_MODEL);
@@ -10118,7 +10133,7 @@ static void print_config_keys(void) {
         const ConfigKey *k = &config_keys[i];
         if (k->type == KEY_IGNORED) continue;
         char line[600];
-        size_t n = (size_t)config_line(&d, i, line, sizeof line);
+        size_t n = (size_t)config_line(&d, i, 1, line, sizeof line);
         if (n && line[n - 1] == '\n') line[n - 1] = 0;
         printf("  %-28s %s", k->name, k->help);
         if (k->choices) printf(" (%s)", k->choices);
@@ -10196,6 +10211,17 @@ static int single_dash_flag(const char *a, char *err, size_t errlen) {
     return fail(err, errlen, NGPT_ERR_ARG, "argument '%s': nanogpt takes --key=value settings (`nanogpt help config` lists them)", a);
 }
 
+/* The folder of llm.c's -i or -j value (a folder, or a file or pattern in one): *v moves to its start; returns its
+ * length (/x: /, x: .) */
+static int llmc_pattern_folder(const char **v) {
+    struct stat st;
+    if (!stat(*v, &st) && S_ISDIR(st.st_mode)) return (int)strlen(*v);
+    const char *slash = strrchr(*v, '/');
+    if (slash) return MAX(1, (int)(slash - *v));
+    *v = ".";
+    return 1;
+}
+
 /* llm.c's flags among args (-b 4 -t 1024 -l 0.0003 -i dir/x_train_*.bin) as nanogpt's settings, into out ("" for
  * none): those that are one setting each (-i and -j: the folder of their file or pattern), -x N as max_iters N - 1
  * (llm.c runs N steps, nanoGPT's loop max_iters + 1), -e as the model, -d as gradient_accumulation_steps and -q as
@@ -10208,7 +10234,7 @@ static const char *llmc_flags_as_settings(int argc, char **argv, char *out, size
     for (int i = 0; i + 1 < argc; i++)
         if (argv[i][0] == '-' && argv[i][1] && !argv[i][2] && (unsigned char)argv[i][1] < 128) flag_value[(unsigned char)argv[i][1]] = argv[i + 1];
     size_t n = 0;
-    char data_dir[300] = "", left_out[400] = "";
+    char left_out[400] = "";
     out[0] = 0;
 #define SAY(...) (void)(n < cap ? n += (size_t)snprintf(out + n, cap - n, __VA_ARGS__) : 0)
     for (int i = 0; i + 1 < argc; i++) {
@@ -10218,17 +10244,14 @@ static const char *llmc_flags_as_settings(int argc, char **argv, char *out, size
         for (size_t k = 0; k < sizeof one_key / sizeof one_key[0] && !took; k++) {
             if (strcmp(a + 1, one_key[k][0])) continue;
             took = 1;
-            int folder = !strcmp(one_key[k][1], "data_dir"), len = (int)strlen(v);
-            struct stat st;
-            int is_dir = !stat(v, &st) && S_ISDIR(st.st_mode);
-            if (folder && !is_dir && strchr(v, '/')) len = MAX(1, (int)(strrchr(v, '/') - v)); /* llm.c's -i is a file or pattern: its folder (/x: /) */
-            else if (folder && !is_dir) v = ".", len = 1;
-            if (folder && data_dir[0]) { /* -j after -i: one data_dir, said once; another folder is not carried over */
-                if (strlen(data_dir) != (size_t)len || strncmp(data_dir, v, (size_t)len))
+            int folder = !strcmp(one_key[k][1], "data_dir"), len = folder ? llmc_pattern_folder(&v) : (int)strlen(v);
+            if (folder && !strcmp(a, "-j") && flag_value['i']) { /* one data_dir, -i's (the training shards): -j's folder is said if another */
+                const char *train = flag_value['i'];
+                int train_len = llmc_pattern_folder(&train);
+                if (train_len != len || strncmp(train, v, (size_t)len))
                     snprintf(left_out + strlen(left_out), sizeof left_out - strlen(left_out), " %s %.60s", a, argv[i + 1]);
                 continue;
             }
-            if (folder) snprintf(data_dir, sizeof data_dir, "%.*s", len, v);
             SAY("%s--%s=%.*s", n ? " " : "", one_key[k][1], len, v);
         }
         double x = 0, b = 0, t = 0, lr = 0;
@@ -10240,7 +10263,7 @@ static const char *llmc_flags_as_settings(int argc, char **argv, char *out, size
             SAY("%s--init_from=%s", n ? " " : "", v);
             took = 1;
         } else if (!strcmp(a, "-x") && !parse_number(v, &x) && x >= 1 && x == floor(x)) {
-            SAY("%s--max_iters=%.0f", n ? " " : "", x - 1);
+            SAY("%s--max_iters=%.0f --lr_decay_iters=%.0f", n ? " " : "", x - 1, x - 1); /* llm.c's schedule spans its -x steps */
             took = 1;
         } else if (!strcmp(a, "-d") && flag_value['b'] && flag_value['t'] && !parse_number(v, &x) && !parse_number(flag_value['b'], &b) &&
                    !parse_number(flag_value['t'], &t) && b >= 1 && t >= 1 && x >= b * t && fmod(x, b * t) == 0) {
@@ -10610,8 +10633,8 @@ static void resume_notes(const ngpt_config *cfg, char *data_note, size_t data_ca
     for (size_t i = 0; i < sizeof settings / sizeof settings[0]; i++) {
         size_t k = (size_t)(config_find(settings[i]) - config_keys);
         char now[600], then[600];
-        config_line(cfg, k, now, sizeof now);
-        config_line(&stored, k, then, sizeof then);
+        config_line(cfg, k, 0, now, sizeof now);
+        config_line(&stored, k, 0, then, sizeof then);
         if (!strcmp(now, then)) continue;
         const char *now_value = strstr(now, " = ") + 3, *then_value = strstr(then, " = ") + 3;
         now[strcspn(now, "\n")] = then[strcspn(then, "\n")] = 0;

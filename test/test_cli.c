@@ -248,13 +248,14 @@ static void test_typos(void) {
     r = cli("train", "-i", "dev/data/tinyshakespeare/tiny_shakespeare_train.bin", "-b", "4", "-t", "1024", "-l", "0.0003", "-x", "5000", NULL);
     CHECK_RUN(r, 1, "llm.c's command line");
     CHECK(strstr(r->err, "llm.c's flags here as nanogpt's settings: --data_dir=dev/data/tinyshakespeare --batch_size=4 --block_size=1024 "
-                         "--learning_rate=0.0003 --max_iters=4999"), "llm.c's flags translated (-x 5000: llm.c's 5000 steps): %.400s", r->err);
+                         "--learning_rate=0.0003 --max_iters=4999 --lr_decay_iters=4999"),
+          "llm.c's flags translated (-x 5000: llm.c's 5000 steps, its schedule over them): %.400s", r->err);
     /* -d and -q in nanoGPT's terms where -b, -t and -l say them; what has no setting listed, not dropped */
     r = cli("train", "-b", "4", "-t", "64", "-d", "1024", "-l", "6e-4", "-q", "0.1", "-z", "1", "-j", "elsewhere/x_val_*.bin", "-i", "dev/x_train_*.bin",
             NULL);
     CHECK_RUN(r, 1, "llm.c's -d and -q");
-    CHECK(strstr(r->err, "--batch_size=4 --block_size=64 --gradient_accumulation_steps=4 --learning_rate=6e-4 --min_lr=6e-05 --data_dir=elsewhere "
-                         "(not carried over: -z 1 -i dev/x_train_*.bin)"),
+    CHECK(strstr(r->err, "--batch_size=4 --block_size=64 --gradient_accumulation_steps=4 --learning_rate=6e-4 --min_lr=6e-05 --data_dir=dev "
+                         "(not carried over: -z 1 -j elsewhere/x_val_*.bin)"),
           "llm.c's -d, -q and the flags not carried over: %.500s", r->err);
     r = cli("train", "-i", "/x_train.bin", NULL);
     CHECK_RUN(r, 1, "llm.c's -i of a file in the root");
@@ -350,7 +351,7 @@ static void test_typos(void) {
         CHECK(write(binary_pipe[1], model_head, sizeof model_head) == (ssize_t)sizeof model_head, "write to a pipe");
         close(binary_pipe[1]);
         snprintf(pipe_input, sizeof pipe_input, "--input=/dev/fd/%d", binary_pipe[0]);
-        snprintf(nested, sizeof nested, "--out=%s/", tmp_path("made_1/made_2"));
+        snprintf(nested, sizeof nested, "--out=%s/", tmp_path("made_1/./made_2"));
         r = cli("prepare", pipe_input, nested, NULL);
         close(binary_pipe[0]);
         CHECK_RUN(r, 1, "prepare of a binary pipe into new nested folders");
@@ -2368,6 +2369,17 @@ static void test_out_dir_not_writable(void) {
     CHECK_RUN(r, 1, "train into an out_dir it cannot create files in");
     CHECK(strstr(r->err, "cannot create checkpoints in out_dir") && strstr(r->err, "Permission denied") && !strstr(r->out, "iter 0"),
           "refused before the first step: %.300s", r->err);
+    /* a prepare into new folders under it: the first mkdir's reason (before, the last one's: "No such file or directory") */
+    char input_arg[720], deeper[720];
+    snprintf(input_arg, sizeof input_arg, "--input=%s.txt", tmp_path("ro_data"));
+    snprintf(deeper, sizeof deeper, "--out=%s", tmp_path("ro_out/new/deeper"));
+    chmod(tmp_path("ro_out"), 0555);
+    if (geteuid() == 0) child_uid = 65534;
+    r = cli("prepare", input_arg, deeper, NULL);
+    child_uid = 0;
+    chmod(tmp_path("ro_out"), 0755);
+    CHECK_RUN(r, 1, "prepare into new folders under a read-only one");
+    CHECK(strstr(r->err, "ro_out/new/deeper: Permission denied"), "mkdir's first reason: %.300s", r->err);
 }
 
 /* a character run's ids are its data's characters (vocab_size = 0): a resume keeps saying so, and its data folder

@@ -263,6 +263,7 @@ static void test_text_after_quote(void) {
         {"out_dir = os.getcwd()\n", "bad.cfg:1:11: out_dir = os.getcwd(): a text setting in a config file is a quoted string"},
         {"batch_size == 12\n", "bad.cfg:1:12: `==` compares; a setting is `key = value`"},
         {"out_dir = # none\n", "bad.cfg:1:11: out_dir has no value: a text setting is a quoted string"},
+        {"out_dir = 'C:\\Users'\n", "bad.cfg:1:14: out_dir = 'C:\\Users': the escape at character 4 gives no character"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         ngpt_config_defaults(&c);
@@ -340,6 +341,7 @@ static void test_print_load_round_trip(void) {
     a.seed = 123456789012345LL;
     copy_str(a.out_dir, sizeof a.out_dir, "out dir # with a hash");
     copy_str(a.dataset, sizeof a.dataset, "it's");
+    copy_str(a.init_from, sizeof a.init_from, "C:\\Users\\bob\\new\\w.bin"); /* backslashes: doubled, as the escapes read them back */
     FILE *f = fopen(tmp_path("printed.cfg"), "w");
     ngpt_config_print(&a, f);
     fclose(f);
