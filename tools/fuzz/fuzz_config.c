@@ -3,9 +3,10 @@
  * Each input is used twice:
  *   1. as a config file for ngpt_config_load (written to a private temp file);
  *   2. split at its first NUL byte (else its first '=') into a key and a value for ngpt_config_set.
- * After a successful load, the config is written as a checkpoint writes it (config_line: `key = value`
- * lines, numbers exact) and read back as checkpoint_read_config reads it: every field must come back the same (abort
- * otherwise), since resume relies on it. ngpt_config_print runs too (into /dev/null).
+ * After a successful load, the config is written as a checkpoint writes it (config_line, raw: `key = value`
+ * lines, numbers exact) and read back as checkpoint_read_config reads it (config_set, stored); then as
+ * ngpt_config_print writes it (backslashes doubled) and read back as a config file (ngpt_config_load): every
+ * field must come back the same both ways (abort otherwise), since resume and printed configs rely on it.
  *
  * Build and run: tools/fuzz.sh 60 fuzz_config (or by hand:
  *   clang -O1 -g -fsanitize=fuzzer,address,undefined tools/fuzz/fuzz_config.c -lm -lpthread). */
@@ -15,19 +16,27 @@
 
 /* ---- the temp file: one private folder per process, the file rewritten for each input ---- */
 
-/* ---- the checkpoint round trip (config_line, as checkpoint_write stores it, read as checkpoint_read_config) ---- */
-static void roundtrip(const ngpt_config *a) {
+/* ---- the round trips: config_line as checkpoint_write stores it, read as checkpoint_read_config; and as
+ * ngpt_config_print writes it, read as a config file ---- */
+static void roundtrip(const ngpt_config *a, int printed) {
     char text[1 << 16], line[600], msg[NGPT_ERRLEN];
     size_t o = 0;
-    for (size_t i = 0; i < N_CONFIG_KEYS; i++) { /* what checkpoint_write stores */
-        int n = config_line(a, i, line, sizeof line);
+    for (size_t i = 0; i < N_CONFIG_KEYS; i++) { /* what checkpoint_write stores, or ngpt_config_print prints */
+        int n = config_line(a, i, printed, line, sizeof line);
         memcpy(text + o, line, (size_t)n);
         o += (size_t)n;
     }
     text[o] = 0;
     ngpt_config b;
     ngpt_config_defaults(&b);
-    for (char *ln = text, *next; ln && *ln; ln = next) {
+    if (printed) {
+        const char *path = fz_write("printed.cfg", (const uint8_t *)text, o);
+        if (ngpt_config_load(&b, path, msg, sizeof msg)) {
+            fprintf(stderr, "config round trip: the printed config does not load back: %s\n", msg);
+            abort();
+        }
+    }
+    for (char *ln = text, *next; !printed && ln && *ln; ln = next) {
         next = strchr(ln, '\n');
         if (next) *next++ = 0;
         char *eq = strchr(ln, '=');
@@ -35,7 +44,7 @@ static void roundtrip(const ngpt_config *a) {
         char *kend = eq;
         while (kend > ln && kend[-1] == ' ') kend--;
         *kend = 0;
-        if (ngpt_config_set(&b, ln, eq + 1, msg, sizeof msg)) {
+        if (config_set(&b, ln, eq + 1, 1, msg, sizeof msg)) {
             fprintf(stderr, "config round trip: the stored line for '%s' does not load back: %s\n", ln, msg);
             abort();
         }
@@ -102,7 +111,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     ngpt_config_defaults(&cfg);
     const char *path = fz_write("train.cfg", data, size);
     if (ngpt_config_load(&cfg, path, err, sizeof err) == NGPT_OK) {
-        roundtrip(&cfg);
+        roundtrip(&cfg, 0);
+        roundtrip(&cfg, 1);
         ngpt_config_print(&cfg, devnull);
     }
 
@@ -118,7 +128,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (ngpt_config_set(&cfg, key, value, err, sizeof err) == NGPT_OK) {
         /* a string with a line break cannot live in a config file or a checkpoint's `key = value` lines
          * (known, reported): only values without one must round-trip */
-        if (!strchr(value, '\n')) roundtrip(&cfg);
+        if (!strchr(value, '\n')) roundtrip(&cfg, 0), roundtrip(&cfg, 1);
         ngpt_config_print(&cfg, devnull);
         config_validate(&cfg, err, sizeof err);
     }
