@@ -135,8 +135,11 @@ static CliRun *cli(const char *first, ...) {
 /* whether the files at a and b hold the same bytes */
 static int same_bytes(const char *a, const char *b) {
     FILE *fa = fopen(a, "rb"), *fb = fopen(b, "rb");
-    int same = fa && fb, ca, cb;
-    while (same && ((ca = fgetc(fa)) != EOF) | ((cb = fgetc(fb)) != EOF)) same = ca == cb;
+    int same = fa && fb;
+    for (int ca = 0; same && ca != EOF;) { /* both read each time: one file ending first differs */
+        ca = fgetc(fa);
+        same = ca == fgetc(fb);
+    }
     if (fa) fclose(fa);
     if (fb) fclose(fb);
     return same;
@@ -188,6 +191,22 @@ static void test_help(void) {
     r = cli(NULL);
     CHECK_RUN(r, 2, "no command");
     CHECK(strstr(r->err, "usage: nanogpt"), "no command: the usage on stderr: %.300s", r->err);
+}
+
+/* `nanogpt prepare` of an llm.c model's header through a pipe (copied into out first, which makes its folders) */
+static CliRun *prepare_binary_pipe(const char *out) {
+    static CliRun failed = {.rc = -1};
+    char out_arg[720], input_arg[64];
+    int fds[2];
+    if (pipe(fds)) return &failed;
+    int32_t model_head[4] = {20240326, 3, 1024, 50257};
+    int wrote = write(fds[1], model_head, sizeof model_head) == (ssize_t)sizeof model_head;
+    close(fds[1]);
+    snprintf(input_arg, sizeof input_arg, "--input=/dev/fd/%d", fds[0]);
+    snprintf(out_arg, sizeof out_arg, "--out=%s", out);
+    CliRun *r = wrote ? cli("prepare", input_arg, out_arg, NULL) : &failed;
+    close(fds[0]);
+    return r;
 }
 
 static void test_typos(void) {
@@ -344,33 +363,14 @@ static void test_typos(void) {
         {"--input=test/fixtures/gpt_tiny_bias.bin", "--tokenizer=gpt2", "gpt_tiny_bias.bin is not text to prepare: it is a binary file (byte "},
     };
     /* nor any folder above it that prepare made (a pipe's copy goes in the output folder: it makes them) */
-    int binary_pipe[2];
-    if (!pipe(binary_pipe)) {
-        char nested[720], pipe_input[64];
-        int32_t model_head[4] = {20240326, 3, 1024, 50257};
-        CHECK(write(binary_pipe[1], model_head, sizeof model_head) == (ssize_t)sizeof model_head, "write to a pipe");
-        close(binary_pipe[1]);
-        snprintf(pipe_input, sizeof pipe_input, "--input=/dev/fd/%d", binary_pipe[0]);
-        snprintf(nested, sizeof nested, "--out=%s/", tmp_path("made_1/./made_2"));
-        r = cli("prepare", pipe_input, nested, NULL);
-        close(binary_pipe[0]);
-        CHECK_RUN(r, 1, "prepare of a binary pipe into new nested folders");
-        CHECK(strstr(r->err, "is not text to prepare") && !file_exists(tmp_path("made_1")), "the folders prepare made are gone: %.300s", r->err);
-    }
+    r = prepare_binary_pipe(tmp_path("made_1/./made_2/"));
+    CHECK_RUN(r, 1, "prepare of a binary pipe into new nested folders");
+    CHECK(strstr(r->err, "is not text to prepare") && !file_exists(tmp_path("made_1")), "the folders prepare made are gone: %.300s", r->err);
     /* through .. into a folder that was there: that folder stays (nothing is removed where a path goes back) */
     mkdir(tmp_path("was_there"), 0777);
-    if (!pipe(binary_pipe)) {
-        char back[720], pipe_input[64];
-        int32_t model_head[4] = {20240326, 3, 1024, 50257};
-        CHECK(write(binary_pipe[1], model_head, sizeof model_head) == (ssize_t)sizeof model_head, "write to a pipe");
-        close(binary_pipe[1]);
-        snprintf(pipe_input, sizeof pipe_input, "--input=/dev/fd/%d", binary_pipe[0]);
-        snprintf(back, sizeof back, "--out=%s", tmp_path("new_1/../was_there/mydata"));
-        r = cli("prepare", pipe_input, back, NULL);
-        close(binary_pipe[0]);
-        CHECK_RUN(r, 1, "prepare of a binary pipe through ..");
-        CHECK(file_exists(tmp_path("was_there")), "the folder that was there stays: %.300s", r->err);
-    }
+    r = prepare_binary_pipe(tmp_path("new_1/../was_there/mydata"));
+    CHECK_RUN(r, 1, "prepare of a binary pipe through ..");
+    CHECK(file_exists(tmp_path("was_there")), "the folder that was there stays: %.300s", r->err);
     /* llm.c's flags whose value is another flag (-o -e): said, not a crash */
     r = cli("train", "-o", "-e", NULL);
     CHECK_RUN(r, 1, "train -o -e");

@@ -665,6 +665,21 @@ static void test_unicode_classes(void) {
     printf("  Unicode %s tables: %d ranges\n", TOK_UNICODE_VERSION, TOK_UNI_NRANGES);
 }
 
+/* t encodes Tiny Shakespeare and the multilingual fixture as encoder.json + vocab.bpe do (report_diff says where not) */
+static void encodes_as_gpt2(const ngpt_tokenizer *t) {
+    const char *files[2] = {shared_path("tinyshakespeare.txt"), "test/fixtures/multilingual.txt"};
+    for (int f = 0; f < 2; f++) {
+        size_t n, na, nb;
+        unsigned char *s = read_all(files[f], &n);
+        if (!s) continue;
+        int32_t *a = encode_all(gpt2, s, n, 1, &na), *b = encode_all(t, s, n, 1, &nb);
+        if (a && b) report_diff(files[f], b, nb, a, na);
+        free(a);
+        free(b);
+        free(s);
+    }
+}
+
 static void test_save_load_compact(void) {
     char err[512];
     ngpt_tokenizer *t2 = NULL;
@@ -683,17 +698,7 @@ static void test_save_load_compact(void) {
           "the loaded tokenizer's tables differ from the saved one's");
     for (int32_t r = 0; r < gpt2->n_merges; r++)
         if (memcmp(&t2->merges[r], &gpt2->merges[r], sizeof(tok_merge)) != 0) { CHECK(0, "merge %ld differs", (long)r); break; }
-    const char *files[2] = {shared_path("tinyshakespeare.txt"), "test/fixtures/multilingual.txt"};
-    for (int f = 0; f < 2; f++) {
-        size_t n, na, nb;
-        unsigned char *s = read_all(files[f], &n);
-        if (!s) continue;
-        int32_t *a = encode_all(gpt2, s, n, 1, &na), *b = encode_all(t2, s, n, 1, &nb);
-        if (a && b) report_diff(files[f], b, nb, a, na);
-        free(a);
-        free(b);
-        free(s);
-    }
+    encodes_as_gpt2(t2);
     ngpt_tokenizer_free(t2);
     /* no temporary file is left next to it */
     char tmpname[600];
@@ -802,17 +807,7 @@ static void test_llmc_tokenizer_file(void) {
               first_differing < 0 ? 0 : t->merges[first_differing].left, first_differing < 0 ? 0 : t->merges[first_differing].right,
               first_differing < 0 ? 0 : gpt2->merges[first_differing].left, first_differing < 0 ? 0 : gpt2->merges[first_differing].right);
         CHECK(!memcmp(t->whole, gpt2->whole, (size_t)gpt2->n_vocab), "the whole-token flags differ");
-        const char *files[2] = {shared_path("tinyshakespeare.txt"), "test/fixtures/multilingual.txt"};
-        for (int f = 0; f < 2 && version == 2; f++) {
-            size_t n, na, nb;
-            unsigned char *s = read_all(files[f], &n);
-            if (!s) continue;
-            int32_t *a = encode_all(gpt2, s, n, 1, &na), *b = encode_all(t, s, n, 1, &nb);
-            if (a && b) report_diff(files[f], b, nb, a, na);
-            free(a);
-            free(b);
-            free(s);
-        }
+        if (version == 2) encodes_as_gpt2(t);
         ngpt_tokenizer_free(t);
     }
     /* refusals: each names the file and what is wrong where */
