@@ -1308,6 +1308,7 @@ typedef struct {
     int micro_batch, grad_accum, recompute, logits_chunk, eval_micro_batch, moments_dtype;
     int eval_chunk;             /* logits_chunk and eval_chunk: rows per lane */
     int lanes;                  /* parts of a micro-batch the backend may run at once, each with its own gradients */
+    int cheaper_micro_batch, cheaper_recompute; /* whole layers chosen on a GPU over a cheaper trade that fits: its plan's; else 0 */
     /* parameters */
     size_t param_off[N_PARAM_TENSORS], param_len[N_PARAM_TENSORS]; /* elements */
     size_t nparams;        /* real parameters */
@@ -1592,6 +1593,33 @@ static int plan_fit_micro_batch(Plan *p, const PlanRequest *r, int B, int pass, 
     return 0;
 }
 
+/* The planner's model of a GPU's training speed (tokens a second, relative) at micro-batch B with a recompute
+ * level, to weigh whole layers recomputed at a larger micro-batch against the cheaper trades at a smaller one.
+ * Speed = rate(rows) / cost(recompute). rate: the products of a micro-batch of B x T rows fill the SMs' waves
+ * better as rows grow: 1 from 65,536 rows, 0.068 less a halving down to 8192 rows, 0.076 less a halving below
+ * that. cost: 1 + the time recomputing takes, GELU 4% and GELU with the LayerNorms 7.5% (an H200's profile at
+ * micro-batch 2), whole layers 1.2x their FLOPs' share of the step (the recomputed attention forward and
+ * LayerNorms run below the matmuls' rate): for GPT-2 124M at block 1024, 15% of the FLOPs, 18% of the time.
+ * Fitted on an H200 (2026-11-28, gpu.sh capped, GPT-2 124M, 65,536 tokens a step): micro-batch 64 without
+ * recomputing ran 497,407 tokens/s, 8 recomputing whole layers 333,398, 2 recomputing GELU and LayerNorm
+ * 297,753; the model says 1.13x for 8 with whole layers over 2. */
+static double plan_gpu_speed(const PlanRequest *r, int B, int recompute) {
+    const double halvings = log2(65536.0 / ((double)B * r->T));
+    double rate = halvings <= 0 ? 1.0 : halvings <= 3 ? 1.0 - 0.068 * halvings : 1.0 - 0.068 * 3 - 0.076 * (halvings - 3);
+    if (rate < 0.05) rate = 0.05;
+    double cost = 1.0;
+    if (recompute == RECOMPUTE_GELU) cost = 1.04;
+    else if (recompute == RECOMPUTE_GELU_LN) cost = 1.075;
+    else if (recompute >= RECOMPUTE_LAYERS) { /* (L - 1) layers' forward again but the MLP projection: 8C^2 products and causal attention */
+        const double L = r->m.L, C = r->m.C, T = r->T, N = 12.0 * L * C * C + (double)r->m.Vp * C;
+        cost = 1.0 + 1.2 * (L - 1) * (16.0 * C * C + 2.0 * C * T) / (6.0 * N + 6.0 * L * C * T);
+    }
+    return rate / cost;
+}
+/* Whole layers at a larger micro-batch win on a GPU when the model makes them this much faster: a margin for
+ * its error, so a near tie keeps the cheaper trades */
+#define PLAN_LAYERS_MARGIN 1.10
+
 static const char *recompute_name(int rc) {
     return rc == RECOMPUTE_LAYERS ? "whole layers" : rc == RECOMPUTE_GELU_LN ? "GELU+LayerNorm" : rc == RECOMPUTE_GELU ? "GELU" : "none";
 }
@@ -1651,15 +1679,37 @@ static int plan_make(Plan *p, const PlanRequest *r, char *err, size_t errlen) {
     int n_moment_opts = r->dtype == NGPT_DTYPE_F32 ? 1 : 2;
     for (int mo = 0; mo < n_moment_opts; mo++) {
         long long B0 = r->pin_micro_batch ? r->pin_micro_batch : MIN((long long)r->batch_size, seqs);
-        /* whole layers (pass 1) only when none of the cheaper trades fits at any micro-batch */
+        /* Each pass's largest micro-batch that fits: pass 0 the cheaper trades, pass 1 whole layers. On the CPU
+         * whole layers only when no cheaper trade fits at any micro-batch (its speed hardly grows with the
+         * micro-batch); on a GPU, also at a larger micro-batch that plan_gpu_speed puts PLAN_LAYERS_MARGIN ahead */
+        Plan cheap;
+        int cheap_B = 0, layers_B = 0;
         for (int pass = 0; pass < 2; pass++) {
-            if (pass == 1 && r->pin_recompute >= 0) break; /* a pinned level is tried in pass 0 */
+            if (pass == 1 && (r->pin_recompute >= 0 || (cheap_B && (r->device == DEV_BACKEND_CPU || cheap_B == B0))))
+                break; /* a pinned level is tried in pass 0; on the CPU, or at the largest micro-batch, nothing beats it */
             for (long long B = B0; B >= 1; B--)
                 if (seqs % B == 0 && (!r->pin_micro_batch || B == r->pin_micro_batch) &&
                     plan_fit_micro_batch(p, r, (int)B, pass, moment_opts[mo])) {
-                    p->fits = 1;
-                    return NGPT_OK;
+                    if (pass == 0) {
+                        cheap = *p;
+                        cheap_B = (int)B;
+                    } else {
+                        layers_B = (int)B;
+                    }
+                    break;
                 }
+        }
+        if (layers_B && (!cheap_B || (layers_B > cheap_B && plan_gpu_speed(r, layers_B, RECOMPUTE_LAYERS) >=
+                                                                PLAN_LAYERS_MARGIN * plan_gpu_speed(r, cheap_B, cheap.recompute)))) {
+            p->fits = 1; /* *p: whole layers */
+            p->cheaper_micro_batch = cheap_B;
+            p->cheaper_recompute = cheap_B ? cheap.recompute : 0;
+            return NGPT_OK;
+        }
+        if (cheap_B) {
+            *p = cheap;
+            p->fits = 1;
+            return NGPT_OK;
         }
     }
     /* nothing fits: describe the smallest plan */
@@ -1744,6 +1794,10 @@ CLI_USED static void plan_print(const Plan *p, FILE *f) {
         fprintf(f, "chosen       micro-batch %d x accumulation %d, recompute %s, logits chunk %d rows, AdamW moments %s\n",
                 p->micro_batch, p->grad_accum, recompute_name(p->recompute), p->logits_chunk,
                 p->moments_dtype == NGPT_DTYPE_F32 ? "fp32" : "bf16");
+        if (p->cheaper_micro_batch)
+            fprintf(f, "why          recompute %s fits micro-batch %d; whole layers at %d are modeled %.2fx as fast on a GPU (docs/memory.md)\n",
+                    recompute_name(p->cheaper_recompute), p->cheaper_micro_batch, p->micro_batch,
+                    plan_gpu_speed(r, p->micro_batch, p->recompute) / plan_gpu_speed(r, p->cheaper_micro_batch, p->cheaper_recompute));
         fprintf(f, "eval         micro-batch %d (in the training activation memory), logits chunk %d rows\n", p->eval_micro_batch,
                 p->eval_chunk);
     }

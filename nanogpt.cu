@@ -1952,26 +1952,22 @@ template <typename T> __global__ void splitk_reduce_kernel(MmEpilogue<T> ep, int
     }
 }
 
-/* How many K slices a 16-bit product runs as: more than one only when its bm x bn tiles leave many of the
- * GPU's block slots (slots: SMs x blocks per SM) idle in the last wave, K is long (each slice keeps at least
- * 1024), and the fp32 slices fit the scratch. Picks the count (up to most) that fills the waves best; within
- * 10% fewer slices win. */
+/* How many K slices a 16-bit product runs as: as many as its bm x bn tiles fit in one wave of the GPU's block
+ * slots (slots: SMs x blocks per SM), up to most, while each slice keeps at least 1024 of a K of 2048 or more
+ * and the fp32 slices fit the scratch. Never a second wave: a product whose tiles already fill half the slots
+ * or more runs whole. On an H200 (2026-11-28, bench --kernels) filling more waves lost to the slices' round
+ * trip through memory: qkv's weight gradient in 7 slices against 2, fc's and the MLP projection's in 4
+ * against 1, the classifier's input gradient in 5 against 2 (0.91-0.96x), where the attention projection's
+ * 18 tiles in 7 slices (one wave) beat 2 slices by 1.33x. */
 static int splitk_slices(ngpt_backend *be, int M, int N, int K, int bm, int bn, long long slots, int most) {
     CudaImpl *im = impl_of(be);
-    long long tiles = (long long)((M + bm - 1) / bm) * ((N + bn - 1) / bn);
-    if (slots < 1 || tiles >= 4 * slots || K < 2048) return 1;
-    int best = 1;
-    double best_fill = (double)tiles / (double)(((tiles + slots - 1) / slots) * slots);
-    for (int s = 2; s <= most; s++) {
-        if (K / s < 1024 || (size_t)s * M * N * sizeof(float) > im->scratch_bytes) break;
-        long long blocks = tiles * s;
-        double fill = (double)blocks / (double)(((blocks + slots - 1) / slots) * slots);
-        if (fill > best_fill * 1.1) {
-            best = s;
-            best_fill = fill;
-        }
-    }
-    return best;
+    const long long tiles = (long long)((M + bm - 1) / bm) * ((N + bn - 1) / bn);
+    int splits = 1;
+    if (K < 2048) return 1;
+    while (splits < most && tiles * (splits + 1) <= slots && K / (splits + 1) >= 1024 &&
+           (size_t)(splits + 1) * M * N * sizeof(float) <= im->scratch_bytes)
+        splits++;
+    return splits;
 }
 
 /* The three layouts the model uses: FWD (A k-contig, B k-contig), DINP (A k-contig, B n-contig), DW (A m-contig, B n-contig) */

@@ -585,6 +585,13 @@ static void test_plan_and_info(void) {
                     "--vocab_size=50257", "--device=cuda", "--dtype=bfloat16", "--max_memory=2.68GiB", NULL);
     CHECK_RUN(r, 0, "plan --json at 2.68 GiB");
     CHECK(strstr(r->out, "\"fits\": true") && strstr(r->out, "\"tokens_per_step\": 65536"), "plan --json: %.400s", r->out);
+    /* the text plan says why it recomputes whole layers there */
+    r = cli("plan", "--n_layer=12", "--n_head=12", "--n_embd=768", "--block_size=1024", "--batch_size=64", "--vocab_size=50257",
+            "--device=cuda", "--dtype=bfloat16", "--max_memory=2.68GiB", NULL);
+    CHECK_RUN(r, 0, "plan at 2.68 GiB");
+    CHECK(strstr(r->out, "micro-batch 8 x accumulation 8, recompute whole layers") &&
+              strstr(r->out, "why          recompute GELU+LayerNorm fits micro-batch 2; whole layers at 8 are modeled 1.12x as fast on a GPU"),
+          "plan at 2.68 GiB: %.700s", r->out);
     r = cli("plan", "--n_layer=12", "--n_head=12", "--n_embd=768", "--block_size=1024", "--batch_size=64", "--vocab_size=50257",
             "--device=cuda", "--dtype=bfloat16", "--max_memory=0.5GiB", NULL);
     CHECK_RUN(r, 1, "plan at 0.5 GiB");

@@ -2,13 +2,16 @@
  *
  * Built and run by test/gpu.sh on a machine with a GPU:
  *     nvcc -c nanogpt.cu ; cc -DNGPT_CUDA -c test/test_gpu_ops.c ; link both with nvcc
- *     ./test_gpu_ops [--small] [--skip-alloc-check] [--dtype f32|bf16|f16] [--matmul-only | --attention-only]
+ *     ./test_gpu_ops [--small] [--skip-alloc-check] [--dtype f32|bf16|f16] [--matmul-only | --attention-only | --default-kernels]
  * --small keeps to small shapes (for compute-sanitizer, and the CUDA emulator of test/cuda_emu.sh); the
  * default adds GPT-2-sized ones.
  * --matmul-only runs the matmul cases alone, on the kernel NGPT_MATMUL chooses (test/gpu.sh tries each wgmma
  * kernel this way first, in its own process, so that a fault there, which poisons the CUDA context, cannot
  * take the other checks with it). --attention-only does the same with the attention cases (the wgmma
  * attention kernels, where the TMA matmul runs).
+ * --default-kernels runs each dtype's sweep once, on the kernels the backend picks, without the runs on the
+ * older kernels and the NGPT_EPILOGUE, NGPT_TILE_N and NGPT_SPLITK_MAX variants (test/gpu.sh's f16 racecheck:
+ * the bf16 one covers those templates, and each variant doubles a racecheck's minutes).
  * --skip-alloc-check leaves out the free-memory check (compute-sanitizer allocates device memory itself).
  *
  * For every op and shape: fresh random inputs (never zeros), rounded to the GPU's storage type so that
@@ -48,7 +51,7 @@
 static ngpt_backend *tg_cpu, *tg_gpu;
 static char *tg_cpu_dev, *tg_gpu_dev, *tg_gpu_host;
 static size_t tg_cpu_cap, tg_gpu_cap, tg_host_cap, tg_cpu_base, tg_gpu_base, tg_cpu_off, tg_gpu_off;
-static int tg_small, tg_cc, tg_skip_alloc_check, tg_matmul_only, tg_attention_only;
+static int tg_small, tg_cc, tg_skip_alloc_check, tg_matmul_only, tg_attention_only, tg_default_kernels;
 static char tg_case[256];
 static double tg_t0;
 static double tg_now(void) {
@@ -1069,10 +1072,12 @@ int main(int argc, char **argv) {
         if (!strcmp(argv[i], "--small")) tg_small = 1;
         else if (!strcmp(argv[i], "--matmul-only")) tg_matmul_only = 1;
         else if (!strcmp(argv[i], "--attention-only")) tg_attention_only = 1;
+        else if (!strcmp(argv[i], "--default-kernels")) tg_default_kernels = 1;
         else if (!strcmp(argv[i], "--skip-alloc-check")) tg_skip_alloc_check = 1; /* under compute-sanitizer, which allocates */
         else if (!strcmp(argv[i], "--dtype") && i + 1 < argc) only = argv[++i];
         else {
-            fprintf(stderr, "usage: %s [--small] [--skip-alloc-check] [--dtype f32|bf16|f16] [--matmul-only | --attention-only]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--small] [--skip-alloc-check] [--dtype f32|bf16|f16] [--matmul-only | --attention-only | --default-kernels]\n",
+                    argv[0]);
             return 2;
         }
     }
@@ -1124,8 +1129,8 @@ int main(int argc, char **argv) {
             (runs[k].env && dt == NGPT_DTYPE_BF16 && tg_cc && tg_cc < 80))
             continue; /* an older kernel only where it is not the default; the staged epilogue only beside a direct one; tiles
                        * 192 wide only on the TMA kernel; bf16's refusal below sm_80 checked once */
-        if ((only && strcmp(only, tg_dtname(dt))) || ((tg_matmul_only || tg_attention_only) && runs[k].env))
-            continue; /* --matmul-only, --attention-only: the chosen kernel alone */
+        if ((only && strcmp(only, tg_dtname(dt))) || ((tg_matmul_only || tg_attention_only || tg_default_kernels) && runs[k].env))
+            continue; /* --matmul-only, --attention-only, --default-kernels: the chosen kernels alone */
         tg_bits_mode = staged ? TG_BITS_MATCH : direct && dt != NGPT_DTYPE_F32 && !runs[k].env ? TG_BITS_KEEP : TG_BITS_OFF;
         tg_bits_matched = 0;
         tg_gpu = NULL;

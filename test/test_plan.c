@@ -174,7 +174,7 @@ static void test_property_random_configs(void) {
             fits++;
             if (p.logits_chunk > CHUNK_STEP && p.logits_chunk < MIN(default_chunk(&r), p.train.lane_B * T)) between++;
             if (p.recompute == RECOMPUTE_LAYERS && r.pin_recompute < 0) whole_layers++;
-            int ok = 1;
+            int ok = 1, layers = r.pin_recompute < 0 && p.recompute == RECOMPUTE_LAYERS, gpu = device == DEV_BACKEND_CUDA;
             if (plan_bytes(&p) > budget) { ok = 0; snprintf(why, sizeof why, "%.0f bytes over budget %.0f", plan_bytes(&p), budget); }
             else if ((long long)p.micro_batch * p.grad_accum != seqs) { ok = 0; snprintf(why, sizeof why, "tokens per step changed"); }
             else if (p.micro_batch > batch) { ok = 0; snprintf(why, sizeof why, "micro-batch above batch_size"); }
@@ -184,10 +184,10 @@ static void test_property_random_configs(void) {
             } else if (p.eval_micro_batch < p.micro_batch) { ok = 0; snprintf(why, sizeof why, "eval micro-batch below training's"); }
             else if (!chunk_largest(&p, why, sizeof why)) ok = 0;
             else {
-                /* largest: no bigger divisor of the sequences per step fits at any trade; a plan that recomputes whole
-                 * layers (unpinned), only where no micro-batch fits without (the cheaper trades at any divisor) */
-                int layers = r.pin_recompute < 0 && p.recompute == RECOMPUTE_LAYERS;
-                for (long long B = layers ? 1 : p.micro_batch + 1; B <= batch && ok; B++) {
+                /* largest: no bigger divisor of the sequences per step fits at any trade; on the CPU a plan that
+                 * recomputes whole layers (unpinned) only where no micro-batch fits without (the cheaper trades at
+                 * any divisor); on a GPU the cheaper trades' largest micro-batch is weighed below */
+                for (long long B = layers && !gpu ? 1 : p.micro_batch + 1; B <= batch && ok; B++) {
                     if (seqs % B) continue;
                     for (int level = 0; level < 5 && ok; level++) {
                         int rcl = r.pin_recompute >= 0 ? r.pin_recompute : level == 4 ? RECOMPUTE_LAYERS : MIN(level, 2);
@@ -200,6 +200,30 @@ static void test_property_random_configs(void) {
                                          recompute_name(rcl), p.micro_batch, recompute_name(p.recompute));
                             }
                     }
+                }
+            }
+            if (ok && gpu && r.pin_recompute < 0) {
+                /* on a GPU, the other kind of trade's largest micro-batch (whole layers, or the cheaper trades at
+                 * their lowest level there), found here by brute force: whole layers only at a larger micro-batch
+                 * than the cheaper trades', modeled PLAN_LAYERS_MARGIN faster; the cheaper trades keep a near tie */
+                int other_B = 0, other_rc = -1;
+                for (long long B = batch; B >= 1 && !other_B; B--) {
+                    if (seqs % B) continue;
+                    for (int level = layers ? 0 : 4; level < (layers ? 4 : 5) && !other_B; level++) {
+                        int rcl = level == 4 ? RECOMPUTE_LAYERS : MIN(level, 2);
+                        Plan q;
+                        if (plan_layout(&q, &r, (int)B, 1, rcl, level >= 3 ? CHUNK_STEP : default_chunk(&r), p.moments_dtype) <= budget) {
+                            other_B = (int)B;
+                            other_rc = rcl;
+                        }
+                    }
+                }
+                double mine = plan_gpu_speed(&r, p.micro_batch, p.recompute), other = other_B ? plan_gpu_speed(&r, other_B, other_rc) : 0;
+                if (layers ? other_B >= p.micro_batch || (other_B && mine < PLAN_LAYERS_MARGIN * other)
+                           : other_B > p.micro_batch && other >= PLAN_LAYERS_MARGIN * mine) {
+                    ok = 0;
+                    snprintf(why, sizeof why, "micro-batch %d (recompute %s, speed %.3f) chosen over %d (recompute %s, speed %.3f)",
+                             p.micro_batch, recompute_name(p.recompute), mine, other_B, recompute_name(other_rc), other);
                 }
             }
             if (ok) {
@@ -331,20 +355,32 @@ static void test_seed_scenario(void) {
           "refusal message: %s", err);
 }
 
-/* Whole layers are recomputed only where nothing cheaper fits at any micro-batch, before bf16 AdamW moments;
- * pinned, they give the 2.68 GiB card four times the micro-batch */
+/* On a GPU whole layers are recomputed where they buy a micro-batch that plan_gpu_speed puts PLAN_LAYERS_MARGIN
+ * ahead of the cheaper trades' (the 2.68 GiB card: 8 in place of 2, which ran 1.12x as fast on an H200); on the
+ * CPU only where nothing cheaper fits at any micro-batch; bf16 AdamW moments after either */
 static void test_whole_layers(void) {
     char err[NGPT_ERRLEN];
     ModelShape m = gpt2_shape(12, 12, 768, 0);
     PlanRequest r = request(m, 1024, 64, 1, NGPT_DTYPE_BF16, DEV_BACKEND_CUDA, 2.68 * GiB - CUDA_SAFETY_MARGIN);
     Plan p, q;
-    CHECK(plan_make(&p, &r, err, sizeof err) == 0 && p.recompute == RECOMPUTE_GELU_LN && p.micro_batch == 2,
-          "2.68 GiB: micro-batch %d, recompute %s (want 2, GELU+LayerNorm: cheaper trades first)", p.micro_batch, recompute_name(p.recompute));
-    r.pin_recompute = RECOMPUTE_LAYERS;
-    CHECK(plan_make(&q, &r, err, sizeof err) == 0 && q.recompute == RECOMPUTE_LAYERS && q.micro_batch >= 4 * p.micro_batch,
-          "2.68 GiB, recompute = 3: micro-batch %d (want at least %d): %s", q.micro_batch, 4 * p.micro_batch, err);
-    printf("  2.68 GiB with whole layers recomputed (pinned): micro-batch %d x %d, activations %.0f MiB (GELU+LayerNorm: %d, %.0f MiB)\n",
-           q.micro_batch, q.grad_accum, q.cat_bytes[CAT_ACTS] / MiB, p.micro_batch, p.cat_bytes[CAT_ACTS] / MiB);
+    CHECK(plan_make(&p, &r, err, sizeof err) == 0 && p.recompute == RECOMPUTE_LAYERS && p.micro_batch == 8,
+          "2.68 GiB: micro-batch %d, recompute %s (want 8, whole layers)", p.micro_batch, recompute_name(p.recompute));
+    r.pin_recompute = RECOMPUTE_GELU_LN;
+    CHECK(plan_make(&q, &r, err, sizeof err) == 0 && q.recompute == RECOMPUTE_GELU_LN && q.micro_batch == 2,
+          "2.68 GiB, recompute = 2: micro-batch %d (want 2): %s", q.micro_batch, err);
+    double ratio = plan_gpu_speed(&r, 8, RECOMPUTE_LAYERS) / plan_gpu_speed(&r, 2, RECOMPUTE_GELU_LN);
+    CHECK(ratio > 1.08 && ratio < 1.16, "the model's 8 with whole layers over 2 with GELU+LayerNorm: %.3f (an H200 ran 1.12x)", ratio);
+    printf("  2.68 GiB: micro-batch %d x %d recomputing whole layers, activations %.0f MiB (GELU+LayerNorm, pinned: %d, %.0f MiB); "
+           "modeled %.3fx\n", p.micro_batch, p.grad_accum, p.cat_bytes[CAT_ACTS] / MiB, q.micro_batch, q.cat_bytes[CAT_ACTS] / MiB, ratio);
+    /* twice the micro-batch does not pay for whole layers: 16 against 8 with GELU+LayerNorm */
+    CHECK(plan_gpu_speed(&r, 16, RECOMPUTE_LAYERS) < PLAN_LAYERS_MARGIN * plan_gpu_speed(&r, 8, RECOMPUTE_GELU_LN),
+          "16 with whole layers should not be modeled %.2fx of 8 with GELU+LayerNorm", PLAN_LAYERS_MARGIN);
+    /* the CPU at the 2.68 GiB card's micro-batches: the cheaper trades first */
+    PlanRequest c = request(m, 1024, 64, 1, NGPT_DTYPE_F32, DEV_BACKEND_CPU, 1e15);
+    c.budget = plan_layout(&q, &c, 2, plan_lanes(&c, 2), RECOMPUTE_GELU_LN, default_chunk(&c), NGPT_DTYPE_F32);
+    CHECK(plan_layout(&q, &c, 8, 1, RECOMPUTE_LAYERS, CHUNK_STEP, NGPT_DTYPE_F32) <= c.budget, "the CPU case should fit 8 with whole layers");
+    CHECK(plan_make(&p, &c, err, sizeof err) == 0 && p.recompute < RECOMPUTE_LAYERS && p.micro_batch == 2,
+          "CPU: micro-batch %d, recompute %s (want 2, a cheaper trade): %s", p.micro_batch, recompute_name(p.recompute), err);
     /* a byte less than the smallest plan of the cheaper trades (micro-batch 1, GELU+LayerNorm, the smallest chunk,
      * fp32 moments): whole layers, still fp32 moments */
     r.pin_recompute = -1;
