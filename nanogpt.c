@@ -1595,16 +1595,16 @@ static int plan_fit_micro_batch(Plan *p, const PlanRequest *r, int B, int pass, 
 
 /* The planner's model of a GPU's training speed (tokens a second, relative) at micro-batch B with a recompute
  * level, to weigh whole layers recomputed at a larger micro-batch against the cheaper trades at a smaller one.
- * Speed = rate(rows) / cost(recompute). rate: the products of a micro-batch of B x T rows fill the SMs' waves
- * better as rows grow: 1 from 65,536 rows, 0.068 less a halving down to 8192 rows, 0.076 less a halving below
- * that. cost: 1 + the time recomputing takes, GELU 4% and GELU with the LayerNorms 7.5% (an H200's profile at
+ * Speed = rate / cost(recompute). rate: the products of a micro-batch of B x T rows fill the SMs' waves
+ * better as their outputs (B x T x C, counted in GPT-2 124M's rows of C = 768) grow: 1 from 65,536 such rows,
+ * 0.068 less a halving down to 8192, 0.076 less a halving below that. cost: 1 + the time recomputing takes, GELU 4% and GELU with the LayerNorms 7.5% (an H200's profile at
  * micro-batch 2), whole layers 1.2x their FLOPs' share of the step (the recomputed attention forward and
  * LayerNorms run below the matmuls' rate): for GPT-2 124M at block 1024, 15% of the FLOPs, 18% of the time.
  * Fitted on an H200 (2026-11-28, gpu.sh capped, GPT-2 124M, 65,536 tokens a step): micro-batch 64 without
  * recomputing ran 497,407 tokens/s, 8 recomputing whole layers 333,398, 2 recomputing GELU and LayerNorm
  * 297,753; the model says 1.13x for 8 with whole layers over 2. */
 static double plan_gpu_speed(const PlanRequest *r, int B, int recompute) {
-    const double halvings = log2(65536.0 / ((double)B * r->T));
+    const double halvings = log2(65536.0 * 768 / ((double)B * r->T * r->m.C));
     double rate = halvings <= 0 ? 1.0 : halvings <= 3 ? 1.0 - 0.068 * halvings : 1.0 - 0.068 * 3 - 0.076 * (halvings - 3);
     if (rate < 0.05) rate = 0.05;
     double cost = 1.0;
@@ -9716,6 +9716,10 @@ static int prepare_char(const char *input, const char *out_dir, double val_fract
     fclose(p.train);
     fclose(p.val);
     p.train = p.val = NULL;
+    /* An earlier prepare's train.bin goes first, now that the new files are written: one cut off between the
+     * renames below leaves a folder that is not prepared (no train.bin), never the new meta.bin beside the old
+     * tokens, which would read as other characters */
+    if (unlink(tpath) && errno != ENOENT) { rc = fail(err, errlen, NGPT_ERR_IO, "cannot replace %s: %s", tpath, strerror(errno)); goto done; }
     if ((rc = charvocab_save(v, mpath, err, errlen))) goto done;
     /* train.bin last: its presence is what says the folder is prepared (ensure_dataset) */
     if (rename(vtmp, vpath) || rename(ttmp, tpath)) { rc = fail(err, errlen, NGPT_ERR_IO, "cannot rename into %s: %s", out_dir, strerror(errno)); goto done; }
@@ -11790,6 +11794,10 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "sample")) return cmd_sample(argc - 2, argv + 2);
     if (!strcmp(cmd, "export")) return cmd_export(argc - 2, argv + 2);
     if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
+        if (argc > 3) {
+            fprintf(stderr, "error: help takes one topic (a command, or config), not '%s' after '%s': `nanogpt help %s`\n", argv[3], argv[2], argv[2]);
+            return 2;
+        }
         int topic_is_command = 0;
         for (size_t i = 0; argc > 2 && i < sizeof commands / sizeof commands[0]; i++) topic_is_command |= !strcmp(argv[2], commands[i]);
         if (argc > 2 && !strcmp(argv[2], "config")) print_config_keys();

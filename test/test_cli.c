@@ -180,6 +180,10 @@ static void test_help(void) {
     r = cli("help", "foo", NULL);
     CHECK_RUN(r, 2, "help foo");
     CHECK(strstr(r->err, "no help on 'foo'") && strstr(r->err, "nanogpt help config"), "help on no such topic: %.300s", r->err);
+    r = cli("help", "train", "extra", NULL);
+    CHECK_RUN(r, 2, "help train extra");
+    CHECK(strstr(r->err, "help takes one topic (a command, or config), not 'extra' after 'train': `nanogpt help train`") && !r->out[0],
+          "a second topic is refused, not ignored: %.300s", r->err);
     char cfg_arg[600];
     snprintf(cfg_arg, sizeof cfg_arg, "%s", tmp_path("job.cfg"));
     FILE *f = fopen(cfg_arg, "w");

@@ -438,6 +438,21 @@ static void test_prepare_char(void) {
     tokenfile_close(&tf);
     tokenfile_close(&vf);
 
+    /* prepared again from another text, and cut off between its renames (val.bin a folder it cannot replace):
+     * the old train.bin is gone, so the folder reads as not prepared, never as the new meta.bin over the old
+     * tokens */
+    const char *other = "zyxw vut\n";
+    write_file(tmp_path("in2.txt"), other, strlen(other));
+    CHECK(unlink(tmp_path("ds/val.bin")) == 0 && mkdir(tmp_path("ds/val.bin"), 0755) == 0, "val.bin replaced by a folder");
+    write_file(tmp_path("ds/val.bin/keep"), "x", 1);
+    rc = prepare_char(tmp_path("in2.txt"), tmp_path("ds"), 0.25, NULL, err, sizeof err);
+    CHECK(rc == NGPT_ERR_IO && strstr(err, "cannot rename into"), "a rename that fails: %d %s", rc, err);
+    CHECK(!file_exists(tmp_path("ds/train.bin")), "the old train.bin must not stay beside the new meta.bin");
+    unlink(tmp_path("ds/val.bin/keep"));
+    rmdir(tmp_path("ds/val.bin"));
+    rc = prepare_char(tmp_path("in2.txt"), tmp_path("ds"), 0.25, NULL, err, sizeof err);
+    CHECK(rc == 0 && file_exists(tmp_path("ds/train.bin")), "prepared again: %s", err);
+
     const char *invalid = "abc\xC3(def";
     write_file(tmp_path("bad.txt"), invalid, strlen(invalid));
     rc = prepare_char(tmp_path("bad.txt"), tmp_path("ds2"), 0.1, NULL, err, sizeof err);
