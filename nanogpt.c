@@ -1299,6 +1299,7 @@ typedef struct {
     int pretrained;             /* the model's shape comes with its weights (init_from): a refusal names smaller GPT-2s, not knobs */
     int resumed;                /* init_from = resume: the model and block_size are the checkpoint's, so a refusal names neither */
     int hopper;                 /* the CUDA device is a Hopper (compute capability 9.0): its attention backward keeps dS^T in scratch */
+    int gpu_sms;                /* the CUDA device's SMs (plan_gpu_speed); 0 when unknown (no device here): an H100's 132 assumed */
 } PlanRequest;
 
 typedef struct {
@@ -1595,30 +1596,30 @@ static int plan_fit_micro_batch(Plan *p, const PlanRequest *r, int B, int pass, 
 
 /* The planner's model of a GPU's training speed (tokens a second, relative) at micro-batch B with a recompute
  * level, to weigh whole layers recomputed at a larger micro-batch against the cheaper trades at a smaller one.
- * Speed = rate / cost(recompute). rate: the products of a micro-batch of B x T rows fill the SMs' waves
- * better as their outputs (B x T x C, counted in GPT-2 124M's rows of C = 768) grow: 1 from 65,536 such rows,
- * 0.068 less a halving down to 8192, 0.076 less a halving below that. cost: 1 + the time recomputing takes, GELU 4% and GELU with the LayerNorms 7.5% (an H200's profile at
- * micro-batch 2), whole layers 1.2x their FLOPs' share of the step (the recomputed attention forward and
- * LayerNorms run below the matmuls' rate): for GPT-2 124M at block 1024, 15% of the FLOPs, 18% of the time.
- * Fitted on an H200 (2026-11-28, gpu.sh capped, GPT-2 124M, 65,536 tokens a step): micro-batch 64 without
- * recomputing ran 497,407 tokens/s, 8 recomputing whole layers 333,398, 2 recomputing GELU and LayerNorm
- * 297,753; the model says 1.13x for 8 with whole layers over 2. */
+ * Speed = rate / cost(recompute). rate: the products of a micro-batch fill the SMs' waves better as their
+ * outputs grow, counted as B x T x C in GPT-2 124M's rows (C = 768) a 132-SM GPU's worth (an H100, H200):
+ * 1 from 65,536 such rows, 0.043 less a halving down to 8192, 0.114 less a halving below that; a GPU with
+ * fewer SMs fills them with fewer rows. cost: 1 + the time recomputing takes: GELU 4%, GELU with the
+ * LayerNorms 7.5% (an H200's profile at micro-batch 2), whole layers twice their FLOPs' share of the step
+ * (the recomputed attention forward and LayerNorms run far below the matmuls' rate; for GPT-2 124M at block
+ * 1024 15% of the FLOPs, so 1.30). Fitted, not derived, on an H200 (2026-11-28, GPT-2 124M): gpu.sh capped's
+ * micro-batch 64 without recomputing (497,407 tokens/s), 8 recomputing whole layers (333,398) and 2
+ * recomputing GELU and LayerNorm (297,753), and bench's micro-batch 12 without (0.895 of 64's rate, its
+ * optimizer step taken out). Other widths, GPUs and dtypes are its guess. */
 static double plan_gpu_speed(const PlanRequest *r, int B, int recompute) {
-    const double halvings = log2(65536.0 * 768 / ((double)B * r->T * r->m.C));
-    double rate = halvings <= 0 ? 1.0 : halvings <= 3 ? 1.0 - 0.068 * halvings : 1.0 - 0.068 * 3 - 0.076 * (halvings - 3);
+    const double sms = r->gpu_sms > 0 ? r->gpu_sms : 132;
+    const double halvings = log2(65536.0 * 768 * (sms / 132) / ((double)B * r->T * r->m.C));
+    double rate = halvings <= 0 ? 1.0 : halvings <= 3 ? 1.0 - 0.043 * halvings : 1.0 - 0.043 * 3 - 0.114 * (halvings - 3);
     if (rate < 0.05) rate = 0.05;
     double cost = 1.0;
     if (recompute == RECOMPUTE_GELU) cost = 1.04;
     else if (recompute == RECOMPUTE_GELU_LN) cost = 1.075;
     else if (recompute >= RECOMPUTE_LAYERS) { /* (L - 1) layers' forward again but the MLP projection: 8C^2 products and causal attention */
         const double L = r->m.L, C = r->m.C, T = r->T, N = 12.0 * L * C * C + (double)r->m.Vp * C;
-        cost = 1.0 + 1.2 * (L - 1) * (16.0 * C * C + 2.0 * C * T) / (6.0 * N + 6.0 * L * C * T);
+        cost = 1.0 + 2.0 * (L - 1) * (16.0 * C * C + 2.0 * C * T) / (6.0 * N + 6.0 * L * C * T);
     }
     return rate / cost;
 }
-/* Whole layers at a larger micro-batch win on a GPU when the model makes them this much faster: a margin for
- * its error, so a near tie keeps the cheaper trades */
-#define PLAN_LAYERS_MARGIN 1.10
 
 static const char *recompute_name(int rc) {
     return rc == RECOMPUTE_LAYERS ? "whole layers" : rc == RECOMPUTE_GELU_LN ? "GELU+LayerNorm" : rc == RECOMPUTE_GELU ? "GELU" : "none";
@@ -1681,7 +1682,9 @@ static int plan_make(Plan *p, const PlanRequest *r, char *err, size_t errlen) {
         long long B0 = r->pin_micro_batch ? r->pin_micro_batch : MIN((long long)r->batch_size, seqs);
         /* Each pass's largest micro-batch that fits: pass 0 the cheaper trades, pass 1 whole layers. On the CPU
          * whole layers only when no cheaper trade fits at any micro-batch (its speed hardly grows with the
-         * micro-batch); on a GPU, also at a larger micro-batch that plan_gpu_speed puts PLAN_LAYERS_MARGIN ahead */
+         * micro-batch); on a GPU, also at a larger micro-batch that plan_gpu_speed puts ahead. No margin for
+         * the model's error: with one, more memory could pick a plan the model rates slower (the cheaper
+         * trades at 4 where a smaller budget got whole layers at 8) */
         Plan cheap;
         int cheap_B = 0, layers_B = 0;
         for (int pass = 0; pass < 2; pass++) {
@@ -1699,8 +1702,8 @@ static int plan_make(Plan *p, const PlanRequest *r, char *err, size_t errlen) {
                     break;
                 }
         }
-        if (layers_B && (!cheap_B || (layers_B > cheap_B && plan_gpu_speed(r, layers_B, RECOMPUTE_LAYERS) >=
-                                                                PLAN_LAYERS_MARGIN * plan_gpu_speed(r, cheap_B, cheap.recompute)))) {
+        if (layers_B && (!cheap_B || (layers_B > cheap_B && plan_gpu_speed(r, layers_B, RECOMPUTE_LAYERS) >
+                                                                plan_gpu_speed(r, cheap_B, cheap.recompute)))) {
             p->fits = 1; /* *p: whole layers */
             p->cheaper_micro_batch = cheap_B;
             p->cheaper_recompute = cheap_B ? cheap.recompute : 0;
@@ -3146,6 +3149,7 @@ int ngpt_cuda_available(char *why, size_t whylen) {
     return 0;
 }
 int ngpt_cuda_compute_capability(void) { return 0; }
+int ngpt_cuda_sm_count(void) { return 0; }
 int ngpt_cuda_mem_info(size_t *free_bytes, size_t *total_bytes, char *err, size_t errlen) {
     *free_bytes = *total_bytes = 0;
     return fail(err, errlen, NGPT_ERR_DEVICE, "this nanogpt was built without CUDA");
@@ -6212,6 +6216,7 @@ static void plan_request_from_config(PlanRequest *r, const ngpt_config *c, const
     r->pretrained = strcmp(c->init_from, "scratch") && strcmp(c->init_from, "resume");
     r->resumed = !strcmp(c->init_from, "resume");
     r->hopper = device == DEV_BACKEND_CUDA && ngpt_cuda_compute_capability() == 90;
+    r->gpu_sms = device == DEV_BACKEND_CUDA ? ngpt_cuda_sm_count() : 0;
 }
 
 /* ======================================================================================================

@@ -1954,9 +1954,9 @@ template <typename T> __global__ void splitk_reduce_kernel(MmEpilogue<T> ep, int
 
 /* How many K slices a 16-bit product runs as: as many as its bm x bn tiles fit in one wave of the GPU's block
  * slots (slots: SMs x blocks per SM), up to most, while each slice keeps at least 1024 of a K of 2048 or more
- * and the fp32 slices fit the scratch. Never a second wave: a product whose tiles already fill half the slots
- * or more runs whole. On an H200 (2026-11-28, bench --kernels) filling more waves lost to the slices' round
- * trip through memory: qkv's weight gradient in 7 slices against 2, fc's and the MLP projection's in 4
+ * and the fp32 slices fit the scratch. Never a second wave: a product whose tiles fill more than half the
+ * slots runs whole. On an H200 (2026-11-28, bench --kernels) filling more waves lost to the slices' round
+ * trip through memory: qkv's weight gradient in 7 slices against 2, fc's and the MLP projection's in 5
  * against 1, the classifier's input gradient in 5 against 2 (0.91-0.96x), where the attention projection's
  * 18 tiles in 7 slices (one wave) beat 2 slices by 1.33x. */
 static int splitk_slices(ngpt_backend *be, int M, int N, int K, int bm, int bn, long long slots, int most) {
@@ -3792,6 +3792,16 @@ int ngpt_cuda_available(char *why, size_t whylen) {
 int ngpt_cuda_compute_capability(void) {
     int device = 0, cc = 0;
     return probe_device(&device, &cc, NULL, 0) == NGPT_OK ? cc : 0;
+}
+
+int ngpt_cuda_sm_count(void) {
+    int device = 0, cc = 0, sms = 0;
+    if (probe_device(&device, &cc, NULL, 0) != NGPT_OK) return 0;
+    if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess) {
+        cudaGetLastError();
+        return 0;
+    }
+    return sms;
 }
 
 int ngpt_cuda_mem_info(size_t *free_bytes, size_t *total_bytes, char *err, size_t errlen) {

@@ -525,6 +525,7 @@ int ngpt_cpu_backend_create(ngpt_backend **out, int nthreads, char *err, size_t 
 /* The CUDA backend (nanogpt.cu). Without NGPT_CUDA, nanogpt.c defines these to fail with NGPT_ERR_DEVICE. */
 int ngpt_cuda_available(char *why, size_t whylen);  /* 1 when a usable device exists, else 0 and why */
 int ngpt_cuda_compute_capability(void);             /* 10 * major + minor of that device; 0 when there is none */
+int ngpt_cuda_sm_count(void);                       /* its streaming multiprocessors; 0 when there is none */
 int ngpt_cuda_mem_info(size_t *free_bytes, size_t *total_bytes, char *err, size_t errlen);
 int ngpt_cuda_backend_create(ngpt_backend **out, int dtype, char *err, size_t errlen);
 /* a one-line description: name, compute capability, memory, bf16 support, the 16-bit matmul kernel */

@@ -166,6 +166,8 @@ static void test_property_random_configs(void) {
         double budget = exp(log(1e6) + (log(1e11) - log(1e6)) * (double)rng_below(&rng, 1000000) / 1e6);
         PlanRequest r = request(m, T, batch, accum, dtype, device, budget);
         if (rng_below(&rng, 4) == 0) r.pin_recompute = (int)rng_below(&rng, 4);
+        static const int sms[4] = {0, 28, 80, 132}; /* unknown (132 assumed), a small card, an A100-class one, an H100 */
+        if (device == DEV_BACKEND_CUDA) r.gpu_sms = sms[rng_below(&rng, 4)];
         Plan p;
         char err[NGPT_ERRLEN], why[128];
         int rc = plan_make(&p, &r, err, sizeof err);
@@ -205,7 +207,7 @@ static void test_property_random_configs(void) {
             if (ok && gpu && r.pin_recompute < 0) {
                 /* on a GPU, the other kind of trade's largest micro-batch (whole layers, or the cheaper trades at
                  * their lowest level there), found here by brute force: whole layers only at a larger micro-batch
-                 * than the cheaper trades', modeled PLAN_LAYERS_MARGIN faster; the cheaper trades keep a near tie */
+                 * than the cheaper trades', modeled faster; the cheaper trades keep a tie */
                 int other_B = 0, other_rc = -1;
                 for (long long B = batch; B >= 1 && !other_B; B--) {
                     if (seqs % B) continue;
@@ -219,8 +221,7 @@ static void test_property_random_configs(void) {
                     }
                 }
                 double mine = plan_gpu_speed(&r, p.micro_batch, p.recompute), other = other_B ? plan_gpu_speed(&r, other_B, other_rc) : 0;
-                if (layers ? other_B >= p.micro_batch || (other_B && mine < PLAN_LAYERS_MARGIN * other)
-                           : other_B > p.micro_batch && other >= PLAN_LAYERS_MARGIN * mine) {
+                if (layers ? other_B >= p.micro_batch || (other_B && mine <= other) : other_B > p.micro_batch && other > mine) {
                     ok = 0;
                     snprintf(why, sizeof why, "micro-batch %d (recompute %s, speed %.3f) chosen over %d (recompute %s, speed %.3f)",
                              p.micro_batch, recompute_name(p.recompute), mine, other_B, recompute_name(other_rc), other);
@@ -355,9 +356,9 @@ static void test_seed_scenario(void) {
           "refusal message: %s", err);
 }
 
-/* On a GPU whole layers are recomputed where they buy a micro-batch that plan_gpu_speed puts PLAN_LAYERS_MARGIN
- * ahead of the cheaper trades' (the 2.68 GiB card: 8 in place of 2, which ran 1.12x as fast on an H200); on the
- * CPU only where nothing cheaper fits at any micro-batch; bf16 AdamW moments after either */
+/* On a GPU whole layers are recomputed where they buy a micro-batch that plan_gpu_speed puts ahead of the
+ * cheaper trades' (the 2.68 GiB card: 8 in place of 2, which ran 1.12x as fast on an H200); on the CPU only
+ * where nothing cheaper fits at any micro-batch; bf16 AdamW moments after either */
 static void test_whole_layers(void) {
     char err[NGPT_ERRLEN];
     ModelShape m = gpt2_shape(12, 12, 768, 0);
@@ -373,8 +374,30 @@ static void test_whole_layers(void) {
     printf("  2.68 GiB: micro-batch %d x %d recomputing whole layers, activations %.0f MiB (GELU+LayerNorm, pinned: %d, %.0f MiB); "
            "modeled %.3fx\n", p.micro_batch, p.grad_accum, p.cat_bytes[CAT_ACTS] / MiB, q.micro_batch, q.cat_bytes[CAT_ACTS] / MiB, ratio);
     /* twice the micro-batch does not pay for whole layers: 16 against 8 with GELU+LayerNorm */
-    CHECK(plan_gpu_speed(&r, 16, RECOMPUTE_LAYERS) < PLAN_LAYERS_MARGIN * plan_gpu_speed(&r, 8, RECOMPUTE_GELU_LN),
-          "16 with whole layers should not be modeled %.2fx of 8 with GELU+LayerNorm", PLAN_LAYERS_MARGIN);
+    CHECK(plan_gpu_speed(&r, 16, RECOMPUTE_LAYERS) < plan_gpu_speed(&r, 8, RECOMPUTE_GELU_LN),
+          "16 with whole layers should not be modeled faster than 8 with GELU+LayerNorm");
+    r.pin_recompute = -1;
+    /* more memory never gets a plan the model rates slower: 3 GiB against 2.68 */
+    double speed_268 = plan_gpu_speed(&r, p.micro_batch, p.recompute);
+    r.budget = 3.0 * GiB - CUDA_SAFETY_MARGIN;
+    CHECK(plan_make(&q, &r, err, sizeof err) == 0 && plan_gpu_speed(&r, q.micro_batch, q.recompute) >= speed_268,
+          "3 GiB: micro-batch %d, recompute %s, modeled %.3f, below 2.68 GiB's %.3f", q.micro_batch, recompute_name(q.recompute),
+          plan_gpu_speed(&r, q.micro_batch, q.recompute), speed_268);
+    /* fewer SMs fill their waves with fewer rows: the larger micro-batch buys less, and on a 12 GB RTX 3060's 28
+     * not enough */
+    r.budget = 2.68 * GiB - CUDA_SAFETY_MARGIN;
+    double ratio_by_sms[3];
+    static const int sms[3] = {132, 28, 8};
+    for (int k = 0; k < 3; k++) {
+        r.gpu_sms = sms[k];
+        ratio_by_sms[k] = plan_gpu_speed(&r, 8, RECOMPUTE_LAYERS) / plan_gpu_speed(&r, 2, RECOMPUTE_GELU_LN);
+    }
+    CHECK(ratio_by_sms[0] > ratio_by_sms[1] && ratio_by_sms[1] > ratio_by_sms[2], "modeled gain of whole layers on 132, 28, 8 SMs: %.3f %.3f %.3f",
+          ratio_by_sms[0], ratio_by_sms[1], ratio_by_sms[2]);
+    r.gpu_sms = 28;
+    CHECK(plan_make(&q, &r, err, sizeof err) == 0 && q.recompute == RECOMPUTE_GELU_LN && q.micro_batch == 2,
+          "2.68 GiB on 28 SMs: micro-batch %d, recompute %s (want 2, GELU+LayerNorm)", q.micro_batch, recompute_name(q.recompute));
+    r.gpu_sms = 0;
     /* the CPU at the 2.68 GiB card's micro-batches: the cheaper trades first */
     PlanRequest c = request(m, 1024, 64, 1, NGPT_DTYPE_F32, DEV_BACKEND_CPU, 1e15);
     c.budget = plan_layout(&q, &c, 2, plan_lanes(&c, 2), RECOMPUTE_GELU_LN, default_chunk(&c), NGPT_DTYPE_F32);
