@@ -1617,6 +1617,7 @@ static double plan_gpu_speed(const PlanRequest *r, int B, int recompute) {
     else if (recompute >= RECOMPUTE_LAYERS) { /* (L - 1) layers' forward again but the MLP projection: 8C^2 products and causal attention */
         const double L = r->m.L, C = r->m.C, T = r->T, N = 12.0 * L * C * C + (double)r->m.Vp * C;
         cost = 1.0 + 2.0 * (L - 1) * (16.0 * C * C + 2.0 * C * T) / (6.0 * N + 6.0 * L * C * T);
+        if (cost < 1.075) cost = 1.075; /* it recomputes GELU and the LayerNorms too (one layer, or a small one's share) */
     }
     return rate / cost;
 }
@@ -1798,9 +1799,10 @@ CLI_USED static void plan_print(const Plan *p, FILE *f) {
                 p->micro_batch, p->grad_accum, recompute_name(p->recompute), p->logits_chunk,
                 p->moments_dtype == NGPT_DTYPE_F32 ? "fp32" : "bf16");
         if (p->cheaper_micro_batch)
-            fprintf(f, "why          recompute %s fits micro-batch %d; whole layers at %d are modeled %.2fx as fast on a GPU (docs/memory.md)\n",
-                    recompute_name(p->cheaper_recompute), p->cheaper_micro_batch, p->micro_batch,
-                    plan_gpu_speed(r, p->micro_batch, p->recompute) / plan_gpu_speed(r, p->cheaper_micro_batch, p->cheaper_recompute));
+            fprintf(f, "why          recompute %s fits micro-batch %d; whole layers at %d are modeled %.2fx as fast on a GPU of %d SMs%s "
+                       "(docs/memory.md)\n", recompute_name(p->cheaper_recompute), p->cheaper_micro_batch, p->micro_batch,
+                    plan_gpu_speed(r, p->micro_batch, p->recompute) / plan_gpu_speed(r, p->cheaper_micro_batch, p->cheaper_recompute),
+                    r->gpu_sms > 0 ? r->gpu_sms : 132, r->gpu_sms > 0 ? "" : " (assumed: no GPU here)");
         fprintf(f, "eval         micro-batch %d (in the training activation memory), logits chunk %d rows\n", p->eval_micro_batch,
                 p->eval_chunk);
     }
@@ -3519,7 +3521,6 @@ static int utf8_decode(const unsigned char *s, size_t n, uint32_t *cp) {
     return len;
 }
 
-static int charvocab_save(const CharVocab *v, const char *path, char *err, size_t errlen);
 static int charvocab_load(CharVocab *v, const char *path, char *err, size_t errlen) {
     FILE *f = fopen(path, "rb");
     if (!f) return fail(err, errlen, NGPT_ERR_IO, "cannot open %s: %s", path, strerror(errno));
@@ -9487,9 +9488,8 @@ CLI_USED static int bench_run(ngpt_trainer *tr, int warmup, int steps, BenchResu
  * level, streaming (two passes over the file: one for the vocabulary, one to write the ids).
  * ==================================================================================================== */
 
-static int charvocab_save(const CharVocab *v, const char *path, char *err, size_t errlen) {
-    char tmp[1100];
-    snprintf(tmp, sizeof tmp, "%.1000s.tmp.%d", path, (int)getpid()); /* per process: two may prepare one folder at once */
+/* v written whole into tmp (synced), for the caller to rename over path; on a failure tmp is removed */
+static int charvocab_write(const CharVocab *v, const char *tmp, char *err, size_t errlen) {
     FILE *f = fopen(tmp, "wb");
     if (!f) return fail(err, errlen, NGPT_ERR_IO, "cannot create %s: %s", tmp, strerror(errno));
     uint32_t hdr[2] = {CHARVOCAB_VERSION, (uint32_t)v->n};
@@ -9501,13 +9501,24 @@ static int charvocab_save(const CharVocab *v, const char *path, char *err, size_
         ok = fwrite(b, 1, (size_t)k + 1, f) == (size_t)k + 1;
     }
     ok = ok && fflush(f) == 0 && fsync(fileno(f)) == 0;
+    int e = errno;
     ok = (fclose(f) == 0) && ok;
-    if (!ok || rename(tmp, path) != 0) {
-        int e = errno;
+    if (!ok) {
+        if (!e) e = errno;
         unlink(tmp);
-        return fail(err, errlen, NGPT_ERR_IO, "cannot write %s: %s", path, strerror(e));
+        return fail(err, errlen, NGPT_ERR_IO, "cannot write %s: %s", tmp, strerror(e));
     }
     return NGPT_OK;
+}
+
+/* the vocabulary path holds is v (an earlier prepare of text with the same characters): its token files read alike */
+static int charvocab_same_as_file(const CharVocab *v, const char *path) {
+    CharVocab *old = (CharVocab *)malloc(sizeof *old);
+    char err[NGPT_ERRLEN];
+    int same = old && file_exists(path) && charvocab_load(old, path, err, sizeof err) == NGPT_OK && old->n == v->n &&
+               !memcmp(old->cp, v->cp, sizeof v->cp[0] * (size_t)v->n);
+    free(old);
+    return same;
 }
 
 /* An input of prepare, open at its start, that binary_file_says knows (a token file, a model, a checkpoint, any
@@ -9684,7 +9695,7 @@ static int prepare_char(const char *input, const char *out_dir, double val_fract
     CharVocab *v = (CharVocab *)calloc(1, sizeof *v);
     p.seen = (uint8_t *)calloc(0x110000 / 8, 1);
     p.id_of = (int32_t *)calloc(0x110000, sizeof(int32_t));
-    char tpath[600], vpath[600], mpath[600], ttmp[630] = "", vtmp[630] = "";
+    char tpath[600], vpath[600], mpath[600], ttmp[630] = "", vtmp[630] = "", mtmp[630] = "";
     int rc = NGPT_OK;
     size_t made_from = first_missing_folder(out_dir); /* the folders a failure removes again */
     FILE *in = NULL;
@@ -9721,13 +9732,25 @@ static int prepare_char(const char *input, const char *out_dir, double val_fract
     fclose(p.train);
     fclose(p.val);
     p.train = p.val = NULL;
-    /* An earlier prepare's train.bin goes first, now that the new files are written: one cut off between the
-     * renames below leaves a folder that is not prepared (no train.bin), never the new meta.bin beside the old
-     * tokens, which would read as other characters */
-    if (unlink(tpath) && errno != ENOENT) { rc = fail(err, errlen, NGPT_ERR_IO, "cannot replace %s: %s", tpath, strerror(errno)); goto done; }
-    if ((rc = charvocab_save(v, mpath, err, errlen))) goto done;
+    /* A new vocabulary: written beside the old one, then an earlier prepare's train.bin goes before meta.bin is
+     * replaced, so a prepare cut off between the renames below leaves a folder that is not prepared (no
+     * train.bin), never the new meta.bin beside old tokens, which would read as other characters. The same
+     * vocabulary (the same text prepared again) stays, and so does train.bin until the new one replaces it */
+    const int new_vocab = !charvocab_same_as_file(v, mpath);
+    if (new_vocab) {
+        snprintf(mtmp, sizeof mtmp, "%s.tmp.%d", mpath, (int)getpid());
+        if ((rc = charvocab_write(v, mtmp, err, errlen))) {
+            mtmp[0] = 0; /* removed by charvocab_write */
+            goto done;
+        }
+        if (unlink(tpath) && errno != ENOENT) { rc = fail(err, errlen, NGPT_ERR_IO, "cannot replace %s: %s", tpath, strerror(errno)); goto done; }
+    }
     /* train.bin last: its presence is what says the folder is prepared (ensure_dataset) */
-    if (rename(vtmp, vpath) || rename(ttmp, tpath)) { rc = fail(err, errlen, NGPT_ERR_IO, "cannot rename into %s: %s", out_dir, strerror(errno)); goto done; }
+    if ((new_vocab && rename(mtmp, mpath)) || rename(vtmp, vpath) || rename(ttmp, tpath)) {
+        rc = fail(err, errlen, NGPT_ERR_IO, "cannot rename into %s: %s%s", out_dir, strerror(errno),
+                  new_vocab ? "; its train.bin, of the earlier vocabulary, was removed: the folder is not prepared, prepare it again" : "");
+        goto done;
+    }
     if (log)
         fprintf(log, "prepared %s: %zu characters, vocabulary %d; train has %zu tokens, val has %zu tokens -> %s/{train,val,meta}.bin\n",
                 input, p.count, v->n, p.n_train, p.count - p.n_train, out_dir);
@@ -9737,6 +9760,7 @@ done:
     if (p.val) fclose(p.val);
     if (rc && ttmp[0]) unlink(ttmp); /* a temporary file left by a failure would stay for good: its name is this process's */
     if (rc && vtmp[0]) unlink(vtmp);
+    if (rc && mtmp[0]) unlink(mtmp);
     if (rc) rmdir_made(out_dir, made_from); /* a failure leaves no empty folder behind (a pipe's copy made them) */
     free(v);
     free(p.seen);
@@ -11799,12 +11823,12 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "sample")) return cmd_sample(argc - 2, argv + 2);
     if (!strcmp(cmd, "export")) return cmd_export(argc - 2, argv + 2);
     if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
-        if (argc > 3) {
+        int topic_is_command = 0;
+        for (size_t i = 0; argc > 2 && i < sizeof commands / sizeof commands[0]; i++) topic_is_command |= !strcmp(argv[2], commands[i]);
+        if (argc > 3 && (topic_is_command || !strcmp(argv[2], "config"))) {
             fprintf(stderr, "error: help takes one topic (a command, or config), not '%s' after '%s': `nanogpt help %s`\n", argv[3], argv[2], argv[2]);
             return 2;
         }
-        int topic_is_command = 0;
-        for (size_t i = 0; argc > 2 && i < sizeof commands / sizeof commands[0]; i++) topic_is_command |= !strcmp(argv[2], commands[i]);
         if (argc > 2 && !strcmp(argv[2], "config")) print_config_keys();
         else if (argc > 2 && topic_is_command && strcmp(argv[2], "help")) usage_of(argv[2]);
         else if (argc <= 2 || topic_is_command) usage(stdout);

@@ -184,6 +184,9 @@ static void test_help(void) {
     CHECK_RUN(r, 2, "help train extra");
     CHECK(strstr(r->err, "help takes one topic (a command, or config), not 'extra' after 'train': `nanogpt help train`") && !r->out[0],
           "a second topic is refused, not ignored: %.300s", r->err);
+    r = cli("--help", "x", "y", NULL);
+    CHECK_RUN(r, 2, "--help x y");
+    CHECK(strstr(r->err, "no help on 'x'") && !strstr(r->err, "help x`"), "a first topic that is none is named as such: %.300s", r->err);
     char cfg_arg[600];
     snprintf(cfg_arg, sizeof cfg_arg, "%s", tmp_path("job.cfg"));
     FILE *f = fopen(cfg_arg, "w");
@@ -594,7 +597,8 @@ static void test_plan_and_info(void) {
             "--device=cuda", "--dtype=bfloat16", "--max_memory=2.68GiB", NULL);
     CHECK_RUN(r, 0, "plan at 2.68 GiB");
     CHECK(strstr(r->out, "micro-batch 8 x accumulation 8, recompute whole layers") &&
-              strstr(r->out, "why          recompute GELU+LayerNorm fits micro-batch 2; whole layers at 8 are modeled 1.12x as fast on a GPU"),
+              strstr(r->out, "why          recompute GELU+LayerNorm fits micro-batch 2; whole layers at 8 are modeled 1.12x as fast on a GPU "
+                                 "of 132 SMs (assumed: no GPU here)"),
           "plan at 2.68 GiB: %.700s", r->out);
     r = cli("plan", "--n_layer=12", "--n_head=12", "--n_embd=768", "--block_size=1024", "--batch_size=64", "--vocab_size=50257",
             "--device=cuda", "--dtype=bfloat16", "--max_memory=0.5GiB", NULL);

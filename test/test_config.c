@@ -446,12 +446,28 @@ static void test_prepare_char(void) {
     CHECK(unlink(tmp_path("ds/val.bin")) == 0 && mkdir(tmp_path("ds/val.bin"), 0755) == 0, "val.bin replaced by a folder");
     write_file(tmp_path("ds/val.bin/keep"), "x", 1);
     rc = prepare_char(tmp_path("in2.txt"), tmp_path("ds"), 0.25, NULL, err, sizeof err);
-    CHECK(rc == NGPT_ERR_IO && strstr(err, "cannot rename into"), "a rename that fails: %d %s", rc, err);
+    CHECK(rc == NGPT_ERR_IO && strstr(err, "cannot rename into") &&
+              strstr(err, "its train.bin, of the earlier vocabulary, was removed: the folder is not prepared, prepare it again"),
+          "a rename that fails: %d %s", rc, err);
     CHECK(!file_exists(tmp_path("ds/train.bin")), "the old train.bin must not stay beside the new meta.bin");
     unlink(tmp_path("ds/val.bin/keep"));
     rmdir(tmp_path("ds/val.bin"));
     rc = prepare_char(tmp_path("in2.txt"), tmp_path("ds"), 0.25, NULL, err, sizeof err);
     CHECK(rc == 0 && file_exists(tmp_path("ds/train.bin")), "prepared again: %s", err);
+    /* the same text again, cut off the same way: its vocabulary is the one there, so train.bin stays (it reads
+     * as before), and no temporary file is left */
+    CHECK(unlink(tmp_path("ds/val.bin")) == 0 && mkdir(tmp_path("ds/val.bin"), 0755) == 0, "val.bin replaced by a folder");
+    write_file(tmp_path("ds/val.bin/keep"), "x", 1);
+    rc = prepare_char(tmp_path("in2.txt"), tmp_path("ds"), 0.25, NULL, err, sizeof err);
+    CHECK(rc == NGPT_ERR_IO && !strstr(err, "was removed") && file_exists(tmp_path("ds/train.bin")),
+          "the same vocabulary: train.bin kept (%d %s)", rc, err);
+    DIR *d = opendir(tmp_path("ds"));
+    int temporaries = 0;
+    for (struct dirent *e; d && (e = readdir(d)) != NULL;) temporaries += strstr(e->d_name, ".tmp.") != NULL;
+    if (d) closedir(d);
+    CHECK(temporaries == 0, "%d temporary files left", temporaries);
+    unlink(tmp_path("ds/val.bin/keep"));
+    rmdir(tmp_path("ds/val.bin"));
 
     const char *invalid = "abc\xC3(def";
     write_file(tmp_path("bad.txt"), invalid, strlen(invalid));
