@@ -9710,6 +9710,7 @@ static int prepare_char(const char *input, const char *out_dir, double val_fract
         }
     if (p.count < 2) { rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s has %zu characters; need at least 2", input, p.count); goto done; }
     p.n_train = (size_t)((double)p.count * (1.0 - val_fraction));
+    p.n_train = p.n_train < 1 ? 1 : p.n_train > p.count - 1 ? p.count - 1 : p.n_train; /* train and val a character each, at the least */
     if (mkdir_p(out_dir)) { rc = fail(err, errlen, NGPT_ERR_IO, "cannot create %s: %s", out_dir, strerror(errno)); goto done; }
     remove_dead_prepare_temporaries(out_dir);
     snprintf(tpath, sizeof tpath, "%s/train.bin", out_dir);
@@ -9938,6 +9939,7 @@ static int prepare_gpt2(const char *const *inputs, int n_inputs, const char *out
                            : fail(err, errlen, NGPT_ERR_FORMAT, "the %d inputs have %llu characters in all; need at least 2", n_inputs, (unsigned long long)chars);
     if (rc) goto done;
     uint64_t train_chars = (uint64_t)((double)chars * (1.0 - val_fraction));
+    train_chars = train_chars < 1 ? 1 : train_chars > chars - 1 ? chars - 1 : train_chars; /* a character each, at the least */
     if (mkdir_p(out_dir)) { rc = fail(err, errlen, NGPT_ERR_IO, "cannot create %s: %s", out_dir, strerror(errno)); goto done; }
     remove_dead_prepare_temporaries(out_dir);
     if (tokwriter_open(&w[0], out_dir, "train.bin", llmc) || tokwriter_open(&w[1], out_dir, "val.bin", llmc)) {

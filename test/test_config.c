@@ -469,6 +469,17 @@ static void test_prepare_char(void) {
     unlink(tmp_path("ds/val.bin/keep"));
     rmdir(tmp_path("ds/val.bin"));
 
+    /* a text of two characters at any val_fraction: a character each (0.6 cut train to none) */
+    const char *two = "ab";
+    write_file(tmp_path("two.txt"), two, 2);
+    for (int k = 0; k < 2; k++) {
+        rc = prepare_char(tmp_path("two.txt"), tmp_path("ds_two"), k ? 0.01 : 0.6, NULL, err, sizeof err);
+        struct stat st_train, st_val;
+        int sizes = !stat(tmp_path("ds_two/train.bin"), &st_train) && !stat(tmp_path("ds_two/val.bin"), &st_val);
+        CHECK(rc == 0 && sizes && st_train.st_size == 2 && st_val.st_size == 2, "val_fraction %g: train %lld bytes, val %lld (%s)",
+              k ? 0.01 : 0.6, sizes ? (long long)st_train.st_size : -1LL, sizes ? (long long)st_val.st_size : -1LL, err);
+    }
+
     const char *invalid = "abc\xC3(def";
     write_file(tmp_path("bad.txt"), invalid, strlen(invalid));
     rc = prepare_char(tmp_path("bad.txt"), tmp_path("ds2"), 0.1, NULL, err, sizeof err);

@@ -28,6 +28,29 @@ static unsigned char *read_all(const char *path, size_t *n) {
     return b;
 }
 
+/* a text of two characters at any val_fraction: train and val a character each (0.6 cut train to none) */
+static void test_two_characters_split(void) {
+    char input[512], out[512], err[NGPT_ERRLEN];
+    snprintf(input, sizeof input, "%s/two.txt", tmpdir);
+    snprintf(out, sizeof out, "%s/two", tmpdir);
+    FILE *f = fopen(input, "wb");
+    if (f) {
+        fputs("ab", f);
+        fclose(f);
+    }
+    const char *inputs[1] = {input};
+    for (int k = 0; k < 2; k++) {
+        double vf = k ? 0.01 : 0.6;
+        int rc = prepare_gpt2(inputs, 1, out, vf, 0, tok, NULL, err, sizeof err);
+        TokenSet tr, va;
+        int opened = rc == 0 && tokenset_open(&tr, out, "train", 50257, 0, err, sizeof err) == 0;
+        int opened_val = opened && tokenset_open(&va, out, "val", 50257, 0, err, sizeof err) == 0;
+        CHECK(opened && opened_val && tr.files[0].ntok == 1 && va.files[0].ntok == 1, "val_fraction %g: %s", vf, err);
+        if (opened) tokenset_close(&tr);
+        if (opened_val) tokenset_close(&va);
+    }
+}
+
 static void test_shakespeare_like_nanogpt(void) {
     char input[512], out[512], err[NGPT_ERRLEN];
     snprintf(input, sizeof input, "%s/tinyshakespeare.txt", shared_data_dir());
@@ -523,6 +546,7 @@ int main(void) {
         return 1;
     }
     RUN(test_shakespeare_like_nanogpt);
+    RUN(test_two_characters_split);
     RUN(test_documents_and_llmc_format);
     RUN(test_llmc_shards_read_as_one);
     RUN(test_shard_without_header);
