@@ -18,7 +18,9 @@
  *   registers setmaxnreg.inc wants) waits until the ready threads have all waited, then looks again. A
  *   block where no thread can go on, or where the spinners looked again with nothing changed, is a
  *   deadlock, reported as a launch failure (a barrier only some threads reach, a full-mask shuffle some
- *   lanes never make, an mbarrier phase that never completes).
+ *   lanes never make, an mbarrier phase that never completes). Named barriers (bar.sync and bar.arrive with
+ *   an id of 1 .. 15 and a thread count) count threads per phase: bar.sync waits for its phase to complete;
+ *   two counts for one phase, or arrivals left in a phase when the block ends, fail the launch.
  * - Warp operations with their PTX data layouts: __shfl_xor_sync, ldmatrix .x4 (and .trans), and
  *   mma.sync m16n8k16 (bf16, f16) and m16n8k8 (f16, the sm_75 path). ldmatrix rows and cp.async targets
  *   must be 16-byte aligned and inside the block's dynamic shared memory.
@@ -188,6 +190,10 @@ struct WarpSlot { /* one warp-wide operation being gathered */
     uint32_t in[32][12], out[32][4];
     const void *ptr[32];
 };
+struct NamedBarrier { /* bar.sync / bar.arrive id: the threads of its current phase */
+    int arrived, threads;
+    long phase;
+};
 struct Block {
     uint3 idx, dim, grid;
     int nthreads, live, at_barrier, reverse, first_ready;
@@ -197,6 +203,7 @@ struct Block {
     std::vector<Mbarrier> mbars;
     std::vector<TmaCopy> tma;
     std::vector<Warpgroup> wgs;
+    NamedBarrier named[16]; /* 0 is __syncthreads' own */
     long regs_free;         /* the block's registers that setmaxnreg.dec gave back and .inc has not taken */
     std::vector<int> unfenced; /* sm_90, per 16-byte chunk of dynamic shared memory: 1 + the thread whose cp.async
                                 * wrote it and that has not fenced since (the async proxy, wgmma, may not read it
@@ -329,6 +336,7 @@ static void run_block() {
     blk.tma.clear();
     blk.wgs.assign((size_t)(blk.nthreads + 127) / 128, Warpgroup());
     blk.regs_free = 0;
+    for (NamedBarrier &b : blk.named) b = NamedBarrier{0, 0, 0};
     if (EMU_CC >= 90) blk.unfenced.assign(blk.smem_bytes / 16, 0);
     for (int i = 0; i < blk.nthreads; i++) {
         Thread &t = blk.th[(size_t)i];
@@ -364,7 +372,16 @@ static void run_block() {
             }
             continue;
         }
-        if (blk.live == 0) return;
+        if (blk.live == 0) {
+            for (int id = 1; id < 16; id++)
+                if (blk.named[id].arrived) {
+                    blk.failed = 1;
+                    fail(cudaErrorLaunchFailure, "%s, block (%u,%u,%u): named barrier %d: %d of its %d threads arrived and the block ended", blk.kernel,
+                         blk.idx.x, blk.idx.y, blk.idx.z, id, blk.named[id].arrived, blk.named[id].threads);
+                    return;
+                }
+            return;
+        }
         int bar = 0, warp = 0, poll = 0;
         for (int i = 0; i < blk.nthreads; i++) {
             int st = blk.th[(size_t)i].state;
@@ -380,7 +397,7 @@ static void run_block() {
         for (Thread &t : blk.th) t.started = 0;
         fail(cudaErrorLaunchFailure,
              "%s, block (%u,%u,%u): deadlock: %d of %d threads at __syncthreads, %d at a warp-wide operation, %d waiting on an mbarrier, "
-             "a wgmma group or registers, %d ended",
+             "a wgmma group, registers or a named barrier, %d ended",
              blk.kernel, blk.idx.x, blk.idx.y, blk.idx.z, bar, blk.nthreads, warp, poll, blk.nthreads - blk.live);
         return;
     }
@@ -438,6 +455,25 @@ static void syncthreads() {
         return;
     }
     yield_as(AT_BARRIER);
+}
+
+/* bar.sync (wait) and bar.arrive: this thread counts toward named barrier id's phase of `threads` threads */
+static void named_barrier(int id, int threads, bool wait) {
+    const char *what = wait ? "bar.sync" : "bar.arrive";
+    if (id < 1 || id > 15) block_fail("%s %d: named barriers are 1 .. 15 here (0 is __syncthreads')", what, id);
+    if (threads < 32 || threads % 32 || threads > blk.nthreads)
+        block_fail("%s %d, %d threads: a multiple of 32, at most the block's %d", what, id, threads, blk.nthreads);
+    NamedBarrier &b = blk.named[id];
+    if (b.arrived == 0) b.threads = threads;
+    else if (b.threads != threads) block_fail("%s %d: %d threads in a phase another thread counted as %d", what, id, threads, b.threads);
+    const long phase = b.phase;
+    blk.events++;
+    if (++b.arrived == threads) {
+        b.arrived = 0;
+        b.phase++;
+        return;
+    }
+    while (wait && blk.named[id].phase == phase) yield_as(POLLING);
 }
 
 static uint16_t half_bits(const void *p) {

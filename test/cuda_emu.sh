@@ -77,6 +77,8 @@ rewrite() {
         q{static __device__ __forceinline__ void mbar_expect_bytes\(uint64_t \*bar, unsigned bytes\)} => q{emu::mbar_expect_bytes(bar, bytes);},
         q{static __device__ __forceinline__ void mbar_arrive\(uint64_t \*bar\)} => q{emu::mbar_arrive(bar);},
         q{static __device__ __forceinline__ void mbar_wait\(uint64_t \*bar, unsigned parity\)} => q{emu::mbar_wait(bar, parity);},
+        q{static __device__ __forceinline__ void named_bar_sync\(int id, int threads\)} => q{emu::named_barrier(id, threads, true);},
+        q{static __device__ __forceinline__ void named_bar_arrive\(int id, int threads\)} => q{emu::named_barrier(id, threads, false);},
         q{static __device__ __forceinline__ void tma_load\(void \*dst, const CUtensorMap \*map, int c0, int c1, uint64_t \*bar\)} =>
             q{emu::tma_load(dst, map, c0, c1, bar);},
         q{static __device__ __forceinline__ void tma_store\(const CUtensorMap \*map, int c0, int c1, const void \*src\)} =>
@@ -294,6 +296,8 @@ MUTANTS=(
     "wgmma attention reads S before its wgmma completes|90||wgmma.wait_group.sync.aligned 1;\\\\n\" ::: \"memory\"); /* S_j is done|wgmma.wait_group.sync.aligned 2;\\\\n\" ::: \"memory\"); /* S_j is done"
     "wgmma attention: the producer refills a stage its consumers may still read|90||mbar_wait(&empty[s], ((j / FA_STAGES) & 1) ^ 1); /* its last use released (the first passes) */\n            mbar_expect_bytes(&full_k[s]|mbar_expect_bytes(&full_k[s]"
     "wgmma attention keeps O unscaled when a key tile raises a row's max|90||o[i] *= corr[(i >> 1) & 1];|(void)corr;"
+    "wgmma attention: warpgroup 1 gives a turn after its last round too (an arrival left when the block ends)|90||if (!(last && cw == 1)) named_bar_arrive(2 - cw, 256);|named_bar_arrive(2 - cw, 256);"
+    "wgmma attention: nobody gives warpgroup 0 its first turn (a deadlock)|90||if (cw == 1) named_bar_arrive(1, 256);|"
     "wgmma attention backward: dK, dV's producer refills a query stage its consumers may still read|90||mbar_wait(&empty[s], ((i / FA_STAGES) & 1) ^ 1);|"
     "wgmma attention backward: dK, dV unmasked where queries precede the block's keys|90||const bool mask = q0 < k0 + FA_BN|const bool mask = q0 < k0"
     "wgmma attention backward: dK, dV's dS^T boxes written unswizzled|90||(((2 * kk + (x >> 1)) ^ g) << 4)|((2 * kk + (x >> 1)) << 4)"

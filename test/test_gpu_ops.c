@@ -698,6 +698,10 @@ static void t_norm_sq(size_t n) {
     printf("    norm_sq: gpu %.12g cpu %.12g rel %.2e\n", g1, c, fabs(g1 - c) / c);
     CHECK(memcmp(&g1, &g2, sizeof g1) == 0, "norm_sq: two runs differ (%.17g, %.17g)", g1, g2);
     CHECK(fabs(g1 - c) <= 1e-5 * c, "norm_sq: gpu %.12g cpu %.12g", g1, c);
+    if (n > 1) { /* from the second element: x not 16-byte aligned, so every element takes the one-element path */
+        double c1 = tg_cpu->norm_sq(tg_cpu, Bx.c + 4, n - 1), g = tg_gpu->norm_sq(tg_gpu, Bx.g + tg_esz(dt), n - 1);
+        CHECK(fabs(g - c1) <= 1e-5 * c1, "norm_sq from x + 1: gpu %.12g cpu %.12g", g, c1);
+    }
     /* inf and NaN reach the result (dynamic loss scaling reads them) */
     float bad[2] = {INFINITY, NAN};
     for (int k = 0; k < 2; k++) {
