@@ -1280,6 +1280,8 @@ typedef struct {
     size_t off[N_BATCH_BUFS];  /* lane 0's buffer from the start of the batch region */
     size_t bytes[N_BATCH_BUFS]; /* all lanes' */
     size_t lane_bytes, end;
+    size_t backward_scratch;   /* training on a Hopper in 16 bits (one lane): the bytes from the logits chunk to the end of
+                                * the scratch, the scratch the layers' backward gets (use_backward_scratch); 0: none */
 } BatchLayout;
 
 typedef struct {
@@ -1372,10 +1374,22 @@ static size_t cuda_scratch_bytes(const ngpt_shape *s, int attn_ds) {
            ALIGN_UP((size_t)65536 * sizeof(double), 256);               /* reductions */
 }
 
-static size_t plan_scratch(const PlanRequest *r, int B, int chunk, int training) {
+/* whether a layout keeps room for the attention backward's dS^T (cuda_attn_ds_bytes) */
+static int plan_wants_ds(const PlanRequest *r, int training) {
+    return r->device == DEV_BACKEND_CUDA && training && r->hopper && r->dtype != NGPT_DTYPE_F32;
+}
+/* The scratch slot of a layout whose logits chunk slot takes logits_bytes. The dS^T tiles are needed only
+ * inside the layers' backward, when the logits chunk is dead (the classifier's chunks are done), and on a
+ * GPU (one lane) the logits chunk is the last buffer before the scratch: so the layers' backward gets both
+ * as its scratch, and the scratch slot holds only what of the dS^T room the logits slot does not (at 2.68
+ * GiB that took the chunk from 256 rows, with dS^T beside it, to 1280). */
+static size_t plan_scratch(const PlanRequest *r, int B, int chunk, int training, size_t logits_bytes) {
     ngpt_shape s = {B, r->T, r->m.C, r->m.NH, r->m.L, r->m.Vp, chunk};
-    return r->device == DEV_BACKEND_CUDA ? cuda_scratch_bytes(&s, training && r->hopper && r->dtype != NGPT_DTYPE_F32)
-                                         : cpu_scratch_bytes(&s, r->nthreads);
+    if (r->device != DEV_BACKEND_CUDA) return cpu_scratch_bytes(&s, r->nthreads);
+    size_t base = cuda_scratch_bytes(&s, 0);
+    if (!plan_wants_ds(r, training)) return base;
+    size_t full = cuda_scratch_bytes(&s, 1);
+    return full > base + logits_bytes ? full - logits_bytes : base;
 }
 
 /* the sequences of a micro-batch of B that lane 0 (the fullest) holds */
@@ -1413,7 +1427,8 @@ static void layout_batch(BatchLayout *lay, const PlanRequest *r, int B, int lane
     per_slot[B_DBIG] = training ? BT * 4 * C * act : 0;
     per_slot[B_DATT] = training ? BT * C * act : 0;
     per_slot[B_LOGITS] = (size_t)chunk * r->m.Vp * act;
-    per_slot[B_SCRATCH] = plan_scratch(r, B, chunk, training);
+    const int fold = plan_wants_ds(r, training) && lanes == 1; /* the logits slot is the scratch's in the layers' backward */
+    per_slot[B_SCRATCH] = plan_scratch(r, B, chunk, training, fold ? ALIGN_UP(per_slot[B_LOGITS], ARENA_ALIGN) : 0);
     if (training) {
         int kept = recompute >= RECOMPUTE_LAYERS ? 1 : (int)L; /* whole layers recomputed: one layer's, reused */
         slots[B_RES] = (int)L + 1;
@@ -1438,7 +1453,10 @@ static void layout_batch(BatchLayout *lay, const PlanRequest *r, int B, int lane
     lay->slot_bytes[B_SCRATCH] = lay->bytes[B_SCRATCH] = ALIGN_UP(per_slot[B_SCRATCH], ARENA_ALIGN);
     lay->off[B_SCRATCH] = off * (size_t)lanes;
     lay->end = lay->off[B_SCRATCH] + lay->bytes[B_SCRATCH];
+    lay->backward_scratch = fold ? lay->slot_bytes[B_LOGITS] + lay->slot_bytes[B_SCRATCH] : 0;
 }
+_Static_assert(B_LOGITS + 1 == B_SCRATCH && B_SCRATCH + 1 == N_BATCH_BUFS,
+               "the logits chunk is the last buffer of a lane, so with one lane it ends where the scratch starts");
 
 static int buf_category(int i, int training) {
     switch (i) {
@@ -5629,6 +5647,12 @@ static void *slot(const ngpt_trainer *tr, const BatchLayout *lay, int b, int l) 
 static void use_scratch(ngpt_trainer *tr, const BatchLayout *lay) {
     tr->be->set_scratch(tr->be, slot(tr, lay, B_SCRATCH, 0), lay->slot_bytes[B_SCRATCH]);
 }
+/* the scratch of the layers' backward: with backward_scratch, the logits chunk's slot and the scratch after it
+ * (plan_scratch); the stream orders the classifier's last use of the logits before anything written there */
+static void use_backward_scratch(ngpt_trainer *tr, const BatchLayout *lay) {
+    if (lay->backward_scratch) tr->be->set_scratch(tr->be, slot(tr, lay, B_LOGITS, 0), lay->backward_scratch);
+    else use_scratch(tr, lay);
+}
 
 /* One lane of a micro-batch: its sequences, its buffers, its gradients (lane 0 accumulates into tr->grads,
  * the others into their own copies, added to it once the step's micro-batches are done). */
@@ -5876,7 +5900,10 @@ static void run_lane(void *ctx, int g) {
     if (!ln->B) return;
     graph_forward(mb->tr, ln, mb->training);
     graph_classifier(mb->tr, ln, mb->chunk, mb->training ? mb->dscale : 0.0f);
-    if (mb->training) graph_backward(mb->tr, ln);
+    if (!mb->training) return;
+    if (ln->lay->backward_scratch) use_backward_scratch(mb->tr, ln->lay); /* one lane: nothing runs beside it */
+    graph_backward(mb->tr, ln);
+    if (ln->lay->backward_scratch) use_scratch(mb->tr, ln->lay); /* the next forward's classifier writes the logits */
 }
 
 /* Queues the forward (and backward when training) of the B sequences in the host set in use, lane g taking
@@ -9360,12 +9387,14 @@ CLI_USED static int bench_kernels(ngpt_trainer *tr, KernelTime out[N_KERNEL_TIME
         bench_fill_random(tr, k.y, no, k.dx, nqkv * a, 800000000);
         be->zero(be, k.dx, nqkv * a);
         double causal = 2.0 * 2.0 * B * m->NH * (T * (T + 1.0) / 2.0) * (C / m->NH); /* QK^T and PV below the diagonal */
+        use_backward_scratch(tr, &p->train); /* as the layers' backward has it */
         for (k.backward = 0; k.backward < 2; k.backward++, n++) {
             snprintf(out[n].name, sizeof out[n].name, "attention %s", k.backward ? "bwd" : "fwd");
             out[n].flops = (k.backward ? 2.5 : 1.0) * causal; /* backward: recompute S, then dV, dP, dQ, dK */
             out[n].bytes = 0;
             out[n].seconds = time_best(be, kernel_attention, &k);
         }
+        use_scratch(tr, &p->train);
     }
     /* the memory-bound ops, by the bytes each must move at least: LayerNorm over the N x C activations (its
      * backward adds into dinp, so reads it too), and the loss over one classifier chunk */

@@ -149,6 +149,33 @@ static int chunk_largest(const Plan *p, char *why, size_t n) {
     return 1;
 }
 
+/* The layers' backward's scratch (use_backward_scratch): on a Hopper, training in 16 bits, the logits chunk's
+ * slot and the scratch right after it, room for every head's dS^T tiles (cuda_attn_ds_bytes) after D, and the
+ * scratch slot alone what the rest of the step needs; nowhere else. */
+static int backward_scratch_ok(const Plan *p, char *why, size_t cap) {
+    const PlanRequest *r = &p->req;
+    const BatchLayout *t = &p->train;
+    ngpt_shape s = {t->lane_B, r->T, r->m.C, r->m.NH, r->m.L, r->m.Vp, p->logits_chunk};
+    int want = r->device == DEV_BACKEND_CUDA && r->hopper && r->dtype != NGPT_DTYPE_F32 && !r->inference && t->lanes == 1;
+    if (p->eval.backward_scratch || (!want && t->backward_scratch) || (want && !t->backward_scratch)) {
+        snprintf(why, cap, "backward scratch %zu (eval %zu) where %s", t->backward_scratch, p->eval.backward_scratch,
+                 want ? "the layers' backward should have dS^T room" : "nothing should have it");
+        return 0;
+    }
+    if (!want) return 1;
+    if (t->off[B_LOGITS] + t->slot_bytes[B_LOGITS] != t->off[B_SCRATCH] || t->backward_scratch != t->slot_bytes[B_LOGITS] + t->slot_bytes[B_SCRATCH]) {
+        snprintf(why, cap, "the logits chunk (%zu + %zu) does not end where the scratch (%zu) starts", t->off[B_LOGITS], t->slot_bytes[B_LOGITS],
+                 t->off[B_SCRATCH]);
+        return 0;
+    }
+    if (t->backward_scratch < cuda_scratch_bytes(&s, 1) || t->slot_bytes[B_SCRATCH] < cuda_scratch_bytes(&s, 0)) {
+        snprintf(why, cap, "backward scratch %zu below %zu, or scratch %zu below %zu", t->backward_scratch, cuda_scratch_bytes(&s, 1),
+                 t->slot_bytes[B_SCRATCH], cuda_scratch_bytes(&s, 0));
+        return 0;
+    }
+    return 1;
+}
+
 static void test_property_random_configs(void) {
     Rng rng = {77, 1, 0};
     int fits = 0, refusals = 0, failures = 0, between = 0, whole_layers = 0;
@@ -168,6 +195,7 @@ static void test_property_random_configs(void) {
         if (rng_below(&rng, 4) == 0) r.pin_recompute = (int)rng_below(&rng, 4);
         static const int sms[4] = {0, 28, 80, 132}; /* unknown (132 assumed), a small card, an A100-class one, an H100 */
         if (device == DEV_BACKEND_CUDA) r.gpu_sms = sms[rng_below(&rng, 4)];
+        r.hopper = device == DEV_BACKEND_CUDA && (it & 1); /* not drawn: the configs stay those of the seed */
         Plan p;
         char err[NGPT_ERRLEN], why[128];
         int rc = plan_make(&p, &r, err, sizeof err);
@@ -185,6 +213,7 @@ static void test_property_random_configs(void) {
                 ok = 0; snprintf(why, sizeof why, "fixed buffers misaligned");
             } else if (p.eval_micro_batch < p.micro_batch) { ok = 0; snprintf(why, sizeof why, "eval micro-batch below training's"); }
             else if (!chunk_largest(&p, why, sizeof why)) ok = 0;
+            else if (!backward_scratch_ok(&p, why, sizeof why)) ok = 0;
             else {
                 /* largest: no bigger divisor of the sequences per step fits at any trade; on the CPU a plan that
                  * recomputes whole layers (unpinned) only where no micro-batch fits without (the cheaper trades at
@@ -354,6 +383,30 @@ static void test_seed_scenario(void) {
     rc = plan_make(&p, &r, err, sizeof err);
     CHECK(rc == NGPT_ERR_NOMEM && strstr(err, "needs") && strstr(err, "budget is 1.00 GiB") && strstr(err, "block_size"),
           "refusal message: %s", err);
+}
+
+/* The 2.68 GiB card on a Hopper: the dS^T tiles of the wgmma attention backward (113 MB at micro-batch 8) share
+ * the logits chunk's bytes, so the chunk is not cut to 256 rows to make room for them beside it (the sixth GPU
+ * run: 256-row chunks took 20 of the capped step's 182 ms) */
+static void test_hopper_ds_in_logits(void) {
+    char err[NGPT_ERRLEN], why[160];
+    ModelShape m = gpt2_shape(12, 12, 768, 0);
+    PlanRequest r = request(m, 1024, 64, 1, NGPT_DTYPE_BF16, DEV_BACKEND_CUDA, 2.68 * GiB - CUDA_SAFETY_MARGIN);
+    r.hopper = 1;
+    Plan p;
+    CHECK(plan_make(&p, &r, err, sizeof err) == 0, "2.68 GiB on a Hopper: %s", err);
+    CHECK(backward_scratch_ok(&p, why, sizeof why), "%s", why);
+    ngpt_shape s = {p.micro_batch, 1024, 768, 12, 12, m.Vp, p.logits_chunk};
+    double ds = (double)cuda_attn_ds_bytes(&s, 1);
+    printf("  2.68 GiB on a Hopper: micro-batch %d x %d, recompute %s, logits chunk %d rows (%.0f MB), dS^T %.0f MB, scratch slot %.0f MB\n",
+           p.micro_batch, p.grad_accum, recompute_name(p.recompute), p.logits_chunk, p.train.slot_bytes[B_LOGITS] / 1e6, ds / 1e6,
+           p.train.slot_bytes[B_SCRATCH] / 1e6);
+    CHECK(p.micro_batch == 8 && p.recompute == RECOMPUTE_LAYERS, "micro-batch %d, recompute %s (want 8, whole layers)", p.micro_batch,
+          recompute_name(p.recompute));
+    CHECK(p.logits_chunk >= 1024 && (double)p.train.slot_bytes[B_LOGITS] >= ds, "logits chunk %d rows: the dS^T room should hold it", p.logits_chunk);
+    /* fp32 keeps no dS^T room */
+    r.dtype = NGPT_DTYPE_F32;
+    CHECK(plan_make(&p, &r, err, sizeof err) != 0 || !p.train.backward_scratch, "fp32: backward scratch %zu", p.train.backward_scratch);
 }
 
 /* On a GPU whole layers are recomputed where they buy a micro-batch that plan_gpu_speed puts ahead of the
@@ -564,6 +617,7 @@ int main(void) {
     RUN(test_property_random_configs);
     RUN(test_seed_scenario);
     RUN(test_whole_layers);
+    RUN(test_hopper_ds_in_logits);
     RUN(test_inference_plan);
     RUN(test_refusal_with_pins);
     RUN(test_refusal_names_smaller_gpt2);
