@@ -1281,7 +1281,7 @@ typedef struct {
     size_t bytes[N_BATCH_BUFS]; /* all lanes' */
     size_t lane_bytes, end;
     size_t backward_scratch;   /* training on a Hopper in 16 bits (one lane): the bytes from the logits chunk to the end of
-                                * the scratch, the scratch the layers' backward gets (use_backward_scratch); 0: none */
+                                * the scratch, the attention backward's scratch (use_backward_scratch); 0: none */
 } BatchLayout;
 
 typedef struct {
@@ -1379,10 +1379,10 @@ static int plan_wants_ds(const PlanRequest *r, int training) {
     return r->device == DEV_BACKEND_CUDA && training && r->hopper && r->dtype != NGPT_DTYPE_F32;
 }
 /* The scratch slot of a layout whose logits chunk slot takes logits_bytes. The dS^T tiles are needed only
- * inside the layers' backward, when the logits chunk is dead (the classifier's chunks are done), and on a
- * GPU (one lane) the logits chunk is the last buffer before the scratch: so the layers' backward gets both
- * as its scratch, and the scratch slot holds only what of the dS^T room the logits slot does not (at 2.68
- * GiB that took the chunk from 256 rows, with dS^T beside it, to 1280). */
+ * by the attention backward, in the layers' backward, when the logits chunk is dead (the classifier's
+ * chunks are done), and on a GPU (one lane) the logits chunk is the last buffer before the scratch: so the
+ * attention backward gets both as its scratch, and the scratch slot holds only what of the dS^T room the
+ * logits slot does not (at 2.68 GiB that took the chunk from 256 rows, with dS^T beside it, to 1408). */
 static size_t plan_scratch(const PlanRequest *r, int B, int chunk, int training, size_t logits_bytes) {
     ngpt_shape s = {B, r->T, r->m.C, r->m.NH, r->m.L, r->m.Vp, chunk};
     if (r->device != DEV_BACKEND_CUDA) return cpu_scratch_bytes(&s, r->nthreads);
@@ -5647,7 +5647,7 @@ static void *slot(const ngpt_trainer *tr, const BatchLayout *lay, int b, int l) 
 static void use_scratch(ngpt_trainer *tr, const BatchLayout *lay) {
     tr->be->set_scratch(tr->be, slot(tr, lay, B_SCRATCH, 0), lay->slot_bytes[B_SCRATCH]);
 }
-/* the scratch of the layers' backward: with backward_scratch, the logits chunk's slot and the scratch after it
+/* the attention backward's scratch: with backward_scratch, the logits chunk's slot and the scratch after it
  * (plan_scratch); the stream orders the classifier's last use of the logits before anything written there */
 static void use_backward_scratch(ngpt_trainer *tr, const BatchLayout *lay) {
     if (lay->backward_scratch) tr->be->set_scratch(tr->be, slot(tr, lay, B_LOGITS, 0), lay->backward_scratch);
@@ -5819,7 +5819,11 @@ static void graph_backward(ngpt_trainer *tr, const Lane *ln) {
         if (d.p > 0) { be->dropout(be, tmp, dres, NC, &d); dproj = tmp; }
         be->matmul_backward(be, datt, pt(tr, G, P_ATTPROJW, l), pt_bias(tr, G, P_ATTPROJB, l), dproj, atty, pt(tr, P, P_ATTPROJW, l), N, C, C);
         d = drop_site(tr, 1, ln, l, DROP_ATTN);
+        /* the logits chunk's bytes too (one lane: nothing runs beside it), for this op alone: every other op sees
+         * the scratch the forward saw, so a recomputed layer splits its products as the forward did */
+        if (ln->lay->backward_scratch) use_backward_scratch(tr, ln->lay);
         be->attention_backward(be, dbig, datt, qkv, atty, lse, B, T, C, NH, &d);
+        if (ln->lay->backward_scratch) use_scratch(tr, ln->lay);
         be->matmul_backward(be, tmp, pt(tr, G, P_QKVW, l), pt_bias(tr, G, P_QKVB, l), dbig, ln1, pt(tr, P, P_QKVW, l), N, C, 3 * C);
         be->layernorm_backward(be, dres, pt(tr, G, P_LN1W, l), pt_bias(tr, G, P_LN1B, l), tmp, res, pt(tr, P, P_LN1W, l), ln1s, ln1s + N, N, C);
     }
@@ -5900,10 +5904,7 @@ static void run_lane(void *ctx, int g) {
     if (!ln->B) return;
     graph_forward(mb->tr, ln, mb->training);
     graph_classifier(mb->tr, ln, mb->chunk, mb->training ? mb->dscale : 0.0f);
-    if (!mb->training) return;
-    if (ln->lay->backward_scratch) use_backward_scratch(mb->tr, ln->lay); /* one lane: nothing runs beside it */
-    graph_backward(mb->tr, ln);
-    if (ln->lay->backward_scratch) use_scratch(mb->tr, ln->lay); /* the next forward's classifier writes the logits */
+    if (mb->training) graph_backward(mb->tr, ln);
 }
 
 /* Queues the forward (and backward when training) of the B sequences in the host set in use, lane g taking
@@ -9387,7 +9388,7 @@ CLI_USED static int bench_kernels(ngpt_trainer *tr, KernelTime out[N_KERNEL_TIME
         bench_fill_random(tr, k.y, no, k.dx, nqkv * a, 800000000);
         be->zero(be, k.dx, nqkv * a);
         double causal = 2.0 * 2.0 * B * m->NH * (T * (T + 1.0) / 2.0) * (C / m->NH); /* QK^T and PV below the diagonal */
-        use_backward_scratch(tr, &p->train); /* as the layers' backward has it */
+        use_backward_scratch(tr, &p->train); /* as the step's attention backward has it */
         for (k.backward = 0; k.backward < 2; k.backward++, n++) {
             snprintf(out[n].name, sizeof out[n].name, "attention %s", k.backward ? "bwd" : "fwd");
             out[n].flops = (k.backward ? 2.5 : 1.0) * causal; /* backward: recompute S, then dV, dP, dQ, dK */

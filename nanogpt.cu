@@ -226,7 +226,9 @@ static int cu_arena_alloc(ngpt_backend *be, size_t device_bytes, void **device, 
  *   attention_backward  D = rowsum(dO * O): B*NH*T floats. The wgmma backward (head size 64, sm_90a) keeps
  *                       its dS^T tiles in the scratch after D (from the next 1024 bytes), as many heads at a
  *                       time as fit; where not even one head's fit, the mma.sync kernels run. So that
- *                       much more is optional: nanogpt.c's planner adds it for training (cuda_attn_ds_bytes).
+ *                       much more is optional: for training nanogpt.c's planner makes room for every head
+ *                       (cuda_attn_ds_bytes), in the logits chunk's bytes and the scratch after them, which
+ *                       the trainer hands over for the attention backward alone (use_backward_scratch).
  * nanogpt.c's planner reserves cuda_scratch_bytes(s), which must stay >= this. */
 #define LN_GROUPS 512
 #define RED_GROUPS 64
