@@ -5942,13 +5942,19 @@ static void enqueue_micro_batch(ngpt_trainer *tr, const BatchLayout *lay, int B,
 /* Runs a sequence of micro-batches with NGPT_FENCES of them in flight: fill(k) writes micro-batch k into the
  * host set in use, once the micro-batch that used that set before has completed. Returns the sum of the
  * token losses, added in micro-batch order. With stop (NULL, or a flag another thread or a signal handler
- * may set), no micro-batch starts once it is set; *ran (NULL, or where to put it) gets how many did. */
+ * may set), no micro-batch starts once it is set, except that a training step past its half runs to its end
+ * (stop_leaves_step); *ran (NULL, or where to put it) gets how many did. */
 typedef void (*micro_fill_fn)(ngpt_trainer *tr, int k, void *ctx, int *B);
+/* A stop requested while a training step runs, met before its micro-batch k of count: the step is left there
+ * (dropped: the run saves the step before it, and a resume runs this one again) while no more than half of it
+ * has run, else it runs to its end, so a stop waits for at most half a step and wastes at most half a step (on
+ * the CPU, GPT-2 124M's step of 40 micro-batches takes the better part of an hour) */
+static int stop_leaves_step(int k, int count) { return 2 * (long long)k <= count; }
 static double run_micro_batches(ngpt_trainer *tr, const BatchLayout *lay, int count, int training, float dscale, micro_fill_fn fill,
                                 void *ctx, _Atomic int *stop, int *ran) {
     double sum = 0;
     int k = 0;
-    for (; k < count && !(stop && atomic_load(stop)); k++) {
+    for (; k < count && !(stop && atomic_load(stop) && (!training || stop_leaves_step(k, count))); k++) {
         int j = k % NGPT_FENCES, B = 0;
         host_set_drain(tr, j, &sum);
         host_set_use(tr, j);
@@ -8509,8 +8515,9 @@ static void train_fill(ngpt_trainer *tr, int k, void *arg, int *B) {
 }
 
 /* Gradients of one optimizer step (zeroed first, accumulated over the planned micro-batches); the mean
- * loss goes to *mean. */
-static int forward_backward(ngpt_trainer *tr, batch_fill_fn fill, void *ctx, double *mean) {
+ * loss goes to *mean. With stop (NULL, or the flag ngpt_request_stop sets) the step may be left before its end
+ * (stop_leaves_step): NGPT_ERR_INTERRUPTED, and *ran (when not NULL) says how many micro-batches ran. */
+static int forward_backward(ngpt_trainer *tr, batch_fill_fn fill, void *ctx, double *mean, _Atomic int *stop, int *ran) {
     ngpt_backend *be = tr->be;
     const Plan *p = &tr->plan;
     int B = p->micro_batch, GA = p->grad_accum, T = p->req.T;
@@ -8518,20 +8525,26 @@ static int forward_backward(ngpt_trainer *tr, batch_fill_fn fill, void *ctx, dou
     be->zero(be, tr->grads, p->off_master - p->off_grads);
     float dscale = tr->loss_scale / ((float)B * (float)T * (float)GA);
     TrainFill tf = {fill, ctx};
-    double sum = run_micro_batches(tr, &p->train, GA, 1, dscale, train_fill, &tf, NULL, NULL);
-    for (int g = 1; g < p->lanes; g++) be->residual_forward(be, tr->grads, tr->grads, lane_grads(tr, g), p->nparams_padded);
+    int done = 0;
+    double sum = run_micro_batches(tr, &p->train, GA, 1, dscale, train_fill, &tf, stop, &done);
+    if (ran) *ran = done;
+    if (done == GA)
+        for (int g = 1; g < p->lanes; g++) be->residual_forward(be, tr->grads, tr->grads, lane_grads(tr, g), p->nparams_padded);
     *mean = sum / ((double)B * T * GA);
-    return be_check(tr, "the forward/backward pass");
+    int rc = be_check(tr, "the forward/backward pass");
+    return rc ? rc : done < GA ? NGPT_ERR_INTERRUPTED : NGPT_OK;
 }
 
-static int train_step_once(ngpt_trainer *tr, batch_fill_fn fill, void *ctx, float *loss) {
+/* One optimizer step; stop and ran as forward_backward's: a step left before its end changes nothing of the
+ * training but the batches' random state, which the caller restores */
+static int train_step_once(ngpt_trainer *tr, batch_fill_fn fill, void *ctx, float *loss, _Atomic int *stop, int *ran) {
     ngpt_backend *be = tr->be;
     const Plan *p = &tr->plan;
     double t0 = now_seconds();
     int B = p->micro_batch, GA = p->grad_accum, T = p->req.T;
     float lr = lr_at(&tr->cfg, tr->step);
     double mean;
-    int rc = forward_backward(tr, fill, ctx, &mean);
+    int rc = forward_backward(tr, fill, ctx, &mean, stop, ran);
     if (rc) return rc;
     double norm = grad_norm(tr) / tr->loss_scale;
     if (tr->plan.req.dtype == NGPT_DTYPE_F16 && isfinite(mean) && !isfinite(norm)) {
@@ -8566,12 +8579,13 @@ static int train_step_once(ngpt_trainer *tr, batch_fill_fn fill, void *ctx, floa
     return NGPT_OK;
 }
 
-/* one optimizer step; on the CPU with threads = 0, now and then a probe step on the other thread setting */
-static int train_step_with(ngpt_trainer *tr, batch_fill_fn fill, void *ctx, float *loss) {
+/* one optimizer step (stop and ran as train_step_once's); on the CPU with threads = 0, now and then a probe step
+ * on the other thread setting (a step left before its end counts as one; the thread setting changes no bits) */
+static int train_step_with(ngpt_trainer *tr, batch_fill_fn fill, void *ctx, float *loss, _Atomic int *stop, int *ran) {
     ThreadTuner *tn = &tr->tune;
     int probe = tn->enabled && ++tn->counter > 3 && tn->counter >= tn->next;
     if (!probe) {
-        int rc = train_step_once(tr, fill, ctx, loss);
+        int rc = train_step_once(tr, fill, ctx, loss, stop, ran);
         if (!rc && tn->enabled && tn->counter > 3) {
             if (tn->n == THREAD_TUNER_HISTORY) memmove(tn->recent, tn->recent + 1, (THREAD_TUNER_HISTORY - 1) * sizeof(double)), tn->n--;
             tn->recent[tn->n++] = tr->last_step_seconds;
@@ -8580,7 +8594,7 @@ static int train_step_with(ngpt_trainer *tr, batch_fill_fn fill, void *ctx, floa
     }
     ngpt_backend *be = tr->be;
     cpu_use_all_threads(be, tn->one);
-    int rc = train_step_once(tr, fill, ctx, loss);
+    int rc = train_step_once(tr, fill, ctx, loss, stop, ran);
     if (!rc) {
         if (thread_probe_wins(tn->recent, tn->n, tr->last_step_seconds)) {
             int cores = cpu_of(be)->nthreads;
@@ -8606,11 +8620,17 @@ static void fill_from_train(ngpt_trainer *tr, int micro, void *ctx) {
     sample_batch(tr, &tr->train_data, &tr->rng_train, tr->plan.micro_batch);
 }
 
-int ngpt_train_step(ngpt_trainer *tr, float *loss) {
-    if (!tr) return NGPT_ERR_ARG;
+/* NGPT_OK when tr can train on its dataset, else the refusal */
+static int can_train(ngpt_trainer *tr) {
     if (tr->plan.req.inference) return tr_fail(tr, NGPT_ERR_STATE, SAMPLE_ONLY_REFUSAL);
     if (!tr->train_data.n) return tr_fail(tr, NGPT_ERR_STATE, "this trainer was made without data (no_data)");
-    return train_step_with(tr, fill_from_train, NULL, loss);
+    return NGPT_OK;
+}
+
+int ngpt_train_step(ngpt_trainer *tr, float *loss) {
+    if (!tr) return NGPT_ERR_ARG;
+    int rc = can_train(tr);
+    return rc ? rc : train_step_with(tr, fill_from_train, NULL, loss, NULL, NULL);
 }
 
 typedef struct {
@@ -8967,6 +8987,30 @@ static int stop_here(ngpt_trainer *tr, const char *where, int dropped) {
                    tr->step, where, dropped ? " (a resume runs it again)" : "", tr->cfg.out_dir);
 }
 
+/* The flag that may leave ngpt_train's step at tr->step before its end: none for the step an evaluation comes
+ * before (step % eval_interval == 0), whose resume from the step before would evaluate again, which costs more
+ * than the step in nanoGPT's configs (train_gpt2: 2 x 200 batches of 12 forward, against 40 of 12 forward and
+ * backward); a stop there lets the step end. */
+static _Atomic int *step_stop_flag(ngpt_trainer *tr) { return tr->step % tr->cfg.eval_interval ? &tr->stop_requested : NULL; }
+
+/* A step of ngpt_train's: one that a stop request may leave before its end (stop_leaves_step, step_stop_flag),
+ * with the training batches' random state put back as the step found it, so that a resume from the step before
+ * draws this step's batches again. *ran: how many of its micro-batches ran. */
+static int train_loop_step(ngpt_trainer *tr, batch_fill_fn fill, void *ctx, int *ran) {
+    Rng at_start = tr->rng_train;
+    int rc = can_train(tr);
+    if (!rc) rc = train_step_with(tr, fill, ctx, NULL, step_stop_flag(tr), ran);
+    if (rc == NGPT_ERR_INTERRUPTED) tr->rng_train = at_start;
+    return rc;
+}
+
+/* stop_here for a step that train_loop_step left after ran of its micro-batches (none: the step never began) */
+static int stop_in_step(ngpt_trainer *tr, int ran) {
+    char where[96] = "";
+    if (ran) snprintf(where, sizeof where, ", %d of its %d micro-batches run", ran, tr->plan.grad_accum);
+    return stop_here(tr, where, ran > 0);
+}
+
 static int train_loop(ngpt_trainer *tr, int jsonl) {
     const ngpt_config *c = &tr->cfg;
     double run_seconds = 0;
@@ -8988,7 +9032,8 @@ static int train_loop(ngpt_trainer *tr, int jsonl) {
             if (atomic_load(&tr->stop_requested)) return stop_here(tr, ", after its evaluation", 0);
         }
         if (tr->step >= c->max_iters + 1) break;
-        int rc = ngpt_train_step(tr, NULL);
+        int ran = 0, rc = train_loop_step(tr, fill_from_train, NULL, &ran);
+        if (rc == NGPT_ERR_INTERRUPTED) return stop_in_step(tr, ran);
         if (rc) return rc;
         run_seconds += tr->last_step_seconds;
         run_steps++;
@@ -9477,7 +9522,7 @@ CLI_USED static int bench_run(ngpt_trainer *tr, int warmup, int steps, BenchResu
     if (!times) return tr_fail(tr, NGPT_ERR_NOMEM, "out of host memory for %d step times", steps);
     for (int i = 0; i < warmup + steps && !rc; i++) {
         float loss;
-        rc = train_step_with(tr, fill_random_tokens, &rng, &loss);
+        rc = train_step_with(tr, fill_random_tokens, &rng, &loss, NULL, NULL);
         if (!rc && i >= warmup) times[i - warmup] = tr->last_step_seconds;
         if (!rc && slow) fprintf(stderr, "bench: step %d of %d: %.1f s\n", i + 1, warmup + steps + 1, tr->last_step_seconds);
     }
@@ -9497,7 +9542,7 @@ CLI_USED static int bench_run(ngpt_trainer *tr, int warmup, int steps, BenchResu
     tr->be = &prof.be;
     float loss;
     double t0 = now_seconds();
-    rc = train_step_with(tr, fill_random_tokens, &rng, &loss);
+    rc = train_step_with(tr, fill_random_tokens, &rng, &loss, NULL, NULL);
     tr->be = real;
     if (prof.be.status && !real->status) {
         real->status = prof.be.status;
@@ -10140,12 +10185,14 @@ static void display_progress(void *ctx, const ngpt_progress *p) {
 static ngpt_trainer *volatile running_trainer; /* for the signal handler */
 static volatile sig_atomic_t stop_signal;       /* the signal that stopped the run (0: none) */
 
-/* SIGINT/SIGTERM: the first stops the run after its step (an evaluation is left at its next micro-batch) and a
- * save where there is something to save; another one within a second of it is taken for a double press and
- * ignored (it would lose the save); later, one more quits at once. */
+/* SIGINT/SIGTERM: the first stops the run at the step's next micro-batch (stop_leaves_step: the step runs to
+ * its end when over half done, else is left for a resume to run again; an evaluation is left at its next
+ * micro-batch) and saves where there is something to save; another one within a second of it is taken for a
+ * double press and ignored (it would lose the save); later, one more quits at once. */
 static void on_signal(int sig) {
-    static const char msg[] = "\nstopping: finishing the step (or leaving the evaluation) and saving a checkpoint (none at step 0 or with "
-                              "eval_only; again, after a second, to quit now)\n";
+    static const char msg[] = "\nstopping at the next micro-batch: a step over half done runs to its end, one less done (or an evaluation) "
+                              "is left for a resume to run again; then a checkpoint is saved (none at step 0 or with eval_only; again, "
+                              "after a second, to quit now)\n";
     static volatile sig_atomic_t stopping;
     static struct timespec first;
     struct timespec now;

@@ -235,14 +235,20 @@ int ngpt_evaluate(ngpt_trainer *tr, float *train_loss, float *val_loss);
  * wants the same sets signal(SIGXFSZ, SIG_IGN). */
 int ngpt_train(ngpt_trainer *tr);
 
-/* Asks ngpt_train to finish the current step, save a checkpoint and return NGPT_ERR_INTERRUPTED. An
+/* Asks ngpt_train to stop at the next micro-batch, save a checkpoint and return NGPT_ERR_INTERRUPTED. A step
+ * in progress runs to its end when more than half of its micro-batches have run, or when it follows an
+ * evaluation (step % eval_interval == 0: a resume from the step before would evaluate again), else it is
+ * dropped there: the parameters, the AdamW moments and the data position stay those of the step before, which a
+ * resume runs on from, drawing the dropped step's batches again (so a stop waits for, and wastes, about half a
+ * step at most). An
  * evaluation in progress stops before its next micro-batch and is dropped (a resume runs it again); one that
- * has ended (a request from its progress callback) stops the run before the next step. The step's checkpoint
- * is saved unless out_dir's newest is of that step, nothing was trained (step 0) or the run is eval_only.
+ * has ended (a request from its progress callback) stops the run before the next step. The checkpoint is
+ * saved unless out_dir's newest is of that step, nothing was trained (step 0) or the run is eval_only.
+ * ngpt_train_step is not stopped.
  * Async-signal-safe: call it from a SIGINT handler, or from any thread while ngpt_train runs (it is the only
  * call that may be made concurrently: a trainer is otherwise used by one thread at a time). A handler's
  * pointer to the trainer must be cleared before ngpt_trainer_free. A request made before ngpt_train starts
- * stops it at its first step or evaluation; each return of ngpt_train uses the request up, so a later call
+ * stops it before its first step, or at its first evaluation; each return of ngpt_train uses the request up, so a later call
  * continues the run. ngpt_evaluate itself is not stopped. */
 void ngpt_request_stop(ngpt_trainer *tr);
 /* Writes the whole training state (config, model, step, data position, parameters, AdamW moments) as a

@@ -106,7 +106,7 @@ static void test_profiling_changes_nothing(void) {
     Rng ra = {7, 1, 0}, rb = {7, 1, 0};
     float la[3], lb[3];
     for (int i = 0; i < 3; i++) {
-        CHECK(train_step_with(a, fill_random_tokens, &ra, &la[i]) == 0, "%s", a->err);
+        CHECK(train_step_with(a, fill_random_tokens, &ra, &la[i], NULL, NULL) == 0, "%s", a->err);
         ProfBackend prof;
         ngpt_backend *real = b->be;
         int profiled = i == 1;
@@ -114,7 +114,7 @@ static void test_profiling_changes_nothing(void) {
             prof_wrap(&prof, real, pt(b, b->params, P_WTE, 0));
             b->be = &prof.be;
         }
-        CHECK(train_step_with(b, fill_random_tokens, &rb, &lb[i]) == 0, "%s", b->err);
+        CHECK(train_step_with(b, fill_random_tokens, &rb, &lb[i], NULL, NULL) == 0, "%s", b->err);
         b->be = real;
         CHECK(!memcmp(&la[i], &lb[i], sizeof la[i]), "step %d%s: loss %.9g vs %.9g", i, profiled ? " (profiled)" : "", (double)la[i],
               (double)lb[i]);

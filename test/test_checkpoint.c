@@ -3,8 +3,10 @@
  *  - the CPU results do not depend on the thread count: 1, 2 and 3 threads, a run saved on 2 threads and
  *    resumed on 3, and a run whose thread tuner switches to one thread mid-way give the same losses and
  *    parameters bit for bit; the tuner's rule (a probe step 15% under the recent median);
- *  - ngpt_request_stop (what SIGINT calls) finishes the step, saves and returns NGPT_ERR_INTERRUPTED; in an
- *    evaluation it drops the evaluation, saves the step (unless nothing is to be saved) and the resume runs it;
+ *  - ngpt_request_stop (what SIGINT calls) stops at the next micro-batch, saves and returns NGPT_ERR_INTERRUPTED:
+ *    a step over half done runs to its end, one less done is dropped (the parameters, moments and data position
+ *    stay the step before's, and the step run again matches one never stopped, bit for bit); in an evaluation it
+ *    drops the evaluation, saves the step (unless nothing is to be saved) and the resume runs it;
  *  - the newest keep_checkpoints (1, 2, the default 3) are kept, best.bin follows the best val loss;
  *  - bad checkpoints (not one, wrong version, truncated, bit flips, another model) are clear errors; a resume
  *    checks every section's checksum and names the file, the section and its offset;
@@ -116,19 +118,19 @@ static void test_stop_request_saves(void) {
     if (!tr) return;
     float loss;
     CHECK(ngpt_train_step(tr, &loss) == 0, "step 0: %s", tr->err); /* past the evaluation of step 0 */
-    ngpt_request_stop(tr); /* as the SIGINT handler does: the current step finishes first */
+    ngpt_request_stop(tr); /* as the SIGINT handler does: made before the step begins, it runs none of it */
     int rc = ngpt_train(tr);
-    CHECK(rc == NGPT_ERR_INTERRUPTED && strstr(tr->err, "stopped at step 2;") && strstr(tr->err, "init_from = resume") && strstr(tr->err, out_dir),
+    CHECK(rc == NGPT_ERR_INTERRUPTED && strstr(tr->err, "stopped at step 1;") && strstr(tr->err, "init_from = resume") && strstr(tr->err, out_dir),
           "rc %d: %s", rc, tr->err);
-    CHECK(tr->step == 2, "stopped after %d steps", tr->step);
+    CHECK(tr->step == 1, "stopped after %d steps", tr->step);
     char path[512];
-    checkpoint_path(out_dir, 2, path, sizeof path);
+    checkpoint_path(out_dir, 1, path, sizeof path);
     CHECK(file_exists(path), "no checkpoint at %s", path);
     /* a return that fails before any step (out_dir a file) uses a request up too */
     ngpt_request_stop(tr);
     char saved_out[sizeof tr->cfg.out_dir];
     copy_str(saved_out, sizeof saved_out, tr->cfg.out_dir);
-    snprintf(tr->cfg.out_dir, sizeof tr->cfg.out_dir, "%.200s/ckpt_000000002.bin", saved_out); /* a file */
+    snprintf(tr->cfg.out_dir, sizeof tr->cfg.out_dir, "%.200s/ckpt_000000001.bin", saved_out); /* a file */
     rc = ngpt_train(tr);
     CHECK(rc == NGPT_ERR_IO, "out_dir a file: rc %d: %s", rc, tr->err);
     copy_str(tr->cfg.out_dir, sizeof tr->cfg.out_dir, saved_out);
@@ -294,6 +296,112 @@ static void test_stop_during_evaluation(void) {
     CHECK(rc == NGPT_ERR_INTERRUPTED && strstr(ev->err, "eval_only saves nothing") && newest_checkpoint_step() == -1, "eval_only: rc %d: %s", rc,
           ev->err);
     ngpt_trainer_free(ev);
+}
+
+/* the training batches, with a stop requested while micro-batch *ctx is filled */
+static void fill_then_stop(ngpt_trainer *tr, int micro, void *ctx) {
+    fill_from_train(tr, micro, NULL);
+    if (micro == *(const int *)ctx) ngpt_request_stop(tr);
+}
+
+/* A stop request met in the middle of a step of 4 micro-batches: before the third (half run) the step is
+ * dropped and changes nothing (parameters, moments, the batches' random state), the stop saves the step before,
+ * and both the trainer going on and a resume from that checkpoint run the step again as a trainer never stopped
+ * does, bit for bit; before the fourth it runs to its end, and so does step 0, which follows an evaluation. Then
+ * from another thread, in a step of 60,000 micro-batches (about 20 s): ngpt_train returns within seconds, at the
+ * step before. */
+static void test_stop_in_step(void) {
+    CHECK(stop_leaves_step(0, 1) && stop_leaves_step(2, 4) && !stop_leaves_step(3, 4) && stop_leaves_step(2, 5) && !stop_leaves_step(3, 5) &&
+              !stop_leaves_step(1000000000, 1999999999),
+          "a step is left while no more than half of it has run");
+    clear_out_dir();
+    ngpt_config c;
+    config(&c);
+    c.gradient_accumulation_steps = 4;
+    ngpt_trainer *a = make(&c), *b = make(&c);
+    if (!a || !b) { ngpt_trainer_free(a); ngpt_trainer_free(b); return; }
+    CHECK(a->plan.grad_accum == 4, "the plan runs 4 micro-batches a step, not %d", a->plan.grad_accum);
+    float la, lb, lr;
+    int stop_at = 0, ran = -1;
+    int rc = train_loop_step(a, fill_then_stop, &stop_at, &ran); /* step 0: after its evaluation */
+    CHECK(rc == NGPT_OK && ran == 4 && a->step == 1, "stopped in step 0, which follows an evaluation: rc %d, %d ran, step %d (%s)", rc, ran,
+          a->step, a->err);
+    atomic_store(&a->stop_requested, 0);
+    CHECK(ngpt_train_step(b, &lb) == 0, "step 0: %s", b->err);
+    float *before = params_of(a);
+    uint64_t counter = a->rng_train.counter;
+    stop_at = 1;
+    rc = train_loop_step(a, fill_then_stop, &stop_at, &ran);
+    float *after = params_of(a);
+    CHECK(rc == NGPT_ERR_INTERRUPTED && ran == 2 && a->step == 1 && a->rng_train.counter == counter &&
+              !memcmp(before, after, a->plan.nparams * 4),
+          "stopped at micro-batch 1 of 4: rc %d, %d ran, step %d, batches' counter %llu (was %llu), parameters %s", rc, ran, a->step,
+          (unsigned long long)a->rng_train.counter, (unsigned long long)counter, memcmp(before, after, a->plan.nparams * 4) ? "changed" : "kept");
+    /* what ngpt_train does then: the step before is saved */
+    CHECK(mkdir_p(out_dir) == 0, "mkdir %s", out_dir);
+    rc = stop_in_step(a, ran);
+    CHECK(rc == NGPT_ERR_INTERRUPTED && strstr(a->err, "stopped at step 1, 2 of its 4 micro-batches run (a resume runs it again); the checkpoint is saved") &&
+              newest_checkpoint_step() == 1,
+          "the stop saves step 1: rc %d, newest checkpoint %lld: %s", rc, newest_checkpoint_step(), a->err);
+    atomic_store(&a->stop_requested, 0);
+    stop_at = 2;
+    rc = train_loop_step(a, fill_then_stop, &stop_at, &ran);
+    CHECK(rc == NGPT_OK && ran == 4 && a->step == 2, "stopped at micro-batch 2 of 4: rc %d, %d ran, step %d (%s)", rc, ran, a->step, a->err);
+    atomic_store(&a->stop_requested, 0);
+    CHECK(ngpt_train_step(b, &lb) == 0 && ngpt_train_step(a, &la) == 0 && ngpt_train_step(b, &lb) == 0, "steps: %s %s", a->err, b->err);
+    ngpt_config rc1 = c;
+    copy_str(rc1.init_from, sizeof rc1.init_from, "resume");
+    ngpt_trainer *r = make(&rc1);
+    CHECK(r && r->step == 1 && ngpt_train_step(r, &lr) == 0 && ngpt_train_step(r, &lr) == 0, "resumed from the stop's checkpoint: %s",
+          r ? r->err : "not made");
+    float *pa = params_of(a), *pb = params_of(b), *pr = r ? params_of(r) : NULL;
+    CHECK(la == lb && !memcmp(pa, pb, a->plan.nparams * 4), "the dropped step run again = never stopped (loss %.9g vs %.9g)", (double)la, (double)lb);
+    CHECK(pr && lr == lb && !memcmp(pr, pb, a->plan.nparams * 4), "resumed from the stop's checkpoint = never stopped (loss %.9g vs %.9g)",
+          (double)lr, (double)lb);
+    free(before);
+    free(after);
+    free(pa);
+    free(pb);
+    free(pr);
+    ngpt_trainer_free(r);
+    ngpt_trainer_free(b);
+
+    /* from another thread, in the huge step of a run resumed at step 3: out_dir's newest checkpoint is that step's
+     * (a saved it), so the stop writes nothing */
+    char path[600];
+    checkpoint_path(out_dir, 3, path, sizeof path);
+    CHECK(ngpt_save(a, path) == 0, "save %s: %s", path, a->err);
+    float *saved = params_of(a);
+    ngpt_trainer_free(a);
+    struct stat st_saved, st_after;
+    CHECK(stat(path, &st_saved) == 0, "stat %s", path);
+    ngpt_config hc = rc1;
+    hc.gradient_accumulation_steps = 60000;
+    ngpt_trainer *huge = make(&hc);
+    if (!huge) { free(saved); return; }
+    counter = huge->rng_train.counter;
+    TrainThread t = {huge, -1};
+    pthread_t th;
+    double t0 = now_seconds();
+    CHECK(pthread_create(&th, NULL, train_thread, &t) == 0, "pthread_create");
+    usleep(300000);
+    ngpt_request_stop(huge);
+    pthread_join(th, NULL);
+    double took = now_seconds() - t0;
+    char want[64];
+    snprintf(want, sizeof want, "of its %d micro-batches run (a resume runs it again)", huge->plan.grad_accum);
+    float *kept = params_of(huge);
+    /* (before its first micro-batch, on a host that ran the thread late, it says so without the count) */
+    int says = strstr(huge->err, "stopped at step 3;") || (strstr(huge->err, "stopped at step 3, ") && strstr(huge->err, want));
+    CHECK(t.rc == NGPT_ERR_INTERRUPTED && huge->step == 3 && says && took < 10 &&
+              huge->rng_train.counter == counter && !memcmp(saved, kept, huge->plan.nparams * 4),
+          "stopped from a thread in %.1f s: rc %d at step %d, batches' counter %llu (was %llu): %s", took, t.rc, huge->step,
+          (unsigned long long)huge->rng_train.counter, (unsigned long long)counter, huge->err);
+    CHECK(stat(path, &st_after) == 0 && st_after.st_ino == st_saved.st_ino && newest_checkpoint_step() == 3,
+          "the checkpoint of step 3 is not written again; newest %lld", newest_checkpoint_step());
+    free(saved);
+    free(kept);
+    ngpt_trainer_free(huge);
 }
 
 /* keep_checkpoints = 1, 2 and the default 3: exactly that many ckpt_<step>.bin stay, and best.bin besides */
@@ -896,6 +1004,7 @@ int main(void) {
     RUN(test_thread_probe_rule);
     RUN(test_stop_request_saves);
     RUN(test_stop_during_evaluation);
+    RUN(test_stop_in_step);
     RUN(test_keep_last_and_best);
     RUN(test_out_dir_filled_after_create);
     RUN(test_bad_checkpoints);

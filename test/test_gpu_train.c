@@ -62,8 +62,8 @@ static void check_step(const char *dtype, double tol, int gpt2_heads) {
     ngpt_trainer *cpu = make(&cc), *gpu = make(&gc);
     if (!cpu || !gpu) return;
     double lc, lg;
-    CHECK(forward_backward(cpu, fill_from_train, NULL, &lc) == 0, "%s", cpu->err);
-    CHECK(forward_backward(gpu, fill_from_train, NULL, &lg) == 0, "%s", gpu->err);
+    CHECK(forward_backward(cpu, fill_from_train, NULL, &lc, NULL, NULL) == 0, "%s", cpu->err);
+    CHECK(forward_backward(gpu, fill_from_train, NULL, &lg, NULL, NULL) == 0, "%s", gpu->err);
     size_t P = cpu->plan.nparams;
     float *gc_ = malloc(P * 4), *gg = malloc(P * 4);
     copy_params_out(cpu, gc_, cpu->grads);
@@ -90,7 +90,7 @@ static void check_step(const char *dtype, double tol, int gpt2_heads) {
     if (again) {
         float *g2 = malloc(P * 4);
         double l2;
-        CHECK(forward_backward(again, fill_from_train, NULL, &l2) == 0, "%s", again->err);
+        CHECK(forward_backward(again, fill_from_train, NULL, &l2, NULL, NULL) == 0, "%s", again->err);
         copy_params_out(again, g2, again->grads);
         CHECK(l2 == lg && !memcmp(g2, gg, P * 4), "%s: a second trainer's loss or gradients differ in their bits", dtype);
         free(g2);
@@ -126,7 +126,7 @@ static void test_whole_layers_bit_identical_bf16(void) {
             if (!tr) break;
             CHECK(tr->plan.recompute == c.recompute && tr->plan.micro_batch == c.micro_batch, "plan: recompute %d, micro-batch %d",
                   tr->plan.recompute, tr->plan.micro_batch);
-            CHECK(forward_backward(tr, fill_from_train, NULL, &loss[k]) == 0, "%s", tr->err);
+            CHECK(forward_backward(tr, fill_from_train, NULL, &loss[k], NULL, NULL) == 0, "%s", tr->err);
             P = tr->plan.nparams;
             g[k] = malloc(P * 4);
             copy_params_out(tr, g[k], tr->grads);

@@ -176,7 +176,7 @@ static void check_fixture(const char *name) {
     /* loss and every gradient of one step */
     FixedBatch fb = {fx.tokens, fx.targets};
     double mean;
-    CHECK(forward_backward(tr, fill_fixed, &fb, &mean) == 0, "forward_backward: %s", tr->err);
+    CHECK(forward_backward(tr, fill_fixed, &fb, &mean, NULL, NULL) == 0, "forward_backward: %s", tr->err);
     CHECK_CLOSE(mean, fx.loss, 1e-5, "training loss");
     copy_params_out(tr, got, tr->grads);
     crop_wpe(&fx, fx.grads, want);
@@ -191,7 +191,7 @@ static void check_fixture(const char *name) {
     double worst_loss = 0;
     for (int s = 0; s < fx.nsteps; s++) {
         float l;
-        CHECK(train_step_with(tr, fill_fixed, &fb, &l) == 0, "step %d: %s", s, tr->err);
+        CHECK(train_step_with(tr, fill_fixed, &fb, &l, NULL, NULL) == 0, "step %d: %s", s, tr->err);
         double d = fabs((double)l - fx.step_losses[s]) / fx.step_losses[s];
         worst_loss = fmax(worst_loss, d);
         CHECK(d < 1e-5, "%s step %d loss %.7f, torch %.7f", name, s, (double)l, (double)fx.step_losses[s]);
@@ -256,7 +256,7 @@ static double grads_with(int micro_batch, int logits_chunk, int recompute, doubl
     }
     FixedBatch fb = {eq_tokens, eq_targets};
     double mean = NAN;
-    if (forward_backward(tr, fill_fixed, &fb, &mean)) printf("forward_backward: %s\n", tr->err);
+    if (forward_backward(tr, fill_fixed, &fb, &mean, NULL, NULL)) printf("forward_backward: %s\n", tr->err);
     copy_params_out(tr, grads, tr->grads);
     ngpt_trainer_free(tr);
     return mean;
