@@ -7506,7 +7506,8 @@ typedef struct {
     double best_val_loss, last_loss;
     double loss_scale;  /* fp16's dynamic loss scale; 0 in checkpoints written before it was stored */
     int64_t good_steps; /* fp16: steps since the scale last changed */
-    int64_t reserved[2];
+    int64_t chars;      /* the character vocabulary's checksum (chars_checksum); 0: none, or a file written before it was stored */
+    int64_t reserved;
 } CkptState;
 
 /* FNV-1a over little-endian 64-bit words, then the remaining bytes and the length; streaming. */
@@ -7533,6 +7534,17 @@ static uint64_t hash_final(const Hash64 *s) {
     uint64_t h = s->h;
     for (int i = 0; i < s->nbuf; i++) h = (h ^ s->buf[i]) * FNV_PRIME;
     return (h ^ s->len) * FNV_PRIME;
+}
+
+/* A character vocabulary's checksum (never 0): its code points as uint32, hashed as a checkpoint section is. A
+ * checkpoint keeps it, so that a folder prepared again from other text with as many characters is not taken for
+ * the vocabulary the model learned (the ids would read as other characters). */
+static int64_t chars_checksum(const CharVocab *v) {
+    Hash64 h;
+    hash_init(&h);
+    hash_update(&h, v->cp, (size_t)v->n * sizeof v->cp[0]);
+    uint64_t x = hash_final(&h);
+    return (int64_t)(x ? x : 1);
 }
 
 /* Checkpoints are written with plain file descriptors (no stdio buffers): saving during training
@@ -7691,6 +7703,7 @@ static int checkpoint_write(ngpt_trainer *tr, const char *path) {
     st.last_loss = tr->last_loss;
     st.loss_scale = tr->loss_scale;
     st.good_steps = tr->good_steps;
+    st.chars = tr->charvocab ? chars_checksum(tr->charvocab) : 0;
     ckpt_put(&w, &st, sizeof st);
     ckpt_end_section(&w, &h, SEC_STATE);
 
@@ -8059,6 +8072,13 @@ static int checkpoint_same_model(ngpt_trainer *tr, const CkptReader *r, const ch
                        "%s holds a different model (n_layer %d, n_head %d, n_embd %d, vocab %d, block_size %d, bias %d) than this trainer "
                        "(%d, %d, %d, %d, %d, %d)",
                        path, m->L, m->NH, m->C, m->V, m->maxT, m->bias, ms->L, ms->NH, ms->C, ms->V, ms->maxT, ms->bias);
+    if (r->state.chars && tr->charvocab && r->state.chars != chars_checksum(tr->charvocab)) {
+        char dir[300];
+        return tr_fail(tr, NGPT_ERR_ARG, "%s was trained on other characters than %s/%s holds now (%d of them): its ids would read as "
+                                         "other characters. The folder was prepared again since from other text, or this is another "
+                                         "dataset: give the --dataset or --data_dir the run trained on, or prepare it again from that text",
+                       path, dataset_dir(&tr->cfg, dir, sizeof dir), tr->charvocab->file_name, tr->charvocab->n);
+    }
     return NGPT_OK;
 }
 
@@ -11441,12 +11461,6 @@ static int sample_with(int argc, char **argv, int n_files, char **cfg_files) {
     opt.sample_only = 1;
     ngpt_trainer *tr;
     if (ngpt_trainer_create(&cfg, &opt, &tr, err, sizeof err)) { fprintf(stderr, "error: %s\n", err); return 1; }
-    if (from_checkpoint && ngpt_load(tr, path)) {
-        fprintf(stderr, "error: %s\n", ngpt_last_error(tr));
-        ngpt_trainer_free(tr);
-        return 1;
-    }
-    if (from_checkpoint) fprintf(stderr, "sampling %s (step %d)\n", path, tr->step); /* which of out_dir's checkpoints */
     ngpt_tokenizer *tok = NULL;
     int32_t *prompt = (int32_t *)malloc(prompt_cap * sizeof(int32_t));
     int np = 0, rc = prompt ? NGPT_OK : fail(err, sizeof err, NGPT_ERR_NOMEM, "out of host memory");
@@ -11479,6 +11493,9 @@ static int sample_with(int argc, char **argv, int n_files, char **cfg_files) {
                       tr->charvocab->file_name, tr->charvocab->n, trained);
         }
     }
+    /* loaded after the vocabularies' counts are checked, which name the training data; the load checks the characters */
+    if (!rc && from_checkpoint && ngpt_load(tr, path)) rc = fail(err, sizeof err, NGPT_ERR_ARG, "%s", ngpt_last_error(tr));
+    if (!rc && from_checkpoint) fprintf(stderr, "sampling %s (step %d)\n", path, tr->step); /* which of out_dir's checkpoints */
     if (!rc && tr->charvocab) {
         size_t nn = 0;
         char msg[NGPT_ERRLEN];

@@ -8,6 +8,7 @@
  *    stay the step before's, and the step run again matches one never stopped, bit for bit); in an evaluation it
  *    drops the evaluation, saves the step (unless nothing is to be saved) and the resume runs it;
  *  - the newest keep_checkpoints (1, 2, the default 3) are kept, best.bin follows the best val loss;
+ *  - a checkpoint's characters: a folder prepared again from other text with as many is refused (resume, load);
  *  - bad checkpoints (not one, wrong version, truncated, bit flips, another model) are clear errors; a resume
  *    checks every section's checksum and names the file, the section and its offset;
  *  - fp16's loss scale survives a save and a load;
@@ -402,6 +403,62 @@ static void test_stop_in_step(void) {
     free(saved);
     free(kept);
     ngpt_trainer_free(huge);
+}
+
+/* dir prepared (character level) from 3000 characters of the 26 from first on */
+static void prepare_letters(const char *dir, char first) {
+    char path[400], err[NGPT_ERRLEN];
+    snprintf(path, sizeof path, "%s/letters.txt", root);
+    FILE *f = fopen(path, "w");
+    for (int i = 0; f && i < 3000; i++) fputc(first + (int)(ngpt_hash(9, 0, (uint64_t)i) % 26), f);
+    if (f) fclose(f);
+    CHECK(ngpt_prepare(path, dir, NULL, 0.1, err, sizeof err) == 0, "prepare %s: %s", dir, err);
+}
+
+/* A checkpoint keeps its characters' checksum: a folder prepared again from other text with as many characters
+ * is refused by a resume and by a load (sampling) with an error naming both files, where the counts alone agree;
+ * prepared again from the same text, it resumes. */
+static void test_other_characters(void) {
+    clear_out_dir();
+    char chars[400], path[600];
+    snprintf(chars, sizeof chars, "%s/letters", root);
+    prepare_letters(chars, 'a');
+    ngpt_config c;
+    config(&c);
+    c.vocab_size = 0; /* the characters' */
+    copy_str(c.data_dir, sizeof c.data_dir, chars);
+    ngpt_trainer *tr = make(&c);
+    if (!tr) return;
+    float loss;
+    CHECK(tr->ms.V == 26 && ngpt_train_step(tr, &loss) == 0, "26 characters, one step: V %d, %s", tr->ms.V, tr->err);
+    checkpoint_path(out_dir, 1, path, sizeof path);
+    CHECK(mkdir_p(out_dir) == 0 && ngpt_save(tr, path) == 0, "save: %s", tr->err);
+    ngpt_trainer_free(tr);
+
+    prepare_letters(chars, 'A'); /* 26 other characters */
+    ngpt_config r = c;
+    copy_str(r.init_from, sizeof r.init_from, "resume");
+    ngpt_trainer *res = NULL;
+    char err[NGPT_ERRLEN];
+    int rc = ngpt_trainer_create(&r, NULL, &res, err, sizeof err);
+    CHECK(rc == NGPT_ERR_ARG && strstr(err, path) && strstr(err, "was trained on other characters than") && strstr(err, "/letters/meta.bin holds now (26"),
+          "resume on other characters: rc %d: %s", rc, err);
+    ngpt_trainer_free(res);
+    ngpt_options opt;
+    memset(&opt, 0, sizeof opt);
+    opt.sample_only = 1;
+    ngpt_trainer *s = NULL;
+    CHECK(ngpt_trainer_create(&c, &opt, &s, err, sizeof err) == 0, "sample_only: %s", err);
+    if (s) {
+        rc = ngpt_load(s, path);
+        CHECK(rc == NGPT_ERR_ARG && strstr(s->err, "was trained on other characters than"), "load on other characters: rc %d: %s", rc, s->err);
+        ngpt_trainer_free(s);
+    }
+
+    prepare_letters(chars, 'a'); /* the text it trained on */
+    res = make(&r);
+    CHECK(res && res->step == 1, "resume on its own characters again: step %d", res ? res->step : -1);
+    ngpt_trainer_free(res);
 }
 
 /* keep_checkpoints = 1, 2 and the default 3: exactly that many ckpt_<step>.bin stay, and best.bin besides */
@@ -1005,6 +1062,7 @@ int main(void) {
     RUN(test_stop_request_saves);
     RUN(test_stop_during_evaluation);
     RUN(test_stop_in_step);
+    RUN(test_other_characters);
     RUN(test_keep_last_and_best);
     RUN(test_out_dir_filled_after_create);
     RUN(test_bad_checkpoints);

@@ -2429,6 +2429,16 @@ static void test_data_prepared_again(void) {
     CHECK_RUN(r, 1, "sample with data prepared again");
     CHECK(strstr(r->err, "30 ids, but ") && strstr(r->err, "now holds 11 characters") && !strstr(r->out, "\xEF\xBF\xBD"),
           "sample names both vocabularies, prints nothing: %.400s", r->err);
+    /* 30 other characters: the counts agree, the checkpoint's characters do not */
+    r = prepare_chars("again_data", "ABCDEFGHIJKLMNOPQRSTUVWXYZ;:!?", 6000, data_arg, sizeof data_arg);
+    CHECK_RUN(r, 0, "prepare the folder again from 30 other characters");
+    r = cli("train", data_arg, out_dir_arg, TINY, "--init_from=resume", "--max_iters=6", NULL);
+    CHECK_RUN(r, 1, "resume on 30 other characters");
+    CHECK(strstr(r->err, "was trained on other characters than ") && strstr(r->err, "again_data/meta.bin holds now (30 of them)"),
+          "resume names the checkpoint and the meta.bin: %.400s", r->err);
+    r = cli("sample", data_arg, out_dir_arg, "--max_new_tokens=5", "--num_samples=1", "--start=A", NULL);
+    CHECK_RUN(r, 1, "sample on 30 other characters");
+    CHECK(strstr(r->err, "was trained on other characters than ") && !strstr(r->out, "---"), "sample refuses, prints nothing: %.400s", r->err);
 #undef TINY
 }
 
