@@ -54,6 +54,7 @@ typedef struct {
     int tma_tile_n;            /* NGPT_TILE_N=192 or 256: every TMA product in tiles that wide (to compare); 0: chosen per product */
     int splitk_most;           /* NGPT_SPLITK_MAX=1..8: at most that many split-K slices a product (to compare); 0: splitk_slices' rule */
     int use_wgmma_attention;   /* attention at hs = 64 on the sm_90a wgmma kernels: with the TMA matmul, and their registers */
+    int attn_turns;            /* their two consumer warpgroups take turns (WgTurns; NGPT_ATTN_TURNS=0: not, to compare) */
     void *encode_tensor_map;   /* the driver's cuTensorMapEncodeTiled (TMA kernel only) */
     int mm_blocks_per_sm;      /* blocks of that matmul kernel one SM runs at once (split-K's wave size) */
     int sync_each_launch;      /* NGPT_CUDA_SYNC=1: wait for every kernel (debugging: faults named by kernel) */
@@ -2725,17 +2726,33 @@ template <typename T> static __device__ __forceinline__ void fa_issue_pv(float (
 #pragma unroll
     for (int kk = 0; kk < FA_BN / 16; kk++) wgmma_m64n64k16_rs<T, 1>(o, p[kk], wg_desc(v + kk * 2048, 8192, 1024));
 }
-/* The forward's two consumer warpgroups take turns to issue their products (FA3's scheduler barrier): warpgroup
- * cw waits on named barrier 1 + cw until the other has issued its round, issues its own, and lets the other go.
- * So one's softmax (the exponentials: as much time as the products at head size 64) runs while the other's
+/* The attention kernels' two consumer warpgroups take turns to issue their products (FA3's scheduler barrier):
+ * warpgroup cw waits on named barrier 1 + cw until the other has issued its round, issues its own, and lets the
+ * other go. So one's exponentials (as much time as the products at head size 64) run while the other's
  * products do, instead of both computing exponentials at once while the tensor cores wait. Barrier 0 is
- * __syncthreads'; each round's barrier counts both consumer warpgroups (256 threads, the producer's excluded). */
+ * __syncthreads'; each round's barrier counts both consumer warpgroups (256 threads, the producer's excluded).
+ * Both warpgroups run the same number of rounds; warpgroup 0 goes first, and warpgroup 1 does not let it go
+ * after its own last round, so every arrival is waited for. Off (NGPT_ATTN_TURNS=0, to compare), each issues
+ * as it comes; the results are the same bits either way. */
 static __device__ __forceinline__ void named_bar_sync(int id, int threads) {
     asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
 }
 static __device__ __forceinline__ void named_bar_arrive(int id, int threads) {
     asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
 }
+struct WgTurns {
+    int cw;  /* this consumer warpgroup: 0 or 1 */
+    bool on; /* the same for the whole block */
+    __device__ __forceinline__ void begin() const { /* warpgroup 0's first turn */
+        if (on && cw == 1) named_bar_arrive(1, 256);
+    }
+    __device__ __forceinline__ void mine() const { /* before a round's products are issued */
+        if (on) named_bar_sync(1 + cw, 256);
+    }
+    __device__ __forceinline__ void yours(bool last) const { /* once they are issued; last: this warpgroup's last round */
+        if (on && !(last && cw == 1)) named_bar_arrive(2 - cw, 256);
+    }
+};
 /* The attention kernels' mbarriers, made by thread 0 before a block barrier: nfull "full" ones, each completed
  * by the producer's expect-bytes arrival and the copies' bytes (the kernels' tiles loaded once first), and
  * the FA_STAGES "empty" ones by every consumer thread. Fenced for the copy engine. */
@@ -2751,7 +2768,7 @@ static __device__ __forceinline__ void fa_init_barriers(uint64_t *full, int nful
 
 template <typename T>
 __global__ void __launch_bounds__(FA_THREADS, 1)
-    attn_forward_wgmma_kernel(const __grid_constant__ CUtensorMap tm, T *out, float *lse, int T_, int C, int NH, float scale_log2) {
+    attn_forward_wgmma_kernel(const __grid_constant__ CUtensorMap tm, T *out, float *lse, int T_, int C, int NH, float scale_log2, int turns) {
 #ifdef NGPT_WGMMA_DEVICE
     extern __shared__ __align__(1024) unsigned char fa_smem[];
     unsigned char *sQ = smem_align1024(fa_smem);
@@ -2793,24 +2810,20 @@ __global__ void __launch_bounds__(FA_THREADS, 1)
         else fa_softmax<false>(s, m, l, corr, j * FA_BN, qrow, tq, T_, scale_log2);
     };
 
-    /* rounds 0 .. nk: S_0; then S_j with P_{j-1} V_{j-1}; then P_{nk-1} V_{nk-1}. Warpgroup 0 goes first;
-     * warpgroup 1 does not let it go after its own last round, so every arrival is waited for. */
-    auto my_turn = [&]() { named_bar_sync(1 + cw, 256); };
-    auto your_turn = [&](bool last) {
-        if (!(last && cw == 1)) named_bar_arrive(2 - cw, 256);
-    };
-    if (cw == 1) named_bar_arrive(1, 256);
+    /* rounds 0 .. nk: S_0; then S_j with P_{j-1} V_{j-1}; then P_{nk-1} V_{nk-1} */
+    const WgTurns turn = {cw, turns != 0};
+    turn.begin();
     mbar_wait(full_q, 0);
     mbar_wait(&full_k[0], 0);
 #pragma unroll
     for (int i = 0; i < 64; i++) s[i] = 0.0f;
 #pragma unroll
     for (int i = 0; i < 64; i++) asm volatile("" : "+f"(s[i])::"memory"); /* the zeros made before the fence, not at the wgmma */
-    my_turn();
+    turn.mine();
     asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
     fa_issue_s<T>(s, q, sK);
     asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-    your_turn(false);
+    turn.yours(false);
     asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
 #pragma unroll
     for (int i = 0; i < 64; i++) asm volatile("" : "+f"(s[i])::"memory"); /* no read of s moves above the wait */
@@ -2824,13 +2837,13 @@ __global__ void __launch_bounds__(FA_THREADS, 1)
         for (int i = 0; i < 64; i++) s[i] = 0.0f;
 #pragma unroll
         for (int i = 0; i < 64; i++) asm volatile("" : "+f"(s[i])::"memory");
-        my_turn();
+        turn.mine();
         asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
         fa_issue_s<T>(s, q, sK + st * FA_TILE_BYTES);
         asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
         fa_issue_pv<T>(o, p, sV + pst * FA_TILE_BYTES);
         asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-        your_turn(false);
+        turn.yours(false);
         asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory"); /* S_j is done; P_{j-1} V_{j-1} may still run */
 #pragma unroll
         for (int i = 0; i < 64; i++) asm volatile("" : "+f"(s[i])::"memory");
@@ -2847,11 +2860,11 @@ __global__ void __launch_bounds__(FA_THREADS, 1)
     }
     const int lst = (nk - 1) % FA_STAGES;
     mbar_wait(&full_v[lst], ((nk - 1) / FA_STAGES) & 1);
-    my_turn();
+    turn.mine();
     asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
     fa_issue_pv<T>(o, p, sV + lst * FA_TILE_BYTES);
     asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-    your_turn(true);
+    turn.yours(true);
     asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
 #pragma unroll
     for (int i = 0; i < 32; i++) asm volatile("" : "+f"(o[i])::"memory");
@@ -2867,7 +2880,7 @@ __global__ void __launch_bounds__(FA_THREADS, 1)
         if (tq == 0) lse[(size_t)bh * T_ + t] = (m[r] + log2f(l[r])) * LN2_F;
     }
 #else
-    (void)tm; (void)out; (void)lse; (void)T_; (void)C; (void)NH; (void)scale_log2;
+    (void)tm; (void)out; (void)lse; (void)T_; (void)C; (void)NH; (void)scale_log2; (void)turns;
 #endif
 }
 
@@ -2914,7 +2927,7 @@ template <typename T>
 __global__ void __launch_bounds__(FA_THREADS, 1)
     attn_backward_dkdv_wgmma_kernel(const __grid_constant__ CUtensorMap tm_qkv, const __grid_constant__ CUtensorMap tm_do,
                                     const __grid_constant__ CUtensorMap tm_ds, T *dqkv, const float *lse, const float *Dsum, int T_, int C, int NH,
-                                    int bh0, float scale, float scale_log2) {
+                                    int bh0, float scale, float scale_log2, int turns) {
 #ifdef NGPT_WGMMA_DEVICE
     extern __shared__ __align__(1024) unsigned char fb_smem[];
     unsigned char *sK = smem_align1024(fb_smem);
@@ -2955,6 +2968,9 @@ __global__ void __launch_bounds__(FA_THREADS, 1)
     uint32_t pa[4][4], sa[4][4]; /* P^T and dS^T of the previous query tile: A fragments of dV's and dK's k steps */
 #pragma unroll
     for (int i = 0; i < 32; i++) dk[i] = dv[i] = 0.0f;
+    /* two rounds a query tile (WgTurns): S^T and dP^T, then dV and dK */
+    const WgTurns turn = {cw, turns != 0};
+    turn.begin();
     mbar_wait(full_kv, 0);
     int i = 0;
     for (; qt0 + i < nqt; i++) {
@@ -2972,6 +2988,7 @@ __global__ void __launch_bounds__(FA_THREADS, 1)
 #pragma unroll
         for (int x = 0; x < 32; x++) asm volatile("" : "+f"(st[x]), "+f"(dpt[x])::"memory"); /* zeros before the fence (else ptxas
                                                                                                  serialises the wgmma) */
+        turn.mine();
         asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 #pragma unroll
         for (int ks = 0; ks < FA_HS / 16; ks++) {
@@ -2979,6 +2996,7 @@ __global__ void __launch_bounds__(FA_THREADS, 1)
             wgmma_m64n64k16<T, 0, 0>(dpt, wg_desc(vr + ks * 32, 16, 1024), wg_desc(o + ks * 32, 16, 1024));
         }
         asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+        turn.yours(false);
         asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory"); /* S^T, dP^T, and the previous tile's dV, dK */
 #pragma unroll
         for (int x = 0; x < 32; x++) asm volatile("" : "+f"(st[x]), "+f"(dpt[x]), "+f"(dk[x]), "+f"(dv[x])::"memory");
@@ -2997,6 +3015,7 @@ __global__ void __launch_bounds__(FA_THREADS, 1)
         }
         fa_pack_a<T, 4>(pa, st);
         fa_pack_a<T, 4>(sa, dpt);
+        turn.mine();
         asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 #pragma unroll
         for (int kk = 0; kk < FB_BQ / 16; kk++) {
@@ -3004,6 +3023,7 @@ __global__ void __launch_bounds__(FA_THREADS, 1)
             wgmma_m64n64k16_rs<T, 1>(dk, sa[kk], wg_desc(q + kk * 2048, 8192, 1024));
         }
         asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+        turn.yours(qt0 + i + 1 == nqt);
         /* dS^T for the dQ kernel, while the products run: this warp's rows g, g + 8 (sa[kk][x]: row g + 8 (x & 1),
          * queries 8 (2 kk + x / 2) + 2 tq, + 1), 16-byte chunk c of row r at c ^ (r % 8) = c ^ g */
         unsigned char *box = sBox + (2 * (4 * cw + w) + (i & 1)) * MM_BOX_BYTES;
@@ -3039,6 +3059,7 @@ __global__ void __launch_bounds__(FA_THREADS, 1)
     if (lane == 0) bulk_wait_written(); /* the dS^T tiles are written, and the block's shared memory outlives their reads of it */
 #else
     (void)tm_qkv; (void)tm_do; (void)tm_ds; (void)dqkv; (void)lse; (void)Dsum; (void)T_; (void)C; (void)NH; (void)bh0; (void)scale; (void)scale_log2;
+    (void)turns;
 #endif
 }
 
@@ -3361,7 +3382,8 @@ static int attn_forward_wgmma(ngpt_backend *be, T *out, float *lse, const T *qkv
     CUtensorMap map;
     if (tma_map(im, &map, qkv, (size_t)3 * C, (size_t)B * T_, (size_t)3 * C, FA_HS, FA_BM)) return 0;
     dim3 grid((unsigned)((T_ + FA_BM - 1) / FA_BM), (unsigned)(B * NH));
-    attn_forward_wgmma_kernel<T><<<grid, FA_THREADS, FA_SMEM_BYTES, im->stream>>>(map, out, lse, T_, C, NH, LOG2E_F / sqrtf((float)FA_HS));
+    attn_forward_wgmma_kernel<T><<<grid, FA_THREADS, FA_SMEM_BYTES, im->stream>>>(map, out, lse, T_, C, NH, LOG2E_F / sqrtf((float)FA_HS),
+                                                                                  im->attn_turns);
     CU_LAUNCHED(be, "attn_forward_wgmma_kernel");
     return 1;
 }
@@ -3390,7 +3412,7 @@ static int attn_backward_wgmma(ngpt_backend *be, T *dqkv, const T *dout, const T
     for (long long bh0 = 0; bh0 < heads; bh0 += group) {
         const dim3 grid(blocks, (unsigned)(heads - bh0 < group ? heads - bh0 : group));
         attn_backward_dkdv_wgmma_kernel<T><<<grid, FA_THREADS, FB_DKDV_SMEM_BYTES, im->stream>>>(qkv64, do64, ds16, dqkv, lse, D, T_, C, NH, (int)bh0,
-                                                                                                  scale, scale_log2);
+                                                                                                  scale, scale_log2, im->attn_turns);
         if (CU_LAUNCHED(be, "attn_backward_dkdv_wgmma_kernel")) return 1;
         attn_backward_dq_wgmma_kernel<T><<<grid, FA_THREADS, FB_DQ_SMEM_BYTES, im->stream>>>(qkv128, ds128, dqkv, T_, C, NH, (int)bh0, scale);
         if (CU_LAUNCHED(be, "attn_backward_dq_wgmma_kernel")) return 1;
@@ -3870,6 +3892,14 @@ int ngpt_cuda_mem_info(size_t *free_bytes, size_t *total_bytes, char *err, size_
     return NGPT_OK;
 }
 
+/* Whether 16-bit attention at head size 64 runs on the sm_90a wgmma kernels: beside the TMA matmul (tma), unless
+ * NGPT_ATTENTION=mma keeps it on mma.sync (to compare, or to work around), and where their registers are what
+ * setmaxnreg needs */
+static int wgmma_attention_choice(int tma) {
+    const char *env = getenv("NGPT_ATTENTION");
+    return tma && !(env && !strcmp(env, "mma")) && attn_registers_ok<__nv_bfloat16>() && attn_registers_ok<__half>();
+}
+
 int ngpt_cuda_describe(char *out, size_t outlen) {
     int device = 0, cc = 0;
     char err[256];
@@ -3887,9 +3917,11 @@ int ngpt_cuda_describe(char *out, size_t outlen) {
         return errf(out, outlen, NGPT_ERR_DEVICE, "cuda: %s: cudaMemGetInfo failed: %s", prop.name, cudaGetErrorString(e));
     }
     void *encoder = NULL;
-    return errf(out, outlen, NGPT_OK, "cuda: %s, sm_%d, %d SMs, %.1f GiB (%.1f GiB free), bf16 %s, 16-bit matmul %s", prop.name, cc,
-                prop.multiProcessorCount, tb / 1073741824.0, fb / 1073741824.0, cc >= 80 ? "yes" : "no (fp16 with loss scaling)",
-                matmul_name(matmul_choice(cc, &encoder)));
+    const int choice = matmul_choice(cc, &encoder);
+    const int wgmma_attention = wgmma_attention_choice(choice == MATMUL_TMA && prop.sharedMemPerBlockOptin >= (size_t)TM_SMEM_BYTES);
+    return errf(out, outlen, NGPT_OK, "cuda: %s, sm_%d, %d SMs, %.1f GiB (%.1f GiB free), bf16 %s, 16-bit matmul %s, attention %s", prop.name,
+                cc, prop.multiProcessorCount, tb / 1073741824.0, fb / 1073741824.0, cc >= 80 ? "yes" : "no (fp16 with loss scaling)",
+                matmul_name(choice), wgmma_attention ? "wgmma at head size 64" : "mma.sync");
 }
 
 int ngpt_cuda_backend_create(ngpt_backend **out, int dtype, char *err, size_t errlen) {
@@ -3925,9 +3957,9 @@ int ngpt_cuda_backend_create(ngpt_backend **out, int dtype, char *err, size_t er
     im->use_wgmma = choice != MATMUL_MMA && im->smem_optin >= WG_SMEM_BYTES;
     im->use_tma = choice == MATMUL_TMA && im->smem_optin >= TM_SMEM_BYTES;
     im->encode_tensor_map = im->use_tma ? encoder : NULL;
-    const char *attention_env = getenv("NGPT_ATTENTION"); /* "mma": keep attention on mma.sync (to compare, or to work around) */
-    im->use_wgmma_attention = im->use_tma && !(attention_env && !strcmp(attention_env, "mma")) && attn_registers_ok<__nv_bfloat16>() &&
-                              attn_registers_ok<__half>();
+    im->use_wgmma_attention = wgmma_attention_choice(im->use_tma);
+    const char *turns_env = getenv("NGPT_ATTN_TURNS"); /* "0": the wgmma attention's warpgroups issue as they come, to compare */
+    im->attn_turns = !(turns_env && !strcmp(turns_env, "0"));
     const char *epilogue_env = getenv("NGPT_EPILOGUE"); /* "staged": every TMA and mma.sync tile through the staged epilogue, to compare */
     im->direct_epilogue = !(epilogue_env && !strcmp(epilogue_env, "staged"));
     const char *tile_env = getenv("NGPT_TILE_N"); /* "192" or "256": the TMA kernel's tile width for every product, to compare */

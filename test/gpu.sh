@@ -14,7 +14,8 @@
 # bench's op-by-op step under the cap: needs
 # data/gpt2/{encoder.json,vocab.bpe} carried),
 # bench (nanogpt bench and tools/bench_torch_gpt2.py: end to end, every matmul shape, attention, LayerNorm, the loss, memory;
-# sampling speed with 1 and 10 samples).
+# sampling speed with 1 and 10 samples; on Hopper the older kernels and each variant knob against the default, the
+# attention without its warpgroups' turns included).
 # Not in the default run: recipe (nanoGPT's shakespeare_char GPU recipe, 71 s on an H200: bash test/gpu.sh
 # recipe) and profile (ncu on the default matmul, the attention kernels, the LayerNorm backward and split-K's
 # reduction, into bench.log, with each one's SASS and its stall samples per instruction).
@@ -27,7 +28,8 @@
 # "check | result | numbers" is printed last. Exit status 1 when any check failed (SKIP is not a failure).
 # The default run does not fit one 10-minute device call. On an H200 (2026-11-28, prebuilt binaries): ops,
 # train (without the 300-step curve), capped and bench in one call, 355 s (ops 224 s for 12 sweeps; the same
-# 12 took over 240 s in the next run, cut off by the old 240 s cap: keep GPU_SH_OPS_S at its default 300;
+# 12 took over 240 s in the next run, cut off by the old 240 s cap: keep GPU_SH_OPS_S at its default 300; a 13th,
+# the bf16 attention without turns, came after those runs;
 # capped 36 s, bench 76 s); the 300-step curve adds about 3 minutes (its CPU
 # side). profile 43 s; sanitize: memcheck and synccheck 15-17 s each, racecheck bf16 about 135 s (every kernel
 # and variant), f16 its default kernels alone, f32 86 s (2026-11-26). So it takes two calls:
@@ -117,6 +119,16 @@ test_results() { # SOURCE.c LOG -> "name PASS" or "name FAIL" for each RUN(name)
         if grep -q "^ok $t\$" "$2"; then echo "$t PASS"; else echo "$t FAIL"; fi
     done
 }
+turns_vs_none() { # KERNEL NONE DEFAULT...: "Rx (none ms vs the median of the default passes' ms, their range)"; every
+    # pass of bench --kernels but mma.sync's and cp.async wgmma's runs the default attention, so their spread is this run's noise
+    local none med
+    none=$(awk -F'\t' -v n="$1" '$1 == n {print $2}' "$2")
+    med=$(cat "${@:3}" 2>/dev/null | awk -F'\t' -v n="$1" '$1 == n {print $2}' | sort -g |
+        awk '{a[NR] = $1} END {if (NR) printf "%.4f %.3f %.3f %d", NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2, a[1], a[NR], NR}')
+    [ -n "$none" ] && [ -n "$med" ] || { echo "none"; return; }
+    set -- $med "$none"
+    awk -v m="$1" -v lo="$2" -v hi="$3" -v k="$4" -v o="$5" 'BEGIN{printf "%.2fx (%.3f ms without turns, %.3f with: the median of %d passes, %.3f-%.3f)", o / m, o, m, k, lo, hi}'
+}
 section() { awk -v h="$2" '/^== /{on = ($0 == h); next} on' "$1"; } # FILE "== HEADER": the lines under that header
 ratio() { # NAME-REGEX OURS PEER: peer time / our time summed over the matching kernels (a FLOP-weighted speed ratio)
     join -t "$(printf '\t')" <(sort "$2") <(sort "$3") | awk -F'\t' -v r="$1" '$1 ~ r {o += $2; t += $3} END {if (o > 0) printf "%.2f", t / o}'
@@ -172,6 +184,9 @@ if [ "$STEPS" = selftest ]; then
         awk -F'\t' -v want="$(grep -c '^kernel ' "$BUILD/bench.log")" '$2 + 0 > 0 {n++} END {exit !(want >= 12 && n == want)}' "$BUILD/k"
     awk -F'\t' '{printf "%s\t%.6f\n", $1, ($1 ~ /^matmul/ ? 2 : 3) * $2}' "$BUILD/k" >"$BUILD/k_peer" # a peer 2x / 3x slower
     check "kernel times into ratios against a peer" test "$(ratio '^matmul' "$BUILD/k" "$BUILD/k_peer") $(ratio '^attention' "$BUILD/k" "$BUILD/k_peer")" = "2.00 3.00"
+    awk -F'\t' '{printf "%s\t%.6f\n", $1, ($1 ~ /^attention/ ? 1.5 : 1) * $2}' "$BUILD/k" >"$BUILD/k_none" # attention 1.5x slower
+    tv=$(turns_vs_none "attention fwd" "$BUILD/k_none" "$BUILD/k" "$BUILD/k_peer" "$BUILD/k") # default passes t, 3t, t: median t
+    check "a kernel against the median of the default passes ($tv)" grep -q '^1\.50x (.* the median of 3 passes, ' <<<"$tv"
     # the trainer rows: each RUN(...) of a test program against its "ok" lines (test_config here, fast)
     "$CC" -O1 -std=c11 -Itest -o "$BUILD/test_config" test/test_config.c -lm -lpthread && "$BUILD/test_config" >"$BUILD/cfg.log" 2>&1
     runs=$(grep -c '^ *RUN(' test/test_config.c)
@@ -446,6 +461,10 @@ if want bench && [ $BUILT = 0 ] && time_left "benchmarks" 150 bench; then
         # AdamW step per 40 of the peer's: about 4% in nanogpt's favour by the fourth run's optimizer share)
         echo "== nanogpt bench"; timeout $(cap_time 120) "$BUILD/nanogpt" bench --device=cuda --steps=20 --warmup=3 --gradient_accumulation_steps=1
         echo "== nanogpt bench --kernels"; timeout $(cap_time 90) "$BUILD/nanogpt" bench --device=cuda --kernels
+        if "$BUILD/nanogpt" info 2>&1 | grep -q "attention wgmma"; then # between default passes, so drift falls on both sides
+            echo "== nanogpt bench --kernels, attention without turns"
+            NGPT_ATTN_TURNS=0 timeout $(cap_time 90) "$BUILD/nanogpt" bench --device=cuda --kernels
+        fi
         for s in 1 10; do echo "== nanogpt bench --sample=$s"; timeout $(cap_time 60) "$BUILD/nanogpt" bench --device=cuda --sample=$s --steps=128; done
         if "$BUILD/nanogpt" info 2>&1 | grep -q "matmul wgmma"; then # Hopper: the older kernels beside it
             echo "== nanogpt bench --kernels, mma.sync"; NGPT_MATMUL=mma timeout $(cap_time 90) "$BUILD/nanogpt" bench --device=cuda --kernels
@@ -475,6 +494,7 @@ if want bench && [ $BUILT = 0 ] && time_left "benchmarks" 150 bench; then
     ktimes "$LOG/bench.log" '^== nanogpt bench --kernels, mma.sync, staged epilogue$' >"$BUILD/k_mma_staged"
     ktimes "$LOG/bench.log" '^== nanogpt bench --kernels, tiles 256 wide$' >"$BUILD/k_wide"
     ktimes "$LOG/bench.log" '^== nanogpt bench --kernels, at most 2 split-K slices$' >"$BUILD/k_split2"
+    ktimes "$LOG/bench.log" '^== nanogpt bench --kernels, attention without turns$' >"$BUILD/k_noturns"
     ktimes "$LOG/bench.log" 'bench_torch_gpt2.py --kernels' >"$BUILD/k_torch"
     ours_tok=$(bench_value "$LOG/bench.log" "== nanogpt bench" tokens_per_s)
     ours_mem=$(bench_value "$LOG/bench.log" "== nanogpt bench" memory_bytes)
@@ -541,6 +561,15 @@ if want bench && [ $BUILT = 0 ] && time_left "benchmarks" 150 bench; then
         for p in qkv "attn proj" fc "mlp proj" "classifier chunk"; do sk="$sk, $p $(ratio "^matmul $p bwd" "$BUILD/k_ours" "$BUILD/k_split2")x"; done
         row "split-K rule vs at most 2 slices" "$(target "$(ratio '^matmul .* bwd' "$BUILD/k_ours" "$BUILD/k_split2")" 1.0)" \
             "backward products $(ratio '^matmul .* bwd' "$BUILD/k_ours" "$BUILD/k_split2")x FLOP-weighted${sk}"
+    fi
+    if [ -s "$BUILD/k_noturns" ]; then # the wgmma attention's warpgroups taking turns, against issuing as they come
+        turns="" verdict=PASS
+        for d in fwd bwd; do
+            tv=$(turns_vs_none "attention $d" "$BUILD/k_noturns" "$BUILD/k_ours" "$BUILD/k_staged" "$BUILD/k_wide" "$BUILD/k_split2")
+            [ "$(target "${tv%%x*}" 1.0)" = PASS ] || verdict=MISS
+            turns="$turns, $d $tv"
+        done
+        row "attention turns vs none (each >= 1.0)" "$verdict" "${turns#, }"
     fi
     echo "bench: $(($(date +%s) - t0)) s"
 fi

@@ -77,7 +77,8 @@ static uint64_t tg_fnv(const void *p, size_t n, uint64_t h) { /* FNV-1a */
 /* Each output's bits by case: kept from a dtype's default run (TG_BITS_KEEP) and held against in a later run
  * of the same cases on a path that must give the same bits (TG_BITS_MATCH: the default matmul, the TMA or
  * mma.sync kernel, with NGPT_EPILOGUE=staged, whose whole tiles go through the staged epilogue, not the
- * direct one; the TMA kernel with NGPT_TILE_N=192, every product in tiles 192 wide) */
+ * direct one; the TMA kernel with NGPT_TILE_N=192, every product in tiles 192 wide; the wgmma attention with
+ * NGPT_ATTN_TURNS=0, its warpgroups issuing without taking turns) */
 enum { TG_BITS_OFF, TG_BITS_KEEP, TG_BITS_MATCH };
 #define TG_MAX_BITS 2048
 static struct { char key[300]; uint64_t hash; } tg_bits[TG_MAX_BITS];
@@ -1117,25 +1118,29 @@ int main(int argc, char **argv) {
      * each held to the default run's bits; and in bf16 with NGPT_SPLITK_MAX=1 (no product split along K, which
      * each case checks in the scratch: tg_scratch_changed; the long-K cases whole, the weight gradients' tiles
      * accumulating straight from the accumulators), against the CPU alone (splitting changes the order of the
-     * sums). */
+     * sums); where attention runs on the wgmma kernels, the attention sweep once more in bf16 with
+     * NGPT_ATTN_TURNS=0 (the warpgroups issue without taking turns), held to the default run's bits. */
     int wgmma = strstr(desc, "matmul wgmma") != NULL, tma = strstr(desc, "matmul wgmma+tma") != NULL;
-    struct { int dtype; const char *env, *value; } runs[12] = {
+    int wgmma_attention = strstr(desc, "attention wgmma") != NULL;
+    struct { int dtype; const char *env, *value; } runs[13] = {
         {NGPT_DTYPE_F32, NULL, NULL},          {NGPT_DTYPE_BF16, NULL, NULL},       {NGPT_DTYPE_F16, NULL, NULL},
         {NGPT_DTYPE_BF16, "NGPT_MATMUL", "mma"}, {NGPT_DTYPE_F16, "NGPT_MATMUL", "mma"}, {NGPT_DTYPE_BF16, "NGPT_MATMUL", "wgmma"},
         {NGPT_DTYPE_F16, "NGPT_MATMUL", "wgmma"}, {NGPT_DTYPE_BF16, "NGPT_EPILOGUE", "staged"}, {NGPT_DTYPE_F16, "NGPT_EPILOGUE", "staged"},
-        {NGPT_DTYPE_BF16, "NGPT_TILE_N", "192"}, {NGPT_DTYPE_F16, "NGPT_TILE_N", "192"}, {NGPT_DTYPE_BF16, "NGPT_SPLITK_MAX", "1"}};
+        {NGPT_DTYPE_BF16, "NGPT_TILE_N", "192"}, {NGPT_DTYPE_F16, "NGPT_TILE_N", "192"}, {NGPT_DTYPE_BF16, "NGPT_SPLITK_MAX", "1"},
+        {NGPT_DTYPE_BF16, "NGPT_ATTN_TURNS", "0"}};
     int direct = tma || !wgmma; /* the default 16-bit matmul has a direct epilogue: the TMA kernel or mma.sync */
-    for (int k = 0; k < 12; k++) {
+    for (int k = 0; k < 13; k++) {
         int dt = runs[k].dtype, narrow = runs[k].env && !strcmp(runs[k].env, "NGPT_TILE_N");
         int unsplit = runs[k].env && !strcmp(runs[k].env, "NGPT_SPLITK_MAX");
         int staged = narrow || (runs[k].env && !strcmp(runs[k].env, "NGPT_EPILOGUE")); /* a matmul run held to the default's bits */
+        int turnless = runs[k].env && !strcmp(runs[k].env, "NGPT_ATTN_TURNS");     /* an attention run held to the default's bits */
         if ((k >= 3 && k < 5 && !wgmma) || (k >= 5 && k < 7 && !tma) || (staged && !direct) || (narrow && !tma) ||
-            (runs[k].env && dt == NGPT_DTYPE_BF16 && tg_cc && tg_cc < 80))
+            (turnless && !wgmma_attention) || (runs[k].env && dt == NGPT_DTYPE_BF16 && tg_cc && tg_cc < 80))
             continue; /* an older kernel only where it is not the default; the staged epilogue only beside a direct one; tiles
-                       * 192 wide only on the TMA kernel; bf16's refusal below sm_80 checked once */
+                       * 192 wide only on the TMA kernel; turns only where attention runs on wgmma; bf16's refusal below sm_80 checked once */
         if ((only && strcmp(only, tg_dtname(dt))) || ((tg_matmul_only || tg_attention_only || tg_default_kernels) && runs[k].env))
             continue; /* --matmul-only, --attention-only, --default-kernels: the chosen kernels alone */
-        tg_bits_mode = staged ? TG_BITS_MATCH : direct && dt != NGPT_DTYPE_F32 && !runs[k].env ? TG_BITS_KEEP : TG_BITS_OFF;
+        tg_bits_mode = staged || turnless ? TG_BITS_MATCH : direct && dt != NGPT_DTYPE_F32 && !runs[k].env ? TG_BITS_KEEP : TG_BITS_OFF;
         tg_bits_matched = 0;
         tg_gpu = NULL;
         const char *user_choice = runs[k].env ? getenv(runs[k].env) : NULL;
@@ -1179,7 +1184,7 @@ int main(int argc, char **argv) {
         tg_gpu_base = ALIGN_UP(gs, 256);
         tg_scratch_size = gs;
         tg_unsplit = unsplit;
-        printf("== %s%s%s%s%s: device arena %.0f MiB, scratch %.1f MiB\n", tg_dtname(dt), runs[k].env ? ", matmuls with " : "",
+        printf("== %s%s%s%s%s: device arena %.0f MiB, scratch %.1f MiB\n", tg_dtname(dt), runs[k].env ? (turnless ? ", attention with " : ", matmuls with ") : "",
                runs[k].env ? runs[k].env : "", runs[k].env ? "=" : "", runs[k].env ? runs[k].value : "", tg_gpu_cap / MiB, gs / MiB);
         size_t free0 = 0, free1 = 0, total = 0;
         long calls0 = cuda_alloc_calls;
@@ -1189,10 +1194,13 @@ int main(int argc, char **argv) {
         if (tg_matmul_only) tg_matmul_sweep();
         else if (tg_attention_only) tg_attention_sweep();
         else if (staged || unsplit) tg_matmul_sweep();
+        else if (turnless) tg_attention_sweep();
         else if (runs[k].env) { tg_matmul_sweep(); tg_attention_sweep(); } /* the older kernels also run attention on mma.sync */
         else tg_sweep();
-        if (staged) {
-            tg_begin(narrow ? "NGPT_TILE_N=192: the matmuls' bits are the default run's" : "NGPT_EPILOGUE=staged: the matmuls' bits are the default run's");
+        if (staged || turnless) {
+            tg_begin(turnless ? "NGPT_ATTN_TURNS=0: the attention's bits are the default run's"
+                     : narrow ? "NGPT_TILE_N=192: the matmuls' bits are the default run's"
+                              : "NGPT_EPILOGUE=staged: the matmuls' bits are the default run's");
             printf("    %d outputs held to the default run's bits\n", tg_bits_matched);
             CHECK(tg_bits_matched >= 20, "only %d outputs matched a case of the default run (was it run first?)", tg_bits_matched);
             tg_end();
