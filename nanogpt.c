@@ -7507,7 +7507,7 @@ typedef struct {
     double loss_scale;  /* fp16's dynamic loss scale; 0 in checkpoints written before it was stored */
     int64_t good_steps; /* fp16: steps since the scale last changed */
     int64_t chars;      /* the character vocabulary's checksum (chars_checksum); 0: none, or a file written before it was stored */
-    int64_t reserved;
+    int64_t chars_n;    /* ... over its chars_n characters */
 } CkptState;
 
 /* FNV-1a over little-endian 64-bit words, then the remaining bytes and the length; streaming. */
@@ -7536,15 +7536,34 @@ static uint64_t hash_final(const Hash64 *s) {
     return (h ^ s->len) * FNV_PRIME;
 }
 
-/* A character vocabulary's checksum (never 0): its code points as uint32, hashed as a checkpoint section is. A
- * checkpoint keeps it, so that a folder prepared again from other text with as many characters is not taken for
- * the vocabulary the model learned (the ids would read as other characters). */
-static int64_t chars_checksum(const CharVocab *v) {
+/* The checksum (never 0) of a character vocabulary's first n characters: their code points as uint32, hashed as
+ * a checkpoint section is. A checkpoint keeps its run's, so that a folder prepared again from other text (with as
+ * many characters or not) is not taken for the vocabulary the model learned: its ids would read as other
+ * characters. */
+static int64_t chars_checksum(const CharVocab *v, int n) {
     Hash64 h;
     hash_init(&h);
-    hash_update(&h, v->cp, (size_t)v->n * sizeof v->cp[0]);
+    hash_update(&h, v->cp, (size_t)n * sizeof v->cp[0]);
     uint64_t x = hash_final(&h);
     return (int64_t)(x ? x : 1);
+}
+
+/* Whether v still gives a checkpoint's ids the characters its run trained them as: its first chars_n characters
+ * are the run's (characters added after them take ids the run left unused). A checkpoint without characters (no
+ * meta.bin, or a file written before they were kept) is not checked. */
+static int chars_still_match(const CkptState *st, const CharVocab *v) {
+    return !st->chars || (st->chars_n > 0 && st->chars_n <= v->n && chars_checksum(v, (int)st->chars_n) == st->chars);
+}
+
+/* The refusal of a checkpoint (path) whose characters v no longer holds (chars_still_match): dir is the data
+ * folder read now, trained_dir the one its run read ("" when unknown), what_to_do the way out */
+static int chars_changed_error(char *err, size_t errlen, const char *path, const char *dir, const CharVocab *v, const char *trained_dir,
+                               const char *what_to_do) {
+    char trained[400] = "";
+    if (trained_dir[0]) snprintf(trained, sizeof trained, " (its run read %.300s)", trained_dir);
+    return fail(err, errlen, NGPT_ERR_ARG, "%s was trained on other characters than %s/%s holds (%d)%s: its ids would read as other "
+                                           "characters; the folder was prepared again from other text since, or is another dataset's. %s",
+                path, dir, v->file_name, v->n, trained, what_to_do);
 }
 
 /* Checkpoints are written with plain file descriptors (no stdio buffers): saving during training
@@ -7703,7 +7722,8 @@ static int checkpoint_write(ngpt_trainer *tr, const char *path) {
     st.last_loss = tr->last_loss;
     st.loss_scale = tr->loss_scale;
     st.good_steps = tr->good_steps;
-    st.chars = tr->charvocab ? chars_checksum(tr->charvocab) : 0;
+    st.chars = tr->charvocab ? chars_checksum(tr->charvocab, tr->charvocab->n) : 0;
+    st.chars_n = tr->charvocab ? tr->charvocab->n : 0;
     ckpt_put(&w, &st, sizeof st);
     ckpt_end_section(&w, &h, SEC_STATE);
 
@@ -8072,13 +8092,6 @@ static int checkpoint_same_model(ngpt_trainer *tr, const CkptReader *r, const ch
                        "%s holds a different model (n_layer %d, n_head %d, n_embd %d, vocab %d, block_size %d, bias %d) than this trainer "
                        "(%d, %d, %d, %d, %d, %d)",
                        path, m->L, m->NH, m->C, m->V, m->maxT, m->bias, ms->L, ms->NH, ms->C, ms->V, ms->maxT, ms->bias);
-    if (r->state.chars && tr->charvocab && r->state.chars != chars_checksum(tr->charvocab)) {
-        char dir[300];
-        return tr_fail(tr, NGPT_ERR_ARG, "%s was trained on other characters than %s/%s holds now (%d of them): its ids would read as "
-                                         "other characters. The folder was prepared again since from other text, or this is another "
-                                         "dataset: give the --dataset or --data_dir the run trained on, or prepare it again from that text",
-                       path, dataset_dir(&tr->cfg, dir, sizeof dir), tr->charvocab->file_name, tr->charvocab->n);
-    }
     return NGPT_OK;
 }
 
@@ -8160,6 +8173,17 @@ CLI_USED static int checkpoint_read_config(const char *path, ngpt_config *cfg, c
     if (!rc) config_set_model(cfg, &r.model);
     fclose(r.f);
     return rc;
+}
+
+/* The data folder the run that saved the open checkpoint r (at path) read, into buf ("" when its config cannot
+ * be read) */
+static const char *checkpoint_trained_dir(CkptReader *r, const char *path, char *buf, size_t n) {
+    ngpt_config stored;
+    ngpt_config_defaults(&stored);
+    char ignored[NGPT_ERRLEN];
+    buf[0] = 0;
+    if (!checkpoint_stored_config(r, path, &stored, ignored, sizeof ignored)) dataset_dir(&stored, buf, n);
+    return buf;
 }
 
 /* Whether the run that saved the open checkpoint r (at path) took its vocabulary from its data (stored vocab_size 0:
@@ -8335,6 +8359,12 @@ static int trainer_setup(ngpt_trainer *tr) {
         return tr_fail(tr, NGPT_ERR_ARG, "resuming %s: its run took its vocabulary from its data (vocab_size = 0), %d ids, but %s: the data was "
                                          "prepared again since (from other text, or with the other tokenizer). Resume with the data the run trained on, or start a new run in "
                                          "another out_dir", resume_path, model_V, now);
+    }
+    if (resume.f && tr->charvocab && !chars_still_match(&resume.state, tr->charvocab)) { /* as many characters, other ones */
+        char trained[300];
+        chars_changed_error(msg, sizeof msg, resume_path, dir, tr->charvocab, checkpoint_trained_dir(&resume, resume_path, trained, sizeof trained),
+                            "Resume with the data the run trained on, or start a new run in another out_dir");
+        return tr_fail(tr, NGPT_ERR_ARG, "%s", msg);
     }
     if (!tr->opt.no_data && !tr->opt.sample_only) {
         if ((rc = tokenset_open(&tr->train_data, dir, "train", V, c->block_size, msg, sizeof msg))) return tr_fail(tr, rc, "%s", msg);
@@ -11404,6 +11434,8 @@ static int sample_with(int argc, char **argv, int n_files, char **cfg_files) {
         return 1;
     }
     char trained_dir[300] = ""; /* the data folder the checkpoint's run read, before anything overrides it */
+    CkptState trained_state;     /* the checkpoint's training state (its characters' checksum) */
+    memset(&trained_state, 0, sizeof trained_state);
     if (from_checkpoint) dataset_dir(&cfg, trained_dir, sizeof trained_dir);
     ngpt_config checkpoint_model = cfg; /* with from_checkpoint, the shape that neither the files nor the settings change */
     int set[6] = {0};                    /* the model keys the command line sets */
@@ -11448,6 +11480,7 @@ static int sample_with(int argc, char **argv, int n_files, char **cfg_files) {
         char dir[300];
         dataset_dir(&cfg, dir, sizeof dir);
         int from_data = !checkpoint_open(&r, path, err, sizeof err) && checkpoint_vocab_from_data(&r, path, &cfg), data_V = 0;
+        if (r.f) trained_state = r.state;
         if (r.f) fclose(r.f);
         if (from_data && !data_vocab(&data_cfg, NULL, &data_V, err, sizeof err) && data_V != cfg.vocab_size) {
             fprintf(stderr, "error: %s: its run took its vocabulary from its data (vocab_size = 0), %d ids, but %s %s %d %s: the data was "
@@ -11461,6 +11494,12 @@ static int sample_with(int argc, char **argv, int n_files, char **cfg_files) {
     opt.sample_only = 1;
     ngpt_trainer *tr;
     if (ngpt_trainer_create(&cfg, &opt, &tr, err, sizeof err)) { fprintf(stderr, "error: %s\n", err); return 1; }
+    if (from_checkpoint && ngpt_load(tr, path)) {
+        fprintf(stderr, "error: %s\n", ngpt_last_error(tr));
+        ngpt_trainer_free(tr);
+        return 1;
+    }
+    if (from_checkpoint) fprintf(stderr, "sampling %s (step %d)\n", path, tr->step); /* which of out_dir's checkpoints */
     ngpt_tokenizer *tok = NULL;
     int32_t *prompt = (int32_t *)malloc(prompt_cap * sizeof(int32_t));
     int np = 0, rc = prompt ? NGPT_OK : fail(err, sizeof err, NGPT_ERR_NOMEM, "out of host memory");
@@ -11493,9 +11532,11 @@ static int sample_with(int argc, char **argv, int n_files, char **cfg_files) {
                       tr->charvocab->file_name, tr->charvocab->n, trained);
         }
     }
-    /* loaded after the vocabularies' counts are checked, which name the training data; the load checks the characters */
-    if (!rc && from_checkpoint && ngpt_load(tr, path)) rc = fail(err, sizeof err, NGPT_ERR_ARG, "%s", ngpt_last_error(tr));
-    if (!rc && from_checkpoint) fprintf(stderr, "sampling %s (step %d)\n", path, tr->step); /* which of out_dir's checkpoints */
+    if (!rc && tr->charvocab && !chars_still_match(&trained_state, tr->charvocab)) { /* as many characters, other ones */
+        char dir[300];
+        rc = chars_changed_error(err, sizeof err, path, dataset_dir(&cfg, dir, sizeof dir), tr->charvocab, trained_dir,
+                                 "Pass the --dataset or --data_dir of its training data");
+    }
     if (!rc && tr->charvocab) {
         size_t nn = 0;
         char msg[NGPT_ERRLEN];
