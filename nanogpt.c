@@ -10235,14 +10235,14 @@ static void display_progress(void *ctx, const ngpt_progress *p) {
 static ngpt_trainer *volatile running_trainer; /* for the signal handler */
 static volatile sig_atomic_t stop_signal;       /* the signal that stopped the run (0: none) */
 
-/* SIGINT/SIGTERM: the first stops the run at the step's next micro-batch (stop_leaves_step: the step runs to
- * its end when over half done, else is left for a resume to run again; an evaluation is left at its next
- * micro-batch) and saves where there is something to save; another one within a second of it is taken for a
+/* SIGINT/SIGTERM: the first stops the run at the step's next micro-batch (stop_leaves_step, step_stop_flag: the
+ * step runs to its end when over half done or just after an evaluation, else is left for a resume to run again;
+ * an evaluation is left at its next micro-batch) and saves where there is something to save; another one within a second of it is taken for a
  * double press and ignored (it would lose the save); later, one more quits at once. */
 static void on_signal(int sig) {
-    static const char msg[] = "\nstopping at the next micro-batch: a step over half done runs to its end, one less done (or an evaluation) "
-                              "is left for a resume to run again; then a checkpoint is saved (none at step 0 or with eval_only; again, "
-                              "after a second, to quit now)\n";
+    static const char msg[] = "\nstopping at the next micro-batch: a step over half done, or just after an evaluation, runs to its end; one "
+                              "less done (or an evaluation) is left for a resume to run again; then a checkpoint is saved (none at step 0 "
+                              "or with eval_only; again, after a second, to quit now)\n";
     static volatile sig_atomic_t stopping;
     static struct timespec first;
     struct timespec now;
@@ -11479,8 +11479,9 @@ static int sample_with(int argc, char **argv, int n_files, char **cfg_files) {
         data_cfg.vocab_size = 0;
         char dir[300];
         dataset_dir(&cfg, dir, sizeof dir);
-        int from_data = !checkpoint_open(&r, path, err, sizeof err) && checkpoint_vocab_from_data(&r, path, &cfg), data_V = 0;
-        if (r.f) trained_state = r.state;
+        const int opened = !checkpoint_open(&r, path, err, sizeof err);
+        int from_data = opened && checkpoint_vocab_from_data(&r, path, &cfg), data_V = 0;
+        if (opened) trained_state = r.state; /* (a file that does not open fails the load below) */
         if (r.f) fclose(r.f);
         if (from_data && !data_vocab(&data_cfg, NULL, &data_V, err, sizeof err) && data_V != cfg.vocab_size) {
             fprintf(stderr, "error: %s: its run took its vocabulary from its data (vocab_size = 0), %d ids, but %s %s %d %s: the data was "
