@@ -5552,6 +5552,7 @@ struct ngpt_trainer {
     int resumed_vocab_from_data; /* that checkpoint's run took its vocabulary from its data (stored vocab_size 0), the folder read now */
     _Atomic int stop_requested;
     int plan_only; /* set up to the plan, allocate nothing (ngpt_plan_arenas) */
+    int weights_only; /* export: the parameters alone; the data folder's vocabulary is not read */
     Weights *pretrained; /* init_from = gpt2.. or a path: its weights, left in the file until they are in the arena */
     int nonfinite_run; /* consecutive steps skipped for a non-finite loss or gradient */
     float loss_scale;  /* fp16: the dynamic loss scale (2^16 at start); 1 otherwise */
@@ -8351,7 +8352,8 @@ static int trainer_setup(ngpt_trainer *tr) {
     /* a resume whose run took its vocabulary from its data takes it so again (and saves vocab_size = 0 so): the data
      * must still say the model's ids, or its folder was prepared again from other text since */
     if (tr->resumed_vocab_from_data) c->vocab_size = 0;
-    if ((rc = data_vocab(c, &tr->charvocab, &V, msg, sizeof msg))) return tr_fail(tr, rc, "%s", msg);
+    if (tr->weights_only) V = c->vocab_size;
+    else if ((rc = data_vocab(c, &tr->charvocab, &V, msg, sizeof msg))) return tr_fail(tr, rc, "%s", msg);
     if (tr->resumed_vocab_from_data && V != model_V) {
         char now[400];
         if (tr->charvocab) snprintf(now, sizeof now, "%s/%s now holds %d characters", dir, tr->charvocab->file_name, tr->charvocab->n);
@@ -8490,7 +8492,9 @@ static int trainer_setup(ngpt_trainer *tr) {
     return be_check(tr, "setup");
 }
 
-int ngpt_trainer_create(const ngpt_config *cfg, const ngpt_options *opt, ngpt_trainer **out, char *err, size_t errlen) {
+/* ngpt_trainer_create; weights_only: for export, which writes the parameters alone, so the data folder's
+ * vocabulary is not read (cfg's vocab_size is the checkpoint's) */
+static int trainer_create(const ngpt_config *cfg, const ngpt_options *opt, int weights_only, ngpt_trainer **out, char *err, size_t errlen) {
     if (!out) return fail(err, errlen, NGPT_ERR_ARG, "ngpt_trainer_create: out must not be NULL");
     *out = NULL;
     if (!cfg) return fail(err, errlen, NGPT_ERR_ARG, "ngpt_trainer_create: cfg must not be NULL");
@@ -8498,6 +8502,7 @@ int ngpt_trainer_create(const ngpt_config *cfg, const ngpt_options *opt, ngpt_tr
     if (!tr) return fail(err, errlen, NGPT_ERR_NOMEM, "out of host memory creating the trainer");
     tr->cfg = *cfg;
     if (opt) tr->opt = *opt;
+    tr->weights_only = weights_only;
     const ngpt_options *o = &tr->opt;
     int rc = NGPT_OK;
     if (!o->device_arena != !o->host_arena)
@@ -8514,6 +8519,10 @@ int ngpt_trainer_create(const ngpt_config *cfg, const ngpt_options *opt, ngpt_tr
     }
     *out = tr;
     return NGPT_OK;
+}
+
+int ngpt_trainer_create(const ngpt_config *cfg, const ngpt_options *opt, ngpt_trainer **out, char *err, size_t errlen) {
+    return trainer_create(cfg, opt, 0, out, err, errlen);
 }
 
 int ngpt_plan_arenas(const ngpt_config *cfg, const ngpt_options *opt, size_t *device_bytes, size_t *host_bytes, char *err,
@@ -10013,18 +10022,53 @@ static int tokwriter_fail(const TokWriter *w, int put, char *err, size_t errlen)
 
 static int utf8_continuation(unsigned char c) { return (c & 0xC0) == 0x80; }
 
-/* After GPT-2 tokens are written into dir (train.bin, val.bin): a character vocabulary an earlier prepare left there
- * (nanogpt's meta.bin, nanoGPT's meta.pkl), with which training would read the tokens as characters, is removed */
-static void prepare_gpt2_leftovers(const char *dir, FILE *log) {
-    static const char *const names[2] = {"meta.bin", "meta.pkl"};
+/* A character vocabulary an earlier prepare left in dir (nanogpt's meta.bin, nanoGPT's meta.pkl), with which training
+ * would read GPT-2 tokens as characters, must go when GPT-2 tokens replace the folder's: each is moved aside
+ * (NAME.before-gpt2, aside[i] = 1) before the tokens are renamed into place, put back if they cannot be
+ * (gpt2_leftovers_restore), and removed once they are (gpt2_leftovers_remove). One that cannot be moved aside is
+ * an error before anything changed. */
+static const char *const gpt2_leftover_names[2] = {"meta.bin", "meta.pkl"};
+
+static void gpt2_leftover_paths(const char *dir, int i, char *path, char *aside, size_t n) {
+    snprintf(path, n, "%.580s/%s", dir, gpt2_leftover_names[i]);
+    snprintf(aside, n, "%.580s/%s.before-gpt2", dir, gpt2_leftover_names[i]);
+}
+
+static void gpt2_leftovers_restore(const char *dir, const int aside[2]) {
     for (int i = 0; i < 2; i++) {
-        char meta[600];
-        snprintf(meta, sizeof meta, "%.580s/%s", dir, names[i]);
-        if (!file_exists(meta)) continue;
-        int removed = !unlink(meta);
-        if (log)
-            fprintf(log, "%s %s: an earlier prepare's character vocabulary, with which training would read these tokens as characters%s\n",
-                    removed ? "removed" : "warning: could not remove", meta, removed ? "" : ": remove it");
+        char path[620], moved[620];
+        gpt2_leftover_paths(dir, i, path, moved, sizeof path);
+        if (aside[i]) rename(moved, path);
+    }
+}
+
+static int gpt2_leftovers_aside(const char *dir, int aside[2], char *err, size_t errlen) {
+    for (int i = 0; i < 2; i++) {
+        char path[620], moved[620];
+        gpt2_leftover_paths(dir, i, path, moved, sizeof path);
+        aside[i] = 0;
+        if (!file_exists(path)) continue;
+        if (rename(path, moved)) {
+            int e = errno;
+            gpt2_leftovers_restore(dir, aside);
+            return fail(err, errlen, NGPT_ERR_IO, "cannot remove %s, an earlier prepare's character vocabulary, with which training would "
+                                                  "read GPT-2 tokens as characters (%s): the folder's files are as they were; remove it, "
+                                                  "or prepare into another folder", path, strerror(e));
+        }
+        aside[i] = 1;
+    }
+    return NGPT_OK;
+}
+
+static void gpt2_leftovers_remove(const char *dir, const int aside[2], FILE *log) {
+    for (int i = 0; i < 2; i++) {
+        char path[620], moved[620];
+        gpt2_leftover_paths(dir, i, path, moved, sizeof path);
+        if (!aside[i]) continue;
+        int removed = !unlink(moved) || !rmdir(moved);
+        if (log) /* once moved aside, the vocabulary is gone from training's sight either way */
+            fprintf(log, "removed %s: an earlier prepare's character vocabulary, with which training would read these tokens as "
+                         "characters%s%s%s\n", path, removed ? "" : " (moved to ", removed ? "" : moved, removed ? "" : ", which could not be deleted)");
     }
 }
 
@@ -10131,14 +10175,17 @@ static int prepare_gpt2(const char *const *inputs, int n_inputs, const char *out
         for (int k = 1; k >= 0 && !rc; k--)
             if (tokwriter_finish(&w[k])) rc = fail(err, errlen, NGPT_ERR_IO, "writing %s failed: %s; the folder's files are as they were", w[k].path,
                                                    strerror(errno));
+        int aside[2] = {0, 0};
+        if (!rc) rc = gpt2_leftovers_aside(out_dir, aside, err, errlen);
         for (int k = 1; k >= 0 && !rc; k--)
             if (tokwriter_commit(&w[k])) rc = fail(err, errlen, NGPT_ERR_IO, "cannot rename %s to %s: %s", w[k].tmp, w[k].path, strerror(errno));
+        if (rc) gpt2_leftovers_restore(out_dir, aside);
+        else gpt2_leftovers_remove(out_dir, aside, log);
         char size[32];
         if (!rc && log)
             fprintf(log, "prepared %d file(s), %s, %llu characters: train has %llu tokens, val has %llu tokens (GPT-2 BPE, %s format) -> %s\n",
                     n_inputs, fmt_bytes(size, sizeof size, total_bytes), (unsigned long long)chars, (unsigned long long)w[0].count,
                     (unsigned long long)w[1].count, llmc ? "llm.c" : "nanoGPT", out_dir);
-        if (!rc) prepare_gpt2_leftovers(out_dir, log);
     }
 done:
     for (int k = 0; k < 2; k++) { /* after a failure no temporary file is left: open, or finished and not renamed */
@@ -11713,7 +11760,7 @@ static int cmd_export(int argc, char **argv) {
     memset(&opt, 0, sizeof opt);
     opt.sample_only = 1;
     ngpt_trainer *tr;
-    if (ngpt_trainer_create(&cfg, &opt, &tr, err, sizeof err)) { fprintf(stderr, "error: %s\n", err); return 1; }
+    if (trainer_create(&cfg, &opt, 1, &tr, err, sizeof err)) { fprintf(stderr, "error: %s\n", err); return 1; }
     int rc = ngpt_load(tr, path) ? fail(err, sizeof err, NGPT_ERR_FORMAT, "%s", ngpt_last_error(tr)) : NGPT_OK;
     float *params = rc ? NULL : (float *)malloc(tr->plan.nparams * sizeof(float));
     if (!rc && !params) rc = fail(err, sizeof err, NGPT_ERR_NOMEM, "out of host memory");

@@ -43,6 +43,23 @@ static void read_text(const char *path, char *buf, size_t cap) {
     fclose(f);
 }
 
+/* the whole file in a malloc'd buffer (NULL when it cannot be read), its size in *n */
+static char *read_whole(const char *path, size_t *n) {
+    *n = 0;
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    char *buf = NULL;
+    long size = fseek(f, 0, SEEK_END) ? -1 : ftell(f);
+    if (size >= 0 && !fseek(f, 0, SEEK_SET) && (buf = (char *)malloc((size_t)size + 1)) && fread(buf, 1, (size_t)size, f) == (size_t)size)
+        *n = (size_t)size;
+    else {
+        free(buf);
+        buf = NULL;
+    }
+    fclose(f);
+    return buf;
+}
+
 /* starts `nanogpt argv...` (argv NULL-terminated, argv[0] the command) in a child; stdout and stderr go to
  * out.txt and err.txt in tmpdir */
 static pid_t cli_start(char **argv) {
@@ -1892,6 +1909,56 @@ static void test_prepare_gpt2_over_characters(void) {
     CHECK(file_size(meta) < 0 && file_size(pkl) < 0 && strstr(r->out, "removed ") && strstr(r->out, "meta.bin: an earlier prepare's character vocabulary") &&
               strstr(r->out, "meta.pkl: an earlier prepare's character vocabulary"),
           "the character vocabularies are removed, and that is said: %.400s", r->out);
+    char aside[720];
+    snprintf(aside, sizeof aside, "%s.before-gpt2", meta);
+    CHECK(file_size(aside) < 0, "nothing is left moved aside: %s", aside);
+}
+
+/* ... and one that cannot be removed (a folder with the sticky bit, /tmp's kind, where meta.bin is another user's)
+ * is an error before anything changed: the character tokens and their vocabulary stay as they were (before, the
+ * GPT-2 tokens replaced them, meta.bin stayed beside them, and prepare only warned) */
+static void test_prepare_gpt2_leftover_kept(void) {
+    if (geteuid() != 0) {
+        printf("note: test_prepare_gpt2_leftover_kept needs root (files of two users); not run\n");
+        return;
+    }
+    char dir[700], input[700], out[720], tok[700], meta[720], train[720];
+    snprintf(dir, sizeof dir, "%s", tmp_path("sticky_prep"));
+    snprintf(input, sizeof input, "--input=%s", tmp_path("sticky_prep.txt"));
+    snprintf(out, sizeof out, "--out=%s", dir);
+    FILE *f = fopen(tmp_path("sticky_prep.txt"), "w");
+    if (!f) { CHECK(0, "cannot write %s", tmp_path("sticky_prep.txt")); return; }
+    for (int i = 0; i < 50; i++) fprintf(f, "Second Citizen: would you proceed especially against Caius Marcius? %d\n", i);
+    fclose(f);
+    snprintf(tok, sizeof tok, "--tokenizer_dir=%s/gpt2", shared_data_dir());
+    snprintf(meta, sizeof meta, "%s/meta.bin", dir);
+    snprintf(train, sizeof train, "%s/train.bin", dir);
+    CHECK(!mkdir(dir, 0777) && !chmod(dir, 01777), "make %s, sticky", dir);
+    child_uid = 65534; /* nobody prepares, and owns the files */
+    CliRun *r = cli("prepare", input, out, NULL);
+    CHECK_RUN(r, 0, "prepare characters as nobody");
+    CHECK(!chown(meta, 0, 0), "meta.bin given to root");
+    size_t before_n = 0, after_n = 0, meta_before_n = 0, meta_after_n = 0;
+    char *before = read_whole(train, &before_n), *meta_before = read_whole(meta, &meta_before_n);
+    r = cli("prepare", "--tokenizer=gpt2", tok, input, out, NULL);
+    child_uid = 0;
+    CHECK_RUN(r, 1, "prepare GPT-2 tokens where meta.bin cannot be removed");
+    CHECK(strstr(r->err, "cannot remove ") && strstr(r->err, "sticky_prep/meta.bin, an earlier prepare's character vocabulary") &&
+              strstr(r->err, "the folder's files are as they were"),
+          "names the file: %.400s", r->err);
+    char *after = read_whole(train, &after_n), *meta_after = read_whole(meta, &meta_after_n);
+    CHECK(before && after && before_n > 0 && before_n == after_n && !memcmp(before, after, before_n), "train.bin is as it was: %zu and %zu bytes",
+          before_n, after_n);
+    CHECK(meta_before && meta_after && meta_before_n == meta_after_n && !memcmp(meta_before, meta_after, meta_before_n), "meta.bin is as it was");
+    free(before);
+    free(after);
+    free(meta_before);
+    free(meta_after);
+    DIR *d = opendir(dir);
+    int files = 0;
+    for (struct dirent *e; d && (e = readdir(d));) files += e->d_name[0] != '.';
+    if (d) closedir(d);
+    CHECK(files == 3, "train.bin, val.bin and meta.bin, no temporary file: %d files", files);
 }
 
 /* prepare reads its input twice (it counts, then encodes): a pipe (a FIFO here; --input=<(zcat x.gz) or
@@ -2447,6 +2514,20 @@ static void test_data_prepared_again(void) {
     snprintf(model_arg, sizeof model_arg, "--out=%s", tmp_path("again_model.bin"));
     r = cli("export", out_dir_arg, model_arg, NULL);
     CHECK_RUN(r, 0, "export a checkpoint whose data folder was prepared again");
+    /* and more characters than the model has ids: the same weights (before, export read the folder's vocabulary
+     * and refused "vocab_size = 30 is below the 40 characters") */
+    size_t before_n = 0, after_n = 0;
+    char *before = read_whole(tmp_path("again_model.bin"), &before_n);
+    r = prepare_chars("again_data", "ABCDEFGHIJKLMNOPQRSTUVWXYZ;:!?0123456789", 6000, data_arg, sizeof data_arg);
+    CHECK_RUN(r, 0, "prepare the folder again from 40 characters");
+    snprintf(model_arg, sizeof model_arg, "--out=%s", tmp_path("again_model2.bin"));
+    r = cli("export", out_dir_arg, model_arg, NULL);
+    CHECK_RUN(r, 0, "export a checkpoint whose data folder now has more characters than the model's ids");
+    char *after = read_whole(tmp_path("again_model2.bin"), &after_n);
+    CHECK(before && after && before_n > 1024 && before_n == after_n && !memcmp(before, after, before_n), "the same model file: %zu and %zu bytes",
+          before_n, after_n);
+    free(before);
+    free(after);
 #undef TINY
 }
 
@@ -2476,6 +2557,7 @@ int main(void) {
     RUN(test_long_argument_lists);
     RUN(test_short_schedule_runs);
     RUN(test_prepare_gpt2_over_characters);
+    RUN(test_prepare_gpt2_leftover_kept);
     RUN(test_prepare_from_pipe);
     RUN(test_data_cut_short_while_training);
     RUN(test_data_prepared_again);
