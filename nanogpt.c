@@ -2497,7 +2497,8 @@ static void cpu_matmul_backward(ngpt_backend *be, void *dinp, void *dw, void *db
     CpuBackend *cb = cpu_of(be);
     const float *dY = (const float *)dout;
     /* dinp (N,C) = dout (N,OC) . w (OC,C) */
-    gemm(cb, N, C, OC, dY, (size_t)OC, 1, (const float *)w, (size_t)C, 1, (float *)dinp, (size_t)C, 1, NULL);
+    if (dinp) gemm(cb, N, C, OC, dY, (size_t)OC, 1, (const float *)w, (size_t)C, 1, (float *)dinp, (size_t)C, 1, NULL);
+    if (!dw) return; /* the input gradient alone (bench --kernels times each product) */
     /* dw (OC,C) += dout^T (OC,N) . inp (N,C); dbias (OC) += the rows of dout^T summed, as they are packed */
     Gemm g = {.M = OC, .N = C, .K = N, .A = dY, .ars = 1, .acs = (size_t)OC, .B = (const float *)inp, .brs = (size_t)C, .bcs = 1,
               .C = (float *)dw, .ldc = (size_t)C, .cb = cb, .a_row_sums = (float *)dbias};
@@ -9350,13 +9351,14 @@ static int cmp_doubles(const void *a, const void *b) {
 }
 
 /* Kernel timings at the model's own shapes, in the AdamW moments (zeroed again after): each linear layer's
- * matmul forward and backward (both products), the classifier over one planned chunk, attention forward and
- * backward over one micro-batch. Best of five calls, after one warm-up call. */
+ * three products (the forward, the input gradient and the weight gradient, each alone), the classifier's over
+ * one planned chunk, attention forward and backward over one micro-batch, LayerNorm forward and backward, the
+ * loss over one chunk. Each the fastest of repeated calls (time_best). */
 typedef struct {
     char name[40];
     double flops, bytes, seconds; /* a product or attention: its FLOPs; a memory-bound op: the bytes it must move at least */
 } KernelTime;
-enum { N_KERNEL_TIMES = 15 };
+enum { N_KERNEL_TIMES = 20 };
 
 /* The fastest of repeated runs after a warm-up run: at least 5, and on until 0.2 s have passed (at most 200),
  * so that a shared machine's quiet moments are found (a peak measured in a busy one made MFU exceed 100%). */
@@ -9476,10 +9478,15 @@ CLI_USED static int bench_kernels(ngpt_trainer *tr, KernelTime out[N_KERNEL_TIME
         bench_fill_random(tr, k.x, nx, k.dx, nx * a, 200); /* dx is the draws' scratch, then an output */
         bench_fill_random(tr, k.w, nw, k.dx, nx * a, 300000000);
         be->zero(be, k.dw, nw * a);
-        for (k.backward = 0; k.backward < 2; k.backward++, n++) {
-            if (k.backward) bench_fill_random(tr, k.y, ny, k.dx, nx * a, 600000000); /* dout: the forward wrote y */
-            snprintf(out[n].name, sizeof out[n].name, "matmul %s %s", lin[i].name, k.backward ? "bwd" : "fwd");
-            out[n].flops = (k.backward ? 4.0 : 2.0) * lin[i].N * (double)lin[i].C * lin[i].OC;
+        char *dx = k.dx, *dw = k.dw;
+        static const char *const products[3] = {"fwd", "dinp", "dweight"}; /* the backward's two products, each alone */
+        for (int pr = 0; pr < 3; pr++, n++) {
+            if (pr == 1) bench_fill_random(tr, k.y, ny, k.dx, nx * a, 600000000); /* dout: the forward wrote y */
+            k.backward = pr > 0;
+            k.dx = pr == 2 ? NULL : dx;
+            k.dw = pr == 1 ? NULL : dw;
+            snprintf(out[n].name, sizeof out[n].name, "matmul %s %s", lin[i].name, products[pr]);
+            out[n].flops = 2.0 * lin[i].N * (double)lin[i].C * lin[i].OC;
             out[n].bytes = 0;
             out[n].seconds = time_best(be, kernel_matmul, &k);
         }
@@ -11316,7 +11323,7 @@ static int cmd_bench(int argc, char **argv) {
         for (int i = 0; i < nk && !rc; i++) {
             if (kt[i].flops > 0) fmt_flops(b1, sizeof b1, kt[i].flops / kt[i].seconds);
             else snprintf(b1, sizeof b1, "%.0f GB/s", kt[i].bytes / kt[i].seconds / 1e9);
-            printf("kernel %-28s %9.3f ms %s\n", kt[i].name, 1e3 * kt[i].seconds, b1);
+            printf("kernel %-31s %9.3f ms %s\n", kt[i].name, 1e3 * kt[i].seconds, b1);
         }
         if (rc) fprintf(stderr, "error: %s\n", tr->err);
         ngpt_trainer_free(tr);

@@ -184,6 +184,8 @@ if [ "$STEPS" = selftest ]; then
         awk -F'\t' -v want="$(grep -c '^kernel ' "$BUILD/bench.log")" '$2 + 0 > 0 {n++} END {exit !(want >= 12 && n == want)}' "$BUILD/k"
     awk -F'\t' '{printf "%s\t%.6f\n", $1, ($1 ~ /^matmul/ ? 2 : 3) * $2}' "$BUILD/k" >"$BUILD/k_peer" # a peer 2x / 3x slower
     check "kernel times into ratios against a peer" test "$(ratio '^matmul' "$BUILD/k" "$BUILD/k_peer") $(ratio '^attention' "$BUILD/k" "$BUILD/k_peer")" = "2.00 3.00"
+    check "each product of every linear layer ($(grep -c '^matmul .* \(fwd\|dinp\|dweight\)'$'\t' "$BUILD/k") rows)" \
+        test "$(grep -c '^matmul .* \(fwd\|dinp\|dweight\)'$'\t' "$BUILD/k") $(ratio '^matmul .* dweight' "$BUILD/k" "$BUILD/k_peer")" = "15 2.00"
     awk -F'\t' '{printf "%s\t%.6f\n", $1, ($1 ~ /^attention/ ? 1.5 : 1) * $2}' "$BUILD/k" >"$BUILD/k_none" # attention 1.5x slower
     tv=$(turns_vs_none "attention fwd" "$BUILD/k_none" "$BUILD/k" "$BUILD/k_peer" "$BUILD/k") # default passes t, 3t, t: median t
     check "a kernel against the median of the default passes ($tv)" grep -q '^1\.50x (.* the median of 3 passes, ' <<<"$tv"
@@ -519,7 +521,9 @@ if want bench && [ $BUILT = 0 ] && time_left "benchmarks" 150 bench; then
         "${s1:-none} tokens/s with 1 sample, ${s10:-none} with 10 (128 new tokens each)"
     mm=$(ratio '^matmul' "$BUILD/k_ours" "$BUILD/k_torch")
     att=$(ratio '^attention' "$BUILD/k_ours" "$BUILD/k_torch")
-    row "matmuls vs torch.matmul (>= 0.95)" "$(target "$mm" 0.95)" "${mm:-none}x, FLOP-weighted over every shape"
+    row "matmuls vs torch.matmul (>= 0.95)" "$(target "$mm" 0.95)" "${mm:-none}x, FLOP-weighted over every shape: forward\
+ $(ratio '^matmul .* fwd' "$BUILD/k_ours" "$BUILD/k_torch")x, input gradients $(ratio '^matmul .* dinp' "$BUILD/k_ours" "$BUILD/k_torch")x,\
+ weight gradients $(ratio '^matmul .* dweight' "$BUILD/k_ours" "$BUILD/k_torch")x"
     row "attention vs SDPA (>= 1.0)" "$(target "$att" 1.0)" "${att:-none}x, forward + backward"
     mb=$(ratio '^(layernorm|classifier loss)' "$BUILD/k_ours" "$BUILD/k_torch")
     row "LayerNorm, loss vs torch (>= 1.0)" "$(target "$mb" 1.0)" "${mb:-none}x, time-weighted (F.layer_norm, F.cross_entropy)"
@@ -538,13 +542,13 @@ if want bench && [ $BUILT = 0 ] && time_left "benchmarks" 150 bench; then
     fi
     if [ -s "$BUILD/k_mma_staged" ]; then # the same for the mma.sync kernel (sm_80-sm_89's), on this GPU
         mfw=$(ratio '^matmul .* fwd' "$BUILD/k_mma" "$BUILD/k_mma_staged")
-        mbw=$(ratio '^matmul .* bwd' "$BUILD/k_mma" "$BUILD/k_mma_staged")
+        mbw=$(ratio '^matmul .* (dinp|dweight)' "$BUILD/k_mma" "$BUILD/k_mma_staged")
         row "direct vs staged mma.sync epilogue" "$(target "$(ratio '^matmul' "$BUILD/k_mma" "$BUILD/k_mma_staged")" 1.0)" \
             "forward products ${mfw:-none}x, backward ${mbw:-none}x, FLOP-weighted (plain products)"
     fi
     if [ -s "$BUILD/k_staged" ]; then # the TMA kernel's whole tiles from the accumulators, against all staged
         dfw=$(ratio '^matmul .* fwd' "$BUILD/k_ours" "$BUILD/k_staged")
-        dbw=$(ratio '^matmul .* bwd' "$BUILD/k_ours" "$BUILD/k_staged")
+        dbw=$(ratio '^matmul .* (dinp|dweight)' "$BUILD/k_ours" "$BUILD/k_staged")
         row "direct vs staged TMA epilogue" "$(target "$(ratio '^matmul' "$BUILD/k_ours" "$BUILD/k_staged")" 1.0)" \
             "forward products ${dfw:-none}x, backward ${dbw:-none}x, FLOP-weighted (plain products)"
         staged_tok=$(bench_value "$LOG/bench.log" "== nanogpt bench, staged epilogue" tokens_per_s)
@@ -558,9 +562,11 @@ if want bench && [ $BUILT = 0 ] && time_left "benchmarks" 150 bench; then
     fi
     if [ -s "$BUILD/k_split2" ]; then # the split-K rule (up to 8 slices, filling the waves) against at most 2 (fewer slices' round trips)
         sk=""
-        for p in qkv "attn proj" fc "mlp proj" "classifier chunk"; do sk="$sk, $p $(ratio "^matmul $p bwd" "$BUILD/k_ours" "$BUILD/k_split2")x"; done
-        row "split-K rule vs at most 2 slices" "$(target "$(ratio '^matmul .* bwd' "$BUILD/k_ours" "$BUILD/k_split2")" 1.0)" \
-            "backward products $(ratio '^matmul .* bwd' "$BUILD/k_ours" "$BUILD/k_split2")x FLOP-weighted${sk}"
+        for p in qkv "attn proj" fc "mlp proj" "classifier chunk"; do
+            sk="$sk, $p $(ratio "^matmul $p dinp" "$BUILD/k_ours" "$BUILD/k_split2")x / $(ratio "^matmul $p dweight" "$BUILD/k_ours" "$BUILD/k_split2")x"
+        done
+        row "split-K rule vs at most 2 slices" "$(target "$(ratio '^matmul .* (dinp|dweight)' "$BUILD/k_ours" "$BUILD/k_split2")" 1.0)" \
+            "backward products $(ratio '^matmul .* (dinp|dweight)' "$BUILD/k_ours" "$BUILD/k_split2")x FLOP-weighted (input / weight gradient)${sk}"
     fi
     if [ -s "$BUILD/k_noturns" ]; then # the wgmma attention's warpgroups taking turns, against issuing as they come
         turns="" verdict=PASS

@@ -132,11 +132,12 @@ static void test_kernel_timings(void) {
     CHECK(crows == tr->plan.logits_chunk, "classifier rows %d, the planned chunk %d (the moments hold it)", crows, tr->plan.logits_chunk);
     CHECK(n == N_KERNEL_TIMES, "%d kernel timings, expected %d", n, N_KERNEL_TIMES);
     for (int i = 0; i < n; i++) /* the products and attention count FLOPs, the memory-bound ops bytes */
-        CHECK(kt[i].seconds > 0 && (i < 12 ? kt[i].flops > 0 && kt[i].bytes == 0 : kt[i].flops == 0 && kt[i].bytes > 0), "%s: %g s, %g FLOP, %g bytes",
+        CHECK(kt[i].seconds > 0 && (i < 17 ? kt[i].flops > 0 && kt[i].bytes == 0 : kt[i].flops == 0 && kt[i].bytes > 0), "%s: %g s, %g FLOP, %g bytes",
               kt[i].name, kt[i].seconds, kt[i].flops, kt[i].bytes);
-    CHECK(!strcmp(kt[8].name, "matmul classifier chunk fwd") && !strcmp(kt[11].name, "attention bwd") && !strcmp(kt[12].name, "layernorm fwd") &&
-              !strcmp(kt[14].name, "classifier loss"),
-          "names: %s, %s, %s, %s", kt[8].name, kt[11].name, kt[12].name, kt[14].name);
+    CHECK(!strcmp(kt[1].name, "matmul qkv dinp") && !strcmp(kt[2].name, "matmul qkv dweight") && !strcmp(kt[12].name, "matmul classifier chunk fwd") &&
+              !strcmp(kt[16].name, "attention bwd") && !strcmp(kt[17].name, "layernorm fwd") && !strcmp(kt[19].name, "classifier loss"),
+          "names: %s, %s, %s, %s, %s, %s", kt[1].name, kt[2].name, kt[12].name, kt[16].name, kt[17].name, kt[19].name);
+    CHECK(kt[1].flops == kt[0].flops && kt[2].flops == kt[0].flops, "each product 2 N C OC FLOPs: %g, %g, %g", kt[0].flops, kt[1].flops, kt[2].flops);
     CHECK(nonzero_moments(tr) == 0, "%zu bytes of the AdamW moments are not zero after the kernel timings", nonzero_moments(tr));
     ngpt_trainer_free(tr);
 }

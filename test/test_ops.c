@@ -190,6 +190,23 @@ static void test_matmul_dbias_blocks(void) {
     }
 }
 
+/* each backward product alone (dinp or dw NULL, as bench --kernels times them): the same bits as the pair */
+static void test_matmul_backward_products_alone(void) {
+    int N = 70, C = 33, OC = 50;
+    size_t nx = (size_t)N * C, nw = (size_t)OC * C, ny = (size_t)N * OC;
+    float *x = malloc(nx * 4), *w = malloc(nw * 4), *dout = malloc(ny * 4), *dx = malloc(nx * 4), *dw = malloc(nw * 4), *db = calloc(OC, 4);
+    float *dx1 = malloc(nx * 4), *dw1 = malloc(nw * 4);
+    fill_rand(x, nx, 21, 1); fill_rand(w, nw, 22, 1); fill_rand(dout, ny, 23, 1); fill_rand(dw, nw, 24, 1);
+    memcpy(dw1, dw, nw * 4);
+    be->matmul_backward(be, dx, dw, db, dout, x, w, N, C, OC);
+    fill_rand(dx1, nx, 25, 1);
+    be->matmul_backward(be, dx1, NULL, NULL, dout, x, w, N, C, OC);
+    CHECK(!memcmp(dx, dx1, nx * 4), "dinp alone differs from dinp with dw");
+    be->matmul_backward(be, NULL, dw1, NULL, dout, x, w, N, C, OC);
+    CHECK(!memcmp(dw, dw1, nw * 4), "dw alone differs from dw with dinp");
+    free(x); free(w); free(dout); free(dx); free(dw); free(db); free(dx1); free(dw1);
+}
+
 static void test_matmul(void) {
     check_matmul(12, 8, 16, 1);   /* exact tiles */
     check_matmul(13, 7, 19, 1);   /* edges everywhere */
@@ -588,6 +605,7 @@ int main(void) {
     be->set_scratch(be, scratch, sb);
     RUN(test_gemm_blocks);
     RUN(test_matmul_dbias_blocks);
+    RUN(test_matmul_backward_products_alone);
     RUN(test_layernorm_wide);
     RUN(test_matmul);
     RUN(test_gemv);

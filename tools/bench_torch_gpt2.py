@@ -96,14 +96,16 @@ def kernels(a):
         w = torch.randn(oc, c, device=dev, dtype=dt)
         dy = torch.randn(n, oc, device=dev, dtype=dt)
         s = timed(lambda: torch.matmul(x, w.t()))
-        print(f"kernel {'matmul ' + name + ' fwd':28s} {1e3 * s:9.3f} ms {2 * n * c * oc / s / 1e12:.1f} TFLOP/s")
-        s = timed(lambda: (torch.matmul(dy, w), torch.matmul(dy.t(), x)))
-        print(f"kernel {'matmul ' + name + ' bwd':28s} {1e3 * s:9.3f} ms {4 * n * c * oc / s / 1e12:.1f} TFLOP/s")
+        print(f"kernel {'matmul ' + name + ' fwd':31s} {1e3 * s:9.3f} ms {2 * n * c * oc / s / 1e12:.1f} TFLOP/s")
+        # the backward's two products, each alone: the input gradient and the weight gradient
+        for product, fn in (("dinp", lambda: torch.matmul(dy, w)), ("dweight", lambda: torch.matmul(dy.t(), x))):
+            s = timed(fn)
+            print(f"kernel {'matmul ' + name + ' ' + product:31s} {1e3 * s:9.3f} ms {2 * n * c * oc / s / 1e12:.1f} TFLOP/s")
     B, NH, T, hs = a.batch_size, a.n_head, a.block_size, a.n_embd // a.n_head
     q, k, v = (torch.randn(B, NH, T, hs, device=dev, dtype=dt, requires_grad=True) for _ in range(3))
     causal = 2.0 * 2.0 * B * NH * (T * (T + 1) / 2) * hs
     s = timed(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True))
-    print(f"kernel {'attention fwd':28s} {1e3 * s:9.3f} ms {causal / s / 1e12:.1f} TFLOP/s")
+    print(f"kernel {'attention fwd':31s} {1e3 * s:9.3f} ms {causal / s / 1e12:.1f} TFLOP/s")
     do = torch.randn(B, NH, T, hs, device=dev, dtype=dt)
 
     def fwd_bwd():
@@ -111,7 +113,7 @@ def kernels(a):
         y.backward(do)
     s_fb = timed(fwd_bwd)
     s_b = max(s_fb - s, 1e-9)
-    print(f"kernel {'attention bwd':28s} {1e3 * s_b:9.3f} ms {2.5 * causal / s_b / 1e12:.1f} TFLOP/s")
+    print(f"kernel {'attention bwd':31s} {1e3 * s_b:9.3f} ms {2.5 * causal / s_b / 1e12:.1f} TFLOP/s")
 
     # the memory-bound ops, in GB/s of the bytes each must move at least (its inputs read once, its outputs
     # written once): LayerNorm over the N x C activations, and the loss over one classifier chunk as autocast
@@ -121,13 +123,13 @@ def kernels(a):
     g, b = torch.randn(C, device=dev, dtype=dt, requires_grad=True), torch.randn(C, device=dev, dtype=dt, requires_grad=True)
     dy = torch.randn(N, C, device=dev, dtype=dt)
     s = timed(lambda: F.layer_norm(x, (C,), g, b))
-    print(f"kernel {'layernorm fwd':28s} {1e3 * s:9.3f} ms {2 * N * C * 2 / s / 1e9:.0f} GB/s")
+    print(f"kernel {'layernorm fwd':31s} {1e3 * s:9.3f} ms {2 * N * C * 2 / s / 1e9:.0f} GB/s")
 
     def ln_fwd_bwd():
         x.grad = g.grad = b.grad = None
         F.layer_norm(x, (C,), g, b).backward(dy)
     s_b = max(timed(ln_fwd_bwd) - s, 1e-9)
-    print(f"kernel {'layernorm bwd':28s} {1e3 * s_b:9.3f} ms {3 * N * C * 2 / s_b / 1e9:.0f} GB/s")
+    print(f"kernel {'layernorm bwd':31s} {1e3 * s_b:9.3f} ms {3 * N * C * 2 / s_b / 1e9:.0f} GB/s")
     z = torch.randn(a.chunk, a.vocab_padded, device=dev, dtype=dt, requires_grad=True)
     t = torch.randint(0, a.vocab_size, (a.chunk,), device=dev)
 
@@ -135,7 +137,7 @@ def kernels(a):
         z.grad = None
         F.cross_entropy(z.float(), t).backward()
     s = timed(loss_fwd_bwd)
-    print(f"kernel {'classifier loss':28s} {1e3 * s:9.3f} ms {2 * a.chunk * a.vocab_padded * 2 / s / 1e9:.0f} GB/s")
+    print(f"kernel {'classifier loss':31s} {1e3 * s:9.3f} ms {2 * a.chunk * a.vocab_padded * 2 / s / 1e9:.0f} GB/s")
 
 
 def train(a):
