@@ -10030,53 +10030,46 @@ static int tokwriter_fail(const TokWriter *w, int put, char *err, size_t errlen)
 static int utf8_continuation(unsigned char c) { return (c & 0xC0) == 0x80; }
 
 /* A character vocabulary an earlier prepare left in dir (nanogpt's meta.bin, nanoGPT's meta.pkl), with which training
- * would read GPT-2 tokens as characters, must go when GPT-2 tokens replace the folder's: each is moved aside
- * (NAME.before-gpt2, aside[i] = 1) before the tokens are renamed into place, put back if they cannot be
- * (gpt2_leftovers_restore), and removed once they are (gpt2_leftovers_remove). One that cannot be moved aside is
- * an error before anything changed. */
+ * would read GPT-2 tokens as characters, must go when GPT-2 tokens replace the folder's. Before anything changes,
+ * gpt2_leftovers_blocked refuses one that unlink would refuse for a reason it can see (a folder; the sticky bit on
+ * another user's file; a folder it cannot write); after the tokens are in place, gpt2_leftovers_remove removes
+ * them. At no moment, a crash included, are GPT-2 tokens beside no vocabulary while the characters' are: the
+ * folder holds the old tokens with their vocabulary, the new tokens with the old vocabulary (which training
+ * refuses: the ids are past its characters), or the new tokens alone. */
 static const char *const gpt2_leftover_names[2] = {"meta.bin", "meta.pkl"};
 
-static void gpt2_leftover_paths(const char *dir, int i, char *path, char *aside, size_t n) {
-    snprintf(path, n, "%.580s/%s", dir, gpt2_leftover_names[i]);
-    snprintf(aside, n, "%.580s/%s.before-gpt2", dir, gpt2_leftover_names[i]);
-}
-
-static void gpt2_leftovers_restore(const char *dir, const int aside[2]) {
+static int gpt2_leftovers_blocked(const char *dir, char *err, size_t errlen) {
+    struct stat ds;
     for (int i = 0; i < 2; i++) {
-        char path[620], moved[620];
-        gpt2_leftover_paths(dir, i, path, moved, sizeof path);
-        if (aside[i]) rename(moved, path);
-    }
-}
-
-static int gpt2_leftovers_aside(const char *dir, int aside[2], char *err, size_t errlen) {
-    for (int i = 0; i < 2; i++) {
-        char path[620], moved[620];
-        gpt2_leftover_paths(dir, i, path, moved, sizeof path);
-        aside[i] = 0;
-        if (!file_exists(path)) continue;
-        if (rename(path, moved)) {
-            int e = errno;
-            gpt2_leftovers_restore(dir, aside);
-            return fail(err, errlen, NGPT_ERR_IO, "cannot remove %s, an earlier prepare's character vocabulary, with which training would "
-                                                  "read GPT-2 tokens as characters (%s): the folder's files are as they were; remove it, "
-                                                  "or prepare into another folder", path, strerror(e));
-        }
-        aside[i] = 1;
+        char path[600], why[200] = "";
+        struct stat fs;
+        snprintf(path, sizeof path, "%.580s/%s", dir, gpt2_leftover_names[i]);
+        if (stat(path, &fs)) continue; /* none (a dangling link: training does not read it either) */
+        if (lstat(path, &fs)) continue; /* unlink removes the entry itself: a link, not what it names */
+        if (S_ISDIR(fs.st_mode)) snprintf(why, sizeof why, "it is a folder");
+        else if (access(dir, W_OK | X_OK)) snprintf(why, sizeof why, "%s", strerror(errno));
+        else if (!stat(dir, &ds) && (ds.st_mode & S_ISVTX) && geteuid() != 0 && geteuid() != fs.st_uid && geteuid() != ds.st_uid)
+            snprintf(why, sizeof why, "the folder has the sticky bit, and the file and the folder are other users'");
+        if (why[0])
+            return fail(err, errlen, NGPT_ERR_IO, "cannot remove %s, an earlier prepare's character vocabulary, with which training would read "
+                                                  "GPT-2 tokens as characters (%s): the folder's files are as they were; remove it, or "
+                                                  "prepare into another folder", path, why);
     }
     return NGPT_OK;
 }
 
-static void gpt2_leftovers_remove(const char *dir, const int aside[2], FILE *log) {
+static int gpt2_leftovers_remove(const char *dir, FILE *log, char *err, size_t errlen) {
     for (int i = 0; i < 2; i++) {
-        char path[620], moved[620];
-        gpt2_leftover_paths(dir, i, path, moved, sizeof path);
-        if (!aside[i]) continue;
-        int removed = !unlink(moved) || !rmdir(moved);
-        if (log) /* once moved aside, the vocabulary is gone from training's sight either way */
-            fprintf(log, "removed %s: an earlier prepare's character vocabulary, with which training would read these tokens as "
-                         "characters%s%s%s\n", path, removed ? "" : " (moved to ", removed ? "" : moved, removed ? "" : ", which could not be deleted)");
+        char path[600];
+        snprintf(path, sizeof path, "%.580s/%s", dir, gpt2_leftover_names[i]);
+        if (!file_exists(path)) continue;
+        if (unlink(path))
+            return fail(err, errlen, NGPT_ERR_IO, "train.bin and val.bin in %s now hold GPT-2 tokens, but %s, an earlier prepare's character "
+                                                  "vocabulary, cannot be removed (%s): remove it before training, which refuses these tokens "
+                                                  "beside it", dir, path, strerror(errno));
+        if (log) fprintf(log, "removed %s: an earlier prepare's character vocabulary, with which training would read these tokens as characters\n", path);
     }
+    return NGPT_OK;
 }
 
 static int prepare_gpt2(const char *const *inputs, int n_inputs, const char *out_dir, double val_fraction, int llmc, const ngpt_tokenizer *tok,
@@ -10182,17 +10175,15 @@ static int prepare_gpt2(const char *const *inputs, int n_inputs, const char *out
         for (int k = 1; k >= 0 && !rc; k--)
             if (tokwriter_finish(&w[k])) rc = fail(err, errlen, NGPT_ERR_IO, "writing %s failed: %s; the folder's files are as they were", w[k].path,
                                                    strerror(errno));
-        int aside[2] = {0, 0};
-        if (!rc) rc = gpt2_leftovers_aside(out_dir, aside, err, errlen);
+        if (!rc) rc = gpt2_leftovers_blocked(out_dir, err, errlen);
         for (int k = 1; k >= 0 && !rc; k--)
             if (tokwriter_commit(&w[k])) rc = fail(err, errlen, NGPT_ERR_IO, "cannot rename %s to %s: %s", w[k].tmp, w[k].path, strerror(errno));
-        if (rc) gpt2_leftovers_restore(out_dir, aside);
-        else gpt2_leftovers_remove(out_dir, aside, log);
         char size[32];
         if (!rc && log)
             fprintf(log, "prepared %d file(s), %s, %llu characters: train has %llu tokens, val has %llu tokens (GPT-2 BPE, %s format) -> %s\n",
                     n_inputs, fmt_bytes(size, sizeof size, total_bytes), (unsigned long long)chars, (unsigned long long)w[0].count,
                     (unsigned long long)w[1].count, llmc ? "llm.c" : "nanoGPT", out_dir);
+        if (!rc) rc = gpt2_leftovers_remove(out_dir, log, err, errlen);
     }
 done:
     for (int k = 0; k < 2; k++) { /* after a failure no temporary file is left: open, or finished and not renamed */

@@ -1909,44 +1909,63 @@ static void test_prepare_gpt2_over_characters(void) {
     CHECK(file_size(meta) < 0 && file_size(pkl) < 0 && strstr(r->out, "removed ") && strstr(r->out, "meta.bin: an earlier prepare's character vocabulary") &&
               strstr(r->out, "meta.pkl: an earlier prepare's character vocabulary"),
           "the character vocabularies are removed, and that is said: %.400s", r->out);
-    char aside[720];
-    snprintf(aside, sizeof aside, "%s.before-gpt2", meta);
-    CHECK(file_size(aside) < 0, "nothing is left moved aside: %s", aside);
 }
 
-/* ... and one that cannot be removed (a folder with the sticky bit, /tmp's kind, where meta.bin is another user's)
- * is an error before anything changed: the character tokens and their vocabulary stay as they were (before, the
- * GPT-2 tokens replaced them, meta.bin stayed beside them, and prepare only warned) */
+/* ... and one that cannot be removed is an error before anything changed: the character tokens stay as they were
+ * (before, the GPT-2 tokens replaced them, meta.bin stayed beside them, and prepare only warned). A meta.bin that is
+ * a folder (any user); as root, one in a folder with the sticky bit, /tmp's kind, where meta.bin is another user's. */
 static void test_prepare_gpt2_leftover_kept(void) {
-    if (geteuid() != 0) {
-        printf("note: test_prepare_gpt2_leftover_kept needs root (files of two users); not run\n");
-        return;
-    }
     char dir[700], input[700], out[720], tok[700], meta[720], train[720];
-    snprintf(dir, sizeof dir, "%s", tmp_path("sticky_prep"));
     snprintf(input, sizeof input, "--input=%s", tmp_path("sticky_prep.txt"));
-    snprintf(out, sizeof out, "--out=%s", dir);
     FILE *f = fopen(tmp_path("sticky_prep.txt"), "w");
     if (!f) { CHECK(0, "cannot write %s", tmp_path("sticky_prep.txt")); return; }
     for (int i = 0; i < 50; i++) fprintf(f, "Second Citizen: would you proceed especially against Caius Marcius? %d\n", i);
     fclose(f);
     snprintf(tok, sizeof tok, "--tokenizer_dir=%s/gpt2", shared_data_dir());
+    /* meta.bin a folder: unlink would refuse it */
+    snprintf(dir, sizeof dir, "%s", tmp_path("folder_meta"));
+    snprintf(out, sizeof out, "--out=%s", dir);
+    snprintf(meta, sizeof meta, "%s/meta.bin", dir);
+    snprintf(train, sizeof train, "%s/train.bin", dir);
+    CliRun *r = cli("prepare", input, out, NULL);
+    CHECK_RUN(r, 0, "prepare characters");
+    size_t before_n = 0, after_n = 0;
+    char *before = read_whole(train, &before_n);
+    CHECK(!unlink(meta) && !mkdir(meta, 0777), "%s made a folder", meta);
+    r = cli("prepare", "--tokenizer=gpt2", tok, input, out, NULL);
+    CHECK_RUN(r, 1, "prepare GPT-2 tokens where meta.bin is a folder");
+    CHECK(strstr(r->err, "folder_meta/meta.bin, an earlier prepare's character vocabulary") && strstr(r->err, "(it is a folder)") &&
+              strstr(r->err, "the folder's files are as they were"),
+          "names the folder: %.400s", r->err);
+    char *after = read_whole(train, &after_n);
+    CHECK(before && after && before_n > 0 && before_n == after_n && !memcmp(before, after, before_n), "train.bin is as it was: %zu and %zu bytes",
+          before_n, after_n);
+    free(before);
+    free(after);
+    if (geteuid() != 0) {
+        printf("note: test_prepare_gpt2_leftover_kept's sticky folder needs root (files of two users); not run\n");
+        return;
+    }
+    snprintf(dir, sizeof dir, "%s", tmp_path("sticky_prep"));
+    snprintf(out, sizeof out, "--out=%s", dir);
     snprintf(meta, sizeof meta, "%s/meta.bin", dir);
     snprintf(train, sizeof train, "%s/train.bin", dir);
     CHECK(!mkdir(dir, 0777) && !chmod(dir, 01777), "make %s, sticky", dir);
     child_uid = 65534; /* nobody prepares, and owns the files */
-    CliRun *r = cli("prepare", input, out, NULL);
+    r = cli("prepare", input, out, NULL);
     CHECK_RUN(r, 0, "prepare characters as nobody");
     CHECK(!chown(meta, 0, 0), "meta.bin given to root");
-    size_t before_n = 0, after_n = 0, meta_before_n = 0, meta_after_n = 0;
-    char *before = read_whole(train, &before_n), *meta_before = read_whole(meta, &meta_before_n);
+    size_t meta_before_n = 0, meta_after_n = 0;
+    before = read_whole(train, &before_n);
+    char *meta_before = read_whole(meta, &meta_before_n);
     r = cli("prepare", "--tokenizer=gpt2", tok, input, out, NULL);
     child_uid = 0;
     CHECK_RUN(r, 1, "prepare GPT-2 tokens where meta.bin cannot be removed");
     CHECK(strstr(r->err, "cannot remove ") && strstr(r->err, "sticky_prep/meta.bin, an earlier prepare's character vocabulary") &&
-              strstr(r->err, "the folder's files are as they were"),
+              strstr(r->err, "sticky bit") && strstr(r->err, "the folder's files are as they were"),
           "names the file: %.400s", r->err);
-    char *after = read_whole(train, &after_n), *meta_after = read_whole(meta, &meta_after_n);
+    after = read_whole(train, &after_n);
+    char *meta_after = read_whole(meta, &meta_after_n);
     CHECK(before && after && before_n > 0 && before_n == after_n && !memcmp(before, after, before_n), "train.bin is as it was: %zu and %zu bytes",
           before_n, after_n);
     CHECK(meta_before && meta_after && meta_before_n == meta_after_n && !memcmp(meta_before, meta_after, meta_before_n), "meta.bin is as it was");
