@@ -2498,7 +2498,11 @@ static void cpu_matmul_backward(ngpt_backend *be, void *dinp, void *dw, void *db
     const float *dY = (const float *)dout;
     /* dinp (N,C) = dout (N,OC) . w (OC,C) */
     if (dinp) gemm(cb, N, C, OC, dY, (size_t)OC, 1, (const float *)w, (size_t)C, 1, (float *)dinp, (size_t)C, 1, NULL);
-    if (!dw) return; /* the input gradient alone (bench --kernels times each product) */
+    if (!dw) { /* without the weight gradient (bench --kernels times each product alone): the bias's sum, in the same order */
+        for (int i = 0; dbias && i < N; i++)
+            for (int o = 0; o < OC; o++) ((float *)dbias)[o] += dY[(size_t)i * OC + o];
+        return;
+    }
     /* dw (OC,C) += dout^T (OC,N) . inp (N,C); dbias (OC) += the rows of dout^T summed, as they are packed */
     Gemm g = {.M = OC, .N = C, .K = N, .A = dY, .ars = 1, .acs = (size_t)OC, .B = (const float *)inp, .brs = (size_t)C, .bcs = 1,
               .C = (float *)dw, .ldc = (size_t)C, .cb = cb, .a_row_sums = (float *)dbias};

@@ -52,6 +52,8 @@ typedef struct {
     int use_tma;               /* ... on the TMA one where the operands allow it (else the cp.async one) */
     int direct_epilogue;       /* TMA and mma.sync tiles from the accumulators (NGPT_EPILOGUE=staged: not, to compare) */
     int tma_tile_n;            /* NGPT_TILE_N=192 or 256: every TMA product in tiles that wide (to compare); 0: chosen per product */
+    int tiles_down_columns;    /* NGPT_TILE_ORDER=m: every 16-bit matmul's tiles down the rows of a column (to compare); 0: the
+                                * order chosen per product (tiles_rows_first) */
     int splitk_most;           /* NGPT_SPLITK_MAX=1..8: at most that many split-K slices a product (to compare); 0: splitk_slices' rule */
     int use_wgmma_attention;   /* attention at hs = 64 on the sm_90a wgmma kernels: with the TMA matmul, and their registers */
     int attn_turns;            /* their two consumer warpgroups take turns (WgTurns; NGPT_ATTN_TURNS=0: not, to compare) */
@@ -1279,14 +1281,36 @@ static __device__ __forceinline__ void mm_tc_direct(const MmEpilogue<T> &ep, int
     }
 }
 
+/* The order in which a 16-bit matmul's blocks take their output tiles (tiles_m x tiles_n of them): along the
+ * columns of a row of tiles where there are at least as many rows of tiles as columns of tiles, else down the
+ * rows of a column (the raster order Hopper GEMM schedulers pick by this rule, without their swizzle), so
+ * that the blocks at work at once share the tiles of the operand that has more of them, which is then read
+ * from memory about once, and the other one's, fewer, come again from L2. Down the columns everywhere (every kernel's order before
+ * 2026-12-01), GPT-2 124M's input gradients (A: dout, 12,288 x 2304 or 3072 at batch 12) and the MLP
+ * projection's forward (A: the GELU output, 12,288 x 3072) read A about once per wave of blocks, 3 times on
+ * 132 SMs, and the classifier's weight gradient (A: a chunk's dlogits^T, 50,304 x 2048) once per column of
+ * tiles, 3 times; A (57-206 MB) is larger than the L2 (50 MB on an H100, 6-72 MB on sm_86 and sm_89 cards).
+ * No bits change: each tile is the same sums. NGPT_TILE_ORDER=m keeps the order down the columns, to
+ * compare. A grid's rows of tiles go in gridDim.y then, at most 65535. */
+static int tiles_rows_first(const CudaImpl *im, int tiles_m, int tiles_n) { return !im->tiles_down_columns && tiles_m >= tiles_n && tiles_m <= 65535; }
+
+/* The grid of a kernel whose block (x, y, z) computes one bm x bn output tile of split-K slice z: x walks the
+ * columns of a row of tiles and y the rows where *rows_first (tiles_rows_first), else the other way round */
+static dim3 tiles_grid(const CudaImpl *im, int M, int N, int bm, int bn, int splits, int *rows_first) {
+    const unsigned tm = (unsigned)((M + bm - 1) / bm), tn = (unsigned)((N + bn - 1) / bn);
+    *rows_first = tiles_rows_first(im, (int)tm, (int)tn);
+    return *rows_first ? dim3(tn, tm, (unsigned)splits) : dim3(tm, tn, (unsigned)splits);
+}
+
 template <typename T, bool A_K, bool B_K, int EK>
 __global__ void __launch_bounds__(MM_THREADS, 2) /* two blocks an SM, every build (split-K counts on the plain one's) */
-    matmul_tc_kernel(const T *A, const T *B, int M, int N, int K, size_t lda, size_t ldb, int vecA, int vecB, int kps, MmEpilogue<T> ep) {
+    matmul_tc_kernel(const T *A, const T *B, int M, int N, int K, size_t lda, size_t ldb, int vecA, int vecB, int kps, int rows_first,
+                     MmEpilogue<T> ep) {
     extern __shared__ __align__(16) unsigned char mm_smem[];
     typedef MmTile<A_K, MM_BM> TA;
     typedef MmTile<B_K, MM_BN> TB;
     T *sA = (T *)mm_smem, *sB = sA + MM_STAGES * TA::ELEMS;
-    const int m0 = blockIdx.x * MM_BM, n0 = blockIdx.y * MM_BN;
+    const int m0 = (rows_first ? blockIdx.y : blockIdx.x) * MM_BM, n0 = (rows_first ? blockIdx.x : blockIdx.y) * MM_BN; /* tiles_grid */
     mm_split_slice<A_K, B_K>(A, B, K, lda, ldb, kps);
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int wm = (warp >> 2) * 64, wn = (warp & 3) * 32; /* this warp's 64 x 32 sub-tile */
@@ -1426,9 +1450,10 @@ template <typename T, bool A_K, bool B_K, int EK>
 static void tc_launch(ngpt_backend *be, const T *A, const T *B, int M, int N, int K, size_t lda, size_t ldb, int splits, int kps,
                       const MmEpilogue<T> &ep) {
     constexpr int built = mm_direct_kind<A_K, B_K>(EK) ? EK : EPI_PLAIN;
-    dim3 grid((unsigned)((M + MM_BM - 1) / MM_BM), (unsigned)((N + MM_BN - 1) / MM_BN), (unsigned)splits);
+    int rows_first;
+    const dim3 grid = tiles_grid(impl_of(be), M, N, MM_BM, MM_BN, splits, &rows_first);
     matmul_tc_kernel<T, A_K, B_K, built><<<grid, MM_THREADS, mm_smem_bytes<A_K, B_K>(), impl_of(be)->stream>>>(A, B, M, N, K, lda, ldb, vec_ok(A, lda),
-                                                                                                           vec_ok(B, ldb), kps, ep);
+                                                                                                           vec_ok(B, ldb), kps, rows_first, ep);
     CU_LAUNCHED(be, "matmul_tc_kernel");
 }
 template <typename T, bool A_K, bool B_K>
@@ -1527,12 +1552,13 @@ template <typename T, int TA, int TB> static __device__ __forceinline__ void wgm
 
 template <typename T, bool A_K, bool B_K>
 __global__ void __launch_bounds__(WG_THREADS, 1)
-    matmul_wgmma_kernel(const T *A, const T *B, int M, int N, int K, size_t lda, size_t ldb, int vecA, int vecB, int kps, MmEpilogue<T> ep) {
+    matmul_wgmma_kernel(const T *A, const T *B, int M, int N, int K, size_t lda, size_t ldb, int vecA, int vecB, int kps, int rows_first,
+                        MmEpilogue<T> ep) {
 #ifdef NGPT_WGMMA_DEVICE
     extern __shared__ __align__(1024) unsigned char wg_smem[];
     unsigned char *base = wg_smem + ((1024u - ((uint32_t)__cvta_generic_to_shared(wg_smem) & 1023u)) & 1023u);
     unsigned char *sA = base, *sB = base + WG_STAGES * WG_TILE_BYTES;
-    const int m0 = blockIdx.x * WG_BM, n0 = blockIdx.y * WG_BN;
+    const int m0 = (rows_first ? blockIdx.y : blockIdx.x) * WG_BM, n0 = (rows_first ? blockIdx.x : blockIdx.y) * WG_BN; /* tiles_grid */
     mm_split_slice<A_K, B_K>(A, B, K, lda, ldb, kps);
     const int wg = threadIdx.x >> 7; /* warpgroup: rows wg*64 .. wg*64+63 of the block tile */
     float d[64];
@@ -1581,16 +1607,17 @@ __global__ void __launch_bounds__(WG_THREADS, 1)
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     mm_epilogue_rows<WG_BN / 32>(ep, M, N, blockIdx.z, m0 + warp * 16, n0, d, (float *)base + warp * STG_WARP_FLOATS, lane);
 #else
-    (void)A; (void)B; (void)M; (void)N; (void)K; (void)lda; (void)ldb; (void)vecA; (void)vecB; (void)kps; (void)ep;
+    (void)A; (void)B; (void)M; (void)N; (void)K; (void)lda; (void)ldb; (void)vecA; (void)vecB; (void)kps; (void)rows_first; (void)ep;
 #endif
 }
 
 template <typename T, bool A_K, bool B_K>
 static void gemm_wgmma(ngpt_backend *be, const T *A, const T *B, int M, int N, int K, size_t lda, size_t ldb, int splits, int kps,
                        const MmEpilogue<T> &ep) {
-    dim3 grid((unsigned)((M + WG_BM - 1) / WG_BM), (unsigned)((N + WG_BN - 1) / WG_BN), (unsigned)splits);
+    int rows_first;
+    const dim3 grid = tiles_grid(impl_of(be), M, N, WG_BM, WG_BN, splits, &rows_first);
     matmul_wgmma_kernel<T, A_K, B_K><<<grid, WG_THREADS, WG_SMEM_BYTES, impl_of(be)->stream>>>(A, B, M, N, K, lda, ldb, vec_ok(A, lda),
-                                                                                                 vec_ok(B, ldb), kps, ep);
+                                                                                                 vec_ok(B, ldb), kps, rows_first, ep);
     CU_LAUNCHED(be, "matmul_wgmma_kernel");
 }
 
@@ -1723,16 +1750,19 @@ template <typename T, int TA, int TB> static __device__ __forceinline__ void wgm
 
 #ifdef NGPT_WGMMA_DEVICE
 /* Output tile t of a launch: its first row and column, its split-K slice and its k range [kb, kb + klen).
- * Consecutive tiles walk down the rows of one column of tiles, so the blocks of a wave share B's tile. */
+ * Consecutive tiles walk along the columns of one row of tiles (rows_first: the blocks of a wave share A's
+ * tiles), else down the rows of one column (sharing B's); tiles_rows_first chooses. */
 struct TmTile {
     int m0, n0, slice, kb, klen;
 };
-static __device__ __forceinline__ TmTile tm_tile(int t, int M, int N, int K, int kps, int bn) {
-    const int tiles_m = (M + TM_BM - 1) / TM_BM, tiles_n = (N + bn - 1) / bn, rest = t / tiles_m;
+static __device__ __forceinline__ TmTile tm_tile(int t, int M, int N, int K, int kps, int bn, int rows_first) {
+    const int tiles_m = (M + TM_BM - 1) / TM_BM, tiles_n = (N + bn - 1) / bn;
+    const int inner = rows_first ? tiles_n : tiles_m, outer = rows_first ? tiles_m : tiles_n, rest = t / inner;
+    const int i = t % inner, o = rest % outer;
     TmTile r;
-    r.m0 = (t % tiles_m) * TM_BM;
-    r.n0 = (rest % tiles_n) * bn;
-    r.slice = rest / tiles_n;
+    r.m0 = (rows_first ? o : i) * TM_BM;
+    r.n0 = (rows_first ? i : o) * bn;
+    r.slice = rest / outer;
     r.kb = kps ? r.slice * kps : 0;
     r.klen = kps ? min(K - r.kb, kps) : K;
     return r;
@@ -1745,7 +1775,7 @@ static __device__ __forceinline__ TmTile tm_tile(int t, int M, int N, int K, int
 template <typename T, bool A_K, bool B_K, int EK, int BN>
 __global__ void __launch_bounds__(TM_THREADS, 1)
     matmul_tma_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB, const __grid_constant__ CUtensorMap tmOut,
-                      const __grid_constant__ CUtensorMap tmAux, int M, int N, int K, int kps, int tiles, MmEpilogue<T> ep) {
+                      const __grid_constant__ CUtensorMap tmAux, int M, int N, int K, int kps, int tiles, int rows_first, MmEpilogue<T> ep) {
 #ifdef NGPT_WGMMA_DEVICE
     extern __shared__ __align__(1024) unsigned char tm_smem[];
     unsigned char *base = smem_align1024(tm_smem);
@@ -1766,7 +1796,7 @@ __global__ void __launch_bounds__(TM_THREADS, 1)
         asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(TM_PRODUCER_REGS));
         if (threadIdx.x != 0) return;
         for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
-            const TmTile tl = tm_tile(t, M, N, K, kps, BN);
+            const TmTile tl = tm_tile(t, M, N, K, kps, BN, rows_first);
             for (int k = tl.kb; k < tl.kb + tl.klen; k += WG_BK, it++) {
                 const int s = it % TM_STAGES;
                 mbar_wait(&empty[s], ((it / TM_STAGES) & 1) ^ 1); /* its last use released (the first passes) */
@@ -1794,7 +1824,7 @@ __global__ void __launch_bounds__(TM_THREADS, 1)
     unsigned char *warp_epi = epi + ((threadIdx.x >> 5) - 4) * TM_WARP_EPI_BYTES; /* consumer warps 4..11 */
     float d[BN / 2];
     for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
-        const TmTile tl = tm_tile(t, M, N, K, kps, BN);
+        const TmTile tl = tm_tile(t, M, N, K, kps, BN, rows_first);
         mm_prefetch_tile<BN>(ep, M, N, tl.m0, tl.n0, threadIdx.x - 128);
 #pragma unroll
         for (int i = 0; i < BN / 2; i++) d[i] = 0.0f;
@@ -1834,7 +1864,7 @@ __global__ void __launch_bounds__(TM_THREADS, 1)
     }
     if (lane == 0) bulk_wait_written(); /* the stores are written, and the block's shared memory outlives their reads of it */
 #else
-    (void)tmA; (void)tmB; (void)tmOut; (void)tmAux; (void)M; (void)N; (void)K; (void)kps; (void)tiles; (void)ep;
+    (void)tmA; (void)tmB; (void)tmOut; (void)tmAux; (void)M; (void)N; (void)K; (void)kps; (void)tiles; (void)rows_first; (void)ep;
 #endif
 }
 
@@ -1871,9 +1901,9 @@ static int tma_map(const CudaImpl *im, CUtensorMap *map, const T *p, size_t inne
  * direct path the other kinds never take) */
 template <typename T, bool A_K, bool B_K, int EK, int BN>
 static void tma_launch(ngpt_backend *be, unsigned grid, const CUtensorMap &ma, const CUtensorMap &mb, const CUtensorMap &mo, const CUtensorMap &mx,
-                       int M, int N, int K, int kps, int tiles, const MmEpilogue<T> &ep) {
+                       int M, int N, int K, int kps, int tiles, int rows_first, const MmEpilogue<T> &ep) {
     constexpr int built = mm_direct_kind<A_K, B_K>(EK) ? EK : EPI_PLAIN;
-    matmul_tma_kernel<T, A_K, B_K, built, BN><<<grid, TM_THREADS, TM_SMEM_BYTES, impl_of(be)->stream>>>(ma, mb, mo, mx, M, N, K, kps, tiles, ep);
+    matmul_tma_kernel<T, A_K, B_K, built, BN><<<grid, TM_THREADS, TM_SMEM_BYTES, impl_of(be)->stream>>>(ma, mb, mo, mx, M, N, K, kps, tiles, rows_first, ep);
     CU_LAUNCHED(be, "matmul_tma_kernel");
 }
 
@@ -1922,8 +1952,9 @@ static int gemm_tma(ngpt_backend *be, const T *A, const T *B, int M, int N, int 
                     !(gelu && tma_map(im, &mx, ep.aux, (size_t)N, (size_t)M, ep.ldc, 64, 16));
     mm_launch_kind<A_K, B_K>(ep.kind, [&](auto ek) {
         constexpr int EK = decltype(ek)::value;
-        if (bn == TM_BN_NARROW) tma_launch<T, A_K, B_K, EK, TM_BN_NARROW>(be, grid, ma, mb, mo, mx, M, N, K, kps, (int)tiles, ep);
-        else tma_launch<T, A_K, B_K, EK, TM_BN>(be, grid, ma, mb, mo, mx, M, N, K, kps, (int)tiles, ep);
+        const int rows_first = tiles_rows_first(im, (M + TM_BM - 1) / TM_BM, (N + bn - 1) / bn);
+        if (bn == TM_BN_NARROW) tma_launch<T, A_K, B_K, EK, TM_BN_NARROW>(be, grid, ma, mb, mo, mx, M, N, K, kps, (int)tiles, rows_first, ep);
+        else tma_launch<T, A_K, B_K, EK, TM_BN>(be, grid, ma, mb, mo, mx, M, N, K, kps, (int)tiles, rows_first, ep);
     });
     return 1;
 }
@@ -3964,6 +3995,8 @@ int ngpt_cuda_backend_create(ngpt_backend **out, int dtype, char *err, size_t er
     im->direct_epilogue = !(epilogue_env && !strcmp(epilogue_env, "staged"));
     const char *tile_env = getenv("NGPT_TILE_N"); /* "192" or "256": the TMA kernel's tile width for every product, to compare */
     im->tma_tile_n = tile_env && !strcmp(tile_env, "192") ? TM_BN_NARROW : tile_env && !strcmp(tile_env, "256") ? TM_BN : 0;
+    const char *order_env = getenv("NGPT_TILE_ORDER"); /* "m": every 16-bit matmul's tiles down the rows of a column, to compare */
+    im->tiles_down_columns = order_env && !strcmp(order_env, "m");
     const char *splitk_env = getenv("NGPT_SPLITK_MAX"); /* "1" .. "8": at most that many split-K slices, to compare ("1": none) */
     im->splitk_most = splitk_env && splitk_env[0] >= '1' && splitk_env[0] <= '8' && !splitk_env[1] ? splitk_env[0] - '0' : 0;
     const char *sync_env = getenv("NGPT_CUDA_SYNC");

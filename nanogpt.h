@@ -463,7 +463,7 @@ struct ngpt_backend {
     /* out (N,OC) = inp (N,C) @ w (OC,C)^T + bias (OC); bias may be NULL */
     void (*matmul_forward)(ngpt_backend *be, void *out, const void *inp, const void *w, const void *bias, int N, int C, int OC);
     /* dinp (N,C) = dout (N,OC) @ w ; dw (OC,C) += dout^T @ inp ; dbias (OC) += colsum(dout) (NULL: none). dinp or dw
-     * NULL: that product is not computed (dw NULL only with dbias NULL) */
+     * NULL: that product is not computed */
     void (*matmul_backward)(ngpt_backend *be, void *dinp, void *dw, void *dbias, const void *dout, const void *inp, const void *w, int N, int C, int OC);
     /* Optional fusions (NULL: the graph calls the ops one by one); each gives exactly the bits of the ops it
      * replaces. matmul_forward_gelu: matmul_forward into pre, then gelu_forward(act, pre).

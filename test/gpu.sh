@@ -477,6 +477,8 @@ if want bench && [ $BUILT = 0 ] && time_left "benchmarks" 150 bench; then
             echo "== nanogpt bench --kernels, cp.async wgmma"; NGPT_MATMUL=wgmma timeout $(cap_time 90) "$BUILD/nanogpt" bench --device=cuda --kernels
             echo "== nanogpt bench --kernels, staged epilogue"; NGPT_EPILOGUE=staged timeout $(cap_time 90) "$BUILD/nanogpt" bench --device=cuda --kernels
             echo "== nanogpt bench --kernels, tiles 256 wide"; NGPT_TILE_N=256 timeout $(cap_time 90) "$BUILD/nanogpt" bench --device=cuda --kernels
+            echo "== nanogpt bench --kernels, tiles down the columns"
+            NGPT_TILE_ORDER=m timeout $(cap_time 90) "$BUILD/nanogpt" bench --device=cuda --kernels
             echo "== nanogpt bench --kernels, at most 2 split-K slices"
             NGPT_SPLITK_MAX=2 timeout $(cap_time 90) "$BUILD/nanogpt" bench --device=cuda --kernels
             # bench --kernels times plain products; the step has the fused kinds (GELU, its derivative, the residual) too
@@ -495,6 +497,7 @@ if want bench && [ $BUILT = 0 ] && time_left "benchmarks" 150 bench; then
     ktimes "$LOG/bench.log" '^== nanogpt bench --kernels, staged epilogue$' >"$BUILD/k_staged"
     ktimes "$LOG/bench.log" '^== nanogpt bench --kernels, mma.sync, staged epilogue$' >"$BUILD/k_mma_staged"
     ktimes "$LOG/bench.log" '^== nanogpt bench --kernels, tiles 256 wide$' >"$BUILD/k_wide"
+    ktimes "$LOG/bench.log" '^== nanogpt bench --kernels, tiles down the columns$' >"$BUILD/k_columns"
     ktimes "$LOG/bench.log" '^== nanogpt bench --kernels, at most 2 split-K slices$' >"$BUILD/k_split2"
     ktimes "$LOG/bench.log" '^== nanogpt bench --kernels, attention without turns$' >"$BUILD/k_noturns"
     ktimes "$LOG/bench.log" 'bench_torch_gpt2.py --kernels' >"$BUILD/k_torch"
@@ -560,6 +563,12 @@ if want bench && [ $BUILT = 0 ] && time_left "benchmarks" 150 bench; then
         row "chosen vs 256-wide TMA tiles" "$(target "$(ratio '^matmul' "$BUILD/k_ours" "$BUILD/k_wide")" 1.0)" \
             "N = 768 forward products ${nfw:-none}x, all $(ratio '^matmul' "$BUILD/k_ours" "$BUILD/k_wide")x, FLOP-weighted (plain products)"
     fi
+    if [ -s "$BUILD/k_columns" ]; then # the TMA kernel's tile order chosen per product (rows first where more rows), against down the columns
+        row "chosen vs down-the-columns tile order" "$(target "$(ratio '^matmul' "$BUILD/k_ours" "$BUILD/k_columns")" 1.0)" \
+            "$(ratio '^matmul' "$BUILD/k_ours" "$BUILD/k_columns")x FLOP-weighted: forward $(ratio '^matmul .* fwd' "$BUILD/k_ours" "$BUILD/k_columns")x,\
+ input gradients $(ratio '^matmul .* dinp' "$BUILD/k_ours" "$BUILD/k_columns")x, weight gradients\
+ $(ratio '^matmul .* dweight' "$BUILD/k_ours" "$BUILD/k_columns")x; classifier dweight $(ratio '^matmul classifier chunk dweight' "$BUILD/k_ours" "$BUILD/k_columns")x"
+    fi
     if [ -s "$BUILD/k_split2" ]; then # the split-K rule (up to 8 slices, filling the waves) against at most 2 (fewer slices' round trips)
         sk=""
         for p in qkv "attn proj" fc "mlp proj" "classifier chunk"; do
@@ -571,7 +580,7 @@ if want bench && [ $BUILT = 0 ] && time_left "benchmarks" 150 bench; then
     if [ -s "$BUILD/k_noturns" ]; then # the wgmma attention's warpgroups taking turns, against issuing as they come
         turns="" verdict=PASS
         for d in fwd bwd; do
-            tv=$(turns_vs_none "attention $d" "$BUILD/k_noturns" "$BUILD/k_ours" "$BUILD/k_staged" "$BUILD/k_wide" "$BUILD/k_split2")
+            tv=$(turns_vs_none "attention $d" "$BUILD/k_noturns" "$BUILD/k_ours" "$BUILD/k_staged" "$BUILD/k_wide" "$BUILD/k_columns" "$BUILD/k_split2")
             [ "$(target "${tv%%x*}" 1.0)" = PASS ] || verdict=MISS
             turns="$turns, $d $tv"
         done

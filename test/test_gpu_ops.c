@@ -77,7 +77,8 @@ static uint64_t tg_fnv(const void *p, size_t n, uint64_t h) { /* FNV-1a */
 /* Each output's bits by case: kept from a dtype's default run (TG_BITS_KEEP) and held against in a later run
  * of the same cases on a path that must give the same bits (TG_BITS_MATCH: the default matmul, the TMA or
  * mma.sync kernel, with NGPT_EPILOGUE=staged, whose whole tiles go through the staged epilogue, not the
- * direct one; the TMA kernel with NGPT_TILE_N=192, every product in tiles 192 wide; the wgmma attention with
+ * direct one, in bf16 with NGPT_TILE_ORDER=m too, its tiles down the rows of a column; the TMA kernel with
+ * NGPT_TILE_N=192, every product in tiles 192 wide; the wgmma attention with
  * NGPT_ATTN_TURNS=0, its warpgroups issuing without taking turns) */
 enum { TG_BITS_OFF, TG_BITS_KEEP, TG_BITS_MATCH };
 #define TG_MAX_BITS 2048
@@ -1115,19 +1116,29 @@ int main(int argc, char **argv) {
      * the wgmma one at hs = 64), so every kernel is held to the CPU; where the default 16-bit matmul has a
      * direct epilogue (the TMA kernel, mma.sync), the matmuls once more with NGPT_EPILOGUE=staged, and on the
      * TMA kernel with NGPT_TILE_N=192 (every product in tiles 192 wide, where the default picks per product),
-     * each held to the default run's bits; and in bf16 with NGPT_SPLITK_MAX=1 (no product split along K, which
+     * each held to the default run's bits (in bf16 the staged run's tiles also go down the rows of a column,
+     * NGPT_TILE_ORDER=m, where the default walks along the columns of a row wherever there are more rows of
+     * tiles, and so do the cp.async wgmma kernel's); and in bf16 with NGPT_SPLITK_MAX=1 (no product split along K, which
      * each case checks in the scratch: tg_scratch_changed; the long-K cases whole, the weight gradients' tiles
      * accumulating straight from the accumulators), against the CPU alone (splitting changes the order of the
      * sums); where attention runs on the wgmma kernels, the attention sweep once more in bf16 with
      * NGPT_ATTN_TURNS=0 (the warpgroups issue without taking turns), held to the default run's bits. */
     int wgmma = strstr(desc, "matmul wgmma") != NULL, tma = strstr(desc, "matmul wgmma+tma") != NULL;
     int wgmma_attention = strstr(desc, "attention wgmma") != NULL;
-    struct { int dtype; const char *env, *value; } runs[13] = {
-        {NGPT_DTYPE_F32, NULL, NULL},          {NGPT_DTYPE_BF16, NULL, NULL},       {NGPT_DTYPE_F16, NULL, NULL},
-        {NGPT_DTYPE_BF16, "NGPT_MATMUL", "mma"}, {NGPT_DTYPE_F16, "NGPT_MATMUL", "mma"}, {NGPT_DTYPE_BF16, "NGPT_MATMUL", "wgmma"},
-        {NGPT_DTYPE_F16, "NGPT_MATMUL", "wgmma"}, {NGPT_DTYPE_BF16, "NGPT_EPILOGUE", "staged"}, {NGPT_DTYPE_F16, "NGPT_EPILOGUE", "staged"},
-        {NGPT_DTYPE_BF16, "NGPT_TILE_N", "192"}, {NGPT_DTYPE_F16, "NGPT_TILE_N", "192"}, {NGPT_DTYPE_BF16, "NGPT_SPLITK_MAX", "1"},
-        {NGPT_DTYPE_BF16, "NGPT_ATTN_TURNS", "0"}};
+    struct { int dtype; const char *env, *value, *env2, *value2; } runs[13] = {
+        {NGPT_DTYPE_F32, NULL, NULL, NULL, NULL},
+        {NGPT_DTYPE_BF16, NULL, NULL, NULL, NULL},
+        {NGPT_DTYPE_F16, NULL, NULL, NULL, NULL},
+        {NGPT_DTYPE_BF16, "NGPT_MATMUL", "mma", NULL, NULL},
+        {NGPT_DTYPE_F16, "NGPT_MATMUL", "mma", NULL, NULL},
+        {NGPT_DTYPE_BF16, "NGPT_MATMUL", "wgmma", "NGPT_TILE_ORDER", "m"},
+        {NGPT_DTYPE_F16, "NGPT_MATMUL", "wgmma", NULL, NULL},
+        {NGPT_DTYPE_BF16, "NGPT_EPILOGUE", "staged", "NGPT_TILE_ORDER", "m"},
+        {NGPT_DTYPE_F16, "NGPT_EPILOGUE", "staged", NULL, NULL},
+        {NGPT_DTYPE_BF16, "NGPT_TILE_N", "192", NULL, NULL},
+        {NGPT_DTYPE_F16, "NGPT_TILE_N", "192", NULL, NULL},
+        {NGPT_DTYPE_BF16, "NGPT_SPLITK_MAX", "1", NULL, NULL},
+        {NGPT_DTYPE_BF16, "NGPT_ATTN_TURNS", "0", NULL, NULL}};
     int direct = tma || !wgmma; /* the default 16-bit matmul has a direct epilogue: the TMA kernel or mma.sync */
     for (int k = 0; k < 13; k++) {
         int dt = runs[k].dtype, narrow = runs[k].env && !strcmp(runs[k].env, "NGPT_TILE_N");
@@ -1143,14 +1154,19 @@ int main(int argc, char **argv) {
         tg_bits_mode = staged || turnless ? TG_BITS_MATCH : direct && dt != NGPT_DTYPE_F32 && !runs[k].env ? TG_BITS_KEEP : TG_BITS_OFF;
         tg_bits_matched = 0;
         tg_gpu = NULL;
-        const char *user_choice = runs[k].env ? getenv(runs[k].env) : NULL;
-        char saved[32];
-        snprintf(saved, sizeof saved, "%s", user_choice ? user_choice : "");
-        if (runs[k].env) setenv(runs[k].env, runs[k].value, 1);
+        const char *envs[2] = {runs[k].env, runs[k].env2}, *values[2] = {runs[k].value, runs[k].value2};
+        char saved[2][32];
+        int had[2] = {0, 0};
+        for (int e = 0; e < 2 && envs[e]; e++) {
+            const char *user_choice = getenv(envs[e]);
+            had[e] = user_choice != NULL;
+            snprintf(saved[e], sizeof saved[e], "%s", user_choice ? user_choice : "");
+            setenv(envs[e], values[e], 1);
+        }
         int rc = ngpt_cuda_backend_create(&tg_gpu, dt, err, sizeof err);
-        if (runs[k].env) {
-            if (user_choice) setenv(runs[k].env, saved, 1);
-            else unsetenv(runs[k].env);
+        for (int e = 0; e < 2 && envs[e]; e++) {
+            if (had[e]) setenv(envs[e], saved[e], 1);
+            else unsetenv(envs[e]);
         }
         if (dt == NGPT_DTYPE_BF16 && tg_cc && tg_cc < 80) {
             check_case_name = "bf16 refused below sm_80";
@@ -1184,8 +1200,10 @@ int main(int argc, char **argv) {
         tg_gpu_base = ALIGN_UP(gs, 256);
         tg_scratch_size = gs;
         tg_unsplit = unsplit;
-        printf("== %s%s%s%s%s: device arena %.0f MiB, scratch %.1f MiB\n", tg_dtname(dt), runs[k].env ? (turnless ? ", attention with " : ", matmuls with ") : "",
-               runs[k].env ? runs[k].env : "", runs[k].env ? "=" : "", runs[k].env ? runs[k].value : "", tg_gpu_cap / MiB, gs / MiB);
+        printf("== %s%s%s%s%s%s%s%s%s: device arena %.0f MiB, scratch %.1f MiB\n", tg_dtname(dt),
+               runs[k].env ? (turnless ? ", attention with " : ", matmuls with ") : "", runs[k].env ? runs[k].env : "", runs[k].env ? "=" : "",
+               runs[k].env ? runs[k].value : "", runs[k].env2 ? " " : "", runs[k].env2 ? runs[k].env2 : "", runs[k].env2 ? "=" : "",
+               runs[k].env2 ? runs[k].value2 : "", tg_gpu_cap / MiB, gs / MiB);
         size_t free0 = 0, free1 = 0, total = 0;
         long calls0 = cuda_alloc_calls;
         ngpt_cuda_mem_info(&free0, &total, err, sizeof err);
@@ -1200,7 +1218,8 @@ int main(int argc, char **argv) {
         if (staged || turnless) {
             tg_begin(turnless ? "NGPT_ATTN_TURNS=0: the attention's bits are the default run's"
                      : narrow ? "NGPT_TILE_N=192: the matmuls' bits are the default run's"
-                              : "NGPT_EPILOGUE=staged: the matmuls' bits are the default run's");
+                     : runs[k].env2 ? "NGPT_EPILOGUE=staged NGPT_TILE_ORDER=m: the matmuls' bits are the default run's"
+                                    : "NGPT_EPILOGUE=staged: the matmuls' bits are the default run's");
             printf("    %d outputs held to the default run's bits\n", tg_bits_matched);
             CHECK(tg_bits_matched >= 20, "only %d outputs matched a case of the default run (was it run first?)", tg_bits_matched);
             tg_end();

@@ -204,6 +204,10 @@ static void test_matmul_backward_products_alone(void) {
     CHECK(!memcmp(dx, dx1, nx * 4), "dinp alone differs from dinp with dw");
     be->matmul_backward(be, NULL, dw1, NULL, dout, x, w, N, C, OC);
     CHECK(!memcmp(dw, dw1, nw * 4), "dw alone differs from dw with dinp");
+    float *db1 = calloc(OC, 4);
+    be->matmul_backward(be, dx1, NULL, db1, dout, x, w, N, C, OC);
+    CHECK(!memcmp(db, db1, (size_t)OC * 4), "dbias without dw differs from dbias with it");
+    free(db1);
     free(x); free(w); free(dout); free(dx); free(dw); free(db); free(dx1); free(dw1);
 }
 

@@ -97,8 +97,10 @@ def kernels(a):
         dy = torch.randn(n, oc, device=dev, dtype=dt)
         s = timed(lambda: torch.matmul(x, w.t()))
         print(f"kernel {'matmul ' + name + ' fwd':31s} {1e3 * s:9.3f} ms {2 * n * c * oc / s / 1e12:.1f} TFLOP/s")
-        # the backward's two products, each alone: the input gradient and the weight gradient
-        for product, fn in (("dinp", lambda: torch.matmul(dy, w)), ("dweight", lambda: torch.matmul(dy.t(), x))):
+        # the backward's two products, each alone: the input gradient, and the weight gradient added into the
+        # gradient that is there (beta = 1), as nanogpt's accumulates
+        dw = torch.zeros(oc, c, device=dev, dtype=dt)
+        for product, fn in (("dinp", lambda: torch.matmul(dy, w)), ("dweight", lambda: dw.addmm_(dy.t(), x))):
             s = timed(fn)
             print(f"kernel {'matmul ' + name + ' ' + product:31s} {1e3 * s:9.3f} ms {2 * n * c * oc / s / 1e12:.1f} TFLOP/s")
     B, NH, T, hs = a.batch_size, a.n_head, a.block_size, a.n_embd // a.n_head
