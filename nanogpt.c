@@ -1311,7 +1311,8 @@ typedef struct {
     int micro_batch, grad_accum, recompute, logits_chunk, eval_micro_batch, moments_dtype;
     int eval_chunk;             /* logits_chunk and eval_chunk: rows per lane */
     int lanes;                  /* parts of a micro-batch the backend may run at once, each with its own gradients */
-    int cheaper_micro_batch, cheaper_recompute; /* whole layers chosen on a GPU over a cheaper trade that fits: its plan's; else 0 */
+    int passed_micro_batch, passed_recompute; /* on a GPU, the cheaper trades' largest micro-batch that fits and its trade,
+                                                 where plan_gpu_speed rated another plan faster; else 0 */
     /* parameters */
     size_t param_off[N_PARAM_TENSORS], param_len[N_PARAM_TENSORS]; /* elements */
     size_t nparams;        /* real parameters */
@@ -1699,40 +1700,54 @@ static int plan_make(Plan *p, const PlanRequest *r, char *err, size_t errlen) {
     int n_moment_opts = r->dtype == NGPT_DTYPE_F32 ? 1 : 2;
     for (int mo = 0; mo < n_moment_opts; mo++) {
         long long B0 = r->pin_micro_batch ? r->pin_micro_batch : MIN((long long)r->batch_size, seqs);
-        /* Each pass's largest micro-batch that fits: pass 0 the cheaper trades, pass 1 whole layers. On the CPU
-         * whole layers only when no cheaper trade fits at any micro-batch (its speed hardly grows with the
-         * micro-batch); on a GPU, also at a larger micro-batch that plan_gpu_speed puts ahead. No margin for
-         * the model's error: with one, more memory could pick a plan the model rates slower (the cheaper
-         * trades at 4 where a smaller budget got whole layers at 8) */
+        /* Pass 0, the cheaper trades: on the CPU their largest micro-batch that fits; on a GPU the micro-batch
+         * (each at its cheapest trade that fits) that plan_gpu_speed rates fastest, the larger on a tie, so a
+         * smaller one without recomputing can win over a larger one recomputing GELU and LayerNorm. Pass 1,
+         * whole layers: their largest micro-batch that fits, on the CPU only when no cheaper trade fits at any
+         * micro-batch (its speed hardly grows with the micro-batch), on a GPU where plan_gpu_speed puts it
+         * ahead. No margin for the model's error: with one, more memory could pick a plan the model rates
+         * slower (the cheaper trades at 4 where a smaller budget got whole layers at 8); without, more memory
+         * only adds plans to choose from */
         Plan cheap;
-        int cheap_B = 0, layers_B = 0;
+        int cheap_B = 0, layers_B = 0, largest_B = 0, largest_rc = 0;
+        double cheap_speed = 0;
         for (int pass = 0; pass < 2; pass++) {
             if (pass == 1 && (r->pin_recompute >= 0 || (cheap_B && (r->device == DEV_BACKEND_CPU || cheap_B == B0))))
                 break; /* a pinned level is tried in pass 0; on the CPU, or at the largest micro-batch, nothing beats it */
-            for (long long B = B0; B >= 1; B--)
-                if (seqs % B == 0 && (!r->pin_micro_batch || B == r->pin_micro_batch) &&
-                    plan_fit_micro_batch(p, r, (int)B, pass, moment_opts[mo])) {
-                    if (pass == 0) {
-                        cheap = *p;
-                        cheap_B = (int)B;
-                    } else {
-                        layers_B = (int)B;
-                    }
+            for (long long B = B0; B >= 1; B--) {
+                if (pass == 0 && cheap_B && (r->device == DEV_BACKEND_CPU || plan_gpu_speed(r, (int)B, RECOMPUTE_NONE) <= cheap_speed))
+                    break; /* nothing smaller can be rated faster: rate grows with B, and recomputing only costs */
+                if (seqs % B || (r->pin_micro_batch && B != r->pin_micro_batch) || !plan_fit_micro_batch(p, r, (int)B, pass, moment_opts[mo]))
+                    continue;
+                if (pass == 1) {
+                    layers_B = (int)B;
                     break;
                 }
+                double speed = plan_gpu_speed(r, (int)B, p->recompute);
+                if (!largest_B) {
+                    largest_B = (int)B;
+                    largest_rc = p->recompute;
+                }
+                if (!cheap_B || speed > cheap_speed) {
+                    cheap = *p;
+                    cheap_B = (int)B;
+                    cheap_speed = speed;
+                }
+            }
         }
-        if (layers_B && (!cheap_B || (layers_B > cheap_B && plan_gpu_speed(r, layers_B, RECOMPUTE_LAYERS) >
-                                                                plan_gpu_speed(r, cheap_B, cheap.recompute)))) {
-            p->fits = 1; /* *p: whole layers */
-            p->cheaper_micro_batch = cheap_B;
-            p->cheaper_recompute = cheap_B ? cheap.recompute : 0;
-            return NGPT_OK;
-        }
-        if (cheap_B) {
+        if (layers_B && (!cheap_B || (layers_B > cheap_B && plan_gpu_speed(r, layers_B, RECOMPUTE_LAYERS) > cheap_speed))) {
+            /* *p: whole layers */
+        } else if (cheap_B) {
             *p = cheap;
-            p->fits = 1;
-            return NGPT_OK;
+        } else {
+            continue;
         }
+        p->fits = 1;
+        if (largest_B && (largest_B != p->micro_batch || largest_rc != p->recompute)) {
+            p->passed_micro_batch = largest_B;
+            p->passed_recompute = largest_rc;
+        }
+        return NGPT_OK;
     }
     /* nothing fits: describe the smallest plan */
     int rc = r->pin_recompute >= 0 ? r->pin_recompute : RECOMPUTE_LAYERS;
@@ -1816,10 +1831,12 @@ CLI_USED static void plan_print(const Plan *p, FILE *f) {
         fprintf(f, "chosen       micro-batch %d x accumulation %d, recompute %s, logits chunk %d rows, AdamW moments %s\n",
                 p->micro_batch, p->grad_accum, recompute_name(p->recompute), p->logits_chunk,
                 p->moments_dtype == NGPT_DTYPE_F32 ? "fp32" : "bf16");
-        if (p->cheaper_micro_batch)
-            fprintf(f, "why          recompute %s fits micro-batch %d; whole layers at %d are modeled %.2fx as fast on a GPU of %d SMs%s "
-                       "(docs/memory.md)\n", recompute_name(p->cheaper_recompute), p->cheaper_micro_batch, p->micro_batch,
-                    plan_gpu_speed(r, p->micro_batch, p->recompute) / plan_gpu_speed(r, p->cheaper_micro_batch, p->cheaper_recompute),
+        if (p->passed_micro_batch)
+            fprintf(f, "why          recompute %s fits micro-batch %d; %s%s at %d %s modeled %.2fx as fast on a GPU of %d SMs%s "
+                       "(docs/memory.md)\n", recompute_name(p->passed_recompute), p->passed_micro_batch,
+                    p->recompute == RECOMPUTE_LAYERS ? "" : "recompute ", p->recompute == RECOMPUTE_LAYERS ? "whole layers" : recompute_name(p->recompute),
+                    p->micro_batch, p->recompute == RECOMPUTE_LAYERS ? "are" : "is",
+                    plan_gpu_speed(r, p->micro_batch, p->recompute) / plan_gpu_speed(r, p->passed_micro_batch, p->passed_recompute),
                     r->gpu_sms > 0 ? r->gpu_sms : 132, r->gpu_sms > 0 ? "" : " (assumed: no GPU here)");
         fprintf(f, "eval         micro-batch %d (in the training activation memory), logits chunk %d rows\n", p->eval_micro_batch,
                 p->eval_chunk);
@@ -11299,9 +11316,9 @@ static int cmd_bench(int argc, char **argv) {
     }
     const Plan *p = &tr->plan;
     printf("bench: n_layer %d, n_head %d, n_embd %d, block_size %d, vocab %d, %s on %s; micro-batch %d x accumulation %d "
-           "(%d tokens per step), logits chunk %d rows; ",
+           "(%d tokens per step), recompute %s, logits chunk %d rows; ",
            tr->ms.L, tr->ms.NH, tr->ms.C, p->req.T, tr->ms.V, dtype_name(p->req.dtype), tr->be->name, p->micro_batch, p->grad_accum,
-           p->micro_batch * p->grad_accum * p->req.T, p->logits_chunk);
+           p->micro_batch * p->grad_accum * p->req.T, recompute_name(p->recompute), p->logits_chunk);
     if (kernels) printf("each kernel: the fastest of 5 to 200 calls (0.2 s) after a warm-up call\n");
     else printf("%d warm-up + %d timed steps on random tokens, then one with each op timed\n", warmup, steps);
     fflush(stdout);

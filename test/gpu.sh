@@ -112,6 +112,9 @@ ktimes() { # FILE SECTION-REGEX -> "name<TAB>ms" for each "kernel NAME ... ms" l
     awk -v s="$2" '/^== /{on = ($0 ~ s)} on && /^kernel /{for (i = 2; i < NF; i++) if ($(i+1) == "ms") break;
         n = $2; for (j = 3; j < i; j++) n = n " " $j; print n "\t" $i}' "$1"
 }
+bench_plan_of() { # FILE "== HEADER": "micro-batch B x accumulation A, recompute R" of bench's first line there
+    section "$1" "$2" | sed -n 's/^bench: .*; \(micro-batch [0-9]* x accumulation [0-9]*\) ([0-9]* tokens per step), \(recompute [^,]*\),.*/\1, \2/p' | head -n 1
+}
 chunk_rows_of() { sed -n 's/^classifier chunk rows \([0-9]*\).*/\1/p' "$1" | head -n 1; } # FILE: bench --kernels' chunk
 test_results() { # SOURCE.c LOG -> "name PASS" or "name FAIL" for each RUN(name) of SOURCE, from LOG's "ok name" lines
     local t
@@ -171,7 +174,10 @@ if [ "$STEPS" = selftest ]; then
         echo "== nanogpt bench"; "$N" bench "${toy[@]}" --steps=2 --warmup=1
         echo "== nanogpt bench --kernels"; "$N" bench "${toy[@]}" --kernels
         echo "== nanogpt bench --sample=2"; "$N" bench "${toy[@]}" --sample=2 --steps=5
+        echo "== nanogpt bench, pinned"; "$N" bench "${toy[@]}" --micro_batch=1 --recompute=1 --steps=2 --warmup=1
     } >"$BUILD/bench.log" 2>&1
+    v=$(bench_plan_of "$BUILD/bench.log" "== nanogpt bench, pinned")
+    check "bench's plan ($v)" grep -qx "micro-batch 1 x accumulation [0-9]*, recompute GELU" <<<"$v"
     for key in tokens_per_s memory_bytes; do
         v=$(bench_value "$BUILD/bench.log" "== nanogpt bench" $key)
         check "bench's $key ($v)" positive "$v"
@@ -429,6 +435,21 @@ if want capped && [ $BUILT = 0 ] && time_left "2.68 GiB capped run" 180 capped; 
             row "planner's cap plan vs cheaper trades (> 1.0)" "$(awk -v v="$rcap" 'BEGIN{print (v != "" && v + 0 > 1.0) ? "PASS" : "MISS"}')" \
                 "${rcap:-none}x: $tokc vs $tokl tokens/s"
         fi
+        # the cheaper trades weighed by the speed model: at 6 GiB the planner takes micro-batch 8 without
+        # recomputing over 16 recomputing GELU and LayerNorm, the largest that fits (modeled 1.02x as fast)
+        for run in planner largest; do
+            pins=()
+            [ $run = largest ] && pins=(--micro_batch=16 --recompute=2)
+            echo "== nanogpt bench, 6 GiB, $run" >>"$LOG/capped.log"
+            timeout $(cap_time 60) "$BUILD/nanogpt" bench --device=cuda --batch_size=64 --gradient_accumulation_steps=1 \
+                --max_memory=6GiB --steps=10 --warmup=2 "${pins[@]}" >>"$LOG/capped.log" 2>&1
+            echo "exit $?" >>"$LOG/capped.log"
+        done
+        a=$(bench_value "$LOG/capped.log" "== nanogpt bench, 6 GiB, planner" tokens_per_s)
+        b=$(bench_value "$LOG/capped.log" "== nanogpt bench, 6 GiB, largest" tokens_per_s)
+        r=$(awk -v a="${a:-0}" -v b="${b:-0}" 'BEGIN{if (a > 0 && b > 0) printf "%.3f", a / b}')
+        row "6 GiB: planner vs largest micro-batch (> 1.0)" "$(awk -v v="$r" 'BEGIN{print (v != "" && v + 0 > 1.0) ? "PASS" : "MISS"}')" \
+            "${r:-none}x (modeled 1.02x): $(bench_plan_of "$LOG/capped.log" "== nanogpt bench, 6 GiB, planner") ${a:-none} tokens/s vs $(bench_plan_of "$LOG/capped.log" "== nanogpt bench, 6 GiB, largest") ${b:-none}"
         # where a capped step's time goes, op by op (bench's profiled step under the same plan), to set beside
         # bench.log's uncapped one
         echo "== nanogpt bench, capped: the same model and batch under --max_memory=2.68GiB" >>"$LOG/capped.log"

@@ -617,6 +617,14 @@ static void test_plan_and_info(void) {
               strstr(r->out, "why          recompute GELU+LayerNorm fits micro-batch 2; whole layers at 8 are modeled 1.12x as fast on a GPU "
                                  "of 132 SMs (assumed: no GPU here)"),
           "plan at 2.68 GiB: %.700s", r->out);
+    /* and why it takes a smaller micro-batch without recomputing over a larger one recomputing */
+    r = cli("plan", "--n_layer=12", "--n_head=12", "--n_embd=768", "--block_size=1024", "--batch_size=64", "--vocab_size=50257",
+            "--device=cuda", "--dtype=bfloat16", "--max_memory=6GiB", NULL);
+    CHECK_RUN(r, 0, "plan at 6 GiB");
+    CHECK(strstr(r->out, "micro-batch 8 x accumulation 8, recompute none") &&
+              strstr(r->out, "why          recompute GELU+LayerNorm fits micro-batch 16; recompute none at 8 is modeled 1.02x as fast on a "
+                                 "GPU of 132 SMs (assumed: no GPU here)"),
+          "plan at 6 GiB: %.700s", r->out);
     r = cli("plan", "--n_layer=12", "--n_head=12", "--n_embd=768", "--block_size=1024", "--batch_size=64", "--vocab_size=50257",
             "--device=cuda", "--dtype=bfloat16", "--max_memory=0.5GiB", NULL);
     CHECK_RUN(r, 1, "plan at 0.5 GiB");

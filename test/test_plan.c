@@ -197,7 +197,7 @@ static void test_property_random_configs(void) {
         if (device == DEV_BACKEND_CUDA) r.gpu_sms = sms[rng_below(&rng, 4)];
         r.hopper = device == DEV_BACKEND_CUDA && (it & 1); /* not drawn: the configs stay those of the seed */
         Plan p;
-        char err[NGPT_ERRLEN], why[128];
+        char err[NGPT_ERRLEN], why[192];
         int rc = plan_make(&p, &r, err, sizeof err);
         long long seqs = (long long)batch * accum;
         if (rc == NGPT_OK) {
@@ -214,11 +214,10 @@ static void test_property_random_configs(void) {
             } else if (p.eval_micro_batch < p.micro_batch) { ok = 0; snprintf(why, sizeof why, "eval micro-batch below training's"); }
             else if (!chunk_largest(&p, why, sizeof why)) ok = 0;
             else if (!backward_scratch_ok(&p, why, sizeof why)) ok = 0;
-            else {
-                /* largest: no bigger divisor of the sequences per step fits at any trade; on the CPU a plan that
-                 * recomputes whole layers (unpinned) only where no micro-batch fits without (the cheaper trades at
-                 * any divisor); on a GPU the cheaper trades' largest micro-batch is weighed below */
-                for (long long B = layers && !gpu ? 1 : p.micro_batch + 1; B <= batch && ok; B++) {
+            else if (!gpu) {
+                /* largest: no bigger divisor of the sequences per step fits at any trade; a plan that recomputes
+                 * whole layers (unpinned) only where no micro-batch fits without (the cheaper trades at any divisor) */
+                for (long long B = layers ? 1 : p.micro_batch + 1; B <= batch && ok; B++) {
                     if (seqs % B) continue;
                     for (int level = 0; level < 5 && ok; level++) {
                         int rcl = r.pin_recompute >= 0 ? r.pin_recompute : level == 4 ? RECOMPUTE_LAYERS : MIN(level, 2);
@@ -226,34 +225,31 @@ static void test_property_random_configs(void) {
                         Plan q;
                         /* within the chosen moment precision: bf16 moments are the last resort */
                         if (plan_layout(&q, &r, (int)B, 1, rcl, level >= 3 ? CHUNK_STEP : default_chunk(&r), p.moments_dtype) <= budget) {
-                                ok = 0;
-                                snprintf(why, sizeof why, "micro-batch %lld would fit (recompute %s) but %d (recompute %s) was chosen", B,
-                                         recompute_name(rcl), p.micro_batch, recompute_name(p.recompute));
-                            }
-                    }
-                }
-            }
-            if (ok && gpu && r.pin_recompute < 0) {
-                /* on a GPU, the other kind of trade's largest micro-batch (whole layers, or the cheaper trades at
-                 * their lowest level there), found here by brute force: whole layers only at a larger micro-batch
-                 * than the cheaper trades', modeled faster; the cheaper trades keep a tie */
-                int other_B = 0, other_rc = -1;
-                for (long long B = batch; B >= 1 && !other_B; B--) {
-                    if (seqs % B) continue;
-                    for (int level = layers ? 0 : 4; level < (layers ? 4 : 5) && !other_B; level++) {
-                        int rcl = level == 4 ? RECOMPUTE_LAYERS : MIN(level, 2);
-                        Plan q;
-                        if (plan_layout(&q, &r, (int)B, 1, rcl, level >= 3 ? CHUNK_STEP : default_chunk(&r), p.moments_dtype) <= budget) {
-                            other_B = (int)B;
-                            other_rc = rcl;
+                            ok = 0;
+                            snprintf(why, sizeof why, "micro-batch %lld would fit (recompute %s) but %d (recompute %s) was chosen", B,
+                                     recompute_name(rcl), p.micro_batch, recompute_name(p.recompute));
                         }
                     }
                 }
-                double mine = plan_gpu_speed(&r, p.micro_batch, p.recompute), other = other_B ? plan_gpu_speed(&r, other_B, other_rc) : 0;
-                if (layers ? other_B >= p.micro_batch || (other_B && mine <= other) : other_B > p.micro_batch && other > mine) {
-                    ok = 0;
-                    snprintf(why, sizeof why, "micro-batch %d (recompute %s, speed %.3f) chosen over %d (recompute %s, speed %.3f)",
-                             p.micro_batch, recompute_name(p.recompute), mine, other_B, recompute_name(other_rc), other);
+            } else {
+                /* on a GPU, by brute force over every divisor and trade that fits: none that plan_gpu_speed rates
+                 * faster; on a tie, the cheaper trades over whole layers, and the larger micro-batch within a kind */
+                double mine = plan_gpu_speed(&r, p.micro_batch, p.recompute);
+                for (long long B = 1; B <= batch && ok; B++) {
+                    if (seqs % B) continue;
+                    for (int level = 0; level < 5 && ok; level++) {
+                        int rcl = r.pin_recompute >= 0 ? r.pin_recompute : level == 4 ? RECOMPUTE_LAYERS : MIN(level, 2);
+                        if (level == 4 && r.pin_recompute >= 0) continue;
+                        Plan q;
+                        if (plan_layout(&q, &r, (int)B, 1, rcl, level >= 3 ? CHUNK_STEP : default_chunk(&r), p.moments_dtype) > budget) continue;
+                        double other = plan_gpu_speed(&r, (int)B, rcl);
+                        int other_layers = level == 4;
+                        if (other > mine || (other == mine && (other_layers < layers || (other_layers == layers && B > p.micro_batch)))) {
+                            ok = 0;
+                            snprintf(why, sizeof why, "micro-batch %d (recompute %s, speed %.4f) chosen over %lld (recompute %s, speed %.4f)",
+                                     p.micro_batch, recompute_name(p.recompute), mine, B, recompute_name(rcl), other);
+                        }
+                    }
                 }
             }
             if (ok) {
@@ -407,6 +403,55 @@ static void test_hopper_ds_in_logits(void) {
     /* fp32 keeps no dS^T room */
     r.dtype = NGPT_DTYPE_F32;
     CHECK(plan_make(&p, &r, err, sizeof err) != 0 || !p.train.backward_scratch, "fp32: backward scratch %zu", p.train.backward_scratch);
+}
+
+/* On a GPU the cheaper trades take the micro-batch plan_gpu_speed rates fastest, not the largest that fits: GPT-2
+ * 124M at 6 GiB fits 16 recomputing GELU and LayerNorm and 8 recomputing nothing, which the model rates 1.02x
+ * as fast on 132 SMs (16's products fill the waves 5% better, recomputing costs 7.5%); on 28 SMs, which 8192
+ * rows already fill nearly as well as 16384, at 10 GiB 16 without recomputing over 32 recomputing GELU. The CPU
+ * keeps the largest micro-batch. */
+static void test_cheaper_trades_by_speed(void) {
+    char err[NGPT_ERRLEN];
+    ModelShape m = gpt2_shape(12, 12, 768, 0);
+    PlanRequest r = request(m, 1024, 64, 1, NGPT_DTYPE_BF16, DEV_BACKEND_CUDA, 6.0 * GiB - CUDA_SAFETY_MARGIN);
+    Plan p, q;
+    CHECK(plan_layout(&q, &r, 16, 1, RECOMPUTE_GELU_LN, default_chunk(&r), NGPT_DTYPE_F32) <= r.budget &&
+              plan_layout(&q, &r, 16, 1, RECOMPUTE_GELU, default_chunk(&r), NGPT_DTYPE_F32) > r.budget,
+          "6 GiB should fit 16 with GELU+LayerNorm but not with GELU alone");
+    CHECK(plan_make(&p, &r, err, sizeof err) == 0 && p.micro_batch == 8 && p.recompute == RECOMPUTE_NONE &&
+              p.passed_micro_batch == 16 && p.passed_recompute == RECOMPUTE_GELU_LN,
+          "6 GiB: micro-batch %d, recompute %s, passed over %d %s (want 8 none over 16 GELU+LayerNorm): %s", p.micro_batch,
+          recompute_name(p.recompute), p.passed_micro_batch, recompute_name(p.passed_recompute), err);
+    double ratio = plan_gpu_speed(&r, 8, RECOMPUTE_NONE) / plan_gpu_speed(&r, 16, RECOMPUTE_GELU_LN);
+    CHECK(ratio > 1.01 && ratio < 1.04, "modeled 8 none over 16 GELU+LayerNorm: %.3f", ratio);
+    /* pinned to GELU+LayerNorm, the largest micro-batch with fp32 moments, no plan passed over; the same on a
+     * Hopper (its dS^T room), which gpu.sh's capped step compares at this budget */
+    for (int hopper = 0; hopper < 2; hopper++) {
+        r.hopper = hopper;
+        CHECK(plan_make(&q, &r, err, sizeof err) == 0 && q.micro_batch == 8 && q.recompute == RECOMPUTE_NONE, "hopper %d: micro-batch %d",
+              hopper, q.micro_batch);
+        r.pin_recompute = RECOMPUTE_GELU_LN;
+        CHECK(plan_make(&q, &r, err, sizeof err) == 0 && q.micro_batch == 16 && !q.passed_micro_batch && q.moments_dtype == NGPT_DTYPE_F32,
+              "6 GiB, recompute = 2, hopper %d: micro-batch %d, passed %d, moments %d (want 16, none, fp32)", hopper, q.micro_batch,
+              q.passed_micro_batch, q.moments_dtype);
+        r.pin_recompute = -1;
+    }
+    r.hopper = 0;
+    r.gpu_sms = 28;
+    r.budget = 10.0 * GiB - CUDA_SAFETY_MARGIN;
+    CHECK(plan_make(&p, &r, err, sizeof err) == 0 && p.micro_batch == 16 && p.recompute == RECOMPUTE_NONE &&
+              p.passed_micro_batch == 32 && p.passed_recompute == RECOMPUTE_GELU,
+          "10 GiB on 28 SMs: micro-batch %d, recompute %s, passed over %d %s (want 16 none over 32 GELU)", p.micro_batch,
+          recompute_name(p.recompute), p.passed_micro_batch, recompute_name(p.passed_recompute));
+    printf("  6 GiB: micro-batch 8 without recomputing over 16 with GELU+LayerNorm, modeled %.3fx; on 28 SMs at 10 GiB, "
+           "16 over 32 with GELU, %.3fx\n", ratio, plan_gpu_speed(&r, 16, RECOMPUTE_NONE) / plan_gpu_speed(&r, 32, RECOMPUTE_GELU));
+    /* the CPU at the same choice: the largest micro-batch */
+    PlanRequest c = request(m, 1024, 64, 1, NGPT_DTYPE_F32, DEV_BACKEND_CPU, 1e15);
+    c.budget = plan_layout(&q, &c, 16, plan_lanes(&c, 16), RECOMPUTE_GELU_LN, default_chunk(&c), NGPT_DTYPE_F32);
+    CHECK(plan_layout(&q, &c, 8, plan_lanes(&c, 8), RECOMPUTE_NONE, default_chunk(&c), NGPT_DTYPE_F32) <= c.budget,
+          "the CPU case should fit 8 without recomputing");
+    CHECK(plan_make(&p, &c, err, sizeof err) == 0 && p.micro_batch == 16 && p.recompute == RECOMPUTE_GELU_LN && !p.passed_micro_batch,
+          "CPU: micro-batch %d, recompute %s (want 16, GELU+LayerNorm): %s", p.micro_batch, recompute_name(p.recompute), err);
 }
 
 /* On a GPU whole layers are recomputed where they buy a micro-batch that plan_gpu_speed puts ahead of the
@@ -616,6 +661,7 @@ int main(void) {
     RUN(test_sizes_by_category);
     RUN(test_property_random_configs);
     RUN(test_seed_scenario);
+    RUN(test_cheaper_trades_by_speed);
     RUN(test_whole_layers);
     RUN(test_hopper_ds_in_logits);
     RUN(test_inference_plan);
