@@ -1,7 +1,8 @@
 /* test_plan.c: the memory planner.
  *  - sizes against values computed independently (published parameter counts, hand formulas);
  *  - a property test over random configs and budgets: aligned, disjoint, within budget, tokens per step
- *    kept, the largest micro-batch chosen, and a refusal only when the smallest plan truly does not fit;
+ *    kept, the largest micro-batch chosen on the CPU and the one the speed model rates fastest on a GPU (by
+ *    brute force), and a refusal only when the smallest plan truly does not fit;
  *  - the seed scenario: GPT-2 124M, 64 x 1024 tokens per step, in 2.68 GiB;
  *  - sampling plans: no gradients or moments, the largest forward that fits (GPT-2 XL sampled in 12 GiB);
  *  - training with different forced micro-batches gives the same losses;
@@ -253,6 +254,28 @@ static void test_property_random_configs(void) {
                 }
             }
             if (ok) {
+                /* the plan passed over (plan's why line): on a GPU, the cheaper trades' largest micro-batch that
+                 * fits at its cheapest trade, where that is not the plan chosen; else none */
+                int largest_B = 0, largest_rc = 0;
+                for (long long B = batch; gpu && B >= 1 && !largest_B; B--) {
+                    if (seqs % B) continue;
+                    for (int level = 0; level < 4 && !largest_B; level++) {
+                        int rcl = r.pin_recompute >= 0 ? r.pin_recompute : MIN(level, 2);
+                        Plan q;
+                        if (plan_layout(&q, &r, (int)B, 1, rcl, level >= 3 ? CHUNK_STEP : default_chunk(&r), p.moments_dtype) <= budget) {
+                            largest_B = (int)B;
+                            largest_rc = rcl;
+                        }
+                    }
+                }
+                if (largest_B == p.micro_batch && largest_rc == p.recompute) largest_B = largest_rc = 0;
+                if (p.passed_micro_batch != largest_B || p.passed_recompute != largest_rc) {
+                    ok = 0;
+                    snprintf(why, sizeof why, "passed over micro-batch %d (recompute %s), want %d (%s)", p.passed_micro_batch,
+                             recompute_name(p.passed_recompute), largest_B, recompute_name(largest_rc));
+                }
+            }
+            if (ok) {
                 /* cheapest at its micro-batch: no lower recompute level up to GELU+LayerNorm fits at the default
                  * chunk (unpinned), the chunk goes below the default only after recomputing GELU and LayerNorm, and
                  * bf16 moments only when no fp32 plan fits */
@@ -445,6 +468,31 @@ static void test_cheaper_trades_by_speed(void) {
           recompute_name(p.recompute), p.passed_micro_batch, recompute_name(p.passed_recompute));
     printf("  6 GiB: micro-batch 8 without recomputing over 16 with GELU+LayerNorm, modeled %.3fx; on 28 SMs at 10 GiB, "
            "16 over 32 with GELU, %.3fx\n", ratio, plan_gpu_speed(&r, 16, RECOMPUTE_NONE) / plan_gpu_speed(&r, 32, RECOMPUTE_GELU));
+    /* whole layers are weighed against the fastest of the cheaper trades, not their largest micro-batch, and win
+     * only when rated faster (a review's case: 22 without recomputing, over 32 with GELU+LayerNorm; whole
+     * layers at 44 rate between the two) */
+    ModelShape small = {3, 7, 112, 37513, pad_vocab(37513), 1836, 0};
+    PlanRequest s = request(small, 1836, 44, 8, NGPT_DTYPE_F32, DEV_BACKEND_CUDA, 1510653983);
+    s.gpu_sms = 80;
+    s.hopper = 1;
+    CHECK(plan_make(&p, &s, err, sizeof err) == 0 && p.micro_batch == 22 && p.recompute == RECOMPUTE_NONE && p.passed_micro_batch == 32 &&
+              p.passed_recompute == RECOMPUTE_GELU_LN,
+          "L3 C112 T1836 on 80 SMs: micro-batch %d, recompute %s, passed %d %s (want 22 none over 32 GELU+LayerNorm)", p.micro_batch,
+          recompute_name(p.recompute), p.passed_micro_batch, recompute_name(p.passed_recompute));
+    CHECK(plan_layout(&q, &s, 44, 1, RECOMPUTE_LAYERS, CHUNK_STEP, NGPT_DTYPE_F32) <= s.budget &&
+              plan_gpu_speed(&s, 44, RECOMPUTE_LAYERS) > plan_gpu_speed(&s, 32, RECOMPUTE_GELU_LN) &&
+              plan_gpu_speed(&s, 44, RECOMPUTE_LAYERS) < plan_gpu_speed(&s, 22, RECOMPUTE_NONE),
+          "whole layers at 44 should fit and rate between 32 with GELU+LayerNorm and 22 without");
+    /* a tiny model, below the model's floor (0.05 of the full rate): the rate still grows with the micro-batch, so
+     * the larger one recomputing wins (a review's case: with a flat floor, 2 without recomputing over 4 with
+     * GELU+LayerNorm) */
+    ModelShape tiny = {4, 4, 64, 50257, 50304, 64, 0};
+    PlanRequest t = request(tiny, 64, 32, 1, NGPT_DTYPE_BF16, DEV_BACKEND_CUDA, 325 * MiB - CUDA_SAFETY_MARGIN);
+    CHECK(plan_gpu_speed(&t, 4, RECOMPUTE_GELU_LN) > 1.8 * plan_gpu_speed(&t, 2, RECOMPUTE_NONE) &&
+              plan_gpu_speed(&t, 2, RECOMPUTE_NONE) > 1.9 * plan_gpu_speed(&t, 1, RECOMPUTE_NONE),
+          "below the floor the rate should double with the micro-batch");
+    CHECK(plan_make(&p, &t, err, sizeof err) == 0 && p.micro_batch >= 4, "tiny model at 325 MiB: micro-batch %d, recompute %s (want 4 or more)",
+          p.micro_batch, recompute_name(p.recompute));
     /* the CPU at the same choice: the largest micro-batch */
     PlanRequest c = request(m, 1024, 64, 1, NGPT_DTYPE_F32, DEV_BACKEND_CPU, 1e15);
     c.budget = plan_layout(&q, &c, 16, plan_lanes(&c, 16), RECOMPUTE_GELU_LN, default_chunk(&c), NGPT_DTYPE_F32);
