@@ -1618,10 +1618,11 @@ static int plan_fit_micro_batch(Plan *p, const PlanRequest *r, int B, int pass, 
  * and whole layers recomputed at a larger micro-batch against them at a smaller one. Speed = rate /
  * cost(recompute). rate: the products of a micro-batch fill the SMs' waves better as their outputs grow,
  * counted as B x T x C in GPT-2 124M's rows (C = 768) a 132-SM GPU's worth (an H100, H200): 1 from 65,536
- * such rows, 0.043 less a halving down to 8192, 0.114 less a halving below that down to 0.05, then half for
- * each halving (a micro-batch that small takes about as long as one twice its size, so a larger one that
- * recomputes wins there); a GPU with fewer SMs fills them with fewer rows. cost: 1 + the time recomputing takes: GELU 4%, GELU with the
- * LayerNorms 7.5% (an H200's profile at micro-batch 2), whole layers twice their FLOPs' share of the step
+ * such rows, 0.043 less a halving down to 8192, 0.114 less a halving below that down to 0.228, then half for
+ * each halving (0.228 = 2 x 0.114: from there on a micro-batch half the size takes as long as the larger one,
+ * never longer, so a larger one that recomputes wins); a GPU with fewer SMs fills them with fewer rows.
+ * cost: 1 + the time recomputing takes: GELU 4%, GELU with the LayerNorms 7.5% (an H200's profile at
+ * micro-batch 2), whole layers twice their FLOPs' share of the step
  * (the recomputed attention forward and LayerNorms run far below the matmuls' rate; for GPT-2 124M at block
  * 1024 15% of the FLOPs, so 1.30). Fitted, not derived, on an H200 (2026-11-28, GPT-2 124M): gpu.sh capped's
  * micro-batch 64 without recomputing (497,407 tokens/s), 8 recomputing whole layers (333,398) and 2
@@ -1630,7 +1631,7 @@ static int plan_fit_micro_batch(Plan *p, const PlanRequest *r, int B, int pass, 
 static double plan_gpu_speed(const PlanRequest *r, int B, int recompute) {
     const double sms = r->gpu_sms > 0 ? r->gpu_sms : 132;
     const double halvings = log2(65536.0 * 768 * (sms / 132) / ((double)B * r->T * r->m.C));
-    const double floor_rate = 0.05, floor_halvings = 3 + (1.0 - 0.043 * 3 - floor_rate) / 0.114;
+    const double floor_rate = 2 * 0.114, floor_halvings = 3 + (1.0 - 0.043 * 3 - floor_rate) / 0.114;
     double rate = halvings <= 0 ? 1.0 : halvings <= 3 ? 1.0 - 0.043 * halvings : 1.0 - 0.043 * 3 - 0.114 * (halvings - 3);
     if (halvings > floor_halvings) rate = floor_rate * exp2(floor_halvings - halvings);
     double cost = 1.0;

@@ -1286,10 +1286,11 @@ static __device__ __forceinline__ void mm_tc_direct(const MmEpilogue<T> &ep, int
  * rows of a column (the raster order Hopper GEMM schedulers pick by this rule, without their swizzle), so
  * that the blocks at work at once share the tiles of the operand that has more of them, which is then read
  * from memory about once, and the other one's, fewer, come again from L2. Down the columns everywhere
- * (every kernel's order before 2026-12-01), GPT-2 124M's input gradients (A: dout, 12,288 x 2304 or 3072 at batch 12) and the MLP
- * projection's forward (A: the GELU output, 12,288 x 3072) read A about once per wave of blocks, 3 times on
- * 132 SMs, and the classifier's weight gradient (A: a chunk's dlogits^T, 50,304 x 2048) once per column of
- * tiles, 3 times; A (57-206 MB) is larger than the L2 (50 MB on an H100, 6-72 MB on sm_86 and sm_89 cards).
+ * (every kernel's order before 2026-12-01), GPT-2 124M's input gradients (A: dout, 12,288 x 2304 or 3072
+ * at batch 12) and the MLP projection's forward (A: the GELU output, 12,288 x 3072) read A about once per
+ * wave of blocks, 3 times on 132 SMs, and the classifier's weight gradient (A: a chunk's dlogits^T, 50,304 x
+ * 2048) once per column of tiles, 3 times; A (57-206 MB) is larger than the L2 (50 MB on an H100, 6-72 MB on
+ * sm_86 and sm_89 cards).
  * No bits change: each tile is the same sums. NGPT_TILE_ORDER=m keeps the order down the columns, to
  * compare. A grid's rows of tiles go in gridDim.y then, at most 65535. */
 static int tiles_rows_first(const CudaImpl *im, int tiles_m, int tiles_n) { return !im->tiles_down_columns && tiles_m >= tiles_n && tiles_m <= 65535; }

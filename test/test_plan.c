@@ -483,16 +483,22 @@ static void test_cheaper_trades_by_speed(void) {
               plan_gpu_speed(&s, 44, RECOMPUTE_LAYERS) > plan_gpu_speed(&s, 32, RECOMPUTE_GELU_LN) &&
               plan_gpu_speed(&s, 44, RECOMPUTE_LAYERS) < plan_gpu_speed(&s, 22, RECOMPUTE_NONE),
           "whole layers at 44 should fit and rate between 32 with GELU+LayerNorm and 22 without");
-    /* a tiny model, below the model's floor (0.05 of the full rate): the rate still grows with the micro-batch, so
-     * the larger one recomputing wins (a review's case: with a flat floor, 2 without recomputing over 4 with
-     * GELU+LayerNorm) */
+    /* a tiny model, below the model's floor (0.228 of the full rate): the rate still doubles with the micro-batch,
+     * so a larger one that recomputes wins (a review's case: with a flat floor, 2 without recomputing over 4
+     * with GELU+LayerNorm; now 8 recomputing whole layers, rated twice 4's) */
     ModelShape tiny = {4, 4, 64, 50257, 50304, 64, 0};
     PlanRequest t = request(tiny, 64, 32, 1, NGPT_DTYPE_BF16, DEV_BACKEND_CUDA, 325 * MiB - CUDA_SAFETY_MARGIN);
     CHECK(plan_gpu_speed(&t, 4, RECOMPUTE_GELU_LN) > 1.8 * plan_gpu_speed(&t, 2, RECOMPUTE_NONE) &&
               plan_gpu_speed(&t, 2, RECOMPUTE_NONE) > 1.9 * plan_gpu_speed(&t, 1, RECOMPUTE_NONE),
           "below the floor the rate should double with the micro-batch");
-    CHECK(plan_make(&p, &t, err, sizeof err) == 0 && p.micro_batch >= 4, "tiny model at 325 MiB: micro-batch %d, recompute %s (want 4 or more)",
-          p.micro_batch, recompute_name(p.recompute));
+    CHECK(plan_make(&p, &t, err, sizeof err) == 0 && p.micro_batch == 8 && p.recompute == RECOMPUTE_LAYERS && p.moments_dtype == NGPT_DTYPE_F32 &&
+              p.passed_micro_batch == 4 && p.passed_recompute == RECOMPUTE_GELU_LN,
+          "tiny model at 325 MiB: micro-batch %d, recompute %s, passed %d %s (want 8 whole layers over 4 GELU+LayerNorm, fp32 moments)",
+          p.micro_batch, recompute_name(p.recompute), p.passed_micro_batch, recompute_name(p.passed_recompute));
+    /* and nowhere does the rate fall by more than half from one micro-batch to half of it */
+    for (int B = 2; B <= 4096; B *= 2)
+        CHECK(plan_gpu_speed(&t, B / 2, RECOMPUTE_NONE) >= 0.5 * plan_gpu_speed(&t, B, RECOMPUTE_NONE) * (1 - 1e-12),
+              "micro-batch %d rated under half of %d", B / 2, B);
     /* the CPU at the same choice: the largest micro-batch */
     PlanRequest c = request(m, 1024, 64, 1, NGPT_DTYPE_F32, DEV_BACKEND_CPU, 1e15);
     c.budget = plan_layout(&q, &c, 16, plan_lanes(&c, 16), RECOMPUTE_GELU_LN, default_chunk(&c), NGPT_DTYPE_F32);
