@@ -1740,13 +1740,9 @@ static int plan_make(Plan *p, const PlanRequest *r, char *err, size_t errlen) {
                 }
             }
         }
-        if (layers_B && (!cheap_B || (layers_B > cheap_B && plan_gpu_speed(r, layers_B, RECOMPUTE_LAYERS) > cheap_speed))) {
-            /* *p: whole layers */
-        } else if (cheap_B) {
-            *p = cheap;
-        } else {
-            continue;
-        }
+        int whole_layers = layers_B && (!cheap_B || (layers_B > cheap_B && plan_gpu_speed(r, layers_B, RECOMPUTE_LAYERS) > cheap_speed));
+        if (!whole_layers && !cheap_B) continue;
+        if (!whole_layers) *p = cheap; /* (else *p is whole layers' plan, the last that fit) */
         p->fits = 1;
         if (largest_B && (largest_B != p->micro_batch || largest_rc != p->recompute)) {
             p->passed_micro_batch = largest_B;

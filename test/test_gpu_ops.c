@@ -2,7 +2,7 @@
  *
  * Built and run by test/gpu.sh on a machine with a GPU:
  *     nvcc -c nanogpt.cu ; cc -DNGPT_CUDA -c test/test_gpu_ops.c ; link both with nvcc
- *     ./test_gpu_ops [--small] [--skip-alloc-check] [--dtype f32|bf16|f16] [--matmul-only | --attention-only | --default-kernels]
+ *     ./test_gpu_ops [--small] [--skip-alloc-check] [--fail-fast] [--dtype f32|bf16|f16] [--matmul-only | --attention-only | --default-kernels]
  * --small keeps to small shapes (for compute-sanitizer, and the CUDA emulator of test/cuda_emu.sh); the
  * default adds GPT-2-sized ones.
  * --matmul-only runs the matmul cases alone, on the kernel NGPT_MATMUL chooses (test/gpu.sh tries each wgmma
@@ -13,6 +13,9 @@
  * older kernels and the NGPT_EPILOGUE, NGPT_TILE_N and NGPT_SPLITK_MAX variants (test/gpu.sh's f16 racecheck:
  * the bf16 one covers those templates, and each variant doubles a racecheck's minutes).
  * --skip-alloc-check leaves out the free-memory check (compute-sanitizer allocates device memory itself).
+ * --fail-fast stops at the first failed case, exit status 1 (test/cuda_emu.sh's mutants: one failure is enough
+ * to catch one, and the rest of the sweep is minutes on the emulator). The sweep runs the cheap ops first, then
+ * attention, then the matmuls, so that a mutant of a cheap op is caught in seconds.
  *
  * For every op and shape: fresh random inputs (never zeros), rounded to the GPU's storage type so that
  * both backends see the same numbers; outputs poisoned with NaN bit patterns before each run, so an
@@ -51,7 +54,7 @@
 static ngpt_backend *tg_cpu, *tg_gpu;
 static char *tg_cpu_dev, *tg_gpu_dev, *tg_gpu_host;
 static size_t tg_cpu_cap, tg_gpu_cap, tg_host_cap, tg_cpu_base, tg_gpu_base, tg_cpu_off, tg_gpu_off;
-static int tg_small, tg_cc, tg_skip_alloc_check, tg_matmul_only, tg_attention_only, tg_default_kernels;
+static int tg_small, tg_cc, tg_skip_alloc_check, tg_matmul_only, tg_attention_only, tg_default_kernels, tg_fail_fast;
 static char tg_case[256];
 static double tg_t0;
 static double tg_now(void) {
@@ -170,6 +173,10 @@ static void tg_end(void) {
     printf("    (%.2f s)\n", tg_now() - tg_t0);
     if (check_case_failed) check_failed++;
     else { check_passed++; printf("ok %s\n", tg_case); }
+    if (check_case_failed && tg_fail_fast) {
+        printf("stopped at the first failed case (--fail-fast)\n");
+        exit(check_summary());
+    }
     fflush(stdout);
 }
 
@@ -1050,12 +1057,6 @@ static void tg_sweep(void) {
     t_layernorm(4500, 64, 1);
     t_layernorm(4500, 62, 0);
     if (!S) { t_layernorm(2048, 768, 1); t_layernorm(1024, 1600, 0); }
-    tg_matmul_sweep();
-    tg_attention_sweep();
-    t_attention_decode(3, 2, 64, 0, 16);
-    t_attention_decode(2, 3, 48, 37, 70);
-    t_attention_decode(4, 4, 32, 99, 100);
-    if (!S) t_attention_decode(8, 12, 64, 700, 1024);
     t_crossentropy(37, 65, 128, 1, 0);
     t_crossentropy(37, 65, 128, 0, 0);
     t_crossentropy(5, 1000, 1024, 1, 0);
@@ -1069,6 +1070,12 @@ static void tg_sweep(void) {
     t_norm_sq(S ? 100003 : 3000017);
     t_adamw(S ? 4099 : 100003, NGPT_DTYPE_F32);
     t_adamw(S ? 4099 : 100003, NGPT_DTYPE_BF16);
+    t_attention_decode(3, 2, 64, 0, 16);
+    t_attention_decode(2, 3, 48, 37, 70);
+    t_attention_decode(4, 4, 32, 99, 100);
+    if (!S) t_attention_decode(8, 12, 64, 700, 1024);
+    tg_attention_sweep(); /* the long sweeps last (--fail-fast) */
+    tg_matmul_sweep();
 }
 
 int main(int argc, char **argv) {
@@ -1080,9 +1087,12 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--attention-only")) tg_attention_only = 1;
         else if (!strcmp(argv[i], "--default-kernels")) tg_default_kernels = 1;
         else if (!strcmp(argv[i], "--skip-alloc-check")) tg_skip_alloc_check = 1; /* under compute-sanitizer, which allocates */
+        else if (!strcmp(argv[i], "--fail-fast")) tg_fail_fast = 1;
         else if (!strcmp(argv[i], "--dtype") && i + 1 < argc) only = argv[++i];
         else {
-            fprintf(stderr, "usage: %s [--small] [--skip-alloc-check] [--dtype f32|bf16|f16] [--matmul-only | --attention-only | --default-kernels]\n",
+            fprintf(stderr,
+                    "usage: %s [--small] [--skip-alloc-check] [--fail-fast] [--dtype f32|bf16|f16] [--matmul-only | --attention-only | "
+                    "--default-kernels]\n",
                     argv[0]);
             return 2;
         }
