@@ -13,6 +13,8 @@
 #   EMU_CCS=80 bash test/cuda_emu.sh        one emulated GPU, no mutants (EMU_MUTANTS=0 alone skips those)
 #   EMU_SRC=other.cu bash test/cuda_emu.sh  another source than nanogpt.cu
 #   EMU_CCS=90 EMU_MUTANTS=1 EMU_MUTANTS_MATCH=attention bash test/cuda_emu.sh   the mutants whose names match
+#   EMU_JOBS=4 bash test/cuda_emu.sh        four programs or mutants at a time (default: the cores, at most 8;
+#                                           a mutant's build takes about 0.4 GB)
 #
 # The rewrite (perl, below): every launch `kernel<<<grid, block[, smem[, stream]]>>>(args)` becomes
 # `emu::launch("kernel", emu::kernel_address(kernel), [&]() { kernel(args); }, grid, block[, smem[, stream]])`,
@@ -199,9 +201,12 @@ run() {
     "$@" >"$OUT/$name.log" 2>&1
     echo $? >"$OUT/$name.rc"
 }
-# COMMAND...: started in the background once fewer than EMU_JOBS (the cores) of those started this way run;
-# the runs and the mutants share it, the longest first
-EMU_JOBS=${EMU_JOBS:-$(nproc 2>/dev/null || echo 2)}
+# COMMAND...: started in the background once fewer than EMU_JOBS (the cores, at most 8) of those started this
+# way run; the runs (the longest first) and then the mutants share it
+EMU_JOBS=${EMU_JOBS:-$(n=$(nproc 2>/dev/null || echo 2); echo $((n < 8 ? n : 8)))}
+case $EMU_JOBS in
+'' | *[!0-9]* | 0*) echo "FAIL cuda emulator: EMU_JOBS=$EMU_JOBS: expected a whole number of jobs, 1 or more"; echo "summary: 0 passed, 1 failed"; exit 1 ;;
+esac
 pool() {
     while [ "$(jobs -rp | wc -l)" -ge "$EMU_JOBS" ]; do wait -n; done
     "$@" &
@@ -358,7 +363,8 @@ if [ "$EMU_MUTANTS" = 1 ]; then
         if [ ! -f "$d/rc" ]; then
             tail -n 5 "$d/log"
             fail "mutant '$name' did not build or apply"
-        elif [ "$(cat "$d/rc")" != 0 ] && { [ "$nfail" -gt 0 ] || [ "$(cat "$d/rc")" -gt 1 ]; }; then
+        elif [ "$(cat "$d/rc")" != 0 ] && { [ "$nfail" -gt 0 ] || { [ "$(cat "$d/rc")" -gt 1 ] && [ "$(cat "$d/rc")" != 137 ]; }; }; then
+            # a failed case, or a crash (a killed run, 137, may be the machine's memory running out: not caught)
             first=$(grep -m 1 '^FAIL' "$d/log" | sed 's/^FAIL \([^:]*\):.*/\1/')
             echo "ok mutant caught: $name (exit $(cat "$d/rc")${first:+, by $first})"
             passed=$((passed + 1))

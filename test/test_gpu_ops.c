@@ -15,7 +15,8 @@
  * --skip-alloc-check leaves out the free-memory check (compute-sanitizer allocates device memory itself).
  * --fail-fast stops at the first failed case, exit status 1 (test/cuda_emu.sh's mutants: one failure is enough
  * to catch one, and the rest of the sweep is minutes on the emulator). The sweep runs the cheap ops first, then
- * attention, then the matmuls, so that a mutant of a cheap op is caught in seconds.
+ * attention, then the matmuls, so that a mutant of a cheap op is caught in seconds; so do the runs on the
+ * older kernels (attention, then the matmuls).
  *
  * For every op and shape: fresh random inputs (never zeros), rounded to the GPU's storage type so that
  * both backends see the same numbers; outputs poisoned with NaN bit patterns before each run, so an
@@ -1223,7 +1224,7 @@ int main(int argc, char **argv) {
         else if (tg_attention_only) tg_attention_sweep();
         else if (staged || unsplit) tg_matmul_sweep();
         else if (turnless) tg_attention_sweep();
-        else if (runs[k].env) { tg_matmul_sweep(); tg_attention_sweep(); } /* the older kernels also run attention on mma.sync */
+        else if (runs[k].env) { tg_attention_sweep(); tg_matmul_sweep(); } /* the older kernels also run attention on mma.sync */
         else tg_sweep();
         if (staged || turnless) {
             tg_begin(turnless ? "NGPT_ATTN_TURNS=0: the attention's bits are the default run's"
