@@ -1740,7 +1740,7 @@ static int plan_make(Plan *p, const PlanRequest *r, char *err, size_t errlen) {
                 }
             }
         }
-        int whole_layers = layers_B && (!cheap_B || (layers_B > cheap_B && plan_gpu_speed(r, layers_B, RECOMPUTE_LAYERS) > cheap_speed));
+        int whole_layers = layers_B && (!cheap_B || plan_gpu_speed(r, layers_B, RECOMPUTE_LAYERS) > cheap_speed);
         if (!whole_layers && !cheap_B) continue;
         if (!whole_layers) *p = cheap; /* (else *p is whole layers' plan, the last that fit) */
         p->fits = 1;
@@ -1832,13 +1832,15 @@ CLI_USED static void plan_print(const Plan *p, FILE *f) {
         fprintf(f, "chosen       micro-batch %d x accumulation %d, recompute %s, logits chunk %d rows, AdamW moments %s\n",
                 p->micro_batch, p->grad_accum, recompute_name(p->recompute), p->logits_chunk,
                 p->moments_dtype == NGPT_DTYPE_F32 ? "fp32" : "bf16");
-        if (p->passed_micro_batch)
-            fprintf(f, "why          recompute %s fits micro-batch %d; %s%s at %d %s modeled %.2fx as fast on a GPU of %d SMs%s "
-                       "(docs/memory.md)\n", recompute_name(p->passed_recompute), p->passed_micro_batch,
-                    p->recompute == RECOMPUTE_LAYERS ? "" : "recompute ", p->recompute == RECOMPUTE_LAYERS ? "whole layers" : recompute_name(p->recompute),
-                    p->micro_batch, p->recompute == RECOMPUTE_LAYERS ? "are" : "is",
+        if (p->passed_micro_batch) {
+            char chosen[64]; /* "whole layers at 8 are", "recompute none at 8 is" */
+            if (p->recompute == RECOMPUTE_LAYERS) snprintf(chosen, sizeof chosen, "whole layers at %d are", p->micro_batch);
+            else snprintf(chosen, sizeof chosen, "recompute %s at %d is", recompute_name(p->recompute), p->micro_batch);
+            fprintf(f, "why          recompute %s fits micro-batch %d; %s modeled %.2fx as fast on a GPU of %d SMs%s (docs/memory.md)\n",
+                    recompute_name(p->passed_recompute), p->passed_micro_batch, chosen,
                     plan_gpu_speed(r, p->micro_batch, p->recompute) / plan_gpu_speed(r, p->passed_micro_batch, p->passed_recompute),
                     r->gpu_sms > 0 ? r->gpu_sms : 132, r->gpu_sms > 0 ? "" : " (assumed: no GPU here)");
+        }
         fprintf(f, "eval         micro-batch %d (in the training activation memory), logits chunk %d rows\n", p->eval_micro_batch,
                 p->eval_chunk);
     }

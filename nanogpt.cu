@@ -2281,6 +2281,57 @@ template <int BUFS, typename Load> static __device__ __forceinline__ void attn_t
     __syncthreads();
 }
 
+/* The mma.sync kernels' two tile products, one warp's 16 rows each. Accumulators as mma16816's: x[j] holds
+ * columns 8j .. 8j + 7 of the warp's rows. */
+/* x = A B^T over the head dims: A's 16 rows from row0 and B's 64 rows, both HS wide with row stride LD */
+template <typename T, int HS>
+static __device__ __forceinline__ void attn_tile_abt(float (&x)[8][4], const T *A, int row0, const T *B, int lane) {
+    constexpr int LD = HS + 8;
+#pragma unroll
+    for (int j = 0; j < 8; j++) x[j][0] = x[j][1] = x[j][2] = x[j][3] = 0.0f;
+#pragma unroll
+    for (int ks = 0; ks < HS; ks += 16) {
+        uint32_t a[4];
+        frag_a_mk(a, A, LD, row0, ks, lane);
+#pragma unroll
+        for (int p = 0; p < 4; p++) {
+            uint32_t b[4];
+            frag_b_nk(b, B, LD, p * 16, ks, lane);
+            mma16816<T>(x[2 * p], a, b[0], b[1]);
+            mma16816<T>(x[2 * p + 1], a, b[2], b[3]);
+        }
+    }
+}
+/* acc += P B: P (16 x 64) is x's accumulators rounded to 16 bits, whose layout for two adjacent 8-column
+ * blocks is the A fragment of one k16 step; B is 64 rows x HS with row stride LD */
+template <typename T, int HS>
+static __device__ __forceinline__ void attn_tile_pb(float (&acc)[HS / 8][4], const float (&x)[8][4], const T *B, int lane) {
+    constexpr int LD = HS + 8;
+#pragma unroll
+    for (int kk = 0; kk < 4; kk++) {
+        const uint32_t pa[4] = {pack2<T>(x[2 * kk][0], x[2 * kk][1]), pack2<T>(x[2 * kk][2], x[2 * kk][3]),
+                                pack2<T>(x[2 * kk + 1][0], x[2 * kk + 1][1]), pack2<T>(x[2 * kk + 1][2], x[2 * kk + 1][3])};
+#pragma unroll
+        for (int dp = 0; dp < HS / 16; dp++) {
+            uint32_t b[4];
+            frag_b_kn(b, B, LD, dp * 16, kk * 16, lane);
+            mma16816<T>(acc[2 * dp], pa, b[0], b[1]);
+            mma16816<T>(acc[2 * dp + 1], pa, b[2], b[3]);
+        }
+    }
+}
+/* row r (0: the lane's row g, 1: g + 8) of a warp's 16 x HS accumulators times scale, into dst[0, hs) */
+template <typename T, int ND>
+static __device__ __forceinline__ void attn_store_row(T *dst, const float (&acc)[ND][4], int r, int tq, int hs, float scale) {
+#pragma unroll
+    for (int d = 0; d < ND; d++)
+#pragma unroll
+        for (int c = 0; c < 2; c++) {
+            const int col = d * 8 + tq * 2 + c;
+            if (col < hs) dst[col] = from_f<T>(acc[d][r * 2 + c] * scale);
+        }
+}
+
 template <typename T, int HS>
 __global__ void __launch_bounds__(ATT_THREADS)
     attn_forward_tc_kernel(T *out, float *lse, const T *qkv, int T_, int C, int NH, int hs, float scale_log2, DropArgs dr, int vec) {
@@ -2314,20 +2365,7 @@ __global__ void __launch_bounds__(ATT_THREADS)
         const T *Ks = Qs + (1 + 2 * (kb & 1)) * ATT_B * LD, *Vs = Ks + ATT_B * LD;
 
         float s[8][4];
-#pragma unroll
-        for (int j = 0; j < 8; j++) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.0f;
-#pragma unroll
-        for (int ks = 0; ks < HS; ks += 16) {
-            uint32_t qa[4];
-            frag_a_mk(qa, Qs, LD, warp * 16, ks, lane);
-#pragma unroll
-            for (int p = 0; p < 4; p++) {
-                uint32_t kf[4];
-                frag_b_nk(kf, Ks, LD, p * 16, ks, lane);
-                mma16816<T>(s[2 * p], qa, kf[0], kf[1]);
-                mma16816<T>(s[2 * p + 1], qa, kf[2], kf[3]);
-            }
-        }
+        attn_tile_abt<T, HS>(s, Qs, warp * 16, Ks, lane);
         /* mask and scale (log2 domain), row max over this tile */
         float mx[2] = {-INFINITY, -INFINITY};
 #pragma unroll
@@ -2373,33 +2411,13 @@ __global__ void __launch_bounds__(ATT_THREADS)
             o[d][0] *= corr[0]; o[d][1] *= corr[0];
             o[d][2] *= corr[1]; o[d][3] *= corr[1];
         }
-        /* O += P V: the accumulator layout of two key tiles is the A fragment of one k16 step */
-#pragma unroll
-        for (int kk = 0; kk < 4; kk++) {
-            uint32_t pa[4] = {pack2<T>(s[2 * kk][0], s[2 * kk][1]), pack2<T>(s[2 * kk][2], s[2 * kk][3]),
-                              pack2<T>(s[2 * kk + 1][0], s[2 * kk + 1][1]), pack2<T>(s[2 * kk + 1][2], s[2 * kk + 1][3])};
-#pragma unroll
-            for (int dp = 0; dp < HS / 16; dp++) {
-                uint32_t vf[4];
-                frag_b_kn(vf, Vs, LD, dp * 16, kk * 16, lane);
-                mma16816<T>(o[2 * dp], pa, vf[0], vf[1]);
-                mma16816<T>(o[2 * dp + 1], pa, vf[2], vf[3]);
-            }
-        }
+        attn_tile_pb<T, HS>(o, s, Vs, lane); /* O += P V */
     }
 #pragma unroll
     for (int r = 0; r < 2; r++) {
         int t = qrow[r];
         if (t >= T_) continue;
-        float inv = 1.0f / lrow[r];
-        T *orow = out + ((size_t)b * T_ + t) * C + (size_t)h * hs;
-#pragma unroll
-        for (int d = 0; d < ND; d++)
-#pragma unroll
-            for (int c = 0; c < 2; c++) {
-                int col = d * 8 + tq * 2 + c;
-                if (col < hs) orow[col] = from_f<T>(o[d][r * 2 + c] * inv);
-            }
+        attn_store_row<T, ND>(out + ((size_t)b * T_ + t) * C + (size_t)h * hs, o, r, tq, hs, 1.0f / lrow[r]);
         if (tq == 0) lse[(size_t)bh * T_ + t] = (mrow[r] + log2f(lrow[r])) * LN2_F;
     }
 }
@@ -2480,26 +2498,8 @@ __global__ void __launch_bounds__(ATT_THREADS)
         const float *lse_s = stats + buf * 2 * ATT_B, *D_s = lse_s + ATT_B;
 
         float st[8][4], dpt[8][4];
-#pragma unroll
-        for (int j = 0; j < 8; j++)
-#pragma unroll
-            for (int e = 0; e < 4; e++) st[j][e] = dpt[j][e] = 0.0f;
-#pragma unroll
-        for (int ks = 0; ks < HS; ks += 16) {
-            uint32_t ka[4], va[4];
-            frag_a_mk(ka, Ks, LD, warp * 16, ks, lane);
-            frag_a_mk(va, Vs, LD, warp * 16, ks, lane);
-#pragma unroll
-            for (int p = 0; p < 4; p++) {
-                uint32_t qf[4], df[4];
-                frag_b_nk(qf, Qs, LD, p * 16, ks, lane);
-                frag_b_nk(df, dOs, LD, p * 16, ks, lane);
-                mma16816<T>(st[2 * p], ka, qf[0], qf[1]);
-                mma16816<T>(st[2 * p + 1], ka, qf[2], qf[3]);
-                mma16816<T>(dpt[2 * p], va, df[0], df[1]);
-                mma16816<T>(dpt[2 * p + 1], va, df[2], df[3]);
-            }
-        }
+        attn_tile_abt<T, HS>(st, Ks, warp * 16, Qs, lane);   /* S^T */
+        attn_tile_abt<T, HS>(dpt, Vs, warp * 16, dOs, lane); /* dP^T */
         /* st -> dropped P^T (for dV), dpt -> dS^T (for dK) */
 #pragma unroll
         for (int j = 0; j < 8; j++)
@@ -2513,23 +2513,8 @@ __global__ void __launch_bounds__(ATT_THREADS)
                 st[j][e] = p * f;
                 dpt[j][e] = p * (dpt[j][e] * f - D_s[qi]);
             }
-#pragma unroll
-        for (int kk = 0; kk < 4; kk++) {
-            uint32_t pa[4] = {pack2<T>(st[2 * kk][0], st[2 * kk][1]), pack2<T>(st[2 * kk][2], st[2 * kk][3]),
-                              pack2<T>(st[2 * kk + 1][0], st[2 * kk + 1][1]), pack2<T>(st[2 * kk + 1][2], st[2 * kk + 1][3])};
-            uint32_t sa[4] = {pack2<T>(dpt[2 * kk][0], dpt[2 * kk][1]), pack2<T>(dpt[2 * kk][2], dpt[2 * kk][3]),
-                              pack2<T>(dpt[2 * kk + 1][0], dpt[2 * kk + 1][1]), pack2<T>(dpt[2 * kk + 1][2], dpt[2 * kk + 1][3])};
-#pragma unroll
-            for (int dp = 0; dp < HS / 16; dp++) {
-                uint32_t of[4], qf[4];
-                frag_b_kn(of, dOs, LD, dp * 16, kk * 16, lane);
-                frag_b_kn(qf, Qs, LD, dp * 16, kk * 16, lane);
-                mma16816<T>(dv[2 * dp], pa, of[0], of[1]);
-                mma16816<T>(dv[2 * dp + 1], pa, of[2], of[3]);
-                mma16816<T>(dk[2 * dp], sa, qf[0], qf[1]);
-                mma16816<T>(dk[2 * dp + 1], sa, qf[2], qf[3]);
-            }
-        }
+        attn_tile_pb<T, HS>(dv, st, dOs, lane); /* dV += P^T dO */
+        attn_tile_pb<T, HS>(dk, dpt, Qs, lane); /* dK += dS^T Q */
     }
     cp_async_wait<0>();
 #pragma unroll
@@ -2537,16 +2522,8 @@ __global__ void __launch_bounds__(ATT_THREADS)
         int t = key[r];
         if (t >= T_) continue;
         T *drow = dqkv + ((size_t)b * T_ + t) * ld + (size_t)h * hs;
-#pragma unroll
-        for (int d = 0; d < ND; d++)
-#pragma unroll
-            for (int c = 0; c < 2; c++) {
-                int col = d * 8 + tq * 2 + c;
-                if (col < hs) {
-                    drow[C + col] = from_f<T>(dk[d][r * 2 + c] * scale);
-                    drow[2 * C + col] = from_f<T>(dv[d][r * 2 + c]);
-                }
-            }
+        attn_store_row<T, ND>(drow + C, dk, r, tq, hs, scale);
+        attn_store_row<T, ND>(drow + 2 * C, dv, r, tq, hs, 1.0f);
     }
 }
 
@@ -2593,26 +2570,8 @@ __global__ void __launch_bounds__(ATT_THREADS)
         const T *Ks = Kbuf + buf * 2 * ATT_B * LD, *Vs = Ks + ATT_B * LD;
 
         float s[8][4], dp[8][4];
-#pragma unroll
-        for (int j = 0; j < 8; j++)
-#pragma unroll
-            for (int e = 0; e < 4; e++) s[j][e] = dp[j][e] = 0.0f;
-#pragma unroll
-        for (int ks = 0; ks < HS; ks += 16) {
-            uint32_t qa[4], da[4];
-            frag_a_mk(qa, Qs, LD, warp * 16, ks, lane);
-            frag_a_mk(da, dOs, LD, warp * 16, ks, lane);
-#pragma unroll
-            for (int p = 0; p < 4; p++) {
-                uint32_t kf[4], vf[4];
-                frag_b_nk(kf, Ks, LD, p * 16, ks, lane);
-                frag_b_nk(vf, Vs, LD, p * 16, ks, lane);
-                mma16816<T>(s[2 * p], qa, kf[0], kf[1]);
-                mma16816<T>(s[2 * p + 1], qa, kf[2], kf[3]);
-                mma16816<T>(dp[2 * p], da, vf[0], vf[1]);
-                mma16816<T>(dp[2 * p + 1], da, vf[2], vf[3]);
-            }
-        }
+        attn_tile_abt<T, HS>(s, Qs, warp * 16, Ks, lane);
+        attn_tile_abt<T, HS>(dp, dOs, warp * 16, Vs, lane);
 #pragma unroll
         for (int j = 0; j < 8; j++)
 #pragma unroll
@@ -2624,31 +2583,13 @@ __global__ void __launch_bounds__(ATT_THREADS)
                 if (dr.p > 0.0f && valid) f = drop_factor(dr, ((uint64_t)bh * T_ + (uint64_t)q) * (uint64_t)T_ + (uint64_t)kk);
                 s[j][e] = p * (dp[j][e] * f - Dr[r]); /* dS */
             }
-#pragma unroll
-        for (int kk = 0; kk < 4; kk++) {
-            uint32_t sa[4] = {pack2<T>(s[2 * kk][0], s[2 * kk][1]), pack2<T>(s[2 * kk][2], s[2 * kk][3]),
-                              pack2<T>(s[2 * kk + 1][0], s[2 * kk + 1][1]), pack2<T>(s[2 * kk + 1][2], s[2 * kk + 1][3])};
-#pragma unroll
-            for (int dpi = 0; dpi < HS / 16; dpi++) {
-                uint32_t kf[4];
-                frag_b_kn(kf, Ks, LD, dpi * 16, kk * 16, lane);
-                mma16816<T>(dq[2 * dpi], sa, kf[0], kf[1]);
-                mma16816<T>(dq[2 * dpi + 1], sa, kf[2], kf[3]);
-            }
-        }
+        attn_tile_pb<T, HS>(dq, s, Ks, lane); /* dQ += dS K */
     }
 #pragma unroll
     for (int r = 0; r < 2; r++) {
         int t = qrow[r];
         if (t >= T_) continue;
-        T *drow = dqkv + ((size_t)b * T_ + t) * ld + (size_t)h * hs;
-#pragma unroll
-        for (int d = 0; d < ND; d++)
-#pragma unroll
-            for (int c = 0; c < 2; c++) {
-                int col = d * 8 + tq * 2 + c;
-                if (col < hs) drow[col] = from_f<T>(dq[d][r * 2 + c] * scale);
-            }
+        attn_store_row<T, ND>(dqkv + ((size_t)b * T_ + t) * ld + (size_t)h * hs, dq, r, tq, hs, scale);
     }
 }
 

@@ -360,13 +360,14 @@ if [ "$EMU_MUTANTS" = 1 ]; then
         d=$OUT/mutant_$i
         name=${MUTANTS[$i]%%|*}
         nfail=$(grep -c '^FAIL' "$d/log" 2>/dev/null)
-        if [ ! -f "$d/rc" ]; then
+        rc=$(cat "$d/rc" 2>/dev/null)
+        if [ -z "$rc" ]; then
             tail -n 5 "$d/log"
             fail "mutant '$name' did not build or apply"
-        elif [ "$(cat "$d/rc")" != 0 ] && { [ "$nfail" -gt 0 ] || { [ "$(cat "$d/rc")" -gt 1 ] && [ "$(cat "$d/rc")" != 137 ]; }; }; then
+        elif [ "$rc" != 0 ] && { [ "$nfail" -gt 0 ] || { [ "$rc" -gt 1 ] && [ "$rc" != 137 ]; }; }; then
             # a failed case, or a crash (a killed run, 137, may be the machine's memory running out: not caught)
             first=$(grep -m 1 '^FAIL' "$d/log" | sed 's/^FAIL \([^:]*\):.*/\1/')
-            echo "ok mutant caught: $name (exit $(cat "$d/rc")${first:+, by $first})"
+            echo "ok mutant caught: $name (exit $rc${first:+, by $first})"
             passed=$((passed + 1))
         else
             fail "mutant not caught: $name (test_gpu_ops passed it)"

@@ -603,30 +603,32 @@ static void test_typos(void) {
           "the file's n_embd wins over the earlier --n_embd: %.400s", r->err);
 }
 
+/* `nanogpt plan` of GPT-2 124M in bf16 at batch 64 x 1024 on a GPU given max_memory (then `extra`, NULL for none) */
+static CliRun *plan_gpt2_124m(const char *max_memory, const char *extra) {
+    return cli("plan", "--n_layer=12", "--n_head=12", "--n_embd=768", "--block_size=1024", "--batch_size=64", "--vocab_size=50257",
+               "--device=cuda", "--dtype=bfloat16", max_memory, extra, NULL);
+}
+
 static void test_plan_and_info(void) {
     /* the seed scenario, answered without a GPU */
-    CliRun *r = cli("plan", "--json", "--n_layer=12", "--n_head=12", "--n_embd=768", "--block_size=1024", "--batch_size=64",
-                    "--vocab_size=50257", "--device=cuda", "--dtype=bfloat16", "--max_memory=2.68GiB", NULL);
+    CliRun *r = plan_gpt2_124m("--max_memory=2.68GiB", "--json");
     CHECK_RUN(r, 0, "plan --json at 2.68 GiB");
     CHECK(strstr(r->out, "\"fits\": true") && strstr(r->out, "\"tokens_per_step\": 65536"), "plan --json: %.400s", r->out);
     /* the text plan says why it recomputes whole layers there */
-    r = cli("plan", "--n_layer=12", "--n_head=12", "--n_embd=768", "--block_size=1024", "--batch_size=64", "--vocab_size=50257",
-            "--device=cuda", "--dtype=bfloat16", "--max_memory=2.68GiB", NULL);
+    r = plan_gpt2_124m("--max_memory=2.68GiB", NULL);
     CHECK_RUN(r, 0, "plan at 2.68 GiB");
     CHECK(strstr(r->out, "micro-batch 8 x accumulation 8, recompute whole layers") &&
               strstr(r->out, "why          recompute GELU+LayerNorm fits micro-batch 2; whole layers at 8 are modeled 1.12x as fast on a GPU "
                                  "of 132 SMs (assumed: no GPU here)"),
           "plan at 2.68 GiB: %.700s", r->out);
     /* and why it takes a smaller micro-batch without recomputing over a larger one recomputing */
-    r = cli("plan", "--n_layer=12", "--n_head=12", "--n_embd=768", "--block_size=1024", "--batch_size=64", "--vocab_size=50257",
-            "--device=cuda", "--dtype=bfloat16", "--max_memory=6GiB", NULL);
+    r = plan_gpt2_124m("--max_memory=6GiB", NULL);
     CHECK_RUN(r, 0, "plan at 6 GiB");
     CHECK(strstr(r->out, "micro-batch 8 x accumulation 8, recompute none") &&
               strstr(r->out, "why          recompute GELU+LayerNorm fits micro-batch 16; recompute none at 8 is modeled 1.02x as fast on a "
                                  "GPU of 132 SMs (assumed: no GPU here)"),
           "plan at 6 GiB: %.700s", r->out);
-    r = cli("plan", "--n_layer=12", "--n_head=12", "--n_embd=768", "--block_size=1024", "--batch_size=64", "--vocab_size=50257",
-            "--device=cuda", "--dtype=bfloat16", "--max_memory=0.5GiB", NULL);
+    r = plan_gpt2_124m("--max_memory=0.5GiB", NULL);
     CHECK_RUN(r, 1, "plan at 0.5 GiB");
     CHECK(strstr(r->err, "does not fit") && strstr(r->err, "block_size"), "a refusal says what would help: %.400s", r->err);
     /* a dataset not prepared yet: GPT-2's vocabulary is assumed, and a note says so (not with vocab_size given) */

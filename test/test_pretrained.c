@@ -793,18 +793,15 @@ static void test_n_head_sources(void) {
     spill(path, file, n, NULL, 0);
     expect_error(safetensors_read_gpt2, "no config.json", path, NGPT_ERR_FORMAT, "cannot tell the number of heads");
 
-    const char *bad_json = "{\"n_head\": 2,, \"n_embd\": 24}";
-    spill(cfg, bad_json, strlen(bad_json), NULL, 0);
-    expect_error(safetensors_read_gpt2, "config.json bad JSON", path, NGPT_ERR_FORMAT, "config.json: bad JSON at byte 13");
-    const char *other = "{\"n_head\": 2, \"n_embd\": 32}";
-    spill(cfg, other, strlen(other), NULL, 0);
-    expect_error(safetensors_read_gpt2, "config.json of another model", path, NGPT_ERR_FORMAT, "\"n_embd\" is 32");
-    const char *nonh = "{\"n_embd\": 24, \"n_layer\": 2}";
-    spill(cfg, nonh, strlen(nonh), NULL, 0);
-    expect_error(safetensors_read_gpt2, "config.json without n_head", path, NGPT_ERR_FORMAT, "\"n_head\" is missing");
-    const char *notdiv = "{\"n_head\": 5}";
-    spill(cfg, notdiv, strlen(notdiv), NULL, 0);
-    expect_error(safetensors_read_gpt2, "n_head not dividing C", path, NGPT_ERR_FORMAT, "does not divide");
+    static const struct { const char *what, *json, *says; } bad[] = {
+        {"config.json bad JSON", "{\"n_head\": 2,, \"n_embd\": 24}", "config.json: bad JSON at byte 13"},
+        {"config.json of another model", "{\"n_head\": 2, \"n_embd\": 32}", "\"n_embd\" is 32"},
+        {"config.json without n_head", "{\"n_embd\": 24, \"n_layer\": 2}", "\"n_head\" is missing"},
+        {"n_head not dividing C", "{\"n_head\": 5}", "does not divide"}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        spill(cfg, bad[i].json, strlen(bad[i].json), NULL, 0);
+        expect_error(safetensors_read_gpt2, bad[i].what, path, NGPT_ERR_FORMAT, bad[i].says);
+    }
     const char *good = "{\"n_head\": 4, \"n_embd\": 24, \"n_layer\": 2, \"vocab_size\": 100, \"n_positions\": 24}";
     spill(cfg, good, strlen(good), NULL, 0);
     ModelShape ms;
