@@ -14,6 +14,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <fnmatch.h>
 #include <float.h>
 #include <limits.h>
 #include <math.h>
@@ -10507,10 +10508,34 @@ static int llmc_pattern_folder(const char **v) {
     return 1;
 }
 
+/* How many of the llm.c shards of split in the folder of -i or -j's value v (a file or pattern) v does not match;
+ * *total gets their count. 0 where v is a folder or its folder cannot be read. */
+static int llmc_pattern_leaves_out(const char *v, const char *split, int *total) {
+    struct stat st;
+    *total = 0;
+    if (!stat(v, &st) && S_ISDIR(st.st_mode)) return 0;
+    const char *folder = v, *slash = strrchr(v, '/');
+    int len = llmc_pattern_folder(&folder);
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%.*s", len, folder);
+    DIR *d = opendir(dir);
+    if (!d) return 0;
+    int missed = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL)
+        if (shard_of(e->d_name, split)) {
+            (*total)++;
+            missed += fnmatch(slash ? slash + 1 : v, e->d_name, 0) != 0;
+        }
+    closedir(d);
+    return missed;
+}
+
 /* llm.c's flags among args (-b 4 -t 1024 -l 0.0003 -i dir/x_train_*.bin) as nanogpt's settings, into out ("" for
  * none): those that are one setting each (-i and -j: the folder of their file or pattern), -x N as max_iters N - 1
  * (llm.c runs N steps, nanoGPT's loop max_iters + 1), -e as the model, -d as gradient_accumulation_steps and -q as
- * min_lr where -b and -t (or -l) say what they are in nanoGPT's terms; then the flags not carried over */
+ * min_lr where -b and -t (or -l) say what they are in nanoGPT's terms; then the flags not carried over, and where -i
+ * or -j names only some of its folder's shards, that data_dir reads them all */
 static const char *llmc_flags_as_settings(int argc, char **argv, char *out, size_t cap) {
     static const char *const one_key[][2] = {{"b", "batch_size"}, {"t", "block_size"}, {"l", "learning_rate"}, {"u", "warmup_iters"},
                                              {"c", "weight_decay"}, {"v", "eval_interval"}, {"m", "eval_iters"}, {"o", "out_dir"},
@@ -10561,8 +10586,20 @@ static const char *llmc_flags_as_settings(int argc, char **argv, char *out, size
         if (!took) snprintf(left_out + strlen(left_out), sizeof left_out - strlen(left_out), " %s %.60s", a, v);
         i++; /* past the value */
     }
+    if (n && left_out[0]) SAY(" (not carried over:%s)", left_out);
+    /* -i and -j pick shards by llm.c's file pattern; data_dir is a folder, all of whose shards of a split are read */
+    const char *train = flag_value['i'], *val = flag_value['j'];
+    int train_len = train ? llmc_pattern_folder(&train) : 0, val_len = val ? llmc_pattern_folder(&val) : 0;
+    for (int s = 0; n && s < 2; s++) {
+        const char *v = flag_value[s ? 'j' : 'i'];
+        if (!v || (s && train && (train_len != val_len || strncmp(train, val, (size_t)val_len)))) continue; /* -j's folder unread */
+        int total, missed = llmc_pattern_leaves_out(v, s ? "val" : "train", &total);
+        const char *slash = strrchr(v, '/');
+        if (missed)
+            SAY(" (-%c's %.100s matches %d of the %d *_%s_*.bin shards in its folder; data_dir reads all %d: link the ones wanted into "
+                "a folder of their own)", s ? 'j' : 'i', slash ? slash + 1 : v, total - missed, total, s ? "val" : "train", total);
+    }
 #undef SAY
-    if (n && left_out[0] && n < cap) snprintf(out + n, cap - n, " (not carried over:%s)", left_out);
     return out;
 }
 
