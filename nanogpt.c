@@ -10508,34 +10508,41 @@ static int llmc_pattern_folder(const char **v) {
     return 1;
 }
 
-/* How many of the llm.c shards of split in the folder of -i or -j's value v (a file or pattern) v does not match;
- * *total gets their count. 0 where v is a folder or its folder cannot be read. */
-static int llmc_pattern_leaves_out(const char *v, const char *split, int *total) {
+/* For -i or -j's value v (a file or llm.c's glob pattern) naming only some of its folder's shards of split, which
+ * data_dir reads all of (tokenset_open), a note saying so into note ("" otherwise: v is a folder, matches every
+ * shard, its folder cannot be read, or the folder's <split>.bin is read instead of shards). Hidden files match as
+ * llm.c's glob matches them (FNM_PERIOD). */
+static const char *llmc_subset_note(const char *v, const char *split, char *note, size_t cap) {
     struct stat st;
-    *total = 0;
-    if (!stat(v, &st) && S_ISDIR(st.st_mode)) return 0;
-    const char *folder = v, *slash = strrchr(v, '/');
+    note[0] = 0;
+    if (!stat(v, &st) && S_ISDIR(st.st_mode)) return note;
+    const char *folder = v, *slash = strrchr(v, '/'), *pattern = slash ? slash + 1 : v;
     int len = llmc_pattern_folder(&folder);
-    char dir[PATH_MAX];
+    char dir[PATH_MAX], own[PATH_MAX + 16];
     snprintf(dir, sizeof dir, "%.*s", len, folder);
-    DIR *d = opendir(dir);
-    if (!d) return 0;
-    int missed = 0;
+    snprintf(own, sizeof own, "%s/%s.bin", dir, split);
+    DIR *d = file_exists(own) ? NULL : opendir(dir);
+    if (!d) return note;
+    int total = 0, matched = 0;
     struct dirent *e;
     while ((e = readdir(d)) != NULL)
         if (shard_of(e->d_name, split)) {
-            (*total)++;
-            missed += fnmatch(slash ? slash + 1 : v, e->d_name, 0) != 0;
+            total++;
+            matched += !fnmatch(pattern, e->d_name, FNM_PERIOD);
         }
     closedir(d);
-    return missed;
+    if (matched < total)
+        snprintf(note, cap, " (%.100s matches %d of the %d %s shards in that folder, and data_dir reads them all: link the ones wanted, "
+                            "with the %s ones, into a folder of their own and pass that)", pattern, matched, total, split,
+                 strcmp(split, "train") ? "train" : "val");
+    return note;
 }
 
 /* llm.c's flags among args (-b 4 -t 1024 -l 0.0003 -i dir/x_train_*.bin) as nanogpt's settings, into out ("" for
  * none): those that are one setting each (-i and -j: the folder of their file or pattern), -x N as max_iters N - 1
  * (llm.c runs N steps, nanoGPT's loop max_iters + 1), -e as the model, -d as gradient_accumulation_steps and -q as
- * min_lr where -b and -t (or -l) say what they are in nanoGPT's terms; then the flags not carried over, and where -i
- * or -j names only some of its folder's shards, that data_dir reads them all */
+ * min_lr where -b and -t (or -l) say what they are in nanoGPT's terms (after data_dir, where -i or -j names only
+ * some of its folder's shards, that data_dir reads them all); then the flags not carried over */
 static const char *llmc_flags_as_settings(int argc, char **argv, char *out, size_t cap) {
     static const char *const one_key[][2] = {{"b", "batch_size"}, {"t", "block_size"}, {"l", "learning_rate"}, {"u", "warmup_iters"},
                                              {"c", "weight_decay"}, {"v", "eval_interval"}, {"m", "eval_iters"}, {"o", "out_dir"},
@@ -10555,14 +10562,17 @@ static const char *llmc_flags_as_settings(int argc, char **argv, char *out, size
             if (strcmp(a + 1, one_key[k][0])) continue;
             took = 1;
             int folder = !strcmp(one_key[k][1], "data_dir"), len = folder ? llmc_pattern_folder(&v) : (int)strlen(v);
+            char note[400];
             if (folder && !strcmp(a, "-j") && flag_value['i']) { /* one data_dir, -i's (the training shards): -j's folder is said if another */
                 const char *train = flag_value['i'];
                 int train_len = llmc_pattern_folder(&train);
                 if (train_len != len || strncmp(train, v, (size_t)len))
                     snprintf(left_out + strlen(left_out), sizeof left_out - strlen(left_out), " %s %.60s", a, argv[i + 1]);
+                else SAY("%s", llmc_subset_note(argv[i + 1], "val", note, sizeof note));
                 continue;
             }
             SAY("%s--%s=%.*s", n ? " " : "", one_key[k][1], len, v);
+            if (folder) SAY("%s", llmc_subset_note(argv[i + 1], a[1] == 'i' ? "train" : "val", note, sizeof note));
         }
         double x = 0, b = 0, t = 0, lr = 0;
         if (took) { /* one setting each, said above */
@@ -10587,18 +10597,6 @@ static const char *llmc_flags_as_settings(int argc, char **argv, char *out, size
         i++; /* past the value */
     }
     if (n && left_out[0]) SAY(" (not carried over:%s)", left_out);
-    /* -i and -j pick shards by llm.c's file pattern; data_dir is a folder, all of whose shards of a split are read */
-    const char *train = flag_value['i'], *val = flag_value['j'];
-    int train_len = train ? llmc_pattern_folder(&train) : 0, val_len = val ? llmc_pattern_folder(&val) : 0;
-    for (int s = 0; n && s < 2; s++) {
-        const char *v = flag_value[s ? 'j' : 'i'];
-        if (!v || (s && train && (train_len != val_len || strncmp(train, val, (size_t)val_len)))) continue; /* -j's folder unread */
-        int total, missed = llmc_pattern_leaves_out(v, s ? "val" : "train", &total);
-        const char *slash = strrchr(v, '/');
-        if (missed)
-            SAY(" (-%c's %.100s matches %d of the %d *_%s_*.bin shards in its folder; data_dir reads all %d: link the ones wanted into "
-                "a folder of their own)", s ? 'j' : 'i', slash ? slash + 1 : v, total - missed, total, s ? "val" : "train", total);
-    }
 #undef SAY
     return out;
 }

@@ -300,28 +300,39 @@ static void test_typos(void) {
     CHECK(strstr(r->err, "--batch_size=4 --block_size=64 --gradient_accumulation_steps=4 --learning_rate=6e-4 --min_lr=6e-05 --data_dir=dev "
                          "(not carried over: -z 1 -j elsewhere/x_val_*.bin)"),
           "llm.c's -d, -q and the flags not carried over: %.500s", r->err);
-    /* -i naming some of its folder's shards: data_dir reads them all, and the message says so (-j likewise, in -i's
-     * folder); a pattern of them all, or the folder, says nothing more */
+    /* -i naming some of its folder's shards: data_dir reads them all, and the message says so, right after data_dir
+     * (-j likewise where its folder is data_dir's, not where it is another); a pattern of them all, or a folder whose
+     * train.bin is read instead of shards, says nothing more */
     mkdir(tmp_path("llmc_subset"), 0777);
-    static const char *const subset_files[] = {"fw_train_000001.bin", "fw_train_000002.bin", "fw_train_000003.bin", "fw_val_000000.bin"};
+    mkdir(tmp_path("llmc_subset_val"), 0777);
+    static const char *const subset_files[] = {"llmc_subset/fw_train_000001.bin", "llmc_subset/fw_train_000002.bin",
+                                               "llmc_subset/fw_train_000003.bin", "llmc_subset/fw_val_000000.bin",
+                                               "llmc_subset/fw_val_000001.bin",   "llmc_subset_val/fw_val_000000.bin",
+                                               "llmc_subset_val/fw_val_000001.bin"};
     for (size_t i = 0; i < sizeof subset_files / sizeof subset_files[0]; i++) {
-        char name[64];
-        snprintf(name, sizeof name, "llmc_subset/%.40s", subset_files[i]);
-        FILE *sf = fopen(tmp_path(name), "w");
+        FILE *sf = fopen(tmp_path(subset_files[i]), "w");
         if (sf) fclose(sf);
     }
-    char pick[600], all[600], one_val[600];
+    char pick[600], all[600], one_val[600], other_val[600];
     copy_str(pick, sizeof pick, tmp_path("llmc_subset/fw_train_00000[12].bin"));
     copy_str(all, sizeof all, tmp_path("llmc_subset/fw_train_*.bin"));
     copy_str(one_val, sizeof one_val, tmp_path("llmc_subset/fw_val_000000.bin"));
+    copy_str(other_val, sizeof other_val, tmp_path("llmc_subset_val/fw_val_000000.bin"));
     r = cli("train", "-i", pick, "-j", one_val, "-b", "4", NULL);
     CHECK_RUN(r, 1, "llm.c's -i of two of three shards");
-    CHECK(strstr(r->err, "(-i's fw_train_00000[12].bin matches 2 of the 3 *_train_*.bin shards in its folder; data_dir reads all 3: link "
-                         "the ones wanted into a folder of their own)") && !strstr(r->err, "*_val_*.bin shards"),
-          "a subset of the shards said: %.600s", r->err);
-    r = cli("train", "-i", all, "-b", "4", NULL);
+    CHECK(strstr(r->err, "llmc_subset (fw_train_00000[12].bin matches 2 of the 3 train shards in that folder, and data_dir reads them all: "
+                         "link the ones wanted, with the val ones, into a folder of their own and pass that) (fw_val_000000.bin "
+                         "matches 1 of the 2 val shards in that folder"),
+          "a subset of the shards said, after data_dir, for -i and -j: %.700s", r->err);
+    r = cli("train", "-i", all, "-j", other_val, "-b", "4", NULL);
     CHECK_RUN(r, 1, "llm.c's -i of every shard");
-    CHECK(strstr(r->err, "--data_dir=") && !strstr(r->err, " matches "), "every shard: nothing more said: %.600s", r->err);
+    CHECK(strstr(r->err, "llmc_subset --batch_size=4 (not carried over: -j ") && !strstr(r->err, " matches "),
+          "every shard, and -j in another folder: nothing more said: %.600s", r->err);
+    FILE *own = fopen(tmp_path("llmc_subset/train.bin"), "w"); /* read instead of the shards: the pattern picks nothing */
+    if (own) fclose(own);
+    r = cli("train", "-i", pick, "-b", "4", NULL);
+    CHECK_RUN(r, 1, "llm.c's -i in a folder with train.bin");
+    CHECK(!strstr(r->err, " matches "), "train.bin is read, not the shards: nothing said: %.600s", r->err);
     r = cli("train", "-i", "/x_train.bin", NULL);
     CHECK_RUN(r, 1, "llm.c's -i of a file in the root");
     CHECK(strstr(r->err, "as nanogpt's settings: --data_dir=/\n") || strstr(r->err, "as nanogpt's settings: --data_dir=/ "), "the root folder: %.400s",
