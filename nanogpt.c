@@ -46,7 +46,7 @@
  * Utilities
  * ==================================================================================================== */
 
-#define NGPT_ERRLEN 512
+#define NGPT_ERRLEN 1024
 #define ALIGN_UP(x, a) (((x) + (size_t)(a) - 1) / (size_t)(a) * (size_t)(a))
 #define MIN(a, b) ((a) < (b) ? (a) : (b))
 #define MAX(a, b) ((a) > (b) ? (a) : (b))
@@ -10513,11 +10513,10 @@ static int llmc_pattern_folder(const char **v) {
  * shard, its folder cannot be read, or the folder's <split>.bin is read instead of shards). Hidden files match as
  * llm.c's glob matches them (FNM_PERIOD). */
 static const char *llmc_subset_note(const char *v, const char *split, char *note, size_t cap) {
-    struct stat st;
     note[0] = 0;
-    if (!stat(v, &st) && S_ISDIR(st.st_mode)) return note;
     const char *folder = v, *slash = strrchr(v, '/'), *pattern = slash ? slash + 1 : v;
     int len = llmc_pattern_folder(&folder);
+    if (folder == v && len == (int)strlen(v)) return note; /* v is the folder itself */
     char dir[PATH_MAX], own[PATH_MAX + 16];
     snprintf(dir, sizeof dir, "%.*s", len, folder);
     snprintf(own, sizeof own, "%s/%s.bin", dir, split);
