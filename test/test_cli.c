@@ -325,7 +325,7 @@ static void test_typos(void) {
                          "matches 1 of the 2 val shards in that folder"),
           "a subset of the shards said, after data_dir, for -i and -j: %.700s", r->err);
     /* llm.c's whole GPT-2 124M command line with a subset: the note and every setting, to the flags not carried over
-     * (a 512-byte message cut it off after the learning rate) */
+     * (a 512-byte message cut it off mid-setting, at --gradient_accum) */
     r = cli("train", "-i", pick, "-j", one_val, "-o", "log124M", "-e", "d12", "-b", "64", "-t", "1024", "-d", "524288", "-r", "1", "-z", "1",
             "-c", "0.1", "-l", "0.0006", "-q", "0.0", "-u", "700", "-n", "5000", "-v", "250", "-s", "20000", "-h", "1", NULL);
     CHECK_RUN(r, 1, "llm.c's whole command line with a subset of the shards");
