@@ -8473,8 +8473,10 @@ static int trainer_setup(ngpt_trainer *tr) {
     /* scratch: the train and eval layouts place it differently; hand over the one in use before each pass */
     use_scratch(tr, &tr->plan.train);
 
-    tr->be->zero(tr->be, tr->grads, tr->plan.off_master - tr->plan.off_grads);
-    tr->be->zero(tr->be, tr->m, tr->plan.off_region - tr->plan.off_m);
+    /* parameters, gradients, master and moments, the alignment gaps between tensors too: the arena's memory may
+     * hold anything (an earlier trainer's, the embedder's), and the gaps are summed with the tensors
+     * (checkpoint_write's finiteness check, the gradient norm) */
+    tr->be->zero(tr->be, tr->dev + tr->plan.off_params, tr->plan.off_region - tr->plan.off_params);
     if (tr->opt.measure_peak && !tr->plan.req.inference) {
         /* in the moments while they are zero (before a resume loads them); they are zeroed again after */
         double t0 = now_seconds();

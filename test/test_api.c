@@ -103,6 +103,10 @@ int main(void) {
            "a host arena too small for any plan is refused, naming both parts");
     opt.host_arena_bytes = host_bytes;
     opt.device_arena_bytes = dev_bytes;
+    /* memory that held anything: every byte 0xff, a NaN in every float (the alignment gaps between parameter
+     * tensors once kept theirs, and the save below refused "the parameters hold NaN or Inf") */
+    memset(opt.device_arena, 0xff, dev_bytes);
+    memset(opt.host_arena, 0xff, host_bytes);
     rc = ngpt_trainer_create(&cfg, &opt, &tr, err, sizeof err);
     EXPECT(rc == NGPT_OK && tr != NULL, "a trainer on the embedder's arenas");
     if (!tr) return 1;
