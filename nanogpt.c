@@ -399,6 +399,7 @@ static const ConfigKey config_keys[] = {
     CK(micro_batch, KEY_INT, 0, 1e6, NULL, "pin the micro-batch (0 = the planner chooses)"),
     CK(recompute, KEY_INT, -1, 3, NULL, "-1 auto, 0 none, 1 GELU, 2 GELU and LayerNorm, 3 whole layers"),
     CK(logits_chunk, KEY_INT, 0, 1 << 30, NULL, "rows of logits per chunk (0 = the planner chooses)"),
+    CK(moments_dtype, KEY_STR, 0, 0, "auto|float32|bfloat16", "AdamW moments: auto keeps fp32 wherever a plan fits; bfloat16 halves them (GPU, dtype bfloat16/float16)"),
     CK(threads, KEY_INT, 0, POOL_MAX_THREADS, NULL, "CPU threads (0 = one per core, or one alone while that measures faster)"),
     CK(on_nonfinite, KEY_STR, 0, 0, "skip|halt", "a NaN/Inf loss or gradient: skip the step (10 in a row halt) or halt"),
     CK_IGNORED(wandb_log, "nanoGPT's wandb logging: not supported, ignored"),
@@ -446,6 +447,7 @@ void ngpt_config_defaults(ngpt_config *c) {
     c->min_lr = 6e-5;
     copy_str(c->device, sizeof c->device, "auto");
     copy_str(c->dtype, sizeof c->dtype, "auto");
+    copy_str(c->moments_dtype, sizeof c->moments_dtype, "auto");
     c->compile = 1;
     c->seed = 1337;
     c->recompute = -1;
@@ -1285,6 +1287,8 @@ typedef struct {
                                 * the scratch, the attention backward's scratch (use_backward_scratch); 0: none */
 } BatchLayout;
 
+enum { MOMENTS_FREE, MOMENTS_F32, MOMENTS_BF16 }; /* PlanRequest.pin_moments: config moments_dtype */
+
 typedef struct {
     ModelShape m;
     int T;
@@ -1295,6 +1299,7 @@ typedef struct {
     double budget;              /* bytes the arenas may take (CPU: device + host) */
     double device_cap, host_cap; /* the embedder's arenas (0: none): each part of the plan must fit its own */
     int pin_micro_batch, pin_recompute, pin_chunk; /* 0 / -1 / 0 = free */
+    int pin_moments;            /* MOMENTS_FREE (fp32 where a plan fits, else bf16), MOMENTS_F32 or MOMENTS_BF16 */
     long long eval_seqs;        /* sequences per evaluation of one split (eval_iters * batch_size) */
     int inference;              /* forward passes only: no gradients, moments or kept activations (ngpt_options.sample_only,
                                  * or eval_only from a checkpoint or pretrained weights) */
@@ -1314,6 +1319,9 @@ typedef struct {
     int lanes;                  /* parts of a micro-batch the backend may run at once, each with its own gradients */
     int passed_micro_batch, passed_recompute; /* on a GPU, the cheaper trades' largest micro-batch that fits and its trade,
                                                  where plan_gpu_speed rated another plan faster; else 0 */
+    int bf16_micro_batch, bf16_recompute; /* fp32 moments chosen freely on a GPU where the plan with bf16 moments (this one)
+                                             is rated at least BF16_MOMENTS_HINT as fast; else 0 */
+    double bf16_gain;                     /* that plan's plan_gpu_speed over this one's */
     /* parameters */
     size_t param_off[N_PARAM_TENSORS], param_len[N_PARAM_TENSORS]; /* elements */
     size_t nparams;        /* real parameters */
@@ -1674,6 +1682,26 @@ static void smaller_gpt2(const PlanRequest *r, char *buf, size_t cap) {
     }
 }
 
+/* plan_print's hint: bf16 AdamW moments would buy a plan rated at least this much faster */
+#define BF16_MOMENTS_HINT 1.2
+
+/* For a plan that took fp32 moments freely on a GPU: where bf16 moments (half their bytes) would leave room for a
+ * plan plan_gpu_speed rates at least BF16_MOMENTS_HINT as fast, that plan's micro-batch, recompute level and
+ * gain into *p, which plan_print and training's first lines offer as moments_dtype = bfloat16. fp32 stays the
+ * default: it is PyTorch's AdamW, whose loss curve users compare against (GPT-2 124M a byte over 2.15 GiB drops
+ * from 8 x 8 with bf16 moments to 1 x 64 with fp32, modeled 1.65x slower). */
+static void plan_note_bf16_moments(Plan *p, const PlanRequest *r) {
+    PlanRequest q = *r;
+    q.pin_moments = MOMENTS_BF16;
+    Plan alt;
+    if (plan_make(&alt, &q, NULL, 0) != NGPT_OK) return;
+    double gain = plan_gpu_speed(r, alt.micro_batch, alt.recompute) / plan_gpu_speed(r, p->micro_batch, p->recompute);
+    if (gain < BF16_MOMENTS_HINT) return;
+    p->bf16_micro_batch = alt.micro_batch;
+    p->bf16_recompute = alt.recompute;
+    p->bf16_gain = gain;
+}
+
 /* Fills *p with the plan for r. Returns NGPT_OK, or NGPT_ERR_NOMEM with the smallest plan in *p and an
  * explanation in err, or NGPT_ERR_ARG for a request that cannot be planned at all. */
 static int plan_make(Plan *p, const PlanRequest *r, char *err, size_t errlen) {
@@ -1701,8 +1729,12 @@ static int plan_make(Plan *p, const PlanRequest *r, char *err, size_t errlen) {
         return fail(err, errlen, NGPT_ERR_ARG,
                     "micro_batch = %d must divide batch_size * gradient_accumulation_steps = %lld so the tokens per step stay as asked",
                     r->pin_micro_batch, seqs);
-    int moment_opts[2] = {NGPT_DTYPE_F32, NGPT_DTYPE_BF16};
-    int n_moment_opts = r->dtype == NGPT_DTYPE_F32 ? 1 : 2;
+    if (r->pin_moments == MOMENTS_BF16 && r->dtype == NGPT_DTYPE_F32)
+        return fail(err, errlen, NGPT_ERR_ARG,
+                    "moments_dtype = bfloat16 needs a GPU run in dtype bfloat16 or float16 (this one is float32%s): a float32 run "
+                    "keeps its AdamW moments in fp32", r->device == DEV_BACKEND_CPU ? ", on the cpu" : "");
+    int moment_opts[2] = {r->pin_moments == MOMENTS_BF16 ? NGPT_DTYPE_BF16 : NGPT_DTYPE_F32, NGPT_DTYPE_BF16};
+    int n_moment_opts = r->dtype == NGPT_DTYPE_F32 || r->pin_moments != MOMENTS_FREE ? 1 : 2;
     for (int mo = 0; mo < n_moment_opts; mo++) {
         long long B0 = r->pin_micro_batch ? r->pin_micro_batch : MIN((long long)r->batch_size, seqs);
         /* Pass 0, the cheaper trades: on the CPU their largest micro-batch that fits; on a GPU the micro-batch
@@ -1749,6 +1781,7 @@ static int plan_make(Plan *p, const PlanRequest *r, char *err, size_t errlen) {
             p->passed_micro_batch = largest_B;
             p->passed_recompute = largest_rc;
         }
+        if (n_moment_opts == 2 && mo == 0 && r->device == DEV_BACKEND_CUDA) plan_note_bf16_moments(p, r);
         return NGPT_OK;
     }
     /* nothing fits: describe the smallest plan */
@@ -1764,19 +1797,20 @@ static int plan_make(Plan *p, const PlanRequest *r, char *err, size_t errlen) {
         double need_half = plan_layout(&tmp, &half, B, 1, rc, r->pin_chunk ? r->pin_chunk : CHUNK_STEP, moment_opts[n_moment_opts - 1]);
         snprintf(hint, sizeof hint, " (block_size %d would need %s)", half.T, fmt_bytes(hb, sizeof hb, need_half));
     }
-    if (r->pin_micro_batch || r->pin_recompute >= 0 || r->pin_chunk) { /* what the planner would choose without the pins */
+    if (r->pin_micro_batch || r->pin_recompute >= 0 || r->pin_chunk || r->pin_moments != MOMENTS_FREE) { /* what the planner would choose without the pins */
         PlanRequest free_req = *r;
         free_req.pin_micro_batch = free_req.pin_chunk = 0;
+        free_req.pin_moments = MOMENTS_FREE;
         free_req.pin_recompute = -1;
         if (plan_make(&tmp, &free_req, NULL, 0) == NGPT_OK) {
-            const char *pinned[3] = {r->pin_micro_batch ? "micro_batch" : NULL, r->pin_recompute >= 0 ? "recompute" : NULL,
-                                     r->pin_chunk ? "logits_chunk" : NULL};
-            char names[64] = "", fb[32];
-            for (int k = 0; k < 3; k++)
+            const char *pinned[4] = {r->pin_micro_batch ? "micro_batch" : NULL, r->pin_recompute >= 0 ? "recompute" : NULL,
+                                     r->pin_chunk ? "logits_chunk" : NULL, r->pin_moments != MOMENTS_FREE ? "moments_dtype" : NULL};
+            char names[80] = "", fb[32];
+            for (int k = 0; k < 4; k++)
                 if (pinned[k]) snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", names[0] ? ", " : "", pinned[k]);
             snprintf(unpin, sizeof unpin, "leaving %s to the planner (it would pick micro-batch %d x %d accumulation steps, recompute %s, "
-                     "logits chunk %d: %s), ", names, tmp.micro_batch, tmp.grad_accum, recompute_name(tmp.recompute), tmp.logits_chunk,
-                     fmt_bytes(fb, sizeof fb, plan_need(&tmp)));
+                     "logits chunk %d%s: %s), ", names, tmp.micro_batch, tmp.grad_accum, recompute_name(tmp.recompute), tmp.logits_chunk,
+                     tmp.moments_dtype == NGPT_DTYPE_BF16 ? ", bf16 AdamW moments" : "", fmt_bytes(fb, sizeof fb, plan_need(&tmp)));
         }
     }
     char smaller[300] = ", a smaller model (n_layer, n_embd)";
@@ -1805,6 +1839,17 @@ static const char *dtype_name(int dtype) {
 
 /* The parameters as training counts them: without the padded vocabulary rows the arena holds besides */
 static size_t plan_params_unpadded(const Plan *p) { return p->nparams - (size_t)(p->req.m.Vp - p->req.m.V) * p->req.m.C; }
+
+/* The offer of bf16 AdamW moments (p->bf16_micro_batch set), into buf */
+static const char *bf16_moments_hint(const Plan *p, char *buf, size_t cap) {
+    const PlanRequest *r = &p->req;
+    long long seqs = (long long)r->batch_size * r->grad_accum;
+    snprintf(buf, cap, "moments_dtype = bfloat16 fits micro-batch %d x %lld, recompute %s: modeled %.2fx as fast on a GPU of %d SMs%s "
+             "(AdamW moments in bf16, half their bytes; fp32, as PyTorch's AdamW, stays the default)",
+             p->bf16_micro_batch, seqs / p->bf16_micro_batch, recompute_name(p->bf16_recompute), p->bf16_gain,
+             r->gpu_sms > 0 ? r->gpu_sms : 132, r->gpu_sms > 0 ? "" : " (assumed: no GPU here)");
+    return buf;
+}
 
 CLI_USED static void plan_print(const Plan *p, FILE *f) {
     const PlanRequest *r = &p->req;
@@ -1841,6 +1886,10 @@ CLI_USED static void plan_print(const Plan *p, FILE *f) {
                     recompute_name(p->passed_recompute), p->passed_micro_batch, chosen,
                     plan_gpu_speed(r, p->micro_batch, p->recompute) / plan_gpu_speed(r, p->passed_micro_batch, p->passed_recompute),
                     r->gpu_sms > 0 ? r->gpu_sms : 132, r->gpu_sms > 0 ? "" : " (assumed: no GPU here)");
+        }
+        if (p->bf16_micro_batch) {
+            char hint[300];
+            fprintf(f, "faster       %s\n", bf16_moments_hint(p, hint, sizeof hint));
         }
         fprintf(f, "eval         micro-batch %d (in the training activation memory), logits chunk %d rows\n", p->eval_micro_batch,
                 p->eval_chunk);
@@ -1893,6 +1942,9 @@ CLI_USED static void plan_print_json(const Plan *p, const char *error, FILE *f) 
         fprintf(f, "\"tokens_per_step\": %lld, \"gradient_accumulation_steps\": %d, \"recompute\": \"%s\", \"moments\": \"%s\", ",
                 (long long)r->batch_size * r->grad_accum * r->T, p->grad_accum, recompute_name(p->recompute),
                 p->moments_dtype == NGPT_DTYPE_F32 ? "fp32" : "bf16");
+    if (p->bf16_micro_batch) /* plan_print's "faster" line */
+        fprintf(f, "\"bf16_moments_offer\": {\"micro_batch\": %d, \"recompute\": \"%s\", \"modeled_speedup\": %.3f}, ", p->bf16_micro_batch,
+                recompute_name(p->bf16_recompute), p->bf16_gain);
     if (!r->inference || r->eval_only) fprintf(f, "\"eval_micro_batch\": %d, ", p->eval_micro_batch);
     fprintf(f, "\"micro_batch\": %d, \"logits_chunk\": %d, \"lanes\": %d, \"device_bytes\": %zu, \"host_bytes\": %zu, \"bytes\": {",
             p->micro_batch, p->logits_chunk, p->lanes, p->device_bytes, p->host_bytes);
@@ -6269,6 +6321,7 @@ static void plan_request_from_config(PlanRequest *r, const ngpt_config *c, const
     r->pin_micro_batch = c->micro_batch;
     r->pin_recompute = c->recompute;
     r->pin_chunk = c->logits_chunk;
+    r->pin_moments = !strcmp(c->moments_dtype, "float32") ? MOMENTS_F32 : !strcmp(c->moments_dtype, "bfloat16") ? MOMENTS_BF16 : MOMENTS_FREE;
     r->eval_seqs = (long long)c->eval_iters * c->batch_size;
     /* eval_only evaluates a model it loads in forward passes alone (nanoGPT's eval configs: GPT-2 XL in the
      * memory sampling it needs); from scratch it keeps the training plan, whose fp32 master the random
@@ -11075,9 +11128,14 @@ static int cmd_train(int argc, char **argv) {
         printf("%s: %s; plan: evaluation only (forward passes: no gradients or optimizer state), eval micro-batch %d, logits chunk %d; %s\n",
                where, params, st.eval_micro_batch, tr->plan.eval_chunk, arenas);
     else
-        printf("%s: %s; plan: micro-batch %d x accumulation %d (%lld tokens/step)%s, recompute %s, logits chunk %d, eval micro-batch %d; %s\n",
+        printf("%s: %s; plan: micro-batch %d x accumulation %d (%lld tokens/step)%s, recompute %s, logits chunk %d, eval micro-batch %d%s; %s\n",
                where, params, st.micro_batch, st.grad_accum, (long long)st.micro_batch * st.grad_accum * eff->block_size, lanes,
-               recompute_name(st.recompute), st.logits_chunk, st.eval_micro_batch, arenas);
+               recompute_name(st.recompute), st.logits_chunk, st.eval_micro_batch,
+               tr->plan.moments_dtype == NGPT_DTYPE_BF16 ? ", AdamW moments bf16" : "", arenas);
+    if (tr->plan.bf16_micro_batch) {
+        char hint[300];
+        printf("note: %s\n", bf16_moments_hint(&tr->plan, hint, sizeof hint));
+    }
     double t0 = now_seconds();
     int step0 = st.step; /* a resumed run starts at its checkpoint's step */
     int rc = ngpt_train(tr);

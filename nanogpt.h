@@ -126,6 +126,8 @@ typedef struct ngpt_config {
     int recompute;        /* -1 = the planner chooses; 0 none, 1 GELU, 2 GELU and LayerNorm, 3 whole layers (the backward runs
                            * each layer's forward again from the kept residual stream) */
     int logits_chunk;     /* rows of logits per chunk; 0 = the planner chooses */
+    char moments_dtype[16]; /* * AdamW moments: "auto" (fp32, as PyTorch's AdamW, wherever a plan fits; bf16 only where none
+                             * does), "float32", or "bfloat16" (a GPU run in dtype bfloat16 or float16: half the bytes) */
     int threads;          /* CPU threads; 0 = one per core */
     char on_nonfinite[8]; /* * "skip" (default; more than 10 skipped steps in a row halt) or "halt" */
 } ngpt_config;

@@ -669,6 +669,21 @@ static void test_plan_and_info(void) {
               strstr(r->out, "why          recompute GELU+LayerNorm fits micro-batch 16; recompute none at 8 is modeled 1.02x as fast on a "
                                  "GPU of 132 SMs (assumed: no GPU here)"),
           "plan at 6 GiB: %.700s", r->out);
+    /* a byte over 2.15 GiB fp32 moments take 1 x 64: the plan offers bf16 moments' 8 x 8, which the key then gives */
+    r = plan_gpt2_124m("--max_memory=2.2GiB", NULL);
+    CHECK_RUN(r, 0, "plan at 2.2 GiB");
+    CHECK(strstr(r->out, "micro-batch 1 x accumulation 64, recompute whole layers") && strstr(r->out, "AdamW moments fp32") &&
+              strstr(r->out, "faster       moments_dtype = bfloat16 fits micro-batch 8 x 8, recompute whole layers: modeled 1.65x as fast"),
+          "plan at 2.2 GiB: %.900s", r->out);
+    r = plan_gpt2_124m("--max_memory=2.2GiB", "--moments_dtype=bfloat16");
+    CHECK_RUN(r, 0, "plan at 2.2 GiB, bf16 moments");
+    CHECK(strstr(r->out, "micro-batch 8 x accumulation 8, recompute whole layers") && strstr(r->out, "AdamW moments bf16") &&
+              !strstr(r->out, "faster "),
+          "plan at 2.2 GiB with moments_dtype = bfloat16: %.900s", r->out);
+    r = cli("plan", "--device=cpu", "--moments_dtype=bfloat16", NULL);
+    CHECK_RUN(r, 1, "plan on the cpu, bf16 moments");
+    CHECK(strstr(r->err, "moments_dtype = bfloat16 needs a GPU run in dtype bfloat16 or float16 (this one is float32, on the cpu)"),
+          "bf16 moments on the cpu: %.300s", r->err);
     r = plan_gpt2_124m("--max_memory=0.5GiB", NULL);
     CHECK_RUN(r, 1, "plan at 0.5 GiB");
     CHECK(strstr(r->err, "does not fit") && strstr(r->err, "block_size"), "a refusal says what would help: %.400s", r->err);

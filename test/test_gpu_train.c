@@ -9,7 +9,8 @@
  *  - 300 steps of the default Tiny Shakespeare char model: the GPU loss curve follows the CPU's;
  *  - a run resumed from a checkpoint on the GPU is bit-identical to an uninterrupted one;
  *  - generation with the KV cache gives the full forward's logits at every step;
- *  - a sampling-only bf16 trainer, loaded from a checkpoint, samples as the trained one. */
+ *  - a sampling-only bf16 trainer, loaded from a checkpoint, samples as the trained one;
+ *  - moments_dtype = bfloat16 halves the moments and follows the fp32 moments' losses. */
 #define NGPT_NO_MAIN
 #include "../nanogpt.c"
 #include "check.h"
@@ -187,6 +188,33 @@ static void test_resume_bit_identical(void) {
     ngpt_trainer_free(b);
 }
 
+/* moments_dtype = bfloat16: the plan holds the AdamW moments in half the bytes, and 20 steps follow the fp32
+ * moments' losses within bf16 noise (the first step's update is the same sign of the same gradient in both) */
+static void test_bf16_moments_follow_fp32(void) {
+    float loss[2][20];
+    size_t moment_bytes[2] = {0, 0};
+    for (int k = 0; k < 2; k++) {
+        ngpt_config c;
+        config(&c, "cuda", "bfloat16");
+        copy_str(c.moments_dtype, sizeof c.moments_dtype, k ? "bfloat16" : "float32");
+        ngpt_trainer *tr = make(&c);
+        if (!tr) return;
+        CHECK(tr->plan.moments_dtype == (k ? NGPT_DTYPE_BF16 : NGPT_DTYPE_F32), "moments_dtype = %s: the plan's moments are %d",
+              c.moments_dtype, tr->plan.moments_dtype);
+        moment_bytes[k] = (size_t)tr->plan.cat_bytes[CAT_MOMENTS];
+        for (int s = 0; s < 20; s++) CHECK(ngpt_train_step(tr, &loss[k][s]) == 0, "%s", tr->err);
+        ngpt_trainer_free(tr);
+    }
+    double worst = 0;
+    for (int s = 0; s < 20; s++) worst = fmax(worst, fabs((double)loss[1][s] - loss[0][s]) / loss[0][s]);
+    printf("  20 steps: loss %.4f -> %.4f with fp32 moments, %.4f -> %.4f with bf16 (worst relative difference %.3g); moments %zu and %zu bytes\n",
+           loss[0][0], loss[0][19], loss[1][0], loss[1][19], worst, moment_bytes[0], moment_bytes[1]);
+    CHECK(moment_bytes[1] * 2 <= moment_bytes[0] + 1024 && moment_bytes[1] * 2 >= moment_bytes[0] - 1024,
+          "bf16 moments take half the bytes: %zu against %zu", moment_bytes[1], moment_bytes[0]);
+    CHECK(worst < 0.005 && loss[1][19] < loss[1][0] - 0.1, "bf16 moments' losses left the fp32 ones' by %.3g, or did not fall (%.4f -> %.4f)",
+          worst, loss[1][0], loss[1][19]);
+}
+
 /* the default char model for 300 steps on both backends: the curves agree within bf16 noise */
 static void test_curve_follows_cpu(void) {
     float lc[301], lg[301];
@@ -360,6 +388,7 @@ int main(int argc, char **argv) {
     RUN(test_sample_kv_cache);
     RUN(test_sample_only_bf16);
     RUN(test_eval_only_bf16);
+    RUN(test_bf16_moments_follow_fp32);
     if (curve) RUN(test_curve_follows_cpu);
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);

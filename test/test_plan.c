@@ -572,6 +572,68 @@ static void test_whole_layers(void) {
     CHECK(plan_make(&p, &r, err, sizeof err) == NGPT_ERR_NOMEM && strstr(err, "recompute whole layers"), "refusal: %s", err);
 }
 
+/* moments_dtype: auto keeps fp32 moments wherever a plan fits and offers bf16 where their plan is rated at least
+ * BF16_MOMENTS_HINT as fast (GPT-2 124M at 2.2 GiB: 1 x 64 with fp32, 8 x 8 with bf16); a pin holds either
+ * precision, and a refusal under the fp32 pin names the planner's own choice */
+static void test_moments_dtype(void) {
+    char err[NGPT_ERRLEN];
+    ModelShape m = gpt2_shape(12, 12, 768, 0);
+    PlanRequest r = request(m, 1024, 64, 1, NGPT_DTYPE_BF16, DEV_BACKEND_CUDA, 2.2 * GiB - CUDA_SAFETY_MARGIN);
+    Plan p, q;
+    CHECK(plan_make(&p, &r, err, sizeof err) == 0 && p.moments_dtype == NGPT_DTYPE_F32 && p.micro_batch == 1 &&
+              p.bf16_micro_batch == 8 && p.bf16_recompute == RECOMPUTE_LAYERS && p.bf16_gain > 1.5 && p.bf16_gain < 1.8,
+          "2.2 GiB: micro-batch %d, moments %d, offer %d %s %.3f (want 1, fp32, offer 8 whole layers ~1.65x): %s", p.micro_batch,
+          p.moments_dtype, p.bf16_micro_batch, recompute_name(p.bf16_recompute), p.bf16_gain, err);
+    printf("  2.2 GiB: fp32 moments micro-batch %d x %d; offer bf16 at %d x %d (%s), modeled %.2fx\n", p.micro_batch, p.grad_accum,
+           p.bf16_micro_batch, 64 / p.bf16_micro_batch, recompute_name(p.bf16_recompute), p.bf16_gain);
+    /* the pin gives the offered plan, which fits, with no offer of its own */
+    PlanRequest b = r;
+    b.pin_moments = MOMENTS_BF16;
+    CHECK(plan_make(&q, &b, err, sizeof err) == 0 && q.moments_dtype == NGPT_DTYPE_BF16 && q.micro_batch == p.bf16_micro_batch &&
+              q.recompute == p.bf16_recompute && plan_need(&q) <= b.budget && !q.bf16_micro_batch,
+          "pinned bf16 at 2.2 GiB: micro-batch %d, recompute %s, moments %d: %s", q.micro_batch, recompute_name(q.recompute),
+          q.moments_dtype, err);
+    /* also where fp32 moments fit as they are: 8 GiB */
+    b.budget = 8.0 * GiB;
+    CHECK(plan_make(&q, &b, err, sizeof err) == 0 && q.moments_dtype == NGPT_DTYPE_BF16, "pinned bf16 at 8 GiB: moments %d", q.moments_dtype);
+    /* every budget from 1.9 to 8 GiB: an offer exactly where the free plan holds fp32 moments and the bf16 plan is
+     * rated at least BF16_MOMENTS_HINT as fast */
+    int offers = 0, fp32_plans = 0;
+    for (double g = 1.9; g <= 8.0; g += 0.01) {
+        r.budget = g * GiB - CUDA_SAFETY_MARGIN;
+        b.budget = r.budget;
+        if (plan_make(&p, &r, NULL, 0)) continue;
+        double gain = 0;
+        if (p.moments_dtype == NGPT_DTYPE_F32) {
+            fp32_plans++;
+            CHECK(plan_make(&q, &b, NULL, 0) == 0, "%.2f GiB: bf16 moments must fit where fp32 do", g);
+            gain = plan_gpu_speed(&r, q.micro_batch, q.recompute) / plan_gpu_speed(&r, p.micro_batch, p.recompute);
+        }
+        int want = gain >= BF16_MOMENTS_HINT;
+        offers += want;
+        CHECK(!!p.bf16_micro_batch == want && (!want || (p.bf16_micro_batch == q.micro_batch && p.bf16_recompute == q.recompute)),
+              "%.2f GiB: moments %d, offer %d (%s), bf16 plan rated %.3fx", g, p.moments_dtype, p.bf16_micro_batch,
+              recompute_name(p.bf16_recompute), gain);
+    }
+    CHECK(offers > 0 && offers < fp32_plans, "offers at %d of %d fp32 budgets: some, not all", offers, fp32_plans);
+    printf("  1.9..8 GiB by 0.01: fp32 moments at %d budgets, bf16 offered at %d\n", fp32_plans, offers);
+    /* pinned fp32 where only bf16 moments fit: refused, naming the planner's plan with bf16 moments */
+    r.budget = 2.0 * GiB - CUDA_SAFETY_MARGIN;
+    CHECK(plan_make(&p, &r, NULL, 0) == 0 && p.moments_dtype == NGPT_DTYPE_BF16, "2.0 GiB, auto: bf16 moments");
+    r.pin_moments = MOMENTS_F32;
+    CHECK(plan_make(&q, &r, err, sizeof err) == NGPT_ERR_NOMEM && strstr(err, "fp32 AdamW moments) needs") &&
+              strstr(err, "leaving moments_dtype to the planner") && strstr(err, "bf16 AdamW moments:"),
+          "2.0 GiB, moments_dtype = float32: %s", err);
+    /* bf16 moments need a 16-bit GPU run: not float32, not the CPU */
+    r.pin_moments = MOMENTS_BF16;
+    r.dtype = NGPT_DTYPE_F32;
+    CHECK(plan_make(&q, &r, err, sizeof err) == NGPT_ERR_ARG && strstr(err, "moments_dtype = bfloat16 needs a GPU run in dtype bfloat16 or float16"),
+          "float32 with bf16 moments: %s", err);
+    PlanRequest c = request(m, 1024, 64, 1, NGPT_DTYPE_F32, DEV_BACKEND_CPU, 4.0 * GiB);
+    c.pin_moments = MOMENTS_BF16;
+    CHECK(plan_make(&q, &c, err, sizeof err) == NGPT_ERR_ARG && strstr(err, "float32, on the cpu"), "CPU with bf16 moments: %s", err);
+}
+
 /* ---- training with forced micro-batches ---- */
 static char data_dir[256];
 static void make_dataset(int V) {
@@ -717,6 +779,7 @@ int main(void) {
     RUN(test_seed_scenario);
     RUN(test_cheaper_trades_by_speed);
     RUN(test_whole_layers);
+    RUN(test_moments_dtype);
     RUN(test_hopper_ds_in_logits);
     RUN(test_inference_plan);
     RUN(test_refusal_with_pins);
