@@ -10563,6 +10563,17 @@ static int llmc_pattern_folder(const char **v) {
     return 1;
 }
 
+/* Whether the folders a and b (their first alen and blen bytes) are one, however each is spelt (dir, dir/, ./dir):
+ * the same text, or the same device and inode */
+static int same_folder(const char *a, int alen, const char *b, int blen) {
+    if (alen == blen && !strncmp(a, b, (size_t)alen)) return 1;
+    char fa[PATH_MAX], fb[PATH_MAX];
+    struct stat sa, sb;
+    snprintf(fa, sizeof fa, "%.*s", alen, a);
+    snprintf(fb, sizeof fb, "%.*s", blen, b);
+    return !stat(fa, &sa) && !stat(fb, &sb) && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
 /* For -i or -j's value v (a file or llm.c's glob pattern) naming only some of its folder's shards of split, which
  * data_dir reads all of (tokenset_open), a note saying so into note ("" otherwise: v is a folder, matches every
  * shard, its folder cannot be read, or the folder's <split>.bin is read instead of shards). Hidden files match as
@@ -10620,7 +10631,7 @@ static const char *llmc_flags_as_settings(int argc, char **argv, char *out, size
             if (folder && !strcmp(a, "-j") && flag_value['i']) { /* one data_dir, -i's (the training shards): -j's folder is said if another */
                 const char *train = flag_value['i'];
                 int train_len = llmc_pattern_folder(&train);
-                if (train_len != len || strncmp(train, v, (size_t)len))
+                if (!same_folder(train, train_len, v, len))
                     snprintf(left_out + strlen(left_out), sizeof left_out - strlen(left_out), " %s %.60s", a, argv[i + 1]);
                 else SAY("%s", llmc_subset_note(argv[i + 1], "val", note, sizeof note));
                 continue;

@@ -332,6 +332,13 @@ static void test_typos(void) {
     CHECK(strstr(r->err, "matches 2 of the 3 train shards") && strstr(r->err, "--warmup_iters=700 --eval_interval=250 (not carried over: -r 1 -z 1 "
                                                                            "-n 5000 -s 20000 -h 1)"),
           "the whole translation: %.1200s", r->err);
+    /* -j's folder spelt another way (llmc_subset/./): still data_dir's */
+    char one_val_dot[620];
+    snprintf(one_val_dot, sizeof one_val_dot, "%s", tmp_path("llmc_subset/./fw_val_000000.bin"));
+    r = cli("train", "-i", pick, "-j", one_val_dot, "-b", "4", NULL);
+    CHECK_RUN(r, 1, "llm.c's -j in data_dir's folder spelt with ./");
+    CHECK(strstr(r->err, "(fw_val_000000.bin matches 1 of the 2 val shards in that folder") && !strstr(r->err, "not carried over: -j"),
+          "-j in llmc_subset/./: data_dir's folder: %.700s", r->err);
     r = cli("train", "-i", all, "-j", other_val, "-b", "4", NULL);
     CHECK_RUN(r, 1, "llm.c's -i of every shard");
     CHECK(strstr(r->err, "llmc_subset --batch_size=4 (not carried over: -j ") && !strstr(r->err, " matches "),
