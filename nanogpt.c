@@ -1691,6 +1691,10 @@ static void smaller_gpt2(const PlanRequest *r, char *buf, size_t cap) {
  * default: it is PyTorch's AdamW, whose loss curve users compare against (GPT-2 124M a byte over 2.15 GiB drops
  * from 8 x 8 with bf16 moments to 1 x 64 with fp32, modeled 1.65x slower). */
 static void plan_note_bf16_moments(Plan *p, const PlanRequest *r) {
+    const int top_B = r->pin_micro_batch ? r->pin_micro_batch : (int)MIN((long long)r->batch_size, (long long)r->batch_size * r->grad_accum);
+    const int top_rc = r->pin_recompute >= 0 ? r->pin_recompute : RECOMPUTE_NONE;
+    if (plan_gpu_speed(r, top_B, top_rc) < BF16_MOMENTS_HINT * plan_gpu_speed(r, p->micro_batch, p->recompute))
+        return; /* not even the fastest plan could be rated that much faster */
     PlanRequest q = *r;
     q.pin_moments = MOMENTS_BF16;
     Plan alt;
@@ -1788,6 +1792,7 @@ static int plan_make(Plan *p, const PlanRequest *r, char *err, size_t errlen) {
     int rc = r->pin_recompute >= 0 ? r->pin_recompute : RECOMPUTE_LAYERS;
     int B = r->pin_micro_batch ? r->pin_micro_batch : 1;
     double need = plan_layout(p, r, B, 1, rc, r->pin_chunk ? r->pin_chunk : CHUNK_STEP, moment_opts[n_moment_opts - 1]);
+    if (!err) return NGPT_ERR_NOMEM; /* no message wanted: nor the plans it would weigh (plan_note_bf16_moments' call) */
     char nb[32], bb[32], hint[160] = "", unpin[400] = "";
     Plan tmp;
     if (r->T > 64) { /* the same smallest plan, pins kept, at half the block */
@@ -1804,7 +1809,9 @@ static int plan_make(Plan *p, const PlanRequest *r, char *err, size_t errlen) {
         free_req.pin_recompute = -1;
         if (plan_make(&tmp, &free_req, NULL, 0) == NGPT_OK) {
             const char *pinned[4] = {r->pin_micro_batch ? "micro_batch" : NULL, r->pin_recompute >= 0 ? "recompute" : NULL,
-                                     r->pin_chunk ? "logits_chunk" : NULL, r->pin_moments != MOMENTS_FREE ? "moments_dtype" : NULL};
+                                     r->pin_chunk ? "logits_chunk" : NULL,
+                                     r->pin_moments != MOMENTS_FREE && tmp.moments_dtype != moment_opts[0] ? "moments_dtype" : NULL};
+            /* (a moments pin the free plan agrees with is not named) */
             char names[80] = "", fb[32];
             for (int k = 0; k < 4; k++)
                 if (pinned[k]) snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", names[0] ? ", " : "", pinned[k]);
@@ -11013,7 +11020,8 @@ static void resume_notes(const ngpt_config *cfg, char *data_note, size_t data_ca
                      stored.dataset, cfg->data_dir[0] ? cfg->data_dir : cfg->dataset, stored.dataset);
     }
     static const char *const settings[] = {"learning_rate", "min_lr", "warmup_iters", "lr_decay_iters", "decay_lr", "batch_size",
-                                           "gradient_accumulation_steps", "weight_decay", "beta1", "beta2", "grad_clip", "dropout"};
+                                           "gradient_accumulation_steps", "weight_decay", "beta1", "beta2", "grad_clip", "dropout",
+                                           "moments_dtype"};
     size_t len = 0;
     for (size_t i = 0; i < sizeof settings / sizeof settings[0]; i++) {
         size_t k = (size_t)(config_find(settings[i]) - config_keys);

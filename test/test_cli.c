@@ -687,6 +687,17 @@ static void test_plan_and_info(void) {
     CHECK(strstr(r->out, "micro-batch 8 x accumulation 8, recompute whole layers") && strstr(r->out, "AdamW moments bf16") &&
               !strstr(r->out, "faster "),
           "plan at 2.2 GiB with moments_dtype = bfloat16: %.900s", r->out);
+    r = plan_gpt2_124m("--max_memory=2.2GiB", "--json");
+    CHECK_RUN(r, 0, "plan --json at 2.2 GiB");
+    CHECK(strstr(r->out, "\"moments\": \"fp32\", \"bf16_moments_offer\": {\"micro_batch\": 8, \"recompute\": \"whole layers\", \"modeled_speedup\": 1.6"),
+          "plan --json at 2.2 GiB offers bf16 moments: %.600s", r->out);
+    /* where only bf16 moments fit, the fp32 pin is refused, naming the plan without it */
+    r = plan_gpt2_124m("--max_memory=2.0GiB", "--moments_dtype=float32");
+    CHECK_RUN(r, 1, "plan at 2.0 GiB, fp32 moments");
+    CHECK(strstr(r->err, "does not fit: the smallest plan (micro-batch 1, recompute whole layers, logits chunk 128, fp32 AdamW moments)") &&
+              strstr(r->err, "leaving moments_dtype to the planner (it would pick micro-batch 4 x 16 accumulation steps, recompute whole layers, "
+                             "logits chunk 1024, bf16 AdamW moments:"),
+          "plan at 2.0 GiB with moments_dtype = float32: %.700s", r->err);
     r = cli("plan", "--device=cpu", "--moments_dtype=bfloat16", NULL);
     CHECK_RUN(r, 1, "plan on the cpu, bf16 moments");
     CHECK(strstr(r->err, "moments_dtype = bfloat16 needs a GPU run in dtype bfloat16 or float16 (this one is float32, on the cpu)"),
@@ -958,9 +969,10 @@ static void test_resume_model(void) {
     CHECK(!strstr(r->err, "other settings"), "the run's own settings: no note of other ones: %.300s", r->err);
     /* resumed with another schedule and batch (its config file left out, say): a note lists them beside the run's */
     r = cli("train", data_arg, out_dir_arg, "--init_from=resume", "--batch_size=3", "--learning_rate=5e-4", "--max_iters=4", "--device=cpu",
-            "--threads=1", NULL);
-    CHECK_RUN(r, 0, "resume with another batch_size and learning_rate (nothing left to train)");
+            "--threads=1", "--moments_dtype=float32", NULL);
+    CHECK_RUN(r, 0, "resume with another batch_size, learning_rate and moments_dtype (nothing left to train)");
     CHECK(strstr(r->err, "note: learning_rate 0.0005 (its run: ") && strstr(r->err, "batch_size 3 (its run: 2)") &&
+              strstr(r->err, "moments_dtype 'float32' (its run: 'auto')") &&
               strstr(r->err, "the checkpoint's run trained with other settings (pass its config file to go on with them)"),
           "a note of the settings that differ from the run's: %.400s", r->err);
     /* an out_dir holding best.bin alone (its ckpt_<step>.bin files removed): resume goes on from it */

@@ -624,6 +624,19 @@ static void test_moments_dtype(void) {
     CHECK(plan_make(&q, &r, err, sizeof err) == NGPT_ERR_NOMEM && strstr(err, "fp32 AdamW moments) needs") &&
               strstr(err, "leaving moments_dtype to the planner") && strstr(err, "bf16 AdamW moments:"),
           "2.0 GiB, moments_dtype = float32: %s", err);
+    /* the advice names only the pins that changed something: unpinned moments are not named (the free plan's bf16
+     * moments at 2.0 GiB), nor an fp32 pin the free plan agrees with (3 GiB, whose free plan keeps fp32 moments) */
+    r.pin_moments = MOMENTS_FREE;
+    r.pin_micro_batch = 64;
+    CHECK(plan_make(&q, &r, err, sizeof err) == NGPT_ERR_NOMEM && strstr(err, "leaving micro_batch to the planner") && !strstr(err, "moments_dtype") &&
+              strstr(err, "bf16 AdamW moments:"),
+          "2.0 GiB, micro_batch = 64: %s", err);
+    r.budget = 3.0 * GiB - CUDA_SAFETY_MARGIN;
+    r.pin_micro_batch = 64;
+    r.pin_moments = MOMENTS_F32;
+    CHECK(plan_make(&q, &r, err, sizeof err) == NGPT_ERR_NOMEM && strstr(err, "leaving micro_batch to the planner") && !strstr(err, "moments_dtype"),
+          "3 GiB, micro_batch = 64, moments_dtype = float32: %s", err);
+    r.pin_micro_batch = 0;
     /* bf16 moments need a 16-bit GPU run: not float32, not the CPU */
     r.pin_moments = MOMENTS_BF16;
     r.dtype = NGPT_DTYPE_F32;
