@@ -11432,9 +11432,10 @@ static int cmd_bench(int argc, char **argv) {
     }
     const Plan *p = &tr->plan;
     printf("bench: n_layer %d, n_head %d, n_embd %d, block_size %d, vocab %d, %s on %s; micro-batch %d x accumulation %d "
-           "(%d tokens per step), recompute %s, logits chunk %d rows; ",
+           "(%d tokens per step), recompute %s, logits chunk %d rows%s; ",
            tr->ms.L, tr->ms.NH, tr->ms.C, p->req.T, tr->ms.V, dtype_name(p->req.dtype), tr->be->name, p->micro_batch, p->grad_accum,
-           p->micro_batch * p->grad_accum * p->req.T, recompute_name(p->recompute), p->logits_chunk);
+           p->micro_batch * p->grad_accum * p->req.T, recompute_name(p->recompute), p->logits_chunk,
+           p->moments_dtype == NGPT_DTYPE_BF16 ? ", AdamW moments bf16" : "");
     if (kernels) printf("each kernel: the fastest of 5 to 200 calls (0.2 s) after a warm-up call\n");
     else printf("%d warm-up + %d timed steps on random tokens, then one with each op timed\n", warmup, steps);
     fflush(stdout);

@@ -11,7 +11,8 @@
 # racecheck and synccheck on the small op tests), train (test/test_gpu_train.c: whole step vs CPU,
 # determinism, no allocation while training, resume, 300-step curve), capped (GPT-2 124M on real tokens,
 # 50 steps under --max_memory=2.68GiB, 50 without, 50 under it pinned to the cheaper trades (--recompute=2), then
-# bench's op-by-op step under the cap: needs
+# bench at 6 GiB (the planner against the largest micro-batch) and at 2.2 GiB (fp32 against bf16 AdamW moments),
+# and bench's op-by-op step under the cap: needs
 # data/gpt2/{encoder.json,vocab.bpe} carried),
 # bench (nanogpt bench and tools/bench_torch_gpt2.py: end to end, every matmul shape, attention, LayerNorm, the loss, memory;
 # sampling speed with 1 and 10 samples; on Hopper the older kernels and each variant knob against the default, the
@@ -450,6 +451,19 @@ if want capped && [ $BUILT = 0 ] && time_left "2.68 GiB capped run" 180 capped; 
         r=$(awk -v a="${a:-0}" -v b="${b:-0}" 'BEGIN{if (a > 0 && b > 0) printf "%.3f", a / b}')
         row "6 GiB: planner vs largest micro-batch (> 1.0)" "$(awk -v v="$r" 'BEGIN{print (v != "" && v + 0 > 1.0) ? "PASS" : "MISS"}')" \
             "${r:-none}x (modeled 1.02x): $(bench_plan_of "$LOG/capped.log" "== nanogpt bench, 6 GiB, planner") ${a:-none} tokens/s vs $(bench_plan_of "$LOG/capped.log" "== nanogpt bench, 6 GiB, largest") ${b:-none}"
+        # the bf16 moments' offer: at 2.2 GiB fp32 moments leave micro-batch 1 x 64 (whole layers), bf16 ones 8 x 8;
+        # plan says the second is modeled 1.65x as fast (moments_dtype = bfloat16)
+        for run in fp32 bf16; do
+            echo "== nanogpt bench, 2.2 GiB, $run moments" >>"$LOG/capped.log"
+            timeout $(cap_time 60) "$BUILD/nanogpt" bench --device=cuda --batch_size=64 --gradient_accumulation_steps=1 \
+                --max_memory=2.2GiB --steps=6 --warmup=1 --moments_dtype=$([ $run = bf16 ] && echo bfloat16 || echo auto) >>"$LOG/capped.log" 2>&1
+            echo "exit $?" >>"$LOG/capped.log"
+        done
+        a=$(bench_value "$LOG/capped.log" "== nanogpt bench, 2.2 GiB, bf16 moments" tokens_per_s)
+        b=$(bench_value "$LOG/capped.log" "== nanogpt bench, 2.2 GiB, fp32 moments" tokens_per_s)
+        r=$(awk -v a="${a:-0}" -v b="${b:-0}" 'BEGIN{if (a > 0 && b > 0) printf "%.3f", a / b}')
+        row "2.2 GiB: bf16 moments' offer vs fp32 (> 1.2)" "$(awk -v v="$r" 'BEGIN{print (v != "" && v + 0 > 1.2) ? "PASS" : "MISS"}')" \
+            "${r:-none}x (modeled 1.65x): $(bench_plan_of "$LOG/capped.log" "== nanogpt bench, 2.2 GiB, bf16 moments") ${a:-none} tokens/s vs $(bench_plan_of "$LOG/capped.log" "== nanogpt bench, 2.2 GiB, fp32 moments") ${b:-none}"
         # where a capped step's time goes, op by op (bench's profiled step under the same plan), to set beside
         # bench.log's uncapped one
         echo "== nanogpt bench, capped: the same model and batch under --max_memory=2.68GiB" >>"$LOG/capped.log"
