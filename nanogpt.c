@@ -1688,12 +1688,12 @@ static void smaller_gpt2(const PlanRequest *r, char *buf, size_t cap) {
 /* For a plan that took fp32 moments freely on a GPU: where bf16 moments (half their bytes) would leave room for a
  * plan plan_gpu_speed rates at least BF16_MOMENTS_HINT as fast, that plan's micro-batch, recompute level and
  * gain into *p, which plan_print and training's first lines offer as moments_dtype = bfloat16. fp32 stays the
- * default: it is PyTorch's AdamW, whose loss curve users compare against (GPT-2 124M a byte over 2.15 GiB drops
- * from 8 x 8 with bf16 moments to 1 x 64 with fp32, modeled 1.65x slower). */
+ * default: it is PyTorch's AdamW, whose loss curve users compare against (GPT-2 124M drops from 8 x 8 with bf16
+ * moments at 2.18 GiB to 1 x 64 with fp32 at 2.19, modeled 1.65x slower). */
 static void plan_note_bf16_moments(Plan *p, const PlanRequest *r) {
     const int top_B = r->pin_micro_batch ? r->pin_micro_batch : (int)MIN((long long)r->batch_size, (long long)r->batch_size * r->grad_accum);
     const int top_rc = r->pin_recompute >= 0 ? r->pin_recompute : RECOMPUTE_NONE;
-    if (plan_gpu_speed(r, top_B, top_rc) < BF16_MOMENTS_HINT * plan_gpu_speed(r, p->micro_batch, p->recompute))
+    if (plan_gpu_speed(r, top_B, top_rc) / plan_gpu_speed(r, p->micro_batch, p->recompute) < BF16_MOMENTS_HINT)
         return; /* not even the fastest plan could be rated that much faster */
     PlanRequest q = *r;
     q.pin_moments = MOMENTS_BF16;

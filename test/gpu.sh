@@ -31,7 +31,7 @@
 # train (without the 300-step curve), capped and bench in one call, 355 s (ops 224 s for 12 sweeps; the same
 # 12 took over 240 s in the next run, cut off by the old 240 s cap: keep GPU_SH_OPS_S at its default 300; a 13th,
 # the bf16 attention without turns, came after those runs;
-# capped 36 s, bench 76 s); the 300-step curve adds about 3 minutes (its CPU
+# capped 36 s before its 6 GiB and 2.2 GiB bench pairs (not yet timed), bench 76 s); the 300-step curve adds about 3 minutes (its CPU
 # side). profile 43 s; sanitize: memcheck and synccheck 15-17 s each, racecheck bf16 about 135 s (every kernel
 # and variant), f16 its default kernels alone, f32 86 s (2026-11-26). So it takes two calls:
 #   GPU_SH_CURVE=0 bash test/gpu.sh ops train capped bench      then      bash test/gpu.sh profile sanitize
@@ -113,8 +113,8 @@ ktimes() { # FILE SECTION-REGEX -> "name<TAB>ms" for each "kernel NAME ... ms" l
     awk -v s="$2" '/^== /{on = ($0 ~ s)} on && /^kernel /{for (i = 2; i < NF; i++) if ($(i+1) == "ms") break;
         n = $2; for (j = 3; j < i; j++) n = n " " $j; print n "\t" $i}' "$1"
 }
-bench_plan_of() { # FILE "== HEADER": "micro-batch B x accumulation A, recompute R" of bench's first line there
-    section "$1" "$2" | sed -n 's/^bench: .*; \(micro-batch [0-9]* x accumulation [0-9]*\) ([0-9]* tokens per step), \(recompute [^,]*\),.*/\1, \2/p' | head -n 1
+bench_plan_of() { # FILE "== HEADER": "micro-batch B x accumulation A, recompute R[, AdamW moments bf16]" of bench's first line there
+    section "$1" "$2" | sed -n 's/^bench: .*; \(micro-batch [0-9]* x accumulation [0-9]*\) ([0-9]* tokens per step), \(recompute [^,]*\), logits chunk [0-9]* rows\(, AdamW moments bf16\)\{0,1\};.*/\1, \2\3/p' | head -n 1
 }
 chunk_rows_of() { sed -n 's/^classifier chunk rows \([0-9]*\).*/\1/p' "$1" | head -n 1; } # FILE: bench --kernels' chunk
 test_results() { # SOURCE.c LOG -> "name PASS" or "name FAIL" for each RUN(name) of SOURCE, from LOG's "ok name" lines

@@ -676,7 +676,7 @@ static void test_plan_and_info(void) {
               strstr(r->out, "why          recompute GELU+LayerNorm fits micro-batch 16; recompute none at 8 is modeled 1.02x as fast on a "
                                  "GPU of 132 SMs (assumed: no GPU here)"),
           "plan at 6 GiB: %.700s", r->out);
-    /* a byte over 2.15 GiB fp32 moments take 1 x 64: the plan offers bf16 moments' 8 x 8, which the key then gives */
+    /* from 2.19 GiB fp32 moments fit, at 1 x 64: the plan offers bf16 moments' 8 x 8, which the key then gives */
     r = plan_gpt2_124m("--max_memory=2.2GiB", NULL);
     CHECK_RUN(r, 0, "plan at 2.2 GiB");
     CHECK(strstr(r->out, "micro-batch 1 x accumulation 64, recompute whole layers") && strstr(r->out, "AdamW moments fp32") &&
