@@ -436,40 +436,34 @@ if want capped && [ $BUILT = 0 ] && time_left "2.68 GiB capped run" 180 capped; 
             row "planner's cap plan vs cheaper trades (> 1.0)" "$(awk -v v="$rcap" 'BEGIN{print (v != "" && v + 0 > 1.0) ? "PASS" : "MISS"}')" \
                 "${rcap:-none}x: $tokc vs $tokl tokens/s"
         fi
+        capped_bench() { # "== HEADER" ARGS...: nanogpt bench of GPT-2 124M at 64 x 1024 tokens a step, into capped.log under HEADER
+            local header=$1
+            shift
+            echo "$header" >>"$LOG/capped.log"
+            timeout $(cap_time 60) "$BUILD/nanogpt" bench --device=cuda --batch_size=64 --gradient_accumulation_steps=1 "$@" >>"$LOG/capped.log" 2>&1
+            echo "exit $?" >>"$LOG/capped.log"
+        }
+        bench_ratio_row() { # CHECK "== A" "== B" MODELED MIN: A's tokens/s over B's (capped_bench's), PASS above MIN
+            local a b r
+            a=$(bench_value "$LOG/capped.log" "$2" tokens_per_s)
+            b=$(bench_value "$LOG/capped.log" "$3" tokens_per_s)
+            r=$(awk -v a="${a:-0}" -v b="${b:-0}" 'BEGIN{if (a > 0 && b > 0) printf "%.3f", a / b}')
+            row "$1 (> $5)" "$(awk -v v="$r" -v m="$5" 'BEGIN{print (v != "" && v + 0 > m + 0) ? "PASS" : "MISS"}')" \
+                "${r:-none}x (modeled ${4}x): $(bench_plan_of "$LOG/capped.log" "$2") ${a:-none} tokens/s vs $(bench_plan_of "$LOG/capped.log" "$3") ${b:-none}"
+        }
         # the cheaper trades weighed by the speed model: at 6 GiB the planner takes micro-batch 8 without
         # recomputing over 16 recomputing GELU and LayerNorm, the largest that fits (modeled 1.02x as fast)
-        for run in planner largest; do
-            pins=()
-            [ $run = largest ] && pins=(--micro_batch=16 --recompute=2)
-            echo "== nanogpt bench, 6 GiB, $run" >>"$LOG/capped.log"
-            timeout $(cap_time 60) "$BUILD/nanogpt" bench --device=cuda --batch_size=64 --gradient_accumulation_steps=1 \
-                --max_memory=6GiB --steps=10 --warmup=2 "${pins[@]}" >>"$LOG/capped.log" 2>&1
-            echo "exit $?" >>"$LOG/capped.log"
-        done
-        a=$(bench_value "$LOG/capped.log" "== nanogpt bench, 6 GiB, planner" tokens_per_s)
-        b=$(bench_value "$LOG/capped.log" "== nanogpt bench, 6 GiB, largest" tokens_per_s)
-        r=$(awk -v a="${a:-0}" -v b="${b:-0}" 'BEGIN{if (a > 0 && b > 0) printf "%.3f", a / b}')
-        row "6 GiB: planner vs largest micro-batch (> 1.0)" "$(awk -v v="$r" 'BEGIN{print (v != "" && v + 0 > 1.0) ? "PASS" : "MISS"}')" \
-            "${r:-none}x (modeled 1.02x): $(bench_plan_of "$LOG/capped.log" "== nanogpt bench, 6 GiB, planner") ${a:-none} tokens/s vs $(bench_plan_of "$LOG/capped.log" "== nanogpt bench, 6 GiB, largest") ${b:-none}"
+        capped_bench "== nanogpt bench, 6 GiB, planner" --max_memory=6GiB --steps=10 --warmup=2
+        capped_bench "== nanogpt bench, 6 GiB, largest" --max_memory=6GiB --steps=10 --warmup=2 --micro_batch=16 --recompute=2
+        bench_ratio_row "6 GiB: planner vs largest micro-batch" "== nanogpt bench, 6 GiB, planner" "== nanogpt bench, 6 GiB, largest" 1.02 1.0
         # the bf16 moments' offer: at 2.2 GiB fp32 moments leave micro-batch 1 x 64 (whole layers), bf16 ones 8 x 8;
         # plan says the second is modeled 1.65x as fast (moments_dtype = bfloat16)
-        for run in fp32 bf16; do
-            echo "== nanogpt bench, 2.2 GiB, $run moments" >>"$LOG/capped.log"
-            timeout $(cap_time 60) "$BUILD/nanogpt" bench --device=cuda --batch_size=64 --gradient_accumulation_steps=1 \
-                --max_memory=2.2GiB --steps=6 --warmup=1 --moments_dtype=$([ $run = bf16 ] && echo bfloat16 || echo auto) >>"$LOG/capped.log" 2>&1
-            echo "exit $?" >>"$LOG/capped.log"
-        done
-        a=$(bench_value "$LOG/capped.log" "== nanogpt bench, 2.2 GiB, bf16 moments" tokens_per_s)
-        b=$(bench_value "$LOG/capped.log" "== nanogpt bench, 2.2 GiB, fp32 moments" tokens_per_s)
-        r=$(awk -v a="${a:-0}" -v b="${b:-0}" 'BEGIN{if (a > 0 && b > 0) printf "%.3f", a / b}')
-        row "2.2 GiB: bf16 moments' offer vs fp32 (> 1.2)" "$(awk -v v="$r" 'BEGIN{print (v != "" && v + 0 > 1.2) ? "PASS" : "MISS"}')" \
-            "${r:-none}x (modeled 1.65x): $(bench_plan_of "$LOG/capped.log" "== nanogpt bench, 2.2 GiB, bf16 moments") ${a:-none} tokens/s vs $(bench_plan_of "$LOG/capped.log" "== nanogpt bench, 2.2 GiB, fp32 moments") ${b:-none}"
+        capped_bench "== nanogpt bench, 2.2 GiB, fp32 moments" --max_memory=2.2GiB --steps=6 --warmup=1
+        capped_bench "== nanogpt bench, 2.2 GiB, bf16 moments" --max_memory=2.2GiB --steps=6 --warmup=1 --moments_dtype=bfloat16
+        bench_ratio_row "2.2 GiB: bf16 moments' offer vs fp32" "== nanogpt bench, 2.2 GiB, bf16 moments" "== nanogpt bench, 2.2 GiB, fp32 moments" 1.65 1.2
         # where a capped step's time goes, op by op (bench's profiled step under the same plan), to set beside
         # bench.log's uncapped one
-        echo "== nanogpt bench, capped: the same model and batch under --max_memory=2.68GiB" >>"$LOG/capped.log"
-        timeout $(cap_time 60) "$BUILD/nanogpt" bench --device=cuda --batch_size=64 --gradient_accumulation_steps=1 \
-            --max_memory=2.68GiB --steps=3 --warmup=1 >>"$LOG/capped.log" 2>&1
-        echo "exit $?" >>"$LOG/capped.log"
+        capped_bench "== nanogpt bench, capped: the same model and batch under --max_memory=2.68GiB" --max_memory=2.68GiB --steps=3 --warmup=1
     else
         row "2.68 GiB capped run" SKIP "no GPT-2 tokens: run with carry data/gpt2 (encoder.json, vocab.bpe); see capped.log"
     fi
