@@ -179,6 +179,12 @@ if [ "$STEPS" = selftest ]; then
     } >"$BUILD/bench.log" 2>&1
     v=$(bench_plan_of "$BUILD/bench.log" "== nanogpt bench, pinned")
     check "bench's plan ($v)" grep -qx "micro-batch 1 x accumulation [0-9]*, recompute GELU" <<<"$v"
+    { # the same line as a GPU run with bf16 AdamW moments prints it (the CPU has none)
+        echo "== bf16 moments"
+        section "$BUILD/bench.log" "== nanogpt bench, pinned" | grep '^bench: ' | sed 's/ rows; / rows, AdamW moments bf16; /'
+    } >"$BUILD/bench_bf16.log"
+    v=$(bench_plan_of "$BUILD/bench_bf16.log" "== bf16 moments")
+    check "bench's plan with bf16 moments ($v)" grep -qx "micro-batch 1 x accumulation [0-9]*, recompute GELU, AdamW moments bf16" <<<"$v"
     for key in tokens_per_s memory_bytes; do
         v=$(bench_value "$BUILD/bench.log" "== nanogpt bench" $key)
         check "bench's $key ($v)" positive "$v"
