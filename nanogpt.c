@@ -1689,17 +1689,18 @@ static void smaller_gpt2(const PlanRequest *r, char *buf, size_t cap) {
  * plan plan_gpu_speed rates at least BF16_MOMENTS_HINT as fast, that plan's micro-batch, recompute level and
  * gain into *p, which plan_print and training's first lines offer as moments_dtype = bfloat16. fp32 stays the
  * default: it is PyTorch's AdamW, whose loss curve users compare against (GPT-2 124M drops from 8 x 8 with bf16
- * moments at 2.18 GiB to 1 x 64 with fp32 at 2.19, modeled 1.65x slower). */
-static void plan_note_bf16_moments(Plan *p, const PlanRequest *r) {
-    const int top_B = r->pin_micro_batch ? r->pin_micro_batch : (int)MIN((long long)r->batch_size, (long long)r->batch_size * r->grad_accum);
+ * moments at 2.18 GiB to 1 x 64 with fp32 at 2.19, modeled 1.65x slower). top_B is plan_make's largest
+ * micro-batch to try. */
+static void plan_note_bf16_moments(Plan *p, const PlanRequest *r, int top_B) {
     const int top_rc = r->pin_recompute >= 0 ? r->pin_recompute : RECOMPUTE_NONE;
-    if (plan_gpu_speed(r, top_B, top_rc) / plan_gpu_speed(r, p->micro_batch, p->recompute) < BF16_MOMENTS_HINT)
+    const double speed = plan_gpu_speed(r, p->micro_batch, p->recompute);
+    if (plan_gpu_speed(r, top_B, top_rc) / speed < BF16_MOMENTS_HINT)
         return; /* not even the fastest plan could be rated that much faster */
     PlanRequest q = *r;
     q.pin_moments = MOMENTS_BF16;
     Plan alt;
     if (plan_make(&alt, &q, NULL, 0) != NGPT_OK) return;
-    double gain = plan_gpu_speed(r, alt.micro_batch, alt.recompute) / plan_gpu_speed(r, p->micro_batch, p->recompute);
+    double gain = plan_gpu_speed(r, alt.micro_batch, alt.recompute) / speed;
     if (gain < BF16_MOMENTS_HINT) return;
     p->bf16_micro_batch = alt.micro_batch;
     p->bf16_recompute = alt.recompute;
@@ -1785,7 +1786,7 @@ static int plan_make(Plan *p, const PlanRequest *r, char *err, size_t errlen) {
             p->passed_micro_batch = largest_B;
             p->passed_recompute = largest_rc;
         }
-        if (n_moment_opts == 2 && mo == 0 && r->device == DEV_BACKEND_CUDA) plan_note_bf16_moments(p, r);
+        if (n_moment_opts == 2 && mo == 0 && r->device == DEV_BACKEND_CUDA) plan_note_bf16_moments(p, r, (int)B0);
         return NGPT_OK;
     }
     /* nothing fits: describe the smallest plan */
@@ -1802,16 +1803,16 @@ static int plan_make(Plan *p, const PlanRequest *r, char *err, size_t errlen) {
         double need_half = plan_layout(&tmp, &half, B, 1, rc, r->pin_chunk ? r->pin_chunk : CHUNK_STEP, moment_opts[n_moment_opts - 1]);
         snprintf(hint, sizeof hint, " (block_size %d would need %s)", half.T, fmt_bytes(hb, sizeof hb, need_half));
     }
-    if (r->pin_micro_batch || r->pin_recompute >= 0 || r->pin_chunk || r->pin_moments != MOMENTS_FREE) { /* what the planner would choose without the pins */
+    if (r->pin_micro_batch || r->pin_recompute >= 0 || r->pin_chunk || r->pin_moments == MOMENTS_F32) { /* what the planner would choose without the pins */
         PlanRequest free_req = *r;
         free_req.pin_micro_batch = free_req.pin_chunk = 0;
-        free_req.pin_moments = MOMENTS_FREE;
+        free_req.pin_moments = r->pin_moments == MOMENTS_BF16 ? MOMENTS_BF16 : MOMENTS_FREE; /* a bf16 pin only saves memory */
         free_req.pin_recompute = -1;
         if (plan_make(&tmp, &free_req, NULL, 0) == NGPT_OK) {
             const char *pinned[4] = {r->pin_micro_batch ? "micro_batch" : NULL, r->pin_recompute >= 0 ? "recompute" : NULL,
                                      r->pin_chunk ? "logits_chunk" : NULL,
-                                     r->pin_moments != MOMENTS_FREE && tmp.moments_dtype != moment_opts[0] ? "moments_dtype" : NULL};
-            /* (a moments pin the free plan agrees with is not named) */
+                                     r->pin_moments == MOMENTS_F32 && tmp.moments_dtype != moment_opts[0] ? "moments_dtype" : NULL};
+            /* (an fp32 moments pin the free plan agrees with is not named) */
             char names[80] = "", fb[32];
             for (int k = 0; k < 4; k++)
                 if (pinned[k]) snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", names[0] ? ", " : "", pinned[k]);

@@ -631,7 +631,12 @@ static void test_moments_dtype(void) {
     CHECK(plan_make(&q, &r, err, sizeof err) == NGPT_ERR_NOMEM && strstr(err, "leaving micro_batch to the planner") && !strstr(err, "moments_dtype") &&
               strstr(err, "bf16 AdamW moments:"),
           "2.0 GiB, micro_batch = 64: %s", err);
+    /* nor a bf16 pin, which only saves memory: the advice keeps it (at 3 GiB the free plan would take fp32) */
     r.budget = 3.0 * GiB - CUDA_SAFETY_MARGIN;
+    r.pin_moments = MOMENTS_BF16;
+    CHECK(plan_make(&q, &r, err, sizeof err) == NGPT_ERR_NOMEM && strstr(err, "leaving micro_batch to the planner") && !strstr(err, "moments_dtype") &&
+              strstr(err, "bf16 AdamW moments:"),
+          "3 GiB, micro_batch = 64, moments_dtype = bfloat16: %s", err);
     r.pin_micro_batch = 64;
     r.pin_moments = MOMENTS_F32;
     CHECK(plan_make(&q, &r, err, sizeof err) == NGPT_ERR_NOMEM && strstr(err, "leaving micro_batch to the planner") && !strstr(err, "moments_dtype"),
