@@ -7824,11 +7824,13 @@ static int checkpoint_write(ngpt_trainer *tr, const char *path) {
             ckpt_put_tensor(tr, &w, tensor_at(tr, bases[k], i, esizes[k]), tr->plan.param_len[i], esizes[k]);
         ckpt_end_section(&w, &h, ids[k]);
     }
-    if (!w.failed && pwrite(w.fd, &h, sizeof h, 0) != (ssize_t)sizeof h) w.failed = errno ? errno : EIO;
-    if (!w.failed && fsync(w.fd)) w.failed = errno ? errno : EIO;
-    if (close(w.fd) && !w.failed) w.failed = errno ? errno : EIO;
-    if (!w.failed && rename(tmp, path)) w.failed = errno ? errno : EIO;
+    /* the backend first: a download that failed left the staging buffer's old bytes in the file, with checksums that
+     * vouch for them, so nothing is renamed over path then */
     int rc = be_check(tr, "writing a checkpoint");
+    if (!rc && !w.failed && pwrite(w.fd, &h, sizeof h, 0) != (ssize_t)sizeof h) w.failed = errno ? errno : EIO;
+    if (!rc && !w.failed && fsync(w.fd)) w.failed = errno ? errno : EIO;
+    if (close(w.fd) && !w.failed) w.failed = errno ? errno : EIO;
+    if (!rc && !w.failed && rename(tmp, path)) w.failed = errno ? errno : EIO;
     if (w.failed || rc) {
         unlink(tmp);
         if (rc) return rc;
@@ -7958,6 +7960,53 @@ static int checkpoint_section_start(ngpt_trainer *tr, CkptReader *r, const char 
 
 /* Reads one big section into the device tensors at bases (esize bytes per value), checking its size and
  * checksum. */
+/* A value a tensor section never holds as nanogpt saves it: a parameter or m that is not finite, a v that is NaN or
+ * below zero (+Inf is one: g * g past FLT_MAX with grad_clip = 0). Bits, so the scan below vectorises. */
+static int ckpt_value_bad(int id, uint32_t u) {
+    if (id != SEC_ADAM_V) return (u & 0x7f800000u) == 0x7f800000u;
+    return ((u & 0x7fffffffu) > 0x7f800000u) | (u > 0x80000000u);
+}
+typedef struct {
+    int found;
+    size_t at; /* element of the section */
+    float value;
+} CkptBadValue;
+/* the first bad value of x (k of them, from element `first` of section id: its tensors one after another) into *b */
+static void ckpt_scan_values(CkptBadValue *b, int id, const float *x, size_t k, size_t first) {
+    if (b->found) return;
+    int any = 0;
+    for (size_t q = 0; q < k; q++) {
+        uint32_t u;
+        memcpy(&u, &x[q], 4);
+        any |= ckpt_value_bad(id, u);
+    }
+    for (size_t q = 0; any && q < k; q++) {
+        uint32_t u;
+        memcpy(&u, &x[q], 4);
+        if (ckpt_value_bad(id, u)) {
+            *b = (CkptBadValue){1, first + q, x[q]};
+            return;
+        }
+    }
+}
+/* the error for b: the tensor, its layer and the element (reported once the section's checksum holds, so that a
+ * flipped bit is a checksum mismatch; another program's file, or damage the checksum was made again over, is this) */
+static int ckpt_bad_value(ngpt_trainer *tr, const char *path, int id, const CkptBadValue *b) {
+    size_t e = b->at;
+    int t = 0;
+    while (t < N_PARAM_TENSORS - 1 && e >= tr->plan.param_len[t]) e -= tr->plan.param_len[t++];
+    int layered = t >= P_LN1W && t <= P_FCPROJB;
+    size_t per = layered ? tr->plan.param_len[t] / (size_t)tr->ms.L : tr->plan.param_len[t];
+    char layer[48] = "", value[32];
+    if (layered) snprintf(layer, sizeof layer, " of layer %zu", e / per);
+    if (isnan(b->value)) snprintf(value, sizeof value, "NaN");
+    else if (isinf(b->value)) snprintf(value, sizeof value, "%sInf", b->value < 0 ? "-" : "");
+    else snprintf(value, sizeof value, "%g", (double)b->value);
+    return tr_fail(tr, NGPT_ERR_FORMAT, "%s: the %s section holds %s at %s%s, element %zu of its %zu: nanogpt saves %s, so the file is "
+                   "damaged or not nanogpt's", path, section_names[id], value, param_names[t], layer, e % per, per,
+                   id == SEC_ADAM_V ? "no NaN and no negative value there" : "only finite values");
+}
+
 static int checkpoint_read_tensors(ngpt_trainer *tr, CkptReader *r, const char *path, int id, void *base, size_t esize) {
     const CkptSection *s = &r->h.sec[id - 1];
     Hash64 hs;
@@ -7965,7 +8014,8 @@ static int checkpoint_read_tensors(ngpt_trainer *tr, CkptReader *r, const char *
     if (rc) return rc;
     float *stage = (float *)tr->h_staging;
     int to_params = id == SEC_PARAMS && param_window_floats(tr); /* no master: through the window */
-    size_t per = to_params ? MIN(param_window_floats(tr), HOST_STAGING_BYTES / 8) : HOST_STAGING_BYTES / 8;
+    size_t per = to_params ? MIN(param_window_floats(tr), HOST_STAGING_BYTES / 8) : HOST_STAGING_BYTES / 8, first = 0;
+    CkptBadValue bad = {0, 0, 0.0f};
     for (int i = 0; i < N_PARAM_TENSORS; i++) {
         char *dst = (char *)tensor_at(tr, base, i, esize);
         size_t n = tr->plan.param_len[i];
@@ -7973,17 +8023,20 @@ static int checkpoint_read_tensors(ngpt_trainer *tr, CkptReader *r, const char *
             size_t k = MIN(per, n - j);
             if (fread(stage, 4, k, r->f) != k) return tr_fail(tr, NGPT_ERR_FORMAT, "%s: %s section truncated", path, section_names[id]);
             hash_update(&hs, stage, k * 4);
+            ckpt_scan_values(&bad, id, stage, k, first + j);
             if (to_params) upload_param_chunk(tr, i, j, stage, k);
             else if (esize == 4) tr->be->upload(tr->be, dst + j * 4, stage, k * 4);
             else {
                 uint16_t *raw = (uint16_t *)(stage + per);
-                for (size_t q = 0; q < k; q++) { uint32_t u; memcpy(&u, &stage[q], 4); raw[q] = (uint16_t)(u >> 16); }
+                for (size_t q = 0; q < k; q++) raw[q] = f32_to_bf16(stage[q]); /* exact for a bf16 run's moments */
                 tr->be->upload(tr->be, dst + j * 2, raw, k * 2);
             }
             tr->be->sync(tr->be);
         }
+        first += n;
     }
     if (hash_final(&hs) != s->checksum) return checksum_mismatch(tr->err, sizeof tr->err, path, id, s);
+    if (bad.found) return ckpt_bad_value(tr, path, id, &bad);
     return be_check(tr, "loading a checkpoint");
 }
 
@@ -7994,13 +8047,16 @@ static int checkpoint_verify_tensors(ngpt_trainer *tr, CkptReader *r, const char
     Hash64 hs;
     int rc = checkpoint_section_start(tr, r, path, id, &hs);
     if (rc) return rc;
+    CkptBadValue bad = {0, 0, 0.0f};
     for (uint64_t done = 0; done < s->bytes;) {
         size_t want = (size_t)MIN((uint64_t)HOST_STAGING_BYTES, s->bytes - done);
         if (fread(tr->h_staging, 1, want, r->f) != want) return tr_fail(tr, NGPT_ERR_FORMAT, "%s: %s section truncated", path, section_names[id]);
         hash_update(&hs, tr->h_staging, want);
+        ckpt_scan_values(&bad, id, (const float *)tr->h_staging, want / 4, (size_t)(done / 4));
         done += want;
     }
     if (hash_final(&hs) != s->checksum) return checksum_mismatch(tr->err, sizeof tr->err, path, id, s);
+    if (bad.found) return ckpt_bad_value(tr, path, id, &bad);
     return NGPT_OK;
 }
 

@@ -696,6 +696,62 @@ static void test_bad_checkpoints(void) {
         free(b);
         if (src) fclose(src);
     }
+    /* tensor sections whose checksums check but whose values nanogpt never saves (a NaN parameter, a negative
+     * AdamW v): refused by ngpt_load before anything is overwritten, and by checkpoint_load (resume's reader),
+     * naming the tensor, the layer and the element; a v of +Inf (g * g past FLT_MAX, grad_clip = 0) loads */
+    for (int kase = 0; kase < 3; kase++) {
+        const int sec = kase ? SEC_ADAM_V : SEC_PARAMS;
+        size_t n = 0;
+        FILE *src = fopen(good, "rb");
+        unsigned char *b = NULL;
+        checkpoint_open(&r, good, err, sizeof err);
+        CkptSection sc = r.h.sec[sec - 1];
+        fclose(r.f);
+        if (src && !fseek(src, 0, SEEK_END) && (n = (size_t)ftell(src)) > 0 && (b = malloc(n)) && !fseek(src, 0, SEEK_SET) &&
+            fread(b, 1, n, src) == n) {
+            size_t at = tr->plan.param_len[P_WTE] + tr->plan.param_len[P_WPE] + tr->plan.param_len[P_LN1W] / (size_t)tr->ms.L + 3;
+            float x = kase == 0 ? NAN : kase == 1 ? -1.0f : INFINITY; /* ln1w of layer 1, element 3 */
+            memcpy(b + sc.offset + at * 4, &x, 4);
+            if (kase == 0) { /* the checksum as it was: a flipped bit, which the checksum names (not the value it made) */
+                FILE *dst = fopen(bad, "wb");
+                if (dst) {
+                    fwrite(b, 1, n, dst);
+                    fclose(dst);
+                }
+                CHECK(ngpt_load(tr, bad) == NGPT_ERR_FORMAT && strstr(tr->err, "parameters section (offset") && strstr(tr->err, "checksum mismatch"),
+                      "a NaN under the old checksum: %s", tr->err);
+            }
+            Hash64 hs;
+            hash_init(&hs);
+            hash_update(&hs, b + sc.offset, (size_t)sc.bytes);
+            uint64_t sum = hash_final(&hs);
+            memcpy(b + offsetof(CkptHeader, sec) + (size_t)(sec - 1) * sizeof(CkptSection) + offsetof(CkptSection, checksum), &sum, sizeof sum);
+            FILE *dst = fopen(bad, "wb");
+            if (dst) {
+                fwrite(b, 1, n, dst);
+                fclose(dst);
+            }
+            const char *want = kase == 0 ? "parameters section holds NaN at ln1w of layer 1, element 3 of its"
+                                         : "AdamW v section holds -1 at ln1w of layer 1, element 3 of its";
+            float *params = (float *)tr->params;
+            params[0] = 12345.0f; /* a mark: a load that overwrote anything before refusing would overwrite it */
+            int rc = ngpt_load(tr, bad);
+            if (kase == 2) CHECK(rc == 0, "a v of +Inf: rc %d: %s", rc, tr->err);
+            else {
+                CHECK(rc == NGPT_ERR_FORMAT && strstr(tr->err, "bad.bin: ") && strstr(tr->err, want) && params[0] == 12345.0f,
+                      "ngpt_load, %s: rc %d (the trainer's first parameter %g): %s", section_names[sec], rc, (double)params[0], tr->err);
+                rc = checkpoint_open(&r, bad, err, sizeof err);
+                if (!rc) {
+                    rc = checkpoint_load(tr, &r, bad);
+                    fclose(r.f);
+                }
+                CHECK(rc == NGPT_ERR_FORMAT && strstr(tr->err, want), "checkpoint_load, %s: rc %d: %s", section_names[sec], rc, tr->err);
+            }
+            CHECK(ngpt_load(tr, good) == 0, "the good file again: %s", tr->err);
+        } else CHECK(0, "cannot read %s", good);
+        free(b);
+        if (src) fclose(src);
+    }
     /* every single-bit flip in the header (magic, version, section table with its reserved words) is refused */
     mutate(good, bad, -1, -1, 0); /* a copy */
     FILE *f = fopen(bad, "r+b");
@@ -975,6 +1031,45 @@ static void test_full_disk(void) {
     ngpt_trainer_free(tr);
 }
 
+/* the contents of path (malloced; NULL when unreadable), its size into *n */
+static unsigned char *file_bytes(const char *path, size_t *n) {
+    FILE *f = fopen(path, "rb");
+    unsigned char *b = NULL;
+    long size = -1;
+    if (f && !fseek(f, 0, SEEK_END) && (size = ftell(f)) >= 0 && !fseek(f, 0, SEEK_SET) && (b = malloc((size_t)size + 1)) &&
+        fread(b, 1, (size_t)size, f) != (size_t)size) {
+        free(b);
+        b = NULL;
+    }
+    if (f) fclose(f);
+    *n = size > 0 ? (size_t)size : 0;
+    return b;
+}
+
+/* a backend failure while a save downloads the tensors (a GPU's; set by hand here): the file saved at that path
+ * before is kept as it was, not replaced by one whose checksums vouch for what the staging buffer held */
+static void test_backend_failure_while_saving(void) {
+    ngpt_trainer *tr = trainer_saved_at_step_1();
+    if (!tr) return;
+    char path[512], tmp[600];
+    checkpoint_path(out_dir, 1, path, sizeof path);
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    size_t n_before = 0, n_after = 0;
+    unsigned char *before = file_bytes(path, &n_before);
+    CHECK(ngpt_train_step(tr, NULL) == 0, "a second step: %s", tr->err);
+    tr->be->status = NGPT_ERR_DEVICE;
+    snprintf(tr->be->msg, sizeof tr->be->msg, "a download failed (by hand)");
+    int rc = ngpt_save(tr, path);
+    unsigned char *after = file_bytes(path, &n_after);
+    CHECK(rc == NGPT_ERR_DEVICE && strstr(tr->err, "a download failed (by hand)") && before && after && n_before == n_after &&
+              !memcmp(before, after, n_before) && !file_exists(tmp),
+          "a save with the backend failed: rc %d (%s), the earlier file %s, the temporary file %s", rc, tr->err,
+          before && after && n_before == n_after && !memcmp(before, after, n_before) ? "kept" : "replaced", file_exists(tmp) ? "left" : "gone");
+    free(before);
+    free(after);
+    ngpt_trainer_free(tr);
+}
+
 static void test_nonfinite_steps(void) {
     ngpt_trainer *tr = trainer_saved_at_step_1();
     if (!tr) return;
@@ -1095,6 +1190,7 @@ int main(void) {
     RUN(test_fp16_loss_scale_kept);
     RUN(test_kill_during_save);
     RUN(test_full_disk);
+    RUN(test_backend_failure_while_saving);
     RUN(test_nonfinite_steps);
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
