@@ -3091,6 +3091,12 @@ static void adamw_range(void *arg, size_t lo, size_t hi, int tid) {
 }
 static void cpu_adamw(ngpt_backend *be, void *param, float *master, const void *grad, void *m, void *v, size_t n, const ngpt_adamw *h) {
     (void)master; /* fp32: the parameters are the master copy */
+    if (h->moments_dtype != NGPT_DTYPE_F32) { /* the planner refuses bf16 moments on the CPU; a library caller may not */
+        if (be->status == NGPT_OK)
+            be->status = fail(be->msg, sizeof be->msg, NGPT_ERR_ARG, "cpu adamw: the CPU keeps AdamW moments in fp32 (moments_dtype %d)",
+                              h->moments_dtype);
+        return;
+    }
     Adam a = {(float *)param, (float *)m, (float *)v, (const float *)grad, *h};
     parallel_for(cpu_of(be), n, ELEM_GRAIN, adamw_range, &a);
 }
@@ -6086,6 +6092,12 @@ static void *tensor_at(const ngpt_trainer *tr, void *base, int p, size_t esize) 
 /* The global gradient norm (waits for it). */
 static double grad_norm(ngpt_trainer *tr) { return sqrt(tr->be->norm_sq(tr->be, tr->grads, tr->plan.nparams_padded)); }
 
+/* The stream of bf16 moments' stochastic rounding (ngpt_adamw) for one tensor at one step: its own for each pair
+ * (steps below 2^40, tensors below 256), and a function of the step alone, so a resume rounds as the run did */
+static uint64_t adamw_round_stream(long long step, int tensor) {
+    return ((uint64_t)step << 8) ^ (uint64_t)tensor ^ 0xA5A5000000000000ull;
+}
+
 /* Clips to grad_clip given the (unscaled) gradient norm and applies AdamW with learning rate lr to every
  * tensor; the loss scale is divided out on the way. */
 static void optimizer_step(ngpt_trainer *tr, float lr, double norm) {
@@ -6099,7 +6111,8 @@ static void optimizer_step(ngpt_trainer *tr, float lr, double norm) {
         double t = tr->step + 1;
         ngpt_adamw h = {lr, (float)c->beta1, (float)c->beta2, (float)(1.0 - c->beta1), (float)(1.0 - c->beta2),
                         (float)(1.0 - pow(c->beta1, t)), (float)(1.0 - pow(c->beta2, t)), 1e-8f,
-                        param_decays(i) ? (float)c->weight_decay : 0.0f, scale, tr->plan.moments_dtype};
+                        param_decays(i) ? (float)c->weight_decay : 0.0f, scale, tr->plan.moments_dtype,
+                        (uint64_t)c->seed, adamw_round_stream(tr->step, i)};
         float *master = tr->plan.req.dtype == NGPT_DTYPE_F32 ? NULL : (float *)tensor_at(tr, tr->master, i, 4);
         be->adamw(be, pt(tr, tr->params, i, 0), master, pt(tr, tr->grads, i, 0), tensor_at(tr, tr->m, i, mb),
                   tensor_at(tr, tr->v, i, mb), tr->plan.param_len[i], &h);

@@ -3621,6 +3621,22 @@ static double cu_norm_sq(ngpt_backend *be, const void *x, size_t n) {
     return r;
 }
 
+/* An AdamW moment into its storage: f32 as it is; bf16 rounded up or down with the odds of its distance to
+ * each (bits' low 16 are the dice), so on average it keeps what rounding to nearest would drop each step
+ * (beta2 v rounds back to v once 1 - beta2 is under half a bf16 step). Inf and NaN round as they are. */
+static __device__ __forceinline__ void store_moment(float *dst, float x, uint32_t) { *dst = x; }
+static __device__ __forceinline__ void store_moment(__nv_bfloat16 *dst, float x, uint32_t bits) {
+    uint32_t u;
+    memcpy(&u, &x, 4);
+    if ((u & 0x7f800000u) == 0x7f800000u) {
+        *dst = __float2bfloat16_rn(x);
+        return;
+    }
+    __nv_bfloat16_raw r;
+    r.x = (unsigned short)((u + (bits & 0xffffu)) >> 16);
+    *dst = __nv_bfloat16(r);
+}
+
 /* AdamW in the arithmetic nanogpt.h gives (the caller precomputes the constants, so every backend uses
  * the same floats). The master copy (f32) is the truth when present; param gets it in the storage type. */
 template <typename T, typename M>
@@ -3629,8 +3645,9 @@ __global__ void adamw_kernel(T *param, float *master, const T *grad, M *m, M *v,
         float g = to_f(grad[i]) * h.grad_scale;
         float mi = h.beta1 * to_f(m[i]) + h.one_minus_beta1 * g;
         float vi = h.beta2 * to_f(v[i]) + h.one_minus_beta2 * g * g;
-        m[i] = from_f<M>(mi);
-        v[i] = from_f<M>(vi);
+        const uint32_t dice = ngpt_hash(h.round_seed, h.round_stream, i); /* bf16 moments only: f32 drops it */
+        store_moment(&m[i], mi, dice);
+        store_moment(&v[i], vi, dice >> 16);
         float p = master ? master[i] : to_f(param[i]);
         p = p - h.lr * (mi / h.bias_correction1 / (sqrtf(vi / h.bias_correction2) + h.eps) + h.weight_decay * p);
         if (master) master[i] = p;

@@ -404,6 +404,10 @@ typedef struct ngpt_adamw {
     float eps, weight_decay;
     float grad_scale;  /* gradients are multiplied by this first (clipping, loss-scale removal) */
     int moments_dtype; /* NGPT_DTYPE_F32 or NGPT_DTYPE_BF16 for m and v */
+    /* bf16 moments round stochastically, element i with the bits of ngpt_hash(round_seed, round_stream, i) (the
+     * low 16 for m, the high 16 for v): rounded to nearest, beta2 v would round back to v once 1 - beta2 is
+     * under half a bf16 step (beta2 0.999: v never decays). Give each tensor of each step its own stream. */
+    uint64_t round_seed, round_stream;
 } ngpt_adamw;
 
 /* The shapes a backend sizes its own scratch for (ngpt_backend.scratch_bytes). */

@@ -257,6 +257,8 @@ report_runs() {
 # nanogpt.cu; in TEXT and REPLACEMENT, \n is a line break and \\n the two characters \ and n (written
 # "\\\\n" inside these double quotes), as inline PTX strings spell a line break
 MUTANTS=(
+    "bf16 AdamW moments round to nearest (v stops decaying under beta2 0.999)|80||r.x = (unsigned short)((u + (bits & 0xffffu)) >> 16);|r.x = (unsigned short)((u + 0x7fffu + (u >> 16 & 1)) >> 16);"
+    "bf16 AdamW moments round with dice biased upward|80||r.x = (unsigned short)((u + (bits & 0xffffu)) >> 16);|r.x = (unsigned short)((u + (bits & 0xffffu) + 0x2000u) >> 16);"
     "matmul reads a stage before its cp.async lands|80|--matmul-only|cp_async_wait<MM_STAGES - 2>();|cp_async_wait<MM_STAGES - 1>();"
     "matmul without the barrier after the wait|80|--matmul-only|__syncthreads();                /* ... everyone's have|/* ... everyone's have"
     "matmul B fragments from the wrong 8x8 matrices|80|--matmul-only|(lane & 7) + ((lane >> 3) & 1) * 8) * ld + n0 + (lane >> 4) * 8|(lane & 7) + ((lane >> 4) & 1) * 8) * ld + n0 + ((lane >> 3) & 1) * 8"

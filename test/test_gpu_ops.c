@@ -746,7 +746,9 @@ static void t_adamw(size_t n, int moments_dtype) {
     if (moments_dtype == NGPT_DTYPE_BF16) { Bm.dt = Bv.dt = NGPT_DTYPE_BF16; } /* stored as bf16 on the GPU */
     /* the CPU backend keeps f32 moments and updates the parameter itself (its parameters are the master) */
     tg_put_cpu(&Bp, master); tg_put_cpu(&Bg, grad); tg_put_cpu(&Bm, m); tg_put_cpu(&Bv, v);
-    tg_cpu->adamw(tg_cpu, Bp.c, NULL, Bg.c, Bm.c, Bv.c, n, &h);
+    ngpt_adamw h_cpu = h;
+    h_cpu.moments_dtype = NGPT_DTYPE_F32; /* (the CPU refuses bf16 moments) */
+    tg_cpu->adamw(tg_cpu, Bp.c, NULL, Bg.c, Bm.c, Bv.c, n, &h_cpu);
     TgOut outs[] = {{"param", &Bp, tg_tol(1e-5, 1e-2), {0}, 0}, {"m", &Bm, moments_dtype == NGPT_DTYPE_BF16 ? 1e-2 : 1e-5, {0}, 0},
                     {"v", &Bv, moments_dtype == NGPT_DTYPE_BF16 ? 1e-2 : 1e-5, {0}, 0}, {"master", &Bmaster, 1e-5, {0}, 0}};
     for (int rep = 0; rep < 2; rep++) {
@@ -758,6 +760,54 @@ static void t_adamw(size_t n, int moments_dtype) {
     if (use_master) tg_cpu->upload(tg_cpu, Bmaster.c, Bp.c, n * 4); /* compare the GPU master with the CPU parameters */
     tg_finish(outs, use_master ? 4 : 3);
     free(master); free(grad); free(m); free(v); free(param);
+    tg_end();
+}
+
+/* bf16 moments under beta2 = 0.999 (PyTorch's default): with zero gradients v must decay as beta2^t, which
+ * rounding to nearest never does (0.999 v rounds back to v: the step is under half a bf16 ulp). The kernel
+ * rounds stochastically, so the mean of v over n elements follows fp32's within a fraction of a percent; m
+ * (beta1 = 0.9) too, while it is large enough to matter. Each step its own stream, as the trainer gives. */
+static void t_adamw_bf16_decay(size_t n, int steps) {
+    tg_begin("adamw bf16 moments decay n=%zu steps=%d beta2=0.999", n, steps);
+    const double beta1 = 0.9, beta2 = 0.999;
+    TgBuf Bp = tg_buf(n, TG_ACT), Bmaster = tg_buf(n, TG_F32), Bg = tg_buf(n, TG_ACT), Bm = tg_buf(n, TG_F32), Bv = tg_buf(n, TG_F32);
+    Bm.dt = Bv.dt = NGPT_DTYPE_BF16;
+    float *master = tg_rand(n, 0.05f, 0, NGPT_DTYPE_F32), *zero = (float *)calloc(n, 4), *param = (float *)malloc(n * 4);
+    float *m = (float *)malloc(n * 4), *v = (float *)malloc(n * 4);
+    double m0 = 0, v0 = 0;
+    for (size_t i = 0; i < n; i++) {
+        param[i] = tg_round(master[i], tg_gpu->dtype);
+        m[i] = tg_round(1e-3f * (float)(1.0 + tg_urand()), NGPT_DTYPE_BF16);
+        v[i] = tg_round(1e-3f * (float)(1.0 + tg_urand()), NGPT_DTYPE_BF16);
+        m0 += m[i];
+        v0 += v[i];
+    }
+    tg_put_gpu(&Bp, param); tg_put_gpu(&Bmaster, master); tg_put_gpu(&Bg, zero); tg_put_gpu(&Bm, m); tg_put_gpu(&Bv, v);
+    for (int t = 1; t <= steps; t++) {
+        ngpt_adamw h;
+        memset(&h, 0, sizeof h);
+        h.lr = 1e-4f; h.beta1 = (float)beta1; h.beta2 = (float)beta2; h.eps = 1e-8f; h.grad_scale = 1.0f;
+        h.one_minus_beta1 = (float)(1.0 - beta1); h.one_minus_beta2 = (float)(1.0 - beta2);
+        h.bias_correction1 = (float)(1.0 - pow(beta1, t)); h.bias_correction2 = (float)(1.0 - pow(beta2, t));
+        h.moments_dtype = NGPT_DTYPE_BF16;
+        h.round_seed = 1337;
+        h.round_stream = (uint64_t)t;
+        tg_gpu->adamw(tg_gpu, Bp.g, (float *)Bmaster.g, Bg.g, Bm.g, Bv.g, n, &h);
+    }
+    tg_gpu->sync(tg_gpu);
+    void *raw_m = tg_raw_gpu(&Bm), *raw_v = tg_raw_gpu(&Bv);
+    float *mf = tg_raw_to_f32(&Bm, raw_m), *vf = tg_raw_to_f32(&Bv, raw_v);
+    double m1 = 0, v1 = 0;
+    for (size_t i = 0; i < n; i++) { m1 += mf[i]; v1 += vf[i]; }
+    const int m_steps = 20; /* m after 20 steps (0.9^20 = 0.12) is checked in a run of its own length */
+    double v_ratio = v1 / (v0 * pow(beta2, steps)), m_ratio = steps == m_steps ? m1 / (m0 * pow(beta1, steps)) : 1.0;
+    if (steps == m_steps) printf("    after %d steps: mean v / fp32's %.5f, mean m / fp32's %.5f\n", steps, v_ratio, m_ratio);
+    else printf("    after %d steps: mean v / fp32's %.5f\n", steps, v_ratio);
+    /* the mean's noise is about 0.05% at n = 8192: 0.5% is ten times that, and a fraction of what a bias gives */
+    CHECK(fabs(v_ratio - 1.0) < 0.005, "mean v after %d steps of beta2 = 0.999 is %.4f x fp32's (rounded to nearest it stays put)", steps,
+          v_ratio);
+    CHECK(fabs(m_ratio - 1.0) < 0.005, "mean m after %d steps of beta1 = 0.9 is %.4f x fp32's", steps, m_ratio);
+    free(master); free(zero); free(param); free(m); free(v); free(raw_m); free(raw_v); free(mf); free(vf);
     tg_end();
 }
 
@@ -1071,6 +1121,8 @@ static void tg_sweep(void) {
     t_norm_sq(S ? 100003 : 3000017);
     t_adamw(S ? 4099 : 100003, NGPT_DTYPE_F32);
     t_adamw(S ? 4099 : 100003, NGPT_DTYPE_BF16);
+    t_adamw_bf16_decay(S ? 8192 : 65536, 20);
+    t_adamw_bf16_decay(S ? 8192 : 65536, S ? 500 : 2000);
     t_attention_decode(3, 2, 64, 0, 16);
     t_attention_decode(2, 3, 48, 37, 70);
     t_attention_decode(4, 4, 32, 99, 100);

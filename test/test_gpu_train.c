@@ -7,7 +7,8 @@
  *  - nothing is allocated on the device (cudaMalloc & co.) or the host (counted in the trainer's calls)
  *    after the trainer is made: steps, evaluations, checkpoints;
  *  - 300 steps of the default Tiny Shakespeare char model: the GPU loss curve follows the CPU's;
- *  - a run resumed from a checkpoint on the GPU is bit-identical to an uninterrupted one;
+ *  - a run resumed from a checkpoint on the GPU is bit-identical to an uninterrupted one (fp32 and bf16 moments),
+ *    and one resumed at the other moments precision steps on;
  *  - generation with the KV cache gives the full forward's logits at every step;
  *  - a sampling-only bf16 trainer, loaded from a checkpoint, samples as the trained one;
  *  - moments_dtype = bfloat16 halves the moments and follows the fp32 moments' losses. */
@@ -166,10 +167,13 @@ static void test_deterministic_and_no_allocation(void) {
     CHECK(!memcmp(a, b, 12 * sizeof(float)), "the same seed gave different losses on the GPU");
 }
 
-static void test_resume_bit_identical(void) {
+/* a run resumed from its step-4 checkpoint: the losses of steps 4..9 are the straight run's, bit for bit; with
+ * bf16 moments too (saved widened, read back exactly; their stochastic rounding's dice follow the step) */
+static void resume_bit_identical(const char *moments_dtype) {
     ngpt_config c;
     config(&c, "cuda", "bfloat16");
-    own_out_dir(&c, "resume");
+    copy_str(c.moments_dtype, sizeof c.moments_dtype, moments_dtype);
+    own_out_dir(&c, strcmp(moments_dtype, "bfloat16") ? "resume" : "resume_bf16_moments");
     float straight[10], resumed[10];
     ngpt_trainer *a = make(&c), *b;
     if (!a) return;
@@ -183,10 +187,56 @@ static void test_resume_bit_identical(void) {
     b = make(&c);
     if (!b) return;
     for (int s = 4; s < 10; s++) ngpt_train_step(b, &resumed[s]);
-    CHECK(!memcmp(straight, resumed, sizeof straight), "the resumed GPU run differs");
+    CHECK(!memcmp(straight, resumed, sizeof straight), "the resumed GPU run differs (moments_dtype = %s)", moments_dtype);
     ngpt_trainer_free(a);
     ngpt_trainer_free(b);
 }
+/* a checkpoint of one moments precision resumed at the other: fp32 moments read into bf16 storage rounded to
+ * nearest (they were cut before 2026-12-02), bf16 ones widened back into fp32 exactly; compared, bits, with the
+ * file's first 4096 values of each moment; the resumed trainer then steps on */
+static void test_resume_across_moments_dtype(void) {
+    for (int k = 0; k < 2; k++) {
+        const char *from = k ? "bfloat16" : "float32", *to = k ? "float32" : "bfloat16";
+        ngpt_config c;
+        config(&c, "cuda", "bfloat16");
+        copy_str(c.moments_dtype, sizeof c.moments_dtype, from);
+        own_out_dir(&c, k ? "resume_bf16_to_fp32" : "resume_fp32_to_bf16");
+        ngpt_trainer *a = make(&c);
+        if (!a) return;
+        for (int s = 0; s < 4; s++) ngpt_train_step(a, NULL);
+        CHECK(checkpoint_save(a, 0) == 0, "%s", a->err);
+        ngpt_trainer_free(a);
+        copy_str(c.moments_dtype, sizeof c.moments_dtype, to);
+        copy_str(c.init_from, sizeof c.init_from, "resume");
+        ngpt_trainer *b = make(&c);
+        if (!b) return;
+        CHECK(b->plan.moments_dtype == (k ? NGPT_DTYPE_F32 : NGPT_DTYPE_BF16), "moments %s -> %s: the resumed trainer's are %d", from, to,
+              b->plan.moments_dtype);
+        enum { N = 4096 };
+        char path[512], err[NGPT_ERRLEN];
+        checkpoint_path(c.out_dir, 4, path, sizeof path);
+        CkptReader r;
+        const int opened = checkpoint_open(&r, path, err, sizeof err) == NGPT_OK;
+        int differ = 0, unread = !opened;
+        size_t n = MIN((size_t)N, b->plan.param_len[P_WTE]), mb = b->plan.moment_bytes;
+        for (int sec = SEC_ADAM_M; !unread && sec <= SEC_ADAM_V; sec++) {
+            static float file[N], got[N];
+            static uint16_t got16[N];
+            unread = fseek(r.f, (long)r.h.sec[sec - 1].offset, SEEK_SET) || fread(file, 4, n, r.f) != n;
+            void *dev = tensor_at(b, sec == SEC_ADAM_M ? b->m : b->v, P_WTE, mb);
+            b->be->download(b->be, mb == 4 ? (void *)got : (void *)got16, dev, n * mb);
+            for (size_t q = 0; q < n; q++) differ += mb == 4 ? memcmp(&got[q], &file[q], 4) != 0 : got16[q] != f32_to_bf16(file[q]);
+        }
+        if (opened) fclose(r.f);
+        CHECK(!unread && !differ, "moments %s -> %s: %d of wte's first %zu m and v differ from the file's %s (%s)", from, to, differ, n,
+              k ? "values" : "rounded to nearest", unread ? err : "read");
+        float loss = 0;
+        CHECK(ngpt_train_step(b, &loss) == 0 && isfinite(loss) && b->step == 5, "moments %s -> %s: a step after the resume: %s", from, to, b->err);
+        ngpt_trainer_free(b);
+    }
+}
+static void test_resume_bit_identical(void) { resume_bit_identical("auto"); }
+static void test_resume_bit_identical_bf16_moments(void) { resume_bit_identical("bfloat16"); }
 
 /* moments_dtype = bfloat16: the plan holds the AdamW moments in half the bytes, and 20 steps follow the fp32
  * moments' losses within bf16 noise (the first step's update is the same sign of the same gradient in both) */
@@ -385,6 +435,8 @@ int main(int argc, char **argv) {
     RUN(test_whole_layers_bit_identical_bf16);
     RUN(test_deterministic_and_no_allocation);
     RUN(test_resume_bit_identical);
+    RUN(test_resume_bit_identical_bf16_moments);
+    RUN(test_resume_across_moments_dtype);
     RUN(test_sample_kv_cache);
     RUN(test_sample_only_bf16);
     RUN(test_eval_only_bf16);

@@ -524,7 +524,7 @@ static void test_adamw_and_norm(void) {
     for (size_t i = 0; i < n; i++) v[i] = fabsf(normal_at(42, 84, i)) * 0.01f;
     double *pd = to_double(p, n), *gd = to_double(g, n), *md = to_double(m, n), *vd = to_double(v, n);
     double bc1 = 1 - pow(0.9, 3), bc2 = 1 - pow(0.95, 3);
-    ngpt_adamw h = {1e-2f, 0.9f, 0.95f, (float)(1 - 0.9), (float)(1 - 0.95), (float)bc1, (float)bc2, 1e-8f, 0.1f, 0.5f, NGPT_DTYPE_F32};
+    ngpt_adamw h = {1e-2f, 0.9f, 0.95f, (float)(1 - 0.9), (float)(1 - 0.95), (float)bc1, (float)bc2, 1e-8f, 0.1f, 0.5f, NGPT_DTYPE_F32, 0, 0};
     be->adamw(be, p, NULL, g, m, v, n, &h);
     for (size_t i = 0; i < n; i++) { /* torch.optim.AdamW, written out */
         double gi = gd[i] * 0.5;
@@ -536,6 +536,14 @@ static void test_adamw_and_norm(void) {
     EXPECT_CLOSE_ARR(p, pd, n, 1.0, 1e-6, "adamw params");
     EXPECT_CLOSE_ARR(m, md, n, 0.1, 1e-6, "adamw m"); /* floor: the scale of the terms that cancel */
     EXPECT_CLOSE_ARR(v, vd, n, 1e-3, 1e-6, "adamw v");
+    /* bf16 moments are the GPU's: the CPU refuses them (status, message) and leaves the parameters be */
+    float p_before = p[0];
+    h.moments_dtype = NGPT_DTYPE_BF16;
+    be->adamw(be, p, NULL, g, m, v, n, &h);
+    CHECK(be->status == NGPT_ERR_ARG && strstr(be->msg, "fp32") && p[0] == p_before, "cpu adamw with bf16 moments: status %d, '%s'",
+          be->status, be->msg);
+    be->status = NGPT_OK; /* sticky: the later cases start clean */
+    be->msg[0] = 0;
     size_t big = 300000;
     float *x = malloc(big * 4);
     fill_rand(x, big, 85, 1);
@@ -543,6 +551,25 @@ static void test_adamw_and_norm(void) {
     for (size_t i = 0; i < big; i++) want += (double)x[i] * x[i];
     CHECK_CLOSE(be->norm_sq(be, x, big), want, 1e-9, "norm_sq");
     free(p); free(g); free(m); free(v); free(pd); free(gd); free(md); free(vd); free(x);
+}
+
+static int cmp_u64(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+/* the trainer's streams for bf16 moments' rounding: one of its own for every (step, tensor), so no element draws
+ * the same dice twice (a stream that ignored the step would round some elements always up, others always down) */
+static void test_adamw_round_streams(void) {
+    enum { STEPS = 4096 };
+    uint64_t *s = malloc(sizeof(uint64_t) * STEPS * N_PARAM_TENSORS);
+    size_t n = 0;
+    for (long long step = 0; step < STEPS; step++)
+        for (int t = 0; t < N_PARAM_TENSORS; t++) s[n++] = adamw_round_stream(step * 977 % STEPS + (step & 1 ? 2000000000LL : 0), t);
+    qsort(s, n, sizeof s[0], cmp_u64);
+    size_t same = 0;
+    for (size_t i = 1; i < n; i++) same += s[i] == s[i - 1];
+    CHECK(same == 0, "%zu of %zu (step, tensor) pairs share a rounding stream", same, n);
+    free(s);
 }
 
 static void test_fill_normal(void) {
@@ -621,6 +648,7 @@ int main(void) {
     RUN(test_encoder);
     RUN(test_crossentropy);
     RUN(test_adamw_and_norm);
+    RUN(test_adamw_round_streams);
     RUN(test_fill_normal);
     RUN(test_fast_math);
     be->destroy(be);

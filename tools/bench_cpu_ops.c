@@ -127,7 +127,7 @@ int main(int argc, char **argv) {
     bench_op("crossentropy", xent, &ce, 0, 1);
     size_t np = (size_t)L * 12 * C * C + (size_t)Vp * C + (size_t)T * C;
     AdamCtx ad = {rand_buf(np, 50), rand_buf(np, 51), rand_buf(np, 52), rand_buf(np, 53), rand_buf(np, 54), np,
-                  {1e-3f, 0.9f, 0.99f, 0.1f, 0.01f, 0.5f, 0.5f, 1e-8f, 0.1f, 1.0f, NGPT_DTYPE_F32}};
+                  {1e-3f, 0.9f, 0.99f, 0.1f, 0.01f, 0.5f, 0.5f, 1e-8f, 0.1f, 1.0f, NGPT_DTYPE_F32, 0, 0}};
     for (size_t i = 0; i < np; i++) ad.v[i] = fabsf(ad.v[i]);
     bench_op("adamw (all parameters)", adam, &ad, 0, 1);
     printf("sum over one step: %.2f ms (ops only; the trainer adds encoder, copies and the loss read)\n", step_total_ms);
