@@ -5166,6 +5166,32 @@ static int tok_bpe_word(const tok_src *src, size_t a, size_t b, unsigned char *b
     return NGPT_OK;
 }
 
+/* Every token of more than one byte, but for special ones ("<|endoftext|>"), must be some merge's result: BPE
+ * makes no other (a weaker form of tiktoken's check, which asks merge r to make id 256 + r). Merges cut short
+ * (what, a vocab.bpe or a compact file) load without this, and encode text into other ids than GPT-2's. */
+static int tok_check_reachable(const ngpt_tokenizer *t, const char *what, char *err, size_t errlen) {
+    unsigned char *made = calloc((size_t)t->n_vocab, 1);
+    if (!made) return fail(err, errlen, NGPT_ERR_NOMEM, "%s: out of memory", what);
+    for (int32_t r = 0; r < t->n_merges; r++) made[t->merges[r].result] = 1;
+    int32_t missing = 0, first = -1;
+    for (int32_t id = 0; id < t->n_vocab; id++) {
+        const unsigned char *p = t->bytes + t->off[id];
+        size_t n = t->off[id + 1] - t->off[id];
+        int special = n >= 4 && !memcmp(p, "<|", 2) && !memcmp(p + n - 2, "|>", 2);
+        if (n < 2 || made[id] || special) continue;
+        if (!missing++) first = id;
+    }
+    free(made);
+    if (!missing) return NGPT_OK;
+    char q[96];
+    return fail(err, errlen, NGPT_ERR_FORMAT,
+                "%s: its %ld merges make no token %s (id %ld) nor %ld other tokens of its %ld: every token of two bytes or more "
+                "(but special ones like <|endoftext|>) must be a merge's result (GPT-2 has 50000 merges, vocab.bpe one a line "
+                "after its '#version' header); the merges look cut short or from another vocabulary", what, (long)t->n_merges,
+                tok_quote(q, sizeof q, t->bytes + t->off[first], t->off[first + 1] - t->off[first], 40), (long)first, (long)(missing - 1),
+                (long)t->n_vocab);
+}
+
 int ngpt_tokenizer_load_gpt2(const char *encoder_json, const char *vocab_bpe, ngpt_tokenizer **out, char *err,
                              size_t errlen) {
     unsigned char *js = NULL, *bp = NULL, *blob = NULL;
@@ -5280,6 +5306,7 @@ int ngpt_tokenizer_load_gpt2(const char *encoder_json, const char *vocab_bpe, ng
     }
     if ((rc = tok_index_merges(t, vocab_bpe, 2, 1, err, errlen))) goto done;
     t->eot = tok_vocab_find(t, (const unsigned char *)TOK_EOT_TEXT, strlen(TOK_EOT_TEXT));
+    if ((rc = tok_check_reachable(t, vocab_bpe, err, errlen))) goto done;
     *out = t;
     t = NULL;
 done:
@@ -5578,7 +5605,9 @@ int ngpt_tokenizer_load(const char *path, ngpt_tokenizer **out, char *err, size_
             goto done;
         }
     }
-    if ((rc = tok_index_tokens(t, path, NULL, NULL, err, errlen)) || (rc = tok_index_merges(t, path, -1, 0, err, errlen))) goto done;
+    if ((rc = tok_index_tokens(t, path, NULL, NULL, err, errlen)) || (rc = tok_index_merges(t, path, -1, 0, err, errlen)) ||
+        (rc = tok_check_reachable(t, path, err, errlen)))
+        goto done;
     t->eot = eot;
     *out = t;
     t = NULL;
@@ -10091,16 +10120,26 @@ CLI_USED static int load_gpt2_tokenizer(const char *dir, ngpt_tokenizer **out, c
     char a[600], b[600];
     if (llmc_tokenizer_in(dir, a, sizeof a) && !strcmp(a, dir)) return ngpt_tokenizer_load_llmc(a, out, err, errlen); /* the file itself */
     snprintf(a, sizeof a, "%.580s/gpt2.tok", dir);
-    if (file_exists(a)) return ngpt_tokenizer_load(a, out, err, errlen);
-    snprintf(a, sizeof a, "%.580s/encoder.json", dir);
-    snprintf(b, sizeof b, "%.580s/vocab.bpe", dir);
-    char llmc[600];
-    if ((!file_exists(a) || !file_exists(b)) && llmc_tokenizer_in(dir, llmc, sizeof llmc)) return ngpt_tokenizer_load_llmc(llmc, out, err, errlen);
-    if (!file_exists(a))
-        return fail(err, errlen, NGPT_ERR_IO,
-                    "no GPT-2 vocabulary in %s: put OpenAI's encoder.json and vocab.bpe there (README, Data: where to get them), or llm.c's "
-                    "gpt2_tokenizer.bin, or set tokenizer_dir to the folder that holds them (or to llm.c's file)", dir);
-    return ngpt_tokenizer_load_gpt2(a, b, out, err, errlen);
+    int rc; /* (llm.c's file, loaded as it is, must have <|endoftext|>) */
+    if (file_exists(a)) rc = ngpt_tokenizer_load(a, out, err, errlen);
+    else {
+        snprintf(a, sizeof a, "%.580s/encoder.json", dir);
+        snprintf(b, sizeof b, "%.580s/vocab.bpe", dir);
+        char llmc[600];
+        if ((!file_exists(a) || !file_exists(b)) && llmc_tokenizer_in(dir, llmc, sizeof llmc)) return ngpt_tokenizer_load_llmc(llmc, out, err, errlen);
+        if (!file_exists(a))
+            return fail(err, errlen, NGPT_ERR_IO,
+                        "no GPT-2 vocabulary in %s: put OpenAI's encoder.json and vocab.bpe there (README, Data: where to get them), or llm.c's "
+                        "gpt2_tokenizer.bin, or set tokenizer_dir to the folder that holds them (or to llm.c's file)", dir);
+        rc = ngpt_tokenizer_load_gpt2(a, b, out, err, errlen);
+    }
+    if (!rc && ngpt_tokenizer_eot(*out) < 0) { /* prepare separates documents with it, sample starts an empty prompt at it */
+        ngpt_tokenizer_free(*out);
+        *out = NULL;
+        rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s: no token \"<|endoftext|>\" (GPT-2's last, id 50256), which nanogpt separates documents "
+                                                "with and starts an empty prompt at", a);
+    }
+    return rc;
 }
 
 typedef struct {

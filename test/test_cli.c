@@ -502,6 +502,25 @@ static void test_typos(void) {
         snprintf(c, sizeof c, "%s/%s", out_file + 6, splits[i]);
         CHECK(file_size(a) > 0 && same_bytes(a, b) && same_bytes(a, c), "%s: the same tokens from either vocabulary file", splits[i]);
     }
+    /* an encoder.json without <|endoftext|>: prepare, which separates documents with it, refuses, naming the file
+     * (it wrote id 65535 between them before, which train then blamed on train.bin) */
+    mkdir(tmp_path("noeot_tok"), 0777);
+    size_t enc_n = 0, bpe_n = 0;
+    char *enc_text = read_whole(enc, &enc_n), *bpe_text = read_whole(bpe, &bpe_n), *eot_at = enc_text ? strstr(enc_text, "<|endoftext|>") : NULL;
+    if (eot_at) memcpy(eot_at, "<|eotxxxxxx|>", 13);
+    FILE *ef = fopen(tmp_path("noeot_tok/encoder.json"), "wb"), *vf = fopen(tmp_path("noeot_tok/vocab.bpe"), "wb");
+    CHECK(eot_at && ef && vf && fwrite(enc_text, 1, enc_n, ef) == enc_n && fwrite(bpe_text, 1, bpe_n, vf) == bpe_n, "test setup: noeot_tok");
+    if (ef) fclose(ef);
+    if (vf) fclose(vf);
+    free(enc_text);
+    free(bpe_text);
+    char noeot_dir[720], two_inputs[1500];
+    snprintf(noeot_dir, sizeof noeot_dir, "--tokenizer_dir=%s", tmp_path("noeot_tok"));
+    snprintf(two_inputs, sizeof two_inputs, "%s,%s", text_input, text_input + 8);
+    r = cli("prepare", "--tokenizer=gpt2", noeot_dir, two_inputs, "--out=noeot_out_zz", NULL);
+    CHECK_RUN(r, 1, "prepare with an encoder.json without <|endoftext|>");
+    CHECK(strstr(r->err, "noeot_tok/encoder.json: no token \"<|endoftext|>\"") && !file_exists("noeot_out_zz"),
+          "no <|endoftext|>: %.400s", r->err);
     int32_t tok_header[256] = {20240328, 2, 50257, 50256};
     FILE *tf = fopen(tmp_path("llmc_tok/gpt2_tokenizer.bin"), "wb");
     if (tf) {

@@ -923,6 +923,23 @@ static void test_bad_vocab_files(void) {
             CHECK(rc == NGPT_ERR_FORMAT && strstr(err, "truncated") && strstr(err, "encoder.json"), "GPT-2's encoder.json cut at 2/3: rc %d '%s'", rc, err);
         }
     }
+    {   /* the real vocab.bpe cut after 1000 merges: it loads no more (it encoded text into other ids than GPT-2's) */
+        size_t n, lines = 0, cut = 0;
+        unsigned char *s = read_all(shared_path("gpt2/encoder.json"), &n);
+        if (s) write_all(tmp_path("encoder.json"), s, n);
+        free(s);
+        s = read_all(shared_path("gpt2/vocab.bpe"), &n);
+        while (s && cut < n && lines < 1001) lines += s[cut++] == '\n';
+        if (s) write_all(tmp_path("vocab.bpe"), s, cut);
+        free(s);
+        int rc = ngpt_tokenizer_load_gpt2(tmp_path("encoder.json"), tmp_path("vocab.bpe"), &t, err, sizeof err);
+        CHECK(rc == NGPT_ERR_FORMAT && !t && strstr(err, "vocab.bpe: its 1000 merges make no token ' lot' (id 1256) nor 48999 other") &&
+                  strstr(err, "look cut short"),
+              "GPT-2's vocab.bpe cut after 1000 merges: rc %d '%s'", rc, err);
+        if (rc == NGPT_ERR_FORMAT) printf("  %-30s -> %s\n", "vocab.bpe cut short", strip_tmp(err));
+        ngpt_tokenizer_free(t);
+        t = NULL;
+    }
 #undef BAD_JSON
 #undef BAD_BPE
 }
@@ -948,6 +965,17 @@ static void test_bad_compact_files(void) {
     unsigned char *good = read_all(tmp_path("good.tok"), &n), *b;
     if (!good) return;
     b = malloc(n + 16);
+    {   /* a compact file of merges cut short (saved from GPT-2's with its first 1000): refused as vocab.bpe's would be */
+        int32_t all = gpt2->n_merges;
+        gpt2->n_merges = 1000;
+        rc = ngpt_tokenizer_save(gpt2, tmp_path("cut.tok"), err, sizeof err);
+        gpt2->n_merges = all;
+        size_t cut_n;
+        unsigned char *cut = rc ? NULL : read_all(tmp_path("cut.tok"), &cut_n);
+        CHECK(cut != NULL, "save of the cut merges: %s", err);
+        if (cut) expect_compact_error(cut, cut_n, "its 1000 merges make no token ' lot' (id 1256) nor 48999 other tokens", "merges cut short");
+        free(cut);
+    }
     expect_compact_error(good, n - 1000, "truncated", "truncated compact file");
     expect_compact_error(good, 20, "truncated", "compact file cut in the header");
     memcpy(b, good, n);
