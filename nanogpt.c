@@ -789,7 +789,7 @@ static int config_assign(ngpt_config *cfg, const ConfigKey *k, const char *v, in
             const char *why = not_number && (strpbrk(v, "()/+*%[]<>") || config_find(v)) ? "; " VALUE_LITERALS : "";
             if (is_int)
                 return fail(err, errlen, NGPT_ERR_ARG, "%s = '%s': must be an integer in [%.0f, %.0f]%s", key, v, k->lo, k->hi, why);
-            return fail(err, errlen, NGPT_ERR_ARG, "%s = '%s': must be a number in [%g, %g]%s", key, v, k->lo, k->hi, why);
+            return fail(err, errlen, NGPT_ERR_ARG, "%s = '%s': must be a number in [%.10g, %.10g]%s", key, v, k->lo, k->hi, why);
         }
         if (k->type == KEY_INT) *(int *)field = (int)x;
         else if (k->type == KEY_I64) *(long long *)field = exact_integer(v, x);
@@ -7024,9 +7024,12 @@ static int st_n_head(const char *path, const ModelShape *ms, int *NH, char *err,
         const char *from[4] = {"wte", "the h.* blocks", "wte", "wpe"};
         for (int i = 0; i < 4 && !rc; i++) {
             if ((k = json_get(&j, 0, keys[i])) < 0) continue;
-            if (json_u64(&j, k, &v) || v != (uint64_t)want[i])
-                rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s: \"%s\" is %.*s but %s in %s has %d: the config belongs to another model", cfg, keys[i],
-                          (int)MIN(j.nodes[k].end - j.nodes[k].start, (size_t)40), text + j.nodes[k].start, from[i], path, want[i]);
+            int not_integer = json_u64(&j, k, &v);
+            if (not_integer || v != (uint64_t)want[i])
+                rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s: \"%s\" is %s%.*s%s%s %s in %s has %d%s", cfg, keys[i], not_integer ? "'" : "",
+                          (int)MIN(j.nodes[k].end - j.nodes[k].start, (size_t)40), text + j.nodes[k].start, not_integer ? "'" : "",
+                          not_integer ? ", not a JSON integer;" : " but", from[i], path, want[i],
+                          not_integer ? "" : ": the config belongs to another model");
         }
     }
     json_free(&j);

@@ -591,6 +591,7 @@ static void test_struct_fields_validated(void) {
         /* each within its range, their products not: the step's and the evaluation's sequences are counted in an int */
         {"batch_size", "batch_size x gradient_accumulation_steps = 65536 x 65536 = 4294967296 sequences a step: at most 2147483647"},
         {"eval_iters", "eval_iters x batch_size = 8590 x 1000000 = 8590000000 sequences an evaluation of each split: at most 2147483647"},
+        {"beta2", "beta2 = '1': must be a number in [0, 0.999999999]"}, /* (%g printed the bound as 1, the value refused) */
         {"out_dir", "out_dir is empty: name a folder"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -609,6 +610,7 @@ static void test_struct_fields_validated(void) {
         case 6: memset(c.dataset, 'x', sizeof c.dataset); break;
         case 7: c.batch_size = c.gradient_accumulation_steps = 65536; break;
         case 8: c.batch_size = 1000000; c.eval_iters = 8590; break;
+        case 9: c.beta2 = 1; break;
         default: c.out_dir[0] = 0; break;
         }
         ngpt_trainer *tr = NULL;

@@ -795,7 +795,8 @@ static void test_n_head_sources(void) {
 
     static const struct { const char *what, *json, *says; } bad[] = {
         {"config.json bad JSON", "{\"n_head\": 2,, \"n_embd\": 24}", "config.json: bad JSON at byte 13"},
-        {"config.json of another model", "{\"n_head\": 2, \"n_embd\": 32}", "\"n_embd\" is 32"},
+        {"config.json of another model", "{\"n_head\": 2, \"n_embd\": 32}", "\"n_embd\" is 32 but wte in"},
+        {"config.json with a string for a size", "{\"n_head\": 2, \"n_embd\": \"24\"}", "\"n_embd\" is '24', not a JSON integer; wte in"},
         {"config.json without n_head", "{\"n_embd\": 24, \"n_layer\": 2}", "\"n_head\" is missing"},
         {"n_head not dividing C", "{\"n_head\": 5}", "does not divide"}};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
