@@ -6764,6 +6764,20 @@ static void weights_crop(Weights *w, const ModelShape *ms, int T) {
     }
 }
 
+/* Element e of the parameters of a model of shape ms, packed in llm.c's order, by name into buf: "wte, element 12 of
+ * its 38597376", "ln1w of layer 1, element 3 of its 768" (a layered tensor's element within its layer) */
+static void param_element_name(const ModelShape *ms, size_t e, char *buf, size_t cap) {
+    size_t sizes[N_PARAM_TENSORS];
+    param_sizes(ms, sizes);
+    int t = 0;
+    while (t < N_PARAM_TENSORS - 1 && e >= sizes[t]) e -= sizes[t++];
+    int layered = t >= P_LN1W && t <= P_FCPROJB;
+    size_t per = layered ? sizes[t] / (size_t)ms->L : sizes[t]; /* one layer's part of a layered tensor */
+    char layer[48] = "";
+    if (layered) snprintf(layer, sizeof layer, " of layer %zu", e / per);
+    snprintf(buf, cap, "%s%s, element %zu of its %zu", param_names[t], layer, e % per, per);
+}
+
 /* NGPT_OK when p (count floats: parameters first.. of a model of shape ms, packed in llm.c's order, as read
  * from file) are all finite; else an error naming the first NaN or Inf's tensor (llm.c's names), its layer and
  * the file. */
@@ -6780,16 +6794,10 @@ static int params_check_finite(const ModelShape *ms, const float *p, size_t firs
         if (!special) continue;
         size_t at = b;
         while (isfinite(p[at])) at++;
-        size_t sizes[N_PARAM_TENSORS], e = first + at;
-        param_sizes(ms, sizes);
-        int t = 0;
-        while (t < N_PARAM_TENSORS - 1 && e >= sizes[t]) e -= sizes[t++];
-        int layered = t >= P_LN1W && t <= P_FCPROJB;
-        size_t per = layered ? sizes[t] / (size_t)ms->L : sizes[t]; /* one layer's part of a layered tensor */
-        char layer[48] = "";
-        if (layered) snprintf(layer, sizeof layer, " of layer %zu", e / per);
-        return fail(err, errlen, NGPT_ERR_FORMAT, "%s: the weights hold %s: %s%s, element %zu of its %zu in llm.c's layout: the file is "
-                    "damaged (download or export it again)", file, isnan(p[at]) ? "NaN" : "Inf", param_names[t], layer, e % per, per);
+        char where[160];
+        param_element_name(ms, first + at, where, sizeof where);
+        return fail(err, errlen, NGPT_ERR_FORMAT, "%s: the weights hold %s: %s in llm.c's layout: the file is damaged (download or "
+                    "export it again)", file, isnan(p[at]) ? "NaN" : "Inf", where);
     }
     return NGPT_OK;
 }
@@ -8037,19 +8045,13 @@ static void ckpt_scan_values(CkptBadValue *b, int id, const float *x, size_t k, 
 /* the error for b: the tensor, its layer and the element (reported once the section's checksum holds, so that a
  * flipped bit is a checksum mismatch; another program's file, or damage the checksum was made again over, is this) */
 static int ckpt_bad_value(ngpt_trainer *tr, const char *path, int id, const CkptBadValue *b) {
-    size_t e = b->at;
-    int t = 0;
-    while (t < N_PARAM_TENSORS - 1 && e >= tr->plan.param_len[t]) e -= tr->plan.param_len[t++];
-    int layered = t >= P_LN1W && t <= P_FCPROJB;
-    size_t per = layered ? tr->plan.param_len[t] / (size_t)tr->ms.L : tr->plan.param_len[t];
-    char layer[48] = "", value[32];
-    if (layered) snprintf(layer, sizeof layer, " of layer %zu", e / per);
+    char where[160], value[32];
+    param_element_name(&tr->ms, b->at, where, sizeof where);
     if (isnan(b->value)) snprintf(value, sizeof value, "NaN");
     else if (isinf(b->value)) snprintf(value, sizeof value, "%sInf", b->value < 0 ? "-" : "");
     else snprintf(value, sizeof value, "%g", (double)b->value);
-    return tr_fail(tr, NGPT_ERR_FORMAT, "%s: the %s section holds %s at %s%s, element %zu of its %zu: nanogpt saves %s, so the file is "
-                   "damaged or not nanogpt's", path, section_names[id], value, param_names[t], layer, e % per, per,
-                   id == SEC_ADAM_V ? "no NaN and no negative value there" : "only finite values");
+    return tr_fail(tr, NGPT_ERR_FORMAT, "%s: the %s section holds %s at %s: nanogpt saves %s, so the file is damaged or not nanogpt's",
+                   path, section_names[id], value, where, id == SEC_ADAM_V ? "no NaN and no negative value there" : "only finite values");
 }
 
 static int checkpoint_read_tensors(ngpt_trainer *tr, CkptReader *r, const char *path, int id, void *base, size_t esize) {
@@ -10123,7 +10125,7 @@ CLI_USED static int load_gpt2_tokenizer(const char *dir, ngpt_tokenizer **out, c
     char a[600], b[600];
     if (llmc_tokenizer_in(dir, a, sizeof a) && !strcmp(a, dir)) return ngpt_tokenizer_load_llmc(a, out, err, errlen); /* the file itself */
     snprintf(a, sizeof a, "%.580s/gpt2.tok", dir);
-    int rc; /* (llm.c's file, loaded as it is, must have <|endoftext|>) */
+    int rc; /* (llm.c's files, returned as they are: their loader requires <|endoftext|>) */
     if (file_exists(a)) rc = ngpt_tokenizer_load(a, out, err, errlen);
     else {
         snprintf(a, sizeof a, "%.580s/encoder.json", dir);
