@@ -5671,6 +5671,7 @@ struct ngpt_trainer {
     int resumed, resumed_step; /* made by init_from = resume, from the checkpoint of that step */
     long long known_from;      /* the oldest checkpoint step listed in out_dir at creation (-1: none was there) */
     int resumed_vocab_from_data; /* that checkpoint's run took its vocabulary from its data (stored vocab_size 0), the folder read now */
+    int loaded_moment_bits;      /* the AdamW moments' precision in the run of the checkpoint loaded last: 32, 16, 0 (none, or not stored) */
     _Atomic int stop_requested;
     int plan_only; /* set up to the plan, allocate nothing (ngpt_plan_arenas) */
     int weights_only; /* export: the parameters alone; the data folder's vocabulary is not read */
@@ -7649,7 +7650,10 @@ typedef struct {
     int64_t good_steps; /* fp16: steps since the scale last changed */
     int64_t chars;      /* the character vocabulary's checksum (chars_checksum); 0: none, or a file written before it was stored */
     int64_t chars_n;    /* ... over its chars_n characters */
+    int64_t moment_bits; /* the AdamW moments' precision in the run, 32 or 16 (the section holds them as fp32 either way) */
 } CkptState;
+/* a state section as files written before moment_bits was stored hold it (read with moment_bits 0: not known) */
+#define CKPT_STATE_BYTES_BEFORE_MOMENT_BITS offsetof(CkptState, moment_bits)
 
 /* FNV-1a over little-endian 64-bit words, then the remaining bytes and the length; streaming. */
 typedef struct {
@@ -7865,6 +7869,7 @@ static int checkpoint_write(ngpt_trainer *tr, const char *path) {
     st.good_steps = tr->good_steps;
     st.chars = tr->charvocab ? chars_checksum(tr->charvocab, tr->charvocab->n) : 0;
     st.chars_n = tr->charvocab ? tr->charvocab->n : 0;
+    st.moment_bits = tr->plan.moments_dtype == NGPT_DTYPE_BF16 ? 16 : 32;
     ckpt_put(&w, &st, sizeof st);
     ckpt_end_section(&w, &h, SEC_STATE);
 
@@ -7911,6 +7916,36 @@ static int checksum_mismatch(char *err, size_t errlen, const char *path, int id,
                 section_names[id], (unsigned long long)s->offset, (unsigned long long)s->bytes);
 }
 
+/* A model section nanogpt could have written: each field in its config key's range (a resume's or a sample's config
+ * then holds it: a resume once planned n_layer 2000000), the padded vocabulary pad_vocab's, heads dividing n_embd, the
+ * reserved word 0. The error names the field, its byte in the file and what it may be. */
+static int checkpoint_model_check(const CkptModel *m, const char *path, uint64_t at, char *err, size_t errlen) {
+    static const struct { const char *key; size_t offset; } fields[] = {
+        {"n_layer", offsetof(CkptModel, L)}, {"n_head", offsetof(CkptModel, NH)}, {"n_embd", offsetof(CkptModel, C)},
+        {"vocab_size", offsetof(CkptModel, V)}, {"block_size", offsetof(CkptModel, maxT)}};
+    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
+        int32_t v;
+        memcpy(&v, (const char *)m + fields[i].offset, sizeof v);
+        double hi = config_find(fields[i].key)->hi;
+        if (v < 1 || v > hi)
+            return fail(err, errlen, NGPT_ERR_FORMAT, "%s: model section, byte %llu: %s %d outside [1, %.0f]", path,
+                        (unsigned long long)(at + fields[i].offset), fields[i].key, v, hi);
+    }
+    if (m->C % m->NH)
+        return fail(err, errlen, NGPT_ERR_FORMAT, "%s: model section, byte %llu: n_embd %d is not a multiple of n_head %d", path,
+                    (unsigned long long)(at + offsetof(CkptModel, C)), m->C, m->NH);
+    if (m->Vp != pad_vocab(m->V))
+        return fail(err, errlen, NGPT_ERR_FORMAT, "%s: model section, byte %llu: padded vocabulary %d; vocab_size %d pads to %d", path,
+                    (unsigned long long)(at + offsetof(CkptModel, Vp)), m->Vp, m->V, pad_vocab(m->V));
+    if (m->bias & ~1)
+        return fail(err, errlen, NGPT_ERR_FORMAT, "%s: model section, byte %llu: bias %d; it is 0 or 1", path,
+                    (unsigned long long)(at + offsetof(CkptModel, bias)), m->bias);
+    if (m->reserved)
+        return fail(err, errlen, NGPT_ERR_FORMAT, "%s: model section, byte %llu: reserved word %d; nanogpt writes 0", path,
+                    (unsigned long long)(at + offsetof(CkptModel, reserved)), m->reserved);
+    return NGPT_OK;
+}
+
 /* Opens a checkpoint and checks its header, section table, model and state sections. */
 static int checkpoint_open(CkptReader *r, const char *path, char *err, size_t errlen) {
     memset(r, 0, sizeof *r);
@@ -7952,12 +7987,28 @@ static int checkpoint_open(CkptReader *r, const char *path, char *err, size_t er
         {SEC_CONFIG, NULL, 0}, {SEC_MODEL, &r->model, sizeof r->model}, {SEC_STATE, &r->state, sizeof r->state}};
     for (int k = 0; k < 3 && !rc; k++) {
         const CkptSection *s = &r->h.sec[small[k].id - 1];
+        size_t n = small[k].n;
+        if (small[k].id == SEC_STATE && s->bytes == CKPT_STATE_BYTES_BEFORE_MOMENT_BITS) n = (size_t)s->bytes;
+        if (small[k].dst && s->bytes != n) {
+            char older[96] = "";
+            if (small[k].id == SEC_STATE)
+                snprintf(older, sizeof older, " (%zu in files written before it stored the moments' precision)",
+                         (size_t)CKPT_STATE_BYTES_BEFORE_MOMENT_BITS);
+            rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s: %s section (offset %llu) has %llu bytes; nanogpt writes %zu%s", path,
+                      section_names[small[k].id], (unsigned long long)s->offset, (unsigned long long)s->bytes, n, older);
+            break;
+        }
+        if (!small[k].dst && (s->bytes == 0 || s->bytes > CKPT_CONFIG_MAX)) {
+            rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s: config section (offset %llu) has %llu bytes, outside [1, %u]: nanogpt writes every "
+                      "key there", path, (unsigned long long)s->offset, (unsigned long long)s->bytes, CKPT_CONFIG_MAX);
+            break;
+        }
         Hash64 hs;
         hash_init(&hs);
-        int bad = (small[k].dst && s->bytes != small[k].n) || (!small[k].dst && s->bytes > CKPT_CONFIG_MAX) || fseek(r->f, (long)s->offset, SEEK_SET);
+        int bad = fseek(r->f, (long)s->offset, SEEK_SET) != 0;
         if (!bad && small[k].dst) {
-            bad = fread(small[k].dst, small[k].n, 1, r->f) != 1;
-            hash_update(&hs, small[k].dst, small[k].n);
+            bad = fread(small[k].dst, n, 1, r->f) != 1;
+            hash_update(&hs, small[k].dst, n);
         }
         for (uint64_t done = 0; !bad && !small[k].dst && done < s->bytes;) {
             char buf[4096];
@@ -7969,32 +8020,40 @@ static int checkpoint_open(CkptReader *r, const char *path, char *err, size_t er
         if (bad) rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s: %s section unreadable", path, section_names[small[k].id]);
         else if (hash_final(&hs) != s->checksum) rc = checksum_mismatch(err, errlen, path, small[k].id, s);
     }
-    const CkptModel *m = &r->model;
-    /* the config keys' ranges, which a resume's or a sample's config then holds (a resume once planned n_layer 2000000) */
-    if (!rc && (m->L < 1 || m->NH < 1 || m->C < 1 || m->C % m->NH || m->V < 1 || m->Vp != pad_vocab(m->V) || m->maxT < 1 || (m->bias & ~1) ||
-                m->L > config_find("n_layer")->hi || m->NH > config_find("n_head")->hi || m->C > config_find("n_embd")->hi ||
-                m->V > config_find("vocab_size")->hi || m->maxT > config_find("block_size")->hi))
-        rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s: impossible model shape (L %d, NH %d, C %d, V %d, Vp %d, block %d; the config keys allow "
-                                                "n_layer up to %.0f, n_head %.0f, n_embd %.0f, vocab_size %.0f, block_size %.0f)", path, m->L,
-                  m->NH, m->C, m->V, m->Vp, m->maxT, config_find("n_layer")->hi, config_find("n_head")->hi, config_find("n_embd")->hi,
-                  config_find("vocab_size")->hi, config_find("block_size")->hi);
+    if (!rc) rc = checkpoint_model_check(&r->model, path, r->h.sec[SEC_MODEL - 1].offset, err, errlen);
     const CkptState *state = &r->state;
-    uint64_t state_at = r->h.sec[SEC_STATE - 1].offset;
-    if (!rc && (state->step < 0 || state->step > INT_MAX))
-        rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s: state section, byte %llu: step %lld outside [0, %d]", path,
-                  (unsigned long long)(state_at + offsetof(CkptState, step)), (long long)state->step, INT_MAX);
-    if (!rc && (state->eval_count < 0 || state->eval_count > INT_MAX))
-        rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s: state section, byte %llu: evaluation count %lld outside [0, %d]", path,
-                  (unsigned long long)(state_at + offsetof(CkptState, eval_count)), (long long)state->eval_count, INT_MAX);
+    const uint64_t state_at = r->h.sec[SEC_STATE - 1].offset;
+    const int has_moment_bits = r->h.sec[SEC_STATE - 1].bytes == sizeof *state;
+    /* the integers: each in the range a run gives it (the data generator's position and the seed as int64, never
+     * negative; the characters at most the model's vocabulary) */
+    const struct { const char *what; size_t offset; int64_t lo, hi; } ints[] = {
+        {"step", offsetof(CkptState, step), 0, INT_MAX},
+        {"evaluation count", offsetof(CkptState, eval_count), 0, INT_MAX},
+        {"training-data generator position", offsetof(CkptState, rng_train_counter), 0, INT64_MAX},
+        {"seed", offsetof(CkptState, seed), 0, INT64_MAX},
+        {"fp16 good-step count", offsetof(CkptState, good_steps), 0, INT_MAX},
+        {"character count", offsetof(CkptState, chars_n), 0, r->model.V}};
+    for (size_t i = 0; !rc && i < sizeof ints / sizeof ints[0]; i++) {
+        int64_t v;
+        memcpy(&v, (const char *)state + ints[i].offset, sizeof v);
+        if (v < ints[i].lo || v > ints[i].hi)
+            rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s: state section, byte %llu: %s %lld outside [%lld, %lld]", path,
+                      (unsigned long long)(state_at + ints[i].offset), ints[i].what, (long long)v, (long long)ints[i].lo,
+                      (long long)ints[i].hi);
+    }
+    if (!rc && (state->chars == 0) != (state->chars_n == 0))
+        rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s: state section, byte %llu: character checksum %lld with %lld characters (both are 0 or "
+                                                "neither is)", path, (unsigned long long)(state_at + offsetof(CkptState, chars)),
+                  (long long)state->chars, (long long)state->chars_n);
+    if (!rc && has_moment_bits && state->moment_bits != 16 && state->moment_bits != 32)
+        rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s: state section, byte %llu: AdamW moments' precision %lld bits; it is 32 or 16", path,
+                  (unsigned long long)(state_at + offsetof(CkptState, moment_bits)), (long long)state->moment_bits);
     if (!rc && !(state->best_val_loss >= 0 && state->best_val_loss <= FLT_MAX))
         rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s: state section, byte %llu: best val loss %g outside [0, %g]", path,
                   (unsigned long long)(state_at + offsetof(CkptState, best_val_loss)), state->best_val_loss, (double)FLT_MAX);
     if (!rc && (state->loss_scale != 0 && !(state->loss_scale >= 1 && state->loss_scale <= 1e30)))
-        rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s: state section: fp16 loss scale %g outside [1, 1e30] (0 = not stored)", path,
-                  state->loss_scale);
-    if (!rc && (state->good_steps < 0 || state->good_steps > INT_MAX))
-        rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s: state section: fp16 good-step count %lld outside [0, %d]", path,
-                  (long long)state->good_steps, INT_MAX);
+        rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s: state section, byte %llu: fp16 loss scale %g outside [1, 1e30] (0 = not stored)", path,
+                  (unsigned long long)(state_at + offsetof(CkptState, loss_scale)), state->loss_scale);
     if (rc) { fclose(r->f); r->f = NULL; }
     return rc;
 }
@@ -8300,6 +8359,7 @@ static int checkpoint_load(ngpt_trainer *tr, CkptReader *r, const char *path) {
     tr->rng_train.counter = (uint64_t)r->state.rng_train_counter;
     tr->best_val_loss = (float)r->state.best_val_loss;
     tr->last_loss = (float)r->state.last_loss;
+    tr->loaded_moment_bits = (int)r->state.moment_bits;
     tr->lr = tr->step > 0 ? lr_at(&tr->cfg, tr->step - 1) : 0.0f; /* the last step's, as after that step (ngpt_stats.lr) */
     if (tr->plan.req.dtype == NGPT_DTYPE_F16 && r->state.loss_scale != 0) { /* an older file (0) keeps the starting 2^16 */
         tr->loss_scale = (float)r->state.loss_scale;
@@ -8307,6 +8367,22 @@ static int checkpoint_load(ngpt_trainer *tr, CkptReader *r, const char *path) {
     }
     tr->be->sync(tr->be);
     return be_check(tr, "loading a checkpoint");
+}
+
+/* A resumed run that keeps its AdamW moments at another precision than its checkpoint's run kept them (moments_dtype
+ * auto picks by what fits, so that can change with the device or the batch, as well as with moments_dtype): a line
+ * saying so and how to keep the run's. "" when they match, when nothing trains, or when the checkpoint does not say
+ * (written before it stored the precision). */
+CLI_USED static const char *resume_moments_note(const ngpt_trainer *tr, char *buf, size_t cap) {
+    const int bits = tr->plan.moments_dtype == NGPT_DTYPE_BF16 ? 16 : 32;
+    buf[0] = 0;
+    if (!tr->resumed || tr->plan.req.inference || !tr->loaded_moment_bits || tr->loaded_moment_bits == bits) return buf;
+    snprintf(buf, cap, "AdamW moments %s (its run: %s): the checkpoint's were %s; %s", bits == 16 ? "bf16" : "fp32",
+             bits == 16 ? "fp32" : "bf16", bits == 16 ? "rounded to bf16" : "widened to fp32, exactly",
+             bits == 32 ? "pass --moments_dtype=bfloat16 to go on in bf16"
+             : strcmp(tr->cfg.moments_dtype, "auto") ? "pass --moments_dtype=auto to go on in fp32 where they fit"
+                                                     : "fp32 ones do not fit this device's plan");
+    return buf;
 }
 
 /* The model's shape as a checkpoint holds it, into cfg (the stored config may leave vocab_size 0, to the data) */
@@ -11134,8 +11210,7 @@ static void resume_notes(const ngpt_config *cfg, char *data_note, size_t data_ca
                      stored.dataset, cfg->data_dir[0] ? cfg->data_dir : cfg->dataset, stored.dataset);
     }
     static const char *const settings[] = {"learning_rate", "min_lr", "warmup_iters", "lr_decay_iters", "decay_lr", "batch_size",
-                                           "gradient_accumulation_steps", "weight_decay", "beta1", "beta2", "grad_clip", "dropout",
-                                           "moments_dtype"};
+                                           "gradient_accumulation_steps", "weight_decay", "beta1", "beta2", "grad_clip", "dropout"};
     size_t len = 0;
     for (size_t i = 0; i < sizeof settings / sizeof settings[0]; i++) {
         size_t k = (size_t)(config_find(settings[i]) - config_keys);
@@ -11269,6 +11344,8 @@ static int cmd_train(int argc, char **argv) {
         char hint[300];
         printf("note: %s\n", bf16_moments_hint(&tr->plan, hint, sizeof hint));
     }
+    char moments_note[300];
+    if (resume_moments_note(tr, moments_note, sizeof moments_note)[0]) printf("note: %s\n", moments_note);
     double t0 = now_seconds();
     int step0 = st.step; /* a resumed run starts at its checkpoint's step */
     int rc = ngpt_train(tr);

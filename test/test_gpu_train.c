@@ -186,6 +186,8 @@ static void resume_bit_identical(const char *moments_dtype) {
     copy_str(c.init_from, sizeof c.init_from, "resume");
     b = make(&c);
     if (!b) return;
+    char note[300];
+    CHECK(!resume_moments_note(b, note, sizeof note)[0], "moments_dtype = %s resumed as it ran: a note '%s'", moments_dtype, note);
     for (int s = 4; s < 10; s++) ngpt_train_step(b, &resumed[s]);
     CHECK(!memcmp(straight, resumed, sizeof straight), "the resumed GPU run differs (moments_dtype = %s)", moments_dtype);
     ngpt_trainer_free(a);
@@ -212,6 +214,15 @@ static void test_resume_across_moments_dtype(void) {
         if (!b) return;
         CHECK(b->plan.moments_dtype == (k ? NGPT_DTYPE_F32 : NGPT_DTYPE_BF16), "moments %s -> %s: the resumed trainer's are %d", from, to,
               b->plan.moments_dtype);
+        /* the checkpoint says which precision its run kept, and training's note names both and the way back */
+        char note[300];
+        resume_moments_note(b, note, sizeof note);
+        CHECK(b->loaded_moment_bits == (k ? 16 : 32) &&
+                  !strcmp(note, k ? "AdamW moments fp32 (its run: bf16): the checkpoint's were widened to fp32, exactly; pass "
+                                    "--moments_dtype=bfloat16 to go on in bf16"
+                                  : "AdamW moments bf16 (its run: fp32): the checkpoint's were rounded to bf16; pass --moments_dtype=auto to "
+                                    "go on in fp32 where they fit"),
+              "moments %s -> %s: the checkpoint's bits %d, the note '%s'", from, to, b->loaded_moment_bits, note);
         enum { N = 4096 };
         char path[512], err[NGPT_ERRLEN];
         checkpoint_path(c.out_dir, 4, path, sizeof path);
