@@ -3425,6 +3425,7 @@ typedef struct {
     size_t windows;         /* all windows of T + 1 tokens */
     char split[8];          /* train or val */
     int shards_unread;      /* llm.c shards of the split beside DIR/<split>.bin, which is read instead */
+    int ids;                /* the ids a token may be, 0..ids-1: checked at opening, and again as windows are read */
 } TokenSet;
 
 static void tokenset_close(TokenSet *s) {
@@ -3476,6 +3477,7 @@ CLI_USED static int has_split(const char *dir, const char *split) {
 
 static int tokenset_open(TokenSet *s, const char *dir, const char *split, int vocab, int T, char *err, size_t errlen) {
     memset(s, 0, sizeof *s);
+    s->ids = vocab;
     char path[700], *names[MAX_SHARDS];
     int n = 0, rc = NGPT_OK, sharded = 0;
     snprintf(path, sizeof path, "%.400s/%s.bin", dir, split);
@@ -3577,13 +3579,14 @@ static const char *tokenset_describe(const TokenSet *s, char *buf, size_t cap) {
     return buf;
 }
 
-/* the first token of window g */
-static const uint16_t *tokenset_window(const TokenSet *s, size_t g) {
+/* the first token of window g, and the file it is in */
+static const uint16_t *tokenset_window(const TokenSet *s, size_t g, const TokenFile **file) {
     int lo = 0, hi = s->n - 1;
     while (lo < hi) { /* the last file whose first window is <= g */
         int mid = (lo + hi + 1) / 2;
         if (s->windows_before[mid] <= g) lo = mid; else hi = mid - 1;
     }
+    *file = &s->files[lo];
     return s->files[lo].tokens + (g - s->windows_before[lo]);
 }
 
@@ -3653,7 +3656,9 @@ static int charvocab_load(CharVocab *v, const char *path, char *err, size_t errl
             if (len < 1 || len > 4 || fread(b, 1, (size_t)len, f) != (size_t)len || utf8_decode(b, (size_t)len, &cp) != len)
                 rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s: entry %d at byte offset %ld is truncated or not one UTF-8 character", path, i, off);
             else if (i > 0 && cp <= v->cp[i - 1])
-                rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s: entry %d (U+%04X) is out of code point order", path, i, cp);
+                rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s: entry %d at byte offset %ld (U+%04X) %s entry %d's U+%04X: the characters are in "
+                                                        "rising code point order, each once", path, i, off, cp,
+                          cp == v->cp[i - 1] ? "repeats" : "comes after", i - 1, v->cp[i - 1]);
             else v->cp[i] = cp;
         }
         long end = ftell(f);
@@ -5672,6 +5677,7 @@ struct ngpt_trainer {
     long long known_from;      /* the oldest checkpoint step listed in out_dir at creation (-1: none was there) */
     int resumed_vocab_from_data; /* that checkpoint's run took its vocabulary from its data (stored vocab_size 0), the folder read now */
     int loaded_moment_bits;      /* the AdamW moments' precision in the run of the checkpoint loaded last: 32, 16, 0 (none, or not stored) */
+    char data_changed[700];      /* where the batch being read held an id past the vocabulary ("": nowhere; sample_batch) */
     _Atomic int stop_requested;
     int plan_only; /* set up to the plan, allocate nothing (ngpt_plan_arenas) */
     int weights_only; /* export: the parameters alone; the data folder's vocabulary is not read */
@@ -6090,15 +6096,38 @@ static double run_micro_batches(ngpt_trainer *tr, const BatchLayout *lay, int co
 }
 
 /* nanoGPT's get_batch: B random windows of T + 1 tokens into h_tokens / h_targets */
+/* B windows of set into the host batch. The files were checked when opened, but they are mapped: one written over
+ * in place since (nanoGPT's prepare.py, a `>` redirect, dd) shows its new bytes here. An id past the vocabulary
+ * goes in as 0, which keeps every read of the model's tables in bounds, and tr->data_changed says where it was: the
+ * step or evaluation that read it fails before it changes anything (data_changed_error). */
 static void sample_batch(ngpt_trainer *tr, const TokenSet *set, Rng *rng, int B) {
     int T = tr->plan.req.T;
+    unsigned bad = 0;
     for (int b = 0; b < B; b++) {
-        const uint16_t *w = tokenset_window(set, (size_t)rng_below(rng, set->windows));
+        const TokenFile *file;
+        const uint16_t *w = tokenset_window(set, (size_t)rng_below(rng, set->windows), &file);
+        int32_t *tokens = tr->h_tokens + (size_t)b * T, *targets = tr->h_targets + (size_t)b * T;
         for (int t = 0; t < T; t++) {
-            tr->h_tokens[(size_t)b * T + t] = w[t];
-            tr->h_targets[(size_t)b * T + t] = w[t + 1];
+            tokens[t] = w[t];
+            targets[t] = w[t + 1];
+        }
+        for (int t = 0; t <= T; t++) bad |= w[t] >= (unsigned)set->ids;
+        for (int t = 0; bad && t <= T; t++) {
+            if (w[t] < (unsigned)set->ids) continue;
+            if (!tr->data_changed[0])
+                snprintf(tr->data_changed, sizeof tr->data_changed, "%s: token id %d at byte offset %zu is out of range (0..%d)", file->path, w[t],
+                         (size_t)((const char *)&w[t] - (const char *)file->map), set->ids - 1);
+            if (t < T) tokens[t] = 0;
+            if (t > 0) targets[t - 1] = 0;
         }
     }
+}
+
+/* The failure of a step or an evaluation that read an id past the vocabulary (sample_batch): nothing was updated. */
+static int data_changed_error(ngpt_trainer *tr, const char *what) {
+    return tr_fail(tr, NGPT_ERR_FORMAT, "%s: %s, which was in range when training opened the file: it was written over since, in place "
+                   "(nanoGPT's prepare.py, a redirect, dd). The %s changed nothing and no checkpoint was saved; prepare the data into "
+                   "another folder (nanogpt prepare writes new files and renames them into place), then resume", what, tr->data_changed, what);
 }
 
 /* ======================================================================================================
@@ -8635,8 +8664,15 @@ static int trainer_setup(ngpt_trainer *tr) {
         return tr_fail(tr, NGPT_ERR_ARG, "%s", msg);
     }
     if (!tr->opt.no_data && !tr->opt.sample_only) {
-        if ((rc = tokenset_open(&tr->train_data, dir, "train", V, c->block_size, msg, sizeof msg))) return tr_fail(tr, rc, "%s", msg);
-        if ((rc = tokenset_open(&tr->val_data, dir, "val", V, c->block_size, msg, sizeof msg))) return tr_fail(tr, rc, "%s", msg);
+        /* a character vocabulary's ids are its characters: a vocab_size above them widens the model, not the data */
+        const int ids = tr->charvocab ? tr->charvocab->n : V;
+        char wider[200] = "";
+        if (ids < V)
+            snprintf(wider, sizeof wider, " (the data's ids are %s's characters; vocab_size = %d widens the model, not them)",
+                     tr->charvocab->file_name, V);
+        if ((rc = tokenset_open(&tr->train_data, dir, "train", ids, c->block_size, msg, sizeof msg)) ||
+            (rc = tokenset_open(&tr->val_data, dir, "val", ids, c->block_size, msg, sizeof msg)))
+            return tr_fail(tr, rc, "%s%s", msg, strstr(msg, "is out of range") ? wider : "");
         char train_says[600], val_says[600];
         tr_log(tr, 0, "data: %s: train %s, val %s; vocabulary %d %s%s%s%s", dir, tokenset_describe(&tr->train_data, train_says, sizeof train_says),
                tokenset_describe(&tr->val_data, val_says, sizeof val_says), V,
@@ -8871,8 +8907,10 @@ static int train_step_once(ngpt_trainer *tr, batch_fill_fn fill, void *ctx, floa
     int B = p->micro_batch, GA = p->grad_accum, T = p->req.T;
     float lr = lr_at(&tr->cfg, tr->step);
     double mean;
+    tr->data_changed[0] = 0;
     int rc = forward_backward(tr, fill, ctx, &mean, stop, ran);
     if (rc) return rc;
+    if (tr->data_changed[0]) return data_changed_error(tr, "training step");
     double norm = grad_norm(tr) / tr->loss_scale;
     if (tr->plan.req.dtype == NGPT_DTYPE_F16 && isfinite(mean) && !isfinite(norm)) {
         /* fp16: the scaled gradients overflowed. Halve the loss scale and skip the step (dynamic loss
@@ -8980,9 +9018,11 @@ static int eval_split(ngpt_trainer *tr, const TokenSet *f, uint64_t stream, _Ato
     long long total = (long long)tr->cfg.eval_iters * tr->cfg.batch_size;
     EvalFill ef = {f, {(uint64_t)tr->cfg.seed, stream, 0}, total, p->eval_micro_batch};
     int count = (int)((total + p->eval_micro_batch - 1) / p->eval_micro_batch);
+    tr->data_changed[0] = 0;
     double sum = run_micro_batches(tr, &p->eval, count, 0, 0.0f, eval_fill, &ef, stop, &ran);
     int rc = be_check(tr, "evaluation");
     if (rc) return rc;
+    if (tr->data_changed[0]) return data_changed_error(tr, "evaluation");
     if (ran < count) return NGPT_ERR_INTERRUPTED;
     *out = (float)(sum / ((double)total * T));
     return NGPT_OK;
@@ -10035,6 +10075,9 @@ typedef struct {
     uint16_t out[4096];
     size_t nout;
     int to_val;
+    int write_errno;    /* a write of train.bin or val.bin failed: its errno */
+    enum { TEXT_SAME, TEXT_NEW_CHARACTER, TEXT_LONGER, TEXT_SHORTER } changed; /* the second read against the first */
+    uint32_t unseen_cp; /* TEXT_NEW_CHARACTER: the character, at character `written` */
 } CharPrep;
 
 static int prep_count(void *ctx, uint32_t cp) {
@@ -10048,11 +10091,19 @@ static int prep_flush(CharPrep *p) {
     FILE *f = p->to_val ? p->val : p->train;
     int ok = fwrite(p->out, 2, p->nout, f) == p->nout;
     p->nout = 0;
+    if (!ok) p->write_errno = errno ? errno : EIO;
     return ok ? 0 : NGPT_ERR_IO;
 }
 
+/* The second read of the text, into the token files: a character the first read did not see, or more of them, is
+ * a text that changed in between (appended to while being prepared), whose ids would be wrong */
 static int prep_write(void *ctx, uint32_t cp) {
     CharPrep *p = (CharPrep *)ctx;
+    if (p->written == p->count || !(p->seen[cp >> 3] >> (cp & 7) & 1)) {
+        p->changed = p->written == p->count ? TEXT_LONGER : TEXT_NEW_CHARACTER;
+        p->unseen_cp = cp;
+        return NGPT_ERR_FORMAT;
+    }
     if (p->written == p->n_train && !p->to_val) {
         if (prep_flush(p)) return NGPT_ERR_IO;
         p->to_val = 1;
@@ -10096,6 +10147,9 @@ static int prepare_out_dir_fits(const char *out_dir, char *err, size_t errlen) {
     return NGPT_OK;
 }
 
+/* called between prepare_char's two reads of its text, when set (a test changes the text there) */
+static void (*prepare_char_between_reads)(const char *input);
+
 static int prepare_char(const char *input, const char *out_dir, double val_fraction, FILE *log, char *err, size_t errlen) {
     if (prepare_out_dir_fits(out_dir, err, errlen)) return NGPT_ERR_ARG;
     CharPrep p;
@@ -10129,11 +10183,22 @@ static int prepare_char(const char *input, const char *out_dir, double val_fract
     p.train = fopen(ttmp, "wb");
     p.val = fopen(vtmp, "wb");
     if (!p.train || !p.val) { rc = fail(err, errlen, NGPT_ERR_IO, "cannot create %s: %s", !p.train ? ttmp : vtmp, strerror(errno)); goto done; }
+    if (prepare_char_between_reads) prepare_char_between_reads(input);
     rewind(in);
     rc = for_each_codepoint(in, input, prep_write, &p, err, errlen);
-    if (!rc && prep_flush(&p)) rc = NGPT_ERR_IO;
-    if (rc == NGPT_ERR_IO) { fail(err, errlen, rc, "writing %s or %s failed: %s", ttmp, vtmp, strerror(errno)); goto done; }
-    if (rc) goto done;
+    if (!rc && p.written < p.count) p.changed = TEXT_SHORTER;
+    if (!rc && !p.changed) rc = prep_flush(&p);
+    if (p.changed) {
+        char what[120];
+        if (p.changed == TEXT_NEW_CHARACTER) snprintf(what, sizeof what, "character %zu is U+%04X, which the first did not see", p.written, p.unseen_cp);
+        else snprintf(what, sizeof what, "%s %zu characters", p.changed == TEXT_LONGER ? "more than" : "only", p.written);
+        rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s changed while it was being prepared (appended to, or written over): its first read found %zu "
+                                                "characters, %d distinct; in the second, %s. Nothing in %s was replaced: prepare it again once "
+                                                "nothing writes to it", input, p.count, v->n, what, out_dir);
+        goto done;
+    }
+    if (p.write_errno) { rc = fail(err, errlen, NGPT_ERR_IO, "writing %s or %s failed: %s", ttmp, vtmp, strerror(p.write_errno)); goto done; }
+    if (rc) goto done; /* reading it (for_each_codepoint's error) */
     if (fflush(p.train) || fsync(fileno(p.train)) || fflush(p.val) || fsync(fileno(p.val))) {
         rc = fail(err, errlen, NGPT_ERR_IO, "writing %s failed: %s", out_dir, strerror(errno));
         goto done;
@@ -10586,7 +10651,7 @@ static void on_signal(int sig) {
 
 /* SIGBUS: a memory-mapped token file read past its end, because another program (nanoGPT's prepare.py, cp) cut it short
  * or rewrote it in place while the run reads it. The file is named and the run ends with an error; a SIGBUS elsewhere
- * is left to its default action. */
+ * is left to its default action. (A file written over at its size raises nothing: sample_batch checks its ids.) */
 static void on_data_bus_error(int sig, siginfo_t *info, void *context) {
     (void)context;
     ngpt_trainer *tr = running_trainer;

@@ -920,6 +920,67 @@ static void test_checkpoint_fields(void) {
     ngpt_trainer_free(tr);
 }
 
+/* a token file written over in place while a trainer has it mapped (nanoGPT's prepare.py, a redirect, dd), same size,
+ * ids past the vocabulary now: the step that reads them fails naming the file, the id and its byte, before anything
+ * changes (no out-of-bounds read of the embeddings: ASan runs this too); an evaluation likewise; the file made whole
+ * again, training goes on. A character dataset's ids are its characters, even where vocab_size is wider. */
+static void test_data_written_over(void) {
+    ngpt_config c;
+    ngpt_trainer *tr = make_after_one_step(&c);
+    if (!tr) return;
+    for (int split = 0; split < 2; split++) {
+        char path[400];
+        snprintf(path, sizeof path, "%s/%s", data_dir, split ? "val.bin" : "train.bin");
+        FILE *f = fopen(path, "r+b");
+        static uint16_t was[20000], over[20000];
+        int ok = f && fread(was, 2, 20000, f) == 20000;
+        for (int i = 0; i < 20000; i++) over[i] = (uint16_t)(i % 7 == 3 ? 40 + i % 9 : was[i]); /* 40 = vocab_size: the first id past it */
+        ok = ok && !fseek(f, 0, SEEK_SET) && fwrite(over, 2, 20000, f) == 20000 && !fflush(f);
+        CHECK(ok, "cannot write over %s", path);
+        float *before = params_of(tr);
+        const int step = tr->step;
+        float loss = 0, val = 0;
+        int rc = split ? ngpt_evaluate(tr, &loss, &val) : ngpt_train_step(tr, &loss);
+        float *after = params_of(tr);
+        const char *at = strstr(tr->err, "at byte offset ");
+        unsigned long long offset = 0;
+        unsigned id = 0;
+        const char *id_at = strstr(tr->err, ": token id ");
+        int parsed = at && id_at && sscanf(at + 15, "%llu", &offset) == 1 && sscanf(id_at + 11, "%u", &id) == 1;
+        CHECK(rc == NGPT_ERR_FORMAT && strstr(tr->err, split ? "evaluation: " : "training step: ") && strstr(tr->err, path) && parsed &&
+                  offset % 2 == 0 && offset < 40000 && id == over[offset / 2] && id >= 40 && strstr(tr->err, "is out of range (0..39)") &&
+                  strstr(tr->err, "written over since") && tr->step == step && !memcmp(before, after, tr->plan.nparams * 4),
+              "%s written over: rc %d, step %d (was %d), the parameters %s: %s", path, rc, tr->step, step,
+              memcmp(before, after, tr->plan.nparams * 4) ? "changed" : "as they were", tr->err);
+        free(before);
+        free(after);
+        ok = f && !fseek(f, 0, SEEK_SET) && fwrite(was, 2, 20000, f) == 20000;
+        if (f) ok &= fclose(f) == 0;
+        CHECK(ok, "cannot restore %s", path);
+        rc = split ? ngpt_evaluate(tr, &loss, &val) : ngpt_train_step(tr, &loss);
+        CHECK(rc == 0 && tr->step == step + !split, "%s whole again: rc %d: %s", path, rc, tr->err);
+    }
+    ngpt_trainer_free(tr);
+    /* characters: a 26-letter meta.bin, vocab_size 32, an id of 26 in train.bin */
+    char chars[400], path[500];
+    snprintf(chars, sizeof chars, "%s/wide_chars", root);
+    prepare_letters(chars, 'a', 0);
+    snprintf(path, sizeof path, "%s/train.bin", chars);
+    FILE *f = fopen(path, "r+b");
+    uint16_t id = 26;
+    CHECK(f && !fseek(f, 10, SEEK_SET) && fwrite(&id, 2, 1, f) == 1 && !fclose(f), "cannot write %s", path);
+    config(&c);
+    copy_str(c.data_dir, sizeof c.data_dir, chars);
+    c.vocab_size = 32;
+    char err[NGPT_ERRLEN];
+    ngpt_trainer *wide = NULL;
+    int rc = ngpt_trainer_create(&c, NULL, &wide, err, sizeof err);
+    CHECK(rc == NGPT_ERR_FORMAT && strstr(err, "train.bin: token id 26 at byte offset 10 is out of range: the vocabulary has 26 ids (0..25) (the "
+                                               "data's ids are meta.bin's characters; vocab_size = 32 widens the model, not them)"),
+          "an id past meta.bin's characters, vocab_size wider: rc %d: %s", rc, err);
+    if (!rc) ngpt_trainer_free(wide);
+}
+
 /* steps from 1e9 on (max_iters goes to 2e9) name their checkpoints in 10 digits: a resume finds the newest of
  * them, and pruning keeps only keep_checkpoints of them */
 static void test_ten_digit_steps(void) {
@@ -1281,6 +1342,7 @@ int main(void) {
     RUN(test_out_dir_filled_after_create);
     RUN(test_bad_checkpoints);
     RUN(test_checkpoint_fields);
+    RUN(test_data_written_over);
     RUN(test_ten_digit_steps);
     RUN(test_resume_checks_every_section);
     RUN(test_fp16_loss_scale_kept);

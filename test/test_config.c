@@ -419,6 +419,16 @@ static void test_prepare_char(void) {
     CharVocab *w = malloc(sizeof *w);
     rc = charvocab_load(w, tmp_path("ds/meta.bin"), err, sizeof err);
     CHECK(rc == NGPT_ERR_FORMAT && strstr(err, "meta.bin: trailing bytes after its 11 characters (from byte offset 39)"), "trailing bytes: %s", err);
+    /* a character twice, or out of order: refused, naming the entry, its byte and the one before */
+    for (int k = 0; k < 2; k++) {
+        unsigned char bad[22] = "ngptchar\1\0\0\0\3\0\0\0\1a\1a\1b";
+        if (k) bad[17] = 'b';
+        write_file(tmp_path("twice.bin"), bad, sizeof bad);
+        rc = charvocab_load(w, tmp_path("twice.bin"), err, sizeof err);
+        CHECK(rc == NGPT_ERR_FORMAT && strstr(err, k ? "twice.bin: entry 1 at byte offset 18 (U+0061) comes after entry 0's U+0062"
+                                                     : "twice.bin: entry 1 at byte offset 18 (U+0061) repeats entry 0's U+0061"),
+              "meta.bin with %s: %s", k ? "b before a" : "a twice", err);
+    }
     free(w);
     TokenFile tf, vf;
     rc = tokenfile_open(&tf, tmp_path("ds/train.bin"), v->n, 2, 0, err, sizeof err);

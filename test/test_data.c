@@ -7,7 +7,8 @@
  *  - the one-command BPE recipe's dataset check (data/shakespeare/train.cfg names the dataset);
  *  - nanoGPT's meta.pkl is read as meta.bin would be, and refused when it is not one;
  *  - four processes preparing one folder at once all succeed (character level and BPE); a temporary file of a
- *    process that is gone is removed by the next prepare. */
+ *    process that is gone is removed by the next prepare;
+ *  - a text changed between character prepare's two reads is refused, the folder's files kept. */
 #define NGPT_NO_MAIN
 #include "../nanogpt.c"
 #include "check.h"
@@ -144,8 +145,10 @@ static void test_llmc_shards_read_as_one(void) {
     Rng rng = {1, 2, 0};
     int from[2] = {0, 0};
     for (int i = 0; i < 200; i++) {
-        const uint16_t *w = tokenset_window(&tr, (size_t)rng_below(&rng, tr.windows));
+        const TokenFile *file;
+        const uint16_t *w = tokenset_window(&tr, (size_t)rng_below(&rng, tr.windows), &file);
         int k = w[0] / 1000;
+        CHECK((k == 0 || k == 1) && file == &tr.files[k], "window %d: the file of its first token is files[%d], not shard %d", i, (int)(file - tr.files), k);
         CHECK(k == 0 || k == 1, "a window from outside the train shards");
         if (k == 0 || k == 1) from[k]++;
         CHECK(w[32] / 1000 == w[0] / 1000, "a window crossed a shard boundary");
@@ -404,6 +407,51 @@ static void test_concurrent_prepares(void) {
 /* A GPT-2 prepare that fails at train.bin's last tokens (the file size limit here; a full disk as well) replaces
  * neither file of an earlier prepare, and leaves no temporary file: once val.bin was renamed into place before
  * train.bin's last write, which left the new val.bin beside the old train.bin */
+/* a text changed between character prepare's two reads (appended to while being prepared): a new character, more
+ * characters, fewer; each refused, naming the text and what changed, the folder's earlier files as they were and no
+ * temporary file left (before 2026-12-02 a new character went into the tokens as id 0) */
+static int change_kind;
+static void change_between_reads(const char *input) {
+    FILE *f = fopen(input, change_kind == 0 ? "r+" : change_kind == 1 ? "a" : "w");
+    if (f) fputs(change_kind == 0 ? "\xe2\x82\xac" : "ab", f); /* a euro sign over "aba"; "ab" appended; the text "ab" alone */
+    if (f) fclose(f);
+}
+static void test_text_changed_between_reads(void) {
+    char text[512], dir[512], path[600], err[NGPT_ERRLEN];
+    snprintf(text, sizeof text, "%s/changing.txt", tmpdir);
+    snprintf(dir, sizeof dir, "%s/changing", tmpdir);
+    static const char *const expect[3] = {"in the second, character 0 is U+20AC, which the first did not see",
+                                          "in the second, more than 2000 characters", "in the second, only 2 characters"};
+    for (change_kind = 0; change_kind < 3; change_kind++) {
+        FILE *f = fopen(text, "w");
+        for (int i = 0; f && i < 1000; i++) fputs("ab", f);
+        if (f) fclose(f);
+        CHECK(ngpt_prepare(text, dir, NULL, 0.1, err, sizeof err) == 0, "the text as it is: %s", err);
+        size_t n_train = 0, n_val = 0, n = 0;
+        snprintf(path, sizeof path, "%s/train.bin", dir);
+        unsigned char *train = read_all(path, &n_train);
+        snprintf(path, sizeof path, "%s/val.bin", dir);
+        unsigned char *val = read_all(path, &n_val);
+        prepare_char_between_reads = change_between_reads;
+        int rc = ngpt_prepare(text, dir, NULL, 0.1, err, sizeof err);
+        prepare_char_between_reads = NULL;
+        CHECK(rc == NGPT_ERR_FORMAT && strstr(err, "changing.txt changed while it was being prepared") &&
+                  strstr(err, "its first read found 2000 characters, 2 distinct") && strstr(err, expect[change_kind]),
+              "change %d: rc %d: %s", change_kind, rc, err);
+        snprintf(path, sizeof path, "%s/train.bin", dir);
+        unsigned char *after = read_all(path, &n);
+        CHECK(train && after && n == n_train && !memcmp(after, train, n), "change %d: train.bin is the earlier one", change_kind);
+        free(after);
+        snprintf(path, sizeof path, "%s/val.bin", dir);
+        after = read_all(path, &n);
+        CHECK(val && after && n == n_val && !memcmp(after, val, n), "change %d: val.bin is the earlier one", change_kind);
+        free(after);
+        free(train);
+        free(val);
+        CHECK(temporaries_in(dir) == 0, "change %d: temporary files left in %s", change_kind, dir);
+    }
+}
+
 static void test_failed_prepare_keeps_the_pair(void) {
     char old_text[512], new_text[512], ref[512], dir[512], path[600], err[NGPT_ERRLEN];
     snprintf(old_text, sizeof old_text, "%s/old.txt", tmpdir);
@@ -555,6 +603,7 @@ int main(void) {
     RUN(test_nanogpt_meta_pkl);
     RUN(test_concurrent_prepares);
     RUN(test_failed_prepare_keeps_the_pair);
+    RUN(test_text_changed_between_reads);
     ngpt_tokenizer_free(tok);
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);

@@ -80,11 +80,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     TokenSet s;
     if (tokenset_open(&s, fz_dir, "train", vocab, T, err, sizeof err) == NGPT_OK) {
         volatile unsigned sum = 0; /* the reads must happen */
+        const TokenFile *file;
         for (size_t g = 0; g < s.windows; g += 1 + s.windows / 64) {
-            const uint16_t *w = tokenset_window(&s, g);
+            const uint16_t *w = tokenset_window(&s, g, &file);
             for (int t = 0; t <= T; t++) sum += w[t];
         }
-        if (s.windows) { const uint16_t *w = tokenset_window(&s, s.windows - 1); for (int t = 0; t <= T; t++) sum += w[t]; }
+        if (s.windows) { const uint16_t *w = tokenset_window(&s, s.windows - 1, &file); for (int t = 0; t <= T; t++) sum += w[t]; }
         tokenset_close(&s);
     }
 
