@@ -1321,6 +1321,8 @@ typedef struct {
                                                  where plan_gpu_speed rated another plan faster; else 0 */
     int bf16_micro_batch, bf16_recompute; /* fp32 moments chosen freely on a GPU where the plan with bf16 moments (this one)
                                              is rated at least BF16_MOMENTS_HINT as fast; else 0 */
+    int bf16_grad_accum;                  /* that plan's accumulation steps */
+    size_t bf16_device_bytes;             /* and its arena on the device */
     double bf16_gain;                     /* that plan's plan_gpu_speed over this one's */
     /* parameters */
     size_t param_off[N_PARAM_TENSORS], param_len[N_PARAM_TENSORS]; /* elements */
@@ -1704,6 +1706,8 @@ static void plan_note_bf16_moments(Plan *p, const PlanRequest *r, int top_B) {
     if (gain < BF16_MOMENTS_HINT) return;
     p->bf16_micro_batch = alt.micro_batch;
     p->bf16_recompute = alt.recompute;
+    p->bf16_grad_accum = alt.grad_accum;
+    p->bf16_device_bytes = alt.device_bytes;
     p->bf16_gain = gain;
 }
 
@@ -1845,6 +1849,19 @@ static const char *dtype_name(int dtype) {
  * startup (lazily loaded kernel modules, launch resources); see docs/memory.md. */
 #define CUDA_SAFETY_MARGIN ((size_t)256 << 20)
 
+/* *budget less that margin; an error when nothing is left (from_max_memory: the bytes are max_memory's, else the
+ * card's free memory) */
+static int cuda_budget_after_margin(double *budget, int from_max_memory, char *err, size_t errlen) {
+    char have[32], margin[32];
+    if (*budget <= (double)CUDA_SAFETY_MARGIN)
+        return fail(err, errlen, NGPT_ERR_NOMEM, "%s %s, no more than the %s kept for the CUDA runtime (kernels it loads, launch "
+                                                  "resources): %s", from_max_memory ? "max_memory is" : "the GPU has",
+                    fmt_bytes(have, sizeof have, *budget), fmt_bytes(margin, sizeof margin, (double)CUDA_SAFETY_MARGIN),
+                    from_max_memory ? "give it more than that" : "free, the rest held by other processes (nvidia-smi lists them)");
+    *budget -= (double)CUDA_SAFETY_MARGIN;
+    return NGPT_OK;
+}
+
 /* The parameters as training counts them: without the padded vocabulary rows the arena holds besides */
 static size_t plan_params_unpadded(const Plan *p) { return p->nparams - (size_t)(p->req.m.Vp - p->req.m.V) * p->req.m.C; }
 
@@ -1947,12 +1964,13 @@ CLI_USED static void plan_print_json(const Plan *p, const char *error, FILE *f) 
     /* a forward-only plan leaves out the training keys; a sampling plan's micro_batch is the sequences generated
      * at once, an eval_only plan's eval_micro_batch the sequences an evaluation pass takes */
     if (!r->inference)
-        fprintf(f, "\"tokens_per_step\": %lld, \"gradient_accumulation_steps\": %d, \"recompute\": \"%s\", \"moments\": \"%s\", ",
-                (long long)r->batch_size * r->grad_accum * r->T, p->grad_accum, recompute_name(p->recompute),
-                p->moments_dtype == NGPT_DTYPE_F32 ? "fp32" : "bf16");
-    if (p->bf16_micro_batch) /* plan_print's "faster" line */
-        fprintf(f, "\"bf16_moments_offer\": {\"micro_batch\": %d, \"recompute\": \"%s\", \"modeled_speedup\": %.3f}, ", p->bf16_micro_batch,
-                recompute_name(p->bf16_recompute), p->bf16_gain);
+        fprintf(f, "\"tokens_per_step\": %lld, \"gradient_accumulation_steps\": %d, \"recompute\": \"%s\", \"moments\": \"%s\", "
+                   "\"moments_dtype\": \"%s\", ", (long long)r->batch_size * r->grad_accum * r->T, p->grad_accum, recompute_name(p->recompute),
+                p->moments_dtype == NGPT_DTYPE_F32 ? "fp32" : "bf16", p->moments_dtype == NGPT_DTYPE_F32 ? "float32" : "bfloat16");
+    if (p->bf16_micro_batch) /* plan_print's "faster" line: the plan --moments_dtype=bfloat16 gets */
+        fprintf(f, "\"bf16_moments_offer\": {\"moments_dtype\": \"bfloat16\", \"micro_batch\": %d, \"gradient_accumulation_steps\": %d, "
+                   "\"recompute\": \"%s\", \"device_bytes\": %zu, \"modeled_speedup\": %.3f}, ", p->bf16_micro_batch, p->bf16_grad_accum,
+                recompute_name(p->bf16_recompute), p->bf16_device_bytes, p->bf16_gain);
     if (!r->inference || r->eval_only) fprintf(f, "\"eval_micro_batch\": %d, ", p->eval_micro_batch);
     fprintf(f, "\"micro_batch\": %d, \"logits_chunk\": %d, \"lanes\": %d, \"device_bytes\": %zu, \"host_bytes\": %zu, \"bytes\": {",
             p->micro_batch, p->logits_chunk, p->lanes, p->device_bytes, p->host_bytes);
@@ -8693,8 +8711,9 @@ static int trainer_setup(ngpt_trainer *tr) {
         size_t fr, total;
         if ((rc = ngpt_cuda_mem_info(&fr, &total, msg, sizeof msg))) return tr_fail(tr, rc, "%s", msg);
         budget = (double)fr;
-        if (c->max_memory > 0 && c->max_memory < budget) budget = c->max_memory;
-        budget -= (double)CUDA_SAFETY_MARGIN;
+        const int capped = c->max_memory > 0 && c->max_memory < budget;
+        if (capped) budget = c->max_memory;
+        if ((rc = cuda_budget_after_margin(&budget, capped, msg, sizeof msg))) return tr_fail(tr, rc, "%s", msg);
     } else {
         budget = host_memory_available();
         if (c->max_memory > 0 && c->max_memory < budget) budget = c->max_memory;
@@ -11575,10 +11594,11 @@ static int cmd_plan(int argc, char **argv) {
     double budget = cfg.max_memory;
     if (device == DEV_BACKEND_CUDA) {
         size_t fr = 0, total = 0;
-        if (!ngpt_cuda_mem_info(&fr, &total, err, sizeof err) && (budget <= 0 || (double)fr < budget)) budget = (double)fr;
+        const int measured = !ngpt_cuda_mem_info(&fr, &total, err, sizeof err) && (budget <= 0 || (double)fr < budget);
+        if (measured) budget = (double)fr;
         if (budget <= 0)
             return plan_refused(json, "no GPU here to measure; give the card's free memory with --max_memory (e.g. --max_memory=2.68GiB)");
-        budget -= (double)CUDA_SAFETY_MARGIN;
+        if (cuda_budget_after_margin(&budget, !measured, err, sizeof err)) return plan_refused(json, err);
     } else if (budget <= 0) budget = host_memory_available();
     PlanRequest req;
     plan_request_from_config(&req, &cfg, &ms, device, dtype, cfg.threads > 0 ? cfg.threads : cpu_count(), budget, sampling);

@@ -706,10 +706,23 @@ static void test_plan_and_info(void) {
     CHECK(strstr(r->out, "micro-batch 8 x accumulation 8, recompute whole layers") && strstr(r->out, "AdamW moments bf16") &&
               !strstr(r->out, "faster "),
           "plan at 2.2 GiB with moments_dtype = bfloat16: %.900s", r->out);
+    /* --json: the offer is the plan --moments_dtype=bfloat16 makes, its accumulation and arena bytes too */
     r = plan_gpt2_124m("--max_memory=2.2GiB", "--json");
     CHECK_RUN(r, 0, "plan --json at 2.2 GiB");
-    CHECK(strstr(r->out, "\"moments\": \"fp32\", \"bf16_moments_offer\": {\"micro_batch\": 8, \"recompute\": \"whole layers\", \"modeled_speedup\": 1.6"),
-          "plan --json at 2.2 GiB offers bf16 moments: %.600s", r->out);
+    const char *offer = strstr(r->out, "\"moments\": \"fp32\", \"moments_dtype\": \"float32\", \"bf16_moments_offer\": {\"moments_dtype\": "
+                                       "\"bfloat16\", \"micro_batch\": 8, \"gradient_accumulation_steps\": 8, \"recompute\": \"whole layers\", "
+                                       "\"device_bytes\": ");
+    unsigned long long offered = 0, planned = 1;
+    CHECK(offer && sscanf(strstr(offer, "\"device_bytes\": ") + strlen("\"device_bytes\": "), "%llu", &offered) == 1 && strstr(offer, "\"modeled_speedup\": 1.6"),
+          "plan --json at 2.2 GiB offers bf16 moments: %.700s", r->out);
+    r = cli("plan", "--n_layer=12", "--n_head=12", "--n_embd=768", "--block_size=1024", "--batch_size=64", "--vocab_size=50257", "--device=cuda",
+            "--dtype=bfloat16", "--max_memory=2.2GiB", "--moments_dtype=bfloat16", "--json", NULL);
+    CHECK_RUN(r, 0, "plan --json at 2.2 GiB, bf16 moments");
+    static const char lanes_bytes[] = "\"lanes\": 1, \"device_bytes\": ";
+    const char *bytes = strstr(r->out, lanes_bytes);
+    CHECK(strstr(r->out, "\"moments\": \"bf16\", \"moments_dtype\": \"bfloat16\", ") && !strstr(r->out, "bf16_moments_offer") && bytes &&
+              sscanf(bytes + strlen(lanes_bytes), "%llu", &planned) == 1 && planned == offered,
+          "the offer's %llu device bytes are the bf16 plan's %llu: %.700s", offered, planned, r->out);
     /* where only bf16 moments fit, the fp32 pin is refused, naming the plan without it */
     r = plan_gpt2_124m("--max_memory=2.0GiB", "--moments_dtype=float32");
     CHECK_RUN(r, 1, "plan at 2.0 GiB, fp32 moments");
@@ -721,6 +734,12 @@ static void test_plan_and_info(void) {
     CHECK_RUN(r, 1, "plan on the cpu, bf16 moments");
     CHECK(strstr(r->err, "moments_dtype = bfloat16 needs a GPU run in dtype bfloat16 or float16 (this one is float32, on the cpu)"),
           "bf16 moments on the cpu: %.300s", r->err);
+    /* a max_memory no larger than what is kept for the CUDA runtime: refused, not planned in a negative budget */
+    r = plan_gpt2_124m("--max_memory=100MiB", "--json");
+    CHECK_RUN(r, 1, "plan at 100 MiB");
+    CHECK(strstr(r->out, "{\"fits\": false, \"error\": \"max_memory is 100.0 MiB, no more than the 256.0 MiB kept for the CUDA runtime") &&
+              !strstr(r->out, "\"budget\": -"),
+          "plan at 100 MiB: %.400s", r->out);
     r = plan_gpt2_124m("--max_memory=0.5GiB", NULL);
     CHECK_RUN(r, 1, "plan at 0.5 GiB");
     CHECK(strstr(r->err, "does not fit") && strstr(r->err, "block_size"), "a refusal says what would help: %.400s", r->err);
