@@ -12273,11 +12273,19 @@ static int cmd_plot(int argc, char **argv) {
      * step, and its lines replace the earlier run's from there on. Within a run the steps never go back and
      * neither kind of line repeats a step. */
     double last = -1, last_of[2] = {-1, -1}; /* the step of the previous line, and of the previous line of each kind */
+    long line_no = 0, skipped = 0, first_skipped = 0; /* lines no run logs (edited, or cut short by a crash) */
     while (fgets(line, sizeof line, f)) {
+        line_no++;
+        size_t len = strlen(line);
+        int whole = len && line[len - 1] == '\n';
+        for (int ch; !whole && (ch = fgetc(f)) != EOF && ch != '\n';) {} /* past a line longer than any nanogpt logs */
         double step = json_number(line, "step");
-        /* an eval_only run's evaluation is no run's curve (it may be a model from elsewhere, at step 0) */
-        if (!isfinite(step) || step < 0 || strstr(line, "\"eval_only\": true")) continue; /* no step a run logs */
         int eval = strstr(line, "\"val_loss\":") != NULL;
+        if (!whole || !isfinite(step) || step < 0 || step != floor(step) || (!eval && !strstr(line, "\"loss\":"))) {
+            if (!skipped++) first_skipped = line_no;
+            continue;
+        }
+        if (strstr(line, "\"eval_only\": true")) continue; /* an evaluation of a model, maybe from elsewhere: no run's curve */
         if (step < last || step <= last_of[eval]) {
             series_cut(&tr, step);
             series_cut(&ev_train, step);
@@ -12292,6 +12300,10 @@ static int cmd_plot(int argc, char **argv) {
         if (eval && !isnan(vl)) bad |= series_add(&ev_val, step, vl);
     }
     fclose(f);
+    if (skipped)
+        fprintf(stderr, "note: %s: %ld of its %ld lines left out, the first line %ld: no line training writes (a whole step, at least 0, "
+                        "with its loss, or an evaluation's losses, ending in a newline): edited, or cut short by a crash\n",
+                in, skipped, line_no, first_skipped);
     int rc = 1;
     FILE *o = NULL;
     if (bad) fprintf(stderr, "error: out of host memory reading %s\n", in);

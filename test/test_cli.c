@@ -2551,6 +2551,19 @@ static void test_plot_after_resume(void) {
         if (sscanf(q + 18, "%31[^<]", label) == 1) snprintf(labels + strlen(labels), sizeof labels - strlen(labels), "%s ", label);
     }
     CHECK(!strcmp(labels, "2.5 3.0 3.5 4.0 "), "loss ticks: %s", labels);
+    /* lines no run writes (text, a fractional step, a step line without its loss, a last line cut short by a crash)
+     * are left out with a note that counts them and names the first; the others are drawn */
+    FILE *cut = fopen(tmp_path("cut_log/log.jsonl"), "w");
+    if (!cut && mkdir(tmp_path("cut_log"), 0777) == 0) cut = fopen(tmp_path("cut_log/log.jsonl"), "w");
+    if (!cut) { CHECK(0, "cannot write %s", tmp_path("cut_log/log.jsonl")); return; }
+    fputs("{\"step\": 0, \"loss\": 4.0}\nnot json\n{\"step\": 1, \"loss\": 3.9}\n{\"step\": 2.5, \"loss\": 3.8}\n{\"step\": 3, \"lr\": 1e-3}\n"
+          "{\"step\": 3, \"loss\": 3.7", cut);
+    fclose(cut);
+    r = cli("plot", tmp_path("cut_log"), NULL);
+    CHECK_RUN(r, 0, "plot of a log with lines no run writes");
+    CHECK(strstr(r->out, "(2 steps, 0 evaluations)") && strstr(r->err, "cut_log/log.jsonl: 4 of its 6 lines left out, the first line 2: no line "
+                                                                       "training writes"),
+          "the lines drawn and the note of those left out: %.300s | %.400s", r->out, r->err);
     /* logs no run writes, edited or cut: an infinite step, or losses a double cannot step between, once drew ticks
      * without end (gigabytes of loss.svg); now a step is finite and the ticks are counted (within 20 s, 1 MiB) */
     static const char *const odd_logs[] = {"{\"step\": 0, \"loss\": 4.0}\n{\"step\": 1e999, \"loss\": 3.9}\n",
