@@ -401,7 +401,7 @@ static const ConfigKey config_keys[] = {
     CK(logits_chunk, KEY_INT, 0, 1 << 30, NULL, "rows of logits per chunk (0 = the planner chooses)"),
     CK(moments_dtype, KEY_STR, 0, 0, "auto|float32|bfloat16", "AdamW moments: auto keeps fp32 wherever a plan fits; bfloat16 halves them (GPU, dtype bfloat16/float16)"),
     CK(threads, KEY_INT, 0, POOL_MAX_THREADS, NULL, "CPU threads (0 = one per core, or one alone while that measures faster)"),
-    CK(on_nonfinite, KEY_STR, 0, 0, "skip|halt", "a NaN/Inf loss or gradient: skip the step (10 in a row halt) or halt"),
+    CK(on_nonfinite, KEY_STR, 0, 0, "skip|halt", "a NaN/Inf loss or gradient: skip the step (more than 10 in a row halt) or halt"),
     CK_IGNORED(wandb_log, "nanoGPT's wandb logging: not supported, ignored"),
     CK_IGNORED(wandb_project, "ignored"),
     CK_IGNORED(wandb_run_name, "ignored"),
@@ -7643,7 +7643,7 @@ static int pretrained_open(const char *init_from, const char *pretrained_dir, Mo
         int e = errno, L, NH, C, known = llmc_descriptor(init_from, &L, &NH, &C); /* llm.c's -e d12: a new model of 12 layers */
         char descriptor[200] = "";
         if (known > 0)
-            snprintf(descriptor, sizeof descriptor, " (llm.c's d%d is a new model: --init_from=scratch --n_layer=%d --n_head=%d --n_embd=%d)",
+            snprintf(descriptor, sizeof descriptor, " (llm.c's d%d is a new model: --init_from=scratch --n_layer=%d --n_head=%d --n_embd=%d --bias=True)",
                      L, L, NH, C);
         else if (known < 0)
             snprintf(descriptor, sizeof descriptor, " (llm.c's descriptors dN are d6, d12, d24, d36, d48, d60, d72 and d84)");
@@ -10812,7 +10812,7 @@ static int single_dash_flag(const char *a, char *err, size_t errlen) {
     static const char *const llmc[][2] = {
         {"i", "--data_dir=DIR (the folder of the *_train_*.bin shards)"}, {"j", "--data_dir=DIR (the folder of the *_val_*.bin shards)"},
         {"e", "--init_from=FILE (an llm.c model file; a descriptor dN is a new model: --n_layer=N with --n_embd and --n_head, d12 "
-              "being 12, 768, 12)"},
+              "being 12, 768, 12, and --bias=True)"},
         {"o", "--out_dir=DIR"}, {"b", "--batch_size"}, {"t", "--block_size"}, {"nk", "--keep_checkpoints"},
         {"k", "--decay_lr (True: nanoGPT's cosine, False: a constant rate)"},
         {"d", "--batch_size x --gradient_accumulation_steps x --block_size (the tokens per step)"}, {"l", "--learning_rate"},
@@ -10923,7 +10923,7 @@ static const char *llmc_flags_as_settings(int argc, char **argv, char *out, size
         double x = 0, b = 0, t = 0, lr = 0;
         if (took) { /* one setting each, said above */
         } else if (!strcmp(a, "-e") && llmc_descriptor(v, &L, &NH, &C) > 0) {
-            SAY("%s--init_from=scratch --n_layer=%d --n_head=%d --n_embd=%d", n ? " " : "", L, NH, C);
+            SAY("%s--init_from=scratch --n_layer=%d --n_head=%d --n_embd=%d --bias=True", n ? " " : "", L, NH, C); /* llm.c's GPT-2 has biases */
             took = 1;
         } else if (!strcmp(a, "-e") && file_exists(v)) {
             SAY("%s--init_from=%s", n ? " " : "", v);
@@ -11366,8 +11366,11 @@ static int cmd_train(int argc, char **argv) {
     if (!has_file && !strcmp(cfg.init_from, "scratch"))
         printf("no config file: %s nanoGPT's shakespeare_char recipe (n_layer %d, n_embd %d, block_size %d, max_iters %d)\n",
                argc ? "the command line's settings over" : "the default job,", cfg.n_layer, cfg.n_embd, cfg.block_size, cfg.max_iters);
-    else if (!has_file) /* the model comes from init_from (its own line follows), the rest from the recipe */
+    else if (!has_file && !strcmp(cfg.init_from, "resume")) /* the model comes from the checkpoint (its own line follows), the rest from the recipe */
         printf("no config file: the command line's settings over nanoGPT's shakespeare_char recipe (max_iters %d)\n", cfg.max_iters);
+    else if (!has_file) /* pretrained weights: their model cropped to the recipe's block_size, unless the command line set one */
+        printf("no config file: the command line's settings over nanoGPT's shakespeare_char recipe (block_size %d, max_iters %d; "
+               "data/shakespeare/finetune.cfg is nanoGPT's finetuning recipe)\n", cfg.block_size, cfg.max_iters);
     Display disp = {isatty(1), cfg.log_interval, 0};
     ngpt_options opt;
     memset(&opt, 0, sizeof opt);

@@ -604,14 +604,14 @@ static void test_typos(void) {
           "an init_from that is no name and no file lists the valid values: %.400s", r->err);
     r = cli("train", "--init_from=d12", NULL); /* llm.c's -e d12 */
     CHECK_RUN(r, 1, "train --init_from=d12");
-    CHECK(strstr(r->err, "llm.c's d12 is a new model: --init_from=scratch --n_layer=12 --n_head=12 --n_embd=768)"), "llm.c's model descriptor: %.400s",
+    CHECK(strstr(r->err, "llm.c's d12 is a new model: --init_from=scratch --n_layer=12 --n_head=12 --n_embd=768 --bias=True)"), "llm.c's model descriptor: %.400s",
           r->err);
     r = cli("train", "--init_from=d13", NULL);
     CHECK_RUN(r, 1, "train --init_from=d13");
     CHECK(strstr(r->err, "llm.c's descriptors dN are d6, d12, d24, d36, d48, d60, d72 and d84"), "a depth llm.c has no shape for: %.400s", r->err);
     r = cli("train", "-e", "d24", "-b", "8", NULL);
     CHECK_RUN(r, 1, "train -e d24 -b 8");
-    CHECK(strstr(r->err, "llm.c's flags here as nanogpt's settings: --init_from=scratch --n_layer=24 --n_head=16 --n_embd=1024 --batch_size=8"),
+    CHECK(strstr(r->err, "llm.c's flags here as nanogpt's settings: --init_from=scratch --n_layer=24 --n_head=16 --n_embd=1024 --bias=True --batch_size=8"),
           "llm.c's -e d24 spelt out: %.400s", r->err);
     r = cli("train", "-e", "test/fixtures/tiny_gpt2_llmc_v3.bin", NULL);
     CHECK_RUN(r, 1, "train -e FILE");
@@ -1211,6 +1211,9 @@ static void test_resume_model(void) {
     r = cli("train", "--init_from=test/fixtures/tiny_gpt2", data_arg, out_dir_arg, "--block_size=16", "--batch_size=8", "--eval_iters=3",
             "--max_iters=0", "--eval_interval=1", "--device=cpu", "--threads=1", NULL);
     CHECK_RUN(r, 0, "the tiny fixture's step 0 in the training plan");
+    CHECK(strstr(r->out, "no config file: the command line's settings over nanoGPT's shakespeare_char recipe (block_size 16, max_iters 0; "
+                         "data/shakespeare/finetune.cfg is nanoGPT's finetuning recipe)\n"),
+          "without a config, pretrained weights' first line names the block_size they are cropped to: %.300s", r->out);
     if ((ev = strstr(r->out, "step 0: train loss "))) sscanf(ev, "step 0: train loss %lf, val loss %lf", &tl2, &vl2);
     CHECK(fabs(tl - tl2) < 2e-4 && fabs(vl - vl2) < 2e-4, "pretrained eval_only %.4f, %.4f against the training plan's %.4f, %.4f", tl, vl, tl2, vl2);
     /* from scratch eval_only keeps the training plan (the random initialisation is drawn into its fp32 master) */
