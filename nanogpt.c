@@ -1854,10 +1854,10 @@ static const char *dtype_name(int dtype) {
 static int cuda_budget_after_margin(double *budget, int from_max_memory, char *err, size_t errlen) {
     char have[32], margin[32];
     if (*budget <= (double)CUDA_SAFETY_MARGIN)
-        return fail(err, errlen, NGPT_ERR_NOMEM, "%s %s, no more than the %s kept for the CUDA runtime (kernels it loads, launch "
+        return fail(err, errlen, NGPT_ERR_NOMEM, "%s %s%s, no more than the %s kept for the CUDA runtime (kernels it loads, launch "
                                                   "resources): %s", from_max_memory ? "max_memory is" : "the GPU has",
-                    fmt_bytes(have, sizeof have, *budget), fmt_bytes(margin, sizeof margin, (double)CUDA_SAFETY_MARGIN),
-                    from_max_memory ? "give it more than that" : "free, the rest held by other processes (nvidia-smi lists them)");
+                    fmt_bytes(have, sizeof have, *budget), from_max_memory ? "" : " free", fmt_bytes(margin, sizeof margin, (double)CUDA_SAFETY_MARGIN),
+                    from_max_memory ? "give it more than that" : "the rest is held by other processes (nvidia-smi lists them)");
     *budget -= (double)CUDA_SAFETY_MARGIN;
     return NGPT_OK;
 }
@@ -6120,24 +6120,26 @@ static double run_micro_batches(ngpt_trainer *tr, const BatchLayout *lay, int co
  * step or evaluation that read it fails before it changes anything (data_changed_error). */
 static void sample_batch(ngpt_trainer *tr, const TokenSet *set, Rng *rng, int B) {
     int T = tr->plan.req.T;
-    unsigned bad = 0;
+    const unsigned ids = (unsigned)set->ids;
     for (int b = 0; b < B; b++) {
         const TokenFile *file;
         const uint16_t *w = tokenset_window(set, (size_t)rng_below(rng, set->windows), &file);
         int32_t *tokens = tr->h_tokens + (size_t)b * T, *targets = tr->h_targets + (size_t)b * T;
-        for (int t = 0; t < T; t++) {
+        unsigned bad = 0;
+        for (int t = 0; t < T; t++) { /* the values copied are the ones checked: the file may change between two reads */
             tokens[t] = w[t];
             targets[t] = w[t + 1];
+            bad |= ((unsigned)tokens[t] >= ids) | ((unsigned)targets[t] >= ids);
         }
-        for (int t = 0; t <= T; t++) bad |= w[t] >= (unsigned)set->ids;
-        for (int t = 0; bad && t <= T; t++) {
-            if (w[t] < (unsigned)set->ids) continue;
-            if (!tr->data_changed[0])
-                snprintf(tr->data_changed, sizeof tr->data_changed, "%s: token id %d at byte offset %zu is out of range (0..%d)", file->path, w[t],
-                         (size_t)((const char *)&w[t] - (const char *)file->map), set->ids - 1);
-            if (t < T) tokens[t] = 0;
-            if (t > 0) targets[t - 1] = 0;
-        }
+        for (int t = 0; bad && t < T; t++)
+            for (int k = 0; k < 2; k++) {
+                int32_t *id = k ? &targets[t] : &tokens[t]; /* token t + k of the window */
+                if ((unsigned)*id < ids) continue;
+                if (!tr->data_changed[0])
+                    snprintf(tr->data_changed, sizeof tr->data_changed, "%s: token id %d at byte offset %zu is out of range (0..%d)", file->path,
+                             (int)*id, (size_t)((const char *)(w + t + k) - (const char *)file->map), set->ids - 1);
+                *id = 0;
+            }
     }
 }
 
@@ -8426,7 +8428,8 @@ CLI_USED static const char *resume_moments_note(const ngpt_trainer *tr, char *bu
     if (!tr->resumed || tr->plan.req.inference || !tr->loaded_moment_bits || tr->loaded_moment_bits == bits) return buf;
     snprintf(buf, cap, "AdamW moments %s (its run: %s): the checkpoint's were %s; %s", bits == 16 ? "bf16" : "fp32",
              bits == 16 ? "fp32" : "bf16", bits == 16 ? "rounded to bf16" : "widened to fp32, exactly",
-             bits == 32 ? "pass --moments_dtype=bfloat16 to go on in bf16"
+             bits == 32 && tr->plan.req.dtype == NGPT_DTYPE_F32 ? "bf16 moments need a GPU run in dtype bfloat16 or float16, as its run was"
+             : bits == 32 ? "pass --moments_dtype=bfloat16 to go on in bf16"
              : strcmp(tr->cfg.moments_dtype, "auto") ? "pass --moments_dtype=auto to go on in fp32 where they fit"
                                                      : "fp32 ones do not fit this device's plan");
     return buf;
@@ -8927,9 +8930,13 @@ static int train_step_once(ngpt_trainer *tr, batch_fill_fn fill, void *ctx, floa
     float lr = lr_at(&tr->cfg, tr->step);
     double mean;
     tr->data_changed[0] = 0;
+    const Rng data_at_start = tr->rng_train;
     int rc = forward_backward(tr, fill, ctx, &mean, stop, ran);
     if (rc) return rc;
-    if (tr->data_changed[0]) return data_changed_error(tr, "training step");
+    if (tr->data_changed[0]) { /* nothing changes: the data position neither, so the step, run again, reads the same windows */
+        tr->rng_train = data_at_start;
+        return data_changed_error(tr, "training step");
+    }
     double norm = grad_norm(tr) / tr->loss_scale;
     if (tr->plan.req.dtype == NGPT_DTYPE_F16 && isfinite(mean) && !isfinite(norm)) {
         /* fp16: the scaled gradients overflowed. Halve the loss scale and skip the step (dynamic loss
@@ -10209,7 +10216,8 @@ static int prepare_char(const char *input, const char *out_dir, double val_fract
     if (!rc && !p.changed) rc = prep_flush(&p);
     if (p.changed) {
         char what[120];
-        if (p.changed == TEXT_NEW_CHARACTER) snprintf(what, sizeof what, "character %zu is U+%04X, which the first did not see", p.written, p.unseen_cp);
+        if (p.changed == TEXT_NEW_CHARACTER)
+            snprintf(what, sizeof what, "character %zu (from 1) is U+%04X, which the first did not see", p.written + 1, p.unseen_cp);
         else snprintf(what, sizeof what, "%s %zu characters", p.changed == TEXT_LONGER ? "more than" : "only", p.written);
         rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s changed while it was being prepared (appended to, or written over): its first read found %zu "
                                                 "characters, %d distinct; in the second, %s. Nothing in %s was replaced: prepare it again once "
@@ -12265,7 +12273,7 @@ static int cmd_plot(int argc, char **argv) {
         if (ngpt_config_set(&c, "out_dir", argv[0] + 10, err, sizeof err)) { fprintf(stderr, "error: --out_dir: %s\n", err); return 1; }
         dir = c.out_dir;
     }
-    char in[600], out[600], line[1024];
+    char in[600], out[600];
     snprintf(in, sizeof in, "%.580s/log.jsonl", dir);
     snprintf(out, sizeof out, "%.580s/loss.svg", dir);
     FILE *f = fopen(in, "r");
@@ -12277,11 +12285,11 @@ static int cmd_plot(int argc, char **argv) {
      * neither kind of line repeats a step. */
     double last = -1, last_of[2] = {-1, -1}; /* the step of the previous line, and of the previous line of each kind */
     long line_no = 0, skipped = 0, first_skipped = 0; /* lines no run logs (edited, or cut short by a crash) */
-    while (fgets(line, sizeof line, f)) {
+    char *line = NULL;
+    size_t line_cap = 0;
+    for (ssize_t len; (len = getline(&line, &line_cap, f)) > 0;) {
         line_no++;
-        size_t len = strlen(line);
-        int whole = len && line[len - 1] == '\n';
-        for (int ch; !whole && (ch = fgetc(f)) != EOF && ch != '\n';) {} /* past a line longer than any nanogpt logs */
+        int whole = line[len - 1] == '\n' && strlen(line) == (size_t)len; /* ends in a newline, holds no NUL */
         double step = json_number(line, "step");
         int eval = strstr(line, "\"val_loss\":") != NULL;
         if (!whole || !isfinite(step) || step < 0 || step != floor(step) || (!eval && !strstr(line, "\"loss\":"))) {
@@ -12302,6 +12310,8 @@ static int cmd_plot(int argc, char **argv) {
         if (eval && !isnan(tl)) bad |= series_add(&ev_train, step, tl);
         if (eval && !isnan(vl)) bad |= series_add(&ev_val, step, vl);
     }
+    const int read_failed = !feof(f); /* getline stopped before the end: a read error, or no memory for a line */
+    free(line);
     fclose(f);
     if (skipped)
         fprintf(stderr, "note: %s: %ld of its %ld lines left out, the first line %ld: no line training writes (a whole step, at least 0, "
@@ -12309,7 +12319,8 @@ static int cmd_plot(int argc, char **argv) {
                 in, skipped, line_no, first_skipped);
     int rc = 1;
     FILE *o = NULL;
-    if (bad) fprintf(stderr, "error: out of host memory reading %s\n", in);
+    if (read_failed) fprintf(stderr, "error: reading %s failed after its line %ld\n", in, line_no);
+    else if (bad) fprintf(stderr, "error: out of host memory reading %s\n", in);
     else if (tr.n + ev_val.n == 0) fprintf(stderr, "error: %s holds no losses\n", in);
     else if (!(o = fopen(out, "w"))) fprintf(stderr, "error: cannot write %s: %s\n", out, strerror(errno));
     if (!o) goto done;

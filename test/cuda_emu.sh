@@ -155,8 +155,9 @@ build_cc() {
         $CXX -o "$OUT/nanogpt_sm$cc" "$OUT/nanogpt_cuda.o" "$OUT/nanogpt_emu_$cc.o" "$OUT/cuda_emu_runtime_$cc.o" -lm -lpthread
 }
 # the command line on the emulated GPU, as a user runs it: info, prepare, train (cuda:0; bf16, or fp16 with
-# loss scaling on the sm_75), resume, sample, plan (the default job: the GPU recipe and the card's dtype),
-# bench, bench --kernels; each must exit 0 and say what it should
+# loss scaling on the sm_75), resume (and again with bf16 moments: the note that its run's were fp32), sample,
+# plan (the default job: the GPU recipe and the card's dtype), bench, bench --kernels; each must exit 0 and say
+# what it should
 cli() { # CC
     local N=$OUT/nanogpt_sm$1 D=$OUT/cli_sm$1 p=0 f=0 dt=bfloat16
     [ "$1" -lt 80 ] && dt=float16
@@ -184,6 +185,8 @@ cli() { # CC
     check "train --device=cuda:0 --dtype=$dt" "^done: 7 steps" "$N" train --device=cuda:0 --dtype=$dt "${small[@]}" \
         --n_layer=1 --n_head=2 --n_embd=64 --block_size=32 --max_iters=6 --dropout=0.1
     check "train --init_from=resume" "^done: 2 steps \(from step 7 to 9\)" "$N" train --init_from=resume --device=cuda "${small[@]}" --max_iters=8
+    check "train --init_from=resume --moments_dtype=bfloat16 (its run's were fp32)" "^note: AdamW moments bf16 \(its run: fp32\): the checkpoint's were rounded to bf16" \
+        "$N" train --init_from=resume --device=cuda "${small[@]}" --max_iters=9 --moments_dtype=bfloat16
     check sample "^-+$" "$N" sample --out_dir="$D/out" --data_dir="$D/data" --device=cuda --num_samples=2 --max_new_tokens=16 --start=The
     check "plan --device=cuda:0 (no config: the GPU recipe, in $dt)" "^device +cuda, $dt" "$N" plan --device=cuda:0
     check "plan: the GPU recipe" "L=6 NH=6 C=384" "$N" plan --device=cuda

@@ -913,6 +913,25 @@ static void test_checkpoint_fields(void) {
     rc = ngpt_load(tr, bad);
     CHECK(rc == 0 && tr->loaded_moment_bits == 0, "an older state section: rc %d, moment bits %d: %s", rc, tr->loaded_moment_bits, tr->err);
     rewrite_section(good, bad, SEC_STATE, &state, CKPT_STATE_BYTES_BEFORE_MOMENT_BITS - 8);
+    /* a CPU run resumed from a checkpoint whose run kept bf16 moments: the note says how bf16 moments are had */
+    CHECK(checkpoint_save(tr, 0) == 0, "save into out_dir: %s", tr->err);
+    char saved[600];
+    checkpoint_path(c.out_dir, tr->step, saved, sizeof saved);
+    CkptState bf16_run = state;
+    bf16_run.moment_bits = 16;
+    CHECK(rewrite_section(saved, saved, SEC_STATE, &bf16_run, sizeof bf16_run) == 0, "rewrite %s", saved);
+    ngpt_config resume = c;
+    copy_str(resume.init_from, sizeof resume.init_from, "resume");
+    ngpt_trainer *resumed = make(&resume);
+    if (resumed) {
+        char note[300];
+        resume_moments_note(resumed, note, sizeof note);
+        CHECK(!strcmp(note, "AdamW moments fp32 (its run: bf16): the checkpoint's were widened to fp32, exactly; bf16 moments need a GPU run in "
+                            "dtype bfloat16 or float16, as its run was"),
+              "the note of a CPU resume of bf16 moments: '%s'", note);
+        ngpt_trainer_free(resumed);
+    }
+    rewrite_section(good, bad, SEC_STATE, &state, CKPT_STATE_BYTES_BEFORE_MOMENT_BITS - 8);
     rc = ngpt_load(tr, bad);
     snprintf(err, sizeof err, "state section (offset %llu) has %zu bytes; nanogpt writes %zu (%zu in files written before", state_at,
              CKPT_STATE_BYTES_BEFORE_MOMENT_BITS - 8, sizeof(CkptState), CKPT_STATE_BYTES_BEFORE_MOMENT_BITS);
@@ -934,7 +953,7 @@ static void test_data_written_over(void) {
         FILE *f = fopen(path, "r+b");
         static uint16_t was[20000], over[20000];
         int ok = f && fread(was, 2, 20000, f) == 20000;
-        for (int i = 0; i < 20000; i++) over[i] = (uint16_t)(i % 7 == 3 ? 40 + i % 9 : was[i]); /* 40 = vocab_size: the first id past it */
+        for (int i = 0; i < 20000; i++) over[i] = (uint16_t)(i % 7 == 3 ? 65535 - i % 9 : was[i]); /* far past the padded vocabulary (64) and the arena */
         ok = ok && !fseek(f, 0, SEEK_SET) && fwrite(over, 2, 20000, f) == 20000 && !fflush(f);
         CHECK(ok, "cannot write over %s", path);
         float *before = params_of(tr);
@@ -954,6 +973,15 @@ static void test_data_written_over(void) {
               memcmp(before, after, tr->plan.nparams * 4) ? "changed" : "as they were", tr->err);
         free(before);
         free(after);
+        if (!split) { /* the batch itself: every id it took in range, those past it replaced */
+            Rng rng = {7, 7, 0};
+            tr->data_changed[0] = 0;
+            sample_batch(tr, &tr->train_data, &rng, tr->plan.micro_batch);
+            size_t n = (size_t)tr->plan.micro_batch * (size_t)tr->plan.req.T, out_of_range = 0;
+            for (size_t i = 0; i < n; i++) out_of_range += (unsigned)tr->h_tokens[i] >= 40u || (unsigned)tr->h_targets[i] >= 40u;
+            CHECK(tr->data_changed[0] && out_of_range == 0, "sample_batch over the written file: %zu ids out of range in the batch (%s)",
+                  out_of_range, tr->data_changed[0] ? "said" : "not said");
+        }
         ok = f && !fseek(f, 0, SEEK_SET) && fwrite(was, 2, 20000, f) == 20000;
         if (f) ok &= fclose(f) == 0;
         CHECK(ok, "cannot restore %s", path);

@@ -2559,12 +2559,13 @@ static void test_plot_after_resume(void) {
     FILE *cut = fopen(tmp_path("cut_log/log.jsonl"), "w");
     if (!cut && mkdir(tmp_path("cut_log"), 0777) == 0) cut = fopen(tmp_path("cut_log/log.jsonl"), "w");
     if (!cut) { CHECK(0, "cannot write %s", tmp_path("cut_log/log.jsonl")); return; }
-    fputs("{\"step\": 0, \"loss\": 4.0}\nnot json\n{\"step\": 1, \"loss\": 3.9}\n{\"step\": 2.5, \"loss\": 3.8}\n{\"step\": 3, \"lr\": 1e-3}\n"
-          "{\"step\": 3, \"loss\": 3.7", cut);
+    static const char cut_text[] = "{\"step\": 0, \"loss\": 4.0}\nnot json\n{\"step\": 1, \"loss\": 3.9}\n{\"step\": 2, \0\"loss\": 3.85}\n"
+                                   "{\"step\": 2, \"loss\": 3.85}\n{\"step\": 2.5, \"loss\": 3.8}\n{\"step\": 3, \"lr\": 1e-3}\n{\"step\": 3, \"loss\": 3.7";
+    fwrite(cut_text, 1, sizeof cut_text - 1, cut); /* a line with a NUL in it too: the line after it is read whole */
     fclose(cut);
     r = cli("plot", tmp_path("cut_log"), NULL);
     CHECK_RUN(r, 0, "plot of a log with lines no run writes");
-    CHECK(strstr(r->out, "(2 steps, 0 evaluations)") && strstr(r->err, "cut_log/log.jsonl: 4 of its 6 lines left out, the first line 2: no line "
+    CHECK(strstr(r->out, "(3 steps, 0 evaluations)") && strstr(r->err, "cut_log/log.jsonl: 5 of its 8 lines left out, the first line 2: no line "
                                                                        "training writes"),
           "the lines drawn and the note of those left out: %.300s | %.400s", r->out, r->err);
     /* logs no run writes, edited or cut: an infinite step, or losses a double cannot step between, once drew ticks

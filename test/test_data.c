@@ -420,7 +420,7 @@ static void test_text_changed_between_reads(void) {
     char text[512], dir[512], path[600], err[NGPT_ERRLEN];
     snprintf(text, sizeof text, "%s/changing.txt", tmpdir);
     snprintf(dir, sizeof dir, "%s/changing", tmpdir);
-    static const char *const expect[3] = {"in the second, character 0 is U+20AC, which the first did not see",
+    static const char *const expect[3] = {"in the second, character 1 (from 1) is U+20AC, which the first did not see",
                                           "in the second, more than 2000 characters", "in the second, only 2 characters"};
     for (change_kind = 0; change_kind < 3; change_kind++) {
         FILE *f = fopen(text, "w");
