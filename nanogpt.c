@@ -117,6 +117,16 @@ static int file_exists(const char *path) {
     return stat(path, &st) == 0;
 }
 
+/* NGPT_OK when path is a regular file, or names nothing stat can see (opening it then says why); else an error
+ * naming what it is, before anything opens it: a pipe would block the open until a writer came, a device would
+ * never end */
+static int regular_or_missing(const char *path, const char *what, char *err, size_t errlen) {
+    struct stat st;
+    if (stat(path, &st) || S_ISREG(st.st_mode)) return NGPT_OK;
+    return fail(err, errlen, NGPT_ERR_IO, "%s %s is %s, not a regular file", what, path,
+                S_ISDIR(st.st_mode) ? "a folder" : S_ISFIFO(st.st_mode) ? "a pipe" : S_ISSOCK(st.st_mode) ? "a socket" : "a device");
+}
+
 /* The units parse_bytes reads, for error messages. */
 #define BYTE_UNITS "B, KB/MB/GB/TB (powers of 1000), KiB/MiB/GiB/TiB or K/M/G/T (powers of 1024)"
 
@@ -941,6 +951,10 @@ typedef struct {
 /* ngpt_config_load; line_of (NULL, or one per config key) gets the line that set each key; extra (NULL: none)
  * takes the keys that are no config keys */
 static int config_load_extra(ngpt_config *cfg, const char *path, int *line_of, const ConfigExtra *extra, char *err, size_t errlen) {
+    struct stat pre; /* before the open: a pipe without a writer would hold it for good */
+    if (!stat(path, &pre) && !S_ISREG(pre.st_mode) && !S_ISDIR(pre.st_mode))
+        return fail(err, errlen, NGPT_ERR_ARG, "config file %s is no regular file (a pipe, <(...)): a command reads its config files more "
+                                               "than once; write it to a file and pass that", path);
     FILE *f = fopen(path, "r");
     if (!f) {
         int e = errno;
@@ -4325,6 +4339,7 @@ static uint32_t tok_crc32(uint32_t crc, const unsigned char *p, size_t n) {
 
 /* Reads a whole file into a malloc'd buffer (one spare byte past the end, set to 0). */
 static int tok_read_file(const char *path, unsigned char **out, size_t *len, char *err, size_t errlen) {
+    if (regular_or_missing(path, "tokenizer file", err, errlen)) return NGPT_ERR_IO; /* it is read whole: /dev/zero never ends */
     FILE *f = fopen(path, "rb");
     size_t cap = 1 << 16, n = 0;
     unsigned char *buf;
@@ -7998,6 +8013,7 @@ static int checkpoint_model_check(const CkptModel *m, const char *path, uint64_t
 /* Opens a checkpoint and checks its header, section table, model and state sections. */
 static int checkpoint_open(CkptReader *r, const char *path, char *err, size_t errlen) {
     memset(r, 0, sizeof *r);
+    if (regular_or_missing(path, "checkpoint", err, errlen)) return NGPT_ERR_IO;
     r->f = fopen(path, "rb");
     if (!r->f) return fail(err, errlen, NGPT_ERR_IO, "cannot open checkpoint %s: %s", path, strerror(errno));
     struct stat st;
@@ -8376,7 +8392,20 @@ int ngpt_save(ngpt_trainer *tr, const char *path) {
     if (!tr) return NGPT_ERR_ARG;
     if (!path || !*path) return tr_fail(tr, NGPT_ERR_ARG, "ngpt_save: no path");
     if (tr->plan.req.inference) return tr_fail(tr, NGPT_ERR_STATE, "cannot save %s: " SAMPLE_ONLY_REFUSAL, path);
-    int rc = checkpoint_write(tr, path);
+    /* the save renames a new file over path: what is there must be a file (not /dev/null); a link's file is
+     * replaced, the link kept, as export does */
+    struct stat st;
+    char target[PATH_MAX];
+    const char *file = path;
+    if (!lstat(path, &st) && S_ISLNK(st.st_mode)) {
+        if (!realpath(path, target))
+            return tr_fail(tr, NGPT_ERR_IO, "ngpt_save: %s is a symbolic link to nothing that can be written (%s)", path, strerror(errno));
+        file = target;
+    }
+    if (!stat(file, &st) && !S_ISREG(st.st_mode))
+        return tr_fail(tr, NGPT_ERR_IO, "ngpt_save: %s is %s: a save replaces a regular file, or makes one where there is nothing", path,
+                       S_ISDIR(st.st_mode) ? "a folder" : S_ISFIFO(st.st_mode) ? "a pipe" : S_ISSOCK(st.st_mode) ? "a socket" : "a device");
+    int rc = checkpoint_write(tr, file);
     const char *name = name_in_out_dir(tr, path);
     if (!rc && name && is_checkpoint_name(name, "")) kept_record(tr, atoll(name + 5)); /* out_dir's checkpoint, this trainer's own */
     return rc;
@@ -8524,6 +8553,12 @@ int ngpt_load(ngpt_trainer *tr, const char *path) {
     if (rc) return rc;
     /* every section it will read is checked first: a corrupt file leaves the trainer as it was */
     rc = checkpoint_same_model(tr, &r, path);
+    if (!rc && tr->charvocab && !chars_still_match(&r.state, tr->charvocab)) { /* as a resume refuses it */
+        char dir[300], trained[300];
+        dataset_dir(&tr->cfg, dir, sizeof dir);
+        rc = chars_changed_error(tr->err, sizeof tr->err, path, dir, tr->charvocab, checkpoint_trained_dir(&r, path, trained, sizeof trained),
+                                 "Load it into a trainer on the data it was trained on");
+    }
     for (int id = SEC_PARAMS; !rc && id <= (tr->plan.req.inference ? SEC_PARAMS : SEC_ADAM_V); id++)
         rc = checkpoint_verify_tensors(tr, &r, path, id);
     if (!rc) rc = checkpoint_load(tr, &r, path);
@@ -9066,7 +9101,6 @@ static int evaluate(ngpt_trainer *tr, _Atomic int *stop, float *train_loss, floa
     if (!rc) rc = eval_split(tr, &tr->val_data, base + 1, stop, &vl);
     if (rc) return rc;
     tr->eval_count++;
-    if (vl < tr->best_val_loss) tr->best_val_loss = vl;
     if (train_loss) *train_loss = tl;
     if (val_loss) *val_loss = vl;
     return NGPT_OK;
@@ -9416,6 +9450,7 @@ static int train_loop(ngpt_trainer *tr, int jsonl) {
             int rc = evaluate(tr, &tr->stop_requested, &tl, &vl);
             if (rc == NGPT_ERR_INTERRUPTED) return stop_here(tr, ", during its evaluation", 1);
             if (rc) return rc;
+            if (vl < tr->best_val_loss) tr->best_val_loss = vl; /* the run's own evaluations: one an embedder asks for decides no save */
             report(tr, jsonl, 1, tl, vl, run_steps ? run_seconds / run_steps : 0);
             if (c->eval_only) break;
             /* nanoGPT: save when val improves, or at every evaluation with always_save_checkpoint */
@@ -9516,7 +9551,8 @@ static int train_run(ngpt_trainer *tr) {
 
 int ngpt_train(ngpt_trainer *tr) {
     if (!tr) return NGPT_ERR_ARG;
-    int rc = train_run(tr);
+    int rc = tr->cfg.eval_only ? NGPT_OK : can_train(tr); /* refused before out_dir or its log is made */
+    if (!rc) rc = train_run(tr);
     atomic_store(&tr->stop_requested, 0); /* used up by any return: a later ngpt_train continues the run */
     return rc;
 }
@@ -11965,12 +12001,6 @@ static int sample_with(int argc, char **argv, int n_files, char **cfg_files) {
     opt.sample_only = 1;
     ngpt_trainer *tr;
     if (ngpt_trainer_create(&cfg, &opt, &tr, err, sizeof err)) { fprintf(stderr, "error: %s\n", err); return 1; }
-    if (from_checkpoint && ngpt_load(tr, path)) {
-        fprintf(stderr, "error: %s\n", ngpt_last_error(tr));
-        ngpt_trainer_free(tr);
-        return 1;
-    }
-    if (from_checkpoint) fprintf(stderr, "sampling %s (step %d)\n", path, tr->step); /* which of out_dir's checkpoints */
     ngpt_tokenizer *tok = NULL;
     int32_t *prompt = (int32_t *)malloc(prompt_cap * sizeof(int32_t));
     int np = 0, rc = prompt ? NGPT_OK : fail(err, sizeof err, NGPT_ERR_NOMEM, "out of host memory");
@@ -12007,6 +12037,11 @@ static int sample_with(int argc, char **argv, int n_files, char **cfg_files) {
         char dir[300];
         rc = chars_changed_error(err, sizeof err, path, dataset_dir(&cfg, dir, sizeof dir), tr->charvocab, trained_dir,
                                  "Pass the --dataset or --data_dir of its training data");
+    }
+    /* the weights, once the vocabulary is known to be theirs (the checks above say more than ngpt_load's own) */
+    if (!rc && from_checkpoint) {
+        if ((rc = ngpt_load(tr, path))) fail(err, sizeof err, rc, "%s", ngpt_last_error(tr));
+        else fprintf(stderr, "sampling %s (step %d)\n", path, tr->step); /* which of out_dir's checkpoints */
     }
     if (!rc && tr->charvocab) {
         size_t nn = 0;

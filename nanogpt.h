@@ -254,13 +254,16 @@ int ngpt_train(ngpt_trainer *tr);
  * continues the run. ngpt_evaluate itself is not stopped. */
 void ngpt_request_stop(ngpt_trainer *tr);
 /* Writes the whole training state (config, model, step, data position, parameters, AdamW moments) as a
- * checkpoint (docs/formats.md), atomically; path's folder must exist. init_from = resume reads the newest
+ * checkpoint (docs/formats.md), atomically (a new file renamed over path: what is at path must be a regular
+ * file, a link to one, whose file is replaced and the link kept, or nothing; a device or a pipe is refused);
+ * path's folder must exist. init_from = resume reads the newest
  * out_dir/ckpt_<step>.bin, the step in 9 digits (ckpt_000000030.bin, as ngpt_train names them; 10 from step
  * 1e9), else out_dir/best.bin: save under such a name for a resume to find it. ngpt_load reads any path. */
 int ngpt_save(ngpt_trainer *tr, const char *path);
 /* Loads a checkpoint of the same model into the trainer: parameters, moments and training state (into a
  * sample_only trainer: the parameters and the step). Every section it reads is checked (model shape,
- * checksums) before any is loaded: a file that fails leaves the trainer as it was. */
+ * checksums, values; a character model's characters against the trainer's meta.bin, as a resume checks them)
+ * before any is loaded: a file that fails leaves the trainer as it was. */
 int ngpt_load(ngpt_trainer *tr, const char *path);
 
 /* Generates max_new tokens after the prompt for each of num_samples sequences, as nanoGPT's sample.py
@@ -286,7 +289,8 @@ int ngpt_chars_decode(ngpt_trainer *tr, const int32_t *ids, size_t n, char *out,
 /* What the trainer is: step, losses, plan decisions. */
 typedef struct ngpt_stats {
     int step;                 /* optimizer steps done (nanoGPT's iter_num) */
-    float best_val_loss;      /* lowest val loss seen by an evaluation (1e9 before any) */
+    float best_val_loss;      /* lowest val loss of ngpt_train's evaluations, which decides its saves (1e9 before any;
+                               * ngpt_evaluate's leave it) */
     float last_loss;          /* training loss of the last step */
     float lr;                 /* learning rate of the last step */
     int micro_batch, grad_accum, eval_micro_batch, recompute, logits_chunk;

@@ -438,8 +438,9 @@ static void forget_characters(const char *path) {
 /* A checkpoint keeps its characters' checksum: a folder prepared again from other text with as many characters
  * is refused by a resume, naming the checkpoint, both folders' meta.bin and the way out, where the counts alone
  * agree; characters added after the run's (into the ids a model wider than its characters left unused) resume;
- * a checkpoint written before the checksum was kept is not checked; ngpt_load, which reads weights (export), does
- * not read the data. sample: test_cli's test_data_prepared_again. */
+ * a checkpoint written before the checksum was kept is not checked; ngpt_load refuses it too, into a trainer or a
+ * sampling trainer on the other characters, and reads it for export, which reads no data. sample:
+ * test_cli's test_data_prepared_again. */
 static void test_other_characters(void) {
     clear_out_dir();
     char chars[400], path[600], err[NGPT_ERRLEN];
@@ -466,11 +467,29 @@ static void test_other_characters(void) {
               strstr(err, "start a new run in another out_dir"),
           "resume on other characters: rc %d: %s", rc, err);
     ngpt_trainer_free(res);
+    ngpt_trainer *other = make(&c); /* a new trainer on those characters: ngpt_load refuses the checkpoint as the resume did */
+    if (other) {
+        float *before = params_of(other);
+        rc = ngpt_load(other, path);
+        float *after = params_of(other);
+        CHECK(rc == NGPT_ERR_ARG && strstr(other->err, "was trained on other characters than") &&
+                  strstr(other->err, "Load it into a trainer on the data it was trained on") && !memcmp(before, after, other->plan.nparams * 4),
+              "ngpt_load on other characters: rc %d: %s", rc, other->err);
+        free(before);
+        free(after);
+        ngpt_trainer_free(other);
+    }
     ngpt_options opt;
     memset(&opt, 0, sizeof opt);
     opt.sample_only = 1;
-    ngpt_trainer *s = NULL;
-    CHECK(ngpt_trainer_create(&c, &opt, &s, err, sizeof err) == 0 && ngpt_load(s, path) == 0, "ngpt_load reads the weights: %s", s ? s->err : err);
+    ngpt_trainer *s = NULL; /* a sampling trainer reads meta.bin to decode: refused as the other; export's reads no data: loads */
+    CHECK(ngpt_trainer_create(&c, &opt, &s, err, sizeof err) == 0 && ngpt_load(s, path) == NGPT_ERR_ARG &&
+              strstr(s->err, "was trained on other characters than"),
+          "ngpt_load into a sampling trainer on other characters: %s", s ? s->err : err);
+    ngpt_trainer_free(s);
+    s = NULL;
+    CHECK(trainer_create(&c, &opt, 1, &s, err, sizeof err) == 0 && ngpt_load(s, path) == 0, "ngpt_load reads the weights for export: %s",
+          s ? s->err : err);
     ngpt_trainer_free(s);
 
     prepare_letters(chars, 'a', 1); /* the run's 26, and '{' after them */
@@ -1009,6 +1028,70 @@ static void test_data_written_over(void) {
     if (!rc) ngpt_trainer_free(wide);
 }
 
+/* Paths that are no regular file: ngpt_save refuses a folder, a pipe and a link to nothing (it renamed its file over
+ * them: as root /dev/null became one), and through a link replaces the link's file, the link kept; ngpt_load,
+ * ngpt_config_load and the tokenizer loaders refuse a pipe without opening it (the open waited for a writer for
+ * good: SIGALRM ends this test if one does). ngpt_evaluate leaves the best val loss, which decides ngpt_train's
+ * saves, to ngpt_train's own evaluations. */
+static void test_paths_that_are_no_file(void) {
+    ngpt_config c;
+    ngpt_trainer *tr = make_after_one_step(&c);
+    if (!tr) return;
+    char target[512], link_path[512], fifo[512], dir[512], err[NGPT_ERRLEN];
+    snprintf(target, sizeof target, "%s/target.bin", root);
+    snprintf(link_path, sizeof link_path, "%s/link.bin", root);
+    snprintf(fifo, sizeof fifo, "%s/fifo.bin", root);
+    snprintf(dir, sizeof dir, "%s/a_folder", root);
+    CHECK(ngpt_save(tr, target) == 0, "save: %s", tr->err);
+    unlink(link_path);
+    unlink(fifo);
+    mkdir(dir, 0777);
+    CHECK(symlink(target, link_path) == 0 && mkfifo(fifo, 0666) == 0, "cannot make a link and a pipe in %s", root);
+    alarm(60);
+    const struct { const char *path, *expect; } saves[] = {{dir, "a_folder is a folder"}, {fifo, "fifo.bin is a pipe"}};
+    for (int k = 0; k < 2; k++) {
+        int rc = ngpt_save(tr, saves[k].path);
+        CHECK(rc == NGPT_ERR_IO && strstr(tr->err, saves[k].expect), "ngpt_save to %s: rc %d: %s", saves[k].path, rc, tr->err);
+    }
+    /* a link: its file replaced, the link kept (as export does) */
+    struct stat st, before_save;
+    CHECK(!stat(target, &before_save) && ngpt_train_step(tr, NULL) == 0 && ngpt_save(tr, link_path) == 0, "save through the link: %s", tr->err);
+    CHECK(!lstat(link_path, &st) && S_ISLNK(st.st_mode) && !stat(target, &st) && S_ISREG(st.st_mode) && st.st_ino != before_save.st_ino,
+          "the link is kept and its file replaced");
+    const int saved_step = tr->step;
+    CHECK(ngpt_train_step(tr, NULL) == 0 && ngpt_load(tr, target) == 0 && tr->step == saved_step, "the file holds the save: step %d of %d: %s",
+          tr->step, saved_step, tr->err);
+    char dangling[512];
+    snprintf(dangling, sizeof dangling, "%s/dangling.bin", root);
+    unlink(dangling);
+    CHECK(symlink("/nonexistent/folder/x.bin", dangling) == 0, "cannot make a dangling link");
+    int rc = ngpt_save(tr, dangling);
+    CHECK(rc == NGPT_ERR_IO && strstr(tr->err, "dangling.bin is a symbolic link to nothing that can be written"), "a dangling link: rc %d: %s", rc,
+          tr->err);
+    unlink(dangling);
+    rc = ngpt_load(tr, fifo);
+    CHECK(rc == NGPT_ERR_IO && strstr(tr->err, "checkpoint") && strstr(tr->err, "fifo.bin is a pipe, not a regular file"), "ngpt_load of a pipe: rc %d: %s",
+          rc, tr->err);
+    ngpt_config cfg;
+    ngpt_config_defaults(&cfg);
+    rc = ngpt_config_load(&cfg, fifo, err, sizeof err);
+    CHECK(rc == NGPT_ERR_ARG && strstr(err, "fifo.bin is no regular file"), "ngpt_config_load of a pipe: rc %d: %s", rc, err);
+    ngpt_tokenizer *tok = NULL;
+    rc = ngpt_tokenizer_load(fifo, &tok, err, sizeof err);
+    CHECK(rc == NGPT_ERR_IO && strstr(err, "tokenizer file") && strstr(err, "fifo.bin is a pipe"), "ngpt_tokenizer_load of a pipe: rc %d: %s", rc, err);
+    rc = ngpt_tokenizer_load("/dev/zero", &tok, err, sizeof err);
+    CHECK(rc == NGPT_ERR_IO && strstr(err, "/dev/zero is a device"), "ngpt_tokenizer_load of /dev/zero: rc %d: %s", rc, err);
+    alarm(0);
+    /* ngpt_evaluate: the losses, and the best val loss as it was */
+    const float best = tr->best_val_loss;
+    float tl = 0, vl = 0;
+    CHECK(ngpt_evaluate(tr, &tl, &vl) == 0 && vl < best && tr->best_val_loss == best, "ngpt_evaluate: val %g, best %g (was %g): %s", (double)vl,
+          (double)tr->best_val_loss, (double)best, tr->err);
+    unlink(link_path);
+    unlink(fifo);
+    ngpt_trainer_free(tr);
+}
+
 /* steps from 1e9 on (max_iters goes to 2e9) name their checkpoints in 10 digits: a resume finds the newest of
  * them, and pruning keeps only keep_checkpoints of them */
 static void test_ten_digit_steps(void) {
@@ -1371,6 +1454,7 @@ int main(void) {
     RUN(test_bad_checkpoints);
     RUN(test_checkpoint_fields);
     RUN(test_data_written_over);
+    RUN(test_paths_that_are_no_file);
     RUN(test_ten_digit_steps);
     RUN(test_resume_checks_every_section);
     RUN(test_fp16_loss_scale_kept);

@@ -135,6 +135,12 @@ static void test_sample_only(void) {
     CHECK(ngpt_save(lean, path) == NGPT_ERR_STATE && strstr(ngpt_last_error(lean), "sample_only"), "save refused: %s", ngpt_last_error(lean));
     CHECK(ngpt_train_step(lean, &loss) == NGPT_ERR_STATE, "training refused");
     CHECK(ngpt_evaluate(lean, &loss, &loss) == NGPT_ERR_STATE, "evaluation refused");
+    char lean_out[600]; /* ngpt_train refused before it makes out_dir or writes its log */
+    snprintf(lean_out, sizeof lean_out, "%s/lean_out", dir);
+    copy_str(lean->cfg.out_dir, sizeof lean->cfg.out_dir, lean_out);
+    struct stat st;
+    CHECK(ngpt_train(lean) == NGPT_ERR_STATE && stat(lean_out, &st) != 0, "ngpt_train refused, %s %s", lean_out,
+          stat(lean_out, &st) ? "not made" : "made");
     CHECK(ngpt_load(full, path) == 0, "the checkpoint survives the refused save: %s", full->err);
     unlink(path);
     ngpt_trainer_free(full);
