@@ -127,6 +127,21 @@ static int regular_or_missing(const char *path, const char *what, char *err, siz
                 S_ISDIR(st.st_mode) ? "a folder" : S_ISFIFO(st.st_mode) ? "a pipe" : S_ISSOCK(st.st_mode) ? "a socket" : "a device");
 }
 
+/* Where a save that renames a new file over path writes (*file): path itself, or the file a symbolic link there
+ * names, so that the link is kept (as export does). An error (what, then the path) when that is no regular file
+ * and not missing: renamed over, a folder would fail late and a pipe or device (root's /dev/null) be replaced;
+ * or when the link names nothing that can be made. target holds PATH_MAX bytes. */
+static int save_target(const char *path, const char *what, char *target, const char **file, char *err, size_t errlen) {
+    struct stat st;
+    *file = path;
+    if (!lstat(path, &st) && S_ISLNK(st.st_mode)) {
+        if (!realpath(path, target))
+            return fail(err, errlen, NGPT_ERR_IO, "%s %s is a symbolic link to nothing that can be written (%s)", what, path, strerror(errno));
+        *file = target;
+    }
+    return regular_or_missing(*file, what, err, errlen);
+}
+
 /* The units parse_bytes reads, for error messages. */
 #define BYTE_UNITS "B, KB/MB/GB/TB (powers of 1000), KiB/MiB/GiB/TiB or K/M/G/T (powers of 1024)"
 
@@ -978,7 +993,8 @@ static int config_load_extra(ngpt_config *cfg, const char *path, int *line_of, c
     int is_stat = !fstat(fileno(f), &st);
     if (is_stat && S_ISDIR(st.st_mode)) {
         fclose(f);
-        return fail(err, errlen, NGPT_ERR_ARG, "%s is a folder, not a config file (`key = value` lines); an out_dir goes as --out_dir=%s", path, path);
+        return fail(err, errlen, NGPT_ERR_ARG, "%s is a folder, not a config file (`key = value` lines); an out_dir is set as "
+                                               "out_dir = %s (--out_dir=%s)", path, path, path);
     }
     if (is_stat && !S_ISREG(st.st_mode)) { /* a pipe read here would be empty for the command's next read */
         fclose(f);
@@ -1165,6 +1181,10 @@ static int config_validate(const ngpt_config *c, char *err, size_t errlen) {
         if (k->type == KEY_IGNORED) continue;
         if (k->type == KEY_STR && !memchr((const char *)c + k->offset, 0, k->size))
             return fail(err, errlen, NGPT_ERR_ARG, "%s: the string is not terminated within its %zu bytes", k->name, k->size);
+        if (k->type == KEY_BOOL && *(const int *)((const char *)c + k->offset) != 0 && *(const int *)((const char *)c + k->offset) != 1)
+            /* printed as True, it would pass below; a checkpoint storing bias = 2 would load nowhere */
+            return fail(err, errlen, NGPT_ERR_ARG, "%s = %d: a boolean field holds 0 (False) or 1 (True)", k->name,
+                        *(const int *)((const char *)c + k->offset));
         char line[600], buf[600], msg[NGPT_ERRLEN];
         int unclosed;
         config_line(c, i, 0, line, sizeof line);
@@ -3336,7 +3356,7 @@ static void tokenfile_close(TokenFile *f) {
  * signatures); NULL for tokens */
 static const char *not_token_data(const unsigned char *p, size_t bytes) {
     static const char *const what_is[KNOWN_KINDS] = { /* a shard is data; safetensors and zip are not told from tokens */
-        [KNOWN_LLMC_MODEL] = "an llm.c model file: weights go as --init_from=FILE",
+        [KNOWN_LLMC_MODEL] = "an llm.c model file: weights go in init_from (--init_from=FILE)",
         [KNOWN_LLMC_STATE] = "llm.c's optimizer state, which nanogpt does not read",
         [KNOWN_LLMC_DEBUG_STATE] = "llm.c's debug state, which nanogpt does not read",
         [KNOWN_LLMC_TOKENIZER] = "llm.c's tokenizer file: GPT-2's vocabulary, which goes as tokenizer_dir",
@@ -3536,7 +3556,8 @@ static int tokenset_open(TokenSet *s, const char *dir, const char *split, int vo
                 else copy_str(parent, sizeof parent, ".");
                 return fail(err, errlen, NGPT_ERR_ARG, "the data folder %s is %s: data_dir (or data/<dataset>) is the folder that holds "
                                                         "train.bin and val.bin, or llm.c's shards *_train_*.bin and *_val_*.bin: "
-                                                        "--data_dir=%s", dir, strpbrk(dir, "*?[") ? "a file pattern" : "a file", parent);
+                                                        "data_dir = %s (--data_dir=%s)", dir, strpbrk(dir, "*?[") ? "a file pattern" : "a file", parent,
+                            parent);
             }
             char rel[PATH_MAX + 600];
             return fail(err, errlen, NGPT_ERR_IO, "cannot open data folder %s: %s (prepare it with `nanogpt prepare`)%s", dir, strerror(e),
@@ -5489,14 +5510,16 @@ done:
 int ngpt_tokenizer_save(const ngpt_tokenizer *t, const char *path, char *err, size_t errlen) {
     size_t V, M, size, o, plen;
     unsigned char *buf, *p;
-    char *tmp;
+    char *tmp, target[PATH_MAX];
+    const char *file;
     int fd, rc = NGPT_OK;
-    if (!t || !path) return fail(err, errlen, NGPT_ERR_ARG, "ngpt_tokenizer_save: %s is NULL", !t ? "the tokenizer" : "path");
+    if (!t || !path || !*path) return fail(err, errlen, NGPT_ERR_ARG, "ngpt_tokenizer_save: %s", !t ? "the tokenizer is NULL" : "no path");
+    if (save_target(path, "ngpt_tokenizer_save:", target, &file, err, errlen)) return NGPT_ERR_IO;
     V = (size_t)t->n_vocab;
     M = (size_t)t->n_merges;
     size = TOK_FILE_HEADER + 4 * V + t->n_bytes + 8 * M + (V + 7) / 8;
     buf = malloc(size);
-    plen = strlen(path);
+    plen = strlen(file);
     tmp = malloc(plen + 32);
     if (!buf || !tmp) { free(buf); free(tmp); return fail(err, errlen, NGPT_ERR_NOMEM, "%s: out of memory", path); }
     memset(buf, 0, TOK_FILE_HEADER);
@@ -5522,7 +5545,7 @@ int ngpt_tokenizer_save(const ngpt_tokenizer *t, const char *path, char *err, si
     tok_put_u32(buf + 44, tok_crc32(0, buf, 44));
 
     /* write next to the target, flush to disk, then rename over it: readers see the old or the new file */
-    snprintf(tmp, plen + 32, "%s.tmp.%ld", path, (long)getpid());
+    snprintf(tmp, plen + 32, "%s.tmp.%ld", file, (long)getpid());
     fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (fd < 0) { rc = fail(err, errlen, NGPT_ERR_IO, "%s: cannot create: %s", tmp, strerror(errno)); goto done; }
     for (o = 0; o < size;) {
@@ -5543,7 +5566,7 @@ int ngpt_tokenizer_save(const ngpt_tokenizer *t, const char *path, char *err, si
         goto done;
     }
     if (close(fd) != 0) { rc = fail(err, errlen, NGPT_ERR_IO, "%s: close failed: %s", tmp, strerror(errno)); remove(tmp); goto done; }
-    if (rename(tmp, path) != 0) { rc = fail(err, errlen, NGPT_ERR_IO, "%s: cannot rename to %s: %s", tmp, path, strerror(errno)); remove(tmp); goto done; }
+    if (rename(tmp, file) != 0) { rc = fail(err, errlen, NGPT_ERR_IO, "%s: cannot rename to %s: %s", tmp, file, strerror(errno)); remove(tmp); goto done; }
     { /* make the rename itself durable */
         char *slash = strrchr(tmp, '/');
         if (slash) *slash = 0;
@@ -5716,6 +5739,7 @@ struct ngpt_trainer {
     int weights_only; /* export: the parameters alone; the data folder's vocabulary is not read */
     Weights *pretrained; /* init_from = gpt2.. or a path: its weights, left in the file until they are in the arena */
     int nonfinite_run; /* consecutive steps skipped for a non-finite loss or gradient */
+    int nonfinite_skipped; /* all such steps of this trainer (each counts toward max_iters, as a step torch's GradScaler skips does) */
     float loss_scale;  /* fp16: the dynamic loss scale (2^16 at start); 1 otherwise */
     int good_steps;    /* fp16: steps since the scale last changed (it doubles after 2000) */
     /* progress */
@@ -7902,7 +7926,7 @@ static int checkpoint_write(ngpt_trainer *tr, const char *path) {
                        path, strlen(path));
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
     CkptWriter w = {open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644), 0, {0, 0, {0}, 0}, 0};
-    if (w.fd < 0) return tr_fail(tr, NGPT_ERR_IO, "cannot create checkpoint %s: %s", tmp, strerror(errno));
+    if (w.fd < 0) return tr_fail(tr, NGPT_ERR_IO, "cannot create checkpoint %s (written first as %s): %s", path, tmp, strerror(errno));
     CkptHeader h;
     memset(&h, 0, sizeof h);
     memcpy(h.magic, CKPT_MAGIC, 8);
@@ -8392,19 +8416,9 @@ int ngpt_save(ngpt_trainer *tr, const char *path) {
     if (!tr) return NGPT_ERR_ARG;
     if (!path || !*path) return tr_fail(tr, NGPT_ERR_ARG, "ngpt_save: no path");
     if (tr->plan.req.inference) return tr_fail(tr, NGPT_ERR_STATE, "cannot save %s: " SAMPLE_ONLY_REFUSAL, path);
-    /* the save renames a new file over path: what is there must be a file (not /dev/null); a link's file is
-     * replaced, the link kept, as export does */
-    struct stat st;
     char target[PATH_MAX];
-    const char *file = path;
-    if (!lstat(path, &st) && S_ISLNK(st.st_mode)) {
-        if (!realpath(path, target))
-            return tr_fail(tr, NGPT_ERR_IO, "ngpt_save: %s is a symbolic link to nothing that can be written (%s)", path, strerror(errno));
-        file = target;
-    }
-    if (!stat(file, &st) && !S_ISREG(st.st_mode))
-        return tr_fail(tr, NGPT_ERR_IO, "ngpt_save: %s is %s: a save replaces a regular file, or makes one where there is nothing", path,
-                       S_ISDIR(st.st_mode) ? "a folder" : S_ISFIFO(st.st_mode) ? "a pipe" : S_ISSOCK(st.st_mode) ? "a socket" : "a device");
+    const char *file;
+    if (save_target(path, "ngpt_save:", target, &file, tr->err, sizeof tr->err)) return NGPT_ERR_IO;
     int rc = checkpoint_write(tr, file);
     const char *name = name_in_out_dir(tr, path);
     if (!rc && name && is_checkpoint_name(name, "")) kept_record(tr, atoll(name + 5)); /* out_dir's checkpoint, this trainer's own */
@@ -8438,6 +8452,7 @@ static int checkpoint_load(ngpt_trainer *tr, CkptReader *r, const char *path) {
     tr->best_val_loss = (float)r->state.best_val_loss;
     tr->last_loss = (float)r->state.last_loss;
     tr->loaded_moment_bits = (int)r->state.moment_bits;
+    tr->nonfinite_run = 0; /* the steps skipped in a row were the trainer's before, not the checkpoint's */
     tr->lr = tr->step > 0 ? lr_at(&tr->cfg, tr->step - 1) : 0.0f; /* the last step's, as after that step (ngpt_stats.lr) */
     if (tr->plan.req.dtype == NGPT_DTYPE_F16 && r->state.loss_scale != 0) { /* an older file (0) keeps the starting 2^16 */
         tr->loss_scale = (float)r->state.loss_scale;
@@ -8987,6 +9002,7 @@ static int train_step_once(ngpt_trainer *tr, batch_fill_fn fill, void *ctx, floa
         if (!strcmp(tr->cfg.on_nonfinite, "halt") || tr->nonfinite_run > MAX_NONFINITE_SKIPS)
             return tr_fail(tr, NGPT_ERR_NUMERIC, "step %d: the loss (%g) or the gradient norm (%g) is not finite%s; the parameters were not updated",
                            tr->step, mean, norm, tr->nonfinite_run > 1 ? " again" : "");
+        tr->nonfinite_skipped++;
         tr_log(tr, 1, "warning: step %d: loss %g, gradient norm %g: not finite, step skipped (%d in a row)", tr->step, mean, norm,
                tr->nonfinite_run);
     } else {
@@ -9312,6 +9328,7 @@ void ngpt_get_stats(const ngpt_trainer *tr, ngpt_stats *st) {
     st->host_bytes = tr->plan.host_bytes;
     st->tokens_per_second = tr->last_step_seconds > 0 ? tr->last_step_tokens / tr->last_step_seconds : 0;
     st->device = tr->be->name;
+    st->skipped_steps = tr->nonfinite_skipped;
 }
 
 void ngpt_request_stop(ngpt_trainer *tr) {
@@ -10057,11 +10074,12 @@ static int prepare_input_open(const char *path, const char *out_dir, FILE **in, 
     }
     if (S_ISDIR(st.st_mode)) {
         fclose(f);
-        return fail(err, errlen, NGPT_ERR_ARG, "--input=%s is a folder; --input names text files (several: --input=a.txt,b.txt)", path);
+        return fail(err, errlen, NGPT_ERR_ARG, "the input %s is a folder; prepare reads text files (on the command line, several as "
+                                               "--input=a.txt,b.txt)", path);
     }
     if (S_ISCHR(st.st_mode) && !isatty(fileno(f))) { /* /dev/zero or /dev/urandom would be copied until the disk is full */
         fclose(f);
-        return fail(err, errlen, NGPT_ERR_ARG, "--input=%s is a device, not text; --input names text files, or a pipe (<(zcat x.gz))", path);
+        return fail(err, errlen, NGPT_ERR_ARG, "the input %s is a device, not text; prepare reads text files, or a pipe (<(zcat x.gz))", path);
     }
     char spool[700];
     snprintf(spool, sizeof spool, "%.600s/.prepare_input.%d", out_dir, (int)getpid());
@@ -10605,8 +10623,9 @@ done:
 }
 
 int ngpt_prepare(const char *input, const char *out_dir, const ngpt_tokenizer *tok, double val_fraction, char *err, size_t errlen) {
-    if (!input || !out_dir || !(val_fraction > 0 && val_fraction < 1))
-        return fail(err, errlen, NGPT_ERR_ARG, "ngpt_prepare: needs an input file, an out_dir, and val_fraction in (0, 1) (got %g)", val_fraction);
+    if (!input || !*input || !out_dir || !*out_dir || !(val_fraction > 0 && val_fraction < 1))
+        return fail(err, errlen, NGPT_ERR_ARG, "ngpt_prepare: needs an input file, an out_dir (neither empty), and val_fraction in (0, 1) (got %g)",
+                    val_fraction);
     if (!tok) return prepare_char(input, out_dir, val_fraction, NULL, err, errlen);
     return prepare_gpt2(&input, 1, out_dir, val_fraction, 0, tok, NULL, err, errlen);
 }
@@ -11506,8 +11525,12 @@ static int cmd_train(int argc, char **argv) {
         if (step0 > 0 && st.step == step0)
             snprintf(from, sizeof from, " (the checkpoint is at step %d, past max_iters %d: raise --max_iters to train on)", step0, cfg.max_iters);
         else if (step0 > 0) snprintf(from, sizeof from, " (from step %d to %d)", step0, st.step);
-        printf("done: %d steps%s in %.1f s, best val loss %.4f; memory: arena %s (allocated once)%s, process peak resident %s; log in %s/log.jsonl\n",
-               st.step - step0, from, now_seconds() - t0, (double)st.best_val_loss, b1, b3, b2, cfg.out_dir);
+        char skipped[160] = "";
+        if (st.skipped_steps)
+            snprintf(skipped, sizeof skipped, ", %d of them skipped (a NaN/Inf loss or gradient: the parameters were not updated)", st.skipped_steps);
+        printf("done: %d steps%s%s in %.1f s, best val loss %.4f; memory: arena %s (allocated once)%s, process peak resident %s; log in "
+               "%s/log.jsonl\n",
+               st.step - step0, from, skipped, now_seconds() - t0, (double)st.best_val_loss, b1, b3, b2, cfg.out_dir);
     }
     ngpt_trainer_free(tr);
     if (rc == NGPT_ERR_INTERRUPTED && stop_signal) {

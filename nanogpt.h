@@ -299,6 +299,9 @@ typedef struct ngpt_stats {
     double tokens_per_second; /* of the last step */
     const char *device;       /* "cpu" or "cuda" */
     int lanes;                /* parts of each micro-batch with their own buffers and gradients, run at once on the CPU (1: none) */
+    int skipped_steps;        /* steps this trainer skipped for a NaN/Inf loss or gradient (on_nonfinite = skip), the
+                               * parameters untouched; they count in step and toward max_iters, as torch's GradScaler's do
+                               * (fp16's loss-scale overflows, skipped as GradScaler skips them, are not counted) */
 } ngpt_stats;
 void ngpt_get_stats(const ngpt_trainer *tr, ngpt_stats *st);
 

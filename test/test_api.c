@@ -220,6 +220,9 @@ int main(void) {
     snprintf(chars_dir, sizeof chars_dir, "%s/chars/nested", dir);
     rc = ngpt_prepare(input, chars_dir, NULL, 1.5, err, sizeof err);
     EXPECT(rc == NGPT_ERR_ARG && strstr(err, "val_fraction in (0, 1)") != NULL, "ngpt_prepare: val_fraction outside (0, 1) is refused");
+    rc = ngpt_prepare(input, "", NULL, 0.1, err, sizeof err);
+    EXPECT(rc == NGPT_ERR_ARG && strstr(err, "ngpt_prepare: needs") != NULL && strstr(err, "--") == NULL,
+           "ngpt_prepare: an empty out_dir is refused in the library's words, not the command line's");
     rc = ngpt_prepare("/nonexistent/input.txt", chars_dir, NULL, 0.1, err, sizeof err);
     EXPECT(rc == NGPT_ERR_IO && strstr(err, "/nonexistent/input.txt") != NULL, "ngpt_prepare: a missing input names it");
     rc = ngpt_prepare(input, chars_dir, NULL, 0.1, err, sizeof err);

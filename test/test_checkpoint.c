@@ -1346,6 +1346,9 @@ static void test_nonfinite_steps(void) {
     int step0 = tr->step;
     int rc = ngpt_train_step(tr, NULL);
     CHECK(rc == 0 && tr->step == step0 + 1 && tr->nonfinite_run == 1, "skip: rc %d (%s), step %d", rc, tr->err, tr->step);
+    ngpt_stats st;
+    ngpt_get_stats(tr, &st);
+    CHECK(st.skipped_steps == 1 && st.step == step0 + 1, "the stats count the skipped step: %d skipped, step %d", st.skipped_steps, st.step);
     float *after = params_of(tr);
     size_t same = 0;
     for (size_t i = 0; i + 1 < tr->plan.nparams; i++) same += after[i] == good[i];
@@ -1357,7 +1360,17 @@ static void test_nonfinite_steps(void) {
     while (rc == 0 && skipped <= MAX_NONFINITE_SKIPS + 1) { rc = ngpt_train_step(tr, NULL); skipped += rc == 0; }
     CHECK(rc == NGPT_ERR_NUMERIC && skipped == MAX_NONFINITE_SKIPS, "halted after %d skipped steps (rc %d), expected %d", skipped, rc,
           MAX_NONFINITE_SKIPS);
+    /* a load starts the count of skips in a row again, as a fresh trainer loading the file would (it halted at the
+     * first bad step after the load, "not finite again") */
+    char saved[512];
+    checkpoint_path(out_dir, 1, saved, sizeof saved);
+    CHECK(ngpt_load(tr, saved) == 0 && tr->nonfinite_run == 0, "load after the halt: %d in a row: %s", tr->nonfinite_run, tr->err);
+    CHECK(copy_params_in(tr, bad) == 0 && ngpt_train_step(tr, NULL) == 0 && tr->nonfinite_run == 1, "a bad step after the load is skipped: %s",
+          tr->err);
     CHECK(copy_params_in(tr, good) == 0 && ngpt_train_step(tr, NULL) == 0 && tr->nonfinite_run == 0, "recovers: %s", tr->err);
+    ngpt_get_stats(tr, &st);
+    CHECK(st.skipped_steps == MAX_NONFINITE_SKIPS + 1, "%d skipped steps counted, expected %d (the trainer's, the load's included)",
+          st.skipped_steps, MAX_NONFINITE_SKIPS + 1);
     ngpt_trainer_free(tr);
     /* on_nonfinite = halt: the first one stops */
     ngpt_config c;

@@ -602,6 +602,7 @@ static void test_struct_fields_validated(void) {
         {"batch_size", "batch_size x gradient_accumulation_steps = 65536 x 65536 = 4294967296 sequences a step: at most 2147483647"},
         {"eval_iters", "eval_iters x batch_size = 8590 x 1000000 = 8590000000 sequences an evaluation of each split: at most 2147483647"},
         {"beta2", "beta2 = '1': must be a number in [0, 0.999999999]"}, /* (%g printed the bound as 1, the value refused) */
+        {"bias", "bias = 2: a boolean field holds 0 (False) or 1 (True)"}, /* (printed True, it passed; its checkpoint loaded nowhere) */
         {"out_dir", "out_dir is empty: name a folder"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -621,6 +622,7 @@ static void test_struct_fields_validated(void) {
         case 7: c.batch_size = c.gradient_accumulation_steps = 65536; break;
         case 8: c.batch_size = 1000000; c.eval_iters = 8590; break;
         case 9: c.beta2 = 1; break;
+        case 10: c.bias = 2; break;
         default: c.out_dir[0] = 0; break;
         }
         ngpt_trainer *tr = NULL;

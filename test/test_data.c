@@ -197,6 +197,25 @@ static void test_llmc_shards_read_as_one(void) {
     CHECK(rc == 0 && tr.n == 1 && strstr(tr.files[0].path, "strain_train_000001.bin"), "strain_train_000001.bin alone is a train shard: %d (%s)",
           tr.n, err);
     if (!rc) tokenset_close(&tr);
+    /* more shards than a split may have: an error, not the first MAX_SHARDS read as if they were all (empty files:
+     * the names are counted before any is opened) */
+    snprintf(dir, sizeof dir, "%s/many", tmpdir);
+    mkdir(dir, 0777);
+    for (int k = 0; k <= MAX_SHARDS; k++) {
+        char path[600];
+        snprintf(path, sizeof path, "%s/many_train_%06d.bin", dir, k);
+        FILE *f = fopen(path, "wb");
+        if (f) fclose(f);
+    }
+    rc = tokenset_open(&tr, dir, "train", 50257, 32, err, sizeof err);
+    CHECK(rc != 0 && strstr(err, "holds more than 4096 llm.c shards"), "4097 shards: rc %d: %s", rc, err);
+    if (!rc) tokenset_close(&tr);
+    for (int k = 0; k <= MAX_SHARDS; k++) {
+        char path[600];
+        snprintf(path, sizeof path, "%s/many_train_%06d.bin", dir, k);
+        unlink(path);
+    }
+    rmdir(dir);
 }
 
 /* a file found by llm.c's shard names must carry llm.c's header: without it the 1 KiB header (or whatever
@@ -267,6 +286,16 @@ static void test_shard_without_header(void) {
         if (!rc) tokenset_close(&s);
         if (i + 1 < n_others && strcmp(others[i + 1].file, "train.bin")) unlink(path); /* the shard next, alone */
     }
+    /* a nanogpt checkpoint (its 8-byte magic) as train.bin */
+    unlink(path);
+    snprintf(path, sizeof path, "%s/train.bin", dir);
+    f = fopen(path, "wb");
+    fwrite(CKPT_MAGIC, 1, 8, f);
+    fwrite(toks, 2, 1000, f);
+    fclose(f);
+    rc = tokenset_open(&s, dir, "train", 50257, 32, err, sizeof err);
+    CHECK(rc == NGPT_ERR_FORMAT && strstr(err, "train.bin is no token data: it is a nanogpt checkpoint"), "a checkpoint as train.bin: %s", err);
+    if (!rc) tokenset_close(&s);
 }
 
 /* known_file: each kind by its first bytes; in a data file (tokens possible) only the 8-byte signatures */

@@ -708,6 +708,36 @@ static void test_save_load_compact(void) {
     if (f) fclose(f);
     rc = ngpt_tokenizer_save(gpt2, tmp_path("no/such/dir/x.tok"), err, sizeof err);
     CHECK(rc == NGPT_ERR_IO && strstr(err, "no/such/dir"), "save into a missing folder: rc %d '%s'", rc, err);
+    /* the save renames its file over the path: a folder or a pipe there is refused (as root, /dev/null became a
+     * tokenizer file); a link is kept and the file it names replaced; a dangling one is refused */
+    char saved[512], folder[512], fifo[512], link_path[512]; /* tmp_path's buffers are reused */
+    snprintf(saved, sizeof saved, "%s", p);
+    p = saved;
+    snprintf(folder, sizeof folder, "%s", tmp_path("a_folder.tok"));
+    snprintf(fifo, sizeof fifo, "%s", tmp_path("fifo.tok"));
+    snprintf(link_path, sizeof link_path, "%s", tmp_path("link.tok"));
+    mkdir(folder, 0777);
+    unlink(fifo);
+    unlink(link_path);
+    CHECK(mkfifo(fifo, 0666) == 0 && symlink(p, link_path) == 0, "cannot make a pipe and a link in %s", tmp_dir);
+    rc = ngpt_tokenizer_save(gpt2, folder, err, sizeof err);
+    CHECK(rc == NGPT_ERR_IO && strstr(err, "a_folder.tok is a folder"), "save to a folder: rc %d '%s'", rc, err);
+    rc = ngpt_tokenizer_save(gpt2, fifo, err, sizeof err);
+    struct stat st, before;
+    CHECK(rc == NGPT_ERR_IO && strstr(err, "fifo.tok is a pipe") && !lstat(fifo, &st) && S_ISFIFO(st.st_mode), "save to a pipe: rc %d '%s'", rc,
+          err);
+    CHECK(!stat(p, &before) && ngpt_tokenizer_save(gpt2, link_path, err, sizeof err) == 0, "save through a link: %s", err);
+    CHECK(!lstat(link_path, &st) && S_ISLNK(st.st_mode) && !stat(p, &st) && S_ISREG(st.st_mode) && st.st_ino != before.st_ino,
+          "the link is kept and its file replaced");
+    unlink(link_path);
+    CHECK(symlink("/nonexistent/folder/x.tok", link_path) == 0, "cannot make a dangling link");
+    rc = ngpt_tokenizer_save(gpt2, link_path, err, sizeof err);
+    CHECK(rc == NGPT_ERR_IO && strstr(err, "link.tok is a symbolic link to nothing that can be written"), "a dangling link: rc %d '%s'", rc, err);
+    rc = ngpt_tokenizer_save(gpt2, "", err, sizeof err);
+    CHECK(rc == NGPT_ERR_ARG && strstr(err, "no path"), "an empty path: rc %d '%s'", rc, err);
+    unlink(link_path);
+    unlink(fifo);
+    rmdir(folder);
 }
 
 /* GPT-2's spelling of byte b as a character (encoder.py's bytes_to_unicode). */
