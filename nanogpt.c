@@ -98,18 +98,31 @@ static double now_seconds(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* Human-readable bytes: "1.23 GiB". Writes into buf and returns it. */
 CLI_USED static const char *fmt_flops(char *buf, size_t n, double flops_per_second) {
     if (flops_per_second >= 1e12) snprintf(buf, n, "%.1f TFLOP/s", flops_per_second / 1e12);
     else snprintf(buf, n, "%.1f GFLOP/s", flops_per_second / 1e9);
     return buf;
 }
+/* Human-readable bytes: "1.23 GiB". Writes into buf and returns it. */
 static const char *fmt_bytes(char *buf, size_t n, double bytes) {
     if (bytes >= GiB) snprintf(buf, n, "%.2f GiB", bytes / GiB);
     else if (bytes >= MiB) snprintf(buf, n, "%.1f MiB", bytes / MiB);
     else if (bytes >= 1024.0) snprintf(buf, n, "%.1f KiB", bytes / 1024.0);
     else snprintf(buf, n, "%.0f B", bytes);
     return buf;
+}
+
+/* need and budget as fmt_bytes writes them, or in MiB (else bytes) where those would read the same: "needs 2.08
+ * GiB and the budget is 2.08 GiB" reads as if it fit */
+static void fmt_need_and_budget(char *need_s, char *budget_s, size_t n, double need, double budget) {
+    fmt_bytes(need_s, n, need);
+    fmt_bytes(budget_s, n, budget);
+    if (strcmp(need_s, budget_s) || need == budget) return;
+    snprintf(need_s, n, "%.1f MiB", need / MiB);
+    snprintf(budget_s, n, "%.1f MiB", budget / MiB);
+    if (strcmp(need_s, budget_s)) return;
+    snprintf(need_s, n, "%.0f B", need);
+    snprintf(budget_s, n, "%.0f B", budget);
 }
 
 static int file_exists(const char *path) {
@@ -1761,10 +1774,11 @@ static int plan_make(Plan *p, const PlanRequest *r, char *err, size_t errlen) {
         char nb[32], bb[32], smaller[300] = "";
         double need = plan_layout(p, r, 1, 1, RECOMPUTE_NONE, r->pin_chunk ? r->pin_chunk : CHUNK_STEP, NGPT_DTYPE_F32);
         if (r->pretrained) smaller_gpt2(r, smaller, sizeof smaller);
+        fmt_need_and_budget(nb, bb, sizeof nb, need, r->budget);
         return fail(err, errlen, NGPT_ERR_NOMEM,
                     "does not fit: %s this model (its parameters and the forward pass of one sequence of block_size %d) needs %s "
                     "and the budget is %s. What helps: %s%s%smore memory (a larger max_memory, another device)%s",
-                    r->eval_only ? "evaluating" : "sampling", r->T, fmt_bytes(nb, sizeof nb, need), fmt_bytes(bb, sizeof bb, r->budget),
+                    r->eval_only ? "evaluating" : "sampling", r->T, nb, bb,
                     r->resumed ? "" : "a smaller block_size", smaller, r->resumed ? "" : ", or ",
                     r->resumed ? "; the model and its block_size are the checkpoint's (init_from = resume)" : "");
     }
@@ -1861,18 +1875,17 @@ static int plan_make(Plan *p, const PlanRequest *r, char *err, size_t errlen) {
     }
     char smaller[300] = ", a smaller model (n_layer, n_embd)";
     if (r->pretrained) smaller_gpt2(r, smaller, sizeof smaller);
+    fmt_need_and_budget(nb, bb, sizeof nb, need, r->budget);
     if (r->resumed)
         return fail(err, errlen, NGPT_ERR_NOMEM,
                     "does not fit: the smallest plan (micro-batch %d, recompute %s, logits chunk %d, %s AdamW moments) needs %s "
                     "and the budget is %s. What helps: %smore memory (a larger max_memory, another device); the model and its "
                     "block_size are the checkpoint's (init_from = resume)",
-                    B, recompute_name(rc), p->logits_chunk, p->moments_dtype == NGPT_DTYPE_F32 ? "fp32" : "bf16", fmt_bytes(nb, sizeof nb, need),
-                    fmt_bytes(bb, sizeof bb, r->budget), unpin);
+                    B, recompute_name(rc), p->logits_chunk, p->moments_dtype == NGPT_DTYPE_F32 ? "fp32" : "bf16", nb, bb, unpin);
     return fail(err, errlen, NGPT_ERR_NOMEM,
                 "does not fit: the smallest plan (micro-batch %d, recompute %s, logits chunk %d, %s AdamW moments) needs %s "
                 "and the budget is %s. What helps: %sa smaller block_size%s%s, or more memory (a larger max_memory, another device)",
-                B, recompute_name(rc), p->logits_chunk, p->moments_dtype == NGPT_DTYPE_F32 ? "fp32" : "bf16", fmt_bytes(nb, sizeof nb, need),
-                fmt_bytes(bb, sizeof bb, r->budget), unpin, hint, smaller);
+                B, recompute_name(rc), p->logits_chunk, p->moments_dtype == NGPT_DTYPE_F32 ? "fp32" : "bf16", nb, bb, unpin, hint, smaller);
 }
 
 static const char *dtype_name(int dtype) {

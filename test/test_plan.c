@@ -706,6 +706,21 @@ static void test_refusal_with_pins(void) {
     double half_need = plan_layout(&half, &hr, 64, 1, RECOMPUTE_LAYERS, CHUNK_STEP, NGPT_DTYPE_BF16);
     snprintf(want, sizeof want, "(block_size 512 would need %s)", fmt_bytes(fb, sizeof fb, half_need));
     CHECK(strstr(err, want) && half_need > r.budget, "the half-block figure keeps micro-batch 64 (%s): %s", want, err);
+    /* a budget under the smallest plan by less than fmt_bytes shows: the two figures differ as written (both read
+     * 2.08 GiB before) */
+    const double need = plan_need(&p), bucket_low = (round(need / GiB * 100) - 0.5) / 100 * GiB; /* the least that reads as need */
+    char need_gib[32], budget_gib[32];
+    r.budget = (need + bucket_low) / 2;
+    CHECK(!strcmp(fmt_bytes(need_gib, sizeof need_gib, need), fmt_bytes(budget_gib, sizeof budget_gib, r.budget)), "%s and %s", need_gib,
+          budget_gib);
+    CHECK(plan_make(&p, &r, err, sizeof err) == NGPT_ERR_NOMEM, "%.2f MiB short: %s", (need - r.budget) / MiB, err);
+    const char *needs = strstr(err, " needs "), *is = strstr(err, " and the budget is ");
+    CHECK(needs && is && is > needs + 7 && (size_t)(is - needs - 7) < 32, "the refusal's figures: %s", err);
+    if (needs && is && is > needs + 7 && (size_t)(is - needs - 7) < 32) {
+        char need_s[32] = "";
+        memcpy(need_s, needs + 7, (size_t)(is - needs - 7));
+        CHECK(strncmp(is + 19, need_s, strlen(need_s)) || is[19 + strlen(need_s)] != '.', "need and budget read the same: %s", err);
+    }
     r.pin_micro_batch = 0;
     r.budget = 1.0 * GiB; /* nothing pinned: no such advice */
     CHECK(plan_make(&p, &r, err, sizeof err) == NGPT_ERR_NOMEM && !strstr(err, "to the planner"), "unpinned refusal: %s", err);
