@@ -56,14 +56,16 @@ build_cuda() {
 }
 
 # Compiles and runs every test/test_*.c that does not need a GPU; prints each program's lines, then the total.
+# The programs go into build/ (release) or build/LABEL/, so that the sanitizer suites can run at once.
 run_tests() {
-    local extra_cflags=$1 label=$2
+    local extra_cflags=$1 label=$2 B=build
     local shared=${NGPT_SHARED_DATA:-../shared/data}
     if [ ! -f "$shared/tinyshakespeare.txt" ] || [ ! -f "$shared/gpt2/encoder.json" ]; then
         echo "warning: the test data is not in $shared (tinyshakespeare.txt, gpt2/encoder.json and gpt2/vocab.bpe): the tests that" \
              "read it fail; set NGPT_SHARED_DATA to the folder that holds it"
     fi
-    mkdir -p build
+    [ "$label" = release ] || B=build/$label
+    mkdir -p "$B"
     local t name
     passed=0 failed=0
     for t in test/test_*.c; do
@@ -72,29 +74,29 @@ run_tests() {
         echo "== $name ($label)"
         if [ "$name" = test_api ]; then
             # an embedder's program: only nanogpt.h, linked against nanogpt.c built as a library, as C99 and as C++
-            if ! { $CC $WARN $CFLAGS $extra_cflags -DNGPT_NO_MAIN -c nanogpt.c -o build/nanogpt_lib.o &&
-                   $CC -std=c99 -pedantic -Wall -Wextra -D_POSIX_C_SOURCE=200809L $CFLAGS $extra_cflags -I. -c "$t" -o build/test_api_c.o &&
-                   $CC $extra_cflags -o build/test_api_c99 build/test_api_c.o build/nanogpt_lib.o $LIBS &&
-                   $CXX -std=c++11 -Wall -Wextra $CFLAGS $extra_cflags -I. -x c++ -c "$t" -o build/test_api_cxx.o &&
-                   $CXX $extra_cflags -o build/test_api_cxx build/test_api_cxx.o build/nanogpt_lib.o $LIBS; } 2>"build/$name.cc.log"; then
-                cat "build/$name.cc.log"
+            if ! { $CC $WARN $CFLAGS $extra_cflags -DNGPT_NO_MAIN -c nanogpt.c -o "$B/nanogpt_lib.o" &&
+                   $CC -std=c99 -pedantic -Wall -Wextra -D_POSIX_C_SOURCE=200809L $CFLAGS $extra_cflags -I. -c "$t" -o "$B/test_api_c.o" &&
+                   $CC $extra_cflags -o "$B/test_api_c99" "$B/test_api_c.o" "$B/nanogpt_lib.o" $LIBS &&
+                   $CXX -std=c++11 -Wall -Wextra $CFLAGS $extra_cflags -I. -x c++ -c "$t" -o "$B/test_api_cxx.o" &&
+                   $CXX $extra_cflags -o "$B/test_api_cxx" "$B/test_api_cxx.o" "$B/nanogpt_lib.o" $LIBS; } 2>"$B/$name.cc.log"; then
+                cat "$B/$name.cc.log"
                 echo "FAIL $name: did not compile"
                 failed=$((failed + 1))
                 continue
             fi
-            [ -s "build/$name.cc.log" ] && cat "build/$name.cc.log"
-            run_one "$name (C99)" ./build/test_api_c99
-            run_one "$name (C++)" ./build/test_api_cxx
+            [ -s "$B/$name.cc.log" ] && cat "$B/$name.cc.log"
+            run_one "$name (C99)" "$B/test_api_c99"
+            run_one "$name (C++)" "$B/test_api_cxx"
             continue
         fi
-        if ! $CC $WARN -Wno-unused-function $CFLAGS $extra_cflags -Itest -o "build/$name" "$t" $LIBS 2>"build/$name.cc.log"; then
-            cat "build/$name.cc.log"
+        if ! $CC $WARN -Wno-unused-function $CFLAGS $extra_cflags -Itest -o "$B/$name" "$t" $LIBS 2>"$B/$name.cc.log"; then
+            cat "$B/$name.cc.log"
             echo "FAIL $name: did not compile"
             failed=$((failed + 1))
             continue
         fi
-        [ -s "build/$name.cc.log" ] && cat "build/$name.cc.log"
-        run_one "$name" "./build/$name"
+        [ -s "$B/$name.cc.log" ] && cat "$B/$name.cc.log"
+        run_one "$name" "$B/$name"
     done
     TEST_PASSED=$((TEST_PASSED + passed))
     TEST_FAILED=$((TEST_FAILED + failed))
@@ -102,12 +104,13 @@ run_tests() {
 
 # Runs one test program and adds its summary line to passed/failed (of the caller).
 run_one() {
-    local name=$1 bin=$2 out rc p f
+    local name=$1 bin=$2 out rc p f t0=$SECONDS
     set +e
     out=$("$bin" 2>&1)
     rc=$?
     set -e
     echo "$out"
+    echo "($name took $((SECONDS - t0)) s)"
     p=$(echo "$out" | sed -n 's/^summary: \([0-9]*\) passed, \([0-9]*\) failed$/\1/p' | tail -1)
     f=$(echo "$out" | sed -n 's/^summary: \([0-9]*\) passed, \([0-9]*\) failed$/\2/p' | tail -1)
     if [ -z "$p" ]; then

@@ -263,7 +263,8 @@ int ngpt_save(ngpt_trainer *tr, const char *path);
 /* Loads a checkpoint of the same model into the trainer: parameters, moments and training state (into a
  * sample_only trainer: the parameters and the step). Every section it reads is checked (model shape,
  * checksums, values; a character model's characters against the trainer's meta.bin, as a resume checks them)
- * before any is loaded: a file that fails leaves the trainer as it was. */
+ * before any is loaded: a file that fails leaves the trainer as it was. A load starts the count of non-finite
+ * steps in a row (on_nonfinite) again. */
 int ngpt_load(ngpt_trainer *tr, const char *path);
 
 /* Generates max_new tokens after the prompt for each of num_samples sequences, as nanoGPT's sample.py
@@ -329,7 +330,9 @@ int ngpt_tokenizer_load_gpt2(const char *encoder_json, const char *vocab_bpe, ng
 int ngpt_tokenizer_load_llmc(const char *path, ngpt_tokenizer **out, char *err, size_t errlen);
 
 /* Saves / loads nanogpt's compact tokenizer file (docs/formats.md): a checksummed binary image that loads
- * several times faster than the JSON. Saving writes a temporary file, fsyncs it and renames it over path. */
+ * several times faster than the JSON. Saving writes a temporary file, fsyncs it and renames it over path (a
+ * regular file, nothing, or a link to one, whose file is replaced and the link kept; a folder, a device or a
+ * pipe is refused). */
 int ngpt_tokenizer_save(const ngpt_tokenizer *t, const char *path, char *err, size_t errlen);
 int ngpt_tokenizer_load(const char *path, ngpt_tokenizer **out, char *err, size_t errlen);
 

@@ -228,12 +228,21 @@ for cc in $EMU_CCS; do
     cat "$OUT/build_$cc.log"
     if [ -x "$OUT/nanogpt_sm$cc" ] && [ "$OUT/nanogpt_sm$cc" -nt "$OUT/nanogpt_emu.cpp" ]; then built="$built $cc"; else fail "sm_$cc: did not build"; fi
 done
-# NAME|COMMAND: sm_80 and sm_90 run every dtype, the trainer checks and the command line; sm_75 its own path,
-# f16 (its f32 kernels are sm_80's), and the command line in f16. Listed longest first (on a 2-core VM:
-# test_gpu_ops 7 min on the sm_80 and the sm_90, test_gpu_train 4, test_gpu_ops on the sm_75 2, a command
-# line 1).
+# NAME|COMMAND: sm_80 runs every dtype, sm_90 the 16-bit ones where sm_80 runs too (its f32 kernels are
+# sm_80's: no f32 code is guarded by the architecture; its 8 SMs against sm_80's 108 change grid sizes, which
+# its 16-bit runs cover on the same templates), both the trainer checks and the command line; sm_75
+# its own path, f16 (its f32 kernels are sm_80's too), and the command line in f16. Listed longest first (on
+# a 2-core VM: test_gpu_ops 7 min on the sm_80 and the sm_90, test_gpu_train 4, test_gpu_ops on the sm_75 2,
+# a command line 1).
 runs=()
-for cc in $built; do [ "$cc" -ge 80 ] && runs+=("test_gpu_ops_sm$cc --small|$OUT/test_gpu_ops_sm$cc --small"); done
+sixteen=""
+case " $built " in *" 80 "*) sixteen=" --dtype bf16,f16" ;; esac
+for cc in $built; do
+    [ "$cc" -ge 80 ] || continue
+    args="--small"
+    [ "$cc" -gt 80 ] && args="$args$sixteen"
+    runs+=("test_gpu_ops_sm$cc $args|$OUT/test_gpu_ops_sm$cc $args")
+done
 for cc in $built; do [ "$cc" -ge 80 ] && runs+=("test_gpu_train_sm$cc --quick|$OUT/test_gpu_train_sm$cc --quick"); done
 for cc in $built; do [ "$cc" -lt 80 ] && runs+=("test_gpu_ops_sm$cc --small --dtype f16|$OUT/test_gpu_ops_sm$cc --small --dtype f16"); done
 for cc in $built; do runs+=("nanogpt_sm$cc (the command line)|cli $cc"); done
@@ -281,7 +290,7 @@ MUTANTS=(
     "layernorm backward's register kernel updates the vectors past the row|80||if (c >= C) continue;\n            const V wv = *(const V *)(w + c);\n#pragma unroll\n            for (int q|const V wv = *(const V *)(w + c);\n#pragma unroll\n            for (int q"
     "layernorm backward's reduction leaves out every ninth group|80||g += LN_REDUCE_WARPS) {|g += LN_REDUCE_WARPS + 1) {"
     "attention's rowsum of dO O adds two lanes of a row|80||for (int k = ROWDOT_LANES / 2; k > 0; k >>= 1)|for (int k = ROWDOT_LANES / 2; k > 1; k >>= 1)"
-    "NGPT_SPLITK_MAX=1 ignored: products still split along K|80||most = im->splitk_most && im->splitk_most < rule_most ? im->splitk_most : rule_most;|most = rule_most;"
+    "NGPT_SPLITK_MAX=1 ignored: products still split along K|80|--runs-with NGPT_SPLITK_MAX|most = im->splitk_most && im->splitk_most < rule_most ? im->splitk_most : rule_most;|most = rule_most;"
     "matmul stages its epilogue in tiles other warps may still read|80|--matmul-only|__syncthreads(); /* every warp is done with the tiles: their memory stages the epilogue */|"
     "cp.async wgmma kernel stages its epilogue in tiles the other warpgroup may still read|90|NGPT_MATMUL=wgmma --matmul-only|__syncthreads(); /* both warpgroups' products are done: the tiles' memory stages the epilogue */|"
     "cp.async wgmma kernel fences the async proxy before its copies land, not after|90|NGPT_MATMUL=wgmma --matmul-only|cp_async_wait<WG_STAGES - 3>();                                /* this thread's copies of tile kt have landed */\n        asm volatile(\"fence.proxy.async.shared::cta;\\\\n\" ::: \"memory\");|asm volatile(\"fence.proxy.async.shared::cta;\\\\n\" ::: \"memory\");\n        cp_async_wait<WG_STAGES - 3>();"

@@ -1069,6 +1069,9 @@ static void test_paths_that_are_no_file(void) {
     CHECK(rc == NGPT_ERR_IO && strstr(tr->err, "dangling.bin is a symbolic link to nothing that can be written"), "a dangling link: rc %d: %s", rc,
           tr->err);
     unlink(dangling);
+    rc = ngpt_save(tr, "/nonexistent/folder/x.bin");
+    CHECK(rc == NGPT_ERR_IO && strstr(tr->err, "cannot create checkpoint /nonexistent/folder/x.bin (written first as /nonexistent/folder/x.bin.tmp)"),
+          "a save into a missing folder names the path asked for: rc %d: %s", rc, tr->err);
     rc = ngpt_load(tr, fifo);
     CHECK(rc == NGPT_ERR_IO && strstr(tr->err, "checkpoint") && strstr(tr->err, "fifo.bin is a pipe, not a regular file"), "ngpt_load of a pipe: rc %d: %s",
           rc, tr->err);

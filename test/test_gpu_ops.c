@@ -2,7 +2,8 @@
  *
  * Built and run by test/gpu.sh on a machine with a GPU:
  *     nvcc -c nanogpt.cu ; cc -DNGPT_CUDA -c test/test_gpu_ops.c ; link both with nvcc
- *     ./test_gpu_ops [--small] [--skip-alloc-check] [--fail-fast] [--dtype f32|bf16|f16] [--matmul-only | --attention-only | --default-kernels]
+ *     ./test_gpu_ops [--small] [--skip-alloc-check] [--fail-fast] [--dtype f32|bf16|f16[,...]] [--matmul-only | --attention-only | --default-kernels
+ *                    | --runs-with NGPT_VARIABLE]
  * --small keeps to small shapes (for compute-sanitizer, and the CUDA emulator of test/cuda_emu.sh); the
  * default adds GPT-2-sized ones.
  * --matmul-only runs the matmul cases alone, on the kernel NGPT_MATMUL chooses (test/gpu.sh tries each wgmma
@@ -12,6 +13,10 @@
  * --default-kernels runs each dtype's sweep once, on the kernels the backend picks, without the runs on the
  * older kernels and the NGPT_EPILOGUE, NGPT_TILE_N and NGPT_SPLITK_MAX variants (test/gpu.sh's f16 racecheck:
  * the bf16 one covers those templates, and each variant doubles a racecheck's minutes).
+ * On the CUDA emulator, the f32 attention sweep leaves out the long sequences and the small dS^T scratch, which
+ * only the tensor-core kernels' tiles need (tg_attention_sweep).
+ * --runs-with NGPT_VARIABLE runs only the runs that set that variable (NGPT_SPLITK_MAX: the products unsplit;
+ * test/cuda_emu.sh's mutant that only those runs catch, without the sweeps before them: minutes on the emulator).
  * --skip-alloc-check leaves out the free-memory check (compute-sanitizer allocates device memory itself).
  * --fail-fast stops at the first failed case, exit status 1 (test/cuda_emu.sh's mutants: one failure is enough
  * to catch one, and the rest of the sweep is minutes on the emulator). The sweep runs the cheap ops first, then
@@ -56,6 +61,8 @@ static ngpt_backend *tg_cpu, *tg_gpu;
 static char *tg_cpu_dev, *tg_gpu_dev, *tg_gpu_host;
 static size_t tg_cpu_cap, tg_gpu_cap, tg_host_cap, tg_cpu_base, tg_gpu_base, tg_cpu_off, tg_gpu_off;
 static int tg_small, tg_cc, tg_skip_alloc_check, tg_matmul_only, tg_attention_only, tg_default_kernels, tg_fail_fast;
+static const char *tg_runs_with; /* --runs-with NAME: only the runs that set the variable NAME */
+static int tg_emulated;           /* on test/cuda_emu.h's CUDA emulator, which runs the kernels on the CPU */
 static char tg_case[256];
 static double tg_t0;
 static double tg_now(void) {
@@ -70,6 +77,13 @@ static char *tg_guards[TG_MAX_BUFS];
 static int tg_nguards;
 
 static const char *tg_dtname(int dt) { return dt == NGPT_DTYPE_BF16 ? "bf16" : dt == NGPT_DTYPE_F16 ? "f16" : "f32"; }
+/* name is one of list's comma-separated items (--dtype bf16,f16) */
+static int tg_listed(const char *list, const char *name) {
+    size_t n = strlen(name);
+    for (const char *p = list; p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL)
+        if (!strncmp(p, name, n) && (p[n] == ',' || !p[n])) return 1;
+    return 0;
+}
 static size_t tg_esz(int dt) { return dt == NGPT_DTYPE_F32 ? 4 : 2; }
 
 static uint64_t tg_rs = 0x9E3779B97F4A7C15ull; /* the inputs' random state: reseeded by tg_begin from the case's name */
@@ -1064,6 +1078,10 @@ static void tg_matmul_sweep(void) {
 
 static void tg_attention_sweep(void) {
     int S = tg_small;
+    /* the long sequences and the small scratch hold the tensor-core kernels' tiles, stages and dS^T scratch to the
+     * CPU; f32's SIMT kernels have none of those (a warp a row, every key in turn), and the CUDA emulator runs their
+     * per-key shuffles slowly (these cases 100 s on a 2-core VM): there, they are left to the 16-bit runs */
+    int tiled = !(tg_emulated && tg_gpu->dtype == NGPT_DTYPE_F32);
     t_attention(2, 2, 1, 64, 0.0f);
     t_attention(2, 3, 65, 64, 0.0f);
     t_attention(2, 3, 65, 64, 0.1f);
@@ -1072,12 +1090,14 @@ static void tg_attention_sweep(void) {
     t_attention(1, 2, 70, 128, 0.0f);
     t_attention(2, 4, 100, 32, 0.1f);
     t_attention(1, 2, 200, 64, 0.1f); /* four key tiles: each double buffer is refilled after use (a missing barrier races) */
-    t_attention(1, 2, 520, 64, 0.0f); /* five 128-key tiles: each of the wgmma forward's three stages is refilled */
-    t_attention(2, 2, 256, 64, 0.0f); /* two sequences of whole 128-row tiles (the copy engine's boxes end at the sequence) */
-    /* the wgmma backward's dS^T in a scratch of D (3 KB) and 1.5 heads' tiles (6 of 16 KB each): three
-     * groups of one head; then a scratch of D alone: the mma.sync kernels */
-    t_attention_scratch(1, 3, 200, 64, 0.0f, 3072 + 9 * 16384);
-    t_attention_scratch(2, 2, 65, 64, 0.0f, 2048);
+    if (tiled) {
+        t_attention(1, 2, 520, 64, 0.0f); /* five 128-key tiles: each of the wgmma forward's three stages is refilled */
+        t_attention(2, 2, 256, 64, 0.0f); /* two sequences of whole 128-row tiles (the copy engine's boxes end at the sequence) */
+        /* the wgmma backward's dS^T in a scratch of D (3 KB) and 1.5 heads' tiles (6 of 16 KB each): three
+         * groups of one head */
+        t_attention_scratch(1, 3, 200, 64, 0.0f, 3072 + 9 * 16384);
+    }
+    t_attention_scratch(2, 2, 65, 64, 0.0f, 2048); /* a scratch of D alone: the mma.sync kernels, and the SIMT ones */
     if (!S) {
         t_attention(1, 4, 256, 64, 0.0f);
         t_attention(2, 12, 256, 64, 0.1f);
@@ -1142,10 +1162,11 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--skip-alloc-check")) tg_skip_alloc_check = 1; /* under compute-sanitizer, which allocates */
         else if (!strcmp(argv[i], "--fail-fast")) tg_fail_fast = 1;
         else if (!strcmp(argv[i], "--dtype") && i + 1 < argc) only = argv[++i];
+        else if (!strcmp(argv[i], "--runs-with") && i + 1 < argc) tg_runs_with = argv[++i];
         else {
             fprintf(stderr,
-                    "usage: %s [--small] [--skip-alloc-check] [--fail-fast] [--dtype f32|bf16|f16] [--matmul-only | --attention-only | "
-                    "--default-kernels]\n",
+                    "usage: %s [--small] [--skip-alloc-check] [--fail-fast] [--dtype f32|bf16|f16[,...]] [--matmul-only | --attention-only | "
+                    "--default-kernels | --runs-with NGPT_VARIABLE]\n",
                     argv[0]);
             return 2;
         }
@@ -1162,6 +1183,7 @@ int main(int argc, char **argv) {
     printf("%s\n", desc);
     const char *sm = strstr(desc, "sm_");
     tg_cc = sm ? atoi(sm + 3) : 0;
+    tg_emulated = strstr(desc, "CUDA emulator") != NULL;
 
     if (ngpt_cpu_backend_create(&tg_cpu, 0, err, sizeof err)) { printf("FAIL cpu backend: %s\n", err); return 1; }
     ngpt_shape shape = {16, 1024, 1600, 25, 1, 50304, 1024};
@@ -1212,8 +1234,10 @@ int main(int argc, char **argv) {
             (turnless && !wgmma_attention) || (runs[k].env && dt == NGPT_DTYPE_BF16 && tg_cc && tg_cc < 80))
             continue; /* an older kernel only where it is not the default; the staged epilogue only beside a direct one; tiles
                        * 192 wide only on the TMA kernel; turns only where attention runs on wgmma; bf16's refusal below sm_80 checked once */
-        if ((only && strcmp(only, tg_dtname(dt))) || ((tg_matmul_only || tg_attention_only || tg_default_kernels) && runs[k].env))
+        if ((only && !tg_listed(only, tg_dtname(dt))) || ((tg_matmul_only || tg_attention_only || tg_default_kernels) && runs[k].env))
             continue; /* --matmul-only, --attention-only, --default-kernels: the chosen kernels alone */
+        if (tg_runs_with && !((runs[k].env && !strcmp(runs[k].env, tg_runs_with)) || (runs[k].env2 && !strcmp(runs[k].env2, tg_runs_with))))
+            continue; /* --runs-with: those runs alone (a mutant only they catch, without the sweeps before them) */
         tg_bits_mode = staged || turnless ? TG_BITS_MATCH : direct && dt != NGPT_DTYPE_F32 && !runs[k].env ? TG_BITS_KEEP : TG_BITS_OFF;
         tg_bits_matched = 0;
         tg_gpu = NULL;
