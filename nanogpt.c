@@ -1194,10 +1194,9 @@ static int config_validate(const ngpt_config *c, char *err, size_t errlen) {
         if (k->type == KEY_IGNORED) continue;
         if (k->type == KEY_STR && !memchr((const char *)c + k->offset, 0, k->size))
             return fail(err, errlen, NGPT_ERR_ARG, "%s: the string is not terminated within its %zu bytes", k->name, k->size);
-        if (k->type == KEY_BOOL && *(const int *)((const char *)c + k->offset) != 0 && *(const int *)((const char *)c + k->offset) != 1)
-            /* printed as True, it would pass below; a checkpoint storing bias = 2 would load nowhere */
-            return fail(err, errlen, NGPT_ERR_ARG, "%s = %d: a boolean field holds 0 (False) or 1 (True)", k->name,
-                        *(const int *)((const char *)c + k->offset));
+        int flag = k->type == KEY_BOOL ? *(const int *)((const char *)c + k->offset) : 0;
+        if (flag != 0 && flag != 1) /* printed as True, it would pass below; a checkpoint storing bias = 2 would load nowhere */
+            return fail(err, errlen, NGPT_ERR_ARG, "%s = %d: a boolean field holds 0 (False) or 1 (True)", k->name, flag);
         char line[600], buf[600], msg[NGPT_ERRLEN];
         int unclosed;
         config_line(c, i, 0, line, sizeof line);

@@ -80,9 +80,10 @@ static const char *tg_dtname(int dt) { return dt == NGPT_DTYPE_BF16 ? "bf16" : d
 /* name is one of list's comma-separated items (--dtype bf16,f16) */
 static int tg_listed(const char *list, const char *name) {
     size_t n = strlen(name);
-    for (const char *p = list; p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL)
+    for (const char *p = list;; p++) {
         if (!strncmp(p, name, n) && (p[n] == ',' || !p[n])) return 1;
-    return 0;
+        if (!(p = strchr(p, ','))) return 0;
+    }
 }
 static size_t tg_esz(int dt) { return dt == NGPT_DTYPE_F32 ? 4 : 2; }
 

@@ -1057,7 +1057,7 @@ int main(void) {
     RUN(test_llmc_tokenizer_file);
     RUN(test_bad_vocab_files);
     RUN(test_bad_compact_files);
-    static const char *files[] = {"encoder.json", "vocab.bpe", "gpt2.tok", "good.tok", "bad.tok"};
+    static const char *files[] = {"encoder.json", "vocab.bpe", "gpt2.tok", "good.tok", "bad.tok", "cut.tok", "bad_tokenizer.bin", "gpt2_tokenizer.bin"};
     for (size_t i = 0; i < sizeof files / sizeof *files; i++) remove(tmp_path(files[i]));
     rmdir(tmp_dir);
     ngpt_tokenizer_free(gpt2);
