@@ -1107,7 +1107,10 @@ static int config_load(ngpt_config *cfg, const char *path, int *line_of, char *e
 
 int ngpt_config_load(ngpt_config *cfg, const char *path, char *err, size_t errlen) {
     if (!cfg || !path) return fail(err, errlen, NGPT_ERR_ARG, "ngpt_config_load: cfg and path must not be NULL");
-    return config_load(cfg, path, NULL, err, errlen);
+    ngpt_config loaded = *cfg; /* a file refused on its tenth line leaves none of its first nine set */
+    int rc = config_load(&loaded, path, NULL, err, errlen);
+    if (!rc) *cfg = loaded;
+    return rc;
 }
 
 /* Key i of the table as one `key = value` line (with its newline) into line; returns its length (0 for

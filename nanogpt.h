@@ -141,7 +141,7 @@ int ngpt_config_set(ngpt_config *cfg, const char *key, const char *value, char *
  * strings joined with +, True/False, products such as 5 * 8; import lines and the values of ignored keys
  * such as wandb_run_name are skipped). Text values are quoted, as in Python (device = 'cpu'): a bare
  * word is a Python name, refused. A path that is no regular file (a pipe) is refused. Errors name the file
- * and line. */
+ * and line, and leave cfg as it was: none of the file's lines before the refused one are kept. */
 int ngpt_config_load(ngpt_config *cfg, const char *path, char *err, size_t errlen);
 /* Writes every knob as `key = value` lines. */
 void ngpt_config_print(const ngpt_config *cfg, FILE *f);

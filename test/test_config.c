@@ -133,9 +133,10 @@ static void test_config_file(void) {
     CHECK(rc == 0, "load: %s", err);
     CHECK(!strcmp(c.out_dir, "out-x") && c.batch_size == 8 && c.gradient_accumulation_steps == 6 && c.decay_lr == 0, "values");
 
-    const char *bad = "batch_size = 8\nn_layers = 3\n";
+    const char *bad = "batch_size = 5\nn_layers = 3\n";
     rc = load_config_text(&c, "bad.cfg", bad, err, sizeof err);
     CHECK(rc == NGPT_ERR_ARG && strstr(err, "bad.cfg:2:") && strstr(err, "'n_layer'"), "file, line, closest key: %s", err);
+    CHECK(c.batch_size == 8, "a refused file keeps none of its lines: batch_size %d", c.batch_size);
     const char *noeq = "batch_size 8\n";
     rc = load_config_text(&c, "noeq.cfg", noeq, err, sizeof err);
     CHECK(rc == NGPT_ERR_FORMAT && strstr(err, "noeq.cfg:1:") && strstr(err, "found 'batch_size 8'"), "missing '=': %s", err);
