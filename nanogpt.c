@@ -10231,6 +10231,19 @@ static void remove_dead_prepare_temporaries(const char *dir) {
     closedir(d);
 }
 
+/* After prepare's summary line: a split too short for GPT-2's block_size of 1024 (a window is block_size + 1
+ * tokens) is said now, not at the first evaluation of a training run */
+static void prepare_short_split_note(FILE *log, unsigned long long n_train, unsigned long long n_val) {
+    for (int k = 0; k < 2 && log; k++) {
+        unsigned long long n = k ? n_val : n_train;
+        if (n >= 1025) continue;
+        char fits[64] = "too few for any block_size";
+        if (n >= 2) snprintf(fits, sizeof fits, "enough for block_size %llu at most", n - 1);
+        fprintf(log, "note: %s.bin has %llu token%s: %s (a window is block_size + 1 tokens; GPT-2's block_size 1024 needs 1025); %s "
+                "--val_fraction for more\n", k ? "val" : "train", n, n == 1 ? "" : "s", fits, k ? "raise" : "lower");
+    }
+}
+
 /* text file -> out_dir/{train,val}.bin + meta.bin; the last val_fraction of the characters is val */
 /* A prepare's out_dir: a path that data_dir can name (and that the paths of its files, built from it, hold whole) */
 static int prepare_out_dir_fits(const char *out_dir, char *err, size_t errlen) {
@@ -10321,9 +10334,11 @@ static int prepare_char(const char *input, const char *out_dir, double val_fract
                   new_vocab ? "; its train.bin, of the earlier vocabulary, was removed: the folder is not prepared, prepare it again" : "");
         goto done;
     }
-    if (log)
+    if (log) {
         fprintf(log, "prepared %s: %zu characters, vocabulary %d; train has %zu tokens, val has %zu tokens -> %s/{train,val,meta}.bin\n",
                 input, p.count, v->n, p.n_train, p.count - p.n_train, out_dir);
+        prepare_short_split_note(log, p.n_train, p.count - p.n_train);
+    }
 done:
     if (in) fclose(in);
     if (p.train) fclose(p.train);
@@ -10617,10 +10632,12 @@ static int prepare_gpt2(const char *const *inputs, int n_inputs, const char *out
         for (int k = 1; k >= 0 && !rc; k--)
             if (tokwriter_commit(&w[k])) rc = fail(err, errlen, NGPT_ERR_IO, "cannot rename %s to %s: %s", w[k].tmp, w[k].path, strerror(errno));
         char size[32];
-        if (!rc && log)
+        if (!rc && log) {
             fprintf(log, "prepared %d file(s), %s, %llu characters: train has %llu tokens, val has %llu tokens (GPT-2 BPE, %s format) -> %s\n",
                     n_inputs, fmt_bytes(size, sizeof size, total_bytes), (unsigned long long)chars, (unsigned long long)w[0].count,
                     (unsigned long long)w[1].count, llmc ? "llm.c" : "nanoGPT", out_dir);
+            prepare_short_split_note(log, (unsigned long long)w[0].count, (unsigned long long)w[1].count);
+        }
         if (!rc) rc = gpt2_leftovers_remove(out_dir, log, err, errlen);
     }
 done:

@@ -458,6 +458,10 @@ static void test_typos(void) {
     snprintf(tex_out, sizeof tex_out, "--out=%s", tmp_path("tex_data"));
     r = cli("prepare", tex_input, tex_out, NULL);
     CHECK_RUN(r, 0, "prepare a LaTeX file");
+    /* 65 characters: 58 train and 7 val, each said to be short of GPT-2's window before a training run finds it */
+    CHECK(strstr(r->out, "note: train.bin has 58 tokens: enough for block_size 57 at most") &&
+              strstr(r->out, "note: val.bin has 7 tokens: enough for block_size 6 at most") && strstr(r->out, "raise --val_fraction"),
+          "short splits noted: %.600s", r->out);
     r = cli("prepare", tex_input, tex_out, "--format=llmc", NULL);
     CHECK_RUN(r, 1, "llm.c's format of characters");
     CHECK(strstr(r->err, "--format=llmc writes llm.c's GPT-2 shards: it takes --tokenizer=gpt2"), "llmc needs gpt2: %.300s", r->err);
