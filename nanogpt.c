@@ -9282,7 +9282,7 @@ int ngpt_sample(ngpt_trainer *tr, const int32_t *prompt, int n_prompt, int num_s
         while (len < total && !rc) {
             /* feed what the cache lacks, then sample one token */
             while (start + pos < len) {
-                if (pos == m->maxT) { start = len - m->maxT / 2; pos = 0; } /* full: rebuild from the last half */
+                if (pos == m->maxT) { start = len - MAX(1, m->maxT / 2); pos = 0; } /* full: rebuild from the last half (one token at block_size 1) */
                 for (int s = 0; s < n; s++) tok[s] = seqs[(size_t)s * total + start + pos];
                 decode_step(tr, off, n, pos, tok);
                 pos++;

@@ -12,13 +12,13 @@
 enum { V = 75, T = 20, S = 3 };
 static char dir[256];
 
-static ngpt_trainer *make_with(int sample_only, long long seed) {
+static ngpt_trainer *make_sized(int sample_only, long long seed, int block_size) {
     snprintf(dir, sizeof dir, "/tmp/ngpt_test_sample_%d", (int)getpid());
     ngpt_config c;
     ngpt_config_defaults(&c);
     copy_str(c.device, sizeof c.device, "cpu");
     copy_str(c.data_dir, sizeof c.data_dir, dir);
-    c.vocab_size = V; c.block_size = T; c.n_layer = 2; c.n_head = 4; c.n_embd = 32; c.bias = 1;
+    c.vocab_size = V; c.block_size = block_size; c.n_layer = 2; c.n_head = 4; c.n_embd = 32; c.bias = 1;
     c.batch_size = S; c.gradient_accumulation_steps = 1; c.threads = 2; c.seed = seed;
     ngpt_options opt;
     memset(&opt, 0, sizeof opt);
@@ -29,6 +29,7 @@ static ngpt_trainer *make_with(int sample_only, long long seed) {
     if (ngpt_trainer_create(&c, &opt, &tr, err, sizeof err)) { printf("create: %s\n", err); return NULL; }
     return tr;
 }
+static ngpt_trainer *make_with(int sample_only, long long seed) { return make_sized(sample_only, seed, T); }
 static ngpt_trainer *make(void) { return make_with(0, 1337); }
 
 /* logits (B*T rows of Vp) of a full forward pass over B sequences */
@@ -109,6 +110,23 @@ static void test_greedy_and_seeds(void) {
     }
     CHECK(ngpt_sample(tr, prompt, np, 1, 1, -1.0f, 0, 1, g) == NGPT_ERR_ARG, "a negative temperature must be refused");
     free(full);
+    ngpt_trainer_free(tr);
+}
+
+/* block_size 1: the cache is full after every token and rebuilt from the last one (it was rebuilt from none,
+ * and the token fed was an unsampled slot of out): each new token is the greedy one after the token before it */
+static void test_block_size_one(void) {
+    ngpt_trainer *tr = make_sized(0, 1337, 1);
+    if (!tr) { CHECK(0, "trainer"); return; }
+    enum { NEW = 8 };
+    int32_t prompt[2] = {5, 7}, out[2 + NEW] = {0}, next[2];
+    CHECK(ngpt_sample(tr, prompt, 2, 1, NEW, 0.0f, 0, 1, out) == 0, "%s", tr->err);
+    int bad = 0;
+    for (int t = 2; t < 2 + NEW; t++) {
+        CHECK(ngpt_sample(tr, out + t - 1, 1, 1, 1, 0.0f, 0, 1, next) == 0, "%s", tr->err);
+        bad += next[1] != out[t];
+    }
+    CHECK(!bad, "%d of %d tokens are not the greedy one after the token before them", bad, NEW);
     ngpt_trainer_free(tr);
 }
 
@@ -207,6 +225,7 @@ static void test_kth_largest(void) {
 int main(void) {
     RUN(test_decode_matches_full_forward);
     RUN(test_greedy_and_seeds);
+    RUN(test_block_size_one);
     RUN(test_sample_only);
     RUN(test_sample_only_window_chunks);
     RUN(test_kth_largest);
