@@ -84,6 +84,8 @@ static void test_resume_bit_identical(void) {
     ngpt_trainer *b = make(&c);
     if (!b) return;
     for (int s = 0; s < CUT; s++) CHECK(ngpt_train_step(b, &resumed[s]) == 0, "%s", b->err);
+    b->best_val_loss = 2.71828f; /* as if evaluated 5 times: the record a resumed run's best.bin is held against */
+    b->eval_count = 5;
     CHECK(checkpoint_save(b, 0) == 0, "save: %s", b->err);
     ngpt_stats at_cut, after;
     ngpt_get_stats(b, &at_cut);
@@ -92,7 +94,8 @@ static void test_resume_bit_identical(void) {
     copy_str(c.init_from, sizeof c.init_from, "resume");
     ngpt_trainer *r = make(&c);
     if (!r) return;
-    CHECK(r->step == CUT, "resumed at step %d", r->step);
+    CHECK(r->step == CUT && r->best_val_loss == 2.71828f && r->eval_count == 5, "resumed at step %d, best val loss %g, %d evaluations",
+          r->step, (double)r->best_val_loss, r->eval_count);
     /* the stats of the last step come back with it: its learning rate (warming up here, so each step's differs) */
     ngpt_get_stats(r, &after);
     CHECK(after.lr == at_cut.lr && after.lr > 0 && after.last_loss == at_cut.last_loss, "resumed stats: lr %g (saved %g), last loss %g (saved %g)",

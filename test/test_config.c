@@ -604,6 +604,7 @@ static void test_struct_fields_validated(void) {
         {"eval_iters", "eval_iters x batch_size = 8590 x 1000000 = 8590000000 sequences an evaluation of each split: at most 2147483647"},
         {"beta2", "beta2 = '1': must be a number in [0, 0.999999999]"}, /* (%g printed the bound as 1, the value refused) */
         {"bias", "bias = 2: a boolean field holds 0 (False) or 1 (True)"}, /* (printed True, it passed; its checkpoint loaded nowhere) */
+        {"beta1", "beta1 = '1': must be a number in [0, 0.999999]"}, /* 1 - beta1^t would be 0: AdamW's first step divides by it */
         {"out_dir", "out_dir is empty: name a folder"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -624,6 +625,7 @@ static void test_struct_fields_validated(void) {
         case 8: c.batch_size = 1000000; c.eval_iters = 8590; break;
         case 9: c.beta2 = 1; break;
         case 10: c.bias = 2; break;
+        case 11: c.beta1 = 1; break;
         default: c.out_dir[0] = 0; break;
         }
         ngpt_trainer *tr = NULL;
