@@ -11367,10 +11367,12 @@ static const char *model_overrides(const ngpt_config *given, const ngpt_config *
     return buf;
 }
 
-/* init_from = resume: when the checkpoint's run read other data than cfg names, a line saying so into data_note;
- * when its optimisation settings (the learning-rate schedule, the batch, AdamW's) differ from cfg's, as a resume
- * without the run's config file makes them, a line listing them into settings_note ("" for none) */
-static void resume_notes(const ngpt_config *cfg, char *data_note, size_t data_cap, char *settings_note, size_t settings_cap) {
+/* init_from = resume: when the checkpoint's run read other data than cfg names, a line saying so into data_note,
+ * and, when neither dataset nor data_dir was given (data_given 0), cfg takes the run's (a resume without the config
+ * file of a GPT-2 BPE run trained it on the default job's characters); when its optimisation settings (the
+ * learning-rate schedule, the batch, AdamW's) differ from cfg's, as a resume without the run's config file makes
+ * them, a line listing them into settings_note ("" for none) */
+static void resume_notes(ngpt_config *cfg, int data_given, char *data_note, size_t data_cap, char *settings_note, size_t settings_cap) {
     char path[700], err[NGPT_ERRLEN];
     ngpt_config stored;
     data_note[0] = settings_note[0] = 0;
@@ -11381,7 +11383,12 @@ static void resume_notes(const ngpt_config *cfg, char *data_note, size_t data_ca
     dataset_dir(&stored, stored_dir, sizeof stored_dir);
     dataset_dir(cfg, dir, sizeof dir);
     if (strcmp(stored_dir, dir) && !(realpath(stored_dir, real_stored) && realpath(dir, real_dir) && !strcmp(real_stored, real_dir))) {
-        if (stored.data_dir[0])
+        if (!data_given) {
+            copy_str(cfg->dataset, sizeof cfg->dataset, stored.dataset);
+            copy_str(cfg->data_dir, sizeof cfg->data_dir, stored.data_dir);
+            snprintf(data_note, data_cap, "init_from = resume reads the data the checkpoint's run read, %s %s (--dataset or --data_dir reads "
+                     "other data)", stored.data_dir[0] ? "data_dir" : "dataset", stored.data_dir[0] ? stored.data_dir : stored.dataset);
+        } else if (stored.data_dir[0])
             snprintf(data_note, data_cap, "the checkpoint's run read data_dir %s; this one reads %s (pass --data_dir=%s to go on with its data)",
                      stored.data_dir, cfg->data_dir[0] ? cfg->data_dir : cfg->dataset, stored.data_dir);
         else
@@ -11448,7 +11455,8 @@ static int cmd_train(int argc, char **argv) {
     }
     /* a resume on other data than its run read: said first, before that data is prepared (or downloaded) */
     char data_note[1600], settings_note[2048];
-    resume_notes(&cfg, data_note, sizeof data_note, settings_note, sizeof settings_note);
+    int data_given = line_of[config_find("dataset") - config_keys] || line_of[config_find("data_dir") - config_keys];
+    resume_notes(&cfg, data_given, data_note, sizeof data_note, settings_note, sizeof settings_note);
     if (data_note[0]) fprintf(stderr, "note: %s\n", data_note);
     if (settings_note[0] && !cfg.eval_only) fprintf(stderr, "note: %s\n", settings_note);
     char lr_note[400];
