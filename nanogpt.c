@@ -7594,7 +7594,7 @@ CLI_USED static int llmc_write_model(const char *path, const ModelShape *ms, con
 
 /* Opens GPT-2 weights at path: an llm.c model file (by its magic), a safetensors file, or a folder holding
  * model.safetensors (and config.json), as Hugging Face's downloads are laid out. w NULL: the shape only. */
-static int pretrained_open_path(const char *path, ModelShape *ms, Weights *w, char *err, size_t errlen) {
+static int pretrained_open_file(const char *path, ModelShape *ms, Weights *w, char *err, size_t errlen) {
     if (w) memset(w, 0, sizeof *w);
     struct stat st;
     if (stat(path, &st)) return fail(err, errlen, NGPT_ERR_IO, "cannot open %s: %s", path, strerror(errno));
@@ -7631,6 +7631,24 @@ static int pretrained_open_path(const char *path, ModelShape *ms, Weights *w, ch
     if (n > 12 && !strcmp(path + n - 12, ".safetensors")) return safetensors_open_gpt2(path, ms, w, err, errlen);
     return fail(err, errlen, NGPT_ERR_FORMAT, "%s is neither an llm.c model file (magic %d) nor safetensors (a JSON header after 8 bytes)", path,
                 LLMC_MODEL_MAGIC);
+}
+
+/* pretrained_open_file, and a shape outside the config's ranges refused: trained, its checkpoints would load
+ * nowhere (an llm.c header of 2000 layers trained, and resume and sample refused what it saved) */
+static int pretrained_open_path(const char *path, ModelShape *ms, Weights *w, char *err, size_t errlen) {
+    int rc = pretrained_open_file(path, ms, w, err, errlen);
+    if (rc) return rc;
+    const struct { const char *key; int value; } sizes[] = {
+        {"n_layer", ms->L}, {"n_head", ms->NH}, {"n_embd", ms->C}, {"vocab_size", ms->V}, {"block_size", ms->maxT}};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0] && !rc; i++) {
+        double hi = config_find(sizes[i].key)->hi;
+        if (sizes[i].value > hi) {
+            if (w) weights_close(w);
+            rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s: the model's %s is %d; nanogpt trains and saves models with %s in [1, %.0f]", path,
+                      sizes[i].key, sizes[i].value, sizes[i].key, hi);
+        }
+    }
+    return rc;
 }
 
 /* nanoGPT's crop_block_size: keeps the first T rows of wpe (T <= maxT), moving the tensors after it (params

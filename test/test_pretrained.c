@@ -879,6 +879,32 @@ static void test_llmc_errors(void) {
     expect_error(llmc_read_model, "more layers than data", path, NGPT_ERR_FORMAT, "L 3");
     h[4] = FX_L;
 
+    /* a well-formed file of 2000 layers (C 1): over n_layer's range, refused before it trains (its checkpoints would
+     * load nowhere) */
+    {
+        enum { L = 2000, C = 1, T = 8 };
+        size_t count = (size_t)C * (FX_VP + T + 2 + (size_t)L * (12 * C + 13));
+        int32_t head[256] = {LLMC_MODEL_MAGIC, 3, T, FX_V, L, 1, C, FX_VP};
+        float *zeros = calloc(count, sizeof(float));
+        tmp_path(path, sizeof path, "deep.bin");
+        spill(path, head, sizeof head, zeros, count * sizeof(float));
+        free(zeros);
+        ngpt_config deep;
+        ngpt_config_defaults(&deep);
+        snprintf(deep.device, sizeof deep.device, "cpu");
+        snprintf(deep.init_from, sizeof deep.init_from, "%s", path);
+        deep.block_size = T;
+        ngpt_options lean;
+        memset(&lean, 0, sizeof lean);
+        lean.sample_only = 1;
+        ngpt_trainer *dt = NULL;
+        char derr[NGPT_ERRLEN] = "";
+        int drc = ngpt_trainer_create(&deep, &lean, &dt, derr, sizeof derr);
+        CHECK(drc == NGPT_ERR_FORMAT && !dt && strstr(derr, "deep.bin: the model's n_layer is 2000; nanogpt trains and saves models with n_layer in [1, 1024]"),
+              "2000 layers: status %d: %s", drc, derr);
+        ngpt_trainer_free(dt);
+    }
+
     /* damaged weights: the first NaN or Inf named by tensor, layer and element, in the file's reading and in a trainer's */
     tmp_path(path, sizeof path, "nan.bin");
     float *x = (float *)(file + 1024) + (size_t)FX_VP * FX_C + (size_t)FX_MAXT * FX_C + 2 * (size_t)FX_L * FX_C; /* qkvw */
