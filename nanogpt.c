@@ -1540,6 +1540,25 @@ static double plan_need(const Plan *p) {
 }
 
 /* Lays out everything for one choice; returns the device bytes (CPU: device + host). */
+/* Sampling's buffers in the batch region (nothing trains meanwhile): the KV cache, one position's activations
+ * and logits for S sequences, the backend's scratch */
+enum { S_KV, S_X, S_LN, S_STATS, S_QKV, S_ATT, S_TMP, S_FC, S_LOGITS, S_TOKENS, S_SCRATCH, N_SAMPLE_BUFS };
+
+static ngpt_shape sample_shape(const ModelShape *m, int S) { return (ngpt_shape){S, m->maxT, m->C, m->NH, m->L, m->Vp, S}; }
+
+/* offsets of sampling's buffers for S sequences (act: bytes an activation; scratch: the backend's); returns the bytes */
+static size_t sample_layout_of(const ModelShape *m, size_t act, int S, size_t scratch, size_t off[N_SAMPLE_BUFS]) {
+    size_t a = act, C = (size_t)m->C, n = (size_t)S;
+    size_t bytes[N_SAMPLE_BUFS] = {(size_t)m->L * n * 2 * (size_t)m->maxT * C * a, n * C * a, n * C * a, 2 * n * 4, n * 3 * C * a,
+                                   n * C * a, n * C * a, n * 4 * C * a, n * (size_t)m->Vp * a, n * 4, scratch};
+    size_t o = 0;
+    for (int i = 0; i < N_SAMPLE_BUFS; i++) {
+        off[i] = o;
+        o += ALIGN_UP(bytes[i], ARENA_ALIGN);
+    }
+    return o;
+}
+
 static double plan_layout(Plan *p, const PlanRequest *r, int B, int lanes, int recompute, int chunk_cap, int moments_dtype) {
     memset(p, 0, sizeof *p);
     p->req = *r;
@@ -1580,6 +1599,15 @@ static double plan_layout(Plan *p, const PlanRequest *r, int B, int lanes, int r
     p->logits_chunk = (int)MIN((size_t)chunk_cap, lane_BT);
     layout_batch(&p->train, r, B, lanes, !r->inference, recompute, p->logits_chunk, p->act_bytes);
     p->region_bytes = p->train.end;
+    if (r->inference) { /* and room to sample one sequence: a deep model's KV cache outgrows a forward pass of it */
+        ngpt_shape one = sample_shape(&r->m, 1);
+        size_t off[N_SAMPLE_BUFS], scratch = r->device == DEV_BACKEND_CUDA ? cuda_scratch_bytes(&one, 0) : cpu_scratch_bytes(&one, r->nthreads);
+        size_t need = sample_layout_of(&r->m, p->act_bytes, 1, scratch, off);
+        if (need > p->region_bytes) { /* counted with the working buffers, so the categories still add up to the arena */
+            p->cat_bytes[CAT_WORK] += (double)(need - p->region_bytes);
+            p->region_bytes = need;
+        }
+    }
     for (int i = 0; i < N_BATCH_BUFS; i++) p->cat_bytes[buf_category(i, !r->inference)] += (double)p->train.bytes[i];
 
     /* eval: the largest micro-batch whose forward-only layout fits in the training region */
@@ -9162,21 +9190,10 @@ int ngpt_evaluate(ngpt_trainer *tr, float *train_loss, float *val_loss) {
 
 /* ---- generation with a KV cache, laid out in the batch region (nothing trains meanwhile) ---- */
 
-enum { S_KV, S_X, S_LN, S_STATS, S_QKV, S_ATT, S_TMP, S_FC, S_LOGITS, S_TOKENS, S_SCRATCH, N_SAMPLE_BUFS };
-
 /* offsets of the buffers for S sequences; returns the bytes */
 static size_t sample_layout(ngpt_trainer *tr, int S, size_t off[N_SAMPLE_BUFS]) {
-    size_t a = act_size(tr), C = (size_t)tr->ms.C, n = (size_t)S;
-    ngpt_shape shape = {S, tr->ms.maxT, tr->ms.C, tr->ms.NH, tr->ms.L, tr->ms.Vp, S};
-    size_t bytes[N_SAMPLE_BUFS] = {(size_t)tr->ms.L * n * 2 * (size_t)tr->ms.maxT * C * a, n * C * a, n * C * a, 2 * n * 4, n * 3 * C * a,
-                                   n * C * a, n * C * a, n * 4 * C * a, n * (size_t)tr->ms.Vp * a, n * 4,
-                                   tr->be->scratch_bytes(tr->be, &shape)};
-    size_t o = 0;
-    for (int i = 0; i < N_SAMPLE_BUFS; i++) {
-        off[i] = o;
-        o += ALIGN_UP(bytes[i], ARENA_ALIGN);
-    }
-    return o;
+    ngpt_shape shape = sample_shape(&tr->ms, S);
+    return sample_layout_of(&tr->ms, act_size(tr), S, tr->be->scratch_bytes(tr->be, &shape), off);
 }
 
 /* Runs position t for S sequences whose tokens at t are tok[0..S); leaves the logits in S_LOGITS. The tokens

@@ -130,6 +130,27 @@ static void test_block_size_one(void) {
     ngpt_trainer_free(tr);
 }
 
+/* A sampling trainer of a deep, narrow model planned for one sequence (batch_size 1): the plan keeps room for
+ * its KV cache (32 layers' keys and values outgrow the forward pass of one sequence it was sized by before) */
+static void test_deep_model_one_sequence(void) {
+    ngpt_config c;
+    ngpt_config_defaults(&c);
+    copy_str(c.device, sizeof c.device, "cpu");
+    copy_str(c.data_dir, sizeof c.data_dir, dir);
+    c.vocab_size = V; c.block_size = 64; c.n_layer = 32; c.n_head = 1; c.n_embd = 16;
+    c.batch_size = 1; c.gradient_accumulation_steps = 1; c.threads = 1;
+    ngpt_options opt;
+    memset(&opt, 0, sizeof opt);
+    opt.no_data = 1;
+    opt.sample_only = 1;
+    ngpt_trainer *tr;
+    char err[NGPT_ERRLEN];
+    if (ngpt_trainer_create(&c, &opt, &tr, err, sizeof err)) { CHECK(0, "create: %s", err); return; }
+    int32_t prompt[1] = {3}, out[6];
+    CHECK(ngpt_sample(tr, prompt, 1, 1, 5, 0.8f, 0, 7, out) == 0, "%s", tr->err);
+    ngpt_trainer_free(tr);
+}
+
 /* A trainer made only to sample: no gradients or moments in its arena, a checkpoint's parameters load into it
  * and sample as in the full trainer; saving and training are refused. */
 static void test_sample_only(void) {
@@ -226,6 +247,7 @@ int main(void) {
     RUN(test_decode_matches_full_forward);
     RUN(test_greedy_and_seeds);
     RUN(test_block_size_one);
+    RUN(test_deep_model_one_sequence);
     RUN(test_sample_only);
     RUN(test_sample_only_window_chunks);
     RUN(test_kth_largest);
