@@ -8110,9 +8110,13 @@ static int checkpoint_open(CkptReader *r, const char *path, char *err, size_t er
     }
     uint64_t size = (uint64_t)st.st_size, end = sizeof r->h;
     int rc = NGPT_OK;
-    if (fread(&r->h, sizeof r->h, 1, r->f) != 1 || memcmp(r->h.magic, CKPT_MAGIC, 8))
+    size_t got = fread(&r->h, 1, sizeof r->h, r->f);
+    if (got < 8 || memcmp(r->h.magic, CKPT_MAGIC, 8))
         rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s is not a nanogpt checkpoint (no '%s' magic; %llu bytes)", path, CKPT_MAGIC,
                   (unsigned long long)size);
+    else if (got < sizeof r->h) /* a copy cut short: its magic is there */
+        rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s: a nanogpt checkpoint cut short (truncated?): %llu bytes, and its header alone is %zu", path,
+                  (unsigned long long)size, sizeof r->h);
     else if (r->h.version != CKPT_VERSION)
         rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s is checkpoint version %u; this build reads version %d", path, r->h.version, CKPT_VERSION);
     else if (r->h.nsections != N_SECTIONS)
@@ -10668,8 +10672,8 @@ static int prepare_gpt2(const char *const *inputs, int n_inputs, const char *out
             if (tokwriter_commit(&w[k])) rc = fail(err, errlen, NGPT_ERR_IO, "cannot rename %s to %s: %s", w[k].tmp, w[k].path, strerror(errno));
         char size[32];
         if (!rc && log) {
-            fprintf(log, "prepared %d file(s), %s, %llu characters: train has %llu tokens, val has %llu tokens (GPT-2 BPE, %s format) -> %s\n",
-                    n_inputs, fmt_bytes(size, sizeof size, total_bytes), (unsigned long long)chars, (unsigned long long)w[0].count,
+            fprintf(log, "prepared %d file%s, %s, %llu characters: train has %llu tokens, val has %llu tokens (GPT-2 BPE, %s format) -> %s\n",
+                    n_inputs, n_inputs == 1 ? "" : "s", fmt_bytes(size, sizeof size, total_bytes), (unsigned long long)chars, (unsigned long long)w[0].count,
                     (unsigned long long)w[1].count, llmc ? "llm.c" : "nanoGPT", out_dir);
             prepare_short_split_note(log, (unsigned long long)w[0].count, (unsigned long long)w[1].count);
         }
@@ -10776,9 +10780,10 @@ static volatile sig_atomic_t stop_signal;       /* the signal that stopped the r
  * an evaluation is left at its next micro-batch) and saves where there is something to save; another one within a second of it is taken for a
  * double press and ignored (it would lose the save); later, one more quits at once. */
 static void on_signal(int sig) {
-    static const char msg[] = "\nstopping at the next micro-batch: a step over half done, or just after an evaluation, runs to its end; one "
-                              "less done (or an evaluation) is left for a resume to run again; then a checkpoint is saved (none at step 0 "
-                              "or with eval_only; again, after a second, to quit now)\n";
+    static const char msg[] = "\nstopping at the next micro-batch, then saving a checkpoint (none at step 0 or with eval_only): a step over "
+                              "half done, one of a single micro-batch (gradient_accumulation_steps = 1) or one just after an evaluation "
+                              "runs to its end; one less done, or an evaluation, is left for a resume to run again. Ctrl-C again, a "
+                              "second or more from now, quits at once without saving\n";
     static volatile sig_atomic_t stopping;
     static struct timespec first;
     struct timespec now;
@@ -11603,9 +11608,9 @@ static int cmd_train(int argc, char **argv) {
         char skipped[160] = "";
         if (st.skipped_steps)
             snprintf(skipped, sizeof skipped, ", %d of them skipped (a NaN/Inf loss or gradient: the parameters were not updated)", st.skipped_steps);
-        printf("done: %d steps%s%s in %.1f s, best val loss %.4f; memory: arena %s (allocated once)%s, process peak resident %s; log in "
+        printf("done: %d step%s%s%s in %.1f s, best val loss %.4f; memory: arena %s (allocated once)%s, process peak resident %s; log in "
                "%s/log.jsonl\n",
-               st.step - step0, from, skipped, now_seconds() - t0, (double)st.best_val_loss, b1, b3, b2, cfg.out_dir);
+               st.step - step0, st.step - step0 == 1 ? "" : "s", from, skipped, now_seconds() - t0, (double)st.best_val_loss, b1, b3, b2, cfg.out_dir);
     }
     ngpt_trainer_free(tr);
     if (rc == NGPT_ERR_INTERRUPTED && stop_signal) {
@@ -11900,7 +11905,8 @@ static int cmd_bench(int argc, char **argv) {
         printf("  %-12s %9.2f ms %5.1f%%\n", prof_names[c], 1e3 * r.op_seconds[c], 100 * r.op_seconds[c] / r.profiled_step_seconds);
         for (int o = 0; o < N_PROF_OPS; o++)
             if (r.by_op_calls[c][o])
-                printf("    %-24s %9.2f ms in %d calls, %.1f us each\n", prof_op_names[o], 1e3 * r.by_op_seconds[c][o], r.by_op_calls[c][o],
+                printf("    %-24s %9.2f ms in %d call%s, %.1f us each\n", prof_op_names[o], 1e3 * r.by_op_seconds[c][o], r.by_op_calls[c][o],
+                       r.by_op_calls[c][o] == 1 ? "" : "s",
                        1e6 * r.by_op_seconds[c][o] / r.by_op_calls[c][o]);
         ops += r.op_seconds[c];
     }
@@ -12495,7 +12501,7 @@ static int cmd_plot(int argc, char **argv) {
                "<text x='560' y='72' fill='#d62728'>val (eval)</text>\n</svg>\n");
     if (fclose(o)) fprintf(stderr, "error: writing %s failed\n", out);
     else {
-        printf("wrote %s (%zu steps, %zu evaluations)\n", out, tr.n, ev_val.n);
+        printf("wrote %s (%zu step%s, %zu evaluation%s)\n", out, tr.n, tr.n == 1 ? "" : "s", ev_val.n, ev_val.n == 1 ? "" : "s");
         rc = 0;
     }
 done:

@@ -678,7 +678,8 @@ static void test_bad_checkpoints(void) {
         {"bit flip in the model section", -1, model_at + 1, 0, "checksum mismatch"},
         {"another version", -1, -1, 7, "version 7; this build reads version 1"},
         {"not a checkpoint", -1, 2, 0, "not a nanogpt checkpoint"},
-        {"cut inside the header", 20, -1, 0, "not a nanogpt checkpoint"},
+        {"cut inside the header", 20, -1, 0, "a nanogpt checkpoint cut short (truncated?): 20 bytes, and its header alone is "},
+        {"cut inside the magic", 5, -1, 0, "not a nanogpt checkpoint (no 'ngptckpt' magic; 5 bytes)"},
         {"a byte appended", -2, -1, 0, "1 bytes after the last section"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
