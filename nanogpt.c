@@ -1021,9 +1021,16 @@ static int config_load_extra(ngpt_config *cfg, const char *path, int *line_of, c
     }
     char line[1024], msg[NGPT_ERRLEN];
     int lineno = 0, rc = NGPT_OK;
+    long at = ftell(f); /* where the line starts: fewer characters than bytes read is a NUL byte in it */
     while (fgets(line, sizeof line, f)) {
         lineno++;
         size_t n = strlen(line);
+        long next = ftell(f);
+        if (at >= 0 && next >= 0 && (size_t)(next - at) != n) { /* past the head binary_file_says reads: it would cut the line there */
+            rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s:%d:%zu: a NUL byte; a config file is text", path, lineno, n + 1);
+            break;
+        }
+        at = next;
         if (n == sizeof line - 1 && line[n - 1] != '\n') {
             rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s:%d: line longer than %zu characters", path, lineno, sizeof line - 2);
             break;

@@ -151,6 +151,14 @@ static void test_config_file(void) {
     CHECK(rc == 0 && !strcmp(c.out_dir, "it's"), "a quote inside the other quotes: %s", err);
     rc = ngpt_config_load(&c, tmp_path("missing.cfg"), err, sizeof err);
     CHECK(rc == NGPT_ERR_IO && strstr(err, "missing.cfg"), "missing file: %s", err);
+    /* a NUL byte past the head read for a binary file's: refused where it is, not read as n_layer = 2 */
+    char late_nul[700];
+    memset(late_nul, '#', 600);
+    static const char tail[] = "\nn_layer = 2\0" "0\nbatch_size = 4\n";
+    memcpy(late_nul + 600, tail, sizeof tail - 1);
+    write_file(tmp_path("nul.cfg"), late_nul, 600 + sizeof tail - 1);
+    rc = ngpt_config_load(&c, tmp_path("nul.cfg"), err, sizeof err);
+    CHECK(rc == NGPT_ERR_FORMAT && strstr(err, "nul.cfg:2:12: a NUL byte; a config file is text"), "a late NUL byte: %s", err);
 }
 
 /* nanoGPT's config/finetune_shakespeare.py as it is: an import, and an ignored key whose value is an expression */
