@@ -240,6 +240,7 @@ static int eq_fused; /* grads_with gives the backend the fusions above */
 
 /* one forward/backward of the 6 sequences with a config tweak; returns loss and all gradients. On the CPU a
  * micro-batch of B >= 2 runs as two lanes of ceil(B/2) and the rest sequences, each with its own gradients. */
+static int eq_step; /* the step grads_with's trainer is at (dropout's masks are drawn per step) */
 static double grads_with(int micro_batch, int logits_chunk, int recompute, double dropout, float *grads) {
     ngpt_config c;
     base_config(&c, EQ_V, EQ_T, EQ_L, EQ_NH, EQ_C, 1, EQ_SEQS);
@@ -254,6 +255,7 @@ static double grads_with(int micro_batch, int logits_chunk, int recompute, doubl
         tr->be->matmul_backward_gelu = fused_backward_gelu;
         tr->be->matmul_forward_residual = fused_forward_residual;
     }
+    tr->step = eq_step;
     FixedBatch fb = {eq_tokens, eq_targets};
     double mean = NAN;
     if (forward_backward(tr, fill_fixed, &fb, &mean, NULL, NULL)) printf("forward_backward: %s\n", tr->err);
@@ -353,6 +355,12 @@ static void test_dropout_reproducible(void) {
     CHECK(la == lb && max_abs_diff(a, b, P, &w) == 0, "same seed, different result with dropout");
     double l0 = grads_with(6, 0, 0, 0, b);
     CHECK(la != l0, "dropout 0.2 gave the loss of dropout 0 (%.9g)", l0);
+    /* the same parameters and batch a step later: other masks (nanoGPT's dropout draws new ones every step); without
+     * dropout the step changes nothing */
+    eq_step = 1;
+    double next = grads_with(6, 0, 0, 0.2, b), next0 = grads_with(6, 0, 0, 0, a);
+    eq_step = 0;
+    CHECK(next != la && next0 == l0, "dropout 0.2 at step 1: loss %.9g, at step 0 %.9g (no dropout: %.9g and %.9g)", next, la, next0, l0);
     free(a); free(b);
 }
 
