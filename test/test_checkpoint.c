@@ -107,6 +107,11 @@ static void test_resume_bit_identical(void) {
     /* the evaluation after a resume uses the same batches as the uninterrupted run's */
     float ta, va, tb, vb;
     CHECK(ngpt_evaluate(a, &ta, &va) == 0 && ngpt_evaluate(r, &tb, &vb) == 0 && ta == tb && va == vb, "eval after resume differs");
+    /* and fresh windows at every evaluation: the same parameters evaluated at another step see other batches */
+    float tc, vc;
+    a->step += 2;
+    CHECK(ngpt_evaluate(a, &tc, &vc) == 0 && tc != ta && vc != va, "the evaluation of step %d drew step %d's windows: %g %g", a->step, a->step - 2,
+          (double)tc, (double)vc);
     ngpt_trainer_free(a);
     ngpt_trainer_free(r);
     free(pa);
