@@ -10421,6 +10421,13 @@ static int llmc_tokenizer_in(const char *dir, char *path, size_t cap) {
  * gpt2_tokenizer.bin (dir may name that file itself) */
 CLI_USED static int load_gpt2_tokenizer(const char *dir, ngpt_tokenizer **out, char *err, size_t errlen) {
     char a[600], b[600];
+    const char *base = strrchr(dir, '/') ? strrchr(dir, '/') + 1 : dir;
+    if (!strcmp(base, "encoder.json") || !strcmp(base, "vocab.bpe") || !strcmp(base, "gpt2.tok")) {
+        char folder[600] = "."; /* the folder the file is in: ".", "/" or the path before its last slash */
+        if (base > dir) snprintf(folder, sizeof folder, "%.*s", base - dir > 1 ? (int)(base - dir - 1) : 1, dir);
+        return fail(err, errlen, NGPT_ERR_ARG, "tokenizer_dir = %s names one of the vocabulary's files: tokenizer_dir is the folder that holds "
+                    "encoder.json and vocab.bpe (or gpt2.tok), here %s, or llm.c's gpt2_tokenizer.bin itself", dir, folder);
+    }
     if (llmc_tokenizer_in(dir, a, sizeof a) && !strcmp(a, dir)) return ngpt_tokenizer_load_llmc(a, out, err, errlen); /* the file itself */
     snprintf(a, sizeof a, "%.580s/gpt2.tok", dir);
     int rc; /* (llm.c's files, returned as they are: their loader requires <|endoftext|>) */

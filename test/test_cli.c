@@ -498,6 +498,13 @@ static void test_typos(void) {
     CHECK_RUN(r, 0, "prepare with llm.c's tokenizer in tokenizer_dir");
     r = cli("prepare", "--tokenizer=gpt2", tok_file, text_input, out_file, NULL);
     CHECK_RUN(r, 0, "prepare with llm.c's tokenizer as tokenizer_dir");
+    /* tokenizer_dir naming encoder.json: the folder is named, not llm.c's magic */
+    char json_file[760];
+    snprintf(json_file, sizeof json_file, "%s/encoder.json", gpt2_dir);
+    r = cli("prepare", "--tokenizer=gpt2", json_file, text_input, out_file, NULL);
+    CHECK_RUN(r, 1, "prepare with encoder.json as tokenizer_dir");
+    CHECK(strstr(r->err, "encoder.json names one of the vocabulary's files: tokenizer_dir is the folder that holds encoder.json and vocab.bpe") &&
+              strstr(r->err, gpt2_dir + strlen("--tokenizer_dir=")), "the folder to name: %.400s", r->err);
     static const char *const splits[2] = {"train.bin", "val.bin"};
     for (int i = 0; i < 2; i++) {
         char a[760], b[760], c[760];
