@@ -154,6 +154,17 @@ static void test_llmc_shards_read_as_one(void) {
         CHECK(w[32] / 1000 == w[0] / 1000, "a window crossed a shard boundary");
     }
     CHECK(from[0] > 50 && from[1] > 50, "both shards sampled: %d and %d", from[0], from[1]);
+    /* the windows on either side of the boundary, which random draws seldom hit: the first of shard 1 is its token 0,
+     * not a window of shard 0 reading past its end */
+    const size_t edges[4] = {0, tr.windows_before[1] - 1, tr.windows_before[1], tr.windows - 1};
+    for (int e = 0; e < 4; e++) {
+        const TokenFile *file;
+        const uint16_t *w = tokenset_window(&tr, edges[e], &file);
+        int k = e / 2;
+        CHECK(file == &tr.files[k] && w == tr.files[k].tokens + (edges[e] - tr.windows_before[k]),
+              "window %zu: files[%d] at %td, expected files[%d] at %zu", edges[e], (int)(file - tr.files), w - file->tokens, k,
+              edges[e] - tr.windows_before[k]);
+    }
     char says[600];
     tokenset_describe(&tr, says, sizeof says);
     CHECK(!strcmp(says, "2,000 tokens in 2 shards (fineweb_train_000001.bin .. fineweb_train_000002.bin)"), "the startup line's words: %s", says);
