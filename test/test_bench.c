@@ -145,11 +145,11 @@ static void test_kernel_timings(void) {
 typedef struct {
     int n;
     float loss[8];
-    double mfu[8];
+    double mfu[8], eta[8];
 } Seen;
 static void on_progress(void *ctx, const ngpt_progress *p) {
     Seen *s = (Seen *)ctx;
-    if (!p->is_eval && s->n < 8) { s->loss[s->n] = p->loss; s->mfu[s->n++] = p->mfu; }
+    if (!p->is_eval && s->n < 8) { s->loss[s->n] = p->loss; s->eta[s->n] = p->eta_seconds; s->mfu[s->n++] = p->mfu; }
 }
 
 /* ngpt_train with and without measure_peak, on a model whose moments hold a 512^3 product (about 800K
@@ -220,6 +220,9 @@ static void test_train_measures_peak(void) {
             CHECK(tr->peak_flops > 1e6, "the peak raised to a step's rate: %g FLOP/s", tr->peak_flops);
             for (int i = 0; i < low.n; i++) CHECK(low.mfu[i] > 0 && low.mfu[i] <= 1, "step %d: MFU %g over a peak measured low", i, low.mfu[i]);
             CHECK(low.n == 3 && low.mfu[0] == 1, "%d steps, the first at MFU %g: the peak it set", low.n, low.mfu[0]);
+            /* the ETA counts the steps left up to max_iters, itself included: none after the last alone */
+            CHECK(low.eta[0] > 0 && low.eta[1] > 0 && low.eta[2] == 0, "ETA after steps 0, 1, 2 of max_iters 2: %g, %g, %g s", low.eta[0],
+                  low.eta[1], low.eta[2]);
             ngpt_trainer_free(tr);
         } else CHECK(0, "create: %s", err);
     }
