@@ -12,22 +12,29 @@
 enum { V = 75, T = 20, S = 3 };
 static char dir[256];
 
-static ngpt_trainer *make_sized(int sample_only, long long seed, int block_size) {
+/* nanoGPT's defaults on the cpu, reading no dataset: the model's shape is the caller's to set */
+static void config_on_cpu(ngpt_config *c) {
     snprintf(dir, sizeof dir, "/tmp/ngpt_test_sample_%d", (int)getpid());
-    ngpt_config c;
-    ngpt_config_defaults(&c);
-    copy_str(c.device, sizeof c.device, "cpu");
-    copy_str(c.data_dir, sizeof c.data_dir, dir);
-    c.vocab_size = V; c.block_size = block_size; c.n_layer = 2; c.n_head = 4; c.n_embd = 32; c.bias = 1;
-    c.batch_size = S; c.gradient_accumulation_steps = 1; c.threads = 2; c.seed = seed;
+    ngpt_config_defaults(c);
+    copy_str(c->device, sizeof c->device, "cpu");
+    copy_str(c->data_dir, sizeof c->data_dir, dir);
+}
+static ngpt_trainer *create(const ngpt_config *c, int sample_only) {
     ngpt_options opt;
     memset(&opt, 0, sizeof opt);
     opt.no_data = 1; /* no dataset needed to sample */
     opt.sample_only = sample_only;
     ngpt_trainer *tr;
     char err[NGPT_ERRLEN];
-    if (ngpt_trainer_create(&c, &opt, &tr, err, sizeof err)) { printf("create: %s\n", err); return NULL; }
+    if (ngpt_trainer_create(c, &opt, &tr, err, sizeof err)) { printf("create: %s\n", err); return NULL; }
     return tr;
+}
+static ngpt_trainer *make_sized(int sample_only, long long seed, int block_size) {
+    ngpt_config c;
+    config_on_cpu(&c);
+    c.vocab_size = V; c.block_size = block_size; c.n_layer = 2; c.n_head = 4; c.n_embd = 32; c.bias = 1;
+    c.batch_size = S; c.gradient_accumulation_steps = 1; c.threads = 2; c.seed = seed;
+    return create(&c, sample_only);
 }
 static ngpt_trainer *make_with(int sample_only, long long seed) { return make_sized(sample_only, seed, T); }
 static ngpt_trainer *make(void) { return make_with(0, 1337); }
@@ -134,18 +141,11 @@ static void test_block_size_one(void) {
  * its KV cache (32 layers' keys and values outgrow the forward pass of one sequence it was sized by before) */
 static void test_deep_model_one_sequence(void) {
     ngpt_config c;
-    ngpt_config_defaults(&c);
-    copy_str(c.device, sizeof c.device, "cpu");
-    copy_str(c.data_dir, sizeof c.data_dir, dir);
+    config_on_cpu(&c);
     c.vocab_size = V; c.block_size = 64; c.n_layer = 32; c.n_head = 1; c.n_embd = 16;
     c.batch_size = 1; c.gradient_accumulation_steps = 1; c.threads = 1;
-    ngpt_options opt;
-    memset(&opt, 0, sizeof opt);
-    opt.no_data = 1;
-    opt.sample_only = 1;
-    ngpt_trainer *tr;
-    char err[NGPT_ERRLEN];
-    if (ngpt_trainer_create(&c, &opt, &tr, err, sizeof err)) { CHECK(0, "create: %s", err); return; }
+    ngpt_trainer *tr = create(&c, 1);
+    if (!tr) { CHECK(0, "trainer"); return; }
     int32_t prompt[1] = {3}, out[6];
     CHECK(ngpt_sample(tr, prompt, 1, 1, 5, 0.8f, 0, 7, out) == 0, "%s", tr->err);
     ngpt_trainer_free(tr);
@@ -191,9 +191,7 @@ static void test_sample_only(void) {
  * (pretrained weights) land bit for bit, and come back out (export) the same */
 static void test_sample_only_window_chunks(void) {
     ngpt_config c;
-    ngpt_config_defaults(&c);
-    copy_str(c.device, sizeof c.device, "cpu");
-    copy_str(c.data_dir, sizeof c.data_dir, dir);
+    config_on_cpu(&c);
     c.vocab_size = 20000; c.block_size = 8; c.n_layer = 1; c.n_head = 2; c.n_embd = 64; c.bias = 1;
     c.batch_size = 1; c.gradient_accumulation_steps = 1; c.threads = 2;
     ngpt_options opt;
