@@ -8666,17 +8666,27 @@ static int resume_open(ngpt_config *c, CkptReader *r, char *path, size_t cap, ch
     return rc;
 }
 
+/* When broken, a checkpoint in dir, does not read: the newest other ckpt_<step>.bin, into other (cap bytes), when
+ * it opens; 0 when it does not, or there is none */
+CLI_USED static int checkpoint_other_readable(const char *dir, const char *broken, char *other, size_t cap) {
+    long long steps[2];
+    for (int i = checkpoint_list(dir, steps, 2) - 1; i >= 0; i--) {
+        checkpoint_path(dir, steps[i], other, cap);
+        if (!strcmp(other, broken)) continue;
+        CkptReader r;
+        char ignored[NGPT_ERRLEN];
+        if (checkpoint_open(&r, other, ignored, sizeof ignored)) return 0;
+        fclose(r.f);
+        return 1;
+    }
+    return 0;
+}
+
 /* A resume whose newest checkpoint (path) does not read, msg saying why: when it is corrupt or cut short and the one
  * before it opens, the error says how to resume from that one */
 static int resume_failed(ngpt_trainer *tr, int rc, const char *msg, const char *path) {
-    long long steps[2];
     char before[512];
-    CkptReader r;
-    if (rc != NGPT_ERR_FORMAT || checkpoint_list(tr->cfg.out_dir, steps, 2) < 2) return tr_fail(tr, rc, "%s", msg);
-    checkpoint_path(tr->cfg.out_dir, steps[0], before, sizeof before);
-    char ignored[NGPT_ERRLEN];
-    if (checkpoint_open(&r, before, ignored, sizeof ignored)) return tr_fail(tr, rc, "%s", msg);
-    fclose(r.f);
+    if (rc != NGPT_ERR_FORMAT || !checkpoint_other_readable(tr->cfg.out_dir, path, before, sizeof before)) return tr_fail(tr, rc, "%s", msg);
     return tr_fail(tr, rc, "%s; to resume from the checkpoint before it, %s, move %s out of out_dir", msg, before, path);
 }
 
@@ -10261,10 +10271,10 @@ static int prep_write(void *ctx, uint32_t cp) {
 static void remove_dead_prepare_temporaries(const char *dir) {
     DIR *d = opendir(dir);
     if (!d) return;
-    static const char *const names[3] = {"train.bin.tmp.", "val.bin.tmp.", "meta.bin.tmp."};
+    static const char *const names[4] = {"train.bin.tmp.", "val.bin.tmp.", "meta.bin.tmp.", "gpt2.tok.tmp."};
     struct dirent *e;
     while ((e = readdir(d)) != NULL)
-        for (int k = 0; k < 3; k++) {
+        for (int k = 0; k < 4; k++) {
             size_t n = strlen(names[k]);
             if (strncmp(e->d_name, names[k], n) || !e->d_name[n]) continue;
             char *end;
@@ -10682,11 +10692,18 @@ static int prepare_gpt2(const char *const *inputs, int n_inputs, const char *out
             if (tokwriter_finish(&w[k])) rc = fail(err, errlen, NGPT_ERR_IO, "writing %s failed: %s; the folder's files are as they were", w[k].path,
                                                    strerror(errno));
         if (!rc) rc = gpt2_leftovers_blocked(out_dir, err, errlen);
+        /* the vocabulary the tokens were made with goes with them: sample reads it when tokenizer_dir has none */
+        char vocab[600];
+        snprintf(vocab, sizeof vocab, "%.580s/gpt2.tok", out_dir);
+        int vocab_new = !file_exists(vocab);
+        if (!rc) rc = ngpt_tokenizer_save(tok, vocab, err, errlen);
         for (int k = 1; k >= 0 && !rc; k--)
             if (tokwriter_commit(&w[k])) rc = fail(err, errlen, NGPT_ERR_IO, "cannot rename %s to %s: %s", w[k].tmp, w[k].path, strerror(errno));
+        if (rc && vocab_new) unlink(vocab); /* the tokens it would go with are not in place */
         char size[32];
         if (!rc && log) {
-            fprintf(log, "prepared %d file%s, %s, %llu characters: train has %llu tokens, val has %llu tokens (GPT-2 BPE, %s format) -> %s\n",
+            fprintf(log, "prepared %d file%s, %s, %llu characters: train has %llu tokens, val has %llu tokens (GPT-2 BPE, %s format) -> "
+                         "%s/{train,val}.bin, and the vocabulary in gpt2.tok\n",
                     n_inputs, n_inputs == 1 ? "" : "s", fmt_bytes(size, sizeof size, total_bytes), (unsigned long long)chars, (unsigned long long)w[0].count,
                     (unsigned long long)w[1].count, llmc ? "llm.c" : "nanoGPT", out_dir);
             prepare_short_split_note(log, (unsigned long long)w[0].count, (unsigned long long)w[1].count);
@@ -11310,6 +11327,16 @@ static int download(const char *url, const char *path, char *err, size_t errlen)
     return NGPT_OK;
 }
 
+/* a GPT-2 vocabulary in dir, as load_gpt2_tokenizer finds one, with nothing to download */
+static int gpt2_vocab_in(const char *dir) {
+    char a[600], b[600];
+    snprintf(a, sizeof a, "%.580s/encoder.json", dir);
+    snprintf(b, sizeof b, "%.580s/vocab.bpe", dir);
+    if (file_exists(a) && file_exists(b)) return 1;
+    snprintf(a, sizeof a, "%.580s/gpt2.tok", dir);
+    return file_exists(a) || llmc_tokenizer_in(dir, b, sizeof b);
+}
+
 /* GPT-2's encoder.json and vocab.bpe in dir (or its compact gpt2.tok), downloaded when missing */
 static int ensure_gpt2_vocab(const char *dir, char *err, size_t errlen) {
     const char *names[2] = {"encoder.json", "vocab.bpe"};
@@ -11673,6 +11700,15 @@ static int log_of_training(const char *dir) {
     }
     fclose(f);
     return lines == 0 || evaluations < lines;
+}
+
+/* sample's words after err, why out_dir's checkpoint path did not read (rc): of one corrupt or cut short, out_dir's
+ * newest other checkpoint, when that opens */
+static void sample_checkpoint_hint(const char *out_dir, const char *path, int rc, char *err, size_t errlen) {
+    char other[512];
+    size_t n = strlen(err);
+    if (rc == NGPT_ERR_FORMAT && n < errlen && checkpoint_other_readable(out_dir, path, other, sizeof other))
+        snprintf(err + n, errlen - n, "; out_dir's newest other checkpoint opens: --init_from=%s samples it", other);
 }
 
 /* The checkpoint that sample, export and plan --sample read from out_dir: best.bin (the lowest val loss), else the newest
@@ -12052,10 +12088,14 @@ static int sample_with(int argc, char **argv, int n_files, char **cfg_files) {
     }
     if (checkpoint_file || resume) {
         if (!resume) copy_str(path, sizeof path, init_from);
-        if (checkpoint_read_config(path, &cfg, err, sizeof err)) { fprintf(stderr, "error: %s\n", err); return 1; }
-    } else if (from_checkpoint && checkpoint_to_read(cfg.out_dir, path, sizeof path, &cfg, err, sizeof err)) {
-        fprintf(stderr, "error: %s; --init_from=gpt2 (or a weights file) samples pretrained weights instead\n", err);
-        return 1;
+        int rc = checkpoint_read_config(path, &cfg, err, sizeof err);
+        if (rc && resume) sample_checkpoint_hint(cfg.out_dir, path, rc, err, sizeof err);
+        if (rc) { fprintf(stderr, "error: %s\n", err); return 1; }
+    } else if (from_checkpoint) {
+        int rc = checkpoint_to_read(cfg.out_dir, path, sizeof path, &cfg, err, sizeof err);
+        if (rc == NGPT_ERR_FORMAT) sample_checkpoint_hint(cfg.out_dir, path, rc, err, sizeof err);
+        else if (rc) strncat(err, "; --init_from=gpt2 (or a weights file) samples pretrained weights instead", sizeof err - strlen(err) - 1);
+        if (rc) { fprintf(stderr, "error: %s\n", err); return 1; }
     }
     char trained_dir[300] = ""; /* the data folder the checkpoint's run read, before anything overrides it */
     CkptState trained_state;     /* the checkpoint's training state (its characters' checksum) */
@@ -12158,8 +12198,10 @@ static int sample_with(int argc, char **argv, int n_files, char **cfg_files) {
     }
     /* the weights, once the vocabulary is known to be theirs (the checks above say more than ngpt_load's own) */
     if (!rc && from_checkpoint) {
-        if ((rc = ngpt_load(tr, path))) fail(err, sizeof err, rc, "%s", ngpt_last_error(tr));
-        else fprintf(stderr, "sampling %s (step %d)\n", path, tr->step); /* which of out_dir's checkpoints */
+        if ((rc = ngpt_load(tr, path))) {
+            fail(err, sizeof err, rc, "%s", ngpt_last_error(tr));
+            if (!checkpoint_file) sample_checkpoint_hint(cfg.out_dir, path, rc, err, sizeof err);
+        } else fprintf(stderr, "sampling %s (step %d)\n", path, tr->step); /* which of out_dir's checkpoints */
     }
     if (!rc && tr->charvocab) {
         size_t nn = 0;
@@ -12182,8 +12224,18 @@ static int sample_with(int argc, char **argv, int n_files, char **cfg_files) {
         np = (int)nn;
     } else if (!rc) {
         size_t nn = 0;
-        rc = ensure_gpt2_vocab(cfg.tokenizer_dir, err, sizeof err);
-        if (!rc) rc = load_gpt2_tokenizer(cfg.tokenizer_dir, &tok, err, sizeof err);
+        /* tokenizer_dir's vocabulary; else the one prepare saved beside the tokens (a dataset prepared with its own
+         * --tokenizer_dir, trained without it); else tokenizer_dir's, downloaded */
+        const char *vocab_dir = cfg.tokenizer_dir;
+        char data[300], saved[600];
+        snprintf(saved, sizeof saved, "%.290s/gpt2.tok", dataset_dir(&cfg, data, sizeof data));
+        if (!gpt2_vocab_in(cfg.tokenizer_dir) && file_exists(saved)) {
+            fprintf(stderr, "note: tokenizer_dir = %s holds no vocabulary: decoding with %s, which prepare saved with the dataset's tokens\n",
+                    cfg.tokenizer_dir, saved);
+            vocab_dir = data;
+        }
+        rc = ensure_gpt2_vocab(vocab_dir, err, sizeof err);
+        if (!rc) rc = load_gpt2_tokenizer(vocab_dir, &tok, err, sizeof err);
         if (!rc) rc = ngpt_tokenizer_encode(tok, start, strlen(start), 1, prompt, prompt_cap, &nn, err, sizeof err);
         np = (int)nn;
         if (!rc && np == 0) prompt[np++] = ngpt_tokenizer_eot(tok); /* nanoGPT starts an empty prompt at <|endoftext|> */

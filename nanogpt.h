@@ -373,7 +373,8 @@ void ngpt_tokenizer_free(ngpt_tokenizer *t);
  * ---------------------------------------------------------------------------------------------------- */
 /* input (UTF-8 text) -> out_dir/train.bin and val.bin, nanoGPT's uint16 token files, val holding the last
  * val_fraction of the text (in (0, 1); nanoGPT's 0.1). tok NULL: characters, their vocabulary written to
- * out_dir/meta.bin (nanoGPT's shakespeare_char); else tok's GPT-2 tokens (nanoGPT's shakespeare). Creates
+ * out_dir/meta.bin (nanoGPT's shakespeare_char); else tok's GPT-2 tokens (nanoGPT's shakespeare), tok itself
+ * saved beside them as out_dir/gpt2.tok (ngpt_tokenizer_save), which sample decodes with. Creates
  * out_dir; each file is written under a temporary name and renamed when whole. An input that is no regular
  * file (a pipe) is copied into out_dir first, as it is read twice; the copy has no name and goes at the end.
  * Errors name the file and position. */

@@ -1956,6 +1956,70 @@ static void test_dataset_from_sibling(void) {
     CHECK(chdir(cwd) == 0, "back to %s", cwd);
 }
 
+/* a dataset prepared with its own --tokenizer_dir, trained without it (train needs no vocabulary): sample decodes
+ * with the gpt2.tok prepare saved beside the tokens, and downloads nothing (it tried to download GPT-2's files
+ * into the run's tokenizer_dir, and failed offline) */
+static void test_sample_with_prepared_vocabulary(void) {
+    char input[700], out[700], tok[700], data[700], out_dir[700], no_vocab[700];
+    snprintf(input, sizeof input, "--input=%s", tmp_path("own_vocab.txt"));
+    snprintf(out, sizeof out, "--out=%s", tmp_path("own_vocab"));
+    snprintf(tok, sizeof tok, "--tokenizer_dir=%s/gpt2", shared_data_dir());
+    snprintf(data, sizeof data, "--data_dir=%s", tmp_path("own_vocab"));
+    snprintf(out_dir, sizeof out_dir, "--out_dir=%s", tmp_path("own_vocab_out"));
+    snprintf(no_vocab, sizeof no_vocab, "--tokenizer_dir=%s", tmp_path("no_vocab_here"));
+    FILE *f = fopen(tmp_path("own_vocab.txt"), "w");
+    if (!f) { CHECK(0, "cannot write %s", tmp_path("own_vocab.txt")); return; }
+    for (int i = 0; i < 400; i++) fprintf(f, "Third Citizen: we have power in ourselves to do it, but it is a power that we have no power to do. %d\n", i);
+    fclose(f);
+    CliRun *r = cli("prepare", "--tokenizer=gpt2", tok, input, out, NULL);
+    CHECK_RUN(r, 0, "prepare GPT-2 tokens with a tokenizer_dir");
+    CHECK(strstr(r->out, "and the vocabulary in gpt2.tok"), "the vocabulary's copy is said: %.400s", r->out);
+    r = cli("train", data, no_vocab, out_dir, "--max_iters=1", "--device=cpu", "--threads=1", "--n_layer=1", "--n_head=2", "--n_embd=16",
+            "--block_size=16", "--batch_size=2", "--gradient_accumulation_steps=1", "--eval_iters=1", NULL);
+    CHECK_RUN(r, 0, "train without the tokenizer_dir");
+    r = cli("sample", out_dir, "--start=Third Citizen:", "--num_samples=1", "--max_new_tokens=4", NULL);
+    CHECK_RUN(r, 0, "sample");
+    CHECK(strstr(r->err, "no_vocab_here holds no vocabulary: decoding with ") && strstr(r->err, "own_vocab/gpt2.tok, which prepare saved") &&
+              !strstr(r->out, "downloading") && strstr(r->out, "Third Citizen:"),
+          "decoded with the dataset's vocabulary: %.600s | %.600s", r->out, r->err);
+}
+
+/* sample of an out_dir whose checkpoint is cut short (a disk filled during the save, a copy stopped midway): the
+ * error names out_dir's newest other checkpoint that opens, which samples (it suggested pretrained weights); a
+ * folder with no checkpoint keeps that suggestion */
+static void test_sample_broken_checkpoint(void) {
+    char data[700], out_dir[700], other_arg[800], newest[700], other[700];
+    CliRun *r = prepare_chars("cut_ckpt_data", "abcdefgh\n", 3000, data, sizeof data);
+    CHECK_RUN(r, 0, "prepare characters");
+    snprintf(out_dir, sizeof out_dir, "--out_dir=%s", tmp_path("cut_ckpt_out"));
+    r = cli("train", data, out_dir, "--device=cpu", "--threads=1", "--n_layer=1", "--n_head=2", "--n_embd=16", "--block_size=16", "--batch_size=2",
+            "--gradient_accumulation_steps=1", "--eval_iters=1", "--eval_interval=2", "--max_iters=4", "--always_save_checkpoint=True", NULL);
+    CHECK_RUN(r, 0, "a run that saves checkpoints");
+    long long steps[2];
+    CHECK(checkpoint_list(tmp_path("cut_ckpt_out"), steps, 2) == 2, "two checkpoints");
+    checkpoint_path(tmp_path("cut_ckpt_out"), steps[1], newest, sizeof newest);
+    checkpoint_path(tmp_path("cut_ckpt_out"), steps[0], other, sizeof other);
+    snprintf(other_arg, sizeof other_arg, "--init_from=%s", other);
+    char best[720];
+    snprintf(best, sizeof best, "%s/best.bin", tmp_path("cut_ckpt_out"));
+    unlink(best); /* sample reads best.bin first: the newest checkpoint is what it reads then */
+    CHECK(truncate(newest, file_size(newest) / 2) == 0, "truncate %s: %s", newest, strerror(errno));
+    const char *ways[2] = {NULL, "--init_from=resume"};
+    for (int i = 0; i < 2; i++) {
+        r = cli("sample", out_dir, "--num_samples=1", "--max_new_tokens=2", ways[i], NULL);
+        CHECK_RUN(r, 1, "sample a cut checkpoint");
+        char want[1600];
+        snprintf(want, sizeof want, "; out_dir's newest other checkpoint opens: %s samples it", other_arg);
+        CHECK(strstr(r->err, newest) && strstr(r->err, want) && !strstr(r->err, "pretrained"), "%s: the other checkpoint named: %.600s",
+              ways[i] ? ways[i] : "out_dir", r->err);
+    }
+    r = cli("sample", out_dir, "--num_samples=1", "--max_new_tokens=2", other_arg, NULL);
+    CHECK_RUN(r, 0, "sample the checkpoint named");
+    r = cli("sample", "--out_dir=no_such_out_zz", NULL);
+    CHECK_RUN(r, 1, "sample a folder that does not exist");
+    CHECK(strstr(r->err, "--init_from=gpt2 (or a weights file) samples pretrained weights instead"), "pretrained weights suggested: %.400s", r->err);
+}
+
 /* a tiny random dataset in tmpdir/name: vocab 40 */
 static const char *small_dataset(const char *name) {
     const char *dir = tmp_path(name);
@@ -2721,6 +2785,8 @@ int main(void) {
     RUN(test_log_nonfinite);
     RUN(test_plot_after_resume);
     RUN(test_dataset_from_sibling);
+    RUN(test_sample_with_prepared_vocabulary);
+    RUN(test_sample_broken_checkpoint);
     RUN(test_double_interrupt);
     RUN(test_second_interrupt_says_so);
     RUN(test_out_dir_in_use);

@@ -85,6 +85,18 @@ static void test_shakespeare_like_nanogpt(void) {
     size_t blen = 0;
     CHECK(ngpt_tokenizer_decode(tok, all, nt + nv, back, len + 16, &blen, err, sizeof err) == 0, "%s", err);
     CHECK(blen == len && !memcmp(back, text, len), "decode(train ++ val) != text (%zu vs %zu bytes)", blen, len);
+    /* the vocabulary is saved beside the tokens (sample decodes with it): it gives the same train ids */
+    char saved[600];
+    snprintf(saved, sizeof saved, "%s/gpt2.tok", out);
+    ngpt_tokenizer *copy = NULL;
+    size_t n2 = 0;
+    CHECK(ngpt_tokenizer_load(saved, &copy, err, sizeof err) == 0 && ngpt_tokenizer_vocab_size(copy) == 50257 &&
+              ngpt_tokenizer_encode(copy, (const char *)text, cut, 0, all, len, &n2, err, sizeof err) == 0,
+          "%s: %s", saved, err);
+    same = n2 == nt;
+    for (size_t i = 0; same && i < n2; i++) same = all[i] == tr.files[0].tokens[i];
+    CHECK(same, "%s encodes train into other ids (%zu vs %zu ids)", saved, n2, nt);
+    ngpt_tokenizer_free(copy);
     tokenset_close(&tr);
     tokenset_close(&va);
     free(text); free(ids); free(all); free(back);
@@ -401,8 +413,8 @@ static void test_concurrent_prepares(void) {
             if (kids[k] < 0 || waitpid(kids[k], &st, 0) != kids[k] || !WIFEXITED(st) || WEXITSTATUS(st) != 0) failed++;
         }
         CHECK(failed == 0, "%s: %d of 4 prepares of one folder at once failed", bpe ? "GPT-2 BPE" : "characters", failed);
-        const char *names[3] = {"train.bin", "val.bin", "meta.bin"};
-        for (int i = 0; i < 3 - bpe; i++) { /* BPE writes no meta.bin */
+        const char *names[3] = {"train.bin", "val.bin", bpe ? "gpt2.tok" : "meta.bin"}; /* the vocabulary of either */
+        for (int i = 0; i < 3; i++) {
             char a[600], b[600];
             snprintf(a, sizeof a, "%s/%s", alone, names[i]);
             snprintf(b, sizeof b, "%s/%s", shared, names[i]);
@@ -535,10 +547,44 @@ static void test_failed_prepare_keeps_the_pair(void) {
     after = read_all(path, &n);
     CHECK(after && n == old_val && !memcmp(after, val, n), "val.bin is the old one: %zu bytes, was %zu", n, old_val);
     free(after);
+    /* a limit above the tokens but under the vocabulary (0.9 MB) saved beside them: the pair and the old
+     * vocabulary stay */
+    char vocab[600];
+    snprintf(vocab, sizeof vocab, "%s/gpt2.tok", dir);
+    size_t vocab_n = 0;
+    unsigned char *vocab_before = read_all(vocab, &vocab_n);
+    CHECK(vocab_before && vocab_n > 600000, "%s: %zu bytes", vocab, vocab_n);
+    fflush(stdout);
+    kid = fork();
+    if (kid == 0) {
+        signal(SIGXFSZ, SIG_IGN);
+        struct rlimit rl = {500000, 500000};
+        setrlimit(RLIMIT_FSIZE, &rl);
+        int rc = ngpt_prepare(new_text, dir, tok, 0.1, err, sizeof err);
+        _exit(rc == NGPT_ERR_IO && strstr(err, "gpt2.tok.tmp.") && strstr(err, "write failed: File too large") ? 0 : 1);
+    }
+    waitpid(kid, &status, 0);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the prepare under the limit fails writing gpt2.tok (status %d)", status);
+    snprintf(path, sizeof path, "%s/train.bin", dir);
+    after = read_all(path, &n);
+    CHECK(after && n == old_train && !memcmp(after, train, n), "train.bin is the old one: %zu bytes, was %zu", n, old_train);
+    free(after);
+    after = read_all(vocab, &n);
+    CHECK(after && n == vocab_n && !memcmp(after, vocab_before, n), "gpt2.tok is the old one: %zu bytes, was %zu", n, vocab_n);
+    free(after);
+    free(vocab_before);
     free(train);
     free(val);
     int left = temporaries_in(dir);
     CHECK(left == 0, "%d temporary files left in %s", left, dir);
+    /* tokens that cannot be put in place (train.bin a folder): the vocabulary saved for them goes too */
+    snprintf(dir, sizeof dir, "%s/commit_fails", tmpdir);
+    snprintf(path, sizeof path, "%s/train.bin", dir);
+    snprintf(vocab, sizeof vocab, "%s/train.bin/x", dir);
+    CHECK(mkdir(dir, 0777) == 0 && mkdir(path, 0777) == 0 && mkdir(vocab, 0777) == 0, "make %s", vocab);
+    snprintf(vocab, sizeof vocab, "%s/gpt2.tok", dir);
+    int rc = ngpt_prepare(new_text, dir, tok, 0.1, err, sizeof err);
+    CHECK(rc == NGPT_ERR_IO && strstr(err, "cannot rename") && !file_exists(vocab), "rc %d, %s left: %s", rc, vocab, err);
 }
 
 static void test_bpe_recipe_names_its_dataset(void) {
