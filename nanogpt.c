@@ -11448,6 +11448,17 @@ static const char *model_overrides(const ngpt_config *given, const ngpt_config *
     return buf;
 }
 
+/* init_from (resume, pretrained weights) decides the model: a note where it overrides a model key that a config
+ * file or the command line (line_of) gave; given is the config before, used after */
+static void model_set_note(FILE *to, const ngpt_config *given, const ngpt_config *used, const int *line_of, int has_file) {
+    int set[6];
+    for (int k = 0; k < 6; k++) set[k] = line_of[config_find(model_keys[k]) - config_keys] != 0;
+    char overridden[512];
+    if (model_overrides(given, used, set, overridden, sizeof overridden)[0])
+        fprintf(to, "note: init_from = %s sets the model, over the %s: %s\n", used->init_from, has_file ? "config files and command line" : "command line",
+                overridden);
+}
+
 /* init_from = resume: when the checkpoint's run read other data than cfg names, a line saying so into data_note,
  * and, when neither dataset nor data_dir was given (data_given 0), cfg takes the run's (a resume without the config
  * file of a GPT-2 BPE run trained it on the default job's characters); when its optimisation settings (the
@@ -11578,12 +11589,7 @@ static int cmd_train(int argc, char **argv) {
     sigaction(SIGBUS, &bus, NULL);
     /* init_from (resume, pretrained weights) decides the model: say so where it overrides what the command line gave */
     const ngpt_config *eff = &tr->cfg;
-    int set[6]; /* by a file or an argument */
-    for (int k = 0; k < 6; k++) set[k] = line_of[config_find(model_keys[k]) - config_keys] != 0;
-    char overridden[512];
-    if (model_overrides(&cfg, eff, set, overridden, sizeof overridden)[0])
-        printf("note: init_from = %s sets the model, over the %s: %s\n", eff->init_from, has_file ? "config files and command line" : "command line",
-               overridden);
+    model_set_note(stdout, &cfg, eff, line_of, has_file);
     ngpt_stats st;
     ngpt_get_stats(tr, &st);
     char b1[32], b2[32], b3[64] = "";
@@ -11778,6 +11784,7 @@ static int cmd_plan(int argc, char **argv) {
     ngpt_config before_model = cfg;
     if (!rc && (rc = init_from_config(&cfg, sampling, err, sizeof err)))
         strncat(err, unset_block_size_hint(&before_model, has_file, line_of, !sampling), sizeof err - strlen(err) - 1);
+    if (!rc) model_set_note(stderr, &before_model, &cfg, line_of, has_file); /* as train says it */
     int V = 0;
     if (!rc) rc = data_vocab(&cfg, NULL, &V, err, sizeof err);
     if (rc) return plan_refused(json, err);

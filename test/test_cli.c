@@ -852,8 +852,13 @@ static void test_plan_init_from(void) {
         CHECK_RUN(r, 0, sizes[i].name);
         CHECK(!strncmp(r->out, "model        ", 13) && strstr(r->out, sizes[i].want), "%s: %.200s", sizes[i].name, r->out);
     }
+    /* a model key the weights override is said, as train says it (plan took the weights' silently) */
+    CliRun *r = cli("plan", "--init_from=gpt2", "--n_layer=4", "--block_size=256", data_arg, "--device=cpu", NULL);
+    CHECK_RUN(r, 0, "plan --init_from=gpt2 --n_layer=4");
+    CHECK(strstr(r->err, "note: init_from = gpt2 sets the model, over the command line: n_layer 12 (not 4)\n") && strstr(r->out, "L=12 "),
+          "the override said: %.300s", r->err);
     /* the audit's case: sampling GPT-2 XL takes its whole context, as `nanogpt sample --init_from=gpt2-xl` */
-    CliRun *r = cli("plan", "--sample", "--init_from=gpt2-xl", "--device=cuda", "--max_memory=4GiB", "--json", data_arg, NULL);
+    r = cli("plan", "--sample", "--init_from=gpt2-xl", "--device=cuda", "--max_memory=4GiB", "--json", data_arg, NULL);
     CHECK(strstr(r->out, "\"n_layer\": 48, \"n_head\": 25, \"n_embd\": 1600, \"vocab_size\": 50257") && strstr(r->out, "\"block_size\": 1024"),
           "plan --sample --init_from=gpt2-xl: %.300s", r->out);
     r = cli("plan", "--init_from=gpt2", "--block_size=2048", data_arg, "--device=cpu", NULL);
