@@ -7951,6 +7951,23 @@ static size_t first_missing_folder(const char *dir) {
         }
     return n;
 }
+/* The first part of path dir (into buf, cap bytes) that is there and is no folder (a file, not a folder, where
+ * mkdir_p would make one); 0 when there is none */
+CLI_USED static int file_above(const char *dir, char *buf, size_t cap) {
+    size_t n = strlen(dir);
+    if (n >= cap) return 0;
+    memcpy(buf, dir, n + 1);
+    for (size_t i = 1; i <= n; i++)
+        if ((buf[i] == '/' || !buf[i]) && buf[i - 1] != '/') {
+            char c = buf[i];
+            struct stat st;
+            buf[i] = 0;
+            if (!stat(buf, &st) && !S_ISDIR(st.st_mode)) return 1;
+            buf[i] = c;
+        }
+    return 0;
+}
+
 /* After a failure: removes the folders mkdir_p(dir) made (from dir's first made_from bytes on, as
  * first_missing_folder said before), deepest first, each only while it is empty */
 static void rmdir_made(const char *dir, size_t made_from) {
@@ -11537,6 +11554,11 @@ static int cmd_train(int argc, char **argv) {
         fprintf(stderr, "error: out_dir = %s is a file, not a folder: out_dir is where the checkpoints and log.jsonl go%s\n", cfg.out_dir,
                 is_checkpoint_file(cfg.out_dir) ? " (it is a checkpoint: `nanogpt sample --init_from=` it samples it; --init_from=resume with "
                                                   "its folder as out_dir goes on from the folder's newest checkpoint)" : "");
+        return 1;
+    }
+    char above[300];
+    if (stat(cfg.out_dir, &out_st) && file_above(cfg.out_dir, above, sizeof above)) { /* out_dir = notes.txt/run: no folder can be made */
+        fprintf(stderr, "error: out_dir = %s cannot be made: %s is a file, not a folder\n", cfg.out_dir, above);
         return 1;
     }
     long long newest; /* after init_from's own errors: a mistyped init_from (Resume, gpt3) is not a new run */

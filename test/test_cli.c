@@ -631,6 +631,11 @@ static void test_typos(void) {
     CHECK_RUN(r, 1, "train --out_dir=a file");
     CHECK(strstr(r->err, "out_dir = test/fixtures/tiny_gpt2_llmc_v3.bin is a file, not a folder") && !r->out[0],
           "an out_dir that is a file, refused before anything else: %.400s | %.200s", r->err, r->out);
+    r = cli("train", "--out_dir=test/fixtures/tiny_gpt2_llmc_v3.bin/run/one", NULL);
+    CHECK_RUN(r, 1, "train --out_dir=a file/run/one");
+    CHECK(strstr(r->err, "out_dir = test/fixtures/tiny_gpt2_llmc_v3.bin/run/one cannot be made: test/fixtures/tiny_gpt2_llmc_v3.bin is a file, not a "
+                         "folder") && !r->out[0],
+          "an out_dir below a file, refused before anything else (it was refused after the data and the plan): %.400s | %.200s", r->err, r->out);
     r = cli("train", "--dataset=no_such_dataset_here", "--device=cpu", NULL);
     CHECK_RUN(r, 1, "train --dataset=no_such_dataset_here");
     CHECK(strstr(r->err, "cannot open data folder data/no_such_dataset_here") && strstr(r->err, "data/no_such_dataset_here is relative to the current folder, /"),
