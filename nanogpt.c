@@ -5799,6 +5799,7 @@ struct ngpt_trainer {
     double last_step_seconds;
     double last_step_tokens;
     double peak_flops; /* the backend's matmul FLOP/s measured at creation (ngpt_options.measure_peak); 0: not measured */
+    int peak_raised;   /* a step beat peak_flops, which was said once and raised to it */
     int unlogged;      /* the last ngpt_train wrote no log.jsonl (eval_only into an out_dir it cannot write) */
     ThreadTuner tune; /* CPU with threads = 0: all cores or one, whichever runs steps faster */
 };
@@ -9484,7 +9485,14 @@ static void report(ngpt_trainer *tr, int jsonl, int is_eval, float train_loss, f
     p.flops_per_second = p.tokens_per_second * flops_per_token(tr);
     /* a step faster than the peak measured at start (on a host busy then) shows the peak was measured low: the
      * best rate a step reaches is a truer one, and MFU stays a fraction of it */
-    if (!is_eval && tr->peak_flops > 0 && p.flops_per_second > tr->peak_flops) tr->peak_flops = p.flops_per_second;
+    if (!is_eval && tr->peak_flops > 0 && p.flops_per_second > tr->peak_flops) {
+        char was[32], now[32];
+        if (!tr->peak_raised++)
+            tr_log(tr, 0, "note: step %d ran %s of model FLOPs, above the matmul peak measured at the start (%s: the machine was busier then); MFU "
+                          "is now over the best rate a step reaches, so 100%% means as fast as any step so far", p.step,
+                   fmt_flops(now, sizeof now, p.flops_per_second), fmt_flops(was, sizeof was, tr->peak_flops));
+        tr->peak_flops = p.flops_per_second;
+    }
     p.mfu = tr->peak_flops > 0 ? p.flops_per_second / tr->peak_flops : -1;
     p.eta_seconds = mean_step_seconds * (double)MAX(0, c->max_iters + 1 - tr->step);
     p.memory_bytes = tr->plan.device_bytes + tr->plan.host_bytes;

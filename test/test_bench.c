@@ -146,7 +146,12 @@ typedef struct {
     int n;
     float loss[8];
     double mfu[8], eta[8];
+    int peak_notes; /* log lines saying a step beat the peak */
 } Seen;
+static void on_log(void *ctx, int level, const char *line) {
+    (void)level;
+    ((Seen *)ctx)->peak_notes += strstr(line, "above the matmul peak measured at the start") != NULL;
+}
 static void on_progress(void *ctx, const ngpt_progress *p) {
     Seen *s = (Seen *)ctx;
     if (!p->is_eval && s->n < 8) { s->loss[s->n] = p->loss; s->eta[s->n] = p->eta_seconds; s->mfu[s->n++] = p->mfu; }
@@ -211,6 +216,7 @@ static void test_train_measures_peak(void) {
         ngpt_options opt;
         memset(&opt, 0, sizeof opt);
         opt.progress = on_progress;
+        opt.log = on_log;
         opt.ctx = &low;
         opt.measure_peak = 1;
         ngpt_trainer *tr;
@@ -220,6 +226,7 @@ static void test_train_measures_peak(void) {
             CHECK(tr->peak_flops > 1e6, "the peak raised to a step's rate: %g FLOP/s", tr->peak_flops);
             for (int i = 0; i < low.n; i++) CHECK(low.mfu[i] > 0 && low.mfu[i] <= 1, "step %d: MFU %g over a peak measured low", i, low.mfu[i]);
             CHECK(low.n == 3 && low.mfu[0] == 1, "%d steps, the first at MFU %g: the peak it set", low.n, low.mfu[0]);
+            CHECK(low.peak_notes == 1, "the raised peak said once: %d notes", low.peak_notes); /* else 100% would go unexplained */
             /* the ETA counts the steps left up to max_iters, itself included: none after the last alone */
             CHECK(low.eta[0] > 0 && low.eta[1] > 0 && low.eta[2] == 0, "ETA after steps 0, 1, 2 of max_iters 2: %g, %g, %g s", low.eta[0],
                   low.eta[1], low.eta[2]);
