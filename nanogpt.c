@@ -103,6 +103,13 @@ CLI_USED static const char *fmt_flops(char *buf, size_t n, double flops_per_seco
     else snprintf(buf, n, "%.1f GFLOP/s", flops_per_second / 1e9);
     return buf;
 }
+/* "1h05m", "3m20s", "42s" */
+static const char *fmt_duration(char *buf, size_t n, double s) {
+    if (s >= 3600) snprintf(buf, n, "%dh%02dm", (int)(s / 3600), (int)(s / 60) % 60);
+    else if (s >= 60) snprintf(buf, n, "%dm%02ds", (int)(s / 60), (int)s % 60);
+    else snprintf(buf, n, "%.0fs", s);
+    return buf;
+}
 /* Human-readable bytes: "1.23 GiB". Writes into buf and returns it. */
 static const char *fmt_bytes(char *buf, size_t n, double bytes) {
     if (bytes >= GiB) snprintf(buf, n, "%.2f GiB", bytes / GiB);
@@ -9551,6 +9558,19 @@ static int stop_in_step(ngpt_trainer *tr, int ran) {
     return stop_here(tr, where, ran > 0);
 }
 
+/* Before the run's first evaluation, which comes before any step's line: when it will take a while (above 10 s
+ * even at the matmul peak, as GPT-2 124M's eval_iters 200 does on a CPU), how long at the least */
+static void first_evaluation_note(ngpt_trainer *tr) {
+    const ngpt_config *c = &tr->cfg;
+    if (tr->peak_flops <= 0) return;
+    double tokens = 2.0 * c->eval_iters * c->batch_size * tr->plan.req.T; /* train and val */
+    double seconds = tokens * flops_per_token(tr) / 3 / tr->peak_flops;  /* the forward pass: a third of 6N + 12LCT */
+    char took[32];
+    if (seconds > 10)
+        tr_log(tr, 0, "evaluating first: eval_iters %d x batch_size %d sequences of train and of val, forward only; at least %s at the "
+                      "matmul peak", c->eval_iters, c->batch_size, fmt_duration(took, sizeof took, seconds));
+}
+
 static int train_loop(ngpt_trainer *tr, int jsonl) {
     const ngpt_config *c = &tr->cfg;
     double run_seconds = 0;
@@ -9559,6 +9579,7 @@ static int train_loop(ngpt_trainer *tr, int jsonl) {
         /* eval_only: one evaluation at the step the model is at, then the end, with nothing saved (nanoGPT
          * stops after its step-0 evaluation, so a resumed eval_only run there trained on) */
         if (tr->step % c->eval_interval == 0 || c->eval_only) {
+            if (!run_steps) first_evaluation_note(tr);
             float tl = 0, vl = 0, best_before = tr->best_val_loss;
             int rc = evaluate(tr, &tr->stop_requested, &tl, &vl);
             if (rc == NGPT_ERR_INTERRUPTED) return stop_here(tr, ", during its evaluation", 1);
@@ -10803,12 +10824,6 @@ static void display_log(void *ctx, int level, const char *line) {
     if (d->live) { fputs("\r\033[K", stdout); fflush(stdout); d->live = 0; }
     fprintf(f, "%s\n", line);
     fflush(f);
-}
-
-static void fmt_duration(char *buf, size_t n, double s) {
-    if (s >= 3600) snprintf(buf, n, "%dh%02dm", (int)(s / 3600), (int)(s / 60) % 60);
-    else if (s >= 60) snprintf(buf, n, "%dm%02ds", (int)(s / 60), (int)s % 60);
-    else snprintf(buf, n, "%.0fs", s);
 }
 
 static void display_progress(void *ctx, const ngpt_progress *p) {

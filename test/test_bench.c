@@ -146,11 +146,12 @@ typedef struct {
     int n;
     float loss[8];
     double mfu[8], eta[8];
-    int peak_notes; /* log lines saying a step beat the peak */
+    int peak_notes, eval_notes; /* log lines saying a step beat the peak, and how long the first evaluation takes */
 } Seen;
 static void on_log(void *ctx, int level, const char *line) {
     (void)level;
     ((Seen *)ctx)->peak_notes += strstr(line, "above the matmul peak measured at the start") != NULL;
+    ((Seen *)ctx)->eval_notes += strstr(line, "evaluating first: eval_iters 1 x batch_size 2 sequences of train and of val") != NULL;
 }
 static void on_progress(void *ctx, const ngpt_progress *p) {
     Seen *s = (Seen *)ctx;
@@ -181,6 +182,7 @@ static void test_train_measures_peak(void) {
             ngpt_options opt;
             memset(&opt, 0, sizeof opt);
             opt.progress = on_progress;
+            opt.log = on_log;
             opt.ctx = &seen[k];
             opt.measure_peak = k;
             ngpt_trainer *tr;
@@ -194,6 +196,8 @@ static void test_train_measures_peak(void) {
         }
         int want = resume ? 3 : 4;
         CHECK(seen[0].n == want && seen[1].n == want, "%d and %d steps reported, expected %d", seen[0].n, seen[1].n, want);
+        CHECK(seen[0].eval_notes == 0 && seen[1].eval_notes == 0, "a first evaluation of milliseconds: no note (%d, %d)", seen[0].eval_notes,
+              seen[1].eval_notes);
         for (int i = 0; i < seen[0].n && i < seen[1].n; i++) {
             CHECK(!memcmp(&seen[0].loss[i], &seen[1].loss[i], sizeof(float)), "%s step %d: loss %.9g measured, %.9g not",
                   resume ? "resumed" : "first run", i, (double)seen[1].loss[i], (double)seen[0].loss[i]);
@@ -227,6 +231,7 @@ static void test_train_measures_peak(void) {
             for (int i = 0; i < low.n; i++) CHECK(low.mfu[i] > 0 && low.mfu[i] <= 1, "step %d: MFU %g over a peak measured low", i, low.mfu[i]);
             CHECK(low.n == 3 && low.mfu[0] == 1, "%d steps, the first at MFU %g: the peak it set", low.n, low.mfu[0]);
             CHECK(low.peak_notes == 1, "the raised peak said once: %d notes", low.peak_notes); /* else 100% would go unexplained */
+            CHECK(low.eval_notes == 1, "a first evaluation of hours at that peak: %d notes", low.eval_notes);
             /* the ETA counts the steps left up to max_iters, itself included: none after the last alone */
             CHECK(low.eta[0] > 0 && low.eta[1] > 0 && low.eta[2] == 0, "ETA after steps 0, 1, 2 of max_iters 2: %g, %g, %g s", low.eta[0],
                   low.eta[1], low.eta[2]);
