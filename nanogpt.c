@@ -5792,6 +5792,7 @@ struct ngpt_trainer {
     int loaded_moment_bits;      /* the AdamW moments' precision in the run of the checkpoint loaded last: 32, 16, 0 (none, or not stored) */
     char data_changed[700];      /* where the batch being read held an id past the vocabulary ("": nowhere; sample_batch) */
     _Atomic int stop_requested;
+    _Atomic int micro_left; /* a stop left the last micro-batch run_micro_batches started before its end (a lane saw it between layers) */
     int plan_only; /* set up to the plan, allocate nothing (ngpt_plan_arenas) */
     int weights_only; /* export: the parameters alone; the data folder's vocabulary is not read */
     Weights *pretrained; /* init_from = gpt2.. or a path: its weights, left in the file until they are in the arena */
@@ -5977,8 +5978,12 @@ static void layer_forward(ngpt_trainer *tr, const Lane *ln, int l, int training,
     matmul_dropout_residual(be, res_out, res_mid, tmp, gelu, pt(tr, P, P_FCPROJW, l), pt_bias(tr, P, P_FCPROJB, l), N, 4 * C, C, &d);
 }
 
-/* ---- forward: embeddings, L blocks, final LayerNorm, over the sequences of one lane ---- */
-static void graph_forward(ngpt_trainer *tr, const Lane *ln, int training) {
+/* whether a stop (NULL: none may leave this micro-batch) is requested */
+static int stop_now(_Atomic int *stop) { return stop && atomic_load(stop); }
+
+/* ---- forward: embeddings, L blocks, final LayerNorm, over the sequences of one lane; with stop set between
+ * two blocks, left there (returns 0; 1 when whole) ---- */
+static int graph_forward(ngpt_trainer *tr, const Lane *ln, int training, _Atomic int *stop) {
     ngpt_backend *be = tr->be;
     const ModelShape *m = &tr->ms;
     int B = ln->B, T = tr->plan.req.T, C = m->C, L = m->L;
@@ -5989,16 +5994,21 @@ static void graph_forward(ngpt_trainer *tr, const Lane *ln, int training) {
     be->encoder_forward(be, res0, tokens, pt(tr, P, P_WTE, 0), pt(tr, P, P_WPE, 0), B, T, C);
     ngpt_dropout d = drop_site(tr, training, ln, L, DROP_EMBED);
     if (d.p > 0) be->dropout(be, res0, res0, (size_t)N * C, &d);
-    for (int l = 0; l < L; l++) layer_forward(tr, ln, l, training, 0);
+    for (int l = 0; l < L; l++) {
+        if (stop_now(stop)) return 0;
+        layer_forward(tr, ln, l, training, 0);
+    }
     float *lnfs = lslot_f(tr, ln, B_LNF_STATS, 0);
     be->layernorm_forward(be, lslot(tr, ln, B_LNF, 0), lnfs, lnfs + N, lslot(tr, ln, B_RES, L), pt(tr, P, P_LNFW, 0),
                           pt_bias(tr, P, P_LNFB, 0), N, C);
+    return 1;
 }
 
 /* ---- the classifier over chunks of rows: logits = lnf . wte^T, softmax cross-entropy; when dscale != 0
  * the gradient goes straight back through the chunk: dlnf rows into B_TMP and dwte += . Never more than
- * one chunk of logits exists. Per-token losses land in B_LOSSES. ---- */
-static void graph_classifier(ngpt_trainer *tr, const Lane *ln, int chunk, float dscale) {
+ * one chunk of logits exists. Per-token losses land in B_LOSSES. With stop set between two chunks, left there
+ * (returns 0; 1 when whole) ---- */
+static int graph_classifier(ngpt_trainer *tr, const Lane *ln, int chunk, float dscale, _Atomic int *stop) {
     ngpt_backend *be = tr->be;
     const ModelShape *m = &tr->ms;
     int N = ln->B * tr->plan.req.T, C = m->C;
@@ -6007,16 +6017,19 @@ static void graph_classifier(ngpt_trainer *tr, const Lane *ln, int chunk, float 
     const int32_t *targets = (const int32_t *)lslot(tr, ln, B_TARGETS, 0);
     void *wte = pt(tr, tr->params, P_WTE, 0), *dwte = pt(tr, ln->grads, P_WTE, 0);
     for (int r0 = 0; r0 < N; r0 += chunk) {
+        if (stop_now(stop)) return 0;
         int n = MIN(chunk, N - r0);
         void *x = rows(tr, lnf, (size_t)r0, (size_t)C);
         be->matmul_forward(be, logits, x, wte, NULL, n, C, m->Vp);
         be->crossentropy(be, logits, losses + r0, targets + r0, n, m->V, m->Vp, dscale);
         if (dscale != 0) be->matmul_backward(be, rows(tr, dlnf, (size_t)r0, (size_t)C), dwte, NULL, logits, x, wte, n, C, m->Vp);
     }
+    return 1;
 }
 
-/* ---- backward: from dlnf (in B_TMP) to every parameter gradient (accumulated) ---- */
-static void graph_backward(ngpt_trainer *tr, const Lane *ln) {
+/* ---- backward: from dlnf (in B_TMP) to every parameter gradient (accumulated); with stop set between two
+ * blocks, left there, the gradients part-made (returns 0; 1 when whole) ---- */
+static int graph_backward(ngpt_trainer *tr, const Lane *ln, _Atomic int *stop) {
     ngpt_backend *be = tr->be;
     const ModelShape *m = &tr->ms;
     int B = ln->B, T = tr->plan.req.T, C = m->C, NH = m->NH, L = m->L;
@@ -6030,6 +6043,7 @@ static void graph_backward(ngpt_trainer *tr, const Lane *ln) {
     be->layernorm_backward(be, dres, pt(tr, G, P_LNFW, 0), pt_bias(tr, G, P_LNFB, 0), tmp, lslot(tr, ln, B_RES, L),
                            pt(tr, P, P_LNFW, 0), lnfs, lnfs + N, N, C);
     for (int l = L - 1; l >= 0; l--) {
+        if (stop_now(stop)) return 0;
         void *res = lslot(tr, ln, B_RES, l), *res_mid = lslot(tr, ln, B_RES_MID, l);
         void *ln1 = lslot(tr, ln, B_LN1, l), *ln2 = lslot(tr, ln, B_LN2, l);
         float *ln1s = lslot_f(tr, ln, B_LN1_STATS, l), *ln2s = lslot_f(tr, ln, B_LN2_STATS, l);
@@ -6076,6 +6090,7 @@ static void graph_backward(ngpt_trainer *tr, const Lane *ln) {
     const int32_t *buckets = (const int32_t *)lslot(tr, ln, B_BUCKETS, 0);
     be->encoder_backward(be, pt(tr, G, P_WTE, 0), pt(tr, G, P_WPE, 0), dres, (const int32_t *)lslot(tr, ln, B_TOKENS, 0), buckets,
                          buckets + N + 1, ln->nbuckets, B, T, C);
+    return 1;
 }
 
 /* The host buffers of micro-batch set j (tokens, targets, buckets, losses): NGPT_FENCES sets, so that the host
@@ -6139,6 +6154,7 @@ typedef struct {
     ngpt_trainer *tr;
     int training, chunk;
     float dscale;
+    _Atomic int *stop; /* set, it leaves the micro-batch between two blocks or two logits chunks (NULL: it runs whole) */
     Lane lane[CPU_LANES];
 } MicroBatch;
 
@@ -6146,18 +6162,20 @@ static void run_lane(void *ctx, int g) {
     const MicroBatch *mb = (const MicroBatch *)ctx;
     const Lane *ln = &mb->lane[g];
     if (!ln->B) return;
-    graph_forward(mb->tr, ln, mb->training);
-    graph_classifier(mb->tr, ln, mb->chunk, mb->training ? mb->dscale : 0.0f);
-    if (mb->training) graph_backward(mb->tr, ln);
+    int whole = graph_forward(mb->tr, ln, mb->training, mb->stop) &&
+                graph_classifier(mb->tr, ln, mb->chunk, mb->training ? mb->dscale : 0.0f, mb->stop) &&
+                (!mb->training || graph_backward(mb->tr, ln, mb->stop));
+    if (!whole) atomic_store(&mb->tr->micro_left, 1);
 }
 
 /* Queues the forward (and backward when training) of the B sequences in the host set in use, lane g taking
  * sequences [g lane_B, (g + 1) lane_B); the losses come back to the set by an asynchronous copy, behind the
- * set's fence. */
-static void enqueue_micro_batch(ngpt_trainer *tr, const BatchLayout *lay, int B, int training, int micro, float dscale) {
+ * set's fence. With stop (NULL, or a flag) set while it is queued, it is left part-done and tr->micro_left says so
+ * (on the CPU, which runs each op as it is queued, a micro-batch of GPT-2 124M takes minutes). */
+static void enqueue_micro_batch(ngpt_trainer *tr, const BatchLayout *lay, int B, int training, int micro, float dscale, _Atomic int *stop) {
     ngpt_backend *be = tr->be;
     int T = tr->plan.req.T;
-    MicroBatch mb = {tr, training, training ? tr->plan.logits_chunk : tr->plan.eval_chunk, dscale, {{0}}};
+    MicroBatch mb = {tr, training, training ? tr->plan.logits_chunk : tr->plan.eval_chunk, dscale, stop, {{0}}};
     for (int g = 0; g < lay->lanes; g++) {
         Lane *ln = &mb.lane[g];
         int first = MIN(B, g * lay->lane_B);
@@ -6186,8 +6204,9 @@ static void enqueue_micro_batch(ngpt_trainer *tr, const BatchLayout *lay, int B,
 /* Runs a sequence of micro-batches with NGPT_FENCES of them in flight: fill(k) writes micro-batch k into the
  * host set in use, once the micro-batch that used that set before has completed. Returns the sum of the
  * token losses, added in micro-batch order. With stop (NULL, or a flag another thread or a signal handler
- * may set), no micro-batch starts once it is set, except that a training step past its half runs to its end
- * (stop_leaves_step); *ran (NULL, or where to put it) gets how many did. */
+ * may set), no micro-batch starts once it is set, and the one running is left between two blocks, except that
+ * a training step past its half runs to its end (stop_leaves_step); *ran (NULL, or where to put it) gets how
+ * many ran whole, and tr->micro_left whether one after them was left part-done. */
 typedef void (*micro_fill_fn)(ngpt_trainer *tr, int k, void *ctx, int *B);
 /* A stop requested while a training step runs, met before its micro-batch k of count: the step is left there
  * (dropped: the run saves the step before it, and a resume runs this one again) while no more than half of it
@@ -6198,14 +6217,15 @@ static double run_micro_batches(ngpt_trainer *tr, const BatchLayout *lay, int co
                                 void *ctx, _Atomic int *stop, int *ran) {
     double sum = 0;
     int k = 0;
-    for (; k < count && !(stop && atomic_load(stop) && (!training || stop_leaves_step(k, count))); k++) {
+    atomic_store(&tr->micro_left, 0);
+    for (; k < count && !atomic_load(&tr->micro_left) && !(stop_now(stop) && (!training || stop_leaves_step(k, count))); k++) {
         int j = k % NGPT_FENCES, B = 0;
         host_set_drain(tr, j, &sum);
         host_set_use(tr, j);
         fill(tr, k, ctx, &B);
-        enqueue_micro_batch(tr, lay, B, training, training ? k : 0, dscale);
+        enqueue_micro_batch(tr, lay, B, training, training ? k : 0, dscale, !training || stop_leaves_step(k, count) ? stop : NULL);
     }
-    if (ran) *ran = k;
+    if (ran) *ran = k - atomic_load(&tr->micro_left); /* a micro-batch left part-done did not run */
     for (int d = k; d < k + NGPT_FENCES; d++) host_set_drain(tr, d % NGPT_FENCES, &sum);
     return sum;
 }
@@ -9554,8 +9574,10 @@ static int train_loop_step(ngpt_trainer *tr, batch_fill_fn fill, void *ctx, int 
 /* stop_here for a step that train_loop_step left after ran of its micro-batches (none: the step never began) */
 static int stop_in_step(ngpt_trainer *tr, int ran) {
     char where[96] = "";
-    if (ran) snprintf(where, sizeof where, ", %d of its %d micro-batches run", ran, tr->plan.grad_accum);
-    return stop_here(tr, where, ran > 0);
+    int left = atomic_load(&tr->micro_left); /* inside micro-batch ran + 1 */
+    if (left) snprintf(where, sizeof where, ", left midway through micro-batch %d of its %d", ran + 1, tr->plan.grad_accum);
+    else if (ran) snprintf(where, sizeof where, ", %d of its %d micro-batches run", ran, tr->plan.grad_accum);
+    return stop_here(tr, where, ran > 0 || left);
 }
 
 /* Before the run's first evaluation, which comes before any step's line: when it will take a while (above 10 s
@@ -10846,15 +10868,14 @@ static void display_progress(void *ctx, const ngpt_progress *p) {
 static ngpt_trainer *volatile running_trainer; /* for the signal handler */
 static volatile sig_atomic_t stop_signal;       /* the signal that stopped the run (0: none) */
 
-/* SIGINT/SIGTERM: the first stops the run at the step's next micro-batch (stop_leaves_step, step_stop_flag: the
- * step runs to its end when over half done or just after an evaluation, else is left for a resume to run again;
- * an evaluation is left at its next micro-batch) and saves where there is something to save; another one within a second of it is taken for a
+/* SIGINT/SIGTERM: the first stops the run between two blocks of the micro-batch running (stop_leaves_step,
+ * step_stop_flag: the step runs to its end when over half done or just after an evaluation, else is left for a
+ * resume to run again; an evaluation is left there too) and saves where there is something to save; another one within a second of it is taken for a
  * double press and ignored (it would lose the save); later, one more quits at once. */
 static void on_signal(int sig) {
-    static const char msg[] = "\nstopping at the next micro-batch, then saving a checkpoint (none at step 0 or with eval_only): a step over "
-                              "half done, one of a single micro-batch (gradient_accumulation_steps = 1) or one just after an evaluation "
-                              "runs to its end; one less done, or an evaluation, is left for a resume to run again. Ctrl-C again, a "
-                              "second or more from now, quits at once without saving\n";
+    static const char msg[] = "\nstopping at the next layer, then saving a checkpoint (none at step 0 or with eval_only): a step over "
+                              "half done, or one just after an evaluation, runs to its end; one less done, or an evaluation, is left "
+                              "for a resume to run again. Ctrl-C again, a second or more from now, quits at once without saving\n";
     static volatile sig_atomic_t stopping;
     static struct timespec first;
     struct timespec now;

@@ -237,13 +237,13 @@ int ngpt_evaluate(ngpt_trainer *tr, float *train_loss, float *val_loss);
  * wants the same sets signal(SIGXFSZ, SIG_IGN). */
 int ngpt_train(ngpt_trainer *tr);
 
-/* Asks ngpt_train to stop at the next micro-batch, save a checkpoint and return NGPT_ERR_INTERRUPTED. A step
- * in progress runs to its end when more than half of its micro-batches have run, or when it follows an
- * evaluation (step % eval_interval == 0: a resume from the step before would evaluate again), else it is
- * dropped there: the parameters, the AdamW moments and the data position stay those of the step before, which a
+/* Asks ngpt_train to stop at the next layer (transformer block, or logits chunk) of the micro-batch running, save a
+ * checkpoint and return NGPT_ERR_INTERRUPTED. A step in progress runs to its end when more than half of its
+ * micro-batches have run, or when it follows an evaluation (step % eval_interval == 0: a resume from the step
+ * before would evaluate again), else it is dropped there, inside its micro-batch: the parameters, the AdamW moments and the data position stay those of the step before, which a
  * resume runs on from, drawing the dropped step's batches again (so a stop wastes at most about half a step,
  * and waits for at most about half a step, or a whole one just after an evaluation). An
- * evaluation in progress stops before its next micro-batch and is dropped (a resume runs it again); one that
+ * evaluation in progress stops at its next layer too and is dropped (a resume runs it again); one that
  * has ended (a request from its progress callback) stops the run before the next step. The checkpoint is
  * saved unless out_dir's newest is of that step, nothing was trained (step 0) or the run is eval_only.
  * ngpt_train_step is not stopped.

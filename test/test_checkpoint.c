@@ -3,7 +3,7 @@
  *  - the CPU results do not depend on the thread count: 1, 2 and 3 threads, a run saved on 2 threads and
  *    resumed on 3, and a run whose thread tuner switches to one thread mid-way give the same losses and
  *    parameters bit for bit; the tuner's rule (a probe step 15% under the recent median);
- *  - ngpt_request_stop (what SIGINT calls) stops at the next micro-batch, saves and returns NGPT_ERR_INTERRUPTED:
+ *  - ngpt_request_stop (what SIGINT calls) stops at the next layer, saves and returns NGPT_ERR_INTERRUPTED:
  *    a step over half done runs to its end, one less done is dropped (the parameters, moments and data position
  *    stay the step before's, and the step run again matches one never stopped, bit for bit); in an evaluation it
  *    drops the evaluation, saves the step (unless nothing is to be saved) and the resume runs it;
@@ -314,16 +314,59 @@ static void test_stop_during_evaluation(void) {
     ngpt_trainer_free(ev);
 }
 
+/* a step of one micro-batch (GPT-2 124M's on a CPU takes minutes), and an evaluation's micro-batch, are left
+ * midway when a stop comes while they run (between two blocks): they waited for their end before */
+static void eval_fill_then_stop(ngpt_trainer *tr, int k, void *ctx, int *B) {
+    (void)k;
+    *B = tr->plan.eval_micro_batch;
+    memset(tr->h_tokens, 0, (size_t)*B * tr->plan.req.T * 4);
+    memset(tr->h_targets, 0, (size_t)*B * tr->plan.req.T * 4);
+    if (ctx) ngpt_request_stop(tr);
+}
+static void fill_then_stop(ngpt_trainer *tr, int micro, void *ctx);
+static void test_stop_inside_micro_batch(void) {
+    clear_out_dir();
+    ngpt_config c;
+    config(&c);
+    c.gradient_accumulation_steps = 1;
+    ngpt_trainer *a = make(&c);
+    if (!a) return;
+    CHECK(a->plan.grad_accum == 1, "one micro-batch a step, not %d", a->plan.grad_accum);
+    CHECK(ngpt_train_step(a, NULL) == 0, "step 0: %s", a->err);
+    float *before = params_of(a);
+    int stop_at = 0, ran = -1;
+    int rc = train_loop_step(a, fill_then_stop, &stop_at, &ran);
+    float *after = params_of(a);
+    CHECK(rc == NGPT_ERR_INTERRUPTED && ran == 0 && a->micro_left && a->step == 1 && !memcmp(before, after, a->plan.nparams * 4),
+          "a one-micro-batch step left midway: rc %d, %d ran, step %d", rc, ran, a->step);
+    CHECK(mkdir_p(out_dir) == 0, "mkdir %s", out_dir);
+    rc = stop_in_step(a, ran);
+    CHECK(rc == NGPT_ERR_INTERRUPTED && strstr(a->err, "stopped at step 1, left midway through micro-batch 1 of its 1 (a resume runs it again)"),
+          "rc %d: %s", rc, a->err);
+    free(before);
+    free(after);
+    /* an evaluation's micro-batch: left (and then said interrupted) with the stop, whole without */
+    for (int stop = 0; stop < 2; stop++) {
+        atomic_store(&a->stop_requested, 0);
+        use_scratch(a, &a->plan.eval);
+        run_micro_batches(a, &a->plan.eval, 2, 0, 0.0f, eval_fill_then_stop, stop ? a : NULL, &a->stop_requested, &ran);
+        CHECK(stop ? ran == 0 && a->micro_left : ran == 2 && !a->micro_left, "evaluation, stop %d: %d of 2 ran, left %d", stop, ran,
+              (int)a->micro_left);
+    }
+    ngpt_trainer_free(a);
+}
+
 /* the training batches, with a stop requested while micro-batch *ctx is filled */
 static void fill_then_stop(ngpt_trainer *tr, int micro, void *ctx) {
     fill_from_train(tr, micro, NULL);
     if (micro == *(const int *)ctx) ngpt_request_stop(tr);
 }
 
-/* A stop request met in the middle of a step of 4 micro-batches: before the third (half run) the step is
- * dropped and changes nothing (parameters, moments, the batches' random state), the stop saves the step before,
- * and both the trainer going on and a resume from that checkpoint run the step again as a trainer never stopped
- * does, bit for bit; before the fourth it runs to its end, and so does step 0, which follows an evaluation. Then
+/* A stop request met in the middle of a step of 4 micro-batches: up to the third (half run) the step is left
+ * there, inside the micro-batch running (between two blocks), and changes nothing (parameters, moments, the
+ * batches' random state), the stop saves the step before, and both the trainer going on and a resume from that
+ * checkpoint run the step again as a trainer never stopped does, bit for bit; in the fourth it runs to its end,
+ * and so does step 0, which follows an evaluation. Then
  * from another thread, in a step of 60,000 micro-batches (about 20 s): ngpt_train returns within seconds, at the
  * step before. */
 static void test_stop_in_step(void) {
@@ -349,20 +392,21 @@ static void test_stop_in_step(void) {
     stop_at = 1;
     rc = train_loop_step(a, fill_then_stop, &stop_at, &ran);
     float *after = params_of(a);
-    CHECK(rc == NGPT_ERR_INTERRUPTED && ran == 2 && a->step == 1 && a->rng_train.counter == counter &&
+    CHECK(rc == NGPT_ERR_INTERRUPTED && ran == 1 && a->micro_left && a->step == 1 && a->rng_train.counter == counter &&
               !memcmp(before, after, a->plan.nparams * 4),
-          "stopped at micro-batch 1 of 4: rc %d, %d ran, step %d, batches' counter %llu (was %llu), parameters %s", rc, ran, a->step,
+          "stopped in micro-batch 1 of 4, left midway: rc %d, %d ran, step %d, batches' counter %llu (was %llu), parameters %s", rc, ran, a->step,
           (unsigned long long)a->rng_train.counter, (unsigned long long)counter, memcmp(before, after, a->plan.nparams * 4) ? "changed" : "kept");
     /* what ngpt_train does then: the step before is saved */
     CHECK(mkdir_p(out_dir) == 0, "mkdir %s", out_dir);
     rc = stop_in_step(a, ran);
-    CHECK(rc == NGPT_ERR_INTERRUPTED && strstr(a->err, "stopped at step 1, 2 of its 4 micro-batches run (a resume runs it again); the checkpoint is saved") &&
+    CHECK(rc == NGPT_ERR_INTERRUPTED && strstr(a->err, "stopped at step 1, left midway through micro-batch 2 of its 4 (a resume runs it again); the checkpoint is saved") &&
               newest_checkpoint_step() == 1,
           "the stop saves step 1: rc %d, newest checkpoint %lld: %s", rc, newest_checkpoint_step(), a->err);
     atomic_store(&a->stop_requested, 0);
-    stop_at = 2;
+    stop_at = 3;
     rc = train_loop_step(a, fill_then_stop, &stop_at, &ran);
-    CHECK(rc == NGPT_OK && ran == 4 && a->step == 2, "stopped at micro-batch 2 of 4: rc %d, %d ran, step %d (%s)", rc, ran, a->step, a->err);
+    CHECK(rc == NGPT_OK && ran == 4 && !a->micro_left && a->step == 2, "stopped in micro-batch 3 of 4: rc %d, %d ran, step %d (%s)", rc, ran, a->step,
+          a->err);
     atomic_store(&a->stop_requested, 0);
     CHECK(ngpt_train_step(b, &lb) == 0 && ngpt_train_step(a, &la) == 0 && ngpt_train_step(b, &lb) == 0, "steps: %s %s", a->err, b->err);
     ngpt_config rc1 = c;
@@ -398,11 +442,15 @@ static void test_stop_in_step(void) {
     counter = huge->rng_train.counter;
     double took = 0;
     rc = train_stopped_after_300ms(huge, &took);
-    char want[64];
+    char want[64], left[64];
     snprintf(want, sizeof want, "of its %d micro-batches run (a resume runs it again)", huge->plan.grad_accum);
+    snprintf(left, sizeof left, "of its %d (a resume runs it again)", huge->plan.grad_accum);
     float *kept = params_of(huge);
-    /* (before its first micro-batch, on a host that ran the thread late, it says so without the count) */
-    int says = strstr(huge->err, "stopped at step 3;") || (strstr(huge->err, "stopped at step 3, ") && strstr(huge->err, want));
+    /* (before its first micro-batch, on a host that ran the thread late, it says so without the count; met
+     * inside a micro-batch, it says which) */
+    int says = strstr(huge->err, "stopped at step 3;") ||
+               (strstr(huge->err, "stopped at step 3, ") && (strstr(huge->err, want) || (strstr(huge->err, "left midway through micro-batch ") &&
+                                                                                         strstr(huge->err, left))));
     CHECK(rc == NGPT_ERR_INTERRUPTED && huge->step == 3 && says && took < 10 &&
               huge->rng_train.counter == counter && !memcmp(saved, kept, huge->plan.nparams * 4),
           "stopped from a thread in %.1f s: rc %d at step %d, batches' counter %llu (was %llu): %s", took, rc, huge->step,
@@ -1473,6 +1521,7 @@ int main(void) {
     RUN(test_stop_request_saves);
     RUN(test_stop_during_evaluation);
     RUN(test_stop_in_step);
+    RUN(test_stop_inside_micro_batch);
     RUN(test_other_characters);
     RUN(test_keep_last_and_best);
     RUN(test_out_dir_filled_after_create);

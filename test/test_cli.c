@@ -1406,7 +1406,7 @@ static void test_workflow(void) {
     CHECK(t->signal == SIGINT, "after its save, SIGINT ends the process (signal %d)", t->signal);
     long long stopped = number_after(t->out, "stopped at step ");
     CHECK(stopped >= 30 && strstr(t->out, "the checkpoint is saved in ") && strstr(t->out, "resume from it with --init_from=resume; memory: arena ") &&
-              strstr(t->err, "stopping at the next micro-batch"),
+              strstr(t->err, "stopping at the next layer"),
           "Ctrl-C: says where it stopped and how to resume: %.300s | %.300s", t->out + (strlen(t->out) > 300 ? strlen(t->out) - 300 : 0), t->err);
     char ckpt[700];
     checkpoint_path(tmp_path("out"), stopped, ckpt, sizeof ckpt);
@@ -2419,7 +2419,7 @@ static void test_interrupt_evaluation(void) {
     CHECK(waited < 30, "the evaluation stopped %.1f s after the signal", waited);
     CHECK(strstr(t->out, "stopped at step 3, during its evaluation (a resume runs it again); the checkpoint is saved in ") &&
               strstr(t->out, "resume from it with --init_from=resume; memory: arena ") && !strstr(t->out, "step 3: train loss") &&
-              strstr(t->err, "stopping at the next micro-batch"),
+              strstr(t->err, "stopping at the next layer"),
           "says it left the evaluation: %.400s | %.300s", t->out + (strlen(t->out) > 400 ? strlen(t->out) - 400 : 0), t->err);
     char ckpt[700], later[700];
     checkpoint_path(tmp_path("evint_out"), 3, ckpt, sizeof ckpt);
@@ -2497,7 +2497,7 @@ static void test_second_interrupt_says_so(void) {
     char text[1024] = "";
     read_text(tmp_path("quit.txt"), text, sizeof text);
     CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGUSR1, "the second interrupt ends the process by its signal (status %d)", status);
-    CHECK(strstr(text, "stopping at the next micro-batch") && strstr(text, "quitting now, without saving this step"), "what it says: %.300s", text);
+    CHECK(strstr(text, "stopping at the next layer") && strstr(text, "quitting now, without saving this step"), "what it says: %.300s", text);
 }
 
 /* `ulimit -f` below a checkpoint's size: the save fails with an error naming the file instead of SIGXFSZ

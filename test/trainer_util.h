@@ -13,7 +13,7 @@ static void copy_params_out(ngpt_trainer *tr, float *dst, char *base) {
 
 /* One micro-batch from the host set in use, waited for: the sum of its B*T token losses. */
 static double run_micro_batch(ngpt_trainer *tr, const BatchLayout *lay, int B, int training, int micro, float dscale) {
-    enqueue_micro_batch(tr, lay, B, training, micro, dscale);
+    enqueue_micro_batch(tr, lay, B, training, micro, dscale, NULL);
     double sum = 0;
     host_set_drain(tr, tr->h_set, &sum);
     return sum;
