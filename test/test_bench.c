@@ -147,9 +147,11 @@ typedef struct {
     float loss[8];
     double mfu[8], eta[8];
     int peak_notes, eval_notes; /* log lines saying a step beat the peak, and how long the first evaluation takes */
+    int iter_lines;             /* step lines logged, which a progress callback replaces */
 } Seen;
 static void on_log(void *ctx, int level, const char *line) {
     (void)level;
+    ((Seen *)ctx)->iter_lines += !strncmp(line, "iter ", 5);
     ((Seen *)ctx)->peak_notes += strstr(line, "above the matmul peak measured at the start") != NULL;
     ((Seen *)ctx)->eval_notes += strstr(line, "evaluating first: eval_iters 1 x batch_size 2 sequences of train and of val") != NULL;
 }
@@ -198,6 +200,8 @@ static void test_train_measures_peak(void) {
         CHECK(seen[0].n == want && seen[1].n == want, "%d and %d steps reported, expected %d", seen[0].n, seen[1].n, want);
         CHECK(seen[0].eval_notes == 0 && seen[1].eval_notes == 0, "a first evaluation of milliseconds: no note (%d, %d)", seen[0].eval_notes,
               seen[1].eval_notes);
+        CHECK(seen[0].iter_lines == 0 && seen[1].iter_lines == 0, "the progress callback has the steps, the log none: %d, %d lines",
+              seen[0].iter_lines, seen[1].iter_lines);
         for (int i = 0; i < seen[0].n && i < seen[1].n; i++) {
             CHECK(!memcmp(&seen[0].loss[i], &seen[1].loss[i], sizeof(float)), "%s step %d: loss %.9g measured, %.9g not",
                   resume ? "resumed" : "first run", i, (double)seen[1].loss[i], (double)seen[0].loss[i]);
@@ -245,6 +249,12 @@ static void test_train_measures_peak(void) {
         if (f) { text[fread(text, 1, sizeof text - 1, f)] = 0; fclose(f); }
         const char *m = strstr(text, "\"mfu\": ");
         CHECK(m && (k ? m[7] >= '0' && m[7] <= '9' : !strncmp(m + 7, "null}", 5)), "measure_peak %d: log.jsonl: %.300s", k, text);
+        /* the learning rate in full: step 0 of a 2000-step warmup is 3e-7, which six decimals would write as 0 */
+        ngpt_config c;
+        config(&c);
+        const char *lr = strstr(text, "\"lr\": ");
+        double logged = lr ? strtod(lr + 6, NULL) : 0;
+        CHECK(fabs(logged - lr_at(&c, 0)) <= 1e-6 * lr_at(&c, 0), "log.jsonl's lr at step 0: %g, expected %g", logged, (double)lr_at(&c, 0));
     }
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);

@@ -561,6 +561,37 @@ static void test_other_characters(void) {
 }
 
 /* keep_checkpoints = 1, 2 and the default 3: exactly that many ckpt_<step>.bin stay, and best.bin besides */
+typedef struct {
+    int n, step[32];
+    float val[32];
+} Evals;
+static void record_evals(void *ctx, const ngpt_progress *p) {
+    Evals *e = (Evals *)ctx;
+    if (p->is_eval && e->n < 32) { e->step[e->n] = p->step; e->val[e->n++] = p->val_loss; }
+}
+
+/* grad_clip = 0 turns clipping off: a step is the one an unreachable clip gives, bit for bit */
+static void test_grad_clip_off(void) {
+    clear_out_dir();
+    ngpt_config c;
+    config(&c);
+    c.dropout = 0;
+    float *p[2];
+    size_t n = 0;
+    for (int k = 0; k < 2; k++) {
+        c.grad_clip = k ? 1e9 : 0; /* the largest allowed: far above these norms */
+        ngpt_trainer *tr = make(&c);
+        if (!tr) return;
+        for (int i = 0; i < 3; i++) CHECK(ngpt_train_step(tr, NULL) == 0, "%s", tr->err);
+        p[k] = params_of(tr);
+        n = tr->plan.nparams;
+        ngpt_trainer_free(tr);
+    }
+    CHECK(!memcmp(p[0], p[1], 4 * n), "grad_clip 0 differs from a clip never reached");
+    free(p[0]);
+    free(p[1]);
+}
+
 static void test_keep_last_and_best(void) {
     for (int keep = 1; keep <= 3; keep++) {
         clear_out_dir();
@@ -592,6 +623,37 @@ static void test_keep_last_and_best(void) {
             fclose(r.f);
         }
         ngpt_trainer_free(tr);
+    }
+    /* with always_save_checkpoint every evaluation saves, but best.bin stays the best one's: a run resumed at a
+     * learning rate far too high evaluates worse, and best.bin stays the step before */
+    {
+        clear_out_dir();
+        ngpt_config c;
+        config(&c);
+        c.eval_interval = 2; c.max_iters = 2; c.always_save_checkpoint = 1;
+        ngpt_trainer *tr = make(&c);
+        if (!tr) return;
+        CHECK(ngpt_train(tr) == 0, "%s", tr->err);
+        float best_val = tr->best_val_loss;
+        ngpt_trainer_free(tr);
+        copy_str(c.init_from, sizeof c.init_from, "resume");
+        c.max_iters = 4; c.learning_rate = 10; c.warmup_iters = 0; c.decay_lr = 0;
+        Evals ev = {0};
+        ngpt_options opt;
+        memset(&opt, 0, sizeof opt);
+        opt.progress = record_evals;
+        opt.ctx = &ev;
+        char err[NGPT_ERRLEN], path[512];
+        if (ngpt_trainer_create(&c, &opt, &tr, err, sizeof err)) { CHECK(0, "create: %s", err); return; }
+        CHECK(ngpt_train(tr) == 0, "%s", tr->err);
+        ngpt_trainer_free(tr);
+        snprintf(path, sizeof path, "%s/best.bin", out_dir);
+        CkptReader r;
+        CHECK(checkpoint_open(&r, path, err, sizeof err) == 0, "best.bin: %s", err);
+        CHECK(ev.n == 1 && ev.step[0] == 4 && ev.val[0] > best_val && r.f && r.state.step == 2,
+              "best.bin is of step %lld, expected 2 (val %.4f), not the worse evaluation at step %d (val %.4f)", r.f ? (long long)r.state.step : -1LL,
+              (double)best_val, ev.n ? ev.step[0] : -1, ev.n ? (double)ev.val[0] : 0.0);
+        if (r.f) fclose(r.f);
     }
     /* out of range, by name and set directly */
     ngpt_config c;
@@ -1522,6 +1584,7 @@ int main(void) {
     RUN(test_stop_during_evaluation);
     RUN(test_stop_in_step);
     RUN(test_stop_inside_micro_batch);
+    RUN(test_grad_clip_off);
     RUN(test_other_characters);
     RUN(test_keep_last_and_best);
     RUN(test_out_dir_filled_after_create);

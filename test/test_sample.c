@@ -241,6 +241,24 @@ static void test_kth_largest(void) {
     }
 }
 
+/* one draw on fixed logits: temperature 0 takes the lowest id of tied maxima; top_k keeps the k largest, and
+ * draws them in proportion to exp(logit / temperature), the k-th one included */
+static void test_sample_token_draws(void) {
+    float tmp[4];
+    const float tied[4] = {1.0f, 3.0f, 3.0f, 0.0f};
+    Rng rng = {7, 1, 0};
+    CHECK(sample_token(tied, tmp, 4, 0.0f, 0, &rng) == 1, "temperature 0 among tied maxima: id %d, expected the lowest, 1", (int)sample_token(tied, tmp, 4, 0.0f, 0, &rng));
+    const float ramp[4] = {0.0f, 1.0f, 2.0f, 3.0f};
+    int low = 0;
+    for (int i = 0; i < 4000; i++) low += sample_token(ramp, tmp, 4, 1.0f, 3, &rng) == 0;
+    CHECK(low == 0, "top_k 3 of 4: the smallest logit drawn %d times of 4000", low);
+    const float two[4] = {0.0f, logf(3.0f), -5.0f, -6.0f}; /* top_k 2: ids 0 and 1 at 1/4 and 3/4 */
+    int n[4] = {0, 0, 0, 0};
+    for (int i = 0; i < 40000; i++) n[sample_token(two, tmp, 4, 1.0f, 2, &rng)]++;
+    CHECK(n[2] == 0 && n[3] == 0 && fabs(n[1] / 40000.0 - 0.75) < 0.01, "top_k 2: draws %d %d %d %d, expected 1/4 and 3/4 of the first two", n[0], n[1],
+          n[2], n[3]);
+}
+
 int main(void) {
     RUN(test_decode_matches_full_forward);
     RUN(test_greedy_and_seeds);
@@ -249,5 +267,6 @@ int main(void) {
     RUN(test_sample_only);
     RUN(test_sample_only_window_chunks);
     RUN(test_kth_largest);
+    RUN(test_sample_token_draws);
     return check_summary();
 }
