@@ -12091,6 +12091,9 @@ static int cmd_prepare(int argc, char **argv) {
                                                   "nanoGPT's format: train.bin, val.bin and meta.bin)");
     if (!rc && !gpt2 && n_inputs > 1)
         rc = fail(err, sizeof err, NGPT_ERR_ARG, "character-level data is one text file in nanoGPT's format (use --tokenizer=gpt2 for documents or llm.c shards)");
+    if (!rc && !gpt2 && strcmp(tok_dir, "data/gpt2")) /* a vocabulary named for characters, which need none: GPT-2's BPE was meant */
+        rc = fail(err, sizeof err, NGPT_ERR_ARG, "--tokenizer_dir=%s names GPT-2's vocabulary, which only --tokenizer=gpt2 reads: add it for GPT-2 "
+                                                  "tokens (the tokenizer is char by default), or leave --tokenizer_dir out for characters", tok_dir);
     if (!rc && !gpt2) rc = prepare_char(inputs[0], out, val_fraction, stdout, err, sizeof err);
     else if (!rc) {
         ngpt_tokenizer *tok = NULL;

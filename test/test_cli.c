@@ -462,13 +462,17 @@ static void test_typos(void) {
     CHECK(strstr(r->out, "note: train.bin has 58 tokens: enough for block_size 57 at most") &&
               strstr(r->out, "note: val.bin has 7 tokens: enough for block_size 6 at most") && strstr(r->out, "raise --val_fraction"),
           "short splits noted: %.600s", r->out);
+    r = cli("prepare", tex_input, tex_out, "--tokenizer_dir=data/gpt2x", NULL);
+    CHECK_RUN(r, 1, "a vocabulary for characters");
+    CHECK(strstr(r->err, "--tokenizer_dir=data/gpt2x names GPT-2's vocabulary, which only --tokenizer=gpt2 reads"), "GPT-2 meant: %.300s", r->err);
     r = cli("prepare", tex_input, tex_out, "--format=llmc", NULL);
     CHECK_RUN(r, 1, "llm.c's format of characters");
     CHECK(strstr(r->err, "--format=llmc writes llm.c's GPT-2 shards: it takes --tokenizer=gpt2"), "llmc needs gpt2: %.300s", r->err);
     char gpt2_dir[700];
     snprintf(gpt2_dir, sizeof gpt2_dir, "--tokenizer_dir=%s/gpt2", shared_data_dir());
     for (int i = 0; i < (int)(sizeof not_texts / sizeof not_texts[0]); i++) {
-        r = cli("prepare", not_texts[i].input, prepared, not_texts[i].tokenizer, gpt2_dir, NULL);
+        r = cli("prepare", not_texts[i].input, prepared, not_texts[i].tokenizer, strcmp(not_texts[i].tokenizer, "--tokenizer=gpt2") ? NULL : gpt2_dir,
+                NULL);
         CHECK_RUN(r, 1, not_texts[i].input);
         CHECK(strstr(r->err, not_texts[i].says) && strstr(r->err, "prepare reads UTF-8 text") && !file_exists(tmp_path("prepared_binary")),
               "prepare %s: %.300s", not_texts[i].input, r->err);
@@ -1525,6 +1529,10 @@ static void test_workflow(void) {
     r = cli("sample", out_dir_arg, "--top_k=1e30", NULL);
     CHECK_RUN(r, 1, "sample --top_k=1e30");
     CHECK(strstr(r->err, "--top_k=1e30: top_k is a whole number >= 0"), "names top_k and its range alone: %.300s", r->err);
+    r = cli("sample", out_dir_arg, "--top_k=2.5", NULL);
+    CHECK(r->rc == 1 && strstr(r->err, "--top_k=2.5: top_k is a whole number >= 0"), "a fraction is no top_k: %.300s", r->err);
+    r = cli("sample", out_dir_arg, "--max_new_tokens=2.5", NULL);
+    CHECK(r->rc == 1 && strstr(r->err, "--max_new_tokens=2.5: max_new_tokens is a whole number in [0, 1e7]"), "nor max_new_tokens: %.300s", r->err);
     r = cli("sample", out_dir_arg, "--start=", NULL);
     CHECK_RUN(r, 1, "sample --start= (empty) of a character model");
     CHECK(strstr(r->err, "--start is empty: a character model needs at least one character"), "an empty start: %.300s", r->err);
