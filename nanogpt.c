@@ -8882,6 +8882,9 @@ static int trainer_setup(ngpt_trainer *tr) {
     /* the model and the budget */
     tr->ms = (ModelShape){c->n_layer, c->n_head, c->n_embd, V, pad_vocab(V), c->block_size, c->bias};
     int nthreads = c->threads > 0 ? c->threads : cpu_count();
+    if (device == DEV_BACKEND_CPU && c->threads > cpu_count()) /* torch's habit of a large number: here each op waits for the slowest thread */
+        tr_log(tr, 0, "note: threads = %d is more than this machine's %d CPU%s: the threads take turns on them, and every op waits for the "
+                      "last (threads = 0 takes one per CPU)", c->threads, cpu_count(), cpu_count() == 1 ? "" : "s");
     double budget;
     if (tr->opt.device_arena) {
         /* the embedder's arenas are the budget: on a GPU its arena has already left the free memory */

@@ -160,6 +160,30 @@ static void on_progress(void *ctx, const ngpt_progress *p) {
     if (!p->is_eval && s->n < 8) { s->loss[s->n] = p->loss; s->eta[s->n] = p->eta_seconds; s->mfu[s->n++] = p->mfu; }
 }
 
+/* more threads than CPUs are said (they slowed a run 13x, without a word) */
+static void count_thread_notes(void *ctx, int level, const char *line) {
+    (void)level;
+    *(int *)ctx += strstr(line, "CPU") && strstr(line, "the threads take turns on them") != NULL;
+}
+static void test_threads_above_cpus(void) {
+    for (int k = 0; k < 2; k++) {
+        ngpt_config c;
+        config(&c);
+        c.threads = k ? cpu_count() + 1 : 1;
+        int notes = 0;
+        ngpt_options opt;
+        memset(&opt, 0, sizeof opt);
+        opt.no_data = 1;
+        opt.log = count_thread_notes;
+        opt.ctx = &notes;
+        ngpt_trainer *tr;
+        char err[NGPT_ERRLEN];
+        CHECK(ngpt_trainer_create(&c, &opt, &tr, err, sizeof err) == 0, "create: %s", err);
+        ngpt_trainer_free(tr);
+        CHECK(notes == k, "threads %d on %d CPUs: %d notes", c.threads, cpu_count(), notes);
+    }
+}
+
 /* ngpt_train with and without measure_peak, on a model whose moments hold a 512^3 product (about 800K
  * parameters), from scratch and then resumed (the peak is measured before the checkpoint's moments are
  * loaded): the same losses bit for bit, an MFU in the progress callback and log.jsonl only with it */
@@ -298,6 +322,7 @@ static void test_bench_vocab_from_dataset(void) {
 }
 
 int main(void) {
+    RUN(test_threads_above_cpus);
     RUN(test_bench_numbers);
     RUN(test_bench_peak_and_mfu);
     RUN(test_train_measures_peak);
