@@ -11792,6 +11792,10 @@ static void sample_checkpoint_hint(const char *out_dir, const char *path, int rc
 static int checkpoint_to_read(const char *out_dir, char *path, size_t cap, ngpt_config *cfg, char *err, size_t errlen) {
     long long newest;
     int n = checkpoint_list(out_dir, &newest, 1);
+    char above[300];
+    if (file_above(out_dir, above, sizeof above))
+        return fail(err, errlen, NGPT_ERR_ARG, "out_dir = %s: %s is a file, not a folder: out_dir is the folder a run saved its checkpoints in%s",
+                    out_dir, above, is_checkpoint_file(out_dir) ? " (--init_from= this file samples it)" : "");
     snprintf(path, cap, "%.400s/best.bin", out_dir);
     if (!file_exists(path)) {
         int rc = default_job_checkpoints(out_dir, err, errlen);
@@ -12094,6 +12098,10 @@ static int cmd_prepare(int argc, char **argv) {
                                                   "nanoGPT's format: train.bin, val.bin and meta.bin)");
     if (!rc && !gpt2 && n_inputs > 1)
         rc = fail(err, sizeof err, NGPT_ERR_ARG, "character-level data is one text file in nanoGPT's format (use --tokenizer=gpt2 for documents or llm.c shards)");
+    char above[300];
+    if (!rc && file_above(out, above, sizeof above))
+        rc = fail(err, sizeof err, NGPT_ERR_ARG, "--out=%s: %s is a file, not a folder: prepare writes train.bin and val.bin into the folder --out "
+                                                  "names", out, above);
     if (!rc && !gpt2 && strcmp(tok_dir, "data/gpt2")) /* a vocabulary named for characters, which need none: GPT-2's BPE was meant */
         rc = fail(err, sizeof err, NGPT_ERR_ARG, "--tokenizer_dir=%s names GPT-2's vocabulary, which only --tokenizer=gpt2 reads: add it for GPT-2 "
                                                   "tokens (the tokenizer is char by default), or leave --tokenizer_dir out for characters", tok_dir);
@@ -12173,7 +12181,8 @@ static int sample_with(int argc, char **argv, int n_files, char **cfg_files) {
     } else if (from_checkpoint) {
         int rc = checkpoint_to_read(cfg.out_dir, path, sizeof path, &cfg, err, sizeof err);
         if (rc == NGPT_ERR_FORMAT) sample_checkpoint_hint(cfg.out_dir, path, rc, err, sizeof err);
-        else if (rc) strncat(err, "; --init_from=gpt2 (or a weights file) samples pretrained weights instead", sizeof err - strlen(err) - 1);
+        else if (rc == NGPT_ERR_IO) /* no checkpoint there */
+            strncat(err, "; --init_from=gpt2 (or a weights file) samples pretrained weights instead", sizeof err - strlen(err) - 1);
         if (rc) { fprintf(stderr, "error: %s\n", err); return 1; }
     }
     char trained_dir[300] = ""; /* the data folder the checkpoint's run read, before anything overrides it */

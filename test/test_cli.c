@@ -560,12 +560,14 @@ static void test_typos(void) {
               strstr(tok_err2, "tokenizer_dir = no_such_tok_zz/gpt2_tokenizer.bin: no such file (tokenizer_dir is relative to the current folder, ") &&
               !file_exists("no_such_tok_zz"),
           "a missing llm.c tokenizer file: %s", tok_err2);
-    /* a folder that cannot be made (a file where its parent goes): mkdir's own reason */
+    /* a folder that cannot be made (a file where its parent goes): said before anything is read (it was mkdir's
+     * reason, or a temporary file's name where --out itself is a file) */
     char under_file[720];
     snprintf(under_file, sizeof under_file, "--out=%s/sub", tmp_path("not_a_tokenizer.bin"));
     r = cli("prepare", text_input, under_file, NULL);
     CHECK_RUN(r, 1, "prepare under a file");
-    CHECK(strstr(r->err, "not_a_tokenizer.bin/sub: Not a directory"), "mkdir's reason: %.300s", r->err);
+    CHECK(strstr(r->err, "not_a_tokenizer.bin/sub: ") && strstr(r->err, "not_a_tokenizer.bin is a file, not a folder: prepare writes"),
+          "the file named: %.300s", r->err);
     r = cli("prepare", "--tokenizer=gpt2", tok_dir, "--input=x.txt", "--out=/nonexistent/y", NULL);
     CHECK_RUN(r, 1, "prepare with a header of llm.c's tokenizer alone");
     CHECK(strstr(r->err, "gpt2_tokenizer.bin: token 0 at byte offset 1024: the file ends before it"), "a header alone: %.400s", r->err);
@@ -640,6 +642,13 @@ static void test_typos(void) {
     CHECK(strstr(r->err, "out_dir = test/fixtures/tiny_gpt2_llmc_v3.bin/run/one cannot be made: test/fixtures/tiny_gpt2_llmc_v3.bin is a file, not a "
                          "folder") && !r->out[0],
           "an out_dir below a file, refused before anything else (it was refused after the data and the plan): %.400s | %.200s", r->err, r->out);
+    r = cli("prepare", "--input=README.md", "--out=test/fixtures/tiny_gpt2_llmc_v3.bin", NULL);
+    CHECK(r->rc == 1 && strstr(r->err, "--out=test/fixtures/tiny_gpt2_llmc_v3.bin: test/fixtures/tiny_gpt2_llmc_v3.bin is a file, not a folder"),
+          "prepare into a file, said so (it said it cannot create its temporary file): %.400s", r->err);
+    r = cli("sample", "--out_dir=test/fixtures/tiny_gpt2_llmc_v3.bin", NULL);
+    CHECK(r->rc == 1 && strstr(r->err, "tiny_gpt2_llmc_v3.bin is a file, not a folder: out_dir is the folder a run saved its checkpoints in") &&
+              !strstr(r->err, "pretrained"),
+          "sample of a file as out_dir, said so (it said the folder holds no checkpoint): %.400s", r->err);
     r = cli("train", "--dataset=no_such_dataset_here", "--device=cpu", NULL);
     CHECK_RUN(r, 1, "train --dataset=no_such_dataset_here");
     CHECK(strstr(r->err, "cannot open data folder data/no_such_dataset_here") && strstr(r->err, "data/no_such_dataset_here is relative to the current folder, /"),
