@@ -103,6 +103,19 @@ static void test_greedy_and_seeds(void) {
     CHECK(ngpt_sample(tr, prompt, np, 1, 26, 0.9f, 20, 5, one) == 0 && ngpt_sample(tr, prompt, np, 2, 26, 0.9f, 20, 5, two) == 0, "%s", tr->err);
     CHECK(!memcmp(one, a, sizeof one) && !memcmp(two, a, sizeof two), "sample 1 or 2 changed with num_samples");
     CHECK(memcmp(a, a + 30, 30 * sizeof(int32_t)), "samples 1 and 2 are the same text");
+    /* more samples than are decoded at once (at most H, the token staging's room): a later round repeats no earlier
+     * round's samples (8 new tokens each: two alike by chance is out of the question), and the first H are the same
+     * when H are asked for */
+    int H = (int)(tr->plan.host_bytes_of[H_TOKENS] / NGPT_FENCES / sizeof(int32_t)), per = np + 8, alike = 0;
+    int32_t *many = malloc((size_t)(H + 1) * per * sizeof(int32_t)), *fit = malloc((size_t)H * per * sizeof(int32_t));
+    CHECK(many && fit && ngpt_sample(tr, prompt, np, H + 1, 8, 1.0f, 0, 8, many) == 0 && ngpt_sample(tr, prompt, np, H, 8, 1.0f, 0, 8, fit) == 0,
+          "%d samples: %s", H + 1, tr->err);
+    for (int i = 0; many && i <= H; i++)
+        for (int j = 0; j < i; j++) alike += !memcmp(many + (size_t)i * per, many + (size_t)j * per, (size_t)per * sizeof(int32_t));
+    CHECK(many && fit && !alike && !memcmp(many, fit, (size_t)H * per * sizeof(int32_t)), "%d pairs of %d samples alike, or the first %d changed", alike,
+          H + 1, H);
+    free(many);
+    free(fit);
     /* 26 new tokens from a 4-token prompt runs past block_size 20: the cache is rebuilt on the way */
     int ok = 1;
     for (int i = 0; i < 3 * 30; i++) ok &= a[i] >= 0 && a[i] < V;
