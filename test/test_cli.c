@@ -2474,7 +2474,10 @@ static void test_terminal_keeps_log_interval_lines(void) {
         memset(&p, 0, sizeof p);
         p.max_iters = 12;
         p.mfu = -1;
-        for (p.step = 0; p.step <= 12; p.step++) display_progress(&d, &p);
+        for (p.step = 0; p.step <= 12; p.step++) {
+            p.mfu = p.step == 4 ? 0.42 : -1; /* in percent on the line */
+            display_progress(&d, &p);
+        }
         display_log(&d, 0, "done");
         fflush(stdout);
         _exit(0);
@@ -2496,6 +2499,7 @@ static void test_terminal_keeps_log_interval_lines(void) {
     CHECK(status == 0 && strstr(screen, "iter 0/12:") && strstr(screen, "iter 5/12:") && strstr(screen, "iter 10/12:") &&
               !strstr(screen, "iter 3/12:") && !strstr(screen, "iter 12/12:") && strstr(screen, "\ndone\n"),
           "the lines kept: %.600s", screen);
+    CHECK(strstr(text, "iter 3/12:") && strstr(text, "iter 4/12:") && strstr(text, "MFU 42.0%"), "the live lines between them: %.600s", text);
 }
 
 /* a second interrupt more than a second after the first quits at once, and says that it does not save */
