@@ -8712,12 +8712,15 @@ static int resume_open(ngpt_config *c, CkptReader *r, char *path, size_t cap, ch
 }
 
 /* When broken, a checkpoint in dir, does not read: the newest other ckpt_<step>.bin, into other (cap bytes), when
- * it opens; 0 when it does not, or there is none */
+ * it opens; 0 when it does not, or there is none. Another name of the same file (best.bin is a link to one) is
+ * no other. */
 CLI_USED static int checkpoint_other_readable(const char *dir, const char *broken, char *other, size_t cap) {
     long long steps[2];
+    struct stat b, o;
+    int known = !stat(broken, &b);
     for (int i = checkpoint_list(dir, steps, 2) - 1; i >= 0; i--) {
         checkpoint_path(dir, steps[i], other, cap);
-        if (!strcmp(other, broken)) continue;
+        if (!strcmp(other, broken) || (known && !stat(other, &o) && o.st_dev == b.st_dev && o.st_ino == b.st_ino)) continue;
         CkptReader r;
         char ignored[NGPT_ERRLEN];
         if (checkpoint_open(&r, other, ignored, sizeof ignored)) return 0;
@@ -9218,7 +9221,7 @@ static void eval_fill(ngpt_trainer *tr, int k, void *arg, int *B) {
 }
 
 /* mean loss over eval_iters * batch_size sequences of one split, in eval micro-batches; with stop (as
- * run_micro_batches takes it) set before the last micro-batch starts, NGPT_ERR_INTERRUPTED and no loss */
+ * run_micro_batches takes it) set before the last micro-batch ends, NGPT_ERR_INTERRUPTED and no loss */
 static int eval_split(ngpt_trainer *tr, const TokenSet *f, uint64_t stream, _Atomic int *stop, float *out) {
     const Plan *p = &tr->plan;
     int T = p->req.T, ran = 0;
@@ -10766,11 +10769,15 @@ static int prepare_gpt2(const char *const *inputs, int n_inputs, const char *out
         /* the vocabulary the tokens were made with goes with them: sample reads it when tokenizer_dir has none */
         char vocab[600];
         snprintf(vocab, sizeof vocab, "%.580s/gpt2.tok", out_dir);
-        int vocab_new = !file_exists(vocab);
-        if (!rc) rc = ngpt_tokenizer_save(tok, vocab, err, errlen);
-        for (int k = 1; k >= 0 && !rc; k--)
-            if (tokwriter_commit(&w[k])) rc = fail(err, errlen, NGPT_ERR_IO, "cannot rename %s to %s: %s", w[k].tmp, w[k].path, strerror(errno));
-        if (rc && vocab_new) unlink(vocab); /* the tokens it would go with are not in place */
+        if (!rc) {
+            int vocab_new = !file_exists(vocab); /* this prepare puts the folder's first gpt2.tok there */
+            rc = ngpt_tokenizer_save(tok, vocab, err, errlen);
+            for (int k = 1; k >= 0 && !rc; k--)
+                if (tokwriter_commit(&w[k])) { /* the tokens it would go with are not in place: the copy it made goes */
+                    rc = fail(err, errlen, NGPT_ERR_IO, "cannot rename %s to %s: %s", w[k].tmp, w[k].path, strerror(errno));
+                    if (vocab_new) unlink(vocab);
+                }
+        }
         char size[32];
         if (!rc && log) {
             fprintf(log, "prepared %d file%s, %s, %llu characters: train has %llu tokens, val has %llu tokens (GPT-2 BPE, %s format) -> "
@@ -11777,12 +11784,14 @@ static int log_of_training(const char *dir) {
     return lines == 0 || evaluations < lines;
 }
 
-/* sample's words after err, why out_dir's checkpoint path did not read (rc): of one corrupt or cut short, out_dir's
- * newest other checkpoint, when that opens */
-static void sample_checkpoint_hint(const char *out_dir, const char *path, int rc, char *err, size_t errlen) {
-    char other[512];
+/* sample's words after err, why out_dir's checkpoint path did not read (rc): of one corrupt or cut short, the newest
+ * other checkpoint in its folder, when that opens */
+static void sample_checkpoint_hint(const char *path, int rc, char *err, size_t errlen) {
+    char other[512], dir[512];
     size_t n = strlen(err);
-    if (rc == NGPT_ERR_FORMAT && n < errlen && checkpoint_other_readable(out_dir, path, other, sizeof other))
+    const char *slash = strrchr(path, '/');
+    snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - path) : 1, slash ? path : ".");
+    if (rc == NGPT_ERR_FORMAT && n < errlen && checkpoint_other_readable(dir, path, other, sizeof other))
         snprintf(err + n, errlen - n, "; out_dir's newest other checkpoint opens: --init_from=%s samples it", other);
 }
 
@@ -12054,7 +12063,7 @@ static int cmd_bench(int argc, char **argv) {
 static int cmd_prepare(int argc, char **argv) {
     const char *out = NULL, *tokenizer = "char", *format = "nanogpt", *tok_dir = "data/gpt2";
     char **inputs = NULL, err[NGPT_ERRLEN] = "";
-    int n_inputs = 0, inputs_cap = 0, rc = NGPT_OK;
+    int n_inputs = 0, inputs_cap = 0, rc = NGPT_OK, tokenizer_given = 0;
     double val_fraction = 0.1;
     for (int i = 0; i < argc && !rc; i++) {
         const char *a = argv[i];
@@ -12075,7 +12084,7 @@ static int cmd_prepare(int argc, char **argv) {
             }
             free(list);
         } else if (!strncmp(a, "--out=", 6)) out = a + 6;
-        else if (!strncmp(a, "--tokenizer=", 12)) tokenizer = a + 12;
+        else if (!strncmp(a, "--tokenizer=", 12)) tokenizer = a + 12, tokenizer_given = 1;
         else if (!strncmp(a, "--format=", 9)) format = a + 9;
         else if (!strncmp(a, "--tokenizer_dir=", 16)) tok_dir = a + 16;
         else if (!strncmp(a, "--val_fraction=", 15)) {
@@ -12102,9 +12111,12 @@ static int cmd_prepare(int argc, char **argv) {
     if (!rc && file_above(out, above, sizeof above))
         rc = fail(err, sizeof err, NGPT_ERR_ARG, "--out=%s: %s is a file, not a folder: prepare writes train.bin and val.bin into the folder --out "
                                                   "names", out, above);
-    if (!rc && !gpt2 && strcmp(tok_dir, "data/gpt2")) /* a vocabulary named for characters, which need none: GPT-2's BPE was meant */
+    /* a vocabulary named for characters, which need none: GPT-2's BPE was meant, unless --tokenizer=char says otherwise */
+    if (!rc && !gpt2 && strcmp(tok_dir, "data/gpt2") && !tokenizer_given)
         rc = fail(err, sizeof err, NGPT_ERR_ARG, "--tokenizer_dir=%s names GPT-2's vocabulary, which only --tokenizer=gpt2 reads: add it for GPT-2 "
                                                   "tokens (the tokenizer is char by default), or leave --tokenizer_dir out for characters", tok_dir);
+    else if (!rc && !gpt2 && strcmp(tok_dir, "data/gpt2"))
+        fprintf(stderr, "note: --tokenizer_dir=%s is not read: --tokenizer=char needs no vocabulary\n", tok_dir);
     if (!rc && !gpt2) rc = prepare_char(inputs[0], out, val_fraction, stdout, err, sizeof err);
     else if (!rc) {
         ngpt_tokenizer *tok = NULL;
@@ -12176,11 +12188,11 @@ static int sample_with(int argc, char **argv, int n_files, char **cfg_files) {
     if (checkpoint_file || resume) {
         if (!resume) copy_str(path, sizeof path, init_from);
         int rc = checkpoint_read_config(path, &cfg, err, sizeof err);
-        if (rc && resume) sample_checkpoint_hint(cfg.out_dir, path, rc, err, sizeof err);
+        if (rc && resume) sample_checkpoint_hint(path, rc, err, sizeof err);
         if (rc) { fprintf(stderr, "error: %s\n", err); return 1; }
     } else if (from_checkpoint) {
         int rc = checkpoint_to_read(cfg.out_dir, path, sizeof path, &cfg, err, sizeof err);
-        if (rc == NGPT_ERR_FORMAT) sample_checkpoint_hint(cfg.out_dir, path, rc, err, sizeof err);
+        if (rc == NGPT_ERR_FORMAT) sample_checkpoint_hint(path, rc, err, sizeof err);
         else if (rc == NGPT_ERR_IO) /* no checkpoint there */
             strncat(err, "; --init_from=gpt2 (or a weights file) samples pretrained weights instead", sizeof err - strlen(err) - 1);
         if (rc) { fprintf(stderr, "error: %s\n", err); return 1; }
@@ -12288,7 +12300,7 @@ static int sample_with(int argc, char **argv, int n_files, char **cfg_files) {
     if (!rc && from_checkpoint) {
         if ((rc = ngpt_load(tr, path))) {
             fail(err, sizeof err, rc, "%s", ngpt_last_error(tr));
-            if (!checkpoint_file) sample_checkpoint_hint(cfg.out_dir, path, rc, err, sizeof err);
+            if (!checkpoint_file) sample_checkpoint_hint(path, rc, err, sizeof err); /* cfg.out_dir is the checkpoint's stored one by now */
         } else fprintf(stderr, "sampling %s (step %d)\n", path, tr->step); /* which of out_dir's checkpoints */
     }
     if (!rc && tr->charvocab) {

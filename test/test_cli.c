@@ -2029,6 +2029,26 @@ static void test_sample_broken_checkpoint(void) {
     snprintf(other_arg, sizeof other_arg, "--init_from=%s", other);
     char best[720];
     snprintf(best, sizeof best, "%s/best.bin", tmp_path("cut_ckpt_out"));
+    /* best.bin the newest one under another name (a stop just after an improving evaluation), its parameters
+     * corrupt, and the folder copied elsewhere (its checkpoints still name the first): the other checkpoint named is
+     * the copy's one before, not the same file again nor the first folder's */
+    CkptReader cr;
+    char cr_err[NGPT_ERRLEN], copy[2200], copy_other[800], copy_arg[800];
+    CHECK(checkpoint_open(&cr, newest, cr_err, sizeof cr_err) == 0, "%s", cr_err);
+    long flip_at = cr.f ? (long)(cr.h.sec[SEC_PARAMS - 1].offset + cr.h.sec[SEC_PARAMS - 1].bytes / 2) : 0;
+    if (cr.f) fclose(cr.f);
+    unlink(best);
+    FILE *cf = fopen(newest, "r+b");
+    CHECK(!link(newest, best) && cf && !fseek(cf, flip_at, SEEK_SET) && fputc(0x7f, cf) != EOF, "best.bin linked to %s, a byte flipped", newest);
+    if (cf) fclose(cf);
+    snprintf(copy, sizeof copy, "cp -a '%s' '%s'", tmp_path("cut_ckpt_out"), tmp_path("cut_ckpt_copy"));
+    CHECK(system(copy) == 0, "%s", copy);
+    checkpoint_path(tmp_path("cut_ckpt_copy"), steps[0], copy_other, sizeof copy_other);
+    snprintf(copy_arg, sizeof copy_arg, "--out_dir=%s", tmp_path("cut_ckpt_copy"));
+    r = cli("sample", copy_arg, "--num_samples=1", "--max_new_tokens=2", NULL);
+    CHECK_RUN(r, 1, "sample a corrupt best.bin");
+    CHECK(strstr(r->err, "checksum mismatch") && strstr(r->err, "newest other checkpoint opens: --init_from=") && strstr(r->err, copy_other),
+          "the copy's checkpoint before, %s: %.600s", copy_other, r->err);
     unlink(best); /* sample reads best.bin first: the newest checkpoint is what it reads then */
     CHECK(truncate(newest, file_size(newest) / 2) == 0, "truncate %s: %s", newest, strerror(errno));
     const char *ways[2] = {NULL, "--init_from=resume"};
