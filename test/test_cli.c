@@ -465,6 +465,9 @@ static void test_typos(void) {
     r = cli("prepare", tex_input, tex_out, "--tokenizer_dir=data/gpt2x", NULL);
     CHECK_RUN(r, 1, "a vocabulary for characters");
     CHECK(strstr(r->err, "--tokenizer_dir=data/gpt2x names GPT-2's vocabulary, which only --tokenizer=gpt2 reads"), "GPT-2 meant: %.300s", r->err);
+    r = cli("prepare", tex_input, tex_out, "--tokenizer=char", "--tokenizer_dir=data/gpt2x", NULL);
+    CHECK(r->rc == 0 && strstr(r->err, "note: --tokenizer_dir=data/gpt2x is not read: --tokenizer=char needs no vocabulary"), "characters asked for: %.300s",
+          r->err);
     r = cli("prepare", tex_input, tex_out, "--format=llmc", NULL);
     CHECK_RUN(r, 1, "llm.c's format of characters");
     CHECK(strstr(r->err, "--format=llmc writes llm.c's GPT-2 shards: it takes --tokenizer=gpt2"), "llmc needs gpt2: %.300s", r->err);
