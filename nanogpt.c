@@ -8884,10 +8884,10 @@ static int trainer_setup(ngpt_trainer *tr) {
 
     /* the model and the budget */
     tr->ms = (ModelShape){c->n_layer, c->n_head, c->n_embd, V, pad_vocab(V), c->block_size, c->bias};
-    int nthreads = c->threads > 0 ? c->threads : cpu_count();
-    if (device == DEV_BACKEND_CPU && c->threads > cpu_count()) /* torch's habit of a large number: here each op waits for the slowest thread */
+    int cpus = cpu_count(), nthreads = c->threads > 0 ? c->threads : cpus;
+    if (device == DEV_BACKEND_CPU && c->threads > cpus) /* torch's habit of a large number: here each op waits for the slowest thread */
         tr_log(tr, 0, "note: threads = %d is more than this machine's %d CPU%s: the threads take turns on them, and every op waits for the "
-                      "last (threads = 0 takes one per CPU)", c->threads, cpu_count(), cpu_count() == 1 ? "" : "s");
+                      "last (threads = 0 takes one per CPU)", c->threads, cpus, cpus == 1 ? "" : "s");
     double budget;
     if (tr->opt.device_arena) {
         /* the embedder's arenas are the budget: on a GPU its arena has already left the free memory */
@@ -11603,16 +11603,14 @@ static int cmd_train(int argc, char **argv) {
         fprintf(stderr, "error: %s%s\n", err, unset_block_size_hint(&cfg, has_file, line_of, 1));
         return 1;
     }
-    struct stat out_st;
-    if (!stat(cfg.out_dir, &out_st) && !S_ISDIR(out_st.st_mode)) { /* said now, not after the data and the plan */
-        fprintf(stderr, "error: out_dir = %s is a file, not a folder: out_dir is where the checkpoints and log.jsonl go%s\n", cfg.out_dir,
-                is_checkpoint_file(cfg.out_dir) ? " (it is a checkpoint: `nanogpt sample --init_from=` it samples it; --init_from=resume with "
-                                                  "its folder as out_dir goes on from the folder's newest checkpoint)" : "");
-        return 1;
-    }
     char above[300];
-    if (stat(cfg.out_dir, &out_st) && file_above(cfg.out_dir, above, sizeof above)) { /* out_dir = notes.txt/run: no folder can be made */
-        fprintf(stderr, "error: out_dir = %s cannot be made: %s is a file, not a folder\n", cfg.out_dir, above);
+    if (file_above(cfg.out_dir, above, sizeof above)) { /* said now, not after the data and the plan */
+        if (strcmp(above, cfg.out_dir)) /* out_dir = notes.txt/run: no folder can be made */
+            fprintf(stderr, "error: out_dir = %s cannot be made: %s is a file, not a folder\n", cfg.out_dir, above);
+        else
+            fprintf(stderr, "error: out_dir = %s is a file, not a folder: out_dir is where the checkpoints and log.jsonl go%s\n", cfg.out_dir,
+                    is_checkpoint_file(cfg.out_dir) ? " (it is a checkpoint: `nanogpt sample --init_from=` it samples it; --init_from=resume "
+                                                      "with its folder as out_dir goes on from the folder's newest checkpoint)" : "");
         return 1;
     }
     long long newest; /* after init_from's own errors: a mistyped init_from (Resume, gpt3) is not a new run */
