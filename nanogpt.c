@@ -10469,6 +10469,15 @@ static int prepare_char(const char *input, const char *out_dir, double val_fract
                 input, p.count, v->n, p.n_train, p.count - p.n_train, out_dir);
         prepare_short_split_note(log, p.n_train, p.count - p.n_train);
     }
+    /* an earlier GPT-2 prepare's vocabulary no longer goes with the folder's tokens (sample would offer it for them) */
+    char old_vocab[620];
+    snprintf(old_vocab, sizeof old_vocab, "%.580s/gpt2.tok", out_dir);
+    if (file_exists(old_vocab)) {
+        if (unlink(old_vocab) && log)
+            fprintf(log, "note: cannot remove %s, an earlier GPT-2 prepare's vocabulary (%s): the folder now holds characters; remove it\n",
+                    old_vocab, strerror(errno));
+        else if (log) fprintf(log, "removed %s: an earlier GPT-2 prepare's vocabulary, which does not go with these characters\n", old_vocab);
+    }
 done:
     if (in) fclose(in);
     if (p.train) fclose(p.train);

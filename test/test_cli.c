@@ -2162,6 +2162,13 @@ static void test_prepare_gpt2_over_characters(void) {
     CHECK(file_size(meta) < 0 && file_size(pkl) < 0 && strstr(r->out, "removed ") && strstr(r->out, "meta.bin: an earlier prepare's character vocabulary") &&
               strstr(r->out, "meta.pkl: an earlier prepare's character vocabulary"),
           "the character vocabularies are removed, and that is said: %.400s", r->out);
+    char vocab[700]; /* and back to characters: the GPT-2 vocabulary saved with the tokens goes with them */
+    snprintf(vocab, sizeof vocab, "%s/gpt2.tok", tmp_path("re_prepared"));
+    CHECK(file_size(vocab) > 0, "GPT-2 tokens have %s", vocab);
+    r = cli("prepare", input, out, NULL);
+    CHECK_RUN(r, 0, "prepare characters again");
+    CHECK(file_size(vocab) < 0 && file_size(meta) > 0 && strstr(r->out, "gpt2.tok: an earlier GPT-2 prepare's vocabulary"),
+          "the GPT-2 vocabulary is removed, and that is said: %.400s", r->out);
 }
 
 /* ... and one that cannot be removed is an error before anything changed: the character tokens stay as they were
