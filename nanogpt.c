@@ -378,10 +378,150 @@ static inline void split_range(size_t n, int i, int nt, size_t *lo, size_t *hi) 
     *hi = *lo + q + ((size_t)i < r);
 }
 
-static int cpu_count(void) {
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n > 0 ? (int)n : 1;
+/* ---- What a container or taskset leaves this process. Inside a container /proc/meminfo and the online CPUs are the
+ * host's: a plan against them would take memory the container's limit refuses (the kernel kills the process, as a GPU
+ * runs out of memory), and threads would take turns on the CPUs it may use. Linux cgroups (v1 and v2) set those
+ * limits, in this process's cgroup folder or any above it; sched_getaffinity says which CPUs it may run on. ---- */
+
+/* The first line of dir/name into buf; 0 when read */
+static int cgroup_read(const char *dir, const char *name, char *buf, int cap) {
+    char path[1200];
+    snprintf(path, sizeof path, "%.1000s/%s", dir, name);
+    FILE *f = fopen(path, "r");
+    if (!f) return -1;
+    int ok = fgets(buf, cap, f) != NULL;
+    fclose(f);
+    return ok ? 0 : -1;
 }
+
+/* The bytes key counts in dir/memory.stat (a line "key N"); 0 when it is not there */
+static double cgroup_stat(const char *dir, const char *key) {
+    char path[1200], line[256];
+    snprintf(path, sizeof path, "%.1000s/memory.stat", dir);
+    FILE *f = fopen(path, "r");
+    double v = 0;
+    size_t n = strlen(key);
+    while (f && fgets(line, sizeof line, f))
+        if (!strncmp(line, key, n) && line[n] == ' ') {
+            v = strtod(line + n + 1, NULL);
+            break;
+        }
+    if (f) fclose(f);
+    return v;
+}
+
+/* Calls visit(dir, ctx) on each cgroup folder of controller (a v1 line "N:a,b:path" of /proc/self/cgroup's text
+ * proc_text that names it, else the v2 line "0::path") from this process's own up to the hierarchy's root, under
+ * root (/sys/fs/cgroup). A folder that is not there is skipped: inside a container the path is often the host's,
+ * and the container's own cgroup is what is mounted as the root. */
+static void cgroup_walk(const char *root, const char *proc_text, const char *controller, void (*visit)(const char *dir, void *ctx),
+                        void *ctx) {
+    char base[600] = "", path[600] = "", dir[1300];
+    for (const char *line = proc_text; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
+        const char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL, *end = strchr(line, '\n');
+        if (!c2 || (end && c2 > end)) continue;
+        int ctl_len = (int)(c2 - c1 - 1), path_len = end ? (int)(end - c2 - 1) : (int)strlen(c2 + 1);
+        if (ctl_len == 0 && !base[0]) { /* v2: one hierarchy, used when no v1 line names the controller */
+            snprintf(base, sizeof base, "%.500s", root);
+            snprintf(path, sizeof path, "%.*s", MIN(path_len, 500), c2 + 1);
+        }
+        for (const char *w = c1 + 1; w < c2;) { /* v1: "cpu,cpuacct" is mounted as root/cpu,cpuacct */
+            const char *comma = memchr(w, ',', (size_t)(c2 - w)), *we = comma ? comma : c2;
+            if ((size_t)(we - w) == strlen(controller) && !strncmp(w, controller, (size_t)(we - w))) {
+                snprintf(base, sizeof base, "%.500s/%.*s", root, MIN(ctl_len, 90), c1 + 1);
+                struct stat st;
+                if (stat(base, &st)) snprintf(base, sizeof base, "%.500s/%s", root, controller);
+                snprintf(path, sizeof path, "%.*s", MIN(path_len, 500), c2 + 1);
+                goto found;
+            }
+            w = we + 1;
+        }
+    }
+found:
+    if (!base[0]) return;
+    for (;;) {
+        snprintf(dir, sizeof dir, "%s%s", base, path);
+        struct stat st;
+        if (!stat(dir, &st) && S_ISDIR(st.st_mode)) visit(dir, ctx);
+        char *slash = strrchr(path, '/');
+        if (!slash) break;
+        *slash = 0; /* "/a/b" -> "/a" -> "" (the root itself) */
+    }
+}
+
+/* the memory a cgroup folder's limit leaves (the limit less what its processes use, less the page cache the kernel
+ * takes back first), the smallest of the folders' */
+static void cgroup_memory_visit(const char *dir, void *ctx) {
+    char buf[64];
+    double limit = -1, usage = 0, cache = 0;
+    if (!cgroup_read(dir, "memory.max", buf, sizeof buf)) { /* v2; "max": none */
+        if (strncmp(buf, "max", 3)) limit = strtod(buf, NULL);
+        if (!cgroup_read(dir, "memory.current", buf, sizeof buf)) usage = strtod(buf, NULL);
+        cache = cgroup_stat(dir, "inactive_file");
+    } else if (!cgroup_read(dir, "memory.limit_in_bytes", buf, sizeof buf)) { /* v1; none is a number near 2^63 */
+        limit = strtod(buf, NULL);
+        if (limit >= 0x1p60) limit = -1;
+        if (!cgroup_read(dir, "memory.usage_in_bytes", buf, sizeof buf)) usage = strtod(buf, NULL);
+        cache = cgroup_stat(dir, "total_inactive_file");
+    }
+    if (limit < 0) return;
+    double left = limit - MAX(usage - cache, 0.0), *least = (double *)ctx;
+    if (left < 0) left = 0;
+    if (*least < 0 || left < *least) *least = left;
+}
+
+/* the CPUs a cgroup folder's quota gives (quota / period: 1.5 for docker's --cpus=1.5), the fewest of the folders' */
+static void cgroup_cpu_visit(const char *dir, void *ctx) {
+    char buf[64];
+    double quota = -1, period = 0;
+    if (!cgroup_read(dir, "cpu.max", buf, sizeof buf)) { /* v2: "QUOTA PERIOD", QUOTA "max" for none */
+        if (strncmp(buf, "max", 3) && sscanf(buf, "%lf %lf", &quota, &period) != 2) quota = -1;
+    } else if (!cgroup_read(dir, "cpu.cfs_quota_us", buf, sizeof buf)) { /* v1: -1 for none */
+        quota = strtod(buf, NULL);
+        if (cgroup_read(dir, "cpu.cfs_period_us", buf, sizeof buf)) quota = -1;
+        else period = strtod(buf, NULL);
+    }
+    double *least = (double *)ctx;
+    if (quota > 0 && period > 0 && (*least < 0 || quota / period < *least)) *least = quota / period;
+}
+
+/* The memory this process's cgroups leave it, under root with /proc/self/cgroup's text proc_text; -1 when none limits it */
+static double cgroup_memory_left(const char *root, const char *proc_text) {
+    double least = -1;
+    cgroup_walk(root, proc_text, "memory", cgroup_memory_visit, &least);
+    return least;
+}
+
+/* The CPUs this process's cgroups' quotas give it (a fraction is the CPU time of part of one); -1 when none limits it */
+static double cgroup_cpu_quota(const char *root, const char *proc_text) {
+    double least = -1;
+    cgroup_walk(root, proc_text, "cpu", cgroup_cpu_visit, &least);
+    return least;
+}
+
+/* /proc/self/cgroup's text into buf ("" where there is none) */
+static const char *own_cgroups(char *buf, size_t cap) {
+    FILE *f = fopen("/proc/self/cgroup", "r");
+    size_t n = f ? fread(buf, 1, cap - 1, f) : 0;
+    if (f) fclose(f);
+    buf[n] = 0;
+    return buf;
+}
+
+/* The CPUs this process may use: the online ones, fewer where its affinity (taskset) or a cgroup's quota (docker's
+ * --cpus) says so; into *online (if not NULL) the machine's */
+static int usable_cpus(int *online) {
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    if (n < 1) n = 1;
+    if (online) *online = (int)n;
+    cpu_set_t set;
+    if (!sched_getaffinity(0, sizeof set, &set) && CPU_COUNT(&set) > 0 && CPU_COUNT(&set) < n) n = CPU_COUNT(&set);
+    char text[4096];
+    double quota = cgroup_cpu_quota("/sys/fs/cgroup", own_cgroups(text, sizeof text));
+    if (quota > 0 && ceil(quota) < n) n = (long)ceil(quota); /* 1.5 CPUs' time: 2 threads */
+    return (int)n;
+}
+static int cpu_count(void) { return usable_cpus(NULL); }
 
 /* ======================================================================================================
  * Configuration: one table drives parsing, validation, printing and "did you mean" suggestions.
@@ -445,7 +585,7 @@ static const ConfigKey config_keys[] = {
     CK(recompute, KEY_INT, -1, 3, NULL, "-1 auto, 0 none, 1 GELU, 2 GELU and LayerNorm, 3 whole layers"),
     CK(logits_chunk, KEY_INT, 0, 1 << 30, NULL, "rows of logits per chunk (0 = the planner chooses)"),
     CK(moments_dtype, KEY_STR, 0, 0, "auto|float32|bfloat16", "AdamW moments: auto keeps fp32 wherever a plan fits; bfloat16 halves them (GPU, dtype bfloat16/float16)"),
-    CK(threads, KEY_INT, 0, POOL_MAX_THREADS, NULL, "CPU threads (0 = one per core, or one alone while that measures faster)"),
+    CK(threads, KEY_INT, 0, POOL_MAX_THREADS, NULL, "CPU threads (0 = one per usable core, or one alone while that measures faster)"),
     CK(on_nonfinite, KEY_STR, 0, 0, "skip|halt", "a NaN/Inf loss or gradient: skip the step (more than 10 in a row halt) or halt"),
     CK_IGNORED(wandb_log, "nanoGPT's wandb logging: not supported, ignored"),
     CK_IGNORED(wandb_project, "ignored"),
@@ -6335,12 +6475,19 @@ static double host_budget(double meminfo_bytes, long free_pages, long page_size)
     if (free_pages <= 0 || page_size <= 0) return 4.0 * GiB; /* nothing to ask: a guess a run can override (max_memory) */
     return 0.9 * (double)free_pages * (double)page_size;
 }
-static double host_memory_available(void) {
+/* ... and no more than 90% of what this process's cgroups' memory limit leaves it (into *limited, if not NULL, whether
+ * that is what bounds it) */
+static double host_memory_available_why(int *limited) {
     FILE *f = fopen("/proc/meminfo", "r");
     double avail = meminfo_available(f);
     if (f) fclose(f);
-    return host_budget(avail, avail > 0 ? 0 : sysconf(_SC_AVPHYS_PAGES), sysconf(_SC_PAGESIZE));
+    double budget = host_budget(avail, avail > 0 ? 0 : sysconf(_SC_AVPHYS_PAGES), sysconf(_SC_PAGESIZE));
+    char text[4096];
+    double left = cgroup_memory_left("/sys/fs/cgroup", own_cgroups(text, sizeof text));
+    if (limited) *limited = left >= 0 && 0.9 * left < budget;
+    return left >= 0 && 0.9 * left < budget ? 0.9 * left : budget;
 }
+static double host_memory_available(void) { return host_memory_available_why(NULL); }
 
 /* Copies n act-dtype values from the device to host floats, through the staging buffer. */
 static void download_as_f32(ngpt_trainer *tr, float *dst, const void *src, size_t n) {
@@ -8886,7 +9033,7 @@ static int trainer_setup(ngpt_trainer *tr) {
     tr->ms = (ModelShape){c->n_layer, c->n_head, c->n_embd, V, pad_vocab(V), c->block_size, c->bias};
     int cpus = cpu_count(), nthreads = c->threads > 0 ? c->threads : cpus;
     if (device == DEV_BACKEND_CPU && c->threads > cpus) /* torch's habit of a large number: here each op waits for the slowest thread */
-        tr_log(tr, 0, "note: threads = %d is more than this machine's %d CPU%s: the threads take turns on them, and every op waits for the "
+        tr_log(tr, 0, "note: threads = %d is more than the %d CPU%s this process may use: the threads take turns on them, and every op waits for the "
                       "last (threads = 0 takes one per CPU)", c->threads, cpus, cpus == 1 ? "" : "s");
     double budget;
     if (tr->opt.device_arena) {
@@ -12712,9 +12859,12 @@ static int cmd_info(int argc, char **argv) {
     long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
     char total[32] = "unknown", avail[32];
     if (pages > 0 && psize > 0) fmt_bytes(total, sizeof total, (double)pages * (double)psize);
-    fmt_bytes(avail, sizeof avail, host_memory_available() / 0.9);
-    printf("cpu: %d cores, memory %s physical, %s available; float32 only (no bf16: dtype bfloat16/float16 are for the GPU, the CPU "
-           "backend computes and stores float32)\n", cpu_count(), total, avail);
+    int limited, online, cpus = usable_cpus(&online);
+    fmt_bytes(avail, sizeof avail, host_memory_available_why(&limited) / 0.9);
+    char of[64] = "";
+    if (cpus < online) snprintf(of, sizeof of, " this process may use (of %d online)", online);
+    printf("cpu: %d core%s%s, memory %s physical, %s available%s; float32 only (no bf16: dtype bfloat16/float16 are for the GPU, the CPU "
+           "backend computes and stores float32)\n", cpus, cpus == 1 ? "" : "s", of, total, avail, limited ? " (what its cgroup's memory limit leaves)" : "");
     int rc = ngpt_cuda_describe(line, sizeof line);
     printf("%s\n", line);
     return rc == NGPT_OK || rc == NGPT_ERR_DEVICE ? 0 : 1;

@@ -670,11 +670,89 @@ static void test_cpu_budget_is_available_memory(void) {
     CHECK(host_budget(20e9, 1000, 4096) == 0.9 * 20e9, "MemAvailable's 90%%: %.0f", host_budget(20e9, 1000, 4096));
     CHECK(host_budget(0, 1000, 4096) == 0.9 * 1000 * 4096, "the free pages' 90%%: %.0f", host_budget(0, 1000, 4096));
     CHECK(host_budget(0, -1, 4096) == 4.0 * GiB && host_budget(0, 1000, -1) == 4.0 * GiB, "nothing known: 4 GiB");
-    /* and this machine's, read from its /proc/meminfo (which changes between two reads: within 5%) */
+    /* and this machine's, read from its /proc/meminfo (which changes between two reads: within 5%), or what its
+     * cgroups' memory limit leaves where that is less */
     f = fopen("/proc/meminfo", "r");
-    double avail = meminfo_available(f), got = host_memory_available();
+    char cgroups[4096];
+    double avail = meminfo_available(f), got = host_memory_available(), left = cgroup_memory_left("/sys/fs/cgroup", own_cgroups(cgroups, sizeof cgroups));
     if (f) fclose(f);
+    if (left >= 0 && left < avail) avail = left;
     CHECK(avail > 0 && fabs(got - 0.9 * avail) < 0.05 * avail, "budget %.3f GiB, 90%% of MemAvailable %.3f GiB", got / GiB, avail / GiB);
+}
+
+/* text into the file root/name */
+static void write_text(const char *root, const char *name, const char *text) {
+    char path[400];
+    snprintf(path, sizeof path, "%s/%s", root, name);
+    FILE *f = fopen(path, "w");
+    CHECK(f && fputs(text, f) >= 0, "cannot write %s", path);
+    if (f) fclose(f);
+}
+
+/* A container's limits, in cgroup folders made here as Linux shows them: the memory a limit leaves (the limit, less
+ * what is used, less the page cache the kernel takes back first), the smallest of this process's folder's and those
+ * above it; the CPUs of a quota; none where there is no limit; and the CPUs an affinity (taskset) allows */
+static void test_cgroup_limits(void) {
+    char root[128], dir[300];
+    snprintf(root, sizeof root, "/tmp/ngpt_test_cgroup_%d", (int)getpid());
+    /* v2: one hierarchy; this process in /a/b, a limit on each, the deeper one smaller; a CPU quota of 1.5 */
+    static const char *const v2_dirs[] = {"", "/a", "/a/b"};
+    for (int i = 0; i < 3; i++) {
+        snprintf(dir, sizeof dir, "%s%s", root, v2_dirs[i]);
+        mkdir(dir, 0777);
+    }
+    write_text(root, "a/memory.max", "1000000000\n");
+    write_text(root, "a/memory.current", "300000000\n");
+    write_text(root, "a/memory.stat", "anon 200000000\ninactive_file 100000000\nactive_file 5\n");
+    write_text(root, "a/b/memory.max", "max\n");
+    write_text(root, "a/cpu.max", "max 100000\n");
+    write_text(root, "a/b/cpu.max", "150000 100000\n");
+    double left = cgroup_memory_left(root, "0::/a/b\n"), cpus = cgroup_cpu_quota(root, "0::/a/b\n");
+    CHECK(left == 8e8, "v2: 1e9 less 3e8 used of which 1e8 is cache: %.0f", left);
+    CHECK(cpus == 1.5, "v2: a quota of 150000 per 100000: %g CPUs", cpus);
+    write_text(root, "a/b/memory.max", "500000000\n");
+    write_text(root, "a/b/memory.current", "100000000\n");
+    left = cgroup_memory_left(root, "0::/a/b\n");
+    CHECK(left == 4e8, "v2: the folder's own limit, smaller than the one above: %.0f", left);
+    CHECK(cgroup_memory_left(root, "0::/a\n") == 8e8, "v2: from /a, the limit below it does not count");
+    CHECK(cgroup_memory_left(root, "0::/\n") == -1 && cgroup_cpu_quota(root, "0::/\n") == -1, "v2: the root has no limit");
+    CHECK(cgroup_memory_left(root, "") == -1 && cgroup_cpu_quota(root, "") == -1, "no cgroups: no limit");
+    /* v1, a container's: the host's path (not there) under the controllers' folders, the container's limits at their
+     * roots; the CPU controller mounted as "cpu,cpuacct"; the v2 line after them ignored */
+    static const char v1[] = "12:pids:/docker/f00d\n4:memory:/docker/f00d\n2:cpu,cpuacct:/docker/f00d\n0::/\n";
+    static const char *const v1_dirs[] = {"memory", "cpu,cpuacct"};
+    for (int i = 0; i < 2; i++) {
+        snprintf(dir, sizeof dir, "%s/%s", root, v1_dirs[i]);
+        mkdir(dir, 0777);
+    }
+    write_text(root, "memory/memory.limit_in_bytes", "2147483648\n");
+    write_text(root, "memory/memory.usage_in_bytes", "1073741824\n");
+    write_text(root, "memory/memory.stat", "cache 9\ninactive_file 1\ntotal_inactive_file 536870912\n");
+    write_text(root, "cpu,cpuacct/cpu.cfs_quota_us", "200000\n");
+    write_text(root, "cpu,cpuacct/cpu.cfs_period_us", "100000\n");
+    left = cgroup_memory_left(root, v1), cpus = cgroup_cpu_quota(root, v1);
+    CHECK(left == 1.5 * GiB, "v1: 2 GiB less 1 GiB used of which 0.5 GiB is cache: %.0f", left);
+    CHECK(cpus == 2, "v1: a quota of 200000 per 100000: %g CPUs", cpus);
+    /* v1 without limits: a limit near 2^63, a quota of -1 */
+    write_text(root, "memory/memory.limit_in_bytes", "9223372036854771712\n");
+    write_text(root, "cpu,cpuacct/cpu.cfs_quota_us", "-1\n");
+    CHECK(cgroup_memory_left(root, v1) == -1 && cgroup_cpu_quota(root, v1) == -1, "v1: no limits");
+    /* a limit below what is used leaves nothing */
+    write_text(root, "memory/memory.limit_in_bytes", "536870912\n");
+    CHECK(cgroup_memory_left(root, v1) == 0, "v1: used past the limit: %.0f", cgroup_memory_left(root, v1));
+    char cmd[200];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", root);
+    CHECK(system(cmd) == 0, "%s", cmd);
+    /* the affinity: this process on its first allowed CPU alone is one CPU, whatever the machine has */
+    cpu_set_t was, one;
+    if (sched_getaffinity(0, sizeof was, &was)) { CHECK(0, "sched_getaffinity: %s", strerror(errno)); return; }
+    CPU_ZERO(&one);
+    for (int c = 0; c < CPU_SETSIZE; c++)
+        if (CPU_ISSET(c, &was)) { CPU_SET(c, &one); break; }
+    CHECK(sched_setaffinity(0, sizeof one, &one) == 0, "sched_setaffinity: %s", strerror(errno));
+    int online = 0, n = usable_cpus(&online);
+    CHECK(n == 1 && online >= 1, "on one CPU: %d usable of %d online", n, online);
+    CHECK(sched_setaffinity(0, sizeof was, &was) == 0, "restore the affinity: %s", strerror(errno));
 }
 
 /* dtype names to GPU storage types; "auto" is bf16 unless the card lacks it (compute capability below 8.0) */
@@ -721,6 +799,7 @@ int main(void) {
     RUN(test_struct_fields_validated);
     RUN(test_dtype_choice);
     RUN(test_cpu_budget_is_available_memory);
+    RUN(test_cgroup_limits);
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
     if (system(cmd)) printf("could not remove %s\n", tmpdir);
