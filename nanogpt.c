@@ -653,6 +653,49 @@ static size_t edit_distance(const char *a, const char *b) {
     return d[la][lb];
 }
 
+/* For a path that is not there: " (did you mean P?)" into hint (cap bytes), P the entry of its folder of the kind
+ * asked for (a folder when want_dir, else a file) whose name is nearest its last part, within 2 edits (a quarter of
+ * the name, for longer ones); "" when there is none. A typo in data/shakespear_char or train_cpu.cgf. */
+static const char *did_you_mean_path(const char *path, int want_dir, char *hint, size_t cap) {
+    char dir[600], name[256];
+    hint[0] = 0;
+    size_t len = strlen(path);
+    while (len > 1 && path[len - 1] == '/') len--; /* data/shakespear_char/ */
+    if (len == 0 || len >= sizeof dir) return hint;
+    memcpy(dir, path, len);
+    dir[len] = 0;
+    char *slash = strrchr(dir, '/');
+    snprintf(name, sizeof name, "%.255s", slash ? slash + 1 : dir);
+    if (slash == dir) dir[1] = 0; /* /name: the root */
+    else if (slash) *slash = 0;
+    else snprintf(dir, sizeof dir, ".");
+    DIR *d = opendir(dir);
+    if (!d || !name[0]) {
+        if (d) closedir(d);
+        return hint;
+    }
+    size_t best = MAX((size_t)2, strlen(name) / 4) + 1;
+    char found[256] = "";
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (e->d_name[0] == '.' && name[0] != '.') continue;
+        size_t dist = edit_distance(name, e->d_name);
+        if (!strcmp(name, e->d_name) || dist >= best) continue; /* 0: another case */
+        char full[900];
+        struct stat st;
+        snprintf(full, sizeof full, "%s/%.255s", dir, e->d_name);
+        if (stat(full, &st) || (want_dir ? !S_ISDIR(st.st_mode) : !S_ISREG(st.st_mode))) continue;
+        best = dist;
+        snprintf(found, sizeof found, "%s", e->d_name);
+    }
+    closedir(d);
+    if (found[0]) {
+        if (slash) snprintf(hint, cap, " (did you mean %s%s%s?)", dir, strcmp(dir, "/") ? "/" : "", found);
+        else snprintf(hint, cap, " (did you mean %s?)", found);
+    }
+    return hint;
+}
+
 static const ConfigKey *config_find(const char *key) {
     for (size_t i = 0; i < N_CONFIG_KEYS; i++)
         if (!strcmp(config_keys[i].name, key)) return &config_keys[i];
@@ -1136,6 +1179,7 @@ static int config_load_extra(ngpt_config *cfg, const char *path, int *line_of, c
         char cfg_path[600], hint[640] = ""; /* data/shakespeare_char/train_cpu for train_cpu.cfg */
         snprintf(cfg_path, sizeof cfg_path, "%.590s.cfg", path);
         if (file_exists(cfg_path)) snprintf(hint, sizeof hint, " (did you mean %s?)", cfg_path);
+        else did_you_mean_path(path, 0, hint, sizeof hint);
         static const char *const nanogpt_configs[][2] = { /* nanoGPT's config/NAME.py, and nanogpt's file for it */
             {"train_shakespeare_char", "data/shakespeare_char/train.cfg"}, {"finetune_shakespeare", "data/shakespeare/finetune.cfg"},
             {"train_gpt2", "data/openwebtext/train_gpt2.cfg"}, {"eval_gpt2", "data/openwebtext/eval_gpt2.cfg"},
@@ -3756,7 +3800,9 @@ static int tokenset_open(TokenSet *s, const char *dir, const char *split, int vo
                                                         "data_dir = %s (--data_dir=%s)", dir, strpbrk(dir, "*?[") ? "a file pattern" : "a file", parent,
                             parent);
             }
-            char rel[PATH_MAX + 600];
+            char rel[PATH_MAX + 600], near[700];
+            if (e == ENOENT && did_you_mean_path(dir, 1, near, sizeof near)[0])
+                return fail(err, errlen, NGPT_ERR_IO, "cannot open data folder %s: %s%s", dir, strerror(e), near);
             return fail(err, errlen, NGPT_ERR_IO, "cannot open data folder %s: %s (prepare it with `nanogpt prepare`)%s", dir, strerror(e),
                         relative_dir_note(dir, rel, sizeof rel));
         }

@@ -656,6 +656,16 @@ static void test_typos(void) {
     CHECK_RUN(r, 1, "train --dataset=no_such_dataset_here");
     CHECK(strstr(r->err, "cannot open data folder data/no_such_dataset_here") && strstr(r->err, "data/no_such_dataset_here is relative to the current folder, /"),
           "a relative data folder that is not there says where it was looked for: %.400s", r->err);
+    r = cli("train", "--dataset=shakespear_char", "--device=cpu", NULL); /* typos name the folder or file meant */
+    CHECK(r->rc == 1 && strstr(r->err, "cannot open data folder data/shakespear_char: No such file or directory (did you mean data/shakespeare_char?)"),
+          "a dataset name one letter off: %.400s", r->err);
+    r = cli("train", "--data_dir=data/Shakespeare_char/", "--device=cpu", NULL);
+    CHECK(r->rc == 1 && strstr(r->err, "(did you mean data/shakespeare_char?)"), "another case, and a trailing slash: %.400s", r->err);
+    r = cli("train", "data/shakespeare_char/train_cpu.cgf", NULL);
+    CHECK(r->rc == 1 && strstr(r->err, "train_cpu.cgf: No such file or directory (did you mean data/shakespeare_char/train_cpu.cfg?)"),
+          "a config file two letters off: %.400s", r->err);
+    r = cli("train", "data/shakespeare_char/meta.cfg", NULL);
+    CHECK(r->rc == 1 && !strstr(r->err, "did you mean"), "a file of another kind (meta.bin) or too far is not offered: %.400s", r->err);
     r = cli("train", "--init_from=d+12", NULL); /* a file name, not llm.c's descriptor */
     CHECK_RUN(r, 1, "train --init_from=d+12");
     CHECK(strstr(r->err, "init_from = d+12: ") && !strstr(r->err, "llm.c's d"), "only d and digits are llm.c's descriptor: %.400s", r->err);
