@@ -565,7 +565,7 @@ static const ConfigKey config_keys[] = {
     CK(n_embd, KEY_INT, 1, 65536, NULL, "channels"),
     CK(dropout, KEY_FLOAT, 0, 0.99, NULL, "dropout probability"),
     CK(bias, KEY_BOOL, 0, 1, NULL, "biases in Linear and LayerNorm layers"),
-    CK(vocab_size, KEY_INT, 0, 16777216, NULL, "0 = from the dataset's meta.bin (or nanoGPT's meta.pkl), else GPT-2's 50257"),
+    CK(vocab_size, KEY_INT, 0, 65536, NULL, "0 = from the dataset's meta.bin (or nanoGPT's meta.pkl), else GPT-2's 50257 (token files hold uint16 ids)"),
     CK(learning_rate, KEY_FLOAT, 0, 10, NULL, "peak learning rate"),
     CK(max_iters, KEY_INT, 0, 2e9, NULL, "optimizer steps"),
     CK(weight_decay, KEY_FLOAT, 0, 10, NULL, "AdamW weight decay (2-D weights only)"),
@@ -2121,7 +2121,7 @@ static const char *dtype_name(int dtype) {
 }
 
 /* GPU budget: free memory (or max_memory) minus this margin for what the CUDA runtime allocates after
- * startup (lazily loaded kernel modules, launch resources); see docs/memory.md. */
+ * startup (launch resources; kernel modules, where an embedder leaves loading lazy); see docs/memory.md. */
 #define CUDA_SAFETY_MARGIN ((size_t)256 << 20)
 
 /* *budget less that margin; an error when nothing is left (from_max_memory: the bytes are max_memory's, else the
@@ -11364,7 +11364,7 @@ static const char *llmc_flags_as_settings(int argc, char **argv, char *out, size
         } else if (!strcmp(a, "-e") && llmc_descriptor(v, &L, &NH, &C) > 0) {
             SAY("%s--init_from=scratch --n_layer=%d --n_head=%d --n_embd=%d --bias=True", n ? " " : "", L, NH, C); /* llm.c's GPT-2 has biases */
             took = 1;
-        } else if (!strcmp(a, "-e") && file_exists(v)) {
+        } else if (!strcmp(a, "-e") && llmc_descriptor(v, &L, &NH, &C) == 0) { /* a file, there or not: init_from says if not */
             SAY("%s--init_from=%s", n ? " " : "", v);
             took = 1;
         } else if (!strcmp(a, "-x") && !parse_number(v, &x) && x >= 1 && x == floor(x)) {
@@ -11737,7 +11737,7 @@ static void model_set_note(FILE *to, const ngpt_config *given, const ngpt_config
  * file of a GPT-2 BPE run trained it on the default job's characters); when its optimisation settings (the
  * learning-rate schedule, the batch, AdamW's) differ from cfg's, as a resume without the run's config file makes
  * them, a line listing them into settings_note ("" for none) */
-static void resume_notes(ngpt_config *cfg, int data_given, char *data_note, size_t data_cap, char *settings_note, size_t settings_cap) {
+static void resume_notes(ngpt_config *cfg, int data_given, int has_file, char *data_note, size_t data_cap, char *settings_note, size_t settings_cap) {
     char path[700], err[NGPT_ERRLEN];
     ngpt_config stored;
     data_note[0] = settings_note[0] = 0;
@@ -11775,8 +11775,8 @@ static void resume_notes(ngpt_config *cfg, int data_given, char *data_note, size
         if (n < 0 || len + (size_t)n >= settings_cap) { settings_note[0] = 0; return; } /* too long to say whole: nothing, not a cut list */
         len += (size_t)n;
     }
-    if (len && snprintf(settings_note + len, settings_cap - len, ": the checkpoint's run trained with other settings (pass its config file to "
-                                                                   "go on with them)") >= (int)(settings_cap - len))
+    if (len && snprintf(settings_note + len, settings_cap - len, ": the checkpoint's run trained with other settings%s",
+                        has_file ? "; these go on from here" : " (pass its config file to go on with them)") >= (int)(settings_cap - len))
         settings_note[0] = 0;
 }
 
@@ -11821,10 +11821,20 @@ static int cmd_train(int argc, char **argv) {
         fprintf(stderr, "error: %s\n", err);
         return 1;
     }
-    /* a resume on other data than its run read: said first, before that data is prepared (or downloaded) */
+    /* the first line says where the settings come from (stdout, flushed before the notes on stderr) */
+    if (!has_file && !strcmp(cfg.init_from, "scratch"))
+        printf("no config file: %s nanoGPT's shakespeare_char recipe (n_layer %d, n_embd %d, block_size %d, max_iters %d)\n",
+               argc ? "the command line's settings over" : "the default job,", cfg.n_layer, cfg.n_embd, cfg.block_size, cfg.max_iters);
+    else if (!has_file && !strcmp(cfg.init_from, "resume")) /* the model comes from the checkpoint (its own line follows), the rest from the recipe */
+        printf("no config file: the command line's settings over nanoGPT's shakespeare_char recipe (max_iters %d)\n", cfg.max_iters);
+    else if (!has_file) /* pretrained weights: their model cropped to the recipe's block_size, unless the command line set one */
+        printf("no config file: the command line's settings over nanoGPT's shakespeare_char recipe (block_size %d, max_iters %d; "
+               "data/shakespeare/finetune.cfg is nanoGPT's finetuning recipe)\n", cfg.block_size, cfg.max_iters);
+    fflush(stdout);
+    /* a resume on other data than its run read: said before that data is prepared (or downloaded) */
     char data_note[1600], settings_note[2048];
     int data_given = line_of[config_find("dataset") - config_keys] || line_of[config_find("data_dir") - config_keys];
-    resume_notes(&cfg, data_given, data_note, sizeof data_note, settings_note, sizeof settings_note);
+    resume_notes(&cfg, data_given, has_file, data_note, sizeof data_note, settings_note, sizeof settings_note);
     if (data_note[0]) fprintf(stderr, "note: %s\n", data_note);
     if (settings_note[0] && !cfg.eval_only) fprintf(stderr, "note: %s\n", settings_note);
     char lr_note[400];
@@ -11834,14 +11844,6 @@ static int cmd_train(int argc, char **argv) {
         fprintf(stderr, "error: %s\n", err);
         return 1;
     }
-    if (!has_file && !strcmp(cfg.init_from, "scratch"))
-        printf("no config file: %s nanoGPT's shakespeare_char recipe (n_layer %d, n_embd %d, block_size %d, max_iters %d)\n",
-               argc ? "the command line's settings over" : "the default job,", cfg.n_layer, cfg.n_embd, cfg.block_size, cfg.max_iters);
-    else if (!has_file && !strcmp(cfg.init_from, "resume")) /* the model comes from the checkpoint (its own line follows), the rest from the recipe */
-        printf("no config file: the command line's settings over nanoGPT's shakespeare_char recipe (max_iters %d)\n", cfg.max_iters);
-    else if (!has_file) /* pretrained weights: their model cropped to the recipe's block_size, unless the command line set one */
-        printf("no config file: the command line's settings over nanoGPT's shakespeare_char recipe (block_size %d, max_iters %d; "
-               "data/shakespeare/finetune.cfg is nanoGPT's finetuning recipe)\n", cfg.block_size, cfg.max_iters);
     Display disp = {isatty(1), cfg.log_interval, 0};
     ngpt_options opt;
     memset(&opt, 0, sizeof opt);

@@ -164,7 +164,7 @@ typedef struct ngpt_progress {
     double mfu;                /* flops_per_second / the matmul peak measured at creation (ngpt_options.measure_peak);
                                 * < 0 when none was measured */
     double eta_seconds;        /* until step max_iters, from the mean step time so far */
-    size_t memory_bytes;       /* the arenas (device + host on the CPU) */
+    size_t memory_bytes;       /* the arenas, device and host together (on the CPU both are host memory) */
 } ngpt_progress;
 typedef void (*ngpt_progress_fn)(void *ctx, const ngpt_progress *p);
 

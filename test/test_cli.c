@@ -636,6 +636,10 @@ static void test_typos(void) {
     r = cli("train", "-e", "test/fixtures/tiny_gpt2_llmc_v3.bin", NULL);
     CHECK_RUN(r, 1, "train -e FILE");
     CHECK(strstr(r->err, "as nanogpt's settings: --init_from=test/fixtures/tiny_gpt2_llmc_v3.bin"), "llm.c's -e FILE spelt out: %.400s", r->err);
+    r = cli("train", "-e", "gpt2_124M_missing.bin", "-x", "100", NULL); /* a file that is not there yet: spelt out the same */
+    CHECK(r->rc == 1 && strstr(r->err, "as nanogpt's settings: --init_from=gpt2_124M_missing.bin --max_iters=99 --lr_decay_iters=99") &&
+              !strstr(r->err, "not carried over"),
+          "llm.c's -e of a missing file spelt out: %.400s", r->err);
     r = cli("train", "--out_dir=test/fixtures/tiny_gpt2_llmc_v3.bin", NULL);
     CHECK_RUN(r, 1, "train --out_dir=a file");
     CHECK(strstr(r->err, "out_dir = test/fixtures/tiny_gpt2_llmc_v3.bin is a file, not a folder") && !r->out[0],
@@ -1061,6 +1065,16 @@ static void test_resume_model(void) {
               !strstr(r->err, "moments_dtype") && !strstr(r->out, "note: AdamW moments") &&
               strstr(r->err, "the checkpoint's run trained with other settings (pass its config file to go on with them)"),
           "a note of the settings that differ from the run's: %.400s", r->err);
+    char cfg_file[700]; /* ... with a config file given: nothing to pass, the note says these settings are the run's from here */
+    copy_str(cfg_file, sizeof cfg_file, tmp_path("resume_other.cfg"));
+    FILE *cf = fopen(cfg_file, "w");
+    CHECK(cf && fputs("learning_rate = 5e-4\n", cf) >= 0, "cannot write %s", cfg_file);
+    if (cf) fclose(cf);
+    r = cli("train", cfg_file, data_arg, out_dir_arg, "--init_from=resume", "--batch_size=2", "--max_iters=4", "--device=cpu", "--threads=1", NULL);
+    CHECK_RUN(r, 0, "resume with a config file of another learning_rate");
+    CHECK(strstr(r->err, "note: learning_rate 0.0005 (its run: ") && strstr(r->err, "the checkpoint's run trained with other settings; these go on from here") &&
+              !strstr(r->err, "pass its config file"),
+          "a config file was passed: no advice to pass one: %.400s", r->err);
     /* an out_dir holding best.bin alone (its ckpt_<step>.bin files removed): resume goes on from it */
     char best_from[700], best_to[700], best_out_arg[700];
     long long newest = -1;
