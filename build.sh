@@ -12,8 +12,8 @@
 #   ./build.sh clean      remove what the builds made
 #
 # Environment: CC (default cc), CXX (default c++, for the C++ build of the API test), NVCC (default: nvcc on
-# PATH or /usr/local/cuda/bin/nvcc), CFLAGS (replace the default optimisation flags), CUDA_ARCHS (default "80 86 89 90a"), NGPT_SHARED_DATA (test data folder,
-# default ../shared/data).
+# PATH or /usr/local/cuda/bin/nvcc), CFLAGS (replace the default optimisation flags), CUDA_ARCHS (default
+# "80 86 89 90a"), NGPT_SHARED_DATA (test data folder, default ../shared/data).
 set -euo pipefail
 cd "$(dirname "$0")"
 
