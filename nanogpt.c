@@ -103,10 +103,10 @@ CLI_USED static const char *fmt_flops(char *buf, size_t n, double flops_per_seco
     else snprintf(buf, n, "%.1f GFLOP/s", flops_per_second / 1e9);
     return buf;
 }
-/* "1h05m", "3m20s", "42s" */
+/* "1h05m", "3m20s", "42s" (in doubles: an estimate of years does not overflow an int) */
 static const char *fmt_duration(char *buf, size_t n, double s) {
-    if (s >= 3600) snprintf(buf, n, "%dh%02dm", (int)(s / 3600), (int)(s / 60) % 60);
-    else if (s >= 60) snprintf(buf, n, "%dm%02ds", (int)(s / 60), (int)s % 60);
+    if (s >= 3600) snprintf(buf, n, "%.0fh%02.0fm", floor(s / 3600), fmod(floor(s / 60), 60));
+    else if (s >= 60) snprintf(buf, n, "%.0fm%02.0fs", floor(s / 60), fmod(floor(s), 60));
     else snprintf(buf, n, "%.0fs", s);
     return buf;
 }
@@ -8173,7 +8173,8 @@ static size_t first_missing_folder(const char *dir) {
     return n;
 }
 /* The first part of path dir (into buf, cap bytes) that is there and is no folder (a file, not a folder, where
- * mkdir_p would make one); 0 when there is none */
+ * mkdir_p would make one): 2 when that is dir itself (trailing slashes aside), 1 when it is above dir; 0 when there
+ * is none */
 CLI_USED static int file_above(const char *dir, char *buf, size_t cap) {
     size_t n = strlen(dir);
     if (n >= cap) return 0;
@@ -8183,7 +8184,7 @@ CLI_USED static int file_above(const char *dir, char *buf, size_t cap) {
             char c = buf[i];
             struct stat st;
             buf[i] = 0;
-            if (!stat(buf, &st) && !S_ISDIR(st.st_mode)) return 1;
+            if (!stat(buf, &st) && !S_ISDIR(st.st_mode)) return dir[i + strspn(dir + i, "/")] ? 1 : 2;
             buf[i] = c;
         }
     return 0;
@@ -8810,6 +8811,17 @@ CLI_USED static int is_checkpoint_file(const char *path) {
     return yes;
 }
 
+/* An out_dir to read checkpoints from that is a file, or below one: an error (NGPT_ERR_ARG) that says so, and, for a
+ * checkpoint file, what reads it (use: "samples it"); NGPT_OK when it is none */
+CLI_USED static int out_dir_file_error(const char *out_dir, const char *use, char *err, size_t errlen) {
+    char above[300], how[160] = "";
+    int kind = file_above(out_dir, above, sizeof above);
+    if (!kind) return NGPT_OK;
+    if (kind == 2 && is_checkpoint_file(above)) snprintf(how, sizeof how, " (--init_from= this file %s)", use);
+    return fail(err, errlen, NGPT_ERR_ARG, "out_dir = %s: %s is a file, not a folder: out_dir is the folder a run saved its checkpoints in%s",
+                out_dir, above, how);
+}
+
 /* Applies the config stored in the open checkpoint r (at path; its `key = value` lines) to cfg, as it was saved (the
  * model's shape aside: vocab_size 0 when the run took its vocabulary from its data). r's file position is kept. */
 static int checkpoint_stored_config(CkptReader *r, const char *path, ngpt_config *cfg, char *err, size_t errlen) {
@@ -8895,6 +8907,7 @@ int ngpt_load(ngpt_trainer *tr, const char *path) {
  * into c; on success the caller closes r->f. */
 static int resume_open(ngpt_config *c, CkptReader *r, char *path, size_t cap, char *err, size_t errlen) {
     memset(r, 0, sizeof *r);
+    if (out_dir_file_error(c->out_dir, "samples it", err, errlen)) return NGPT_ERR_ARG;
     if (!resume_checkpoint(c->out_dir, path, cap))
         return fail(err, errlen, NGPT_ERR_IO, "init_from = resume, but out_dir %s holds no checkpoint: resume reads the newest ckpt_<step>.bin, "
                                                 "the step in 9 digits (ckpt_000000030.bin, as training names them), else best.bin%s", c->out_dir,
@@ -8904,9 +8917,32 @@ static int resume_open(ngpt_config *c, CkptReader *r, char *path, size_t cap, ch
     return rc;
 }
 
+/* Whether the big sections of an opened checkpoint (the parameters and the AdamW moments, which checkpoint_open
+ * leaves to the loader) match their checksums: read through once, 1 MiB at a time */
+static int checkpoint_tensors_intact(CkptReader *r) {
+    enum { CHUNK = 1 << 20 };
+    unsigned char *buf = (unsigned char *)malloc(CHUNK);
+    int intact = buf != NULL;
+    for (int id = SEC_PARAMS; id <= SEC_ADAM_V && intact; id++) {
+        const CkptSection *s = &r->h.sec[id - 1];
+        Hash64 hs;
+        hash_init(&hs);
+        intact = fseeko(r->f, (off_t)s->offset, SEEK_SET) == 0;
+        for (uint64_t done = 0; intact && done < s->bytes;) {
+            size_t want = (size_t)MIN((uint64_t)CHUNK, s->bytes - done);
+            intact = fread(buf, 1, want, r->f) == want;
+            hash_update(&hs, buf, want);
+            done += want;
+        }
+        intact = intact && hash_final(&hs) == s->checksum;
+    }
+    free(buf);
+    return intact;
+}
+
 /* When broken, a checkpoint in dir, does not read: the newest other ckpt_<step>.bin, into other (cap bytes), when
- * it opens; 0 when it does not, or there is none. Another name of the same file (best.bin is a link to one) is
- * no other. */
+ * it reads whole (its tensors' checksums too); 0 when it does not, or there is none. Another name of the same file
+ * (best.bin is a link to one) is no other. */
 CLI_USED static int checkpoint_other_readable(const char *dir, const char *broken, char *other, size_t cap) {
     long long steps[2];
     struct stat b, o;
@@ -8917,8 +8953,9 @@ CLI_USED static int checkpoint_other_readable(const char *dir, const char *broke
         CkptReader r;
         char ignored[NGPT_ERRLEN];
         if (checkpoint_open(&r, other, ignored, sizeof ignored)) return 0;
+        int intact = checkpoint_tensors_intact(&r);
         fclose(r.f);
-        return 1;
+        return intact;
     }
     return 0;
 }
@@ -10870,6 +10907,15 @@ static int prepare_gpt2(const char *const *inputs, int n_inputs, const char *out
     if (ngpt_tokenizer_vocab_size(tok) > 65536) /* each id would be cut to its low 16 bits: other tokens, without a word */
         return fail(err, errlen, NGPT_ERR_ARG, "the vocabulary has %d tokens; token files hold uint16 ids (nanoGPT's and llm.c's formats), "
                                                "so at most 65536", ngpt_tokenizer_vocab_size(tok));
+    /* the vocabulary goes beside the tokens, as gpt2.tok: one that cannot be written there is said before the text is read */
+    char vocab[600], vocab_target[PATH_MAX], vocab_tmp[PATH_MAX + 32] = "";
+    const char *vocab_file;
+    snprintf(vocab, sizeof vocab, "%.580s/gpt2.tok", out_dir);
+    if (save_target(vocab, "the vocabulary's copy", vocab_target, &vocab_file, err, errlen)) {
+        size_t n = strlen(err);
+        snprintf(err + n, errlen - n, ": nothing was written; remove it, or prepare into another folder");
+        return NGPT_ERR_IO;
+    }
     /* pass 1: characters (code points; a stray byte counts as one) of all inputs */
     uint64_t chars = 0, total_bytes = 0;
     enum { BUF = 1 << 20 };
@@ -10968,33 +11014,41 @@ static int prepare_gpt2(const char *const *inputs, int n_inputs, const char *out
             if (tokwriter_finish(&w[k])) rc = fail(err, errlen, NGPT_ERR_IO, "writing %s failed: %s; the folder's files are as they were", w[k].path,
                                                    strerror(errno));
         if (!rc) rc = gpt2_leftovers_blocked(out_dir, err, errlen);
-        /* the vocabulary the tokens were made with goes with them: sample reads it when tokenizer_dir has none */
-        char vocab[600];
-        snprintf(vocab, sizeof vocab, "%.580s/gpt2.tok", out_dir);
+        /* the vocabulary the tokens were made with, which sample reads when tokenizer_dir has none, written whole
+         * beside its place before the tokens go to theirs, and renamed into it after them */
         if (!rc) {
-            int vocab_new = !file_exists(vocab); /* this prepare puts the folder's first gpt2.tok there */
-            rc = ngpt_tokenizer_save(tok, vocab, err, errlen);
-            for (int k = 1; k >= 0 && !rc; k--)
-                if (tokwriter_commit(&w[k])) { /* the tokens it would go with are not in place: the copy it made goes */
-                    rc = fail(err, errlen, NGPT_ERR_IO, "cannot rename %s to %s: %s", w[k].tmp, w[k].path, strerror(errno));
-                    if (vocab_new) unlink(vocab);
-                }
+            snprintf(vocab_tmp, sizeof vocab_tmp, "%s.tmp.%d", vocab_file, (int)getpid());
+            if ((rc = ngpt_tokenizer_save(tok, vocab_tmp, err, errlen))) vocab_tmp[0] = 0; /* none left */
         }
+        for (int k = 1; k >= 0 && !rc; k--)
+            if (tokwriter_commit(&w[k])) rc = fail(err, errlen, NGPT_ERR_IO, "cannot rename %s to %s: %s", w[k].tmp, w[k].path, strerror(errno));
+        char vocab_err[NGPT_ERRLEN] = "";
+        int vocab_rc = NGPT_OK;
+        if (!rc && rename(vocab_tmp, vocab_file))
+            vocab_rc = fail(vocab_err, sizeof vocab_err, NGPT_ERR_IO, "cannot rename %s to %s: %s", vocab_tmp, vocab_file, strerror(errno));
+        else if (!rc) vocab_tmp[0] = 0;
         char size[32];
         if (!rc && log) {
             fprintf(log, "prepared %d file%s, %s, %llu characters: train has %llu tokens, val has %llu tokens (GPT-2 BPE, %s format) -> "
-                         "%s/{train,val}.bin, and the vocabulary in gpt2.tok\n",
+                         "%s/{train,val}.bin%s\n",
                     n_inputs, n_inputs == 1 ? "" : "s", fmt_bytes(size, sizeof size, total_bytes), (unsigned long long)chars, (unsigned long long)w[0].count,
-                    (unsigned long long)w[1].count, llmc ? "llm.c" : "nanoGPT", out_dir);
+                    (unsigned long long)w[1].count, llmc ? "llm.c" : "nanoGPT", out_dir, vocab_rc ? "" : ", and the vocabulary in gpt2.tok");
             prepare_short_split_note(log, (unsigned long long)w[0].count, (unsigned long long)w[1].count);
         }
         if (!rc) rc = gpt2_leftovers_remove(out_dir, log, err, errlen);
+        if (!rc && vocab_rc) { /* an earlier prepare's vocabulary does not go with the new tokens */
+            int removed = file_exists(vocab) && !unlink(vocab);
+            rc = fail(err, errlen, vocab_rc, "%s: the tokens are in place, but not their vocabulary%s", vocab_err,
+                      removed ? " (the folder's earlier gpt2.tok, which went with the earlier tokens, was removed): sample decodes them with "
+                                "tokenizer_dir's" : ": sample decodes them with tokenizer_dir's");
+        }
     }
 done:
     for (int k = 0; k < 2; k++) { /* after a failure no temporary file is left: open, or finished and not renamed */
         if (w[k].fd >= 0) close(w[k].fd);
         if (rc && w[k].tmp[0]) unlink(w[k].tmp);
     }
+    if (vocab_tmp[0]) unlink(vocab_tmp);
     for (int i = 0; spools && i < n_inputs; i++)
         if (spools[i]) fclose(spools[i]);
     if (rc) rmdir_made(out_dir, made_from); /* a failure leaves no empty folder behind (a pipe's copy made them) */
@@ -11806,12 +11860,13 @@ static int cmd_train(int argc, char **argv) {
         return 1;
     }
     char above[300];
-    if (file_above(cfg.out_dir, above, sizeof above)) { /* said now, not after the data and the plan */
-        if (strcmp(above, cfg.out_dir)) /* out_dir = notes.txt/run: no folder can be made */
+    int above_kind = file_above(cfg.out_dir, above, sizeof above);
+    if (above_kind) { /* said now, not after the data and the plan */
+        if (above_kind == 1) /* out_dir = notes.txt/run: no folder can be made */
             fprintf(stderr, "error: out_dir = %s cannot be made: %s is a file, not a folder\n", cfg.out_dir, above);
         else
             fprintf(stderr, "error: out_dir = %s is a file, not a folder: out_dir is where the checkpoints and log.jsonl go%s\n", cfg.out_dir,
-                    is_checkpoint_file(cfg.out_dir) ? " (it is a checkpoint: `nanogpt sample --init_from=` it samples it; --init_from=resume "
+                    is_checkpoint_file(above) ? " (it is a checkpoint: `nanogpt sample --init_from=` it samples it; --init_from=resume "
                                                       "with its folder as out_dir goes on from the folder's newest checkpoint)" : "");
         return 1;
     }
@@ -12003,10 +12058,7 @@ static void sample_checkpoint_hint(const char *path, int rc, char *err, size_t e
 static int checkpoint_to_read(const char *out_dir, char *path, size_t cap, ngpt_config *cfg, char *err, size_t errlen) {
     long long newest;
     int n = checkpoint_list(out_dir, &newest, 1);
-    char above[300];
-    if (file_above(out_dir, above, sizeof above))
-        return fail(err, errlen, NGPT_ERR_ARG, "out_dir = %s: %s is a file, not a folder: out_dir is the folder a run saved its checkpoints in%s",
-                    out_dir, above, is_checkpoint_file(out_dir) ? " (--init_from= this file samples it)" : "");
+    if (out_dir_file_error(out_dir, "samples it", err, errlen)) return NGPT_ERR_ARG;
     snprintf(path, cap, "%.400s/best.bin", out_dir);
     if (!file_exists(path)) {
         int rc = default_job_checkpoints(out_dir, err, errlen);
@@ -12061,7 +12113,8 @@ static int cmd_plan(int argc, char **argv) {
             if (!rc) rc = parse_args("plan", n, rest, 0, &base, &has_file, &json, &sample_keys_read, line_of, err, sizeof err);
             cfg = base;
             copy_str(cfg.init_from, sizeof cfg.init_from, ckpt); /* the model: the checkpoint's header */
-        } else rc = default_job_checkpoints(cfg.out_dir, err, sizeof err);
+        } else if (!(rc = out_dir_file_error(cfg.out_dir, "samples it", err, sizeof err)))
+            rc = default_job_checkpoints(cfg.out_dir, err, sizeof err);
     }
     if (!rc) rc = config_validate(&cfg, err, sizeof err);
     if (!rc && !strcmp(cfg.init_from, "resume")) rc = default_job_checkpoints(cfg.out_dir, err, sizeof err);
@@ -12383,7 +12436,8 @@ static int sample_with(int argc, char **argv, int n_files, char **cfg_files) {
     int from_checkpoint = !init_from[0] || resume || checkpoint_file;
     if (!strcmp(init_from, "scratch")) { fprintf(stderr, "error: --init_from=scratch: a fresh model has nothing to say; sample a checkpoint or gpt2\n"); return 1; }
     if (resume && !resume_checkpoint(cfg.out_dir, path, sizeof path)) {
-        if (default_job_checkpoints(cfg.out_dir, err, sizeof err)) fprintf(stderr, "error: --init_from=resume: %s\n", err);
+        if (out_dir_file_error(cfg.out_dir, "samples it", err, sizeof err) || default_job_checkpoints(cfg.out_dir, err, sizeof err))
+            fprintf(stderr, "error: --init_from=resume: %s\n", err);
         else fprintf(stderr, "error: --init_from=resume: out_dir %s holds no checkpoint (ckpt_<step>.bin or best.bin)\n", cfg.out_dir);
         return 1;
     }
@@ -12659,7 +12713,8 @@ static int cmd_export(int argc, char **argv) {
     if (!from && is_checkpoint_file(cfg.out_dir)) from = cfg.out_dir; /* --out_dir=out/ckpt_000000500.bin */
     if (from && !strcmp(from, "resume")) {
         if (!resume_checkpoint(cfg.out_dir, path, sizeof path)) {
-            if (default_job_checkpoints(cfg.out_dir, err, sizeof err)) fprintf(stderr, "error: init_from = resume: %s\n", err);
+            if (out_dir_file_error(cfg.out_dir, "exports it", err, sizeof err) || default_job_checkpoints(cfg.out_dir, err, sizeof err))
+                fprintf(stderr, "error: init_from = resume: %s\n", err);
             else fprintf(stderr, "error: init_from = resume, but out_dir %s holds no checkpoint (ckpt_<step>.bin or best.bin)\n", cfg.out_dir);
             return 1;
         }

@@ -656,6 +656,14 @@ static void test_typos(void) {
     CHECK(r->rc == 1 && strstr(r->err, "tiny_gpt2_llmc_v3.bin is a file, not a folder: out_dir is the folder a run saved its checkpoints in") &&
               !strstr(r->err, "pretrained"),
           "sample of a file as out_dir, said so (it said the folder holds no checkpoint): %.400s", r->err);
+    r = cli("sample", "--init_from=resume", "--out_dir=test/fixtures/tiny_gpt2_llmc_v3.bin/run", NULL);
+    CHECK(r->rc == 1 && strstr(r->err, "tiny_gpt2_llmc_v3.bin is a file, not a folder: out_dir is the folder a run saved its checkpoints in"),
+          "sample --init_from=resume below a file, said so (it said the folder holds no checkpoint): %.400s", r->err);
+    r = cli("export", "--init_from=resume", "--out_dir=README.md", "--out=no_export_zz.bin", NULL);
+    CHECK(r->rc == 1 && strstr(r->err, "out_dir = README.md: README.md is a file, not a folder"), "export --init_from=resume of a file: %.400s", r->err);
+    r = cli("train", "--out_dir=README.md/", NULL);
+    CHECK(r->rc == 1 && strstr(r->err, "out_dir = README.md/ is a file, not a folder: out_dir is where the checkpoints and log.jsonl go"),
+          "a trailing slash: the file itself, not a folder that cannot be made: %.400s", r->err);
     r = cli("train", "--dataset=no_such_dataset_here", "--device=cpu", NULL);
     CHECK_RUN(r, 1, "train --dataset=no_such_dataset_here");
     CHECK(strstr(r->err, "cannot open data folder data/no_such_dataset_here") && strstr(r->err, "data/no_such_dataset_here is relative to the current folder, /"),
@@ -943,6 +951,11 @@ static void test_plan_init_from(void) {
     r = cli("plan", "--init_from=resume", "--out_dir=/nonexistent/out", data_arg, "--device=cpu", NULL);
     CHECK_RUN(r, 1, "plan --init_from=resume without a checkpoint");
     CHECK(strstr(r->err, "holds no checkpoint") && !strstr(r->err, "ckpt.pt"), "resume without a checkpoint: %.300s", r->err);
+    r = cli("plan", "--init_from=resume", "--out_dir=README.md", data_arg, "--device=cpu", NULL);
+    CHECK(r->rc == 1 && strstr(r->err, "out_dir = README.md: README.md is a file, not a folder"), "resume from a file as out_dir: %.300s", r->err);
+    r = cli("plan", "--sample", "--out_dir=README.md", NULL);
+    CHECK(r->rc == 1 && strstr(r->err, "out_dir = README.md: README.md is a file, not a folder") && !r->out[0],
+          "plan --sample of a file as out_dir (it planned the config's model): %.300s", r->err);
     mkdir(tmp_path("nanogpt_out"), 0777); /* nanoGPT's own out_dir: its ckpt.pt is said to be unreadable */
     FILE *pt = fopen(tmp_path("nanogpt_out/ckpt.pt"), "wb");
     if (pt) {
@@ -2089,6 +2102,15 @@ static void test_sample_broken_checkpoint(void) {
     }
     r = cli("sample", out_dir, "--num_samples=1", "--max_new_tokens=2", other_arg, NULL);
     CHECK_RUN(r, 0, "sample the checkpoint named");
+    /* the one before corrupt too, in its parameters, which opening it does not read: not offered */
+    CHECK(checkpoint_open(&cr, other, cr_err, sizeof cr_err) == 0, "%s", cr_err);
+    flip_at = cr.f ? (long)(cr.h.sec[SEC_PARAMS - 1].offset + 3) : 0;
+    if (cr.f) fclose(cr.f);
+    cf = fopen(other, "r+b");
+    CHECK(cf && !fseek(cf, flip_at, SEEK_SET) && fputc(0x11, cf) != EOF, "a byte of %s's parameters flipped", other);
+    if (cf) fclose(cf);
+    r = cli("sample", out_dir, "--num_samples=1", "--max_new_tokens=2", NULL);
+    CHECK(r->rc == 1 && strstr(r->err, newest) && !strstr(r->err, "other checkpoint"), "a corrupt one before is not named: %.600s", r->err);
     r = cli("sample", "--out_dir=no_such_out_zz", NULL);
     CHECK_RUN(r, 1, "sample a folder that does not exist");
     CHECK(strstr(r->err, "--init_from=gpt2 (or a weights file) samples pretrained weights instead"), "pretrained weights suggested: %.400s", r->err);

@@ -382,6 +382,7 @@ static void test_fmt_duration(void) {
     CHECK(!strcmp(fmt_duration(b, sizeof b, 42.4), "42s") && !strcmp(fmt_duration(b, sizeof b, 200), "3m20s") &&
               !strcmp(fmt_duration(b, sizeof b, 9000), "2h30m") && !strcmp(fmt_duration(b, sizeof b, 3600 * 30 + 61), "30h01m"),
           "durations: %s", b);
+    CHECK(!strcmp(fmt_duration(b, sizeof b, 1e12), "277777777h46m"), "past an int's seconds (an estimate of eval_iters 1e9): %s", b);
 }
 
 static void test_lr_schedule(void) {

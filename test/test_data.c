@@ -577,7 +577,8 @@ static void test_failed_prepare_keeps_the_pair(void) {
     free(val);
     int left = temporaries_in(dir);
     CHECK(left == 0, "%d temporary files left in %s", left, dir);
-    /* tokens that cannot be put in place (train.bin a folder): the vocabulary saved for them goes too */
+    /* tokens that cannot be put in place (train.bin a folder): the vocabulary saved for them goes too, and an
+     * earlier prepare's stays as it was */
     snprintf(dir, sizeof dir, "%s/commit_fails", tmpdir);
     snprintf(path, sizeof path, "%s/train.bin", dir);
     snprintf(vocab, sizeof vocab, "%s/train.bin/x", dir);
@@ -585,6 +586,25 @@ static void test_failed_prepare_keeps_the_pair(void) {
     snprintf(vocab, sizeof vocab, "%s/gpt2.tok", dir);
     int rc = ngpt_prepare(new_text, dir, tok, 0.1, err, sizeof err);
     CHECK(rc == NGPT_ERR_IO && strstr(err, "cannot rename") && !file_exists(vocab), "rc %d, %s left: %s", rc, vocab, err);
+    f = fopen(vocab, "w");
+    CHECK(f && fputs("an earlier vocabulary", f) >= 0, "write %s", vocab);
+    if (f) fclose(f);
+    rc = ngpt_prepare(new_text, dir, tok, 0.1, err, sizeof err);
+    char kept[64] = "";
+    f = fopen(vocab, "r");
+    if (f && !fgets(kept, sizeof kept, f)) kept[0] = 0;
+    if (f) fclose(f);
+    CHECK(rc == NGPT_ERR_IO && strstr(err, "cannot rename") && !strcmp(kept, "an earlier vocabulary"), "rc %d, %s holds '%s': %s", rc, vocab, kept, err);
+    CHECK(temporaries_in(dir) == 0, "%d temporary files left in %s", temporaries_in(dir), dir);
+    /* a gpt2.tok that no file can replace (a folder): said before the text is read, nothing written */
+    snprintf(dir, sizeof dir, "%s/vocab_folder", tmpdir);
+    snprintf(vocab, sizeof vocab, "%s/gpt2.tok", dir);
+    CHECK(mkdir(dir, 0777) == 0 && mkdir(vocab, 0777) == 0, "make %s", vocab);
+    rc = ngpt_prepare("/no/such/input.txt", dir, tok, 0.1, err, sizeof err);
+    snprintf(path, sizeof path, "%s/val.bin", dir);
+    CHECK(rc == NGPT_ERR_IO && strstr(err, "gpt2.tok is a folder, not a regular file: nothing was written; remove it, or prepare into another folder") &&
+              !file_exists(path),
+          "rc %d: %s", rc, err);
 }
 
 static void test_bpe_recipe_names_its_dataset(void) {
