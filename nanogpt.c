@@ -11691,6 +11691,41 @@ static int ensure_gpt2_vocab(const char *dir, char *err, size_t errlen) {
     return NGPT_OK;
 }
 
+/* A prepare that Ctrl-C or SIGTERM stops removes the temporary files it was writing beside the folder's files (this
+ * process's names, NAME.tmp.PID), which would otherwise stay until the next prepare of that folder, and the folders
+ * it made, when empty; the folder's files stay as they were. The names are made beforehand: a signal handler may
+ * unlink, not format. */
+enum { PREPARE_TEMPORARIES = 5 };
+static char prepare_temporaries[PREPARE_TEMPORARIES][700], prepare_dir[512];
+static size_t prepare_made_from; /* rmdir_made's: 0 when the folder was there */
+static void on_prepare_signal(int sig) {
+    for (int i = 0; i < PREPARE_TEMPORARIES; i++)
+        if (prepare_temporaries[i][0]) unlink(prepare_temporaries[i]);
+    rmdir_made(prepare_dir, prepare_made_from);
+    static const char msg[] = "\nprepare stopped: its temporary files are removed, and the folder's files are as they were\n";
+    if (write(2, msg, sizeof msg - 1) < 0) { /* nothing to do */ }
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+/* before a prepare into dir: the handler, for its names; after it (dir NULL): the default action again */
+static void prepare_signals(const char *dir) {
+    static const char *const names[PREPARE_TEMPORARIES] = {"train.bin", "val.bin", "meta.bin", "gpt2.tok", "gpt2.tok.tmp.%d"};
+    signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
+    prepare_made_from = dir ? first_missing_folder(dir) : 0;
+    snprintf(prepare_dir, sizeof prepare_dir, "%.500s", dir ? dir : "");
+    for (int i = 0; i < PREPARE_TEMPORARIES; i++) {
+        char name[64];
+        snprintf(name, sizeof name, names[i], (int)getpid()); /* the vocabulary's copy is itself written through a temporary */
+        if (dir) snprintf(prepare_temporaries[i], sizeof prepare_temporaries[i], "%.600s/%s.tmp.%d", dir, name, (int)getpid());
+        else prepare_temporaries[i][0] = 0;
+    }
+    if (dir) {
+        signal(SIGINT, on_prepare_signal);
+        signal(SIGTERM, on_prepare_signal);
+    }
+}
+
 /* ensure_dataset's preparation of dir from input (chars: characters, else GPT-2 BPE) */
 static int ensure_dataset_in(const ngpt_config *cfg, const char *dir, char *input, size_t input_cap, int chars, char *err, size_t errlen) {
     mkdir_p(dir);
@@ -11710,12 +11745,13 @@ static int ensure_dataset_in(const ngpt_config *cfg, const char *dir, char *inpu
             return fail(err, errlen, NGPT_ERR_IO, "could not download Tiny Shakespeare (offline?). Put the text at %s, or pass --input=/path/to/input.txt",
                         input);
     }
-    if (chars) return prepare_char(input, dir, 0.1, stdout, err, errlen);
     ngpt_tokenizer *tok = NULL;
-    int rc = ensure_gpt2_vocab(cfg->tokenizer_dir, err, errlen);
-    if (!rc) rc = load_gpt2_tokenizer(cfg->tokenizer_dir, &tok, err, errlen);
+    int rc = chars ? NGPT_OK : ensure_gpt2_vocab(cfg->tokenizer_dir, err, errlen);
+    if (!rc && !chars) rc = load_gpt2_tokenizer(cfg->tokenizer_dir, &tok, err, errlen);
     const char *inputs[1] = {input};
-    if (!rc) rc = prepare_gpt2(inputs, 1, dir, 0.1, 0, tok, stdout, err, errlen);
+    prepare_signals(dir);
+    if (!rc) rc = chars ? prepare_char(input, dir, 0.1, stdout, err, errlen) : prepare_gpt2(inputs, 1, dir, 0.1, 0, tok, stdout, err, errlen);
+    prepare_signals(NULL);
     ngpt_tokenizer_free(tok);
     return rc;
 }
@@ -12372,6 +12408,7 @@ static int cmd_prepare(int argc, char **argv) {
                                                   "tokens (the tokenizer is char by default), or leave --tokenizer_dir out for characters", tok_dir);
     else if (!rc && !gpt2 && strcmp(tok_dir, "data/gpt2"))
         fprintf(stderr, "note: --tokenizer_dir=%s is not read: --tokenizer=char needs no vocabulary\n", tok_dir);
+    if (!rc) prepare_signals(out);
     if (!rc && !gpt2) rc = prepare_char(inputs[0], out, val_fraction, stdout, err, sizeof err);
     else if (!rc) {
         ngpt_tokenizer *tok = NULL;
@@ -12379,6 +12416,7 @@ static int cmd_prepare(int argc, char **argv) {
         if (!rc) rc = prepare_gpt2((const char *const *)inputs, n_inputs, out, val_fraction, llmc, tok, stdout, err, sizeof err);
         ngpt_tokenizer_free(tok);
     }
+    prepare_signals(NULL);
     for (int i = 0; i < n_inputs; i++) free(inputs[i]);
     free(inputs);
     if (rc) fprintf(stderr, "error: %s\n", err);

@@ -2217,6 +2217,42 @@ static void test_prepare_gpt2_over_characters(void) {
           "the GPT-2 vocabulary is removed, and that is said: %.400s", r->out);
 }
 
+/* Ctrl-C during a prepare (a real SIGINT): the temporary files it was writing go, and so do the folders it made; the
+ * process ends by the signal, as a shell's loop expects (they stayed until the next prepare of the folder) */
+static void test_prepare_interrupted(void) {
+    enum { COPIES = 30 }; /* about 33 MB of text: seconds of GPT-2 BPE, to be stopped midway */
+    char input[700], out[720], out_arg[740], tok[700], made[700];
+    snprintf(input, sizeof input, "--input=%s/tinyshakespeare.txt", shared_data_dir());
+    snprintf(tok, sizeof tok, "--tokenizer_dir=%s/gpt2", shared_data_dir());
+    mkdir(tmp_path("stopped_prep"), 0777);
+    copy_str(made, sizeof made, tmp_path("stopped_prep/new"));
+    snprintf(out, sizeof out, "%s/deeper", made);
+    snprintf(out_arg, sizeof out_arg, "--out=%s", out);
+    char *argv[COPIES + 8];
+    int n = 0;
+    argv[n++] = "prepare";
+    argv[n++] = "--tokenizer=gpt2";
+    argv[n++] = tok;
+    argv[n++] = out_arg;
+    for (int i = 0; i < COPIES; i++) argv[n++] = input;
+    argv[n] = NULL;
+    pid_t pid = cli_start(argv);
+    int writing = 0;
+    for (double t0 = now_seconds(); !writing && now_seconds() - t0 < 120; usleep(10000)) {
+        DIR *d = opendir(out);
+        struct dirent *e;
+        while (d && (e = readdir(d)) != NULL) writing |= strstr(e->d_name, ".tmp.") != NULL;
+        if (d) closedir(d);
+    }
+    CHECK(writing, "the prepare's temporary files never showed in %s", out);
+    kill(pid, SIGINT);
+    CliRun r;
+    cli_wait(pid, &r, 60);
+    CHECK(r.signal == SIGINT && strstr(r.err, "prepare stopped: its temporary files are removed, and the folder's files are as they were"),
+          "the prepare ends by SIGINT, and says so: status %d, signal %d: %.300s", r.rc, r.signal, r.err);
+    CHECK(!file_exists(made) && file_exists(tmp_path("stopped_prep")), "the folders it made are gone, the one that was there stays");
+}
+
 /* ... and one that cannot be removed is an error before anything changed: the character tokens stay as they were
  * (before, the GPT-2 tokens replaced them, meta.bin stayed beside them, and prepare only warned). A meta.bin that is
  * a folder (any user); as root, one in a folder with the sticky bit, /tmp's kind, where meta.bin is another user's. */
@@ -2903,6 +2939,7 @@ int main(void) {
     RUN(test_long_argument_lists);
     RUN(test_short_schedule_runs);
     RUN(test_prepare_gpt2_over_characters);
+    RUN(test_prepare_interrupted);
     RUN(test_prepare_gpt2_leftover_kept);
     RUN(test_prepare_from_pipe);
     RUN(test_data_cut_short_while_training);
