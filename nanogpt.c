@@ -6501,6 +6501,14 @@ static void optimizer_step(ngpt_trainer *tr, float lr, double norm) {
     }
 }
 
+/* A max_memory above what there is (what: "free on the GPU"): a cap, not a raise, into buf */
+static const char *max_memory_above_note(double max_memory, double there, const char *what, char *buf, size_t cap) {
+    char a[32], b[32];
+    snprintf(buf, cap, "max_memory = %s is more than the %s %s: the plan keeps within those (max_memory only lowers the budget)",
+             fmt_bytes(a, sizeof a, max_memory), fmt_bytes(b, sizeof b, there), what);
+    return buf;
+}
+
 /* ======================================================================================================
  * Trainer: create (device, data, plan, the one allocation, init), step, evaluate, the nanoGPT loop.
  * ==================================================================================================== */
@@ -9128,10 +9136,12 @@ static int trainer_setup(ngpt_trainer *tr) {
         if ((rc = ngpt_cuda_mem_info(&fr, &total, msg, sizeof msg))) return tr_fail(tr, rc, "%s", msg);
         budget = (double)fr;
         const int capped = c->max_memory > 0 && c->max_memory < budget;
+        if (c->max_memory > budget) tr_log(tr, 1, "note: %s", max_memory_above_note(c->max_memory, budget, "free on the GPU", msg, sizeof msg));
         if (capped) budget = c->max_memory;
         if ((rc = cuda_budget_after_margin(&budget, capped, msg, sizeof msg))) return tr_fail(tr, rc, "%s", msg);
     } else {
         budget = host_memory_available();
+        if (c->max_memory > budget) tr_log(tr, 1, "note: %s", max_memory_above_note(c->max_memory, budget, "of this machine's memory to plan with", msg, sizeof msg));
         if (c->max_memory > 0 && c->max_memory < budget) budget = c->max_memory;
     }
     PlanRequest req;
@@ -12179,7 +12189,11 @@ static int cmd_plan(int argc, char **argv) {
         if (budget <= 0)
             return plan_refused(json, "no GPU here to measure; give the card's free memory with --max_memory (e.g. --max_memory=2.68GiB)");
         if (cuda_budget_after_margin(&budget, !measured, err, sizeof err)) return plan_refused(json, err);
-    } else if (budget <= 0) budget = host_memory_available();
+    } else {
+        double avail = host_memory_available(); /* as train: max_memory caps the budget, never raises it */
+        if (budget > avail) fprintf(stderr, "note: %s\n", max_memory_above_note(budget, avail, "of this machine's memory to plan with", err, sizeof err));
+        if (budget <= 0 || budget > avail) budget = avail;
+    }
     PlanRequest req;
     plan_request_from_config(&req, &cfg, &ms, device, dtype, cfg.threads > 0 ? cfg.threads : cpu_count(), budget, sampling);
     Plan p;

@@ -725,6 +725,8 @@ static void test_typos(void) {
 }
 
 /* `nanogpt plan` of GPT-2 124M in bf16 at batch 64 x 1024 on a GPU given max_memory (then `extra`, NULL for none) */
+static const char *small_dataset(const char *name);
+
 static CliRun *plan_gpt2_124m(const char *max_memory, const char *extra) {
     return cli("plan", "--n_layer=12", "--n_head=12", "--n_embd=768", "--block_size=1024", "--batch_size=64", "--vocab_size=50257",
                "--device=cuda", "--dtype=bfloat16", max_memory, extra, NULL);
@@ -749,6 +751,19 @@ static void test_plan_and_info(void) {
               strstr(r->out, "why          recompute GELU+LayerNorm fits micro-batch 16; recompute none at 8 is modeled 1.02x as fast on a "
                                  "GPU of 132 SMs (assumed: no GPU here)"),
           "plan at 6 GiB: %.700s", r->out);
+    /* on the CPU, max_memory above this machine's memory caps nothing: plan and train keep within what there is, and
+     * say so (plan planned the 500 TB, where train ran a smaller plan without a word) */
+    r = cli("plan", "--device=cpu", "--max_memory=500TB", NULL);
+    CHECK(r->rc == 0 && strstr(r->err, "note: max_memory = 465661.29 GiB is more than the ") &&
+              strstr(r->err, "of this machine's memory to plan with: the plan keeps within those") && !strstr(r->out, "budget 465661"),
+          "plan: %.300s | %.300s", r->err, r->out);
+    char cap_data[700], cap_out[700];
+    snprintf(cap_data, sizeof cap_data, "--data_dir=%s", small_dataset("cap_data"));
+    snprintf(cap_out, sizeof cap_out, "--out_dir=%s", tmp_path("cap_out"));
+    r = cli("train", cap_data, cap_out, "--device=cpu", "--max_memory=500TB", "--max_iters=0", "--eval_iters=1", "--n_layer=1", "--n_embd=16",
+            "--n_head=2", "--block_size=16", "--batch_size=2", "--vocab_size=40", NULL);
+    CHECK(strstr(r->out, "note: max_memory = 465661.29 GiB is more than the ") || strstr(r->err, "note: max_memory = 465661.29 GiB is more than the "),
+          "train says it too: %.300s | %.300s", r->err, r->out);
     /* from 2.19 GiB fp32 moments fit, at 1 x 64: the plan offers bf16 moments' 8 x 8, which the key then gives */
     r = plan_gpt2_124m("--max_memory=2.2GiB", NULL);
     CHECK_RUN(r, 0, "plan at 2.2 GiB");
