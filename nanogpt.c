@@ -11829,6 +11829,8 @@ static const char *model_overrides(const ngpt_config *given, const ngpt_config *
         size_t len = strlen(buf);
         if (k == 4) /* bias */
             snprintf(buf + len, cap - len, "%sbias %s (not %s)", len ? ", " : "", u[k] ? "True" : "False", g[k] ? "True" : "False");
+        else if (k == 5 && u[k] == 0) /* a run that took its vocabulary from its data goes on so */
+            snprintf(buf + len, cap - len, "%svocab_size from the data, as its run took it (not %d)", len ? ", " : "", g[k]);
         else snprintf(buf + len, cap - len, "%s%s %d (not %d)", len ? ", " : "", model_keys[k], u[k], g[k]);
     }
     return buf;
@@ -11874,7 +11876,7 @@ static void resume_notes(ngpt_config *cfg, int data_given, int has_file, char *d
                      stored.dataset, cfg->data_dir[0] ? cfg->data_dir : cfg->dataset, stored.dataset);
     }
     static const char *const settings[] = {"learning_rate", "min_lr", "warmup_iters", "lr_decay_iters", "decay_lr", "batch_size",
-                                           "gradient_accumulation_steps", "weight_decay", "beta1", "beta2", "grad_clip", "dropout"};
+                                           "gradient_accumulation_steps", "weight_decay", "beta1", "beta2", "grad_clip", "dropout", "seed"};
     size_t len = 0;
     for (size_t i = 0; i < sizeof settings / sizeof settings[0]; i++) {
         size_t k = (size_t)(config_find(settings[i]) - config_keys);

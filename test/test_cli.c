@@ -1079,17 +1079,18 @@ static void test_resume_model(void) {
     CHECK(done && strstr(done, "; memory: arena ") && strstr(done, " (allocated once), process peak resident ") && !strstr(done, "device memory"),
           "the done line: %.300s", done ? done : r->out);
     r = cli("train", data_arg, out_dir_arg, "--init_from=resume", "--block_size=128", "--n_layer=1", "--n_embd=48", "--bias=True", "--batch_size=2",
-            "--max_iters=4", "--eval_interval=2", "--eval_iters=1", "--device=cpu", "--threads=1", NULL);
+            "--max_iters=4", "--eval_interval=2", "--eval_iters=1", "--device=cpu", "--threads=1", "--vocab_size=100", NULL);
     CHECK_RUN(r, 0, "resume with --block_size=128");
-    CHECK(strstr(r->out, "note: init_from = resume sets the model, over the command line: n_embd 16 (not 48), block_size 32 (not 128), bias False (not True)\n") &&
+    CHECK(strstr(r->out, "note: init_from = resume sets the model, over the command line: n_embd 16 (not 48), block_size 32 (not 128), bias False (not True), "
+                         "vocab_size from the data, as its run took it (not 100)\n") &&
           strstr(r->out, "(64 tokens/step)"), "the checkpoint's model, and a note of what it overrode: %.600s", r->out);
     CHECK(!strstr(r->err, "other settings"), "the run's own settings: no note of other ones: %.300s", r->err);
     /* resumed with another schedule and batch (its config file left out, say): a note lists them beside the run's;
      * moments_dtype float32 where the run's auto kept fp32 moments trains as it did, so is not listed */
     r = cli("train", data_arg, out_dir_arg, "--init_from=resume", "--batch_size=3", "--learning_rate=5e-4", "--max_iters=4", "--device=cpu",
-            "--threads=1", "--moments_dtype=float32", NULL);
-    CHECK_RUN(r, 0, "resume with another batch_size, learning_rate and moments_dtype (nothing left to train)");
-    CHECK(strstr(r->err, "note: learning_rate 0.0005 (its run: ") && strstr(r->err, "batch_size 3 (its run: 2)") &&
+            "--threads=1", "--moments_dtype=float32", "--seed=7", NULL);
+    CHECK_RUN(r, 0, "resume with another batch_size, learning_rate, seed and moments_dtype (nothing left to train)");
+    CHECK(strstr(r->err, "note: learning_rate 0.0005 (its run: ") && strstr(r->err, "batch_size 3 (its run: 2)") && strstr(r->err, "seed 7 (its run: 1337)") &&
               !strstr(r->err, "moments_dtype") && !strstr(r->out, "note: AdamW moments") &&
               strstr(r->err, "the checkpoint's run trained with other settings (pass its config file to go on with them)"),
           "a note of the settings that differ from the run's: %.400s", r->err);
