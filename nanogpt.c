@@ -12592,7 +12592,11 @@ static int sample_with(int argc, char **argv, int n_files, char **cfg_files) {
     if (!rc && !tr->charvocab && tr->ms.V < 50257) { /* GPT-2's tokens would fall outside the model's vocabulary */
         char dir[300], rel[PATH_MAX + 600];
         dataset_dir(&cfg, dir, sizeof dir); /* before relative_dir_note reads it: arguments have no order */
-        rc = fail(err, sizeof err, NGPT_ERR_ARG, "the model's vocabulary has %d tokens, too few for GPT-2's 50257, and %s has no meta.bin (or "
+        if (!file_exists(dir)) /* a run's relative data folder, sampled from another folder */
+            rc = fail(err, sizeof err, NGPT_ERR_ARG, "the model's vocabulary has %d tokens, too few for GPT-2's 50257: its characters are in the "
+                                                      "meta.bin of its data, but the data folder %s does not exist%s; pass --data_dir=DIR, that "
+                                                      "folder's path from here", tr->ms.V, dir, relative_dir_note(dir, rel, sizeof rel));
+        else rc = fail(err, sizeof err, NGPT_ERR_ARG, "the model's vocabulary has %d tokens, too few for GPT-2's 50257, and %s has no meta.bin (or "
                                                   "nanoGPT's meta.pkl), a character vocabulary: pass --dataset=NAME or --data_dir=DIR whose "
                                                   "meta.bin holds the model's characters (e.g. --dataset=shakespeare_char)%s",
                   tr->ms.V, dir, relative_dir_note(dir, rel, sizeof rel));

@@ -2005,8 +2005,14 @@ static void test_workflow(void) {
     /* without the characters (meta.bin), GPT-2's tokens do not fit the model: say where the characters are read */
     r = cli("sample", init_arg, "--dataset=no_such_dataset", "--num_samples=1", "--max_new_tokens=5", NULL);
     CHECK_RUN(r, 1, "sample --init_from=model.bin without meta.bin");
-    CHECK(strstr(r->err, "data/no_such_dataset has no meta.bin (or nanoGPT's meta.pkl)") && strstr(r->err, "--dataset=NAME") && strstr(r->err, "--data_dir=DIR") &&
-              strstr(r->err, "too few for GPT-2's 50257") && strstr(r->err, "; data/no_such_dataset is relative to the current folder, /"),
+    CHECK(strstr(r->err, "but the data folder data/no_such_dataset does not exist; data/no_such_dataset is relative to the current folder, /") &&
+              strstr(r->err, "pass --data_dir=DIR, that folder's path from here") && strstr(r->err, "too few for GPT-2's 50257"),
+          "a character model whose data folder is not there: %.400s", r->err);
+    mkdir(tmp_path("no_meta_data"), 0777);
+    snprintf(data_arg, sizeof data_arg, "--data_dir=%s", tmp_path("no_meta_data"));
+    r = cli("sample", init_arg, data_arg, "--num_samples=1", "--max_new_tokens=5", NULL);
+    CHECK(r->rc == 1 && strstr(r->err, "no_meta_data has no meta.bin (or nanoGPT's meta.pkl)") && strstr(r->err, "--dataset=NAME") &&
+              strstr(r->err, "--data_dir=DIR") && strstr(r->err, "too few for GPT-2's 50257"),
           "a character model without its meta.bin: %.400s", r->err);
     r = cli("sample", "--init_from=scratch", NULL);
     CHECK_RUN(r, 1, "sample --init_from=scratch");
