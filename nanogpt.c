@@ -11165,6 +11165,10 @@ static void on_signal(int sig) {
     static const char msg[] = "\nstopping at the next layer, then saving a checkpoint (none at step 0 or with eval_only): a step over "
                               "half done, or one just after an evaluation, runs to its end; one less done, or an evaluation, is left "
                               "for a resume to run again. Ctrl-C again, a second or more from now, quits at once without saving\n";
+    static const char term_msg[] = "\nSIGTERM: stopping at the next layer, then saving a checkpoint (none at step 0 or with eval_only): a step "
+                                   "over half done, or one just after an evaluation, runs to its end; one less done, or an evaluation, is "
+                                   "left for a resume to run again. Another SIGTERM or SIGINT, a second or more from now, quits at once "
+                                   "without saving\n";
     static volatile sig_atomic_t stopping;
     static struct timespec first;
     struct timespec now;
@@ -11173,7 +11177,8 @@ static void on_signal(int sig) {
         stopping = 1;
         stop_signal = sig;
         first = now;
-        if (write(2, msg, sizeof msg - 1) < 0) { /* nothing to do */ }
+        int said = sig == SIGTERM ? (int)write(2, term_msg, sizeof term_msg - 1) : (int)write(2, msg, sizeof msg - 1);
+        (void)said; /* nothing to do when stderr is gone */
         if (running_trainer) ngpt_request_stop(running_trainer);
         return;
     }

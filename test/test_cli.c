@@ -2570,7 +2570,7 @@ static void test_interrupt_evaluation(void) {
     CHECK(waited < 30, "the evaluation stopped %.1f s after the signal", waited);
     CHECK(strstr(t->out, "stopped at step 3, during its evaluation (a resume runs it again); the checkpoint is saved in ") &&
               strstr(t->out, "resume from it with --init_from=resume; memory: arena ") && !strstr(t->out, "step 3: train loss") &&
-              strstr(t->err, "stopping at the next layer"),
+              strstr(t->err, "SIGTERM: stopping at the next layer") && strstr(t->err, "Another SIGTERM or SIGINT") && !strstr(t->err, "Ctrl-C"),
           "says it left the evaluation: %.400s | %.300s", t->out + (strlen(t->out) > 400 ? strlen(t->out) - 400 : 0), t->err);
     char ckpt[700], later[700];
     checkpoint_path(tmp_path("evint_out"), 3, ckpt, sizeof ckpt);
