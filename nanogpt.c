@@ -8911,15 +8911,24 @@ int ngpt_load(ngpt_trainer *tr, const char *path) {
     return rc;
 }
 
+/* init_from = resume with no checkpoint in out_dir: the error, which says when out_dir is not there at all (a
+ * mistyped or relative path) */
+static int resume_none_error(const char *out_dir, char *err, size_t errlen) {
+    char rel[PATH_MAX + 600];
+    if (!file_exists(out_dir))
+        return fail(err, errlen, NGPT_ERR_IO, "init_from = resume, but out_dir %s does not exist (train first, or pass the --out_dir of a run)%s",
+                    out_dir, relative_dir_note(out_dir, rel, sizeof rel));
+    return fail(err, errlen, NGPT_ERR_IO, "init_from = resume, but out_dir %s holds no checkpoint: resume reads the newest ckpt_<step>.bin, "
+                                          "the step in 9 digits (ckpt_000000030.bin, as training names them), else best.bin%s", out_dir,
+                pytorch_checkpoint_note(out_dir));
+}
+
 /* init_from = resume: opens the newest checkpoint in out_dir (its path into path) and takes its model's shape
  * into c; on success the caller closes r->f. */
 static int resume_open(ngpt_config *c, CkptReader *r, char *path, size_t cap, char *err, size_t errlen) {
     memset(r, 0, sizeof *r);
     if (out_dir_file_error(c->out_dir, "samples it", err, errlen)) return NGPT_ERR_ARG;
-    if (!resume_checkpoint(c->out_dir, path, cap))
-        return fail(err, errlen, NGPT_ERR_IO, "init_from = resume, but out_dir %s holds no checkpoint: resume reads the newest ckpt_<step>.bin, "
-                                                "the step in 9 digits (ckpt_000000030.bin, as training names them), else best.bin%s", c->out_dir,
-                    pytorch_checkpoint_note(c->out_dir));
+    if (!resume_checkpoint(c->out_dir, path, cap)) return resume_none_error(c->out_dir, err, errlen);
     int rc = checkpoint_open(r, path, err, errlen);
     if (!rc) config_set_model(c, &r->model);
     return rc;
@@ -12514,7 +12523,10 @@ static int sample_with(int argc, char **argv, int n_files, char **cfg_files) {
     if (resume && !resume_checkpoint(cfg.out_dir, path, sizeof path)) {
         if (out_dir_file_error(cfg.out_dir, "samples it", err, sizeof err) || default_job_checkpoints(cfg.out_dir, err, sizeof err))
             fprintf(stderr, "error: --init_from=resume: %s\n", err);
-        else fprintf(stderr, "error: --init_from=resume: out_dir %s holds no checkpoint (ckpt_<step>.bin or best.bin)\n", cfg.out_dir);
+        else {
+            resume_none_error(cfg.out_dir, err, sizeof err);
+            fprintf(stderr, "error: %s\n", err);
+        }
         return 1;
     }
     if (checkpoint_file || resume) {
@@ -12795,7 +12807,10 @@ static int cmd_export(int argc, char **argv) {
         if (!resume_checkpoint(cfg.out_dir, path, sizeof path)) {
             if (out_dir_file_error(cfg.out_dir, "exports it", err, sizeof err) || default_job_checkpoints(cfg.out_dir, err, sizeof err))
                 fprintf(stderr, "error: init_from = resume: %s\n", err);
-            else fprintf(stderr, "error: init_from = resume, but out_dir %s holds no checkpoint (ckpt_<step>.bin or best.bin)\n", cfg.out_dir);
+            else {
+                resume_none_error(cfg.out_dir, err, sizeof err);
+                fprintf(stderr, "error: %s\n", err);
+            }
             return 1;
         }
     } else if (from && is_checkpoint_file(from)) {

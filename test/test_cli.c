@@ -965,7 +965,18 @@ static void test_plan_init_from(void) {
     CHECK(strstr(r->err, "bpe_cases.bin: magic"), "a file that is no model: %.300s", r->err);
     r = cli("plan", "--init_from=resume", "--out_dir=/nonexistent/out", data_arg, "--device=cpu", NULL);
     CHECK_RUN(r, 1, "plan --init_from=resume without a checkpoint");
-    CHECK(strstr(r->err, "holds no checkpoint") && !strstr(r->err, "ckpt.pt"), "resume without a checkpoint: %.300s", r->err);
+    CHECK(strstr(r->err, "init_from = resume, but out_dir /nonexistent/out does not exist (train first, or pass the --out_dir of a run)") &&
+              !strstr(r->err, "ckpt.pt"),
+          "resume from a folder that is not there: %.300s", r->err);
+    mkdir(tmp_path("empty_out"), 0777);
+    char empty_out[700];
+    snprintf(empty_out, sizeof empty_out, "--out_dir=%s", tmp_path("empty_out"));
+    const char *commands[3] = {"plan", "sample", "export"};
+    for (int i = 0; i < 3; i++) {
+        r = i == 2 ? cli("export", "--init_from=resume", empty_out, "--out=no_export_zz.bin", NULL) : cli(commands[i], "--init_from=resume", empty_out, NULL);
+        CHECK(r->rc == 1 && strstr(r->err, "empty_out holds no checkpoint: resume reads the newest ckpt_<step>.bin"), "%s: resume without a checkpoint: %.300s",
+              commands[i], r->err);
+    }
     r = cli("plan", "--init_from=resume", "--out_dir=README.md", data_arg, "--device=cpu", NULL);
     CHECK(r->rc == 1 && strstr(r->err, "out_dir = README.md: README.md is a file, not a folder"), "resume from a file as out_dir: %.300s", r->err);
     r = cli("plan", "--sample", "--out_dir=README.md", NULL);
