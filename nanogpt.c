@@ -11547,8 +11547,9 @@ static int sample_setting(SampleSettings *s, const char *key, const char *value,
     s->start_file[0] = 0;
     if (!strncmp(value, "FILE:", 5)) {
         snprintf(s->start_file, sizeof s->start_file, "%s", value + 5);
+        if (!value[5]) return fail(err, errlen, NGPT_ERR_ARG, "names no file (FILE:path reads the start text from path)");
         FILE *f = fopen(value + 5, "rb");
-        if (!f) return fail(err, errlen, NGPT_ERR_IO, "%s", strerror(errno));
+        if (!f) return fail(err, errlen, NGPT_ERR_IO, "cannot open %s: %s", value + 5, strerror(errno));
         got = fread(s->start, 1, sizeof s->start, f);
         int read_error = ferror(f) ? errno : 0;
         fclose(f);

@@ -1646,6 +1646,10 @@ static void test_workflow(void) {
     r = cli("sample", out_dir_arg, start_arg, "--num_samples=1", "--max_new_tokens=0", NULL);
     CHECK_RUN(r, 1, "sample --start=FILE: of a folder");
     CHECK(strstr(r->err, "Is a directory"), "a folder as the start file: %.300s", r->err);
+    r = cli("sample", out_dir_arg, "--start=FILE:", "--num_samples=1", "--max_new_tokens=0", NULL);
+    CHECK(r->rc == 1 && strstr(r->err, "names no file (FILE:path reads the start text from path)"), "FILE: alone: %.300s", r->err);
+    r = cli("sample", out_dir_arg, "--start=FILE:no_such_start_zz.txt", "--num_samples=1", "--max_new_tokens=0", NULL);
+    CHECK(r->rc == 1 && strstr(r->err, "cannot open no_such_start_zz.txt: No such file or directory"), "a start file not there: %.300s", r->err);
     /* a request for more ids than the machine has memory: refused with the numbers, before any allocation */
     r = cli("sample", out_dir_arg, "--num_samples=1000000", "--max_new_tokens=10000000", NULL);
     CHECK_RUN(r, 1, "sample of 1e6 x 1e7 tokens");
