@@ -2076,12 +2076,14 @@ static int plan_make(Plan *p, const PlanRequest *r, char *err, size_t errlen) {
     if (!err) return NGPT_ERR_NOMEM; /* no message wanted: nor the plans it would weigh (plan_note_bf16_moments' call) */
     char nb[32], bb[32], hint[160] = "", unpin[400] = "";
     Plan tmp;
-    if (r->T > 64) { /* the same smallest plan, pins kept, at half the block */
+    int block_helps = 0; /* the largest of half the block, a quarter, ... down to 64, whose smallest plan (pins kept) fits */
+    for (int T = r->T / 2; T >= 64 && !block_helps; T /= 2) {
         PlanRequest half = *r;
-        half.T = r->T / 2;
+        half.T = T;
         char hb[32];
         double need_half = plan_layout(&tmp, &half, B, 1, rc, r->pin_chunk ? r->pin_chunk : CHUNK_STEP, moment_opts[n_moment_opts - 1]);
-        snprintf(hint, sizeof hint, " (block_size %d would need %s)", half.T, fmt_bytes(hb, sizeof hb, need_half));
+        if ((block_helps = plan_fits(&tmp, &half, need_half)))
+            snprintf(hint, sizeof hint, "a smaller block_size (block_size %d would need %s), ", T, fmt_bytes(hb, sizeof hb, need_half));
     }
     if (r->pin_micro_batch || r->pin_recompute >= 0 || r->pin_chunk || r->pin_moments == MOMENTS_F32) { /* what the planner would choose without the pins */
         PlanRequest free_req = *r;
@@ -2101,7 +2103,7 @@ static int plan_make(Plan *p, const PlanRequest *r, char *err, size_t errlen) {
                      tmp.moments_dtype == NGPT_DTYPE_BF16 ? ", bf16 AdamW moments" : "", fmt_bytes(fb, sizeof fb, plan_need(&tmp)));
         }
     }
-    char smaller[300] = ", a smaller model (n_layer, n_embd)";
+    char smaller[300] = ", a smaller model (n_layer, n_embd)"; /* (", " first, as smaller_gpt2 writes it) */
     if (r->pretrained) smaller_gpt2(r, smaller, sizeof smaller);
     fmt_need_and_budget(nb, bb, sizeof nb, need, r->budget);
     if (r->resumed)
@@ -2110,10 +2112,12 @@ static int plan_make(Plan *p, const PlanRequest *r, char *err, size_t errlen) {
                     "and the budget is %s. What helps: %smore memory (a larger max_memory, another device); the model and its "
                     "block_size are the checkpoint's (init_from = resume)",
                     B, recompute_name(rc), p->logits_chunk, p->moments_dtype == NGPT_DTYPE_F32 ? "fp32" : "bf16", nb, bb, unpin);
+    /* what helps: each item ends ", " (a smaller block_size only where one fits) */
     return fail(err, errlen, NGPT_ERR_NOMEM,
                 "does not fit: the smallest plan (micro-batch %d, recompute %s, logits chunk %d, %s AdamW moments) needs %s "
-                "and the budget is %s. What helps: %sa smaller block_size%s%s, or more memory (a larger max_memory, another device)",
-                B, recompute_name(rc), p->logits_chunk, p->moments_dtype == NGPT_DTYPE_F32 ? "fp32" : "bf16", nb, bb, unpin, hint, smaller);
+                "and the budget is %s. What helps: %s%s%s%s%smore memory (a larger max_memory, another device)",
+                B, recompute_name(rc), p->logits_chunk, p->moments_dtype == NGPT_DTYPE_F32 ? "fp32" : "bf16", nb, bb, unpin, hint,
+                smaller[0] ? smaller + 2 : "", smaller[0] ? ", " : "", unpin[0] || hint[0] || smaller[0] ? "or " : "");
 }
 
 static const char *dtype_name(int dtype) {

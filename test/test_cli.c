@@ -811,7 +811,8 @@ static void test_plan_and_info(void) {
           "plan at 100 MiB: %.400s", r->out);
     r = plan_gpt2_124m("--max_memory=0.5GiB", NULL);
     CHECK_RUN(r, 1, "plan at 0.5 GiB");
-    CHECK(strstr(r->err, "does not fit") && strstr(r->err, "block_size"), "a refusal says what would help: %.400s", r->err);
+    CHECK(strstr(r->err, "does not fit") && strstr(r->err, "What helps: a smaller model (n_layer, n_embd), or more memory"),
+          "a refusal says what would help (no smaller block_size fits 256 MiB): %.400s", r->err);
     /* a dataset not prepared yet: GPT-2's vocabulary is assumed, and a note says so (not with vocab_size given) */
     char nodata[700];
     snprintf(nodata, sizeof nodata, "--data_dir=%s", tmp_path("not_prepared"));

@@ -397,10 +397,12 @@ static void test_seed_scenario(void) {
     char why[160] = "";
     CHECK(chunk_largest(&p, why, sizeof why), "%s", why);
     CHECK(p.logits_chunk >= 1024, "logits chunk %d rows", p.logits_chunk);
-    /* a budget too small for even the parameters and optimizer is refused with the numbers */
+    /* a budget too small for even the parameters and optimizer is refused with the numbers; no smaller block_size
+     * fits, so none is offered (block_size 512 was, needing more than the budget) */
     r.budget = 1.0 * GiB;
     rc = plan_make(&p, &r, err, sizeof err);
-    CHECK(rc == NGPT_ERR_NOMEM && strstr(err, "needs") && strstr(err, "budget is 1.00 GiB") && strstr(err, "block_size"),
+    CHECK(rc == NGPT_ERR_NOMEM && strstr(err, "needs") && strstr(err, "budget is 1.00 GiB") && !strstr(err, "block_size") &&
+              strstr(err, "What helps: a smaller model (n_layer, n_embd), or more memory"),
           "refusal message: %s", err);
 }
 
@@ -701,11 +703,19 @@ static void test_refusal_with_pins(void) {
     snprintf(want, sizeof want, "leaving micro_batch to the planner (it would pick micro-batch %d x %d accumulation steps", freep.micro_batch,
              freep.grad_accum);
     CHECK(strstr(err, want) && strstr(err, fmt_bytes(fb, sizeof fb, (double)freep.device_bytes)), "names the unpinned plan (%s): %s", want, err);
+    /* the block_size offered is the largest of 512, 256, ... whose plan, micro-batch 64 kept, fits (512, which does not
+     * fit, was offered with its figure) */
     PlanRequest hr = r;
-    hr.T = 512;
-    double half_need = plan_layout(&half, &hr, 64, 1, RECOMPUTE_LAYERS, CHUNK_STEP, NGPT_DTYPE_BF16);
-    snprintf(want, sizeof want, "(block_size 512 would need %s)", fmt_bytes(fb, sizeof fb, half_need));
-    CHECK(strstr(err, want) && half_need > r.budget, "the half-block figure keeps micro-batch 64 (%s): %s", want, err);
+    int fit_T = 0;
+    double fit_need = 0;
+    for (int T = 512; T >= 64 && !fit_T; T /= 2) {
+        hr.T = T;
+        double need_T = plan_layout(&half, &hr, 64, 1, RECOMPUTE_LAYERS, CHUNK_STEP, NGPT_DTYPE_BF16);
+        if (need_T <= r.budget) fit_T = T, fit_need = need_T;
+    }
+    snprintf(want, sizeof want, "a smaller block_size (block_size %d would need %s)", fit_T, fmt_bytes(fb, sizeof fb, fit_need));
+    CHECK(fit_T > 0 && fit_T < 512 && strstr(err, want), "the block_size that fits with micro-batch 64, %d (%s): %s", fit_T, want, err);
+
     /* a budget under the smallest plan by less than fmt_bytes shows: the two figures differ as written (both read
      * 2.08 GiB before) */
     const double need = plan_need(&p), bucket_low = (round(need / GiB * 100) - 0.5) / 100 * GiB; /* the least that reads as need */
