@@ -933,6 +933,16 @@ static const struct {
 };
 
 static int config_unknown(const char *key, char *err, size_t errlen) {
+    if (!key[0]) return fail(err, errlen, NGPT_ERR_ARG, "no key before '=' (a setting is key = value; `nanogpt help config` lists the keys)");
+    size_t n = strlen(key);
+    if (n > 1 && strchr("+-*/%", key[n - 1])) { /* Python's batch_size *= 2, split at its '=' */
+        char base[64];
+        snprintf(base, sizeof base, "%.*s", (int)MIN(n - 1, sizeof base - 1), key);
+        for (size_t k = strlen(base); k > 0 && base[k - 1] == ' '; k--) base[k - 1] = 0;
+        if (config_find(base))
+            return fail(err, errlen, NGPT_ERR_ARG, "'%s=' is Python's augmented assignment, which a config file does not run: write %s = VALUE "
+                                                   "(products such as 2 * 8 are read)", key, base);
+    }
     for (int i = 0; command_option_table[0].options[i]; i++) /* sample.py's own settings, in a config file */
         if (!strcmp(key, command_option_table[0].options[i]))
             return fail(err, errlen, NGPT_ERR_ARG, "%s is a setting of `nanogpt sample` (in its config files, or --%s=...), not a training "

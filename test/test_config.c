@@ -215,6 +215,13 @@ static void test_nanogpt_python_configs(void) {
     const char *notimport = "importance = 3\n";
     rc = load_config_text(&c, "notimport.cfg", notimport, err, sizeof err);
     CHECK(rc == NGPT_ERR_ARG && strstr(err, "notimport.cfg:1: unknown key 'importance'"), "importance = 3: %s", err);
+    /* Python's augmented assignment, and a line with no key */
+    rc = load_config_text(&c, "aug.cfg", "batch_size = 4\nbatch_size *= 2\n", err, sizeof err);
+    CHECK(rc == NGPT_ERR_ARG && strstr(err, "aug.cfg:2: 'batch_size *=' is Python's augmented assignment, which a config file does not run: write "
+                                            "batch_size = VALUE"),
+          "batch_size *= 2: %s", err);
+    rc = load_config_text(&c, "nokey.cfg", " = 3\n", err, sizeof err);
+    CHECK(rc == NGPT_ERR_ARG && strstr(err, "nokey.cfg:1: no key before '='") && !strstr(err, "did you mean"), "= 3: %s", err);
     const char *stmt = "import\n";
     rc = load_config_text(&c, "stmt.cfg", stmt, err, sizeof err);
     CHECK(rc == NGPT_ERR_FORMAT && strstr(err, "stmt.cfg:1: expected `key = value`, found 'import'"), "a bare import: %s", err);
