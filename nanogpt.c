@@ -110,6 +110,12 @@ static const char *fmt_duration(char *buf, size_t n, double s) {
     else snprintf(buf, n, "%.0fs", s);
     return buf;
 }
+/* A parameter count as nanoGPT prints it, "124.44M", or whole below 10,000 (which would read "0.00M") */
+static const char *fmt_params(char *buf, size_t n, double count) {
+    if (count >= 1e4) snprintf(buf, n, "%.2fM", count / 1e6);
+    else snprintf(buf, n, "%.0f", count);
+    return buf;
+}
 /* Human-readable bytes: "1.23 GiB". Writes into buf and returns it. */
 static const char *fmt_bytes(char *buf, size_t n, double bytes) {
     if (bytes >= GiB) snprintf(buf, n, "%.2f GiB", bytes / GiB);
@@ -2169,9 +2175,9 @@ CLI_USED static void plan_print(const Plan *p, FILE *f) {
     const PlanRequest *r = &p->req;
     char b1[32], b2[32];
     /* the count training prints (without the padded vocabulary rows), then what the arena holds */
-    fprintf(f, "model        L=%d NH=%d C=%d V=%d (padded %d) block_size=%d bias=%s: %.2fM parameters (%.2fM with the padding)\n", r->m.L,
-            r->m.NH, r->m.C, r->m.V, r->m.Vp, r->T, r->m.bias ? "yes" : "no", (double)plan_params_unpadded(p) / 1e6,
-            (double)p->nparams / 1e6);
+    fprintf(f, "model        L=%d NH=%d C=%d V=%d (padded %d) block_size=%d bias=%s: %s parameters (%s with the padding)\n", r->m.L,
+            r->m.NH, r->m.C, r->m.V, r->m.Vp, r->T, r->m.bias ? "yes" : "no", fmt_params(b1, sizeof b1, (double)plan_params_unpadded(p)),
+            fmt_params(b2, sizeof b2, (double)p->nparams));
     fprintf(f, "device       %s, %s, budget %s", r->device == DEV_BACKEND_CUDA ? "cuda" : "cpu", dtype_name(r->dtype),
             fmt_bytes(b1, sizeof b1, r->budget));
     if (r->device == DEV_BACKEND_CUDA)
@@ -12029,9 +12035,9 @@ static int cmd_train(int argc, char **argv) {
     char where[48]; /* the device, and on the CPU the threads it starts with */
     if (gpu) snprintf(where, sizeof where, "%s", st.device);
     else snprintf(where, sizeof where, "%s (%d thread%s)", st.device, cpu_of(tr->be)->nthreads, cpu_of(tr->be)->nthreads > 1 ? "s" : "");
-    char params[96];
-    snprintf(params, sizeof params, "%.2fM parameters (nanoGPT counts %.2fM: no position embeddings%s)", (double)st.parameters / 1e6,
-             (double)nano / 1e6, !strcmp(eff->init_from, "scratch") && !tr->charvocab && tr->ms.V < 50304 ? ", 50304 tokens" : "");
+    char params[96], ours[32], theirs[32];
+    snprintf(params, sizeof params, "%s parameters (nanoGPT counts %s: no position embeddings%s)", fmt_params(ours, sizeof ours, (double)st.parameters),
+             fmt_params(theirs, sizeof theirs, (double)nano), !strcmp(eff->init_from, "scratch") && !tr->charvocab && tr->ms.V < 50304 ? ", 50304 tokens" : "");
     if (tr->plan.req.inference) /* eval_only of a loaded model */
         printf("%s: %s; plan: evaluation only (forward passes: no gradients or optimizer state), eval micro-batch %d, logits chunk %d; %s\n",
                where, params, st.eval_micro_batch, tr->plan.eval_chunk, arenas);

@@ -390,6 +390,10 @@ static void test_fmt_duration(void) {
               !strcmp(fmt_duration(b, sizeof b, 9000), "2h30m") && !strcmp(fmt_duration(b, sizeof b, 3600 * 30 + 61), "30h01m"),
           "durations: %s", b);
     CHECK(!strcmp(fmt_duration(b, sizeof b, 1e12), "277777777h46m"), "past an int's seconds (an estimate of eval_iters 1e9): %s", b);
+    /* parameter counts: nanoGPT's millions, whole below 10,000 (a tiny model read 0.00M) */
+    CHECK(!strcmp(fmt_params(b, sizeof b, 124439808), "124.44M") && !strcmp(fmt_params(b, sizeof b, 10000), "0.01M") &&
+              !strcmp(fmt_params(b, sizeof b, 9999), "9999") && !strcmp(fmt_params(b, sizeof b, 144), "144"),
+          "parameter counts: %s", b);
 }
 
 static void test_lr_schedule(void) {
