@@ -12035,7 +12035,7 @@ static int cmd_train(int argc, char **argv) {
     char where[48]; /* the device, and on the CPU the threads it starts with */
     if (gpu) snprintf(where, sizeof where, "%s", st.device);
     else snprintf(where, sizeof where, "%s (%d thread%s)", st.device, cpu_of(tr->be)->nthreads, cpu_of(tr->be)->nthreads > 1 ? "s" : "");
-    char params[96], ours[32], theirs[32];
+    char params[160], ours[32], theirs[32];
     snprintf(params, sizeof params, "%s parameters (nanoGPT counts %s: no position embeddings%s)", fmt_params(ours, sizeof ours, (double)st.parameters),
              fmt_params(theirs, sizeof theirs, (double)nano), !strcmp(eff->init_from, "scratch") && !tr->charvocab && tr->ms.V < 50304 ? ", 50304 tokens" : "");
     if (tr->plan.req.inference) /* eval_only of a loaded model */
