@@ -466,6 +466,8 @@ static void cgroup_memory_visit(const char *dir, void *ctx) {
         cache = cgroup_stat(dir, "inactive_file");
     } else if (!cgroup_read(dir, "memory.limit_in_bytes", buf, sizeof buf)) { /* v1; none is a number near 2^63 */
         limit = strtod(buf, NULL);
+        double above = cgroup_stat(dir, "hierarchical_memory_limit"); /* the folders above's too, seen or not (a pod's) */
+        if (above > 0 && above < limit) limit = above;
         if (limit >= 0x1p60) limit = -1;
         if (!cgroup_read(dir, "memory.usage_in_bytes", buf, sizeof buf)) usage = strtod(buf, NULL);
         cache = cgroup_stat(dir, "total_inactive_file");
@@ -661,7 +663,7 @@ static size_t edit_distance(const char *a, const char *b) {
 
 /* For a path that is not there: " (did you mean P?)" into hint (cap bytes), P the entry of its folder of the kind
  * asked for (a folder when want_dir, else a file) whose name is nearest its last part, within 2 edits (a quarter of
- * the name, for longer ones); "" when there is none. A typo in data/shakespear_char or train_cpu.cgf. */
+ * the name, for longer ones; 1 for names of up to 4 characters); "" when there is none. A typo in data/shakespear_char or train_cpu.cgf. */
 static const char *did_you_mean_path(const char *path, int want_dir, char *hint, size_t cap) {
     char dir[600], name[256];
     hint[0] = 0;
@@ -680,7 +682,7 @@ static const char *did_you_mean_path(const char *path, int want_dir, char *hint,
         if (d) closedir(d);
         return hint;
     }
-    size_t best = MAX((size_t)2, strlen(name) / 4) + 1;
+    size_t best = (strlen(name) <= 4 ? 1 : MAX((size_t)2, strlen(name) / 4)) + 1; /* a short name is near anything */
     char found[256] = "";
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
@@ -940,13 +942,14 @@ static const struct {
 
 static int config_unknown(const char *key, char *err, size_t errlen) {
     if (!key[0]) return fail(err, errlen, NGPT_ERR_ARG, "no key before '=' (a setting is key = value; `nanogpt help config` lists the keys)");
-    size_t n = strlen(key);
-    if (n > 1 && strchr("+-*/%", key[n - 1])) { /* Python's batch_size *= 2, split at its '=' */
+    size_t n = strlen(key), op = 0;
+    while (op < 3 && op < n && strchr("+-*/%@&|^<>", key[n - 1 - op])) op++;
+    if (op && op < n) { /* Python's batch_size *= 2 (or //=, **=, >>=), split at its '=' */
         char base[64];
-        snprintf(base, sizeof base, "%.*s", (int)MIN(n - 1, sizeof base - 1), key);
+        snprintf(base, sizeof base, "%.*s", (int)MIN(n - op, sizeof base - 1), key);
         for (size_t k = strlen(base); k > 0 && base[k - 1] == ' '; k--) base[k - 1] = 0;
         if (config_find(base))
-            return fail(err, errlen, NGPT_ERR_ARG, "'%s=' is Python's augmented assignment, which a config file does not run: write %s = VALUE "
+            return fail(err, errlen, NGPT_ERR_ARG, "'%s=' is Python's augmented assignment, which nanogpt does not run: set %s to its value "
                                                    "(products such as 2 * 8 are read)", key, base);
     }
     for (int i = 0; command_option_table[0].options[i]; i++) /* sample.py's own settings, in a config file */
@@ -8455,7 +8458,7 @@ static int checkpoint_open(CkptReader *r, const char *path, char *err, size_t er
     /* the integers: each in the range a run gives it (the data generator's position and the seed as int64, never
      * negative; the characters at most the model's vocabulary) */
     const struct { const char *what; size_t offset; int64_t lo, hi; } ints[] = {
-        {"step", offsetof(CkptState, step), 0, INT_MAX},
+        {"step", offsetof(CkptState, step), 0, 2000000001LL}, /* after step max_iters (at most 2e9): max_iters + 1 */
         {"evaluation count", offsetof(CkptState, eval_count), 0, INT_MAX},
         {"training-data generator position", offsetof(CkptState, rng_train_counter), 0, INT64_MAX},
         {"seed", offsetof(CkptState, seed), 0, INT64_MAX},
@@ -8859,6 +8862,10 @@ static int checkpoint_stored_config(CkptReader *r, const char *path, ngpt_config
     int rc = NGPT_OK;
     if (!text || at < 0 || fseek(r->f, (long)sec->offset, SEEK_SET) || fread(text, 1, sec->bytes, r->f) != sec->bytes || fseek(r->f, at, SEEK_SET))
         rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s: config section unreadable", path);
+    const char *nul = rc ? NULL : memchr(text, 0, sec->bytes); /* the lines after it would go unread */
+    if (nul)
+        rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s: config section, byte %llu of the file: a NUL byte; nanogpt writes `key = value` text there", path,
+                  (unsigned long long)(sec->offset + (uint64_t)(nul - text)));
     for (char *line = text, *next; !rc && line && line < text + sec->bytes; line = next) {
         text[sec->bytes] = 0;
         next = strchr(line, '\n');
@@ -10621,8 +10628,24 @@ static int prep_write(void *ctx, uint32_t cp) {
     return 0;
 }
 
+/* A prepare puts its files in place (renames over the folder's, removes what no longer goes with them) with SIGINT and
+ * SIGTERM held back in its thread, so a stop that comes then is taken after, on a folder holding all the new files,
+ * never a mix of old and new; prepare_committed says, to the CLI's handler, that they are in place. */
+static _Atomic int prepare_committed;
+static void prepare_commit_hold(sigset_t *was) {
+    sigset_t stops;
+    sigemptyset(&stops);
+    sigaddset(&stops, SIGINT);
+    sigaddset(&stops, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &stops, was);
+}
+static void prepare_commit_release(const sigset_t *was, int committed) {
+    if (committed) atomic_store(&prepare_committed, 1);
+    pthread_sigmask(SIG_SETMASK, was, NULL);
+}
+
 /* Removes from dir the temporary files of prepares whose process is gone (NAME.tmp.PID, NAME one of train.bin,
- * val.bin, meta.bin): a prepare killed midway leaves its own, and its name is no later prepare's. Those of a
+ * val.bin, meta.bin, gpt2.tok; and gpt2.tok.tmp.PID.tmp.PID, which saving the vocabulary's copy writes first): a prepare killed midway leaves its own, and its name is no later prepare's. Those of a
  * live process (one preparing the folder now) stay. */
 static void remove_dead_prepare_temporaries(const char *dir) {
     DIR *d = opendir(dir);
@@ -10635,6 +10658,8 @@ static void remove_dead_prepare_temporaries(const char *dir) {
             if (strncmp(e->d_name, names[k], n) || !e->d_name[n]) continue;
             char *end;
             long pid = strtol(e->d_name + n, &end, 10);
+            if (!strncmp(end, ".tmp.", 5) && end[5] && strspn(end + 5, "0123456789") == strlen(end + 5))
+                end += strlen(end); /* gpt2.tok.tmp.PID.tmp.PID: the vocabulary's copy, cut short while it was written */
             if (*end || pid <= 0 || pid > INT_MAX || kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue;
             char path[1100];
             snprintf(path, sizeof path, "%.800s/%.250s", dir, e->d_name);
@@ -10678,7 +10703,8 @@ static int prepare_char(const char *input, const char *out_dir, double val_fract
     p.seen = (uint8_t *)calloc(0x110000 / 8, 1);
     p.id_of = (int32_t *)calloc(0x110000, sizeof(int32_t));
     char tpath[600], vpath[600], mpath[600], ttmp[630] = "", vtmp[630] = "", mtmp[630] = "";
-    int rc = NGPT_OK;
+    int rc = NGPT_OK, held = 0;
+    sigset_t unheld;
     size_t made_from = first_missing_folder(out_dir); /* the folders a failure removes again */
     FILE *in = NULL;
     if (!v || !p.seen || !p.id_of) { rc = fail(err, errlen, NGPT_ERR_NOMEM, "out of host memory"); goto done; }
@@ -10738,7 +10764,12 @@ static int prepare_char(const char *input, const char *out_dir, double val_fract
             mtmp[0] = 0; /* removed by charvocab_write */
             goto done;
         }
-        if (unlink(tpath) && errno != ENOENT) { rc = fail(err, errlen, NGPT_ERR_IO, "cannot replace %s: %s", tpath, strerror(errno)); goto done; }
+    }
+    prepare_commit_hold(&unheld); /* from the first change to the folder's files to the last */
+    held = 1;
+    if (new_vocab && unlink(tpath) && errno != ENOENT) {
+        rc = fail(err, errlen, NGPT_ERR_IO, "cannot replace %s: %s", tpath, strerror(errno));
+        goto done;
     }
     /* train.bin last: its presence is what says the folder is prepared (ensure_dataset) */
     if ((new_vocab && rename(mtmp, mpath)) || rename(vtmp, vpath) || rename(ttmp, tpath)) {
@@ -10768,6 +10799,7 @@ done:
     if (rc && vtmp[0]) unlink(vtmp);
     if (rc && mtmp[0]) unlink(mtmp);
     if (rc) rmdir_made(out_dir, made_from); /* a failure leaves no empty folder behind (a pipe's copy made them) */
+    if (held) prepare_commit_release(&unheld, !rc);
     free(v);
     free(p.seen);
     free(p.id_of);
@@ -10974,7 +11006,8 @@ static int prepare_gpt2(const char *const *inputs, int n_inputs, const char *out
     unsigned char *buf = (unsigned char *)malloc(BUF + 64);
     int32_t *ids = (int32_t *)malloc((BUF + 64) * sizeof(int32_t));
     FILE **spools = (FILE **)calloc((size_t)n_inputs, sizeof *spools); /* the inputs that are no regular files, copied */
-    int rc = NGPT_OK;
+    int rc = NGPT_OK, held = 0, tokens_in = 0;
+    sigset_t unheld;
     size_t made_from = first_missing_folder(out_dir); /* the folders a failure removes again */
     TokWriter w[2];
     w[0].fd = w[1].fd = -1;
@@ -11072,8 +11105,13 @@ static int prepare_gpt2(const char *const *inputs, int n_inputs, const char *out
             snprintf(vocab_tmp, sizeof vocab_tmp, "%s.tmp.%d", vocab_file, (int)getpid());
             if ((rc = ngpt_tokenizer_save(tok, vocab_tmp, err, errlen))) vocab_tmp[0] = 0; /* none left */
         }
+        if (!rc) {
+            prepare_commit_hold(&unheld); /* from the first change to the folder's files to the last */
+            held = 1;
+        }
         for (int k = 1; k >= 0 && !rc; k--)
             if (tokwriter_commit(&w[k])) rc = fail(err, errlen, NGPT_ERR_IO, "cannot rename %s to %s: %s", w[k].tmp, w[k].path, strerror(errno));
+        tokens_in = !rc;
         char vocab_err[NGPT_ERRLEN] = "";
         int vocab_rc = NGPT_OK;
         if (!rc && rename(vocab_tmp, vocab_file))
@@ -11104,6 +11142,7 @@ done:
     for (int i = 0; spools && i < n_inputs; i++)
         if (spools[i]) fclose(spools[i]);
     if (rc) rmdir_made(out_dir, made_from); /* a failure leaves no empty folder behind (a pipe's copy made them) */
+    if (held) prepare_commit_release(&unheld, tokens_in);
     free(spools);
     free(buf);
     free(ids);
@@ -11751,36 +11790,49 @@ static int ensure_gpt2_vocab(const char *dir, char *err, size_t errlen) {
 
 /* A prepare that Ctrl-C or SIGTERM stops removes the temporary files it was writing beside the folder's files (this
  * process's names, NAME.tmp.PID), which would otherwise stay until the next prepare of that folder, and the folders
- * it made, when empty; the folder's files stay as they were. The names are made beforehand: a signal handler may
- * unlink, not format. */
+ * it made, when empty. The renames that put its files in place hold those signals back (prepare_commit_hold), so the
+ * folder holds its earlier files or all the new ones. The names are made beforehand: a signal handler may unlink,
+ * not format. */
 enum { PREPARE_TEMPORARIES = 5 };
 static char prepare_temporaries[PREPARE_TEMPORARIES][700], prepare_dir[512];
 static size_t prepare_made_from; /* rmdir_made's: 0 when the folder was there */
+static struct sigaction prepare_saved[2]; /* SIGINT's and SIGTERM's actions before */
 static void on_prepare_signal(int sig) {
     for (int i = 0; i < PREPARE_TEMPORARIES; i++)
         if (prepare_temporaries[i][0]) unlink(prepare_temporaries[i]);
     rmdir_made(prepare_dir, prepare_made_from);
-    static const char msg[] = "\nprepare stopped: its temporary files are removed, and the folder's files are as they were\n";
-    if (write(2, msg, sizeof msg - 1) < 0) { /* nothing to do */ }
+    static const char before[] = "\nprepare stopped: its temporary files are removed, and the folder's files are as they were\n";
+    static const char after[] = "\nprepare stopped just after its new files were put in place: the folder holds them whole\n";
+    int said = atomic_load(&prepare_committed) ? (int)write(2, after, sizeof after - 1) : (int)write(2, before, sizeof before - 1);
+    (void)said; /* nothing to do when stderr is gone */
     signal(sig, SIG_DFL);
     raise(sig);
 }
-/* before a prepare into dir: the handler, for its names; after it (dir NULL): the default action again */
-static void prepare_signals(const char *dir) {
+/* before a prepare into dir (made_from: first_missing_folder's, taken before anything made it): the handler, for its
+ * names, where the signal was not ignored (a shell's background job ignores SIGINT); after it (dir NULL): the actions
+ * from before */
+static void prepare_signals(const char *dir, size_t made_from) {
     static const char *const names[PREPARE_TEMPORARIES] = {"train.bin", "val.bin", "meta.bin", "gpt2.tok", "gpt2.tok.tmp.%d"};
-    signal(SIGINT, SIG_DFL);
-    signal(SIGTERM, SIG_DFL);
-    prepare_made_from = dir ? first_missing_folder(dir) : 0;
-    snprintf(prepare_dir, sizeof prepare_dir, "%.500s", dir ? dir : "");
+    static const int sigs[2] = {SIGINT, SIGTERM};
+    if (!dir) {
+        for (int k = 0; k < 2; k++) sigaction(sigs[k], &prepare_saved[k], NULL);
+        return;
+    }
+    atomic_store(&prepare_committed, 0);
+    prepare_made_from = made_from;
+    snprintf(prepare_dir, sizeof prepare_dir, "%.500s", dir);
     for (int i = 0; i < PREPARE_TEMPORARIES; i++) {
         char name[64];
         snprintf(name, sizeof name, names[i], (int)getpid()); /* the vocabulary's copy is itself written through a temporary */
-        if (dir) snprintf(prepare_temporaries[i], sizeof prepare_temporaries[i], "%.600s/%s.tmp.%d", dir, name, (int)getpid());
-        else prepare_temporaries[i][0] = 0;
+        snprintf(prepare_temporaries[i], sizeof prepare_temporaries[i], "%.600s/%s.tmp.%d", dir, name, (int)getpid());
     }
-    if (dir) {
-        signal(SIGINT, on_prepare_signal);
-        signal(SIGTERM, on_prepare_signal);
+    struct sigaction act;
+    memset(&act, 0, sizeof act);
+    act.sa_handler = on_prepare_signal;
+    sigemptyset(&act.sa_mask);
+    for (int k = 0; k < 2; k++) {
+        sigaction(sigs[k], NULL, &prepare_saved[k]);
+        if (prepare_saved[k].sa_handler != SIG_IGN) sigaction(sigs[k], &act, NULL);
     }
 }
 
@@ -11807,9 +11859,7 @@ static int ensure_dataset_in(const ngpt_config *cfg, const char *dir, char *inpu
     int rc = chars ? NGPT_OK : ensure_gpt2_vocab(cfg->tokenizer_dir, err, errlen);
     if (!rc && !chars) rc = load_gpt2_tokenizer(cfg->tokenizer_dir, &tok, err, errlen);
     const char *inputs[1] = {input};
-    prepare_signals(dir);
     if (!rc) rc = chars ? prepare_char(input, dir, 0.1, stdout, err, errlen) : prepare_gpt2(inputs, 1, dir, 0.1, 0, tok, stdout, err, errlen);
-    prepare_signals(NULL);
     ngpt_tokenizer_free(tok);
     return rc;
 }
@@ -11839,7 +11889,9 @@ static int ensure_dataset(const ngpt_config *cfg, char *err, size_t errlen) {
     if (cfg->input[0]) snprintf(input, sizeof input, "%s", cfg->input);
     else snprintf(input, sizeof input, "%s/input.txt", dir);
     size_t made_from = first_missing_folder(dir);
+    prepare_signals(dir, made_from); /* a stop during the download or the prepare leaves nothing of them either */
     int rc = ensure_dataset_in(cfg, dir, input, sizeof input, chars, err, errlen);
+    prepare_signals(NULL, 0);
     if (rc) rmdir_made(dir, made_from); /* a failure leaves no empty folder behind (data/<dataset>, data/) */
     return rc;
 }
@@ -12235,6 +12287,7 @@ static int cmd_plan(int argc, char **argv) {
     if (device == DEV_BACKEND_CUDA) {
         size_t fr = 0, total = 0;
         const int measured = !ngpt_cuda_mem_info(&fr, &total, err, sizeof err) && (budget <= 0 || (double)fr < budget);
+        if (measured && budget > 0) fprintf(stderr, "note: %s\n", max_memory_above_note(budget, (double)fr, "free on the GPU", err, sizeof err));
         if (measured) budget = (double)fr;
         if (budget <= 0)
             return plan_refused(json, "no GPU here to measure; give the card's free memory with --max_memory (e.g. --max_memory=2.68GiB)");
@@ -12476,7 +12529,8 @@ static int cmd_prepare(int argc, char **argv) {
                                                   "tokens (the tokenizer is char by default), or leave --tokenizer_dir out for characters", tok_dir);
     else if (!rc && !gpt2 && strcmp(tok_dir, "data/gpt2"))
         fprintf(stderr, "note: --tokenizer_dir=%s is not read: --tokenizer=char needs no vocabulary\n", tok_dir);
-    if (!rc) prepare_signals(out);
+    const int signals_set = !rc;
+    if (signals_set) prepare_signals(out, first_missing_folder(out));
     if (!rc && !gpt2) rc = prepare_char(inputs[0], out, val_fraction, stdout, err, sizeof err);
     else if (!rc) {
         ngpt_tokenizer *tok = NULL;
@@ -12484,7 +12538,7 @@ static int cmd_prepare(int argc, char **argv) {
         if (!rc) rc = prepare_gpt2((const char *const *)inputs, n_inputs, out, val_fraction, llmc, tok, stdout, err, sizeof err);
         ngpt_tokenizer_free(tok);
     }
-    prepare_signals(NULL);
+    if (signals_set) prepare_signals(NULL, 0);
     for (int i = 0; i < n_inputs; i++) free(inputs[i]);
     free(inputs);
     if (rc) fprintf(stderr, "error: %s\n", err);

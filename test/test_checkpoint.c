@@ -920,9 +920,14 @@ static void test_bad_checkpoints(void) {
     tr->step = -5;
     CHECK(ngpt_save(tr, bad) == 0, "save at step -5: %s", tr->err);
     tr->step = step;
-    snprintf(want, sizeof want, "state section, byte %llu: step -5 outside [0, 2147483647]", state_at + offsetof(CkptState, step));
+    snprintf(want, sizeof want, "state section, byte %llu: step -5 outside [0, 2000000001]", state_at + offsetof(CkptState, step));
     int rc = ngpt_load(tr, bad);
     CHECK(rc == NGPT_ERR_FORMAT && strstr(tr->err, want) && strstr(tr->err, "bad.bin") && tr->step == step, "step -5: rc %d: %s", rc, tr->err);
+    tr->step = INT_MAX; /* past any run's (max_iters is at most 2e9): its step + 1 would overflow */
+    CHECK(ngpt_save(tr, bad) == 0, "save at step INT_MAX: %s", tr->err);
+    tr->step = step;
+    rc = ngpt_load(tr, bad);
+    CHECK(rc == NGPT_ERR_FORMAT && strstr(tr->err, "step 2147483647 outside [0, 2000000001]") && tr->step == step, "step INT_MAX: rc %d: %s", rc, tr->err);
     tr->best_val_loss = NAN;
     CHECK(ngpt_save(tr, bad) == 0, "save with a NaN best val loss: %s", tr->err);
     tr->best_val_loss = best;
@@ -1045,6 +1050,14 @@ static void test_checkpoint_fields(void) {
     int rc = ngpt_load(tr, bad);
     CHECK(rc == NGPT_ERR_FORMAT && strstr(tr->err, "config section (offset 208) has 0 bytes, outside [1, "), "empty config: rc %d: %s", rc,
           tr->err);
+    /* a NUL byte in the stored config: refused where it is (the lines after it went unread) */
+    static const char with_nul[] = "batch_size = 3\n\0n_layer = 9\n";
+    rewrite_section(good, bad, SEC_CONFIG, with_nul, sizeof with_nul - 1);
+    ngpt_config stored;
+    ngpt_config_defaults(&stored);
+    char nul_err[NGPT_ERRLEN];
+    rc = checkpoint_read_config(bad, &stored, nul_err, sizeof nul_err);
+    CHECK(rc == NGPT_ERR_FORMAT && strstr(nul_err, "config section, byte 223 of the file: a NUL byte"), "NUL in the config: rc %d: %s", rc, nul_err);
     /* the state section of a file written before the moments' precision was stored: loads, the precision not known */
     CHECK(ngpt_load(tr, good) == 0 && tr->loaded_moment_bits == 32, "the good file: moment bits %d: %s", tr->loaded_moment_bits, tr->err);
     rewrite_section(good, bad, SEC_STATE, &state, CKPT_STATE_BYTES_BEFORE_MOMENT_BITS);

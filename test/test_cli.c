@@ -18,6 +18,7 @@
 static char tmpdir[256];
 static rlim_t child_file_limit; /* bytes: RLIMIT_FSIZE of the next children (0: none) */
 static uid_t child_uid;         /* the user the next children run as, when the tests run as root (0: as they are) */
+static const char *child_cwd;   /* the folder the next children run in (NULL: this one) */
 
 static const char *tmp_path(const char *name) {
     static char buf[8][512];
@@ -74,6 +75,7 @@ static pid_t cli_start(char **argv) {
             if (setrlimit(RLIMIT_FSIZE, &rl)) _exit(121);
         }
         if (child_uid && (setgid((gid_t)child_uid) || setuid(child_uid))) _exit(123); /* root writes anywhere: a user's permissions */
+        if (child_cwd && chdir(child_cwd)) _exit(124);
         int argc = 0;
         while (argv[argc]) argc++;
         static char *full[512] = {"nanogpt"}; /* room for test_long_argument_lists' */
@@ -676,8 +678,19 @@ static void test_typos(void) {
     r = cli("train", "data/shakespeare_char/train_cpu.cgf", NULL);
     CHECK(r->rc == 1 && strstr(r->err, "train_cpu.cgf: No such file or directory (did you mean data/shakespeare_char/train_cpu.cfg?)"),
           "a config file two letters off: %.400s", r->err);
-    r = cli("train", "data/shakespeare_char/meta.cfg", NULL);
-    CHECK(r->rc == 1 && !strstr(r->err, "did you mean"), "a file of another kind (meta.bin) or too far is not offered: %.400s", r->err);
+    r = cli("train", "data/shakespeare_cha", NULL); /* one letter from a folder: no config file */
+    CHECK(r->rc == 1 && !strstr(r->err, "did you mean"), "a folder is not offered for a config file: %.400s", r->err);
+    r = cli("train", "data/shakespeare_char/tran.cfg", NULL);
+    CHECK(r->rc == 1 && strstr(r->err, "(did you mean data/shakespeare_char/train.cfg?)"), "a file one letter off: %.400s", r->err);
+    mkdir(tmp_path("dym"), 0777); /* a short name is near anything: one edit at most (x was offered ab) */
+    mkdir(tmp_path("dym/ab"), 0777);
+    char near_arg[700];
+    snprintf(near_arg, sizeof near_arg, "--data_dir=%s", tmp_path("dym/x"));
+    r = cli("train", near_arg, "--device=cpu", NULL);
+    CHECK(r->rc == 1 && !strstr(r->err, "did you mean"), "two edits from a short name are not offered: %.400s", r->err);
+    snprintf(near_arg, sizeof near_arg, "--data_dir=%s", tmp_path("dym/ac"));
+    r = cli("train", near_arg, "--device=cpu", NULL);
+    CHECK(r->rc == 1 && strstr(r->err, "dym/ab?)"), "one edit is: %.400s", r->err);
     r = cli("train", "--init_from=d+12", NULL); /* a file name, not llm.c's descriptor */
     CHECK_RUN(r, 1, "train --init_from=d+12");
     CHECK(strstr(r->err, "init_from = d+12: ") && !strstr(r->err, "llm.c's d"), "only d and digits are llm.c's descriptor: %.400s", r->err);
@@ -2259,6 +2272,18 @@ static void test_prepare_gpt2_over_characters(void) {
           "the GPT-2 vocabulary is removed, and that is said: %.400s", r->out);
 }
 
+/* whether a file named *.tmp.* is in dir, waiting up to 120 s for one */
+static int wait_for_temporaries(const char *dir) {
+    int writing = 0;
+    for (double t0 = now_seconds(); !writing && now_seconds() - t0 < 120; usleep(10000)) {
+        DIR *d = opendir(dir);
+        struct dirent *e;
+        while (d && (e = readdir(d)) != NULL) writing |= strstr(e->d_name, ".tmp.") != NULL;
+        if (d) closedir(d);
+    }
+    return writing;
+}
+
 /* Ctrl-C during a prepare (a real SIGINT): the temporary files it was writing go, and so do the folders it made; the
  * process ends by the signal, as a shell's loop expects (they stayed until the next prepare of the folder) */
 static void test_prepare_interrupted(void) {
@@ -2279,20 +2304,66 @@ static void test_prepare_interrupted(void) {
     for (int i = 0; i < COPIES; i++) argv[n++] = input;
     argv[n] = NULL;
     pid_t pid = cli_start(argv);
-    int writing = 0;
-    for (double t0 = now_seconds(); !writing && now_seconds() - t0 < 120; usleep(10000)) {
-        DIR *d = opendir(out);
-        struct dirent *e;
-        while (d && (e = readdir(d)) != NULL) writing |= strstr(e->d_name, ".tmp.") != NULL;
-        if (d) closedir(d);
-    }
-    CHECK(writing, "the prepare's temporary files never showed in %s", out);
+    CHECK(wait_for_temporaries(out), "the prepare's temporary files never showed in %s", out);
     kill(pid, SIGINT);
     CliRun r;
     cli_wait(pid, &r, 60);
     CHECK(r.signal == SIGINT && strstr(r.err, "prepare stopped: its temporary files are removed, and the folder's files are as they were"),
           "the prepare ends by SIGINT, and says so: status %d, signal %d: %.300s", r.rc, r.signal, r.err);
     CHECK(!file_exists(made) && file_exists(tmp_path("stopped_prep")), "the folders it made are gone, the one that was there stays");
+}
+
+/* The same for the recipe's dataset that `nanogpt train` prepares by itself: data/ and data/shakespeare, which it
+ * made, go too (the handler was set after it made them, so they stayed) */
+static void test_train_prepare_interrupted(void) {
+    enum { COPIES = 30 };
+    char path[600], big[700], input[720], tok[700], work[700], data[720], made[720];
+    snprintf(path, sizeof path, "%s/tinyshakespeare.txt", shared_data_dir());
+    copy_str(big, sizeof big, tmp_path("big_input.txt"));
+    FILE *in = fopen(path, "rb"), *out = fopen(big, "wb");
+    static char text[1 << 21];
+    size_t n = in ? fread(text, 1, sizeof text, in) : 0;
+    for (int i = 0; out && i < COPIES; i++) fwrite(text, 1, n, out);
+    if (in) fclose(in);
+    if (out) fclose(out);
+    CHECK(n > 1000000, "read %s: %zu bytes", path, n);
+    snprintf(input, sizeof input, "--input=%s", big);
+    snprintf(tok, sizeof tok, "--tokenizer_dir=%s/gpt2", shared_data_dir());
+    copy_str(work, sizeof work, tmp_path("autoprep"));
+    mkdir(work, 0777);
+    snprintf(made, sizeof made, "%s/data", work);
+    snprintf(data, sizeof data, "%s/data/shakespeare", work);
+    char *argv[] = {"train", "--dataset=shakespeare", input, tok, "--device=cpu", NULL};
+    child_cwd = work;
+    pid_t pid = cli_start(argv);
+    child_cwd = NULL;
+    CHECK(wait_for_temporaries(data), "the prepare's temporary files never showed in %s", data);
+    kill(pid, SIGINT);
+    CliRun r;
+    cli_wait(pid, &r, 60);
+    CHECK(r.signal == SIGINT && strstr(r.err, "prepare stopped: its temporary files are removed"), "status %d, signal %d: %.300s", r.rc, r.signal, r.err);
+    CHECK(!file_exists(made), "%s, made by the run, is gone", made);
+}
+
+/* prepare's signal handler is set only where the signal was not ignored (a shell's background job ignores SIGINT),
+ * and what was there before comes back after */
+static void test_prepare_signals_kept(void) {
+    struct sigaction ign, now;
+    memset(&ign, 0, sizeof ign);
+    ign.sa_handler = SIG_IGN;
+    sigaction(SIGINT, &ign, NULL);
+    prepare_signals(tmp_path("ignored_prep"), 0);
+    sigaction(SIGINT, NULL, &now);
+    CHECK(now.sa_handler == SIG_IGN, "an ignored SIGINT stays ignored during a prepare");
+    sigaction(SIGTERM, NULL, &now);
+    CHECK(now.sa_handler == on_prepare_signal, "SIGTERM, not ignored, stops the prepare");
+    prepare_signals(NULL, 0);
+    sigaction(SIGINT, NULL, &now);
+    CHECK(now.sa_handler == SIG_IGN, "and stays ignored after");
+    sigaction(SIGTERM, NULL, &now);
+    CHECK(now.sa_handler == SIG_DFL, "SIGTERM's default comes back");
+    ign.sa_handler = SIG_DFL;
+    sigaction(SIGINT, &ign, NULL);
 }
 
 /* ... and one that cannot be removed is an error before anything changed: the character tokens stay as they were
@@ -2982,6 +3053,8 @@ int main(void) {
     RUN(test_short_schedule_runs);
     RUN(test_prepare_gpt2_over_characters);
     RUN(test_prepare_interrupted);
+    RUN(test_train_prepare_interrupted);
+    RUN(test_prepare_signals_kept);
     RUN(test_prepare_gpt2_leftover_kept);
     RUN(test_prepare_from_pipe);
     RUN(test_data_cut_short_while_training);

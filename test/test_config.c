@@ -217,9 +217,11 @@ static void test_nanogpt_python_configs(void) {
     CHECK(rc == NGPT_ERR_ARG && strstr(err, "notimport.cfg:1: unknown key 'importance'"), "importance = 3: %s", err);
     /* Python's augmented assignment, and a line with no key */
     rc = load_config_text(&c, "aug.cfg", "batch_size = 4\nbatch_size *= 2\n", err, sizeof err);
-    CHECK(rc == NGPT_ERR_ARG && strstr(err, "aug.cfg:2: 'batch_size *=' is Python's augmented assignment, which a config file does not run: write "
-                                            "batch_size = VALUE"),
+    CHECK(rc == NGPT_ERR_ARG && strstr(err, "aug.cfg:2: 'batch_size *=' is Python's augmented assignment, which nanogpt does not run: set "
+                                            "batch_size to its value"),
           "batch_size *= 2: %s", err);
+    rc = load_config_text(&c, "aug2.cfg", "max_iters //= 2\n", err, sizeof err);
+    CHECK(rc == NGPT_ERR_ARG && strstr(err, "aug2.cfg:1: 'max_iters //=' is Python's augmented assignment"), "max_iters //= 2: %s", err);
     rc = load_config_text(&c, "nokey.cfg", " = 3\n", err, sizeof err);
     CHECK(rc == NGPT_ERR_ARG && strstr(err, "nokey.cfg:1: no key before '='") && !strstr(err, "did you mean"), "= 3: %s", err);
     const char *stmt = "import\n";
@@ -745,6 +747,11 @@ static void test_cgroup_limits(void) {
     left = cgroup_memory_left(root, v1), cpus = cgroup_cpu_quota(root, v1);
     CHECK(left == 1.5 * GiB, "v1: 2 GiB less 1 GiB used of which 0.5 GiB is cache: %.0f", left);
     CHECK(cpus == 2, "v1: a quota of 200000 per 100000: %g CPUs", cpus);
+    /* v1 with the limit on a folder above, not seen from here (a pod's): memory.stat's hierarchical_memory_limit */
+    write_text(root, "memory/memory.limit_in_bytes", "9223372036854771712\n");
+    write_text(root, "memory/memory.stat", "hierarchical_memory_limit 3221225472\ntotal_inactive_file 536870912\n");
+    CHECK(cgroup_memory_left(root, v1) == 2.5 * GiB, "v1: 3 GiB above, less 1 GiB used of which 0.5 GiB is cache: %.0f", cgroup_memory_left(root, v1));
+    write_text(root, "memory/memory.stat", "hierarchical_memory_limit 9223372036854771712\ntotal_inactive_file 536870912\n");
     /* v1 without limits: a limit near 2^63, a quota of -1 */
     write_text(root, "memory/memory.limit_in_bytes", "9223372036854771712\n");
     write_text(root, "cpu,cpuacct/cpu.cfs_quota_us", "-1\n");

@@ -424,14 +424,16 @@ static void test_concurrent_prepares(void) {
         CHECK(left == 0, "%d temporary files left in %s", left, shared);
     }
     /* a prepare killed midway left its temporary file: the next prepare removes it, not a live process's */
-    char dead[600], live[600], dir[512];
+    char dead[600], dead_vocab[600], live[600], dir[512];
     snprintf(dir, sizeof dir, "%s/shared_0", tmpdir);
     snprintf(dead, sizeof dead, "%s/train.bin.tmp.%d", dir, INT_MAX); /* above any pid_max */
+    snprintf(dead_vocab, sizeof dead_vocab, "%s/gpt2.tok.tmp.%d.tmp.%d", dir, INT_MAX, INT_MAX); /* the vocabulary copy's own temporary */
     snprintf(live, sizeof live, "%s/val.bin.tmp.%d", dir, (int)getppid()); /* this test's parent: alive, and not the prepare's own */
     fclose(fopen(dead, "w"));
+    fclose(fopen(dead_vocab, "w"));
     fclose(fopen(live, "w"));
     CHECK(ngpt_prepare(input, dir, NULL, 0.1, err, sizeof err) == 0, "prepare beside temporary files: %s", err);
-    CHECK(access(dead, F_OK) != 0, "%s (no such process) was not removed", dead);
+    CHECK(access(dead, F_OK) != 0 && access(dead_vocab, F_OK) != 0, "%s or %s (no such process) was not removed", dead, dead_vocab);
     CHECK(access(live, F_OK) == 0, "%s (a live process's) was removed", live);
     unlink(live);
     /* an out_dir longer than data_dir holds: refused, before anything is made (cut short, its files' paths once
@@ -607,6 +609,29 @@ static void test_failed_prepare_keeps_the_pair(void) {
           "rc %d: %s", rc, err);
 }
 
+/* A stop (SIGINT, SIGTERM) while a prepare puts its files in place waits until they all are: held back in the thread,
+ * taken at the release, which says the files are in (the CLI's handler tells which) */
+static volatile sig_atomic_t stops_taken;
+static void take_stop(int sig) {
+    (void)sig;
+    stops_taken++;
+}
+static void test_commit_holds_stops(void) {
+    struct sigaction act, was;
+    memset(&act, 0, sizeof act);
+    act.sa_handler = take_stop;
+    sigemptyset(&act.sa_mask);
+    sigaction(SIGTERM, &act, &was);
+    atomic_store(&prepare_committed, 0);
+    sigset_t unheld;
+    prepare_commit_hold(&unheld);
+    pthread_kill(pthread_self(), SIGTERM);
+    CHECK(stops_taken == 0, "a stop during the renames is held back: %d taken", (int)stops_taken);
+    prepare_commit_release(&unheld, 1);
+    CHECK(stops_taken == 1 && atomic_load(&prepare_committed) == 1, "taken at the release (%d), the files said to be in", (int)stops_taken);
+    sigaction(SIGTERM, &was, NULL);
+}
+
 static void test_bpe_recipe_names_its_dataset(void) {
     ngpt_config c;
     char err[NGPT_ERRLEN];
@@ -709,6 +734,7 @@ int main(void) {
     RUN(test_nanogpt_meta_pkl);
     RUN(test_concurrent_prepares);
     RUN(test_failed_prepare_keeps_the_pair);
+    RUN(test_commit_holds_stops);
     RUN(test_text_changed_between_reads);
     ngpt_tokenizer_free(tok);
     char cmd[300];
