@@ -709,10 +709,11 @@ static void write_text(const char *root, const char *name, const char *text) {
 static void test_cgroup_limits(void) {
     char root[128], dir[300];
     snprintf(root, sizeof root, "/tmp/ngpt_test_cgroup_%d", (int)getpid());
-    /* v2: one hierarchy; this process in /a/b, a limit on each, the deeper one smaller; a CPU quota of 1.5 */
-    static const char *const v2_dirs[] = {"", "/a", "/a/b"};
-    for (int i = 0; i < 3; i++) {
-        snprintf(dir, sizeof dir, "%s%s", root, v2_dirs[i]);
+    /* v2: one hierarchy; this process in /a/b, a limit on each, the deeper one smaller; a CPU quota of 1.5. (v1's
+     * folders, made with them: the controllers' own) */
+    static const char *const dirs[] = {"", "/a", "/a/b", "/memory", "/cpu,cpuacct"};
+    for (int i = 0; i < 5; i++) {
+        snprintf(dir, sizeof dir, "%s%s", root, dirs[i]);
         mkdir(dir, 0777);
     }
     write_text(root, "a/memory.max", "1000000000\n");
@@ -734,11 +735,6 @@ static void test_cgroup_limits(void) {
     /* v1, a container's: the host's path (not there) under the controllers' folders, the container's limits at their
      * roots; the CPU controller mounted as "cpu,cpuacct"; the v2 line after them ignored */
     static const char v1[] = "12:pids:/docker/f00d\n4:memory:/docker/f00d\n2:cpu,cpuacct:/docker/f00d\n0::/\n";
-    static const char *const v1_dirs[] = {"memory", "cpu,cpuacct"};
-    for (int i = 0; i < 2; i++) {
-        snprintf(dir, sizeof dir, "%s/%s", root, v1_dirs[i]);
-        mkdir(dir, 0777);
-    }
     write_text(root, "memory/memory.limit_in_bytes", "2147483648\n");
     write_text(root, "memory/memory.usage_in_bytes", "1073741824\n");
     write_text(root, "memory/memory.stat", "cache 9\ninactive_file 1\ntotal_inactive_file 536870912\n");
