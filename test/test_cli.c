@@ -2328,7 +2328,9 @@ static void test_train_prepare_interrupted(void) {
     if (out) fclose(out);
     CHECK(n > 1000000, "read %s: %zu bytes", path, n);
     snprintf(input, sizeof input, "--input=%s", big);
-    snprintf(tok, sizeof tok, "--tokenizer_dir=%s/gpt2", shared_data_dir());
+    char shared[PATH_MAX]; /* the run starts in another folder: the vocabulary's path whole (../shared/data is relative) */
+    if (!realpath(shared_data_dir(), shared)) copy_str(shared, sizeof shared, shared_data_dir());
+    snprintf(tok, sizeof tok, "--tokenizer_dir=%.600s/gpt2", shared);
     copy_str(work, sizeof work, tmp_path("autoprep"));
     mkdir(work, 0777);
     snprintf(made, sizeof made, "%s/data", work);
