@@ -5769,6 +5769,16 @@ done:
  *      whole-token flags, bit id % 8 of byte id / 8 (ceil(V / 8) bytes): saved because finding them
  *      takes a BPE of every token, most of the time of loading. */
 
+/* The name a file is written through before a rename puts it in place: PATH.tmp.PID, beside it (one file system, so
+ * the rename replaces the file whole) and per process (two trainers may prepare one folder at once); "" (no file
+ * opens it) and -1 when it does not fit in cap bytes */
+static int temporary_name(char *out, size_t cap, const char *path) {
+    int n = snprintf(out, cap, "%s.tmp.%ld", path, (long)getpid());
+    if (n >= 0 && (size_t)n < cap) return 0;
+    if (cap) out[0] = 0;
+    return -1;
+}
+
 #define TOK_FILE_MAGIC "NGPT-TOK"
 #define TOK_FILE_VERSION 1
 #define TOK_FILE_HEADER 48
@@ -5811,7 +5821,7 @@ int ngpt_tokenizer_save(const ngpt_tokenizer *t, const char *path, char *err, si
     tok_put_u32(buf + 44, tok_crc32(0, buf, 44));
 
     /* write next to the target, flush to disk, then rename over it: readers see the old or the new file */
-    snprintf(tmp, plen + 32, "%s.tmp.%ld", file, (long)getpid());
+    temporary_name(tmp, plen + 32, file);
     fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (fd < 0) { rc = fail(err, errlen, NGPT_ERR_IO, "%s: cannot create: %s", tmp, strerror(errno)); goto done; }
     for (o = 0; o < size;) {
@@ -7818,7 +7828,7 @@ CLI_USED static int llmc_write_model(const char *path, const ModelShape *ms, con
     }
     if (direct || !realpath(path, dest)) copy_str(dest, sizeof dest, path);
     const char *dest_slash = strrchr(dest, '/'), *name = dest_slash ? dest_slash + 1 : dest;
-    if (strlen(name) + 16 <= NAME_MAX) snprintf(tmp, sizeof tmp, "%.4000s.tmp.%d", dest, (int)getpid());
+    if (strlen(name) + 16 <= NAME_MAX) temporary_name(tmp, sizeof tmp, dest);
     else /* a name near the file system's limit has no room for the suffix: a short one beside it */
         snprintf(tmp, sizeof tmp, "%.*s.nanogpt_export.tmp.%d", dest_slash ? (int)(dest_slash - dest + 1) : 0, dest, (int)getpid());
     int stream_copy = stream >= 0 ? dup(stream) : -1;
@@ -10644,28 +10654,57 @@ static void prepare_commit_release(const sigset_t *was, int committed) {
     pthread_sigmask(SIG_SETMASK, was, NULL);
 }
 
-/* Removes from dir the temporary files of prepares whose process is gone (NAME.tmp.PID, NAME one of train.bin,
- * val.bin, meta.bin, gpt2.tok; and gpt2.tok.tmp.PID.tmp.PID, which saving the vocabulary's copy writes first): a prepare killed midway leaves its own, and its name is no later prepare's. Those of a
- * live process (one preparing the folder now) stay. */
+/* The files a prepare puts in its folder, each written through its temporary_name first; gpt2.tok's is itself saved
+ * through one (ngpt_tokenizer_save), so a stop can leave gpt2.tok.tmp.PID.tmp.PID too */
+enum { PREPARED_FILES = 4, PREPARED_VOCAB = 3 };
+static const char *const prepared_files[PREPARED_FILES] = {"train.bin", "val.bin", "meta.bin", "gpt2.tok"};
+
+/* The process whose prepare named a file name (a prepared file's temporary_name, or its temporary's); 0 for a name
+ * that is no such temporary */
+static long prepare_temporary_pid(const char *name) {
+    for (int k = 0; k < PREPARED_FILES; k++) {
+        size_t n = strlen(prepared_files[k]);
+        if (strncmp(name, prepared_files[k], n)) continue;
+        long pid = 0;
+        for (const char *p = name + n; *p;) {
+            size_t digits = strncmp(p, ".tmp.", 5) ? 0 : strspn(p + 5, "0123456789");
+            if (!digits || digits > 10) return 0;
+            if (!pid) pid = strtol(p + 5, NULL, 10);
+            p += 5 + digits;
+        }
+        return pid <= INT_MAX ? pid : 0;
+    }
+    return 0;
+}
+
+/* Removes from dir the temporary files of prepares whose process is gone: a prepare killed midway leaves its own, and
+ * its name is no later prepare's. Those of a live process (one preparing the folder now) stay. */
 static void remove_dead_prepare_temporaries(const char *dir) {
     DIR *d = opendir(dir);
     if (!d) return;
-    static const char *const names[4] = {"train.bin.tmp.", "val.bin.tmp.", "meta.bin.tmp.", "gpt2.tok.tmp."};
     struct dirent *e;
-    while ((e = readdir(d)) != NULL)
-        for (int k = 0; k < 4; k++) {
-            size_t n = strlen(names[k]);
-            if (strncmp(e->d_name, names[k], n) || !e->d_name[n]) continue;
-            char *end;
-            long pid = strtol(e->d_name + n, &end, 10);
-            if (!strncmp(end, ".tmp.", 5) && end[5] && strspn(end + 5, "0123456789") == strlen(end + 5))
-                end += strlen(end); /* gpt2.tok.tmp.PID.tmp.PID: the vocabulary's copy, cut short while it was written */
-            if (*end || pid <= 0 || pid > INT_MAX || kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue;
-            char path[1100];
-            snprintf(path, sizeof path, "%.800s/%.250s", dir, e->d_name);
-            unlink(path);
-        }
+    while ((e = readdir(d)) != NULL) {
+        long pid = prepare_temporary_pid(e->d_name);
+        if (pid <= 0 || kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue;
+        char path[1100];
+        snprintf(path, sizeof path, "%.800s/%.250s", dir, e->d_name);
+        unlink(path);
+    }
     closedir(d);
+}
+
+/* The temporary files a stop of this process's prepare removes (on_prepare_signal): the prepared files' and, at
+ * PREPARED_VOCAB and after it, the vocabulary copy's and its own. The names are made beforehand: a signal handler
+ * may unlink, not format. */
+enum { PREPARE_TEMPORARIES = PREPARED_FILES + 1 };
+static char prepare_temporaries[PREPARE_TEMPORARIES][PATH_MAX + 64];
+/* the vocabulary's copy is written through vocab_tmp: beside gpt2.tok's place, or its link's target */
+static void prepare_temporaries_vocab(const char *vocab_tmp) {
+    sigset_t unheld;
+    prepare_commit_hold(&unheld); /* the handler never reads half a name */
+    copy_str(prepare_temporaries[PREPARED_VOCAB], sizeof prepare_temporaries[0], vocab_tmp);
+    temporary_name(prepare_temporaries[PREPARED_VOCAB + 1], sizeof prepare_temporaries[0], vocab_tmp);
+    prepare_commit_release(&unheld, 0);
 }
 
 /* After prepare's summary line: a split too short for GPT-2's block_size of 1024 (a window is block_size + 1
@@ -10694,6 +10733,9 @@ static int prepare_out_dir_fits(const char *out_dir, char *err, size_t errlen) {
 
 /* called between prepare_char's two reads of its text, when set (a test changes the text there) */
 static void (*prepare_char_between_reads)(const char *input);
+/* called by both prepares once their files' renames hold SIGINT and SIGTERM back, before the first, when set (a test
+ * stops the prepare there) */
+static void (*prepare_committing)(void);
 
 static int prepare_char(const char *input, const char *out_dir, double val_fraction, FILE *log, char *err, size_t errlen) {
     if (prepare_out_dir_fits(out_dir, err, errlen)) return NGPT_ERR_ARG;
@@ -10724,8 +10766,8 @@ static int prepare_char(const char *input, const char *out_dir, double val_fract
     snprintf(tpath, sizeof tpath, "%s/train.bin", out_dir);
     snprintf(vpath, sizeof vpath, "%s/val.bin", out_dir);
     snprintf(mpath, sizeof mpath, "%s/meta.bin", out_dir);
-    snprintf(ttmp, sizeof ttmp, "%s.tmp.%d", tpath, (int)getpid()); /* per process: two trainers may prepare one folder at once */
-    snprintf(vtmp, sizeof vtmp, "%s.tmp.%d", vpath, (int)getpid());
+    temporary_name(ttmp, sizeof ttmp, tpath);
+    temporary_name(vtmp, sizeof vtmp, vpath);
     p.train = fopen(ttmp, "wb");
     p.val = fopen(vtmp, "wb");
     if (!p.train || !p.val) { rc = fail(err, errlen, NGPT_ERR_IO, "cannot create %s: %s", !p.train ? ttmp : vtmp, strerror(errno)); goto done; }
@@ -10759,7 +10801,7 @@ static int prepare_char(const char *input, const char *out_dir, double val_fract
      * vocabulary (the same text prepared again) stays, and so does train.bin until the new one replaces it */
     const int new_vocab = !charvocab_same_as_file(v, mpath);
     if (new_vocab) {
-        snprintf(mtmp, sizeof mtmp, "%s.tmp.%d", mpath, (int)getpid());
+        temporary_name(mtmp, sizeof mtmp, mpath);
         if ((rc = charvocab_write(v, mtmp, err, errlen))) {
             mtmp[0] = 0; /* removed by charvocab_write */
             goto done;
@@ -10767,6 +10809,7 @@ static int prepare_char(const char *input, const char *out_dir, double val_fract
     }
     prepare_commit_hold(&unheld); /* from the first change to the folder's files to the last */
     held = 1;
+    if (prepare_committing) prepare_committing();
     if (new_vocab && unlink(tpath) && errno != ENOENT) {
         rc = fail(err, errlen, NGPT_ERR_IO, "cannot replace %s: %s", tpath, strerror(errno));
         goto done;
@@ -10886,7 +10929,7 @@ static int tokwriter_open(TokWriter *w, const char *dir, const char *name, int l
     memset(w, 0, sizeof *w);
     w->llmc = llmc;
     snprintf(w->path, sizeof w->path, "%.580s/%s", dir, name);
-    snprintf(w->tmp, sizeof w->tmp, "%s.tmp.%d", w->path, (int)getpid()); /* per process, as prepare_char */
+    temporary_name(w->tmp, sizeof w->tmp, w->path);
     w->fd = open(w->tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (w->fd < 0) return -1;
     if (llmc) {
@@ -11102,12 +11145,14 @@ static int prepare_gpt2(const char *const *inputs, int n_inputs, const char *out
         /* the vocabulary the tokens were made with, which sample reads when tokenizer_dir has none, written whole
          * beside its place before the tokens go to theirs, and renamed into it after them */
         if (!rc) {
-            snprintf(vocab_tmp, sizeof vocab_tmp, "%s.tmp.%d", vocab_file, (int)getpid());
+            temporary_name(vocab_tmp, sizeof vocab_tmp, vocab_file);
+            prepare_temporaries_vocab(vocab_tmp);
             if ((rc = ngpt_tokenizer_save(tok, vocab_tmp, err, errlen))) vocab_tmp[0] = 0; /* none left */
         }
         if (!rc) {
             prepare_commit_hold(&unheld); /* from the first change to the folder's files to the last */
             held = 1;
+            if (prepare_committing) prepare_committing();
         }
         for (int k = 1; k >= 0 && !rc; k--)
             if (tokwriter_commit(&w[k])) rc = fail(err, errlen, NGPT_ERR_IO, "cannot rename %s to %s: %s", w[k].tmp, w[k].path, strerror(errno));
@@ -11788,13 +11833,11 @@ static int ensure_gpt2_vocab(const char *dir, char *err, size_t errlen) {
     return NGPT_OK;
 }
 
-/* A prepare that Ctrl-C or SIGTERM stops removes the temporary files it was writing beside the folder's files (this
- * process's names, NAME.tmp.PID), which would otherwise stay until the next prepare of that folder, and the folders
- * it made, when empty. The renames that put its files in place hold those signals back (prepare_commit_hold), so the
- * folder holds its earlier files or all the new ones. The names are made beforehand: a signal handler may unlink,
- * not format. */
-enum { PREPARE_TEMPORARIES = 5 };
-static char prepare_temporaries[PREPARE_TEMPORARIES][700], prepare_dir[512];
+/* A prepare that Ctrl-C or SIGTERM stops removes the temporary files it was writing beside the folder's files
+ * (prepare_temporaries), which would otherwise stay until the next prepare of that folder, and the folders it made,
+ * when empty. The renames that put its files in place hold those signals back (prepare_commit_hold), so the folder
+ * holds its earlier files or all the new ones. */
+static char prepare_dir[512];
 static size_t prepare_made_from; /* rmdir_made's: 0 when the folder was there */
 static struct sigaction prepare_saved[2]; /* SIGINT's and SIGTERM's actions before */
 static void on_prepare_signal(int sig) {
@@ -11812,7 +11855,6 @@ static void on_prepare_signal(int sig) {
  * names, where the signal was not ignored (a shell's background job ignores SIGINT); after it (dir NULL): the actions
  * from before */
 static void prepare_signals(const char *dir, size_t made_from) {
-    static const char *const names[PREPARE_TEMPORARIES] = {"train.bin", "val.bin", "meta.bin", "gpt2.tok", "gpt2.tok.tmp.%d"};
     static const int sigs[2] = {SIGINT, SIGTERM};
     if (!dir) {
         for (int k = 0; k < 2; k++) sigaction(sigs[k], &prepare_saved[k], NULL);
@@ -11821,11 +11863,12 @@ static void prepare_signals(const char *dir, size_t made_from) {
     atomic_store(&prepare_committed, 0);
     prepare_made_from = made_from;
     snprintf(prepare_dir, sizeof prepare_dir, "%.500s", dir);
-    for (int i = 0; i < PREPARE_TEMPORARIES; i++) {
-        char name[64];
-        snprintf(name, sizeof name, names[i], (int)getpid()); /* the vocabulary's copy is itself written through a temporary */
-        snprintf(prepare_temporaries[i], sizeof prepare_temporaries[i], "%.600s/%s.tmp.%d", dir, name, (int)getpid());
+    for (int i = 0; i < PREPARED_FILES; i++) {
+        char path[700];
+        snprintf(path, sizeof path, "%.600s/%s", dir, prepared_files[i]);
+        temporary_name(prepare_temporaries[i], sizeof prepare_temporaries[i], path);
     }
+    temporary_name(prepare_temporaries[PREPARED_VOCAB + 1], sizeof prepare_temporaries[0], prepare_temporaries[PREPARED_VOCAB]);
     struct sigaction act;
     memset(&act, 0, sizeof act);
     act.sa_handler = on_prepare_signal;

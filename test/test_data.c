@@ -8,7 +8,8 @@
  *  - nanoGPT's meta.pkl is read as meta.bin would be, and refused when it is not one;
  *  - four processes preparing one folder at once all succeed (character level and BPE); a temporary file of a
  *    process that is gone is removed by the next prepare;
- *  - a text changed between character prepare's two reads is refused, the folder's files kept. */
+ *  - a text changed between character prepare's two reads is refused, the folder's files kept;
+ *  - both prepares put their files in place with SIGINT and SIGTERM held back. */
 #define NGPT_NO_MAIN
 #include "../nanogpt.c"
 #include "check.h"
@@ -632,6 +633,69 @@ static void test_commit_holds_stops(void) {
     sigaction(SIGTERM, &was, NULL);
 }
 
+/* Both prepares put their files in place under that hold: a SIGTERM sent as they start is taken after the last rename,
+ * once; and a gpt2.tok that is a link has its vocabulary written through a temporary beside the link's target, which
+ * is the one a stop of the CLI's prepare removes (prepare_temporaries) */
+static volatile sig_atomic_t stops_at_commit = -1;
+static int vocab_temporary_there = -1;
+static void stop_at_commit(void) {
+    vocab_temporary_there = access(prepare_temporaries[PREPARED_VOCAB], F_OK) == 0;
+    pthread_kill(pthread_self(), SIGTERM); /* taken before this returns, unless held back */
+    stops_at_commit = stops_taken;
+}
+static void test_prepares_hold_stops(void) {
+    struct sigaction act, was;
+    memset(&act, 0, sizeof act);
+    act.sa_handler = take_stop;
+    sigemptyset(&act.sa_mask);
+    sigaction(SIGTERM, &act, &was);
+    char input[512], dir[512], target_dir[512], target[600], link[600], err[NGPT_ERRLEN];
+    snprintf(input, sizeof input, "%s/tinyshakespeare.txt", shared_data_dir());
+    snprintf(target_dir, sizeof target_dir, "%s/held_vocab", tmpdir);
+    snprintf(target, sizeof target, "%s/vocab.tok", target_dir);
+    mkdir(target_dir, 0777);
+    fclose(fopen(target, "w"));
+    prepare_committing = stop_at_commit;
+    for (int bpe = 0; bpe < 2; bpe++) {
+        snprintf(dir, sizeof dir, "%s/held_%d", tmpdir, bpe);
+        mkdir(dir, 0777);
+        snprintf(link, sizeof link, "%s/gpt2.tok", dir);
+        if (bpe) CHECK(symlink(target, link) == 0, "link %s: %s", link, strerror(errno));
+        stops_taken = 0;
+        stops_at_commit = -1;
+        int rc = bpe ? prepare_gpt2((const char *const[]){input}, 1, dir, 0.1, 0, tok, NULL, err, sizeof err) : prepare_char(input, dir, 0.1, NULL, err, sizeof err);
+        CHECK(rc == 0, "%s prepare: %s", bpe ? "GPT-2" : "character", err);
+        CHECK(stops_at_commit == 0 && stops_taken == 1, "%s prepare: a stop at its renames is taken after them (taken then: %d, after: %d)",
+              bpe ? "GPT-2" : "character", (int)stops_at_commit, (int)stops_taken);
+        char path[700];
+        snprintf(path, sizeof path, "%s/train.bin", dir);
+        CHECK(file_exists(path), "%s is in place", path);
+    }
+    struct stat st;
+    char expect[700];
+    temporary_name(expect, sizeof expect, target);
+    CHECK(vocab_temporary_there == 1 && !strcmp(prepare_temporaries[PREPARED_VOCAB], expect) && !stat(target, &st) && st.st_size > 1000,
+          "the vocabulary went through %s beside the link's target (named %s, there: %d), into the target", expect,
+          prepare_temporaries[PREPARED_VOCAB], vocab_temporary_there);
+    prepare_committing = NULL;
+    sigaction(SIGTERM, &was, NULL);
+}
+
+/* the names remove_dead_prepare_temporaries takes for a prepare's temporary files, with the process in them */
+static void test_prepare_temporary_names(void) {
+    char name[64];
+    temporary_name(name, sizeof name, "val.bin");
+    CHECK(prepare_temporary_pid(name) == (long)getpid(), "%s is this process's", name);
+    const struct { const char *name; long pid; } cases[] = {
+        {"train.bin.tmp.123", 123}, {"gpt2.tok.tmp.77.tmp.77", 77}, {"meta.bin.tmp.2147483647", 2147483647}, {"train.bin", 0},
+        {"train.bin.tmp.", 0},      {"train.bin.tmp.12x", 0},       {"train.bin.tmp.99999999999", 0},      {"notes.txt.tmp.5", 0},
+        {"train.binx.tmp.5", 0},    {"val.bin.tmp.5.tmp.", 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        CHECK(prepare_temporary_pid(cases[i].name) == cases[i].pid, "%s: process %ld, not %ld", cases[i].name, prepare_temporary_pid(cases[i].name),
+              cases[i].pid);
+}
+
 static void test_bpe_recipe_names_its_dataset(void) {
     ngpt_config c;
     char err[NGPT_ERRLEN];
@@ -735,6 +799,8 @@ int main(void) {
     RUN(test_concurrent_prepares);
     RUN(test_failed_prepare_keeps_the_pair);
     RUN(test_commit_holds_stops);
+    RUN(test_prepares_hold_stops);
+    RUN(test_prepare_temporary_names);
     RUN(test_text_changed_between_reads);
     ngpt_tokenizer_free(tok);
     char cmd[300];
