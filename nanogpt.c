@@ -13219,7 +13219,14 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "bench")) return cmd_bench(argc - 2, argv + 2);
     if (!strcmp(cmd, "prepare")) return cmd_prepare(argc - 2, argv + 2);
     if (!strcmp(cmd, "info")) return cmd_info(argc - 2, argv + 2);
-    if (!strcmp(cmd, "--version") || !strcmp(cmd, "version")) { printf("nanogpt %s\n", NGPT_VERSION); return 0; } /* `info` says more */
+    if (!strcmp(cmd, "--version") || !strcmp(cmd, "version")) { /* `info` says more */
+        if (argc > 2) {
+            fprintf(stderr, "error: argument '%s': %s takes no arguments (`nanogpt info` says the version and the devices)\n", argv[2], cmd);
+            return 1;
+        }
+        printf("nanogpt %s\n", NGPT_VERSION);
+        return 0;
+    }
     if (!strcmp(cmd, "plot")) return cmd_plot(argc - 2, argv + 2);
     if (!strcmp(cmd, "sample")) return cmd_sample(argc - 2, argv + 2);
     if (!strcmp(cmd, "export")) return cmd_export(argc - 2, argv + 2);

@@ -184,6 +184,9 @@ static void test_help(void) {
     r = cli("--version", NULL);
     CHECK_RUN(r, 0, "--version");
     CHECK(!strcmp(r->out, "nanogpt " NGPT_VERSION "\n"), "--version prints the version: %.300s", r->out);
+    r = cli("--version", "--foo", NULL);
+    CHECK_RUN(r, 1, "--version --foo");
+    CHECK(!r->out[0] && strstr(r->err, "error: argument '--foo': --version takes no arguments"), "an argument after --version is refused: %.300s", r->err);
     r = cli("help", "config", NULL);
     CHECK_RUN(r, 0, "help config");
     CHECK(strstr(r->out, "max_iters") && strstr(r->out, "gradient_accumulation_steps"), "help config lists the keys: %.300s", r->out);
