@@ -8263,17 +8263,32 @@ static const char *name_in_out_dir(const ngpt_trainer *tr, const char *path) {
     return !stat(folder, &in) && !stat(tr->cfg.out_dir, &out) && in.st_dev == out.st_dev && in.st_ino == out.st_ino ? name : NULL;
 }
 
+/* Creates the file a save writes before renaming it over path: path.tmp.PID.K, the first K that names no file (O_EXCL),
+ * so saves to one path at once, from threads or processes, each write their own and none replaces another file;
+ * -1 (errno) when it cannot */
+static int checkpoint_temporary_open(const char *path, char *tmp, size_t cap) {
+    for (int k = 0; k < 1000; k++) {
+        int n = snprintf(tmp, cap, "%s.tmp.%ld.%d", path, (long)getpid(), k);
+        if (n < 0 || (size_t)n >= cap) {
+            errno = ENAMETOOLONG;
+            return -1;
+        }
+        int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL, 0644);
+        if (fd >= 0 || errno != EEXIST) return fd;
+    }
+    return -1; /* errno EEXIST */
+}
+
 /* Writes the trainer's whole state to path (atomically); never a model with non-finite weights. */
 static int checkpoint_write(ngpt_trainer *tr, const char *path) {
     double wn = tr->be->norm_sq(tr->be, tr->params, tr->plan.nparams_padded);
     if (!isfinite(wn))
         return tr_fail(tr, NGPT_ERR_NUMERIC, "the parameters hold NaN or Inf: %s was not written, the previous checkpoints are kept", path);
-    char tmp[600];
-    if (strlen(path) > 580) /* cut short, the temporary file's name would be another file's, which the rename replaces */
+    char tmp[620];
+    if (strlen(path) > 580) /* the longest whose temporary file's name fits */
         return tr_fail(tr, NGPT_ERR_ARG, "cannot save %.80s...: the path is %zu bytes long, more than the 580 a checkpoint's path may have",
                        path, strlen(path));
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    CkptWriter w = {open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644), 0, {0, 0, {0}, 0}, 0};
+    CkptWriter w = {checkpoint_temporary_open(path, tmp, sizeof tmp), 0, {0, 0, {0}, 0}, 0};
     if (w.fd < 0) return tr_fail(tr, NGPT_ERR_IO, "cannot create checkpoint %s (written first as %s): %s", path, tmp, strerror(errno));
     CkptHeader h;
     memset(&h, 0, sizeof h);
@@ -8697,7 +8712,24 @@ static int out_dir_lock(const char *dir, int *fd) {
     return busy;
 }
 
-/* Removes the temporary files a save in dir leaves when the process dies inside it (ckpt_<step>.bin.tmp,
+/* whether nm is a temporary file of a checkpoint's save: ckpt_<step>.bin.tmp.PID.K (checkpoint_temporary_open), or
+ * ckpt_<step>.bin.tmp, as saves named it before 2026-12-03 */
+static int is_checkpoint_temporary(const char *nm) {
+    const char *tail = strstr(nm, ".bin.tmp");
+    char head[64];
+    if (!tail || (size_t)(tail - nm) + 9 > sizeof head) return 0;
+    snprintf(head, sizeof head, "%.*s", (int)(tail - nm) + 8, nm);
+    if (!is_checkpoint_name(head, ".tmp")) return 0;
+    tail += 8;
+    for (int part = 0; part < 2 && *tail; part++) { /* .PID.K */
+        size_t digits = *tail == '.' ? strspn(tail + 1, "0123456789") : 0;
+        if (!digits) return 0;
+        tail += 1 + digits;
+    }
+    return !*tail;
+}
+
+/* Removes the temporary files a save in dir leaves when the process dies inside it (is_checkpoint_temporary's,
  * best.bin.tmp): a save ended normally or by an error removes its own. Nothing is removed while a run trains
  * in dir (its lock): its temporary file is its save in progress. */
 static void checkpoint_remove_stale(const char *dir) {
@@ -8711,8 +8743,8 @@ static void checkpoint_remove_stale(const char *dir) {
     struct dirent *e;
     char path[600];
     while ((e = readdir(d)) != NULL)
-        if (is_checkpoint_name(e->d_name, ".tmp") || !strcmp(e->d_name, "best.bin.tmp")) {
-            snprintf(path, sizeof path, "%.400s/%.40s", dir, e->d_name); /* the names matched are short */
+        if (is_checkpoint_temporary(e->d_name) || !strcmp(e->d_name, "best.bin.tmp")) {
+            snprintf(path, sizeof path, "%.400s/%.60s", dir, e->d_name); /* the names matched are short */
             unlink(path);
         }
     closedir(d);

@@ -254,7 +254,8 @@ int ngpt_train(ngpt_trainer *tr);
  * continues the run. ngpt_evaluate itself is not stopped. */
 void ngpt_request_stop(ngpt_trainer *tr);
 /* Writes the whole training state (config, model, step, data position, parameters, AdamW moments) as a
- * checkpoint (docs/formats.md), atomically (a new file renamed over path: what is at path must be a regular
+ * checkpoint (docs/formats.md), atomically (a new file, path.tmp.PID.K, renamed over path: two saves to one path
+ * at once leave one whole checkpoint; what is at path must be a regular
  * file, a link to one, whose file is replaced and the link kept, or nothing; a device or a pipe is refused);
  * path's folder must exist. init_from = resume reads the newest
  * out_dir/ckpt_<step>.bin, the step in 9 digits (ckpt_000000030.bin, as ngpt_train names them; 10 from step

@@ -64,6 +64,15 @@ static float *params_of(ngpt_trainer *tr) {
     return p;
 }
 
+/* the files in dir whose name has .tmp in it */
+static int temporaries_in(const char *dir) {
+    DIR *d = opendir(dir);
+    int n = 0;
+    for (struct dirent *e; d && (e = readdir(d)) != NULL;) n += strstr(e->d_name, ".tmp") != NULL;
+    if (d) closedir(d);
+    return n;
+}
+
 static void clear_out_dir(void) {
     char cmd[400];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", out_dir);
@@ -1202,8 +1211,10 @@ static void test_paths_that_are_no_file(void) {
           tr->err);
     unlink(dangling);
     rc = ngpt_save(tr, "/nonexistent/folder/x.bin");
-    CHECK(rc == NGPT_ERR_IO && strstr(tr->err, "cannot create checkpoint /nonexistent/folder/x.bin (written first as /nonexistent/folder/x.bin.tmp)"),
-          "a save into a missing folder names the path asked for: rc %d: %s", rc, tr->err);
+    char written_first[200];
+    snprintf(written_first, sizeof written_first, "cannot create checkpoint /nonexistent/folder/x.bin (written first as /nonexistent/folder/x.bin.tmp.%d.0)",
+             (int)getpid());
+    CHECK(rc == NGPT_ERR_IO && strstr(tr->err, written_first), "a save into a missing folder names the path asked for: rc %d: %s", rc, tr->err);
     rc = ngpt_load(tr, fifo);
     CHECK(rc == NGPT_ERR_IO && strstr(tr->err, "checkpoint") && strstr(tr->err, "fifo.bin is a pipe, not a regular file"), "ngpt_load of a pipe: rc %d: %s",
           rc, tr->err);
@@ -1235,6 +1246,12 @@ static void test_ten_digit_steps(void) {
               !is_checkpoint_name("ckpt_12345678901.bin", "") && !is_checkpoint_name("ckpt_12345678.bin", "") &&
               !is_checkpoint_name("ckpt_1000000000.bin", ".tmp") && !is_checkpoint_name("ckpt_1000000000.bak", ""),
           "the names of 9 and 10 digits, no others");
+    CHECK(is_checkpoint_temporary("ckpt_000000001.bin.tmp.4242.0") && is_checkpoint_temporary("ckpt_2000000001.bin.tmp.4242.17") &&
+              is_checkpoint_temporary("ckpt_000000001.bin.tmp") && !is_checkpoint_temporary("ckpt_000000001.bin") &&
+              !is_checkpoint_temporary("ckpt_000000001.bin.tmp.") && !is_checkpoint_temporary("ckpt_000000001.bin.tmp.12.x") &&
+              !is_checkpoint_temporary("ckpt_000000001.bin.tmp.1.2.3") && !is_checkpoint_temporary("ckpt_1.bin.tmp.1.2") &&
+              !is_checkpoint_temporary("notes.bin.tmp.1.2"),
+          "a save's temporary names: the step's name, .tmp, the process and a number");
     clear_out_dir();
     ngpt_config c;
     config(&c);
@@ -1369,9 +1386,9 @@ static void test_kill_during_save(void) {
     waitpid(pid, &status, 0);
     CHECK(WIFSIGNALED(status), "the writer was not killed (status %d)", status);
     /* what a killed save leaves (the kill may also have landed between two saves), and a file of another name */
-    const char *litter[3] = {"ckpt_000000007.bin.tmp", "best.bin.tmp", "notes.tmp"};
+    const char *litter[4] = {"ckpt_000000007.bin.tmp", "ckpt_000000008.bin.tmp.99999.0", "best.bin.tmp", "notes.tmp"};
     char path[600];
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < 4; i++) {
         snprintf(path, sizeof path, "%s/%s", out_dir, litter[i]);
         FILE *f = fopen(path, "wb");
         if (f) fclose(f);
@@ -1380,12 +1397,12 @@ static void test_kill_during_save(void) {
     ngpt_trainer *r = make(&c);
     CHECK(r && (r->step == 1 || r->step == 2), "resume after kill -9: step %d", r ? r->step : -1);
     if (r) ngpt_trainer_free(r);
-    const char *after[4] = {"ckpt_000000002.bin.tmp" /* the killed save's, if it died inside one */, litter[0], litter[1], litter[2]};
-    for (int i = 0; i < 4; i++) {
-        snprintf(path, sizeof path, "%s/%s", out_dir, after[i]);
-        CHECK(file_exists(path) == (i == 3), "%s %s after the resume", after[i], file_exists(path) ? "is still there" : "was removed");
-    }
+    /* the killed save's temporary file, if it died inside one, and the litter went; notes.tmp stays */
+    snprintf(path, sizeof path, "%s/notes.tmp", out_dir);
+    CHECK(temporaries_in(out_dir) == 1 && file_exists(path), "%d files named *.tmp* left after the resume (notes.tmp %s)", temporaries_in(out_dir),
+          file_exists(path) ? "among them" : "removed");
 }
+
 
 /* a trainer of config() in an emptied out_dir, one step trained and saved (ckpt_000000001.bin); NULL if not made */
 static ngpt_trainer *trainer_saved_at_step_1(void) {
@@ -1453,9 +1470,8 @@ static unsigned char *file_bytes(const char *path, size_t *n) {
 static void test_backend_failure_while_saving(void) {
     ngpt_trainer *tr = trainer_saved_at_step_1();
     if (!tr) return;
-    char path[512], tmp[600];
+    char path[512];
     checkpoint_path(out_dir, 1, path, sizeof path);
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
     size_t n_before = 0, n_after = 0;
     unsigned char *before = file_bytes(path, &n_before);
     CHECK(ngpt_train_step(tr, NULL) == 0, "a second step: %s", tr->err);
@@ -1464,12 +1480,63 @@ static void test_backend_failure_while_saving(void) {
     int rc = ngpt_save(tr, path);
     unsigned char *after = file_bytes(path, &n_after);
     CHECK(rc == NGPT_ERR_DEVICE && strstr(tr->err, "a download failed (by hand)") && before && after && n_before == n_after &&
-              !memcmp(before, after, n_before) && !file_exists(tmp),
-          "a save with the backend failed: rc %d (%s), the earlier file %s, the temporary file %s", rc, tr->err,
-          before && after && n_before == n_after && !memcmp(before, after, n_before) ? "kept" : "replaced", file_exists(tmp) ? "left" : "gone");
+              !memcmp(before, after, n_before) && temporaries_in(out_dir) == 0,
+          "a save with the backend failed: rc %d (%s), the earlier file %s, %d temporary files left", rc, tr->err,
+          before && after && n_before == n_after && !memcmp(before, after, n_before) ? "kept" : "replaced", temporaries_in(out_dir));
     free(before);
     free(after);
     ngpt_trainer_free(tr);
+}
+
+/* Two saves to one path at once (two threads here; two processes go the same way): each writes its own temporary
+ * file, and the path holds one whole checkpoint after, which loads (before 2026-12-03 both wrote path.tmp: a save
+ * reported success for a file that did not load, and the other "the file is as it was"). A file of the name
+ * path.tmp, the user's, is kept. */
+typedef struct {
+    ngpt_trainer *tr;
+    const char *path;
+    int rc;
+} SaveJob;
+static void *save_thread(void *arg) {
+    SaveJob *j = (SaveJob *)arg;
+    j->rc = ngpt_save(j->tr, j->path);
+    return NULL;
+}
+static void test_saves_at_once(void) {
+    ngpt_trainer *a = trainer_saved_at_step_1();
+    if (!a) return;
+    ngpt_config c;
+    config(&c);
+    c.seed = 7;
+    ngpt_trainer *b = make(&c), *reader = make(&c);
+    if (!b || !reader) return;
+    char path[600], users[620];
+    snprintf(path, sizeof path, "%s/notes", out_dir);
+    snprintf(users, sizeof users, "%s/notes.tmp", out_dir);
+    FILE *f = fopen(users, "w");
+    if (f) {
+        fputs("the user's own file", f);
+        fclose(f);
+    }
+    int unreadable = 0, failed = 0;
+    for (int round = 0; round < 20; round++) {
+        SaveJob jobs[2] = {{a, path, -1}, {b, path, -1}};
+        pthread_t th[2];
+        for (int k = 0; k < 2; k++) pthread_create(&th[k], NULL, save_thread, &jobs[k]);
+        for (int k = 0; k < 2; k++) pthread_join(th[k], NULL);
+        failed += jobs[0].rc != 0 || jobs[1].rc != 0;
+        unreadable += ngpt_load(reader, path) != 0;
+    }
+    size_t n = 0;
+    unsigned char *kept = file_bytes(users, &n);
+    CHECK(!failed && !unreadable, "20 rounds of two saves to one path at once: %d with a failed save, %d left a file that does not load (%s)", failed,
+          unreadable, reader->err);
+    CHECK(kept && n == 19 && !memcmp(kept, "the user's own file", 19) && temporaries_in(out_dir) == 1, "%s kept, no temporary file left (%d *.tmp*)",
+          users, temporaries_in(out_dir));
+    free(kept);
+    ngpt_trainer_free(a);
+    ngpt_trainer_free(b);
+    ngpt_trainer_free(reader);
 }
 
 static void test_nonfinite_steps(void) {
@@ -1609,6 +1676,7 @@ int main(void) {
     RUN(test_resume_checks_every_section);
     RUN(test_fp16_loss_scale_kept);
     RUN(test_kill_during_save);
+    RUN(test_saves_at_once);
     RUN(test_full_disk);
     RUN(test_backend_failure_while_saving);
     RUN(test_nonfinite_steps);
