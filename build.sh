@@ -179,7 +179,8 @@ warnings_check() {
     for cc_name in gcc clang; do
         if ! command -v "$cc_name" >/dev/null 2>&1; then echo "$cc_name not found: skipping its warnings check"; continue; fi
         # the program and the library with build.sh's own flags (some warnings appear only at -O3), and a generic -O2
-        for mode in "program -O3 -march=native" "library -O3 -march=native -DNGPT_NO_MAIN" "generic -O2"; do
+        # and a vendored library as other build systems compile it: -Os, with _GNU_SOURCE defined on the command line
+        for mode in "program -O3 -march=native" "library -O3 -march=native -DNGPT_NO_MAIN" "generic -O2" "vendored -Os -DNGPT_NO_MAIN -D_GNU_SOURCE"; do
             flags=${mode#* }
             if "$cc_name" $WARN -Werror $flags -c nanogpt.c -o build/warnings_check.o 2>build/warnings_check.log; then
                 echo "ok $cc_name -Wall -Wextra -Werror: ${mode%% *}"

@@ -7,7 +7,9 @@
  * Dimension letters: B batch (sequences in a micro-batch), T time, C channels, L layers, NH heads,
  * hs head size (C/NH), V vocabulary, Vp vocabulary padded to a multiple of 64, N rows (B*T or a chunk).
  */
+#ifndef _GNU_SOURCE /* a build system may define it for every file */
 #define _GNU_SOURCE
+#endif
 #include "nanogpt.h"
 
 #include <ctype.h>
@@ -697,9 +699,9 @@ static const char *did_you_mean_path(const char *path, int want_dir, char *hint,
         snprintf(found, sizeof found, "%s", e->d_name);
     }
     closedir(d);
-    if (found[0]) {
-        if (slash) snprintf(hint, cap, " (did you mean %s%s%s?)", dir, strcmp(dir, "/") ? "/" : "", found);
-        else snprintf(hint, cap, " (did you mean %s?)", found);
+    if (found[0]) { /* the precisions keep the longest within the callers' 700 bytes */
+        if (slash) snprintf(hint, cap, " (did you mean %.420s%s%.255s?)", dir, strcmp(dir, "/") ? "/" : "", found);
+        else snprintf(hint, cap, " (did you mean %.255s?)", found);
     }
     return hint;
 }
@@ -1195,7 +1197,7 @@ static int config_load_extra(ngpt_config *cfg, const char *path, int *line_of, c
     FILE *f = fopen(path, "r");
     if (!f) {
         int e = errno;
-        char cfg_path[600], hint[640] = ""; /* data/shakespeare_char/train_cpu for train_cpu.cfg */
+        char cfg_path[600], hint[700] = ""; /* data/shakespeare_char/train_cpu for train_cpu.cfg */
         snprintf(cfg_path, sizeof cfg_path, "%.590s.cfg", path);
         if (file_exists(cfg_path)) snprintf(hint, sizeof hint, " (did you mean %s?)", cfg_path);
         else did_you_mean_path(path, 0, hint, sizeof hint);
@@ -3893,8 +3895,8 @@ static const char *tokenset_describe(const TokenSet *s, char *buf, size_t cap) {
     if (s->shards_unread)
         snprintf(also, sizeof also, "; %d llm.c shard%s *_%s_*.bin beside it not read", s->shards_unread, s->shards_unread > 1 ? "s" : "", s->split);
     else if (other) snprintf(also, sizeof also, "; names %.*s* and %.60s, all read as one dataset", (int)MIN(stem, 60), first, other);
-    if (s->n == 1) snprintf(buf, cap, "%s tokens (%.200s%s)", o, first, also);
-    else snprintf(buf, cap, "%s tokens in %d shards (%.200s .. %.200s%s)", o, s->n, first, last, also);
+    if (s->n == 1) snprintf(buf, cap, "%s tokens (%.200s%.140s)", o, first, also); /* the precisions: within the callers' 600 bytes */
+    else snprintf(buf, cap, "%s tokens in %d shards (%.180s .. %.180s%.140s)", o, s->n, first, last, also);
     return buf;
 }
 
@@ -11741,7 +11743,7 @@ static int parse_args(const char *command, int argc, char **argv, int default_jo
             char settings[1024];
             if (llmc_flags_as_settings(argc, argv, settings, sizeof settings)[0]) {
                 size_t len = strlen(err);
-                snprintf(err + len, errlen > len ? errlen - len : 0, ". llm.c's flags here as nanogpt's settings: %s", settings);
+                snprintf(err + len, errlen > len ? errlen - len : 0, ". llm.c's flags here as nanogpt's settings: %.900s", settings);
             }
             return NGPT_ERR_ARG;
         }
