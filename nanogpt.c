@@ -3581,6 +3581,7 @@ int ngpt_cuda_available(char *why, size_t whylen) {
 int ngpt_cuda_compute_capability(void) { return 0; }
 int ngpt_cuda_sm_count(void) { return 0; }
 int ngpt_cuda_mem_info(size_t *free_bytes, size_t *total_bytes, char *err, size_t errlen) {
+    if (!free_bytes || !total_bytes) return fail(err, errlen, NGPT_ERR_ARG, "ngpt_cuda_mem_info: NULL output");
     *free_bytes = *total_bytes = 0;
     return fail(err, errlen, NGPT_ERR_DEVICE, "this nanogpt was built without CUDA");
 }

@@ -3873,6 +3873,7 @@ int ngpt_cuda_sm_count(void) {
 }
 
 int ngpt_cuda_mem_info(size_t *free_bytes, size_t *total_bytes, char *err, size_t errlen) {
+    if (!free_bytes || !total_bytes) return errf(err, errlen, NGPT_ERR_ARG, "ngpt_cuda_mem_info: NULL output");
     *free_bytes = *total_bytes = 0;
     cudaError_t e = cudaMemGetInfo(free_bytes, total_bytes);
     if (e != cudaSuccess) {

@@ -537,11 +537,12 @@ static inline NGPT_HOST_DEVICE uint32_t ngpt_hash(uint64_t seed, uint64_t stream
     z ^= z >> 30; z *= 0xBF58476D1CE4E5B9ull;
     z ^= z >> 27; z *= 0x94D049BB133111EBull;
     z ^= z >> 31;
-    return (uint32_t)(z >> 32);
+    uint32_t high = z >> 32; /* no cast: C++ builds with -Wold-style-cast include this header */
+    return high;
 }
 /* uniform in [0, 1) with 24 bits */
 static inline NGPT_HOST_DEVICE float ngpt_uniform(uint64_t seed, uint64_t stream, uint64_t i) {
-    return (float)(ngpt_hash(seed, stream, i) >> 8) * (1.0f / 16777216.0f);
+    return (ngpt_hash(seed, stream, i) >> 8) * (1.0f / 16777216.0f); /* a 24-bit integer: exact in float */
 }
 
 /* The CPU backend (nanogpt.c): fp32, nthreads worker threads (0 = one per core). */

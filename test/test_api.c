@@ -136,6 +136,12 @@ int main(void) {
            "NULL configs and outputs");
     EXPECT(ngpt_config_load(NULL, "x.cfg", err, sizeof err) == NGPT_ERR_ARG && ngpt_config_load(&cfg, NULL, err, sizeof err) == NGPT_ERR_ARG,
            "ngpt_config_load without a config or a path");
+    {
+        size_t free_bytes = 1;
+        EXPECT(ngpt_cuda_mem_info(NULL, NULL, err, sizeof err) == NGPT_ERR_ARG && ngpt_cuda_mem_info(&free_bytes, NULL, err, sizeof err) == NGPT_ERR_ARG &&
+                   strstr(err, "NULL output") != NULL,
+               "ngpt_cuda_mem_info without outputs");
+    }
     ngpt_config_defaults(NULL);
     ngpt_config_print(NULL, stderr);
     ngpt_config_print(&cfg, NULL);
