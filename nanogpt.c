@@ -6008,6 +6008,7 @@ struct ngpt_trainer {
     int n_kept;
     int jsonl_failed;  /* a line of out_dir/log.jsonl could not be written: said once */
     int out_dir_taken; /* out_dir held another run's checkpoints when this run (not a resume) was made: ngpt_train refuses */
+    int in_train;      /* inside ngpt_train: a call of it from its own progress callback is refused */
     int resumed, resumed_step; /* made by init_from = resume, from the checkpoint of that step */
     long long known_from;      /* the oldest checkpoint step listed in out_dir at creation (-1: none was there) */
     int resumed_vocab_from_data; /* that checkpoint's run took its vocabulary from its data (stored vocab_size 0), the folder read now */
@@ -10034,8 +10035,13 @@ static int train_run(ngpt_trainer *tr) {
 
 int ngpt_train(ngpt_trainer *tr) {
     if (!tr) return NGPT_ERR_ARG;
+    if (tr->in_train) /* a progress callback's; its run goes on */
+        return tr_fail(tr, NGPT_ERR_STATE, "ngpt_train was called while this trainer's ngpt_train runs (from its progress callback): "
+                                           "call ngpt_request_stop there, and ngpt_train again after it returns");
     int rc = tr->cfg.eval_only ? NGPT_OK : can_train(tr); /* refused before out_dir or its log is made */
+    tr->in_train = 1;
     if (!rc) rc = train_run(tr);
+    tr->in_train = 0;
     atomic_store(&tr->stop_requested, 0); /* used up by any return: a later ngpt_train continues the run */
     return rc;
 }

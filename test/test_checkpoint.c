@@ -205,6 +205,38 @@ static void stop_at_evaluation(void *ctx, const ngpt_progress *p) {
     if (p->is_eval) ngpt_request_stop(*(ngpt_trainer **)ctx);
 }
 
+/* ngpt_train called from its own progress callback: refused as a call at the wrong time, not as another run holding
+ * out_dir (its lock, which the outer call holds: "in use by another run"), and the outer run goes on to its end */
+typedef struct {
+    ngpt_trainer *tr;
+    int rc;
+    char err[NGPT_ERRLEN];
+} Reentry;
+static void train_again(void *ctx, const ngpt_progress *p) {
+    Reentry *r = (Reentry *)ctx;
+    if (p->is_eval || r->rc != -1) return;
+    r->rc = ngpt_train(r->tr);
+    copy_str(r->err, sizeof r->err, r->tr->err);
+}
+static void test_train_from_its_callback(void) {
+    clear_out_dir();
+    ngpt_config c;
+    config(&c);
+    c.max_iters = 3;
+    Reentry r = {NULL, -1, ""};
+    ngpt_options opt;
+    memset(&opt, 0, sizeof opt);
+    opt.progress = train_again;
+    opt.ctx = &r;
+    char err[NGPT_ERRLEN];
+    if (ngpt_trainer_create(&c, &opt, &r.tr, err, sizeof err)) { CHECK(0, "create: %s", err); return; }
+    int rc = ngpt_train(r.tr);
+    CHECK(r.rc == NGPT_ERR_STATE && strstr(r.err, "ngpt_train was called while this trainer's ngpt_train runs"), "the inner call: rc %d: %s", r.rc,
+          r.err);
+    CHECK(rc == NGPT_OK && r.tr->step == 4 /* nanoGPT's loop: max_iters + 1 steps */, "the outer run ends: rc %d at step %d: %s", rc, r.tr->step, r.tr->err);
+    ngpt_trainer_free(r.tr);
+}
+
 /* A stop requested during an evaluation: the evaluation is dropped (no log line, no best val loss, no
  * count), the step's state is saved unless nothing is to be saved (step 0; eval_only; out_dir's newest is
  * that step's), and the next ngpt_train runs the evaluation it dropped. A run stopped there and resumed
@@ -1662,6 +1694,7 @@ int main(void) {
     RUN(test_thread_probe_rule);
     RUN(test_stop_request_saves);
     RUN(test_stop_during_evaluation);
+    RUN(test_train_from_its_callback);
     RUN(test_stop_in_step);
     RUN(test_stop_inside_micro_batch);
     RUN(test_grad_clip_off);
