@@ -8286,6 +8286,8 @@ static int checkpoint_temporary_open(const char *path, char *tmp, size_t cap) {
 /* Writes the trainer's whole state to path (atomically); never a model with non-finite weights. */
 static int checkpoint_write(ngpt_trainer *tr, const char *path) {
     double wn = tr->be->norm_sq(tr->be, tr->params, tr->plan.nparams_padded);
+    int failed = be_check(tr, "the check of the parameters before a save"); /* a failed device gives NaN too: its error, not "NaN" */
+    if (failed) return failed;
     if (!isfinite(wn))
         return tr_fail(tr, NGPT_ERR_NUMERIC, "the parameters hold NaN or Inf: %s was not written, the previous checkpoints are kept", path);
     char tmp[620];

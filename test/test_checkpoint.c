@@ -1515,6 +1515,12 @@ static void test_backend_failure_while_saving(void) {
               !memcmp(before, after, n_before) && temporaries_in(out_dir) == 0,
           "a save with the backend failed: rc %d (%s), the earlier file %s, %d temporary files left", rc, tr->err,
           before && after && n_before == n_after && !memcmp(before, after, n_before) ? "kept" : "replaced", temporaries_in(out_dir));
+    /* a device that failed before the save gives NaN for the parameters' norm (nanogpt.cu's cu_norm_sq): the save says
+     * the device's error, not "the parameters hold NaN" */
+    ((float *)tr->params)[0] = NAN;
+    rc = ngpt_save(tr, path);
+    CHECK(rc == NGPT_ERR_DEVICE && strstr(tr->err, "a download failed (by hand)") && !strstr(tr->err, "NaN"), "NaN parameters on a failed device: rc %d: %s",
+          rc, tr->err);
     free(before);
     free(after);
     ngpt_trainer_free(tr);
