@@ -4164,8 +4164,8 @@ static int pkl_run(Pkl *p, const char *path, int *root, char *err, size_t errlen
             *root = top;
             return NGPT_OK;
         default:
-            return fail(err, errlen, NGPT_ERR_FORMAT, "%s: byte %zu: pickle opcode 0x%02x, not one a dict of ints and strings is written with "
-                                                      "(nanoGPT's meta.pkl)", path, op_at, op);
+            return fail(err, errlen, NGPT_ERR_FORMAT, "%s: byte %zu: pickle opcode 0x%02x, which a pickled dict of ints and strings "
+                                                      "(nanoGPT's meta.pkl) does not hold", path, op_at, op);
         }
     }
 #undef PKL_READ
@@ -12146,8 +12146,11 @@ static int cmd_train(int argc, char **argv) {
         return 1;
     }
     running_trainer = tr;
-    signal(SIGINT, on_signal);
-    signal(SIGTERM, on_signal);
+    for (int k = 0; k < 2; k++) { /* not where the signal is ignored: a script's background job ignores Ctrl-C, as prepare_signals */
+        int sig = k ? SIGTERM : SIGINT;
+        struct sigaction was;
+        if (!sigaction(sig, NULL, &was) && was.sa_handler != SIG_IGN) signal(sig, on_signal);
+    }
     struct sigaction bus;
     memset(&bus, 0, sizeof bus);
     bus.sa_sigaction = on_data_bus_error;

@@ -19,6 +19,7 @@ static char tmpdir[256];
 static rlim_t child_file_limit; /* bytes: RLIMIT_FSIZE of the next children (0: none) */
 static uid_t child_uid;         /* the user the next children run as, when the tests run as root (0: as they are) */
 static const char *child_cwd;   /* the folder the next children run in (NULL: this one) */
+static int child_ignores_sigint; /* the next children start with SIGINT ignored, as a script's background job */
 
 static const char *tmp_path(const char *name) {
     static char buf[8][512];
@@ -76,6 +77,7 @@ static pid_t cli_start(char **argv) {
         }
         if (child_uid && (setgid((gid_t)child_uid) || setuid(child_uid))) _exit(123); /* root writes anywhere: a user's permissions */
         if (child_cwd && chdir(child_cwd)) _exit(124);
+        if (child_ignores_sigint) signal(SIGINT, SIG_IGN);
         int argc = 0;
         while (argv[argc]) argc++;
         static char *full[512] = {"nanogpt"}; /* room for test_long_argument_lists' */
@@ -2674,6 +2676,32 @@ static void test_interrupt_evaluation(void) {
     CHECK(file_size(ckpt) > 0 && !file_exists(later), "step 3's checkpoint stays the newest");
 }
 
+/* A run started with SIGINT ignored (`nanogpt train ... &` in a script: the script's Ctrl-C is not the job's) keeps
+ * it ignored, as Python does; SIGTERM still stops it with a checkpoint (before 2026-12-03 the run set its own handler,
+ * and the script's Ctrl-C stopped it) */
+static void test_ignored_interrupt_kept(void) {
+    char data[600], out[600];
+    snprintf(data, sizeof data, "--data_dir=%s", small_dataset("ign_data"));
+    snprintf(out, sizeof out, "--out_dir=%s", tmp_path("ign_out"));
+    char *argv[] = {"train", data, out, "--device=cpu", "--threads=1", "--vocab_size=40", "--n_layer=1", "--n_head=2", "--n_embd=32", "--block_size=32",
+                    "--batch_size=8", "--gradient_accumulation_steps=1", "--eval_interval=100000", "--eval_iters=1", "--max_iters=100000000",
+                    "--log_interval=1", NULL};
+    child_ignores_sigint = 1;
+    pid_t pid = cli_start(argv);
+    child_ignores_sigint = 0;
+    CliRun run, *t = &run;
+    wait_for_output("iter 2/");
+    kill(pid, SIGINT);
+    usleep(500000);
+    int alive = waitpid(pid, NULL, WNOHANG) == 0;
+    kill(pid, SIGTERM);
+    cli_wait(pid, t, 120);
+    CHECK(alive && t->signal == SIGTERM && !strstr(t->err, "\nstopping at the next layer") /* SIGINT's message */ && strstr(t->err, "SIGTERM: stopping at the next layer") &&
+              strstr(t->out, "the checkpoint is saved in "),
+          "SIGINT ignored (%s after it), SIGTERM taken (signal %d): %.300s | %.300s", alive ? "running" : "ended", t->signal,
+          t->out + (strlen(t->out) > 300 ? strlen(t->out) - 300 : 0), t->err);
+}
+
 /* prepare --format=llmc: a file that would count more tokens than llm.c's int32 header holds is refused as the
  * tokens arrive (the count starts near the limit here), not after the whole corpus */
 static void test_llmc_token_limit(void) {
@@ -3052,6 +3080,7 @@ int main(void) {
     RUN(test_second_interrupt_says_so);
     RUN(test_out_dir_in_use);
     RUN(test_interrupt_evaluation);
+    RUN(test_ignored_interrupt_kept);
     RUN(test_terminal_keeps_log_interval_lines);
     RUN(test_llmc_token_limit);
     RUN(test_long_argument_lists);
