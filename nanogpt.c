@@ -10692,8 +10692,9 @@ static void prepare_commit_hold(sigset_t *was) {
     sigaddset(&stops, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &stops, was);
 }
+static char prepare_dir[512]; /* the folder the command line's prepare (prepare_signals) prepares; "" in library use */
 static void prepare_commit_release(const sigset_t *was, int committed) {
-    if (committed) atomic_store(&prepare_committed, 1);
+    if (committed && prepare_dir[0]) atomic_store(&prepare_committed, 1);
     pthread_sigmask(SIG_SETMASK, was, NULL);
 }
 
@@ -10741,8 +10742,10 @@ static void remove_dead_prepare_temporaries(const char *dir) {
  * may unlink, not format. */
 enum { PREPARE_TEMPORARIES = PREPARED_FILES + 1 };
 static char prepare_temporaries[PREPARE_TEMPORARIES][PATH_MAX + 64];
-/* the vocabulary's copy is written through vocab_tmp: beside gpt2.tok's place, or its link's target */
+/* the vocabulary's copy is written through vocab_tmp: beside gpt2.tok's place, or its link's target (in library use,
+ * where no handler reads the names, nothing: the library writes no global state) */
 static void prepare_temporaries_vocab(const char *vocab_tmp) {
+    if (!prepare_dir[0]) return;
     sigset_t unheld;
     prepare_commit_hold(&unheld); /* the handler never reads half a name */
     copy_str(prepare_temporaries[PREPARED_VOCAB], sizeof prepare_temporaries[0], vocab_tmp);
@@ -11880,7 +11883,6 @@ static int ensure_gpt2_vocab(const char *dir, char *err, size_t errlen) {
  * (prepare_temporaries), which would otherwise stay until the next prepare of that folder, and the folders it made,
  * when empty. The renames that put its files in place hold those signals back (prepare_commit_hold), so the folder
  * holds its earlier files or all the new ones. */
-static char prepare_dir[512];
 static size_t prepare_made_from; /* rmdir_made's: 0 when the folder was there */
 static struct sigaction prepare_saved[2]; /* SIGINT's and SIGTERM's actions before */
 static void on_prepare_signal(int sig) {
@@ -11901,6 +11903,7 @@ static void prepare_signals(const char *dir, size_t made_from) {
     static const int sigs[2] = {SIGINT, SIGTERM};
     if (!dir) {
         for (int k = 0; k < 2; k++) sigaction(sigs[k], &prepare_saved[k], NULL);
+        prepare_dir[0] = 0;
         return;
     }
     atomic_store(&prepare_committed, 0);

@@ -623,13 +623,14 @@ static void test_commit_holds_stops(void) {
     act.sa_handler = take_stop;
     sigemptyset(&act.sa_mask);
     sigaction(SIGTERM, &act, &was);
-    atomic_store(&prepare_committed, 0);
+    copy_str(prepare_dir, sizeof prepare_dir, tmpdir); /* as the command line's prepare (prepare_signals): prepare_committed is said */
     sigset_t unheld;
     prepare_commit_hold(&unheld);
     pthread_kill(pthread_self(), SIGTERM);
     CHECK(stops_taken == 0, "a stop during the renames is held back: %d taken", (int)stops_taken);
     prepare_commit_release(&unheld, 1);
     CHECK(stops_taken == 1 && atomic_load(&prepare_committed) == 1, "taken at the release (%d), the files said to be in", (int)stops_taken);
+    prepare_dir[0] = 0;
     sigaction(SIGTERM, &was, NULL);
 }
 
@@ -644,21 +645,28 @@ static void stop_at_commit(void) {
     stops_at_commit = stops_taken;
 }
 static void test_prepares_hold_stops(void) {
-    struct sigaction act, was;
-    memset(&act, 0, sizeof act);
-    act.sa_handler = take_stop;
-    sigemptyset(&act.sa_mask);
-    sigaction(SIGTERM, &act, &was);
     char input[512], dir[512], target_dir[512], target[600], link[600], err[NGPT_ERRLEN];
     snprintf(input, sizeof input, "%s/tinyshakespeare.txt", shared_data_dir());
+    /* the library's prepare (no handler) writes none of the handler's names, nor says the files are in */
+    snprintf(dir, sizeof dir, "%s/held_library", tmpdir);
+    atomic_store(&prepare_committed, 0);
+    CHECK(prepare_gpt2((const char *const[]){input}, 1, dir, 0.1, 0, tok, NULL, err, sizeof err) == 0 && !prepare_temporaries[PREPARED_VOCAB][0] &&
+              atomic_load(&prepare_committed) == 0,
+          "a library prepare writes no global state: %s", err);
     snprintf(target_dir, sizeof target_dir, "%s/held_vocab", tmpdir);
     snprintf(target, sizeof target, "%s/vocab.tok", target_dir);
     mkdir(target_dir, 0777);
     fclose(fopen(target, "w"));
     prepare_committing = stop_at_commit;
+    struct sigaction act, was;
+    memset(&act, 0, sizeof act);
+    act.sa_handler = take_stop;
+    sigemptyset(&act.sa_mask);
+    sigaction(SIGTERM, &act, &was);
     for (int bpe = 0; bpe < 2; bpe++) {
         snprintf(dir, sizeof dir, "%s/held_%d", tmpdir, bpe);
         mkdir(dir, 0777);
+        copy_str(prepare_dir, sizeof prepare_dir, dir); /* as the command line's prepare (prepare_signals), with this test's handler */
         snprintf(link, sizeof link, "%s/gpt2.tok", dir);
         if (bpe) CHECK(symlink(target, link) == 0, "link %s: %s", link, strerror(errno));
         stops_taken = 0;
@@ -677,6 +685,7 @@ static void test_prepares_hold_stops(void) {
     CHECK(vocab_temporary_there == 1 && !strcmp(prepare_temporaries[PREPARED_VOCAB], expect) && !stat(target, &st) && st.st_size > 1000,
           "the vocabulary went through %s beside the link's target (named %s, there: %d), into the target", expect,
           prepare_temporaries[PREPARED_VOCAB], vocab_temporary_there);
+    prepare_dir[0] = 0;
     prepare_committing = NULL;
     sigaction(SIGTERM, &was, NULL);
 }
