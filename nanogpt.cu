@@ -2896,6 +2896,30 @@ static __host__ __device__ __forceinline__ long long fb_ds_tiles(int T_) { retur
 #define FB_DQ_SMEM_BYTES (3 * FA_STAGES * FA_TILE_BYTES + 1024 + 256)
 
 
+/* The dK/dV kernel's dS^T of one query tile for the dQ kernel: this warp's A fragments of it (sa, whose wgmma has
+ * completed: the PTX ISA leaves reading a wgmma's A registers before its wait_group undefined) into its box, rows
+ * g, g + 8 (sa[kk][x]: row g + 8 (x & 1), queries 8 (2 kk + x / 2) + 2 tq, + 1), 16-byte chunk c of row r at
+ * c ^ (r % 8) = c ^ g; then the box out to row ds_row of the map */
+static __device__ __forceinline__ void fb_store_ds(unsigned char *box, const uint32_t (&sa)[4][4], const CUtensorMap *tm_ds, int ds_row, int lane) {
+#ifdef NGPT_WGMMA_DEVICE
+    const int g = lane >> 2, tq = lane & 3;
+    if (lane == 0) bulk_wait_read<1>(); /* the copy engine has read what it stored from this box two tiles ago */
+    __syncwarp();
+#pragma unroll
+    for (int kk = 0; kk < 4; kk++)
+#pragma unroll
+        for (int x = 0; x < 4; x++) *(uint32_t *)(box + (g + 8 * (x & 1)) * 128 + (((2 * kk + (x >> 1)) ^ g) << 4) + 4 * tq) = sa[kk][x];
+    fence_async_proxy(); /* every lane's writes to the async proxy, then one lane stores the box */
+    __syncwarp();
+    if (lane == 0) {
+        tma_store(tm_ds, 0, ds_row, box);
+        bulk_commit();
+    }
+#else
+    (void)box; (void)sa; (void)tm_ds; (void)ds_row; (void)lane;
+#endif
+}
+
 template <typename T>
 __global__ void __launch_bounds__(FA_THREADS, 1)
     attn_backward_dkdv_wgmma_kernel(const __grid_constant__ CUtensorMap tm_qkv, const __grid_constant__ CUtensorMap tm_do,
@@ -2970,6 +2994,12 @@ __global__ void __launch_bounds__(FA_THREADS, 1)
         }
         asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
         turn.yours(false);
+        if (i > 0) { /* the previous tile's dS^T, while S^T, dP^T run */
+            asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory"); /* the previous tile's dV, dK are done: sa may be read */
+#pragma unroll
+            for (int kk = 0; kk < 4; kk++) asm volatile("" : "+r"(sa[kk][0]), "+r"(sa[kk][1]), "+r"(sa[kk][2]), "+r"(sa[kk][3])::"memory");
+            fb_store_ds(sBox + (2 * (4 * cw + w) + ((i - 1) & 1)) * MM_BOX_BYTES, sa, &tm_ds, ds_row0 + (i - 1) * FA_BN + cw * 64 + w * 16, lane);
+        }
         asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory"); /* S^T, dP^T, and the previous tile's dV, dK */
 #pragma unroll
         for (int x = 0; x < 32; x++) asm volatile("" : "+f"(st[x]), "+f"(dpt[x]), "+f"(dk[x]), "+f"(dv[x])::"memory");
@@ -2997,26 +3027,16 @@ __global__ void __launch_bounds__(FA_THREADS, 1)
         }
         asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
         turn.yours(qt0 + i + 1 == nqt);
-        /* dS^T for the dQ kernel, while the products run: this warp's rows g, g + 8 (sa[kk][x]: row g + 8 (x & 1),
-         * queries 8 (2 kk + x / 2) + 2 tq, + 1), 16-byte chunk c of row r at c ^ (r % 8) = c ^ g */
-        unsigned char *box = sBox + (2 * (4 * cw + w) + (i & 1)) * MM_BOX_BYTES;
-        if (lane == 0) bulk_wait_read<1>(); /* the copy engine has read what it stored from this box two tiles ago */
-        __syncwarp();
-#pragma unroll
-        for (int kk = 0; kk < 4; kk++)
-#pragma unroll
-            for (int x = 0; x < 4; x++) *(uint32_t *)(box + (g + 8 * (x & 1)) * 128 + (((2 * kk + (x >> 1)) ^ g) << 4) + 4 * tq) = sa[kk][x];
-        fence_async_proxy(); /* every lane's writes to the async proxy, then one lane stores the box */
-        __syncwarp();
-        if (lane == 0) {
-            tma_store(&tm_ds, 0, ds_row0 + i * FA_BN + cw * 64 + w * 16, box);
-            bulk_commit();
-        }
     }
     asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
 #pragma unroll
     for (int x = 0; x < 32; x++) asm volatile("" : "+f"(dk[x]), "+f"(dv[x])::"memory");
-    if (i > 0) mbar_arrive(&empty[(i - 1) % FA_STAGES]);
+#pragma unroll
+    for (int kk = 0; kk < 4; kk++) asm volatile("" : "+r"(sa[kk][0]), "+r"(sa[kk][1]), "+r"(sa[kk][2]), "+r"(sa[kk][3])::"memory");
+    if (i > 0) { /* the last tile's dS^T */
+        mbar_arrive(&empty[(i - 1) % FA_STAGES]);
+        fb_store_ds(sBox + (2 * (4 * cw + w) + ((i - 1) & 1)) * MM_BOX_BYTES, sa, &tm_ds, ds_row0 + (i - 1) * FA_BN + cw * 64 + w * 16, lane);
+    }
     const size_t ld = (size_t)3 * C;
 #pragma unroll
     for (int r = 0; r < 2; r++) {

@@ -43,7 +43,8 @@
  *   mma.sync's A fragment) is collected from the 128 threads of a warpgroup and computed when one of them
  *   waits for its group, so its shared-memory operands are read as late as a GPU may read them; a thread
  *   that writes a wgmma's accumulators or A registers between its issue and that wait, or issues one without
- *   a wgmma.fence since its last wait, fails. setmaxnreg moves registers through the block's pool
+ *   a wgmma.fence since its last wait, fails, and its A registers read as NaN (all ones) from the issue to
+ *   that wait (the PTX ISA leaves reading them then undefined). setmaxnreg moves registers through the block's pool
  *   (168 a thread at launch). The layouts are those of the PTX ISA as this project reads it (the kernels'
  *   authors read the same pages): a misreading both share would not show here, only on a GPU.
  * - The runtime: one device of compute capability EMU_CC (80: bf16 and cp.async; 75: f16 with m16n8k8;
@@ -171,8 +172,9 @@ struct WgmmaOp {             /* one wgmma.mma_async of a warpgroup: D (64 x n) +
     uint64_t da, db;         /* da: 0 when A comes from registers */
     int f16, ta, tb, n, issued, a_regs;
     float *d[128];           /* each thread's accumulator fragment */
-    const uint32_t *a[128];  /* A from registers: each thread's four (read when the group is computed, as late as a GPU may) */
-    uint64_t d_hash[128], a_hash[128]; /* what they held when the thread issued it, */
+    uint32_t *a[128];        /* A from registers: each thread's four, which read as A_IN_FLIGHT until the group is computed, */
+    uint32_t a_held[128][4]; /* ... while this holds them (and is what the tensor cores read, as late as a GPU may) */
+    uint64_t d_hash[128];    /* the accumulators when the thread issued it, */
     bool chained[128];       /* ... unless an earlier wgmma still in flight then writes the same accumulators */
 };
 struct WgmmaGroup {
@@ -949,14 +951,27 @@ static uint64_t bytes_hash(const void *p, size_t n) { /* FNV-1a */
     for (size_t i = 0; i < n; i++) h = (h ^ ((const unsigned char *)p)[i]) * 1099511628211ull;
     return h;
 }
+/* A wgmma's A registers from its issue to the wait that completes it: NaN in bf16 and f16 alike. The PTX ISA
+ * leaves reading them then undefined (the tensor cores may be reading them), so a kernel that does reads this. */
+static const uint32_t A_IN_FLIGHT = 0xFFFFFFFFu;
 /* Registers a wgmma reads (its accumulators, its A fragment) may not be written between its issue and the
  * wait that completes it: the tensor cores read them at some moment in between. */
 static void wgmma_check_registers(const WgmmaOp &op) {
     for (int t = 0; t < 128; t++) {
         if (!op.chained[t] && bytes_hash(op.d[t], sizeof(float) * (size_t)op.n / 2) != op.d_hash[t])
             block_fail("thread %d wrote the accumulators of a wgmma between its issue and the wait that completes it", t);
-        if (op.a_regs && bytes_hash(op.a[t], 4 * sizeof(uint32_t)) != op.a_hash[t])
-            block_fail("thread %d wrote the A registers of a wgmma between its issue and the wait that completes it", t);
+        for (int x = 0; op.a_regs && x < 4; x++)
+            if (op.a[t][x] != A_IN_FLIGHT) block_fail("thread %d wrote the A registers of a wgmma between its issue and the wait that completes it", t);
+    }
+}
+/* Op i of wg is computed: each thread's A registers hold their values again, unless a later wgmma of the thread,
+ * still in flight, reads the same ones */
+static void wgmma_release_registers(Warpgroup &wg, long i) {
+    const WgmmaOp &op = wg.ops[(size_t)i];
+    for (int t = 0; op.a_regs && t < 128; t++) {
+        bool still_read = false;
+        for (size_t j = (size_t)i + 1; j < wg.ops.size() && !still_read; j++) still_read = wg.ops[j].a[t] == op.a[t];
+        if (!still_read) memcpy(op.a[t], op.a_held[t], sizeof op.a_held[t]);
     }
 }
 static void wgmma_compute(WgmmaOp &op) {
@@ -969,8 +984,8 @@ static void wgmma_compute(WgmmaOp &op) {
             int w = t / 32, g = (t % 32) / 4, q = t % 4;
             for (int x = 0; x < 4; x++) {
                 int m = 16 * w + g + (x & 1) * 8, k = 2 * q + (x >> 1) * 8;
-                A[m][k] = cvt((uint16_t)(op.a[t][x] & 0xFFFFu));
-                A[m][k + 1] = cvt((uint16_t)(op.a[t][x] >> 16));
+                A[m][k] = cvt((uint16_t)(op.a_held[t][x] & 0xFFFFu));
+                A[m][k + 1] = cvt((uint16_t)(op.a_held[t][x] >> 16));
             }
         }
     } else {
@@ -1018,9 +1033,15 @@ static void wgmma_issue(float *d, int n, uint64_t da, const uint32_t *a, uint64_
                    (unsigned long long)op.da, (unsigned long long)op.db, (unsigned long long)da, (unsigned long long)db);
     const int t = cur->linear % 128;
     op.d[t] = d;
-    op.a[t] = a;
+    op.a[t] = const_cast<uint32_t *>(a); /* the kernel's own registers, not const */
     op.d_hash[t] = bytes_hash(d, sizeof(float) * (size_t)n / 2);
-    op.a_hash[t] = a ? bytes_hash(a, 4 * sizeof(uint32_t)) : 0;
+    if (a) {
+        const uint32_t *held = a;
+        for (long j = wg.computed; j < i; j++) /* an earlier wgmma in flight reads these too: they read A_IN_FLIGHT now, its copy holds them */
+            if (wg.ops[(size_t)j].a[t] == a) held = wg.ops[(size_t)j].a_held[t];
+        memcpy(op.a_held[t], held, sizeof op.a_held[t]);
+        for (int x = 0; x < 4; x++) op.a[t][x] = A_IN_FLIGHT;
+    }
     op.chained[t] = false;
     for (long j = wg.computed; j < i; j++) /* an earlier one in flight on the same accumulators writes them first */
         if (wg.ops[(size_t)j].d[t] == d) op.chained[t] = true;
@@ -1053,7 +1074,10 @@ static void wgmma_wait(int n) {
     for (long g = 0; g < cur->wg_committed - n; g++) {
         while (wg.groups[(size_t)g].committed < 128) poll_wait(); /* (others may add groups meanwhile: index, not reference) */
         if (wg.groups[(size_t)g].done) continue;                 /* another thread of the warpgroup computed it */
-        for (long i = wg.groups[(size_t)g].first; i < wg.groups[(size_t)g].last; i++) wgmma_compute(wg.ops[(size_t)i]);
+        for (long i = wg.groups[(size_t)g].first; i < wg.groups[(size_t)g].last; i++) {
+            wgmma_compute(wg.ops[(size_t)i]);
+            wgmma_release_registers(wg, i);
+        }
         wg.groups[(size_t)g].done = 1;
         wg.computed = wg.groups[(size_t)g].last;
         blk.events++;

@@ -332,6 +332,7 @@ MUTANTS=(
     "wgmma attention backward: dK, dV unmasked where queries precede the block's keys|90||const bool mask = q0 < k0 + FA_BN|const bool mask = q0 < k0"
     "wgmma attention backward: dK, dV's dS^T boxes written unswizzled|90||(((2 * kk + (x >> 1)) ^ g) << 4)|((2 * kk + (x >> 1)) << 4)"
     "wgmma attention backward: a dS^T box rewritten while its store may still read it|90||if (lane == 0) bulk_wait_read<1>(); /* the copy engine has read what it stored from this box two tiles ago */|if (lane == 0) bulk_wait_read<2>();"
+    "wgmma attention backward: dS^T read from the A registers of dK's wgmma before it completes|90||asm volatile(\"wgmma.wait_group.sync.aligned 1;\\\\n\" ::: \"memory\"); /* the previous tile's dV, dK are done: sa may be read */|/* not waited for */"
     "wgmma attention backward: dK, dV's kernel ends with its dS^T stores unwaited|90||if (lane == 0) bulk_wait_written(); /* the dS^T tiles are written|/* the dS^T tiles are written"
     "wgmma attention backward: dQ reads a later key block's dS^T tiles|90||fb_ds_tile(kb, nqt) + 2 * (m - kb)); /* (kb, query tile 2m) */|fb_ds_tile(kb, nqt) + 2 * m - kb);"
     "wgmma attention backward: a group of heads stores dS^T at the rows of its heads' place among all|90||const int ds_row0 = (int)(((long long)blockIdx.y * fb_ds_tiles(T_)|const int ds_row0 = (int)(((long long)(bh0 + blockIdx.y) * fb_ds_tiles(T_)"
