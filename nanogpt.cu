@@ -660,9 +660,12 @@ static void layernorm_backward_t(ngpt_backend *be, T *dinp, T *dw, T *db, const 
     int G = 0;
     float *partial = NULL;
     auto launch = [&](auto *kernel) { /* false on failure */
-        /* the limit is the kernel's in the whole process, not this backend's: another trainer's row width may have
-         * lowered it since, so it is set at every launch that needs it (a host call, no GPU work) */
-        if (smem > 48 * 1024 && CU_CHECK(be, cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem))) return false;
+        /* the limit is the kernel's in the whole process, not this backend's: set to the device's most, the one value
+         * every trainer sets (set to each row width's need, two trainers on two host threads could lower it between
+         * another's setting and its launch); a host call, no GPU work */
+        if (smem > 48 * 1024 &&
+            CU_CHECK(be, cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)im->smem_optin)))
+            return false;
         if (im->ln_bwd_kernel != (const void *)kernel || im->ln_bwd_C != C) {
             int n = 0;
             if (CU_CHECK(be, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, 32 * W, smem))) return false;
