@@ -9923,10 +9923,25 @@ static void first_evaluation_note(ngpt_trainer *tr) {
                       "matmul peak", c->eval_iters, c->batch_size, fmt_duration(took, sizeof took, seconds));
 }
 
+/* Before the run's first evaluation or step: when one layer of a micro-batch takes over 10 s even at the matmul peak
+ * (a long block_size on a CPU), that a stop waits for the layer in progress, and how long it may take */
+static void long_layer_note(ngpt_trainer *tr) {
+    if (tr->peak_flops <= 0) return;
+    const double per_layer = flops_per_token(tr) / tr->ms.L * tr->plan.req.T;
+    const double train = tr->cfg.eval_only ? 0 : tr->plan.micro_batch * per_layer, eval = tr->plan.eval_micro_batch * per_layer / 3; /* forward only */
+    const double seconds = MAX(train, eval) / tr->peak_flops;
+    char took[32];
+    if (seconds > 10)
+        tr_log(tr, 0, "note: one layer of a micro-batch takes at least %s here at the matmul peak, and a stop (Ctrl-C, SIGTERM) waits for the "
+                      "layer in progress; on the command line, another one a second later quits at once, without saving",
+               fmt_duration(took, sizeof took, seconds));
+}
+
 static int train_loop(ngpt_trainer *tr, int jsonl) {
     const ngpt_config *c = &tr->cfg;
     double run_seconds = 0;
     int run_steps = 0;
+    long_layer_note(tr);
     for (;;) {
         /* eval_only: one evaluation at the step the model is at, then the end, with nothing saved (nanoGPT
          * stops after its step-0 evaluation, so a resumed eval_only run there trained on) */

@@ -156,6 +156,7 @@ typedef struct {
     float loss[8];
     double mfu[8], eta[8];
     int peak_notes, eval_notes; /* log lines saying a step beat the peak, and how long the first evaluation takes */
+    int layer_notes;            /* ... and that a stop waits for a layer of many seconds */
     int iter_lines;             /* step lines logged, which a progress callback replaces */
 } Seen;
 static void on_log(void *ctx, int level, const char *line) {
@@ -163,6 +164,8 @@ static void on_log(void *ctx, int level, const char *line) {
     ((Seen *)ctx)->iter_lines += !strncmp(line, "iter ", 5);
     ((Seen *)ctx)->peak_notes += strstr(line, "above the matmul peak measured at the start") != NULL;
     ((Seen *)ctx)->eval_notes += strstr(line, "evaluating first: eval_iters 1 x batch_size 2 sequences of train and of val") != NULL;
+    ((Seen *)ctx)->layer_notes += !strncmp(line, "note: one layer of a micro-batch takes at least ", 48) &&
+                                  strstr(line, "a stop (Ctrl-C, SIGTERM) waits for the layer in progress") != NULL;
 }
 static void on_progress(void *ctx, const ngpt_progress *p) {
     Seen *s = (Seen *)ctx;
@@ -233,6 +236,8 @@ static void test_train_measures_peak(void) {
         CHECK(seen[0].n == want && seen[1].n == want, "%d and %d steps reported, expected %d", seen[0].n, seen[1].n, want);
         CHECK(seen[0].eval_notes == 0 && seen[1].eval_notes == 0, "a first evaluation of milliseconds: no note (%d, %d)", seen[0].eval_notes,
               seen[1].eval_notes);
+        CHECK(seen[0].layer_notes == 0 && seen[1].layer_notes == 0, "layers of milliseconds: no note of a stop's wait (%d, %d)", seen[0].layer_notes,
+              seen[1].layer_notes);
         CHECK(seen[0].iter_lines == 0 && seen[1].iter_lines == 0, "the progress callback has the steps, the log none: %d, %d lines",
               seen[0].iter_lines, seen[1].iter_lines);
         for (int i = 0; i < seen[0].n && i < seen[1].n; i++) {
@@ -269,6 +274,7 @@ static void test_train_measures_peak(void) {
             CHECK(low.n == 3 && low.mfu[0] == 1, "%d steps, the first at MFU %g: the peak it set", low.n, low.mfu[0]);
             CHECK(low.peak_notes == 1, "the raised peak said once: %d notes", low.peak_notes); /* else 100% would go unexplained */
             CHECK(low.eval_notes == 1, "a first evaluation of hours at that peak: %d notes", low.eval_notes);
+            CHECK(low.layer_notes == 1, "layers of hours at that peak: %d notes of a stop's wait", low.layer_notes);
             /* the ETA counts the steps left up to max_iters, itself included: none after the last alone */
             CHECK(low.eta[0] > 0 && low.eta[1] > 0 && low.eta[2] == 0, "ETA after steps 0, 1, 2 of max_iters 2: %g, %g, %g s", low.eta[0],
                   low.eta[1], low.eta[2]);
