@@ -1574,7 +1574,8 @@ typedef struct {
     int eval_only;              /* with inference: the forward passes are evaluations (only what the plan says differs) */
     int pretrained;             /* the model's shape comes with its weights (init_from): a refusal names smaller GPT-2s, not knobs */
     int resumed;                /* init_from = resume: the model and block_size are the checkpoint's, so a refusal names neither */
-    int hopper;                 /* the CUDA device is a Hopper (compute capability 9.0): its attention backward keeps dS^T in scratch */
+    int attn_ds;                /* the CUDA backend's attention backward keeps dS^T in scratch: its wgmma kernels run
+                                 * (ngpt_cuda_wgmma_attention), without dropout */
     int gpu_sms;                /* the CUDA device's SMs (plan_gpu_speed); 0 when unknown (no device here): an H100's 132 assumed */
 } PlanRequest;
 
@@ -1656,7 +1657,7 @@ static size_t cuda_scratch_bytes(const ngpt_shape *s, int attn_ds) {
 
 /* whether a layout keeps room for the attention backward's dS^T (cuda_attn_ds_bytes) */
 static int plan_wants_ds(const PlanRequest *r, int training) {
-    return r->device == DEV_BACKEND_CUDA && training && r->hopper && r->dtype != NGPT_DTYPE_F32;
+    return r->device == DEV_BACKEND_CUDA && training && r->attn_ds && r->dtype != NGPT_DTYPE_F32;
 }
 /* The scratch slot of a layout whose logits chunk slot takes logits_bytes. The dS^T tiles are needed only
  * by the attention backward, in the layers' backward, when the logits chunk is dead (the classifier's
@@ -3580,6 +3581,7 @@ int ngpt_cuda_available(char *why, size_t whylen) {
 }
 int ngpt_cuda_compute_capability(void) { return 0; }
 int ngpt_cuda_sm_count(void) { return 0; }
+int ngpt_cuda_wgmma_attention(void) { return 0; }
 int ngpt_cuda_mem_info(size_t *free_bytes, size_t *total_bytes, char *err, size_t errlen) {
     if (!free_bytes || !total_bytes) return fail(err, errlen, NGPT_ERR_ARG, "ngpt_cuda_mem_info: NULL output");
     *free_bytes = *total_bytes = 0;
@@ -6785,7 +6787,8 @@ static void plan_request_from_config(PlanRequest *r, const ngpt_config *c, const
     r->inference = sampling || r->eval_only;
     r->pretrained = strcmp(c->init_from, "scratch") && strcmp(c->init_from, "resume");
     r->resumed = !strcmp(c->init_from, "resume");
-    r->hopper = device == DEV_BACKEND_CUDA && ngpt_cuda_compute_capability() == 90;
+    /* dropout runs attention on the mma.sync kernels (attn_wgmma_shape), which keep no dS^T */
+    r->attn_ds = device == DEV_BACKEND_CUDA && c->dropout == 0 && ngpt_cuda_wgmma_attention();
     r->gpu_sms = device == DEV_BACKEND_CUDA ? ngpt_cuda_sm_count() : 0;
 }
 

@@ -3914,6 +3914,17 @@ static int wgmma_attention_choice(int tma) {
     return tma && !(env && !strcmp(env, "mma")) && attn_registers_ok<__nv_bfloat16>() && attn_registers_ok<__half>();
 }
 
+int ngpt_cuda_wgmma_attention(void) {
+    int device = 0, cc = 0, optin = 0;
+    if (probe_device(&device, &cc, NULL, 0) != NGPT_OK) return 0;
+    if (cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) != cudaSuccess) {
+        cudaGetLastError();
+        return 0;
+    }
+    void *encoder = NULL; /* as ngpt_cuda_backend_create chooses for a 16-bit dtype */
+    return wgmma_attention_choice(matmul_choice(cc, &encoder) == MATMUL_TMA && optin >= TM_SMEM_BYTES);
+}
+
 int ngpt_cuda_describe(char *out, size_t outlen) {
     int device = 0, cc = 0;
     char err[256];

@@ -121,7 +121,8 @@ typedef struct ngpt_config {
     int compile;          /* accepted for nanoGPT configs; nanogpt has nothing to compile */
     long long seed;
     /* memory plan (*) */
-    double max_memory;    /* bytes; 0 = what the device has free */
+    double max_memory;    /* bytes; 0 = what the device has free (ngpt_config_set and config files take a size with its
+                           * unit: "2.68GiB", "500MB") */
     int micro_batch;      /* 0 = the planner chooses */
     int recompute;        /* -1 = the planner chooses; 0 none, 1 GELU, 2 GELU and LayerNorm, 3 whole layers (the backward runs
                            * each layer's forward again from the kept residual stream) */
@@ -552,6 +553,9 @@ int ngpt_cpu_backend_create(ngpt_backend **out, int nthreads, char *err, size_t 
 int ngpt_cuda_available(char *why, size_t whylen);  /* 1 when a usable device exists, else 0 and why */
 int ngpt_cuda_compute_capability(void);             /* 10 * major + minor of that device; 0 when there is none */
 int ngpt_cuda_sm_count(void);                       /* its streaming multiprocessors; 0 when there is none */
+/* 1 when a 16-bit backend made now would run attention at head size 64 on the sm_90a wgmma kernels (the device,
+ * the build, NGPT_MATMUL and NGPT_ATTENTION, the driver allow it), whose backward keeps dS^T in scratch */
+int ngpt_cuda_wgmma_attention(void);
 int ngpt_cuda_mem_info(size_t *free_bytes, size_t *total_bytes, char *err, size_t errlen);
 int ngpt_cuda_backend_create(ngpt_backend **out, int dtype, char *err, size_t errlen);
 /* a one-line description: name, compute capability, memory, bf16 support, the 16-bit matmul kernel */

@@ -1185,6 +1185,13 @@ int main(int argc, char **argv) {
     const char *sm = strstr(desc, "sm_");
     tg_cc = sm ? atoi(sm + 3) : 0;
     tg_emulated = strstr(desc, "CUDA emulator") != NULL;
+    /* the planner keeps room for the wgmma attention's dS^T by ngpt_cuda_wgmma_attention: the choice the backend makes */
+    check_case_name = "planner's attention choice";
+    check_case_failed = 0;
+    CHECK(ngpt_cuda_wgmma_attention() == (strstr(desc, "attention wgmma at head size 64") != NULL), "ngpt_cuda_wgmma_attention() %d for: %s",
+          ngpt_cuda_wgmma_attention(), desc);
+    if (check_case_failed) check_failed++;
+    else { check_passed++; printf("ok %s\n", check_case_name); }
 
     if (ngpt_cpu_backend_create(&tg_cpu, 0, err, sizeof err)) { printf("FAIL cpu backend: %s\n", err); return 1; }
     ngpt_shape shape = {16, 1024, 1600, 25, 1, 50304, 1024};

@@ -157,7 +157,7 @@ static int backward_scratch_ok(const Plan *p, char *why, size_t cap) {
     const PlanRequest *r = &p->req;
     const BatchLayout *t = &p->train;
     ngpt_shape s = {t->lane_B, r->T, r->m.C, r->m.NH, r->m.L, r->m.Vp, p->logits_chunk};
-    int want = r->device == DEV_BACKEND_CUDA && r->hopper && r->dtype != NGPT_DTYPE_F32 && !r->inference && t->lanes == 1;
+    int want = r->device == DEV_BACKEND_CUDA && r->attn_ds && r->dtype != NGPT_DTYPE_F32 && !r->inference && t->lanes == 1;
     if (p->eval.backward_scratch || (!want && t->backward_scratch) || (want && !t->backward_scratch)) {
         snprintf(why, cap, "backward scratch %zu (eval %zu) where %s", t->backward_scratch, p->eval.backward_scratch,
                  want ? "the layers' backward should have dS^T room" : "nothing should have it");
@@ -196,7 +196,7 @@ static void test_property_random_configs(void) {
         if (rng_below(&rng, 4) == 0) r.pin_recompute = (int)rng_below(&rng, 4);
         static const int sms[4] = {0, 28, 80, 132}; /* unknown (132 assumed), a small card, an A100-class one, an H100 */
         if (device == DEV_BACKEND_CUDA) r.gpu_sms = sms[rng_below(&rng, 4)];
-        r.hopper = device == DEV_BACKEND_CUDA && (it & 1); /* not drawn: the configs stay those of the seed */
+        r.attn_ds = device == DEV_BACKEND_CUDA && (it & 1); /* not drawn: the configs stay those of the seed */
         Plan p;
         char err[NGPT_ERRLEN], why[192];
         int rc = plan_make(&p, &r, err, sizeof err);
@@ -413,7 +413,7 @@ static void test_hopper_ds_in_logits(void) {
     char err[NGPT_ERRLEN], why[160];
     ModelShape m = gpt2_shape(12, 12, 768, 0);
     PlanRequest r = request(m, 1024, 64, 1, NGPT_DTYPE_BF16, DEV_BACKEND_CUDA, 2.68 * GiB - CUDA_SAFETY_MARGIN);
-    r.hopper = 1;
+    r.attn_ds = 1;
     Plan p;
     CHECK(plan_make(&p, &r, err, sizeof err) == 0, "2.68 GiB on a Hopper: %s", err);
     CHECK(backward_scratch_ok(&p, why, sizeof why), "%s", why);
@@ -451,17 +451,17 @@ static void test_cheaper_trades_by_speed(void) {
     CHECK(ratio > 1.01 && ratio < 1.04, "modeled 8 none over 16 GELU+LayerNorm: %.3f", ratio);
     /* pinned to GELU+LayerNorm, the largest micro-batch with fp32 moments, no plan passed over; the same on a
      * Hopper (its dS^T room), which gpu.sh's capped step compares at this budget */
-    for (int hopper = 0; hopper < 2; hopper++) {
-        r.hopper = hopper;
-        CHECK(plan_make(&q, &r, err, sizeof err) == 0 && q.micro_batch == 8 && q.recompute == RECOMPUTE_NONE, "hopper %d: micro-batch %d",
-              hopper, q.micro_batch);
+    for (int ds = 0; ds < 2; ds++) {
+        r.attn_ds = ds;
+        CHECK(plan_make(&q, &r, err, sizeof err) == 0 && q.micro_batch == 8 && q.recompute == RECOMPUTE_NONE, "dS^T room %d: micro-batch %d",
+              ds, q.micro_batch);
         r.pin_recompute = RECOMPUTE_GELU_LN;
         CHECK(plan_make(&q, &r, err, sizeof err) == 0 && q.micro_batch == 16 && !q.passed_micro_batch && q.moments_dtype == NGPT_DTYPE_F32,
-              "6 GiB, recompute = 2, hopper %d: micro-batch %d, passed %d, moments %d (want 16, none, fp32)", hopper, q.micro_batch,
+              "6 GiB, recompute = 2, dS^T room %d: micro-batch %d, passed %d, moments %d (want 16, none, fp32)", ds, q.micro_batch,
               q.passed_micro_batch, q.moments_dtype);
         r.pin_recompute = -1;
     }
-    r.hopper = 0;
+    r.attn_ds = 0;
     r.gpu_sms = 28;
     r.budget = 10.0 * GiB - CUDA_SAFETY_MARGIN;
     CHECK(plan_make(&p, &r, err, sizeof err) == 0 && p.micro_batch == 16 && p.recompute == RECOMPUTE_NONE &&
@@ -476,7 +476,7 @@ static void test_cheaper_trades_by_speed(void) {
     ModelShape small = {3, 7, 112, 37513, pad_vocab(37513), 1836, 0};
     PlanRequest s = request(small, 1836, 44, 8, NGPT_DTYPE_F32, DEV_BACKEND_CUDA, 1510653983);
     s.gpu_sms = 80;
-    s.hopper = 1;
+    s.attn_ds = 1;
     CHECK(plan_make(&p, &s, err, sizeof err) == 0 && p.micro_batch == 22 && p.recompute == RECOMPUTE_NONE && p.passed_micro_batch == 32 &&
               p.passed_recompute == RECOMPUTE_GELU_LN,
           "L3 C112 T1836 on 80 SMs: micro-batch %d, recompute %s, passed %d %s (want 22 none over 32 GELU+LayerNorm)", p.micro_batch,
