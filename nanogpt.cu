@@ -2903,8 +2903,8 @@ static __host__ __device__ __forceinline__ long long fb_ds_tiles(int T_) { retur
  * completed: the PTX ISA leaves reading a wgmma's A registers before its wait_group undefined) into its box, rows
  * g, g + 8 (sa[kk][x]: row g + 8 (x & 1), queries 8 (2 kk + x / 2) + 2 tq, + 1), 16-byte chunk c of row r at
  * c ^ (r % 8) = c ^ g; then the box out to row ds_row of the map */
-static __device__ __forceinline__ void fb_store_ds(unsigned char *box, const uint32_t (&sa)[4][4], const CUtensorMap *tm_ds, int ds_row, int lane) {
 #ifdef NGPT_WGMMA_DEVICE
+static __device__ __forceinline__ void fb_store_ds(unsigned char *box, const uint32_t (&sa)[4][4], const CUtensorMap *tm_ds, int ds_row, int lane) {
     const int g = lane >> 2, tq = lane & 3;
     if (lane == 0) bulk_wait_read<1>(); /* the copy engine has read what it stored from this box two tiles ago */
     __syncwarp();
@@ -2918,10 +2918,8 @@ static __device__ __forceinline__ void fb_store_ds(unsigned char *box, const uin
         tma_store(tm_ds, 0, ds_row, box);
         bulk_commit();
     }
-#else
-    (void)box; (void)sa; (void)tm_ds; (void)ds_row; (void)lane;
-#endif
 }
+#endif
 
 template <typename T>
 __global__ void __launch_bounds__(FA_THREADS, 1)
