@@ -145,6 +145,7 @@ struct Thread {
     std::vector<Copy> copies; /* cp.async in flight */
     long committed;           /* cp.async groups committed so far */
     long wg_issued, wg_committed; /* wgmma instructions and groups this thread has issued and committed */
+    long wg_released;             /* its groups [0, wg_released) it has waited for: their A registers hold their values again */
     bool wg_fenced;               /* it has run wgmma.fence since its last wgmma.wait_group (or its start) */
     int regs;                     /* registers it holds (setmaxnreg) */
     std::vector<size_t> unfenced; /* sm_90: 16-byte chunks its cp.async wrote since its last fence.proxy.async */
@@ -172,7 +173,7 @@ struct WgmmaOp {             /* one wgmma.mma_async of a warpgroup: D (64 x n) +
     uint64_t da, db;         /* da: 0 when A comes from registers */
     int f16, ta, tb, n, issued, a_regs;
     float *d[128];           /* each thread's accumulator fragment */
-    uint32_t *a[128];        /* A from registers: each thread's four, which read as A_IN_FLIGHT until the group is computed, */
+    uint32_t *a[128];        /* A from registers: each thread's four, which read as A_IN_FLIGHT until its wait for the group, */
     uint32_t a_held[128][4]; /* ... while this holds them (and is what the tensor cores read, as late as a GPU may) */
     uint64_t d_hash[128];    /* the accumulators when the thread issued it, */
     bool chained[128];       /* ... unless an earlier wgmma still in flight then writes the same accumulators */
@@ -347,7 +348,7 @@ static void run_block() {
         t.state = READY;
         t.copies.clear();
         t.committed = 0;
-        t.wg_issued = t.wg_committed = 0;
+        t.wg_issued = t.wg_committed = t.wg_released = 0;
         t.wg_fenced = false;
         t.regs = EMU_REGS;
         t.unfenced.clear();
@@ -964,15 +965,14 @@ static void wgmma_check_registers(const WgmmaOp &op) {
             if (op.a[t][x] != A_IN_FLIGHT) block_fail("thread %d wrote the A registers of a wgmma between its issue and the wait that completes it", t);
     }
 }
-/* Op i of wg is computed: each thread's A registers hold their values again, unless a later wgmma of the thread,
- * still in flight, reads the same ones */
-static void wgmma_release_registers(Warpgroup &wg, long i) {
+/* Thread t has waited for op i of wg: its A registers hold their values again, unless a later wgmma of the thread,
+ * which it has not waited for, reads the same ones (a thread waits for its groups in order) */
+static void wgmma_release_registers(Warpgroup &wg, long i, int t) {
     const WgmmaOp &op = wg.ops[(size_t)i];
-    for (int t = 0; op.a_regs && t < 128; t++) {
-        bool still_read = false;
-        for (size_t j = (size_t)i + 1; j < wg.ops.size() && !still_read; j++) still_read = wg.ops[j].a[t] == op.a[t];
-        if (!still_read) memcpy(op.a[t], op.a_held[t], sizeof op.a_held[t]);
-    }
+    if (!op.a_regs) return;
+    bool still_read = false;
+    for (size_t j = (size_t)i + 1; j < wg.ops.size() && !still_read; j++) still_read = wg.ops[j].a[t] == op.a[t];
+    if (!still_read) memcpy(op.a[t], op.a_held[t], sizeof op.a_held[t]);
 }
 static void wgmma_compute(WgmmaOp &op) {
     static float D[64][256];
@@ -1037,8 +1037,13 @@ static void wgmma_issue(float *d, int n, uint64_t da, const uint32_t *a, uint64_
     op.d_hash[t] = bytes_hash(d, sizeof(float) * (size_t)n / 2);
     if (a) {
         const uint32_t *held = a;
-        for (long j = wg.computed; j < i; j++) /* an earlier wgmma in flight reads these too: they read A_IN_FLIGHT now, its copy holds them */
-            if (wg.ops[(size_t)j].a[t] == a) held = wg.ops[(size_t)j].a_held[t];
+        const long unreleased = cur->wg_released ? wg.groups[(size_t)cur->wg_released - 1].last : 0; /* this thread's first op not waited for */
+        for (long j = unreleased; j < i; j++) /* an earlier wgmma in flight reads these too: they read A_IN_FLIGHT now, its copy holds them */
+            if (wg.ops[(size_t)j].a[t] == a) {
+                for (int x = 0; x < 4; x++)
+                    if (a[x] != A_IN_FLIGHT) block_fail("thread %d wrote the A registers of a wgmma between its issue and the wait that completes it", t);
+                held = wg.ops[(size_t)j].a_held[t];
+            }
         memcpy(op.a_held[t], held, sizeof op.a_held[t]);
         for (int x = 0; x < 4; x++) op.a[t][x] = A_IN_FLIGHT;
     }
@@ -1073,14 +1078,16 @@ static void wgmma_wait(int n) {
     cur->wg_fenced = false;
     for (long g = 0; g < cur->wg_committed - n; g++) {
         while (wg.groups[(size_t)g].committed < 128) poll_wait(); /* (others may add groups meanwhile: index, not reference) */
-        if (wg.groups[(size_t)g].done) continue;                 /* another thread of the warpgroup computed it */
-        for (long i = wg.groups[(size_t)g].first; i < wg.groups[(size_t)g].last; i++) {
-            wgmma_compute(wg.ops[(size_t)i]);
-            wgmma_release_registers(wg, i);
+        if (!wg.groups[(size_t)g].done) {                          /* else another thread of the warpgroup computed it */
+            for (long i = wg.groups[(size_t)g].first; i < wg.groups[(size_t)g].last; i++) wgmma_compute(wg.ops[(size_t)i]);
+            wg.groups[(size_t)g].done = 1;
+            wg.computed = wg.groups[(size_t)g].last;
+            blk.events++;
         }
-        wg.groups[(size_t)g].done = 1;
-        wg.computed = wg.groups[(size_t)g].last;
-        blk.events++;
+        if (g == cur->wg_released) { /* this thread's own wait lets its A registers be read again, another's does not */
+            for (long i = wg.groups[(size_t)g].first; i < wg.groups[(size_t)g].last; i++) wgmma_release_registers(wg, i, cur->linear % 128);
+            cur->wg_released = g + 1;
+        }
     }
 }
 /* a thread may not end with a wgmma in flight: its accumulators would be written after it is gone */
