@@ -1551,7 +1551,7 @@ typedef struct {
     size_t off[N_BATCH_BUFS];  /* lane 0's buffer from the start of the batch region */
     size_t bytes[N_BATCH_BUFS]; /* all lanes' */
     size_t lane_bytes, end;
-    size_t backward_scratch;   /* training on a Hopper in 16 bits (one lane): the bytes from the logits chunk to the end of
+    size_t backward_scratch;   /* training where the attention backward keeps dS^T (plan_wants_ds; one lane): the bytes from the logits chunk to the end of
                                 * the scratch, the attention backward's scratch (use_backward_scratch); 0: none */
 } BatchLayout;
 
@@ -1633,11 +1633,11 @@ static size_t cpu_scratch_bytes(const ngpt_shape *s, int nthreads) {
     return CPU_LANES * CPU_GEMM_B_FLOATS * sizeof(float) + (size_t)MAX(nthreads, 1) * cpu_scratch_per_thread(s) + 64;
 }
 
-/* Scratch the CUDA backend's attention backward at head size 64 on a Hopper uses after D when it is there
+/* Scratch the CUDA backend's attention backward at head size 64 on its wgmma kernels (sm_90a) uses after D when it is there
  * (the wgmma kernels store dS^T for the dQ kernel, a group of heads at a time; without one head's room the
  * mma.sync kernels run): 16 KB for every (128-key block, 64-query tile) pair at or below the diagonal, for
  * every head, or as many heads as fit in 256 MiB (at least one). Only training runs the backward;
- * `reserve`: a training layout on a Hopper, in 16 bits. */
+ * `reserve`: a training layout that wants it (plan_wants_ds). */
 static size_t cuda_attn_ds_bytes(const ngpt_shape *s, int reserve) {
     if (!reserve || s->NH <= 0 || s->C != s->NH * 64 || s->B <= 0 || s->T <= 0) return 0;
     const size_t cap = (size_t)256 << 20, nqt = ((size_t)s->T + 63) / 64, nkb = ((size_t)s->T + 127) / 128;

@@ -3907,6 +3907,9 @@ int ngpt_cuda_mem_info(size_t *free_bytes, size_t *total_bytes, char *err, size_
 /* Whether 16-bit attention at head size 64 runs on the sm_90a wgmma kernels: beside the TMA matmul (tma), unless
  * NGPT_ATTENTION=mma keeps it on mma.sync (to compare, or to work around), and where their registers are what
  * setmaxnreg needs */
+/* whether 16-bit matmuls run on the TMA kernel: matmul_choice's, where a block may have its shared memory (optin) */
+static int tma_matmul_on(int choice, size_t optin) { return choice == MATMUL_TMA && optin >= (size_t)TM_SMEM_BYTES; }
+
 static int wgmma_attention_choice(int tma) {
     const char *env = getenv("NGPT_ATTENTION");
     return tma && !(env && !strcmp(env, "mma")) && attn_registers_ok<__nv_bfloat16>() && attn_registers_ok<__half>();
@@ -3920,7 +3923,7 @@ int ngpt_cuda_wgmma_attention(void) {
         return 0;
     }
     void *encoder = NULL; /* as ngpt_cuda_backend_create chooses for a 16-bit dtype */
-    return wgmma_attention_choice(matmul_choice(cc, &encoder) == MATMUL_TMA && optin >= TM_SMEM_BYTES);
+    return wgmma_attention_choice(tma_matmul_on(matmul_choice(cc, &encoder), (size_t)optin));
 }
 
 int ngpt_cuda_describe(char *out, size_t outlen) {
@@ -3941,7 +3944,7 @@ int ngpt_cuda_describe(char *out, size_t outlen) {
     }
     void *encoder = NULL;
     const int choice = matmul_choice(cc, &encoder);
-    const int wgmma_attention = wgmma_attention_choice(choice == MATMUL_TMA && prop.sharedMemPerBlockOptin >= (size_t)TM_SMEM_BYTES);
+    const int wgmma_attention = wgmma_attention_choice(tma_matmul_on(choice, prop.sharedMemPerBlockOptin));
     return errf(out, outlen, NGPT_OK, "cuda: %s, sm_%d, %d SMs, %.1f GiB (%.1f GiB free), bf16 %s, 16-bit matmul %s, attention %s", prop.name,
                 cc, prop.multiProcessorCount, tb / 1073741824.0, fb / 1073741824.0, cc >= 80 ? "yes" : "no (fp16 with loss scaling)",
                 matmul_name(choice), wgmma_attention ? "wgmma at head size 64" : "mma.sync");
@@ -3978,7 +3981,7 @@ int ngpt_cuda_backend_create(ngpt_backend **out, int dtype, char *err, size_t er
     void *encoder = NULL;
     int choice = dtype == NGPT_DTYPE_F32 ? MATMUL_MMA : matmul_choice(cc, &encoder);
     im->use_wgmma = choice != MATMUL_MMA && im->smem_optin >= WG_SMEM_BYTES;
-    im->use_tma = choice == MATMUL_TMA && im->smem_optin >= TM_SMEM_BYTES;
+    im->use_tma = tma_matmul_on(choice, im->smem_optin);
     im->encode_tensor_map = im->use_tma ? encoder : NULL;
     im->use_wgmma_attention = wgmma_attention_choice(im->use_tma);
     const char *turns_env = getenv("NGPT_ATTN_TURNS"); /* "0": the wgmma attention's warpgroups issue as they come, to compare */

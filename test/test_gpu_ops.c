@@ -1185,7 +1185,9 @@ int main(int argc, char **argv) {
     const char *sm = strstr(desc, "sm_");
     tg_cc = sm ? atoi(sm + 3) : 0;
     tg_emulated = strstr(desc, "CUDA emulator") != NULL;
-    /* the planner keeps room for the wgmma attention's dS^T by ngpt_cuda_wgmma_attention: the choice the backend makes */
+    /* the planner keeps room for the wgmma attention's dS^T by ngpt_cuda_wgmma_attention, the description says the
+     * attention kernels: both from the helpers the backend chooses with (tma_matmul_on, wgmma_attention_choice), here
+     * seen to agree on this device and under this run's NGPT_MATMUL and NGPT_ATTENTION */
     check_case_name = "planner's attention choice";
     check_case_failed = 0;
     CHECK(ngpt_cuda_wgmma_attention() == (strstr(desc, "attention wgmma at head size 64") != NULL), "ngpt_cuda_wgmma_attention() %d for: %s",
