@@ -8271,11 +8271,14 @@ static const char *name_in_out_dir(const ngpt_trainer *tr, const char *path) {
 }
 
 /* Creates the file a save writes before renaming it over path: path.tmp.PID.K, the first K that names no file (O_EXCL),
- * so saves to one path at once, from threads or processes, each write their own and none replaces another file;
- * -1 (errno) when it cannot */
+ * so saves to one path at once, from threads or processes, each write their own and none replaces another file
+ * (nanogpt_save.tmp.PID.K beside it for a file name with no room for the suffix); -1 (errno) when it cannot */
 static int checkpoint_temporary_open(const char *path, char *tmp, size_t cap) {
+    const char *slash = strrchr(path, '/'), *name = slash ? slash + 1 : path;
+    const int folder = slash ? (int)(slash - path + 1) : 0, own_name = strlen(name) + 24 > NAME_MAX;
     for (int k = 0; k < 1000; k++) {
-        int n = snprintf(tmp, cap, "%s.tmp.%ld.%d", path, (long)getpid(), k);
+        int n = own_name ? snprintf(tmp, cap, "%.*snanogpt_save.tmp.%ld.%d", folder, path, (long)getpid(), k)
+                         : snprintf(tmp, cap, "%s.tmp.%ld.%d", path, (long)getpid(), k);
         if (n < 0 || (size_t)n >= cap) {
             errno = ENAMETOOLONG;
             return -1;
@@ -8721,26 +8724,30 @@ static int out_dir_lock(const char *dir, int *fd) {
     return busy;
 }
 
-/* whether nm is a temporary file of a checkpoint's save: ckpt_<step>.bin.tmp.PID.K (checkpoint_temporary_open), or
- * ckpt_<step>.bin.tmp, as saves named it before 2026-12-03 */
-static int is_checkpoint_temporary(const char *nm) {
+/* The process whose save named nm, a checkpoint's temporary file: ckpt_<step>.bin.tmp.PID.K (checkpoint_temporary_open);
+ * -1 for ckpt_<step>.bin.tmp, as saves named it before 2026-12-03; 0 for a name that is no such file */
+static long checkpoint_temporary_pid(const char *nm) {
     const char *tail = strstr(nm, ".bin.tmp");
     char head[64];
     if (!tail || (size_t)(tail - nm) + 9 > sizeof head) return 0;
     snprintf(head, sizeof head, "%.*s", (int)(tail - nm) + 8, nm);
     if (!is_checkpoint_name(head, ".tmp")) return 0;
     tail += 8;
-    for (int part = 0; part < 2 && *tail; part++) { /* .PID.K */
+    if (!*tail) return -1;
+    long pid = 0;
+    for (int part = 0; part < 2; part++) { /* .PID.K */
         size_t digits = *tail == '.' ? strspn(tail + 1, "0123456789") : 0;
-        if (!digits) return 0;
+        if (!digits || digits > (part ? 3 : 10)) return 0;
+        if (!part) pid = strtol(tail + 1, NULL, 10);
         tail += 1 + digits;
     }
-    return !*tail;
+    return !*tail && pid > 0 && pid <= INT_MAX ? pid : 0;
 }
 
-/* Removes the temporary files a save in dir leaves when the process dies inside it (is_checkpoint_temporary's,
- * best.bin.tmp): a save ended normally or by an error removes its own. Nothing is removed while a run trains
- * in dir (its lock): its temporary file is its save in progress. */
+/* Removes the temporary files a save in dir leaves when the process dies inside it (checkpoint_temporary_pid's of
+ * a process that is gone, best.bin.tmp): a save ended normally or by an error removes its own. Nothing is removed
+ * while a run trains in dir (its lock): its temporary file is its save in progress; nor while another process's
+ * ngpt_save into dir runs. */
 static void checkpoint_remove_stale(const char *dir) {
     int lock;
     if (out_dir_lock(dir, &lock)) return;
@@ -8751,11 +8758,13 @@ static void checkpoint_remove_stale(const char *dir) {
     }
     struct dirent *e;
     char path[600];
-    while ((e = readdir(d)) != NULL)
-        if (is_checkpoint_temporary(e->d_name) || !strcmp(e->d_name, "best.bin.tmp")) {
+    while ((e = readdir(d)) != NULL) {
+        long pid = checkpoint_temporary_pid(e->d_name);
+        if (pid == -1 || (pid > 0 && kill((pid_t)pid, 0) && errno == ESRCH) || !strcmp(e->d_name, "best.bin.tmp")) {
             snprintf(path, sizeof path, "%.400s/%.60s", dir, e->d_name); /* the names matched are short */
             unlink(path);
         }
+    }
     closedir(d);
     if (lock >= 0) close(lock);
 }

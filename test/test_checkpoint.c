@@ -1278,12 +1278,13 @@ static void test_ten_digit_steps(void) {
               !is_checkpoint_name("ckpt_12345678901.bin", "") && !is_checkpoint_name("ckpt_12345678.bin", "") &&
               !is_checkpoint_name("ckpt_1000000000.bin", ".tmp") && !is_checkpoint_name("ckpt_1000000000.bak", ""),
           "the names of 9 and 10 digits, no others");
-    CHECK(is_checkpoint_temporary("ckpt_000000001.bin.tmp.4242.0") && is_checkpoint_temporary("ckpt_2000000001.bin.tmp.4242.17") &&
-              is_checkpoint_temporary("ckpt_000000001.bin.tmp") && !is_checkpoint_temporary("ckpt_000000001.bin") &&
-              !is_checkpoint_temporary("ckpt_000000001.bin.tmp.") && !is_checkpoint_temporary("ckpt_000000001.bin.tmp.12.x") &&
-              !is_checkpoint_temporary("ckpt_000000001.bin.tmp.1.2.3") && !is_checkpoint_temporary("ckpt_1.bin.tmp.1.2") &&
-              !is_checkpoint_temporary("notes.bin.tmp.1.2"),
-          "a save's temporary names: the step's name, .tmp, the process and a number");
+    CHECK(checkpoint_temporary_pid("ckpt_000000001.bin.tmp.4242.0") == 4242 && checkpoint_temporary_pid("ckpt_2000000001.bin.tmp.4242.17") == 4242 &&
+              checkpoint_temporary_pid("ckpt_000000001.bin.tmp") == -1 && !checkpoint_temporary_pid("ckpt_000000001.bin") &&
+              !checkpoint_temporary_pid("ckpt_000000001.bin.tmp.") && !checkpoint_temporary_pid("ckpt_000000001.bin.tmp.12.x") &&
+              !checkpoint_temporary_pid("ckpt_000000001.bin.tmp.1.2.3") && !checkpoint_temporary_pid("ckpt_1.bin.tmp.1.2") &&
+              !checkpoint_temporary_pid("notes.bin.tmp.1.2") && !checkpoint_temporary_pid("ckpt_000000001.bin.tmp.12345678901.0") &&
+              !checkpoint_temporary_pid("ckpt_000000001.bin.tmp.12.1000") && !checkpoint_temporary_pid("ckpt_000000001.bin.tmp.12"),
+          "a save's temporary names: the step's name, .tmp, the process and a number (-1: the name before either was in it)");
     clear_out_dir();
     ngpt_config c;
     config(&c);
@@ -1418,9 +1419,12 @@ static void test_kill_during_save(void) {
     waitpid(pid, &status, 0);
     CHECK(WIFSIGNALED(status), "the writer was not killed (status %d)", status);
     /* what a killed save leaves (the kill may also have landed between two saves), and a file of another name */
-    const char *litter[4] = {"ckpt_000000007.bin.tmp", "ckpt_000000008.bin.tmp.99999.0", "best.bin.tmp", "notes.tmp"};
+    char live[64]; /* a save in progress by a live process (this test's parent), which stays */
+    snprintf(live, sizeof live, "ckpt_000000009.bin.tmp.%d.0", (int)getppid());
+    const char *litter[5] = {"ckpt_000000007.bin.tmp", "ckpt_000000008.bin.tmp.2147483647.0" /* above any pid_max */, "best.bin.tmp", "notes.tmp",
+                             live};
     char path[600];
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < 5; i++) {
         snprintf(path, sizeof path, "%s/%s", out_dir, litter[i]);
         FILE *f = fopen(path, "wb");
         if (f) fclose(f);
@@ -1429,10 +1433,12 @@ static void test_kill_during_save(void) {
     ngpt_trainer *r = make(&c);
     CHECK(r && (r->step == 1 || r->step == 2), "resume after kill -9: step %d", r ? r->step : -1);
     if (r) ngpt_trainer_free(r);
-    /* the killed save's temporary file, if it died inside one, and the litter went; notes.tmp stays */
+    /* the killed save's temporary file, if it died inside one, and the litter went; notes.tmp and the live one stay */
+    char live_path[600];
     snprintf(path, sizeof path, "%s/notes.tmp", out_dir);
-    CHECK(temporaries_in(out_dir) == 1 && file_exists(path), "%d files named *.tmp* left after the resume (notes.tmp %s)", temporaries_in(out_dir),
-          file_exists(path) ? "among them" : "removed");
+    snprintf(live_path, sizeof live_path, "%s/%s", out_dir, live);
+    CHECK(temporaries_in(out_dir) == 2 && file_exists(path) && file_exists(live_path), "%d files named *.tmp* left after the resume (notes.tmp %s, %s %s)",
+          temporaries_in(out_dir), file_exists(path) ? "among them" : "removed", live, file_exists(live_path) ? "among them" : "removed");
 }
 
 
@@ -1572,6 +1578,14 @@ static void test_saves_at_once(void) {
     CHECK(kept && n == 19 && !memcmp(kept, "the user's own file", 19) && temporaries_in(out_dir) == 1, "%s kept, no temporary file left (%d *.tmp*)",
           users, temporaries_in(out_dir));
     free(kept);
+    /* a file name with no room for the suffix (250 bytes, NAME_MAX 255): saved through a short temporary name beside it */
+    char long_name[600];
+    int n_dir = snprintf(long_name, sizeof long_name, "%s/", out_dir);
+    memset(long_name + n_dir, 'x', 250);
+    long_name[n_dir + 250] = 0;
+    int rc = ngpt_save(a, long_name);
+    CHECK(rc == 0 && ngpt_load(reader, long_name) == 0 && temporaries_in(out_dir) == 1, "a 250-byte file name: rc %d (%s), %d *.tmp* files", rc,
+          rc ? a->err : reader->err, temporaries_in(out_dir));
     ngpt_trainer_free(a);
     ngpt_trainer_free(b);
     ngpt_trainer_free(reader);
