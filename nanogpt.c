@@ -9939,7 +9939,10 @@ static void first_evaluation_note(ngpt_trainer *tr) {
  * (a long block_size on a CPU), that a stop waits for the layer in progress, and how long it may take */
 static void long_layer_note(ngpt_trainer *tr) {
     if (tr->peak_flops <= 0) return;
-    const double per_layer = flops_per_token(tr) / tr->ms.L * tr->plan.req.T;
+    /* a layer's parameters (the embeddings and the classifier, whose chunks a stop may end between, are not a layer's) */
+    const double C = tr->ms.C, T = tr->plan.req.T;
+    const double layer_params = ((double)plan_params_unpadded(&tr->plan) - (double)tr->ms.V * C - (double)tr->plan.param_len[P_WPE]) / tr->ms.L;
+    const double per_layer = (6 * layer_params + 12 * C * T) * T; /* a sequence's, forward and backward */
     const double train = tr->cfg.eval_only ? 0 : tr->plan.micro_batch * per_layer, eval = tr->plan.eval_micro_batch * per_layer / 3; /* forward only */
     const double seconds = MAX(train, eval) / tr->peak_flops;
     char took[32];
