@@ -74,14 +74,14 @@ run_tests() {
         echo "== $name ($label)"
         if [ "$name" = test_api ]; then
             # an embedder's program: only nanogpt.h, linked against nanogpt.c built as a library, as C99 and as C++
-            # (the header alone also clean of C casts, which C++ projects' -Wold-style-cast warns of: clang++ sees them in
-            # inline functions no one calls, g++ does not)
+            # (the header alone also clean under C++ projects' -Wold-style-cast and -Wconversion: clang++ sees into inline
+            # functions no one calls, g++ does not)
             if ! { $CC $WARN $CFLAGS $extra_cflags -DNGPT_NO_MAIN -c nanogpt.c -o "$B/nanogpt_lib.o" &&
                    $CC -std=c99 -pedantic -Wall -Wextra -D_POSIX_C_SOURCE=200809L $CFLAGS $extra_cflags -I. -c "$t" -o "$B/test_api_c.o" &&
                    $CC $extra_cflags -o "$B/test_api_c99" "$B/test_api_c.o" "$B/nanogpt_lib.o" $LIBS &&
                    $CXX -std=c++11 -Wall -Wextra $CFLAGS $extra_cflags -I. -x c++ -c "$t" -o "$B/test_api_cxx.o" &&
                    echo '#include "nanogpt.h"' >"$B/header_only.cc" &&
-                   "$(command -v clang++ || echo "$CXX")" -std=c++11 -Wall -Wextra -Wold-style-cast -Werror -I. -fsyntax-only "$B/header_only.cc" &&
+                   $(command -v clang++ || echo $CXX) -std=c++11 -Wall -Wextra -Wold-style-cast -Wconversion -Werror -I. -fsyntax-only "$B/header_only.cc" &&
                    $CXX $extra_cflags -o "$B/test_api_cxx" "$B/test_api_cxx.o" "$B/nanogpt_lib.o" $LIBS; } 2>"$B/$name.cc.log"; then
                 cat "$B/$name.cc.log"
                 echo "FAIL $name: did not compile"

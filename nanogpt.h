@@ -173,7 +173,9 @@ typedef struct ngpt_options {
     ngpt_log_fn log;           /* messages; without `progress`, also a line every log_interval steps */
     ngpt_progress_fn progress; /* every step and evaluation */
     void *ctx;                 /* passed to both; fixed at creation, before the trainer exists: to reach the trainer
-                                * from a callback (ngpt_request_stop), point it at a variable that will hold it */
+                                * from a callback (ngpt_request_stop), point it at a variable that will hold it.
+                                * A callback may save, sample or ask for a stop; it must not free the trainer, and
+                                * ngpt_train called from one is refused (NGPT_ERR_STATE) */
     int no_data;               /* 1: do not open the dataset (ngpt_train_step and ngpt_evaluate are refused) */
     int sample_only;           /* 1: for ngpt_sample and export only: no dataset, and memory for the parameters and
                                 * a forward pass alone (no gradients, AdamW moments, fp32 master or kept
@@ -538,12 +540,19 @@ static inline NGPT_HOST_DEVICE uint32_t ngpt_hash(uint64_t seed, uint64_t stream
     z ^= z >> 30; z *= 0xBF58476D1CE4E5B9ull;
     z ^= z >> 27; z *= 0x94D049BB133111EBull;
     z ^= z >> 31;
-    uint32_t high = z >> 32; /* no cast: C++ builds with -Wold-style-cast include this header */
-    return high;
+#ifdef __cplusplus /* C++ projects build with -Wold-style-cast, others with -Wconversion: a cast each understands */
+    return static_cast<uint32_t>(z >> 32);
+#else
+    return (uint32_t)(z >> 32);
+#endif
 }
 /* uniform in [0, 1) with 24 bits */
 static inline NGPT_HOST_DEVICE float ngpt_uniform(uint64_t seed, uint64_t stream, uint64_t i) {
-    return (ngpt_hash(seed, stream, i) >> 8) * (1.0f / 16777216.0f); /* a 24-bit integer: exact in float */
+#ifdef __cplusplus
+    return static_cast<float>(ngpt_hash(seed, stream, i) >> 8) * (1.0f / 16777216.0f);
+#else
+    return (float)(ngpt_hash(seed, stream, i) >> 8) * (1.0f / 16777216.0f);
+#endif
 }
 
 /* The CPU backend (nanogpt.c): fp32, nthreads worker threads (0 = one per core). */
