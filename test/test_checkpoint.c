@@ -19,6 +19,7 @@
 #define NGPT_NO_MAIN
 #include "../nanogpt.c"
 #include "check.h"
+#include "files.h"
 #include "trainer_util.h"
 #include <signal.h>
 #include <sys/resource.h>
@@ -62,15 +63,6 @@ static float *params_of(ngpt_trainer *tr) {
     float *p = malloc(tr->plan.nparams * 4);
     copy_params_out(tr, p, tr->params);
     return p;
-}
-
-/* the files in dir whose name has .tmp in it */
-static int temporaries_in(const char *dir) {
-    DIR *d = opendir(dir);
-    int n = 0;
-    for (struct dirent *e; d && (e = readdir(d)) != NULL;) n += strstr(e->d_name, ".tmp") != NULL;
-    if (d) closedir(d);
-    return n;
 }
 
 static void clear_out_dir(void) {
@@ -788,17 +780,16 @@ static void test_out_dir_filled_after_create(void) {
 
 /* copies src to dst with a transform applied to the bytes (truncate_to -2: a byte appended) */
 static void mutate(const char *src, const char *dst, long truncate_to, long flip_at, uint32_t version) {
-    FILE *f = fopen(src, "rb");
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    unsigned char *b = malloc((size_t)n);
-    if (fread(b, 1, (size_t)n, f) != (size_t)n) printf("short read\n");
-    fclose(f);
+    size_t n = 0;
+    unsigned char *b = file_contents(src, &n);
+    if (!b) {
+        printf("  cannot read %s\n", src);
+        return;
+    }
     if (flip_at >= 0) b[flip_at] ^= 0x10;
     if (version) memcpy(b + 8, &version, 4);
-    f = fopen(dst, "wb");
-    fwrite(b, 1, (size_t)(truncate_to >= 0 ? truncate_to : n), f);
+    FILE *f = fopen(dst, "wb");
+    fwrite(b, 1, truncate_to >= 0 ? (size_t)truncate_to : n, f);
     if (truncate_to == -2) fputc(0, f); /* one byte appended */
     fclose(f);
     free(b);
@@ -850,13 +841,11 @@ static void test_bad_checkpoints(void) {
     for (int kase = 0; kase < 3; kase++) {
         const int sec = kase ? SEC_ADAM_V : SEC_PARAMS;
         size_t n = 0;
-        FILE *src = fopen(good, "rb");
-        unsigned char *b = NULL;
+        unsigned char *b = file_contents(good, &n);
         checkpoint_open(&r, good, err, sizeof err);
         CkptSection sc = r.h.sec[sec - 1];
         fclose(r.f);
-        if (src && !fseek(src, 0, SEEK_END) && (n = (size_t)ftell(src)) > 0 && (b = malloc(n)) && !fseek(src, 0, SEEK_SET) &&
-            fread(b, 1, n, src) == n) {
+        if (b && n > 0) {
             size_t at = tr->plan.param_len[P_WTE] + tr->plan.param_len[P_WPE] + tr->plan.param_len[P_LN1W] / (size_t)tr->ms.L + 3;
             float x = kase == 0 ? NAN : kase == 1 ? -1.0f : INFINITY; /* ln1w of layer 1, element 3 */
             memcpy(b + sc.offset + at * 4, &x, 4);
@@ -898,7 +887,6 @@ static void test_bad_checkpoints(void) {
             CHECK(ngpt_load(tr, good) == 0, "the good file again: %s", tr->err);
         } else CHECK(0, "cannot read %s", good);
         free(b);
-        if (src) fclose(src);
     }
     /* every single-bit flip in the header (magic, version, section table with its reserved words) is refused */
     mutate(good, bad, -1, -1, 0); /* a copy */
@@ -1488,21 +1476,6 @@ static void test_full_disk(void) {
     ngpt_trainer_free(tr);
 }
 
-/* the contents of path (malloced; NULL when unreadable), its size into *n */
-static unsigned char *file_bytes(const char *path, size_t *n) {
-    FILE *f = fopen(path, "rb");
-    unsigned char *b = NULL;
-    long size = -1;
-    if (f && !fseek(f, 0, SEEK_END) && (size = ftell(f)) >= 0 && !fseek(f, 0, SEEK_SET) && (b = malloc((size_t)size + 1)) &&
-        fread(b, 1, (size_t)size, f) != (size_t)size) {
-        free(b);
-        b = NULL;
-    }
-    if (f) fclose(f);
-    *n = size > 0 ? (size_t)size : 0;
-    return b;
-}
-
 /* a backend failure while a save downloads the tensors (a GPU's; set by hand here): the file saved at that path
  * before is kept as it was, not replaced by one whose checksums vouch for what the staging buffer held */
 static void test_backend_failure_while_saving(void) {
@@ -1511,12 +1484,12 @@ static void test_backend_failure_while_saving(void) {
     char path[512];
     checkpoint_path(out_dir, 1, path, sizeof path);
     size_t n_before = 0, n_after = 0;
-    unsigned char *before = file_bytes(path, &n_before);
+    unsigned char *before = file_contents(path, &n_before);
     CHECK(ngpt_train_step(tr, NULL) == 0, "a second step: %s", tr->err);
     tr->be->status = NGPT_ERR_DEVICE;
     snprintf(tr->be->msg, sizeof tr->be->msg, "a download failed (by hand)");
     int rc = ngpt_save(tr, path);
-    unsigned char *after = file_bytes(path, &n_after);
+    unsigned char *after = file_contents(path, &n_after);
     CHECK(rc == NGPT_ERR_DEVICE && strstr(tr->err, "a download failed (by hand)") && before && after && n_before == n_after &&
               !memcmp(before, after, n_before) && temporaries_in(out_dir) == 0,
           "a save with the backend failed: rc %d (%s), the earlier file %s, %d temporary files left", rc, tr->err,
@@ -1572,7 +1545,7 @@ static void test_saves_at_once(void) {
         unreadable += ngpt_load(reader, path) != 0;
     }
     size_t n = 0;
-    unsigned char *kept = file_bytes(users, &n);
+    unsigned char *kept = file_contents(users, &n);
     CHECK(!failed && !unreadable, "20 rounds of two saves to one path at once: %d with a failed save, %d left a file that does not load (%s)", failed,
           unreadable, reader->err);
     CHECK(kept && n == 19 && !memcmp(kept, "the user's own file", 19) && temporaries_in(out_dir) == 1, "%s kept, no temporary file left (%d *.tmp*)",

@@ -8,6 +8,7 @@
 #include "../nanogpt.c"
 #undef main
 #include "check.h"
+#include "files.h"
 #include "llmc_tokenizer.h"
 #include "trainer_util.h"
 
@@ -43,23 +44,6 @@ static void read_text(const char *path, char *buf, size_t cap) {
     size_t n = fread(buf, 1, cap - 1, f);
     buf[n] = 0;
     fclose(f);
-}
-
-/* the whole file in a malloc'd buffer (NULL when it cannot be read), its size in *n */
-static char *read_whole(const char *path, size_t *n) {
-    *n = 0;
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    char *buf = NULL;
-    long size = fseek(f, 0, SEEK_END) ? -1 : ftell(f);
-    if (size >= 0 && !fseek(f, 0, SEEK_SET) && (buf = (char *)malloc((size_t)size + 1)) && fread(buf, 1, (size_t)size, f) == (size_t)size)
-        *n = (size_t)size;
-    else {
-        free(buf);
-        buf = NULL;
-    }
-    fclose(f);
-    return buf;
 }
 
 /* starts `nanogpt argv...` (argv NULL-terminated, argv[0] the command) in a child; stdout and stderr go to
@@ -531,7 +515,7 @@ static void test_typos(void) {
      * (it wrote id 65535 between them before, which train then blamed on train.bin) */
     mkdir(tmp_path("noeot_tok"), 0777);
     size_t enc_n = 0, bpe_n = 0;
-    char *enc_text = read_whole(enc, &enc_n), *bpe_text = read_whole(bpe, &bpe_n), *eot_at = enc_text ? strstr(enc_text, "<|endoftext|>") : NULL;
+    char *enc_text = file_contents(enc, &enc_n), *bpe_text = file_contents(bpe, &bpe_n), *eot_at = enc_text ? strstr(enc_text, "<|endoftext|>") : NULL;
     if (eot_at) memcpy(eot_at, "<|eotxxxxxx|>", 13);
     FILE *ef = fopen(tmp_path("noeot_tok/encoder.json"), "wb"), *vf = fopen(tmp_path("noeot_tok/vocab.bpe"), "wb");
     CHECK(eot_at && ef && vf && fwrite(enc_text, 1, enc_n, ef) == enc_n && fwrite(bpe_text, 1, bpe_n, vf) == bpe_n, "test setup: noeot_tok");
@@ -2392,14 +2376,14 @@ static void test_prepare_gpt2_leftover_kept(void) {
     CliRun *r = cli("prepare", input, out, NULL);
     CHECK_RUN(r, 0, "prepare characters");
     size_t before_n = 0, after_n = 0;
-    char *before = read_whole(train, &before_n);
+    char *before = file_contents(train, &before_n);
     CHECK(!unlink(meta) && !mkdir(meta, 0777), "%s made a folder", meta);
     r = cli("prepare", "--tokenizer=gpt2", tok, input, out, NULL);
     CHECK_RUN(r, 1, "prepare GPT-2 tokens where meta.bin is a folder");
     CHECK(strstr(r->err, "folder_meta/meta.bin, an earlier prepare's character vocabulary") && strstr(r->err, "(it is a folder)") &&
               strstr(r->err, "the folder's files are as they were"),
           "names the folder: %.400s", r->err);
-    char *after = read_whole(train, &after_n);
+    char *after = file_contents(train, &after_n);
     CHECK(before && after && before_n > 0 && before_n == after_n && !memcmp(before, after, before_n), "train.bin is as it was: %zu and %zu bytes",
           before_n, after_n);
     free(before);
@@ -2418,16 +2402,16 @@ static void test_prepare_gpt2_leftover_kept(void) {
     CHECK_RUN(r, 0, "prepare characters as nobody");
     CHECK(!chown(meta, 0, 0), "meta.bin given to root");
     size_t meta_before_n = 0, meta_after_n = 0;
-    before = read_whole(train, &before_n);
-    char *meta_before = read_whole(meta, &meta_before_n);
+    before = file_contents(train, &before_n);
+    char *meta_before = file_contents(meta, &meta_before_n);
     r = cli("prepare", "--tokenizer=gpt2", tok, input, out, NULL);
     child_uid = 0;
     CHECK_RUN(r, 1, "prepare GPT-2 tokens where meta.bin cannot be removed");
     CHECK(strstr(r->err, "cannot remove ") && strstr(r->err, "sticky_prep/meta.bin, an earlier prepare's character vocabulary") &&
               strstr(r->err, "sticky bit") && strstr(r->err, "the folder's files are as they were"),
           "names the file: %.400s", r->err);
-    after = read_whole(train, &after_n);
-    char *meta_after = read_whole(meta, &meta_after_n);
+    after = file_contents(train, &after_n);
+    char *meta_after = file_contents(meta, &meta_after_n);
     CHECK(before && after && before_n > 0 && before_n == after_n && !memcmp(before, after, before_n), "train.bin is as it was: %zu and %zu bytes",
           before_n, after_n);
     CHECK(meta_before && meta_after && meta_before_n == meta_after_n && !memcmp(meta_before, meta_after, meta_before_n), "meta.bin is as it was");
@@ -3043,13 +3027,13 @@ static void test_data_prepared_again(void) {
     /* and more characters than the model has ids: the same weights (before, export read the folder's vocabulary
      * and refused "vocab_size = 30 is below the 40 characters") */
     size_t before_n = 0, after_n = 0;
-    char *before = read_whole(tmp_path("again_model.bin"), &before_n);
+    char *before = file_contents(tmp_path("again_model.bin"), &before_n);
     r = prepare_chars("again_data", "ABCDEFGHIJKLMNOPQRSTUVWXYZ;:!?0123456789", 6000, data_arg, sizeof data_arg);
     CHECK_RUN(r, 0, "prepare the folder again from 40 characters");
     snprintf(model_arg, sizeof model_arg, "--out=%s", tmp_path("again_model2.bin"));
     r = cli("export", out_dir_arg, model_arg, NULL);
     CHECK_RUN(r, 0, "export a checkpoint whose data folder now has more characters than the model's ids");
-    char *after = read_whole(tmp_path("again_model2.bin"), &after_n);
+    char *after = file_contents(tmp_path("again_model2.bin"), &after_n);
     CHECK(before && after && before_n > 1024 && before_n == after_n && !memcmp(before, after, before_n), "the same model file: %zu and %zu bytes",
           before_n, after_n);
     free(before);

@@ -13,22 +13,11 @@
 #define NGPT_NO_MAIN
 #include "../nanogpt.c"
 #include "check.h"
+#include "files.h"
 #include <sys/wait.h>
 
 static char tmpdir[256];
 static ngpt_tokenizer *tok;
-
-static unsigned char *read_all(const char *path, size_t *n) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    *n = (size_t)ftell(f);
-    fseek(f, 0, SEEK_SET);
-    unsigned char *b = malloc(*n + 1);
-    if (fread(b, 1, *n, f) != *n) { free(b); b = NULL; }
-    fclose(f);
-    return b;
-}
 
 /* a text of two characters at any val_fraction: train and val a character each (0.6 cut train to none) */
 static void test_two_characters_split(void) {
@@ -68,7 +57,7 @@ static void test_shakespeare_like_nanogpt(void) {
     CHECK(nt == 301966 && nv == 36059, "train %zu val %zu", nt, nv);
     /* the streamed encoding equals one encode() of the whole train text (the first 90% of the characters) */
     size_t len = 0;
-    unsigned char *text = read_all(input, &len);
+    unsigned char *text = file_contents(input, &len);
     size_t cut = 0, chars = 0, want_chars = (size_t)(1115394 * 0.9);
     while (chars < want_chars) chars += !utf8_continuation(text[cut++]);
     while (cut < len && utf8_continuation(text[cut])) cut++;
@@ -359,19 +348,9 @@ static void test_known_files(void) {
  * once (released together), at the character level and in GPT-2 BPE. Each succeeds, the files equal a
  * lone prepare's, and no temporary file is left (the temporary names were once shared, and a rename
  * failed: "cannot rename into data/shakespeare_char"). */
-/* the prepares' temporary files (NAME.tmp.PID) in dir */
-static int temporaries_in(const char *dir) {
-    DIR *d = opendir(dir);
-    struct dirent *e;
-    int n = 0;
-    while (d && (e = readdir(d)) != NULL) n += strstr(e->d_name, ".tmp") != NULL;
-    if (d) closedir(d);
-    return n;
-}
-
 static int same_file(const char *a, const char *b) {
     size_t na = 0, nb = 0;
-    unsigned char *x = read_all(a, &na), *y = read_all(b, &nb);
+    unsigned char *x = file_contents(a, &na), *y = file_contents(b, &nb);
     int same = x && y && na == nb && !memcmp(x, y, na);
     free(x);
     free(y);
@@ -445,12 +424,12 @@ static void test_concurrent_prepares(void) {
     long_dir[len] = 0;
     size_t train_before = 0, train_after = 0;
     snprintf(dead, sizeof dead, "%s/train.bin", dir);
-    free(read_all(dead, &train_before));
+    free(file_contents(dead, &train_before));
     for (int bpe = 0; bpe < 2; bpe++) {
         int rc = ngpt_prepare(input, long_dir, bpe ? tok : NULL, 0.1, err, sizeof err);
         CHECK(rc == NGPT_ERR_ARG && strstr(err, "is 300 bytes long; a data folder's path holds at most 255"), "a long out_dir (bpe %d): %s", bpe, err);
     }
-    free(read_all(dead, &train_after));
+    free(file_contents(dead, &train_after));
     /* a vocabulary past uint16's ids: refused, not each id cut to its low 16 bits */
     ngpt_tokenizer wide = *tok;
     wide.n_vocab = 70000;
@@ -484,9 +463,9 @@ static void test_text_changed_between_reads(void) {
         CHECK(ngpt_prepare(text, dir, NULL, 0.1, err, sizeof err) == 0, "the text as it is: %s", err);
         size_t n_train = 0, n_val = 0, n = 0;
         snprintf(path, sizeof path, "%s/train.bin", dir);
-        unsigned char *train = read_all(path, &n_train);
+        unsigned char *train = file_contents(path, &n_train);
         snprintf(path, sizeof path, "%s/val.bin", dir);
-        unsigned char *val = read_all(path, &n_val);
+        unsigned char *val = file_contents(path, &n_val);
         prepare_char_between_reads = change_between_reads;
         int rc = ngpt_prepare(text, dir, NULL, 0.1, err, sizeof err);
         prepare_char_between_reads = NULL;
@@ -494,11 +473,11 @@ static void test_text_changed_between_reads(void) {
                   strstr(err, "its first read found 2000 characters, 2 distinct") && strstr(err, expect[change_kind]),
               "change %d: rc %d: %s", change_kind, rc, err);
         snprintf(path, sizeof path, "%s/train.bin", dir);
-        unsigned char *after = read_all(path, &n);
+        unsigned char *after = file_contents(path, &n);
         CHECK(train && after && n == n_train && !memcmp(after, train, n), "change %d: train.bin is the earlier one", change_kind);
         free(after);
         snprintf(path, sizeof path, "%s/val.bin", dir);
-        after = read_all(path, &n);
+        after = file_contents(path, &n);
         CHECK(val && after && n == n_val && !memcmp(after, val, n), "change %d: val.bin is the earlier one", change_kind);
         free(after);
         free(train);
@@ -523,11 +502,11 @@ static void test_failed_prepare_keeps_the_pair(void) {
     CHECK(ngpt_prepare(old_text, dir, tok, 0.1, err, sizeof err) == 0, "the old text: %s", err);
     size_t new_train = 0, old_train = 0, old_val = 0, n = 0;
     snprintf(path, sizeof path, "%s/train.bin", ref);
-    free(read_all(path, &new_train));
+    free(file_contents(path, &new_train));
     snprintf(path, sizeof path, "%s/train.bin", dir);
-    unsigned char *train = read_all(path, &old_train);
+    unsigned char *train = file_contents(path, &old_train);
     snprintf(path, sizeof path, "%s/val.bin", dir);
-    unsigned char *val = read_all(path, &old_val);
+    unsigned char *val = file_contents(path, &old_val);
     /* the limit a byte under the new train.bin, which its buffered writes (16 KiB each) reach only at the end */
     CHECK(new_train > 16384 && new_train % 16384 && train && val, "the new train.bin: %zu bytes", new_train);
     fflush(stdout);
@@ -543,11 +522,11 @@ static void test_failed_prepare_keeps_the_pair(void) {
     waitpid(kid, &status, 0);
     CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the prepare under the limit fails writing train.bin (status %d)", status);
     snprintf(path, sizeof path, "%s/train.bin", dir);
-    unsigned char *after = read_all(path, &n);
+    unsigned char *after = file_contents(path, &n);
     CHECK(after && n == old_train && !memcmp(after, train, n), "train.bin is the old one: %zu bytes, was %zu", n, old_train);
     free(after);
     snprintf(path, sizeof path, "%s/val.bin", dir);
-    after = read_all(path, &n);
+    after = file_contents(path, &n);
     CHECK(after && n == old_val && !memcmp(after, val, n), "val.bin is the old one: %zu bytes, was %zu", n, old_val);
     free(after);
     /* a limit above the tokens but under the vocabulary (0.9 MB) saved beside them: the pair and the old
@@ -555,7 +534,7 @@ static void test_failed_prepare_keeps_the_pair(void) {
     char vocab[600];
     snprintf(vocab, sizeof vocab, "%s/gpt2.tok", dir);
     size_t vocab_n = 0;
-    unsigned char *vocab_before = read_all(vocab, &vocab_n);
+    unsigned char *vocab_before = file_contents(vocab, &vocab_n);
     CHECK(vocab_before && vocab_n > 600000, "%s: %zu bytes", vocab, vocab_n);
     fflush(stdout);
     kid = fork();
@@ -569,10 +548,10 @@ static void test_failed_prepare_keeps_the_pair(void) {
     waitpid(kid, &status, 0);
     CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the prepare under the limit fails writing gpt2.tok (status %d)", status);
     snprintf(path, sizeof path, "%s/train.bin", dir);
-    after = read_all(path, &n);
+    after = file_contents(path, &n);
     CHECK(after && n == old_train && !memcmp(after, train, n), "train.bin is the old one: %zu bytes, was %zu", n, old_train);
     free(after);
-    after = read_all(vocab, &n);
+    after = file_contents(vocab, &n);
     CHECK(after && n == vocab_n && !memcmp(after, vocab_before, n), "gpt2.tok is the old one: %zu bytes, was %zu", n, vocab_n);
     free(after);
     free(vocab_before);
@@ -743,7 +722,7 @@ static void test_nanogpt_meta_pkl(void) {
     CHECK(rc == NGPT_ERR_FORMAT && strstr(err, "itos[1] (U+0079) does not follow itos[0] (U+007A) in code point order"), "unsorted: %s", err);
     /* every prefix, and every byte flipped to each of a few values */
     size_t n = 0;
-    unsigned char *good = read_all("test/fixtures/meta_pkl/shakespeare_p4.pkl", &n);
+    unsigned char *good = file_contents("test/fixtures/meta_pkl/shakespeare_p4.pkl", &n);
     snprintf(path, sizeof path, "%s/mutated.pkl", tmpdir);
     int prefixes_refused = 0, flips_checked = 0;
     for (size_t len = 0; good && len < n; len++) {

@@ -12,6 +12,7 @@
 #define NGPT_NO_MAIN
 #include "../nanogpt.c"
 #include "check.h"
+#include "files.h"
 #include "trainer_util.h"
 #include <dirent.h>
 
@@ -57,19 +58,6 @@ enum { FX_L = 2, FX_NH = 2, FX_C = 24, FX_V = 100, FX_VP = 128, FX_MAXT = 24 };
 static char tmpdir[64];
 
 /* ---- small helpers ---- */
-
-static unsigned char *slurp(const char *path, size_t *n) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long len = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    unsigned char *buf = (unsigned char *)malloc((size_t)len + 1);
-    if (buf && fread(buf, 1, (size_t)len, f) != (size_t)len) { free(buf); buf = NULL; }
-    fclose(f);
-    *n = (size_t)len;
-    return buf;
-}
 
 static void spill(const char *path, const void *a, size_t na, const void *b, size_t nb) {
     FILE *f = fopen(path, "wb");
@@ -289,7 +277,7 @@ static void test_init_from_names(void) {
     const char *files[2][2] = {{ST_F32, "model.safetensors"}, {FIX "tiny_gpt2/config.json", "config.json"}};
     for (int k = 0; k < 2; k++) {
         size_t n;
-        unsigned char *b = slurp(files[k][0], &n);
+        unsigned char *b = file_contents(files[k][0], &n);
         snprintf(path, sizeof path, "%s/%s", sub, files[k][1]);
         if (b) spill(path, b, n, NULL, 0);
         free(b);
@@ -301,7 +289,7 @@ static void test_init_from_names(void) {
     free(p);
     /* a damaged download, read by name: the error names the file, not "gpt2-medium" (its last float made NaN) */
     size_t n;
-    unsigned char *b = slurp(ST_F32, &n);
+    unsigned char *b = file_contents(ST_F32, &n);
     if (b && n > 4) {
         const float nan_value = NAN;
         memcpy(b + n - 4, &nan_value, 4);
@@ -363,7 +351,7 @@ static void remove_dataset(void) {
 
 static void check_logits_of(const char *path, double tol) {
     size_t n;
-    unsigned char *fx = slurp(LOGITS, &n);
+    unsigned char *fx = file_contents(LOGITS, &n);
     int32_t h[8];
     if (!fx || n < sizeof h) { CHECK(0, "cannot read %s", LOGITS); free(fx); return; }
     memcpy(h, fx, sizeof h);
@@ -463,7 +451,7 @@ static void test_llmc_export_pads_to_128(void) {
     tmp_path(again, sizeof again, "v158_again.bin");
     CHECK(ms.Vp == 192 && llmc_write_model(path, &ms, p, 0, err, sizeof err) == 0, "write: %s", err);
     size_t bytes = 0;
-    unsigned char *a = slurp(path, &bytes);
+    unsigned char *a = file_contents(path, &bytes);
     ModelShape file_shape = ms;
     file_shape.Vp = 256;
     int32_t h[8] = {0};
@@ -473,7 +461,7 @@ static void test_llmc_export_pads_to_128(void) {
     float *q = load(llmc_read_model, path, &back);
     CHECK(q && back.V == 158 && back.Vp == 192 && !memcmp(p, q, n * sizeof(float)), "the parameters read back");
     size_t bytes2 = 0;
-    unsigned char *b = q && llmc_write_model(again, &back, q, 0, err, sizeof err) == 0 ? slurp(again, &bytes2) : NULL;
+    unsigned char *b = q && llmc_write_model(again, &back, q, 0, err, sizeof err) == 0 ? file_contents(again, &bytes2) : NULL;
     CHECK(a && b && bytes == bytes2 && !memcmp(a, b, bytes), "written back, byte for byte: %s", err);
     unlink(path);
     unlink(again);
@@ -491,7 +479,7 @@ static void test_llmc_write_read_round_trip(void) {
         int rc = llmc_write_model(path, &ms, p, bf16, err, sizeof err);
         CHECK(rc == 0, "write %s: %s", path, err);
         size_t na, nb;
-        unsigned char *a = slurp(path, &na), *b = slurp(bf16 ? LLMC_V5 : LLMC_V3, &nb);
+        unsigned char *a = file_contents(path, &na), *b = file_contents(bf16 ? LLMC_V5 : LLMC_V3, &nb);
         CHECK(a && b && na == nb && !memcmp(a, b, na), "%s differs from llm.c's own writer's %s (%zu vs %zu bytes)", path, bf16 ? LLMC_V5 : LLMC_V3, na, nb);
         free(a); free(b);
         char tmp[160];
@@ -597,7 +585,7 @@ typedef struct {
 } StFile;
 
 static int st_load(StFile *s, const char *path) {
-    s->file = slurp(path, &s->size);
+    s->file = file_contents(path, &s->size);
     if (!s->file) return 0;
     uint64_t h;
     memcpy(&h, s->file, 8);
@@ -783,7 +771,7 @@ static void test_safetensors_errors(void) {
 /* n_head comes from config.json next to the file; without one, only GPT-2's own sizes are known */
 static void test_n_head_sources(void) {
     size_t n;
-    unsigned char *file = slurp(ST_F32, &n);
+    unsigned char *file = file_contents(ST_F32, &n);
     if (!file) { CHECK(0, "cannot read %s", ST_F32); return; }
     char dir[128], path[160], cfg[160];
     tmp_path(dir, sizeof dir, "nh");
@@ -817,7 +805,7 @@ static void test_n_head_sources(void) {
 
 static void test_llmc_errors(void) {
     size_t n;
-    unsigned char *file = slurp(LLMC_V3, &n);
+    unsigned char *file = file_contents(LLMC_V3, &n);
     if (!file) { CHECK(0, "cannot read %s", LLMC_V3); return; }
     char path[128];
     int32_t *h = (int32_t *)file;
