@@ -8634,11 +8634,16 @@ static int checkpoint_verify_tensors(ngpt_trainer *tr, CkptReader *r, const char
     return NGPT_OK;
 }
 
-/* whether nm is ckpt_<step>.bin followed by suffix: the step in 9 digits, or 10 from step 1e9 (max_iters goes to 2e9) */
+/* the length of ckpt_<step>.bin at the start of nm (the step in 9 digits, or 10 from step 1e9: max_iters goes to 2e9);
+ * 0 where nm starts otherwise */
+static size_t checkpoint_name_length(const char *nm) {
+    size_t digits = strncmp(nm, "ckpt_", 5) ? 0 : strspn(nm + 5, "0123456789");
+    return (digits == 9 || (digits == 10 && nm[5] != '0')) && !strncmp(nm + 5 + digits, ".bin", 4) ? 9 + digits : 0;
+}
+/* whether nm is ckpt_<step>.bin followed by suffix */
 static int is_checkpoint_name(const char *nm, const char *suffix) {
-    if (strncmp(nm, "ckpt_", 5)) return 0;
-    size_t digits = strspn(nm + 5, "0123456789");
-    return (digits == 9 || (digits == 10 && nm[5] != '0')) && !strncmp(nm + 5 + digits, ".bin", 4) && !strcmp(nm + 9 + digits, suffix);
+    size_t n = checkpoint_name_length(nm);
+    return n && !strcmp(nm + n, suffix);
 }
 
 /* checkpoint_list's step of the entry nm, into steps (n of cap held): the newest cap are kept */
@@ -8724,24 +8729,22 @@ static int out_dir_lock(const char *dir, int *fd) {
     return busy;
 }
 
-/* The process whose save named nm, a checkpoint's temporary file: ckpt_<step>.bin.tmp.PID.K (checkpoint_temporary_open);
- * -1 for ckpt_<step>.bin.tmp, as saves named it before 2026-12-03; 0 for a name that is no such file */
+/* The process whose save named nm, a save's temporary file in out_dir (checkpoint_temporary_open): ckpt_<step>.bin.tmp.PID.K,
+ * or nanogpt_save.tmp.PID.K (an ngpt_save's to a name with no room for the suffix); -1 for ckpt_<step>.bin.tmp, as saves
+ * named it before 2026-12-03; 0 for a name that is no such file */
 static long checkpoint_temporary_pid(const char *nm) {
-    const char *tail = strstr(nm, ".bin.tmp");
-    char head[64];
-    if (!tail || (size_t)(tail - nm) + 9 > sizeof head) return 0;
-    snprintf(head, sizeof head, "%.*s", (int)(tail - nm) + 8, nm);
-    if (!is_checkpoint_name(head, ".tmp")) return 0;
-    tail += 8;
-    if (!*tail) return -1;
-    long pid = 0;
-    for (int part = 0; part < 2; part++) { /* .PID.K */
-        size_t digits = *tail == '.' ? strspn(tail + 1, "0123456789") : 0;
-        if (!digits || digits > (part ? 3 : 10)) return 0;
-        if (!part) pid = strtol(tail + 1, NULL, 10);
-        tail += 1 + digits;
-    }
-    return !*tail && pid > 0 && pid <= INT_MAX ? pid : 0;
+    const int long_names = !strncmp(nm, "nanogpt_save.tmp", 16);
+    size_t head = long_names ? 12 : checkpoint_name_length(nm);
+    const char *p = nm + head;
+    if (!head || strncmp(p, ".tmp", 4)) return 0;
+    p += 4;
+    if (!*p) return long_names ? 0 : -1;
+    size_t pid_digits = *p == '.' ? strspn(p + 1, "0123456789") : 0;
+    long pid = pid_digits && pid_digits <= 10 ? strtol(p + 1, NULL, 10) : 0;
+    if (pid <= 0 || pid > INT_MAX) return 0;
+    p += 1 + pid_digits;
+    size_t k_digits = *p == '.' ? strspn(p + 1, "0123456789") : 0; /* .K: checkpoint_temporary_open's 0..999 */
+    return k_digits && k_digits <= 3 && !p[1 + k_digits] ? pid : 0;
 }
 
 /* Removes the temporary files a save in dir leaves when the process dies inside it (checkpoint_temporary_pid's of

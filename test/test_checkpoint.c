@@ -1271,8 +1271,12 @@ static void test_ten_digit_steps(void) {
               !checkpoint_temporary_pid("ckpt_000000001.bin.tmp.") && !checkpoint_temporary_pid("ckpt_000000001.bin.tmp.12.x") &&
               !checkpoint_temporary_pid("ckpt_000000001.bin.tmp.1.2.3") && !checkpoint_temporary_pid("ckpt_1.bin.tmp.1.2") &&
               !checkpoint_temporary_pid("notes.bin.tmp.1.2") && !checkpoint_temporary_pid("ckpt_000000001.bin.tmp.12345678901.0") &&
-              !checkpoint_temporary_pid("ckpt_000000001.bin.tmp.12.1000") && !checkpoint_temporary_pid("ckpt_000000001.bin.tmp.12"),
-          "a save's temporary names: the step's name, .tmp, the process and a number (-1: the name before either was in it)");
+              !checkpoint_temporary_pid("ckpt_000000001.bin.tmp.12.1000") && !checkpoint_temporary_pid("ckpt_000000001.bin.tmp.12") &&
+              checkpoint_temporary_pid("nanogpt_save.tmp.77.3") == 77 && !checkpoint_temporary_pid("nanogpt_save.tmp") &&
+              !checkpoint_temporary_pid("nanogpt_save.tmp.0.1") && !checkpoint_temporary_pid("nanogpt_save.bin.tmp.7.1") &&
+              !checkpoint_temporary_pid("ckpt_000000001.bin.tmp.2147483648.0"),
+          "a save's temporary names: the step's name (or nanogpt_save), .tmp, the process and a number (-1: the name before either was in "
+          "it)");
     clear_out_dir();
     ngpt_config c;
     config(&c);
@@ -1409,10 +1413,10 @@ static void test_kill_during_save(void) {
     /* what a killed save leaves (the kill may also have landed between two saves), and a file of another name */
     char live[64]; /* a save in progress by a live process (this test's parent), which stays */
     snprintf(live, sizeof live, "ckpt_000000009.bin.tmp.%d.0", (int)getppid());
-    const char *litter[5] = {"ckpt_000000007.bin.tmp", "ckpt_000000008.bin.tmp.2147483647.0" /* above any pid_max */, "best.bin.tmp", "notes.tmp",
-                             live};
+    const char *litter[6] = {"ckpt_000000007.bin.tmp", "ckpt_000000008.bin.tmp.2147483647.0" /* above any pid_max */, "best.bin.tmp", "notes.tmp",
+                             live, "nanogpt_save.tmp.2147483647.1" /* an ngpt_save's to a long name */};
     char path[600];
-    for (int i = 0; i < 5; i++) {
+    for (int i = 0; i < 6; i++) {
         snprintf(path, sizeof path, "%s/%s", out_dir, litter[i]);
         FILE *f = fopen(path, "wb");
         if (f) fclose(f);
