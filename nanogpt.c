@@ -10718,17 +10718,20 @@ static int prep_write(void *ctx, uint32_t cp) {
  * SIGTERM held back in its thread, so a stop that comes then is taken after, on a folder holding all the new files,
  * never a mix of old and new; prepare_committed says, to the CLI's handler, that they are in place. */
 static _Atomic int prepare_committed;
-static void prepare_commit_hold(sigset_t *was) {
+/* holds SIGINT and SIGTERM back in the calling thread; *was is the mask to put back (release_stops) */
+static void hold_stops(sigset_t *was) {
     sigset_t stops;
     sigemptyset(&stops);
     sigaddset(&stops, SIGINT);
     sigaddset(&stops, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &stops, was);
 }
+static void release_stops(const sigset_t *was) { pthread_sigmask(SIG_SETMASK, was, NULL); }
 static char prepare_dir[512]; /* the folder the command line's prepare (prepare_signals) prepares; "" in library use */
+/* the end of a prepare's renames, under hold_stops since their first: committed says the new files are all in place */
 static void prepare_commit_release(const sigset_t *was, int committed) {
     if (committed && prepare_dir[0]) atomic_store(&prepare_committed, 1);
-    pthread_sigmask(SIG_SETMASK, was, NULL);
+    release_stops(was);
 }
 
 /* The files a prepare puts in its folder, each written through its temporary_name first; gpt2.tok's is itself saved
@@ -10780,10 +10783,10 @@ static char prepare_temporaries[PREPARE_TEMPORARIES][PATH_MAX + 64];
 static void prepare_temporaries_vocab(const char *vocab_tmp) {
     if (!prepare_dir[0]) return;
     sigset_t unheld;
-    prepare_commit_hold(&unheld); /* the handler never reads half a name */
+    hold_stops(&unheld); /* the handler never reads half a name */
     copy_str(prepare_temporaries[PREPARED_VOCAB], sizeof prepare_temporaries[0], vocab_tmp);
     temporary_name(prepare_temporaries[PREPARED_VOCAB + 1], sizeof prepare_temporaries[0], vocab_tmp);
-    prepare_commit_release(&unheld, 0);
+    release_stops(&unheld);
 }
 
 /* After prepare's summary line: a split too short for GPT-2's block_size of 1024 (a window is block_size + 1
@@ -10886,7 +10889,7 @@ static int prepare_char(const char *input, const char *out_dir, double val_fract
             goto done;
         }
     }
-    prepare_commit_hold(&unheld); /* from the first change to the folder's files to the last */
+    hold_stops(&unheld); /* from the first change to the folder's files to the last */
     held = 1;
     if (prepare_committing) prepare_committing();
     if (new_vocab && unlink(tpath) && errno != ENOENT) {
@@ -11229,7 +11232,7 @@ static int prepare_gpt2(const char *const *inputs, int n_inputs, const char *out
             if ((rc = ngpt_tokenizer_save(tok, vocab_tmp, err, errlen))) vocab_tmp[0] = 0; /* none left */
         }
         if (!rc) {
-            prepare_commit_hold(&unheld); /* from the first change to the folder's files to the last */
+            hold_stops(&unheld); /* from the first change to the folder's files to the last */
             held = 1;
             if (prepare_committing) prepare_committing();
         }
@@ -11914,7 +11917,7 @@ static int ensure_gpt2_vocab(const char *dir, char *err, size_t errlen) {
 
 /* A prepare that Ctrl-C or SIGTERM stops removes the temporary files it was writing beside the folder's files
  * (prepare_temporaries), which would otherwise stay until the next prepare of that folder, and the folders it made,
- * when empty. The renames that put its files in place hold those signals back (prepare_commit_hold), so the folder
+ * when empty. The renames that put its files in place hold those signals back (hold_stops), so the folder
  * holds its earlier files or all the new ones. */
 static size_t prepare_made_from; /* rmdir_made's: 0 when the folder was there */
 static struct sigaction prepare_saved[2]; /* SIGINT's and SIGTERM's actions before */

@@ -604,7 +604,7 @@ static void test_commit_holds_stops(void) {
     sigaction(SIGTERM, &act, &was);
     copy_str(prepare_dir, sizeof prepare_dir, tmpdir); /* as the command line's prepare (prepare_signals): prepare_committed is said */
     sigset_t unheld;
-    prepare_commit_hold(&unheld);
+    hold_stops(&unheld);
     pthread_kill(pthread_self(), SIGTERM);
     CHECK(stops_taken == 0, "a stop during the renames is held back: %d taken", (int)stops_taken);
     prepare_commit_release(&unheld, 1);
