@@ -8731,7 +8731,7 @@ static int out_dir_lock(const char *dir, int *fd) {
 }
 
 /* The process whose save named nm, a save's temporary file in out_dir (checkpoint_temporary_open): ckpt_<step>.bin.tmp.PID.K,
- * or nanogpt_save.tmp.PID.K (an ngpt_save's to a name with no room for the suffix); -1 for ckpt_<step>.bin.tmp, as saves
+ * or nanogpt_save.tmp.PID.K (that of an ngpt_save to a file name with no room for the suffix); -1 for ckpt_<step>.bin.tmp, as saves
  * named it before 2026-12-03; 0 for a name that is no such file */
 static long checkpoint_temporary_pid(const char *nm) {
     const int long_names = !strncmp(nm, "nanogpt_save.tmp", 16);

@@ -783,7 +783,7 @@ static void mutate(const char *src, const char *dst, long truncate_to, long flip
     size_t n = 0;
     unsigned char *b = file_contents(src, &n);
     if (!b) {
-        printf("  cannot read %s\n", src);
+        CHECK(0, "cannot read %s to make %s from it", src, dst);
         return;
     }
     if (flip_at >= 0) b[flip_at] ^= 0x10;
@@ -1411,12 +1411,13 @@ static void test_kill_during_save(void) {
     waitpid(pid, &status, 0);
     CHECK(WIFSIGNALED(status), "the writer was not killed (status %d)", status);
     /* what a killed save leaves (the kill may also have landed between two saves), and a file of another name */
-    char live[64]; /* a save in progress by a live process (this test's parent), which stays */
+    char live[64], live_long[64]; /* saves in progress by a live process (this test's parent), which stay */
     snprintf(live, sizeof live, "ckpt_000000009.bin.tmp.%d.0", (int)getppid());
-    const char *litter[6] = {"ckpt_000000007.bin.tmp", "ckpt_000000008.bin.tmp.2147483647.0" /* above any pid_max */, "best.bin.tmp", "notes.tmp",
-                             live, "nanogpt_save.tmp.2147483647.1" /* an ngpt_save's to a long name */};
+    snprintf(live_long, sizeof live_long, "nanogpt_save.tmp.%d.2", (int)getppid());
+    const char *litter[7] = {"ckpt_000000007.bin.tmp", "ckpt_000000008.bin.tmp.2147483647.0" /* above any pid_max */, "best.bin.tmp", "notes.tmp",
+                             live, "nanogpt_save.tmp.2147483647.1" /* an ngpt_save to a long file name */, live_long};
     char path[600];
-    for (int i = 0; i < 6; i++) {
+    for (int i = 0; i < 7; i++) {
         snprintf(path, sizeof path, "%s/%s", out_dir, litter[i]);
         FILE *f = fopen(path, "wb");
         if (f) fclose(f);
@@ -1425,12 +1426,14 @@ static void test_kill_during_save(void) {
     ngpt_trainer *r = make(&c);
     CHECK(r && (r->step == 1 || r->step == 2), "resume after kill -9: step %d", r ? r->step : -1);
     if (r) ngpt_trainer_free(r);
-    /* the killed save's temporary file, if it died inside one, and the litter went; notes.tmp and the live one stay */
-    char live_path[600];
+    /* the killed save's temporary file, if it died inside one, and the litter went; notes.tmp and the live ones stay */
+    char live_path[600], live_long_path[600];
     snprintf(path, sizeof path, "%s/notes.tmp", out_dir);
     snprintf(live_path, sizeof live_path, "%s/%s", out_dir, live);
-    CHECK(temporaries_in(out_dir) == 2 && file_exists(path) && file_exists(live_path), "%d files named *.tmp* left after the resume (notes.tmp %s, %s %s)",
-          temporaries_in(out_dir), file_exists(path) ? "among them" : "removed", live, file_exists(live_path) ? "among them" : "removed");
+    snprintf(live_long_path, sizeof live_long_path, "%s/%s", out_dir, live_long);
+    CHECK(temporaries_in(out_dir) == 3 && file_exists(path) && file_exists(live_path) && file_exists(live_long_path),
+          "%d files named *.tmp* left after the resume (notes.tmp %s, %s %s, %s %s)", temporaries_in(out_dir), file_exists(path) ? "among them" : "removed",
+          live, file_exists(live_path) ? "among them" : "removed", live_long, file_exists(live_long_path) ? "among them" : "removed");
 }
 
 
