@@ -425,14 +425,20 @@ static void test_hopper_ds_in_logits(void) {
     CHECK(p.micro_batch == 8 && p.recompute == RECOMPUTE_LAYERS, "micro-batch %d, recompute %s (want 8, whole layers)", p.micro_batch,
           recompute_name(p.recompute));
     CHECK(p.logits_chunk >= 1024 && (double)p.train.slot_bytes[B_LOGITS] >= ds, "logits chunk %d rows: the dS^T room should hold it", p.logits_chunk);
-    /* no room for shapes the wgmma kernels refuse: head size 128, over 65535 heads in a micro-batch, B*T past int */
-    ngpt_shape hs128 = {8, 1024, 768, 6, 12, m.Vp, 1024}, heads = {5462, 64, 768, 12, 12, m.Vp, 1024}, rows = {32768, 65536, 64, 1, 1, m.Vp, 1024};
+    /* no room for shapes the wgmma kernels refuse (attn_wgmma_shape, attn_backward_wgmma): head size 128, over 65535
+     * heads in a micro-batch, B*T past INT_MAX - 128, one head's tile rows past an int; room at each limit itself */
+    ngpt_shape hs128 = {8, 1024, 768, 6, 12, m.Vp, 1024}, heads = {65536, 1, 64, 1, 1, m.Vp, 1024}, rows = {23205, 92544, 64, 1, 1, m.Vp, 1024},
+               long_head = {1, 524288, 64, 1, 1, m.Vp, 1024};
     CHECK(cuda_attn_ds_bytes(&hs128, 1) == 0 && cuda_attn_ds_bytes(&heads, 1) == 0 && cuda_attn_ds_bytes(&rows, 1) == 0 &&
-              cuda_attn_ds_bytes(&s, 0) == 0,
-          "dS^T room for shapes the kernels refuse: %zu, %zu, %zu bytes", cuda_attn_ds_bytes(&hs128, 1), cuda_attn_ds_bytes(&heads, 1),
-          cuda_attn_ds_bytes(&rows, 1));
-    heads.B = 5461; /* 65532 heads */
-    CHECK(cuda_attn_ds_bytes(&heads, 1) > 0, "65532 heads of 64 keys: no dS^T room");
+              cuda_attn_ds_bytes(&long_head, 1) == 0 && cuda_attn_ds_bytes(&s, 0) == 0,
+          "dS^T room for shapes the kernels refuse: %zu, %zu, %zu, %zu bytes", cuda_attn_ds_bytes(&hs128, 1), cuda_attn_ds_bytes(&heads, 1),
+          cuda_attn_ds_bytes(&rows, 1), cuda_attn_ds_bytes(&long_head, 1));
+    heads.B = 65535;  /* 65535 heads */
+    rows.T = 92543;   /* B*T 2147460315, under INT_MAX - 128 */
+    long_head.T = 524160;
+    CHECK(cuda_attn_ds_bytes(&heads, 1) > 0 && cuda_attn_ds_bytes(&rows, 1) > 0 && cuda_attn_ds_bytes(&long_head, 1) > 0,
+          "no dS^T room at the limits: 65535 heads %zu, B*T below INT_MAX - 128 %zu, T 524160 %zu bytes", cuda_attn_ds_bytes(&heads, 1),
+          cuda_attn_ds_bytes(&rows, 1), cuda_attn_ds_bytes(&long_head, 1));
     /* fp32 keeps no dS^T room */
     r.dtype = NGPT_DTYPE_F32;
     CHECK(plan_make(&p, &r, err, sizeof err) != 0 || !p.train.backward_scratch, "fp32: backward scratch %zu", p.train.backward_scratch);
