@@ -84,6 +84,7 @@ static pid_t cli_start(char **argv) {
         /* SIGINT as a terminal's command starts with it, or ignored when the test asks (the tests that press Ctrl-C must not
          * inherit the ignored SIGINT of a suite started in the background: `./build.sh test &` in a script) */
         signal(SIGINT, child_ignores_sigint ? SIG_IGN : SIG_DFL);
+        signal(SIGTERM, SIG_DFL);
         sigset_t stops;
         sigemptyset(&stops);
         sigaddset(&stops, SIGINT);
@@ -100,15 +101,20 @@ static pid_t cli_start(char **argv) {
 }
 
 /* waits (up to 120 s) until the child cli_start started has written text to its stdout; whether it did */
+/* waits up to 300 s (a sanitizer's build measures its peak and evaluates first) for text in the child's stdout, all of it */
 static int wait_for_output(const char *text) {
-    static char seen[65536];
+    char *seen = NULL;
+    size_t n = 0;
     double t0 = now_seconds();
     do {
         usleep(20000);
-        read_text(tmp_path("out.txt"), seen, sizeof seen);
-    } while (!strstr(seen, text) && now_seconds() - t0 < 120);
-    if (!strstr(seen, text)) CHECK(0, "no '%s' in 120 s: %.500s", text, seen);
-    return strstr(seen, text) != NULL;
+        free(seen);
+        seen = file_contents(tmp_path("out.txt"), &n);
+    } while (!(seen && strstr(seen, text)) && now_seconds() - t0 < 300);
+    int found = seen && strstr(seen, text);
+    if (!found) CHECK(0, "no '%s' in 300 s: %.500s", text, seen ? seen : "(no output file)");
+    free(seen);
+    return found;
 }
 
 /* waits up to timeout_s for the child, then kills it (rc 128 + SIGKILL) */
@@ -2306,7 +2312,7 @@ static int wait_for_temporaries(const char *dir) {
 /* Ctrl-C during a prepare (a real SIGINT): the temporary files it was writing go, and so do the folders it made; the
  * process ends by the signal, as a shell's loop expects (they stayed until the next prepare of the folder) */
 static void test_prepare_interrupted(void) {
-    enum { COPIES = 30 }; /* about 33 MB of text: seconds of GPT-2 BPE, to be stopped midway */
+    enum { COPIES = 300 }; /* about 330 MB of text: seconds of GPT-2 BPE (66 MB/s), to be stopped midway, not at its renames */
     char input[700], out[720], out_arg[740], tok[700], made[700];
     snprintf(input, sizeof input, "--input=%s/tinyshakespeare.txt", shared_data_dir());
     snprintf(tok, sizeof tok, "--tokenizer_dir=%s/gpt2", shared_data_dir());
@@ -2335,7 +2341,7 @@ static void test_prepare_interrupted(void) {
 /* The same for the recipe's dataset that `nanogpt train` prepares by itself: data/ and data/shakespeare, which it
  * made, go too (the handler was set after it made them, so they stayed) */
 static void test_train_prepare_interrupted(void) {
-    enum { COPIES = 30 };
+    enum { COPIES = 150 }; /* 165 MB: seconds of GPT-2 BPE */
     char path[600], big[700], input[720], tok[700], work[700], data[720], made[720];
     snprintf(path, sizeof path, "%s/tinyshakespeare.txt", shared_data_dir());
     copy_str(big, sizeof big, tmp_path("big_input.txt"));
@@ -2636,6 +2642,11 @@ static void test_out_dir_in_use(void) {
     char *argv[] = {"train", data, out, MODEL, "--init_from=resume", "--eval_interval=100000", "--max_iters=100000000", "--log_interval=1", NULL};
     pid_t first = cli_start(argv);
     wait_for_output("iter 6/");
+    /* the first run's output under another name: the second run's cli() makes out.txt and err.txt anew */
+    unlink(tmp_path("busy_first_out.txt"));
+    unlink(tmp_path("busy_first_err.txt"));
+    CHECK(!link(tmp_path("out.txt"), tmp_path("busy_first_out.txt")) && !link(tmp_path("err.txt"), tmp_path("busy_first_err.txt")),
+          "keep the first run's output: %s", strerror(errno));
     FILE *f = fopen(save_in_progress, "w"); /* as the first run's save would leave it while writing */
     if (f) fclose(f);
     r = cli("train", data, out, MODEL, "--init_from=resume", "--max_iters=8", NULL);
@@ -2645,8 +2656,11 @@ static void test_out_dir_in_use(void) {
     CliRun run;
     kill(first, SIGINT);
     cli_wait(first, &run, 120);
+    read_output(tmp_path("busy_first_out.txt"), run.out, sizeof run.out);
+    read_output(tmp_path("busy_first_err.txt"), run.err, sizeof run.err);
     CHECK_RUN(&run, 130, "the first run, stopped");
     long long stopped = number_after(run.out, "stopped at step ");
+    CHECK(stopped >= 6, "the first run says where it stopped (step %lld, it had logged iter 6): %.300s", stopped, run.out);
     char max_iters[64];
     snprintf(max_iters, sizeof max_iters, "--max_iters=%lld", stopped + 2);
     r = cli("train", data, out, MODEL, "--init_from=resume", max_iters, NULL);
