@@ -3883,15 +3883,20 @@ int ngpt_cuda_compute_capability(void) {
     return probe_device(&device, &cc, NULL, 0) == NGPT_OK ? cc : 0;
 }
 
-int ngpt_cuda_sm_count(void) {
-    int device = 0, cc = 0, sms = 0;
-    if (probe_device(&device, &cc, NULL, 0) != NGPT_OK) return 0;
-    if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess) {
+/* attribute attr of the device probe_device picks, and its compute capability into *cc (when cc is not NULL); 0 where
+ * there is no device or the query fails */
+static int probed_device_attribute(cudaDeviceAttr attr, int *cc) {
+    int device = 0, value = 0, capability = 0;
+    if (probe_device(&device, &capability, NULL, 0) != NGPT_OK) return 0;
+    if (cc) *cc = capability;
+    if (cudaDeviceGetAttribute(&value, attr, device) != cudaSuccess) {
         cudaGetLastError();
         return 0;
     }
-    return sms;
+    return value;
 }
+
+int ngpt_cuda_sm_count(void) { return probed_device_attribute(cudaDevAttrMultiProcessorCount, NULL); }
 
 int ngpt_cuda_mem_info(size_t *free_bytes, size_t *total_bytes, char *err, size_t errlen) {
     if (!free_bytes || !total_bytes) return errf(err, errlen, NGPT_ERR_ARG, "ngpt_cuda_mem_info: NULL output");
@@ -3904,24 +3909,20 @@ int ngpt_cuda_mem_info(size_t *free_bytes, size_t *total_bytes, char *err, size_
     return NGPT_OK;
 }
 
-/* Whether 16-bit attention at head size 64 runs on the sm_90a wgmma kernels: beside the TMA matmul (tma), unless
- * NGPT_ATTENTION=mma keeps it on mma.sync (to compare, or to work around), and where their registers are what
- * setmaxnreg needs */
 /* whether 16-bit matmuls run on the TMA kernel: matmul_choice's, where a block may have its shared memory (optin) */
 static int tma_matmul_on(int choice, size_t optin) { return choice == MATMUL_TMA && optin >= (size_t)TM_SMEM_BYTES; }
 
+/* Whether 16-bit attention at head size 64 runs on the sm_90a wgmma kernels: beside the TMA matmul (tma), unless
+ * NGPT_ATTENTION=mma keeps it on mma.sync (to compare, or to work around), and where their registers are what
+ * setmaxnreg needs */
 static int wgmma_attention_choice(int tma) {
     const char *env = getenv("NGPT_ATTENTION");
     return tma && !(env && !strcmp(env, "mma")) && attn_registers_ok<__nv_bfloat16>() && attn_registers_ok<__half>();
 }
 
 int ngpt_cuda_wgmma_attention(void) {
-    int device = 0, cc = 0, optin = 0;
-    if (probe_device(&device, &cc, NULL, 0) != NGPT_OK) return 0;
-    if (cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) != cudaSuccess) {
-        cudaGetLastError();
-        return 0;
-    }
+    int cc = 0, optin = probed_device_attribute(cudaDevAttrMaxSharedMemoryPerBlockOptin, &cc);
+    if (!optin) return 0;
     void *encoder = NULL; /* as ngpt_cuda_backend_create chooses for a 16-bit dtype */
     return wgmma_attention_choice(tma_matmul_on(matmul_choice(cc, &encoder), (size_t)optin));
 }

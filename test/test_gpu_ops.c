@@ -1192,6 +1192,33 @@ int main(int argc, char **argv) {
     check_case_failed = 0;
     CHECK(ngpt_cuda_wgmma_attention() == (strstr(desc, "attention wgmma at head size 64") != NULL), "ngpt_cuda_wgmma_attention() %d for: %s",
           ngpt_cuda_wgmma_attention(), desc);
+    /* and each override turns both off (the planner then reserves no dS^T); the emulator's sm_90, which has the
+     * TMA matmul, runs them when nothing overrides */
+    {
+        const char *vars[2] = {"NGPT_ATTENTION", "NGPT_MATMUL"}, *overrides[3][2] = {{"NGPT_ATTENTION", "mma"}, {"NGPT_MATMUL", "mma"}, {"NGPT_MATMUL", "wgmma"}};
+        char *saved[2];
+        int was_set[2];
+        for (int v = 0; v < 2; v++) {
+            const char *e = getenv(vars[v]);
+            was_set[v] = e != NULL;
+            saved[v] = strdup(e ? e : "");
+        }
+        if (tg_emulated && tg_cc == 90 && !was_set[0] && !was_set[1])
+            CHECK(ngpt_cuda_wgmma_attention() == 1, "the emulated sm_90 with no override: ngpt_cuda_wgmma_attention() is 0 (%s)", desc);
+        for (int o = 0; o < 3; o++) {
+            for (int v = 0; v < 2; v++) unsetenv(vars[v]);
+            setenv(overrides[o][0], overrides[o][1], 1);
+            char with[512];
+            ngpt_cuda_describe(with, sizeof with);
+            CHECK(ngpt_cuda_wgmma_attention() == 0 && strstr(with, "attention mma.sync"), "%s=%s: ngpt_cuda_wgmma_attention() %d for: %s",
+                  overrides[o][0], overrides[o][1], ngpt_cuda_wgmma_attention(), with);
+        }
+        for (int v = 0; v < 2; v++) {
+            if (was_set[v] && saved[v]) setenv(vars[v], saved[v], 1);
+            else unsetenv(vars[v]);
+            free(saved[v]);
+        }
+    }
     if (check_case_failed) check_failed++;
     else { check_passed++; printf("ok %s\n", check_case_name); }
 
