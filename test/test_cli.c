@@ -100,8 +100,8 @@ static pid_t cli_start(char **argv) {
     return pid;
 }
 
-/* waits (up to 120 s) until the child cli_start started has written text to its stdout; whether it did */
-/* waits up to 300 s (a sanitizer's build measures its peak and evaluates first) for text in the child's stdout, all of it */
+/* waits (up to 300 s: a sanitizer's build measures its peak and evaluates first) until the child cli_start started has
+ * written text to its stdout, read whole; whether it did */
 static int wait_for_output(const char *text) {
     char *seen = NULL;
     size_t n = 0;
