@@ -8742,12 +8742,12 @@ static long checkpoint_temporary_pid(const char *nm) {
     if (!head || strncmp(p, ".tmp", 4)) return 0;
     p += 4;
     if (!*p) return long_names ? 0 : -1;
-    size_t pid_digits = *p == '.' ? strspn(p + 1, "0123456789") : 0;
-    long pid = pid_digits && pid_digits <= 10 ? strtol(p + 1, NULL, 10) : 0;
+    size_t pid_digits = *p == '.' ? strspn(p + 1, "0123456789") : 0; /* as %ld writes it: no leading zero */
+    long pid = pid_digits && pid_digits <= 10 && p[1] != '0' ? strtol(p + 1, NULL, 10) : 0;
     if (pid <= 0 || pid > INT_MAX) return 0;
     p += 1 + pid_digits;
     size_t k_digits = *p == '.' ? strspn(p + 1, "0123456789") : 0; /* .K: checkpoint_temporary_open's 0..999 */
-    return k_digits && k_digits <= 3 && !p[1 + k_digits] ? pid : 0;
+    return k_digits && k_digits <= 3 && (k_digits == 1 || p[1] != '0') && !p[1 + k_digits] ? pid : 0;
 }
 
 /* Removes the temporary files a save in dir leaves when the process dies inside it (checkpoint_temporary_pid's of

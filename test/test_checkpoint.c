@@ -1274,7 +1274,8 @@ static void test_ten_digit_steps(void) {
               !checkpoint_temporary_pid("ckpt_000000001.bin.tmp.12.1000") && !checkpoint_temporary_pid("ckpt_000000001.bin.tmp.12") &&
               checkpoint_temporary_pid("nanogpt_save.tmp.77.3") == 77 && !checkpoint_temporary_pid("nanogpt_save.tmp") &&
               !checkpoint_temporary_pid("nanogpt_save.tmp.0.1") && !checkpoint_temporary_pid("nanogpt_save.bin.tmp.7.1") &&
-              !checkpoint_temporary_pid("ckpt_000000001.bin.tmp.2147483648.0"),
+              !checkpoint_temporary_pid("ckpt_000000001.bin.tmp.2147483648.0") && !checkpoint_temporary_pid("ckpt_000000001.bin.tmp.0012.1") &&
+              !checkpoint_temporary_pid("ckpt_000000001.bin.tmp.12.01") && checkpoint_temporary_pid("ckpt_000000001.bin.tmp.120.100") == 120,
           "a save's temporary names: the step's name (or nanogpt_save), .tmp, the process and a number (-1: the name before either was in "
           "it)");
     clear_out_dir();
