@@ -3086,6 +3086,7 @@ static void test_data_prepared_again(void) {
 }
 
 int main(void) {
+    umask(022); /* the tests run as nobody (as root) go into tmpdir: a caller's umask 077 would shut them out */
     snprintf(tmpdir, sizeof tmpdir, "/tmp/ngpt_test_cli_%d", (int)getpid());
     mkdir(tmpdir, 0777);
     RUN(test_help);
