@@ -10952,8 +10952,27 @@ static int llmc_tokenizer_in(const char *dir, char *path, size_t cap) {
     return file_exists(path);
 }
 
-/* GPT-2's vocabulary from dir: gpt2.tok (nanogpt's compact file), else encoder.json + vocab.bpe, else llm.c's
- * gpt2_tokenizer.bin (dir may name that file itself) */
+/* Which of GPT-2's vocabulary files tokenizer_dir dir holds, in the order they are read: llm.c's file that dir names
+ * itself, gpt2.tok (nanogpt's compact file), encoder.json + vocab.bpe, llm.c's gpt2_tokenizer.bin in dir. The file to
+ * read goes to path (encoder.json's for the pair, and where there is none) */
+enum { VOCAB_NONE, VOCAB_LLMC, VOCAB_COMPACT, VOCAB_OPENAI };
+static int gpt2_vocab_find(const char *dir, char *path, size_t cap) {
+    char llmc[600], bpe[600];
+    if (llmc_tokenizer_in(dir, llmc, sizeof llmc) && !strcmp(llmc, dir)) {
+        snprintf(path, cap, "%s", llmc);
+        return VOCAB_LLMC;
+    }
+    snprintf(path, cap, "%.580s/gpt2.tok", dir);
+    if (file_exists(path)) return VOCAB_COMPACT;
+    snprintf(path, cap, "%.580s/encoder.json", dir);
+    snprintf(bpe, sizeof bpe, "%.580s/vocab.bpe", dir);
+    if (file_exists(path) && file_exists(bpe)) return VOCAB_OPENAI;
+    if (!llmc_tokenizer_in(dir, llmc, sizeof llmc)) return VOCAB_NONE;
+    snprintf(path, cap, "%s", llmc);
+    return VOCAB_LLMC;
+}
+
+/* GPT-2's vocabulary from dir, as gpt2_vocab_find finds it */
 CLI_USED static int load_gpt2_tokenizer(const char *dir, ngpt_tokenizer **out, char *err, size_t errlen) {
     char a[600], b[600];
     const char *base = strrchr(dir, '/') ? strrchr(dir, '/') + 1 : dir;
@@ -10963,19 +10982,15 @@ CLI_USED static int load_gpt2_tokenizer(const char *dir, ngpt_tokenizer **out, c
         return fail(err, errlen, NGPT_ERR_ARG, "tokenizer_dir = %s names one of the vocabulary's files: tokenizer_dir is the folder that holds "
                     "encoder.json and vocab.bpe (or gpt2.tok), here %s, or llm.c's gpt2_tokenizer.bin itself", dir, folder);
     }
-    if (llmc_tokenizer_in(dir, a, sizeof a) && !strcmp(a, dir)) return ngpt_tokenizer_load_llmc(a, out, err, errlen); /* the file itself */
-    snprintf(a, sizeof a, "%.580s/gpt2.tok", dir);
-    int rc; /* (llm.c's files, returned as they are: their loader requires <|endoftext|>) */
-    if (file_exists(a)) rc = ngpt_tokenizer_load(a, out, err, errlen);
+    int rc, kind = gpt2_vocab_find(dir, a, sizeof a);
+    if (kind == VOCAB_LLMC) return ngpt_tokenizer_load_llmc(a, out, err, errlen); /* returned as it is: its loader requires <|endoftext|> */
+    if (kind == VOCAB_COMPACT) rc = ngpt_tokenizer_load(a, out, err, errlen);
     else {
-        snprintf(a, sizeof a, "%.580s/encoder.json", dir);
-        snprintf(b, sizeof b, "%.580s/vocab.bpe", dir);
-        char llmc[600];
-        if ((!file_exists(a) || !file_exists(b)) && llmc_tokenizer_in(dir, llmc, sizeof llmc)) return ngpt_tokenizer_load_llmc(llmc, out, err, errlen);
-        if (!file_exists(a))
+        if (!file_exists(a)) /* (encoder.json without vocab.bpe: its loader names the missing one) */
             return fail(err, errlen, NGPT_ERR_IO,
                         "no GPT-2 vocabulary in %s: put OpenAI's encoder.json and vocab.bpe there (README, Data: where to get them), or llm.c's "
                         "gpt2_tokenizer.bin, or set tokenizer_dir to the folder that holds them (or to llm.c's file)", dir);
+        snprintf(b, sizeof b, "%.580s/vocab.bpe", dir);
         rc = ngpt_tokenizer_load_gpt2(a, b, out, err, errlen);
     }
     if (!rc && ngpt_tokenizer_eot(*out) < 0) { /* prepare separates documents with it, sample starts an empty prompt at it */
@@ -11883,12 +11898,8 @@ static int download(const char *url, const char *path, char *err, size_t errlen)
 
 /* a GPT-2 vocabulary in dir, as load_gpt2_tokenizer finds one, with nothing to download */
 static int gpt2_vocab_in(const char *dir) {
-    char a[600], b[600];
-    snprintf(a, sizeof a, "%.580s/encoder.json", dir);
-    snprintf(b, sizeof b, "%.580s/vocab.bpe", dir);
-    if (file_exists(a) && file_exists(b)) return 1;
-    snprintf(a, sizeof a, "%.580s/gpt2.tok", dir);
-    return file_exists(a) || llmc_tokenizer_in(dir, b, sizeof b);
+    char path[600];
+    return gpt2_vocab_find(dir, path, sizeof path) != VOCAB_NONE;
 }
 
 /* GPT-2's encoder.json and vocab.bpe in dir (or its compact gpt2.tok), downloaded when missing */
