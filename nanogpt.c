@@ -1643,7 +1643,7 @@ static size_t cuda_attn_ds_bytes(const ngpt_shape *s, int reserve) {
     if ((long long)s->B * s->NH > 65535 || (long long)s->B * s->T > INT_MAX - 128) return 0; /* shapes the kernels refuse (attn_wgmma_shape) */
     const size_t cap = (size_t)256 << 20, nqt = ((size_t)s->T + 63) / 64, nkb = ((size_t)s->T + 127) / 128;
     const size_t tiles = nkb * nqt - nkb * (nkb - 1);
-    if (tiles * 128 > INT_MAX) return 0; /* one head's tile rows past an int (T from 524288): the kernels refuse it too */
+    if (tiles * 128 > INT_MAX) return 0; /* one head's tile rows past an int (T from 524161): the kernels refuse it too */
     const size_t head = tiles * 16384, all = head * (size_t)s->B * (size_t)s->NH;
     return all <= cap ? all : head >= cap ? head : cap / head * head;
 }

@@ -428,7 +428,7 @@ static void test_hopper_ds_in_logits(void) {
     /* no room for shapes the wgmma kernels refuse (attn_wgmma_shape, attn_backward_wgmma): head size 128, over 65535
      * heads in a micro-batch, B*T past INT_MAX - 128, one head's tile rows past an int; room at each limit itself */
     ngpt_shape hs128 = {8, 1024, 768, 6, 12, m.Vp, 1024}, heads = {65536, 1, 64, 1, 1, m.Vp, 1024}, rows = {23205, 92544, 64, 1, 1, m.Vp, 1024},
-               long_head = {1, 524288, 64, 1, 1, m.Vp, 1024};
+               long_head = {1, 524161, 64, 1, 1, m.Vp, 1024};
     CHECK(cuda_attn_ds_bytes(&hs128, 1) == 0 && cuda_attn_ds_bytes(&heads, 1) == 0 && cuda_attn_ds_bytes(&rows, 1) == 0 &&
               cuda_attn_ds_bytes(&long_head, 1) == 0 && cuda_attn_ds_bytes(&s, 0) == 0,
           "dS^T room for shapes the kernels refuse: %zu, %zu, %zu, %zu bytes", cuda_attn_ds_bytes(&hs128, 1), cuda_attn_ds_bytes(&heads, 1),
