@@ -2370,6 +2370,7 @@ static void test_train_prepare_interrupted(void) {
     cli_wait(pid, &r, 60);
     CHECK(r.signal == SIGINT && strstr(r.err, "prepare stopped: its temporary files are removed"), "status %d, signal %d: %.300s", r.rc, r.signal, r.err);
     CHECK(!file_exists(made), "%s, made by the run, is gone", made);
+    unlink(big); /* 165 MB, in memory where /tmp is a tmpfs */
 }
 
 /* prepare's signal handler is set only where the signal was not ignored (a shell's background job ignores SIGINT),
@@ -2642,10 +2643,9 @@ static void test_out_dir_in_use(void) {
     char *argv[] = {"train", data, out, MODEL, "--init_from=resume", "--eval_interval=100000", "--max_iters=100000000", "--log_interval=1", NULL};
     pid_t first = cli_start(argv);
     wait_for_output("iter 6/");
-    /* the first run's output under another name: the second run's cli() makes out.txt and err.txt anew */
-    unlink(tmp_path("busy_first_out.txt"));
-    unlink(tmp_path("busy_first_err.txt"));
-    CHECK(!link(tmp_path("out.txt"), tmp_path("busy_first_out.txt")) && !link(tmp_path("err.txt"), tmp_path("busy_first_err.txt")),
+    /* the first run's output under another name (it goes on writing there): the second run's cli() makes out.txt and
+     * err.txt anew */
+    CHECK(!rename(tmp_path("out.txt"), tmp_path("busy_first_out.txt")) && !rename(tmp_path("err.txt"), tmp_path("busy_first_err.txt")),
           "keep the first run's output: %s", strerror(errno));
     FILE *f = fopen(save_in_progress, "w"); /* as the first run's save would leave it while writing */
     if (f) fclose(f);

@@ -154,7 +154,7 @@ for t in $targets; do
     rows="$rows$(printf '%-22s %12s %8s %8s %8s' "$t" "${execs:-?}" "${rate:-?}" "${cov:-?}" "$crashes")\n"
     if [ "$crashes" -gt 0 ]; then
         echo "  CRASH in $t (exit $status): $(grep -m1 -E 'ERROR: |runtime error|fuzz_[a-z_]*: ' "$log")"
-        echo "  its run: libFuzzer's $(grep -m1 -oE 'Seed: [0-9]+' "$log" || echo 'seed unknown') (FUZZ_FLAGS=-seed=N with the same corpus runs it again)"
+        echo "  its run: libFuzzer's $(grep -m1 -oE 'Seed: [0-9]+' "$log" || echo 'seed unknown') (the artifact below reproduces the crash; the seed does only with the corpus as it was before the run, which the run added to)"
         ls -t "$OUT/crashes" | grep "^$t-" | head -"$crashes" | sed "s|^|  artifact: $OUT/crashes/|"
     fi
 done
