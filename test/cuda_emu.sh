@@ -210,9 +210,18 @@ EMU_JOBS=${EMU_JOBS:-$(n=$(nproc 2>/dev/null || echo 2); echo $((n < 8 ? n : 8))
 case $EMU_JOBS in
 '' | *[!0-9]* | 0*) echo "FAIL cuda emulator: EMU_JOBS=$EMU_JOBS: expected a whole number of jobs, 1 or more"; echo "summary: 0 passed, 1 failed"; exit 1 ;;
 esac
+# wait_pooled waits for each of them by its process id: a plain wait after wait -n returned while the last two
+# mutants still ran (bash 5.2.15, a 2-core VM), and the report called them unbuilt
+pooled=()
 pool() {
     while [ "$(jobs -rp | wc -l)" -ge "$EMU_JOBS" ]; do wait -n; done
     "$@" &
+    pooled+=($!)
+}
+wait_pooled() {
+    local p
+    for p in "${pooled[@]}"; do wait "$p"; done
+    pooled=()
 }
 passed=0 failed=0
 fail() { echo "FAIL cuda emulator: $*"; failed=$((failed + 1)); }
@@ -222,8 +231,12 @@ if ! { $CC $CFLAGS_T -c test/test_gpu_ops.c -o "$OUT/test_gpu_ops.o" && $CC $CFL
     fail "the test programs did not compile"
 fi
 built=""
-for cc in $EMU_CCS; do build_cc "$cc" >"$OUT/build_$cc.log" 2>&1 & done
-wait
+builds=()
+for cc in $EMU_CCS; do
+    build_cc "$cc" >"$OUT/build_$cc.log" 2>&1 &
+    builds+=($!)
+done
+for p in "${builds[@]}"; do wait "$p"; done
 for cc in $EMU_CCS; do
     cat "$OUT/build_$cc.log"
     if [ -x "$OUT/nanogpt_sm$cc" ] && [ "$OUT/nanogpt_sm$cc" -nt "$OUT/nanogpt_emu.cpp" ]; then built="$built $cc"; else fail "sm_$cc: did not build"; fi
@@ -367,7 +380,7 @@ if [ "$EMU_MUTANTS" = 1 ]; then
     done
     for i in "${todo[@]}"; do pool mutant "$i"; done
 fi
-wait
+wait_pooled
 report_runs
 if [ "$EMU_MUTANTS" = 1 ]; then
     echo "== mutants of nanogpt.cu on the emulated GPUs (each must fail test_gpu_ops --small --fail-fast --dtype bf16)"
