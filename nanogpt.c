@@ -10958,7 +10958,8 @@ static int llmc_tokenizer_in(const char *dir, char *path, size_t cap) {
 enum { VOCAB_NONE, VOCAB_LLMC, VOCAB_COMPACT, VOCAB_OPENAI };
 static int gpt2_vocab_find(const char *dir, char *path, size_t cap) {
     char llmc[600], bpe[600];
-    if (llmc_tokenizer_in(dir, llmc, sizeof llmc) && !strcmp(llmc, dir)) {
+    int llmc_found = llmc_tokenizer_in(dir, llmc, sizeof llmc);
+    if (llmc_found && !strcmp(llmc, dir)) {
         snprintf(path, cap, "%s", llmc);
         return VOCAB_LLMC;
     }
@@ -10967,7 +10968,7 @@ static int gpt2_vocab_find(const char *dir, char *path, size_t cap) {
     snprintf(path, cap, "%.580s/encoder.json", dir);
     snprintf(bpe, sizeof bpe, "%.580s/vocab.bpe", dir);
     if (file_exists(path) && file_exists(bpe)) return VOCAB_OPENAI;
-    if (!llmc_tokenizer_in(dir, llmc, sizeof llmc)) return VOCAB_NONE;
+    if (!llmc_found) return VOCAB_NONE;
     snprintf(path, cap, "%s", llmc);
     return VOCAB_LLMC;
 }
