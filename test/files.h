@@ -1,10 +1,27 @@
-/* files.h: file helpers shared by the test programs (include after ../nanogpt.c). */
+/* files.h: file helpers shared by the test programs (include after ../nanogpt.c and check.h). */
 #ifndef NGPT_TEST_FILES_H
 #define NGPT_TEST_FILES_H
 #include <dirent.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+
+/* A new folder of this run's own, /tmp/ngpt_test_NAME_XXXXXX made by mkdtemp (no earlier run's files can be in
+ * it, nor another run's), into dir (cap bytes); readable by every user as mkdir(0755) makes it (test_cli runs
+ * some tests as nobody). 0, or -1 with the current case failed (CHECK) saying why. */
+static int test_folder(char *dir, size_t cap, const char *name) {
+    if ((size_t)snprintf(dir, cap, "/tmp/ngpt_test_%s_XXXXXX", name) >= cap) {
+        CHECK(0, "test_folder: /tmp/ngpt_test_%s_XXXXXX is longer than its %zu bytes", name, cap);
+        return -1;
+    }
+    if (!mkdtemp(dir) || chmod(dir, 0755)) {
+        CHECK(0, "test_folder: cannot make %s: %s", dir, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
 
 /* The contents of path, malloced with a 0 byte after them; NULL when it cannot be read whole. Their size goes
  * to *n (0 on failure). */

@@ -27,8 +27,11 @@ static void on_log(void *ctx, int level, const char *line) {
 
 int main(void) {
     char dir[256], path[400], err[512];
-    snprintf(dir, sizeof dir, "/tmp/ngpt_test_api_%d", (int)getpid());
-    mkdir(dir, 0777);
+    snprintf(dir, sizeof dir, "/tmp/ngpt_test_api_XXXXXX");
+    if (!mkdtemp(dir)) {
+        printf("FAIL cannot make a temporary folder %s\n", dir);
+        return 1;
+    }
     /* a toy dataset: a repeating pattern in nanoGPT's raw uint16 format */
     const char *names[2] = {"train.bin", "val.bin"};
     for (int k = 0; k < 2; k++) {

@@ -13,6 +13,7 @@
 #define NGPT_NO_MAIN
 #include "../nanogpt.c"
 #include "check.h"
+#include "files.h"
 #include "trainer_util.h"
 
 static void config(ngpt_config *c) {
@@ -201,8 +202,7 @@ static void test_threads_above_cpus(void) {
  * loaded): the same losses bit for bit, an MFU in the progress callback and log.jsonl only with it */
 static void test_train_measures_peak(void) {
     char dir[64], data[96], out[2][96], path[128], err[NGPT_ERRLEN];
-    snprintf(dir, sizeof dir, "/tmp/ngpt_test_bench_peak_%d", (int)getpid());
-    mkdir(dir, 0777);
+    if (test_folder(dir, sizeof dir, "bench_peak")) return;
     snprintf(data, sizeof data, "%s/data", dir);
     write_random_dataset(data, 97, 4000, 11);
     for (int resume = 0; resume < 2; resume++) {
@@ -304,8 +304,7 @@ static void test_train_measures_peak(void) {
  * though the bench reads no tokens; a dataset without one gets GPT-2's vocabulary */
 static void test_bench_vocab_from_dataset(void) {
     char dir[64], path[128], err[NGPT_ERRLEN];
-    snprintf(dir, sizeof dir, "/tmp/ngpt_test_bench_%d", (int)getpid());
-    mkdir(dir, 0777);
+    if (test_folder(dir, sizeof dir, "bench")) return;
     snprintf(path, sizeof path, "%s/in.txt", dir);
     FILE *f = fopen(path, "w");
     if (!f) { CHECK(0, "cannot write %s", path); return; }

@@ -1685,10 +1685,9 @@ static void test_thread_probe_rule(void) {
 }
 
 int main(void) {
-    snprintf(root, sizeof root, "/tmp/ngpt_test_ckpt_%d", (int)getpid());
+    if (test_folder(root, sizeof root, "ckpt")) return 1;
     snprintf(data_dir, sizeof data_dir, "%s/data", root);
     snprintf(out_dir, sizeof out_dir, "%s/out", root);
-    mkdir(root, 0777);
     make_dataset(40);
     RUN(test_resume_bit_identical);
     RUN(test_thread_count_invariant);

@@ -3087,8 +3087,7 @@ static void test_data_prepared_again(void) {
 
 int main(void) {
     umask(022); /* the tests run as nobody (as root) go into tmpdir: a caller's umask 077 would shut them out */
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/ngpt_test_cli_%d", (int)getpid());
-    mkdir(tmpdir, 0777);
+    if (test_folder(tmpdir, sizeof tmpdir, "cli")) return 1;
     RUN(test_help);
     RUN(test_typos);
     RUN(test_plan_and_info);

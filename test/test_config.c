@@ -3,6 +3,7 @@
 #define NGPT_NO_MAIN
 #include "../nanogpt.c"
 #include "check.h"
+#include "files.h"
 
 static char tmpdir[256];
 
@@ -707,8 +708,8 @@ static void write_text(const char *root, const char *name, const char *text) {
  * what is used, less the page cache the kernel takes back first), the smallest of this process's folder's and those
  * above it; the CPUs of a quota; none where there is no limit; and the CPUs an affinity (taskset) allows */
 static void test_cgroup_limits(void) {
-    char root[128], dir[300];
-    snprintf(root, sizeof root, "/tmp/ngpt_test_cgroup_%d", (int)getpid());
+    char root[270], dir[300];
+    snprintf(root, sizeof root, "%s/cgroup", tmpdir);
     /* v2: one hierarchy; this process in /a/b, a limit on each, the deeper one smaller; a CPU quota of 1.5. (v1's
      * folders, made with them: the controllers' own) */
     static const char *const dirs[] = {"", "/a", "/a/b", "/memory", "/cpu,cpuacct"};
@@ -755,7 +756,7 @@ static void test_cgroup_limits(void) {
     /* a limit below what is used leaves nothing */
     write_text(root, "memory/memory.limit_in_bytes", "536870912\n");
     CHECK(cgroup_memory_left(root, v1) == 0, "v1: used past the limit: %.0f", cgroup_memory_left(root, v1));
-    char cmd[200];
+    char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf %s", root);
     CHECK(system(cmd) == 0, "%s", cmd);
     /* the affinity: this process on its first allowed CPU alone is one CPU, whatever the machine has */
@@ -796,8 +797,7 @@ static void test_dtype_choice(void) {
 }
 
 int main(void) {
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/ngpt_test_config_%d", (int)getpid());
-    mkdir(tmpdir, 0777);
+    if (test_folder(tmpdir, sizeof tmpdir, "config")) return 1;
     RUN(test_set_and_validate);
     RUN(test_config_file);
     RUN(test_nanogpt_python_configs);

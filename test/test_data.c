@@ -768,8 +768,7 @@ static void test_nanogpt_meta_pkl(void) {
 }
 
 int main(void) {
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/ngpt_test_data_%d", (int)getpid());
-    mkdir(tmpdir, 0777);
+    if (test_folder(tmpdir, sizeof tmpdir, "data")) return 1;
     char dir[512], err[NGPT_ERRLEN];
     snprintf(dir, sizeof dir, "%s/gpt2", shared_data_dir());
     if (load_gpt2_tokenizer(dir, &tok, err, sizeof err)) {

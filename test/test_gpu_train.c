@@ -16,6 +16,7 @@
 #include "../nanogpt.c"
 #include "check.h"
 #include "trainer_util.h"
+#include "files.h"
 
 #include "cuda_alloc_count.h"
 
@@ -435,7 +436,7 @@ int main(int argc, char **argv) {
     }
     char why[NGPT_ERRLEN];
     if (!ngpt_cuda_available(why, sizeof why)) { printf("FAIL no GPU: %s\n", why); return 1; }
-    snprintf(dir, sizeof dir, "/tmp/ngpt_test_gpu_train_%d", (int)getpid());
+    if (test_folder(dir, sizeof dir, "gpu_train")) return 1;
     snprintf(out_dir, sizeof out_dir, "%s/out", dir);
     char input[512], err[NGPT_ERRLEN];
     snprintf(input, sizeof input, "%s/tinyshakespeare.txt", shared_data_dir());

@@ -9,6 +9,7 @@
 #include "../nanogpt.c"
 #include "check.h"
 #include "trainer_util.h"
+#include "files.h"
 
 /* ---- counting allocations: the test binary's own malloc family, forwarding to glibc ---- */
 #ifndef NGPT_SANITIZE
@@ -79,7 +80,7 @@ static void crop_wpe(const Fixture *fx, const float *src, float *dst) {
 static char data_dir[256];
 
 static void make_dataset(int V) {
-    snprintf(data_dir, sizeof data_dir, "/tmp/ngpt_test_model_%d", (int)getpid());
+    if (test_folder(data_dir, sizeof data_dir, "model")) return;
     write_random_dataset(data_dir, V, 5000, 9);
 }
 

@@ -10,6 +10,7 @@
 #define NGPT_NO_MAIN
 #include "../nanogpt.c"
 #include "check.h"
+#include "files.h"
 #include <sys/resource.h>
 #include <sys/wait.h>
 
@@ -671,8 +672,7 @@ static void test_moments_dtype(void) {
 /* ---- training with forced micro-batches ---- */
 static char data_dir[256];
 static void make_dataset(int V) {
-    snprintf(data_dir, sizeof data_dir, "/tmp/ngpt_test_plan_%d", (int)getpid());
-    mkdir(data_dir, 0777);
+    if (test_folder(data_dir, sizeof data_dir, "plan")) return;
     for (int k = 0; k < 2; k++) {
         char path[320];
         snprintf(path, sizeof path, "%s/%s", data_dir, k ? "val.bin" : "train.bin");

@@ -1011,8 +1011,7 @@ static void remove_tmpdir(void) {
 }
 
 int main(void) {
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/ngpt_test_pretrained_XXXXXX");
-    if (!mkdtemp(tmpdir)) { printf("cannot make a temporary folder\n"); return 1; }
+    if (test_folder(tmpdir, sizeof tmpdir, "pretrained")) return 1;
     RUN(test_json_reader);
     RUN(test_safetensors_f32_equals_llmc_v3);
     RUN(test_bf16_readers_agree);

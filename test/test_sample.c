@@ -8,13 +8,13 @@
 #include "../nanogpt.c"
 #include "check.h"
 #include "trainer_util.h"
+#include "files.h"
 
 enum { V = 75, T = 20, S = 3 };
-static char dir[256];
+static char dir[256]; /* this run's folder: its data_dir (which holds no dataset), and the checkpoints it saves */
 
 /* nanoGPT's defaults on the cpu, reading no dataset: the model's shape is the caller's to set */
 static void config_on_cpu(ngpt_config *c) {
-    snprintf(dir, sizeof dir, "/tmp/ngpt_test_sample_%d", (int)getpid());
     ngpt_config_defaults(c);
     copy_str(c->device, sizeof c->device, "cpu");
     copy_str(c->data_dir, sizeof c->data_dir, dir);
@@ -174,7 +174,7 @@ static void test_sample_only(void) {
     CHECK(lean->plan.device_bytes < full->plan.device_bytes, "sampling arena %zu not below training's %zu", lean->plan.device_bytes,
           full->plan.device_bytes);
     char path[300];
-    snprintf(path, sizeof path, "%s.ckpt", dir);
+    snprintf(path, sizeof path, "%s/sample_only.ckpt", dir);
     CHECK(ngpt_save(full, path) == 0, "save: %s", full->err);
     int32_t prompt[3] = {7, 8, 9}, a[2 * 33], b[2 * 33];
     CHECK(ngpt_sample(lean, prompt, 3, 2, 30, 0.9f, 10, 3, b) == 0, "%s", lean->err);
@@ -225,7 +225,7 @@ static void test_sample_only_window_chunks(void) {
           lean->plan.param_len[P_WTE]);
     float *want = malloc(n * 4), *got = malloc(n * 4);
     copy_master_out(full, want);
-    snprintf(path, sizeof path, "%s.window.ckpt", dir);
+    snprintf(path, sizeof path, "%s/window.ckpt", dir);
     CHECK(ngpt_save(full, path) == 0, "save: %s", full->err);
     CHECK(ngpt_load(lean, path) == 0, "load: %s", lean->err);
     copy_master_out(lean, got);
@@ -273,6 +273,7 @@ static void test_sample_token_draws(void) {
 }
 
 int main(void) {
+    if (test_folder(dir, sizeof dir, "sample")) return 1;
     RUN(test_decode_matches_full_forward);
     RUN(test_greedy_and_seeds);
     RUN(test_block_size_one);
@@ -281,5 +282,8 @@ int main(void) {
     RUN(test_sample_only_window_chunks);
     RUN(test_kth_largest);
     RUN(test_sample_token_draws);
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0) printf("could not remove %s\n", dir);
     return check_summary();
 }

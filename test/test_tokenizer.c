@@ -8,6 +8,7 @@
 #define NGPT_NO_MAIN
 #include "../nanogpt.c"
 #include "check.h"
+#include "files.h"
 #include "llmc_tokenizer.h"
 
 #include <sys/stat.h> /* mkdir */
@@ -1040,8 +1041,7 @@ static void test_bad_compact_files(void) {
 }
 
 int main(void) {
-    snprintf(tmp_dir, sizeof tmp_dir, "%s/ngpt_test_tokenizer_%ld", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (long)getpid());
-    if (mkdir(tmp_dir, 0700) != 0) { printf("cannot create %s\n", tmp_dir); return 1; }
+    if (test_folder(tmp_dir, sizeof tmp_dir, "tokenizer")) return 1;
     if (load_cases("test/fixtures/bpe_cases.bin")) printf("  (no fixture cases: run from the repository root)\n");
     RUN(test_load_gpt2);
     RUN(test_unicode_classes);

@@ -15,10 +15,11 @@
 #define NGPT_NO_MAIN
 #include "../nanogpt.c"
 #include "check.h"
+#include "files.h"
 
 static void test_tiny_shakespeare_training(void) {
     char dir[256], input[512], err[NGPT_ERRLEN];
-    snprintf(dir, sizeof dir, "/tmp/ngpt_test_train_%d", (int)getpid());
+    if (test_folder(dir, sizeof dir, "train")) return;
     snprintf(input, sizeof input, "%s/tinyshakespeare.txt", shared_data_dir());
     int rc = prepare_char(input, dir, 0.1, NULL, err, sizeof err);
     CHECK(rc == 0, "prepare: %s", err);
