@@ -23,6 +23,14 @@ static int test_folder(char *dir, size_t cap, const char *name) {
     return 0;
 }
 
+/* Removes folder dir and everything in it (rm -rf); 0, or -1 with a line saying it could not */
+static int remove_folder(const char *dir) {
+    char cmd[700];
+    if ((size_t)snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir) < sizeof cmd && system(cmd) == 0) return 0;
+    printf("could not remove %s\n", dir);
+    return -1;
+}
+
 /* The contents of path, malloced with a 0 byte after them; NULL when it cannot be read whole. Their size goes
  * to *n (0 on failure). */
 static void *file_contents(const char *path, size_t *n) {

@@ -295,9 +295,7 @@ static void test_train_measures_peak(void) {
         double logged = lr ? strtod(lr + 6, NULL) : 0;
         CHECK(fabs(logged - lr_at(&c, 0)) <= 1e-6 * lr_at(&c, 0), "log.jsonl's lr at step 0: %g, expected %g", logged, (double)lr_at(&c, 0));
     }
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    CHECK(system(cmd) == 0, "%s", cmd);
+    CHECK(!remove_folder(dir), "remove %s", dir);
 }
 
 /* `nanogpt bench` leaves vocab_size 0 to the trainer: a char dataset's meta.bin gives its character count even
@@ -330,9 +328,7 @@ static void test_bench_vocab_from_dataset(void) {
               tr->ms.V, tr->ms.Vp, want[k]);
         ngpt_trainer_free(tr);
     }
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    CHECK(system(cmd) == 0, "%s", cmd);
+    CHECK(!remove_folder(dir), "remove %s", dir);
 }
 
 int main(void) {

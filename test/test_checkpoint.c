@@ -65,11 +65,7 @@ static float *params_of(ngpt_trainer *tr) {
     return p;
 }
 
-static void clear_out_dir(void) {
-    char cmd[400];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", out_dir);
-    if (system(cmd)) printf("could not clear %s\n", out_dir);
-}
+static void clear_out_dir(void) { remove_folder(out_dir); }
 
 static void test_resume_bit_identical(void) {
     clear_out_dir();
@@ -286,10 +282,9 @@ static void test_stop_during_evaluation(void) {
     float best_resumed = resumed->best_val_loss;
     ngpt_trainer_free(resumed);
 
-    char other_out[sizeof out_dir + 8], cmd[sizeof other_out + 16];
+    char other_out[sizeof out_dir + 8];
     snprintf(other_out, sizeof other_out, "%s_whole", out_dir);
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", other_out);
-    CHECK(system(cmd) == 0, "%s", cmd);
+    CHECK(!remove_folder(other_out), "remove %s", other_out);
     ngpt_config w = c;
     copy_str(w.out_dir, sizeof w.out_dir, other_out);
     ngpt_trainer *whole = make(&w);
@@ -301,7 +296,7 @@ static void test_stop_during_evaluation(void) {
     free(p_resumed);
     free(p_whole);
     ngpt_trainer_free(whole);
-    CHECK(system(cmd) == 0, "%s", cmd);
+    CHECK(!remove_folder(other_out), "remove %s", other_out);
 
     /* a request from the evaluation's own progress callback: the run stops after it, before another step */
     clear_out_dir();
@@ -1713,8 +1708,6 @@ int main(void) {
     RUN(test_full_disk);
     RUN(test_backend_failure_while_saving);
     RUN(test_nonfinite_steps);
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
-    if (system(cmd)) printf("could not remove %s\n", root);
+    remove_folder(root);
     return check_summary();
 }

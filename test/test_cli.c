@@ -1256,8 +1256,7 @@ static void test_resume_model(void) {
         CHECK(strstr(r->err, "note: input = /elsewhere/my_text.txt is not read: ") &&
                   strstr(r->err, prepared ? "data/shakespeare_char is prepared already" : "only the recipes' datasets"),
               "input not read, and why: %.400s", r->err);
-        snprintf(path, sizeof path, "rm -rf '%s'", tmp_path("input_note_out"));
-        CHECK(system(path) == 0, "%s", path);
+        CHECK(!remove_folder(tmp_path("input_note_out")), "remove input_note_out");
     }
     r = cli("plan", "--init_from=resume", out_dir_arg, data_arg, "--block_size=128", "--device=cpu", NULL);
     CHECK_RUN(r, 0, "plan --init_from=resume");
@@ -3122,8 +3121,6 @@ int main(void) {
     RUN(test_data_cut_short_while_training);
     RUN(test_data_prepared_again);
     RUN(test_out_dir_not_writable);
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-    if (system(cmd)) printf("could not remove %s\n", tmpdir);
+    remove_folder(tmpdir);
     return check_summary();
 }

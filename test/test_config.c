@@ -756,9 +756,7 @@ static void test_cgroup_limits(void) {
     /* a limit below what is used leaves nothing */
     write_text(root, "memory/memory.limit_in_bytes", "536870912\n");
     CHECK(cgroup_memory_left(root, v1) == 0, "v1: used past the limit: %.0f", cgroup_memory_left(root, v1));
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", root);
-    CHECK(system(cmd) == 0, "%s", cmd);
+    CHECK(!remove_folder(root), "remove %s", root);
     /* the affinity: this process on its first allowed CPU alone is one CPU, whatever the machine has */
     cpu_set_t was, one;
     if (sched_getaffinity(0, sizeof was, &was)) { CHECK(0, "sched_getaffinity: %s", strerror(errno)); return; }
@@ -815,8 +813,6 @@ int main(void) {
     RUN(test_dtype_choice);
     RUN(test_cpu_budget_is_available_memory);
     RUN(test_cgroup_limits);
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-    if (system(cmd)) printf("could not remove %s\n", tmpdir);
+    remove_folder(tmpdir);
     return check_summary();
 }

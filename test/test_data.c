@@ -790,8 +790,6 @@ int main(void) {
     RUN(test_prepare_temporary_names);
     RUN(test_text_changed_between_reads);
     ngpt_tokenizer_free(tok);
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-    if (system(cmd)) printf("could not remove %s\n", tmpdir);
+    remove_folder(tmpdir);
     return check_summary();
 }

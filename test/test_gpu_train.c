@@ -440,7 +440,11 @@ int main(int argc, char **argv) {
     snprintf(out_dir, sizeof out_dir, "%s/out", dir);
     char input[512], err[NGPT_ERRLEN];
     snprintf(input, sizeof input, "%s/tinyshakespeare.txt", shared_data_dir());
-    if (prepare_char(input, dir, 0.1, NULL, err, sizeof err)) { printf("FAIL prepare: %s\n", err); return 1; }
+    if (prepare_char(input, dir, 0.1, NULL, err, sizeof err)) {
+        printf("FAIL prepare: %s\n", err);
+        remove_folder(dir);
+        return 1;
+    }
     RUN(test_step_fp32);
     RUN(test_step_bf16);
     RUN(test_step_gpt2_heads_bf16);
@@ -454,8 +458,6 @@ int main(int argc, char **argv) {
     RUN(test_eval_only_bf16);
     RUN(test_bf16_moments_follow_fp32);
     if (curve) RUN(test_curve_follows_cpu);
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd) != 0) printf("note: could not remove %s\n", dir);
+    remove_folder(dir);
     return check_summary();
 }

@@ -79,15 +79,11 @@ static void crop_wpe(const Fixture *fx, const float *src, float *dst) {
 /* ---- trainers over a scratch dataset of random tokens ---- */
 static char data_dir[256];
 
-static void make_dataset(int V) {
-    if (test_folder(data_dir, sizeof data_dir, "model")) return;
+/* 0, or -1 with the current case failed */
+static int make_dataset(int V) {
+    if (test_folder(data_dir, sizeof data_dir, "model")) return -1;
     write_random_dataset(data_dir, V, 5000, 9);
-}
-
-static void remove_dataset(void) {
-    char cmd[320];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", data_dir);
-    if (system(cmd)) printf("could not remove %s\n", data_dir);
+    return 0;
 }
 
 static void base_config(ngpt_config *c, int V, int T, int L, int NH, int C, int bias, int B) {
@@ -148,12 +144,12 @@ static void check_fixture(const char *name) {
     snprintf(path, sizeof path, "test/fixtures/%s", name);
     Fixture fx;
     if (!fixture_load(&fx, path)) { CHECK(0, "cannot load %s", path); return; }
-    make_dataset(fx.V);
+    if (make_dataset(fx.V)) return;
     ngpt_config c;
     base_config(&c, fx.V, fx.T, fx.L, fx.NH, fx.C, fx.bias, fx.B);
     c.learning_rate = fx.lr; c.beta1 = fx.beta1; c.beta2 = fx.beta2; c.weight_decay = fx.weight_decay; c.grad_clip = fx.grad_clip;
     ngpt_trainer *tr = make_trainer(&c);
-    if (!tr) { CHECK(0, "trainer"); return; }
+    if (!tr) { CHECK(0, "trainer"); remove_folder(data_dir); return; }
     CHECK(tr->plan.micro_batch == fx.B && one_pass_holds_logits(tr, &tr->plan.eval, fx.B, tr->plan.eval_chunk),
           "plan does not hold the fixture batch in one pass");
     size_t N = (size_t)fx.B * fx.T, P = tr->plan.nparams;
@@ -205,7 +201,7 @@ static void check_fixture(const char *name) {
      * to lr per step under AdamW; PyTorch in fp32 itself lands 1.5e-4 away */
     CHECK(pdiff < 5e-4, "%s params after 10 steps: max abs diff %.3g at %zu (%s)", name, pdiff, w, param_of(&fx, w));
     ngpt_trainer_free(tr);
-    remove_dataset();
+    remove_folder(data_dir);
     free(params); free(got); free(want); free(logits);
     free(fx.tokens); free(fx.targets); free(fx.params); free(fx.logits); free(fx.grads); free(fx.step_losses); free(fx.params_after);
 }
@@ -393,7 +389,7 @@ static void test_no_allocation_while_training(void) {
 }
 
 int main(void) {
-    make_dataset(EQ_V);
+    if (make_dataset(EQ_V)) return 1;
     for (int i = 0; i < EQ_SEQS * EQ_T; i++) {
         eq_tokens[i] = (int32_t)(ngpt_hash(3, 1, (uint64_t)i) % EQ_V);
         eq_targets[i] = (int32_t)(ngpt_hash(3, 2, (uint64_t)i) % EQ_V);
@@ -404,7 +400,7 @@ int main(void) {
     RUN(test_fusion_paths);
     RUN(test_dropout_reproducible);
     RUN(test_no_allocation_while_training);
-    remove_dataset();
+    remove_folder(data_dir);
     RUN(test_pytorch_bias);
     RUN(test_pytorch_nobias);
     return check_summary();

@@ -843,8 +843,6 @@ int main(void) {
     RUN(test_refusal_names_smaller_gpt2);
     RUN(test_forced_micro_batches_same_losses);
     RUN(test_allocation_failure);
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", data_dir);
-    if (system(cmd)) printf("could not remove %s\n", data_dir);
+    remove_folder(data_dir);
     return check_summary();
 }

@@ -282,8 +282,6 @@ int main(void) {
     RUN(test_sample_only_window_chunks);
     RUN(test_kth_largest);
     RUN(test_sample_token_draws);
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd) != 0) printf("could not remove %s\n", dir);
+    remove_folder(dir);
     return check_summary();
 }

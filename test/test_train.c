@@ -23,7 +23,10 @@ static void test_tiny_shakespeare_training(void) {
     snprintf(input, sizeof input, "%s/tinyshakespeare.txt", shared_data_dir());
     int rc = prepare_char(input, dir, 0.1, NULL, err, sizeof err);
     CHECK(rc == 0, "prepare: %s", err);
-    if (rc) return;
+    if (rc) {
+        remove_folder(dir);
+        return;
+    }
     ngpt_config c;
     ngpt_config_defaults(&c);
     apply_preset(&c, preset_shakespeare_char_cpu);
@@ -37,7 +40,10 @@ static void test_tiny_shakespeare_training(void) {
     ngpt_trainer *tr;
     rc = ngpt_trainer_create(&c, NULL, &tr, err, sizeof err);
     CHECK(rc == 0, "create: %s", err);
-    if (rc) return;
+    if (rc) {
+        remove_folder(dir);
+        return;
+    }
     float first_val = 0, val = 0, tl;
     double t0 = now_seconds();
     while (tr->step <= c.max_iters) {
@@ -53,9 +59,7 @@ static void test_tiny_shakespeare_training(void) {
     CHECK(first_val > 4.0f, "initial val loss %.4f: expected about ln(65) = 4.17", (double)first_val);
     CHECK(val < VAL_BAR, "val loss after %d steps %.4f, expected below %.2f", TRAIN_STEPS, (double)val, (double)VAL_BAR);
     ngpt_trainer_free(tr);
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd)) printf("could not remove %s\n", dir);
+    remove_folder(dir);
 }
 
 int main(void) {
