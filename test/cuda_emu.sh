@@ -210,8 +210,8 @@ EMU_JOBS=${EMU_JOBS:-$(n=$(nproc 2>/dev/null || echo 2); echo $((n < 8 ? n : 8))
 case $EMU_JOBS in
 '' | *[!0-9]* | 0*) echo "FAIL cuda emulator: EMU_JOBS=$EMU_JOBS: expected a whole number of jobs, 1 or more"; echo "summary: 0 passed, 1 failed"; exit 1 ;;
 esac
-# wait_pooled waits for each of them by its process id: a plain wait after wait -n returned while the last two
-# mutants still ran (bash 5.2.15, a 2-core VM), and the report called them unbuilt
+# wait_pooled waits for each of them (and the builds') by its process id: a plain wait after wait -n returned
+# while the last two mutants still ran (bash 5.2.15, a 2-core VM), and the report called them unbuilt
 pooled=()
 pool() {
     while [ "$(jobs -rp | wc -l)" -ge "$EMU_JOBS" ]; do wait -n; done
@@ -231,12 +231,11 @@ if ! { $CC $CFLAGS_T -c test/test_gpu_ops.c -o "$OUT/test_gpu_ops.o" && $CC $CFL
     fail "the test programs did not compile"
 fi
 built=""
-builds=()
-for cc in $EMU_CCS; do
+for cc in $EMU_CCS; do # all at once, not pooled: one per architecture
     build_cc "$cc" >"$OUT/build_$cc.log" 2>&1 &
-    builds+=($!)
+    pooled+=($!)
 done
-for p in "${builds[@]}"; do wait "$p"; done
+wait_pooled
 for cc in $EMU_CCS; do
     cat "$OUT/build_$cc.log"
     if [ -x "$OUT/nanogpt_sm$cc" ] && [ "$OUT/nanogpt_sm$cc" -nt "$OUT/nanogpt_emu.cpp" ]; then built="$built $cc"; else fail "sm_$cc: did not build"; fi
