@@ -67,6 +67,11 @@ static int fixture_load(Fixture *fx, const char *path) {
     return ok;
 }
 
+static void fixture_free(Fixture *fx) {
+    free(fx->tokens); free(fx->targets); free(fx->params); free(fx->logits); free(fx->grads); free(fx->step_losses);
+    free(fx->params_after);
+}
+
 /* The fixture's wpe has block_size rows but only T are used; nanogpt's model has exactly T (it crops, as
  * nanoGPT does). Copies src (fixture layout) to dst (model with maxT = T). */
 static void crop_wpe(const Fixture *fx, const float *src, float *dst) {
@@ -143,13 +148,13 @@ static void check_fixture(const char *name) {
     char path[512];
     snprintf(path, sizeof path, "test/fixtures/%s", name);
     Fixture fx;
-    if (!fixture_load(&fx, path)) { CHECK(0, "cannot load %s", path); return; }
-    if (make_dataset(fx.V)) return;
+    if (!fixture_load(&fx, path)) { CHECK(0, "cannot load %s", path); fixture_free(&fx); return; }
+    if (make_dataset(fx.V)) { fixture_free(&fx); return; }
     ngpt_config c;
     base_config(&c, fx.V, fx.T, fx.L, fx.NH, fx.C, fx.bias, fx.B);
     c.learning_rate = fx.lr; c.beta1 = fx.beta1; c.beta2 = fx.beta2; c.weight_decay = fx.weight_decay; c.grad_clip = fx.grad_clip;
     ngpt_trainer *tr = make_trainer(&c);
-    if (!tr) { CHECK(0, "trainer"); remove_folder(data_dir); return; }
+    if (!tr) { CHECK(0, "trainer"); remove_folder(data_dir); fixture_free(&fx); return; }
     CHECK(tr->plan.micro_batch == fx.B && one_pass_holds_logits(tr, &tr->plan.eval, fx.B, tr->plan.eval_chunk),
           "plan does not hold the fixture batch in one pass");
     size_t N = (size_t)fx.B * fx.T, P = tr->plan.nparams;
@@ -203,7 +208,7 @@ static void check_fixture(const char *name) {
     ngpt_trainer_free(tr);
     remove_folder(data_dir);
     free(params); free(got); free(want); free(logits);
-    free(fx.tokens); free(fx.targets); free(fx.params); free(fx.logits); free(fx.grads); free(fx.step_losses); free(fx.params_after);
+    fixture_free(&fx);
 }
 
 static void test_pytorch_bias(void) { check_fixture("gpt_tiny_bias.bin"); }
