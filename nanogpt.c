@@ -9474,6 +9474,8 @@ static int train_step_once(ngpt_trainer *tr, batch_fill_fn fill, void *ctx, floa
     } else if (!isfinite(mean) || !isfinite(norm)) {
         /* a poisoned step never reaches the parameters: skip it (on_nonfinite = skip) or stop */
         tr->nonfinite_run++;
+        if (isnan(mean)) mean = NAN; /* unsigned: "nan" in the messages below, not "-nan" */
+        if (isnan(norm)) norm = NAN;
         if (!strcmp(tr->cfg.on_nonfinite, "halt") || tr->nonfinite_run > MAX_NONFINITE_SKIPS)
             return tr_fail(tr, NGPT_ERR_NUMERIC, "step %d: the loss (%g) or the gradient norm (%g) is not finite%s; the parameters were not updated",
                            tr->step, mean, norm, tr->nonfinite_run > 1 ? " again" : "");
@@ -9851,10 +9853,11 @@ static void report(ngpt_trainer *tr, int jsonl, int is_eval, float train_loss, f
     p.step = is_eval ? tr->step : tr->step - 1;
     p.max_iters = c->max_iters;
     p.is_eval = is_eval;
-    p.loss = tr->last_loss;
+    /* a NaN loss as an unsigned NaN, which prints as "nan" (Python's spelling), not "-nan" */
+    p.loss = isnan(tr->last_loss) ? NAN : tr->last_loss;
     p.lr = tr->lr;
-    p.train_loss = train_loss;
-    p.val_loss = val_loss;
+    p.train_loss = isnan(train_loss) ? NAN : train_loss;
+    p.val_loss = isnan(val_loss) ? NAN : val_loss;
     p.step_seconds = tr->last_step_seconds;
     p.tokens_per_second = tr->last_step_seconds > 0 ? tr->last_step_tokens / tr->last_step_seconds : 0;
     p.flops_per_second = p.tokens_per_second * flops_per_token(tr);
@@ -9874,9 +9877,9 @@ static void report(ngpt_trainer *tr, int jsonl, int is_eval, float train_loss, f
     if (tr->opt.progress) tr->opt.progress(tr->opt.ctx, &p);
     char n1[32], n2[32], n3[32], n4[32], n5[32];
     if (is_eval) {
-        tr_log(tr, 0, "step %d: train loss %.4f, val loss %.4f", p.step, (double)train_loss, (double)val_loss);
-        jsonl_line(tr, jsonl, "{\"step\": %d, \"train_loss\": %s, \"val_loss\": %s%s}\n", p.step, json_num(n1, sizeof n1, "%.6f", train_loss),
-                   json_num(n2, sizeof n2, "%.6f", val_loss), c->eval_only ? ", \"eval_only\": true" : "");
+        tr_log(tr, 0, "step %d: train loss %.4f, val loss %.4f", p.step, (double)p.train_loss, (double)p.val_loss);
+        jsonl_line(tr, jsonl, "{\"step\": %d, \"train_loss\": %s, \"val_loss\": %s%s}\n", p.step, json_num(n1, sizeof n1, "%.6f", p.train_loss),
+                   json_num(n2, sizeof n2, "%.6f", p.val_loss), c->eval_only ? ", \"eval_only\": true" : "");
     } else {
         if (!tr->opt.progress && p.step % c->log_interval == 0)
             tr_log(tr, 0, "iter %d: loss %.4f, time %.2fms, lr %.3e, %.0f tok/s", p.step, (double)p.loss, p.step_seconds * 1e3, (double)p.lr,
@@ -12276,12 +12279,12 @@ static int cmd_train(int argc, char **argv) {
         if (step0 > 0 && st.step == step0)
             snprintf(from, sizeof from, " (the checkpoint is at step %d, past max_iters %d: raise --max_iters to train on)", step0, cfg.max_iters);
         else if (step0 > 0) snprintf(from, sizeof from, " (from step %d to %d)", step0, st.step);
-        char skipped[160] = "";
+        char skipped[160] = "", best[48] = "no finite val loss"; /* best_val_loss keeps nanoGPT's 1e9 until an evaluation is finite */
         if (st.skipped_steps)
             snprintf(skipped, sizeof skipped, ", %d of them skipped (a NaN/Inf loss or gradient: the parameters were not updated)", st.skipped_steps);
-        printf("done: %d step%s%s%s in %.1f s, best val loss %.4f; memory: arena %s (allocated once)%s, process peak resident %s; log in "
-               "%s/log.jsonl\n",
-               st.step - step0, st.step - step0 == 1 ? "" : "s", from, skipped, now_seconds() - t0, (double)st.best_val_loss, b1, b3, b2, cfg.out_dir);
+        if (st.best_val_loss < 1e9f) snprintf(best, sizeof best, "best val loss %.4f", (double)st.best_val_loss);
+        printf("done: %d step%s%s%s in %.1f s, %s; memory: arena %s (allocated once)%s, process peak resident %s; log in %s/log.jsonl\n",
+               st.step - step0, st.step - step0 == 1 ? "" : "s", from, skipped, now_seconds() - t0, best, b1, b3, b2, cfg.out_dir);
     }
     ngpt_trainer_free(tr);
     if (rc == NGPT_ERR_INTERRUPTED && stop_signal) {

@@ -2073,6 +2073,32 @@ static void test_workflow(void) {
           "a character model without its meta.bin: %.400s", r->err);
     r = cli("sample", "--init_from=scratch", NULL);
     CHECK_RUN(r, 1, "sample --init_from=scratch");
+
+    /* weights that are finite but overflow every forward pass (the final LayerNorm's scale at 3e38): each step is
+     * skipped, never applied, and the done line counts them */
+    static float huge_model[1 << 17];
+    FILE *model_in = fopen(tmp_path("model.bin"), "rb"), *huge_file = fopen(tmp_path("huge.bin"), "wb");
+    size_t n_floats = model_in ? fread(huge_model, 4, sizeof huge_model / 4, model_in) : 0;
+    int32_t hh[256];
+    memcpy(hh, huge_model, sizeof hh);
+    const size_t lnf_w = n_floats - 2 * (size_t)hh[6]; /* lnfw, then lnfb: the file's last 2 C floats */
+    CHECK(model_in && huge_file && n_floats > 256 && n_floats < sizeof huge_model / 4 && hh[0] == 20240326, "read model.bin (%zu floats)", n_floats);
+    for (int i = 0; i < hh[6] && n_floats > 256; i++) huge_model[lnf_w + i] = 3e38f;
+    CHECK(huge_file && fwrite(huge_model, 4, n_floats, huge_file) == n_floats, "write huge.bin");
+    if (model_in) fclose(model_in);
+    if (huge_file) fclose(huge_file);
+    char huge_init[600], huge_out[600];
+    snprintf(huge_init, sizeof huge_init, "--init_from=%s", tmp_path("huge.bin"));
+    snprintf(huge_out, sizeof huge_out, "--out_dir=%s", tmp_path("huge_out"));
+    snprintf(data_arg, sizeof data_arg, "--data_dir=%s", tmp_path("chars"));
+    r = cli("train", huge_init, huge_out, data_arg, "--max_iters=2", "--eval_interval=100", "--eval_iters=1", "--batch_size=2", "--block_size=32",
+            "--device=cpu", "--threads=1", NULL);
+    CHECK_RUN(r, 0, "train from weights that overflow");
+    CHECK(strstr(r->out, "done: 3 steps, 3 of them skipped (a NaN/Inf loss or gradient: the parameters were not updated) in ") &&
+              strstr(r->out, " s, no finite val loss; memory: ") && strstr(r->err, "warning: step 2: loss nan, gradient norm nan: not finite, step skipped (3 in a row)"),
+          "the skipped steps are counted: %.400s | %.400s", r->out, r->err);
+    CHECK(strstr(r->out, "step 0: train loss nan, val loss nan\n") && strstr(r->out, "iter 0/2: loss nan, ") && !strstr(r->out, "-nan"),
+          "a NaN loss prints as Python prints it: %.400s", r->out);
 }
 
 /* nanoGPT's shakespeare (GPT-2 tokens) offline, with shakespeare_char's input.txt there: prepared from that copy */
