@@ -10637,6 +10637,35 @@ static int prepare_input_open(const char *path, const char *out_dir, FILE **in, 
     return NGPT_OK;
 }
 
+/* An input prepare reads twice, as its first read found it: a regular file's identity, size and modification time,
+ * to tell a text written to between or during the reads, even where its length stays (a copy of a pipe, which only
+ * prepare writes, is not watched) */
+typedef struct {
+    int watched;
+    dev_t dev;
+    ino_t ino;
+    off_t size;
+    struct timespec mtime;
+} InputStamp;
+static void input_stamp(FILE *f, int spooled, InputStamp *s) {
+    struct stat st;
+    memset(s, 0, sizeof *s);
+    if (spooled || fstat(fileno(f), &st) || !S_ISREG(st.st_mode)) return;
+    *s = (InputStamp){1, st.st_dev, st.st_ino, st.st_size, st.st_mtim};
+}
+/* f, open on the input now, is not the file s stamped as it was then */
+static int input_changed(FILE *f, const InputStamp *s) {
+    InputStamp now;
+    input_stamp(f, 0, &now);
+    return s->watched && (!now.watched || now.dev != s->dev || now.ino != s->ino || now.size != s->size || now.mtime.tv_sec != s->mtime.tv_sec ||
+                          now.mtime.tv_nsec != s->mtime.tv_nsec);
+}
+static int input_changed_error(const char *input, const char *out_dir, char *err, size_t errlen) {
+    return fail(err, errlen, NGPT_ERR_FORMAT, "%s changed while it was being prepared (appended to, written over or replaced): its size or "
+                                              "modification time is not what prepare's first read found. Nothing in %s was replaced: prepare "
+                                              "it again once nothing writes to it", input, out_dir);
+}
+
 /* Streams the code points of the UTF-8 file f (read from where it is; path names it) to fn(ctx, cp) in 1 MiB reads. */
 typedef int (*cp_fn)(void *ctx, uint32_t cp);
 static int for_each_codepoint(FILE *f, const char *path, cp_fn fn, void *ctx, char *err, size_t errlen) {
@@ -10682,7 +10711,7 @@ typedef struct {
     size_t nout;
     int to_val;
     int write_errno;    /* a write of train.bin or val.bin failed: its errno */
-    enum { TEXT_SAME, TEXT_NEW_CHARACTER, TEXT_LONGER, TEXT_SHORTER } changed; /* the second read against the first */
+    enum { TEXT_SAME, TEXT_NEW_CHARACTER, TEXT_LONGER, TEXT_SHORTER, TEXT_WRITTEN } changed; /* the second read against the first */
     uint32_t unseen_cp; /* TEXT_NEW_CHARACTER: the character, at character `written` */
 } CharPrep;
 
@@ -10819,8 +10848,8 @@ static int prepare_out_dir_fits(const char *out_dir, char *err, size_t errlen) {
     return NGPT_OK;
 }
 
-/* called between prepare_char's two reads of its text, when set (a test changes the text there) */
-static void (*prepare_char_between_reads)(const char *input);
+/* called between a prepare's two reads of each text, when set (a test changes the text there) */
+static void (*prepare_between_reads)(const char *input);
 /* called by both prepares once their files' renames hold SIGINT and SIGTERM back, before the first, when set (a test
  * stops the prepare there) */
 static void (*prepare_committing)(void);
@@ -10837,8 +10866,11 @@ static int prepare_char(const char *input, const char *out_dir, double val_fract
     sigset_t unheld;
     size_t made_from = first_missing_folder(out_dir); /* the folders a failure removes again */
     FILE *in = NULL;
+    InputStamp stamp;
+    int spooled;
     if (!v || !p.seen || !p.id_of) { rc = fail(err, errlen, NGPT_ERR_NOMEM, "out of host memory"); goto done; }
-    if ((rc = prepare_input_open(input, out_dir, &in, NULL, err, errlen))) goto done;
+    if ((rc = prepare_input_open(input, out_dir, &in, &spooled, err, errlen))) goto done;
+    input_stamp(in, spooled, &stamp);
     if ((rc = for_each_codepoint(in, input, prep_count, &p, err, errlen))) goto done;
     for (uint32_t cp = 0; cp < 0x110000; cp++)
         if (p.seen[cp >> 3] >> (cp & 7) & 1) {
@@ -10859,15 +10891,17 @@ static int prepare_char(const char *input, const char *out_dir, double val_fract
     p.train = fopen(ttmp, "wb");
     p.val = fopen(vtmp, "wb");
     if (!p.train || !p.val) { rc = fail(err, errlen, NGPT_ERR_IO, "cannot create %s: %s", !p.train ? ttmp : vtmp, strerror(errno)); goto done; }
-    if (prepare_char_between_reads) prepare_char_between_reads(input);
+    if (prepare_between_reads) prepare_between_reads(input);
     rewind(in);
     rc = for_each_codepoint(in, input, prep_write, &p, err, errlen);
     if (!rc && p.written < p.count) p.changed = TEXT_SHORTER;
+    else if (!rc && input_changed(in, &stamp)) p.changed = TEXT_WRITTEN;
     if (!rc && !p.changed) rc = prep_flush(&p);
     if (p.changed) {
         char what[120];
         if (p.changed == TEXT_NEW_CHARACTER)
             snprintf(what, sizeof what, "character %zu (from 1) is U+%04X, which the first did not see", p.written + 1, p.unseen_cp);
+        else if (p.changed == TEXT_WRITTEN) snprintf(what, sizeof what, "as many, none new, but its modification time had changed: it was written");
         else snprintf(what, sizeof what, "%s %zu characters", p.changed == TEXT_LONGER ? "more than" : "only", p.written);
         rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s changed while it was being prepared (appended to, or written over): its first read found %zu "
                                                 "characters, %d distinct; in the second, %s. Nothing in %s was replaced: prepare it again once "
@@ -11153,17 +11187,19 @@ static int prepare_gpt2(const char *const *inputs, int n_inputs, const char *out
     unsigned char *buf = (unsigned char *)malloc(BUF + 64);
     int32_t *ids = (int32_t *)malloc((BUF + 64) * sizeof(int32_t));
     FILE **spools = (FILE **)calloc((size_t)n_inputs, sizeof *spools); /* the inputs that are no regular files, copied */
+    InputStamp *stamps = (InputStamp *)calloc((size_t)n_inputs, sizeof *stamps); /* each as pass 1 opened it */
     int rc = NGPT_OK, held = 0, tokens_in = 0;
     sigset_t unheld;
     size_t made_from = first_missing_folder(out_dir); /* the folders a failure removes again */
     TokWriter w[2];
     w[0].fd = w[1].fd = -1;
     w[0].tmp[0] = w[1].tmp[0] = 0;
-    if (!buf || !ids || !spools) { rc = fail(err, errlen, NGPT_ERR_NOMEM, "out of host memory"); goto done; }
+    if (!buf || !ids || !spools || !stamps) { rc = fail(err, errlen, NGPT_ERR_NOMEM, "out of host memory"); goto done; }
     for (int i = 0; i < n_inputs && !rc; i++) {
         FILE *f;
         int spooled;
         if ((rc = prepare_input_open(inputs[i], out_dir, &f, &spooled, err, errlen))) break;
+        input_stamp(f, spooled, &stamps[i]);
         size_t got;
         while ((got = fread(buf, 1, BUF, f)) > 0) {
             total_bytes += got;
@@ -11189,10 +11225,16 @@ static int prepare_gpt2(const char *const *inputs, int n_inputs, const char *out
     uint64_t seen_chars = 0, seen_bytes = 0, next_report = 64u << 20;
     int split = 0;
     for (int i = 0; i < n_inputs && !rc; i++) {
+        if (prepare_between_reads) prepare_between_reads(inputs[i]);
         FILE *f = spools[i] ? spools[i] : fopen(inputs[i], "rb");
         if (!f) { rc = fail(err, errlen, NGPT_ERR_IO, "cannot open %s: %s", inputs[i], strerror(errno)); break; }
         if (spools[i]) rewind(f);
         spools[i] = NULL;
+        if (input_changed(f, &stamps[i])) { /* written to, or replaced, since pass 1 read it */
+            fclose(f);
+            rc = input_changed_error(inputs[i], out_dir, err, errlen);
+            break;
+        }
         size_t have = 0;
         int eof = 0;
         while (!rc) {
@@ -11231,6 +11273,7 @@ static int prepare_gpt2(const char *const *inputs, int n_inputs, const char *out
             if (eof && have == 0) break;
         }
         if (!rc && ferror(f)) rc = fail(err, errlen, NGPT_ERR_IO, "error reading %s", inputs[i]);
+        if (!rc && input_changed(f, &stamps[i])) rc = input_changed_error(inputs[i], out_dir, err, errlen); /* while pass 2 read it */
         fclose(f);
         if (!rc && i + 1 < n_inputs) { /* documents are separated by <|endoftext|> */
             int32_t eot = ngpt_tokenizer_eot(tok);
@@ -11293,6 +11336,7 @@ done:
     if (rc) rmdir_made(out_dir, made_from); /* a failure leaves no empty folder behind (a pipe's copy made them) */
     if (held) prepare_commit_release(&unheld, tokens_in);
     free(spools);
+    free(stamps);
     free(buf);
     free(ids);
     return rc;

@@ -8,7 +8,7 @@
  *  - nanoGPT's meta.pkl is read as meta.bin would be, and refused when it is not one;
  *  - four processes preparing one folder at once all succeed (character level and BPE); a temporary file of a
  *    process that is gone is removed by the next prepare;
- *  - a text changed between character prepare's two reads is refused, the folder's files kept;
+ *  - a text changed between either prepare's two reads is refused, the folder's files kept;
  *  - both prepares put their files in place with SIGINT and SIGTERM held back. */
 #define NGPT_NO_MAIN
 #include "../nanogpt.c"
@@ -438,53 +438,63 @@ static void test_concurrent_prepares(void) {
     CHECK(access(long_dir, F_OK) != 0 && train_before > 0 && train_after == train_before, "nothing made, the folder above untouched");
 }
 
-/* A GPT-2 prepare that fails at train.bin's last tokens (the file size limit here; a full disk as well) replaces
- * neither file of an earlier prepare, and leaves no temporary file: once val.bin was renamed into place before
- * train.bin's last write, which left the new val.bin beside the old train.bin */
-/* a text changed between character prepare's two reads (appended to while being prepared): a new character, more
- * characters, fewer; each refused, naming the text and what changed, the folder's earlier files as they were and no
- * temporary file left (before 2026-12-02 a new character went into the tokens as id 0) */
+/* a text changed between prepare's two reads (appended to while being prepared): a new character, more characters,
+ * fewer, or the same characters written over it; each refused, by the character and the GPT-2 prepare, naming the
+ * text (and, for characters, what changed), the folder's earlier files as they were and no temporary file left
+ * (before 2026-12-02 a new character went into the tokens as id 0; before 2026-12-03 a GPT-2 prepare read a changed
+ * text, and a character prepare one of the same length) */
 static int change_kind;
 static void change_between_reads(const char *input) {
     FILE *f = fopen(input, change_kind == 0 ? "r+" : change_kind == 1 ? "a" : "w");
-    if (f) fputs(change_kind == 0 ? "\xe2\x82\xac" : "ab", f); /* a euro sign over "aba"; "ab" appended; the text "ab" alone */
+    /* a euro sign over "aba"; "ab" appended; the text "ab" alone; "ba" 1000 times over "ab" 1000 times */
+    for (int i = 0; f && i < (change_kind == 3 ? 1000 : 1); i++) fputs(change_kind == 0 ? "\xe2\x82\xac" : change_kind == 3 ? "ba" : "ab", f);
     if (f) fclose(f);
 }
 static void test_text_changed_between_reads(void) {
     char text[512], dir[512], path[600], err[NGPT_ERRLEN];
     snprintf(text, sizeof text, "%s/changing.txt", tmpdir);
-    snprintf(dir, sizeof dir, "%s/changing", tmpdir);
-    static const char *const expect[3] = {"in the second, character 1 (from 1) is U+20AC, which the first did not see",
-                                          "in the second, more than 2000 characters", "in the second, only 2 characters"};
-    for (change_kind = 0; change_kind < 3; change_kind++) {
-        FILE *f = fopen(text, "w");
-        for (int i = 0; f && i < 1000; i++) fputs("ab", f);
-        if (f) fclose(f);
-        CHECK(ngpt_prepare(text, dir, NULL, 0.1, err, sizeof err) == 0, "the text as it is: %s", err);
-        size_t n_train = 0, n_val = 0, n = 0;
-        snprintf(path, sizeof path, "%s/train.bin", dir);
-        unsigned char *train = file_contents(path, &n_train);
-        snprintf(path, sizeof path, "%s/val.bin", dir);
-        unsigned char *val = file_contents(path, &n_val);
-        prepare_char_between_reads = change_between_reads;
-        int rc = ngpt_prepare(text, dir, NULL, 0.1, err, sizeof err);
-        prepare_char_between_reads = NULL;
-        CHECK(rc == NGPT_ERR_FORMAT && strstr(err, "changing.txt changed while it was being prepared") &&
-                  strstr(err, "its first read found 2000 characters, 2 distinct") && strstr(err, expect[change_kind]),
-              "change %d: rc %d: %s", change_kind, rc, err);
-        snprintf(path, sizeof path, "%s/train.bin", dir);
-        unsigned char *after = file_contents(path, &n);
-        CHECK(train && after && n == n_train && !memcmp(after, train, n), "change %d: train.bin is the earlier one", change_kind);
-        free(after);
-        snprintf(path, sizeof path, "%s/val.bin", dir);
-        after = file_contents(path, &n);
-        CHECK(val && after && n == n_val && !memcmp(after, val, n), "change %d: val.bin is the earlier one", change_kind);
-        free(after);
-        free(train);
-        free(val);
-        CHECK(temporaries_in(dir) == 0, "change %d: temporary files left in %s", change_kind, dir);
-    }
+    static const char *const expect[4] = {"in the second, character 1 (from 1) is U+20AC, which the first did not see",
+                                          "in the second, more than 2000 characters", "in the second, only 2 characters",
+                                          "in the second, as many, none new, but its modification time had changed: it was written"};
+    for (int bpe = 0; bpe < 2; bpe++)
+        for (change_kind = 0; change_kind < 4; change_kind++) {
+            snprintf(dir, sizeof dir, "%s/changing_%s", tmpdir, bpe ? "bpe" : "char");
+            FILE *f = fopen(text, "w");
+            for (int i = 0; f && i < 1000; i++) fputs("ab", f);
+            if (f) fclose(f);
+            /* written long ago: a write now changes its modification time, however coarse the file system's clock */
+            const struct timespec long_ago[2] = {{978307200, 0}, {978307200, 0}};
+            CHECK(utimensat(AT_FDCWD, text, long_ago, 0) == 0, "utimensat %s: %s", text, strerror(errno));
+            CHECK(ngpt_prepare(text, dir, bpe ? tok : NULL, 0.1, err, sizeof err) == 0, "the text as it is: %s", err);
+            size_t n_train = 0, n_val = 0, n = 0;
+            snprintf(path, sizeof path, "%s/train.bin", dir);
+            unsigned char *train = file_contents(path, &n_train);
+            snprintf(path, sizeof path, "%s/val.bin", dir);
+            unsigned char *val = file_contents(path, &n_val);
+            prepare_between_reads = change_between_reads;
+            int rc = ngpt_prepare(text, dir, bpe ? tok : NULL, 0.1, err, sizeof err);
+            prepare_between_reads = NULL;
+            CHECK(rc == NGPT_ERR_FORMAT && strstr(err, "changing.txt changed while it was being prepared") &&
+                      (bpe ? strstr(err, "its size or modification time is not what prepare's first read found. Nothing in ") != NULL
+                           : strstr(err, "its first read found 2000 characters, 2 distinct") && strstr(err, expect[change_kind])),
+                  "%s change %d: rc %d: %s", bpe ? "GPT-2" : "character", change_kind, rc, err);
+            snprintf(path, sizeof path, "%s/train.bin", dir);
+            unsigned char *after = file_contents(path, &n);
+            CHECK(train && after && n == n_train && !memcmp(after, train, n), "change %d: train.bin is the earlier one", change_kind);
+            free(after);
+            snprintf(path, sizeof path, "%s/val.bin", dir);
+            after = file_contents(path, &n);
+            CHECK(val && after && n == n_val && !memcmp(after, val, n), "change %d: val.bin is the earlier one", change_kind);
+            free(after);
+            free(train);
+            free(val);
+            CHECK(temporaries_in(dir) == 0, "change %d: temporary files left in %s", change_kind, dir);
+        }
 }
+
+/* A GPT-2 prepare that fails at train.bin's last tokens (the file size limit here; a full disk as well) replaces
+ * neither file of an earlier prepare, and leaves no temporary file: once val.bin was renamed into place before
+ * train.bin's last write, which left the new val.bin beside the old train.bin */
 
 static void test_failed_prepare_keeps_the_pair(void) {
     char old_text[512], new_text[512], ref[512], dir[512], path[600], err[NGPT_ERRLEN];
