@@ -10901,7 +10901,8 @@ static int prepare_char(const char *input, const char *out_dir, double val_fract
         char what[120];
         if (p.changed == TEXT_NEW_CHARACTER)
             snprintf(what, sizeof what, "character %zu (from 1) is U+%04X, which the first did not see", p.written + 1, p.unseen_cp);
-        else if (p.changed == TEXT_WRITTEN) snprintf(what, sizeof what, "as many, none new, but its modification time had changed: it was written");
+        else if (p.changed == TEXT_WRITTEN)
+            snprintf(what, sizeof what, "as many and none new, but the file had been written to (its modification time changed)");
         else snprintf(what, sizeof what, "%s %zu characters", p.changed == TEXT_LONGER ? "more than" : "only", p.written);
         rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s changed while it was being prepared (appended to, or written over): its first read found %zu "
                                                 "characters, %d distinct; in the second, %s. Nothing in %s was replaced: prepare it again once "
