@@ -118,6 +118,63 @@ static void test_set_and_validate(void) {
           "divisibility names the valid values: %s", err);
 }
 
+/* Each reader at its edges (a review's mutants got past every one): booleans as Python's and YAML's words in any
+ * case, a choice whole (never a prefix of one, nor empty), text of at most 255 bytes with no control character and
+ * with its semicolons, a size up to 1000TB, text after a closing quote on the command line (where # is no comment),
+ * the surrogates' last code point, a file line's limit */
+static void test_value_edges(void) {
+    ngpt_config c;
+    char err[NGPT_ERRLEN], out[16];
+    size_t at;
+    int quoted;
+    ngpt_config_defaults(&c);
+    static const char *const on[] = {"true", "TRUE", "True", "yes", "On", "1"}, *const off[] = {"false", "False", "no", "OFF", "off", "0"};
+    for (int i = 0; i < 6; i++) {
+        c.compile = 0;
+        CHECK(ngpt_config_set(&c, "compile", on[i], err, sizeof err) == 0 && c.compile == 1, "compile = %s: %d (%s)", on[i], c.compile, err);
+        c.compile = 1;
+        CHECK(ngpt_config_set(&c, "compile", off[i], err, sizeof err) == 0 && c.compile == 0, "compile = %s: %d (%s)", off[i], c.compile, err);
+    }
+    static const struct { const char *key, *value, *says; } refused[] = {
+        {"bias", "oops", "True or False"},           {"bias", "o", "True or False"},
+        {"dtype", "float", "auto|float32|bfloat16|float16"}, {"device", "cu", "auto|cpu|cuda"},
+        {"device", "''", "auto|cpu|cuda"},             {"on_nonfinite", "s", "skip|halt"},
+        {"out_dir", "a\nb", "control character (byte 0x0A at 1)"},
+        {"out_dir", "'a' # b", "after the closing quote, unexpected `# b`"},
+        {"max_memory", "2000TB", "up to 1000TB"},      {"max_memory", "infGB", "max_memory"},
+    };
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        int rc = ngpt_config_set(&c, refused[i].key, refused[i].value, err, sizeof err);
+        CHECK(rc == NGPT_ERR_ARG && strstr(err, refused[i].says), "%s = %s: rc %d: %s", refused[i].key, refused[i].value, rc, err);
+    }
+    CHECK(ngpt_config_set(&c, "max_memory", "1000TB", err, sizeof err) == 0 && c.max_memory == 1e15, "1000TB: %s", err);
+    char longest[300];
+    memset(longest, 'a', 255);
+    longest[255] = 0;
+    CHECK(ngpt_config_set(&c, "out_dir", longest, err, sizeof err) == 0 && strlen(c.out_dir) == 255, "255 bytes of out_dir: %s", err);
+    strcat(longest, "a");
+    CHECK(ngpt_config_set(&c, "out_dir", longest, err, sizeof err) == NGPT_ERR_ARG && strstr(err, "longer than 255 characters"),
+          "256 bytes of out_dir: %s", err);
+    CHECK(ngpt_config_set(&c, "out_dir", "'run;1'", err, sizeof err) == 0 && !strcmp(c.out_dir, "run;1") &&
+              ngpt_config_set(&c, "out_dir", "out;", err, sizeof err) == 0 && !strcmp(c.out_dir, "out;"),
+          "a text's semicolon is its own: %s (%s)", c.out_dir, err);
+    CHECK(config_value("'\\udfff'", 1, out, sizeof out, &at, &quoted) == VALUE_BAD_ESCAPE && at == 1, "the last surrogate is refused too");
+    /* a file: a line of 1022 characters is read, a longer one refused with the limit; an escaped tab is a control character */
+    static char text[1100];
+    memset(text, 'x', 1021);
+    text[0] = '#';
+    strcpy(text + 1021, "\nbatch_size = 3\n");
+    ngpt_config_defaults(&c);
+    CHECK(load_config_text(&c, "edge.cfg", text, err, sizeof err) == 0 && c.batch_size == 3, "a line of 1022 characters: %s", err);
+    memset(text, 'x', 1050);
+    text[0] = '#';
+    strcpy(text + 1050, "\n");
+    int rc = load_config_text(&c, "edge.cfg", text, err, sizeof err);
+    CHECK(rc == NGPT_ERR_FORMAT && strstr(err, "edge.cfg:1: line longer than 1022 characters"), "a line of 1050 characters: rc %d: %s", rc, err);
+    CHECK(load_config_text(&c, "edge.cfg", "out_dir = 'x\\ty'\n", err, sizeof err) == NGPT_ERR_ARG && strstr(err, "edge.cfg:1:") &&
+              strstr(err, "byte 0x09"), "an escaped tab: %s", err);
+}
+
 static void test_config_file(void) {
     const char *text = "# a nanoGPT config file\n"
                        "out_dir = 'out-x'  # trailing comment\n"
@@ -797,6 +854,7 @@ static void test_dtype_choice(void) {
 int main(void) {
     if (test_folder(tmpdir, sizeof tmpdir, "config")) return 1;
     RUN(test_set_and_validate);
+    RUN(test_value_edges);
     RUN(test_config_file);
     RUN(test_nanogpt_python_configs);
     RUN(test_text_after_quote);
