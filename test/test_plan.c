@@ -770,6 +770,12 @@ static void test_refusal_names_smaller_gpt2(void) {
     PlanRequest rm = request(gpt2_shape(24, 16, 1024, 1), 1024, 1, 32, NGPT_DTYPE_BF16, DEV_BACKEND_CUDA, 6.0 * GiB);
     CHECK(plan_make(&large, &rl, NULL, 0) == NGPT_ERR_NOMEM && plan_make(&medium, &rm, NULL, 0) == NGPT_OK, "at 6 GiB: large no, medium yes");
     CHECK(plan_make(&p, &r, err, sizeof err) == NGPT_ERR_NOMEM && strstr(err, "init_from = gpt2-medium fits"), "names gpt2-medium: %s", err);
+    /* at 2.5 GiB medium does not fit: GPT-2 124M, the smallest, is named */
+    r.budget = 2.5 * GiB;
+    PlanRequest r124 = request(gpt2_shape(12, 12, 768, 1), 1024, 1, 32, NGPT_DTYPE_BF16, DEV_BACKEND_CUDA, 2.5 * GiB);
+    rm.budget = 2.5 * GiB;
+    CHECK(plan_make(&medium, &rm, NULL, 0) == NGPT_ERR_NOMEM && plan_make(&large, &r124, NULL, 0) == NGPT_OK, "at 2.5 GiB: medium no, 124M yes");
+    CHECK(plan_make(&p, &r, err, sizeof err) == NGPT_ERR_NOMEM && strstr(err, "init_from = gpt2 fits ("), "names gpt2: %s", err);
     /* GPT-2 124M has no smaller size; a model from scratch is advised on n_layer and n_embd */
     PlanRequest small = request(gpt2_shape(12, 12, 768, 1), 1024, 1, 32, NGPT_DTYPE_BF16, DEV_BACKEND_CUDA, 0.5 * GiB);
     small.pretrained = 1;
@@ -782,6 +788,89 @@ static void test_refusal_names_smaller_gpt2(void) {
     r.budget = 2.0 * GiB - CUDA_SAFETY_MARGIN;
     CHECK(plan_make(&p, &r, err, sizeof err) == NGPT_ERR_NOMEM && strstr(err, "sampling this model") && strstr(err, "init_from = gpt2-large fits (") &&
               !strstr(err, "accumulation"), "sampling: %s", err);
+}
+
+/* The planner's edges a review's mutants got past (2026-12-03) */
+
+/* The arenas an embedder hands in: each part of the plan within its own arena, not only the two within their sum
+ * (the host arena's room must not let the device part outgrow the device arena, nor the other way round): a smaller
+ * micro-batch instead of trainer_setup's "internal:" error */
+static void test_arena_caps(void) {
+    char err[NGPT_ERRLEN];
+    Plan p, four;
+    PlanRequest r = request(gpt2_shape(12, 12, 768, 1), 1024, 16, 1, NGPT_DTYPE_F32, DEV_BACKEND_CPU, 1e15);
+    plan_layout(&four, &r, 4, plan_lanes(&r, 4), RECOMPUTE_NONE, default_chunk(&r), NGPT_DTYPE_F32);
+    r.device_cap = (double)four.device_bytes;
+    CHECK(plan_make(&p, &r, err, sizeof err) == NGPT_OK && p.device_bytes <= r.device_cap && p.micro_batch <= 4,
+          "CPU, a device arena for micro-batch 4: the plan's %zu bytes within %.0f, micro-batch %d (%s)", p.device_bytes, r.device_cap,
+          p.micro_batch, err);
+    PlanRequest g = request(gpt2_shape(12, 12, 768, 1), 1024, 16, 1, NGPT_DTYPE_BF16, DEV_BACKEND_CUDA, 1e15);
+    plan_layout(&four, &g, 4, 1, RECOMPUTE_NONE, default_chunk(&g), NGPT_DTYPE_F32);
+    g.host_cap = (double)four.host_bytes; /* on a GPU the budget leaves the pinned host arena out: this cap alone bounds it */
+    CHECK(plan_make(&p, &g, err, sizeof err) == NGPT_OK && p.host_bytes <= g.host_cap,
+          "GPU, a host arena for micro-batch 4: the plan's %zu bytes within %.0f (%s)", p.host_bytes, g.host_cap, err);
+}
+
+/* Evaluation reuses the training region: its micro-batch is the largest the region holds forward only (up to the
+ * sequences an evaluation reads), and its logits chunk the default, or a lane's rows where they are fewer */
+static void test_eval_pass_largest(void) {
+    char err[NGPT_ERRLEN];
+    ModelShape m = {4, 4, 128, 65, 128, 256, 0};
+    Plan p;
+    PlanRequest r = request(m, 256, 1, 8, NGPT_DTYPE_F32, DEV_BACKEND_CPU, 1e15);
+    r.eval_seqs = 64;
+    CHECK(plan_make(&p, &r, err, sizeof err) == NGPT_OK && p.eval_micro_batch > p.micro_batch, "eval micro-batch %d, training's %d (%s)",
+          p.eval_micro_batch, p.micro_batch, err);
+    BatchLayout more;
+    const int n = p.eval_micro_batch + 1;
+    layout_batch(&more, &r, n, p.lanes, 0, RECOMPUTE_NONE, MIN(default_chunk(&r), lane_seqs(n, p.lanes) * r.T), p.act_bytes);
+    CHECK(p.eval_micro_batch == 64 || more.end > p.region_bytes, "eval micro-batch %d, though %d sequences fit the region too", p.eval_micro_batch, n);
+    CHECK(p.eval_chunk == MIN(default_chunk(&r), lane_seqs(p.eval_micro_batch, p.lanes) * r.T), "eval chunk %d", p.eval_chunk);
+}
+
+/* A refusal's "what helps" offers block_size 64, the smallest it tries, when that is what fits */
+static void test_refusal_offers_block_64(void) {
+    char err[NGPT_ERRLEN], want[160], b[32];
+    ModelShape m = gpt2_shape(12, 12, 768, 1);
+    m.maxT = 128;
+    Plan q;
+    PlanRequest r = request(m, 128, 8, 1, NGPT_DTYPE_BF16, DEV_BACKEND_CUDA, 1e15);
+    r.pin_micro_batch = 8;
+    PlanRequest at64 = r;
+    at64.T = 64;
+    const double need64 = plan_layout(&q, &at64, 8, 1, RECOMPUTE_LAYERS, CHUNK_STEP, NGPT_DTYPE_BF16);
+    r.budget = need64 + 1;
+    snprintf(want, sizeof want, "a smaller block_size (block_size 64 would need %s)", fmt_bytes(b, sizeof b, need64));
+    CHECK(plan_make(&q, &r, err, sizeof err) == NGPT_ERR_NOMEM && strstr(err, want), "want '%s': %s", want, err);
+}
+
+/* Sampling: a refusal states the smallest sampling plan's need (one sequence, 128-row chunks), and a plan that fits
+ * holds one sequence's KV cache in its region (else sample would fail only once it generates) */
+static void test_sampling_need_and_kv_cache(void) {
+    char err[NGPT_ERRLEN], want[64], b[32];
+    Plan p, q;
+    PlanRequest r = request(gpt2_shape(12, 12, 768, 1), 1024, 1, 1, NGPT_DTYPE_BF16, DEV_BACKEND_CUDA, 200.0 * MiB);
+    r.inference = 1;
+    snprintf(want, sizeof want, " needs %s ", fmt_bytes(b, sizeof b, plan_layout(&q, &r, 1, 1, RECOMPUTE_NONE, CHUNK_STEP, NGPT_DTYPE_F32)));
+    CHECK(plan_make(&p, &r, err, sizeof err) == NGPT_ERR_NOMEM && strstr(err, want), "want '%s': %s", want, err);
+    ModelShape xl = gpt2_shape(48, 25, 1600, 1);
+    PlanRequest s = request(xl, 1024, 1, 1, NGPT_DTYPE_BF16, DEV_BACKEND_CUDA, 12.0 * GiB);
+    s.inference = 1;
+    CHECK(plan_make(&p, &s, err, sizeof err) == NGPT_OK, "sampling GPT-2 XL in 12 GiB: %s", err);
+    ngpt_shape one = sample_shape(&xl, 1);
+    size_t off[N_SAMPLE_BUFS], need = sample_layout_of(&xl, p.act_bytes, 1, cuda_scratch_bytes(&one, 0), off);
+    CHECK(need <= p.region_bytes, "one sequence's KV cache and scratch %zu bytes, the region %zu", need, p.region_bytes);
+}
+
+/* A float32 run keeps its AdamW moments in fp32: below the smallest fp32 plan it is refused, never trained on bf16
+ * moments (which would change its loss curve against PyTorch's) */
+static void test_float32_keeps_fp32_moments(void) {
+    char err[NGPT_ERRLEN];
+    Plan p, q;
+    PlanRequest r = request(gpt2_shape(12, 12, 768, 1), 1024, 8, 1, NGPT_DTYPE_F32, DEV_BACKEND_CPU, 1e15);
+    r.budget = plan_layout(&q, &r, 1, 1, RECOMPUTE_LAYERS, CHUNK_STEP, NGPT_DTYPE_F32) - 1;
+    int rc = plan_make(&p, &r, err, sizeof err);
+    CHECK(rc == NGPT_ERR_NOMEM, "a float32 CPU run below its smallest fp32 plan: rc %d, moments %d", rc, p.moments_dtype);
 }
 
 static void test_forced_micro_batches_same_losses(void) {
@@ -841,6 +930,11 @@ int main(void) {
     RUN(test_inference_plan);
     RUN(test_refusal_with_pins);
     RUN(test_refusal_names_smaller_gpt2);
+    RUN(test_arena_caps);
+    RUN(test_eval_pass_largest);
+    RUN(test_refusal_offers_block_64);
+    RUN(test_sampling_need_and_kv_cache);
+    RUN(test_float32_keeps_fp32_moments);
     RUN(test_forced_micro_batches_same_losses);
     RUN(test_allocation_failure);
     remove_folder(data_dir);
