@@ -10638,8 +10638,8 @@ static int prepare_input_open(const char *path, const char *out_dir, FILE **in, 
 }
 
 /* An input prepare reads twice, as its first read found it: a regular file's identity, size and modification time,
- * to tell a text written to between or during the reads, even where its length stays (a copy of a pipe, which only
- * prepare writes, is not watched) */
+ * to tell a text written to between or during the reads, even where its length stays, and (where the second read opens
+ * it again: GPT-2's prepare) a file put in its place; a copy of a pipe, which only prepare writes, is not watched */
 typedef struct {
     int watched;
     dev_t dev;
@@ -10661,8 +10661,8 @@ static int input_changed(FILE *f, const InputStamp *s) {
                           now.mtime.tv_nsec != s->mtime.tv_nsec);
 }
 static int input_changed_error(const char *input, const char *out_dir, char *err, size_t errlen) {
-    return fail(err, errlen, NGPT_ERR_FORMAT, "%s changed while it was being prepared (appended to, written over or replaced): its size or "
-                                              "modification time is not what prepare's first read found. Nothing in %s was replaced: prepare "
+    return fail(err, errlen, NGPT_ERR_FORMAT, "%s changed while it was being prepared (appended to, written over or replaced): its identity, "
+                                              "size or modification time is not what prepare's first read found. Nothing in %s was replaced: prepare "
                                               "it again once nothing writes to it", input, out_dir);
 }
 
@@ -10902,7 +10902,7 @@ static int prepare_char(const char *input, const char *out_dir, double val_fract
         if (p.changed == TEXT_NEW_CHARACTER)
             snprintf(what, sizeof what, "character %zu (from 1) is U+%04X, which the first did not see", p.written + 1, p.unseen_cp);
         else if (p.changed == TEXT_WRITTEN)
-            snprintf(what, sizeof what, "as many and none new, but the file had been written to (its modification time changed)");
+            snprintf(what, sizeof what, "as many and none new, but the file had been written to (its size or modification time changed)");
         else snprintf(what, sizeof what, "%s %zu characters", p.changed == TEXT_LONGER ? "more than" : "only", p.written);
         rc = fail(err, errlen, NGPT_ERR_FORMAT, "%s changed while it was being prepared (appended to, or written over): its first read found %zu "
                                                 "characters, %d distinct; in the second, %s. Nothing in %s was replaced: prepare it again once "
@@ -12324,7 +12324,8 @@ static int cmd_train(int argc, char **argv) {
         if (step0 > 0 && st.step == step0)
             snprintf(from, sizeof from, " (the checkpoint is at step %d, past max_iters %d: raise --max_iters to train on)", step0, cfg.max_iters);
         else if (step0 > 0) snprintf(from, sizeof from, " (from step %d to %d)", step0, st.step);
-        char skipped[160] = "", best[48] = "no finite val loss"; /* best_val_loss keeps nanoGPT's 1e9 until an evaluation is finite */
+        /* best_val_loss starts at nanoGPT's 1e9 and stays there while no evaluation comes under it (every one NaN, say) */
+        char skipped[160] = "", best[48] = "no val loss under 1e9";
         if (st.skipped_steps)
             snprintf(skipped, sizeof skipped, ", %d of them skipped (a NaN/Inf loss or gradient: the parameters were not updated)", st.skipped_steps);
         if (st.best_val_loss < 1e9f) snprintf(best, sizeof best, "best val loss %.4f", (double)st.best_val_loss);

@@ -161,9 +161,9 @@ static void test_value_edges(void) {
     CHECK(config_value("'\\udfff'", 1, out, sizeof out, &at, &quoted) == VALUE_BAD_ESCAPE && at == 1, "the last surrogate is refused too");
     /* a file: a line of 1022 characters is read, a longer one refused with the limit; an escaped tab is a control character */
     static char text[1100];
-    memset(text, 'x', 1021);
+    memset(text, 'x', 1022);
     text[0] = '#';
-    strcpy(text + 1021, "\nbatch_size = 3\n");
+    strcpy(text + 1022, "\nbatch_size = 3\n");
     ngpt_config_defaults(&c);
     CHECK(load_config_text(&c, "edge.cfg", text, err, sizeof err) == 0 && c.batch_size == 3, "a line of 1022 characters: %s", err);
     memset(text, 'x', 1050);

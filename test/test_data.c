@@ -455,7 +455,7 @@ static void test_text_changed_between_reads(void) {
     snprintf(text, sizeof text, "%s/changing.txt", tmpdir);
     static const char *const expect[4] = {"in the second, character 1 (from 1) is U+20AC, which the first did not see",
                                           "in the second, more than 2000 characters", "in the second, only 2 characters",
-                                          "in the second, as many and none new, but the file had been written to (its modification time changed)"};
+                                          "in the second, as many and none new, but the file had been written to (its size or modification time changed)"};
     for (int bpe = 0; bpe < 2; bpe++)
         for (change_kind = 0; change_kind < 4; change_kind++) {
             snprintf(dir, sizeof dir, "%s/changing_%s", tmpdir, bpe ? "bpe" : "char");
@@ -475,7 +475,7 @@ static void test_text_changed_between_reads(void) {
             int rc = ngpt_prepare(text, dir, bpe ? tok : NULL, 0.1, err, sizeof err);
             prepare_between_reads = NULL;
             CHECK(rc == NGPT_ERR_FORMAT && strstr(err, "changing.txt changed while it was being prepared") &&
-                      (bpe ? strstr(err, "its size or modification time is not what prepare's first read found. Nothing in ") != NULL
+                      (bpe ? strstr(err, "its identity, size or modification time is not what prepare's first read found. Nothing in ") != NULL
                            : strstr(err, "its first read found 2000 characters, 2 distinct") && strstr(err, expect[change_kind])),
                   "%s change %d: rc %d: %s", bpe ? "GPT-2" : "character", change_kind, rc, err);
             snprintf(path, sizeof path, "%s/train.bin", dir);
@@ -495,7 +495,6 @@ static void test_text_changed_between_reads(void) {
 /* A GPT-2 prepare that fails at train.bin's last tokens (the file size limit here; a full disk as well) replaces
  * neither file of an earlier prepare, and leaves no temporary file: once val.bin was renamed into place before
  * train.bin's last write, which left the new val.bin beside the old train.bin */
-
 static void test_failed_prepare_keeps_the_pair(void) {
     char old_text[512], new_text[512], ref[512], dir[512], path[600], err[NGPT_ERRLEN];
     snprintf(old_text, sizeof old_text, "%s/old.txt", tmpdir);

@@ -866,7 +866,7 @@ static void test_sampling_need_and_kv_cache(void) {
  * moments (which would change its loss curve against PyTorch's) */
 static void test_float32_keeps_fp32_moments(void) {
     char err[NGPT_ERRLEN];
-    Plan p, q;
+    Plan p = {0}, q;
     PlanRequest r = request(gpt2_shape(12, 12, 768, 1), 1024, 8, 1, NGPT_DTYPE_F32, DEV_BACKEND_CPU, 1e15);
     r.budget = plan_layout(&q, &r, 1, 1, RECOMPUTE_LAYERS, CHUNK_STEP, NGPT_DTYPE_F32) - 1;
     int rc = plan_make(&p, &r, err, sizeof err);
