@@ -10850,6 +10850,9 @@ static int prepare_out_dir_fits(const char *out_dir, char *err, size_t errlen) {
 
 /* called between a prepare's two reads of each text, when set (a test changes the text there) */
 static void (*prepare_between_reads)(const char *input);
+/* called in the GPT-2 prepare's second read of each text, after its first block was read, when set (a test changes the
+ * text there) */
+static void (*prepare_during_second_read)(const char *input);
 /* called by both prepares once their files' renames hold SIGINT and SIGTERM back, before the first, when set (a test
  * stops the prepare there) */
 static void (*prepare_committing)(void);
@@ -11237,10 +11240,12 @@ static int prepare_gpt2(const char *const *inputs, int n_inputs, const char *out
             break;
         }
         size_t have = 0;
-        int eof = 0;
+        int eof = 0, first_block = 1;
         while (!rc) {
             size_t got = eof ? 0 : fread(buf + have, 1, BUF - have, f);
             if (got == 0) eof = 1;
+            if (first_block && prepare_during_second_read) prepare_during_second_read(inputs[i]);
+            first_block = 0;
             /* where this split ends inside the new bytes: at the character cut */
             size_t end = have + got;
             int cut_here = 0;

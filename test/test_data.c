@@ -442,7 +442,8 @@ static void test_concurrent_prepares(void) {
  * fewer, or the same characters written over it; each refused, by the character and the GPT-2 prepare, naming the
  * text (and, for characters, what changed), the folder's earlier files as they were and no temporary file left
  * (before 2026-12-02 a new character went into the tokens as id 0; before 2026-12-03 a GPT-2 prepare read a changed
- * text, and a character prepare one of the same length) */
+ * text, and a character prepare one of the same length). The GPT-2 prepare's second read, which encodes block by
+ * block, is also changed under after its first block: the check at the text's end sees that */
 static int change_kind;
 static void change_between_reads(const char *input) {
     FILE *f = fopen(input, change_kind == 0 ? "r+" : change_kind == 1 ? "a" : "w");
@@ -456,7 +457,7 @@ static void test_text_changed_between_reads(void) {
     static const char *const expect[4] = {"in the second, character 1 (from 1) is U+20AC, which the first did not see",
                                           "in the second, more than 2000 characters", "in the second, only 2 characters",
                                           "in the second, as many and none new, but the file had been written to (its size or modification time changed)"};
-    for (int bpe = 0; bpe < 2; bpe++)
+    for (int bpe = 0; bpe < 3; bpe++) /* 0 characters, 1 GPT-2, 2 GPT-2 changed during its second read */
         for (change_kind = 0; change_kind < 4; change_kind++) {
             snprintf(dir, sizeof dir, "%s/changing_%s", tmpdir, bpe ? "bpe" : "char");
             FILE *f = fopen(text, "w");
@@ -471,13 +472,15 @@ static void test_text_changed_between_reads(void) {
             unsigned char *train = file_contents(path, &n_train);
             snprintf(path, sizeof path, "%s/val.bin", dir);
             unsigned char *val = file_contents(path, &n_val);
-            prepare_between_reads = change_between_reads;
+            if (bpe == 2) prepare_during_second_read = change_between_reads;
+            else prepare_between_reads = change_between_reads;
+            err[0] = 0;
             int rc = ngpt_prepare(text, dir, bpe ? tok : NULL, 0.1, err, sizeof err);
-            prepare_between_reads = NULL;
+            prepare_between_reads = prepare_during_second_read = NULL;
             CHECK(rc == NGPT_ERR_FORMAT && strstr(err, "changing.txt changed while it was being prepared") &&
                       (bpe ? strstr(err, "its identity, size or modification time is not what prepare's first read found. Nothing in ") != NULL
                            : strstr(err, "its first read found 2000 characters, 2 distinct") && strstr(err, expect[change_kind])),
-                  "%s change %d: rc %d: %s", bpe ? "GPT-2" : "character", change_kind, rc, err);
+                  "%s change %d: rc %d: %s", bpe == 2 ? "GPT-2 (during its second read)" : bpe ? "GPT-2" : "character", change_kind, rc, err);
             snprintf(path, sizeof path, "%s/train.bin", dir);
             unsigned char *after = file_contents(path, &n);
             CHECK(train && after && n == n_train && !memcmp(after, train, n), "change %d: train.bin is the earlier one", change_kind);
