@@ -1,8 +1,9 @@
 /* test_plan.c: the memory planner.
  *  - sizes against values computed independently (published parameter counts, hand formulas);
- *  - a property test over random configs and budgets: aligned, disjoint, within budget, tokens per step
- *    kept, the largest micro-batch chosen on the CPU and the one the speed model rates fastest on a GPU (by
- *    brute force), and a refusal only when the smallest plan truly does not fit;
+ *  - a property test over random configs and budgets: aligned, disjoint, each buffer holding what its users
+ *    write (worked out from the users), within budget, tokens per step kept, the largest micro-batch chosen
+ *    on the CPU and the one the speed model rates fastest on a GPU (by brute force), and a refusal only when
+ *    the smallest plan truly does not fit;
  *  - the seed scenario: GPT-2 124M, 64 x 1024 tokens per step, in 2.68 GiB;
  *  - sampling plans: no gradients or moments, the largest forward that fits (GPT-2 XL sampled in 12 GiB);
  *  - training with different forced micro-batches gives the same losses;
@@ -178,6 +179,60 @@ static int backward_scratch_ok(const Plan *p, char *why, size_t cap) {
     return 1;
 }
 
+/* Each buffer holds what its users write there, worked out from the users (not from plan_layout's sums): per lane,
+ * a micro-batch's tokens, targets and token losses, in training the token buckets (bucketize: N + 1 starts and N
+ * positions, uploaded whole) and the logits chunk; the gradients of every lane (lane_grads: copies of lane 0's at
+ * its stride) before the fp32 master; on the host, each of the NGPT_FENCES sets (host_set_buffer: a set is a
+ * buffer's bytes / NGPT_FENCES) holds the larger of the training and the evaluation micro-batch's tokens,
+ * targets and losses, and the buckets of every lane (lane g's at g (2 lane_B T + 2)); the bucket counts one per
+ * vocabulary entry; the host buffers in order and apart. */
+static int buffers_hold_their_use(const Plan *p, char *why, size_t n) {
+    const PlanRequest *r = &p->req;
+    const size_t T = (size_t)r->T, np = p->nparams_padded, act = (size_t)p->act_bytes;
+    const BatchLayout *lays[2] = {&p->train, &p->eval};
+    for (int e = 0; e < 2; e++) {
+        const BatchLayout *lay = lays[e];
+        size_t rows = (size_t)lay->lane_B * T, chunk = (size_t)(e ? p->eval_chunk : p->logits_chunk);
+        const int need_of[4] = {B_TOKENS, B_TARGETS, B_LOSSES, B_LOGITS};
+        for (int k = 0; k < 4; k++) {
+            size_t need = need_of[k] == B_LOGITS ? chunk * (size_t)r->m.Vp * act : rows * 4;
+            if (lay->slot_bytes[need_of[k]] < need) {
+                snprintf(why, n, "%s: %s holds %zu bytes of a lane's %zu", e ? "eval" : "training", batch_buf_names[need_of[k]],
+                         lay->slot_bytes[need_of[k]], need);
+                return 0;
+            }
+        }
+        if (lay->training && lay->slot_bytes[B_BUCKETS] < (2 * rows + 1) * 4) {
+            snprintf(why, n, "token buckets hold %zu bytes of a lane's %zu", lay->slot_bytes[B_BUCKETS], (2 * rows + 1) * 4);
+            return 0;
+        }
+    }
+    if (!r->inference) {
+        size_t stride = p->off_lane_grads - p->off_grads;
+        if (stride < np * act || p->off_grads + (size_t)p->lanes * stride > p->off_master) {
+            snprintf(why, n, "%d lanes' gradients of %zu bytes each, at a stride of %zu from %zu, pass the fp32 master at %zu", p->lanes,
+                     np * act, stride, p->off_grads, p->off_master);
+            return 0;
+        }
+    }
+    size_t staged = (size_t)MAX(p->micro_batch, p->eval_micro_batch) * T * 4, buckets = 0;
+    for (int g = 0; !r->inference && g < p->train.lanes; g++) {
+        size_t seqs = (size_t)MAX(0, MIN(p->train.lane_B, p->micro_batch - g * p->train.lane_B));
+        if (seqs) buckets = MAX(buckets, ((size_t)g * (2 * p->train.lane_B * T + 2) + 2 * seqs * T + 1) * 4);
+    }
+    const size_t per_set[N_HOST_BUFS] = {staged, staged, buckets, 0, staged, 0};
+    for (int i = 0; i < N_HOST_BUFS; i++) {
+        size_t have = i == H_COUNTS || i == H_STAGING ? p->host_bytes_of[i] : p->host_bytes_of[i] / NGPT_FENCES;
+        size_t need = i == H_COUNTS ? (size_t)r->m.V * 4 : i == H_STAGING ? HOST_STAGING_BYTES : per_set[i];
+        if (have < need || (i + 1 < N_HOST_BUFS ? p->host_off[i] + p->host_bytes_of[i] > p->host_off[i + 1]
+                                                : p->host_off[i] + p->host_bytes_of[i] > p->host_bytes)) {
+            snprintf(why, n, "host %s: %zu bytes (a set's) of %zu, or past the next buffer", host_buf_names[i], have, need);
+            return 0;
+        }
+    }
+    return 1;
+}
+
 static void test_property_random_configs(void) {
     Rng rng = {77, 1, 0};
     int fits = 0, refusals = 0, failures = 0, between = 0, whole_layers = 0;
@@ -216,6 +271,7 @@ static void test_property_random_configs(void) {
             } else if (p.eval_micro_batch < p.micro_batch) { ok = 0; snprintf(why, sizeof why, "eval micro-batch below training's"); }
             else if (!chunk_largest(&p, why, sizeof why)) ok = 0;
             else if (!backward_scratch_ok(&p, why, sizeof why)) ok = 0;
+            else if (!buffers_hold_their_use(&p, why, sizeof why)) ok = 0;
             else if (!gpu) {
                 /* largest: no bigger divisor of the sequences per step fits at any trade; a plan that recomputes
                  * whole layers (unpinned) only where no micro-batch fits without (the cheaper trades at any divisor) */
@@ -368,6 +424,7 @@ static void test_inference_plan(void) {
             else if (p.micro_batch < batch && plan_layout(&bigger, &q, p.micro_batch + 1, 1, RECOMPUTE_NONE, CHUNK_STEP, NGPT_DTYPE_F32) <= budget) {
                 ok = 0; snprintf(why, sizeof why, "micro-batch %d would fit but %d was chosen", p.micro_batch + 1, p.micro_batch);
             } else if (!chunk_largest(&p, why, sizeof why)) ok = 0;
+            else if (!buffers_hold_their_use(&p, why, sizeof why)) ok = 0;
         } else {
             refusals++;
             Plan smallest;
