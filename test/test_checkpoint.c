@@ -1024,36 +1024,43 @@ static void test_checkpoint_fields(void) {
     const CkptState state = r.state;
     const unsigned long long model_at = r.h.sec[SEC_MODEL - 1].offset, state_at = r.h.sec[SEC_STATE - 1].offset;
     CHECK(state.moment_bits == 32, "a file of a run with fp32 moments stores moment bits %lld", (long long)state.moment_bits);
-    enum { L, NH, C, MAXT, VP, BIAS, RESERVED, RNG, SEED, CHARS_N, CHARS, BITS, N_CASES };
+    /* each a step past its range (n_layer and block_size one past their limits), or a pair that disagrees either way */
+    enum { L, NH, C, MAXT, VP, BIAS, BIAS_NEG, RESERVED, RNG, SEED, CHARS_N, CHARS, CHECKSUM_ALONE, BITS, LOSS_SCALE_NAN, N_CASES };
     static const struct { size_t offset; const char *expect; } cases[N_CASES] = {
-        [L] = {offsetof(CkptModel, L), "n_layer 2000000 outside [1, 1024]"},
+        [L] = {offsetof(CkptModel, L), "n_layer 1025 outside [1, 1024]"},
         [NH] = {offsetof(CkptModel, NH), "n_head 0 outside [1, "},
         [C] = {offsetof(CkptModel, C), "is not a multiple of n_head"},
-        [MAXT] = {offsetof(CkptModel, maxT), "block_size 2147483647 outside [1, 1048576]"},
+        [MAXT] = {offsetof(CkptModel, maxT), "block_size 1048577 outside [1, 1048576]"},
         [VP] = {offsetof(CkptModel, Vp), "padded vocabulary"},
         [BIAS] = {offsetof(CkptModel, bias), "bias 2; it is 0 or 1"},
+        [BIAS_NEG] = {offsetof(CkptModel, bias), "bias -1; it is 0 or 1"},
         [RESERVED] = {offsetof(CkptModel, reserved), "reserved word 7; nanogpt writes 0"},
         [RNG] = {offsetof(CkptState, rng_train_counter), "training-data generator position -1 outside [0, 9223372036854775807]"},
         [SEED] = {offsetof(CkptState, seed), "seed -2 outside [0, "},
         [CHARS_N] = {offsetof(CkptState, chars_n), "character count"},
         [CHARS] = {offsetof(CkptState, chars), "(both are 0 or neither is)"},
-        [BITS] = {offsetof(CkptState, moment_bits), "AdamW moments' precision 8 bits; it is 32 or 16"}};
+        [CHECKSUM_ALONE] = {offsetof(CkptState, chars), "character checksum 123 with 0 characters (both are 0 or neither is)"},
+        [BITS] = {offsetof(CkptState, moment_bits), "AdamW moments' precision 8 bits; it is 32 or 16"},
+        [LOSS_SCALE_NAN] = {offsetof(CkptState, loss_scale), "fp16 loss scale nan outside [1, 1e30]"}};
     for (int k = 0; k < N_CASES; k++) {
         CkptModel m = model;
         CkptState st = state;
         switch (k) {
-        case L: m.L = 2000000; break;
+        case L: m.L = 1025; break;
         case NH: m.NH = 0; break;
         case C: m.C += 1; break;
-        case MAXT: m.maxT = INT_MAX; break;
+        case MAXT: m.maxT = 1048577; break;
         case VP: m.Vp += 64; break;
         case BIAS: m.bias = 2; break;
+        case BIAS_NEG: m.bias = -1; break;
         case RESERVED: m.reserved = 7; break;
         case RNG: st.rng_train_counter = -1; break;
         case SEED: st.seed = -2; break;
         case CHARS_N: st.chars_n = model.V + 1; st.chars = st.chars ? st.chars : 1; break;
         case CHARS: st.chars = 0; st.chars_n = 3; break;
+        case CHECKSUM_ALONE: st.chars = 123; st.chars_n = 0; break;
         case BITS: st.moment_bits = 8; break;
+        case LOSS_SCALE_NAN: st.loss_scale = NAN; break;
         }
         const int in_model = k <= RESERVED;
         char want[200];
@@ -1470,10 +1477,12 @@ static void test_full_disk(void) {
     int status;
     waitpid(pid, &status, 0);
     CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "full disk not reported");
-    char path[512], tmp[600];
+    char path[512];
     checkpoint_path(out_dir, 2, path, sizeof path);
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    CHECK(!file_exists(path) && !file_exists(tmp), "a partial checkpoint was left behind");
+    /* the partial file goes too, under its temporary name (path.tmp.PID.K) as well: a disk kept full by them fails
+     * every later save */
+    CHECK(!file_exists(path) && temporaries_in(out_dir) == 0 && temporaries_in(root) == 0, "a partial checkpoint was left behind (%d, %d "
+          "temporary files)", temporaries_in(out_dir), temporaries_in(root));
     checkpoint_path(out_dir, 1, path, sizeof path);
     CHECK(ngpt_load(tr, path) == 0, "the previous checkpoint: %s", tr->err);
     ngpt_trainer_free(tr);

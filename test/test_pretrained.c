@@ -442,30 +442,35 @@ static void test_logits_safetensors_bf16(void) { check_logits_of(ST_BF16, 3e-2);
 /* export pads wte to a multiple of 128 rows, as llm.c's write_model does: V = 158 is Vp 256 in the file (192 in
  * nanogpt's arena); the file reads back to the same parameters and writes back to the same bytes */
 static void test_llmc_export_pads_to_128(void) {
-    ModelShape ms = {1, 2, 8, 158, pad_vocab(158), 16, 1};
-    size_t n = nparams(&ms);
-    float *p = malloc(n * sizeof(float));
-    for (size_t i = 0; i < n; i++) p[i] = i >= (size_t)ms.V * ms.C && i < (size_t)ms.Vp * ms.C ? 0.0f : 1.0f + (float)(i % 997) / 512;
-    char path[128], again[128], err[NGPT_ERRLEN] = "";
-    tmp_path(path, sizeof path, "v158.bin");
-    tmp_path(again, sizeof again, "v158_again.bin");
-    CHECK(ms.Vp == 192 && llmc_write_model(path, &ms, p, 0, err, sizeof err) == 0, "write: %s", err);
-    size_t bytes = 0;
-    unsigned char *a = file_contents(path, &bytes);
-    ModelShape file_shape = ms;
-    file_shape.Vp = 256;
-    int32_t h[8] = {0};
-    if (a && bytes >= sizeof h) memcpy(h, a, sizeof h);
-    CHECK(a && h[3] == 158 && h[7] == 256 && bytes == 1024 + nparams(&file_shape) * 4, "header V %d Vp %d, %zu bytes", h[3], h[7], bytes);
-    ModelShape back;
-    float *q = load(llmc_read_model, path, &back);
-    CHECK(q && back.V == 158 && back.Vp == 192 && !memcmp(p, q, n * sizeof(float)), "the parameters read back");
-    size_t bytes2 = 0;
-    unsigned char *b = q && llmc_write_model(again, &back, q, 0, err, sizeof err) == 0 ? file_contents(again, &bytes2) : NULL;
-    CHECK(a && b && bytes == bytes2 && !memcmp(a, b, bytes), "written back, byte for byte: %s", err);
-    unlink(path);
-    unlink(again);
-    free(a); free(b); free(p); free(q);
+    /* 158 tokens: 192 in nanogpt, 256 in the file; 128: 128 in both, no row added (a file whose Vp is V reads) */
+    static const struct { int V, Vp, file_Vp; } cases[2] = {{158, 192, 256}, {128, 128, 128}};
+    for (int k = 0; k < 2; k++) {
+        ModelShape ms = {1, 2, 8, cases[k].V, pad_vocab(cases[k].V), 16, 1};
+        size_t n = nparams(&ms);
+        float *p = malloc(n * sizeof(float));
+        for (size_t i = 0; i < n; i++) p[i] = i >= (size_t)ms.V * ms.C && i < (size_t)ms.Vp * ms.C ? 0.0f : 1.0f + (float)(i % 997) / 512;
+        char path[128], again[128], err[NGPT_ERRLEN] = "";
+        tmp_path(path, sizeof path, "v_export.bin");
+        tmp_path(again, sizeof again, "v_export_again.bin");
+        CHECK(ms.Vp == cases[k].Vp && llmc_write_model(path, &ms, p, 0, err, sizeof err) == 0, "V %d: write: %s", ms.V, err);
+        size_t bytes = 0;
+        unsigned char *a = file_contents(path, &bytes);
+        ModelShape file_shape = ms;
+        file_shape.Vp = cases[k].file_Vp;
+        int32_t h[8] = {0};
+        if (a && bytes >= sizeof h) memcpy(h, a, sizeof h);
+        CHECK(a && h[3] == ms.V && h[7] == cases[k].file_Vp && bytes == 1024 + nparams(&file_shape) * 4, "V %d: header V %d Vp %d, %zu bytes",
+              ms.V, h[3], h[7], bytes);
+        ModelShape back;
+        float *q = load(llmc_read_model, path, &back);
+        CHECK(q && back.V == ms.V && back.Vp == ms.Vp && !memcmp(p, q, n * sizeof(float)), "V %d: the parameters read back", ms.V);
+        size_t bytes2 = 0;
+        unsigned char *b = q && llmc_write_model(again, &back, q, 0, err, sizeof err) == 0 ? file_contents(again, &bytes2) : NULL;
+        CHECK(a && b && bytes == bytes2 && !memcmp(a, b, bytes), "V %d: written back, byte for byte: %s", ms.V, err);
+        unlink(path);
+        unlink(again);
+        free(a); free(b); free(p); free(q);
+    }
 }
 
 static void test_llmc_write_read_round_trip(void) {
@@ -598,15 +603,20 @@ static int st_load(StFile *s, const char *path) {
     return 1;
 }
 
-/* writes a safetensors file: the header text (with its length) and the good file's data */
-static void st_write(const char *path, const char *json, const StFile *s) {
+/* writes a safetensors file of the header text json and a data section of two parts */
+static void st_write_parts(const char *path, const char *json, const void *a, size_t na, const void *b, size_t nb) {
+    FILE *f = json ? fopen(path, "wb") : NULL;
+    if (!f) { printf("cannot write %s\n", path); return; }
     uint64_t h = strlen(json);
-    FILE *f = fopen(path, "wb");
     fwrite(&h, 8, 1, f);
     fwrite(json, 1, h, f);
-    fwrite(s->data, 1, s->data_len, f);
+    if (na) fwrite(a, 1, na, f);
+    if (nb) fwrite(b, 1, nb, f);
     fclose(f);
 }
+
+/* writes a safetensors file: the header text (with its length) and the good file's data */
+static void st_write(const char *path, const char *json, const StFile *s) { st_write_parts(path, json, s->data, s->data_len, NULL, 0); }
 
 /* s with the first `old` replaced by `new` (malloc'd); NULL when old is absent */
 static char *replace1(const char *s, const char *old, const char *new) {
@@ -641,6 +651,24 @@ static void st_variant(const StFile *s, const char *name, const char *old, const
     char *json = replace1(s->json, old, new);
     if (json) st_write(path, json, s);
     free(json);
+}
+
+/* the header text with every data offset at or past `from` moved by `by` bytes (NULL when out of memory) */
+static char *offsets_moved(const char *json, unsigned long long from, long long by) {
+    size_t cap = strlen(json) + 4096, at = 0;
+    char *out = (char *)malloc(cap);
+    const char *rest = json, *key = "\"data_offsets\":[";
+    for (const char *k; out && (k = strstr(rest, key)) != NULL;) {
+        unsigned long long lo = 0, hi = 0;
+        int used = 0;
+        sscanf(k + strlen(key), "%llu,%llu]%n", &lo, &hi, &used);
+        lo = lo >= from ? (unsigned long long)((long long)lo + by) : lo;
+        hi = hi >= from ? (unsigned long long)((long long)hi + by) : hi;
+        at += (size_t)snprintf(out + at, cap - at, "%.*s%s%llu,%llu]", (int)(k - rest), rest, key, lo, hi);
+        rest = k + strlen(key) + used;
+    }
+    if (out) snprintf(out + at, cap - at, "%s", rest);
+    return out;
 }
 
 static void test_safetensors_errors(void) {
@@ -719,11 +747,46 @@ static void test_safetensors_errors(void) {
     tmp_path(path, sizeof path, "trailing_data.safetensors");
     spill(path, s.file, s.size, "\0\0\0\0", 4);
     expect_error(safetensors_read_gpt2, "bytes after the tensors", path, NGPT_ERR_FORMAT, "belong to no tensor");
+    /* four bytes before the first tensor: every data offset moved up by 4 */
+    {
+        char *json = offsets_moved(s.json, 0, 4);
+        tmp_path(path, sizeof path, "hole_first.safetensors");
+        st_write_parts(path, json, "\0\0\0\0", 4, s.data, s.data_len);
+        free(json);
+        expect_error(safetensors_read_gpt2, "a hole before the first tensor", path, NGPT_ERR_FORMAT,
+                     "bytes 0..4 of the data section belong to no tensor");
+    }
+    /* a header length that runs 4 bytes past the file's end */
+    tmp_path(path, sizeof path, "header_past_end.safetensors");
+    {
+        unsigned char *f = (unsigned char *)malloc(s.size);
+        memcpy(f, s.file, s.size);
+        uint64_t h = s.size - 4;
+        memcpy(f, &h, 8);
+        spill(path, f, s.size, NULL, 0);
+        free(f);
+    }
+    expect_error(safetensors_read_gpt2, "header length 4 bytes past the end", path, NGPT_ERR_FORMAT, "but only");
 
     /* shapes, names, dtypes */
     st_variant(&s, "wrong_shape.safetensors", "\"h.1.mlp.c_fc.weight\":{\"dtype\":\"F32\",\"shape\":[24,96]",
                "\"h.1.mlp.c_fc.weight\":{\"dtype\":\"F32\",\"shape\":[96,24]", path, sizeof path);
     expect_error(safetensors_read_gpt2, "wrong shape", path, NGPT_ERR_FORMAT, "h.1.mlp.c_fc.weight has shape [96, 24], expected [24, 96]");
+    /* the first dimension right, the second not, its bytes as many as that shape's: the tensor's data cut to them and
+     * every tensor after it moved down (before, a Conv1D weight's second dimension went unchecked and was read at
+     * the expected one's stride) */
+    if (offsets_of(s.json, "h.1.mlp.c_fc.weight", a, sizeof a, &b0, &e0) && e0 - b0 == 24 * 96 * 4) {
+        const unsigned long long cut = 24 * 48 * 4;
+        char *moved = offsets_moved(s.json, e0, -(long long)(e0 - b0 - cut));
+        char *json = moved ? replace1(moved, "\"h.1.mlp.c_fc.weight\":{\"dtype\":\"F32\",\"shape\":[24,96]",
+                                      "\"h.1.mlp.c_fc.weight\":{\"dtype\":\"F32\",\"shape\":[24,48]") : NULL;
+        tmp_path(path, sizeof path, "wrong_second_dim.safetensors");
+        st_write_parts(path, json, s.data, b0 + cut, s.data + e0, s.data_len - e0);
+        free(moved);
+        free(json);
+        expect_error(safetensors_read_gpt2, "wrong second dimension", path, NGPT_ERR_FORMAT,
+                     "h.1.mlp.c_fc.weight has shape [24, 48], expected [24, 96]");
+    } else CHECK(0, "no h.1.mlp.c_fc.weight of 24 x 96 floats in the fixture");
     st_variant(&s, "wrong_wpe.safetensors", "\"wpe.weight\":{\"dtype\":\"F32\",\"shape\":[24,24]",
                "\"wpe.weight\":{\"dtype\":\"F32\",\"shape\":[12,48]", path, sizeof path);
     expect_error(safetensors_read_gpt2, "wpe disagrees with wte", path, NGPT_ERR_FORMAT, "(maxT, C)");
@@ -797,7 +860,16 @@ static void test_n_head_sources(void) {
     float *p = load(safetensors_read_gpt2, path, &ms);
     CHECK(p && ms.NH == 4, "n_head from config.json: got %d, expected 4", ms.NH);
     free(p);
+    /* no config.json: each of GPT-2's four widths names its heads (the sizes table's, by its published values) */
     unlink(cfg);
+    static const int widths[4] = {768, 1024, 1280, 1600}, heads[4] = {12, 16, 20, 25};
+    for (int i = 0; i < 4; i++) {
+        ModelShape gpt2 = {12, 0, widths[i], 50257, 50304, 1024, 1};
+        int NH = 0;
+        char err[NGPT_ERRLEN] = "";
+        CHECK(st_n_head(path, &gpt2, &NH, err, sizeof err) == NGPT_OK && NH == heads[i], "n_embd %d without config.json: n_head %d, "
+              "expected %d: %s", widths[i], NH, heads[i], err);
+    }
     unlink(path);
     rmdir(dir);
     free(file);
