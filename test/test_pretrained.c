@@ -653,7 +653,8 @@ static void st_variant(const StFile *s, const char *name, const char *old, const
     free(json);
 }
 
-/* the header text with every data offset at or past `from` moved by `by` bytes (NULL when out of memory) */
+/* the header text with every data offset at or past `from` moved by `by` bytes (NULL when out of memory, or when an
+ * offset pair is not two integers or the text outgrows its room) */
 static char *offsets_moved(const char *json, unsigned long long from, long long by) {
     size_t cap = strlen(json) + 4096, at = 0;
     char *out = (char *)malloc(cap);
@@ -661,12 +662,15 @@ static char *offsets_moved(const char *json, unsigned long long from, long long 
     for (const char *k; out && (k = strstr(rest, key)) != NULL;) {
         unsigned long long lo = 0, hi = 0;
         int used = 0;
-        sscanf(k + strlen(key), "%llu,%llu]%n", &lo, &hi, &used);
+        if (sscanf(k + strlen(key), "%llu,%llu]%n", &lo, &hi, &used) != 2 || !used) { free(out); return NULL; }
         lo = lo >= from ? (unsigned long long)((long long)lo + by) : lo;
         hi = hi >= from ? (unsigned long long)((long long)hi + by) : hi;
-        at += (size_t)snprintf(out + at, cap - at, "%.*s%s%llu,%llu]", (int)(k - rest), rest, key, lo, hi);
+        int w = snprintf(out + at, cap - at, "%.*s%s%llu,%llu]", (int)(k - rest), rest, key, lo, hi);
+        if (w < 0 || (size_t)w >= cap - at) { free(out); return NULL; }
+        at += (size_t)w;
         rest = k + strlen(key) + used;
     }
+    if (out && strlen(rest) >= cap - at) { free(out); return NULL; }
     if (out) snprintf(out + at, cap - at, "%s", rest);
     return out;
 }
@@ -766,14 +770,19 @@ static void test_safetensors_errors(void) {
         spill(path, f, s.size, NULL, 0);
         free(f);
     }
-    expect_error(safetensors_read_gpt2, "header length 4 bytes past the end", path, NGPT_ERR_FORMAT, "but only");
+    {
+        char want[128];
+        snprintf(want, sizeof want, "says %llu bytes of JSON, but only %llu bytes follow", (unsigned long long)s.size - 4,
+                 (unsigned long long)s.size - 8);
+        expect_error(safetensors_read_gpt2, "header length 4 bytes past the end", path, NGPT_ERR_FORMAT, want);
+    }
 
     /* shapes, names, dtypes */
     st_variant(&s, "wrong_shape.safetensors", "\"h.1.mlp.c_fc.weight\":{\"dtype\":\"F32\",\"shape\":[24,96]",
                "\"h.1.mlp.c_fc.weight\":{\"dtype\":\"F32\",\"shape\":[96,24]", path, sizeof path);
     expect_error(safetensors_read_gpt2, "wrong shape", path, NGPT_ERR_FORMAT, "h.1.mlp.c_fc.weight has shape [96, 24], expected [24, 96]");
     /* the first dimension right, the second not, its bytes as many as that shape's: the tensor's data cut to them and
-     * every tensor after it moved down (before, a Conv1D weight's second dimension went unchecked and was read at
+     * every tensor after it moved down (a reader that checked the first dimension alone would read this weight at
      * the expected one's stride) */
     if (offsets_of(s.json, "h.1.mlp.c_fc.weight", a, sizeof a, &b0, &e0) && e0 - b0 == 24 * 96 * 4) {
         const unsigned long long cut = 24 * 48 * 4;
