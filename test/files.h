@@ -52,13 +52,16 @@ static void *file_contents(const char *path, size_t *n) {
     return b;
 }
 
-/* How many files in dir have .tmp in their name: the temporary files of saves (path.tmp.PID.K) and of
- * prepares (NAME.tmp.PID), and any other of such a name */
-static int temporaries_in(const char *dir) {
+/* How many files in dir have needle in their name */
+static int files_named(const char *dir, const char *needle) {
     DIR *d = opendir(dir);
     int n = 0;
-    for (struct dirent *e; d && (e = readdir(d)) != NULL;) n += strstr(e->d_name, ".tmp") != NULL;
+    for (struct dirent *e; d && (e = readdir(d)) != NULL;) n += strstr(e->d_name, needle) != NULL;
     if (d) closedir(d);
     return n;
 }
+
+/* How many files in dir have .tmp in their name: the temporary files of saves (path.tmp.PID.K) and of
+ * prepares (NAME.tmp.PID), and any other of such a name */
+static int temporaries_in(const char *dir) { return files_named(dir, ".tmp"); }
 #endif

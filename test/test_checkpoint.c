@@ -1481,10 +1481,7 @@ static void test_full_disk(void) {
     checkpoint_path(out_dir, 2, path, sizeof path);
     /* the partial file goes too, under its temporary name (path.tmp.PID.K) as well: a disk kept full by them fails
      * every later save */
-    int elsewhere_left = 0; /* ngpt_save's temporary files beside elsewhere.bin (elsewhere.bin.tmp.PID.K) */
-    DIR *d = opendir(root);
-    for (struct dirent *e; d && (e = readdir(d)) != NULL;) elsewhere_left += !strncmp(e->d_name, "elsewhere.bin.tmp", 17);
-    if (d) closedir(d);
+    int elsewhere_left = files_named(root, "elsewhere.bin.tmp"); /* ngpt_save's temporary files beside elsewhere.bin (elsewhere.bin.tmp.PID.K) */
     CHECK(!file_exists(path) && temporaries_in(out_dir) == 0 && elsewhere_left == 0, "a partial checkpoint was left behind (%d temporary "
           "files in out_dir, %d beside elsewhere.bin)", temporaries_in(out_dir), elsewhere_left);
     checkpoint_path(out_dir, 1, path, sizeof path);
