@@ -7,7 +7,8 @@
  *    a step over half done runs to its end, one less done is dropped (the parameters, moments and data position
  *    stay the step before's, and the step run again matches one never stopped, bit for bit); in an evaluation it
  *    drops the evaluation, saves the step (unless nothing is to be saved) and the resume runs it;
- *  - the newest keep_checkpoints (1, 2, the default 3) are kept, best.bin follows the best val loss;
+ *  - the newest keep_checkpoints (1, 2, the default 3) are kept, best.bin follows the best val loss, which the
+ *    step-0 evaluation sets and only a lower one (not a tie) replaces;
  *  - a checkpoint's characters: a folder prepared again from other text with as many is refused by a resume;
  *  - bad checkpoints (not one, wrong version, truncated, bit flips, another model, a field out of its range) are
  *    clear errors; a resume checks every section's checksum and names the file, the section and its offset;
@@ -693,6 +694,51 @@ static void test_keep_last_and_best(void) {
     ngpt_trainer *tr = NULL;
     CHECK(ngpt_trainer_create(&c, NULL, &tr, err, sizeof err) == NGPT_ERR_ARG && strstr(err, "keep_checkpoints = '1001': must be an integer in [1, 1000]"), "%s", err);
     ngpt_trainer_free(tr);
+}
+
+/* nanoGPT's best_val_loss: the step-0 evaluation sets it and saves nothing (iter_num > 0), a later one saves, as the
+ * best, only when strictly below it. Learning rate 10 makes step 2's evaluation worse than step 0's; learning rate 0, on
+ * data whose windows are all one token repeated, makes it tie step 0's. Either way step 2 saves nothing, no best.bin is
+ * made, the record stays step 0's, and (always_save_checkpoint off) the run's only checkpoint is its final state, step 3. */
+static void test_best_val_loss_from_step_0(void) {
+    char same_dir[300];
+    snprintf(same_dir, sizeof same_dir, "%s/one_token", root);
+    mkdir(same_dir, 0777);
+    for (int k = 0; k < 2; k++) {
+        char path[400];
+        snprintf(path, sizeof path, "%s/%s", same_dir, k ? "val.bin" : "train.bin");
+        FILE *f = fopen(path, "wb");
+        for (int i = 0; i < 2000; i++) fwrite(&(uint16_t){7}, 2, 1, f);
+        fclose(f);
+    }
+    for (int tie = 0; tie < 2; tie++) {
+        clear_out_dir();
+        ngpt_config c;
+        config(&c);
+        if (tie) copy_str(c.data_dir, sizeof c.data_dir, same_dir);
+        c.eval_interval = 2; c.max_iters = 2; c.dropout = 0; c.always_save_checkpoint = 0;
+        c.learning_rate = tie ? 0 : 10; c.warmup_iters = 0; c.decay_lr = 0;
+        Evals ev = {0};
+        ngpt_options opt;
+        memset(&opt, 0, sizeof opt);
+        opt.progress = record_evals;
+        opt.ctx = &ev;
+        ngpt_trainer *tr;
+        char err[NGPT_ERRLEN], best[512];
+        if (ngpt_trainer_create(&c, &opt, &tr, err, sizeof err)) { CHECK(0, "create: %s", err); break; }
+        CHECK(ngpt_train(tr) == 0, "%s", tr->err);
+        const char *what = tie ? "learning rate 0, one token" : "learning rate 10";
+        CHECK(ev.n == 2 && ev.step[0] == 0 && ev.step[1] == 2 && (tie ? ev.val[1] == ev.val[0] : ev.val[1] > ev.val[0]),
+              "%s: %d evaluations, val %.6f at step 0, %.6f at step 2", what, ev.n, ev.n ? (double)ev.val[0] : 0.0, ev.n > 1 ? (double)ev.val[1] : 0.0);
+        CHECK(ev.n && tr->best_val_loss == ev.val[0], "%s: best val loss %.6f, step 0's was %.6f", what, (double)tr->best_val_loss, (double)ev.val[0]);
+        long long steps[4];
+        int n = checkpoint_list(out_dir, steps, 4);
+        snprintf(best, sizeof best, "%s/best.bin", out_dir);
+        CHECK(n == 1 && steps[0] == 3 && !file_exists(best), "%s: %d checkpoints (steps %lld, %lld); best.bin %s", what, n, n ? steps[0] : -1, n > 1 ? steps[1] : -1,
+              file_exists(best) ? "made" : "not made");
+        ngpt_trainer_free(tr);
+    }
+    remove_folder(same_dir);
 }
 
 /* Two trainers made on one out_dir before either trains (two runs started together): the one that trains
@@ -1705,6 +1751,7 @@ int main(void) {
     RUN(test_grad_clip_off);
     RUN(test_other_characters);
     RUN(test_keep_last_and_best);
+    RUN(test_best_val_loss_from_step_0);
     RUN(test_out_dir_filled_after_create);
     RUN(test_bad_checkpoints);
     RUN(test_checkpoint_fields);

@@ -11,7 +11,9 @@
  *    and one resumed at the other moments precision steps on;
  *  - generation with the KV cache gives the full forward's logits at every step;
  *  - a sampling-only bf16 trainer, loaded from a checkpoint, samples as the trained one;
- *  - moments_dtype = bfloat16 halves the moments and follows the fp32 moments' losses. */
+ *  - moments_dtype = bfloat16 halves the moments and follows the fp32 moments' losses;
+ *  - fp16's dynamic loss scale doubles after 2000 good steps, halves on an overflow (whose step changes nothing) and
+ *    is divided out before clipping. */
 #define NGPT_NO_MAIN
 #include "../nanogpt.c"
 #include "check.h"
@@ -427,6 +429,56 @@ static void test_eval_only_bf16(void) {
     ngpt_trainer_free(full);
 }
 
+/* the norm of the first AdamW moment (fp32 moments), read through the host staging buffer */
+static double first_moment_norm(ngpt_trainer *tr) {
+    double sq = 0;
+    size_t per = HOST_STAGING_BYTES / 4;
+    for (int i = 0; i < N_PARAM_TENSORS; i++)
+        for (size_t j = 0; j < tr->plan.param_len[i]; j += per) {
+            size_t k = MIN(per, tr->plan.param_len[i] - j);
+            tr->be->download(tr->be, tr->h_staging, (const float *)tensor_at(tr, tr->m, i, 4) + j, k * 4);
+            for (size_t q = 0; q < k; q++) sq += (double)((const float *)tr->h_staging)[q] * ((const float *)tr->h_staging)[q];
+        }
+    return sqrt(sq);
+}
+
+/* fp16's dynamic loss scale (torch's GradScaler): 2^16 at the start, doubled after 2000 steps without an overflow (the
+ * count starts again), halved when the scaled gradients overflow, a step that changes no parameter. The scale is divided
+ * out before clipping: a first step clipped to 1e-3 leaves the first moment at (1 - beta1) x 1e-3 in norm. */
+static void test_fp16_loss_scale(void) {
+    ngpt_config c;
+    config(&c, "cuda", "float16");
+    c.dropout = 0;
+    c.grad_clip = 1e-3;
+    ngpt_trainer *tr = make(&c);
+    if (!tr) return;
+    CHECK(tr->loss_scale == 65536.0f && tr->good_steps == 0 && tr->plan.moments_dtype == NGPT_DTYPE_F32, "start: loss scale %g, good steps %d, moments %d",
+          (double)tr->loss_scale, tr->good_steps, tr->plan.moments_dtype);
+    float loss = NAN;
+    CHECK(ngpt_train_step(tr, &loss) == 0 && isfinite(loss) && tr->loss_scale == 65536.0f && tr->good_steps == 1,
+          "first step: loss %g, loss scale %g, good steps %d: %s", (double)loss, (double)tr->loss_scale, tr->good_steps, tr->err);
+    double m = first_moment_norm(tr);
+    printf("  fp16: first step clipped to 1e-3: first moment's norm %.6g\n", m);
+    CHECK(fabs(m - 1e-4) <= 1e-2 * 1e-4, "first step clipped to 1e-3: first moment's norm %.6g, want (1 - 0.9) x 1e-3", m);
+    tr->good_steps = 1999;
+    CHECK(ngpt_train_step(tr, &loss) == 0 && tr->loss_scale == 131072.0f && tr->good_steps == 0, "the 2000th good step: loss scale %g, good steps %d: %s",
+          (double)tr->loss_scale, tr->good_steps, tr->err);
+    /* 2^40: the scaled gradients of the logits pass fp16's 65504 */
+    size_t P = tr->plan.nparams;
+    float *before = malloc(P * 4), *after = malloc(P * 4);
+    copy_master_out(tr, before);
+    tr->loss_scale = 0x1p40f;
+    tr->good_steps = 5;
+    int step = tr->step;
+    CHECK(ngpt_train_step(tr, &loss) == 0 && isfinite(loss) && tr->loss_scale == 0x1p39f && tr->good_steps == 0 && tr->step == step + 1,
+          "an overflowing step: loss %g, loss scale %g (want 2^39), good steps %d, step %d of %d: %s", (double)loss, (double)tr->loss_scale,
+          tr->good_steps, tr->step, step + 1, tr->err);
+    copy_master_out(tr, after);
+    CHECK(!memcmp(before, after, P * 4), "an overflowing step changed the parameters");
+    free(before); free(after);
+    ngpt_trainer_free(tr);
+}
+
 int main(int argc, char **argv) {
     int curve = 1; /* --no-curve: without the 300-step curve, whose CPU side takes minutes (test/gpu.sh, GPU_SH_CURVE=0) */
     for (int i = 1; i < argc; i++) {
@@ -457,6 +509,7 @@ int main(int argc, char **argv) {
     RUN(test_sample_only_bf16);
     RUN(test_eval_only_bf16);
     RUN(test_bf16_moments_follow_fp32);
+    RUN(test_fp16_loss_scale);
     if (curve) RUN(test_curve_follows_cpu);
     remove_folder(dir);
     return check_summary();

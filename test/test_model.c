@@ -4,6 +4,10 @@
  *  - chunked loss == unchunked; 6 sequences in one micro-batch (two lanes of 3) == 2 accumulated micro-batches
  *    of 3 (lanes of 2 and 1) == 6 of 1 (one lane), with dropout too;
  *    every recompute level gives the same gradients; dropout is reproducible;
+ *  - dropout at every nanoGPT site in training (forward and backward on the same masks) and none in evaluation; with
+ *    dropout, the gradients are the central differences of the step's loss;
+ *  - an evaluation reads eval_iters x batch_size windows; the batches draw every window start, the last included;
+ *  - the loss scale is divided out before clipping and AdamW (a step at scale 1024 is the step at 1, bit for bit);
  *  - nothing is allocated while training (malloc and friends are counted). */
 #define NGPT_NO_MAIN
 #include "../nanogpt.c"
@@ -366,6 +370,254 @@ static void test_dropout_reproducible(void) {
     free(a); free(b);
 }
 
+/* ---- dropout through the whole model ---- */
+
+/* The CPU backend's dropouts, counted by their stream (the site: step, layer, embeddings / attention / residual
+ * projection): elementwise ones (the embeddings and each block's two projections back into the residual stream, forward
+ * and backward) and those inside attention, forward and backward. Only calls with p > 0 count. */
+enum { ELEMENTWISE, ATT_FORWARD, ATT_BACKWARD, DROP_KINDS };
+static struct {
+    pthread_mutex_t lock;
+    int calls[DROP_KINDS], n[DROP_KINDS];
+    uint64_t stream[DROP_KINDS][16];
+    int uses[DROP_KINDS][16];
+    float p;
+} drops = {PTHREAD_MUTEX_INITIALIZER, {0}, {0}, {{0}}, {{0}}, 0};
+static void count_drop(int kind, const ngpt_dropout *d) {
+    if (!d || d->p <= 0) return;
+    pthread_mutex_lock(&drops.lock);
+    drops.calls[kind]++;
+    drops.p = d->p;
+    int i = 0;
+    while (i < drops.n[kind] && drops.stream[kind][i] != d->stream) i++;
+    if (i < 16) {
+        if (i == drops.n[kind]) drops.stream[kind][drops.n[kind]++] = d->stream;
+        drops.uses[kind][i]++;
+    }
+    pthread_mutex_unlock(&drops.lock);
+}
+static void counted_dropout(ngpt_backend *be, void *out, const void *inp, size_t n, const ngpt_dropout *d) {
+    count_drop(ELEMENTWISE, d);
+    cpu_dropout(be, out, inp, n, d);
+}
+static void counted_attention_forward(ngpt_backend *be, void *out, float *lse, const void *qkv, int B, int T, int C, int NH, const ngpt_dropout *d) {
+    count_drop(ATT_FORWARD, d);
+    cpu_attention_forward(be, out, lse, qkv, B, T, C, NH, d);
+}
+static void counted_attention_backward(ngpt_backend *be, void *dqkv, const void *dout, const void *qkv, const void *out, const float *lse, int B,
+                                       int T, int C, int NH, const ngpt_dropout *d) {
+    count_drop(ATT_BACKWARD, d);
+    cpu_attention_backward(be, dqkv, dout, qkv, out, lse, B, T, C, NH, d);
+}
+/* counts tr's dropouts from now on, from zero */
+static void count_drops(ngpt_trainer *tr) {
+    ngpt_backend *be = tr->be;
+    if (be->dropout != counted_dropout) { /* the CPU backend's ops, called by the counting ones */
+        CHECK(be->dropout == cpu_dropout && be->attention_forward == cpu_attention_forward && be->attention_backward == cpu_attention_backward,
+              "the trainer's backend is not the CPU's");
+        be->dropout = counted_dropout;
+        be->attention_forward = counted_attention_forward;
+        be->attention_backward = counted_attention_backward;
+    }
+    pthread_mutex_lock(&drops.lock);
+    memset(drops.calls, 0, sizeof drops.calls);
+    memset(drops.n, 0, sizeof drops.n);
+    memset(drops.uses, 0, sizeof drops.uses);
+    drops.p = 0;
+    pthread_mutex_unlock(&drops.lock);
+}
+
+/* nanoGPT's dropout sites, every one in training and none in evaluation: in a step of 6 micro-batches of one sequence,
+ * the embeddings' and each block's two residual projections' dropouts (2L + 1 streams) run in each micro-batch's forward
+ * and again in its backward (12 uses each), and attention's (L streams) in each forward and each backward; an evaluation
+ * of a trainer with dropout 0.2 draws none and gives the losses of one with dropout 0, bit for bit */
+static void test_dropout_sites(void) {
+    ngpt_config c;
+    base_config(&c, EQ_V, EQ_T, EQ_L, EQ_NH, EQ_C, 1, EQ_SEQS);
+    c.micro_batch = 1;
+    c.dropout = 0.2;
+    ngpt_trainer *tr = make_trainer(&c);
+    if (!tr) { CHECK(0, "trainer"); return; }
+    CHECK(tr->plan.micro_batch == 1 && tr->plan.grad_accum == EQ_SEQS, "micro-batch %d x %d", tr->plan.micro_batch, tr->plan.grad_accum);
+    count_drops(tr);
+    FixedBatch fb = {eq_tokens, eq_targets};
+    double mean;
+    CHECK(forward_backward(tr, fill_fixed, &fb, &mean, NULL, NULL) == 0, "forward_backward: %s", tr->err);
+    const int L = EQ_L, steps = EQ_SEQS;
+    CHECK(drops.calls[ELEMENTWISE] == 2 * steps * (2 * L + 1) && drops.n[ELEMENTWISE] == 2 * L + 1, "elementwise dropouts: %d calls of %d streams, want %d of %d",
+          drops.calls[ELEMENTWISE], drops.n[ELEMENTWISE], 2 * steps * (2 * L + 1), 2 * L + 1);
+    for (int i = 0; i < drops.n[ELEMENTWISE]; i++)
+        CHECK(drops.uses[ELEMENTWISE][i] == 2 * steps, "elementwise stream %#llx used %d times, want %d (each forward and backward)",
+              (unsigned long long)drops.stream[ELEMENTWISE][i], drops.uses[ELEMENTWISE][i], 2 * steps);
+    CHECK(drops.calls[ATT_FORWARD] == steps * L && drops.n[ATT_FORWARD] == L && drops.calls[ATT_BACKWARD] == steps * L && drops.n[ATT_BACKWARD] == L,
+          "attention dropouts: forward %d calls of %d streams, backward %d of %d, want %d of %d each", drops.calls[ATT_FORWARD], drops.n[ATT_FORWARD],
+          drops.calls[ATT_BACKWARD], drops.n[ATT_BACKWARD], steps * L, L);
+    for (int i = 0; i < drops.n[ATT_FORWARD]; i++) {
+        int k = 0;
+        while (k < drops.n[ATT_BACKWARD] && drops.stream[ATT_BACKWARD][k] != drops.stream[ATT_FORWARD][i]) k++;
+        CHECK(k < drops.n[ATT_BACKWARD] && drops.uses[ATT_FORWARD][i] == steps && drops.uses[ATT_BACKWARD][k] == steps,
+              "attention stream %#llx: %d forward uses, none or not %d backward", (unsigned long long)drops.stream[ATT_FORWARD][i],
+              drops.uses[ATT_FORWARD][i], steps);
+    }
+    for (int i = 0; i < drops.n[ELEMENTWISE]; i++)
+        for (int k = 0; k < drops.n[ATT_FORWARD]; k++)
+            CHECK(drops.stream[ELEMENTWISE][i] != drops.stream[ATT_FORWARD][k], "stream %#llx drawn by attention and by a residual",
+                  (unsigned long long)drops.stream[ATT_FORWARD][k]);
+    CHECK(drops.p == 0.2f, "dropout p %g, configured 0.2", (double)drops.p);
+    /* evaluation: none */
+    count_drops(tr);
+    float tl, vl, tl0, vl0;
+    CHECK(ngpt_evaluate(tr, &tl, &vl) == 0, "evaluate: %s", tr->err);
+    CHECK(drops.calls[ELEMENTWISE] + drops.calls[ATT_FORWARD] + drops.calls[ATT_BACKWARD] == 0, "an evaluation drew %d elementwise and %d attention dropouts",
+          drops.calls[ELEMENTWISE], drops.calls[ATT_FORWARD]);
+    c.dropout = 0;
+    ngpt_trainer *plain = make_trainer(&c);
+    if (!plain) { CHECK(0, "trainer"); ngpt_trainer_free(tr); return; }
+    CHECK(ngpt_evaluate(plain, &tl0, &vl0) == 0 && tl == tl0 && vl == vl0, "evaluation at dropout 0.2: %.9g / %.9g, at 0: %.9g / %.9g", (double)tl,
+          (double)vl, (double)tl0, (double)vl0);
+    ngpt_trainer_free(plain);
+    ngpt_trainer_free(tr);
+}
+
+/* With dropout (p = 0.5: half the masks' elements differ between two draws), the gradients are those of the loss
+ * the same step computes: central differences of forward_backward's loss at the element of largest gradient of every
+ * tensor, with the step's masks (drawn from the step, the same each call). Masks the backward did not share with the
+ * forward, at any site, are off by about half a gradient. */
+static void test_dropout_gradients_are_the_losses(void) {
+    ngpt_config c;
+    base_config(&c, EQ_V, EQ_T, EQ_L, EQ_NH, EQ_C, 1, EQ_SEQS);
+    c.dropout = 0.5;
+    ngpt_trainer *tr = make_trainer(&c);
+    if (!tr) { CHECK(0, "trainer"); return; }
+    size_t P = tr->plan.nparams;
+    float *params = malloc(P * 4), *grads = malloc(P * 4);
+    FixedBatch fb = {eq_tokens, eq_targets};
+    double loss, up, down, h = 1e-2, worst = 0;
+    CHECK(forward_backward(tr, fill_fixed, &fb, &loss, NULL, NULL) == 0, "forward_backward: %s", tr->err);
+    copy_params_out(tr, grads, tr->grads);
+    copy_params_out(tr, params, tr->params);
+    size_t off = 0;
+    for (int i = 0; i < N_PARAM_TENSORS; i++) {
+        size_t n = tr->plan.param_len[i], at = off;
+        if (!n) continue;
+        for (size_t j = off; j < off + n; j++)
+            if (fabsf(grads[j]) > fabsf(grads[at])) at = j;
+        off += n;
+        float was = params[at];
+        params[at] = was + (float)h;
+        int rc = copy_params_in(tr, params) || forward_backward(tr, fill_fixed, &fb, &up, NULL, NULL);
+        params[at] = was - (float)h;
+        rc = rc || copy_params_in(tr, params) || forward_backward(tr, fill_fixed, &fb, &down, NULL, NULL);
+        params[at] = was;
+        CHECK(!rc, "%s: %s", param_names[i], tr->err);
+        double fd = (up - down) / ((double)(was + (float)h) - (double)(was - (float)h)), g = grads[at], err = fabs(fd - g) / fabs(g);
+        worst = fmax(worst, err);
+        CHECK(err < 0.03, "%s[%zu]: gradient %.6g, central difference of the loss %.6g", param_names[i], at - (off - n), g, fd);
+    }
+    printf("  dropout 0.5: the largest gradient of each tensor vs the loss's central difference: worst relative difference %.2g\n", worst);
+    free(params); free(grads);
+    ngpt_trainer_free(tr);
+}
+
+/* ---- evaluation and the batches' windows ---- */
+
+/* nanoGPT's estimate_loss: eval_iters batches of batch_size sequences. eval_iters 2 of batch 3 reads the 6 windows that
+ * eval_iters 3 of batch 2 reads (the windows of an evaluation are one stream, whatever the batches), and eval_iters 1 of
+ * batch 3 the first 3 of them. */
+static void test_evaluation_reads_eval_iters_batches(void) {
+    const int iters[3] = {2, 3, 1}, batch[3] = {3, 2, 3};
+    float tl[3] = {0}, vl[3] = {0};
+    for (int k = 0; k < 3; k++) {
+        ngpt_config c;
+        base_config(&c, EQ_V, EQ_T, EQ_L, EQ_NH, EQ_C, 1, batch[k]);
+        c.eval_iters = iters[k];
+        ngpt_trainer *tr = make_trainer(&c);
+        if (!tr) { CHECK(0, "trainer"); return; }
+        CHECK(ngpt_evaluate(tr, &tl[k], &vl[k]) == 0, "evaluate: %s", tr->err);
+        ngpt_trainer_free(tr);
+    }
+    CHECK(fabsf(tl[0] - tl[1]) <= 1e-6f * tl[1] && fabsf(vl[0] - vl[1]) <= 1e-6f * vl[1],
+          "6 sequences: eval_iters 2 x batch 3 gave %.7f / %.7f, 3 x 2 gave %.7f / %.7f", (double)tl[0], (double)vl[0], (double)tl[1], (double)vl[1]);
+    CHECK(fabsf(tl[0] - tl[2]) > 1e-5f * tl[2] && fabsf(vl[0] - vl[2]) > 1e-5f * vl[2],
+          "eval_iters 2 x batch 3 gave the losses of 1 x 3: %.7f / %.7f", (double)tl[2], (double)vl[2]);
+}
+
+/* nanoGPT's get_batch draws a window's start uniformly from every start that leaves T + 1 tokens: with train.bin the
+ * 9 tokens 0..8 and block 4, the starts 0..4, each with its targets one token on, the last start as often as the others */
+static void test_batches_draw_every_window(void) {
+    char dir[256], path[300];
+    if (test_folder(dir, sizeof dir, "windows")) return;
+    for (int k = 0; k < 2; k++) {
+        snprintf(path, sizeof path, "%s/%s", dir, k ? "val.bin" : "train.bin");
+        FILE *f = fopen(path, "wb");
+        for (uint16_t t = 0; t < 9; t++) fwrite(&t, 2, 1, f);
+        fclose(f);
+    }
+    ngpt_config c;
+    base_config(&c, 16, 4, 1, 2, 16, 1, 8);
+    copy_str(c.data_dir, sizeof c.data_dir, dir);
+    ngpt_trainer *tr = make_trainer(&c);
+    if (!tr) { CHECK(0, "trainer"); remove_folder(dir); return; }
+    const int T = 4, B = tr->plan.micro_batch, draws = 400;
+    int seen[16] = {0}, wrong = 0;
+    for (int n = 0; n < draws; n += B) {
+        sample_batch(tr, &tr->train_data, &tr->rng_train, B);
+        for (int b = 0; b < B; b++) {
+            int start = tr->h_tokens[b * T];
+            if (start < 0 || start > 15) { wrong++; continue; }
+            seen[start]++;
+            for (int t = 0; t < T; t++) wrong += tr->h_tokens[b * T + t] != start + t || tr->h_targets[b * T + t] != start + t + 1;
+        }
+    }
+    int total = 0;
+    for (int s = 0; s < 16; s++) total += seen[s];
+    CHECK(!wrong && total >= draws, "%d of %d windows not consecutive tokens from a start in 0..4", wrong, total);
+    for (int s = 0; s < 5; s++)
+        CHECK(seen[s] > total / 10, "start %d drawn %d times of %d (uniform: about %d)", s, seen[s], total, total / 5);
+    ngpt_trainer_free(tr);
+    remove_folder(dir);
+}
+
+/* ---- the optimizer step ---- */
+
+/* The loss scale (fp16's dynamic one; 1 otherwise) scales the gradients and is divided out before clipping and AdamW: a
+ * step at loss scale 1024 is the step at 1 bit for bit (powers of two scale exactly), clipped or not. A clipped first
+ * step leaves the first moment at (1 - beta1) times the clipped gradient: grad_clip in norm. */
+static void test_loss_scale_divided_out(void) {
+    FixedBatch fb = {eq_tokens, eq_targets};
+    for (int clip = 0; clip < 2; clip++) {
+        float *p[2] = {NULL, NULL}, *m[2] = {NULL, NULL}, *v[2] = {NULL, NULL};
+        size_t P = 0;
+        for (int k = 0; k < 2; k++) {
+            ngpt_config c;
+            base_config(&c, EQ_V, EQ_T, EQ_L, EQ_NH, EQ_C, 1, EQ_SEQS);
+            c.grad_clip = clip ? 1e-3 : 0;
+            ngpt_trainer *tr = make_trainer(&c);
+            if (!tr) { CHECK(0, "trainer"); break; }
+            CHECK(tr->plan.moments_dtype == NGPT_DTYPE_F32 && tr->loss_scale == 1.0f, "moments %d, loss scale %g", tr->plan.moments_dtype, (double)tr->loss_scale);
+            tr->loss_scale = k ? 1024.0f : 1.0f;
+            float loss;
+            CHECK(train_step_with(tr, fill_fixed, &fb, &loss, NULL, NULL) == 0, "step: %s", tr->err);
+            P = tr->plan.nparams;
+            p[k] = malloc(P * 4); m[k] = malloc(P * 4); v[k] = malloc(P * 4);
+            copy_params_out(tr, p[k], tr->params);
+            copy_params_out(tr, m[k], tr->m);
+            copy_params_out(tr, v[k], tr->v);
+            ngpt_trainer_free(tr);
+        }
+        if (!p[1]) { free(p[0]); free(m[0]); free(v[0]); return; }
+        CHECK(!memcmp(p[0], p[1], P * 4) && !memcmp(m[0], m[1], P * 4) && !memcmp(v[0], v[1], P * 4),
+              "grad_clip %s: a step at loss scale 1024 differs from one at 1 (parameters %d, moments %d, %d)", clip ? "1e-3" : "off",
+              !!memcmp(p[0], p[1], P * 4), !!memcmp(m[0], m[1], P * 4), !!memcmp(v[0], v[1], P * 4));
+        if (clip) {
+            double sq = 0;
+            for (size_t i = 0; i < P; i++) sq += (double)m[1][i] * m[1][i];
+            CHECK(fabs(sqrt(sq) - 0.1 * 1e-3) <= 1e-3 * 0.1 * 1e-3, "a first step clipped to 1e-3: first moment's norm %.6g, want (1 - 0.9) x 1e-3", sqrt(sq));
+        }
+        for (int k = 0; k < 2; k++) { free(p[k]); free(m[k]); free(v[k]); }
+    }
+}
+
 /* ---- no allocation while training ---- */
 static void test_no_allocation_while_training(void) {
 #ifdef NGPT_SANITIZE
@@ -404,6 +656,11 @@ int main(void) {
     RUN(test_recompute_levels_agree);
     RUN(test_fusion_paths);
     RUN(test_dropout_reproducible);
+    RUN(test_dropout_sites);
+    RUN(test_dropout_gradients_are_the_losses);
+    RUN(test_evaluation_reads_eval_iters_batches);
+    RUN(test_batches_draw_every_window);
+    RUN(test_loss_scale_divided_out);
     RUN(test_no_allocation_while_training);
     remove_folder(data_dir);
     RUN(test_pytorch_bias);
