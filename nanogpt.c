@@ -5787,6 +5787,19 @@ static int temporary_name(char *out, size_t cap, const char *path) {
     return -1;
 }
 
+/* Makes the renames and links into the folder of file path durable: the folder synced, best effort (a file system
+ * may refuse a folder's fsync; the renames stand either way) */
+static void sync_folder_of(const char *path) {
+    char dir[4200];
+    const char *slash = strrchr(path, '/');
+    snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - path) + (slash == path) : 1, slash ? path : ".");
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd >= 0) {
+        (void)fsync(fd);
+        close(fd);
+    }
+}
+
 #define TOK_FILE_MAGIC "NGPT-TOK"
 #define TOK_FILE_VERSION 1
 #define TOK_FILE_HEADER 48
@@ -5851,12 +5864,7 @@ int ngpt_tokenizer_save(const ngpt_tokenizer *t, const char *path, char *err, si
     }
     if (close(fd) != 0) { rc = fail(err, errlen, NGPT_ERR_IO, "%s: close failed: %s", tmp, strerror(errno)); remove(tmp); goto done; }
     if (rename(tmp, file) != 0) { rc = fail(err, errlen, NGPT_ERR_IO, "%s: cannot rename to %s: %s", tmp, file, strerror(errno)); remove(tmp); goto done; }
-    { /* make the rename itself durable */
-        char *slash = strrchr(tmp, '/');
-        if (slash) *slash = 0;
-        fd = open(slash ? (slash == tmp ? "/" : tmp) : ".", O_RDONLY);
-        if (fd >= 0) { fsync(fd); close(fd); }
-    }
+    sync_folder_of(file);
 done:
     free(buf);
     free(tmp);
@@ -7888,12 +7896,7 @@ CLI_USED static int llmc_write_model(const char *path, const ModelShape *ms, con
         unlink(tmp);
         return fail(err, errlen, NGPT_ERR_IO, "writing %s failed: %s", path, strerror(failed));
     }
-    /* the rename itself survives a crash once the folder is synced (best effort) */
-    char dir[4200];
-    const char *slash = strrchr(dest, '/');
-    snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - dest) + (slash == dest) : 1, slash ? dest : ".");
-    int dfd = open(dir, O_RDONLY);
-    if (dfd >= 0) { fsync(dfd); close(dfd); }
+    sync_folder_of(dest);
     return NGPT_OK;
 }
 
@@ -8365,6 +8368,7 @@ static int checkpoint_write(ngpt_trainer *tr, const char *path) {
                        : resume_checkpoint(tr->cfg.out_dir, earlier, sizeof earlier) ? "the earlier checkpoints are untouched"
                                                                                       : "no checkpoint was saved before it");
     }
+    sync_folder_of(path); /* the rename for good: checkpoint_save prunes older checkpoints after it */
     return NGPT_OK;
 }
 
@@ -8801,6 +8805,7 @@ static int checkpoint_save(ngpt_trainer *tr, int is_best) {
         snprintf(tmp, sizeof tmp, "%s.tmp", best);
         unlink(tmp);
         if (link(path, tmp) || rename(tmp, best)) return tr_fail(tr, NGPT_ERR_IO, "cannot link %s to %s: %s", best, path, strerror(errno));
+        sync_folder_of(best); /* best.bin in place for good before an older checkpoint goes */
     }
     /* the newest keep_checkpoints stay: kept_steps knows them (filled from out_dir at start, no listing now) */
     kept_record(tr, tr->step);

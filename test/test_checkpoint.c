@@ -13,6 +13,7 @@
  *  - bad checkpoints (not one, wrong version, truncated, bit flips, another model, a field out of its range) are
  *    clear errors; a resume checks every section's checksum and names the file, the section and its offset;
  *  - fp16's loss scale survives a save and a load;
+ *  - a save is synced (the file, then its folder, then the folder with best.bin) before an older checkpoint goes;
  *  - kill -9 in the middle of a save and a full disk both leave the previous checkpoint intact; a resume
  *    removes the temporary files a killed save left;
  *  - a NaN/Inf loss or gradient never reaches the parameters (skipped, or the run halts), and a model with
@@ -24,6 +25,7 @@
 #include "trainer_util.h"
 #include <signal.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 
 static char root[256], data_dir[300], out_dir[300];
@@ -1432,6 +1434,82 @@ static void test_fp16_loss_scale_kept(void) {
     ngpt_trainer_free(tr);
 }
 
+/* ---- fsync, recorded: the test binary's own, forwarding to the system call (not under the sanitizers, which own
+ * libc's calls); while on, each call notes the file or folder it syncs and which of the checkpoints at steps `newer`
+ * and `older`, and best.bin, are in out_dir at that moment ---- */
+#ifndef NGPT_SANITIZE
+typedef struct {
+    char path[600];
+    int newer_there, older_there, best_there;
+} SyncCall;
+static struct {
+    int on, n;
+    long long newer, older;
+    SyncCall call[8];
+} syncs;
+int fsync(int fd) {
+    if (syncs.on && syncs.n < 8) {
+        SyncCall *s = &syncs.call[syncs.n++];
+        char link[64], p[512];
+        snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+        ssize_t k = readlink(link, s->path, sizeof s->path - 1);
+        s->path[k > 0 ? k : 0] = 0;
+        checkpoint_path(out_dir, syncs.newer, p, sizeof p);
+        s->newer_there = file_exists(p);
+        checkpoint_path(out_dir, syncs.older, p, sizeof p);
+        s->older_there = file_exists(p);
+        snprintf(p, sizeof p, "%s/best.bin", out_dir);
+        s->best_there = file_exists(p);
+    }
+    return (int)syscall(SYS_fsync, fd);
+}
+#endif
+
+/* A save is on disk for good before anything older goes: the checkpoint synced under its temporary name, renamed, its
+ * folder synced with it in place; the folder again once best.bin links it; only then is the checkpoint past
+ * keep_checkpoints removed (a crash at any point keeps a checkpoint on disk) */
+static void test_save_durable_before_pruning(void) {
+#ifdef NGPT_SANITIZE
+    printf("  (the sanitizers own libc's calls: recorded in the plain build)\n");
+#else
+    clear_out_dir();
+    ngpt_config c;
+    config(&c);
+    c.keep_checkpoints = 1;
+    ngpt_trainer *tr = make(&c);
+    if (!tr) return;
+    tr->step = 1;
+    CHECK(checkpoint_save(tr, 0) == 0, "%s", tr->err);
+    tr->step = 2;
+    syncs.n = 0;
+    syncs.newer = 2;
+    syncs.older = 1;
+    syncs.on = 1;
+    int rc = checkpoint_save(tr, 1);
+    syncs.on = 0;
+    CHECK(rc == 0, "%s", tr->err);
+    char folder[PATH_MAX], newer[512], older[512], best[512];
+    if (!realpath(out_dir, folder)) snprintf(folder, sizeof folder, "%s", out_dir);
+    checkpoint_path(out_dir, 2, newer, sizeof newer);
+    checkpoint_path(out_dir, 1, older, sizeof older);
+    snprintf(best, sizeof best, "%s/best.bin", out_dir);
+    const SyncCall *s = syncs.call;
+    for (int i = 0; i < syncs.n; i++)
+        printf("  fsync %d: %s (step 2 %s, step 1 %s, best.bin %s)\n", i, s[i].path, s[i].newer_there ? "there" : "not yet",
+               s[i].older_there ? "there" : "gone", s[i].best_there ? "there" : "not yet");
+    CHECK(syncs.n == 3, "%d fsync calls, want 3: the file, its folder, the folder with best.bin", syncs.n);
+    CHECK(syncs.n > 0 && strstr(s[0].path, "/ckpt_000000002.bin.tmp.") && !s[0].newer_there && s[0].older_there,
+          "first fsync: %s, want the temporary file before its rename, step 1 still there", syncs.n > 0 ? s[0].path : "none");
+    CHECK(syncs.n > 1 && !strcmp(s[1].path, folder) && s[1].newer_there && s[1].older_there && !s[1].best_there,
+          "second fsync: %s, want %s once step 2 is in place, before best.bin and with step 1 still there", syncs.n > 1 ? s[1].path : "none", folder);
+    CHECK(syncs.n > 2 && !strcmp(s[2].path, folder) && s[2].newer_there && s[2].older_there && s[2].best_there,
+          "third fsync: %s, want %s once best.bin is linked, with step 1 still there", syncs.n > 2 ? s[2].path : "none", folder);
+    CHECK(file_exists(newer) && file_exists(best) && !file_exists(older), "after the save: step 2 %d, best.bin %d, step 1 %d (want 1 1 0)",
+          file_exists(newer), file_exists(best), file_exists(older));
+    ngpt_trainer_free(tr);
+#endif
+}
+
 /* kill -9 while a checkpoint is being written: the previous one survives and resumes */
 static void test_kill_during_save(void) {
     clear_out_dir();
@@ -1760,6 +1838,7 @@ int main(void) {
     RUN(test_ten_digit_steps);
     RUN(test_resume_checks_every_section);
     RUN(test_fp16_loss_scale_kept);
+    RUN(test_save_durable_before_pruning);
     RUN(test_kill_during_save);
     RUN(test_saves_at_once);
     RUN(test_full_disk);
