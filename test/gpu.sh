@@ -27,13 +27,12 @@
 # On the device tool: run with carry ["data/shakespeare_char/input.txt", "data/gpt2", "gpu-prebuilt"] (all
 # git-ignored; gpu-prebuilt as made by GPU_SH_SAVE=1 below, optional). The table
 # "check | result | numbers" is printed last. Exit status 1 when any check failed (SKIP is not a failure).
-# The default run does not fit one 10-minute device call. On an H200 (2026-11-28, prebuilt binaries): ops,
-# train (without the 300-step curve), capped and bench in one call, 355 s (ops 224 s for 12 sweeps; the same
-# 12 took over 240 s in the next run, cut off by the old 240 s cap: keep GPU_SH_OPS_S at its default 300; a 13th,
-# the bf16 attention without turns, came after those runs;
-# capped 36 s before its 6 GiB and 2.2 GiB bench pairs (not yet timed), bench 76 s); the 300-step curve adds about 3 minutes (its CPU
-# side). profile 43 s; sanitize: memcheck and synccheck 15-17 s each, racecheck bf16 about 135 s (every kernel
-# and variant), f16 its default kernels alone, f32 86 s (2026-11-26). So it takes two calls:
+# The default run does not fit one 10-minute device call. On an H200 (2026-12-04, prebuilt binaries): ops,
+# train (without the 300-step curve), capped and bench in one call, 374 s (ops 235 s for its 13 sweeps, under
+# the 300 s GPU_SH_OPS_S; capped 44 s with its 6 GiB and 2.2 GiB bench pairs; bench 77 s); the 300-step curve
+# adds about 3 minutes (its CPU side). profile 36 s; sanitize: memcheck and synccheck 15-16 s each, racecheck
+# bf16 121 s (every kernel and variant), f16 26 s (its default kernels alone), f32 86 s (2026-11-26).
+# So it takes two calls:
 #   GPU_SH_CURVE=0 bash test/gpu.sh ops train capped bench      then      bash test/gpu.sh profile sanitize
 # (f32 racecheck starts only with its whole cap left, else SKIP; the curve: bash test/gpu.sh train)
 # Give it the GPU to itself: the no-allocation checks also read free device memory, which is device-wide,
