@@ -8,6 +8,10 @@
  *  - the kernel timings cover every matmul shape, attention, LayerNorm and the loss, and leave the moments zero;
  *  - ngpt_options.measure_peak (what `nanogpt train` sets): the progress callback and log.jsonl get an MFU, the
  *    moments are zero again after the measurement, and the run's losses are those of a run without it;
+ *  - the training loop's report: tokens/s is a step's tokens (accumulation included) over its own time, and the
+ *    ETA the mean step time times the steps left, in the progress callback and log.jsonl; an evaluation's line
+ *    holds its train and val losses in their places; a NaN loss is reported unsigned; the log has a step line
+ *    every log_interval steps, log.jsonl one every step;
  *  - a bench's trainer (no data read) takes vocab_size 0 from the dataset's meta.bin, as training does, and
  *    GPT-2's 50257 where the dataset has none. */
 #define NGPT_NO_MAIN
@@ -298,6 +302,212 @@ static void test_train_measures_peak(void) {
     CHECK(!remove_folder(dir), "remove %s", dir);
 }
 
+/* ---- the training loop's report: the progress callback, the log's step lines and log.jsonl ---- */
+
+enum { REPORT_ITERS = 5, REPORT_BATCH = 4, REPORT_ACCUM = 3, REPORT_MAX_LINES = 16 };
+
+/* a tiny model on a random dataset made in dir/data, out_dir dir/out; evaluations at 0 and at max_iters */
+static void report_config(ngpt_config *c, const char *dir) {
+    char data[96], out[96];
+    snprintf(data, sizeof data, "%s/data", dir);
+    snprintf(out, sizeof out, "%s/out", dir);
+    config(c);
+    write_random_dataset(data, c->vocab_size, 4000, 5);
+    c->n_layer = 1; c->n_embd = 32; c->block_size = 16; c->batch_size = REPORT_BATCH; c->gradient_accumulation_steps = REPORT_ACCUM;
+    c->max_iters = REPORT_ITERS; c->eval_interval = REPORT_ITERS; c->eval_iters = 1;
+    copy_str(c->data_dir, sizeof c->data_dir, data);
+    copy_str(c->out_dir, sizeof c->out_dir, out);
+}
+
+/* the number after "key": in a log.jsonl line; NaN when the line has no such key */
+static double jsonl_field(const char *line, const char *key) {
+    char at[48];
+    snprintf(at, sizeof at, "\"%s\": ", key);
+    const char *p = strstr(line, at);
+    return p ? strtod(p + strlen(at), NULL) : NAN;
+}
+
+/* out_dir/log.jsonl's lines (without their newlines), up to REPORT_MAX_LINES of 256 bytes; how many */
+static int jsonl_lines(const char *out_dir, char lines[REPORT_MAX_LINES][256]) {
+    char path[160];
+    snprintf(path, sizeof path, "%.140s/log.jsonl", out_dir);
+    FILE *f = fopen(path, "r");
+    int n = 0;
+    for (; f && n < REPORT_MAX_LINES && fgets(lines[n], sizeof lines[n], f); n++) lines[n][strcspn(lines[n], "\n")] = 0;
+    if (f) fclose(f);
+    return n;
+}
+
+/* what the progress callback got: the steps and the evaluations in order */
+typedef struct {
+    int n, n_eval;
+    ngpt_progress step[REPORT_MAX_LINES], eval[REPORT_MAX_LINES];
+} Reports;
+static void keep_report(void *ctx, const ngpt_progress *p) {
+    Reports *r = (Reports *)ctx;
+    if (p->is_eval && r->n_eval < REPORT_MAX_LINES) r->eval[r->n_eval++] = *p;
+    else if (!p->is_eval && r->n < REPORT_MAX_LINES) r->step[r->n++] = *p;
+}
+
+/* each step's tokens/s is its batch_size * block_size * gradient_accumulation_steps tokens over its own time, in the
+ * progress callback and in log.jsonl; the ETA is the mean step time so far times the steps left up to max_iters,
+ * itself included (an evaluation's: the steps from its own) */
+static void test_report_rates_and_eta(void) {
+    char dir[64], err[NGPT_ERRLEN], lines[REPORT_MAX_LINES][256];
+    if (test_folder(dir, sizeof dir, "report_rates")) return;
+    ngpt_config c;
+    report_config(&c, dir);
+    Reports seen;
+    memset(&seen, 0, sizeof seen);
+    ngpt_options opt;
+    memset(&opt, 0, sizeof opt);
+    opt.progress = keep_report;
+    opt.ctx = &seen;
+    ngpt_trainer *tr;
+    if (ngpt_trainer_create(&c, &opt, &tr, err, sizeof err)) { CHECK(0, "create: %s", err); remove_folder(dir); return; }
+    CHECK(ngpt_train(tr) == 0, "train: %s", tr->err);
+    ngpt_trainer_free(tr);
+    const double tokens = (double)REPORT_BATCH * c.block_size * REPORT_ACCUM;
+    CHECK(seen.n == REPORT_ITERS + 1 && seen.n_eval == 2, "%d steps and %d evaluations reported", seen.n, seen.n_eval);
+    double total = 0, before_last = 0; /* the step times, all and all but the last (the last evaluation comes before it) */
+    for (int i = 0; i < seen.n; i++) {
+        const ngpt_progress *p = &seen.step[i];
+        before_last = total;
+        total += p->step_seconds;
+        double mean = total / (i + 1), eta = mean * (REPORT_ITERS - p->step);
+        CHECK(p->step == i && fabs(p->tokens_per_second * p->step_seconds - tokens) <= 1e-9 * tokens,
+              "step %d (reported as %d): %g tokens/s over %g s, not %g tokens", i, p->step, p->tokens_per_second, p->step_seconds, tokens);
+        CHECK(fabs(p->eta_seconds - eta) <= 1e-9 * eta, "step %d: ETA %.9g s, expected the mean %.9g s x %d steps left = %.9g s", i,
+              p->eta_seconds, mean, REPORT_ITERS - p->step, eta);
+    }
+    const ngpt_progress *last_eval = &seen.eval[1];
+    double eval_eta = before_last / REPORT_ITERS * (REPORT_ITERS + 1 - last_eval->step);
+    CHECK(seen.n_eval == 2 && seen.eval[0].eta_seconds == 0 && last_eval->step == REPORT_ITERS &&
+              fabs(last_eval->eta_seconds - eval_eta) <= 1e-9 * eval_eta,
+          "evaluations' ETA: %g s before any step, %.9g s at step %d (expected %.9g s)", seen.eval[0].eta_seconds, last_eval->eta_seconds,
+          last_eval->step, eval_eta);
+    /* log.jsonl: the callback's numbers, as rounded there (dt_ms to 3 decimals, tokens/s to 1), so their product
+     * is the step's tokens up to those roundings */
+    int n = jsonl_lines(c.out_dir, lines), logged = 0;
+    for (int i = 0; i < n; i++) {
+        if (isnan(jsonl_field(lines[i], "loss"))) continue; /* an evaluation */
+        double dt_ms = jsonl_field(lines[i], "dt_ms"), rate = jsonl_field(lines[i], "tokens_per_second");
+        int step = (int)jsonl_field(lines[i], "step");
+        if (step != logged || logged >= seen.n) { CHECK(0, "line %d of log.jsonl is step %d, expected %d: %s", i + 1, step, logged, lines[i]); break; }
+        const ngpt_progress *p = &seen.step[logged++];
+        CHECK(fabs(dt_ms - p->step_seconds * 1e3) <= 5e-4 + 1e-9 && fabs(rate - p->tokens_per_second) <= 0.05 + 1e-9 * rate &&
+                  fabs(rate * dt_ms / 1e3 - tokens) <= tokens * (5e-4 / dt_ms + 0.05 / rate + 1e-9),
+              "log.jsonl step %d: %g tokens/s over %g ms (the callback: %g over %g ms), not %g tokens", step, rate, dt_ms, p->tokens_per_second,
+              p->step_seconds * 1e3, tokens);
+    }
+    CHECK(logged == REPORT_ITERS + 1, "log.jsonl holds %d step lines, expected %d", logged, REPORT_ITERS + 1);
+    CHECK(!remove_folder(dir), "remove %s", dir);
+}
+
+/* an evaluation's line in log.jsonl holds its train loss and its val loss, each in its place: at step 0, those
+ * ngpt_evaluate gives there (the batches come from the seed and the step), which differ on this data; at
+ * max_iters those the progress callback got */
+static void test_report_evaluation_losses(void) {
+    char dir[64], err[NGPT_ERRLEN], lines[REPORT_MAX_LINES][256];
+    if (test_folder(dir, sizeof dir, "report_eval")) return;
+    ngpt_config c;
+    report_config(&c, dir);
+    Reports seen;
+    memset(&seen, 0, sizeof seen);
+    ngpt_options opt;
+    memset(&opt, 0, sizeof opt);
+    opt.progress = keep_report;
+    opt.ctx = &seen;
+    ngpt_trainer *tr;
+    if (ngpt_trainer_create(&c, &opt, &tr, err, sizeof err)) { CHECK(0, "create: %s", err); remove_folder(dir); return; }
+    float train0 = 0, val0 = 0;
+    CHECK(ngpt_evaluate(tr, &train0, &val0) == 0, "evaluate: %s", tr->err);
+    CHECK(fabsf(train0 - val0) > 1e-4f, "train loss %.6f, val loss %.6f: the test needs losses that differ", (double)train0, (double)val0);
+    CHECK(ngpt_train(tr) == 0, "train: %s", tr->err);
+    ngpt_trainer_free(tr);
+    const float want_train[2] = {train0, seen.eval[1].train_loss}, want_val[2] = {val0, seen.eval[1].val_loss};
+    CHECK(seen.n_eval == 2 && seen.eval[0].train_loss == train0 && seen.eval[0].val_loss == val0 && seen.eval[1].step == REPORT_ITERS,
+          "the callback's evaluations: %d, the first train %.6f val %.6f (ngpt_evaluate: %.6f, %.6f)", seen.n_eval,
+          (double)seen.eval[0].train_loss, (double)seen.eval[0].val_loss, (double)train0, (double)val0);
+    int n = jsonl_lines(c.out_dir, lines), evals = 0;
+    for (int i = 0; i < n; i++) {
+        if (isnan(jsonl_field(lines[i], "val_loss"))) continue; /* a step */
+        if (evals >= 2) { CHECK(0, "a third evaluation in log.jsonl: %s", lines[i]); break; }
+        double tl = jsonl_field(lines[i], "train_loss"), vl = jsonl_field(lines[i], "val_loss");
+        CHECK((int)jsonl_field(lines[i], "step") == (evals ? REPORT_ITERS : 0) && fabs(tl - want_train[evals]) <= 1e-6 &&
+                  fabs(vl - want_val[evals]) <= 1e-6,
+              "log.jsonl: %.200s, expected train_loss %.6f, val_loss %.6f", lines[i], (double)want_train[evals], (double)want_val[evals]);
+        evals++;
+    }
+    CHECK(evals == 2, "log.jsonl holds %d evaluations, expected 2", evals);
+    CHECK(!remove_folder(dir), "remove %s", dir);
+}
+
+/* a NaN loss, whatever its sign bit, reaches the progress callback and the log as an unsigned NaN: "nan", not
+ * "-nan" */
+typedef struct {
+    ngpt_progress p;
+    char line[256];
+} LastReport;
+static void keep_last_report(void *ctx, const ngpt_progress *p) { ((LastReport *)ctx)->p = *p; }
+static void keep_last_line(void *ctx, int level, const char *line) {
+    (void)level;
+    copy_str(((LastReport *)ctx)->line, sizeof ((LastReport *)ctx)->line, line);
+}
+static void test_report_unsigned_nan(void) {
+    ngpt_trainer *tr = make();
+    if (!tr) return;
+    const float negative_nan = copysignf(NAN, -1.0f);
+    LastReport last;
+    memset(&last, 0, sizeof last);
+    tr->opt.progress = keep_last_report;
+    tr->opt.log = keep_last_line;
+    tr->opt.ctx = &last;
+    tr->step = 1;
+    tr->last_loss = negative_nan;
+    report(tr, -1, 0, 0, 0, 0);
+    CHECK(isnan(last.p.loss) && !signbit(last.p.loss), "a step's loss of -NaN reaches the callback as %f", (double)last.p.loss);
+    report(tr, -1, 1, negative_nan, negative_nan, 0);
+    CHECK(isnan(last.p.train_loss) && !signbit(last.p.train_loss) && isnan(last.p.val_loss) && !signbit(last.p.val_loss),
+          "an evaluation's losses of -NaN reach the callback as %f, %f", (double)last.p.train_loss, (double)last.p.val_loss);
+    CHECK(!strcmp(last.line, "step 1: train loss nan, val loss nan"), "the evaluation's log line: %s", last.line);
+    tr->opt.progress = NULL; /* the step's line is logged */
+    report(tr, -1, 0, 0, 0, 0);
+    CHECK(!strncmp(last.line, "iter 0: loss nan, ", 18), "the step's log line: %s", last.line);
+    ngpt_trainer_free(tr);
+}
+
+/* without a progress callback the log has a line for every log_interval-th step (nanoGPT's iter_num % log_interval),
+ * the last one included, and log.jsonl one for every step */
+enum { INTERVAL_ITERS = 10, INTERVAL = 5 };
+static void log_iter_steps(void *ctx, int level, const char *line) {
+    (void)level;
+    int step;
+    if (sscanf(line, "iter %d: loss ", &step) == 1 && step >= 0 && step <= INTERVAL_ITERS) *(unsigned *)ctx |= 1u << step;
+}
+static void test_report_log_interval(void) {
+    char dir[64], err[NGPT_ERRLEN], lines[REPORT_MAX_LINES][256];
+    if (test_folder(dir, sizeof dir, "report_interval")) return;
+    ngpt_config c;
+    report_config(&c, dir);
+    c.batch_size = 2; c.gradient_accumulation_steps = 1; c.max_iters = INTERVAL_ITERS; c.eval_interval = 1000; c.log_interval = INTERVAL;
+    unsigned logged = 0; /* bit s: a line for step s */
+    ngpt_options opt;
+    memset(&opt, 0, sizeof opt);
+    opt.log = log_iter_steps;
+    opt.ctx = &logged;
+    ngpt_trainer *tr;
+    if (ngpt_trainer_create(&c, &opt, &tr, err, sizeof err)) { CHECK(0, "create: %s", err); remove_folder(dir); return; }
+    CHECK(ngpt_train(tr) == 0, "train: %s", tr->err);
+    ngpt_trainer_free(tr);
+    const unsigned want = 1u << 0 | 1u << INTERVAL | 1u << INTERVAL_ITERS;
+    CHECK(logged == want, "the log's step lines: mask 0x%x, expected 0x%x (steps 0, %d, %d)", logged, want, INTERVAL, INTERVAL_ITERS);
+    int n = jsonl_lines(c.out_dir, lines), steps = 0;
+    for (int i = 0; i < n; i++) steps += !isnan(jsonl_field(lines[i], "loss")) && (int)jsonl_field(lines[i], "step") == steps;
+    CHECK(steps == INTERVAL_ITERS + 1, "log.jsonl: %d step lines in order of its %d lines, expected %d", steps, n, INTERVAL_ITERS + 1);
+    CHECK(!remove_folder(dir), "remove %s", dir);
+}
+
 /* `nanogpt bench` leaves vocab_size 0 to the trainer: a char dataset's meta.bin gives its character count even
  * though the bench reads no tokens; a dataset without one gets GPT-2's vocabulary */
 static void test_bench_vocab_from_dataset(void) {
@@ -336,6 +546,10 @@ int main(void) {
     RUN(test_bench_numbers);
     RUN(test_bench_peak_and_mfu);
     RUN(test_train_measures_peak);
+    RUN(test_report_rates_and_eta);
+    RUN(test_report_evaluation_losses);
+    RUN(test_report_unsigned_nan);
+    RUN(test_report_log_interval);
     RUN(test_profiling_changes_nothing);
     RUN(test_kernel_timings);
     RUN(test_bench_vocab_from_dataset);

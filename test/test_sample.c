@@ -2,7 +2,9 @@
  *  - the logits of each decoding step equal those of a full forward pass over the same prefix;
  *  - top_k = 1 and temperature 0 are greedy decoding of the full model; the same seed gives the same samples,
  *    each the same whatever num_samples is;
- *  - generation past block_size (the cache is rebuilt) stays valid; top-k selection is exact;
+ *  - generation past block_size (the cache is rebuilt) stays valid, and greedy there is the full model's argmax over
+ *    the window the rebuilt cache holds; several samples decoded at once each read their own row of Vp logits, and
+ *    never draw a padded id; top-k selection is exact, and greedy finds the maximum at any id, the last included;
  *  - a sampling-only trainer holds no training memory and samples a loaded checkpoint as the full one does. */
 #define NGPT_NO_MAIN
 #include "../nanogpt.c"
@@ -46,6 +48,13 @@ static void full_logits(ngpt_trainer *tr, const int32_t *tok, int B, float *out)
     use_scratch(tr, &tr->plan.eval);
     run_micro_batch(tr, &tr->plan.eval, B, 0, 0, 0);
     download_logits(tr, &tr->plan.eval, B, out);
+}
+
+/* the lowest id of the largest of row[0..V) */
+static int argmax_row(const float *row) {
+    int best = 0;
+    for (int j = 1; j < V; j++) best = row[j] > row[best] ? j : best;
+    return best;
 }
 
 static void test_decode_matches_full_forward(void) {
@@ -129,6 +138,79 @@ static void test_greedy_and_seeds(void) {
         CHECK(!memcmp(g, out, sizeof g), "temperature %g: not the greedy sequence", (double)temp);
     }
     CHECK(ngpt_sample(tr, prompt, np, 1, 1, -1.0f, 0, 1, g) == NGPT_ERR_ARG, "a negative temperature must be refused");
+    free(full);
+    ngpt_trainer_free(tr);
+}
+
+/* several samples decoded at once at temperature 0: each of the S rows (Vp = 128 logits apart, V = 75) is the
+ * greedy sequence of one sample, token for token */
+static void test_greedy_rows(void) {
+    ngpt_trainer *tr = make();
+    if (!tr) { CHECK(0, "trainer"); return; }
+    enum { NP = 4, NEW = 12, TOTAL = NP + NEW };
+    size_t off[N_SAMPLE_BUFS];
+    CHECK(tr->ms.Vp != V, "Vp %d equals V: rows read V apart would pass", tr->ms.Vp);
+    CHECK(sample_layout(tr, S, off) <= tr->plan.region_bytes && tr->plan.host_bytes_of[H_TOKENS] / NGPT_FENCES / sizeof(int32_t) >= S,
+          "the %d samples are not decoded at once", S);
+    int32_t prompt[NP] = {1, 2, 3, 4}, one[TOTAL], rows[S * TOTAL];
+    CHECK(ngpt_sample(tr, prompt, NP, 1, NEW, 0.0f, 0, 1, one) == 0 && ngpt_sample(tr, prompt, NP, S, NEW, 0.0f, 0, 2, rows) == 0, "%s", tr->err);
+    for (int s = 0; s < S; s++) CHECK(!memcmp(rows + s * TOTAL, one, sizeof one), "sample %d of %d is not the greedy sequence", s, S);
+    ngpt_trainer_free(tr);
+}
+
+/* top_k 0 at a high temperature, where every id is nearly as likely as any: of many draws none is a padded id
+ * (V..Vp-1, whose logits are 0 and would be drawn about (Vp - V) / Vp of the time) */
+static void test_hot_draws_stay_in_vocab(void) {
+    ngpt_trainer *tr = make();
+    if (!tr) { CHECK(0, "trainer"); return; }
+    enum { NP = 1, NEW = 100, TOTAL = NP + NEW };
+    const float hot = 50.0f;
+    int32_t prompt[NP] = {3}, out[S * TOTAL];
+    CHECK(tr->ms.Vp > V, "Vp %d: no padded ids to avoid", tr->ms.Vp);
+    CHECK(ngpt_sample(tr, prompt, NP, S, NEW, hot, 0, 11, out) == 0, "%s", tr->err);
+    int outside = 0;
+    for (int i = 0; i < S * TOTAL; i++) outside += out[i] < 0 || out[i] >= V;
+    CHECK(!outside, "%d of %d tokens outside the vocabulary", outside, S * NEW);
+    ngpt_trainer_free(tr);
+}
+
+/* every parameter (the vocabulary padding rows too) drawn from N(0, std): the initial weights' greedy text soon
+ * repeats one token whatever comes before it, while large weights make each token depend on the tokens and
+ * positions before it */
+static void randomize_params(ngpt_trainer *tr, float std, uint64_t seed) {
+    size_t n = tr->plan.nparams;
+    float *p = malloc(n * sizeof *p);
+    for (size_t i = 0; p && i < n; i++) p[i] = std * normal_at(seed, 0, i);
+    CHECK(p && copy_params_in(tr, p) == 0, "random parameters: %s", tr->err);
+    free(p);
+}
+
+/* greedy generation three blocks past block_size: whenever the cache is full it is rebuilt from the last
+ * block_size / 2 tokens, so each new token t is the argmax of a full forward pass over the window out[start..),
+ * at the row of t - 1, where start moves to t - T/2 when t - start would exceed T */
+static void test_greedy_past_block_size(void) {
+    ngpt_trainer *tr = make();
+    if (!tr) { CHECK(0, "trainer"); return; }
+    enum { NP = 4, NEW = 3 * T, TOTAL = NP + NEW };
+    const float std = 1.0f;
+    const uint64_t weights_seed = 21;
+    int Vp = tr->ms.Vp;
+    randomize_params(tr, std, weights_seed);
+    int32_t prompt[NP] = {1, 2, 3, 4}, out[TOTAL], win[T];
+    float *full = malloc((size_t)T * Vp * sizeof *full);
+    if (!full) { CHECK(0, "out of memory"); ngpt_trainer_free(tr); return; }
+    CHECK(ngpt_sample(tr, prompt, NP, 1, NEW, 0.0f, 0, 1, out) == 0, "%s", tr->err);
+    int start = 0, rebuilds = 0, bad = 0;
+    for (int t = NP; t < TOTAL; t++) {
+        if (t - start > T) { start = t - T / 2; rebuilds++; }
+        int n = MIN(T, TOTAL - start);
+        memset(win, 0, sizeof win); /* zeros past the end: no token after t - 1 reaches row t - 1 - start */
+        memcpy(win, out + start, (size_t)n * sizeof(int32_t));
+        full_logits(tr, win, 1, full);
+        bad += out[t] != argmax_row(full + (size_t)(t - 1 - start) * Vp);
+    }
+    CHECK(rebuilds >= 3, "the cache was rebuilt %d times", rebuilds);
+    CHECK(!bad, "%d of %d greedy tokens differ from the argmax over the rebuilt window", bad, NEW);
     free(full);
     ngpt_trainer_free(tr);
 }
@@ -272,16 +354,36 @@ static void test_sample_token_draws(void) {
           n[2], n[3]);
 }
 
+/* temperature 0, and top_k 1 at temperature 1, find a unique maximum at any id of V, the first and the last
+ * included, and read nothing past V (a larger logit lies just beyond it) */
+static void test_sample_token_max_anywhere(void) {
+    enum { N = 9 };
+    const float peak = 5.0f, beyond = 10.0f;
+    float logits[N + 1], tmp[N + 1];
+    Rng rng = {3, 1, 0};
+    for (int at = 0; at < N; at++) {
+        for (int j = 0; j < N; j++) logits[j] = (float)(j % 3) - 1.0f; /* -1, 0, 1: ties below the peak */
+        logits[at] = peak;
+        logits[N] = beyond;
+        int greedy = sample_token(logits, tmp, N, 0.0f, 0, &rng), top1 = sample_token(logits, tmp, N, 1.0f, 1, &rng);
+        CHECK(greedy == at && top1 == at, "the maximum at id %d of %d: temperature 0 gave %d, top_k 1 gave %d", at, N, greedy, top1);
+    }
+}
+
 int main(void) {
     if (test_folder(dir, sizeof dir, "sample")) return 1;
     RUN(test_decode_matches_full_forward);
     RUN(test_greedy_and_seeds);
+    RUN(test_greedy_rows);
+    RUN(test_hot_draws_stay_in_vocab);
+    RUN(test_greedy_past_block_size);
     RUN(test_block_size_one);
     RUN(test_deep_model_one_sequence);
     RUN(test_sample_only);
     RUN(test_sample_only_window_chunks);
     RUN(test_kth_largest);
     RUN(test_sample_token_draws);
+    RUN(test_sample_token_max_anywhere);
     remove_folder(dir);
     return check_summary();
 }
