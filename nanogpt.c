@@ -898,7 +898,8 @@ static int parse_number(const char *text, double *out) {
         char *end;
         errno = 0;
         double f = strtod(p, &end);
-        if (end == p || errno == ERANGE) return -1;
+        if (end == p || (errno == ERANGE && fabs(f) > 1)) return -1; /* an overflow; an underflow reads as the tiny value
+                                                                        or 0, as Python's float() does */
         v *= f;
         while (isspace((unsigned char)*end)) end++;
         if (*end == '*') { p = end + 1; continue; }

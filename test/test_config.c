@@ -491,6 +491,84 @@ static void test_lr_schedule(void) {
     CHECK(strstr(note, "min_lr = 6e-05 is above learning_rate = 3e-05: after warmup the cosine schedule raises the rate"), "the note: %s", note);
 }
 
+/* ngpt_config_defaults is nanoGPT's train.py, key for key (README: "its train.py's defaults ... in the library's
+ * ngpt_config_defaults"); device and dtype are nanogpt's auto, which picks what train.py's would */
+static void test_defaults_are_train_py(void) {
+    ngpt_config c;
+    ngpt_config_defaults(&c);
+    CHECK(!strcmp(c.out_dir, "out") && c.eval_interval == 2000 && c.log_interval == 1 && c.eval_iters == 200 && c.eval_only == 0 &&
+              c.always_save_checkpoint == 1 && !strcmp(c.init_from, "scratch") && !strcmp(c.dataset, "openwebtext"),
+          "train.py's I/O defaults: out_dir %s eval_interval %d eval_iters %d init_from %s", c.out_dir, c.eval_interval, c.eval_iters, c.init_from);
+    CHECK(c.gradient_accumulation_steps == 5 * 8 && c.batch_size == 12 && c.block_size == 1024 && c.n_layer == 12 && c.n_head == 12 &&
+              c.n_embd == 768 && c.dropout == 0.0 && c.bias == 0,
+          "train.py's model defaults: n_layer %d n_head %d n_embd %d dropout %g bias %d", c.n_layer, c.n_head, c.n_embd, c.dropout, c.bias);
+    CHECK(c.learning_rate == 6e-4 && c.max_iters == 600000 && c.weight_decay == 1e-1 && c.beta1 == 0.9 && c.beta2 == 0.95 &&
+              c.grad_clip == 1.0 && c.decay_lr == 1 && c.warmup_iters == 2000 && c.lr_decay_iters == 600000 && c.min_lr == 6e-5,
+          "train.py's optimizer defaults: learning_rate %g weight_decay %g warmup_iters %d min_lr %g", c.learning_rate, c.weight_decay,
+          c.warmup_iters, c.min_lr);
+    CHECK(c.compile == 1 && c.seed == 1337 && !strcmp(c.device, "auto") && !strcmp(c.dtype, "auto"), "compile %d seed %lld device %s dtype %s",
+          c.compile, c.seed, c.device, c.dtype);
+}
+
+/* Value forms a mutation sweep found untested: each size unit's factor (BYTE_UNITS: KB... powers of 1000, KiB... and
+ * K... powers of 1024, in any case), a NaN size refused as inf is, a boolean word in any case but never a number
+ * other than 1 or 0, Python's rules for _ in a number, the keys whose 0 means "choose" or "off" (their help says
+ * so), vocab_size up to 65536 (token files hold uint16 ids), another trainer's key named in any case */
+static void test_value_forms(void) {
+    ngpt_config c;
+    char err[NGPT_ERRLEN];
+    ngpt_config_defaults(&c);
+    static const double TiB = GiB * 1024.0;
+    static const struct { const char *value; double bytes; } sizes[] = {
+        {"3KB", 3e3},  {"3KiB", 3 * 1024.0}, {"3k", 3 * 1024.0}, {"3MB", 3e6},  {"3MiB", 3 * MiB}, {"3M", 3 * MiB}, {"3gb", 3e9},
+        {"3GiB", 3 * GiB}, {"3G", 3 * GiB},  {"3TB", 3e12},     {"3TiB", 3 * TiB}, {"3t", 3 * TiB}, {"3b", 3}};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+        CHECK(ngpt_config_set(&c, "max_memory", sizes[i].value, err, sizeof err) == 0 && c.max_memory == sizes[i].bytes,
+              "max_memory = %s: %.0f bytes, want %.0f (%s)", sizes[i].value, c.max_memory, sizes[i].bytes, err);
+    static const char *const on[] = {"YES", "Yes", "oN"}, *const off[] = {"NO", "No", "oFF"};
+    for (size_t i = 0; i < sizeof on / sizeof on[0]; i++) {
+        c.bias = 0;
+        CHECK(ngpt_config_set(&c, "bias", on[i], err, sizeof err) == 0 && c.bias == 1, "bias = %s: %d (%s)", on[i], c.bias, err);
+        CHECK(ngpt_config_set(&c, "bias", off[i], err, sizeof err) == 0 && c.bias == 0, "bias = %s: %d (%s)", off[i], c.bias, err);
+    }
+    static const struct { const char *key, *value, *says; } refused[] = {
+        {"max_memory", "nanGB", "must be a size with a unit"}, {"max_memory", "NaN", "must be a size with a unit"},
+        {"bias", "1.0", "True or False"},                      {"bias", "01", "True or False"},
+        {"bias", "1x", "True or False"},                       {"bias", "2", "True or False"},
+        {"max_iters", "5000_", "[0, 2000000000]"},             {"max_iters", "_5000", "[0, 2000000000]"},
+        {"max_iters", "5_000_", "[0, 2000000000]"},            {"vocab_size", "65537", "[0, 65536]"},
+        {"LR", "3e-4", "'learning_rate'"},
+    };
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        int rc = ngpt_config_set(&c, refused[i].key, refused[i].value, err, sizeof err);
+        CHECK(rc == NGPT_ERR_ARG && strstr(err, refused[i].says), "%s = %s: rc %d: %s", refused[i].key, refused[i].value, rc, err);
+    }
+    static const char *const zero_ok[] = {"vocab_size", "micro_batch", "logits_chunk", "threads", "grad_clip",
+                                          "warmup_iters", "max_iters", "weight_decay", "dropout"};
+    for (size_t i = 0; i < sizeof zero_ok / sizeof zero_ok[0]; i++)
+        CHECK(ngpt_config_set(&c, zero_ok[i], "0", err, sizeof err) == 0, "%s = 0: %s", zero_ok[i], err);
+    CHECK(ngpt_config_set(&c, "vocab_size", "65536", err, sizeof err) == 0 && c.vocab_size == 65536, "vocab_size = 65536: %s", err);
+    /* a number too small for a double reads as the tiny value or 0 (Python's float()), one too large is refused */
+    CHECK(ngpt_config_set(&c, "learning_rate", "1e-310", err, sizeof err) == 0 && c.learning_rate > 0 && c.learning_rate < 1e-309,
+          "learning_rate = 1e-310: %g (%s)", c.learning_rate, err);
+    CHECK(ngpt_config_set(&c, "learning_rate", "1e-400", err, sizeof err) == 0 && c.learning_rate == 0, "learning_rate = 1e-400: %g (%s)",
+          c.learning_rate, err);
+    CHECK(ngpt_config_set(&c, "learning_rate", "1e400", err, sizeof err) == NGPT_ERR_ARG && strstr(err, "[0, 10]"), "learning_rate = 1e400: %s",
+          err);
+}
+
+/* a byte order mark opens a file only: on a later line it is a stray character in the key, as Python refuses it;
+ * a checkpoint's stored value that opens one quote and closes with the other is refused, not read as text */
+static void test_bom_and_stored_quotes(void) {
+    ngpt_config c;
+    char err[NGPT_ERRLEN];
+    ngpt_config_defaults(&c);
+    int rc = load_config_text(&c, "bom2.cfg", "batch_size = 7\n\xEF\xBB\xBF" "n_layer = 2\n", err, sizeof err);
+    CHECK(rc == NGPT_ERR_ARG && strstr(err, "bom2.cfg:2: unknown key") && c.n_layer == 12, "a byte order mark on line 2: rc %d: %s", rc, err);
+    rc = config_set(&c, "out_dir", "'abc\"", 1, err, sizeof err);
+    CHECK(rc == NGPT_ERR_ARG && strstr(err, "not closed") && !strcmp(c.out_dir, "out"), "stored 'abc\": rc %d: %s (out_dir %s)", rc, err, c.out_dir);
+}
+
 /* ---- data ---- */
 
 static void test_prepare_char(void) {
@@ -855,6 +933,9 @@ int main(void) {
     if (test_folder(tmpdir, sizeof tmpdir, "config")) return 1;
     RUN(test_set_and_validate);
     RUN(test_value_edges);
+    RUN(test_defaults_are_train_py);
+    RUN(test_value_forms);
+    RUN(test_bom_and_stored_quotes);
     RUN(test_config_file);
     RUN(test_nanogpt_python_configs);
     RUN(test_text_after_quote);

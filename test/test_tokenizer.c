@@ -583,6 +583,10 @@ static void test_api_contract(void) {
     rc = ngpt_tokenizer_encode(gpt2, s, strlen(s), 0, ids, 4, &n, err, sizeof err);
     CHECK(rc == NGPT_ERR_ARG && n == 9 && ids[0] == 15496 && ids[1] == 995 && ids[4] == -7, "cap 4: rc %d n %zu ids %d %d %d", rc,
           n, ids[0], ids[1], ids[4]);
+    ids[2] = -7; /* <|endoftext|> past the cap is counted, not written */
+    rc = ngpt_tokenizer_encode(gpt2, s, strlen(s), 1, ids, 2, &n, err, sizeof err);
+    CHECK(rc == NGPT_ERR_ARG && n == 3 && ids[0] == 15496 && ids[1] == 995 && ids[2] == -7, "allow_special, cap 2: rc %d n %zu ids[2] %d",
+          rc, n, ids[2]);
     rc = ngpt_tokenizer_encode(gpt2, s, strlen(s), 1, ids, 64, &n, err, sizeof err);
     CHECK(rc == 0 && n == 3 && ids[0] == 15496 && ids[1] == 995 && ids[2] == 50256, "allow_special: rc %d n %zu", rc, n);
     rc = ngpt_tokenizer_encode(gpt2, "", 0, 0, NULL, 0, &n, err, sizeof err);
@@ -595,6 +599,9 @@ static void test_api_contract(void) {
     CHECK(rc == 0 && len == 24 && memcmp(out, s, 24) == 0, "decode: rc %d len %zu", rc, len);
     rc = ngpt_tokenizer_decode(gpt2, some, 3, out, 5, &len, err, sizeof err);
     CHECK(rc == NGPT_ERR_ARG && len == 24 && memcmp(out, "Hello", 5) == 0, "decode into 5 bytes: rc %d len %zu", rc, len);
+    memset(out, '#', sizeof out); /* a cap inside a token: its bytes up to the cap are written, none past it */
+    rc = ngpt_tokenizer_decode(gpt2, some, 3, out, 3, &len, err, sizeof err);
+    CHECK(rc == NGPT_ERR_ARG && len == 24 && memcmp(out, "Hel#", 4) == 0, "decode into 3 bytes: rc %d len %zu, out '%.5s'", rc, len, out);
     int32_t badids[4] = {15496, 995, 50257, 1};
     rc = ngpt_tokenizer_decode(gpt2, badids, 4, out, sizeof out, &len, err, sizeof err);
     CHECK(rc == NGPT_ERR_ARG && strstr(err, "ids[2]") && strstr(err, "50257") && strstr(err, "50256"),
@@ -664,6 +671,31 @@ static void test_unicode_classes(void) {
         CHECK(c == spot[k].cls && len == n, "spot check %zu: class %d length %zu, want %d and %zu", k, c, len, spot[k].cls, n);
     }
     printf("  Unicode %s tables: %d ranges\n", TOK_UNICODE_VERSION, TOK_UNI_NRANGES);
+}
+
+/* Bytes that start no well-formed UTF-8 character (Unicode's Table 3-7) are one-byte "other" characters: overlong
+ * leads C0 and C1, E0 80, F0 80, surrogates ED A0, F4 90 (above U+10FFFF) and F5. */
+static void test_ill_formed_utf8(void) {
+    static const char *tails[] = {"\xc1", "\xc0", "\xe0\x80", "\xf0\x80", "\xed\xa0", "\xf4\x90", "\xf5"};
+    char err[512], text[16];
+    int32_t ids[16];
+    size_t n, used, e;
+    if (!gpt2) { CHECK(0, "no tokenizer"); return; }
+    /* no byte after them can make them a character, so the "Hello" (15496) before them is settled in a chunk */
+    for (size_t k = 0; k < sizeof tails / sizeof *tails; k++) {
+        snprintf(text, sizeof text, "Hello%s", tails[k]);
+        int rc = ngpt_tokenizer_encode_chunk(gpt2, text, strlen(text), 0, 0, ids, 16, &n, &used, err, sizeof err);
+        CHECK(rc == 0 && n == 1 && ids[0] == 15496 && used == 5, "chunk 'Hello' + tail %zu: rc %d, %zu ids, %zu bytes used (want 1, 5)",
+              k, rc, n, used);
+    }
+    /* C1 81 (an overlong 'A') is no letter: "a\xc1\x81b" is the pre-tokens a, C1 81, b */
+    static const unsigned char overlong[] = "a\xc1\x81" "b";
+    static const size_t ends[] = {1, 3, 4};
+    for (size_t k = 0, pos = 0; k < sizeof ends / sizeof *ends; k++, pos = e) {
+        int ok = tok_piece_end(gpt2, overlong, pos, sizeof overlong - 1, 0, &e);
+        CHECK(ok && e == ends[k], "pre-token %zu of 'a\\xC1\\x81b' ends at %zu, want %zu", k, ok ? e : 0, ends[k]);
+        if (!ok || e != ends[k]) break;
+    }
 }
 
 /* t encodes Tiny Shakespeare and the multilingual fixture as encoder.json + vocab.bpe do (report_diff says where not) */
@@ -911,6 +943,13 @@ static void test_bad_vocab_files(void) {
     BAD_JSON("\"a\": 97", "\"\\q\": 97", NGPT_ERR_FORMAT, "bad escape \\q in a string", "bad escape");
     BAD_JSON("\"a\": 97", "\"\\u00G1\": 97", NGPT_ERR_FORMAT, "4 hex digits", "bad \\u escape");
     BAD_JSON("\"a\": 97", "\"\\uD83D\": 97", NGPT_ERR_FORMAT, "unpaired high surrogate", "lone high surrogate");
+    BAD_JSON("\"a\": 97", "\"\\uD83D\\uE000\": 97", NGPT_ERR_FORMAT, "unpaired high surrogate \\uD83D", "high surrogate, then no low one");
+    /* the characters just outside GPT-2's alphabet (U+0021..U+007E, U+00A1..U+00AC, U+00AE..U+0143) */
+    BAD_JSON("\"a\": 97", "\"\\u0020\": 97", NGPT_ERR_FORMAT, "U+0020 is not one of the 256", "U+0020 (below U+0021)");
+    BAD_JSON("\"a\": 97", "\"\\u007F\": 97", NGPT_ERR_FORMAT, "U+007F is not one of the 256", "U+007F (above U+007E)");
+    BAD_JSON("\"a\": 97", "\"\\u00A0\": 97", NGPT_ERR_FORMAT, "U+00A0 is not one of the 256", "U+00A0 (below U+00A1)");
+    BAD_JSON("\"a\": 97", "\"\\u00AD\": 97", NGPT_ERR_FORMAT, "U+00AD is not one of the 256", "U+00AD (the gap)");
+    BAD_JSON("\"a\": 97", "\"\\u0144\": 97", NGPT_ERR_FORMAT, "U+0144 is not one of the 256", "U+0144 (above U+0143)");
     BAD_JSON("\"a\": 97", "\"\\uDE00\": 97", NGPT_ERR_FORMAT, "unpaired low surrogate", "lone low surrogate");
     BAD_JSON("\"a\": 97", "\"\\uD83D\\uDE00\": 97", NGPT_ERR_FORMAT, "U+1F600 is not one of the 256", "pair outside the alphabet");
     BAD_JSON("\"a\": 97", "\"\xe2\x82\xac\": 97", NGPT_ERR_FORMAT, "U+20AC is not one of the 256", "char outside the alphabet");
@@ -927,8 +966,12 @@ static void test_bad_vocab_files(void) {
     BAD_JSON("\"a\": 97", "\"a\": 97, \"a\x01\": 300", NGPT_ERR_FORMAT, "raw control byte", "raw control character");
     BAD_BPE("#version: 0.2\n", "", NGPT_ERR_FORMAT, "#version", "missing version line");
     BAD_BPE("a b\n", "a xyz\n", NGPT_ERR_FORMAT, "names 'xyz', which is not a token", "merge of an unknown token");
-    BAD_BPE("a b\n", "b a\n", NGPT_ERR_FORMAT, "concatenation is not a token", "merge result not a token");
-    BAD_BPE("ab c\n", "a b\n", NGPT_ERR_FORMAT, "repeats the merge", "duplicate merge");
+    BAD_BPE("a b\n", "b a\n", NGPT_ERR_FORMAT, "vocab.bpe:2: merges 'b' and 'a', but their concatenation is not a token",
+            "merge result not a token");
+    BAD_BPE("ab c\n", "a b\n", NGPT_ERR_FORMAT, "vocab.bpe:3: repeats the merge of 'a' and 'b' (first on line 2)", "duplicate merge");
+    /* positions count lines and characters, not bytes: the '\\' is byte 7, on line 2 after '"' and two 2-byte 'Ä' */
+    expect_load_error("{\n\"\xc3\x84\xc3\x84\\q\": 0}", bpe, NGPT_ERR_FORMAT, "encoder.json:2:4 (byte 7): bad escape \\q",
+                      "error position after UTF-8");
     BAD_BPE("ab c\n", "ab c d\n", NGPT_ERR_FORMAT, "two tokens and one space", "three-part merge line");
     BAD_BPE("ab c\n", "\n", NGPT_ERR_FORMAT, "empty line", "empty merge line");
     BAD_BPE("a b\n", "a\xff b\n", NGPT_ERR_FORMAT, "not valid UTF-8", "invalid UTF-8 merge");
@@ -973,6 +1016,82 @@ static void test_bad_vocab_files(void) {
     }
 #undef BAD_JSON
 #undef BAD_BPE
+}
+
+/* Loads json + bpe (written to the temporary folder) and checks it encodes as small_vocab's: "abc ab aab<|endoftext|>"
+ * -> abc, ' ', ab, ' 'a, ab, <|endoftext|> (ids 257 32 256 258 256 259), with '/' as token 47. */
+static void loads_as_small_vocab(const char *json, const char *bpe, const char *what) {
+    static const int32_t want[] = {257, ' ', 256, 258, 256, 259};
+    char err[512];
+    int32_t ids[16];
+    size_t n = 0, len = 0;
+    ngpt_tokenizer *t = NULL;
+    write_all(tmp_path("encoder.json"), json, strlen(json));
+    write_all(tmp_path("vocab.bpe"), bpe, strlen(bpe));
+    int rc = ngpt_tokenizer_load_gpt2(tmp_path("encoder.json"), tmp_path("vocab.bpe"), &t, err, sizeof err);
+    CHECK(rc == 0 && t, "%s: did not load: %s", what, err);
+    if (!t) return;
+    CHECK(t->n_vocab == 260 && t->n_merges == 3, "%s: %d tokens, %d merges (want 260, 3)", what, t->n_vocab, t->n_merges);
+    /* every token is found again by its bytes: the tables were not overwritten */
+    for (int32_t id = 0; id < t->n_vocab; id++) {
+        const char *p = ngpt_tokenizer_token(t, id, &len);
+        if (tok_vocab_find(t, (const unsigned char *)p, len) != id) { CHECK(0, "%s: token %d is not found by its bytes", what, id); break; }
+    }
+    const char *slash = ngpt_tokenizer_token(t, '/', &len);
+    CHECK(slash && len == 1 && *slash == '/', "%s: token 47 is not '/'", what);
+    ngpt_tokenizer_encode(t, "abc ab aab<|endoftext|>", 23, 1, ids, 16, &n, err, sizeof err);
+    report_diff(what, ids, n, want, sizeof want / sizeof *want);
+    ngpt_tokenizer_free(t);
+}
+
+/* Copies s into out with every occurrence of from replaced by to (out has room). */
+static void replace_all(char *out, const char *s, const char *from, const char *to) {
+    size_t nf = strlen(from), nt = strlen(to);
+    while (*s) {
+        if (strncmp(s, from, nf) == 0) { memcpy(out, to, nt); out += nt; s += nf; }
+        else *out++ = *s++;
+    }
+    *out = 0;
+}
+
+/* Spellings of the same small vocabulary that GPT-2's files may have, all loaded alike */
+static void test_vocab_file_variants(void) {
+    static char json[32768], bpe[4096], j2[40000], b2[4096];
+    small_vocab(json, bpe);
+    loads_as_small_vocab(json, bpe, "small vocabulary");
+    replace_all(j2, json, ", \"", ",\r\n\"");
+    loads_as_small_vocab(j2, bpe, "encoder.json with CRLF line ends");
+    replace_all(j2, json, "\"/\": 47", "\"\\/\": 47");
+    loads_as_small_vocab(j2, bpe, "encoder.json spelling '/' as \\/");
+    replace_all(b2, bpe, "\n", "\r\n");
+    loads_as_small_vocab(json, b2, "vocab.bpe with CRLF line ends");
+    strcpy(b2, bpe);
+    b2[strlen(b2) - 1] = 0;
+    loads_as_small_vocab(json, b2, "vocab.bpe without its last newline");
+}
+
+/* A vocabulary (any may be loaded) with a token that is not its own BPE: tokens ab, abc, bc; merges b c (rank 0),
+ * a b, ab c. BPE of "abc" merges b c first and leaves a bc, which no merge joins: "abc" encodes as a, bc
+ * (97 258), not as the token abc (257), so the whole-token shortcut must not be taken for it. */
+static void test_token_not_its_own_bpe(void) {
+    static char json[32768], bpe[4096], j2[32768];
+    char err[512];
+    int32_t ids[8];
+    size_t n = 0;
+    ngpt_tokenizer *t = NULL;
+    small_vocab(json, bpe);
+    strcpy(j2, json);
+    CHECK(replace(j2, "\"\xc4\xa0" "a\": 258", "\"bc\": 258"), "test setup: no ' a' token");
+    write_all(tmp_path("encoder.json"), j2, strlen(j2));
+    static const char merges[] = "#version: 0.2\nb c\na b\nab c\n";
+    write_all(tmp_path("vocab.bpe"), merges, strlen(merges));
+    int rc = ngpt_tokenizer_load_gpt2(tmp_path("encoder.json"), tmp_path("vocab.bpe"), &t, err, sizeof err);
+    CHECK(rc == 0 && t, "did not load: %s", err);
+    if (!t) return;
+    CHECK(!t->whole[257], "token 257 'abc' is flagged as its own BPE");
+    rc = ngpt_tokenizer_encode(t, "abc", 3, 0, ids, 8, &n, err, sizeof err);
+    CHECK(rc == 0 && n == 2 && ids[0] == 'a' && ids[1] == 258, "'abc': rc %d, %zu ids %d %d (want 97 258)", rc, n, ids[0], ids[1]);
+    ngpt_tokenizer_free(t);
 }
 
 static void expect_compact_error(const unsigned char *p, size_t n, const char *want_text, const char *what) {
@@ -1053,9 +1172,12 @@ int main(void) {
     RUN(test_bpe_vs_slow);
     RUN(test_chunked_equals_whole);
     RUN(test_api_contract);
+    RUN(test_ill_formed_utf8);
     RUN(test_save_load_compact);
     RUN(test_llmc_tokenizer_file);
     RUN(test_bad_vocab_files);
+    RUN(test_vocab_file_variants);
+    RUN(test_token_not_its_own_bpe);
     RUN(test_bad_compact_files);
     static const char *files[] = {"encoder.json", "vocab.bpe", "gpt2.tok", "good.tok", "bad.tok", "cut.tok", "bad_tokenizer.bin", "gpt2_tokenizer.bin"};
     for (size_t i = 0; i < sizeof files / sizeof *files; i++) remove(tmp_path(files[i]));
