@@ -241,6 +241,26 @@ static void test_help(void) {
     CHECK(strstr(r->err, "usage: nanogpt"), "no command: the usage on stderr: %.300s", r->err);
 }
 
+/* the command line as nanoGPT's configurator reads it: --key=value split at its first '='; the ends of ranges; a
+ * setting without its value */
+static void test_argument_edges(void) {
+    static const char *const steps_top = "--steps=100000", *const steps_over = "--steps=100001";
+    char data_arg[700], out_arg[700]; /* out_dir in tmpdir: not one a run here left checkpoints in */
+    snprintf(data_arg, sizeof data_arg, "--data_dir=%s", tmp_path("no_such_data/x=y")); /* a value holding '=' */
+    snprintf(out_arg, sizeof out_arg, "--out_dir=%s", tmp_path("edges_out"));
+    CliRun *r = cli("train", data_arg, out_arg, "--device=cpu", "--max_iters=0", NULL);
+    CHECK(r->rc == 1 && strstr(r->err, "cannot open data folder ") && strstr(r->err, "no_such_data/x=y: "), "the value is all after the first '=': %.300s",
+          r->err);
+    r = cli("bench", steps_top, "--n_layer=0", NULL); /* the steps taken: the error is n_layer's */
+    CHECK(r->rc == 1 && strstr(r->err, "--n_layer") && !strstr(r->err, "steps"), "%s: %.300s", steps_top, r->err);
+    r = cli("bench", steps_over, "--n_layer=0", NULL);
+    CHECK(r->rc == 1 && strstr(r->err, "steps is a whole number in [1, 100000]"), "%s: %.300s", steps_over, r->err);
+    r = cli("prepare", "--input=x.txt", "--out=y", "--val_fraction=1", NULL);
+    CHECK(r->rc == 1 && strstr(r->err, "--val_fraction=1: must be a number in (0, 1)"), "val_fraction 1 leaves no training text: %.300s", r->err);
+    r = cli("sample", "--seed", NULL); /* last, so main's `--seed 1` check does not see it */
+    CHECK(r->rc == 1 && strstr(r->err, "argument '--seed': expected --key=value"), "a setting without its value: %.300s", r->err);
+}
+
 /* `nanogpt prepare` of an llm.c model's header through a pipe (copied into out first, which makes its folders) */
 static CliRun *prepare_binary_pipe(const char *out) {
     static CliRun failed = {.rc = -1};
@@ -1951,6 +1971,9 @@ static void test_workflow(void) {
     r = cli("export", out_dir_arg, bf16_out, "--bf16=True", NULL);
     CHECK_RUN(r, 0, "export --bf16=True");
     CHECK(strstr(r->out, "(llm.c version 5"), "--bf16=True writes version 5: %.300s", r->out);
+    r = cli("export", out_dir_arg, bf16_out, "--bf16=False", NULL);
+    CHECK_RUN(r, 0, "export --bf16=False");
+    CHECK(strstr(r->out, "(llm.c version 3"), "--bf16=False writes version 3: %.300s", r->out);
     r = cli("export", "--out_dir=/nonexistent/run", bf16_out, NULL);
     CHECK_RUN(r, 1, "export from an out_dir that does not exist");
     CHECK(strstr(r->err, "out_dir /nonexistent/run does not exist"), "a missing out_dir is named: %.300s", r->err);
@@ -3115,6 +3138,7 @@ int main(void) {
     if (test_folder(tmpdir, sizeof tmpdir, "cli")) return 1;
     RUN(test_help);
     RUN(test_typos);
+    RUN(test_argument_edges);
     RUN(test_plan_and_info);
     RUN(test_plan_refused);
     RUN(test_plan_init_from);
