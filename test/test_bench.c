@@ -349,22 +349,31 @@ static void keep_report(void *ctx, const ngpt_progress *p) {
     else if (!p->is_eval && r->n < REPORT_MAX_LINES) r->step[r->n++] = *p;
 }
 
+/* a trainer on report_config's run in a new test folder (its name into dir), its progress reports kept in seen;
+ * NULL (the folder removed) when it cannot be made */
+static ngpt_trainer *report_trainer(const char *name, char *dir, size_t dir_size, ngpt_config *c, Reports *seen) {
+    char err[NGPT_ERRLEN];
+    if (test_folder(dir, dir_size, name)) return NULL;
+    report_config(c, dir);
+    memset(seen, 0, sizeof *seen);
+    ngpt_options opt;
+    memset(&opt, 0, sizeof opt);
+    opt.progress = keep_report;
+    opt.ctx = seen;
+    ngpt_trainer *tr;
+    if (ngpt_trainer_create(c, &opt, &tr, err, sizeof err)) { CHECK(0, "create: %s", err); remove_folder(dir); return NULL; }
+    return tr;
+}
+
 /* each step's tokens/s is its batch_size * block_size * gradient_accumulation_steps tokens over its own time, in the
  * progress callback and in log.jsonl; the ETA is the mean step time so far times the steps left up to max_iters,
  * itself included (an evaluation's: the steps from its own) */
 static void test_report_rates_and_eta(void) {
-    char dir[64], err[NGPT_ERRLEN], lines[REPORT_MAX_LINES][256];
-    if (test_folder(dir, sizeof dir, "report_rates")) return;
+    char dir[64], lines[REPORT_MAX_LINES][256];
     ngpt_config c;
-    report_config(&c, dir);
     Reports seen;
-    memset(&seen, 0, sizeof seen);
-    ngpt_options opt;
-    memset(&opt, 0, sizeof opt);
-    opt.progress = keep_report;
-    opt.ctx = &seen;
-    ngpt_trainer *tr;
-    if (ngpt_trainer_create(&c, &opt, &tr, err, sizeof err)) { CHECK(0, "create: %s", err); remove_folder(dir); return; }
+    ngpt_trainer *tr = report_trainer("report_rates", dir, sizeof dir, &c, &seen);
+    if (!tr) return;
     CHECK(ngpt_train(tr) == 0, "train: %s", tr->err);
     ngpt_trainer_free(tr);
     const double tokens = (double)REPORT_BATCH * c.block_size * REPORT_ACCUM;
@@ -408,18 +417,11 @@ static void test_report_rates_and_eta(void) {
  * ngpt_evaluate gives there (the batches come from the seed and the step), which differ on this data; at
  * max_iters those the progress callback got */
 static void test_report_evaluation_losses(void) {
-    char dir[64], err[NGPT_ERRLEN], lines[REPORT_MAX_LINES][256];
-    if (test_folder(dir, sizeof dir, "report_eval")) return;
+    char dir[64], lines[REPORT_MAX_LINES][256];
     ngpt_config c;
-    report_config(&c, dir);
     Reports seen;
-    memset(&seen, 0, sizeof seen);
-    ngpt_options opt;
-    memset(&opt, 0, sizeof opt);
-    opt.progress = keep_report;
-    opt.ctx = &seen;
-    ngpt_trainer *tr;
-    if (ngpt_trainer_create(&c, &opt, &tr, err, sizeof err)) { CHECK(0, "create: %s", err); remove_folder(dir); return; }
+    ngpt_trainer *tr = report_trainer("report_eval", dir, sizeof dir, &c, &seen);
+    if (!tr) return;
     float train0 = 0, val0 = 0;
     CHECK(ngpt_evaluate(tr, &train0, &val0) == 0, "evaluate: %s", tr->err);
     CHECK(fabsf(train0 - val0) > 1e-4f, "train loss %.6f, val loss %.6f: the test needs losses that differ", (double)train0, (double)val0);
