@@ -1587,8 +1587,9 @@ typedef struct {
     int micro_batch, grad_accum, recompute, logits_chunk, eval_micro_batch, moments_dtype;
     int eval_chunk;             /* logits_chunk and eval_chunk: rows per lane */
     int lanes;                  /* parts of a micro-batch the backend may run at once, each with its own gradients */
-    int passed_micro_batch, passed_recompute; /* on a GPU, the cheaper trades' largest micro-batch that fits and its trade,
-                                                 where plan_gpu_speed rated another plan faster; else 0 */
+    int passed_micro_batch, passed_recompute, passed_chunk; /* on a GPU, the cheaper trades' largest micro-batch that fits,
+                                                               its trade and logits chunk, where plan_gpu_speed rated another
+                                                               plan faster; else 0 */
     int bf16_micro_batch, bf16_recompute; /* fp32 moments chosen freely on a GPU where the plan with bf16 moments (this one)
                                              is rated at least BF16_MOMENTS_HINT as fast; else 0 */
     int bf16_grad_accum;                  /* that plan's accumulation steps */
@@ -1926,33 +1927,57 @@ static int plan_fit_micro_batch(Plan *p, const PlanRequest *r, int B, int pass, 
 }
 
 /* The planner's model of a GPU's training speed (tokens a second, relative) at micro-batch B with a recompute
- * level, to weigh micro-batches and recompute levels against each other: the cheaper trades among themselves,
- * and whole layers recomputed at a larger micro-batch against them at a smaller one. Speed = rate /
- * cost(recompute). rate: the products of a micro-batch fill the SMs' waves better as their outputs grow,
- * counted as B x T x C in GPT-2 124M's rows (C = 768) a 132-SM GPU's worth (an H100, H200): 1 from 65,536
- * such rows, 0.043 less a halving down to 8192, 0.114 less a halving below that down to 0.228, then half for
- * each halving (0.228 = 2 x 0.114: from there on a micro-batch half the size takes as long as the larger one,
- * never longer, so a larger one that recomputes wins); a GPU with fewer SMs fills them with fewer rows.
- * cost: 1 + the time recomputing takes: GELU 4%, GELU with the LayerNorms 7.5% (an H200's profile at
- * micro-batch 2), whole layers twice their FLOPs' share of the step
- * (the recomputed attention forward and LayerNorms run far below the matmuls' rate; for GPT-2 124M at block
- * 1024 15% of the FLOPs, so 1.30). Fitted, not derived, on an H200 (2026-11-28, GPT-2 124M): gpu.sh capped's
- * micro-batch 64 without recomputing (497,407 tokens/s), 8 recomputing whole layers (333,398) and 2
- * recomputing GELU and LayerNorm (297,753), and bench's micro-batch 12 without (0.895 of 64's rate, its
- * optimizer step taken out). Other widths, GPUs and dtypes are its guess. */
-static double plan_gpu_speed(const PlanRequest *r, int B, int recompute) {
+ * level and a logits chunk, to weigh micro-batches, recompute levels and chunks against each other: the
+ * cheaper trades among themselves, and whole layers recomputed at a larger micro-batch against them at a
+ * smaller one. Speed = rate / (cost(recompute) x cost(chunk)).
+ * rate: the products of a micro-batch fill the SMs' waves better as their outputs grow, counted as B x T x C in
+ * GPT-2 124M's rows (C = 768) a 132-SM GPU's worth (an H100, H200): GPU_SPEED_RATES at each halving below 65,536
+ * such rows (64 x 1024 rows is 1, 16 x 1024 0.999, 8 x 1024 0.935, 2 x 1024 0.671, 1 x 1024 0.513), a straight
+ * line between two halvings, and past the last one half for each halving (one sequence of 1024 rows leaves the
+ * SMs idle already: half of it takes as long). A GPU with fewer SMs fills them with fewer rows.
+ * cost(recompute): 1 + the time recomputing takes: GELU 4%, GELU with the LayerNorms 7.5% (an H200's profile at
+ * micro-batch 2), whole layers their share of the step's FLOPs (15% for GPT-2 124M at block 1024).
+ * cost(chunk): a logits chunk smaller than the micro-batch's rows (and the default chunk) costs the classifier's
+ * products CLASSIFIER_CHUNK_ROWS more rows a chunk (each chunk reads and writes the whole weight gradient, and a
+ * small product's last wave is part empty: on an H200 0.89 us a row at 256 rows, 0.47 at 1408, 0.43 at 2048);
+ * the classifier's products take CLASSIFIER_TIME_PER_FLOP of their FLOPs' share of the step (they run faster
+ * than its mean: 16% of the time for 29% of GPT-2 124M's FLOPs).
+ * Fitted, not derived, on an H200 (the seventh GPU run, 2026-12-04, GPT-2 124M, bf16, relative to micro-batch 64
+ * without recomputing, 490,303 tokens/s): 8 without recomputing 0.935, 8 recomputing whole layers 0.803 (chunk
+ * 1408) and with bf16 moments 0.793 (chunk 1024), 16 and 2 recomputing GELU and LayerNorm 0.929 and 0.609
+ * (chunk 1024), 1 recomputing whole layers 0.395 (chunk 256). The rate at 4 x 1024 rows is the line between 8's
+ * and 2's, not measured. Other widths, GPUs and dtypes are its guess. */
+static const double GPU_SPEED_RATES[] = {1.0, 0.9995, 0.999, 0.935, 0.803, 0.671, 0.513};
+#define CLASSIFIER_CHUNK_ROWS 370.0
+#define CLASSIFIER_TIME_PER_FLOP 0.55
+/* a training step's FLOPs a token, as the speed model counts them: 6N + 6LCT (the causal attention's half) */
+static double plan_flops_per_token(const PlanRequest *r) {
+    const double L = r->m.L, C = r->m.C, N = 12.0 * L * C * C + (double)r->m.Vp * C;
+    return 6.0 * N + 6.0 * L * C * r->T;
+}
+static double plan_gpu_speed(const PlanRequest *r, int B, int recompute, int chunk) {
     const double sms = r->gpu_sms > 0 ? r->gpu_sms : 132;
     const double halvings = log2(65536.0 * 768 * (sms / 132) / ((double)B * r->T * r->m.C));
-    const double floor_rate = 2 * 0.114, floor_halvings = 3 + (1.0 - 0.043 * 3 - floor_rate) / 0.114;
-    double rate = halvings <= 0 ? 1.0 : halvings <= 3 ? 1.0 - 0.043 * halvings : 1.0 - 0.043 * 3 - 0.114 * (halvings - 3);
-    if (halvings > floor_halvings) rate = floor_rate * exp2(floor_halvings - halvings);
+    const int last = (int)(sizeof GPU_SPEED_RATES / sizeof GPU_SPEED_RATES[0]) - 1;
+    double rate;
+    if (halvings <= 0) rate = GPU_SPEED_RATES[0];
+    else if (halvings >= last) rate = GPU_SPEED_RATES[last] * exp2(last - halvings);
+    else {
+        const int h = (int)halvings;
+        rate = GPU_SPEED_RATES[h] + (halvings - h) * (GPU_SPEED_RATES[h + 1] - GPU_SPEED_RATES[h]);
+    }
+    const double C = r->m.C, flops = plan_flops_per_token(r);
     double cost = 1.0;
     if (recompute == RECOMPUTE_GELU) cost = 1.04;
     else if (recompute == RECOMPUTE_GELU_LN) cost = 1.075;
     else if (recompute >= RECOMPUTE_LAYERS) { /* (L - 1) layers' forward again but the MLP projection: 8C^2 products and causal attention */
-        const double L = r->m.L, C = r->m.C, T = r->T, N = 12.0 * L * C * C + (double)r->m.Vp * C;
-        cost = 1.0 + 2.0 * (L - 1) * (16.0 * C * C + 2.0 * C * T) / (6.0 * N + 6.0 * L * C * T);
+        cost = 1.0 + (r->m.L - 1) * (16.0 * C * C + 2.0 * C * r->T) / flops;
         if (cost < 1.075) cost = 1.075; /* it recomputes GELU and the LayerNorms too (one layer, or a small one's share) */
+    }
+    const double top = MIN((double)(r->pin_chunk ? r->pin_chunk : default_chunk(r)), (double)B * r->T);
+    if (chunk > 0 && chunk < top) {
+        const double share = CLASSIFIER_TIME_PER_FLOP * 6.0 * (double)r->m.Vp * C / flops;
+        cost *= 1.0 + share * ((1.0 + CLASSIFIER_CHUNK_ROWS / chunk) / (1.0 + CLASSIFIER_CHUNK_ROWS / top) - 1.0);
     }
     return rate / cost;
 }
@@ -1996,14 +2021,14 @@ static void smaller_gpt2(const PlanRequest *r, char *buf, size_t cap) {
  * micro-batch to try. */
 static void plan_note_bf16_moments(Plan *p, const PlanRequest *r, int top_B) {
     const int top_rc = r->pin_recompute >= 0 ? r->pin_recompute : RECOMPUTE_NONE;
-    const double speed = plan_gpu_speed(r, p->micro_batch, p->recompute);
-    if (plan_gpu_speed(r, top_B, top_rc) / speed < BF16_MOMENTS_HINT)
+    const double speed = plan_gpu_speed(r, p->micro_batch, p->recompute, p->logits_chunk);
+    if (plan_gpu_speed(r, top_B, top_rc, 0) / speed < BF16_MOMENTS_HINT)
         return; /* not even the fastest plan could be rated that much faster */
     PlanRequest q = *r;
     q.pin_moments = MOMENTS_BF16;
     Plan alt;
     if (plan_make(&alt, &q, NULL, 0) != NGPT_OK) return;
-    double gain = plan_gpu_speed(r, alt.micro_batch, alt.recompute) / speed;
+    double gain = plan_gpu_speed(r, alt.micro_batch, alt.recompute, alt.logits_chunk) / speed;
     if (gain < BF16_MOMENTS_HINT) return;
     p->bf16_micro_batch = alt.micro_batch;
     p->bf16_recompute = alt.recompute;
@@ -2051,31 +2076,42 @@ static int plan_make(Plan *p, const PlanRequest *r, char *err, size_t errlen) {
         /* Pass 0, the cheaper trades: on the CPU their largest micro-batch that fits; on a GPU the micro-batch
          * (each at its cheapest trade that fits) that plan_gpu_speed rates fastest, the larger on a tie, so a
          * smaller one without recomputing can win over a larger one recomputing GELU and LayerNorm. Pass 1,
-         * whole layers: their largest micro-batch that fits, on the CPU only when no cheaper trade fits at any
-         * micro-batch (its speed hardly grows with the micro-batch), on a GPU where plan_gpu_speed puts it
-         * ahead. No margin for the model's error: with one, more memory could pick a plan the model rates
+         * whole layers: on the CPU their largest micro-batch that fits, and only when no cheaper trade fits at
+         * any micro-batch (its speed hardly grows with the micro-batch); on a GPU the micro-batch plan_gpu_speed
+         * rates fastest (the largest can fit only with a small logits chunk), taken where it is rated ahead of
+         * pass 0's. No margin for the model's error: with one, more memory could pick a plan the model rates
          * slower (the cheaper trades at 4 where a smaller budget got whole layers at 8); without, more memory
          * at one AdamW moment precision only adds plans to choose from (fp32 moments still come first where
          * they fit, at any speed) */
-        Plan cheap;
-        int cheap_B = 0, layers_B = 0, largest_B = 0, largest_rc = 0;
-        double cheap_speed = 0;
+        Plan cheap, layers;
+        int cheap_B = 0, layers_B = 0, largest_B = 0, largest_rc = 0, largest_chunk = 0;
+        double cheap_speed = 0, layers_speed = 0;
         for (int pass = 0; pass < 2; pass++) {
-            if (pass == 1 && (r->pin_recompute >= 0 || (cheap_B && (r->device == DEV_BACKEND_CPU || cheap_B == B0))))
-                break; /* a pinned level is tried in pass 0; on the CPU, or at the largest micro-batch, nothing beats it */
+            if (pass == 1 && (r->pin_recompute >= 0 ||
+                              (cheap_B && (r->device == DEV_BACKEND_CPU || plan_gpu_speed(r, (int)B0, RECOMPUTE_LAYERS, 0) <= cheap_speed))))
+                break; /* a pinned level is tried in pass 0; on the CPU nothing beats the cheaper trades, on a GPU nothing
+                          beats a plan rated at least whole layers' best (the largest micro-batch at the default chunk) */
             for (long long B = B0; B >= 1; B--) {
-                if (pass == 0 && cheap_B && (r->device == DEV_BACKEND_CPU || plan_gpu_speed(r, (int)B, RECOMPUTE_NONE) <= cheap_speed))
-                    break; /* nothing smaller can be rated faster: rate grows with B, and recomputing only costs */
+                /* nothing smaller can be rated faster: rate grows with B, and recomputing and smaller chunks only cost */
+                if (pass == 0 && cheap_B && (r->device == DEV_BACKEND_CPU || plan_gpu_speed(r, (int)B, RECOMPUTE_NONE, 0) <= cheap_speed))
+                    break;
+                if (pass == 1 && layers_B && (r->device == DEV_BACKEND_CPU || plan_gpu_speed(r, (int)B, RECOMPUTE_LAYERS, 0) <= layers_speed))
+                    break;
                 if (seqs % B || (r->pin_micro_batch && B != r->pin_micro_batch) || !plan_fit_micro_batch(p, r, (int)B, pass, moment_opts[mo]))
                     continue;
+                double speed = plan_gpu_speed(r, (int)B, p->recompute, p->logits_chunk);
                 if (pass == 1) {
-                    layers_B = (int)B;
-                    break;
+                    if (!layers_B || speed > layers_speed) {
+                        layers = *p;
+                        layers_B = (int)B;
+                        layers_speed = speed;
+                    }
+                    continue;
                 }
-                double speed = plan_gpu_speed(r, (int)B, p->recompute);
                 if (!largest_B) {
                     largest_B = (int)B;
                     largest_rc = p->recompute;
+                    largest_chunk = p->logits_chunk;
                 }
                 if (!cheap_B || speed > cheap_speed) {
                     cheap = *p;
@@ -2084,13 +2120,14 @@ static int plan_make(Plan *p, const PlanRequest *r, char *err, size_t errlen) {
                 }
             }
         }
-        int whole_layers = layers_B && (!cheap_B || plan_gpu_speed(r, layers_B, RECOMPUTE_LAYERS) > cheap_speed);
+        int whole_layers = layers_B && (!cheap_B || layers_speed > cheap_speed);
         if (!whole_layers && !cheap_B) continue;
-        if (!whole_layers) *p = cheap; /* (else *p is whole layers' plan, the last that fit) */
+        *p = whole_layers ? layers : cheap;
         p->fits = 1;
         if (largest_B && (largest_B != p->micro_batch || largest_rc != p->recompute)) {
             p->passed_micro_batch = largest_B;
             p->passed_recompute = largest_rc;
+            p->passed_chunk = largest_chunk;
         }
         if (n_moment_opts == 2 && mo == 0 && r->device == DEV_BACKEND_CUDA) plan_note_bf16_moments(p, r, (int)B0);
         return NGPT_OK;
@@ -2214,7 +2251,8 @@ CLI_USED static void plan_print(const Plan *p, FILE *f) {
             else snprintf(chosen, sizeof chosen, "recompute %s at %d is", recompute_name(p->recompute), p->micro_batch);
             fprintf(f, "why          recompute %s fits micro-batch %d; %s modeled %.2fx as fast on a GPU of %d SMs%s (docs/memory.md)\n",
                     recompute_name(p->passed_recompute), p->passed_micro_batch, chosen,
-                    plan_gpu_speed(r, p->micro_batch, p->recompute) / plan_gpu_speed(r, p->passed_micro_batch, p->passed_recompute),
+                    plan_gpu_speed(r, p->micro_batch, p->recompute, p->logits_chunk) /
+                        plan_gpu_speed(r, p->passed_micro_batch, p->passed_recompute, p->passed_chunk),
                     r->gpu_sms > 0 ? r->gpu_sms : 132, r->gpu_sms > 0 ? "" : " (assumed: no GPU here)");
         }
         if (p->bf16_micro_batch) {

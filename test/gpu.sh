@@ -11,8 +11,8 @@
 # racecheck and synccheck on the small op tests), train (test/test_gpu_train.c: whole step vs CPU,
 # determinism, no allocation while training, resume, 300-step curve), capped (GPT-2 124M on real tokens,
 # 50 steps under --max_memory=2.68GiB, 50 without, 50 under it pinned to the cheaper trades (--recompute=2), then
-# bench at 6 GiB (the planner against the largest micro-batch), at 3 GiB (against micro-batch 8 with whole layers)
-# and at 2.2 GiB (fp32 against bf16 AdamW moments),
+# bench at 6 GiB (the planner against the largest micro-batch), at 3 GiB (against micro-batch 4 with GELU and
+# LayerNorm), at 3.5 GiB (against 8 with whole layers) and at 2.2 GiB (fp32 against bf16 AdamW moments),
 # and bench's op-by-op step under the cap: needs
 # data/gpt2/{encoder.json,vocab.bpe} carried),
 # bench (nanogpt bench and tools/bench_torch_gpt2.py: end to end, every matmul shape, attention, LayerNorm, the loss, memory;
@@ -458,20 +458,25 @@ if want capped && [ $BUILT = 0 ] && time_left "2.68 GiB capped run" 180 capped; 
                 "${r:-none}x (modeled ${4}x): $(bench_plan_of "$LOG/capped.log" "$2") ${a:-none} tokens/s vs $(bench_plan_of "$LOG/capped.log" "$3") ${b:-none}"
         }
         # the cheaper trades weighed by the speed model: at 6 GiB the planner takes micro-batch 8 without
-        # recomputing over 16 recomputing GELU and LayerNorm, the largest that fits (modeled 1.02x as fast)
+        # recomputing over 16 recomputing GELU and LayerNorm, the largest that fits (modeled 1.006x as fast)
         capped_bench "== nanogpt bench, 6 GiB, planner" --max_memory=6GiB --steps=10 --warmup=2
         capped_bench "== nanogpt bench, 6 GiB, largest" --max_memory=6GiB --steps=10 --warmup=2 --micro_batch=16 --recompute=2
-        bench_ratio_row "6 GiB: planner vs largest micro-batch" "== nanogpt bench, 6 GiB, planner" "== nanogpt bench, 6 GiB, largest" 1.02 1.0
-        # the model against whole layers: at 3 GiB the planner takes micro-batch 4 recomputing GELU and LayerNorm
-        # (modeled 1.05x as fast as 8 with whole layers); the seventh run's figures put whole layers ahead
+        bench_ratio_row "6 GiB: planner vs largest micro-batch" "== nanogpt bench, 6 GiB, planner" "== nanogpt bench, 6 GiB, largest" 1.006 1.0
+        # the model refitted to the seventh run, against the plans it now passes over: at 3 GiB micro-batch 8
+        # with whole layers over 4 with GELU and LayerNorm (the old model's choice; modeled 1.12x), at 3.5 GiB 16
+        # with whole layers over 8 with them (modeled 1.07x): micro-batch 4's rate and 16's with whole layers
+        # are the model's guesses, measured by these rows
         capped_bench "== nanogpt bench, 3 GiB, planner" --max_memory=3GiB --steps=6 --warmup=1
-        capped_bench "== nanogpt bench, 3 GiB, whole layers" --max_memory=3GiB --steps=6 --warmup=1 --micro_batch=8 --recompute=3
-        bench_ratio_row "3 GiB: planner vs whole layers at 8" "== nanogpt bench, 3 GiB, planner" "== nanogpt bench, 3 GiB, whole layers" 1.05 1.0
+        capped_bench "== nanogpt bench, 3 GiB, GELU and LayerNorm at 4" --max_memory=3GiB --steps=6 --warmup=1 --micro_batch=4 --recompute=2
+        bench_ratio_row "3 GiB: planner vs GELU+LayerNorm at 4" "== nanogpt bench, 3 GiB, planner" "== nanogpt bench, 3 GiB, GELU and LayerNorm at 4" 1.12 1.0
+        capped_bench "== nanogpt bench, 3.5 GiB, planner" --max_memory=3.5GiB --steps=6 --warmup=1
+        capped_bench "== nanogpt bench, 3.5 GiB, whole layers at 8" --max_memory=3.5GiB --steps=6 --warmup=1 --micro_batch=8 --recompute=3
+        bench_ratio_row "3.5 GiB: planner vs whole layers at 8" "== nanogpt bench, 3.5 GiB, planner" "== nanogpt bench, 3.5 GiB, whole layers at 8" 1.07 1.0
         # the bf16 moments' offer: at 2.2 GiB fp32 moments leave micro-batch 1 x 64 (whole layers), bf16 ones 8 x 8;
-        # plan says the second is modeled 1.65x as fast (moments_dtype = bfloat16)
+        # plan says the second is modeled 2.0x as fast (moments_dtype = bfloat16)
         capped_bench "== nanogpt bench, 2.2 GiB, fp32 moments" --max_memory=2.2GiB --steps=6 --warmup=1
         capped_bench "== nanogpt bench, 2.2 GiB, bf16 moments" --max_memory=2.2GiB --steps=6 --warmup=1 --moments_dtype=bfloat16
-        bench_ratio_row "2.2 GiB: bf16 moments' offer vs fp32" "== nanogpt bench, 2.2 GiB, bf16 moments" "== nanogpt bench, 2.2 GiB, fp32 moments" 1.65 1.2
+        bench_ratio_row "2.2 GiB: bf16 moments' offer vs fp32" "== nanogpt bench, 2.2 GiB, bf16 moments" "== nanogpt bench, 2.2 GiB, fp32 moments" 2.0 1.2
         # where a capped step's time goes, op by op (bench's profiled step under the same plan), to set beside
         # bench.log's uncapped one
         capped_bench "== nanogpt bench, capped: the same model and batch under --max_memory=2.68GiB" --max_memory=2.68GiB --steps=3 --warmup=1

@@ -796,14 +796,14 @@ static void test_plan_and_info(void) {
     r = plan_gpt2_124m("--max_memory=2.68GiB", NULL);
     CHECK_RUN(r, 0, "plan at 2.68 GiB");
     CHECK(strstr(r->out, "micro-batch 8 x accumulation 8, recompute whole layers") &&
-              strstr(r->out, "why          recompute GELU+LayerNorm fits micro-batch 2; whole layers at 8 are modeled 1.12x as fast on a GPU "
+              strstr(r->out, "why          recompute GELU+LayerNorm fits micro-batch 2; whole layers at 8 are modeled 1.32x as fast on a GPU "
                                  "of 132 SMs (assumed: no GPU here)"),
           "plan at 2.68 GiB: %.700s", r->out);
     /* and why it takes a smaller micro-batch without recomputing over a larger one recomputing */
     r = plan_gpt2_124m("--max_memory=6GiB", NULL);
     CHECK_RUN(r, 0, "plan at 6 GiB");
     CHECK(strstr(r->out, "micro-batch 8 x accumulation 8, recompute none") &&
-              strstr(r->out, "why          recompute GELU+LayerNorm fits micro-batch 16; recompute none at 8 is modeled 1.02x as fast on a "
+              strstr(r->out, "why          recompute GELU+LayerNorm fits micro-batch 16; recompute none at 8 is modeled 1.01x as fast on a "
                                  "GPU of 132 SMs (assumed: no GPU here)"),
           "plan at 6 GiB: %.700s", r->out);
     /* on the CPU, max_memory above this machine's memory caps nothing: plan and train keep within what there is, and
@@ -823,7 +823,7 @@ static void test_plan_and_info(void) {
     r = plan_gpt2_124m("--max_memory=2.2GiB", NULL);
     CHECK_RUN(r, 0, "plan at 2.2 GiB");
     CHECK(strstr(r->out, "micro-batch 1 x accumulation 64, recompute whole layers") && strstr(r->out, "AdamW moments fp32") &&
-              strstr(r->out, "faster       moments_dtype = bfloat16 fits micro-batch 8 x 8, recompute whole layers: modeled 1.65x as fast"),
+              strstr(r->out, "faster       moments_dtype = bfloat16 fits micro-batch 8 x 8, recompute whole layers: modeled 2.01x as fast"),
           "plan at 2.2 GiB: %.900s", r->out);
     r = plan_gpt2_124m("--max_memory=2.2GiB", "--moments_dtype=bfloat16");
     CHECK_RUN(r, 0, "plan at 2.2 GiB, bf16 moments");
@@ -837,7 +837,7 @@ static void test_plan_and_info(void) {
                                        "\"bfloat16\", \"micro_batch\": 8, \"gradient_accumulation_steps\": 8, \"recompute\": \"whole layers\", "
                                        "\"device_bytes\": ");
     unsigned long long offered = 0, planned = 1;
-    CHECK(offer && sscanf(strstr(offer, "\"device_bytes\": ") + strlen("\"device_bytes\": "), "%llu", &offered) == 1 && strstr(offer, "\"modeled_speedup\": 1.6"),
+    CHECK(offer && sscanf(strstr(offer, "\"device_bytes\": ") + strlen("\"device_bytes\": "), "%llu", &offered) == 1 && strstr(offer, "\"modeled_speedup\": 2.0"),
           "plan --json at 2.2 GiB offers bf16 moments: %.700s", r->out);
     r = cli("plan", "--n_layer=12", "--n_head=12", "--n_embd=768", "--block_size=1024", "--batch_size=64", "--vocab_size=50257", "--device=cuda",
             "--dtype=bfloat16", "--max_memory=2.2GiB", "--moments_dtype=bfloat16", "--json", NULL);

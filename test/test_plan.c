@@ -254,7 +254,7 @@ static void test_property_random_configs(void) {
         if (device == DEV_BACKEND_CUDA) r.gpu_sms = sms[rng_below(&rng, 4)];
         r.attn_ds = device == DEV_BACKEND_CUDA && (it & 1); /* not drawn: the configs stay those of the seed */
         Plan p;
-        char err[NGPT_ERRLEN], why[192];
+        char err[NGPT_ERRLEN], why[256];
         int rc = plan_make(&p, &r, err, sizeof err);
         long long seqs = (long long)batch * accum;
         if (rc == NGPT_OK) {
@@ -290,22 +290,27 @@ static void test_property_random_configs(void) {
                     }
                 }
             } else {
-                /* on a GPU, by brute force over every divisor and trade that fits: none that plan_gpu_speed rates
-                 * faster; on a tie, the cheaper trades over whole layers, and the larger micro-batch within a kind */
-                double mine = plan_gpu_speed(&r, p.micro_batch, p.recompute);
+                /* on a GPU, by brute force over every divisor and trade that fits (each at the logits chunk the trade
+                 * gets: the default, else for GELU+LayerNorm and whole layers the largest smaller one that fits):
+                 * none that plan_gpu_speed rates faster; on a tie, the cheaper trades over whole layers, and the
+                 * larger micro-batch within a kind */
+                double mine = plan_gpu_speed(&r, p.micro_batch, p.recompute, p.logits_chunk);
                 for (long long B = 1; B <= batch && ok; B++) {
                     if (seqs % B) continue;
                     for (int level = 0; level < 5 && ok; level++) {
                         int rcl = r.pin_recompute >= 0 ? r.pin_recompute : level == 4 ? RECOMPUTE_LAYERS : MIN(level, 2);
                         if (level == 4 && r.pin_recompute >= 0) continue;
                         Plan q;
-                        if (plan_layout(&q, &r, (int)B, 1, rcl, level >= 3 ? CHUNK_STEP : default_chunk(&r), p.moments_dtype) > budget) continue;
-                        double other = plan_gpu_speed(&r, (int)B, rcl);
+                        int chunk = 0;
+                        if (level != 3 && plan_layout(&q, &r, (int)B, 1, rcl, default_chunk(&r), p.moments_dtype) <= budget) chunk = q.logits_chunk;
+                        else if (level >= 3) chunk = plan_fit_smaller_chunk(&q, &r, (int)B, 1, rcl, p.moments_dtype);
+                        if (!chunk) continue;
+                        double other = plan_gpu_speed(&r, (int)B, rcl, chunk);
                         int other_layers = level == 4;
                         if (other > mine || (other == mine && (other_layers < layers || (other_layers == layers && B > p.micro_batch)))) {
                             ok = 0;
-                            snprintf(why, sizeof why, "micro-batch %d (recompute %s, speed %.4f) chosen over %lld (recompute %s, speed %.4f)",
-                                     p.micro_batch, recompute_name(p.recompute), mine, B, recompute_name(rcl), other);
+                            snprintf(why, sizeof why, "micro-batch %d (recompute %s, chunk %d, speed %.4f) chosen over %lld (recompute %s, chunk %d, speed %.4f)",
+                                     p.micro_batch, recompute_name(p.recompute), p.logits_chunk, mine, B, recompute_name(rcl), chunk, other);
                         }
                     }
                 }
@@ -503,8 +508,8 @@ static void test_hopper_ds_in_logits(void) {
 }
 
 /* On a GPU the cheaper trades take the micro-batch plan_gpu_speed rates fastest, not the largest that fits: GPT-2
- * 124M at 6 GiB fits 16 recomputing GELU and LayerNorm and 8 recomputing nothing, which the model rates 1.02x
- * as fast on 132 SMs (16's products fill the waves 5% better, recomputing costs 7.5%); on 28 SMs, which 8192
+ * 124M at 6 GiB fits 16 recomputing GELU and LayerNorm and 8 recomputing nothing, which the model rates 1.006x
+ * as fast on 132 SMs (16's products fill the waves 7% better, recomputing costs 7.5%); on 28 SMs, which 8192
  * rows already fill nearly as well as 16384, at 10 GiB 16 without recomputing over 32 recomputing GELU. The CPU
  * keeps the largest micro-batch. */
 static void test_cheaper_trades_by_speed(void) {
@@ -519,8 +524,8 @@ static void test_cheaper_trades_by_speed(void) {
               p.passed_micro_batch == 16 && p.passed_recompute == RECOMPUTE_GELU_LN,
           "6 GiB: micro-batch %d, recompute %s, passed over %d %s (want 8 none over 16 GELU+LayerNorm): %s", p.micro_batch,
           recompute_name(p.recompute), p.passed_micro_batch, recompute_name(p.passed_recompute), err);
-    double ratio = plan_gpu_speed(&r, 8, RECOMPUTE_NONE) / plan_gpu_speed(&r, 16, RECOMPUTE_GELU_LN);
-    CHECK(ratio > 1.01 && ratio < 1.04, "modeled 8 none over 16 GELU+LayerNorm: %.3f", ratio);
+    double ratio = plan_gpu_speed(&r, 8, RECOMPUTE_NONE, 0) / plan_gpu_speed(&r, 16, RECOMPUTE_GELU_LN, 0);
+    CHECK(ratio > 1.0 && ratio < 1.03, "modeled 8 none over 16 GELU+LayerNorm: %.3f (an H200 ran 1.006x)", ratio);
     /* pinned to GELU+LayerNorm, the largest micro-batch with fp32 moments, no plan passed over; the same on a
      * Hopper (its dS^T room), which gpu.sh's capped step compares at this budget */
     for (int ds = 0; ds < 2; ds++) {
@@ -541,7 +546,7 @@ static void test_cheaper_trades_by_speed(void) {
           "10 GiB on 28 SMs: micro-batch %d, recompute %s, passed over %d %s (want 16 none over 32 GELU)", p.micro_batch,
           recompute_name(p.recompute), p.passed_micro_batch, recompute_name(p.passed_recompute));
     printf("  6 GiB: micro-batch 8 without recomputing over 16 with GELU+LayerNorm, modeled %.3fx; on 28 SMs at 10 GiB, "
-           "16 over 32 with GELU, %.3fx\n", ratio, plan_gpu_speed(&r, 16, RECOMPUTE_NONE) / plan_gpu_speed(&r, 32, RECOMPUTE_GELU));
+           "16 over 32 with GELU, %.3fx\n", ratio, plan_gpu_speed(&r, 16, RECOMPUTE_NONE, 0) / plan_gpu_speed(&r, 32, RECOMPUTE_GELU, 0));
     /* whole layers are weighed against the fastest of the cheaper trades, not their largest micro-batch, and win
      * only when rated faster (a review's case: 22 without recomputing, over 32 with GELU+LayerNorm; whole
      * layers at 44 rate between the two) */
@@ -554,16 +559,16 @@ static void test_cheaper_trades_by_speed(void) {
           "L3 C112 T1836 on 80 SMs: micro-batch %d, recompute %s, passed %d %s (want 22 none over 32 GELU+LayerNorm)", p.micro_batch,
           recompute_name(p.recompute), p.passed_micro_batch, recompute_name(p.passed_recompute));
     CHECK(plan_layout(&q, &s, 44, 1, RECOMPUTE_LAYERS, CHUNK_STEP, NGPT_DTYPE_F32) <= s.budget &&
-              plan_gpu_speed(&s, 44, RECOMPUTE_LAYERS) > plan_gpu_speed(&s, 32, RECOMPUTE_GELU_LN) &&
-              plan_gpu_speed(&s, 44, RECOMPUTE_LAYERS) < plan_gpu_speed(&s, 22, RECOMPUTE_NONE),
+              plan_gpu_speed(&s, 44, RECOMPUTE_LAYERS, 0) > plan_gpu_speed(&s, 32, RECOMPUTE_GELU_LN, 0) &&
+              plan_gpu_speed(&s, 44, RECOMPUTE_LAYERS, 0) < plan_gpu_speed(&s, 22, RECOMPUTE_NONE, 0),
           "whole layers at 44 should fit and rate between 32 with GELU+LayerNorm and 22 without");
     /* a tiny model, below the model's floor (0.228 of the full rate): the rate still doubles with the micro-batch,
      * so a larger one that recomputes wins (a review's case: with a flat floor, 2 without recomputing over 4
      * with GELU+LayerNorm; now 8 recomputing whole layers, rated twice 4's) */
     ModelShape tiny = {4, 4, 64, 50257, 50304, 64, 0};
     PlanRequest t = request(tiny, 64, 32, 1, NGPT_DTYPE_BF16, DEV_BACKEND_CUDA, 325 * MiB - CUDA_SAFETY_MARGIN);
-    CHECK(plan_gpu_speed(&t, 4, RECOMPUTE_GELU_LN) > 1.8 * plan_gpu_speed(&t, 2, RECOMPUTE_NONE) &&
-              plan_gpu_speed(&t, 2, RECOMPUTE_NONE) > 1.9 * plan_gpu_speed(&t, 1, RECOMPUTE_NONE),
+    CHECK(plan_gpu_speed(&t, 4, RECOMPUTE_GELU_LN, 0) > 1.8 * plan_gpu_speed(&t, 2, RECOMPUTE_NONE, 0) &&
+              plan_gpu_speed(&t, 2, RECOMPUTE_NONE, 0) > 1.9 * plan_gpu_speed(&t, 1, RECOMPUTE_NONE, 0),
           "below the floor the rate should double with the micro-batch");
     CHECK(plan_make(&p, &t, err, sizeof err) == 0 && p.micro_batch == 8 && p.recompute == RECOMPUTE_LAYERS && p.moments_dtype == NGPT_DTYPE_F32 &&
               p.passed_micro_batch == 4 && p.passed_recompute == RECOMPUTE_GELU_LN,
@@ -571,7 +576,7 @@ static void test_cheaper_trades_by_speed(void) {
           p.micro_batch, recompute_name(p.recompute), p.passed_micro_batch, recompute_name(p.passed_recompute));
     /* and nowhere does the rate fall by more than half from one micro-batch to half of it */
     for (int B = 2; B <= 4096; B *= 2)
-        CHECK(plan_gpu_speed(&t, B / 2, RECOMPUTE_NONE) >= 0.5 * plan_gpu_speed(&t, B, RECOMPUTE_NONE) * (1 - 1e-12),
+        CHECK(plan_gpu_speed(&t, B / 2, RECOMPUTE_NONE, 0) >= 0.5 * plan_gpu_speed(&t, B, RECOMPUTE_NONE, 0) * (1 - 1e-12),
               "micro-batch %d rated under half of %d", B / 2, B);
     /* the CPU at the same choice: the largest micro-batch */
     PlanRequest c = request(m, 1024, 64, 1, NGPT_DTYPE_F32, DEV_BACKEND_CPU, 1e15);
@@ -583,7 +588,7 @@ static void test_cheaper_trades_by_speed(void) {
 }
 
 /* On a GPU whole layers are recomputed where they buy a micro-batch that plan_gpu_speed puts ahead of the
- * cheaper trades' (the 2.68 GiB card: 8 in place of 2, which ran 1.12x as fast on an H200); on the CPU only
+ * cheaper trades' (the 2.68 GiB card: 8 in place of 2, which ran 1.32x as fast on an H200); on the CPU only
  * where nothing cheaper fits at any micro-batch; bf16 AdamW moments after either */
 static void test_whole_layers(void) {
     char err[NGPT_ERRLEN];
@@ -595,34 +600,47 @@ static void test_whole_layers(void) {
     r.pin_recompute = RECOMPUTE_GELU_LN;
     CHECK(plan_make(&q, &r, err, sizeof err) == 0 && q.recompute == RECOMPUTE_GELU_LN && q.micro_batch == 2,
           "2.68 GiB, recompute = 2: micro-batch %d (want 2): %s", q.micro_batch, err);
-    double ratio = plan_gpu_speed(&r, 8, RECOMPUTE_LAYERS) / plan_gpu_speed(&r, 2, RECOMPUTE_GELU_LN);
-    CHECK(ratio > 1.08 && ratio < 1.16, "the model's 8 with whole layers over 2 with GELU+LayerNorm: %.3f (an H200 ran 1.12x)", ratio);
+    double ratio = plan_gpu_speed(&r, 8, RECOMPUTE_LAYERS, p.logits_chunk) / plan_gpu_speed(&r, 2, RECOMPUTE_GELU_LN, q.logits_chunk);
+    CHECK(ratio > 1.25 && ratio < 1.40, "the model's 8 with whole layers over 2 with GELU+LayerNorm: %.3f (an H200 ran 1.32x)", ratio);
     printf("  2.68 GiB: micro-batch %d x %d recomputing whole layers, activations %.0f MiB (GELU+LayerNorm, pinned: %d, %.0f MiB); "
            "modeled %.3fx\n", p.micro_batch, p.grad_accum, p.cat_bytes[CAT_ACTS] / MiB, q.micro_batch, q.cat_bytes[CAT_ACTS] / MiB, ratio);
     /* twice the micro-batch does not pay for whole layers: 16 against 8 with GELU+LayerNorm */
-    CHECK(plan_gpu_speed(&r, 16, RECOMPUTE_LAYERS) < plan_gpu_speed(&r, 8, RECOMPUTE_GELU_LN),
+    CHECK(plan_gpu_speed(&r, 16, RECOMPUTE_LAYERS, 0) < plan_gpu_speed(&r, 8, RECOMPUTE_GELU_LN, 0),
           "16 with whole layers should not be modeled faster than 8 with GELU+LayerNorm");
     r.pin_recompute = -1;
     /* more memory never gets a plan the model rates slower: 3 GiB against 2.68 */
-    double speed_268 = plan_gpu_speed(&r, p.micro_batch, p.recompute);
+    double speed_268 = plan_gpu_speed(&r, p.micro_batch, p.recompute, p.logits_chunk);
     r.budget = 3.0 * GiB - CUDA_SAFETY_MARGIN;
-    CHECK(plan_make(&q, &r, err, sizeof err) == 0 && plan_gpu_speed(&r, q.micro_batch, q.recompute) >= speed_268,
+    CHECK(plan_make(&q, &r, err, sizeof err) == 0 && plan_gpu_speed(&r, q.micro_batch, q.recompute, q.logits_chunk) >= speed_268,
           "3 GiB: micro-batch %d, recompute %s, modeled %.3f, below 2.68 GiB's %.3f", q.micro_batch, recompute_name(q.recompute),
-          plan_gpu_speed(&r, q.micro_batch, q.recompute), speed_268);
-    /* fewer SMs fill their waves with fewer rows: the larger micro-batch buys less, and on a 12 GB RTX 3060's 28
-     * not enough */
+          plan_gpu_speed(&r, q.micro_batch, q.recompute, q.logits_chunk), speed_268);
+    /* and there 8 with whole layers at the full chunk, over 16 with them, which fits only with a chunk of 256 rows
+     * (a chunk that small ran the classifier at half the rate on an H200), and over 4 with GELU and LayerNorm (the
+     * model before the seventh run's fit took that one) */
+    Plan big;
+    CHECK(q.micro_batch == 8 && q.recompute == RECOMPUTE_LAYERS && q.logits_chunk == 2048 &&
+              plan_fit_smaller_chunk(&big, &r, 16, 1, RECOMPUTE_LAYERS, NGPT_DTYPE_F32) == 256 &&
+              plan_gpu_speed(&r, 16, RECOMPUTE_LAYERS, 256) < plan_gpu_speed(&r, 8, RECOMPUTE_LAYERS, 2048) &&
+              q.passed_micro_batch == 4 && q.passed_recompute == RECOMPUTE_GELU_LN,
+          "3 GiB: micro-batch %d, recompute %s, chunk %d, passed %d %s (want 8, whole layers, 2048, over 16 at 256 rows and 4 GELU+LayerNorm)",
+          q.micro_batch, recompute_name(q.recompute), q.logits_chunk, q.passed_micro_batch, recompute_name(q.passed_recompute));
+    /* fewer SMs fill their waves with fewer rows: the larger micro-batch buys less (on a 12 GB RTX 3060's 28 SMs
+     * whole layers at 4, not 8), and on 8 SMs not enough to recompute whole layers */
     r.budget = 2.68 * GiB - CUDA_SAFETY_MARGIN;
     double ratio_by_sms[3];
     static const int sms[3] = {132, 28, 8};
     for (int k = 0; k < 3; k++) {
         r.gpu_sms = sms[k];
-        ratio_by_sms[k] = plan_gpu_speed(&r, 8, RECOMPUTE_LAYERS) / plan_gpu_speed(&r, 2, RECOMPUTE_GELU_LN);
+        ratio_by_sms[k] = plan_gpu_speed(&r, 8, RECOMPUTE_LAYERS, 0) / plan_gpu_speed(&r, 2, RECOMPUTE_GELU_LN, 0);
     }
     CHECK(ratio_by_sms[0] > ratio_by_sms[1] && ratio_by_sms[1] > ratio_by_sms[2], "modeled gain of whole layers on 132, 28, 8 SMs: %.3f %.3f %.3f",
           ratio_by_sms[0], ratio_by_sms[1], ratio_by_sms[2]);
     r.gpu_sms = 28;
-    CHECK(plan_make(&q, &r, err, sizeof err) == 0 && q.recompute == RECOMPUTE_GELU_LN && q.micro_batch == 2,
-          "2.68 GiB on 28 SMs: micro-batch %d, recompute %s (want 2, GELU+LayerNorm)", q.micro_batch, recompute_name(q.recompute));
+    CHECK(plan_make(&q, &r, err, sizeof err) == 0 && q.recompute == RECOMPUTE_LAYERS && q.micro_batch == 4,
+          "2.68 GiB on 28 SMs: micro-batch %d, recompute %s (want 4, whole layers)", q.micro_batch, recompute_name(q.recompute));
+    r.gpu_sms = 8;
+    CHECK(plan_make(&q, &r, err, sizeof err) == 0 && q.recompute < RECOMPUTE_LAYERS && q.micro_batch < 4,
+          "2.68 GiB on 8 SMs: micro-batch %d, recompute %s (want a cheaper trade under 4)", q.micro_batch, recompute_name(q.recompute));
     r.gpu_sms = 0;
     /* the CPU at the 2.68 GiB card's micro-batches: the cheaper trades first */
     PlanRequest c = request(m, 1024, 64, 1, NGPT_DTYPE_F32, DEV_BACKEND_CPU, 1e15);
@@ -655,8 +673,8 @@ static void test_moments_dtype(void) {
     PlanRequest r = request(m, 1024, 64, 1, NGPT_DTYPE_BF16, DEV_BACKEND_CUDA, 2.2 * GiB - CUDA_SAFETY_MARGIN);
     Plan p, q;
     CHECK(plan_make(&p, &r, err, sizeof err) == 0 && p.moments_dtype == NGPT_DTYPE_F32 && p.micro_batch == 1 &&
-              p.bf16_micro_batch == 8 && p.bf16_recompute == RECOMPUTE_LAYERS && p.bf16_gain > 1.5 && p.bf16_gain < 1.8,
-          "2.2 GiB: micro-batch %d, moments %d, offer %d %s %.3f (want 1, fp32, offer 8 whole layers ~1.65x): %s", p.micro_batch,
+              p.bf16_micro_batch == 8 && p.bf16_recompute == RECOMPUTE_LAYERS && p.bf16_gain > 1.8 && p.bf16_gain < 2.2,
+          "2.2 GiB: micro-batch %d, moments %d, offer %d %s %.3f (want 1, fp32, offer 8 whole layers ~2.0x, an H200 ran 2.006x): %s", p.micro_batch,
           p.moments_dtype, p.bf16_micro_batch, recompute_name(p.bf16_recompute), p.bf16_gain, err);
     printf("  2.2 GiB: fp32 moments micro-batch %d x %d; offer bf16 at %d x %d (%s), modeled %.2fx\n", p.micro_batch, p.grad_accum,
            p.bf16_micro_batch, 64 / p.bf16_micro_batch, recompute_name(p.bf16_recompute), p.bf16_gain);
@@ -681,7 +699,7 @@ static void test_moments_dtype(void) {
         if (p.moments_dtype == NGPT_DTYPE_F32) {
             fp32_plans++;
             CHECK(plan_make(&q, &b, NULL, 0) == 0, "%.2f GiB: bf16 moments must fit where fp32 do", g);
-            gain = plan_gpu_speed(&r, q.micro_batch, q.recompute) / plan_gpu_speed(&r, p.micro_batch, p.recompute);
+            gain = plan_gpu_speed(&r, q.micro_batch, q.recompute, q.logits_chunk) / plan_gpu_speed(&r, p.micro_batch, p.recompute, p.logits_chunk);
         }
         int want = gain >= BF16_MOMENTS_HINT;
         offers += want;
