@@ -1032,6 +1032,13 @@ static void loads_as_small_vocab(const char *json, const char *bpe, const char *
     CHECK(rc == 0 && t, "%s: did not load: %s", what, err);
     if (!t) return;
     CHECK(t->n_vocab == 260 && t->n_merges == 3, "%s: %d tokens, %d merges (want 260, 3)", what, t->n_vocab, t->n_merges);
+    /* each merge in its place, the last line's too, in the room laid out for them (the vocabulary's table follows) */
+    static const int32_t merge_pairs[3][2] = {{'a', 'b'}, {256, 'c'}, {' ', 'a'}};
+    for (int r = 0; r < 3 && t->n_merges == 3; r++)
+        CHECK(t->merges[r].left == merge_pairs[r][0] && t->merges[r].right == merge_pairs[r][1], "%s: merge %d is (%d, %d), want (%d, %d)", what,
+              r, t->merges[r].left, t->merges[r].right, merge_pairs[r][0], merge_pairs[r][1]);
+    CHECK((const char *)t->vocab - (const char *)t->merges >= (ptrdiff_t)(t->n_merges * sizeof *t->merges),
+          "%s: %d merges loaded into room for %td", what, t->n_merges, ((const char *)t->vocab - (const char *)t->merges) / (ptrdiff_t)sizeof *t->merges);
     /* every token is found again by its bytes: the tables were not overwritten */
     for (int32_t id = 0; id < t->n_vocab; id++) {
         const char *p = ngpt_tokenizer_token(t, id, &len);
