@@ -163,17 +163,19 @@ cli() { # CC
     [ "$1" -lt 80 ] && dt=float16
     rm -rf "$D"
     mkdir -p "$D"
-    check() { # NAME PATTERN COMMAND...: the command exits 0 and prints a line matching PATTERN
-        local name=$1 pat=$2 out rc
+    check() { # NAME PATTERNS COMMAND...: the command exits 0 and prints a line matching each of PATTERNS (one a line)
+        local name=$1 pats=$2 out rc pat matched=1
         shift 2
         out=$("$@" 2>&1)
         rc=$?
-        if [ $rc = 0 ] && grep -qE -- "$pat" <<<"$out"; then
+        while IFS= read -r pat; do grep -qE -- "$pat" <<<"$out" || matched=0; done <<<"$pats"
+        if [ $rc = 0 ] && [ $matched = 1 ]; then
             echo "ok nanogpt $name"
             p=$((p + 1))
         else
             echo "$out" | tail -n 20
-            echo "FAIL nanogpt $name: exit status $rc, or no line matching /$pat/"
+            echo "FAIL nanogpt $name: exit status $rc, or no line matching one of these:"
+            echo "$pats"
             f=$((f + 1))
         fi
     }
@@ -192,7 +194,8 @@ cli() { # CC
     check "plan: the GPU recipe" "L=6 NH=6 C=384" "$N" plan --device=cuda
     check bench "^bench_result tokens_per_s=[0-9]" "$N" bench --device=cuda --n_layer=1 --n_head=2 --n_embd=64 --block_size=32 \
         --vocab_size=100 --batch_size=2 --steps=2 --warmup=1
-    check "bench --kernels" "^kernel classifier loss +[0-9.]+ ms [0-9]+ GB/s" "$N" bench --kernels --device=cuda --n_layer=1 --n_head=2 --n_embd=64 \
+    check "bench --kernels (the fused GELU products too)" $'^kernel classifier loss +[0-9.]+ ms [0-9]+ GB/s\n^kernel matmul fc fwd gelu +[0-9.]+ ms\n^kernel matmul mlp proj dinp gelu +[0-9.]+ ms' \
+        "$N" bench --kernels --device=cuda --n_layer=1 --n_head=2 --n_embd=64 \
         --block_size=32 --vocab_size=100 --batch_size=2
     echo "summary: $p passed, $f failed"
     [ $f = 0 ]

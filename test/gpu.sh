@@ -15,7 +15,8 @@
 # LayerNorm), at 3.5 GiB (against 8 with whole layers) and at 2.2 GiB (fp32 against bf16 AdamW moments),
 # and bench's op-by-op step under the cap: needs
 # data/gpt2/{encoder.json,vocab.bpe} carried),
-# bench (nanogpt bench and tools/bench_torch_gpt2.py: end to end, every matmul shape, attention, LayerNorm, the loss, memory;
+# bench (nanogpt bench and tools/bench_torch_gpt2.py: end to end, every matmul shape (and the two with GELU fused), attention,
+# LayerNorm, the loss, memory;
 # sampling speed with 1 and 10 samples; on Hopper the older kernels and each variant knob against the default, the
 # attention without its warpgroups' turns included).
 # Not in the default run: recipe (nanoGPT's shakespeare_char GPU recipe, 71 s on an H200: bash test/gpu.sh
@@ -30,9 +31,10 @@
 # "check | result | numbers" is printed last. Exit status 1 when any check failed (SKIP is not a failure).
 # The default run does not fit one 10-minute device call. On an H200 (2026-12-04, prebuilt binaries): ops,
 # train (without the 300-step curve), capped and bench in one call, 374 s (ops 235 s for its 13 sweeps, under
-# the 300 s GPU_SH_OPS_S; capped 44 s with its 6 GiB and 2.2 GiB bench pairs; bench 77 s); the 300-step curve
-# adds about 3 minutes (its CPU side). profile 36 s; sanitize: memcheck and synccheck 15-16 s each, racecheck
-# bf16 121 s (every kernel and variant), f16 26 s (its default kernels alone), f32 86 s (2026-11-26).
+# the 300 s GPU_SH_OPS_S; capped 44 s with its 6 GiB and 2.2 GiB bench pairs, two pairs more since; bench 77 s);
+# the 300-step curve adds about 3 minutes (its CPU side). profile 36 s (six kernels; eight since); sanitize:
+# memcheck and synccheck 15-16 s each, racecheck bf16 121 s (every kernel and variant), f16 26 s (its default
+# kernels alone), f32 86 s (2026-11-26).
 # So it takes two calls:
 #   GPU_SH_CURVE=0 bash test/gpu.sh ops train capped bench      then      bash test/gpu.sh profile sanitize
 # (f32 racecheck starts only with its whole cap left, else SKIP; the curve: bash test/gpu.sh train)
@@ -526,7 +528,7 @@ if want bench && [ $BUILT = 0 ] && time_left "benchmarks" 150 bench; then
             NGPT_TILE_ORDER=m timeout $(cap_time 90) "$BUILD/nanogpt" bench --device=cuda --kernels
             echo "== nanogpt bench --kernels, at most 2 split-K slices"
             NGPT_SPLITK_MAX=2 timeout $(cap_time 90) "$BUILD/nanogpt" bench --device=cuda --kernels
-            # bench --kernels times plain products; the step has the fused kinds (GELU, its derivative, the residual) too
+            # bench --kernels times the GELU products fused too; the residual's fused kind only the step has
             echo "== nanogpt bench, staged epilogue"
             NGPT_EPILOGUE=staged timeout $(cap_time 90) "$BUILD/nanogpt" bench --device=cuda --steps=10 --warmup=2 --gradient_accumulation_steps=1
         fi
@@ -631,12 +633,25 @@ if want bench && [ $BUILT = 0 ] && time_left "benchmarks" 150 bench; then
         done
         row "attention turns vs none (each >= 1.0)" "$verdict" "${turns#, }"
     fi
+    # GELU fused into its products as the step runs them (fc's forward also writes GELU of its output, the MLP
+    # projection's input gradient is multiplied by GELU's derivative): each against the same product plain, in
+    # the same pass; a measurement (FAIL only when bench --kernels has no fused rows)
+    gf="" pl="" fu=""
+    for pp in "fc fwd" "mlp proj dinp"; do
+        pl=$(awk -F'\t' -v n="matmul $pp" '$1 == n {print $2}' "$BUILD/k_ours")
+        fu=$(awk -F'\t' -v n="matmul $pp gelu" '$1 == n {print $2}' "$BUILD/k_ours")
+        [ -n "$pl" ] && [ -n "$fu" ] || break
+        gf="$gf, $pp $fu ms fused vs $pl plain ($(awk -v a="$fu" -v b="$pl" 'BEGIN{printf "%+.0f%%", 100 * (a / b - 1)}'))"
+    done
+    if [ -n "$pl" ] && [ -n "$fu" ]; then row "GELU fused into its products" PASS "${gf#, }"
+    else row "GELU fused into its products" FAIL "no fused rows in bench --kernels; see bench.log"; fi
     echo "bench: $(($(date +%s) - t0)) s"
 fi
 
 # ---- profile (not in the default run; bash test/gpu.sh profile, about a minute): Nsight Compute on the first
 # launch of the default matmul kernel, the attention forward, both attention backward kernels, the
-# LayerNorm backward and split-K's reduction in `nanogpt bench --kernels` (the qkv forward product; attention
+# LayerNorm backward, split-K's reduction and the TMA matmul with GELU and with its derivative fused in
+# `nanogpt bench --kernels` (the qkv forward product; fc's forward, the MLP projection's input gradient; attention
 # and LayerNorm at GPT-2's shapes; the slices of the first product that splits): speed of light, warp stall
 # reasons (an instruction-cache bound kernel stalls on "no instruction"), memory and instruction statistics.
 # Appended to bench.log -------------------------------------------------------------------------------------
@@ -647,12 +662,17 @@ if want profile && [ $BUILT = 0 ] && time_left "ncu profile" 60 profile; then
     else
         t0=$(date +%s)
         okp=0
+        # the last two: the TMA kernel's builds with GELU (template argument EK = EPI_GELU, 1) and its derivative
+        # (EPI_DGELU, 2) fused, matched on the demangled name (fc's forward and the MLP projection's input gradient)
         kernels=("regex:matmul_(tma|wgmma|tc)_kernel" "regex:attn_forward_(wgmma|tc)" "regex:attn_backward_dkdv" "regex:attn_backward_dq"
-            "regex:layernorm_backward_kernel" "regex:splitk_reduce_kernel")
+            "regex:layernorm_backward_kernel" "regex:splitk_reduce_kernel"
+            "demangled:regex:matmul_tma_kernel<[^,]*, [^,]*, [^,]*, (\(int\))?1, " "demangled:regex:matmul_tma_kernel<[^,]*, [^,]*, [^,]*, (\(int\))?2, ")
         for k in "${kernels[@]}"; do
             echo "== ncu $k" >>"$LOG/bench.log"
             rm -f "$BUILD/ncu.ncu-rep"
-            timeout $(cap_time 150) "$NCU" --clock-control none --kernel-name "$k" --launch-count 1 --section SpeedOfLight \
+            base=()
+            [ "${k#demangled:}" != "$k" ] && base=(--kernel-name-base demangled)
+            timeout $(cap_time 150) "$NCU" --clock-control none "${base[@]}" --kernel-name "${k#demangled:}" --launch-count 1 --section SpeedOfLight \
                 --section WarpStateStats --section MemoryWorkloadAnalysis --section InstructionStats --section LaunchStats \
                 --section SchedulerStats --section SourceCounters --import-source no --export "$BUILD/ncu" --force-overwrite \
                 "$BUILD/nanogpt" bench --device=cuda --kernels >"$BUILD/ncu.out" 2>&1

@@ -138,21 +138,53 @@ static void test_profiling_changes_nothing(void) {
     ngpt_trainer_free(b);
 }
 
+/* the documented meaning of the optional fusions, for a CPU backend that has none: the products bench --kernels
+ * times fused (fc's forward with GELU, the MLP projection's input gradient with its derivative), counted */
+static int fused_forward_calls, fused_backward_calls;
+static void fused_forward_gelu(ngpt_backend *be, void *pre, void *act, const void *inp, const void *w, const void *bias, int N, int C, int OC) {
+    fused_forward_calls++;
+    be->matmul_forward(be, pre, inp, w, bias, N, C, OC);
+    be->gelu_forward(be, act, pre, (size_t)N * OC);
+}
+static void fused_backward_gelu(ngpt_backend *be, void *dinp, void *dw, void *dbias, const void *dout, const void *inp, const void *w,
+                                const void *pre, int N, int C, int OC) {
+    fused_backward_calls++;
+    CHECK(dinp && pre && !dw && !dbias, "the fused input gradient is timed alone, with GELU's input");
+    be->matmul_backward(be, dinp, dw, dbias, dout, inp, w, N, C, OC);
+    be->gelu_backward(be, dinp, pre, dinp, (size_t)N * C);
+}
+
+/* every product, attention, LayerNorm and the loss timed, in order; with the backend's GELU fusions (here
+ * the test's), fc's forward and the MLP projection's input gradient again, fused, after their plain three */
 static void test_kernel_timings(void) {
-    ngpt_trainer *tr = make();
+    ngpt_trainer *tr = make_sized(3, 64); /* (two layers' AdamW moments hold fc's fused forward, not the MLP projection's) */
     if (!tr) return;
-    KernelTime kt[N_KERNEL_TIMES];
-    int crows = 0, n = bench_kernels(tr, kt, &crows);
-    CHECK(crows == tr->plan.logits_chunk, "classifier rows %d, the planned chunk %d (the moments hold it)", crows, tr->plan.logits_chunk);
-    CHECK(n == N_KERNEL_TIMES, "%d kernel timings, expected %d", n, N_KERNEL_TIMES);
-    for (int i = 0; i < n; i++) /* the products and attention count FLOPs, the memory-bound ops bytes */
-        CHECK(kt[i].seconds > 0 && (i < 17 ? kt[i].flops > 0 && kt[i].bytes == 0 : kt[i].flops == 0 && kt[i].bytes > 0), "%s: %g s, %g FLOP, %g bytes",
-              kt[i].name, kt[i].seconds, kt[i].flops, kt[i].bytes);
-    CHECK(!strcmp(kt[1].name, "matmul qkv dinp") && !strcmp(kt[2].name, "matmul qkv dweight") && !strcmp(kt[12].name, "matmul classifier chunk fwd") &&
-              !strcmp(kt[16].name, "attention bwd") && !strcmp(kt[17].name, "layernorm fwd") && !strcmp(kt[19].name, "classifier loss"),
-          "names: %s, %s, %s, %s, %s, %s", kt[1].name, kt[2].name, kt[12].name, kt[16].name, kt[17].name, kt[19].name);
-    CHECK(kt[1].flops == kt[0].flops && kt[2].flops == kt[0].flops, "each product 2 N C OC FLOPs: %g, %g, %g", kt[0].flops, kt[1].flops, kt[2].flops);
-    CHECK(nonzero_moments(tr) == 0, "%zu bytes of the AdamW moments are not zero after the kernel timings", nonzero_moments(tr));
+    for (int fused = 0; fused < 2; fused++) {
+        if (fused) {
+            tr->be->matmul_forward_gelu = fused_forward_gelu;
+            tr->be->matmul_backward_gelu = fused_backward_gelu;
+        }
+        KernelTime kt[N_KERNEL_TIMES];
+        int crows = 0, n = bench_kernels(tr, kt, &crows), want = fused ? N_KERNEL_TIMES : N_KERNEL_TIMES - 2, products = want - 5;
+        CHECK(crows == tr->plan.logits_chunk, "classifier rows %d, the planned chunk %d (the moments hold it)", crows, tr->plan.logits_chunk);
+        CHECK(n == want, "fusions %d: %d kernel timings, expected %d", fused, n, want);
+        for (int i = 0; i < n; i++) /* the products and attention count FLOPs, the memory-bound ops bytes */
+            CHECK(kt[i].seconds > 0 && (i < products + 2 ? kt[i].flops > 0 && kt[i].bytes == 0 : kt[i].flops == 0 && kt[i].bytes > 0),
+                  "%s: %g s, %g FLOP, %g bytes", kt[i].name, kt[i].seconds, kt[i].flops, kt[i].bytes);
+        const int f = fused; /* the rows after fc's fused forward move by one, after the MLP projection's by two */
+        CHECK(n == want && !strcmp(kt[1].name, "matmul qkv dinp") && !strcmp(kt[2].name, "matmul qkv dweight") &&
+                  !strcmp(kt[8].name, "matmul fc dweight") && !strcmp(kt[9 + f].name, "matmul mlp proj fwd") &&
+                  !strcmp(kt[12 + 2 * f].name, "matmul classifier chunk fwd") && !strcmp(kt[16 + 2 * f].name, "attention bwd") &&
+                  !strcmp(kt[17 + 2 * f].name, "layernorm fwd") && !strcmp(kt[19 + 2 * f].name, "classifier loss"),
+              "fusions %d: names %s, %s, %s, %s", fused, kt[1].name, kt[9 + f].name, kt[12 + 2 * f].name, kt[n - 1].name);
+        CHECK(kt[1].flops == kt[0].flops && kt[2].flops == kt[0].flops, "each product 2 N C OC FLOPs: %g, %g, %g", kt[0].flops, kt[1].flops, kt[2].flops);
+        if (fused)
+            CHECK(!strcmp(kt[9].name, "matmul fc fwd gelu") && !strcmp(kt[13].name, "matmul mlp proj dinp gelu") && kt[9].flops == kt[6].flops &&
+                      kt[13].flops == kt[11].flops && fused_forward_calls > 5 && fused_backward_calls > 5,
+                  "the fused products: %s (%g FLOPs), %s (%g FLOPs), called %d and %d times", kt[9].name, kt[9].flops, kt[13].name,
+                  kt[13].flops, fused_forward_calls, fused_backward_calls);
+        CHECK(nonzero_moments(tr) == 0, "%zu bytes of the AdamW moments are not zero after the kernel timings", nonzero_moments(tr));
+    }
     ngpt_trainer_free(tr);
 }
 
