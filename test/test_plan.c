@@ -614,7 +614,25 @@ static void test_whole_layers(void) {
     CHECK(plan_make(&q, &r, err, sizeof err) == 0 && plan_gpu_speed(&r, q.micro_batch, q.recompute, q.logits_chunk) >= speed_268,
           "3 GiB: micro-batch %d, recompute %s, modeled %.3f, below 2.68 GiB's %.3f", q.micro_batch, recompute_name(q.recompute),
           plan_gpu_speed(&r, q.micro_batch, q.recompute, q.logits_chunk), speed_268);
-    /* and there 8 with whole layers at the full chunk, over 16 with them, which fits only with a chunk of 256 rows
+    /* nor anywhere from 2.19 GiB (where fp32 moments first fit) to 12 GiB by 0.01: each budget's plan rated at least
+     * the last's (the plans that fit only grow with the budget, each trade's logits chunk with them) */
+    double last = 0, at = 0;
+    int budgets = 0;
+    for (double g = 2.19; g <= 12.0; g += 0.01) {
+        r.budget = g * GiB - CUDA_SAFETY_MARGIN;
+        if (plan_make(&q, &r, NULL, 0) || q.moments_dtype != NGPT_DTYPE_F32) continue;
+        double s = plan_gpu_speed(&r, q.micro_batch, q.recompute, q.logits_chunk);
+        CHECK(s >= last * (1 - 1e-12), "%.2f GiB: micro-batch %d, recompute %s, chunk %d, modeled %.4f, below %.2f GiB's %.4f", g, q.micro_batch,
+              recompute_name(q.recompute), q.logits_chunk, s, at, last);
+        if (s < last * (1 - 1e-12)) break;
+        last = s;
+        at = g;
+        budgets++;
+    }
+    CHECK(budgets > 900, "%d budgets planned with fp32 moments", budgets);
+    r.budget = 3.0 * GiB - CUDA_SAFETY_MARGIN;
+    CHECK(plan_make(&q, &r, err, sizeof err) == 0, "3 GiB: %s", err);
+    /* and at 3 GiB 8 with whole layers at the full chunk, over 16 with them, which fits only with a chunk of 256 rows
      * (a chunk that small ran the classifier at half the rate on an H200), and over 4 with GELU and LayerNorm (the
      * model before the seventh run's fit took that one) */
     Plan big;
