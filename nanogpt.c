@@ -2017,8 +2017,8 @@ static void smaller_gpt2(const PlanRequest *r, char *buf, size_t cap) {
  * plan plan_gpu_speed rates at least BF16_MOMENTS_HINT as fast, that plan's micro-batch, recompute level and
  * gain into *p, which plan_print and training's first lines offer as moments_dtype = bfloat16. fp32 stays the
  * default: it is PyTorch's AdamW, whose loss curve users compare against (GPT-2 124M drops from 8 x 8 with bf16
- * moments at 2.18 GiB to 1 x 64 with fp32 at 2.19, modeled 1.65x slower). top_B is plan_make's largest
- * micro-batch to try. */
+ * moments at 2.18 GiB to 1 x 64 with fp32 at 2.19, modeled 2.0x slower, measured 2.0x on an H200). top_B is
+ * plan_make's largest micro-batch to try. */
 static void plan_note_bf16_moments(Plan *p, const PlanRequest *r, int top_B) {
     const int top_rc = r->pin_recompute >= 0 ? r->pin_recompute : RECOMPUTE_NONE;
     const double speed = plan_gpu_speed(r, p->micro_batch, p->recompute, p->logits_chunk);

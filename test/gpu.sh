@@ -431,7 +431,7 @@ if want capped && [ $BUILT = 0 ] && time_left "2.68 GiB capped run" 180 capped; 
         fi
         # the same cap pinned to the cheaper trades (--recompute=2: micro-batch 2 where the planner picks 8 with
         # whole layers recomputed, plan_gpu_speed's choice): its curve held to the uncapped one as the capped run's
-        # is; the planner's run should be faster than it (an H200, 2026-11-28: 1.12x, where the model says 1.12x)
+        # is; the planner's run should be faster than it (an H200, 2026-12-04: 1.32x, where the model says 1.32x)
         cmp=$(compare_runs "$BUILD/out_cheaper" "$BUILD/out_uncapped")
         read -r n meand maxd tokl toku2 <<<"$cmp"
         if [ "$cmp" = none ] || [ "${n:-0}" -lt 50 ]; then
