@@ -10298,13 +10298,14 @@ static int cmp_doubles(const void *a, const void *b) {
 /* Kernel timings at the model's own shapes, in the AdamW moments (zeroed again after): each linear layer's
  * three products (the forward, the input gradient and the weight gradient, each alone; fc's forward and the MLP
  * projection's input gradient also with GELU fused, as the step runs them), the classifier's over
- * one planned chunk, attention forward and backward over one micro-batch, LayerNorm forward and backward, the
- * loss over one chunk. Each the fastest of repeated calls (time_best). */
+ * one planned chunk, attention forward and backward over one micro-batch, LayerNorm forward and backward, GELU
+ * forward and backward as ops of their own, the loss over one chunk. Each the fastest of repeated calls
+ * (time_best). */
 typedef struct {
     char name[40];
     double flops, bytes, seconds; /* a product or attention: its FLOPs; a memory-bound op: the bytes it must move at least */
 } KernelTime;
-enum { N_KERNEL_TIMES = 22 };
+enum { N_KERNEL_TIMES = 24 };
 
 /* The fastest of repeated runs after a warm-up run: at least 5, and on until 0.2 s have passed (at most 200),
  * so that a shared machine's quiet moments are found (a peak measured in a busy one made MFU exceed 100%). */
@@ -10348,6 +10349,13 @@ static void kernel_layernorm(void *arg) {
     KernelCall *k = (KernelCall *)arg;
     if (k->backward) k->be->layernorm_backward(k->be, k->dx, k->dw, k->dbias, k->y, k->x, k->w, k->lse, k->lse + k->N, k->N, k->C);
     else k->be->layernorm_forward(k->be, k->y, k->lse, k->lse + k->N, k->x, k->w, k->bias, k->N, k->C);
+}
+/* GELU over the N x C values of x into dx; backward: dx = dout (y) times GELU's derivative at x, the separate ops
+ * a step runs where the backend does not fuse them into the products */
+static void kernel_gelu(void *arg) {
+    KernelCall *k = (KernelCall *)arg;
+    if (k->backward) k->be->gelu_backward(k->be, k->dx, k->x, k->y, (size_t)k->N * k->C);
+    else k->be->gelu_forward(k->be, k->dx, k->x, (size_t)k->N * k->C);
 }
 /* the loss over N rows of logits x (OC = Vp columns, the first C = V of them the vocabulary), losses into lse,
  * the gradient in place */
@@ -10432,7 +10440,7 @@ CLI_USED static int bench_kernels(ngpt_trainer *tr, KernelTime out[N_KERNEL_TIME
          * holds its other N x 4C operand, that product again fused, as the step runs it: fc's forward (which also
          * writes GELU of its output) and the MLP projection's input gradient (times GELU's derivative at the
          * forward's input) */
-        static const char *const products[4] = {"fwd", "dinp", "dweight", NULL};
+        static const char *const products[3] = {"fwd", "dinp", "dweight"};
         int gelu_product = !strcmp(lin[i].name, "fc") ? 0 : !strcmp(lin[i].name, "mlp proj") ? 1 : -1;
         if ((gelu_product == 0 && !be->matmul_forward_gelu) || (gelu_product == 1 && !be->matmul_backward_gelu))
             gelu_product = -1; /* the backend has not fused it: the step runs the ops one by one */
@@ -10472,7 +10480,8 @@ CLI_USED static int bench_kernels(ngpt_trainer *tr, KernelTime out[N_KERNEL_TIME
         use_scratch(tr, &p->train);
     }
     /* the memory-bound ops, by the bytes each must move at least: LayerNorm over the N x C activations (its
-     * backward adds into dinp, so reads it too), and the loss over one classifier chunk */
+     * backward adds into dinp, so reads it too), GELU and its derivative over the N x 4C ones as separate ops
+     * (beside the fused products above: what fusing saves or costs), and the loss over one classifier chunk */
     size_t nc = (size_t)N * C, off_w = ALIGN_UP(3 * nc * a, 256), off_st = ALIGN_UP(off_w + 4 * (size_t)C * a, 256);
     if (off_st + 2 * (size_t)N * 4 <= room) {
         char *w = tr->m + off_w; /* weight, bias, their gradients: C each */
@@ -10491,6 +10500,18 @@ CLI_USED static int bench_kernels(ngpt_trainer *tr, KernelTime out[N_KERNEL_TIME
             out[n].flops = 0;
             out[n].bytes = (k.backward ? 4.0 : 2.0) * (double)nc * (double)a;
             out[n].seconds = time_best(be, kernel_layernorm, &k);
+        }
+    }
+    size_t ng = (size_t)N * 4 * C;
+    if (3 * ng * a <= room) {
+        KernelCall k = {.be = be, .x = tr->m, .y = tr->m + ng * a, .dx = tr->m + 2 * ng * a, .N = N, .C = 4 * C};
+        bench_fill_random(tr, k.x, ng, k.dx, ng * a, 1300000000); /* GELU's input; dx is the draws' scratch, then the output */
+        bench_fill_random(tr, k.y, ng, k.dx, ng * a, 1400000000); /* dout */
+        for (k.backward = 0; k.backward < 2; k.backward++, n++) {
+            snprintf(out[n].name, sizeof out[n].name, "gelu %s", k.backward ? "bwd" : "fwd");
+            out[n].flops = 0;
+            out[n].bytes = (k.backward ? 3.0 : 2.0) * (double)ng * (double)a;
+            out[n].seconds = time_best(be, kernel_gelu, &k);
         }
     }
     size_t rows = (size_t)*classifier_rows, nz = rows * m->Vp, off_loss = ALIGN_UP(nz * a, 256), off_tmp = ALIGN_UP(off_loss + rows * 8, 256);

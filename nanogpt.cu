@@ -4029,8 +4029,10 @@ int ngpt_cuda_backend_create(ngpt_backend **out, int dtype, char *err, size_t er
     be->layernorm_backward = cu_layernorm_backward;
     be->matmul_forward = cu_matmul_forward;
     be->matmul_backward = cu_matmul_backward;
-    be->matmul_forward_gelu = cu_matmul_forward_gelu;
-    be->matmul_backward_gelu = cu_matmul_backward_gelu;
+    const char *fuse_env = getenv("NGPT_FUSE_GELU"); /* "0": no GELU fusions, the step runs each product then the GELU op, to compare */
+    const bool fuse_gelu = !(fuse_env && !strcmp(fuse_env, "0"));
+    be->matmul_forward_gelu = fuse_gelu ? cu_matmul_forward_gelu : NULL;
+    be->matmul_backward_gelu = fuse_gelu ? cu_matmul_backward_gelu : NULL;
     be->matmul_forward_residual = cu_matmul_forward_residual;
     be->attention_forward = cu_attention_forward;
     be->attention_backward = cu_attention_backward;

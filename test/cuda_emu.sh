@@ -156,8 +156,8 @@ build_cc() {
 }
 # the command line on the emulated GPU, as a user runs it: info, prepare, train (cuda:0; bf16, or fp16 with
 # loss scaling on the sm_75), resume (and again with bf16 moments: the note that its run's were fp32), sample,
-# plan (the default job: the GPU recipe and the card's dtype), bench, bench --kernels; each must exit 0 and say
-# what it should
+# plan (the default job: the GPU recipe and the card's dtype), bench (and with NGPT_FUSE_GELU=0), bench --kernels;
+# each must exit 0 and say what it should
 cli() { # CC
     local N=$OUT/nanogpt_sm$1 D=$OUT/cli_sm$1 p=0 f=0 dt=bfloat16
     [ "$1" -lt 80 ] && dt=float16
@@ -192,9 +192,13 @@ cli() { # CC
     check sample "^-+$" "$N" sample --out_dir="$D/out" --data_dir="$D/data" --device=cuda --num_samples=2 --max_new_tokens=16 --start=The
     check "plan --device=cuda:0 (no config: the GPU recipe, in $dt)" "^device +cuda, $dt" "$N" plan --device=cuda:0
     check "plan: the GPU recipe" "L=6 NH=6 C=384" "$N" plan --device=cuda
-    check bench "^bench_result tokens_per_s=[0-9]" "$N" bench --device=cuda --n_layer=1 --n_head=2 --n_embd=64 --block_size=32 \
-        --vocab_size=100 --batch_size=2 --steps=2 --warmup=1
-    check "bench --kernels (the fused GELU products too)" $'^kernel classifier loss +[0-9.]+ ms [0-9]+ GB/s\n^kernel matmul fc fwd gelu +[0-9.]+ ms\n^kernel matmul mlp proj dinp gelu +[0-9.]+ ms' \
+    check "bench (GELU fused into the products)" $'^bench_result tokens_per_s=[0-9]\n^    matmul_forward_gelu +[0-9.]+ ms in\n^    matmul_backward_gelu +[0-9.]+ ms in' \
+        "$N" bench --device=cuda --n_layer=1 --n_head=2 --n_embd=64 --block_size=32 --vocab_size=100 --batch_size=2 --steps=2 --warmup=1
+    check "NGPT_FUSE_GELU=0 bench (GELU as ops of their own)" $'^bench_result tokens_per_s=[0-9]\n^    gelu_forward +[0-9.]+ ms in\n^    gelu_backward +[0-9.]+ ms in' \
+        env NGPT_FUSE_GELU=0 "$N" bench --device=cuda --n_layer=1 --n_head=2 --n_embd=64 --block_size=32 --vocab_size=100 --batch_size=2 \
+        --steps=2 --warmup=1
+    check "bench --kernels (the fused GELU products and the GELU ops too)" \
+        $'^kernel classifier loss +[0-9.]+ ms [0-9]+ GB/s\n^kernel matmul fc fwd gelu +[0-9.]+ ms\n^kernel matmul mlp proj dinp gelu +[0-9.]+ ms\n^kernel gelu bwd +[0-9.]+ ms' \
         "$N" bench --kernels --device=cuda --n_layer=1 --n_head=2 --n_embd=64 \
         --block_size=32 --vocab_size=100 --batch_size=2
     echo "summary: $p passed, $f failed"

@@ -16,7 +16,7 @@
 # and bench's op-by-op step under the cap: needs
 # data/gpt2/{encoder.json,vocab.bpe} carried),
 # bench (nanogpt bench and tools/bench_torch_gpt2.py: end to end, every matmul shape (and the two with GELU fused), attention,
-# LayerNorm, the loss, memory;
+# LayerNorm, GELU, the loss, memory; the step with GELU as ops of their own (NGPT_FUSE_GELU=0);
 # sampling speed with 1 and 10 samples; on Hopper the older kernels and each variant knob against the default, the
 # attention without its warpgroups' turns included).
 # Not in the default run: recipe (nanoGPT's shakespeare_char GPU recipe, 71 s on an H200: bash test/gpu.sh
@@ -510,6 +510,8 @@ if want bench && [ $BUILT = 0 ] && time_left "benchmarks" 150 bench; then
         # AdamW step per 40 of the peer's: about 4% in nanogpt's favour by the fourth run's optimizer share)
         echo "== nanogpt bench"; timeout $(cap_time 120) "$BUILD/nanogpt" bench --device=cuda --steps=20 --warmup=3 --gradient_accumulation_steps=1
         echo "== nanogpt bench --kernels"; timeout $(cap_time 90) "$BUILD/nanogpt" bench --device=cuda --kernels
+        echo "== nanogpt bench, GELU ops of their own"
+        NGPT_FUSE_GELU=0 timeout $(cap_time 90) "$BUILD/nanogpt" bench --device=cuda --steps=10 --warmup=2 --gradient_accumulation_steps=1
         if "$BUILD/nanogpt" info 2>&1 | grep -q "attention wgmma"; then # between default passes, so drift falls on both sides
             echo "== nanogpt bench --kernels, attention without turns"
             NGPT_ATTN_TURNS=0 timeout $(cap_time 90) "$BUILD/nanogpt" bench --device=cuda --kernels
@@ -528,7 +530,6 @@ if want bench && [ $BUILT = 0 ] && time_left "benchmarks" 150 bench; then
             NGPT_TILE_ORDER=m timeout $(cap_time 90) "$BUILD/nanogpt" bench --device=cuda --kernels
             echo "== nanogpt bench --kernels, at most 2 split-K slices"
             NGPT_SPLITK_MAX=2 timeout $(cap_time 90) "$BUILD/nanogpt" bench --device=cuda --kernels
-            # bench --kernels times the GELU products fused too; the residual's fused kind only the step has
             echo "== nanogpt bench, staged epilogue"
             NGPT_EPILOGUE=staged timeout $(cap_time 90) "$BUILD/nanogpt" bench --device=cuda --steps=10 --warmup=2 --gradient_accumulation_steps=1
         fi
@@ -634,17 +635,22 @@ if want bench && [ $BUILT = 0 ] && time_left "benchmarks" 150 bench; then
         row "attention turns vs none (each >= 1.0)" "$verdict" "${turns#, }"
     fi
     # GELU fused into its products as the step runs them (fc's forward also writes GELU of its output, the MLP
-    # projection's input gradient is multiplied by GELU's derivative): each against the same product plain, in
-    # the same pass; a measurement (FAIL only when bench --kernels has no fused rows)
-    gf="" pl="" fu=""
-    for pp in "fc fwd" "mlp proj dinp"; do
-        pl=$(awk -F'\t' -v n="matmul $pp" '$1 == n {print $2}' "$BUILD/k_ours")
-        fu=$(awk -F'\t' -v n="matmul $pp gelu" '$1 == n {print $2}' "$BUILD/k_ours")
-        [ -n "$pl" ] && [ -n "$fu" ] || break
-        gf="$gf, $pp $fu ms fused vs $pl plain ($(awk -v a="$fu" -v b="$pl" 'BEGIN{printf "%+.0f%%", 100 * (a / b - 1)}'))"
+    # projection's input gradient is multiplied by GELU's derivative), against the same product plain followed by
+    # the GELU op of its own (NGPT_FUSE_GELU=0's step), in the same pass: PASS where fusing is the faster way
+    gf="" pl="" fu="" op="" verdict=PASS
+    for pp in "fc fwd:gelu fwd" "mlp proj dinp:gelu bwd"; do
+        pl=$(awk -F'\t' -v n="matmul ${pp%%:*}" '$1 == n {print $2}' "$BUILD/k_ours")
+        fu=$(awk -F'\t' -v n="matmul ${pp%%:*} gelu" '$1 == n {print $2}' "$BUILD/k_ours")
+        op=$(awk -F'\t' -v n="${pp#*:}" '$1 == n {print $2}' "$BUILD/k_ours")
+        [ -n "$pl" ] && [ -n "$fu" ] && [ -n "$op" ] || break
+        [ "$(target "$(awk -v a="$fu" -v b="$pl" -v c="$op" 'BEGIN{printf "%.3f", (b + c) / a}')" 1.0)" = PASS ] || verdict=MISS
+        gf="$gf, ${pp%%:*} $fu ms fused vs $pl plain + $op ${pp#*:} ($(awk -v a="$fu" -v b="$pl" -v c="$op" 'BEGIN{printf "%.2fx", (b + c) / a}'))"
     done
-    if [ -n "$pl" ] && [ -n "$fu" ]; then row "GELU fused into its products" PASS "${gf#, }"
-    else row "GELU fused into its products" FAIL "no fused rows in bench --kernels; see bench.log"; fi
+    if [ -n "$pl" ] && [ -n "$fu" ] && [ -n "$op" ]; then row "GELU fused vs its own op (>= 1.0)" "$verdict" "${gf#, }"
+    else row "GELU fused vs its own op" FAIL "no fused or GELU rows in bench --kernels; see bench.log"; fi
+    nofuse_tok=$(bench_value "$LOG/bench.log" "== nanogpt bench, GELU ops of their own" tokens_per_s)
+    row "GELU fused vs its own op, end to end" "$(target "$(awk -v a="$ours_tok" -v b="$nofuse_tok" 'BEGIN{if (b > 0) printf "%.3f", a / b}')" 1.0)" \
+        "${ours_tok:-none} vs ${nofuse_tok:-none} tokens/s (NGPT_FUSE_GELU=0; op by op: bench.log's two profiled steps)"
     echo "bench: $(($(date +%s) - t0)) s"
 fi
 

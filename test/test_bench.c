@@ -154,7 +154,7 @@ static void fused_backward_gelu(ngpt_backend *be, void *dinp, void *dw, void *db
     be->gelu_backward(be, dinp, pre, dinp, (size_t)N * C);
 }
 
-/* every product, attention, LayerNorm and the loss timed, in order; with the backend's GELU fusions (here
+/* every product, attention, LayerNorm, GELU and the loss timed, in order; with the backend's GELU fusions (here
  * the test's), fc's forward and the MLP projection's input gradient again, fused, after their plain three */
 static void test_kernel_timings(void) {
     ngpt_trainer *tr = make_sized(3, 64); /* (two layers' AdamW moments hold fc's fused forward, not the MLP projection's) */
@@ -165,7 +165,7 @@ static void test_kernel_timings(void) {
             tr->be->matmul_backward_gelu = fused_backward_gelu;
         }
         KernelTime kt[N_KERNEL_TIMES];
-        int crows = 0, n = bench_kernels(tr, kt, &crows), want = fused ? N_KERNEL_TIMES : N_KERNEL_TIMES - 2, products = want - 5;
+        int crows = 0, n = bench_kernels(tr, kt, &crows), want = fused ? N_KERNEL_TIMES : N_KERNEL_TIMES - 2, products = want - 7;
         CHECK(crows == tr->plan.logits_chunk, "classifier rows %d, the planned chunk %d (the moments hold it)", crows, tr->plan.logits_chunk);
         CHECK(n == want, "fusions %d: %d kernel timings, expected %d", fused, n, want);
         for (int i = 0; i < n; i++) /* the products and attention count FLOPs, the memory-bound ops bytes */
@@ -175,9 +175,13 @@ static void test_kernel_timings(void) {
         CHECK(n == want && !strcmp(kt[1].name, "matmul qkv dinp") && !strcmp(kt[2].name, "matmul qkv dweight") &&
                   !strcmp(kt[8].name, "matmul fc dweight") && !strcmp(kt[9 + f].name, "matmul mlp proj fwd") &&
                   !strcmp(kt[12 + 2 * f].name, "matmul classifier chunk fwd") && !strcmp(kt[16 + 2 * f].name, "attention bwd") &&
-                  !strcmp(kt[17 + 2 * f].name, "layernorm fwd") && !strcmp(kt[19 + 2 * f].name, "classifier loss"),
+                  !strcmp(kt[17 + 2 * f].name, "layernorm fwd") && !strcmp(kt[19 + 2 * f].name, "gelu fwd") &&
+                  !strcmp(kt[20 + 2 * f].name, "gelu bwd") && !strcmp(kt[21 + 2 * f].name, "classifier loss"),
               "fusions %d: names %s, %s, %s, %s", fused, kt[1].name, kt[9 + f].name, kt[12 + 2 * f].name, kt[n - 1].name);
         CHECK(kt[1].flops == kt[0].flops && kt[2].flops == kt[0].flops, "each product 2 N C OC FLOPs: %g, %g, %g", kt[0].flops, kt[1].flops, kt[2].flops);
+        const double n4c = 4.0 * tr->plan.micro_batch * tr->plan.req.T * tr->ms.C * (double)act_size(tr); /* GELU's N x 4C values, bytes */
+        CHECK(kt[19 + 2 * f].bytes == 2 * n4c && kt[20 + 2 * f].bytes == 3 * n4c, "GELU's bytes: %g and %g, want %g and %g (read, write; the backward reads dout too)",
+              kt[19 + 2 * f].bytes, kt[20 + 2 * f].bytes, 2 * n4c, 3 * n4c);
         if (fused)
             CHECK(!strcmp(kt[9].name, "matmul fc fwd gelu") && !strcmp(kt[13].name, "matmul mlp proj dinp gelu") && kt[9].flops == kt[6].flops &&
                       kt[13].flops == kt[11].flops && fused_forward_calls > 5 && fused_backward_calls > 5,
