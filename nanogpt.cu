@@ -63,6 +63,9 @@ typedef struct {
     const void *ln_bwd_kernel; /* layernorm_backward's last kernel and row width (its warps and shared memory follow from C): */
     int ln_bwd_C;              /* its blocks an SM asked once, not at each of a step's calls */
     int ln_bwd_per_sm;
+    int loss_smem;             /* the loss keeps each row in shared memory between its passes where it fits (NGPT_LOSS_SMEM=0: not) */
+    int xent_Vp;               /* the row width it was last asked for, and the shared memory that takes (0: none) */
+    size_t xent_smem;
     void *dev_arena, *host_arena;
     void *scratch;             /* device scratch handed over by set_scratch, 256-byte aligned */
     size_t scratch_bytes;
@@ -282,6 +285,21 @@ static void cu_zero(ngpt_backend *be, void *dst, size_t bytes) {
  * Elementwise: fill_normal, cast, gelu, residual, dropout
  * ==================================================================================================== */
 
+/* VEC consecutive elements (of a row, or of an elementwise op's array), loaded and stored as one access: 16
+ * bytes (VEC = 16 / sizeof(T)) where the pointers are 16-byte aligned (and, for rows, the row length is a
+ * multiple of VEC), else VEC = 1 */
+template <typename T, int VEC> struct alignas(VEC * sizeof(T)) RowVec { T v[VEC]; };
+template <typename... P> static bool aligned16(const P *...p) { return ((0 | ... | (uintptr_t)p) & 15) == 0; }
+/* An elementwise op over n values VEC at a time: f(i, width) for the whole vectors (i = their first value,
+ * width VEC), then for the n % VEC values after them one at a time (width 1) by the grid's first threads */
+template <int VEC, typename F> static __device__ __forceinline__ void ew_vectors(size_t n, F f) {
+    const size_t nv = n / VEC, tail = nv * VEC + (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    GRID_STRIDE(i, nv) f(i * VEC, std::integral_constant<int, VEC>());
+    if (VEC > 1 && tail < n) f(tail, std::integral_constant<int, 1>());
+}
+/* The grid of an elementwise kernel over n values, 16 bytes a thread a turn (vec) or one value */
+template <typename T> static unsigned ew_vec_blocks(size_t n, bool vec) { return ew_blocks(vec ? n / (16 / sizeof(T)) : n); }
+
 /* Box-Muller on the shared hash, the formula of nanogpt.c's normal_at. */
 __global__ void fill_normal_kernel(float *dst, size_t n, float mean, float std, uint64_t seed, uint64_t stream) {
     GRID_STRIDE(i, n) {
@@ -314,32 +332,65 @@ static __device__ __forceinline__ float gelu_grad(float x) {
     float cdf = 0.5f * (1.0f + erff(x * GELU_SCALE)), pdf = INV_SQRT_2PI * expf(-0.5f * x * x);
     return cdf + x * pdf;
 }
-template <typename T> __global__ void gelu_forward_kernel(T *out, const T *inp, size_t n) {
-    GRID_STRIDE(i, n) out[i] = from_f<T>(gelu_of(to_f(inp[i])));
+/* out may alias inp, and in the backward dinp may alias dout: each vector is read, then written, by the same thread */
+template <typename T, int VEC> __global__ void gelu_forward_kernel(T *out, const T *inp, size_t n) {
+    ew_vectors<VEC>(n, [&](size_t i, auto width) {
+        constexpr int W = decltype(width)::value;
+        typedef RowVec<T, W> V;
+        V x = *(const V *)(inp + i);
+#pragma unroll
+        for (int e = 0; e < W; e++) x.v[e] = from_f<T>(gelu_of(to_f(x.v[e])));
+        *(V *)(out + i) = x;
+    });
 }
-/* dinp may alias dout: each element is read, then written, by the same thread */
-template <typename T> __global__ void gelu_backward_kernel(T *dinp, const T *inp, const T *dout, size_t n) {
-    GRID_STRIDE(i, n) dinp[i] = from_f<T>(to_f(dout[i]) * gelu_grad(to_f(inp[i])));
+template <typename T, int VEC> __global__ void gelu_backward_kernel(T *dinp, const T *inp, const T *dout, size_t n) {
+    ew_vectors<VEC>(n, [&](size_t i, auto width) {
+        constexpr int W = decltype(width)::value;
+        typedef RowVec<T, W> V;
+        const V x = *(const V *)(inp + i);
+        V g = *(const V *)(dout + i);
+#pragma unroll
+        for (int e = 0; e < W; e++) g.v[e] = from_f<T>(to_f(g.v[e]) * gelu_grad(to_f(x.v[e])));
+        *(V *)(dinp + i) = g;
+    });
 }
 static void cu_gelu_forward(ngpt_backend *be, void *out, const void *inp, size_t n) {
     if (!n) return;
-    DISPATCH_DTYPE(be->dtype, T, gelu_forward_kernel<T><<<ew_blocks(n), EW_THREADS, 0, impl_of(be)->stream>>>((T *)out, (const T *)inp, n));
+    const bool vec = aligned16(out, inp);
+    DISPATCH_DTYPE(be->dtype, T, {
+        auto *kernel = vec ? gelu_forward_kernel<T, 16 / sizeof(T)> : gelu_forward_kernel<T, 1>;
+        kernel<<<ew_vec_blocks<T>(n, vec), EW_THREADS, 0, impl_of(be)->stream>>>((T *)out, (const T *)inp, n);
+    });
     CU_LAUNCHED(be, "gelu_forward_kernel");
 }
 static void cu_gelu_backward(ngpt_backend *be, void *dinp, const void *inp, const void *dout, size_t n) {
     if (!n) return;
-    DISPATCH_DTYPE(be->dtype, T,
-                   gelu_backward_kernel<T><<<ew_blocks(n), EW_THREADS, 0, impl_of(be)->stream>>>((T *)dinp, (const T *)inp, (const T *)dout, n));
+    const bool vec = aligned16(dinp, inp, dout);
+    DISPATCH_DTYPE(be->dtype, T, {
+        auto *kernel = vec ? gelu_backward_kernel<T, 16 / sizeof(T)> : gelu_backward_kernel<T, 1>;
+        kernel<<<ew_vec_blocks<T>(n, vec), EW_THREADS, 0, impl_of(be)->stream>>>((T *)dinp, (const T *)inp, (const T *)dout, n);
+    });
     CU_LAUNCHED(be, "gelu_backward_kernel");
 }
 
-template <typename T> __global__ void residual_kernel(T *out, const T *a, const T *b, size_t n) {
-    GRID_STRIDE(i, n) out[i] = from_f<T>(to_f(a[i]) + to_f(b[i]));
+template <typename T, int VEC> __global__ void residual_kernel(T *out, const T *a, const T *b, size_t n) {
+    ew_vectors<VEC>(n, [&](size_t i, auto width) {
+        constexpr int W = decltype(width)::value;
+        typedef RowVec<T, W> V;
+        V x = *(const V *)(a + i);
+        const V y = *(const V *)(b + i);
+#pragma unroll
+        for (int e = 0; e < W; e++) x.v[e] = from_f<T>(to_f(x.v[e]) + to_f(y.v[e]));
+        *(V *)(out + i) = x;
+    });
 }
 static void cu_residual_forward(ngpt_backend *be, void *out, const void *a, const void *b, size_t n) {
     if (!n) return;
-    DISPATCH_DTYPE(be->dtype, T,
-                   residual_kernel<T><<<ew_blocks(n), EW_THREADS, 0, impl_of(be)->stream>>>((T *)out, (const T *)a, (const T *)b, n));
+    const bool vec = aligned16(out, a, b);
+    DISPATCH_DTYPE(be->dtype, T, {
+        auto *kernel = vec ? residual_kernel<T, 16 / sizeof(T)> : residual_kernel<T, 1>;
+        kernel<<<ew_vec_blocks<T>(n, vec), EW_THREADS, 0, impl_of(be)->stream>>>((T *)out, (const T *)a, (const T *)b, n);
+    });
     CU_LAUNCHED(be, "residual_kernel");
 }
 
@@ -444,11 +495,8 @@ static void cu_encoder_backward(ngpt_backend *be, void *dwte, void *dwpe, const 
  * partial sums in scratch, added in block order by a second kernel.
  * ==================================================================================================== */
 
-/* VEC consecutive elements of a row, loaded and stored as one access: 16 bytes (VEC = 16 / sizeof(T)) where
- * the row length is a multiple of VEC and the pointers are 16-byte aligned, else VEC = 1 */
-template <typename T, int VEC> struct alignas(VEC * sizeof(T)) RowVec { T v[VEC]; };
 template <typename T, typename... P> static bool rows_vectorizable(int C, const P *...rows) {
-    return C % (16 / (int)sizeof(T)) == 0 && ((0 | ... | (uintptr_t)rows) & 15) == 0;
+    return C % (16 / (int)sizeof(T)) == 0 && aligned16(rows...);
 }
 
 #define LN_EPS 1e-5f
@@ -3509,54 +3557,94 @@ static void cu_attention_decode(ngpt_backend *be, void *out, void *kv, const voi
  * relative to it; the threads' pairs are merged in a fixed order), then the gradient. The max stays in the
  * logits' own units, so a target that is the row's max gives a loss of exactly log(sum) >= 0 (in log2
  * units, max * log2(e) - target * log2(e) would not cancel).
- * Rows whose 16-byte alignment allows it are read and written 16 bytes at a time.
+ * Rows whose 16-byte alignment allows it are read and written 16 bytes at a time, XENT_LOADS vectors a
+ * thread in flight at once. With the gradient, where two blocks' rows fit in an SM's shared memory (GPT-2's
+ * 50,304 bf16 logits are 98 KB), the first pass keeps the row there and the second reads it from there: the
+ * logits are read from global memory once, not twice (xent_row_cached; NGPT_LOSS_SMEM=0: not, to compare).
  * ==================================================================================================== */
 
 #define XENT_THREADS 512
+#define XENT_LOADS 4
 /* (m, s) += (m2, s2): two partial sums of exp(x - max), each relative to its own max, made relative to the larger */
 static __device__ __forceinline__ void softmax_merge(float &m, float &s, float m2, float s2) {
     float mx = fmaxf(m, m2);
     s = s * exp2f((m - mx) * LOG2E_F) + s2 * exp2f((m2 - mx) * LOG2E_F);
     m = mx;
 }
-/* VEC = 16 / sizeof(T) when Vp is a multiple of it and the logits are 16-byte aligned, else 1 */
-template <typename T, int VEC>
-__global__ void __launch_bounds__(XENT_THREADS) crossentropy_kernel(T *logits, float *losses, const int32_t *targets, int V, int Vp, float dscale) {
+/* VEC = 16 / sizeof(T) when Vp is a multiple of it and the logits are 16-byte aligned, else 1; CACHED: the
+ * row's first V values (rounded up to whole vectors) in dynamic shared memory between the passes (VEC > 1) */
+template <typename T, int VEC, bool CACHED>
+__global__ void __launch_bounds__(XENT_THREADS, 2) crossentropy_kernel(T *logits, float *losses, const int32_t *targets, int V, int Vp, float dscale) {
+    typedef RowVec<T, VEC> Vec;
+    extern __shared__ float4 xent_row4[]; /* CACHED: the row's vectors */
+    Vec *row_cache = (Vec *)xent_row4;
     __shared__ float2 part[XENT_THREADS / 32];
     int row = blockIdx.x, lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     T *z = logits + (size_t)row * Vp;
     int tg = targets[row];
     float zt = (tg >= 0 && tg < V) ? to_f(z[tg]) : 0.0f; /* read before anything is overwritten */
     float m = -FLT_MAX, s = 0.0f; /* this thread's max of the logits, and sum of exp(x - m) */
-    for (int j = threadIdx.x * VEC; j < V; j += XENT_THREADS * VEC) {
-        const RowVec<T, VEC> x = *(const RowVec<T, VEC> *)(z + j);
-        float y[VEC], vmax = -FLT_MAX;
-        for (int k = 0; k < VEC; k++) {
-            y[k] = to_f(x.v[k]);
-            if (j + k < V) vmax = fmaxf(vmax, y[k]);
+    constexpr int STEP = XENT_THREADS * VEC;
+    for (int j0 = threadIdx.x * VEC; j0 < V; j0 += XENT_LOADS * STEP) {
+        Vec x[XENT_LOADS];
+#pragma unroll
+        for (int u = 0; u < XENT_LOADS; u++) /* the loads first, all in flight together */
+            if (j0 + u * STEP < V) x[u] = *(const Vec *)(z + j0 + u * STEP);
+#pragma unroll
+        for (int u = 0; u < XENT_LOADS; u++) {
+            const int j = j0 + u * STEP;
+            if (j >= V) break;
+            if (CACHED) row_cache[j / VEC] = x[u];
+            float y[VEC], vmax = -FLT_MAX;
+#pragma unroll
+            for (int k = 0; k < VEC; k++) {
+                y[k] = to_f(x[u].v[k]);
+                if (j + k < V) vmax = fmaxf(vmax, y[k]);
+            }
+            if (vmax > m) {
+                s *= exp2f((m - vmax) * LOG2E_F);
+                m = vmax;
+            }
+#pragma unroll
+            for (int k = 0; k < VEC; k++) s += j + k < V ? exp2f((y[k] - m) * LOG2E_F) : 0.0f;
         }
-        if (vmax > m) {
-            s *= exp2f((m - vmax) * LOG2E_F);
-            m = vmax;
-        }
-        for (int k = 0; k < VEC; k++) s += j + k < V ? exp2f((y[k] - m) * LOG2E_F) : 0.0f;
     }
     for (int o = 16; o > 0; o >>= 1) softmax_merge(m, s, __shfl_xor_sync(0xffffffffu, m, o), __shfl_xor_sync(0xffffffffu, s, o));
     if (lane == 0) part[warp] = make_float2(m, s);
-    __syncthreads(); /* also orders every read above before the writes below */
+    __syncthreads(); /* also orders every read above before the writes below, and the row's cache before its reads */
     m = -FLT_MAX, s = 0.0f;
     for (int w = 0; w < XENT_THREADS / 32; w++) softmax_merge(m, s, part[w].x, part[w].y);
     float ls2 = log2f(s); /* the row's log-sum-exp is m + ls2 * ln(2) */
     if (threadIdx.x == 0) losses[row] = (tg >= 0 && tg < V) ? (m - zt) + ls2 * LN2_F : NAN;
     if (dscale == 0.0f) return;
-    for (int j = threadIdx.x * VEC; j < Vp; j += XENT_THREADS * VEC) {
-        RowVec<T, VEC> x = *(const RowVec<T, VEC> *)(z + j);
+    for (int j = threadIdx.x * VEC; j < Vp; j += STEP) {
+        Vec x = Vec();
+        if (j < V) x = CACHED ? row_cache[j / VEC] : *(const Vec *)(z + j); /* the padding's gradient is 0 whatever it held */
+#pragma unroll
         for (int k = 0; k < VEC; k++) {
             float g = j + k < V ? (exp2f((to_f(x.v[k]) - m) * LOG2E_F - ls2) - (j + k == tg ? 1.0f : 0.0f)) * dscale : 0.0f;
             x.v[k] = from_f<T>(g);
         }
-        *(RowVec<T, VEC> *)(z + j) = x;
+        *(Vec *)(z + j) = x;
     }
+}
+/* The shared memory that keeps a row of Vp logits for the second pass, where two blocks with it fit on an SM
+ * (else 0: both passes read global memory). Asked of the runtime once per Vp. */
+template <typename T> static size_t xent_row_cached(ngpt_backend *be, int Vp) {
+    CudaImpl *im = impl_of(be);
+    if (!im->loss_smem) return 0;
+    if (im->xent_Vp != Vp) {
+        const size_t bytes = (size_t)Vp * sizeof(T);
+        auto *kernel = crossentropy_kernel<T, 16 / sizeof(T), true>;
+        int n = 0;
+        im->xent_Vp = Vp;
+        im->xent_smem = 0;
+        if (bytes <= im->smem_optin &&
+            !CU_CHECK(be, cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)im->smem_optin)) &&
+            !CU_CHECK(be, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, XENT_THREADS, bytes)) && n >= 2)
+            im->xent_smem = bytes;
+    }
+    return im->xent_smem;
 }
 static void cu_crossentropy(ngpt_backend *be, void *logits, float *losses, const int32_t *targets, int N, int V, int Vp, float dscale) {
     if (bad_dims(be, "crossentropy", N, V, Vp) || !N) return;
@@ -3567,8 +3655,11 @@ static void cu_crossentropy(ngpt_backend *be, void *logits, float *losses, const
     cudaStream_t st = impl_of(be)->stream;
     DISPATCH_DTYPE(be->dtype, T, {
         constexpr int VEC = 16 / sizeof(T);
-        auto *xent = rows_vectorizable<T>(Vp, logits) ? crossentropy_kernel<T, VEC> : crossentropy_kernel<T, 1>;
-        xent<<<(unsigned)N, XENT_THREADS, 0, st>>>((T *)logits, losses, targets, V, Vp, dscale);
+        const bool vec = rows_vectorizable<T>(Vp, logits);
+        const size_t cache = vec && dscale != 0.0f ? xent_row_cached<T>(be, Vp) : 0;
+        if (be->status != NGPT_OK) return;
+        auto *xent = cache ? crossentropy_kernel<T, VEC, true> : vec ? crossentropy_kernel<T, VEC, false> : crossentropy_kernel<T, 1, false>;
+        xent<<<(unsigned)N, XENT_THREADS, cache, st>>>((T *)logits, losses, targets, V, Vp, dscale);
     });
     CU_LAUNCHED(be, "crossentropy_kernel");
 }
@@ -3995,6 +4086,8 @@ int ngpt_cuda_backend_create(ngpt_backend **out, int dtype, char *err, size_t er
     im->tiles_down_columns = order_env && !strcmp(order_env, "m");
     const char *splitk_env = getenv("NGPT_SPLITK_MAX"); /* "1" .. "8": at most that many split-K slices, to compare ("1": none) */
     im->splitk_most = splitk_env && splitk_env[0] >= '1' && splitk_env[0] <= '8' && !splitk_env[1] ? splitk_env[0] - '0' : 0;
+    const char *loss_env = getenv("NGPT_LOSS_SMEM"); /* "0": the loss reads each row from global memory in both passes, to compare */
+    im->loss_smem = !(loss_env && !strcmp(loss_env, "0"));
     const char *sync_env = getenv("NGPT_CUDA_SYNC");
     im->sync_each_launch = sync_env && !strcmp(sync_env, "1");
     int made = !CU_CHECK(be, cudaStreamCreateWithFlags(&im->stream, cudaStreamNonBlocking));

@@ -297,6 +297,8 @@ MUTANTS=(
     "attention reads a key tile before it lands|80||cp_async_wait<1>(); /* every group|cp_async_wait<2>(); /* every group"
     "matmul launched without its shared-memory attribute|80|--matmul-only|cudaFuncSetAttribute(tc[i], cudaFuncAttributeMaxDynamicSharedMemorySize, tc_smem[i])|cudaFuncSetAttribute(tc[i], cudaFuncAttributeMaxDynamicSharedMemorySize, i ? tc_smem[i] : 0)"
     "half a warp skips a reduction's shuffles (a deadlock)|80||float warp_sum(float v) {|float warp_sum(float v) {\n    if ((threadIdx.x & 31) >= 16) return v;"
+    "cross-entropy keeps only the first of each turn's vectors of the row in shared memory|80||if (CACHED) row_cache[j / VEC] = x[u];|if (CACHED && u == 0) row_cache[j / VEC] = x[u];"
+    "elementwise ops leave out the last of the values after the last whole vector|80||if (VEC > 1 && tail < n)|if (VEC > 1 && tail + 1 < n)"
     "cross-entropy counts the padding columns in its sum|80||for (int k = 0; k < VEC; k++) s += j + k < V ? exp2f((y[k] - m) * LOG2E_F) : 0.0f;|for (int k = 0; k < VEC; k++) s += exp2f((y[k] - m) * LOG2E_F);"
     "TMA kernel: a consumer releases a stage while its wgmma may still read it|90|--matmul-only|wgmma.wait_group.sync.aligned 1;\\\\n\" ::: \"memory\"); /* k tile kt - 1's|wgmma.wait_group.sync.aligned 2;\\\\n\" ::: \"memory\"); /* k tile kt - 1's"
     "TMA kernel: the producer expects fewer bytes than its copies bring|90|--matmul-only|mbar_expect_bytes(&full[s], TM_A_BYTES + BN * WG_BK * 2);|mbar_expect_bytes(&full[s], BN * WG_BK * 2);"

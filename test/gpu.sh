@@ -16,7 +16,8 @@
 # and bench's op-by-op step under the cap: needs
 # data/gpt2/{encoder.json,vocab.bpe} carried),
 # bench (nanogpt bench and tools/bench_torch_gpt2.py: end to end, every matmul shape (and the two with GELU fused), attention,
-# LayerNorm, GELU, the loss, memory; the step with GELU as ops of their own (NGPT_FUSE_GELU=0);
+# LayerNorm, GELU, the loss (and with each row read twice, NGPT_LOSS_SMEM=0), memory; the step with GELU as ops of
+# their own (NGPT_FUSE_GELU=0);
 # sampling speed with 1 and 10 samples; on Hopper the older kernels and each variant knob against the default, the
 # attention without its warpgroups' turns included).
 # Not in the default run: recipe (nanoGPT's shakespeare_char GPU recipe, 71 s on an H200: bash test/gpu.sh
@@ -125,15 +126,18 @@ test_results() { # SOURCE.c LOG -> "name PASS" or "name FAIL" for each RUN(name)
         if grep -q "^ok $t\$" "$2"; then echo "$t PASS"; else echo "$t FAIL"; fi
     done
 }
-turns_vs_none() { # KERNEL NONE DEFAULT...: "Rx (none ms vs the median of the default passes' ms, their range)"; every
-    # pass of bench --kernels but mma.sync's and cp.async wgmma's runs the default attention, so their spread is this run's noise
+variant_vs_default() { # KERNEL "WITHOUT" "WITH" NONE DEFAULT...: "Rx (NONE's ms WITHOUT, the median of the default passes'
+    # ms WITH, their range)"; every pass of bench --kernels but mma.sync's and cp.async wgmma's runs the default attention and
+    # loss, so their spread is this run's noise
     local none med
-    none=$(awk -F'\t' -v n="$1" '$1 == n {print $2}' "$2")
-    med=$(cat "${@:3}" 2>/dev/null | awk -F'\t' -v n="$1" '$1 == n {print $2}' | sort -g |
+    none=$(awk -F'\t' -v n="$1" '$1 == n {print $2}' "$4")
+    med=$(cat "${@:5}" 2>/dev/null | awk -F'\t' -v n="$1" '$1 == n {print $2}' | sort -g |
         awk '{a[NR] = $1} END {if (NR) printf "%.4f %.3f %.3f %d", NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2, a[1], a[NR], NR}')
     [ -n "$none" ] && [ -n "$med" ] || { echo "none"; return; }
+    local without=$2 with=$3
     set -- $med "$none"
-    awk -v m="$1" -v lo="$2" -v hi="$3" -v k="$4" -v o="$5" 'BEGIN{printf "%.2fx (%.3f ms without turns, %.3f with: the median of %d passes, %.3f-%.3f)", o / m, o, m, k, lo, hi}'
+    awk -v m="$1" -v lo="$2" -v hi="$3" -v k="$4" -v o="$5" -v a="$without" -v b="$with" \
+        'BEGIN{printf "%.2fx (%.3f ms %s, %.3f %s: the median of %d passes, %.3f-%.3f)", o / m, o, a, m, b, k, lo, hi}'
 }
 section() { awk -v h="$2" '/^== /{on = ($0 == h); next} on' "$1"; } # FILE "== HEADER": the lines under that header
 ratio() { # NAME-REGEX OURS PEER: peer time / our time summed over the matching kernels (a FLOP-weighted speed ratio)
@@ -202,8 +206,8 @@ if [ "$STEPS" = selftest ]; then
     check "each product of every linear layer ($(grep -c '^matmul .* \(fwd\|dinp\|dweight\)'$'\t' "$BUILD/k") rows)" \
         test "$(grep -c '^matmul .* \(fwd\|dinp\|dweight\)'$'\t' "$BUILD/k") $(ratio '^matmul .* dweight' "$BUILD/k" "$BUILD/k_peer")" = "15 2.00"
     awk -F'\t' '{printf "%s\t%.6f\n", $1, ($1 ~ /^attention/ ? 1.5 : 1) * $2}' "$BUILD/k" >"$BUILD/k_none" # attention 1.5x slower
-    tv=$(turns_vs_none "attention fwd" "$BUILD/k_none" "$BUILD/k" "$BUILD/k_peer" "$BUILD/k") # default passes t, 3t, t: median t
-    check "a kernel against the median of the default passes ($tv)" grep -q '^1\.50x (.* the median of 3 passes, ' <<<"$tv"
+    tv=$(variant_vs_default "attention fwd" "without turns" "with" "$BUILD/k_none" "$BUILD/k" "$BUILD/k_peer" "$BUILD/k") # default passes t, 3t, t: median t
+    check "a kernel against the median of the default passes ($tv)" grep -q '^1\.50x ([0-9.]* ms without turns, [0-9.]* with: the median of 3 passes, ' <<<"$tv"
     # the trainer rows: each RUN(...) of a test program against its "ok" lines (test_config here, fast)
     "$CC" -O1 -std=c11 -Itest -o "$BUILD/test_config" test/test_config.c -lm -lpthread && "$BUILD/test_config" >"$BUILD/cfg.log" 2>&1
     runs=$(grep -c '^ *RUN(' test/test_config.c)
@@ -510,6 +514,8 @@ if want bench && [ $BUILT = 0 ] && time_left "benchmarks" 150 bench; then
         # AdamW step per 40 of the peer's: about 4% in nanogpt's favour by the fourth run's optimizer share)
         echo "== nanogpt bench"; timeout $(cap_time 120) "$BUILD/nanogpt" bench --device=cuda --steps=20 --warmup=3 --gradient_accumulation_steps=1
         echo "== nanogpt bench --kernels"; timeout $(cap_time 90) "$BUILD/nanogpt" bench --device=cuda --kernels
+        echo "== nanogpt bench --kernels, loss rows read twice"
+        NGPT_LOSS_SMEM=0 timeout $(cap_time 90) "$BUILD/nanogpt" bench --device=cuda --kernels
         echo "== nanogpt bench, GELU ops of their own"
         NGPT_FUSE_GELU=0 timeout $(cap_time 90) "$BUILD/nanogpt" bench --device=cuda --steps=10 --warmup=2 --gradient_accumulation_steps=1
         if "$BUILD/nanogpt" info 2>&1 | grep -q "attention wgmma"; then # between default passes, so drift falls on both sides
@@ -548,6 +554,7 @@ if want bench && [ $BUILT = 0 ] && time_left "benchmarks" 150 bench; then
     ktimes "$LOG/bench.log" '^== nanogpt bench --kernels, tiles down the columns$' >"$BUILD/k_columns"
     ktimes "$LOG/bench.log" '^== nanogpt bench --kernels, at most 2 split-K slices$' >"$BUILD/k_split2"
     ktimes "$LOG/bench.log" '^== nanogpt bench --kernels, attention without turns$' >"$BUILD/k_noturns"
+    ktimes "$LOG/bench.log" '^== nanogpt bench --kernels, loss rows read twice$' >"$BUILD/k_loss2"
     ktimes "$LOG/bench.log" 'bench_torch_gpt2.py --kernels' >"$BUILD/k_torch"
     ours_tok=$(bench_value "$LOG/bench.log" "== nanogpt bench" tokens_per_s)
     ours_mem=$(bench_value "$LOG/bench.log" "== nanogpt bench" memory_bytes)
@@ -628,11 +635,16 @@ if want bench && [ $BUILT = 0 ] && time_left "benchmarks" 150 bench; then
     if [ -s "$BUILD/k_noturns" ]; then # the wgmma attention's warpgroups taking turns, against issuing as they come
         turns="" verdict=PASS
         for d in fwd bwd; do
-            tv=$(turns_vs_none "attention $d" "$BUILD/k_noturns" "$BUILD/k_ours" "$BUILD/k_staged" "$BUILD/k_wide" "$BUILD/k_columns" "$BUILD/k_split2")
+            tv=$(variant_vs_default "attention $d" "without turns" "with" "$BUILD/k_noturns" "$BUILD/k_ours" "$BUILD/k_staged" "$BUILD/k_wide" "$BUILD/k_columns" "$BUILD/k_split2")
             [ "$(target "${tv%%x*}" 1.0)" = PASS ] || verdict=MISS
             turns="$turns, $d $tv"
         done
         row "attention turns vs none (each >= 1.0)" "$verdict" "${turns#, }"
+    fi
+    if [ -s "$BUILD/k_loss2" ]; then # the loss keeping each row of logits in shared memory between its passes, against reading it twice
+        lv=$(variant_vs_default "classifier loss" "read twice" "kept" "$BUILD/k_loss2" "$BUILD/k_ours" "$BUILD/k_noturns" "$BUILD/k_staged" \
+            "$BUILD/k_wide" "$BUILD/k_columns" "$BUILD/k_split2")
+        row "loss row kept vs read twice (>= 1.0)" "$(target "${lv%%x*}" 1.0)" "$lv"
     fi
     # GELU fused into its products as the step runs them (fc's forward also writes GELU of its output, the MLP
     # projection's input gradient is multiplied by GELU's derivative), against the same product plain followed by
