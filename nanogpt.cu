@@ -52,6 +52,7 @@ typedef struct {
     int use_tma;               /* ... on the TMA one where the operands allow it (else the cp.async one) */
     int direct_epilogue;       /* TMA and mma.sync tiles from the accumulators (NGPT_EPILOGUE=staged: not, to compare) */
     int tma_tile_n;            /* NGPT_TILE_N=192 or 256: every TMA product in tiles that wide (to compare); 0: chosen per product */
+    int tma_pingpong;          /* NGPT_PINGPONG=1 (TMA_PINGPONG_ALL) or gelu: those TMA products on the ping-pong kernel (to compare) */
     int tiles_down_columns;    /* NGPT_TILE_ORDER=m: every 16-bit matmul's tiles down the rows of a column (to compare); 0: the
                                 * order chosen per product (tiles_rows_first) */
     int splitk_most;           /* NGPT_SPLITK_MAX=1..8: at most that many split-K slices a product (to compare); 0: splitk_slices' rule */
@@ -72,6 +73,7 @@ typedef struct {
 } CudaImpl;
 
 static CudaImpl *impl_of(ngpt_backend *be) { return (CudaImpl *)be->impl; }
+enum { TMA_PINGPONG_ALL = 1, TMA_PINGPONG_GELU = 2 };
 
 /* Records the first failure (sticky). */
 static void cu_fail(ngpt_backend *be, int status, const char *fmt, ...) {
@@ -1720,14 +1722,16 @@ static __device__ __forceinline__ void prefetch_l2(const void *p) {
 }
 /* What a TMA tile's epilogue will read from global memory (aux for EPI_DGELU and EPI_RESIDUAL, the old values
  * when accumulating) asked into L2 as its main loop starts, so the epilogue's loads, a chunk at a time, find
- * it there rather than in DRAM: consumer thread t (0..255) takes row m0 + t / 2, every other 128-byte line */
-template <int BN, typename T> static __device__ __forceinline__ void mm_prefetch_tile(const MmEpilogue<T> &ep, int M, int N, int m0, int n0, int t) {
-    static_assert(2 * TM_BM == 256, "two consumer threads a row");
+ * it there rather than in DRAM: thread t of the THREADS consumer threads working on the tile takes row m0 + t %
+ * 128, and of its 128-byte lines every (THREADS / 128)-th from line t / 128 */
+template <int BN, int THREADS, typename T>
+static __device__ __forceinline__ void mm_prefetch_tile(const MmEpilogue<T> &ep, int M, int N, int m0, int n0, unsigned t) {
+    static_assert(TM_BM == 128 && THREADS % TM_BM == 0, "whole rows of threads");
     constexpr int LINE = 128 / sizeof(T);
-    const int row = m0 + (t >> 1);
+    const int row = m0 + (int)(t % TM_BM);
     if (ep.partial || row >= M || !(epi_reads_aux(ep.kind) || ep.accumulate)) return;
 #pragma unroll
-    for (int j = t & 1; j * LINE < BN; j += 2) {
+    for (int j = (int)(t / TM_BM); j * LINE < BN; j += THREADS / TM_BM) {
         const int col = n0 + j * LINE;
         if (col >= N) break;
         const size_t i = (size_t)row * ep.ldc + col;
@@ -1821,6 +1825,96 @@ static __device__ __forceinline__ TmTile tm_tile(int t, int M, int N, int K, int
 }
 #endif
 
+#ifdef NGPT_WGMMA_DEVICE
+/* Named barriers (0 is __syncthreads'): `threads` arrivals complete one; sync waits for it, arrive does not */
+static __device__ __forceinline__ void named_bar_sync(int id, int threads) {
+    asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+static __device__ __forceinline__ void named_bar_arrive(int id, int threads) {
+    asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+/* The TMA kernels' parts. Their barriers: each stage's "full" completes on the producer's expect-bytes
+ * arrival and the copies' bytes, its "empty" on the arrivals of the `consumers` threads that read it. */
+static __device__ __forceinline__ void tm_init_barriers(uint64_t *full, uint64_t *empty, int stages, unsigned consumers) {
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < stages; s++) {
+            mbar_init(&full[s], 1);
+            mbar_init(&empty[s], consumers);
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    __syncthreads();
+}
+/* The producer warpgroup: it gives registers back, one thread issues, the rest leave. Tile t of the block's
+ * (blockIdx.x + i gridDim.x) walk, k tile by k tile through the STAGES stages (A's tile at sA, B's BN x 64 at
+ * sB, B_STAGE bytes apart); `it` counts the k tiles passed so far over all its tiles, so k tile it uses stage
+ * it % STAGES for the (it / STAGES)-th time, its phases of parity (it / STAGES) & 1. */
+template <bool A_K, bool B_K, int BN, int STAGES, int B_STAGE>
+static __device__ __forceinline__ void tm_producer(const CUtensorMap *tmA, const CUtensorMap *tmB, unsigned char *sA, unsigned char *sB,
+                                                   uint64_t *full, uint64_t *empty, int M, int N, int K, int kps, int tiles, int rows_first) {
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(TM_PRODUCER_REGS));
+    if (threadIdx.x != 0) return;
+    uint32_t it = 0;
+    for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+        const TmTile tl = tm_tile(t, M, N, K, kps, BN, rows_first);
+        for (int k = tl.kb; k < tl.kb + tl.klen; k += WG_BK, it++) {
+            const int s = it % STAGES;
+            mbar_wait(&empty[s], ((it / STAGES) & 1) ^ 1); /* its last use released (the first passes) */
+            mbar_expect_bytes(&full[s], TM_A_BYTES + BN * WG_BK * 2);
+            unsigned char *a = sA + s * TM_A_BYTES, *b = sB + s * B_STAGE;
+            if (A_K) {
+                tma_load(a, tmA, k, tl.m0, &full[s]);
+            } else {
+                tma_load(a, tmA, tl.m0, k, &full[s]);
+                tma_load(a + 8192, tmA, tl.m0 + 64, k, &full[s]);
+            }
+            if (B_K) {
+                tma_load(b, tmB, k, tl.n0, &full[s]);
+            } else {
+#pragma unroll
+                for (int j = 0; j < BN / 64; j++) tma_load(b + j * 8192, tmB, tl.n0 + j * 64, k, &full[s]);
+            }
+        }
+    }
+}
+/* A consumer warpgroup's main loop over the KT k tiles of its tile from stage it % STAGES on: issue(a, b)
+ * issues the k tile's wgmma from the stage's A and B tiles, issued() runs once the last k tile's are issued;
+ * each stage is released once the wgmma that read it has completed, and every product is done when this
+ * returns */
+template <int STAGES, int B_STAGE, typename Issue, typename Issued>
+static __device__ __forceinline__ void tm_consume(const unsigned char *sA, const unsigned char *sB, uint64_t *full, uint64_t *empty, uint32_t &it,
+                                                  int KT, Issue &&issue, Issued &&issued) {
+    for (int kt = 0; kt < KT; kt++, it++) {
+        const int s = it % STAGES;
+        mbar_wait(&full[s], (it / STAGES) & 1);
+        asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+        issue(sA + s * TM_A_BYTES, sB + s * B_STAGE);
+        asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+        if (kt == KT - 1) issued();
+        asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory"); /* k tile kt - 1's products are done ... */
+        if (kt > 0) mbar_arrive(&empty[(it - 1) % STAGES]);          /* ... so its stage may be refilled */
+    }
+    if (KT <= 0) issued();
+    asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+    if (KT > 0) mbar_arrive(&empty[(it - 1) % STAGES]);
+}
+/* A consumer warp's 16 rows from row0 of tile tl, BN columns wide (d: wgmma's accumulator layout, as in the
+ * cp.async kernel: d[4i], d[4i+1] at (row g, columns 8i + 2tq, +1), d[4i+2], d[4i+3] at row g + 8), written
+ * straight from d where the tile is whole (`whole`: mm_direct_ok), else staged 32 columns at a time */
+template <int EK, bool A_K, bool B_K, int BN, typename T>
+static __device__ __forceinline__ void tm_epilogue(const MmEpilogue<T> &ep, int M, int N, const TmTile &tl, int row0, float (&d)[BN / 2], bool whole,
+                                                   int lane, unsigned char *warp_epi, const CUtensorMap *tmOut, const CUtensorMap *tmAux) {
+    if (whole) {
+        if (ep.partial) mm_slice_direct<BN / 8, true>(ep.partial, N, tl.slice * M + row0, tl.n0, d, lane, warp_epi, tmOut);
+        else mm_epilogue_direct<EK, BN / 8, true, mm_direct_acc<A_K, B_K>()>(ep, row0, tl.n0, d, lane, warp_epi, tmOut, tmAux);
+    } else {
+        if (lane == 0) bulk_wait_read<0>(); /* the staging overwrites the boxes: the copy engine has read them */
+        __syncwarp();
+        mm_epilogue_rows<BN / 32>(ep, M, N, tl.slice, row0, tl.n0, d, (float *)warp_epi, lane);
+    }
+}
+#endif
+
 /* tmOut, tmAux: out and aux in boxes of 64 columns x 16 rows, for the direct epilogue's stores (made where
  * ep.direct is set; tmAux for EPI_GELU); for split-K, tmOut is the fp32 slices in boxes of 32 x 16. BN: the
  * tiles' width, TM_BN or TM_BN_NARROW (tma_tile_n) */
@@ -1833,41 +1927,9 @@ __global__ void __launch_bounds__(TM_THREADS, 1)
     unsigned char *base = smem_align1024(tm_smem);
     unsigned char *sA = base, *sB = base + TM_STAGES * TM_A_BYTES, *epi = sB + TM_STAGES * TM_B_BYTES; /* every part 1024-byte aligned */
     uint64_t *full = (uint64_t *)(epi + 8 * TM_WARP_EPI_BYTES), *empty = full + TM_STAGES;
-    if (threadIdx.x == 0) {
-        for (int s = 0; s < TM_STAGES; s++) {
-            mbar_init(&full[s], 1);              /* the producer's expect-bytes arrival (+ the copies' bytes) */
-            mbar_init(&empty[s], 2 * 128);       /* every consumer thread */
-        }
-        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-    }
-    __syncthreads();
-    /* it: the k tiles this block has passed through the stages so far, over all its output tiles; k tile it
-     * uses stage it % STAGES for the (it / STAGES)-th time, so its phases have parity (it / STAGES) & 1 */
-    uint32_t it = 0;
-    if (threadIdx.x < 128) { /* producer warpgroup: one thread issues, the rest leave */
-        asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(TM_PRODUCER_REGS));
-        if (threadIdx.x != 0) return;
-        for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
-            const TmTile tl = tm_tile(t, M, N, K, kps, BN, rows_first);
-            for (int k = tl.kb; k < tl.kb + tl.klen; k += WG_BK, it++) {
-                const int s = it % TM_STAGES;
-                mbar_wait(&empty[s], ((it / TM_STAGES) & 1) ^ 1); /* its last use released (the first passes) */
-                mbar_expect_bytes(&full[s], TM_A_BYTES + BN * WG_BK * 2);
-                unsigned char *a = sA + s * TM_A_BYTES, *b = sB + s * TM_B_BYTES;
-                if (A_K) {
-                    tma_load(a, &tmA, k, tl.m0, &full[s]);
-                } else {
-                    tma_load(a, &tmA, tl.m0, k, &full[s]);
-                    tma_load(a + 8192, &tmA, tl.m0 + 64, k, &full[s]);
-                }
-                if (B_K) {
-                    tma_load(b, &tmB, k, tl.n0, &full[s]);
-                } else {
-#pragma unroll
-                    for (int j = 0; j < BN / 64; j++) tma_load(b + j * 8192, &tmB, tl.n0 + j * 64, k, &full[s]);
-                }
-            }
-        }
+    tm_init_barriers(full, empty, TM_STAGES, 2 * 128); /* a stage is read by both consumer warpgroups */
+    if (threadIdx.x < 128) {
+        tm_producer<A_K, B_K, BN, TM_STAGES, TM_B_BYTES>(&tmA, &tmB, sA, sB, full, empty, M, N, K, kps, tiles, rows_first);
         return;
     }
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(TM_CONSUMER_REGS));
@@ -1875,17 +1937,13 @@ __global__ void __launch_bounds__(TM_THREADS, 1)
     const int lane = threadIdx.x & 31, w = (threadIdx.x >> 5) & 3;
     unsigned char *warp_epi = epi + ((threadIdx.x >> 5) - 4) * TM_WARP_EPI_BYTES; /* consumer warps 4..11 */
     float d[BN / 2];
+    uint32_t it = 0; /* as the producer's */
     for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
         const TmTile tl = tm_tile(t, M, N, K, kps, BN, rows_first);
-        mm_prefetch_tile<BN>(ep, M, N, tl.m0, tl.n0, threadIdx.x - 128);
+        mm_prefetch_tile<BN, 256>(ep, M, N, tl.m0, tl.n0, threadIdx.x - 128);
 #pragma unroll
         for (int i = 0; i < BN / 2; i++) d[i] = 0.0f;
-        const int KT = (tl.klen + WG_BK - 1) / WG_BK;
-        for (int kt = 0; kt < KT; kt++, it++) {
-            const int s = it % TM_STAGES;
-            mbar_wait(&full[s], (it / TM_STAGES) & 1);
-            const unsigned char *a = sA + s * TM_A_BYTES, *b = sB + s * TM_B_BYTES;
-            asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+        tm_consume<TM_STAGES, TM_B_BYTES>(sA, sB, full, empty, it, (tl.klen + WG_BK - 1) / WG_BK, [&](const unsigned char *a, const unsigned char *b) {
 #pragma unroll
             for (int ks = 0; ks < WG_BK / 16; ks++) {
                 uint64_t da = A_K ? wg_desc(a + cw * 64 * 128 + ks * 32, 16, 1024) : wg_desc(a + cw * 8192 + ks * 2048, 8192, 1024);
@@ -1893,28 +1951,92 @@ __global__ void __launch_bounds__(TM_THREADS, 1)
                 if constexpr (BN == 256) wgmma_m64n256k16<T, A_K ? 0 : 1, B_K ? 0 : 1>(d, da, db);
                 else wgmma_m64n192k16<T, A_K ? 0 : 1, B_K ? 0 : 1>(d, da, db);
             }
-            asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-            asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory"); /* k tile kt - 1's products are done ... */
-            if (kt > 0) mbar_arrive(&empty[(it - 1) % TM_STAGES]);          /* ... so its stage may be refilled */
-        }
-        asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
-        if (KT > 0) mbar_arrive(&empty[(it - 1) % TM_STAGES]);
+        }, [] {});
 #pragma unroll
         for (int i = 0; i < BN / 2; i++) asm volatile("" : "+f"(d[i])::"memory"); /* no read of d moves above the wait */
-        /* accumulator layout as in the cp.async kernel: d[4i], d[4i+1] at (row g, columns 8i + 2tq, +1) of warp
-         * w's 16 rows, d[4i+2], d[4i+3] at row g + 8; a whole tile written from there, others staged and written 32
-         * columns at a time, as there */
-        const int row0 = tl.m0 + cw * 64 + w * 16;
-        if (mm_direct_ok<EK, mm_direct_acc<A_K, B_K>()>(ep, M, N, tl.m0, tl.n0, TM_BM, BN)) {
-            if (ep.partial) mm_slice_direct<BN / 8, true>(ep.partial, N, tl.slice * M + row0, tl.n0, d, lane, warp_epi, &tmOut);
-            else mm_epilogue_direct<EK, BN / 8, true, mm_direct_acc<A_K, B_K>()>(ep, row0, tl.n0, d, lane, warp_epi, &tmOut, &tmAux);
-        } else {
-            if (lane == 0) bulk_wait_read<0>(); /* the staging overwrites the boxes: the copy engine has read them */
-            __syncwarp();
-            mm_epilogue_rows<BN / 32>(ep, M, N, tl.slice, row0, tl.n0, d, (float *)warp_epi, lane);
-        }
+        const bool whole = mm_direct_ok<EK, mm_direct_acc<A_K, B_K>()>(ep, M, N, tl.m0, tl.n0, TM_BM, BN);
+        tm_epilogue<EK, A_K, B_K, BN>(ep, M, N, tl, tl.m0 + cw * 64 + w * 16, d, whole, lane, warp_epi, &tmOut, &tmAux);
     }
     if (lane == 0) bulk_wait_written(); /* the stores are written, and the block's shared memory outlives their reads of it */
+#else
+    (void)tmA; (void)tmB; (void)tmOut; (void)tmAux; (void)M; (void)N; (void)K; (void)kps; (void)tiles; (void)rows_first; (void)ep;
+#endif
+}
+
+/* The TMA kernel's ping-pong build (NGPT_PINGPONG): the same producer, but each consumer warpgroup works
+ * on tiles of its own, 128 x 128 (two wgmma m64n128k16 a k step, the same 128 accumulators a thread), the
+ * block's tiles taken in turn, so one warpgroup's epilogue runs while the other's products keep the tensor
+ * cores busy. The main loops take turns too (CUTLASS's ping-pong order barrier, the attention's WgTurns):
+ * tile j's starts once tile j - 1's has waited for all its stages and issued its products (named barrier
+ * 1 + its warpgroup). Without that, a warpgroup could wait for a stage two phases ahead of it, which an
+ * mbarrier's parity cannot tell from the phase before: it would read the other's k tile. In the cooperative kernel above both warpgroups finish a tile together and the tensor cores
+ * wait through its epilogue: on an H200 fc's forward with GELU took 1.5x, and the MLP projection's input
+ * gradient with GELU's derivative 1.8x, the plain product's time (docs/performance.md, seventh GPU run). The
+ * price: a 128 x 128 tile reads a third more of A and B per product than a 128 x 256 one. B's stage is 16 KB,
+ * so six stages fit. Each output is summed over k in the same order, so the bits are the cooperative
+ * kernel's (test_gpu_ops holds them to its run). */
+#define TP_BN 128
+#define TP_STAGES 6
+#define TP_B_BYTES (TP_BN * WG_BK * 2) /* 16 KB */
+#define TP_SMEM_BYTES (TP_STAGES * (TM_A_BYTES + TP_B_BYTES) + 1024 + 8 * TM_WARP_EPI_BYTES + 1024)
+static_assert(TP_SMEM_BYTES <= 232448, "the ping-pong TMA kernel asks for more shared memory than a Hopper block may have (227 KB)");
+template <typename T, bool A_K, bool B_K, int EK>
+__global__ void __launch_bounds__(TM_THREADS, 1)
+    matmul_tma_pingpong_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB, const __grid_constant__ CUtensorMap tmOut,
+                               const __grid_constant__ CUtensorMap tmAux, int M, int N, int K, int kps, int tiles, int rows_first, MmEpilogue<T> ep) {
+#ifdef NGPT_WGMMA_DEVICE
+    extern __shared__ __align__(1024) unsigned char tp_smem[];
+    unsigned char *base = smem_align1024(tp_smem);
+    unsigned char *sA = base, *sB = base + TP_STAGES * TM_A_BYTES, *epi = sB + TP_STAGES * TP_B_BYTES;
+    uint64_t *full = (uint64_t *)(epi + 8 * TM_WARP_EPI_BYTES), *empty = full + TP_STAGES;
+    tm_init_barriers(full, empty, TP_STAGES, 128); /* a stage is read by one consumer warpgroup */
+    if (threadIdx.x < 128) {
+        tm_producer<A_K, B_K, TP_BN, TP_STAGES, TP_B_BYTES>(&tmA, &tmB, sA, sB, full, empty, M, N, K, kps, tiles, rows_first);
+        return;
+    }
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(TM_CONSUMER_REGS));
+    const int cw = (threadIdx.x >> 7) - 1; /* consumer warpgroup 0 takes the block's tiles 0, 2, 4, ..., 1 the others */
+    const int lane = threadIdx.x & 31, w = (threadIdx.x >> 5) & 3;
+    unsigned char *warp_epi = epi + ((threadIdx.x >> 5) - 4) * TM_WARP_EPI_BYTES;
+    float d[TP_BN / 2], d_hi[TP_BN / 2]; /* rows 0..63 of the tile, then 64..127 (warp w: 16 w .. and 64 + 16 w ..) */
+    uint32_t it = 0; /* as the producer's: this warpgroup steps over the other's k tiles */
+    int turn = 0;
+    if (cw == 1) named_bar_arrive(1, 256); /* warpgroup 0's first main loop needs no wait */
+    for (int t = blockIdx.x; t < tiles; t += gridDim.x, turn ^= 1) {
+        const TmTile tl = tm_tile(t, M, N, K, kps, TP_BN, rows_first);
+        const int KT = (tl.klen + WG_BK - 1) / WG_BK;
+        if (turn != cw) { /* the other warpgroup's tile */
+            it += KT;
+            continue;
+        }
+        mm_prefetch_tile<TP_BN, 128>(ep, M, N, tl.m0, tl.n0, threadIdx.x & 127);
+#pragma unroll
+        for (int i = 0; i < TP_BN / 2; i++) d[i] = d_hi[i] = 0.0f;
+        named_bar_sync(1 + cw, 256); /* this main loop's turn */
+        const bool next = t + (int)gridDim.x < tiles; /* the other warpgroup has a tile after this one */
+        tm_consume<TP_STAGES, TP_B_BYTES>(sA, sB, full, empty, it, KT, [&](const unsigned char *a, const unsigned char *b) {
+#pragma unroll
+            for (int ks = 0; ks < WG_BK / 16; ks++) {
+                uint64_t da = A_K ? wg_desc(a + ks * 32, 16, 1024) : wg_desc(a + ks * 2048, 8192, 1024);
+                uint64_t da_hi = A_K ? wg_desc(a + 64 * 128 + ks * 32, 16, 1024) : wg_desc(a + 8192 + ks * 2048, 8192, 1024);
+                uint64_t db = B_K ? wg_desc(b + ks * 32, 16, 1024) : wg_desc(b + ks * 2048, 8192, 1024);
+                wgmma_m64n128k16<T, A_K ? 0 : 1, B_K ? 0 : 1>(d, da, db);
+                wgmma_m64n128k16<T, A_K ? 0 : 1, B_K ? 0 : 1>(d_hi, da_hi, db);
+            }
+        }, [&] {
+            if (next) named_bar_arrive(2 - cw, 256); /* its turn (never an arrival nobody waits for) */
+        });
+#pragma unroll
+        for (int i = 0; i < TP_BN / 2; i++) asm volatile("" : "+f"(d[i]), "+f"(d_hi[i])::"memory"); /* no read of d, d_hi above the wait */
+        const bool whole = mm_direct_ok<EK, mm_direct_acc<A_K, B_K>()>(ep, M, N, tl.m0, tl.n0, TM_BM, TP_BN);
+#pragma unroll 1
+        for (int h = 0; h < 2; h++) { /* one copy of the epilogue's code: the upper rows' accumulators moved into d */
+            tm_epilogue<EK, A_K, B_K, TP_BN>(ep, M, N, tl, tl.m0 + 64 * h + w * 16, d, whole, lane, warp_epi, &tmOut, &tmAux);
+#pragma unroll
+            for (int i = 0; i < TP_BN / 2; i++) d[i] = d_hi[i];
+        }
+    }
+    if (lane == 0) bulk_wait_written(); /* every store written before the block's shared memory goes */
 #else
     (void)tmA; (void)tmB; (void)tmOut; (void)tmAux; (void)M; (void)N; (void)K; (void)kps; (void)tiles; (void)rows_first; (void)ep;
 #endif
@@ -1950,13 +2072,20 @@ static int tma_map(const CudaImpl *im, CUtensorMap *map, const T *p, size_t inne
 }
 
 /* The build of the TMA kernel for epilogue kind EK where it has one (mm_direct_kind), else the plain one (whose
- * direct path the other kinds never take) */
+ * direct path the other kinds never take); BN = TP_BN: the ping-pong kernel's */
 template <typename T, bool A_K, bool B_K, int EK, int BN>
 static void tma_launch(ngpt_backend *be, unsigned grid, const CUtensorMap &ma, const CUtensorMap &mb, const CUtensorMap &mo, const CUtensorMap &mx,
                        int M, int N, int K, int kps, int tiles, int rows_first, const MmEpilogue<T> &ep) {
     constexpr int built = mm_direct_kind<A_K, B_K>(EK) ? EK : EPI_PLAIN;
-    matmul_tma_kernel<T, A_K, B_K, built, BN><<<grid, TM_THREADS, TM_SMEM_BYTES, impl_of(be)->stream>>>(ma, mb, mo, mx, M, N, K, kps, tiles, rows_first, ep);
-    CU_LAUNCHED(be, "matmul_tma_kernel");
+    if constexpr (BN == TP_BN) {
+        matmul_tma_pingpong_kernel<T, A_K, B_K, built><<<grid, TM_THREADS, TP_SMEM_BYTES, impl_of(be)->stream>>>(ma, mb, mo, mx, M, N, K, kps, tiles,
+                                                                                                              rows_first, ep);
+        CU_LAUNCHED(be, "matmul_tma_pingpong_kernel");
+    } else {
+        matmul_tma_kernel<T, A_K, B_K, built, BN><<<grid, TM_THREADS, TM_SMEM_BYTES, impl_of(be)->stream>>>(ma, mb, mo, mx, M, N, K, kps, tiles,
+                                                                                                         rows_first, ep);
+        CU_LAUNCHED(be, "matmul_tma_kernel");
+    }
 }
 
 /* The TMA kernel's tile width for an M x N product in `splits` slices: TM_BN_NARROW where its waves (tiles
@@ -1979,7 +2108,9 @@ template <typename T, bool A_K, bool B_K>
 static int gemm_tma(ngpt_backend *be, const T *A, const T *B, int M, int N, int K, size_t lda, size_t ldb, int splits, int kps,
                     const MmEpilogue<T> &ep_in) {
     CudaImpl *im = impl_of(be);
-    const int bn = tma_tile_n(im, M, N, splits);
+    const bool pingpong = im->tma_pingpong == TMA_PINGPONG_ALL ||
+                          (im->tma_pingpong == TMA_PINGPONG_GELU && (ep_in.kind == EPI_GELU || ep_in.kind == EPI_DGELU));
+    const int bn = pingpong ? TP_BN : tma_tile_n(im, M, N, splits);
     CUtensorMap ma, mb;
     if (tma_map(im, &ma, A, A_K ? K : M, A_K ? M : K, lda, 64, A_K ? TM_BM : 64) ||
         tma_map(im, &mb, B, B_K ? K : N, B_K ? N : K, ldb, 64, B_K ? (unsigned)bn : 64))
@@ -2005,7 +2136,8 @@ static int gemm_tma(ngpt_backend *be, const T *A, const T *B, int M, int N, int 
     mm_launch_kind<A_K, B_K>(ep.kind, [&](auto ek) {
         constexpr int EK = decltype(ek)::value;
         const int rows_first = tiles_rows_first(im, (M + TM_BM - 1) / TM_BM, (N + bn - 1) / bn);
-        if (bn == TM_BN_NARROW) tma_launch<T, A_K, B_K, EK, TM_BN_NARROW>(be, grid, ma, mb, mo, mx, M, N, K, kps, (int)tiles, rows_first, ep);
+        if (bn == TP_BN) tma_launch<T, A_K, B_K, EK, TP_BN>(be, grid, ma, mb, mo, mx, M, N, K, kps, (int)tiles, rows_first, ep);
+        else if (bn == TM_BN_NARROW) tma_launch<T, A_K, B_K, EK, TM_BN_NARROW>(be, grid, ma, mb, mo, mx, M, N, K, kps, (int)tiles, rows_first, ep);
         else tma_launch<T, A_K, B_K, EK, TM_BN>(be, grid, ma, mb, mo, mx, M, N, K, kps, (int)tiles, rows_first, ep);
     });
     return 1;
@@ -2758,12 +2890,6 @@ template <typename T> static __device__ __forceinline__ void fa_issue_pv(float (
  * Both warpgroups run the same number of rounds; warpgroup 0 goes first, and warpgroup 1 does not let it go
  * after its own last round, so every arrival is waited for. Off (NGPT_ATTN_TURNS=0, to compare), each issues
  * as it comes; the results are the same bits either way. */
-static __device__ __forceinline__ void named_bar_sync(int id, int threads) {
-    asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
-}
-static __device__ __forceinline__ void named_bar_arrive(int id, int threads) {
-    asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
-}
 struct WgTurns {
     int cw;  /* this consumer warpgroup: 0 or 1 */
     bool on; /* the same for the whole block */
@@ -3865,10 +3991,10 @@ static bool registers_cover(const void *kernel, int threads, long long needed) {
     }
     return (long long)fa.numRegs * threads >= needed;
 }
-/* every build of the TMA matmul (mm_direct_kind, at each tile width) */
-#define TM_BUILDS 12
+/* every build of the TMA matmul (mm_direct_kind, at each tile width), then the ping-pong kernel's */
+#define TM_BUILDS 18
 template <typename T, int BN> static void tma_builds_of_width(const void **k) {
-    const void *all[TM_BUILDS / 2] = {
+    const void *all[TM_BUILDS / 3] = {
         (const void *)matmul_tma_kernel<T, true, true, EPI_PLAIN, BN>,    (const void *)matmul_tma_kernel<T, true, true, EPI_GELU, BN>,
         (const void *)matmul_tma_kernel<T, true, true, EPI_RESIDUAL, BN>, (const void *)matmul_tma_kernel<T, true, false, EPI_PLAIN, BN>,
         (const void *)matmul_tma_kernel<T, true, false, EPI_DGELU, BN>,   (const void *)matmul_tma_kernel<T, false, false, EPI_PLAIN, BN>};
@@ -3876,7 +4002,12 @@ template <typename T, int BN> static void tma_builds_of_width(const void **k) {
 }
 template <typename T> static void tma_builds(const void *(&k)[TM_BUILDS]) {
     tma_builds_of_width<T, TM_BN>(k);
-    tma_builds_of_width<T, TM_BN_NARROW>(k + TM_BUILDS / 2);
+    tma_builds_of_width<T, TM_BN_NARROW>(k + TM_BUILDS / 3);
+    const void *pingpong[TM_BUILDS / 3] = {
+        (const void *)matmul_tma_pingpong_kernel<T, true, true, EPI_PLAIN>,    (const void *)matmul_tma_pingpong_kernel<T, true, true, EPI_GELU>,
+        (const void *)matmul_tma_pingpong_kernel<T, true, true, EPI_RESIDUAL>, (const void *)matmul_tma_pingpong_kernel<T, true, false, EPI_PLAIN>,
+        (const void *)matmul_tma_pingpong_kernel<T, true, false, EPI_DGELU>,   (const void *)matmul_tma_pingpong_kernel<T, false, false, EPI_PLAIN>};
+    memcpy(k + 2 * TM_BUILDS / 3, pingpong, sizeof pingpong);
 }
 template <typename T> static bool tma_registers_ok() {
     const void *k[TM_BUILDS];
@@ -3944,7 +4075,8 @@ template <typename T> static int set_smem_attrs(ngpt_backend *be) {
     if (im->use_tma) {
         const void *k[TM_BUILDS];
         tma_builds<T>(k);
-        for (int i = 0; i < TM_BUILDS; i++) bad |= CU_CHECK(be, cudaFuncSetAttribute(k[i], cudaFuncAttributeMaxDynamicSharedMemorySize, TM_SMEM_BYTES));
+        for (int i = 0; i < TM_BUILDS; i++)
+            bad |= CU_CHECK(be, cudaFuncSetAttribute(k[i], cudaFuncAttributeMaxDynamicSharedMemorySize, i < 2 * TM_BUILDS / 3 ? TM_SMEM_BYTES : TP_SMEM_BYTES));
         bad |= CU_CHECK(be, cudaFuncSetAttribute(attn_forward_wgmma_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, FA_SMEM_BYTES));
         bad |= CU_CHECK(be, cudaFuncSetAttribute(attn_backward_dkdv_wgmma_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, FB_DKDV_SMEM_BYTES));
         bad |= CU_CHECK(be, cudaFuncSetAttribute(attn_backward_dq_wgmma_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, FB_DQ_SMEM_BYTES));
@@ -4082,6 +4214,8 @@ int ngpt_cuda_backend_create(ngpt_backend **out, int dtype, char *err, size_t er
     im->direct_epilogue = !(epilogue_env && !strcmp(epilogue_env, "staged"));
     const char *tile_env = getenv("NGPT_TILE_N"); /* "192" or "256": the TMA kernel's tile width for every product, to compare */
     im->tma_tile_n = tile_env && !strcmp(tile_env, "192") ? TM_BN_NARROW : tile_env && !strcmp(tile_env, "256") ? TM_BN : 0;
+    const char *pingpong_env = getenv("NGPT_PINGPONG"); /* "1": every TMA product on the ping-pong kernel, "gelu": those with GELU, to compare */
+    im->tma_pingpong = !pingpong_env ? 0 : !strcmp(pingpong_env, "1") ? TMA_PINGPONG_ALL : !strcmp(pingpong_env, "gelu") ? TMA_PINGPONG_GELU : 0;
     const char *order_env = getenv("NGPT_TILE_ORDER"); /* "m": every 16-bit matmul's tiles down the rows of a column, to compare */
     im->tiles_down_columns = order_env && !strcmp(order_env, "m");
     const char *splitk_env = getenv("NGPT_SPLITK_MAX"); /* "1" .. "8": at most that many split-K slices, to compare ("1": none) */

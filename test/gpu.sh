@@ -19,7 +19,7 @@
 # LayerNorm, GELU, the loss (and with each row read twice, NGPT_LOSS_SMEM=0), memory; the step with GELU as ops of
 # their own (NGPT_FUSE_GELU=0);
 # sampling speed with 1 and 10 samples; on Hopper the older kernels and each variant knob against the default, the
-# attention without its warpgroups' turns included).
+# attention without its warpgroups' turns and the TMA kernel's ping-pong build, per kernel and end to end, included).
 # Not in the default run: recipe (nanoGPT's shakespeare_char GPU recipe, 71 s on an H200: bash test/gpu.sh
 # recipe) and profile (ncu on the default matmul, the attention kernels, the LayerNorm backward and split-K's
 # reduction, into bench.log, with each one's SASS and its stall samples per instruction).
@@ -71,6 +71,7 @@ STEPS=${*:-"ops sanitize train capped bench"}
 
 ROWS=()
 FAILED=0
+PINGPONG_OK=1 # the TMA kernel's ping-pong build passed alone (below), or was not tried
 row() { # check result numbers (each also appended to summary.txt at once: a call cut off keeps the rows so far)
     ROWS+=("$(printf '%-34s | %-5s | %s' "$1" "$2" "$3")")
     printf '%s\n' "${ROWS[-1]}" >>"$LOG/summary.txt"
@@ -317,15 +318,33 @@ if [ $BUILT = 0 ] && "$BUILD/nanogpt" info 2>&1 | grep -q "matmul wgmma"; then
             grep -A3 '^FAIL' "$LOG/wgmma.log" | head -n 20
         fi
     fi
+    # the TMA kernel's ping-pong build (NGPT_PINGPONG, not the default) the same way: where it fails alone, the op
+    # tests leave out its runs and bench its passes
+    if [ "${NGPT_MATMUL:-}" = "" ] && "$BUILD/nanogpt" info 2>&1 | grep -q "matmul wgmma+tma"; then
+        t0=$(date +%s)
+        echo "===== the TMA kernel's ping-pong build (NGPT_PINGPONG=1)" >>"$LOG/wgmma.log"
+        NGPT_PINGPONG=1 timeout 45 "$BUILD/test_gpu_ops" --matmul-only --skip-alloc-check --dtype bf16 >>"$LOG/wgmma.log" 2>&1
+        rc=$?
+        sum=$(grep '^summary:' "$LOG/wgmma.log" | tail -n 1)
+        if [ $rc = 0 ]; then
+            row "ping-pong TMA matmul vs CPU (bf16)" PASS "${sum}; $(($(date +%s) - t0)) s"
+        else
+            PINGPONG_OK=0
+            row "ping-pong TMA matmul vs CPU (bf16)" FAIL "${sum:-exit $rc}; later steps leave it out"
+            grep -A3 '^FAIL' "$LOG/wgmma.log" | head -n 20
+        fi
+    fi
     cat "$LOG/wgmma.log" >>"$LOG/build.log" # the 8-file limit: kept at the end of build.log
     rm -f "$LOG/wgmma.log"
 fi
 
 # ---- ops: every CUDA op against the CPU backend -----------------------------------------------------------
+without=() # test_gpu_ops' runs with the ping-pong build, left out where it failed alone
+[ "$PINGPONG_OK" = 1 ] || without=(--without NGPT_PINGPONG)
 if want ops && [ $BUILT = 0 ] && time_left "op tests" 120 ops; then
     t0=$(date +%s)
     ops_cap=$(cap_time ${GPU_SH_OPS_S:-300})
-    timeout $ops_cap "$BUILD/test_gpu_ops" >"$LOG/ops.log" 2>&1
+    timeout $ops_cap "$BUILD/test_gpu_ops" "${without[@]}" >"$LOG/ops.log" 2>&1
     rc=$?
     sum=$(grep '^summary:' "$LOG/ops.log" | tail -n 1)
     nfail=$(grep -c '^FAIL' "$LOG/ops.log")
@@ -344,7 +363,7 @@ if want ops && [ $BUILT = 0 ] && time_left "op tests" 120 ops; then
     [ $rc -ge 128 ] && [ $rc != 124 ] && fault=1
     if [ $res = FAIL ] && [ $fault = 1 ] && time_left "op tests again with NGPT_CUDA_SYNC=1" 90 ops; then
         echo "===== again with NGPT_CUDA_SYNC=1 (every launch waited for)" >>"$LOG/ops.log"
-        NGPT_CUDA_SYNC=1 timeout $(cap_time 120) "$BUILD/test_gpu_ops" >>"$LOG/ops.log" 2>&1
+        NGPT_CUDA_SYNC=1 timeout $(cap_time 120) "$BUILD/test_gpu_ops" "${without[@]}" >>"$LOG/ops.log" 2>&1
         echo "    NGPT_CUDA_SYNC=1: $(grep '^summary:' "$LOG/ops.log" | tail -n 1)"
     fi
     alloc=$(grep -c '^ok .*no device allocation' "$LOG/ops.log")
@@ -538,6 +557,13 @@ if want bench && [ $BUILT = 0 ] && time_left "benchmarks" 150 bench; then
             NGPT_SPLITK_MAX=2 timeout $(cap_time 90) "$BUILD/nanogpt" bench --device=cuda --kernels
             echo "== nanogpt bench, staged epilogue"
             NGPT_EPILOGUE=staged timeout $(cap_time 90) "$BUILD/nanogpt" bench --device=cuda --steps=10 --warmup=2 --gradient_accumulation_steps=1
+            if [ "$PINGPONG_OK" = 1 ]; then
+                echo "== nanogpt bench --kernels, ping-pong"; NGPT_PINGPONG=1 timeout $(cap_time 90) "$BUILD/nanogpt" bench --device=cuda --kernels
+                echo "== nanogpt bench, ping-pong for the GELU products"
+                NGPT_PINGPONG=gelu timeout $(cap_time 90) "$BUILD/nanogpt" bench --device=cuda --steps=10 --warmup=2 --gradient_accumulation_steps=1
+                echo "== nanogpt bench, ping-pong"
+                NGPT_PINGPONG=1 timeout $(cap_time 90) "$BUILD/nanogpt" bench --device=cuda --steps=10 --warmup=2 --gradient_accumulation_steps=1
+            fi
         fi
     } >"$LOG/bench.log" 2>&1
     chunk=$(chunk_rows_of "$LOG/bench.log")
@@ -555,6 +581,7 @@ if want bench && [ $BUILT = 0 ] && time_left "benchmarks" 150 bench; then
     ktimes "$LOG/bench.log" '^== nanogpt bench --kernels, at most 2 split-K slices$' >"$BUILD/k_split2"
     ktimes "$LOG/bench.log" '^== nanogpt bench --kernels, attention without turns$' >"$BUILD/k_noturns"
     ktimes "$LOG/bench.log" '^== nanogpt bench --kernels, loss rows read twice$' >"$BUILD/k_loss2"
+    ktimes "$LOG/bench.log" '^== nanogpt bench --kernels, ping-pong$' >"$BUILD/k_pingpong"
     ktimes "$LOG/bench.log" 'bench_torch_gpt2.py --kernels' >"$BUILD/k_torch"
     ours_tok=$(bench_value "$LOG/bench.log" "== nanogpt bench" tokens_per_s)
     ours_mem=$(bench_value "$LOG/bench.log" "== nanogpt bench" memory_bytes)
@@ -646,6 +673,20 @@ if want bench && [ $BUILT = 0 ] && time_left "benchmarks" 150 bench; then
             "$BUILD/k_wide" "$BUILD/k_columns" "$BUILD/k_split2")
         row "loss row kept vs read twice (>= 1.0)" "$(target "${lv%%x*}" 1.0)" "$lv"
     fi
+    if [ -s "$BUILD/k_pingpong" ]; then # the TMA kernel's warpgroups on tiles of their own, one's epilogue under the other's products
+        row "ping-pong vs cooperative TMA kernel" "$(target "$(ratio '^matmul' "$BUILD/k_pingpong" "$BUILD/k_ours")" 1.0)" \
+            "$(ratio '^matmul' "$BUILD/k_pingpong" "$BUILD/k_ours")x FLOP-weighted: plain products\
+ $(ratio '^matmul .* (fwd|dinp|dweight)$' "$BUILD/k_pingpong" "$BUILD/k_ours")x (forward $(ratio '^matmul .* fwd$' "$BUILD/k_pingpong" "$BUILD/k_ours")x,\
+ input gradients $(ratio '^matmul .* dinp$' "$BUILD/k_pingpong" "$BUILD/k_ours")x, weight gradients\
+ $(ratio '^matmul .* dweight$' "$BUILD/k_pingpong" "$BUILD/k_ours")x); fc fwd gelu $(ratio '^matmul fc fwd gelu$' "$BUILD/k_pingpong" "$BUILD/k_ours")x,\
+ mlp proj dinp gelu $(ratio '^matmul mlp proj dinp gelu$' "$BUILD/k_pingpong" "$BUILD/k_ours")x"
+        ppg_tok=$(bench_value "$LOG/bench.log" "== nanogpt bench, ping-pong for the GELU products" tokens_per_s)
+        ppa_tok=$(bench_value "$LOG/bench.log" "== nanogpt bench, ping-pong" tokens_per_s)
+        ppg=$(awk -v a="$ppg_tok" -v b="$ours_tok" 'BEGIN{if (b > 0 && a > 0) printf "%.3f", a / b}')
+        ppa=$(awk -v a="$ppa_tok" -v b="$ours_tok" 'BEGIN{if (b > 0 && a > 0) printf "%.3f", a / b}')
+        row "ping-pong vs cooperative, end to end" "$(target "$(printf '%s\n%s\n' "${ppg:-0}" "${ppa:-0}" | sort -g | tail -n 1)" 1.0)" \
+            "GELU products on it (NGPT_PINGPONG=gelu) ${ppg:-none}x: ${ppg_tok:-none} tokens/s, every product (=1) ${ppa:-none}x: ${ppa_tok:-none}, against ${ours_tok:-none}"
+    fi
     # GELU fused into its products as the step runs them (fc's forward also writes GELU of its output, the MLP
     # projection's input gradient is multiplied by GELU's derivative), against the same product plain followed by
     # the GELU op of its own (NGPT_FUSE_GELU=0's step), in the same pass: PASS where fusing is the faster way
@@ -736,7 +777,7 @@ if want sanitize && [ $BUILT = 0 ]; then
         t0=$(date +%s)
         echo "===== $run" >>"$LOG/sanitize.log"
         timeout $(cap_time "$limit") "$CS" --tool $tool "${extra[@]}" --error-exitcode 99 \
-            "$BUILD/test_gpu_ops" --small --skip-alloc-check "${dtype[@]}" "${kernels[@]}" >>"$LOG/sanitize.log" 2>&1
+            "$BUILD/test_gpu_ops" --small --skip-alloc-check "${dtype[@]}" "${kernels[@]}" "${without[@]}" >>"$LOG/sanitize.log" 2>&1
         rc=$?
         summ=$(this_run | grep -E '(ERROR|RACECHECK) SUMMARY' | tail -n 1 | sed 's/^=* *//')
         tests=$(this_run | grep '^summary:' | tail -n 1 | sed 's/^summary: //')

@@ -3,7 +3,7 @@
  * Built and run by test/gpu.sh on a machine with a GPU:
  *     nvcc -c nanogpt.cu ; cc -DNGPT_CUDA -c test/test_gpu_ops.c ; link both with nvcc
  *     ./test_gpu_ops [--small] [--skip-alloc-check] [--fail-fast] [--dtype f32|bf16|f16[,...]] [--matmul-only | --attention-only | --default-kernels
- *                    | --runs-with NGPT_VARIABLE]
+ *                    | --runs-with NGPT_VARIABLE] [--without NGPT_VARIABLE]
  * --small keeps to small shapes (for compute-sanitizer, and the CUDA emulator of test/cuda_emu.sh); the
  * default adds GPT-2-sized ones.
  * --matmul-only runs the matmul cases alone, on the kernel NGPT_MATMUL chooses (test/gpu.sh tries each wgmma
@@ -17,6 +17,8 @@
  * only the tensor-core kernels' tiles need (tg_attention_sweep).
  * --runs-with NGPT_VARIABLE runs only the runs that set that variable (NGPT_SPLITK_MAX: the products unsplit;
  * test/cuda_emu.sh's mutant that only those runs catch, without the sweeps before them: minutes on the emulator).
+ * --without NGPT_VARIABLE leaves out the runs that set that variable (test/gpu.sh: NGPT_PINGPONG where the ping-pong
+ * kernel failed alone first, so that a hang there cannot take the rest of the sweep's time).
  * --skip-alloc-check leaves out the free-memory check (compute-sanitizer allocates device memory itself).
  * --fail-fast stops at the first failed case, exit status 1 (test/cuda_emu.sh's mutants: one failure is enough
  * to catch one, and the rest of the sweep is minutes on the emulator). The sweep runs the cheap ops first, then
@@ -62,6 +64,7 @@ static char *tg_cpu_dev, *tg_gpu_dev, *tg_gpu_host;
 static size_t tg_cpu_cap, tg_gpu_cap, tg_host_cap, tg_cpu_base, tg_gpu_base, tg_cpu_off, tg_gpu_off;
 static int tg_small, tg_cc, tg_skip_alloc_check, tg_matmul_only, tg_attention_only, tg_default_kernels, tg_fail_fast;
 static const char *tg_runs_with; /* --runs-with NAME: only the runs that set the variable NAME */
+static const char *tg_without;   /* --without NAME: not the runs that set it */
 static int tg_emulated;           /* on test/cuda_emu.h's CUDA emulator, which runs the kernels on the CPU */
 static char tg_case[256];
 static double tg_t0;
@@ -97,7 +100,7 @@ static uint64_t tg_fnv(const void *p, size_t n, uint64_t h) { /* FNV-1a */
  * of the same cases on a path that must give the same bits (TG_BITS_MATCH: the default matmul, the TMA or
  * mma.sync kernel, with NGPT_EPILOGUE=staged, whose whole tiles go through the staged epilogue, not the
  * direct one, in bf16 with NGPT_TILE_ORDER=m too, its tiles down the rows of a column; the TMA kernel with
- * NGPT_TILE_N=192, every product in tiles 192 wide; the wgmma attention with
+ * NGPT_TILE_N=192, every product in tiles 192 wide, and with NGPT_PINGPONG=1, every product on the ping-pong kernel; the wgmma attention with
  * NGPT_ATTN_TURNS=0, its warpgroups issuing without taking turns; the loss with NGPT_LOSS_SMEM=0, each row read
  * from global memory twice) */
 enum { TG_BITS_OFF, TG_BITS_KEEP, TG_BITS_MATCH };
@@ -1179,10 +1182,11 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--fail-fast")) tg_fail_fast = 1;
         else if (!strcmp(argv[i], "--dtype") && i + 1 < argc) only = argv[++i];
         else if (!strcmp(argv[i], "--runs-with") && i + 1 < argc) tg_runs_with = argv[++i];
+        else if (!strcmp(argv[i], "--without") && i + 1 < argc) tg_without = argv[++i];
         else {
             fprintf(stderr,
                     "usage: %s [--small] [--skip-alloc-check] [--fail-fast] [--dtype f32|bf16|f16[,...]] [--matmul-only | --attention-only | "
-                    "--default-kernels | --runs-with NGPT_VARIABLE]\n",
+                    "--default-kernels | --runs-with NGPT_VARIABLE] [--without NGPT_VARIABLE]\n",
                     argv[0]);
             return 2;
         }
@@ -1252,7 +1256,8 @@ int main(int argc, char **argv) {
      * default; NGPT_MATMUL=mma: mma.sync; both with the mma.sync attention forward, where the default is
      * the wgmma one at hs = 64), so every kernel is held to the CPU; where the default 16-bit matmul has a
      * direct epilogue (the TMA kernel, mma.sync), the matmuls once more with NGPT_EPILOGUE=staged, and on the
-     * TMA kernel with NGPT_TILE_N=192 (every product in tiles 192 wide, where the default picks per product),
+     * TMA kernel with NGPT_TILE_N=192 (every product in tiles 192 wide, where the default picks per product) and
+     * with NGPT_PINGPONG=1 (every product on the ping-pong kernel, its warpgroups on tiles 128 x 128 of their own),
      * each held to the default run's bits (in bf16 the staged run's tiles also go down the rows of a column,
      * NGPT_TILE_ORDER=m, where the default walks along the columns of a row wherever there are more rows of
      * tiles, and so do the cp.async wgmma kernel's); and in bf16 with NGPT_SPLITK_MAX=1 (no product split along K, which
@@ -1264,7 +1269,7 @@ int main(int argc, char **argv) {
      * run's bits too. */
     int wgmma = strstr(desc, "matmul wgmma") != NULL, tma = strstr(desc, "matmul wgmma+tma") != NULL;
     int wgmma_attention = strstr(desc, "attention wgmma") != NULL;
-    struct { int dtype; const char *env, *value, *env2, *value2; } runs[14] = {
+    struct { int dtype; const char *env, *value, *env2, *value2; } runs[16] = {
         {NGPT_DTYPE_F32, NULL, NULL, NULL, NULL},
         {NGPT_DTYPE_BF16, NULL, NULL, NULL, NULL},
         {NGPT_DTYPE_F16, NULL, NULL, NULL, NULL},
@@ -1276,25 +1281,29 @@ int main(int argc, char **argv) {
         {NGPT_DTYPE_F16, "NGPT_EPILOGUE", "staged", NULL, NULL},
         {NGPT_DTYPE_BF16, "NGPT_TILE_N", "192", NULL, NULL},
         {NGPT_DTYPE_F16, "NGPT_TILE_N", "192", NULL, NULL},
+        {NGPT_DTYPE_BF16, "NGPT_PINGPONG", "1", NULL, NULL},
+        {NGPT_DTYPE_F16, "NGPT_PINGPONG", "1", NULL, NULL},
         {NGPT_DTYPE_BF16, "NGPT_SPLITK_MAX", "1", NULL, NULL},
         {NGPT_DTYPE_BF16, "NGPT_ATTN_TURNS", "0", NULL, NULL},
         {NGPT_DTYPE_BF16, "NGPT_LOSS_SMEM", "0", NULL, NULL}};
     int direct = tma || !wgmma; /* the default 16-bit matmul has a direct epilogue: the TMA kernel or mma.sync */
-    for (int k = 0; k < 14; k++) {
+    for (int k = 0; k < 16; k++) {
         int dt = runs[k].dtype, narrow = runs[k].env && !strcmp(runs[k].env, "NGPT_TILE_N");
+        int pingpong = runs[k].env && !strcmp(runs[k].env, "NGPT_PINGPONG");
         int unsplit = runs[k].env && !strcmp(runs[k].env, "NGPT_SPLITK_MAX");
-        int staged = narrow || (runs[k].env && !strcmp(runs[k].env, "NGPT_EPILOGUE")); /* a matmul run held to the default's bits */
+        int staged = narrow || pingpong || (runs[k].env && !strcmp(runs[k].env, "NGPT_EPILOGUE")); /* a matmul run held to the default's bits */
         int turnless = runs[k].env && !strcmp(runs[k].env, "NGPT_ATTN_TURNS");     /* an attention run held to the default's bits */
         int uncached = runs[k].env && !strcmp(runs[k].env, "NGPT_LOSS_SMEM");      /* a loss run held to the default's bits */
-        if ((k >= 3 && k < 5 && !wgmma) || (k >= 5 && k < 7 && !tma) || ((staged || uncached) && !direct) || (narrow && !tma) ||
+        if ((k >= 3 && k < 5 && !wgmma) || (k >= 5 && k < 7 && !tma) || ((staged || uncached) && !direct) || ((narrow || pingpong) && !tma) ||
             (turnless && !wgmma_attention) || (runs[k].env && dt == NGPT_DTYPE_BF16 && tg_cc && tg_cc < 80))
             continue; /* an older kernel only where it is not the default; the staged epilogue only beside a direct one; tiles
-                       * 192 wide only on the TMA kernel; turns only where attention runs on wgmma; bf16's refusal below sm_80 checked once;
+                       * 192 wide and the ping-pong kernel only where the TMA kernel runs; turns only where attention runs on wgmma; bf16's refusal below sm_80 checked once;
                        * a run held to the default's bits only where the default kept them */
         if ((only && !tg_listed(only, tg_dtname(dt))) || ((tg_matmul_only || tg_attention_only || tg_default_kernels) && runs[k].env))
             continue; /* --matmul-only, --attention-only, --default-kernels: the chosen kernels alone */
         if (tg_runs_with && !((runs[k].env && !strcmp(runs[k].env, tg_runs_with)) || (runs[k].env2 && !strcmp(runs[k].env2, tg_runs_with))))
             continue; /* --runs-with: those runs alone (a mutant only they catch, without the sweeps before them) */
+        if (tg_without && runs[k].env && !strcmp(runs[k].env, tg_without)) continue; /* --without: not those */
         tg_bits_mode = staged || turnless || uncached ? TG_BITS_MATCH : direct && dt != NGPT_DTYPE_F32 && !runs[k].env ? TG_BITS_KEEP : TG_BITS_OFF;
         tg_bits_matched = 0;
         tg_gpu = NULL;
@@ -1364,6 +1373,7 @@ int main(int argc, char **argv) {
             tg_begin(uncached ? "NGPT_LOSS_SMEM=0: the loss's bits are the default run's"
                      : turnless ? "NGPT_ATTN_TURNS=0: the attention's bits are the default run's"
                      : narrow ? "NGPT_TILE_N=192: the matmuls' bits are the default run's"
+                     : pingpong ? "NGPT_PINGPONG=1: the matmuls' bits are the default run's"
                      : runs[k].env2 ? "NGPT_EPILOGUE=staged NGPT_TILE_ORDER=m: the matmuls' bits are the default run's"
                                     : "NGPT_EPILOGUE=staged: the matmuls' bits are the default run's");
             printf("    %d outputs held to the default run's bits\n", tg_bits_matched);
