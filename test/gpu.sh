@@ -537,6 +537,8 @@ if want bench && [ $BUILT = 0 ] && time_left "benchmarks" 150 bench; then
         NGPT_LOSS_SMEM=0 timeout $(cap_time 90) "$BUILD/nanogpt" bench --device=cuda --kernels
         echo "== nanogpt bench, GELU ops of their own"
         NGPT_FUSE_GELU=0 timeout $(cap_time 90) "$BUILD/nanogpt" bench --device=cuda --steps=10 --warmup=2 --gradient_accumulation_steps=1
+        echo "== nanogpt bench, logits chunk 4096"
+        timeout $(cap_time 90) "$BUILD/nanogpt" bench --device=cuda --steps=10 --warmup=2 --gradient_accumulation_steps=1 --logits_chunk=4096
         if "$BUILD/nanogpt" info 2>&1 | grep -q "attention wgmma"; then # between default passes, so drift falls on both sides
             echo "== nanogpt bench --kernels, attention without turns"
             NGPT_ATTN_TURNS=0 timeout $(cap_time 90) "$BUILD/nanogpt" bench --device=cuda --kernels
@@ -704,6 +706,11 @@ if want bench && [ $BUILT = 0 ] && time_left "benchmarks" 150 bench; then
     nofuse_tok=$(bench_value "$LOG/bench.log" "== nanogpt bench, GELU ops of their own" tokens_per_s)
     row "GELU fused vs its own op, end to end" "$(target "$(awk -v a="$ours_tok" -v b="$nofuse_tok" 'BEGIN{if (b > 0) printf "%.3f", a / b}')" 1.0)" \
         "${ours_tok:-none} vs ${nofuse_tok:-none} tokens/s (NGPT_FUSE_GELU=0; op by op: bench.log's two profiled steps)"
+    # the classifier in chunks of 4096 rows (three a step at batch 12) against the planner's 2048 (six): each chunk
+    # reads and writes the whole weight gradient, and the speed model charges a chunk 370 rows' time
+    chunk_tok=$(bench_value "$LOG/bench.log" "== nanogpt bench, logits chunk 4096" tokens_per_s)
+    row "logits chunk 4096 vs 2048, end to end" "$(target "$(awk -v a="$chunk_tok" -v b="$ours_tok" 'BEGIN{if (b > 0) printf "%.3f", a / b}')" 1.0)" \
+        "${chunk_tok:-none} vs ${ours_tok:-none} tokens/s ($(awk -v a="$chunk_tok" -v b="$ours_tok" 'BEGIN{if (a > 0 && b > 0) printf "%.3fx", a / b}'))"
     echo "bench: $(($(date +%s) - t0)) s"
 fi
 
