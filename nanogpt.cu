@@ -1722,16 +1722,16 @@ static __device__ __forceinline__ void prefetch_l2(const void *p) {
 }
 /* What a TMA tile's epilogue will read from global memory (aux for EPI_DGELU and EPI_RESIDUAL, the old values
  * when accumulating) asked into L2 as its main loop starts, so the epilogue's loads, a chunk at a time, find
- * it there rather than in DRAM: thread t of the THREADS consumer threads working on the tile takes row m0 + t %
- * 128, and of its 128-byte lines every (THREADS / 128)-th from line t / 128 */
-template <int BN, int THREADS, typename T>
+ * it there rather than in DRAM: thread t of the THREADS consumer threads working on the BM x BN tile takes row
+ * m0 + t % BM, and of its 128-byte lines every (THREADS / BM)-th from line t / BM */
+template <int BM, int BN, int THREADS, typename T>
 static __device__ __forceinline__ void mm_prefetch_tile(const MmEpilogue<T> &ep, int M, int N, int m0, int n0, unsigned t) {
-    static_assert(TM_BM == 128 && THREADS % TM_BM == 0, "whole rows of threads");
+    static_assert(THREADS % BM == 0, "whole rows of threads");
     constexpr int LINE = 128 / sizeof(T);
-    const int row = m0 + (int)(t % TM_BM);
+    const int row = m0 + (int)(t % BM);
     if (ep.partial || row >= M || !(epi_reads_aux(ep.kind) || ep.accumulate)) return;
 #pragma unroll
-    for (int j = (int)(t / TM_BM); j * LINE < BN; j += THREADS / TM_BM) {
+    for (int j = (int)(t / BM); j * LINE < BN; j += THREADS / BM) {
         const int col = n0 + j * LINE;
         if (col >= N) break;
         const size_t i = (size_t)row * ep.ldc + col;
@@ -1811,12 +1811,12 @@ template <typename T, int TA, int TB> static __device__ __forceinline__ void wgm
 struct TmTile {
     int m0, n0, slice, kb, klen;
 };
-static __device__ __forceinline__ TmTile tm_tile(int t, int M, int N, int K, int kps, int bn, int rows_first) {
-    const int tiles_m = (M + TM_BM - 1) / TM_BM, tiles_n = (N + bn - 1) / bn;
+static __device__ __forceinline__ TmTile tm_tile(int t, int M, int N, int K, int kps, int bm, int bn, int rows_first) {
+    const int tiles_m = (M + bm - 1) / bm, tiles_n = (N + bn - 1) / bn;
     const int inner = rows_first ? tiles_n : tiles_m, outer = rows_first ? tiles_m : tiles_n, rest = t / inner;
     const int i = t % inner, o = rest % outer;
     TmTile r;
-    r.m0 = (rows_first ? o : i) * TM_BM;
+    r.m0 = (rows_first ? o : i) * bm;
     r.n0 = (rows_first ? i : o) * bn;
     r.slice = rest / outer;
     r.kb = kps ? r.slice * kps : 0;
@@ -1846,27 +1846,27 @@ static __device__ __forceinline__ void tm_init_barriers(uint64_t *full, uint64_t
     __syncthreads();
 }
 /* The producer warpgroup: it gives registers back, one thread issues, the rest leave. Tile t of the block's
- * (blockIdx.x + i gridDim.x) walk, k tile by k tile through the STAGES stages (A's tile at sA, B's BN x 64 at
- * sB, B_STAGE bytes apart); `it` counts the k tiles passed so far over all its tiles, so k tile it uses stage
- * it % STAGES for the (it / STAGES)-th time, its phases of parity (it / STAGES) & 1. */
-template <bool A_K, bool B_K, int BN, int STAGES, int B_STAGE>
+ * (blockIdx.x + i gridDim.x) walk, BM x BN, k tile by k tile through the STAGES stages (A's BM x 64 at sA,
+ * A_STAGE bytes apart, B's BN x 64 at sB, B_STAGE apart); `it` counts the k tiles passed so far over all its tiles, so k tile it uses stage it %
+ * STAGES for the (it / STAGES)-th time, its phases of parity (it / STAGES) & 1. */
+template <bool A_K, bool B_K, int BM, int BN, int STAGES, int A_STAGE, int B_STAGE>
 static __device__ __forceinline__ void tm_producer(const CUtensorMap *tmA, const CUtensorMap *tmB, unsigned char *sA, unsigned char *sB,
                                                    uint64_t *full, uint64_t *empty, int M, int N, int K, int kps, int tiles, int rows_first) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(TM_PRODUCER_REGS));
     if (threadIdx.x != 0) return;
     uint32_t it = 0;
     for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
-        const TmTile tl = tm_tile(t, M, N, K, kps, BN, rows_first);
+        const TmTile tl = tm_tile(t, M, N, K, kps, BM, BN, rows_first);
         for (int k = tl.kb; k < tl.kb + tl.klen; k += WG_BK, it++) {
             const int s = it % STAGES;
             mbar_wait(&empty[s], ((it / STAGES) & 1) ^ 1); /* its last use released (the first passes) */
-            mbar_expect_bytes(&full[s], TM_A_BYTES + BN * WG_BK * 2);
-            unsigned char *a = sA + s * TM_A_BYTES, *b = sB + s * B_STAGE;
+            mbar_expect_bytes(&full[s], (BM + BN) * WG_BK * 2);
+            unsigned char *a = sA + s * A_STAGE, *b = sB + s * B_STAGE;
             if (A_K) {
                 tma_load(a, tmA, k, tl.m0, &full[s]);
             } else {
-                tma_load(a, tmA, tl.m0, k, &full[s]);
-                tma_load(a + 8192, tmA, tl.m0 + 64, k, &full[s]);
+#pragma unroll
+                for (int j = 0; j < BM / 64; j++) tma_load(a + j * 8192, tmA, tl.m0 + j * 64, k, &full[s]);
             }
             if (B_K) {
                 tma_load(b, tmB, k, tl.n0, &full[s]);
@@ -1878,23 +1878,23 @@ static __device__ __forceinline__ void tm_producer(const CUtensorMap *tmA, const
     }
 }
 /* A consumer warpgroup's main loop over the KT k tiles of its tile from stage it % STAGES on: issue(a, b)
- * issues the k tile's wgmma from the stage's A and B tiles, issued() runs once the last k tile's are issued;
- * each stage is released once the wgmma that read it has completed, and every product is done when this
- * returns */
-template <int STAGES, int B_STAGE, typename Issue, typename Issued>
+ * issues the k tile's wgmma from the stage's A and B tiles, issued() runs once the last k tile's are issued
+ * (after the loop: a call inside it, a branch between a wgmma's commit and its wait, made ptxas serialise the
+ * wgmma, C7515); each stage is released once the wgmma that read it has completed, and every product is done
+ * when this returns */
+template <int STAGES, int A_STAGE, int B_STAGE, typename Issue, typename Issued>
 static __device__ __forceinline__ void tm_consume(const unsigned char *sA, const unsigned char *sB, uint64_t *full, uint64_t *empty, uint32_t &it,
                                                   int KT, Issue &&issue, Issued &&issued) {
     for (int kt = 0; kt < KT; kt++, it++) {
         const int s = it % STAGES;
         mbar_wait(&full[s], (it / STAGES) & 1);
         asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
-        issue(sA + s * TM_A_BYTES, sB + s * B_STAGE);
+        issue(sA + s * A_STAGE, sB + s * B_STAGE);
         asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-        if (kt == KT - 1) issued();
         asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory"); /* k tile kt - 1's products are done ... */
         if (kt > 0) mbar_arrive(&empty[(it - 1) % STAGES]);          /* ... so its stage may be refilled */
     }
-    if (KT <= 0) issued();
+    issued();
     asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
     if (KT > 0) mbar_arrive(&empty[(it - 1) % STAGES]);
 }
@@ -1929,7 +1929,7 @@ __global__ void __launch_bounds__(TM_THREADS, 1)
     uint64_t *full = (uint64_t *)(epi + 8 * TM_WARP_EPI_BYTES), *empty = full + TM_STAGES;
     tm_init_barriers(full, empty, TM_STAGES, 2 * 128); /* a stage is read by both consumer warpgroups */
     if (threadIdx.x < 128) {
-        tm_producer<A_K, B_K, BN, TM_STAGES, TM_B_BYTES>(&tmA, &tmB, sA, sB, full, empty, M, N, K, kps, tiles, rows_first);
+        tm_producer<A_K, B_K, TM_BM, BN, TM_STAGES, TM_A_BYTES, TM_B_BYTES>(&tmA, &tmB, sA, sB, full, empty, M, N, K, kps, tiles, rows_first);
         return;
     }
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(TM_CONSUMER_REGS));
@@ -1939,11 +1939,11 @@ __global__ void __launch_bounds__(TM_THREADS, 1)
     float d[BN / 2];
     uint32_t it = 0; /* as the producer's */
     for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
-        const TmTile tl = tm_tile(t, M, N, K, kps, BN, rows_first);
-        mm_prefetch_tile<BN, 256>(ep, M, N, tl.m0, tl.n0, threadIdx.x - 128);
+        const TmTile tl = tm_tile(t, M, N, K, kps, TM_BM, BN, rows_first);
+        mm_prefetch_tile<TM_BM, BN, 256>(ep, M, N, tl.m0, tl.n0, threadIdx.x - 128);
 #pragma unroll
         for (int i = 0; i < BN / 2; i++) d[i] = 0.0f;
-        tm_consume<TM_STAGES, TM_B_BYTES>(sA, sB, full, empty, it, (tl.klen + WG_BK - 1) / WG_BK, [&](const unsigned char *a, const unsigned char *b) {
+        tm_consume<TM_STAGES, TM_A_BYTES, TM_B_BYTES>(sA, sB, full, empty, it, (tl.klen + WG_BK - 1) / WG_BK, [&](const unsigned char *a, const unsigned char *b) {
 #pragma unroll
             for (int ks = 0; ks < WG_BK / 16; ks++) {
                 uint64_t da = A_K ? wg_desc(a + cw * 64 * 128 + ks * 32, 16, 1024) : wg_desc(a + cw * 8192 + ks * 2048, 8192, 1024);
@@ -1964,21 +1964,24 @@ __global__ void __launch_bounds__(TM_THREADS, 1)
 }
 
 /* The TMA kernel's ping-pong build (NGPT_PINGPONG): the same producer, but each consumer warpgroup works
- * on tiles of its own, 128 x 128 (two wgmma m64n128k16 a k step, the same 128 accumulators a thread), the
- * block's tiles taken in turn, so one warpgroup's epilogue runs while the other's products keep the tensor
- * cores busy. The main loops take turns too (CUTLASS's ping-pong order barrier, the attention's WgTurns):
- * tile j's starts once tile j - 1's has waited for all its stages and issued its products (named barrier
- * 1 + its warpgroup). Without that, a warpgroup could wait for a stage two phases ahead of it, which an
- * mbarrier's parity cannot tell from the phase before: it would read the other's k tile. In the cooperative kernel above both warpgroups finish a tile together and the tensor cores
- * wait through its epilogue: on an H200 fc's forward with GELU took 1.5x, and the MLP projection's input
- * gradient with GELU's derivative 1.8x, the plain product's time (docs/performance.md, seventh GPU run). The
- * price: a 128 x 128 tile reads a third more of A and B per product than a 128 x 256 one. B's stage is 16 KB,
- * so six stages fit. Each output is summed over k in the same order, so the bits are the cooperative
- * kernel's (test_gpu_ops holds them to its run). */
-#define TP_BN 128
-#define TP_STAGES 6
-#define TP_B_BYTES (TP_BN * WG_BK * 2) /* 16 KB */
-#define TP_SMEM_BYTES (TP_STAGES * (TM_A_BYTES + TP_B_BYTES) + 1024 + 8 * TM_WARP_EPI_BYTES + 1024)
+ * on tiles of its own, 64 x 256 (the cooperative kernel's own half of a tile: wgmma m64n256k16, 128
+ * accumulators a thread), the block's tiles taken in turn, so one warpgroup's epilogue runs while the other's
+ * products keep the tensor cores busy. In the cooperative kernel above both warpgroups finish a tile together
+ * and the tensor cores wait through its epilogue: on an H200 fc's forward with GELU took 1.5x, and the MLP
+ * projection's input gradient with GELU's derivative 1.8x, the plain product's time (docs/performance.md,
+ * seventh GPU run). The main loops take turns too (the order barrier of ping-pong GEMM schedules; the
+ * attention's WgTurns): tile j's starts once tile j - 1's has waited for all its stages and issued its products
+ * (named barrier 1 + its warpgroup). Without that, a warpgroup could wait for a stage two phases ahead of it,
+ * which an mbarrier's parity cannot tell from the phase before: it would read the other's k tile. The price: a
+ * 64 x 256 tile reads two thirds more of A and B per product from L2 than a 128 x 256 one. (Tiles of 128 x 128,
+ * two wgmma m64n128k16 a k step into two sets of 64 accumulators, a third more, had ptxas serialise every
+ * wgmma, C7515, and spill.) A stage holds 8 KB of A and 32 KB of B: four fit. Each output is summed over k in
+ * the same order and split-K slices are chosen as for the cooperative kernel, so the bits are its bits
+ * (test_gpu_ops holds them to its run). */
+#define TP_BM 64
+#define TP_STAGES 4
+#define TP_A_BYTES (TP_BM * WG_BK * 2) /* 8 KB */
+#define TP_SMEM_BYTES (TP_STAGES * (TP_A_BYTES + TM_B_BYTES) + 1024 + 8 * TM_WARP_EPI_BYTES + 1024)
 static_assert(TP_SMEM_BYTES <= 232448, "the ping-pong TMA kernel asks for more shared memory than a Hopper block may have (227 KB)");
 template <typename T, bool A_K, bool B_K, int EK>
 __global__ void __launch_bounds__(TM_THREADS, 1)
@@ -1987,54 +1990,43 @@ __global__ void __launch_bounds__(TM_THREADS, 1)
 #ifdef NGPT_WGMMA_DEVICE
     extern __shared__ __align__(1024) unsigned char tp_smem[];
     unsigned char *base = smem_align1024(tp_smem);
-    unsigned char *sA = base, *sB = base + TP_STAGES * TM_A_BYTES, *epi = sB + TP_STAGES * TP_B_BYTES;
+    unsigned char *sA = base, *sB = base + TP_STAGES * TP_A_BYTES, *epi = sB + TP_STAGES * TM_B_BYTES;
     uint64_t *full = (uint64_t *)(epi + 8 * TM_WARP_EPI_BYTES), *empty = full + TP_STAGES;
     tm_init_barriers(full, empty, TP_STAGES, 128); /* a stage is read by one consumer warpgroup */
     if (threadIdx.x < 128) {
-        tm_producer<A_K, B_K, TP_BN, TP_STAGES, TP_B_BYTES>(&tmA, &tmB, sA, sB, full, empty, M, N, K, kps, tiles, rows_first);
+        tm_producer<A_K, B_K, TP_BM, TM_BN, TP_STAGES, TP_A_BYTES, TM_B_BYTES>(&tmA, &tmB, sA, sB, full, empty, M, N, K, kps, tiles, rows_first);
         return;
     }
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(TM_CONSUMER_REGS));
-    const int cw = (threadIdx.x >> 7) - 1; /* consumer warpgroup 0 takes the block's tiles 0, 2, 4, ..., 1 the others */
+    const int cw = (threadIdx.x >> 7) - 1; /* consumer warpgroup 0 takes the block's tiles 0, 2, 4, ... of its walk, 1 the others */
     const int lane = threadIdx.x & 31, w = (threadIdx.x >> 5) & 3;
     unsigned char *warp_epi = epi + ((threadIdx.x >> 5) - 4) * TM_WARP_EPI_BYTES;
-    float d[TP_BN / 2], d_hi[TP_BN / 2]; /* rows 0..63 of the tile, then 64..127 (warp w: 16 w .. and 64 + 16 w ..) */
+    float d[TM_BN / 2];
     uint32_t it = 0; /* as the producer's: this warpgroup steps over the other's k tiles */
-    int turn = 0;
     if (cw == 1) named_bar_arrive(1, 256); /* warpgroup 0's first main loop needs no wait */
-    for (int t = blockIdx.x; t < tiles; t += gridDim.x, turn ^= 1) {
-        const TmTile tl = tm_tile(t, M, N, K, kps, TP_BN, rows_first);
+    for (int t = blockIdx.x + cw * gridDim.x; t < tiles; t += 2 * gridDim.x) {
+        if (t != (int)blockIdx.x) it += (tm_tile(t - gridDim.x, M, N, K, kps, TP_BM, TM_BN, rows_first).klen + WG_BK - 1) / WG_BK; /* the other's tile */
+        const TmTile tl = tm_tile(t, M, N, K, kps, TP_BM, TM_BN, rows_first);
         const int KT = (tl.klen + WG_BK - 1) / WG_BK;
-        if (turn != cw) { /* the other warpgroup's tile */
-            it += KT;
-            continue;
-        }
-        mm_prefetch_tile<TP_BN, 128>(ep, M, N, tl.m0, tl.n0, threadIdx.x & 127);
+        mm_prefetch_tile<TP_BM, TM_BN, 128>(ep, M, N, tl.m0, tl.n0, threadIdx.x & 127);
 #pragma unroll
-        for (int i = 0; i < TP_BN / 2; i++) d[i] = d_hi[i] = 0.0f;
+        for (int i = 0; i < TM_BN / 2; i++) d[i] = 0.0f;
         named_bar_sync(1 + cw, 256); /* this main loop's turn */
         const bool next = t + (int)gridDim.x < tiles; /* the other warpgroup has a tile after this one */
-        tm_consume<TP_STAGES, TP_B_BYTES>(sA, sB, full, empty, it, KT, [&](const unsigned char *a, const unsigned char *b) {
+        tm_consume<TP_STAGES, TP_A_BYTES, TM_B_BYTES>(sA, sB, full, empty, it, KT, [&](const unsigned char *a, const unsigned char *b) {
 #pragma unroll
             for (int ks = 0; ks < WG_BK / 16; ks++) {
                 uint64_t da = A_K ? wg_desc(a + ks * 32, 16, 1024) : wg_desc(a + ks * 2048, 8192, 1024);
-                uint64_t da_hi = A_K ? wg_desc(a + 64 * 128 + ks * 32, 16, 1024) : wg_desc(a + 8192 + ks * 2048, 8192, 1024);
                 uint64_t db = B_K ? wg_desc(b + ks * 32, 16, 1024) : wg_desc(b + ks * 2048, 8192, 1024);
-                wgmma_m64n128k16<T, A_K ? 0 : 1, B_K ? 0 : 1>(d, da, db);
-                wgmma_m64n128k16<T, A_K ? 0 : 1, B_K ? 0 : 1>(d_hi, da_hi, db);
+                wgmma_m64n256k16<T, A_K ? 0 : 1, B_K ? 0 : 1>(d, da, db);
             }
         }, [&] {
             if (next) named_bar_arrive(2 - cw, 256); /* its turn (never an arrival nobody waits for) */
         });
 #pragma unroll
-        for (int i = 0; i < TP_BN / 2; i++) asm volatile("" : "+f"(d[i]), "+f"(d_hi[i])::"memory"); /* no read of d, d_hi above the wait */
-        const bool whole = mm_direct_ok<EK, mm_direct_acc<A_K, B_K>()>(ep, M, N, tl.m0, tl.n0, TM_BM, TP_BN);
-#pragma unroll 1
-        for (int h = 0; h < 2; h++) { /* one copy of the epilogue's code: the upper rows' accumulators moved into d */
-            tm_epilogue<EK, A_K, B_K, TP_BN>(ep, M, N, tl, tl.m0 + 64 * h + w * 16, d, whole, lane, warp_epi, &tmOut, &tmAux);
-#pragma unroll
-            for (int i = 0; i < TP_BN / 2; i++) d[i] = d_hi[i];
-        }
+        for (int i = 0; i < TM_BN / 2; i++) asm volatile("" : "+f"(d[i])::"memory"); /* no read of d moves above the wait */
+        const bool whole = mm_direct_ok<EK, mm_direct_acc<A_K, B_K>()>(ep, M, N, tl.m0, tl.n0, TP_BM, TM_BN);
+        tm_epilogue<EK, A_K, B_K, TM_BN>(ep, M, N, tl, tl.m0 + w * 16, d, whole, lane, warp_epi, &tmOut, &tmAux);
     }
     if (lane == 0) bulk_wait_written(); /* every store written before the block's shared memory goes */
 #else
@@ -2072,12 +2064,12 @@ static int tma_map(const CudaImpl *im, CUtensorMap *map, const T *p, size_t inne
 }
 
 /* The build of the TMA kernel for epilogue kind EK where it has one (mm_direct_kind), else the plain one (whose
- * direct path the other kinds never take); BN = TP_BN: the ping-pong kernel's */
-template <typename T, bool A_K, bool B_K, int EK, int BN>
+ * direct path the other kinds never take): the cooperative kernel's of width BN, or (PINGPONG) the ping-pong one */
+template <typename T, bool A_K, bool B_K, int EK, int BN, bool PINGPONG>
 static void tma_launch(ngpt_backend *be, unsigned grid, const CUtensorMap &ma, const CUtensorMap &mb, const CUtensorMap &mo, const CUtensorMap &mx,
                        int M, int N, int K, int kps, int tiles, int rows_first, const MmEpilogue<T> &ep) {
     constexpr int built = mm_direct_kind<A_K, B_K>(EK) ? EK : EPI_PLAIN;
-    if constexpr (BN == TP_BN) {
+    if constexpr (PINGPONG) {
         matmul_tma_pingpong_kernel<T, A_K, B_K, built><<<grid, TM_THREADS, TP_SMEM_BYTES, impl_of(be)->stream>>>(ma, mb, mo, mx, M, N, K, kps, tiles,
                                                                                                               rows_first, ep);
         CU_LAUNCHED(be, "matmul_tma_pingpong_kernel");
@@ -2110,12 +2102,12 @@ static int gemm_tma(ngpt_backend *be, const T *A, const T *B, int M, int N, int 
     CudaImpl *im = impl_of(be);
     const bool pingpong = im->tma_pingpong == TMA_PINGPONG_ALL ||
                           (im->tma_pingpong == TMA_PINGPONG_GELU && (ep_in.kind == EPI_GELU || ep_in.kind == EPI_DGELU));
-    const int bn = pingpong ? TP_BN : tma_tile_n(im, M, N, splits);
+    const int bm = pingpong ? TP_BM : TM_BM, bn = pingpong ? TM_BN : tma_tile_n(im, M, N, splits);
     CUtensorMap ma, mb;
-    if (tma_map(im, &ma, A, A_K ? K : M, A_K ? M : K, lda, 64, A_K ? TM_BM : 64) ||
+    if (tma_map(im, &ma, A, A_K ? K : M, A_K ? M : K, lda, 64, A_K ? (unsigned)bm : 64) ||
         tma_map(im, &mb, B, B_K ? K : N, B_K ? N : K, ldb, 64, B_K ? (unsigned)bn : 64))
         return 0;
-    long long tiles = (long long)((M + TM_BM - 1) / TM_BM) * ((N + bn - 1) / bn) * splits;
+    long long tiles = (long long)((M + bm - 1) / bm) * ((N + bn - 1) / bn) * splits;
     if (tiles > INT_MAX) return 0;
     unsigned grid = (unsigned)(tiles < im->sm_count ? tiles : im->sm_count);
     MmEpilogue<T> ep = ep_in;
@@ -2135,10 +2127,10 @@ static int gemm_tma(ngpt_backend *be, const T *A, const T *B, int M, int N, int 
                     !(gelu && tma_map(im, &mx, ep.aux, (size_t)N, (size_t)M, ep.ldc, 64, 16));
     mm_launch_kind<A_K, B_K>(ep.kind, [&](auto ek) {
         constexpr int EK = decltype(ek)::value;
-        const int rows_first = tiles_rows_first(im, (M + TM_BM - 1) / TM_BM, (N + bn - 1) / bn);
-        if (bn == TP_BN) tma_launch<T, A_K, B_K, EK, TP_BN>(be, grid, ma, mb, mo, mx, M, N, K, kps, (int)tiles, rows_first, ep);
-        else if (bn == TM_BN_NARROW) tma_launch<T, A_K, B_K, EK, TM_BN_NARROW>(be, grid, ma, mb, mo, mx, M, N, K, kps, (int)tiles, rows_first, ep);
-        else tma_launch<T, A_K, B_K, EK, TM_BN>(be, grid, ma, mb, mo, mx, M, N, K, kps, (int)tiles, rows_first, ep);
+        const int rows_first = tiles_rows_first(im, (M + bm - 1) / bm, (N + bn - 1) / bn);
+        if (pingpong) tma_launch<T, A_K, B_K, EK, TM_BN, true>(be, grid, ma, mb, mo, mx, M, N, K, kps, (int)tiles, rows_first, ep);
+        else if (bn == TM_BN_NARROW) tma_launch<T, A_K, B_K, EK, TM_BN_NARROW, false>(be, grid, ma, mb, mo, mx, M, N, K, kps, (int)tiles, rows_first, ep);
+        else tma_launch<T, A_K, B_K, EK, TM_BN, false>(be, grid, ma, mb, mo, mx, M, N, K, kps, (int)tiles, rows_first, ep);
     });
     return 1;
 }
@@ -3876,21 +3868,39 @@ static __device__ __forceinline__ void store_moment(__nv_bfloat16 *dst, float x,
 }
 
 /* AdamW in the arithmetic nanogpt.h gives (the caller precomputes the constants, so every backend uses
- * the same floats). The master copy (f32) is the truth when present; param gets it in the storage type. */
-template <typename T, typename M>
+ * the same floats). The master copy (f32) is the truth when present; param gets it in the storage type.
+ * VEC values a thread a turn: ADAMW_VEC (16 bytes of each f32 array, 8 of each 16-bit one) where every array
+ * is 16-byte aligned, else 1; the same arithmetic per value either way. */
+#define ADAMW_VEC 4
+template <typename T, typename M, int VEC>
 __global__ void adamw_kernel(T *param, float *master, const T *grad, M *m, M *v, size_t n, ngpt_adamw h) {
-    GRID_STRIDE(i, n) {
-        float g = to_f(grad[i]) * h.grad_scale;
-        float mi = h.beta1 * to_f(m[i]) + h.one_minus_beta1 * g;
-        float vi = h.beta2 * to_f(v[i]) + h.one_minus_beta2 * g * g;
-        const uint32_t dice = ngpt_hash(h.round_seed, h.round_stream, i); /* bf16 moments only: f32 drops it */
-        store_moment(&m[i], mi, dice);
-        store_moment(&v[i], vi, dice >> 16);
-        float p = master ? master[i] : to_f(param[i]);
-        p = p - h.lr * (mi / h.bias_correction1 / (sqrtf(vi / h.bias_correction2) + h.eps) + h.weight_decay * p);
-        if (master) master[i] = p;
-        param[i] = from_f<T>(p);
-    }
+    ew_vectors<VEC>(n, [&](size_t i0, auto width) {
+        constexpr int W = decltype(width)::value;
+        const RowVec<T, W> gr = *(const RowVec<T, W> *)(grad + i0);
+        RowVec<M, W> mv = *(const RowVec<M, W> *)(m + i0), vv = *(const RowVec<M, W> *)(v + i0);
+        RowVec<float, W> master_v{};
+        RowVec<T, W> param_v{};
+        if (master) master_v = *(const RowVec<float, W> *)(master + i0);
+        else param_v = *(const RowVec<T, W> *)(param + i0);
+#pragma unroll
+        for (int e = 0; e < W; e++) {
+            const size_t i = i0 + e;
+            float g = to_f(gr.v[e]) * h.grad_scale;
+            float mi = h.beta1 * to_f(mv.v[e]) + h.one_minus_beta1 * g;
+            float vi = h.beta2 * to_f(vv.v[e]) + h.one_minus_beta2 * g * g;
+            const uint32_t dice = ngpt_hash(h.round_seed, h.round_stream, i); /* bf16 moments only: f32 drops it */
+            store_moment(&mv.v[e], mi, dice);
+            store_moment(&vv.v[e], vi, dice >> 16);
+            float p = master ? master_v.v[e] : to_f(param_v.v[e]);
+            p = p - h.lr * (mi / h.bias_correction1 / (sqrtf(vi / h.bias_correction2) + h.eps) + h.weight_decay * p);
+            master_v.v[e] = p;
+            param_v.v[e] = from_f<T>(p);
+        }
+        *(RowVec<M, W> *)(m + i0) = mv;
+        *(RowVec<M, W> *)(v + i0) = vv;
+        if (master) *(RowVec<float, W> *)(master + i0) = master_v;
+        *(RowVec<T, W> *)(param + i0) = param_v;
+    });
 }
 static void cu_adamw(ngpt_backend *be, void *param, float *master, const void *grad, void *m, void *v, size_t n, const ngpt_adamw *h) {
     if (!n) return;
@@ -3903,14 +3913,19 @@ static void cu_adamw(ngpt_backend *be, void *param, float *master, const void *g
         return;
     }
     cudaStream_t st = impl_of(be)->stream;
-    unsigned nb = ew_blocks(n);
+    /* ADAMW_VEC values a thread a turn (16 bytes of each f32 array) where every array is 16-byte aligned */
+    const bool vec = aligned16(param, master, grad, m, v);
+    const unsigned nb = ew_blocks(vec ? n / ADAMW_VEC : n);
     if (h->moments_dtype == NGPT_DTYPE_F32) {
-        DISPATCH_DTYPE(be->dtype, T,
-                       adamw_kernel<T, float><<<nb, EW_THREADS, 0, st>>>((T *)param, master, (const T *)grad, (float *)m, (float *)v, n, *h));
+        DISPATCH_DTYPE(be->dtype, T, {
+            auto *kernel = vec ? adamw_kernel<T, float, ADAMW_VEC> : adamw_kernel<T, float, 1>;
+            kernel<<<nb, EW_THREADS, 0, st>>>((T *)param, master, (const T *)grad, (float *)m, (float *)v, n, *h);
+        });
     } else {
-        DISPATCH_DTYPE(be->dtype, T,
-                       adamw_kernel<T, __nv_bfloat16><<<nb, EW_THREADS, 0, st>>>((T *)param, master, (const T *)grad, (__nv_bfloat16 *)m,
-                                                                                 (__nv_bfloat16 *)v, n, *h));
+        DISPATCH_DTYPE(be->dtype, T, {
+            auto *kernel = vec ? adamw_kernel<T, __nv_bfloat16, ADAMW_VEC> : adamw_kernel<T, __nv_bfloat16, 1>;
+            kernel<<<nb, EW_THREADS, 0, st>>>((T *)param, master, (const T *)grad, (__nv_bfloat16 *)m, (__nv_bfloat16 *)v, n, *h);
+        });
     }
     CU_LAUNCHED(be, "adamw_kernel");
 }

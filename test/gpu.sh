@@ -32,17 +32,19 @@
 # "check | result | numbers" is printed last. Exit status 1 when any check failed (SKIP is not a failure).
 # The default run does not fit one 10-minute device call. On an H200 (2026-12-04, prebuilt binaries): ops,
 # train (without the 300-step curve), capped and bench in one call, 374 s (ops 235 s for its 13 sweeps, under
-# the 300 s GPU_SH_OPS_S; capped 44 s with its 6 GiB and 2.2 GiB bench pairs, two pairs more since; bench 77 s);
-# the 300-step curve adds about 3 minutes (its CPU side). profile 36 s (six kernels; eight since); sanitize:
+# the GPU_SH_OPS_S of then, 300 s; capped 44 s with its 6 GiB and 2.2 GiB bench pairs, two pairs more since; bench 77 s);
+# the 300-step curve adds about 3 minutes (its CPU side). profile 36 s (six kernels; ten since); sanitize:
 # memcheck and synccheck 15-16 s each, racecheck bf16 121 s (every kernel and variant), f16 26 s (its default
-# kernels alone), f32 86 s (2026-11-26).
+# kernels alone), f32 86 s (2026-11-26). Added since (fortieth session, not yet timed): the ping-pong build
+# alone first (about 13 s a call) and its two op sweeps (about 35 s: the ops cap is now 330 s), one more bench
+# --kernels pass for it and one for the loss (about 15 s each), three more bench steps (about 10 s each).
 # So it takes two calls:
 #   GPU_SH_CURVE=0 bash test/gpu.sh ops train capped bench      then      bash test/gpu.sh profile sanitize
 # (f32 racecheck starts only with its whole cap left, else SKIP; the curve: bash test/gpu.sh train)
 # Give it the GPU to itself: the no-allocation checks also read free device memory, which is device-wide,
 # and the benchmarks' timings are the GPU's.
 # GPU_SH_BUDGET (seconds, default 560) makes later steps SKIP rather than run past it; GPU_SH_OPS_S
-# (default 300), GPU_SH_SANITIZE_S (200, per sanitizer run) and GPU_SH_RACECHECK_F32_S (150) cap those
+# (default 330), GPU_SH_SANITIZE_S (200, per sanitizer run) and GPU_SH_RACECHECK_F32_S (150) cap those
 # steps; GPU_SH_CURVE=0 leaves out the 300-step curve (its CPU side takes minutes).
 # Steps run in this order: ops, train, capped, recipe, bench, profile, sanitize (the slowest per check, last).
 set -u
@@ -343,7 +345,7 @@ without=() # test_gpu_ops' runs with the ping-pong build, left out where it fail
 [ "$PINGPONG_OK" = 1 ] || without=(--without NGPT_PINGPONG)
 if want ops && [ $BUILT = 0 ] && time_left "op tests" 120 ops; then
     t0=$(date +%s)
-    ops_cap=$(cap_time ${GPU_SH_OPS_S:-300})
+    ops_cap=$(cap_time ${GPU_SH_OPS_S:-330})
     timeout $ops_cap "$BUILD/test_gpu_ops" "${without[@]}" >"$LOG/ops.log" 2>&1
     rc=$?
     sum=$(grep '^summary:' "$LOG/ops.log" | tail -n 1)
@@ -352,7 +354,7 @@ if want ops && [ $BUILT = 0 ] && time_left "op tests" 120 ops; then
     [ $rc = 0 ] || res=FAIL
     late=""
     if [ $rc = 124 ]; then
-        if [ "$ops_cap" -lt "${GPU_SH_OPS_S:-300}" ]; then late=" (stopped at the budget: bash test/gpu.sh ops alone finishes it)"
+        if [ "$ops_cap" -lt "${GPU_SH_OPS_S:-330}" ]; then late=" (stopped at the budget: bash test/gpu.sh ops alone finishes it)"
         else late=" (stopped at GPU_SH_OPS_S=$ops_cap s, $(grep -c '^ok' "$LOG/ops.log") cases passed and $nfail failed by then)"; fi
     fi
     row "op tests vs CPU (f32, bf16, f16)" $res "${sum:-no summary (exit $rc)}$late; $(($(date +%s) - t0)) s"
@@ -716,7 +718,8 @@ fi
 
 # ---- profile (not in the default run; bash test/gpu.sh profile, about a minute): Nsight Compute on the first
 # launch of the default matmul kernel, the attention forward, both attention backward kernels, the
-# LayerNorm backward, split-K's reduction and the TMA matmul with GELU and with its derivative fused in
+# LayerNorm backward and its reduction of the blocks' dw, db sums, split-K's reduction, the loss (its first
+# launch keeps the row in shared memory) and the TMA matmul with GELU and with its derivative fused in
 # `nanogpt bench --kernels` (the qkv forward product; fc's forward, the MLP projection's input gradient; attention
 # and LayerNorm at GPT-2's shapes; the slices of the first product that splits): speed of light, warp stall
 # reasons (an instruction-cache bound kernel stalls on "no instruction"), memory and instruction statistics.
@@ -731,7 +734,7 @@ if want profile && [ $BUILT = 0 ] && time_left "ncu profile" 60 profile; then
         # the last two: the TMA kernel's builds with GELU (template argument EK = EPI_GELU, 1) and its derivative
         # (EPI_DGELU, 2) fused, matched on the demangled name (fc's forward and the MLP projection's input gradient)
         kernels=("regex:matmul_(tma|wgmma|tc)_kernel" "regex:attn_forward_(wgmma|tc)" "regex:attn_backward_dkdv" "regex:attn_backward_dq"
-            "regex:layernorm_backward_kernel" "regex:splitk_reduce_kernel"
+            "regex:layernorm_backward_kernel" "regex:layernorm_reduce_kernel" "regex:splitk_reduce_kernel" "regex:crossentropy_kernel"
             "demangled:regex:matmul_tma_kernel<[^,]*, [^,]*, [^,]*, (\(int\))?1, " "demangled:regex:matmul_tma_kernel<[^,]*, [^,]*, [^,]*, (\(int\))?2, ")
         for k in "${kernels[@]}"; do
             echo "== ncu $k" >>"$LOG/bench.log"
