@@ -1847,8 +1847,9 @@ static __device__ __forceinline__ void tm_init_barriers(uint64_t *full, uint64_t
 }
 /* The producer warpgroup: it gives registers back, one thread issues, the rest leave. Tile t of the block's
  * (blockIdx.x + i gridDim.x) walk, BM x BN, k tile by k tile through the STAGES stages (A's BM x 64 at sA,
- * A_STAGE bytes apart, B's BN x 64 at sB, B_STAGE apart); `it` counts the k tiles passed so far over all its tiles, so k tile it uses stage it %
- * STAGES for the (it / STAGES)-th time, its phases of parity (it / STAGES) & 1. */
+ * A_STAGE bytes apart, B's BN x 64 at sB, B_STAGE apart); `it` counts the k tiles passed so far over all its
+ * tiles, so k tile it uses stage it % STAGES for the (it / STAGES)-th time, its phases of parity
+ * (it / STAGES) & 1. */
 template <bool A_K, bool B_K, int BM, int BN, int STAGES, int A_STAGE, int B_STAGE>
 static __device__ __forceinline__ void tm_producer(const CUtensorMap *tmA, const CUtensorMap *tmB, unsigned char *sA, unsigned char *sB,
                                                    uint64_t *full, uint64_t *empty, int M, int N, int K, int kps, int tiles, int rows_first) {
@@ -1943,7 +1944,8 @@ __global__ void __launch_bounds__(TM_THREADS, 1)
         mm_prefetch_tile<TM_BM, BN, 256>(ep, M, N, tl.m0, tl.n0, threadIdx.x - 128);
 #pragma unroll
         for (int i = 0; i < BN / 2; i++) d[i] = 0.0f;
-        tm_consume<TM_STAGES, TM_A_BYTES, TM_B_BYTES>(sA, sB, full, empty, it, (tl.klen + WG_BK - 1) / WG_BK, [&](const unsigned char *a, const unsigned char *b) {
+        const int KT = (tl.klen + WG_BK - 1) / WG_BK;
+        tm_consume<TM_STAGES, TM_A_BYTES, TM_B_BYTES>(sA, sB, full, empty, it, KT, [&](const unsigned char *a, const unsigned char *b) {
 #pragma unroll
             for (int ks = 0; ks < WG_BK / 16; ks++) {
                 uint64_t da = A_K ? wg_desc(a + cw * 64 * 128 + ks * 32, 16, 1024) : wg_desc(a + cw * 8192 + ks * 2048, 8192, 1024);
@@ -1985,8 +1987,9 @@ __global__ void __launch_bounds__(TM_THREADS, 1)
 static_assert(TP_SMEM_BYTES <= 232448, "the ping-pong TMA kernel asks for more shared memory than a Hopper block may have (227 KB)");
 template <typename T, bool A_K, bool B_K, int EK>
 __global__ void __launch_bounds__(TM_THREADS, 1)
-    matmul_tma_pingpong_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB, const __grid_constant__ CUtensorMap tmOut,
-                               const __grid_constant__ CUtensorMap tmAux, int M, int N, int K, int kps, int tiles, int rows_first, MmEpilogue<T> ep) {
+    matmul_tma_pingpong_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB,
+                               const __grid_constant__ CUtensorMap tmOut, const __grid_constant__ CUtensorMap tmAux, int M, int N, int K, int kps,
+                               int tiles, int rows_first, MmEpilogue<T> ep) {
 #ifdef NGPT_WGMMA_DEVICE
     extern __shared__ __align__(1024) unsigned char tp_smem[];
     unsigned char *base = smem_align1024(tp_smem);
@@ -2005,7 +2008,8 @@ __global__ void __launch_bounds__(TM_THREADS, 1)
     uint32_t it = 0; /* as the producer's: this warpgroup steps over the other's k tiles */
     if (cw == 1) named_bar_arrive(1, 256); /* warpgroup 0's first main loop needs no wait */
     for (int t = blockIdx.x + cw * gridDim.x; t < tiles; t += 2 * gridDim.x) {
-        if (t != (int)blockIdx.x) it += (tm_tile(t - gridDim.x, M, N, K, kps, TP_BM, TM_BN, rows_first).klen + WG_BK - 1) / WG_BK; /* the other's tile */
+        if (t != (int)blockIdx.x) /* the other warpgroup's tile, before this one */
+            it += (tm_tile(t - gridDim.x, M, N, K, kps, TP_BM, TM_BN, rows_first).klen + WG_BK - 1) / WG_BK;
         const TmTile tl = tm_tile(t, M, N, K, kps, TP_BM, TM_BN, rows_first);
         const int KT = (tl.klen + WG_BK - 1) / WG_BK;
         mm_prefetch_tile<TP_BM, TM_BN, 128>(ep, M, N, tl.m0, tl.n0, threadIdx.x & 127);
@@ -2129,7 +2133,8 @@ static int gemm_tma(ngpt_backend *be, const T *A, const T *B, int M, int N, int 
         constexpr int EK = decltype(ek)::value;
         const int rows_first = tiles_rows_first(im, (M + bm - 1) / bm, (N + bn - 1) / bn);
         if (pingpong) tma_launch<T, A_K, B_K, EK, TM_BN, true>(be, grid, ma, mb, mo, mx, M, N, K, kps, (int)tiles, rows_first, ep);
-        else if (bn == TM_BN_NARROW) tma_launch<T, A_K, B_K, EK, TM_BN_NARROW, false>(be, grid, ma, mb, mo, mx, M, N, K, kps, (int)tiles, rows_first, ep);
+        else if (bn == TM_BN_NARROW)
+            tma_launch<T, A_K, B_K, EK, TM_BN_NARROW, false>(be, grid, ma, mb, mo, mx, M, N, K, kps, (int)tiles, rows_first, ep);
         else tma_launch<T, A_K, B_K, EK, TM_BN, false>(be, grid, ma, mb, mo, mx, M, N, K, kps, (int)tiles, rows_first, ep);
     });
     return 1;
@@ -3692,7 +3697,8 @@ static __device__ __forceinline__ void softmax_merge(float &m, float &s, float m
 /* VEC = 16 / sizeof(T) when Vp is a multiple of it and the logits are 16-byte aligned, else 1; CACHED: the
  * row's first V values (rounded up to whole vectors) in dynamic shared memory between the passes (VEC > 1) */
 template <typename T, int VEC, bool CACHED>
-__global__ void __launch_bounds__(XENT_THREADS, 2) crossentropy_kernel(T *logits, float *losses, const int32_t *targets, int V, int Vp, float dscale) {
+__global__ void __launch_bounds__(XENT_THREADS, 2)
+    crossentropy_kernel(T *logits, float *losses, const int32_t *targets, int V, int Vp, float dscale) {
     typedef RowVec<T, VEC> Vec;
     extern __shared__ float4 xent_row4[]; /* CACHED: the row's vectors */
     Vec *row_cache = (Vec *)xent_row4;
@@ -4091,7 +4097,8 @@ template <typename T> static int set_smem_attrs(ngpt_backend *be) {
         const void *k[TM_BUILDS];
         tma_builds<T>(k);
         for (int i = 0; i < TM_BUILDS; i++)
-            bad |= CU_CHECK(be, cudaFuncSetAttribute(k[i], cudaFuncAttributeMaxDynamicSharedMemorySize, i < 2 * TM_BUILDS / 3 ? TM_SMEM_BYTES : TP_SMEM_BYTES));
+            bad |= CU_CHECK(be, cudaFuncSetAttribute(k[i], cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                     i < 2 * TM_BUILDS / 3 ? TM_SMEM_BYTES : TP_SMEM_BYTES));
         bad |= CU_CHECK(be, cudaFuncSetAttribute(attn_forward_wgmma_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, FA_SMEM_BYTES));
         bad |= CU_CHECK(be, cudaFuncSetAttribute(attn_backward_dkdv_wgmma_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, FB_DKDV_SMEM_BYTES));
         bad |= CU_CHECK(be, cudaFuncSetAttribute(attn_backward_dq_wgmma_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, FB_DQ_SMEM_BYTES));
