@@ -1975,9 +1975,10 @@ __global__ void __launch_bounds__(TM_THREADS, 1)
  * attention's WgTurns): tile j's starts once tile j - 1's has waited for all its stages and issued its products
  * (named barrier 1 + its warpgroup). Without that, a warpgroup could wait for a stage two phases ahead of it,
  * which an mbarrier's parity cannot tell from the phase before: it would read the other's k tile. The price: a
- * 64 x 256 tile reads two thirds more of A and B per product from L2 than a 128 x 256 one. (Tiles of 128 x 128,
- * two wgmma m64n128k16 a k step into two sets of 64 accumulators, a third more, had ptxas serialise every
- * wgmma, C7515, and spill.) A stage holds 8 KB of A and 32 KB of B: four fit. Each output is summed over k in
+ * 64 x 256 tile reads two thirds more of A and B per product from L2 than a 128 x 256 one. (A first version
+ * with tiles of 128 x 128, a third more, two wgmma m64n128k16 a k step into two sets of 64 accumulators, had
+ * ptxas serialise every wgmma, C7515; the cause turned out to be the turn's hand-over inside the main loop, not
+ * the tile, so 128 x 128 with the hand-over after it is untried.) A stage holds 8 KB of A and 32 KB of B: four fit. Each output is summed over k in
  * the same order and split-K slices are chosen as for the cooperative kernel, so the bits are its bits
  * (test_gpu_ops holds them to its run). */
 #define TP_BM 64

@@ -299,6 +299,7 @@ MUTANTS=(
     "half a warp skips a reduction's shuffles (a deadlock)|80||float warp_sum(float v) {|float warp_sum(float v) {\n    if ((threadIdx.x & 31) >= 16) return v;"
     "cross-entropy keeps only the first of each turn's vectors of the row in shared memory|80||if (CACHED) row_cache[j / VEC] = x[u];|if (CACHED && u == 0) row_cache[j / VEC] = x[u];"
     "elementwise ops leave out the last of the values after the last whole vector|80||if (VEC > 1 && tail < n)|if (VEC > 1 && tail + 1 < n)"
+    "cross-entropy without the row cache reads each pair of vectors swapped in its second pass (only NGPT_LOSS_SMEM=0's run takes that path with 16-byte rows)|80||if (j < V) x = CACHED ? row_cache[j / VEC] : *(const Vec *)(z + j);|if (j < V) x = CACHED ? row_cache[j / VEC] : *(const Vec *)(z + (VEC > 1 && (j ^ VEC) < V ? (j ^ VEC) : j));"
     "cross-entropy counts the padding columns in its sum|80||for (int k = 0; k < VEC; k++) s += j + k < V ? exp2f((y[k] - m) * LOG2E_F) : 0.0f;|for (int k = 0; k < VEC; k++) s += exp2f((y[k] - m) * LOG2E_F);"
     "TMA kernel: a consumer releases a stage while its wgmma may still read it|90|--matmul-only|wgmma.wait_group.sync.aligned 1;\\\\n\" ::: \"memory\"); /* k tile kt - 1's|wgmma.wait_group.sync.aligned 2;\\\\n\" ::: \"memory\"); /* k tile kt - 1's"
     "TMA kernel: the producer expects fewer bytes than its copies bring|90|--matmul-only|mbar_expect_bytes(&full[s], (BM + BN) * WG_BK * 2);|mbar_expect_bytes(&full[s], BN * WG_BK * 2);"
