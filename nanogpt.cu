@@ -58,6 +58,8 @@ typedef struct {
     int splitk_most;           /* NGPT_SPLITK_MAX=1..8: at most that many split-K slices a product (to compare); 0: splitk_slices' rule */
     int use_wgmma_attention;   /* attention at hs = 64 on the sm_90a wgmma kernels: with the TMA matmul, and their registers */
     int attn_turns;            /* their two consumer warpgroups take turns (WgTurns; NGPT_ATTN_TURNS=0: not, to compare) */
+    int attn_persistent;       /* the wgmma forward and dK, dV kernels on one block an SM, each walking its work items
+                                * (NGPT_ATTN_PERSISTENT=0: a block an item, to compare) */
     void *encode_tensor_map;   /* the driver's cuTensorMapEncodeTiled (TMA kernel only) */
     int mm_blocks_per_sm;      /* blocks of that matmul kernel one SM runs at once (split-K's wave size) */
     int sync_each_launch;      /* NGPT_CUDA_SYNC=1: wait for every kernel (debugging: faults named by kernel) */
@@ -2512,6 +2514,12 @@ static __device__ __forceinline__ void attn_store_row(T *dst, const float (&acc)
             if (col < hs) dst[col] = from_f<T>(acc[d][r * 2 + c] * scale);
         }
 }
+/* exp2f(x) where keep, else 0, with no branch: exp2f(-inf) is +0, the bits of the select. Written as a conditional
+ * call, nvcc branched around each element's exp2f, so each paid the MUFU's whole latency in turn (the attention
+ * backward's masked probabilities, the dK, dV wgmma kernel's 32 a tile: 42% of its stall samples in the seventh
+ * run's profile; the loss's exponentials of each vector's values, the last ones past V) where a straight run
+ * issues them back to back. Callers compute keep with & and |, not && and ||, which also branch. */
+static __device__ __forceinline__ float exp2_kept(bool keep, float x) { return exp2f(keep ? x : -INFINITY); }
 
 template <typename T, int HS>
 __global__ void __launch_bounds__(ATT_THREADS)
@@ -2687,8 +2695,8 @@ __global__ void __launch_bounds__(ATT_THREADS)
 #pragma unroll
             for (int e = 0; e < 4; e++) {
                 int qi = j * 8 + tq * 2 + (e & 1), q = q0 + qi, kr = key[e >> 1];
-                bool valid = q < T_ && kr <= q && kr < T_;
-                float p = valid ? exp2f(st[j][e] * scale_log2 - lse_s[qi]) : 0.0f;
+                const bool valid = (q < T_) & (kr <= q) & (kr < T_);
+                const float p = exp2_kept(valid, st[j][e] * scale_log2 - lse_s[qi]);
                 float f = 1.0f;
                 if (dr.p > 0.0f && valid) f = drop_factor(dr, ((uint64_t)bh * T_ + (uint64_t)q) * (uint64_t)T_ + (uint64_t)kr);
                 st[j][e] = p * f;
@@ -2758,8 +2766,8 @@ __global__ void __launch_bounds__(ATT_THREADS)
 #pragma unroll
             for (int e = 0; e < 4; e++) {
                 int r = e >> 1, kk = kb * ATT_B + j * 8 + tq * 2 + (e & 1), q = qrow[r];
-                bool valid = q < T_ && kk <= q && kk < T_;
-                float p = valid ? exp2f(s[j][e] * scale_log2 - lse2[r]) : 0.0f;
+                const bool valid = (q < T_) & (kk <= q) & (kk < T_);
+                const float p = exp2_kept(valid, s[j][e] * scale_log2 - lse2[r]);
                 float f = 1.0f;
                 if (dr.p > 0.0f && valid) f = drop_factor(dr, ((uint64_t)bh * T_ + (uint64_t)q) * (uint64_t)T_ + (uint64_t)kk);
                 s[j][e] = p * (dp[j][e] * f - Dr[r]); /* dS */
@@ -2776,10 +2784,16 @@ __global__ void __launch_bounds__(ATT_THREADS)
 
 /* --- Hopper (sm_90a): the attention forward on wgmma, head size 64 ---------------------------------------
  * Every GPT-2 has hs = 64. Where the TMA matmul runs (sm_90a code, the driver's tensor-map encoder), unless
- * NGPT_ATTENTION=mma, 16-bit causal attention at hs = 64 runs here. A block takes 128 query rows of one (b, h) and three warpgroups.
- * The first produces: one thread asks the copy engine for the Q tile once and, for each 128-key tile, its K
- * and V tiles (boxes of 64 head dims x 128 rows of qkv, 128-byte swizzled) into FA_STAGES stages, each tile
- * on its own "full" mbarrier; a stage is refilled once every consumer thread has arrived on its "empty" one.
+ * NGPT_ATTENTION=mma, 16-bit causal attention at hs = 64 runs here. A work item is 128 query rows of one
+ * (b, h); a block has three warpgroups. The kernel is persistent: one block an SM walks its share of the items
+ * (fa_snake), so the next item's tiles load while the last one's rows finish and are stored, where a block an
+ * item paid the copies' first latency and its own launch each time (the seventh run's profile: 7% of the
+ * samples waiting for the first tiles, SMs without a block 13% of the time). The first warpgroup produces:
+ * one thread asks the copy engine, item after item, for the Q tile (into one of two buffers, each with a
+ * "full" and an "empty" mbarrier: a buffer is refilled once the consumers' last product from it is done) and,
+ * for each 128-key tile, its K and V tiles (boxes of 64 head dims x 128 rows of qkv, 128-byte swizzled) into
+ * FA_STAGES stages, a ring that goes on across items, each tile on its own "full" mbarrier; a stage is refilled
+ * once every consumer thread has arrived on its "empty" one.
  * The other two consume, 64 query rows each:
  *   S = Q K^T      wgmma m64n128k16, both operands from shared memory, K-major (a row is 64 head dims);
  *   softmax        online, on S's accumulators in registers (exp2 domain, as the mma.sync kernel; the
@@ -2800,8 +2814,8 @@ __global__ void __launch_bounds__(ATT_THREADS)
 #define FA_STAGES 3
 #define FA_THREADS 384
 #define FA_TILE_BYTES (128 * FA_HS * 2) /* 16 KB: 128 rows x 64 head dims */
-/* Q, the K and V stages, alignment slack, the mbarriers */
-#define FA_SMEM_BYTES ((1 + 2 * FA_STAGES) * FA_TILE_BYTES + 1024 + 256)
+/* the forward's two Q buffers, the K and V stages, alignment slack, the mbarriers */
+#define FA_SMEM_BYTES ((2 + 2 * FA_STAGES) * FA_TILE_BYTES + 1024 + 256)
 #define FA_PRODUCER_REGS 24
 #define FA_CONSUMER_REGS 240
 #define FA_REGS_NEEDED (128 * FA_PRODUCER_REGS + 2 * 128 * FA_CONSUMER_REGS)
@@ -2885,9 +2899,9 @@ template <typename T> static __device__ __forceinline__ void fa_issue_pv(float (
  * other go. So one's exponentials (as much time as the products at head size 64) run while the other's
  * products do, instead of both computing exponentials at once while the tensor cores wait. Barrier 0 is
  * __syncthreads'; each round's barrier counts both consumer warpgroups (256 threads, the producer's excluded).
- * Both warpgroups run the same number of rounds; warpgroup 0 goes first, and warpgroup 1 does not let it go
- * after its own last round, so every arrival is waited for. Off (NGPT_ATTN_TURNS=0, to compare), each issues
- * as it comes; the results are the same bits either way. */
+ * Both warpgroups run the same number of rounds (the persistent kernels' items are the same for both);
+ * warpgroup 0 goes first, and takes warpgroup 1's last turn at the end (end()), so every arrival is waited
+ * for. Off (NGPT_ATTN_TURNS=0, to compare), each issues as it comes; the results are the same bits either way. */
 struct WgTurns {
     int cw;  /* this consumer warpgroup: 0 or 1 */
     bool on; /* the same for the whole block */
@@ -2897,146 +2911,179 @@ struct WgTurns {
     __device__ __forceinline__ void mine() const { /* before a round's products are issued */
         if (on) named_bar_sync(1 + cw, 256);
     }
-    __device__ __forceinline__ void yours(bool last) const { /* once they are issued; last: this warpgroup's last round */
-        if (on && !(last && cw == 1)) named_bar_arrive(2 - cw, 256);
+    __device__ __forceinline__ void yours() const { /* once they are issued */
+        if (on) named_bar_arrive(2 - cw, 256);
+    }
+    __device__ __forceinline__ void end() const { /* after the last round: warpgroup 1's last turn, given to nobody, taken */
+        if (on && cw == 0) named_bar_sync(1, 256);
     }
 };
 /* The attention kernels' mbarriers, made by thread 0 before a block barrier: nfull "full" ones, each completed
  * by the producer's expect-bytes arrival and the copies' bytes (the kernels' tiles loaded once first), and
- * the FA_STAGES "empty" ones by every consumer thread. Fenced for the copy engine. */
-static __device__ __forceinline__ void fa_init_barriers(uint64_t *full, int nfull, uint64_t *empty) {
+ * nempty "empty" ones (the stages', then the forward's Q buffers') by every consumer thread. Fenced for the
+ * copy engine. */
+static __device__ __forceinline__ void fa_init_barriers(uint64_t *full, int nfull, uint64_t *empty, int nempty = FA_STAGES) {
     if (threadIdx.x == 0) {
         for (int s = 0; s < nfull; s++) mbar_init(&full[s], 1);
-        for (int s = 0; s < FA_STAGES; s++) mbar_init(&empty[s], 2 * 128);
+        for (int s = 0; s < nempty; s++) mbar_init(&empty[s], 2 * 128);
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
     __syncthreads();
 }
+/* The forward's work item i of n (query tile qt, head bh: the longest rows first) */
+static __device__ __forceinline__ void fa_item(int i, int nbh, int nqt, int &qt, int &bh) {
+    qt = nqt - 1 - i / nbh;
+    bh = i % nbh;
+}
+/* Block b's r-th work item of a grid of g blocks: rounds of g items, every other one walked backwards, so
+ * with the items longest first each block's sum of tile counts stays within a few percent of the mean */
+static __device__ __forceinline__ int fa_snake(int r, int b, int g) { return r * g + ((r & 1) ? g - 1 - b : b); }
 #endif
 
 template <typename T>
 __global__ void __launch_bounds__(FA_THREADS, 1)
-    attn_forward_wgmma_kernel(const __grid_constant__ CUtensorMap tm, T *out, float *lse, int T_, int C, int NH, float scale_log2, int turns) {
+    attn_forward_wgmma_kernel(const __grid_constant__ CUtensorMap tm, T *out, float *lse, int T_, int C, int NH, int nbh, float scale_log2,
+                              int turns) {
 #ifdef NGPT_WGMMA_DEVICE
     extern __shared__ __align__(1024) unsigned char fa_smem[];
-    unsigned char *sQ = smem_align1024(fa_smem);
-    unsigned char *sK = sQ + FA_TILE_BYTES, *sV = sK + FA_STAGES * FA_TILE_BYTES;
-    uint64_t *full_q = (uint64_t *)(sV + FA_STAGES * FA_TILE_BYTES), *full_k = full_q + 1, *full_v = full_k + FA_STAGES,
-             *empty = full_v + FA_STAGES;
-    const int nqt = (T_ + FA_BM - 1) / FA_BM;
-    const int qt = nqt - 1 - (int)blockIdx.x; /* longest rows first */
-    const int bh = blockIdx.y, b = bh / NH, h = bh % NH;
-    const int q0 = qt * FA_BM, nk = qt + 1; /* key tiles 0 .. qt: FA_BN = FA_BM, so tile qt is the diagonal */
-    const int row0 = b * T_;                /* qkv's row of (b, t = 0) */
-    fa_init_barriers(full_q, 1 + 2 * FA_STAGES, empty); /* full_q, full_k, then full_v */
+    unsigned char *sQ = smem_align1024(fa_smem); /* two Q buffers: item n's in n % 2 */
+    unsigned char *sK = sQ + 2 * FA_TILE_BYTES, *sV = sK + FA_STAGES * FA_TILE_BYTES;
+    uint64_t *full_q = (uint64_t *)(sV + FA_STAGES * FA_TILE_BYTES), *full_k = full_q + 2, *full_v = full_k + FA_STAGES,
+             *empty = full_v + FA_STAGES, *empty_q = empty + FA_STAGES;
+    const int nqt = (T_ + FA_BM - 1) / FA_BM, items = nqt * nbh;
+    fa_init_barriers(full_q, 2 + 2 * FA_STAGES, empty, FA_STAGES + 2); /* full_q, full_k, full_v; empty, then empty_q */
     if (threadIdx.x < 128) { /* producer warpgroup: one thread issues, the rest leave */
         asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(FA_PRODUCER_REGS));
         if (threadIdx.x != 0) return;
-        mbar_expect_bytes(full_q, FA_TILE_BYTES);
-        tma_load(sQ, &tm, h * FA_HS, row0 + q0, full_q);
-        for (int j = 0; j < nk; j++) {
-            const int s = j % FA_STAGES;
-            mbar_wait(&empty[s], ((j / FA_STAGES) & 1) ^ 1); /* its last use released (the first passes) */
-            mbar_expect_bytes(&full_k[s], FA_TILE_BYTES);
-            tma_load(sK + s * FA_TILE_BYTES, &tm, C + h * FA_HS, row0 + j * FA_BN, &full_k[s]);
-            mbar_expect_bytes(&full_v[s], FA_TILE_BYTES);
-            tma_load(sV + s * FA_TILE_BYTES, &tm, 2 * C + h * FA_HS, row0 + j * FA_BN, &full_v[s]);
+        int g = 0; /* key tiles loaded so far, over the block's items: the stages' ring goes on from item to item */
+        for (int n = 0;; n++) {
+            const int item = fa_snake(n, blockIdx.x, gridDim.x);
+            if (item >= items) break;
+            int qt, bh;
+            fa_item(item, nbh, nqt, qt, bh);
+            const int row0 = (bh / NH) * T_, h = bh % NH, qb = n & 1;
+            mbar_wait(&empty_q[qb], ((n >> 1) & 1) ^ 1); /* item n - 2's products are done with this buffer (the first passes) */
+            mbar_expect_bytes(&full_q[qb], FA_TILE_BYTES);
+            tma_load(sQ + qb * FA_TILE_BYTES, &tm, h * FA_HS, row0 + qt * FA_BM, &full_q[qb]);
+            for (int j = 0; j <= qt; j++, g++) {
+                const int s = g % FA_STAGES;
+                mbar_wait(&empty[s], ((g / FA_STAGES) & 1) ^ 1); /* its last use released (the first passes) */
+                mbar_expect_bytes(&full_k[s], FA_TILE_BYTES);
+                tma_load(sK + s * FA_TILE_BYTES, &tm, C + h * FA_HS, row0 + j * FA_BN, &full_k[s]);
+                mbar_expect_bytes(&full_v[s], FA_TILE_BYTES);
+                tma_load(sV + s * FA_TILE_BYTES, &tm, 2 * C + h * FA_HS, row0 + j * FA_BN, &full_v[s]);
+            }
         }
         return;
     }
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(FA_CONSUMER_REGS));
-    const int cw = (threadIdx.x >> 7) - 1; /* consumer warpgroup: rows cw*64 .. cw*64+63 of the block's */
-    const int lane = threadIdx.x & 31, w = (threadIdx.x >> 5) & 3, g = lane >> 2, tq = lane & 3;
-    const int qrow[2] = {q0 + cw * 64 + w * 16 + g, q0 + cw * 64 + w * 16 + g + 8};
-    const unsigned char *q = sQ + cw * 64 * 128;
-    float s[64], o[32], m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f}, corr[2];
-    uint32_t p[8][4]; /* P of the previous key tile: the A fragments of O += P V's eight k steps */
-#pragma unroll
-    for (int i = 0; i < 32; i++) o[i] = 0.0f;
-    auto softmax = [&](int j) {
-        if (j == nk - 1) fa_softmax<true>(s, m, l, corr, j * FA_BN, qrow, tq, T_, scale_log2);
-        else fa_softmax<false>(s, m, l, corr, j * FA_BN, qrow, tq, T_, scale_log2);
-    };
-
-    /* rounds 0 .. nk: S_0; then S_j with P_{j-1} V_{j-1}; then P_{nk-1} V_{nk-1} */
+    const int cw = (threadIdx.x >> 7) - 1; /* consumer warpgroup: rows cw*64 .. cw*64+63 of the item's */
+    const int lane = threadIdx.x & 31, w = (threadIdx.x >> 5) & 3, g8 = lane >> 2, tq = lane & 3;
     const WgTurns turn = {cw, turns != 0};
     turn.begin();
-    mbar_wait(full_q, 0);
-    mbar_wait(&full_k[0], 0);
+    int g = 0; /* key tiles consumed so far, as the producer counts them */
+    for (int n = 0;; n++) {
+        const int item = fa_snake(n, blockIdx.x, gridDim.x);
+        if (item >= items) break;
+        int qt, bh;
+        fa_item(item, nbh, nqt, qt, bh);
+        const int q0 = qt * FA_BM, nk = qt + 1; /* key tiles 0 .. qt: FA_BN = FA_BM, so tile qt is the diagonal */
+        const int row0 = (bh / NH) * T_, h = bh % NH, qb = n & 1; /* qkv's row of (b, t = 0) */
+        const int qrow[2] = {q0 + cw * 64 + w * 16 + g8, q0 + cw * 64 + w * 16 + g8 + 8};
+        const unsigned char *q = sQ + qb * FA_TILE_BYTES + cw * 64 * 128;
+        float s[64], o[32], m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f}, corr[2];
+        uint32_t p[8][4]; /* P of the previous key tile: the A fragments of O += P V's eight k steps */
 #pragma unroll
-    for (int i = 0; i < 64; i++) s[i] = 0.0f;
-#pragma unroll
-    for (int i = 0; i < 64; i++) asm volatile("" : "+f"(s[i])::"memory"); /* the zeros made before the fence, not at the wgmma */
-    turn.mine();
-    asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
-    fa_issue_s<T>(s, q, sK);
-    asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-    turn.yours(false);
-    asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
-#pragma unroll
-    for (int i = 0; i < 64; i++) asm volatile("" : "+f"(s[i])::"memory"); /* no read of s moves above the wait */
-    softmax(0);
-    fa_pack_a<T, 8>(p, s); /* P_j from S_j into the A fragments */
-    for (int j = 1; j < nk; j++) {
-        const int st = j % FA_STAGES, pst = (j - 1) % FA_STAGES;
-        mbar_wait(&full_k[st], (j / FA_STAGES) & 1);
-        mbar_wait(&full_v[pst], ((j - 1) / FA_STAGES) & 1);
+        for (int i = 0; i < 32; i++) o[i] = 0.0f;
+        auto softmax = [&](int j) {
+            if (j == nk - 1) fa_softmax<true>(s, m, l, corr, j * FA_BN, qrow, tq, T_, scale_log2);
+            else fa_softmax<false>(s, m, l, corr, j * FA_BN, qrow, tq, T_, scale_log2);
+        };
+
+        /* rounds 0 .. nk: S_0; then S_j with P_{j-1} V_{j-1}; then P_{nk-1} V_{nk-1} */
+        mbar_wait(&full_q[qb], (n >> 1) & 1);
+        mbar_wait(&full_k[g % FA_STAGES], (g / FA_STAGES) & 1);
 #pragma unroll
         for (int i = 0; i < 64; i++) s[i] = 0.0f;
 #pragma unroll
-        for (int i = 0; i < 64; i++) asm volatile("" : "+f"(s[i])::"memory");
+        for (int i = 0; i < 64; i++) asm volatile("" : "+f"(s[i])::"memory"); /* the zeros made before the fence, not at the wgmma */
         turn.mine();
         asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
-        fa_issue_s<T>(s, q, sK + st * FA_TILE_BYTES);
+        fa_issue_s<T>(s, q, sK + (g % FA_STAGES) * FA_TILE_BYTES);
         asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-        fa_issue_pv<T>(o, p, sV + pst * FA_TILE_BYTES);
-        asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-        turn.yours(false);
-        asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory"); /* S_j is done; P_{j-1} V_{j-1} may still run */
+        turn.yours();
+        asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
 #pragma unroll
-        for (int i = 0; i < 64; i++) asm volatile("" : "+f"(s[i])::"memory");
-        softmax(j);
-        asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory"); /* P_{j-1} V_{j-1} is done ... */
+        for (int i = 0; i < 64; i++) asm volatile("" : "+f"(s[i])::"memory"); /* no read of s moves above the wait */
+        if (nk == 1) mbar_arrive(&empty_q[qb]); /* its last product from Q is done: the buffer may take item n + 2's */
+        softmax(0);
+        fa_pack_a<T, 8>(p, s); /* P_j from S_j into the A fragments */
+        for (int j = 1; j < nk; j++) {
+            const int st = (g + j) % FA_STAGES, pst = (g + j - 1) % FA_STAGES;
+            mbar_wait(&full_k[st], ((g + j) / FA_STAGES) & 1);
+            mbar_wait(&full_v[pst], ((g + j - 1) / FA_STAGES) & 1);
+#pragma unroll
+            for (int i = 0; i < 64; i++) s[i] = 0.0f;
+#pragma unroll
+            for (int i = 0; i < 64; i++) asm volatile("" : "+f"(s[i])::"memory");
+            turn.mine();
+            asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+            fa_issue_s<T>(s, q, sK + st * FA_TILE_BYTES);
+            asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+            fa_issue_pv<T>(o, p, sV + pst * FA_TILE_BYTES);
+            asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+            turn.yours();
+            asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory"); /* S_j is done; P_{j-1} V_{j-1} may still run */
+#pragma unroll
+            for (int i = 0; i < 64; i++) asm volatile("" : "+f"(s[i])::"memory");
+            if (j == nk - 1) mbar_arrive(&empty_q[qb]); /* the item's last product from Q is done */
+            softmax(j);
+            asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory"); /* P_{j-1} V_{j-1} is done ... */
+#pragma unroll
+            for (int i = 0; i < 32; i++) asm volatile("" : "+f"(o[i])::"memory");
+#pragma unroll
+            for (int kk = 0; kk < 8; kk++) asm volatile("" : "+r"(p[kk][0]), "+r"(p[kk][1]), "+r"(p[kk][2]), "+r"(p[kk][3])::"memory");
+            mbar_arrive(&empty[pst]); /* ... so its stage may be refilled, and P and O may be written */
+#pragma unroll
+            for (int i = 0; i < 32; i++) o[i] *= corr[(i >> 1) & 1];
+            fa_pack_a<T, 8>(p, s);
+        }
+        const int lst = (g + nk - 1) % FA_STAGES;
+        mbar_wait(&full_v[lst], ((g + nk - 1) / FA_STAGES) & 1);
+        turn.mine();
+        asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+        fa_issue_pv<T>(o, p, sV + lst * FA_TILE_BYTES);
+        asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+        turn.yours();
+        asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
 #pragma unroll
         for (int i = 0; i < 32; i++) asm volatile("" : "+f"(o[i])::"memory");
+        mbar_arrive(&empty[lst]);
+        g += nk;
 #pragma unroll
-        for (int kk = 0; kk < 8; kk++) asm volatile("" : "+r"(p[kk][0]), "+r"(p[kk][1]), "+r"(p[kk][2]), "+r"(p[kk][3])::"memory");
-        mbar_arrive(&empty[pst]); /* ... so its stage may be refilled, and P and O may be written */
+        for (int r = 0; r < 2; r++) {
+            const int t = qrow[r];
+            if (t >= T_) continue;
+            const float inv = 1.0f / l[r];
+            T *orow = out + ((size_t)row0 + t) * C + (size_t)h * FA_HS;
 #pragma unroll
-        for (int i = 0; i < 32; i++) o[i] *= corr[(i >> 1) & 1];
-        fa_pack_a<T, 8>(p, s);
+            for (int i = 0; i < 8; i++) *(uint32_t *)(orow + 8 * i + 2 * tq) = pack2<T>(o[4 * i + 2 * r] * inv, o[4 * i + 2 * r + 1] * inv);
+            if (tq == 0) lse[(size_t)bh * T_ + t] = (m[r] + log2f(l[r])) * LN2_F;
+        }
     }
-    const int lst = (nk - 1) % FA_STAGES;
-    mbar_wait(&full_v[lst], ((nk - 1) / FA_STAGES) & 1);
-    turn.mine();
-    asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
-    fa_issue_pv<T>(o, p, sV + lst * FA_TILE_BYTES);
-    asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-    turn.yours(true);
-    asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
-#pragma unroll
-    for (int i = 0; i < 32; i++) asm volatile("" : "+f"(o[i])::"memory");
-    mbar_arrive(&empty[lst]);
-#pragma unroll
-    for (int r = 0; r < 2; r++) {
-        const int t = qrow[r];
-        if (t >= T_) continue;
-        const float inv = 1.0f / l[r];
-        T *orow = out + ((size_t)row0 + t) * C + (size_t)h * FA_HS;
-#pragma unroll
-        for (int i = 0; i < 8; i++) *(uint32_t *)(orow + 8 * i + 2 * tq) = pack2<T>(o[4 * i + 2 * r] * inv, o[4 * i + 2 * r + 1] * inv);
-        if (tq == 0) lse[(size_t)bh * T_ + t] = (m[r] + log2f(l[r])) * LN2_F;
-    }
+    turn.end();
 #else
-    (void)tm; (void)out; (void)lse; (void)T_; (void)C; (void)NH; (void)scale_log2; (void)turns;
+    (void)tm; (void)out; (void)lse; (void)T_; (void)C; (void)NH; (void)nbh; (void)scale_log2; (void)turns;
 #endif
 }
 
 /* --- Hopper (sm_90a): the attention backward on wgmma, head size 64 --------------------------------------
  * Two deterministic kernels (every output element written once, by one thread), with the forward's
  * producer, stages and barriers, where the wgmma forward runs and there is no dropout.
- * dK, dV: a block takes 128 keys (64 a consumer warpgroup) and loops over the 64-query tiles from its first
- * key on (Q and dO tiles through FA_STAGES stages). S^T = K Q^T and dP^T = V dO^T are wgmma m64n64k16 with
+ * dK, dV: a work item is 128 keys of a head (64 a consumer warpgroup), which loops over the 64-query tiles
+ * from its first key on (Q and dO tiles through FA_STAGES stages); the kernel is persistent as the forward
+ * is (one block an SM walking its items, K and V in two buffers: the next item's load while the last one's
+ * tiles run). S^T = K Q^T and dP^T = V dO^T are wgmma m64n64k16 with
  * both operands K-major in shared memory; P^T and dS^T = P^T (dP^T - D) are computed in registers (lse and D
  * of the tile's 64 queries read by each thread for its 16 columns), and dV += P^T dO, dK += dS^T Q take them
  * as register A operands with dO and Q MN-major (k = query). Each tile's dS^T, rounded to 16 bits as dK's
@@ -3065,8 +3112,8 @@ template <typename T, int TA, int TB> static __device__ __forceinline__ void wgm
 static __host__ __device__ __forceinline__ long long fb_ds_tile(long long kb, long long nqt) { return kb * nqt - kb * (kb - 1); }
 /* the stored dS^T tiles of a head of T_ positions */
 static __host__ __device__ __forceinline__ long long fb_ds_tiles(int T_) { return fb_ds_tile((T_ + FA_BN - 1) / FA_BN, (T_ + FB_BQ - 1) / FB_BQ); }
-/* K and V, the Q and dO stages, each consumer warp's two boxes of dS^T, alignment slack, the mbarriers */
-#define FB_DKDV_SMEM_BYTES (2 * FA_TILE_BYTES + 2 * FA_STAGES * FB_Q_BYTES + 8 * 2 * MM_BOX_BYTES + 1024 + 256)
+/* two K and two V buffers, the Q and dO stages, each consumer warp's two boxes of dS^T, alignment slack, the mbarriers */
+#define FB_DKDV_SMEM_BYTES (4 * FA_TILE_BYTES + 2 * FA_STAGES * FB_Q_BYTES + 8 * 2 * MM_BOX_BYTES + 1024 + 256)
 /* the stages: K and the two query tiles' dS^T; alignment slack, the mbarriers */
 #define FB_DQ_SMEM_BYTES (3 * FA_STAGES * FA_TILE_BYTES + 1024 + 256)
 
@@ -3097,135 +3144,166 @@ template <typename T>
 __global__ void __launch_bounds__(FA_THREADS, 1)
     attn_backward_dkdv_wgmma_kernel(const __grid_constant__ CUtensorMap tm_qkv, const __grid_constant__ CUtensorMap tm_do,
                                     const __grid_constant__ CUtensorMap tm_ds, T *dqkv, const float *lse, const float *Dsum, int T_, int C, int NH,
-                                    int bh0, float scale, float scale_log2, int turns) {
+                                    int bh0, int ny, float scale, float scale_log2, int turns) {
 #ifdef NGPT_WGMMA_DEVICE
     extern __shared__ __align__(1024) unsigned char fb_smem[];
-    unsigned char *sK = smem_align1024(fb_smem);
-    unsigned char *sV = sK + FA_TILE_BYTES, *sQ = sV + FA_TILE_BYTES, *sO = sQ + FA_STAGES * FB_Q_BYTES;
+    unsigned char *sK = smem_align1024(fb_smem); /* two K and two V buffers: item n's in n % 2 */
+    unsigned char *sV = sK + 2 * FA_TILE_BYTES, *sQ = sV + 2 * FA_TILE_BYTES, *sO = sQ + FA_STAGES * FB_Q_BYTES;
     unsigned char *sBox = sO + FA_STAGES * FB_Q_BYTES; /* consumer warp v's boxes of dS^T: sBox + (2v, 2v + 1) MM_BOX_BYTES */
-    uint64_t *full_kv = (uint64_t *)(sBox + 8 * 2 * MM_BOX_BYTES), *full = full_kv + 1, *empty = full + FA_STAGES;
-    const int k0 = blockIdx.x * FA_BN; /* small k0 first: they have the longest loops */
-    const int bh = bh0 + (int)blockIdx.y, b = bh / NH, h = bh % NH;
-    const int row0 = b * T_;
-    const int qt0 = k0 / FB_BQ, nqt = (T_ + FB_BQ - 1) / FB_BQ; /* query tiles qt0 .. nqt - 1 */
-    /* the stored dS^T row of query tile qt0's first key: tile qt0 + i's at + i FA_BN */
-    const int ds_row0 = (int)(((long long)blockIdx.y * fb_ds_tiles(T_) + fb_ds_tile(blockIdx.x, nqt)) * FA_BN); /* < INT_MAX: the host's group */
-    fa_init_barriers(full_kv, 1 + FA_STAGES, empty);
+    uint64_t *full_kv = (uint64_t *)(sBox + 8 * 2 * MM_BOX_BYTES), *full = full_kv + 2, *empty = full + FA_STAGES, *empty_kv = empty + FA_STAGES;
+    const int nqt = (T_ + FB_BQ - 1) / FB_BQ, items = (T_ + FA_BN - 1) / FA_BN * ny; /* item i: key block i / ny of head bh0 + i % ny */
+    fa_init_barriers(full_kv, 2 + FA_STAGES, empty, FA_STAGES + 2); /* full_kv, full; empty, then empty_kv */
     if (threadIdx.x < 128) { /* producer warpgroup: one thread issues, the rest leave */
         asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(FA_PRODUCER_REGS));
         if (threadIdx.x != 0) return;
-        mbar_expect_bytes(full_kv, 2 * FA_TILE_BYTES);
+        int g = 0; /* query tiles loaded so far, over the block's items: the stages' ring goes on from item to item */
+        for (int n = 0;; n++) {
+            const int item = fa_snake(n, blockIdx.x, gridDim.x);
+            if (item >= items) break;
+            const int kb = item / ny, bh = bh0 + item % ny, row0 = (bh / NH) * T_, h = bh % NH, k0 = kb * FA_BN, kvb = n & 1;
+            mbar_wait(&empty_kv[kvb], ((n >> 1) & 1) ^ 1); /* item n - 2's products are done with these buffers (the first passes) */
+            mbar_expect_bytes(&full_kv[kvb], 2 * FA_TILE_BYTES);
 #pragma unroll
-        for (int half = 0; half < 2; half++) {
-            tma_load(sK + half * FB_Q_BYTES, &tm_qkv, C + h * FA_HS, row0 + k0 + half * FB_BQ, full_kv);
-            tma_load(sV + half * FB_Q_BYTES, &tm_qkv, 2 * C + h * FA_HS, row0 + k0 + half * FB_BQ, full_kv);
-        }
-        for (int i = 0; qt0 + i < nqt; i++) {
-            const int s = i % FA_STAGES, q0 = (qt0 + i) * FB_BQ;
-            mbar_wait(&empty[s], ((i / FA_STAGES) & 1) ^ 1); /* its last use released (the first passes) */
-            mbar_expect_bytes(&full[s], 2 * FB_Q_BYTES);
-            tma_load(sQ + s * FB_Q_BYTES, &tm_qkv, h * FA_HS, row0 + q0, &full[s]);
-            tma_load(sO + s * FB_Q_BYTES, &tm_do, h * FA_HS, row0 + q0, &full[s]);
+            for (int half = 0; half < 2; half++) {
+                tma_load(sK + kvb * FA_TILE_BYTES + half * FB_Q_BYTES, &tm_qkv, C + h * FA_HS, row0 + k0 + half * FB_BQ, &full_kv[kvb]);
+                tma_load(sV + kvb * FA_TILE_BYTES + half * FB_Q_BYTES, &tm_qkv, 2 * C + h * FA_HS, row0 + k0 + half * FB_BQ, &full_kv[kvb]);
+            }
+            for (int qt = 2 * kb; qt < nqt; qt++, g++) {
+                const int s = g % FA_STAGES;
+                mbar_wait(&empty[s], ((g / FA_STAGES) & 1) ^ 1); /* its last use released (the first passes) */
+                mbar_expect_bytes(&full[s], 2 * FB_Q_BYTES);
+                tma_load(sQ + s * FB_Q_BYTES, &tm_qkv, h * FA_HS, row0 + qt * FB_BQ, &full[s]);
+                tma_load(sO + s * FB_Q_BYTES, &tm_do, h * FA_HS, row0 + qt * FB_BQ, &full[s]);
+            }
         }
         return;
     }
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(FA_CONSUMER_REGS));
-    const int cw = (threadIdx.x >> 7) - 1; /* consumer warpgroup: keys cw*64 .. cw*64+63 of the block's */
-    const int lane = threadIdx.x & 31, w = (threadIdx.x >> 5) & 3, g = lane >> 2, tq = lane & 3;
-    const int key[2] = {k0 + cw * 64 + w * 16 + g, k0 + cw * 64 + w * 16 + g + 8};
-    const unsigned char *kr = sK + cw * 64 * 128, *vr = sV + cw * 64 * 128;
-    float st[32], dpt[32], dk[32], dv[32], lse2[16], Dq[16];
-    uint32_t pa[4][4], sa[4][4]; /* P^T and dS^T of the previous query tile: A fragments of dV's and dK's k steps */
-#pragma unroll
-    for (int i = 0; i < 32; i++) dk[i] = dv[i] = 0.0f;
+    const int cw = (threadIdx.x >> 7) - 1; /* consumer warpgroup: keys cw*64 .. cw*64+63 of the item's */
+    const int lane = threadIdx.x & 31, w = (threadIdx.x >> 5) & 3, g8 = lane >> 2, tq = lane & 3;
+    /* lse and D of a query tile wholly before T in 8-byte pairs: half the loads (each tile's 32 were 3% of the stall
+     * samples in the seventh run's profile) */
+    const bool pairs = T_ % 2 == 0 && ((uintptr_t)lse | (uintptr_t)Dsum) % 8 == 0;
+    unsigned char *box = sBox + 2 * (4 * cw + w) * MM_BOX_BYTES; /* this warp's two boxes, taken in turn over all its stores */
     /* two rounds a query tile (WgTurns): S^T and dP^T, then dV and dK */
     const WgTurns turn = {cw, turns != 0};
     turn.begin();
-    mbar_wait(full_kv, 0);
-    int i = 0;
-    for (; qt0 + i < nqt; i++) {
-        const int s = i % FA_STAGES, q0 = (qt0 + i) * FB_BQ;
+    int g = 0, stores = 0; /* query tiles consumed and dS^T boxes stored so far */
+    for (int n = 0;; n++) {
+        const int item = fa_snake(n, blockIdx.x, gridDim.x);
+        if (item >= items) break;
+        const int kb = item / ny, y = item % ny, bh = bh0 + y, row0 = (bh / NH) * T_, h = bh % NH, k0 = kb * FA_BN, kvb = n & 1;
+        const int qt0 = 2 * kb; /* query tiles qt0 .. nqt - 1 */
+        /* the stored dS^T row of query tile qt0's first key: tile qt0 + i's at + i FA_BN (< INT_MAX: the host's group) */
+        const int ds_row0 = (int)(((long long)y * fb_ds_tiles(T_) + fb_ds_tile(kb, nqt)) * FA_BN);
+        const int key[2] = {k0 + cw * 64 + w * 16 + g8, k0 + cw * 64 + w * 16 + g8 + 8};
+        const unsigned char *kr = sK + kvb * FA_TILE_BYTES + cw * 64 * 128, *vr = sV + kvb * FA_TILE_BYTES + cw * 64 * 128;
+        float st[32], dpt[32], dk[32], dv[32], lse2[16], Dq[16];
+        uint32_t pa[4][4], sa[4][4]; /* P^T and dS^T of the previous query tile: A fragments of dV's and dK's k steps */
 #pragma unroll
-        for (int c = 0; c < 16; c++) { /* this thread's 16 query columns: q0 + 8 (c / 2) + 2tq + c % 2 */
-            const int q = q0 + 8 * (c >> 1) + 2 * tq + (c & 1);
-            lse2[c] = q < T_ ? lse[(size_t)bh * T_ + q] * LOG2E_F : 0.0f;
-            Dq[c] = q < T_ ? Dsum[(size_t)bh * T_ + q] : 0.0f;
+        for (int i = 0; i < 32; i++) dk[i] = dv[i] = 0.0f;
+#pragma unroll
+        for (int i = 0; i < 32; i++) asm volatile("" : "+f"(dk[i]), "+f"(dv[i])::"memory"); /* the zeros made here, not at the wgmma (C7515) */
+        mbar_wait(&full_kv[kvb], (n >> 1) & 1);
+        int i = 0;
+        for (; qt0 + i < nqt; i++) {
+            const int s = (g + i) % FA_STAGES, q0 = (qt0 + i) * FB_BQ;
+            if (pairs && q0 + FB_BQ <= T_) { /* this thread's 16 query columns, q0 + 8 (c / 2) + 2tq + c % 2: 8-byte pairs */
+                const float *lq = lse + (size_t)bh * T_ + q0 + 2 * tq, *dq = Dsum + (size_t)bh * T_ + q0 + 2 * tq;
+#pragma unroll
+                for (int c = 0; c < 16; c += 2) {
+                    const float2 l2 = *(const float2 *)(lq + 4 * c), d2 = *(const float2 *)(dq + 4 * c);
+                    lse2[c] = l2.x * LOG2E_F;
+                    lse2[c + 1] = l2.y * LOG2E_F;
+                    Dq[c] = d2.x;
+                    Dq[c + 1] = d2.y;
+                }
+            } else {
+#pragma unroll
+                for (int c = 0; c < 16; c++) { /* one at a time, those past T zero */
+                    const int q = q0 + 8 * (c >> 1) + 2 * tq + (c & 1);
+                    lse2[c] = q < T_ ? lse[(size_t)bh * T_ + q] * LOG2E_F : 0.0f;
+                    Dq[c] = q < T_ ? Dsum[(size_t)bh * T_ + q] : 0.0f;
+                }
+            }
+            mbar_wait(&full[s], ((g + i) / FA_STAGES) & 1);
+            const unsigned char *q = sQ + s * FB_Q_BYTES, *o = sO + s * FB_Q_BYTES;
+#pragma unroll
+            for (int x = 0; x < 32; x++) st[x] = dpt[x] = 0.0f;
+#pragma unroll
+            for (int x = 0; x < 32; x++) asm volatile("" : "+f"(st[x]), "+f"(dpt[x])::"memory"); /* zeros before the fence (else ptxas
+                                                                                                     serialises the wgmma) */
+            turn.mine();
+            asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#pragma unroll
+            for (int ks = 0; ks < FA_HS / 16; ks++) {
+                wgmma_m64n64k16<T, 0, 0>(st, wg_desc(kr + ks * 32, 16, 1024), wg_desc(q + ks * 32, 16, 1024));
+                wgmma_m64n64k16<T, 0, 0>(dpt, wg_desc(vr + ks * 32, 16, 1024), wg_desc(o + ks * 32, 16, 1024));
+            }
+            asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+            turn.yours();
+            if (i > 0) { /* the previous tile's dS^T, while S^T, dP^T run */
+                asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory"); /* the previous tile's dV, dK are done: sa may be read */
+#pragma unroll
+                for (int kk = 0; kk < 4; kk++) asm volatile("" : "+r"(sa[kk][0]), "+r"(sa[kk][1]), "+r"(sa[kk][2]), "+r"(sa[kk][3])::"memory");
+                fb_store_ds(box + (stores++ & 1) * MM_BOX_BYTES, sa, &tm_ds, ds_row0 + (i - 1) * FA_BN + cw * 64 + w * 16, lane);
+            }
+            asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory"); /* S^T, dP^T, and the previous tile's dV, dK */
+#pragma unroll
+            for (int x = 0; x < 32; x++) asm volatile("" : "+f"(st[x]), "+f"(dpt[x]), "+f"(dk[x]), "+f"(dv[x])::"memory");
+#pragma unroll
+            for (int kk = 0; kk < 4; kk++)
+                asm volatile("" : "+r"(pa[kk][0]), "+r"(pa[kk][1]), "+r"(pa[kk][2]), "+r"(pa[kk][3]), "+r"(sa[kk][0]), "+r"(sa[kk][1]),
+                             "+r"(sa[kk][2]), "+r"(sa[kk][3])::"memory");
+            if (i > 0) mbar_arrive(&empty[(g + i - 1) % FA_STAGES]); /* the previous tile's Q and dO are read */
+            if (qt0 + i + 1 == nqt) mbar_arrive(&empty_kv[kvb]); /* the item's last products from K and V are done */
+            const bool mask = q0 < k0 + FA_BN || q0 + FB_BQ > T_; /* a query before a key of the item, or past T */
+#pragma unroll
+            for (int x = 0; x < 32; x++) {
+                const int c = 2 * (x >> 2) + (x & 1), r = (x >> 1) & 1, qq = q0 + 8 * (x >> 2) + 2 * tq + (x & 1);
+                const float p = exp2_kept(!(mask & ((qq < key[r]) | (qq >= T_))), fmaf(st[x], scale_log2, -lse2[c]));
+                st[x] = p;
+                dpt[x] = p * (dpt[x] - Dq[c]);
+            }
+            fa_pack_a<T, 4>(pa, st);
+            fa_pack_a<T, 4>(sa, dpt);
+            turn.mine();
+            asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#pragma unroll
+            for (int kk = 0; kk < FB_BQ / 16; kk++) {
+                wgmma_m64n64k16_rs<T, 1>(dv, pa[kk], wg_desc(o + kk * 2048, 8192, 1024));
+                wgmma_m64n64k16_rs<T, 1>(dk, sa[kk], wg_desc(q + kk * 2048, 8192, 1024));
+            }
+            asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+            turn.yours();
         }
-        mbar_wait(&full[s], (i / FA_STAGES) & 1);
-        const unsigned char *q = sQ + s * FB_Q_BYTES, *o = sO + s * FB_Q_BYTES;
+        asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
 #pragma unroll
-        for (int x = 0; x < 32; x++) st[x] = dpt[x] = 0.0f;
+        for (int x = 0; x < 32; x++) asm volatile("" : "+f"(dk[x]), "+f"(dv[x])::"memory");
 #pragma unroll
-        for (int x = 0; x < 32; x++) asm volatile("" : "+f"(st[x]), "+f"(dpt[x])::"memory"); /* zeros before the fence (else ptxas
-                                                                                                 serialises the wgmma) */
-        turn.mine();
-        asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+        for (int kk = 0; kk < 4; kk++) asm volatile("" : "+r"(sa[kk][0]), "+r"(sa[kk][1]), "+r"(sa[kk][2]), "+r"(sa[kk][3])::"memory");
+        /* the last tile's dS^T (every item has one: key block kb < T / 128 has query tile 2 kb) */
+        mbar_arrive(&empty[(g + i - 1) % FA_STAGES]);
+        fb_store_ds(box + (stores++ & 1) * MM_BOX_BYTES, sa, &tm_ds, ds_row0 + (i - 1) * FA_BN + cw * 64 + w * 16, lane);
+        g += i;
+        const size_t ld = (size_t)3 * C;
 #pragma unroll
-        for (int ks = 0; ks < FA_HS / 16; ks++) {
-            wgmma_m64n64k16<T, 0, 0>(st, wg_desc(kr + ks * 32, 16, 1024), wg_desc(q + ks * 32, 16, 1024));
-            wgmma_m64n64k16<T, 0, 0>(dpt, wg_desc(vr + ks * 32, 16, 1024), wg_desc(o + ks * 32, 16, 1024));
+        for (int r = 0; r < 2; r++) {
+            const int t = key[r];
+            if (t >= T_) continue;
+            T *drow = dqkv + ((size_t)row0 + t) * ld + (size_t)h * FA_HS;
+#pragma unroll
+            for (int j = 0; j < 8; j++) {
+                *(uint32_t *)(drow + C + 8 * j + 2 * tq) = pack2<T>(dk[4 * j + 2 * r] * scale, dk[4 * j + 2 * r + 1] * scale);
+                *(uint32_t *)(drow + 2 * C + 8 * j + 2 * tq) = pack2<T>(dv[4 * j + 2 * r], dv[4 * j + 2 * r + 1]);
+            }
         }
-        asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-        turn.yours(false);
-        if (i > 0) { /* the previous tile's dS^T, while S^T, dP^T run */
-            asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory"); /* the previous tile's dV, dK are done: sa may be read */
-#pragma unroll
-            for (int kk = 0; kk < 4; kk++) asm volatile("" : "+r"(sa[kk][0]), "+r"(sa[kk][1]), "+r"(sa[kk][2]), "+r"(sa[kk][3])::"memory");
-            fb_store_ds(sBox + (2 * (4 * cw + w) + ((i - 1) & 1)) * MM_BOX_BYTES, sa, &tm_ds, ds_row0 + (i - 1) * FA_BN + cw * 64 + w * 16, lane);
-        }
-        asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory"); /* S^T, dP^T, and the previous tile's dV, dK */
-#pragma unroll
-        for (int x = 0; x < 32; x++) asm volatile("" : "+f"(st[x]), "+f"(dpt[x]), "+f"(dk[x]), "+f"(dv[x])::"memory");
-#pragma unroll
-        for (int kk = 0; kk < 4; kk++)
-            asm volatile("" : "+r"(pa[kk][0]), "+r"(pa[kk][1]), "+r"(pa[kk][2]), "+r"(pa[kk][3]), "+r"(sa[kk][0]), "+r"(sa[kk][1]), "+r"(sa[kk][2]),
-                         "+r"(sa[kk][3])::"memory");
-        if (i > 0) mbar_arrive(&empty[(i - 1) % FA_STAGES]); /* the previous tile's Q and dO are read */
-        const bool mask = q0 < k0 + FA_BN || q0 + FB_BQ > T_; /* a query before a key of the block, or past T */
-#pragma unroll
-        for (int x = 0; x < 32; x++) {
-            const int c = 2 * (x >> 2) + (x & 1), r = (x >> 1) & 1, qq = q0 + 8 * (x >> 2) + 2 * tq + (x & 1);
-            const float p = mask && (qq < key[r] || qq >= T_) ? 0.0f : exp2f(fmaf(st[x], scale_log2, -lse2[c]));
-            st[x] = p;
-            dpt[x] = p * (dpt[x] - Dq[c]);
-        }
-        fa_pack_a<T, 4>(pa, st);
-        fa_pack_a<T, 4>(sa, dpt);
-        turn.mine();
-        asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
-#pragma unroll
-        for (int kk = 0; kk < FB_BQ / 16; kk++) {
-            wgmma_m64n64k16_rs<T, 1>(dv, pa[kk], wg_desc(o + kk * 2048, 8192, 1024));
-            wgmma_m64n64k16_rs<T, 1>(dk, sa[kk], wg_desc(q + kk * 2048, 8192, 1024));
-        }
-        asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-        turn.yours(qt0 + i + 1 == nqt);
     }
-    asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
-#pragma unroll
-    for (int x = 0; x < 32; x++) asm volatile("" : "+f"(dk[x]), "+f"(dv[x])::"memory");
-#pragma unroll
-    for (int kk = 0; kk < 4; kk++) asm volatile("" : "+r"(sa[kk][0]), "+r"(sa[kk][1]), "+r"(sa[kk][2]), "+r"(sa[kk][3])::"memory");
-    if (i > 0) { /* the last tile's dS^T */
-        mbar_arrive(&empty[(i - 1) % FA_STAGES]);
-        fb_store_ds(sBox + (2 * (4 * cw + w) + ((i - 1) & 1)) * MM_BOX_BYTES, sa, &tm_ds, ds_row0 + (i - 1) * FA_BN + cw * 64 + w * 16, lane);
-    }
-    const size_t ld = (size_t)3 * C;
-#pragma unroll
-    for (int r = 0; r < 2; r++) {
-        const int t = key[r];
-        if (t >= T_) continue;
-        T *drow = dqkv + ((size_t)row0 + t) * ld + (size_t)h * FA_HS;
-#pragma unroll
-        for (int j = 0; j < 8; j++) {
-            *(uint32_t *)(drow + C + 8 * j + 2 * tq) = pack2<T>(dk[4 * j + 2 * r] * scale, dk[4 * j + 2 * r + 1] * scale);
-            *(uint32_t *)(drow + 2 * C + 8 * j + 2 * tq) = pack2<T>(dv[4 * j + 2 * r], dv[4 * j + 2 * r + 1]);
-        }
-    }
+    turn.end();
     if (lane == 0) bulk_wait_written(); /* the dS^T tiles are written, and the block's shared memory outlives their reads of it */
 #else
-    (void)tm_qkv; (void)tm_do; (void)tm_ds; (void)dqkv; (void)lse; (void)Dsum; (void)T_; (void)C; (void)NH; (void)bh0; (void)scale; (void)scale_log2;
-    (void)turns;
+    (void)tm_qkv; (void)tm_do; (void)tm_ds; (void)dqkv; (void)lse; (void)Dsum; (void)T_; (void)C; (void)NH; (void)bh0; (void)ny; (void)scale;
+    (void)scale_log2; (void)turns;
 #endif
 }
 
@@ -3547,8 +3625,9 @@ static int attn_forward_wgmma(ngpt_backend *be, T *out, float *lse, const T *qkv
     if (!attn_wgmma_shape(im, B, T_, C, NH, dr) || !vec_ok(qkv, (size_t)3 * C) || (uintptr_t)out % 4) return 0;
     CUtensorMap map;
     if (tma_map(im, &map, qkv, (size_t)3 * C, (size_t)B * T_, (size_t)3 * C, FA_HS, FA_BM)) return 0;
-    dim3 grid((unsigned)((T_ + FA_BM - 1) / FA_BM), (unsigned)(B * NH));
-    attn_forward_wgmma_kernel<T><<<grid, FA_THREADS, FA_SMEM_BYTES, im->stream>>>(map, out, lse, T_, C, NH, LOG2E_F / sqrtf((float)FA_HS),
+    const int items = (T_ + FA_BM - 1) / FA_BM * B * NH; /* one SM's worth of blocks walk them all (persistent), or one each */
+    const int grid = im->attn_persistent && items > im->sm_count ? im->sm_count : items;
+    attn_forward_wgmma_kernel<T><<<grid, FA_THREADS, FA_SMEM_BYTES, im->stream>>>(map, out, lse, T_, C, NH, B * NH, LOG2E_F / sqrtf((float)FA_HS),
                                                                                   im->attn_turns);
     CU_LAUNCHED(be, "attn_forward_wgmma_kernel");
     return 1;
@@ -3576,9 +3655,11 @@ static int attn_backward_wgmma(ngpt_backend *be, T *dqkv, const T *dout, const T
     const float scale = 1.0f / sqrtf((float)FA_HS), scale_log2 = LOG2E_F * scale;
     const unsigned blocks = (unsigned)((T_ + FA_BM - 1) / FA_BM); /* 128 keys (dK, dV) or 128 queries (dQ) a block */
     for (long long bh0 = 0; bh0 < heads; bh0 += group) {
-        const dim3 grid(blocks, (unsigned)(heads - bh0 < group ? heads - bh0 : group));
-        attn_backward_dkdv_wgmma_kernel<T><<<grid, FA_THREADS, FB_DKDV_SMEM_BYTES, im->stream>>>(qkv64, do64, ds16, dqkv, lse, D, T_, C, NH, (int)bh0,
-                                                                                                  scale, scale_log2, im->attn_turns);
+        const int ny = (int)(heads - bh0 < group ? heads - bh0 : group);
+        const dim3 grid(blocks, (unsigned)ny);
+        const int items = (int)blocks * ny, nblocks = im->attn_persistent && items > im->sm_count ? im->sm_count : items;
+        attn_backward_dkdv_wgmma_kernel<T><<<nblocks, FA_THREADS, FB_DKDV_SMEM_BYTES, im->stream>>>(qkv64, do64, ds16, dqkv, lse, D, T_, C, NH,
+                                                                                                     (int)bh0, ny, scale, scale_log2, im->attn_turns);
         if (CU_LAUNCHED(be, "attn_backward_dkdv_wgmma_kernel")) return 1;
         attn_backward_dq_wgmma_kernel<T><<<grid, FA_THREADS, FB_DQ_SMEM_BYTES, im->stream>>>(qkv128, ds128, dqkv, T_, C, NH, (int)bh0, scale);
         if (CU_LAUNCHED(be, "attn_backward_dq_wgmma_kernel")) return 1;
@@ -3724,14 +3805,14 @@ __global__ void __launch_bounds__(XENT_THREADS, 2)
 #pragma unroll
             for (int k = 0; k < VEC; k++) {
                 y[k] = to_f(x[u].v[k]);
-                if (j + k < V) vmax = fmaxf(vmax, y[k]);
+                vmax = fmaxf(vmax, j + k < V ? y[k] : -FLT_MAX); /* a select: a conditional fmaxf was a branch too */
             }
             if (vmax > m) {
                 s *= exp2f((m - vmax) * LOG2E_F);
                 m = vmax;
             }
 #pragma unroll
-            for (int k = 0; k < VEC; k++) s += j + k < V ? exp2f((y[k] - m) * LOG2E_F) : 0.0f;
+            for (int k = 0; k < VEC; k++) s += exp2_kept(j + k < V, (y[k] - m) * LOG2E_F); /* + 0 past V: the same bits */
         }
     }
     for (int o = 16; o > 0; o >>= 1) softmax_merge(m, s, __shfl_xor_sync(0xffffffffu, m, o), __shfl_xor_sync(0xffffffffu, s, o));
@@ -3747,7 +3828,8 @@ __global__ void __launch_bounds__(XENT_THREADS, 2)
         if (j < V) x = CACHED ? row_cache[j / VEC] : *(const Vec *)(z + j); /* the padding's gradient is 0 whatever it held */
 #pragma unroll
         for (int k = 0; k < VEC; k++) {
-            float g = j + k < V ? (exp2f((to_f(x.v[k]) - m) * LOG2E_F - ls2) - (j + k == tg ? 1.0f : 0.0f)) * dscale : 0.0f;
+            const float e = exp2_kept(j + k < V, (to_f(x.v[k]) - m) * LOG2E_F - ls2);
+            const float g = j + k < V ? (e - (j + k == tg ? 1.0f : 0.0f)) * dscale : 0.0f;
             x.v[k] = from_f<T>(g);
         }
         *(Vec *)(z + j) = x;
@@ -4233,6 +4315,8 @@ int ngpt_cuda_backend_create(ngpt_backend **out, int dtype, char *err, size_t er
     im->use_wgmma_attention = wgmma_attention_choice(im->use_tma);
     const char *turns_env = getenv("NGPT_ATTN_TURNS"); /* "0": the wgmma attention's warpgroups issue as they come, to compare */
     im->attn_turns = !(turns_env && !strcmp(turns_env, "0"));
+    const char *persistent_env = getenv("NGPT_ATTN_PERSISTENT"); /* "0": the wgmma forward and dK, dV a block an item, to compare */
+    im->attn_persistent = !(persistent_env && !strcmp(persistent_env, "0"));
     const char *epilogue_env = getenv("NGPT_EPILOGUE"); /* "staged": every TMA and mma.sync tile through the staged epilogue, to compare */
     im->direct_epilogue = !(epilogue_env && !strcmp(epilogue_env, "staged"));
     const char *tile_env = getenv("NGPT_TILE_N"); /* "192" or "256": the TMA kernel's tile width for every product, to compare */

@@ -19,7 +19,8 @@
 # LayerNorm, GELU, the loss (and with each row read twice, NGPT_LOSS_SMEM=0), memory; the step with GELU as ops of
 # their own (NGPT_FUSE_GELU=0);
 # sampling speed with 1 and 10 samples; on Hopper the older kernels and each variant knob against the default, the
-# attention without its warpgroups' turns and the TMA kernel's ping-pong build, per kernel and end to end, included).
+# attention without its warpgroups' turns and a block an item (not persistent), and the TMA kernel's ping-pong build,
+# per kernel and end to end, included).
 # Not in the default run: recipe (nanoGPT's shakespeare_char GPU recipe, 71 s on an H200: bash test/gpu.sh
 # recipe) and profile (ncu on the default matmul, the attention kernels, the LayerNorm backward and split-K's
 # reduction, into bench.log, with each one's SASS and its stall samples per instruction).
@@ -544,6 +545,8 @@ if want bench && [ $BUILT = 0 ] && time_left "benchmarks" 150 bench; then
         if "$BUILD/nanogpt" info 2>&1 | grep -q "attention wgmma"; then # between default passes, so drift falls on both sides
             echo "== nanogpt bench --kernels, attention without turns"
             NGPT_ATTN_TURNS=0 timeout $(cap_time 90) "$BUILD/nanogpt" bench --device=cuda --kernels
+            echo "== nanogpt bench --kernels, attention a block an item"
+            NGPT_ATTN_PERSISTENT=0 timeout $(cap_time 90) "$BUILD/nanogpt" bench --device=cuda --kernels
         fi
         for s in 1 10; do echo "== nanogpt bench --sample=$s"; timeout $(cap_time 60) "$BUILD/nanogpt" bench --device=cuda --sample=$s --steps=128; done
         if "$BUILD/nanogpt" info 2>&1 | grep -q "matmul wgmma"; then # Hopper: the older kernels beside it
@@ -584,6 +587,7 @@ if want bench && [ $BUILT = 0 ] && time_left "benchmarks" 150 bench; then
     ktimes "$LOG/bench.log" '^== nanogpt bench --kernels, tiles down the columns$' >"$BUILD/k_columns"
     ktimes "$LOG/bench.log" '^== nanogpt bench --kernels, at most 2 split-K slices$' >"$BUILD/k_split2"
     ktimes "$LOG/bench.log" '^== nanogpt bench --kernels, attention without turns$' >"$BUILD/k_noturns"
+    ktimes "$LOG/bench.log" '^== nanogpt bench --kernels, attention a block an item$' >"$BUILD/k_blockitem"
     ktimes "$LOG/bench.log" '^== nanogpt bench --kernels, loss rows read twice$' >"$BUILD/k_loss2"
     ktimes "$LOG/bench.log" '^== nanogpt bench --kernels, ping-pong$' >"$BUILD/k_pingpong"
     ktimes "$LOG/bench.log" 'bench_torch_gpt2.py --kernels' >"$BUILD/k_torch"
@@ -671,6 +675,16 @@ if want bench && [ $BUILT = 0 ] && time_left "benchmarks" 150 bench; then
             turns="$turns, $d $tv"
         done
         row "attention turns vs none (each >= 1.0)" "$verdict" "${turns#, }"
+    fi
+    if [ -s "$BUILD/k_blockitem" ]; then # the wgmma forward and dK, dV kernels persistent (a block an SM), against a block an item
+        pers="" verdict=PASS
+        for d in fwd bwd; do
+            tv=$(variant_vs_default "attention $d" "a block an item" "persistent" "$BUILD/k_blockitem" "$BUILD/k_ours" "$BUILD/k_staged" "$BUILD/k_wide" \
+                "$BUILD/k_columns" "$BUILD/k_split2")
+            [ "$(target "${tv%%x*}" 1.0)" = PASS ] || verdict=MISS
+            pers="$pers, $d $tv"
+        done
+        row "attention persistent vs a block an item (each >= 1.0)" "$verdict" "${pers#, }"
     fi
     if [ -s "$BUILD/k_loss2" ]; then # the loss keeping each row of logits in shared memory between its passes, against reading it twice
         lv=$(variant_vs_default "classifier loss" "read twice" "kept" "$BUILD/k_loss2" "$BUILD/k_ours" "$BUILD/k_noturns" "$BUILD/k_staged" \

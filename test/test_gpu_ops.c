@@ -101,8 +101,8 @@ static uint64_t tg_fnv(const void *p, size_t n, uint64_t h) { /* FNV-1a */
  * mma.sync kernel, with NGPT_EPILOGUE=staged, whose whole tiles go through the staged epilogue, not the
  * direct one, in bf16 with NGPT_TILE_ORDER=m too, its tiles down the rows of a column; the TMA kernel with
  * NGPT_TILE_N=192, every product in tiles 192 wide, and with NGPT_PINGPONG=1, every product on the ping-pong kernel; the wgmma attention with
- * NGPT_ATTN_TURNS=0, its warpgroups issuing without taking turns; the loss with NGPT_LOSS_SMEM=0, each row read
- * from global memory twice) */
+ * NGPT_ATTN_TURNS=0, its warpgroups issuing without taking turns, and with NGPT_ATTN_PERSISTENT=0, a block an
+ * item; the loss with NGPT_LOSS_SMEM=0, each row read from global memory twice) */
 enum { TG_BITS_OFF, TG_BITS_KEEP, TG_BITS_MATCH };
 #define TG_MAX_BITS 2048
 static struct { char key[300]; uint64_t hash; } tg_bits[TG_MAX_BITS];
@@ -1111,6 +1111,12 @@ static void tg_attention_sweep(void) {
     if (tiled) {
         t_attention(1, 2, 520, 64, 0.0f); /* five 128-key tiles: each of the wgmma forward's three stages is refilled */
         t_attention(2, 2, 256, 64, 0.0f); /* two sequences of whole 128-row tiles (the copy engine's boxes end at the sequence) */
+        /* 48 work items of each persistent wgmma kernel, six a block on the emulator's 8 SMs (the forward's 3, 3,
+         * 2, 2, 1, 1 tiles, dK, dV's 5, 5, 3, 3, 1, 1): the Q buffers (forward) and K, V buffers (dK, dV) each taken
+         * three times, the stages' ring and the dS^T boxes going on across items, and an item of one tile between
+         * two others, where only a buffer's own barriers keep the producer from refilling it under the item
+         * before */
+        t_attention(4, 4, 300, 64, 0.0f);
         /* the wgmma backward's dS^T in a scratch of D (3 KB) and 1.5 heads' tiles (6 of 16 KB each): three
          * groups of one head */
         t_attention_scratch(1, 3, 200, 64, 0.0f, 3072 + 9 * 16384);
@@ -1122,6 +1128,7 @@ static void tg_attention_sweep(void) {
         t_attention(2, 4, 256, 32, 0.0f);
         t_attention(1, 2, 256, 128, 0.1f);
         t_attention(1, 12, 1024, 64, 0.0f);
+        t_attention(8, 12, 256, 64, 0.0f); /* 192 work items of each persistent kernel: on an H100's or H200's 132 SMs, two a block for 60 */
     }
 }
 
@@ -1270,12 +1277,14 @@ int main(int argc, char **argv) {
      * each case checks in the scratch: tg_scratch_changed; the long-K cases whole, the weight gradients' tiles
      * accumulating straight from the accumulators), against the CPU alone (splitting changes the order of the
      * sums); where attention runs on the wgmma kernels, the attention sweep once more in bf16 with
-     * NGPT_ATTN_TURNS=0 (the warpgroups issue without taking turns), held to the default run's bits; and the loss
+     * NGPT_ATTN_TURNS=0 (the warpgroups issue without taking turns) and with NGPT_ATTN_PERSISTENT=0 (the forward
+     * and dK, dV kernels a block a work item, where the default walks them with one block an SM), each held to
+     * the default run's bits; and the loss
      * sweep in bf16 with NGPT_LOSS_SMEM=0 (each row read from global memory in both passes), held to the default
      * run's bits too. */
     int wgmma = strstr(desc, "matmul wgmma") != NULL, tma = strstr(desc, "matmul wgmma+tma") != NULL;
     int wgmma_attention = strstr(desc, "attention wgmma") != NULL;
-    struct { int dtype; const char *env, *value, *env2, *value2; } runs[16] = {
+    struct { int dtype; const char *env, *value, *env2, *value2; } runs[] = {
         {NGPT_DTYPE_F32, NULL, NULL, NULL, NULL},
         {NGPT_DTYPE_BF16, NULL, NULL, NULL, NULL},
         {NGPT_DTYPE_F16, NULL, NULL, NULL, NULL},
@@ -1291,17 +1300,18 @@ int main(int argc, char **argv) {
         {NGPT_DTYPE_F16, "NGPT_PINGPONG", "1", NULL, NULL},
         {NGPT_DTYPE_BF16, "NGPT_SPLITK_MAX", "1", NULL, NULL},
         {NGPT_DTYPE_BF16, "NGPT_ATTN_TURNS", "0", NULL, NULL},
+        {NGPT_DTYPE_BF16, "NGPT_ATTN_PERSISTENT", "0", NULL, NULL},
         {NGPT_DTYPE_BF16, "NGPT_LOSS_SMEM", "0", NULL, NULL}};
     int direct = tma || !wgmma; /* the default 16-bit matmul has a direct epilogue: the TMA kernel or mma.sync */
-    for (int k = 0; k < 16; k++) {
+    for (int k = 0; k < (int)(sizeof runs / sizeof runs[0]); k++) {
         int dt = runs[k].dtype, narrow = runs[k].env && !strcmp(runs[k].env, "NGPT_TILE_N");
         int pingpong = runs[k].env && !strcmp(runs[k].env, "NGPT_PINGPONG");
         int unsplit = runs[k].env && !strcmp(runs[k].env, "NGPT_SPLITK_MAX");
         int staged = narrow || pingpong || (runs[k].env && !strcmp(runs[k].env, "NGPT_EPILOGUE")); /* a matmul run held to the default's bits */
-        int turnless = runs[k].env && !strcmp(runs[k].env, "NGPT_ATTN_TURNS");     /* an attention run held to the default's bits */
+        int attn_variant = runs[k].env && !strncmp(runs[k].env, "NGPT_ATTN_", 10); /* an attention run held to the default's bits */
         int uncached = runs[k].env && !strcmp(runs[k].env, "NGPT_LOSS_SMEM");      /* a loss run held to the default's bits */
         if ((k >= 3 && k < 5 && !wgmma) || (k >= 5 && k < 7 && !tma) || ((staged || uncached) && !direct) || ((narrow || pingpong) && !tma) ||
-            (turnless && !wgmma_attention) || (runs[k].env && dt == NGPT_DTYPE_BF16 && tg_cc && tg_cc < 80))
+            (attn_variant && !wgmma_attention) || (runs[k].env && dt == NGPT_DTYPE_BF16 && tg_cc && tg_cc < 80))
             continue; /* an older kernel only where it is not the default; the staged epilogue only beside a direct one; tiles
                        * 192 wide and the ping-pong kernel only where the TMA kernel runs; turns only where attention runs on wgmma; bf16's refusal below sm_80 checked once;
                        * a run held to the default's bits only where the default kept them */
@@ -1310,7 +1320,7 @@ int main(int argc, char **argv) {
         if (tg_runs_with && !((runs[k].env && !strcmp(runs[k].env, tg_runs_with)) || (runs[k].env2 && !strcmp(runs[k].env2, tg_runs_with))))
             continue; /* --runs-with: those runs alone (a mutant only they catch, without the sweeps before them) */
         if (tg_without && runs[k].env && !strcmp(runs[k].env, tg_without)) continue; /* --without: not those */
-        tg_bits_mode = staged || turnless || uncached ? TG_BITS_MATCH : direct && dt != NGPT_DTYPE_F32 && !runs[k].env ? TG_BITS_KEEP : TG_BITS_OFF;
+        tg_bits_mode = staged || attn_variant || uncached ? TG_BITS_MATCH : direct && dt != NGPT_DTYPE_F32 && !runs[k].env ? TG_BITS_KEEP : TG_BITS_OFF;
         tg_bits_matched = 0;
         tg_gpu = NULL;
         const char *envs[2] = {runs[k].env, runs[k].env2}, *values[2] = {runs[k].value, runs[k].value2};
@@ -1360,7 +1370,7 @@ int main(int argc, char **argv) {
         tg_scratch_size = gs;
         tg_unsplit = unsplit;
         printf("== %s%s%s%s%s%s%s%s%s: device arena %.0f MiB, scratch %.1f MiB\n", tg_dtname(dt),
-               runs[k].env ? (turnless ? ", attention with " : uncached ? ", loss with " : ", matmuls with ") : "", runs[k].env ? runs[k].env : "", runs[k].env ? "=" : "",
+               runs[k].env ? (attn_variant ? ", attention with " : uncached ? ", loss with " : ", matmuls with ") : "", runs[k].env ? runs[k].env : "", runs[k].env ? "=" : "",
                runs[k].env ? runs[k].value : "", runs[k].env2 ? " " : "", runs[k].env2 ? runs[k].env2 : "", runs[k].env2 ? "=" : "",
                runs[k].env2 ? runs[k].value2 : "", tg_gpu_cap / MiB, gs / MiB);
         size_t free0 = 0, free1 = 0, total = 0;
@@ -1371,13 +1381,14 @@ int main(int argc, char **argv) {
         if (tg_matmul_only) tg_matmul_sweep();
         else if (tg_attention_only) tg_attention_sweep();
         else if (staged || unsplit) tg_matmul_sweep();
-        else if (turnless) tg_attention_sweep();
+        else if (attn_variant) tg_attention_sweep();
         else if (uncached) tg_loss_sweep();
         else if (runs[k].env) { tg_attention_sweep(); tg_matmul_sweep(); } /* the older kernels also run attention on mma.sync */
         else tg_sweep();
-        if (staged || turnless || uncached) {
+        if (staged || attn_variant || uncached) {
             tg_begin(uncached ? "NGPT_LOSS_SMEM=0: the loss's bits are the default run's"
-                     : turnless ? "NGPT_ATTN_TURNS=0: the attention's bits are the default run's"
+                     : attn_variant && !strcmp(runs[k].env, "NGPT_ATTN_TURNS") ? "NGPT_ATTN_TURNS=0: the attention's bits are the default run's"
+                     : attn_variant ? "NGPT_ATTN_PERSISTENT=0: the attention's bits are the default run's"
                      : narrow ? "NGPT_TILE_N=192: the matmuls' bits are the default run's"
                      : pingpong ? "NGPT_PINGPONG=1: the matmuls' bits are the default run's"
                      : runs[k].env2 ? "NGPT_EPILOGUE=staged NGPT_TILE_ORDER=m: the matmuls' bits are the default run's"
