@@ -3618,6 +3618,8 @@ static void attn_forward_tc(ngpt_backend *be, T *out, float *lse, const T *qkv, 
 static bool attn_wgmma_shape(const CudaImpl *im, int B, int T_, int C, int NH, const DropArgs &dr) {
     return im->use_wgmma_attention && dr.p == 0.0f && C == NH * FA_HS && (long long)B * NH <= 65535 && (long long)B * T_ <= INT_MAX - FA_BN;
 }
+/* The persistent wgmma kernels' blocks for this many work items: one an SM (NGPT_ATTN_PERSISTENT=0: one an item) */
+static int attn_blocks(const CudaImpl *im, int items) { return im->attn_persistent && items > im->sm_count ? im->sm_count : items; }
 /* The wgmma forward: 1 when launched, 0 when it cannot run these operands (nothing happened) */
 template <typename T>
 static int attn_forward_wgmma(ngpt_backend *be, T *out, float *lse, const T *qkv, int B, int T_, int C, int NH, DropArgs dr) {
@@ -3625,8 +3627,7 @@ static int attn_forward_wgmma(ngpt_backend *be, T *out, float *lse, const T *qkv
     if (!attn_wgmma_shape(im, B, T_, C, NH, dr) || !vec_ok(qkv, (size_t)3 * C) || (uintptr_t)out % 4) return 0;
     CUtensorMap map;
     if (tma_map(im, &map, qkv, (size_t)3 * C, (size_t)B * T_, (size_t)3 * C, FA_HS, FA_BM)) return 0;
-    const int items = (T_ + FA_BM - 1) / FA_BM * B * NH; /* one SM's worth of blocks walk them all (persistent), or one each */
-    const int grid = im->attn_persistent && items > im->sm_count ? im->sm_count : items;
+    const int grid = attn_blocks(im, (T_ + FA_BM - 1) / FA_BM * B * NH);
     attn_forward_wgmma_kernel<T><<<grid, FA_THREADS, FA_SMEM_BYTES, im->stream>>>(map, out, lse, T_, C, NH, B * NH, LOG2E_F / sqrtf((float)FA_HS),
                                                                                   im->attn_turns);
     CU_LAUNCHED(be, "attn_forward_wgmma_kernel");
@@ -3657,7 +3658,7 @@ static int attn_backward_wgmma(ngpt_backend *be, T *dqkv, const T *dout, const T
     for (long long bh0 = 0; bh0 < heads; bh0 += group) {
         const int ny = (int)(heads - bh0 < group ? heads - bh0 : group);
         const dim3 grid(blocks, (unsigned)ny);
-        const int items = (int)blocks * ny, nblocks = im->attn_persistent && items > im->sm_count ? im->sm_count : items;
+        const int nblocks = attn_blocks(im, (int)blocks * ny);
         attn_backward_dkdv_wgmma_kernel<T><<<nblocks, FA_THREADS, FB_DKDV_SMEM_BYTES, im->stream>>>(qkv64, do64, ds16, dqkv, lse, D, T_, C, NH,
                                                                                                      (int)bh0, ny, scale, scale_log2, im->attn_turns);
         if (CU_LAUNCHED(be, "attn_backward_dkdv_wgmma_kernel")) return 1;

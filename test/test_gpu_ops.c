@@ -1313,7 +1313,7 @@ int main(int argc, char **argv) {
         if ((k >= 3 && k < 5 && !wgmma) || (k >= 5 && k < 7 && !tma) || ((staged || uncached) && !direct) || ((narrow || pingpong) && !tma) ||
             (attn_variant && !wgmma_attention) || (runs[k].env && dt == NGPT_DTYPE_BF16 && tg_cc && tg_cc < 80))
             continue; /* an older kernel only where it is not the default; the staged epilogue only beside a direct one; tiles
-                       * 192 wide and the ping-pong kernel only where the TMA kernel runs; turns only where attention runs on wgmma; bf16's refusal below sm_80 checked once;
+                       * 192 wide and the ping-pong kernel only where the TMA kernel runs; turns and persistence only where attention runs on wgmma; bf16's refusal below sm_80 checked once;
                        * a run held to the default's bits only where the default kept them */
         if ((only && !tg_listed(only, tg_dtname(dt))) || ((tg_matmul_only || tg_attention_only || tg_default_kernels) && runs[k].env))
             continue; /* --matmul-only, --attention-only, --default-kernels: the chosen kernels alone */
