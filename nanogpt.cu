@@ -294,6 +294,10 @@ static void cu_zero(ngpt_backend *be, void *dst, size_t bytes) {
  * multiple of VEC), else VEC = 1 */
 template <typename T, int VEC> struct alignas(VEC * sizeof(T)) RowVec { T v[VEC]; };
 template <typename... P> static bool aligned16(const P *...p) { return ((0 | ... | (uintptr_t)p) & 15) == 0; }
+/* Rows of C values are VEC-wide vectors: C a multiple of VEC, every row array 16-byte aligned */
+template <typename T, typename... P> static bool rows_vectorizable(int C, const P *...rows) {
+    return C % (16 / (int)sizeof(T)) == 0 && aligned16(rows...);
+}
 /* An elementwise op over n values VEC at a time: f(i, width) for the whole vectors (i = their first value,
  * width VEC), then for the n % VEC values after them one at a time (width 1) by the grid's first threads */
 template <int VEC, typename F> static __device__ __forceinline__ void ew_vectors(size_t n, F f) {
@@ -433,38 +437,78 @@ static void cu_dropout(ngpt_backend *be, void *out, const void *inp, size_t n, c
  * Encoder: token + position embeddings, and their deterministic backward
  * ==================================================================================================== */
 
-template <typename T> __global__ void encoder_forward_kernel(T *out, const int32_t *tokens, const T *wte, const T *wpe, int B, int T_, int C) {
-    size_t n = (size_t)B * T_ * C;
-    GRID_STRIDE(i, n) {
-        size_t row = i / (size_t)C;
-        int c = (int)(i % (size_t)C), t = (int)(row % (size_t)T_);
-        out[i] = from_f<T>(to_f(wte[(size_t)tokens[row] * C + c]) + to_f(wpe[(size_t)t * C + c]));
+/* Each thread one VEC-wide vector of a row: VEC = 16 bytes where C is a multiple of it and the arrays are
+ * 16-byte aligned, else 1 */
+template <typename T, int VEC> __global__ void encoder_forward_kernel(T *out, const int32_t *tokens, const T *wte, const T *wpe, int B, int T_, int C) {
+    typedef RowVec<T, VEC> V;
+    const int cv = C / VEC; /* vectors a row */
+    GRID_STRIDE(i, (size_t)B * T_ * cv) {
+        const size_t row = i / (size_t)cv;
+        const int c = (int)(i - row * cv) * VEC, t = (int)(row % (size_t)T_);
+        const V e = *(const V *)(wte + (size_t)tokens[row] * C + c), p = *(const V *)(wpe + (size_t)t * C + c);
+        V o;
+#pragma unroll
+        for (int k = 0; k < VEC; k++) o.v[k] = from_f<T>(to_f(e.v[k]) + to_f(p.v[k]));
+        *(V *)(out + row * C + c) = o;
     }
 }
 
-/* dwte: one block row per bucket (a distinct token id, so no two blocks touch one row); each thread owns
- * columns and adds the bucket's dout rows in ascending position order, starting from the old value as the
- * CPU backend does. */
-template <typename T>
-__global__ void encoder_backward_wte_kernel(T *dwte, const T *dout, const int32_t *tokens, const int32_t *bucket_start,
-                                            const int32_t *bucket_pos, int C) {
-    int k = blockIdx.x;
-    int c = blockIdx.y * blockDim.x + threadIdx.x;
-    if (c >= C) return;
-    int first = bucket_start[k], last = bucket_start[k + 1];
+#define ENC_BWD_WARPS 8 /* buckets a block */
+#define ENC_BWD_LOADS 4 /* dout rows in flight a lane */
+/* dwte: one warp per bucket (a distinct token id, so no two warps touch one row); each lane owns VEC-wide
+ * vectors of columns and adds the bucket's dout rows in ascending position order, starting from the old value
+ * as the CPU backend does, ENC_BWD_LOADS rows' loads in flight at a time */
+template <typename T, int VEC>
+__global__ void __launch_bounds__(ENC_BWD_WARPS * 32) encoder_backward_wte_kernel(T *dwte, const T *dout, const int32_t *tokens,
+                                                                                 const int32_t *bucket_start, const int32_t *bucket_pos,
+                                                                                 int nbuckets, int C) {
+    typedef RowVec<T, VEC> V;
+    const int k = blockIdx.x * ENC_BWD_WARPS + (threadIdx.x >> 5), lane = threadIdx.x & 31;
+    if (k >= nbuckets) return;
+    const int first = bucket_start[k], last = bucket_start[k + 1];
     if (first >= last) return;
-    T *dst = dwte + (size_t)tokens[bucket_pos[first]] * C + c;
-    float acc = to_f(*dst);
-    for (int j = first; j < last; j++) acc += to_f(dout[(size_t)bucket_pos[j] * C + c]);
-    *dst = from_f<T>(acc);
+    T *dst = dwte + (size_t)tokens[bucket_pos[first]] * C;
+    for (int c = lane * VEC; c < C; c += 32 * VEC) {
+        const V old = *(const V *)(dst + c);
+        float acc[VEC];
+#pragma unroll
+        for (int e = 0; e < VEC; e++) acc[e] = to_f(old.v[e]);
+        for (int j0 = first; j0 < last; j0 += ENC_BWD_LOADS) {
+            V g[ENC_BWD_LOADS];
+#pragma unroll
+            for (int u = 0; u < ENC_BWD_LOADS; u++)
+                if (j0 + u < last) g[u] = *(const V *)(dout + (size_t)bucket_pos[j0 + u] * C + c);
+#pragma unroll
+            for (int u = 0; u < ENC_BWD_LOADS; u++)
+                if (j0 + u < last)
+#pragma unroll
+                    for (int e = 0; e < VEC; e++) acc[e] += to_f(g[u].v[e]);
+        }
+        V o;
+#pragma unroll
+        for (int e = 0; e < VEC; e++) o.v[e] = from_f<T>(acc[e]);
+        *(V *)(dst + c) = o;
+    }
 }
-/* dwpe: one thread per (t, c), adding over b in order */
-template <typename T> __global__ void encoder_backward_wpe_kernel(T *dwpe, const T *dout, int B, int T_, int C) {
-    size_t n = (size_t)T_ * C;
-    GRID_STRIDE(i, n) {
-        float acc = to_f(dwpe[i]);
-        for (int b = 0; b < B; b++) acc += to_f(dout[(size_t)b * n + i]);
-        dwpe[i] = from_f<T>(acc);
+/* dwpe: one thread per VEC-wide vector of (t, c), adding over b in order */
+template <typename T, int VEC> __global__ void encoder_backward_wpe_kernel(T *dwpe, const T *dout, int B, int T_, int C) {
+    typedef RowVec<T, VEC> V;
+    const size_t n = (size_t)T_ * C;
+    GRID_STRIDE(i, n / VEC) {
+        const V old = *(const V *)(dwpe + i * VEC);
+        float acc[VEC];
+#pragma unroll
+        for (int e = 0; e < VEC; e++) acc[e] = to_f(old.v[e]);
+#pragma unroll 4
+        for (int b = 0; b < B; b++) {
+            const V g = *(const V *)(dout + (size_t)b * n + i * VEC);
+#pragma unroll
+            for (int e = 0; e < VEC; e++) acc[e] += to_f(g.v[e]);
+        }
+        V o;
+#pragma unroll
+        for (int e = 0; e < VEC; e++) o.v[e] = from_f<T>(acc[e]);
+        *(V *)(dwpe + i * VEC) = o;
     }
 }
 
@@ -472,9 +516,11 @@ static void cu_encoder_forward(ngpt_backend *be, void *out, const int32_t *token
     if (bad_dims(be, "encoder_forward", B, T, C)) return;
     size_t n = (size_t)B * T * C;
     if (!n) return;
-    DISPATCH_DTYPE(be->dtype, Ty,
-                   encoder_forward_kernel<Ty><<<ew_blocks(n), EW_THREADS, 0, impl_of(be)->stream>>>(
-                       (Ty *)out, tokens, (const Ty *)wte, (const Ty *)wpe, B, T, C));
+    DISPATCH_DTYPE(be->dtype, Ty, {
+        const bool vec = rows_vectorizable<Ty>(C, out, wte, wpe);
+        auto *kernel = vec ? encoder_forward_kernel<Ty, 16 / sizeof(Ty)> : encoder_forward_kernel<Ty, 1>;
+        kernel<<<ew_vec_blocks<Ty>(n, vec), EW_THREADS, 0, impl_of(be)->stream>>>((Ty *)out, tokens, (const Ty *)wte, (const Ty *)wpe, B, T, C);
+    });
     CU_LAUNCHED(be, "encoder_forward_kernel");
 }
 static void cu_encoder_backward(ngpt_backend *be, void *dwte, void *dwpe, const void *dout, const int32_t *tokens, const int32_t *bucket_start,
@@ -482,15 +528,18 @@ static void cu_encoder_backward(ngpt_backend *be, void *dwte, void *dwpe, const 
     if (bad_dims(be, "encoder_backward", B, T, C) || bad_dims(be, "encoder_backward", nbuckets, 0, 0)) return;
     if (!B || !T || !C) return;
     cudaStream_t st = impl_of(be)->stream;
-    if (nbuckets > 0) {
-        dim3 grid((unsigned)nbuckets, (unsigned)((C + 127) / 128));
-        DISPATCH_DTYPE(be->dtype, Ty,
-                       encoder_backward_wte_kernel<Ty><<<grid, 128, 0, st>>>((Ty *)dwte, (const Ty *)dout, tokens, bucket_start, bucket_pos, C));
-        CU_LAUNCHED(be, "encoder_backward_wte_kernel");
-    }
-    size_t n = (size_t)T * C;
-    DISPATCH_DTYPE(be->dtype, Ty,
-                   encoder_backward_wpe_kernel<Ty><<<ew_blocks(n), EW_THREADS, 0, st>>>((Ty *)dwpe, (const Ty *)dout, B, T, C));
+    DISPATCH_DTYPE(be->dtype, Ty, {
+        constexpr int VEC = 16 / sizeof(Ty);
+        if (nbuckets > 0) {
+            auto *kernel = rows_vectorizable<Ty>(C, dwte, dout) ? encoder_backward_wte_kernel<Ty, VEC> : encoder_backward_wte_kernel<Ty, 1>;
+            kernel<<<(unsigned)((nbuckets + ENC_BWD_WARPS - 1) / ENC_BWD_WARPS), ENC_BWD_WARPS * 32, 0, st>>>(
+                (Ty *)dwte, (const Ty *)dout, tokens, bucket_start, bucket_pos, nbuckets, C);
+            CU_LAUNCHED(be, "encoder_backward_wte_kernel");
+        }
+        const bool vec = rows_vectorizable<Ty>(C, dwpe, dout);
+        auto *kernel = vec ? encoder_backward_wpe_kernel<Ty, VEC> : encoder_backward_wpe_kernel<Ty, 1>;
+        kernel<<<ew_vec_blocks<Ty>((size_t)T * C, vec), EW_THREADS, 0, st>>>((Ty *)dwpe, (const Ty *)dout, B, T, C);
+    });
     CU_LAUNCHED(be, "encoder_backward_wpe_kernel");
 }
 
@@ -499,45 +548,51 @@ static void cu_encoder_backward(ngpt_backend *be, void *dwte, void *dwpe, const 
  * partial sums in scratch, added in block order by a second kernel.
  * ==================================================================================================== */
 
-template <typename T, typename... P> static bool rows_vectorizable(int C, const P *...rows) {
-    return C % (16 / (int)sizeof(T)) == 0 && aligned16(rows...);
-}
-
 #define LN_EPS 1e-5f
 #define LN_FWD_ROWS 8 /* warps (rows) per block */
-template <typename T, int VEC>
+/* the register kernels' most vectors a lane, forward and backward: rows of up to 8 x 32 x VEC columns (2048
+ * in 16 bits, 1024 in f32) */
+#define LN_MAX_NV 8
+/* One warp per row, the row in registers: lane l loads columns (l + 32 j) VEC .. + VEC - 1 for j < NV (the
+ * vectors past C masked), all NV loads in flight at once, then the mean, the variance about it (two sums
+ * over the registers, each lane's in column order) and the output. */
+template <typename T, int VEC, int NV>
 __global__ void layernorm_forward_kernel(T *out, float *mean, float *rstd, const T *inp, const T *w, const T *b, int N, int C) {
     typedef RowVec<T, VEC> V;
-    int row = blockIdx.x * LN_FWD_ROWS + (threadIdx.x >> 5), lane = threadIdx.x & 31;
+    const int row = blockIdx.x * LN_FWD_ROWS + (threadIdx.x >> 5), lane = threadIdx.x & 31;
     if (row >= N) return;
     const T *x = inp + (size_t)row * C;
+    V xv[NV];
+#pragma unroll
+    for (int j = 0; j < NV; j++)
+        if ((lane + 32 * j) * VEC < C) xv[j] = *(const V *)(x + (lane + 32 * j) * VEC);
     float s = 0;
-#pragma unroll 4
-    for (int c = lane * VEC; c < C; c += 32 * VEC) {
-        const V xv = *(const V *)(x + c);
 #pragma unroll
-        for (int e = 0; e < VEC; e++) s += to_f(xv.v[e]);
-    }
-    float m = warp_sum(s) / (float)C;
+    for (int j = 0; j < NV; j++)
+        if ((lane + 32 * j) * VEC < C)
+#pragma unroll
+            for (int e = 0; e < VEC; e++) s += to_f(xv[j].v[e]);
+    const float m = warp_sum(s) / (float)C;
     float v = 0;
-#pragma unroll 4
-    for (int c = lane * VEC; c < C; c += 32 * VEC) {
-        const V xv = *(const V *)(x + c);
 #pragma unroll
-        for (int e = 0; e < VEC; e++) {
-            float d = to_f(xv.v[e]) - m;
-            v += d * d;
-        }
-    }
-    v = warp_sum(v) / (float)C;
-    float rs = 1.0f / sqrtf(v + LN_EPS);
+    for (int j = 0; j < NV; j++)
+        if ((lane + 32 * j) * VEC < C)
+#pragma unroll
+            for (int e = 0; e < VEC; e++) {
+                const float d = to_f(xv[j].v[e]) - m;
+                v += d * d;
+            }
+    const float rs = 1.0f / sqrtf(warp_sum(v) / (float)C + LN_EPS);
     T *o = out + (size_t)row * C;
-    for (int c = lane * VEC; c < C; c += 32 * VEC) {
-        const V xv = *(const V *)(x + c), wv = *(const V *)(w + c);
+#pragma unroll
+    for (int j = 0; j < NV; j++) {
+        const int c = (lane + 32 * j) * VEC;
+        if (c >= C) continue;
+        const V wv = *(const V *)(w + c);
         const V bv = b ? *(const V *)(b + c) : V();
         V ov;
 #pragma unroll
-        for (int e = 0; e < VEC; e++) ov.v[e] = from_f<T>((to_f(xv.v[e]) - m) * rs * to_f(wv.v[e]) + (b ? to_f(bv.v[e]) : 0.0f));
+        for (int e = 0; e < VEC; e++) ov.v[e] = from_f<T>((to_f(xv[j].v[e]) - m) * rs * to_f(wv.v[e]) + (b ? to_f(bv.v[e]) : 0.0f));
         *(V *)(o + c) = ov;
     }
     if (lane == 0) {
@@ -545,10 +600,31 @@ __global__ void layernorm_forward_kernel(T *out, float *mean, float *rstd, const
         if (rstd) rstd[row] = rs;
     }
 }
+/* The fallback for rows that are not 16-byte vectors or are longer than the register kernel takes: the same
+ * warp a row and sums, one element at a time, reading the row three times. */
+template <typename T>
+__global__ void layernorm_forward_any_kernel(T *out, float *mean, float *rstd, const T *inp, const T *w, const T *b, int N, int C) {
+    const int row = blockIdx.x * LN_FWD_ROWS + (threadIdx.x >> 5), lane = threadIdx.x & 31;
+    if (row >= N) return;
+    const T *x = inp + (size_t)row * C;
+    float s = 0;
+    for (int c = lane; c < C; c += 32) s += to_f(x[c]);
+    const float m = warp_sum(s) / (float)C;
+    float v = 0;
+    for (int c = lane; c < C; c += 32) {
+        const float d = to_f(x[c]) - m;
+        v += d * d;
+    }
+    const float rs = 1.0f / sqrtf(warp_sum(v) / (float)C + LN_EPS);
+    T *o = out + (size_t)row * C;
+    for (int c = lane; c < C; c += 32) o[c] = from_f<T>((to_f(x[c]) - m) * rs * to_f(w[c]) + (b ? to_f(b[c]) : 0.0f));
+    if (lane == 0) {
+        if (mean) mean[row] = m;
+        if (rstd) rstd[row] = rs;
+    }
+}
 
 #define LN_BWD_WARPS 8 /* warps per block, fewer where their dw/db sums (2C floats each) do not fit in shared memory */
-/* the register kernel's most vectors a lane: rows of up to 8 x 32 x VEC columns (2048 in 16 bits, 1024 in f32) */
-#define LN_BWD_MAX_NV 8
 /* The end of both backward kernels: each warp's dw/db sums are in its 2C floats of shared memory; the block
  * adds them in warp order into partial[blockIdx.x] */
 static __device__ __forceinline__ void ln_block_partial(float *partial, const float *sums, int W, int C) {
@@ -657,29 +733,48 @@ __global__ void __launch_bounds__(LN_BWD_WARPS * 32) layernorm_backward_any_kern
     }
     ln_block_partial(partial, ln_smem, W, C);
 }
-#define LN_REDUCE_WARPS 8
-/* dw[c] += the G blocks' sums, db[c] too: 32 columns a block, warp k adding groups k, k + 8, ... in order,
- * then warp 0 the 8 warps' sums in order */
+#define LN_REDUCE_WARPS 16
+#define LN_REDUCE_LOADS 8 /* loads in flight a lane */
+/* dw[c] += the G blocks' sums, db[c] too: each block 32 of the 2C columns of the partial sums (dw's, then db's),
+ * warp k adding groups k, k + 16, k + 32, ... in order, LN_REDUCE_LOADS of them in flight at a time (the
+ * partial sums are in the L2, just written by the backward: a turn costs about one L2 latency), then warp 0 the
+ * warps' sums in order */
 template <typename T> __global__ void __launch_bounds__(LN_REDUCE_WARPS * 32) layernorm_reduce_kernel(T *dw, T *db, const float *partial, int C, int G) {
-    __shared__ float sums[2][LN_REDUCE_WARPS][32];
+    __shared__ float sums[LN_REDUCE_WARPS][32];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, c = blockIdx.x * 32 + lane;
-    float sw = 0, sb = 0;
-    if (c < C)
-        for (int g = warp; g < G; g += LN_REDUCE_WARPS) {
-            sw += partial[(size_t)g * 2 * C + c];
-            sb += partial[(size_t)g * 2 * C + C + c];
+    float s = 0;
+    if (c < 2 * C)
+        for (int g0 = warp; g0 < G; g0 += LN_REDUCE_LOADS * LN_REDUCE_WARPS) {
+            float v[LN_REDUCE_LOADS];
+#pragma unroll
+            for (int i = 0; i < LN_REDUCE_LOADS; i++) {
+                const int g = g0 + i * LN_REDUCE_WARPS;
+                v[i] = g < G ? partial[(size_t)g * 2 * C + c] : 0.0f;
+            }
+#pragma unroll
+            for (int i = 0; i < LN_REDUCE_LOADS; i++) s += v[i];
         }
-    sums[0][warp][lane] = sw;
-    sums[1][warp][lane] = sb;
+    sums[warp][lane] = s;
     __syncthreads();
-    if (warp || c >= C) return;
-    sw = sb = 0;
-    for (int k = 0; k < LN_REDUCE_WARPS; k++) {
-        sw += sums[0][k][lane];
-        sb += sums[1][k][lane];
-    }
-    if (dw) dw[c] = from_f<T>(to_f(dw[c]) + sw);
-    if (db) db[c] = from_f<T>(to_f(db[c]) + sb);
+    if (warp || c >= 2 * C) return;
+    s = 0;
+    for (int k = 0; k < LN_REDUCE_WARPS; k++) s += sums[k][lane];
+    T *out = c < C ? (dw ? dw + c : NULL) : (db ? db + (c - C) : NULL);
+    if (out) *out = from_f<T>(to_f(*out) + s);
+}
+
+/* The register kernels' builds, forward and backward: f(LnVectors<NV>()) for the least NV of 1, 2, 3, 4, 6 and
+ * LN_MAX_NV that holds nv vectors a lane (nv <= LN_MAX_NV) */
+template <int NV> struct LnVectors {
+    static constexpr int value = NV;
+};
+template <typename F> static void ln_by_vectors(int nv, F f) {
+    if (nv == 1) f(LnVectors<1>());
+    else if (nv == 2) f(LnVectors<2>());
+    else if (nv == 3) f(LnVectors<3>());
+    else if (nv == 4) f(LnVectors<4>());
+    else if (nv <= 6) f(LnVectors<6>());
+    else f(LnVectors<LN_MAX_NV>());
 }
 
 static void cu_layernorm_forward(ngpt_backend *be, void *out, float *mean, float *rstd, const void *inp, const void *w, const void *b, int N, int C) {
@@ -687,13 +782,16 @@ static void cu_layernorm_forward(ngpt_backend *be, void *out, float *mean, float
     unsigned blocks = (unsigned)((N + LN_FWD_ROWS - 1) / LN_FWD_ROWS);
     DISPATCH_DTYPE(be->dtype, T, {
         constexpr int VEC = 16 / sizeof(T);
-        auto *kernel = rows_vectorizable<T>(C, out, inp, w, b) ? layernorm_forward_kernel<T, VEC> : layernorm_forward_kernel<T, 1>;
+        const int nv = (C / VEC + 31) / 32; /* vectors a lane */
+        auto *kernel = layernorm_forward_any_kernel<T>;
+        if (rows_vectorizable<T>(C, out, inp, w, b) && nv <= LN_MAX_NV)
+            ln_by_vectors(nv, [&](auto k) { kernel = layernorm_forward_kernel<T, VEC, decltype(k)::value>; });
         kernel<<<blocks, 32 * LN_FWD_ROWS, 0, impl_of(be)->stream>>>((T *)out, mean, rstd, (const T *)inp, (const T *)w, (const T *)b, N, C);
     });
     CU_LAUNCHED(be, "layernorm_forward_kernel");
 }
 
-/* The backward: the register kernel where the rows are 16-byte vectors of at most LN_BWD_MAX_NV a lane,
+/* The backward: the register kernel where the rows are 16-byte vectors of at most LN_MAX_NV a lane,
  * else the fallback; G blocks (the SMs times the blocks each holds, at most LN_GROUPS, at most one per W
  * rows), then the reduction of their G partial sums into dw, db. */
 template <typename T>
@@ -736,15 +834,10 @@ static void layernorm_backward_t(ngpt_backend *be, T *dinp, T *dw, T *db, const 
     constexpr int VEC = 16 / sizeof(T);
     const int nv = (C / VEC + 31) / 32; /* vectors a lane */
     bool ok;
-    if (!rows_vectorizable<T>(C, dinp, dout, inp, w) || nv > LN_BWD_MAX_NV) ok = launch(layernorm_backward_any_kernel<T>);
-    else if (nv == 1) ok = launch(layernorm_backward_kernel<T, VEC, 1>);
-    else if (nv == 2) ok = launch(layernorm_backward_kernel<T, VEC, 2>);
-    else if (nv == 3) ok = launch(layernorm_backward_kernel<T, VEC, 3>);
-    else if (nv == 4) ok = launch(layernorm_backward_kernel<T, VEC, 4>);
-    else if (nv <= 6) ok = launch(layernorm_backward_kernel<T, VEC, 6>);
-    else ok = launch(layernorm_backward_kernel<T, VEC, LN_BWD_MAX_NV>);
+    if (!rows_vectorizable<T>(C, dinp, dout, inp, w) || nv > LN_MAX_NV) ok = launch(layernorm_backward_any_kernel<T>);
+    else ln_by_vectors(nv, [&](auto k) { ok = launch(layernorm_backward_kernel<T, VEC, decltype(k)::value>); });
     if (!ok) return;
-    layernorm_reduce_kernel<T><<<(unsigned)((C + 31) / 32), LN_REDUCE_WARPS * 32, 0, im->stream>>>(dw, db, partial, C, G);
+    layernorm_reduce_kernel<T><<<(unsigned)((2 * C + 31) / 32), LN_REDUCE_WARPS * 32, 0, im->stream>>>(dw, db, partial, C, G);
     CU_LAUNCHED(be, "layernorm_reduce_kernel");
 }
 static void cu_layernorm_backward(ngpt_backend *be, void *dinp, void *dw, void *db, const void *dout, const void *inp, const void *w,
