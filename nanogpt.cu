@@ -58,7 +58,7 @@ typedef struct {
     int splitk_most;           /* NGPT_SPLITK_MAX=1..8: at most that many split-K slices a product (to compare); 0: splitk_slices' rule */
     int use_wgmma_attention;   /* attention at hs = 64 on the sm_90a wgmma kernels: with the TMA matmul, and their registers */
     int attn_turns;            /* their two consumer warpgroups take turns (WgTurns; NGPT_ATTN_TURNS=0: not, to compare) */
-    int attn_persistent;       /* the wgmma forward and dK, dV kernels on one block an SM, each walking its work items
+    int attn_persistent;       /* the wgmma forward, dK, dV and dQ kernels on one block an SM, each walking its work items
                                 * (NGPT_ATTN_PERSISTENT=0: a block an item, to compare) */
     void *encode_tensor_map;   /* the driver's cuTensorMapEncodeTiled (TMA kernel only) */
     int mm_blocks_per_sm;      /* blocks of that matmul kernel one SM runs at once (split-K's wave size) */
@@ -3183,9 +3183,12 @@ __global__ void __launch_bounds__(FA_THREADS, 1)
  * product takes it, is also stored for the dQ kernel: each consumer warp writes its 16 keys x 64 queries into
  * one of its two boxes of shared memory (128-byte rows, the copy engine's swizzle) and the copy engine stores
  * the box while the warp goes on (the matmul epilogue's way, mm_epilogue_direct).
- * dQ: a block takes 128 queries (two 64-query tiles, one a consumer warpgroup) and loops over the 128-key
- * blocks up to its diagonal: dQ += dS K on m64n64k16, dS read back as the MN-major A operand (k = key) of the
- * stored dS^T tile, K MN-major. So S and dP are computed once, not again for dQ: five products a tile, not
+ * dQ: a work item is 128 queries of a head (two 64-query tiles, one a consumer warpgroup), which loops over
+ * the 128-key blocks up to its diagonal: dQ += dS K on m64n64k16, dS read back as the MN-major A operand
+ * (k = key) of the stored dS^T tile, K MN-major; persistent too, its stages' ring going on from item to item,
+ * so the next item's first K and dS^T tiles load while the last one's dQ is stored (the seventh run's profile:
+ * the kernel waited on these loads, 35% of its samples, with a block an item of at most eight key blocks each
+ * paying the first tiles' latency alone). So S and dP are computed once, not again for dQ: five products a tile, not
  * seven, for a scratch of 16 KB a (key block, query tile) pair, T^2 / 4 bytes a head; attn_backward_wgmma
  * runs the heads in groups whose tiles fit the scratch after D.
  * The stored tiles of one group of heads: head y (0 .. heads in the group - 1), key block kb, query tile
@@ -3403,70 +3406,85 @@ __global__ void __launch_bounds__(FA_THREADS, 1)
 template <typename T>
 __global__ void __launch_bounds__(FA_THREADS, 1)
     attn_backward_dq_wgmma_kernel(const __grid_constant__ CUtensorMap tm_qkv, const __grid_constant__ CUtensorMap tm_ds, T *dqkv, int T_, int C, int NH,
-                                  int bh0, float scale) {
+                                  int bh0, int ny, float scale) {
 #ifdef NGPT_WGMMA_DEVICE
     extern __shared__ __align__(1024) unsigned char fb_smem[];
     unsigned char *sK = smem_align1024(fb_smem);
     unsigned char *sS = sK + FA_STAGES * FA_TILE_BYTES; /* stage s: query tile 2m + cw's dS^T at sS + (2s + cw) FA_TILE_BYTES */
     uint64_t *full = (uint64_t *)(sS + 2 * FA_STAGES * FA_TILE_BYTES), *empty = full + FA_STAGES;
-    const int m = (T_ + FA_BM - 1) / FA_BM - 1 - (int)blockIdx.x; /* query tiles 2m, 2m + 1; the longest loops first */
-    const int bh = bh0 + (int)blockIdx.y, b = bh / NH, h = bh % NH, row0 = b * T_;
-    const int nqt = (T_ + FB_BQ - 1) / FB_BQ, nk = m + 1; /* key blocks 0 .. m */
-    const bool two = 2 * m + 1 < nqt;                      /* else tile 2m + 1 is past T: its warpgroup only keeps the barriers' count */
+    /* item i: query tiles 2m, 2m + 1 of head bh0 + y (fa_item: the longest loops first, m = nm - 1 - i / ny) */
+    const int nqt = (T_ + FB_BQ - 1) / FB_BQ, nm = (T_ + FA_BM - 1) / FA_BM, items = nm * ny;
     fa_init_barriers(full, FA_STAGES, empty);
     if (threadIdx.x < 128) { /* producer warpgroup: one thread issues, the rest leave */
         asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(FA_PRODUCER_REGS));
         if (threadIdx.x != 0) return;
-        for (int kb = 0; kb < nk; kb++) {
-            const int s = kb % FA_STAGES;
-            const int tile = (int)((long long)blockIdx.y * fb_ds_tiles(T_) + fb_ds_tile(kb, nqt) + 2 * (m - kb)); /* (kb, query tile 2m) */
-            mbar_wait(&empty[s], ((kb / FA_STAGES) & 1) ^ 1); /* its last use released (the first passes) */
-            mbar_expect_bytes(&full[s], (two ? 3 : 2) * FA_TILE_BYTES);
-            tma_load(sK + s * FA_TILE_BYTES, &tm_qkv, C + h * FA_HS, row0 + kb * FA_BN, &full[s]);
-            tma_load(sS + 2 * s * FA_TILE_BYTES, &tm_ds, 0, tile * FA_BN, &full[s]);
-            if (two) tma_load(sS + (2 * s + 1) * FA_TILE_BYTES, &tm_ds, 0, (tile + 1) * FA_BN, &full[s]);
+        int g = 0; /* key blocks loaded so far, over the block's items: the stages' ring goes on from item to item */
+        for (int n = 0;; n++) {
+            const int item = fa_snake(n, blockIdx.x, gridDim.x);
+            if (item >= items) break;
+            int m, y;
+            fa_item(item, ny, nm, m, y);
+            const int bh = bh0 + y, row0 = (bh / NH) * T_, h = bh % NH;
+            const bool two = 2 * m + 1 < nqt; /* else tile 2m + 1 is past T: no dS^T tile of it is stored */
+            for (int kb = 0; kb <= m; kb++, g++) {
+                const int s = g % FA_STAGES;
+                const int tile = (int)((long long)y * fb_ds_tiles(T_) + fb_ds_tile(kb, nqt) + 2 * (m - kb)); /* (kb, query tile 2m) */
+                mbar_wait(&empty[s], ((g / FA_STAGES) & 1) ^ 1); /* its last use released (the first passes) */
+                mbar_expect_bytes(&full[s], (two ? 3 : 2) * FA_TILE_BYTES);
+                tma_load(sK + s * FA_TILE_BYTES, &tm_qkv, C + h * FA_HS, row0 + kb * FA_BN, &full[s]);
+                tma_load(sS + 2 * s * FA_TILE_BYTES, &tm_ds, 0, tile * FA_BN, &full[s]);
+                if (two) tma_load(sS + (2 * s + 1) * FA_TILE_BYTES, &tm_ds, 0, (tile + 1) * FA_BN, &full[s]);
+            }
         }
         return;
     }
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(FA_CONSUMER_REGS));
     const int cw = (threadIdx.x >> 7) - 1; /* consumer warpgroup: query tile 2m + cw */
     const int lane = threadIdx.x & 31, w = (threadIdx.x >> 5) & 3, g = lane >> 2, tq = lane & 3;
-    const bool active = cw == 0 || two;
-    float dq[32];
-#pragma unroll
-    for (int x = 0; x < 32; x++) dq[x] = 0.0f;
-#pragma unroll
-    for (int x = 0; x < 32; x++) asm volatile("" : "+f"(dq[x])::"memory"); /* the zeros made before the first fence, not at the wgmma */
-    /* nk >= 1 (m >= 0); said, so that no path where the loop never runs sets dq by ordinary instructions
-     * where the last wait ends the in-flight products on it (ptxas would serialise every wgmma) */
-    if (nk < 1) __builtin_unreachable();
-    for (int kb = 0; kb < nk; kb++) {
-        const int st = kb % FA_STAGES;
-        mbar_wait(&full[st], (kb / FA_STAGES) & 1);
-        if (active) {
-            const unsigned char *k = sK + st * FA_TILE_BYTES, *ds = sS + (2 * st + cw) * FA_TILE_BYTES;
-            asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
-#pragma unroll
-            for (int kk = 0; kk < FA_BN / 16; kk++) /* 16 keys a step: dS (MN-major, its rows the keys) times K (MN-major) */
-                wgmma_m64n64k16<T, 1, 1>(dq, wg_desc(ds + kk * 2048, 8192, 1024), wg_desc(k + kk * 2048, 8192, 1024));
-            asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-            asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
-#pragma unroll
-            for (int x = 0; x < 32; x++) asm volatile("" : "+f"(dq[x])::"memory");
-        }
-        mbar_arrive(&empty[st]); /* the stage is read */
-    }
     const size_t ld = (size_t)3 * C;
+    int kbs = 0; /* key blocks consumed so far, as the producer counts them */
+    for (int n = 0;; n++) {
+        const int item = fa_snake(n, blockIdx.x, gridDim.x);
+        if (item >= items) break;
+        int m, y;
+        fa_item(item, ny, nm, m, y);
+        const int bh = bh0 + y, row0 = (bh / NH) * T_, h = bh % NH, nk = m + 1; /* key blocks 0 .. m */
+        const bool active = cw == 0 || 2 * m + 1 < nqt; /* else this warpgroup only keeps the barriers' count */
+        float dq[32];
 #pragma unroll
-    for (int r = 0; r < 2; r++) {
-        const int t = (2 * m + cw) * FB_BQ + w * 16 + g + 8 * r; /* past T where the warpgroup is not active */
-        if (t >= T_) continue;
-        T *drow = dqkv + ((size_t)row0 + t) * ld + (size_t)h * FA_HS;
+        for (int x = 0; x < 32; x++) dq[x] = 0.0f;
 #pragma unroll
-        for (int i = 0; i < 8; i++) *(uint32_t *)(drow + 8 * i + 2 * tq) = pack2<T>(dq[4 * i + 2 * r] * scale, dq[4 * i + 2 * r + 1] * scale);
+        for (int x = 0; x < 32; x++) asm volatile("" : "+f"(dq[x])::"memory"); /* the zeros made before the first fence, not at the wgmma */
+        /* nk >= 1 (m >= 0); said, so that no path where the loop never runs sets dq by ordinary instructions
+         * where the last wait ends the in-flight products on it (ptxas would serialise every wgmma) */
+        if (nk < 1) __builtin_unreachable();
+        for (int kb = 0; kb < nk; kb++, kbs++) {
+            const int st = kbs % FA_STAGES;
+            mbar_wait(&full[st], (kbs / FA_STAGES) & 1);
+            if (active) {
+                const unsigned char *k = sK + st * FA_TILE_BYTES, *ds = sS + (2 * st + cw) * FA_TILE_BYTES;
+                asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#pragma unroll
+                for (int kk = 0; kk < FA_BN / 16; kk++) /* 16 keys a step: dS (MN-major, its rows the keys) times K (MN-major) */
+                    wgmma_m64n64k16<T, 1, 1>(dq, wg_desc(ds + kk * 2048, 8192, 1024), wg_desc(k + kk * 2048, 8192, 1024));
+                asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+                asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+#pragma unroll
+                for (int x = 0; x < 32; x++) asm volatile("" : "+f"(dq[x])::"memory");
+            }
+            mbar_arrive(&empty[st]); /* the stage is read: the producer may load the next key block (this item's or the next's) */
+        }
+#pragma unroll
+        for (int r = 0; r < 2; r++) {
+            const int t = (2 * m + cw) * FB_BQ + w * 16 + g + 8 * r; /* past T where the warpgroup is not active */
+            if (t >= T_) continue;
+            T *drow = dqkv + ((size_t)row0 + t) * ld + (size_t)h * FA_HS;
+#pragma unroll
+            for (int i = 0; i < 8; i++) *(uint32_t *)(drow + 8 * i + 2 * tq) = pack2<T>(dq[4 * i + 2 * r] * scale, dq[4 * i + 2 * r + 1] * scale);
+        }
     }
 #else
-    (void)tm_qkv; (void)tm_ds; (void)dqkv; (void)T_; (void)C; (void)NH; (void)bh0; (void)scale;
+    (void)tm_qkv; (void)tm_ds; (void)dqkv; (void)T_; (void)C; (void)NH; (void)bh0; (void)ny; (void)scale;
 #endif
 }
 
@@ -3750,12 +3768,11 @@ static int attn_backward_wgmma(ngpt_backend *be, T *dqkv, const T *dout, const T
     const unsigned blocks = (unsigned)((T_ + FA_BM - 1) / FA_BM); /* 128 keys (dK, dV) or 128 queries (dQ) a block */
     for (long long bh0 = 0; bh0 < heads; bh0 += group) {
         const int ny = (int)(heads - bh0 < group ? heads - bh0 : group);
-        const dim3 grid(blocks, (unsigned)ny);
-        const int nblocks = attn_blocks(im, (int)blocks * ny);
+        const int nblocks = attn_blocks(im, (int)blocks * ny); /* both kernels: blocks x ny items */
         attn_backward_dkdv_wgmma_kernel<T><<<nblocks, FA_THREADS, FB_DKDV_SMEM_BYTES, im->stream>>>(qkv64, do64, ds16, dqkv, lse, D, T_, C, NH,
                                                                                                      (int)bh0, ny, scale, scale_log2, im->attn_turns);
         if (CU_LAUNCHED(be, "attn_backward_dkdv_wgmma_kernel")) return 1;
-        attn_backward_dq_wgmma_kernel<T><<<grid, FA_THREADS, FB_DQ_SMEM_BYTES, im->stream>>>(qkv128, ds128, dqkv, T_, C, NH, (int)bh0, scale);
+        attn_backward_dq_wgmma_kernel<T><<<nblocks, FA_THREADS, FB_DQ_SMEM_BYTES, im->stream>>>(qkv128, ds128, dqkv, T_, C, NH, (int)bh0, ny, scale);
         if (CU_LAUNCHED(be, "attn_backward_dq_wgmma_kernel")) return 1;
     }
     return 1;
@@ -4409,7 +4426,7 @@ int ngpt_cuda_backend_create(ngpt_backend **out, int dtype, char *err, size_t er
     im->use_wgmma_attention = wgmma_attention_choice(im->use_tma);
     const char *turns_env = getenv("NGPT_ATTN_TURNS"); /* "0": the wgmma attention's warpgroups issue as they come, to compare */
     im->attn_turns = !(turns_env && !strcmp(turns_env, "0"));
-    const char *persistent_env = getenv("NGPT_ATTN_PERSISTENT"); /* "0": the wgmma forward and dK, dV a block an item, to compare */
+    const char *persistent_env = getenv("NGPT_ATTN_PERSISTENT"); /* "0": the wgmma forward, dK, dV and dQ a block an item, to compare */
     im->attn_persistent = !(persistent_env && !strcmp(persistent_env, "0"));
     const char *epilogue_env = getenv("NGPT_EPILOGUE"); /* "staged": every TMA and mma.sync tile through the staged epilogue, to compare */
     im->direct_epilogue = !(epilogue_env && !strcmp(epilogue_env, "staged"));

@@ -365,6 +365,8 @@ MUTANTS=(
     "wgmma attention, persistent forward: the producer refills a Q buffer its consumers may still read|90||mbar_wait(&empty_q[qb], ((n >> 1) & 1) ^ 1);|"
     "wgmma attention (persistent kernels): warpgroup 0 leaves warpgroup 1's last turn untaken (an arrival left when the block ends)|90||if (on && cw == 0) named_bar_sync(1, 256);|"
     "wgmma attention, persistent forward: every other round walks backwards one block off (an item skipped, one done twice)|90||((r & 1) ? g - 1 - b : b)|((r & 1) ? g - b : b)"
+    "wgmma attention, persistent dQ: the consumers count each item's key blocks from the ring's first stage|90||const int st = kbs % FA_STAGES;\n            mbar_wait(&full[st], (kbs / FA_STAGES) & 1);|const int st = kb % FA_STAGES;\n            mbar_wait(&full[st], (kb / FA_STAGES) & 1);"
+    "wgmma attention, persistent dQ: an item's accumulators not zeroed (each item's dQ starts from the last one's)|90||for (int x = 0; x < 32; x++) dq[x] = 0.0f;|for (int x = 0; x < 0; x++) dq[x] = 0.0f;"
     "wgmma attention, persistent dK, dV: the producer refills a K, V buffer its consumers may still read|90||mbar_wait(&empty_kv[kvb], ((n >> 1) & 1) ^ 1);|"
     "wgmma attention, persistent dK, dV: an item's last dS^T box not counted (the next item's first store takes the same box)|90||mbar_arrive(&empty[(g + i - 1) % FA_STAGES]);\n        fb_store_ds(box + (stores++ & 1)|mbar_arrive(&empty[(g + i - 1) % FA_STAGES]);\n        fb_store_ds(box + (stores & 1)"
     "wgmma attention backward: dK, dV's warpgroups issue dV, dK without waiting for their turn|90||fa_pack_a<T, 4>(sa, dpt);\n            turn.mine();|fa_pack_a<T, 4>(sa, dpt);"

@@ -1278,8 +1278,8 @@ int main(int argc, char **argv) {
      * each case checks in the scratch: tg_scratch_changed; the long-K cases whole, the weight gradients' tiles
      * accumulating straight from the accumulators), against the CPU alone (splitting changes the order of the
      * sums); where attention runs on the wgmma kernels, the attention sweep once more in bf16 with
-     * NGPT_ATTN_TURNS=0 (the warpgroups issue without taking turns) and with NGPT_ATTN_PERSISTENT=0 (the forward
-     * and dK, dV kernels a block a work item, where the default walks them with one block an SM), each held to
+     * NGPT_ATTN_TURNS=0 (the warpgroups issue without taking turns) and with NGPT_ATTN_PERSISTENT=0 (the forward,
+     * dK, dV and dQ kernels a block a work item, where the default walks them with one block an SM), each held to
      * the default run's bits; and the loss
      * sweep in bf16 with NGPT_LOSS_SMEM=0 (each row read from global memory in both passes), held to the default
      * run's bits too. */
