@@ -437,8 +437,8 @@ static void cu_dropout(ngpt_backend *be, void *out, const void *inp, size_t n, c
  * Encoder: token + position embeddings, and their deterministic backward
  * ==================================================================================================== */
 
-/* Each thread one VEC-wide vector of a row: VEC = 16 bytes where C is a multiple of it and the arrays are
- * 16-byte aligned, else 1 */
+/* Each thread one vector of VEC values of a row: 16 bytes where C is a multiple of that and the arrays are
+ * 16-byte aligned, else one value */
 template <typename T, int VEC> __global__ void encoder_forward_kernel(T *out, const int32_t *tokens, const T *wte, const T *wpe, int B, int T_, int C) {
     typedef RowVec<T, VEC> V;
     const int cv = C / VEC; /* vectors a row */
@@ -454,40 +454,48 @@ template <typename T, int VEC> __global__ void encoder_forward_kernel(T *out, co
 }
 
 #define ENC_BWD_WARPS 8 /* buckets a block */
-#define ENC_BWD_LOADS 4 /* dout rows in flight a lane */
-/* dwte: one warp per bucket (a distinct token id, so no two warps touch one row); each lane owns VEC-wide
- * vectors of columns and adds the bucket's dout rows in ascending position order, starting from the old value
- * as the CPU backend does, ENC_BWD_LOADS rows' loads in flight at a time */
+#define ENC_BWD_LOADS 8 /* dout rows in flight a lane (a divisor of 32) */
+/* dwte: a warp per (bucket, 32 VEC columns): a bucket is a distinct token id, so no two warps touch one
+ * element. Each lane adds its VEC columns of the bucket's dout rows in ascending position order, starting from
+ * the old value as the CPU backend does; the warp reads 32 of the bucket's positions at a time (one a lane,
+ * handed round by shuffles) and keeps ENC_BWD_LOADS rows' loads in flight: a frequent token's bucket (hundreds
+ * of rows in real text) costs a few dozen latencies, not two a row. */
 template <typename T, int VEC>
 __global__ void __launch_bounds__(ENC_BWD_WARPS * 32) encoder_backward_wte_kernel(T *dwte, const T *dout, const int32_t *tokens,
                                                                                  const int32_t *bucket_start, const int32_t *bucket_pos,
                                                                                  int nbuckets, int C) {
     typedef RowVec<T, VEC> V;
-    const int k = blockIdx.x * ENC_BWD_WARPS + (threadIdx.x >> 5), lane = threadIdx.x & 31;
-    if (k >= nbuckets) return;
+    const int k = blockIdx.x * ENC_BWD_WARPS + (threadIdx.x >> 5), lane = threadIdx.x & 31, c = (blockIdx.y * 32 + lane) * VEC;
+    if (k >= nbuckets) return; /* the whole warp */
     const int first = bucket_start[k], last = bucket_start[k + 1];
     if (first >= last) return;
-    T *dst = dwte + (size_t)tokens[bucket_pos[first]] * C;
-    for (int c = lane * VEC; c < C; c += 32 * VEC) {
-        const V old = *(const V *)(dst + c);
-        float acc[VEC];
+    const bool mine = c < C; /* this lane has columns (every lane takes part in the shuffles) */
+    T *dst = dwte + (size_t)tokens[bucket_pos[first]] * C + c;
+    const V old = mine ? *(const V *)dst : V();
+    float acc[VEC];
 #pragma unroll
-        for (int e = 0; e < VEC; e++) acc[e] = to_f(old.v[e]);
-        for (int j0 = first; j0 < last; j0 += ENC_BWD_LOADS) {
+    for (int e = 0; e < VEC; e++) acc[e] = to_f(old.v[e]);
+    for (int j0 = first; j0 < last; j0 += 32) {
+        const int rows = last - j0 < 32 ? last - j0 : 32, pos = lane < rows ? bucket_pos[j0 + lane] : 0;
+        for (int u0 = 0; u0 < rows; u0 += ENC_BWD_LOADS) {
             V g[ENC_BWD_LOADS];
 #pragma unroll
-            for (int u = 0; u < ENC_BWD_LOADS; u++)
-                if (j0 + u < last) g[u] = *(const V *)(dout + (size_t)bucket_pos[j0 + u] * C + c);
+            for (int u = 0; u < ENC_BWD_LOADS; u++) {
+                const int p = __shfl_sync(0xffffffffu, pos, u0 + u);
+                if (mine && u0 + u < rows) g[u] = *(const V *)(dout + (size_t)p * C + c);
+            }
 #pragma unroll
             for (int u = 0; u < ENC_BWD_LOADS; u++)
-                if (j0 + u < last)
+                if (mine && u0 + u < rows)
 #pragma unroll
                     for (int e = 0; e < VEC; e++) acc[e] += to_f(g[u].v[e]);
         }
+    }
+    if (mine) {
         V o;
 #pragma unroll
         for (int e = 0; e < VEC; e++) o.v[e] = from_f<T>(acc[e]);
-        *(V *)(dst + c) = o;
+        *(V *)dst = o;
     }
 }
 /* dwpe: one thread per VEC-wide vector of (t, c), adding over b in order */
@@ -531,9 +539,10 @@ static void cu_encoder_backward(ngpt_backend *be, void *dwte, void *dwpe, const 
     DISPATCH_DTYPE(be->dtype, Ty, {
         constexpr int VEC = 16 / sizeof(Ty);
         if (nbuckets > 0) {
-            auto *kernel = rows_vectorizable<Ty>(C, dwte, dout) ? encoder_backward_wte_kernel<Ty, VEC> : encoder_backward_wte_kernel<Ty, 1>;
-            kernel<<<(unsigned)((nbuckets + ENC_BWD_WARPS - 1) / ENC_BWD_WARPS), ENC_BWD_WARPS * 32, 0, st>>>(
-                (Ty *)dwte, (const Ty *)dout, tokens, bucket_start, bucket_pos, nbuckets, C);
+            const int width = rows_vectorizable<Ty>(C, dwte, dout) ? VEC : 1; /* a lane's columns */
+            auto *kernel = width > 1 ? encoder_backward_wte_kernel<Ty, VEC> : encoder_backward_wte_kernel<Ty, 1>;
+            const dim3 grid((unsigned)((nbuckets + ENC_BWD_WARPS - 1) / ENC_BWD_WARPS), (unsigned)((C + 32 * width - 1) / (32 * width)));
+            kernel<<<grid, ENC_BWD_WARPS * 32, 0, st>>>((Ty *)dwte, (const Ty *)dout, tokens, bucket_start, bucket_pos, nbuckets, C);
             CU_LAUNCHED(be, "encoder_backward_wte_kernel");
         }
         const bool vec = rows_vectorizable<Ty>(C, dwpe, dout);

@@ -21,7 +21,8 @@
  *   lanes never make, an mbarrier phase that never completes). Named barriers (bar.sync and bar.arrive with
  *   an id of 1 .. 15 and a thread count) count threads per phase: bar.sync waits for its phase to complete;
  *   two counts for one phase, or arrivals left in a phase when the block ends, fail the launch.
- * - Warp operations with their PTX data layouts: __shfl_xor_sync, ldmatrix .x4 (and .trans), and
+ * - Warp operations with their PTX data layouts: __shfl_xor_sync, __shfl_sync (each lane its own source lane,
+ *   taken modulo 32), ldmatrix .x4 (and .trans), and
  *   mma.sync m16n8k16 (bf16, f16) and m16n8k8 (f16, the sm_75 path). ldmatrix rows and cp.async targets
  *   must be 16-byte aligned and inside the block's dynamic shared memory.
  * - cp.async: the target reads as NaN from the copy's issue until the issuing thread's wait_group lets the
@@ -187,7 +188,7 @@ struct Warpgroup {
     std::vector<WgmmaOp> ops;
     std::vector<WgmmaGroup> groups;
 };
-enum { OP_SHFL_XOR, OP_LDSM, OP_LDSM_T, OP_SYNCWARP, OP_MMA_BF16_K16, OP_MMA_F16_K16, OP_MMA_F16_K8 }; /* the mma ops last */
+enum { OP_SHFL_XOR, OP_SHFL_IDX, OP_LDSM, OP_LDSM_T, OP_SYNCWARP, OP_MMA_BF16_K16, OP_MMA_F16_K16, OP_MMA_F16_K8 }; /* the mma ops last */
 struct WarpSlot { /* one warp-wide operation being gathered */
     int arrived, op, param;
     uint32_t in[32][12], out[32][4];
@@ -503,6 +504,9 @@ static void warp_compute(WarpSlot &w) {
         case OP_SHFL_XOR:
             memcpy(w.out[l], w.in[l ^ w.param], 8);
             break;
+        case OP_SHFL_IDX: /* in: the value's 8 bytes, then the source lane */
+            memcpy(w.out[l], w.in[w.in[l][2] & 31], 8);
+            break;
         case OP_LDSM:
         case OP_LDSM_T:
             for (int j = 0; j < 4; j++) { /* matrix j: rows from lanes 8j..8j+7 */
@@ -590,6 +594,17 @@ template <typename V> static V shfl_xor(unsigned mask, V v, int lane_mask) {
     uint32_t in[2] = {0, 0};
     memcpy(in, &v, sizeof v);
     const uint32_t *out = warp_op(OP_SHFL_XOR, lane_mask, in, 2, NULL);
+    V r;
+    memcpy(&r, out, sizeof r);
+    return r;
+}
+
+template <typename V> static V shfl_idx(unsigned mask, V v, int src_lane) {
+    static_assert(sizeof(V) <= 8, "shuffle of more than 8 bytes");
+    if (mask != 0xffffffffu) block_fail("__shfl_sync with mask %#x (only full warps are emulated)", mask);
+    uint32_t in[3] = {0, 0, (uint32_t)src_lane};
+    memcpy(in, &v, sizeof v);
+    const uint32_t *out = warp_op(OP_SHFL_IDX, 0, in, 3, NULL);
     V r;
     memcpy(&r, out, sizeof r);
     return r;
@@ -1126,6 +1141,7 @@ static void setmaxnreg(int inc, int regs) {
 #define __syncthreads() emu::syncthreads()
 #define __syncwarp() emu::syncwarp()
 #define __shfl_xor_sync(mask, v, lane_mask) emu::shfl_xor((mask), (v), (lane_mask))
+#define __shfl_sync(mask, v, src_lane) emu::shfl_idx((mask), (v), (src_lane))
 #define __ldg(p) (*(p))
 #define __trap() emu::block_fail("__trap()")
 #define __cvta_generic_to_shared(p) emu::cvta_shared(p)

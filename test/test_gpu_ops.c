@@ -1153,7 +1153,9 @@ static void tg_sweep(void) {
     t_elementwise(S ? 4099 : (1u << 20) + 7);
     t_encoder(2, 37, 96, 50, 64);
     t_encoder(3, 5, 40, 3, 64); /* few distinct tokens: long buckets */
-    t_encoder(4, 7, 30, 3, 64); /* rows of 30 values: one at a time in every dtype; buckets of about 9 */
+    /* rows of 90 values: one a lane in every dtype, three warps a bucket; buckets of about 40 rows (two windows of
+     * 32 positions, turns of 8) */
+    t_encoder(4, 20, 90, 2, 64);
     if (!S) t_encoder(4, 1024, 768, 50257, 50304);
     t_layernorm(111, 96, 1);
     t_layernorm(111, 96, 0);
