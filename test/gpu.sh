@@ -676,7 +676,7 @@ if want bench && [ $BUILT = 0 ] && time_left "benchmarks" 150 bench; then
         done
         row "attention turns vs none (each >= 1.0)" "$verdict" "${turns#, }"
     fi
-    if [ -s "$BUILD/k_blockitem" ]; then # the wgmma forward and dK, dV kernels persistent (a block an SM), against a block an item
+    if [ -s "$BUILD/k_blockitem" ]; then # the wgmma forward, dK, dV and dQ kernels persistent (a block an SM), against a block an item
         pers="" verdict=PASS
         for d in fwd bwd; do
             tv=$(variant_vs_default "attention $d" "a block an item" "persistent" "$BUILD/k_blockitem" "$BUILD/k_ours" "$BUILD/k_staged" "$BUILD/k_wide" \
