@@ -2888,7 +2888,7 @@ __global__ void __launch_bounds__(ATT_THREADS)
  * Every GPT-2 has hs = 64. Where the TMA matmul runs (sm_90a code, the driver's tensor-map encoder), unless
  * NGPT_ATTENTION=mma, 16-bit causal attention at hs = 64 runs here. A work item is 128 query rows of one
  * (b, h); a block has three warpgroups. The kernel is persistent: one block an SM walks its share of the items
- * (fa_snake), so the next item's tiles load while the last one's rows finish and are stored, where a block an
+ * (fa_walk), so the next item's tiles load while the last one's rows finish and are stored, where a block an
  * item paid the copies' first latency and its own launch each time (the seventh run's profile: 7% of the
  * samples waiting for the first tiles, SMs without a block 13% of the time). The first warpgroup produces:
  * one thread asks the copy engine, item after item, for the Q tile (into one of two buffers, each with a
@@ -3037,9 +3037,43 @@ static __device__ __forceinline__ void fa_item(int i, int nbh, int nqt, int &qt,
     qt = nqt - 1 - i / nbh;
     bh = i % nbh;
 }
-/* Block b's r-th work item of a grid of g blocks: rounds of g items, every other one walked backwards, so
- * with the items longest first each block's sum of tile counts stays within a few percent of the mean */
-static __device__ __forceinline__ int fa_snake(int r, int b, int g) { return r * g + ((r & 1) ? g - 1 - b : b); }
+/* This block's r-th work item of items, or -1 once it has walked them all: rounds of one item a block, every
+ * other round walked backwards, so with the items longest first each block's sum of tile counts stays within a
+ * few percent of the mean */
+static __device__ __forceinline__ int fa_walk(int r, int items) {
+    const int g = (int)gridDim.x, b = (int)blockIdx.x, item = r * g + ((r & 1) ? g - 1 - b : b);
+    return item < items ? item : -1;
+}
+/* Row g + 8 r of a warp's 16 x 64 part of an m64n64 accumulator (lane 4 g + tq holds its columns 8 i + 2 tq, + 1 in
+ * acc[4 i + 2 r], acc[4 i + 2 r + 1], i < 8), times scale, into the 16-bit row dst (16-byte aligned). Each quad's
+ * 4 x 4 words of columns 32 a .. 32 a + 31 are transposed by two exchanges (the halves of the word index's bit 1
+ * with lane tq ^ 2, then of bit 0 with tq ^ 1), so lane tq stores columns 32 a + 8 tq .. + 7 as one 16-byte
+ * vector: a quad writes 64 contiguous bytes where 4-byte stores wrote 16 into each of 8 rows' sectors (the
+ * seventh run's profile: the forward's stores 49% excess sectors). Every lane of the warp takes part (the
+ * shuffles); those with store unset write nothing. */
+template <typename T>
+static __device__ __forceinline__ void fa_store_row(T *dst, const float (&acc)[32], int r, float scale, int tq, bool store) {
+    const bool hi = tq & 2, odd = tq & 1;
+#pragma unroll
+    for (int a = 0; a < 2; a++) {
+        uint32_t w[4]; /* lane tq: w[j] is word tq of column group 4 a + j; at the end, word j of group 4 a + tq */
+#pragma unroll
+        for (int j = 0; j < 4; j++) w[j] = pack2<T>(acc[4 * (4 * a + j) + 2 * r] * scale, acc[4 * (4 * a + j) + 2 * r + 1] * scale);
+#pragma unroll
+        for (int j0 = 0; j0 < 2; j0++) { /* the words whose bit 1 is not the lane's: to and from lane tq ^ 2 */
+            const uint32_t x = __shfl_xor_sync(0xffffffffu, hi ? w[j0] : w[2 + j0], 2);
+            if (hi) w[j0] = x;
+            else w[2 + j0] = x;
+        }
+#pragma unroll
+        for (int j1 = 0; j1 < 2; j1++) { /* then those whose bit 0 is not the lane's: to and from lane tq ^ 1 */
+            const uint32_t x = __shfl_xor_sync(0xffffffffu, odd ? w[2 * j1] : w[2 * j1 + 1], 1);
+            if (odd) w[2 * j1] = x;
+            else w[2 * j1 + 1] = x;
+        }
+        if (store) __stcg((uint4 *)(dst + 32 * a + 8 * tq), make_uint4(w[0], w[1], w[2], w[3]));
+    }
+}
 #endif
 
 template <typename T>
@@ -3058,9 +3092,7 @@ __global__ void __launch_bounds__(FA_THREADS, 1)
         asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(FA_PRODUCER_REGS));
         if (threadIdx.x != 0) return;
         int g = 0; /* key tiles loaded so far, over the block's items: the stages' ring goes on from item to item */
-        for (int n = 0;; n++) {
-            const int item = fa_snake(n, blockIdx.x, gridDim.x);
-            if (item >= items) break;
+        for (int n = 0, item; (item = fa_walk(n, items)) >= 0; n++) {
             int qt, bh;
             fa_item(item, nbh, nqt, qt, bh);
             const int row0 = (bh / NH) * T_, h = bh % NH, qb = n & 1;
@@ -3084,9 +3116,7 @@ __global__ void __launch_bounds__(FA_THREADS, 1)
     const WgTurns turn = {cw, turns != 0};
     turn.begin();
     int g = 0; /* key tiles consumed so far, as the producer counts them */
-    for (int n = 0;; n++) {
-        const int item = fa_snake(n, blockIdx.x, gridDim.x);
-        if (item >= items) break;
+    for (int n = 0, item; (item = fa_walk(n, items)) >= 0; n++) {
         int qt, bh;
         fa_item(item, nbh, nqt, qt, bh);
         const int q0 = qt * FA_BM, nk = qt + 1; /* key tiles 0 .. qt: FA_BN = FA_BM, so tile qt is the diagonal */
@@ -3163,14 +3193,10 @@ __global__ void __launch_bounds__(FA_THREADS, 1)
         mbar_arrive(&empty[lst]);
         g += nk;
 #pragma unroll
-        for (int r = 0; r < 2; r++) {
+        for (int r = 0; r < 2; r++) { /* rows past T: the lanes still shuffle, store nothing */
             const int t = qrow[r];
-            if (t >= T_) continue;
-            const float inv = 1.0f / l[r];
-            T *orow = out + ((size_t)row0 + t) * C + (size_t)h * FA_HS;
-#pragma unroll
-            for (int i = 0; i < 8; i++) *(uint32_t *)(orow + 8 * i + 2 * tq) = pack2<T>(o[4 * i + 2 * r] * inv, o[4 * i + 2 * r + 1] * inv);
-            if (tq == 0) lse[(size_t)bh * T_ + t] = (m[r] + log2f(l[r])) * LN2_F;
+            fa_store_row<T>(out + ((size_t)row0 + t) * C + (size_t)h * FA_HS, o, r, 1.0f / l[r], tq, t < T_);
+            if (tq == 0 && t < T_) lse[(size_t)bh * T_ + t] = (m[r] + log2f(l[r])) * LN2_F;
         }
     }
     turn.end();
@@ -3262,9 +3288,7 @@ __global__ void __launch_bounds__(FA_THREADS, 1)
         asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(FA_PRODUCER_REGS));
         if (threadIdx.x != 0) return;
         int g = 0; /* query tiles loaded so far, over the block's items: the stages' ring goes on from item to item */
-        for (int n = 0;; n++) {
-            const int item = fa_snake(n, blockIdx.x, gridDim.x);
-            if (item >= items) break;
+        for (int n = 0, item; (item = fa_walk(n, items)) >= 0; n++) {
             const int kb = item / ny, bh = bh0 + item % ny, row0 = (bh / NH) * T_, h = bh % NH, k0 = kb * FA_BN, kvb = n & 1;
             mbar_wait(&empty_kv[kvb], ((n >> 1) & 1) ^ 1); /* item n - 2's products are done with these buffers (the first passes) */
             mbar_expect_bytes(&full_kv[kvb], 2 * FA_TILE_BYTES);
@@ -3294,9 +3318,7 @@ __global__ void __launch_bounds__(FA_THREADS, 1)
     const WgTurns turn = {cw, turns != 0};
     turn.begin();
     int g = 0, stores = 0; /* query tiles consumed and dS^T boxes stored so far */
-    for (int n = 0;; n++) {
-        const int item = fa_snake(n, blockIdx.x, gridDim.x);
-        if (item >= items) break;
+    for (int n = 0, item; (item = fa_walk(n, items)) >= 0; n++) {
         const int kb = item / ny, y = item % ny, bh = bh0 + y, row0 = (bh / NH) * T_, h = bh % NH, k0 = kb * FA_BN, kvb = n & 1;
         const int qt0 = 2 * kb; /* query tiles qt0 .. nqt - 1 */
         /* the stored dS^T row of query tile qt0's first key: tile qt0 + i's at + i FA_BN (< INT_MAX: the host's group) */
@@ -3393,15 +3415,11 @@ __global__ void __launch_bounds__(FA_THREADS, 1)
         g += i;
         const size_t ld = (size_t)3 * C;
 #pragma unroll
-        for (int r = 0; r < 2; r++) {
+        for (int r = 0; r < 2; r++) { /* keys past T: shuffled, not stored */
             const int t = key[r];
-            if (t >= T_) continue;
             T *drow = dqkv + ((size_t)row0 + t) * ld + (size_t)h * FA_HS;
-#pragma unroll
-            for (int j = 0; j < 8; j++) {
-                *(uint32_t *)(drow + C + 8 * j + 2 * tq) = pack2<T>(dk[4 * j + 2 * r] * scale, dk[4 * j + 2 * r + 1] * scale);
-                *(uint32_t *)(drow + 2 * C + 8 * j + 2 * tq) = pack2<T>(dv[4 * j + 2 * r], dv[4 * j + 2 * r + 1]);
-            }
+            fa_store_row<T>(drow + C, dk, r, scale, tq, t < T_);
+            fa_store_row<T>(drow + 2 * C, dv, r, 1.0f, tq, t < T_);
         }
     }
     turn.end();
@@ -3428,9 +3446,7 @@ __global__ void __launch_bounds__(FA_THREADS, 1)
         asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(FA_PRODUCER_REGS));
         if (threadIdx.x != 0) return;
         int g = 0; /* key blocks loaded so far, over the block's items: the stages' ring goes on from item to item */
-        for (int n = 0;; n++) {
-            const int item = fa_snake(n, blockIdx.x, gridDim.x);
-            if (item >= items) break;
+        for (int n = 0, item; (item = fa_walk(n, items)) >= 0; n++) {
             int m, y;
             fa_item(item, ny, nm, m, y);
             const int bh = bh0 + y, row0 = (bh / NH) * T_, h = bh % NH;
@@ -3452,9 +3468,7 @@ __global__ void __launch_bounds__(FA_THREADS, 1)
     const int lane = threadIdx.x & 31, w = (threadIdx.x >> 5) & 3, g = lane >> 2, tq = lane & 3;
     const size_t ld = (size_t)3 * C;
     int kbs = 0; /* key blocks consumed so far, as the producer counts them */
-    for (int n = 0;; n++) {
-        const int item = fa_snake(n, blockIdx.x, gridDim.x);
-        if (item >= items) break;
+    for (int n = 0, item; (item = fa_walk(n, items)) >= 0; n++) {
         int m, y;
         fa_item(item, ny, nm, m, y);
         const int bh = bh0 + y, row0 = (bh / NH) * T_, h = bh % NH, nk = m + 1; /* key blocks 0 .. m */
@@ -3484,12 +3498,9 @@ __global__ void __launch_bounds__(FA_THREADS, 1)
             mbar_arrive(&empty[st]); /* the stage is read: the producer may load the next key block (this item's or the next's) */
         }
 #pragma unroll
-        for (int r = 0; r < 2; r++) {
-            const int t = (2 * m + cw) * FB_BQ + w * 16 + g + 8 * r; /* past T where the warpgroup is not active */
-            if (t >= T_) continue;
-            T *drow = dqkv + ((size_t)row0 + t) * ld + (size_t)h * FA_HS;
-#pragma unroll
-            for (int i = 0; i < 8; i++) *(uint32_t *)(drow + 8 * i + 2 * tq) = pack2<T>(dq[4 * i + 2 * r] * scale, dq[4 * i + 2 * r + 1] * scale);
+        for (int r = 0; r < 2; r++) { /* rows past T (all of them where the warpgroup is not active): shuffled, not stored */
+            const int t = (2 * m + cw) * FB_BQ + w * 16 + g + 8 * r;
+            fa_store_row<T>(dqkv + ((size_t)row0 + t) * ld + (size_t)h * FA_HS, dq, r, scale, tq, t < T_);
         }
     }
 #else
@@ -3740,11 +3751,12 @@ static bool attn_wgmma_shape(const CudaImpl *im, int B, int T_, int C, int NH, c
 }
 /* The persistent wgmma kernels' blocks for this many work items: one an SM (NGPT_ATTN_PERSISTENT=0: one an item) */
 static int attn_blocks(const CudaImpl *im, int items) { return im->attn_persistent && items > im->sm_count ? im->sm_count : items; }
-/* The wgmma forward: 1 when launched, 0 when it cannot run these operands (nothing happened) */
+/* The wgmma forward: 1 when launched, 0 when it cannot run these operands (nothing happened; out must be 16-byte
+ * aligned, its rows stored as 16-byte vectors by fa_store_row, as dqkv must for the backward) */
 template <typename T>
 static int attn_forward_wgmma(ngpt_backend *be, T *out, float *lse, const T *qkv, int B, int T_, int C, int NH, DropArgs dr) {
     CudaImpl *im = impl_of(be);
-    if (!attn_wgmma_shape(im, B, T_, C, NH, dr) || !vec_ok(qkv, (size_t)3 * C) || (uintptr_t)out % 4) return 0;
+    if (!attn_wgmma_shape(im, B, T_, C, NH, dr) || !vec_ok(qkv, (size_t)3 * C) || (uintptr_t)out % 16) return 0;
     CUtensorMap map;
     if (tma_map(im, &map, qkv, (size_t)3 * C, (size_t)B * T_, (size_t)3 * C, FA_HS, FA_BM)) return 0;
     const int grid = attn_blocks(im, (T_ + FA_BM - 1) / FA_BM * B * NH);
@@ -3759,7 +3771,7 @@ template <typename T>
 static int attn_backward_wgmma(ngpt_backend *be, T *dqkv, const T *dout, const T *qkv, const float *lse, const float *D, T *ds, size_t ds_bytes,
                                int B, int T_, int C, int NH, DropArgs dr) {
     CudaImpl *im = impl_of(be);
-    if (!attn_wgmma_shape(im, B, T_, C, NH, dr) || !vec_ok(qkv, (size_t)3 * C) || !vec_ok(dout, (size_t)C) || (uintptr_t)dqkv % 4) return 0;
+    if (!attn_wgmma_shape(im, B, T_, C, NH, dr) || !vec_ok(qkv, (size_t)3 * C) || !vec_ok(dout, (size_t)C) || (uintptr_t)dqkv % 16) return 0;
     const long long heads = (long long)B * NH, tiles = fb_ds_tiles(T_);
     long long group = (long long)(ds_bytes / ((size_t)tiles * FA_TILE_BYTES));
     if (group > heads) group = heads;

@@ -25,6 +25,7 @@
  *   taken modulo 32), ldmatrix .x4 (and .trans), and
  *   mma.sync m16n8k16 (bf16, f16) and m16n8k8 (f16, the sm_75 path). ldmatrix rows and cp.async targets
  *   must be 16-byte aligned and inside the block's dynamic shared memory.
+ * - __stcg: a plain store whose address must be aligned to the stored value's size (16 bytes for a uint4).
  * - cp.async: the target reads as NaN from the copy's issue until the issuing thread's wait_group lets the
  *   copy land, so reading a tile before its wait (or before the barrier after it), and refilling a buffer
  *   another warp still reads, both give NaN, which the tests catch.
@@ -1143,6 +1144,13 @@ static void setmaxnreg(int inc, int regs) {
 #define __shfl_xor_sync(mask, v, lane_mask) emu::shfl_xor((mask), (v), (lane_mask))
 #define __shfl_sync(mask, v, src_lane) emu::shfl_idx((mask), (v), (src_lane))
 #define __ldg(p) (*(p))
+/* a store with the L2-only hint: the store, its address aligned to the value's size as on a GPU (a 16-byte
+ * vector's to 16) */
+template <typename V> static inline void emu_stcg(V *p, V v) {
+    if ((uintptr_t)p % sizeof(V)) emu::block_fail("__stcg of %zu bytes to %p, not aligned to them", sizeof(V), (void *)p);
+    *p = v;
+}
+#define __stcg(p, v) emu_stcg((p), (v))
 #define __trap() emu::block_fail("__trap()")
 #define __cvta_generic_to_shared(p) emu::cvta_shared(p)
 static inline int min(int a, int b) { return a < b ? a : b; }
