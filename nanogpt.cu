@@ -2605,9 +2605,48 @@ static __device__ __forceinline__ void attn_tile_pb(float (&acc)[HS / 8][4], con
         }
     }
 }
-/* row r (0: the lane's row g, 1: g + 8) of a warp's 16 x HS accumulators times scale, into dst[0, hs) */
+/* 32 columns of a row of 16-bit values from the quad of lanes that holds them in the tensor cores' accumulator
+ * layout: lane tq's w[j] is its word of group j (columns 8 j + 2 tq, + 1). The quad's 4 x 4 words are transposed
+ * by two exchanges (the halves of the word index's bit 1 with lane tq ^ 2, then of bit 0 with tq ^ 1), so lane
+ * tq stores group tq, columns 8 tq .. + 7 of dst (16-byte aligned), as one 16-byte vector: a quad writes 64
+ * contiguous bytes where 4-byte stores wrote 16 into each of 8 rows' sectors (the seventh run's profile: the
+ * wgmma forward's stores 49% excess sectors). Every lane of the warp takes part (the shuffles); those with store
+ * unset write nothing. nvcc split a plain uint4 store of these into four 4-byte ones; __stcg (the L2-only hint,
+ * which an output the next kernel reads from the L2 does not mind) stays one. */
+template <typename T>
+static __device__ __forceinline__ void quad_store16(T *dst, uint32_t (&w)[4], int tq, bool store) {
+    const bool hi = tq & 2, odd = tq & 1;
+#pragma unroll
+    for (int j0 = 0; j0 < 2; j0++) { /* the words whose bit 1 is not the lane's: to and from lane tq ^ 2 */
+        const uint32_t x = __shfl_xor_sync(0xffffffffu, hi ? w[j0] : w[2 + j0], 2);
+        if (hi) w[j0] = x;
+        else w[2 + j0] = x;
+    }
+#pragma unroll
+    for (int j1 = 0; j1 < 2; j1++) { /* then those whose bit 0 is not the lane's: to and from lane tq ^ 1 */
+        const uint32_t x = __shfl_xor_sync(0xffffffffu, odd ? w[2 * j1] : w[2 * j1 + 1], 1);
+        if (odd) w[2 * j1] = x;
+        else w[2 * j1 + 1] = x;
+    }
+    if (store) __stcg((uint4 *)(dst + 8 * tq), make_uint4(w[0], w[1], w[2], w[3]));
+}
+/* row r (0: the lane's row g, 1: g + 8) of a warp's 16 x HS accumulators times scale, into dst[0, hs) where store
+ * is set. vec (uniform over the warp: hs = HS, and dst 16-byte aligned): 16 bytes a lane (quad_store16), every
+ * lane of the warp taking part; else one value at a time */
 template <typename T, int ND>
-static __device__ __forceinline__ void attn_store_row(T *dst, const float (&acc)[ND][4], int r, int tq, int hs, float scale) {
+static __device__ __forceinline__ void attn_store_row(T *dst, const float (&acc)[ND][4], int r, int tq, int hs, float scale, bool vec, bool store) {
+    static_assert(ND % 4 == 0, "head sizes padded to a multiple of 32");
+    if (vec) {
+#pragma unroll
+        for (int a = 0; a < ND / 4; a++) {
+            uint32_t w[4];
+#pragma unroll
+            for (int j = 0; j < 4; j++) w[j] = pack2<T>(acc[4 * a + j][2 * r] * scale, acc[4 * a + j][2 * r + 1] * scale);
+            quad_store16(dst + 32 * a, w, tq, store);
+        }
+        return;
+    }
+    if (!store) return;
 #pragma unroll
     for (int d = 0; d < ND; d++)
 #pragma unroll
@@ -2623,7 +2662,9 @@ static __device__ __forceinline__ void attn_store_row(T *dst, const float (&acc)
  * issues them back to back. Callers compute keep with & and |, not && and ||, which also branch. */
 static __device__ __forceinline__ float exp2_kept(bool keep, float x) { return exp2f(keep ? x : -INFINITY); }
 
-template <typename T, int HS>
+/* VEC_OUT: out's rows in 16-byte vectors (attn_store_row's vec), a template argument here: with both ways of
+ * storing in one kernel ptxas spilled 8 bytes at HS = 64 (its 128 registers), with either alone none */
+template <typename T, int HS, bool VEC_OUT>
 __global__ void __launch_bounds__(ATT_THREADS)
     attn_forward_tc_kernel(T *out, float *lse, const T *qkv, int T_, int C, int NH, int hs, float scale_log2, DropArgs dr, int vec) {
     constexpr int LD = HS + 8, ND = HS / 8;
@@ -2705,11 +2746,10 @@ __global__ void __launch_bounds__(ATT_THREADS)
         attn_tile_pb<T, HS>(o, s, Vs, lane); /* O += P V */
     }
 #pragma unroll
-    for (int r = 0; r < 2; r++) {
-        int t = qrow[r];
-        if (t >= T_) continue;
-        attn_store_row<T, ND>(out + ((size_t)b * T_ + t) * C + (size_t)h * hs, o, r, tq, hs, 1.0f / lrow[r]);
-        if (tq == 0) lse[(size_t)bh * T_ + t] = (mrow[r] + log2f(lrow[r])) * LN2_F;
+    for (int r = 0; r < 2; r++) { /* rows past T: the lanes still shuffle, store nothing */
+        const int t = qrow[r];
+        attn_store_row<T, ND>(out + ((size_t)b * T_ + t) * C + (size_t)h * hs, o, r, tq, hs, 1.0f / lrow[r], VEC_OUT, t < T_);
+        if (tq == 0 && t < T_) lse[(size_t)bh * T_ + t] = (mrow[r] + log2f(lrow[r])) * LN2_F;
     }
 }
 
@@ -2743,7 +2783,7 @@ template <typename T, int VEC> __global__ void attn_rowdot_kernel(float *D, cons
 template <typename T, int HS>
 __global__ void __launch_bounds__(ATT_THREADS)
     attn_backward_dkdv_tc_kernel(T *dqkv, const T *dout, const T *qkv, const float *lse, const float *Dsum, int T_, int C, int NH, int hs,
-                                 float scale, float scale_log2, DropArgs dr, int vec_qkv, int vec_do) {
+                                 float scale, float scale_log2, DropArgs dr, int vec_qkv, int vec_do, int vec_out) {
     constexpr int LD = HS + 8, ND = HS / 8;
     extern __shared__ __align__(16) unsigned char att_smem[];
     constexpr int BUFS = AttnSmem<HS>::BUFS;
@@ -2809,12 +2849,11 @@ __global__ void __launch_bounds__(ATT_THREADS)
     }
     cp_async_wait<0>();
 #pragma unroll
-    for (int r = 0; r < 2; r++) {
-        int t = key[r];
-        if (t >= T_) continue;
+    for (int r = 0; r < 2; r++) { /* keys past T: shuffled (vec_out), not stored */
+        const int t = key[r];
         T *drow = dqkv + ((size_t)b * T_ + t) * ld + (size_t)h * hs;
-        attn_store_row<T, ND>(drow + C, dk, r, tq, hs, scale);
-        attn_store_row<T, ND>(drow + 2 * C, dv, r, tq, hs, 1.0f);
+        attn_store_row<T, ND>(drow + C, dk, r, tq, hs, scale, vec_out, t < T_);
+        attn_store_row<T, ND>(drow + 2 * C, dv, r, tq, hs, 1.0f, vec_out, t < T_);
     }
 }
 
@@ -2822,7 +2861,7 @@ __global__ void __launch_bounds__(ATT_THREADS)
 template <typename T, int HS>
 __global__ void __launch_bounds__(ATT_THREADS)
     attn_backward_dq_tc_kernel(T *dqkv, const T *dout, const T *qkv, const float *lse, const float *Dsum, int T_, int C, int NH, int hs, float scale,
-                               float scale_log2, DropArgs dr, int vec_qkv, int vec_do) {
+                               float scale_log2, DropArgs dr, int vec_qkv, int vec_do, int vec_out) {
     constexpr int LD = HS + 8, ND = HS / 8;
     extern __shared__ __align__(16) unsigned char att_smem[];
     constexpr int BUFS = AttnSmem<HS>::BUFS;
@@ -2877,10 +2916,9 @@ __global__ void __launch_bounds__(ATT_THREADS)
         attn_tile_pb<T, HS>(dq, s, Ks, lane); /* dQ += dS K */
     }
 #pragma unroll
-    for (int r = 0; r < 2; r++) {
-        int t = qrow[r];
-        if (t >= T_) continue;
-        attn_store_row<T, ND>(dqkv + ((size_t)b * T_ + t) * ld + (size_t)h * hs, dq, r, tq, hs, scale);
+    for (int r = 0; r < 2; r++) { /* rows past T: shuffled (vec_out), not stored */
+        const int t = qrow[r];
+        attn_store_row<T, ND>(dqkv + ((size_t)b * T_ + t) * ld + (size_t)h * hs, dq, r, tq, hs, scale, vec_out, t < T_);
     }
 }
 
@@ -3045,33 +3083,16 @@ static __device__ __forceinline__ int fa_walk(int r, int items) {
     return item < items ? item : -1;
 }
 /* Row g + 8 r of a warp's 16 x 64 part of an m64n64 accumulator (lane 4 g + tq holds its columns 8 i + 2 tq, + 1 in
- * acc[4 i + 2 r], acc[4 i + 2 r + 1], i < 8), times scale, into the 16-bit row dst (16-byte aligned). Each quad's
- * 4 x 4 words of columns 32 a .. 32 a + 31 are transposed by two exchanges (the halves of the word index's bit 1
- * with lane tq ^ 2, then of bit 0 with tq ^ 1), so lane tq stores columns 32 a + 8 tq .. + 7 as one 16-byte
- * vector: a quad writes 64 contiguous bytes where 4-byte stores wrote 16 into each of 8 rows' sectors (the
- * seventh run's profile: the forward's stores 49% excess sectors). Every lane of the warp takes part (the
- * shuffles); those with store unset write nothing. */
+ * acc[4 i + 2 r], acc[4 i + 2 r + 1], i < 8), times scale, into the 16-bit row dst (16-byte aligned), 16 bytes a
+ * lane (quad_store16; every lane of the warp takes part, those with store unset write nothing) */
 template <typename T>
 static __device__ __forceinline__ void fa_store_row(T *dst, const float (&acc)[32], int r, float scale, int tq, bool store) {
-    const bool hi = tq & 2, odd = tq & 1;
 #pragma unroll
     for (int a = 0; a < 2; a++) {
-        uint32_t w[4]; /* lane tq: w[j] is word tq of column group 4 a + j; at the end, word j of group 4 a + tq */
+        uint32_t w[4];
 #pragma unroll
         for (int j = 0; j < 4; j++) w[j] = pack2<T>(acc[4 * (4 * a + j) + 2 * r] * scale, acc[4 * (4 * a + j) + 2 * r + 1] * scale);
-#pragma unroll
-        for (int j0 = 0; j0 < 2; j0++) { /* the words whose bit 1 is not the lane's: to and from lane tq ^ 2 */
-            const uint32_t x = __shfl_xor_sync(0xffffffffu, hi ? w[j0] : w[2 + j0], 2);
-            if (hi) w[j0] = x;
-            else w[2 + j0] = x;
-        }
-#pragma unroll
-        for (int j1 = 0; j1 < 2; j1++) { /* then those whose bit 0 is not the lane's: to and from lane tq ^ 1 */
-            const uint32_t x = __shfl_xor_sync(0xffffffffu, odd ? w[2 * j1] : w[2 * j1 + 1], 1);
-            if (odd) w[2 * j1] = x;
-            else w[2 * j1 + 1] = x;
-        }
-        if (store) __stcg((uint4 *)(dst + 32 * a + 8 * tq), make_uint4(w[0], w[1], w[2], w[3]));
+        quad_store16(dst + 32 * a, w, tq, store);
     }
 }
 #endif
@@ -3741,7 +3762,9 @@ static void attn_forward_tc(ngpt_backend *be, T *out, float *lse, const T *qkv, 
     float scale_log2 = LOG2E_F / sqrtf((float)hs);
     dim3 grid((unsigned)((T_ + ATT_B - 1) / ATT_B), (unsigned)(B * NH));
     int vec = vec_ok(qkv, (size_t)3 * C) && hs % 8 == 0 && C % 8 == 0;
-    attn_forward_tc_kernel<T, HS><<<grid, ATT_THREADS, AttnSmem<HS>::FWD, impl_of(be)->stream>>>(out, lse, qkv, T_, C, NH, hs, scale_log2, dr, vec);
+    const bool vec_out = vec_ok(out, (size_t)C) && hs == HS; /* whole 32-column groups of the head, 16-byte aligned */
+    auto *kernel = vec_out ? attn_forward_tc_kernel<T, HS, true> : attn_forward_tc_kernel<T, HS, false>;
+    kernel<<<grid, ATT_THREADS, AttnSmem<HS>::FWD, impl_of(be)->stream>>>(out, lse, qkv, T_, C, NH, hs, scale_log2, dr, vec);
     CU_LAUNCHED(be, "attn_forward_tc_kernel");
 }
 /* Whether the wgmma attention kernels may run this shape: head size 64, no dropout, a backend that runs them
@@ -3805,12 +3828,13 @@ static void attn_backward_tc(ngpt_backend *be, T *dqkv, const T *dout, const T *
     float scale = 1.0f / sqrtf((float)hs), scale_log2 = LOG2E_F * scale;
     dim3 grid((unsigned)((T_ + ATT_B - 1) / ATT_B), (unsigned)(B * NH));
     int vq = vec_ok(qkv, (size_t)3 * C) && hs % 8 == 0 && C % 8 == 0, vd = vec_ok(dout, (size_t)C) && hs % 8 == 0;
+    int vo = vec_ok(dqkv, (size_t)3 * C) && hs == HS; /* dQ, dK, dV rows: whole 32-column groups, 16-byte aligned */
     size_t smem = AttnSmem<HS>::BWD;
     attn_backward_dkdv_tc_kernel<T, HS><<<grid, ATT_THREADS, smem, impl_of(be)->stream>>>(dqkv, dout, qkv, lse, D, T_, C, NH, hs, scale, scale_log2,
-                                                                                          dr, vq, vd);
+                                                                                          dr, vq, vd, vo);
     if (CU_LAUNCHED(be, "attn_backward_dkdv_tc_kernel")) return;
     attn_backward_dq_tc_kernel<T, HS><<<grid, ATT_THREADS, smem, impl_of(be)->stream>>>(dqkv, dout, qkv, lse, D, T_, C, NH, hs, scale, scale_log2, dr,
-                                                                                        vq, vd);
+                                                                                        vq, vd, vo);
     CU_LAUNCHED(be, "attn_backward_dq_tc_kernel");
 }
 
@@ -4287,7 +4311,8 @@ static const char *matmul_name(int choice) { return choice == MATMUL_TMA ? "wgmm
 template <typename T, int HS> static int set_attn_smem_attrs(ngpt_backend *be) {
     if (AttnSmem<HS>::MOST > impl_of(be)->smem_optin) return 0;
     int bad = 0;
-    bad |= CU_CHECK(be, cudaFuncSetAttribute(attn_forward_tc_kernel<T, HS>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)AttnSmem<HS>::FWD));
+    bad |= CU_CHECK(be, cudaFuncSetAttribute(attn_forward_tc_kernel<T, HS, true>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)AttnSmem<HS>::FWD));
+    bad |= CU_CHECK(be, cudaFuncSetAttribute(attn_forward_tc_kernel<T, HS, false>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)AttnSmem<HS>::FWD));
     bad |= CU_CHECK(be, cudaFuncSetAttribute(attn_backward_dkdv_tc_kernel<T, HS>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)AttnSmem<HS>::BWD));
     bad |= CU_CHECK(be, cudaFuncSetAttribute(attn_backward_dq_tc_kernel<T, HS>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)AttnSmem<HS>::BWD));
     return bad;
