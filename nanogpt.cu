@@ -13,7 +13,7 @@
  * Memory: arena_alloc makes the only cudaMalloc and the only cudaMallocHost of a run; every other buffer,
  * the reduction scratch included, is a pointer into them. No kernel allocates.
  *
- * Errors: every CUDA call goes through CU_CHECK and every launch is followed by CU_LAUNCHED. The first
+ * Errors: every CUDA call goes through CU_CHECK and every launch through CU_LAUNCH, which checks it. The first
  * failure is kept in be->status / be->msg (the call, the CUDA error, file:line); nothing here prints or exits.
  *
  * Dimension letters: B batch, T time, C channels, NH heads, hs head size (C/NH), V vocabulary,
@@ -63,6 +63,8 @@ typedef struct {
     void *encode_tensor_map;   /* the driver's cuTensorMapEncodeTiled (TMA kernel only) */
     int mm_blocks_per_sm;      /* blocks of that matmul kernel one SM runs at once (split-K's wave size) */
     int sync_each_launch;      /* NGPT_CUDA_SYNC=1: wait for every kernel (debugging: faults named by kernel) */
+    int programmatic_launch;   /* kernels launched as programmatic dependents (compute capability 9.0 on, kernels built for it;
+                                * NGPT_PDL=0: not, to compare): see after_previous_kernel */
     const void *ln_bwd_kernel; /* layernorm_backward's last kernel and row width (its warps and shared memory follow from C): */
     int ln_bwd_C;              /* its blocks an SM asked once, not at each of a step's calls */
     int ln_bwd_per_sm;
@@ -100,9 +102,58 @@ static int cu_launched_(ngpt_backend *be, const char *what, const char *file, in
     if (e == cudaSuccess && impl_of(be)->sync_each_launch) e = cudaStreamSynchronize(impl_of(be)->stream);
     return cu_check_(be, e, what, file, line);
 }
-/* CU_CHECK(be, call) is nonzero when the call failed; CU_LAUNCHED checks the launch that just happened. */
+/* CU_CHECK(be, call) is nonzero when the call failed. */
 #define CU_CHECK(be, call) cu_check_((be), (call), #call, __FILE__, __LINE__)
-#define CU_LAUNCHED(be, what) cu_launched_((be), "launch of " what, __FILE__, __LINE__)
+
+/* Launches kernel(args) on the backend's stream and checks the launch (cu_launched_). Where programmatic_launch is
+ * set the launch is a programmatic dependent one: its blocks may be placed on the SMs while the kernel before it
+ * drains its last wave, instead of after it has ended; each kernel's first statement, after_previous_kernel(),
+ * holds them until that kernel has completed and its writes are visible. */
+template <typename... Param, typename... Arg>
+static int cu_launch_(ngpt_backend *be, const char *what, const char *file, int line, void (*kernel)(Param...), dim3 grid, dim3 block,
+                      size_t smem, Arg... args) {
+    CudaImpl *im = impl_of(be);
+    cudaError_t e = cudaSuccess;
+    if (im->programmatic_launch) {
+        cudaLaunchAttribute attr[1];
+        attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+        attr[0].val.programmaticStreamSerializationAllowed = 1;
+        cudaLaunchConfig_t cfg = {grid, block, smem, im->stream, attr, 1}; /* gridDim, blockDim, dynamicSmemBytes, stream, attrs, numAttrs */
+        e = cudaLaunchKernelEx(&cfg, kernel, args...);
+    } else {
+        kernel<<<grid, block, smem, im->stream>>>(args...);
+    }
+    if (e != cudaSuccess) {
+        cudaGetLastError(); /* reported here, not again by the next launch's check */
+        return cu_check_(be, e, what, file, line);
+    }
+    return cu_launched_(be, what, file, line);
+}
+/* CU_LAUNCH(be, "name", kernel, grid, block, shared memory bytes, args...): nonzero when the launch failed */
+#define CU_LAUNCH(be, name, ...) cu_launch_((be), "launch of " name, __FILE__, __LINE__, __VA_ARGS__)
+
+/* Programmatic dependent launch, the device side (compute capability 9.0 on). griddepcontrol.wait holds the
+ * thread until the grids its launch depends on have completed and their writes are visible; before it, a kernel
+ * launched programmatically may not touch memory the previous kernel writes or reads. launch_dependents lets the
+ * next kernel's launch begin once every block of this one has run it (or ended). Both are no-ops in a kernel
+ * launched the usual way. */
+static __device__ __forceinline__ void grid_dependency_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
+}
+static __device__ __forceinline__ void grid_dependents_launch() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+}
+/* Every kernel's first statement, in every thread: the wait, then the next kernel's early launch. So no kernel
+ * overlaps the one before it in anything but its launch and the placing of its blocks (at most two kernels are
+ * in flight), and the order of the stream holds as without programmatic launches. */
+static __device__ __forceinline__ void after_previous_kernel() {
+    grid_dependency_wait();
+    grid_dependents_launch();
+}
 
 /* Storage types: float, __nv_bfloat16 and __half; math in float. */
 static __device__ __forceinline__ float to_f(float x) { return x; }
@@ -310,6 +361,7 @@ template <typename T> static unsigned ew_vec_blocks(size_t n, bool vec) { return
 
 /* Box-Muller on the shared hash, the formula of nanogpt.c's normal_at. */
 __global__ void fill_normal_kernel(float *dst, size_t n, float mean, float std, uint64_t seed, uint64_t stream) {
+    after_previous_kernel();
     GRID_STRIDE(i, n) {
         float u1 = (float)((ngpt_hash(seed, stream, 2 * (uint64_t)i) >> 8) + 1) * (1.0f / 16777216.0f);
         float u2 = (float)(ngpt_hash(seed, stream, 2 * (uint64_t)i + 1) >> 8) * (1.0f / 16777216.0f);
@@ -319,17 +371,16 @@ __global__ void fill_normal_kernel(float *dst, size_t n, float mean, float std, 
 }
 static void cu_fill_normal(ngpt_backend *be, float *dst, size_t n, float mean, float std, uint64_t seed, uint64_t stream) {
     if (!n) return;
-    fill_normal_kernel<<<ew_blocks(n), EW_THREADS, 0, impl_of(be)->stream>>>(dst, n, mean, std, seed, stream);
-    CU_LAUNCHED(be, "fill_normal_kernel");
+    CU_LAUNCH(be, "fill_normal_kernel", fill_normal_kernel, ew_blocks(n), EW_THREADS, 0, dst, n, mean, std, seed, stream);
 }
 
 template <typename T> __global__ void cast_kernel(T *dst, const float *src, size_t n) {
+    after_previous_kernel();
     GRID_STRIDE(i, n) dst[i] = from_f<T>(src[i]);
 }
 static void cu_cast_from_f32(ngpt_backend *be, void *dst, const float *src, size_t n) {
     if (!n || (be->dtype == NGPT_DTYPE_F32 && dst == (const void *)src)) return;
-    DISPATCH_DTYPE(be->dtype, T, cast_kernel<T><<<ew_blocks(n), EW_THREADS, 0, impl_of(be)->stream>>>((T *)dst, src, n));
-    CU_LAUNCHED(be, "cast_kernel");
+    DISPATCH_DTYPE(be->dtype, T, CU_LAUNCH(be, "cast_kernel", cast_kernel<T>, ew_blocks(n), EW_THREADS, 0, (T *)dst, src, n));
 }
 
 #define GELU_SCALE 0.70710678118654752f   /* 1/sqrt(2) */
@@ -342,6 +393,7 @@ static __device__ __forceinline__ float gelu_grad(float x) {
 }
 /* out may alias inp, and in the backward dinp may alias dout: each vector is read, then written, by the same thread */
 template <typename T, int VEC> __global__ void gelu_forward_kernel(T *out, const T *inp, size_t n) {
+    after_previous_kernel();
     ew_vectors<VEC>(n, [&](size_t i, auto width) {
         constexpr int W = decltype(width)::value;
         typedef RowVec<T, W> V;
@@ -352,6 +404,7 @@ template <typename T, int VEC> __global__ void gelu_forward_kernel(T *out, const
     });
 }
 template <typename T, int VEC> __global__ void gelu_backward_kernel(T *dinp, const T *inp, const T *dout, size_t n) {
+    after_previous_kernel();
     ew_vectors<VEC>(n, [&](size_t i, auto width) {
         constexpr int W = decltype(width)::value;
         typedef RowVec<T, W> V;
@@ -367,21 +420,20 @@ static void cu_gelu_forward(ngpt_backend *be, void *out, const void *inp, size_t
     const bool vec = aligned16(out, inp);
     DISPATCH_DTYPE(be->dtype, T, {
         auto *kernel = vec ? gelu_forward_kernel<T, 16 / sizeof(T)> : gelu_forward_kernel<T, 1>;
-        kernel<<<ew_vec_blocks<T>(n, vec), EW_THREADS, 0, impl_of(be)->stream>>>((T *)out, (const T *)inp, n);
+        CU_LAUNCH(be, "gelu_forward_kernel", kernel, ew_vec_blocks<T>(n, vec), EW_THREADS, 0, (T *)out, (const T *)inp, n);
     });
-    CU_LAUNCHED(be, "gelu_forward_kernel");
 }
 static void cu_gelu_backward(ngpt_backend *be, void *dinp, const void *inp, const void *dout, size_t n) {
     if (!n) return;
     const bool vec = aligned16(dinp, inp, dout);
     DISPATCH_DTYPE(be->dtype, T, {
         auto *kernel = vec ? gelu_backward_kernel<T, 16 / sizeof(T)> : gelu_backward_kernel<T, 1>;
-        kernel<<<ew_vec_blocks<T>(n, vec), EW_THREADS, 0, impl_of(be)->stream>>>((T *)dinp, (const T *)inp, (const T *)dout, n);
+        CU_LAUNCH(be, "gelu_backward_kernel", kernel, ew_vec_blocks<T>(n, vec), EW_THREADS, 0, (T *)dinp, (const T *)inp, (const T *)dout, n);
     });
-    CU_LAUNCHED(be, "gelu_backward_kernel");
 }
 
 template <typename T, int VEC> __global__ void residual_kernel(T *out, const T *a, const T *b, size_t n) {
+    after_previous_kernel();
     ew_vectors<VEC>(n, [&](size_t i, auto width) {
         constexpr int W = decltype(width)::value;
         typedef RowVec<T, W> V;
@@ -397,9 +449,8 @@ static void cu_residual_forward(ngpt_backend *be, void *out, const void *a, cons
     const bool vec = aligned16(out, a, b);
     DISPATCH_DTYPE(be->dtype, T, {
         auto *kernel = vec ? residual_kernel<T, 16 / sizeof(T)> : residual_kernel<T, 1>;
-        kernel<<<ew_vec_blocks<T>(n, vec), EW_THREADS, 0, impl_of(be)->stream>>>((T *)out, (const T *)a, (const T *)b, n);
+        CU_LAUNCH(be, "residual_kernel", kernel, ew_vec_blocks<T>(n, vec), EW_THREADS, 0, (T *)out, (const T *)a, (const T *)b, n);
     });
-    CU_LAUNCHED(be, "residual_kernel");
 }
 
 /* A dropout site on the device: element i is kept when ngpt_uniform(seed, stream, offset + i) >= p. */
@@ -419,18 +470,17 @@ static __device__ __forceinline__ float drop_factor(const DropArgs &d, uint64_t 
 }
 
 template <typename T> __global__ void dropout_kernel(T *out, const T *inp, size_t n, DropArgs dr) {
+    after_previous_kernel();
     GRID_STRIDE(i, n) out[i] = from_f<T>(to_f(inp[i]) * drop_factor(dr, i));
 }
 static void cu_dropout(ngpt_backend *be, void *out, const void *inp, size_t n, const ngpt_dropout *drop) {
     if (!n) return;
-    cudaStream_t st = impl_of(be)->stream;
     if (!drop || drop->p <= 0) {
-        if (out != inp) CU_CHECK(be, cudaMemcpyAsync(out, inp, n * dtype_size(be->dtype), cudaMemcpyDeviceToDevice, st));
+        if (out != inp) CU_CHECK(be, cudaMemcpyAsync(out, inp, n * dtype_size(be->dtype), cudaMemcpyDeviceToDevice, impl_of(be)->stream));
         return;
     }
     DropArgs dr = drop_args(drop);
-    DISPATCH_DTYPE(be->dtype, T, dropout_kernel<T><<<ew_blocks(n), EW_THREADS, 0, st>>>((T *)out, (const T *)inp, n, dr));
-    CU_LAUNCHED(be, "dropout_kernel");
+    DISPATCH_DTYPE(be->dtype, T, CU_LAUNCH(be, "dropout_kernel", dropout_kernel<T>, ew_blocks(n), EW_THREADS, 0, (T *)out, (const T *)inp, n, dr));
 }
 
 /* ======================================================================================================
@@ -440,6 +490,7 @@ static void cu_dropout(ngpt_backend *be, void *out, const void *inp, size_t n, c
 /* Each thread one vector of VEC values of a row: 16 bytes where C is a multiple of that and the arrays are
  * 16-byte aligned, else one value */
 template <typename T, int VEC> __global__ void encoder_forward_kernel(T *out, const int32_t *tokens, const T *wte, const T *wpe, int B, int T_, int C) {
+    after_previous_kernel();
     typedef RowVec<T, VEC> V;
     const int cv = C / VEC; /* vectors a row */
     GRID_STRIDE(i, (size_t)B * T_ * cv) {
@@ -464,6 +515,7 @@ template <typename T, int VEC>
 __global__ void __launch_bounds__(ENC_BWD_WARPS * 32) encoder_backward_wte_kernel(T *dwte, const T *dout, const int32_t *tokens,
                                                                                  const int32_t *bucket_start, const int32_t *bucket_pos,
                                                                                  int nbuckets, int C) {
+    after_previous_kernel();
     typedef RowVec<T, VEC> V;
     const int k = blockIdx.x * ENC_BWD_WARPS + (threadIdx.x >> 5), lane = threadIdx.x & 31, c = (blockIdx.y * 32 + lane) * VEC;
     if (k >= nbuckets) return; /* the whole warp */
@@ -500,6 +552,7 @@ __global__ void __launch_bounds__(ENC_BWD_WARPS * 32) encoder_backward_wte_kerne
 }
 /* dwpe: one thread per VEC-wide vector of (t, c), adding over b in order */
 template <typename T, int VEC> __global__ void encoder_backward_wpe_kernel(T *dwpe, const T *dout, int B, int T_, int C) {
+    after_previous_kernel();
     typedef RowVec<T, VEC> V;
     const size_t n = (size_t)T_ * C;
     GRID_STRIDE(i, n / VEC) {
@@ -527,29 +580,28 @@ static void cu_encoder_forward(ngpt_backend *be, void *out, const int32_t *token
     DISPATCH_DTYPE(be->dtype, Ty, {
         const bool vec = rows_vectorizable<Ty>(C, out, wte, wpe);
         auto *kernel = vec ? encoder_forward_kernel<Ty, 16 / sizeof(Ty)> : encoder_forward_kernel<Ty, 1>;
-        kernel<<<ew_vec_blocks<Ty>(n, vec), EW_THREADS, 0, impl_of(be)->stream>>>((Ty *)out, tokens, (const Ty *)wte, (const Ty *)wpe, B, T, C);
+        CU_LAUNCH(be, "encoder_forward_kernel", kernel, ew_vec_blocks<Ty>(n, vec), EW_THREADS, 0, (Ty *)out, tokens, (const Ty *)wte, (const Ty *)wpe,
+                  B, T, C);
     });
-    CU_LAUNCHED(be, "encoder_forward_kernel");
 }
 static void cu_encoder_backward(ngpt_backend *be, void *dwte, void *dwpe, const void *dout, const int32_t *tokens, const int32_t *bucket_start,
                                 const int32_t *bucket_pos, int nbuckets, int B, int T, int C) {
     if (bad_dims(be, "encoder_backward", B, T, C) || bad_dims(be, "encoder_backward", nbuckets, 0, 0)) return;
     if (!B || !T || !C) return;
-    cudaStream_t st = impl_of(be)->stream;
     DISPATCH_DTYPE(be->dtype, Ty, {
         constexpr int VEC = 16 / sizeof(Ty);
         if (nbuckets > 0) {
             const int width = rows_vectorizable<Ty>(C, dwte, dout) ? VEC : 1; /* a lane's columns */
             auto *kernel = width > 1 ? encoder_backward_wte_kernel<Ty, VEC> : encoder_backward_wte_kernel<Ty, 1>;
             const dim3 grid((unsigned)((nbuckets + ENC_BWD_WARPS - 1) / ENC_BWD_WARPS), (unsigned)((C + 32 * width - 1) / (32 * width)));
-            kernel<<<grid, ENC_BWD_WARPS * 32, 0, st>>>((Ty *)dwte, (const Ty *)dout, tokens, bucket_start, bucket_pos, nbuckets, C);
-            CU_LAUNCHED(be, "encoder_backward_wte_kernel");
+            CU_LAUNCH(be, "encoder_backward_wte_kernel", kernel, grid, ENC_BWD_WARPS * 32, 0, (Ty *)dwte, (const Ty *)dout, tokens, bucket_start,
+                      bucket_pos, nbuckets, C);
         }
         const bool vec = rows_vectorizable<Ty>(C, dwpe, dout);
         auto *kernel = vec ? encoder_backward_wpe_kernel<Ty, VEC> : encoder_backward_wpe_kernel<Ty, 1>;
-        kernel<<<ew_vec_blocks<Ty>((size_t)T * C, vec), EW_THREADS, 0, st>>>((Ty *)dwpe, (const Ty *)dout, B, T, C);
+        CU_LAUNCH(be, "encoder_backward_wpe_kernel", kernel, ew_vec_blocks<Ty>((size_t)T * C, vec), EW_THREADS, 0, (Ty *)dwpe, (const Ty *)dout, B, T,
+                  C);
     });
-    CU_LAUNCHED(be, "encoder_backward_wpe_kernel");
 }
 
 /* ======================================================================================================
@@ -567,6 +619,7 @@ static void cu_encoder_backward(ngpt_backend *be, void *dwte, void *dwpe, const 
  * over the registers, each lane's in column order) and the output. */
 template <typename T, int VEC, int NV>
 __global__ void layernorm_forward_kernel(T *out, float *mean, float *rstd, const T *inp, const T *w, const T *b, int N, int C) {
+    after_previous_kernel();
     typedef RowVec<T, VEC> V;
     const int row = blockIdx.x * LN_FWD_ROWS + (threadIdx.x >> 5), lane = threadIdx.x & 31;
     if (row >= N) return;
@@ -613,6 +666,7 @@ __global__ void layernorm_forward_kernel(T *out, float *mean, float *rstd, const
  * warp a row and sums, one element at a time, reading the row three times. */
 template <typename T>
 __global__ void layernorm_forward_any_kernel(T *out, float *mean, float *rstd, const T *inp, const T *w, const T *b, int N, int C) {
+    after_previous_kernel();
     const int row = blockIdx.x * LN_FWD_ROWS + (threadIdx.x >> 5), lane = threadIdx.x & 31;
     if (row >= N) return;
     const T *x = inp + (size_t)row * C;
@@ -654,6 +708,7 @@ static __device__ __forceinline__ void ln_block_partial(float *partial, const fl
 template <typename T, int VEC, int NV>
 __global__ void __launch_bounds__(LN_BWD_WARPS * 32) layernorm_backward_kernel(T *dinp, float *partial, const T *dout, const T *inp, const T *w,
                                                                                const float *mean, const float *rstd, int N, int C, int G) {
+    after_previous_kernel();
     extern __shared__ float4 ln_smem4[]; /* per warp: dw sums [C], db sums [C]; C % 4 == 0 */
     typedef RowVec<T, VEC> V;
     const int W = blockDim.x >> 5, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -717,6 +772,7 @@ __global__ void __launch_bounds__(LN_BWD_WARPS * 32) layernorm_backward_kernel(T
 template <typename T>
 __global__ void __launch_bounds__(LN_BWD_WARPS * 32) layernorm_backward_any_kernel(T *dinp, float *partial, const T *dout, const T *inp, const T *w,
                                                                                    const float *mean, const float *rstd, int N, int C, int G) {
+    after_previous_kernel();
     extern __shared__ float ln_smem[]; /* per warp: dw sums [C], db sums [C] */
     const int W = blockDim.x >> 5, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     float *sdw = ln_smem + (size_t)warp * 2 * C, *sdb = sdw + C;
@@ -749,6 +805,7 @@ __global__ void __launch_bounds__(LN_BWD_WARPS * 32) layernorm_backward_any_kern
  * partial sums are in the L2, just written by the backward: a turn costs about one L2 latency), then warp 0 the
  * warps' sums in order */
 template <typename T> __global__ void __launch_bounds__(LN_REDUCE_WARPS * 32) layernorm_reduce_kernel(T *dw, T *db, const float *partial, int C, int G) {
+    after_previous_kernel();
     __shared__ float sums[LN_REDUCE_WARPS][32];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, c = blockIdx.x * 32 + lane;
     float s = 0;
@@ -795,9 +852,9 @@ static void cu_layernorm_forward(ngpt_backend *be, void *out, float *mean, float
         auto *kernel = layernorm_forward_any_kernel<T>;
         if (rows_vectorizable<T>(C, out, inp, w, b) && nv <= LN_MAX_NV)
             ln_by_vectors(nv, [&](auto k) { kernel = layernorm_forward_kernel<T, VEC, decltype(k)::value>; });
-        kernel<<<blocks, 32 * LN_FWD_ROWS, 0, impl_of(be)->stream>>>((T *)out, mean, rstd, (const T *)inp, (const T *)w, (const T *)b, N, C);
+        CU_LAUNCH(be, "layernorm_forward_kernel", kernel, blocks, 32 * LN_FWD_ROWS, 0, (T *)out, mean, rstd, (const T *)inp, (const T *)w,
+                  (const T *)b, N, C);
     });
-    CU_LAUNCHED(be, "layernorm_forward_kernel");
 }
 
 /* The backward: the register kernel where the rows are 16-byte vectors of at most LN_MAX_NV a lane,
@@ -837,8 +894,7 @@ static void layernorm_backward_t(ngpt_backend *be, T *dinp, T *dw, T *db, const 
         G = (int)(g < rows ? (g < LN_GROUPS ? g : LN_GROUPS) : (rows < LN_GROUPS ? rows : LN_GROUPS));
         partial = (float *)scratch_get(be, (size_t)G * per_warp, "layernorm_backward");
         if (!partial) return false;
-        kernel<<<(unsigned)G, 32 * W, smem, im->stream>>>(dinp, partial, dout, inp, w, mean, rstd, N, C, G);
-        return !CU_LAUNCHED(be, "layernorm_backward_kernel");
+        return !CU_LAUNCH(be, "layernorm_backward_kernel", kernel, (unsigned)G, 32 * W, smem, dinp, partial, dout, inp, w, mean, rstd, N, C, G);
     };
     constexpr int VEC = 16 / sizeof(T);
     const int nv = (C / VEC + 31) / 32; /* vectors a lane */
@@ -846,8 +902,7 @@ static void layernorm_backward_t(ngpt_backend *be, T *dinp, T *dw, T *db, const 
     if (!rows_vectorizable<T>(C, dinp, dout, inp, w) || nv > LN_MAX_NV) ok = launch(layernorm_backward_any_kernel<T>);
     else ln_by_vectors(nv, [&](auto k) { ok = launch(layernorm_backward_kernel<T, VEC, decltype(k)::value>); });
     if (!ok) return;
-    layernorm_reduce_kernel<T><<<(unsigned)((2 * C + 31) / 32), LN_REDUCE_WARPS * 32, 0, im->stream>>>(dw, db, partial, C, G);
-    CU_LAUNCHED(be, "layernorm_reduce_kernel");
+    CU_LAUNCH(be, "layernorm_reduce_kernel", layernorm_reduce_kernel<T>, (unsigned)((2 * C + 31) / 32), LN_REDUCE_WARPS * 32, 0, dw, db, partial, C, G);
 }
 static void cu_layernorm_backward(ngpt_backend *be, void *dinp, void *dw, void *db, const void *dout, const void *inp, const void *w,
                                   const float *mean, const float *rstd, int N, int C) {
@@ -1464,6 +1519,7 @@ template <typename T, bool A_K, bool B_K, int EK>
 __global__ void __launch_bounds__(MM_THREADS, 2) /* two blocks an SM, every build (split-K counts on the plain one's) */
     matmul_tc_kernel(const T *A, const T *B, int M, int N, int K, size_t lda, size_t ldb, int vecA, int vecB, int kps, int rows_first,
                      MmEpilogue<T> ep) {
+    after_previous_kernel();
     extern __shared__ __align__(16) unsigned char mm_smem[];
     typedef MmTile<A_K, MM_BM> TA;
     typedef MmTile<B_K, MM_BN> TB;
@@ -1557,6 +1613,7 @@ __global__ void __launch_bounds__(MM_THREADS, 2) /* two blocks an SM, every buil
 template <bool A_K, bool B_K>
 __global__ void __launch_bounds__(256) matmul_simt_kernel(float *out, const float *A, const float *B, const float *bias, int M, int N, int K,
                                                           size_t lda, size_t ldb, size_t ldc, int accumulate) {
+    after_previous_kernel();
     __shared__ float sA[SM_BK][SM_TILE + 1], sB[SM_BK][SM_TILE + 1];
     const int m0 = blockIdx.x * SM_TILE, n0 = blockIdx.y * SM_TILE;
     const int tx = threadIdx.x & 15, ty = threadIdx.x >> 4;
@@ -1610,9 +1667,8 @@ static void tc_launch(ngpt_backend *be, const T *A, const T *B, int M, int N, in
     constexpr int built = mm_direct_kind<A_K, B_K>(EK) ? EK : EPI_PLAIN;
     int rows_first;
     const dim3 grid = tiles_grid(impl_of(be), M, N, MM_BM, MM_BN, splits, &rows_first);
-    matmul_tc_kernel<T, A_K, B_K, built><<<grid, MM_THREADS, mm_smem_bytes<A_K, B_K>(), impl_of(be)->stream>>>(A, B, M, N, K, lda, ldb, vec_ok(A, lda),
-                                                                                                           vec_ok(B, ldb), kps, rows_first, ep);
-    CU_LAUNCHED(be, "matmul_tc_kernel");
+    CU_LAUNCH(be, "matmul_tc_kernel", matmul_tc_kernel<T, A_K, B_K, built>, grid, MM_THREADS, mm_smem_bytes<A_K, B_K>(), A, B, M, N, K, lda, ldb,
+              vec_ok(A, lda), vec_ok(B, ldb), kps, rows_first, ep);
 }
 template <typename T, bool A_K, bool B_K>
 static void gemm_tc(ngpt_backend *be, const T *A, const T *B, int M, int N, int K, size_t lda, size_t ldb, int splits, int kps,
@@ -1625,8 +1681,7 @@ template <bool A_K, bool B_K>
 static void gemm_simt(ngpt_backend *be, float *out, const float *A, const float *B, const float *bias, int M, int N, int K, size_t lda, size_t ldb,
                       size_t ldc, int accumulate) {
     dim3 grid((unsigned)((M + SM_TILE - 1) / SM_TILE), (unsigned)((N + SM_TILE - 1) / SM_TILE));
-    matmul_simt_kernel<A_K, B_K><<<grid, 256, 0, impl_of(be)->stream>>>(out, A, B, bias, M, N, K, lda, ldb, ldc, accumulate);
-    CU_LAUNCHED(be, "matmul_simt_kernel");
+    CU_LAUNCH(be, "matmul_simt_kernel", matmul_simt_kernel<A_K, B_K>, grid, 256, 0, out, A, B, bias, M, N, K, lda, ldb, ldc, accumulate);
 }
 
 /* --- Hopper (sm_90a): wgmma --------------------------------------------------------------------------
@@ -1712,6 +1767,7 @@ template <typename T, bool A_K, bool B_K>
 __global__ void __launch_bounds__(WG_THREADS, 1)
     matmul_wgmma_kernel(const T *A, const T *B, int M, int N, int K, size_t lda, size_t ldb, int vecA, int vecB, int kps, int rows_first,
                         MmEpilogue<T> ep) {
+    after_previous_kernel();
 #ifdef NGPT_WGMMA_DEVICE
     extern __shared__ __align__(1024) unsigned char wg_smem[];
     unsigned char *base = wg_smem + ((1024u - ((uint32_t)__cvta_generic_to_shared(wg_smem) & 1023u)) & 1023u);
@@ -1774,9 +1830,8 @@ static void gemm_wgmma(ngpt_backend *be, const T *A, const T *B, int M, int N, i
                        const MmEpilogue<T> &ep) {
     int rows_first;
     const dim3 grid = tiles_grid(impl_of(be), M, N, WG_BM, WG_BN, splits, &rows_first);
-    matmul_wgmma_kernel<T, A_K, B_K><<<grid, WG_THREADS, WG_SMEM_BYTES, impl_of(be)->stream>>>(A, B, M, N, K, lda, ldb, vec_ok(A, lda),
-                                                                                                 vec_ok(B, ldb), kps, rows_first, ep);
-    CU_LAUNCHED(be, "matmul_wgmma_kernel");
+    CU_LAUNCH(be, "matmul_wgmma_kernel", matmul_wgmma_kernel<T, A_K, B_K>, grid, WG_THREADS, WG_SMEM_BYTES, A, B, M, N, K, lda, ldb, vec_ok(A, lda),
+              vec_ok(B, ldb), kps, rows_first, ep);
 }
 
 /* --- Hopper (sm_90a): wgmma fed by the tensor memory accelerator, warp-specialised and persistent -----
@@ -2027,6 +2082,7 @@ template <typename T, bool A_K, bool B_K, int EK, int BN>
 __global__ void __launch_bounds__(TM_THREADS, 1)
     matmul_tma_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB, const __grid_constant__ CUtensorMap tmOut,
                       const __grid_constant__ CUtensorMap tmAux, int M, int N, int K, int kps, int tiles, int rows_first, MmEpilogue<T> ep) {
+    after_previous_kernel();
 #ifdef NGPT_WGMMA_DEVICE
     extern __shared__ __align__(1024) unsigned char tm_smem[];
     unsigned char *base = smem_align1024(tm_smem);
@@ -2095,6 +2151,7 @@ __global__ void __launch_bounds__(TM_THREADS, 1)
     matmul_tma_pingpong_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB,
                                const __grid_constant__ CUtensorMap tmOut, const __grid_constant__ CUtensorMap tmAux, int M, int N, int K, int kps,
                                int tiles, int rows_first, MmEpilogue<T> ep) {
+    after_previous_kernel();
 #ifdef NGPT_WGMMA_DEVICE
     extern __shared__ __align__(1024) unsigned char tp_smem[];
     unsigned char *base = smem_align1024(tp_smem);
@@ -2179,13 +2236,11 @@ static void tma_launch(ngpt_backend *be, unsigned grid, const CUtensorMap &ma, c
                        int M, int N, int K, int kps, int tiles, int rows_first, const MmEpilogue<T> &ep) {
     constexpr int built = mm_direct_kind<A_K, B_K>(EK) ? EK : EPI_PLAIN;
     if constexpr (PINGPONG) {
-        matmul_tma_pingpong_kernel<T, A_K, B_K, built><<<grid, TM_THREADS, TP_SMEM_BYTES, impl_of(be)->stream>>>(ma, mb, mo, mx, M, N, K, kps, tiles,
-                                                                                                              rows_first, ep);
-        CU_LAUNCHED(be, "matmul_tma_pingpong_kernel");
+        CU_LAUNCH(be, "matmul_tma_pingpong_kernel", matmul_tma_pingpong_kernel<T, A_K, B_K, built>, grid, TM_THREADS, TP_SMEM_BYTES, ma, mb, mo, mx,
+                  M, N, K, kps, tiles, rows_first, ep);
     } else {
-        matmul_tma_kernel<T, A_K, B_K, built, BN><<<grid, TM_THREADS, TM_SMEM_BYTES, impl_of(be)->stream>>>(ma, mb, mo, mx, M, N, K, kps, tiles,
-                                                                                                         rows_first, ep);
-        CU_LAUNCHED(be, "matmul_tma_kernel");
+        CU_LAUNCH(be, "matmul_tma_kernel", matmul_tma_kernel<T, A_K, B_K, built, BN>, grid, TM_THREADS, TM_SMEM_BYTES, ma, mb, mo, mx, M, N, K, kps,
+                  tiles, rows_first, ep);
     }
 }
 
@@ -2251,6 +2306,7 @@ static int gemm_tma(ngpt_backend *be, const T *A, const T *B, int M, int N, int 
  * of 4 (every row of the slices then starts 16-byte aligned), else one at a time. */
 #define SPLITK_VEC 4
 template <typename T> __global__ void splitk_reduce_kernel(MmEpilogue<T> ep, int M, int N, int splits) {
+    after_previous_kernel();
     const size_t i0 = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) * SPLITK_VEC, MN = (size_t)M * N;
     if (i0 >= MN) return;
     float v[SPLITK_VEC] = {};
@@ -2327,8 +2383,8 @@ static void gemm_16_layout(ngpt_backend *be, const T *A, const T *B, int M, int 
         (im->use_wgmma ? gemm_wgmma<T, A_K, B_K> : gemm_tc<T, A_K, B_K>)(be, A, B, M, N, K, lda, ldb, splits, kps, ep1);
     if (kps && be->status == NGPT_OK) {
         size_t MN = (size_t)M * N;
-        splitk_reduce_kernel<T><<<(unsigned)((MN + 256 * SPLITK_VEC - 1) / (256 * SPLITK_VEC)), 256, 0, im->stream>>>(ep1, M, N, splits);
-        CU_LAUNCHED(be, "splitk_reduce_kernel");
+        CU_LAUNCH(be, "splitk_reduce_kernel", splitk_reduce_kernel<T>, (unsigned)((MN + 256 * SPLITK_VEC - 1) / (256 * SPLITK_VEC)), 256, 0, ep1, M,
+                  N, splits);
     }
 }
 template <typename T>
@@ -2371,6 +2427,7 @@ static void gemm(ngpt_backend *be, int layout, void *out, const void *A, const v
 /* dbias: block (x: 32 columns, y: row group) -> partial[group][col]; 8 warps take rows in turn and their sums
  * are added in warp order. Then one thread per column adds the groups in order. */
 template <typename T> __global__ void colsum_partial_kernel(float *partial, const T *x, int N, int OC, int rows_per_group) {
+    after_previous_kernel();
     __shared__ float s[8][33];
     int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     int col = blockIdx.x * 32 + lane, g = blockIdx.y;
@@ -2387,6 +2444,7 @@ template <typename T> __global__ void colsum_partial_kernel(float *partial, cons
     }
 }
 template <typename T> __global__ void colsum_final_kernel(T *dbias, const float *partial, int OC, int G) {
+    after_previous_kernel();
     int c = blockIdx.x * blockDim.x + threadIdx.x;
     if (c >= OC) return;
     float t = 0;
@@ -2408,10 +2466,11 @@ static void bias_backward(ngpt_backend *be, void *dbias, const void *dout, int N
     G = (N + rpg - 1) / rpg;
     float *partial = (float *)im->scratch;
     dim3 grid((unsigned)((OC + 31) / 32), (unsigned)G);
-    DISPATCH_DTYPE(be->dtype, T, colsum_partial_kernel<T><<<grid, 256, 0, im->stream>>>(partial, (const T *)dout, N, OC, rpg));
-    if (CU_LAUNCHED(be, "colsum_partial_kernel")) return;
-    DISPATCH_DTYPE(be->dtype, T, colsum_final_kernel<T><<<(OC + 255) / 256, 256, 0, im->stream>>>((T *)dbias, partial, OC, G));
-    CU_LAUNCHED(be, "colsum_final_kernel");
+    int failed = 0;
+    DISPATCH_DTYPE(be->dtype, T, failed = CU_LAUNCH(be, "colsum_partial_kernel", colsum_partial_kernel<T>, grid, 256, 0, partial, (const T *)dout, N,
+                                                    OC, rpg));
+    if (failed) return;
+    DISPATCH_DTYPE(be->dtype, T, CU_LAUNCH(be, "colsum_final_kernel", colsum_final_kernel<T>, (OC + 255) / 256, 256, 0, (T *)dbias, partial, OC, G));
 }
 
 /* out (N,OC) = bias + inp (N,C) . w^T for a few rows (decoding: one row per sample), where a 128-row tile
@@ -2422,6 +2481,7 @@ static void bias_backward(ngpt_backend *be, void *dbias, const void *dout, int N
 #define GEMV_WARPS 8
 template <typename T>
 __global__ void __launch_bounds__(GEMV_WARPS * 32) gemv_kernel(T *out, const T *inp, const T *w, const T *bias, int N, int C, int OC) {
+    after_previous_kernel();
     const int lane = threadIdx.x & 31, o = blockIdx.x * GEMV_WARPS + (threadIdx.x >> 5);
     if (o >= OC) return;
     const T *wr = w + (size_t)o * C;
@@ -2451,9 +2511,8 @@ static void cu_matmul_forward(ngpt_backend *be, void *out, const void *inp, cons
     if (N <= GEMV_MAX_ROWS) {
         unsigned blocks = (unsigned)((OC + GEMV_WARPS - 1) / GEMV_WARPS);
         DISPATCH_DTYPE(be->dtype, T,
-                       gemv_kernel<T><<<blocks, GEMV_WARPS * 32, 0, impl_of(be)->stream>>>((T *)out, (const T *)inp, (const T *)w,
-                                                                                         (const T *)bias, N, C, OC));
-        CU_LAUNCHED(be, "gemv_kernel");
+                       CU_LAUNCH(be, "gemv_kernel", gemv_kernel<T>, blocks, GEMV_WARPS * 32, 0, (T *)out, (const T *)inp, (const T *)w,
+                                 (const T *)bias, N, C, OC));
         return;
     }
     gemm(be, MM_FWD, out, inp, w, bias, N, OC, C, (size_t)C, (size_t)C, (size_t)OC, 0);
@@ -2667,6 +2726,7 @@ static __device__ __forceinline__ float exp2_kept(bool keep, float x) { return e
 template <typename T, int HS, bool VEC_OUT>
 __global__ void __launch_bounds__(ATT_THREADS)
     attn_forward_tc_kernel(T *out, float *lse, const T *qkv, int T_, int C, int NH, int hs, float scale_log2, DropArgs dr, int vec) {
+    after_previous_kernel();
     constexpr int LD = HS + 8, ND = HS / 8;
     extern __shared__ __align__(16) unsigned char att_smem[];
     T *Qs = (T *)att_smem; /* then K, V of even key tiles, then K, V of odd ones */
@@ -2757,6 +2817,7 @@ __global__ void __launch_bounds__(ATT_THREADS)
  * (16 bytes where the head's rows allow it, else 1), the lanes' sums added by shuffles */
 #define ROWDOT_LANES 8
 template <typename T, int VEC> __global__ void attn_rowdot_kernel(float *D, const T *dout, const T *out, int B, int T_, int C, int NH, int hs) {
+    after_previous_kernel();
     typedef RowVec<T, VEC> V;
     const size_t row = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) / ROWDOT_LANES;
     const int l = threadIdx.x % ROWDOT_LANES;
@@ -2784,6 +2845,7 @@ template <typename T, int HS>
 __global__ void __launch_bounds__(ATT_THREADS)
     attn_backward_dkdv_tc_kernel(T *dqkv, const T *dout, const T *qkv, const float *lse, const float *Dsum, int T_, int C, int NH, int hs,
                                  float scale, float scale_log2, DropArgs dr, int vec_qkv, int vec_do, int vec_out) {
+    after_previous_kernel();
     constexpr int LD = HS + 8, ND = HS / 8;
     extern __shared__ __align__(16) unsigned char att_smem[];
     constexpr int BUFS = AttnSmem<HS>::BUFS;
@@ -2862,6 +2924,7 @@ template <typename T, int HS>
 __global__ void __launch_bounds__(ATT_THREADS)
     attn_backward_dq_tc_kernel(T *dqkv, const T *dout, const T *qkv, const float *lse, const float *Dsum, int T_, int C, int NH, int hs, float scale,
                                float scale_log2, DropArgs dr, int vec_qkv, int vec_do, int vec_out) {
+    after_previous_kernel();
     constexpr int LD = HS + 8, ND = HS / 8;
     extern __shared__ __align__(16) unsigned char att_smem[];
     constexpr int BUFS = AttnSmem<HS>::BUFS;
@@ -3101,6 +3164,7 @@ template <typename T>
 __global__ void __launch_bounds__(FA_THREADS, 1)
     attn_forward_wgmma_kernel(const __grid_constant__ CUtensorMap tm, T *out, float *lse, int T_, int C, int NH, int nbh, float scale_log2,
                               int turns) {
+    after_previous_kernel();
 #ifdef NGPT_WGMMA_DEVICE
     extern __shared__ __align__(1024) unsigned char fa_smem[];
     unsigned char *sQ = smem_align1024(fa_smem); /* two Q buffers: item n's in n % 2 */
@@ -3297,6 +3361,7 @@ __global__ void __launch_bounds__(FA_THREADS, 1)
     attn_backward_dkdv_wgmma_kernel(const __grid_constant__ CUtensorMap tm_qkv, const __grid_constant__ CUtensorMap tm_do,
                                     const __grid_constant__ CUtensorMap tm_ds, T *dqkv, const float *lse, const float *Dsum, int T_, int C, int NH,
                                     int bh0, int ny, float scale, float scale_log2, int turns) {
+    after_previous_kernel();
 #ifdef NGPT_WGMMA_DEVICE
     extern __shared__ __align__(1024) unsigned char fb_smem[];
     unsigned char *sK = smem_align1024(fb_smem); /* two K and two V buffers: item n's in n % 2 */
@@ -3455,6 +3520,7 @@ template <typename T>
 __global__ void __launch_bounds__(FA_THREADS, 1)
     attn_backward_dq_wgmma_kernel(const __grid_constant__ CUtensorMap tm_qkv, const __grid_constant__ CUtensorMap tm_ds, T *dqkv, int T_, int C, int NH,
                                   int bh0, int ny, float scale) {
+    after_previous_kernel();
 #ifdef NGPT_WGMMA_DEVICE
     extern __shared__ __align__(1024) unsigned char fb_smem[];
     unsigned char *sK = smem_align1024(fb_smem);
@@ -3534,6 +3600,7 @@ __global__ void __launch_bounds__(FA_THREADS, 1)
 #define ATT_MAXD 4
 template <typename T>
 __global__ void attn_forward_simt_kernel(T *out, float *lse, const T *qkv, int B, int T_, int C, int NH, int hs, float scale, DropArgs dr) {
+    after_previous_kernel();
     size_t row = (size_t)blockIdx.x * ATT_SIMT_WARPS + (threadIdx.x >> 5); /* (b*NH + h)*T + t */
     int lane = threadIdx.x & 31;
     if (row >= (size_t)B * NH * T_) return;
@@ -3582,6 +3649,7 @@ __global__ void attn_forward_simt_kernel(T *out, float *lse, const T *qkv, int B
 template <typename T>
 __global__ void attn_backward_dq_simt_kernel(T *dqkv, const T *dout, const T *qkv, const float *lse, const float *Dsum, int B, int T_, int C, int NH,
                                              int hs, float scale, DropArgs dr) {
+    after_previous_kernel();
     size_t row = (size_t)blockIdx.x * ATT_SIMT_WARPS + (threadIdx.x >> 5);
     int lane = threadIdx.x & 31;
     if (row >= (size_t)B * NH * T_) return;
@@ -3630,6 +3698,7 @@ __global__ void attn_backward_dq_simt_kernel(T *dqkv, const T *dout, const T *qk
 template <typename T>
 __global__ void attn_backward_dkdv_simt_kernel(T *dqkv, const T *dout, const T *qkv, const float *lse, const float *Dsum, int B, int T_, int C,
                                                int NH, int hs, float scale, DropArgs dr) {
+    after_previous_kernel();
     size_t krow = (size_t)blockIdx.x * ATT_SIMT_WARPS + (threadIdx.x >> 5);
     int lane = threadIdx.x & 31;
     if (krow >= (size_t)B * NH * T_) return;
@@ -3687,6 +3756,7 @@ __global__ void attn_backward_dkdv_simt_kernel(T *dqkv, const T *dout, const T *
  * Each lane writes, then reads back, its own channels of position t, so the new entry is seen in order. */
 template <typename T>
 __global__ void attn_decode_kernel(T *out, T *kv, const T *qkv, int S, int t, int maxT, int C, int NH, int hs, float scale) {
+    after_previous_kernel();
     size_t sh = (size_t)blockIdx.x * ATT_SIMT_WARPS + (threadIdx.x >> 5);
     int lane = threadIdx.x & 31;
     if (sh >= (size_t)S * NH) return;
@@ -3764,8 +3834,7 @@ static void attn_forward_tc(ngpt_backend *be, T *out, float *lse, const T *qkv, 
     int vec = vec_ok(qkv, (size_t)3 * C) && hs % 8 == 0 && C % 8 == 0;
     const bool vec_out = vec_ok(out, (size_t)C) && hs == HS; /* whole 32-column groups of the head, 16-byte aligned */
     auto *kernel = vec_out ? attn_forward_tc_kernel<T, HS, true> : attn_forward_tc_kernel<T, HS, false>;
-    kernel<<<grid, ATT_THREADS, AttnSmem<HS>::FWD, impl_of(be)->stream>>>(out, lse, qkv, T_, C, NH, hs, scale_log2, dr, vec);
-    CU_LAUNCHED(be, "attn_forward_tc_kernel");
+    CU_LAUNCH(be, "attn_forward_tc_kernel", kernel, grid, ATT_THREADS, AttnSmem<HS>::FWD, out, lse, qkv, T_, C, NH, hs, scale_log2, dr, vec);
 }
 /* Whether the wgmma attention kernels may run this shape: head size 64, no dropout, a backend that runs them
  * (use_wgmma_attention), B*NH blocks in grid.y, the copy engine's row coordinates in an int */
@@ -3783,9 +3852,8 @@ static int attn_forward_wgmma(ngpt_backend *be, T *out, float *lse, const T *qkv
     CUtensorMap map;
     if (tma_map(im, &map, qkv, (size_t)3 * C, (size_t)B * T_, (size_t)3 * C, FA_HS, FA_BM)) return 0;
     const int grid = attn_blocks(im, (T_ + FA_BM - 1) / FA_BM * B * NH);
-    attn_forward_wgmma_kernel<T><<<grid, FA_THREADS, FA_SMEM_BYTES, im->stream>>>(map, out, lse, T_, C, NH, B * NH, LOG2E_F / sqrtf((float)FA_HS),
-                                                                                  im->attn_turns);
-    CU_LAUNCHED(be, "attn_forward_wgmma_kernel");
+    CU_LAUNCH(be, "attn_forward_wgmma_kernel", attn_forward_wgmma_kernel<T>, grid, FA_THREADS, FA_SMEM_BYTES, map, out, lse, T_, C, NH, B * NH,
+              LOG2E_F / sqrtf((float)FA_HS), im->attn_turns);
     return 1;
 }
 /* The wgmma backward (dK, dV and the dS^T tiles, then dQ from them), in groups of heads whose tiles fit the
@@ -3813,11 +3881,10 @@ static int attn_backward_wgmma(ngpt_backend *be, T *dqkv, const T *dout, const T
     for (long long bh0 = 0; bh0 < heads; bh0 += group) {
         const int ny = (int)(heads - bh0 < group ? heads - bh0 : group);
         const int nblocks = attn_blocks(im, (int)blocks * ny); /* both kernels: blocks x ny items */
-        attn_backward_dkdv_wgmma_kernel<T><<<nblocks, FA_THREADS, FB_DKDV_SMEM_BYTES, im->stream>>>(qkv64, do64, ds16, dqkv, lse, D, T_, C, NH,
-                                                                                                     (int)bh0, ny, scale, scale_log2, im->attn_turns);
-        if (CU_LAUNCHED(be, "attn_backward_dkdv_wgmma_kernel")) return 1;
-        attn_backward_dq_wgmma_kernel<T><<<nblocks, FA_THREADS, FB_DQ_SMEM_BYTES, im->stream>>>(qkv128, ds128, dqkv, T_, C, NH, (int)bh0, ny, scale);
-        if (CU_LAUNCHED(be, "attn_backward_dq_wgmma_kernel")) return 1;
+        if (CU_LAUNCH(be, "attn_backward_dkdv_wgmma_kernel", attn_backward_dkdv_wgmma_kernel<T>, nblocks, FA_THREADS, FB_DKDV_SMEM_BYTES, qkv64, do64,
+                      ds16, dqkv, lse, D, T_, C, NH, (int)bh0, ny, scale, scale_log2, im->attn_turns)) return 1;
+        if (CU_LAUNCH(be, "attn_backward_dq_wgmma_kernel", attn_backward_dq_wgmma_kernel<T>, nblocks, FA_THREADS, FB_DQ_SMEM_BYTES, qkv128, ds128,
+                      dqkv, T_, C, NH, (int)bh0, ny, scale)) return 1;
     }
     return 1;
 }
@@ -3830,12 +3897,10 @@ static void attn_backward_tc(ngpt_backend *be, T *dqkv, const T *dout, const T *
     int vq = vec_ok(qkv, (size_t)3 * C) && hs % 8 == 0 && C % 8 == 0, vd = vec_ok(dout, (size_t)C) && hs % 8 == 0;
     int vo = vec_ok(dqkv, (size_t)3 * C) && hs == HS; /* dQ, dK, dV rows: whole 32-column groups, 16-byte aligned */
     size_t smem = AttnSmem<HS>::BWD;
-    attn_backward_dkdv_tc_kernel<T, HS><<<grid, ATT_THREADS, smem, impl_of(be)->stream>>>(dqkv, dout, qkv, lse, D, T_, C, NH, hs, scale, scale_log2,
-                                                                                          dr, vq, vd, vo);
-    if (CU_LAUNCHED(be, "attn_backward_dkdv_tc_kernel")) return;
-    attn_backward_dq_tc_kernel<T, HS><<<grid, ATT_THREADS, smem, impl_of(be)->stream>>>(dqkv, dout, qkv, lse, D, T_, C, NH, hs, scale, scale_log2, dr,
-                                                                                        vq, vd, vo);
-    CU_LAUNCHED(be, "attn_backward_dq_tc_kernel");
+    if (CU_LAUNCH(be, "attn_backward_dkdv_tc_kernel", attn_backward_dkdv_tc_kernel<T, HS>, grid, ATT_THREADS, smem, dqkv, dout, qkv, lse, D, T_, C,
+                  NH, hs, scale, scale_log2, dr, vq, vd, vo)) return;
+    CU_LAUNCH(be, "attn_backward_dq_tc_kernel", attn_backward_dq_tc_kernel<T, HS>, grid, ATT_THREADS, smem, dqkv, dout, qkv, lse, D, T_, C, NH, hs,
+              scale, scale_log2, dr, vq, vd, vo);
 }
 
 template <typename T>
@@ -3851,9 +3916,8 @@ static void attention_forward_t(ngpt_backend *be, T *out, float *lse, const T *q
         }
     }
     size_t rows = (size_t)B * NH * T_;
-    attn_forward_simt_kernel<T><<<(unsigned)((rows + ATT_SIMT_WARPS - 1) / ATT_SIMT_WARPS), 32 * ATT_SIMT_WARPS, 0, impl_of(be)->stream>>>(
-        out, lse, qkv, B, T_, C, NH, hs, 1.0f / sqrtf((float)hs), dr);
-    CU_LAUNCHED(be, "attn_forward_simt_kernel");
+    CU_LAUNCH(be, "attn_forward_simt_kernel", attn_forward_simt_kernel<T>, (unsigned)((rows + ATT_SIMT_WARPS - 1) / ATT_SIMT_WARPS),
+              32 * ATT_SIMT_WARPS, 0, out, lse, qkv, B, T_, C, NH, hs, 1.0f / sqrtf((float)hs), dr);
 }
 template <typename T>
 static void attention_backward_t(ngpt_backend *be, T *dqkv, const T *dout, const T *qkv, const T *out, const float *lse, int B, int T_, int C, int NH,
@@ -3866,8 +3930,7 @@ static void attention_backward_t(ngpt_backend *be, T *dqkv, const T *dout, const
     constexpr int VEC = 16 / sizeof(T);
     const unsigned rowdot_blocks = (unsigned)((rows * ROWDOT_LANES + 255) / 256);
     auto *rowdot = rows_vectorizable<T>(hs, dout, out) && C % VEC == 0 ? attn_rowdot_kernel<T, VEC> : attn_rowdot_kernel<T, 1>;
-    rowdot<<<rowdot_blocks, 256, 0, im->stream>>>(D, dout, out, B, T_, C, NH, hs);
-    if (CU_LAUNCHED(be, "attn_rowdot_kernel")) return;
+    if (CU_LAUNCH(be, "attn_rowdot_kernel", rowdot, rowdot_blocks, 256, 0, D, dout, out, B, T_, C, NH, hs)) return;
     if constexpr (sizeof(T) == 2) {
         const size_t d_bytes = (rows * sizeof(float) + 1023) / 1024 * 1024; /* the wgmma backward's dS^T tiles take the scratch after D */
         const size_t ds_bytes = im->scratch_bytes > d_bytes ? im->scratch_bytes - d_bytes : 0;
@@ -3881,10 +3944,10 @@ static void attention_backward_t(ngpt_backend *be, T *dqkv, const T *dout, const
     }
     unsigned blocks = (unsigned)((rows + ATT_SIMT_WARPS - 1) / ATT_SIMT_WARPS);
     float scale = 1.0f / sqrtf((float)hs);
-    attn_backward_dkdv_simt_kernel<T><<<blocks, 32 * ATT_SIMT_WARPS, 0, im->stream>>>(dqkv, dout, qkv, lse, D, B, T_, C, NH, hs, scale, dr);
-    if (CU_LAUNCHED(be, "attn_backward_dkdv_simt_kernel")) return;
-    attn_backward_dq_simt_kernel<T><<<blocks, 32 * ATT_SIMT_WARPS, 0, im->stream>>>(dqkv, dout, qkv, lse, D, B, T_, C, NH, hs, scale, dr);
-    CU_LAUNCHED(be, "attn_backward_dq_simt_kernel");
+    if (CU_LAUNCH(be, "attn_backward_dkdv_simt_kernel", attn_backward_dkdv_simt_kernel<T>, blocks, 32 * ATT_SIMT_WARPS, 0, dqkv, dout, qkv, lse, D, B,
+                  T_, C, NH, hs, scale, dr)) return;
+    CU_LAUNCH(be, "attn_backward_dq_simt_kernel", attn_backward_dq_simt_kernel<T>, blocks, 32 * ATT_SIMT_WARPS, 0, dqkv, dout, qkv, lse, D, B, T_, C,
+              NH, hs, scale, dr);
 }
 
 static void cu_attention_forward(ngpt_backend *be, void *out, float *lse, const void *qkv, int B, int T, int C, int NH, const ngpt_dropout *drop) {
@@ -3907,9 +3970,8 @@ static void cu_attention_decode(ngpt_backend *be, void *out, void *kv, const voi
     int hs = C / NH;
     size_t rows = (size_t)S * NH;
     DISPATCH_DTYPE(be->dtype, Ty,
-                   attn_decode_kernel<Ty><<<(unsigned)((rows + ATT_SIMT_WARPS - 1) / ATT_SIMT_WARPS), 32 * ATT_SIMT_WARPS, 0, impl_of(be)->stream>>>(
-                       (Ty *)out, (Ty *)kv, (const Ty *)qkv, S, t, maxT, C, NH, hs, 1.0f / sqrtf((float)hs)));
-    CU_LAUNCHED(be, "attn_decode_kernel");
+                   CU_LAUNCH(be, "attn_decode_kernel", attn_decode_kernel<Ty>, (unsigned)((rows + ATT_SIMT_WARPS - 1) / ATT_SIMT_WARPS),
+                             32 * ATT_SIMT_WARPS, 0, (Ty *)out, (Ty *)kv, (const Ty *)qkv, S, t, maxT, C, NH, hs, 1.0f / sqrtf((float)hs)));
 }
 
 /* ======================================================================================================
@@ -3937,6 +3999,7 @@ static __device__ __forceinline__ void softmax_merge(float &m, float &s, float m
 template <typename T, int VEC, bool CACHED>
 __global__ void __launch_bounds__(XENT_THREADS, 2)
     crossentropy_kernel(T *logits, float *losses, const int32_t *targets, int V, int Vp, float dscale) {
+    after_previous_kernel();
     typedef RowVec<T, VEC> Vec;
     extern __shared__ float4 xent_row4[]; /* CACHED: the row's vectors */
     Vec *row_cache = (Vec *)xent_row4;
@@ -4015,16 +4078,14 @@ static void cu_crossentropy(ngpt_backend *be, void *logits, float *losses, const
         cu_fail(be, NGPT_ERR_ARG, "cuda crossentropy: V = %d must be in 1..Vp (%d)", V, Vp);
         return;
     }
-    cudaStream_t st = impl_of(be)->stream;
     DISPATCH_DTYPE(be->dtype, T, {
         constexpr int VEC = 16 / sizeof(T);
         const bool vec = rows_vectorizable<T>(Vp, logits);
         const size_t cache = vec && dscale != 0.0f ? xent_row_cached<T>(be, Vp) : 0;
         if (be->status != NGPT_OK) return;
         auto *xent = cache ? crossentropy_kernel<T, VEC, true> : vec ? crossentropy_kernel<T, VEC, false> : crossentropy_kernel<T, 1, false>;
-        xent<<<(unsigned)N, XENT_THREADS, cache, st>>>((T *)logits, losses, targets, V, Vp, dscale);
+        CU_LAUNCH(be, "crossentropy_kernel", xent, (unsigned)N, XENT_THREADS, cache, (T *)logits, losses, targets, V, Vp, dscale);
     });
-    CU_LAUNCHED(be, "crossentropy_kernel");
 }
 
 /* ======================================================================================================
@@ -4038,6 +4099,7 @@ static void cu_crossentropy(ngpt_backend *be, void *logits, float *losses, const
  * the last whole vector (all of x when it is not 16-byte aligned) the same way; then in double. The order
  * is fixed by n, x's alignment and NB, so the result is the same every run. */
 template <typename T> __global__ void __launch_bounds__(NORM_THREADS) norm_partial_kernel(double *partial, const T *x, size_t n) {
+    after_previous_kernel();
     constexpr int V = 16 / sizeof(T);
     struct alignas(16) Vec { T v[V]; };
     const size_t stride = (size_t)gridDim.x * blockDim.x, nv = (uintptr_t)x % 16 ? 0 : n / V;
@@ -4073,6 +4135,7 @@ template <typename T> __global__ void __launch_bounds__(NORM_THREADS) norm_parti
 }
 /* pass 2: one block adds the partials; result in partial[NB] */
 __global__ void __launch_bounds__(NORM_THREADS) norm_final_kernel(double *partial, int nb) {
+    after_previous_kernel();
     double s = 0;
     for (int i = threadIdx.x; i < nb; i += blockDim.x) s += partial[i];
     s = block_sum_d(s);
@@ -4086,10 +4149,10 @@ static double cu_norm_sq(ngpt_backend *be, const void *x, size_t n) {
     const size_t per_thread = 4 * 16 / dtype_size(be->dtype); /* at least four 16-byte vectors a thread */
     size_t want = (n + NORM_THREADS * per_thread - 1) / (NORM_THREADS * per_thread);
     int nb = (int)(want < 1 ? 1 : want > NORM_BLOCKS ? NORM_BLOCKS : want);
-    DISPATCH_DTYPE(be->dtype, T, norm_partial_kernel<T><<<nb, NORM_THREADS, 0, im->stream>>>(partial, (const T *)x, n));
-    if (CU_LAUNCHED(be, "norm_partial_kernel")) return NAN;
-    norm_final_kernel<<<1, NORM_THREADS, 0, im->stream>>>(partial, nb);
-    if (CU_LAUNCHED(be, "norm_final_kernel")) return NAN;
+    int failed = 0;
+    DISPATCH_DTYPE(be->dtype, T, failed = CU_LAUNCH(be, "norm_partial_kernel", norm_partial_kernel<T>, nb, NORM_THREADS, 0, partial, (const T *)x, n));
+    if (failed) return NAN;
+    if (CU_LAUNCH(be, "norm_final_kernel", norm_final_kernel, 1, NORM_THREADS, 0, partial, nb)) return NAN;
     double r = NAN; /* pageable destination: the copy is synchronous, nothing is allocated */
     if (CU_CHECK(be, cudaMemcpyAsync(&r, partial + nb, sizeof r, cudaMemcpyDeviceToHost, im->stream))) return NAN;
     if (CU_CHECK(be, cudaStreamSynchronize(im->stream))) return NAN;
@@ -4119,6 +4182,7 @@ static __device__ __forceinline__ void store_moment(__nv_bfloat16 *dst, float x,
 #define ADAMW_VEC 4
 template <typename T, typename M, int VEC>
 __global__ void adamw_kernel(T *param, float *master, const T *grad, M *m, M *v, size_t n, ngpt_adamw h) {
+    after_previous_kernel();
     ew_vectors<VEC>(n, [&](size_t i0, auto width) {
         constexpr int W = decltype(width)::value;
         const RowVec<T, W> gr = *(const RowVec<T, W> *)(grad + i0);
@@ -4157,22 +4221,21 @@ static void cu_adamw(ngpt_backend *be, void *param, float *master, const void *g
         cu_fail(be, NGPT_ERR_ARG, "cuda adamw: moments_dtype %d is not f32 or bf16", h->moments_dtype);
         return;
     }
-    cudaStream_t st = impl_of(be)->stream;
     /* ADAMW_VEC values a thread a turn (16 bytes of each f32 array) where every array is 16-byte aligned */
     const bool vec = aligned16(param, master, grad, m, v);
     const unsigned nb = ew_blocks(vec ? n / ADAMW_VEC : n);
     if (h->moments_dtype == NGPT_DTYPE_F32) {
         DISPATCH_DTYPE(be->dtype, T, {
             auto *kernel = vec ? adamw_kernel<T, float, ADAMW_VEC> : adamw_kernel<T, float, 1>;
-            kernel<<<nb, EW_THREADS, 0, st>>>((T *)param, master, (const T *)grad, (float *)m, (float *)v, n, *h);
+            CU_LAUNCH(be, "adamw_kernel", kernel, nb, EW_THREADS, 0, (T *)param, master, (const T *)grad, (float *)m, (float *)v, n, *h);
         });
     } else {
         DISPATCH_DTYPE(be->dtype, T, {
             auto *kernel = vec ? adamw_kernel<T, __nv_bfloat16, ADAMW_VEC> : adamw_kernel<T, __nv_bfloat16, 1>;
-            kernel<<<nb, EW_THREADS, 0, st>>>((T *)param, master, (const T *)grad, (__nv_bfloat16 *)m, (__nv_bfloat16 *)v, n, *h);
+            CU_LAUNCH(be, "adamw_kernel", kernel, nb, EW_THREADS, 0, (T *)param, master, (const T *)grad, (__nv_bfloat16 *)m, (__nv_bfloat16 *)v, n,
+                      *h);
         });
     }
-    CU_LAUNCHED(be, "adamw_kernel");
 }
 
 /* ======================================================================================================
@@ -4238,6 +4301,20 @@ static int probe_device(int *device, int *cc, char *err, size_t errlen) {
                     major, minor, cudaGetErrorString(e), *cc);
     }
     return NGPT_OK;
+}
+
+/* Whether kernels are launched as programmatic dependents (after_previous_kernel): on compute capability 9.0 and
+ * newer, where the kernels were compiled for 9.0 or newer (the code that waits; kernels from older PTX, compiled
+ * by the driver, have no wait and run the usual way). NGPT_PDL=0: not, to compare. */
+static bool programmatic_launch_on(int cc) {
+    const char *env = getenv("NGPT_PDL");
+    if (cc < 90 || (env && !strcmp(env, "0"))) return false;
+    cudaFuncAttributes fa;
+    if (cudaFuncGetAttributes(&fa, fill_normal_kernel) != cudaSuccess) {
+        cudaGetLastError();
+        return false;
+    }
+    return fa.ptxVersion >= 90;
 }
 
 /* Whether every build of the TMA matmul (and of the wgmma attention kernels) starts with the registers its
@@ -4431,9 +4508,9 @@ int ngpt_cuda_describe(char *out, size_t outlen) {
     void *encoder = NULL;
     const int choice = matmul_choice(cc, &encoder);
     const int wgmma_attention = wgmma_attention_choice(tma_matmul_on(choice, prop.sharedMemPerBlockOptin));
-    return errf(out, outlen, NGPT_OK, "cuda: %s, sm_%d, %d SMs, %.1f GiB (%.1f GiB free), bf16 %s, 16-bit matmul %s, attention %s", prop.name,
-                cc, prop.multiProcessorCount, tb / 1073741824.0, fb / 1073741824.0, cc >= 80 ? "yes" : "no (fp16 with loss scaling)",
-                matmul_name(choice), wgmma_attention ? "wgmma at head size 64" : "mma.sync");
+    return errf(out, outlen, NGPT_OK, "cuda: %s, sm_%d, %d SMs, %.1f GiB (%.1f GiB free), bf16 %s, 16-bit matmul %s, attention %s, programmatic launches %s",
+                prop.name, cc, prop.multiProcessorCount, tb / 1073741824.0, fb / 1073741824.0, cc >= 80 ? "yes" : "no (fp16 with loss scaling)",
+                matmul_name(choice), wgmma_attention ? "wgmma at head size 64" : "mma.sync", programmatic_launch_on(cc) ? "on" : "off");
 }
 
 int ngpt_cuda_backend_create(ngpt_backend **out, int dtype, char *err, size_t errlen) {
@@ -4488,6 +4565,7 @@ int ngpt_cuda_backend_create(ngpt_backend **out, int dtype, char *err, size_t er
     im->loss_smem = !(loss_env && !strcmp(loss_env, "0"));
     const char *sync_env = getenv("NGPT_CUDA_SYNC");
     im->sync_each_launch = sync_env && !strcmp(sync_env, "1");
+    im->programmatic_launch = programmatic_launch_on(cc);
     int made = !CU_CHECK(be, cudaStreamCreateWithFlags(&im->stream, cudaStreamNonBlocking));
     for (int i = 0; i < NGPT_FENCES && made; i++)
         made = !CU_CHECK(be, cudaEventCreateWithFlags(&im->fences[i], cudaEventDisableTiming));

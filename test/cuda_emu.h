@@ -26,6 +26,11 @@
  *   mma.sync m16n8k16 (bf16, f16) and m16n8k8 (f16, the sm_75 path). ldmatrix rows and cp.async targets
  *   must be 16-byte aligned and inside the block's dynamic shared memory.
  * - __stcg: a plain store whose address must be aligned to the stored value's size (16 bytes for a uint4).
+ * - Programmatic dependent launches (cudaLaunchKernelEx with programmatic stream serialization, rewritten to
+ *   emu::launch_ex; sm_90 only): the blocks run after the previous launch's as any launch's do, and each
+ *   thread must run griddepcontrol.wait before the global accesses the emulator sees (cp.async, the copy
+ *   engine, __ldg, __stcg, prefetch) and before it ends; griddepcontrol.launch_dependents before the wait
+ *   fails too (nanogpt.cu's rule: at most two kernels in flight). Plain loads and stores are not seen.
  * - cp.async: the target reads as NaN from the copy's issue until the issuing thread's wait_group lets the
  *   copy land, so reading a tile before its wait (or before the barrier after it), and refilling a buffer
  *   another warp still reads, both give NaN, which the tests catch.
@@ -149,6 +154,7 @@ struct Thread {
     long wg_issued, wg_committed; /* wgmma instructions and groups this thread has issued and committed */
     long wg_released;             /* its groups [0, wg_released) it has waited for: their A registers hold their values again */
     bool wg_fenced;               /* it has run wgmma.fence since its last wgmma.wait_group (or its start) */
+    bool grid_waited;             /* it has run griddepcontrol.wait */
     int regs;                     /* registers it holds (setmaxnreg) */
     std::vector<size_t> unfenced; /* sm_90: 16-byte chunks its cp.async wrote since its last fence.proxy.async */
     std::vector<BulkStore> bulk;  /* its copy-engine stores whose shared memory it has not waited to be read */
@@ -217,6 +223,8 @@ struct Block {
     unsigned char *smem; /* dynamic shared memory: smem_bytes, ending at a guard page */
     size_t smem_bytes;
     const char *kernel;
+    bool programmatic; /* launched as a programmatic dependent (cudaLaunchKernelEx, ProgrammaticStreamSerialization): its
+                        * threads must run griddepcontrol.wait before touching global memory */
     void (*body)(void *);
     void *body_arg;
     int failed;
@@ -272,9 +280,12 @@ static void complete_copies(Thread &t, long keep_groups);
 static void barrier_check();
 static void wgmma_check_ended();
 static void bulk_check_ended();
+static void block_fail(const char *fmt, ...);
 static void thread_main() {
     for (;;) {
         blk.body(blk.body_arg);
+        if (blk.programmatic && !cur->grid_waited)
+            block_fail("ended without griddepcontrol.wait in a programmatic launch (each thread waits: the launch overlaps the previous kernel)");
         complete_copies(*cur, 0); /* copies nobody waited for land when the thread ends */
         wgmma_check_ended();
         bulk_check_ended();
@@ -352,6 +363,7 @@ static void run_block() {
         t.committed = 0;
         t.wg_issued = t.wg_committed = t.wg_released = 0;
         t.wg_fenced = false;
+        t.grid_waited = false;
         t.regs = EMU_REGS;
         t.unfenced.clear();
         t.bulk.clear();
@@ -412,9 +424,13 @@ template <class F> static void call_body(void *f) { (*(F *)f)(); }
 
 /* the kernel k names, or a pointer k holds (a launch through a variable): the key of its cudaFuncSetAttribute */
 template <class F> static const void *kernel_address(F *k) { return (const void *)k; }
-/* k<<<grid, block, smem, stream>>>(args) as emu::launch("k", emu::kernel_address(k), [&]() { k(args); }, grid, block, smem, stream) */
+/* k<<<grid, block, smem, stream>>>(args) as emu::launch("k", emu::kernel_address(k), [&]() { k(args); }, grid, block, smem, stream);
+ * programmatic: a programmatic dependent launch (launch_ex). The blocks run after the previous launch's as any
+ * launch's do; what is checked is that each thread waits (griddepcontrol.wait) before its first global access
+ * that the emulator sees (cp.async, the copy engine, __ldg, __stcg) and before it ends. */
 template <class F>
-static void launch(const char *name, const void *kernel, F &&body, dim3 grid, dim3 block, size_t smem = 0, cudaStream_t stream = 0) {
+static void launch(const char *name, const void *kernel, F &&body, dim3 grid, dim3 block, size_t smem = 0, cudaStream_t stream = 0,
+                   bool programmatic = false) {
     (void)stream;
     if (sticky != cudaSuccess) return; /* the context is dead after a fault */
     unsigned long long n = (unsigned long long)block.x * block.y * block.z;
@@ -430,6 +446,7 @@ static void launch(const char *name, const void *kernel, F &&body, dim3 grid, di
     }
     typedef typename std::remove_reference<F>::type Body;
     blk.kernel = name;
+    blk.programmatic = programmatic;
     blk.body = call_body<Body>;
     blk.body_arg = (void *)&body;
     blk.dim = block;
@@ -450,7 +467,40 @@ static void launch(const char *name, const void *kernel, F &&body, dim3 grid, di
             }
 }
 
+/* cudaLaunchKernelEx(&cfg, k, args...) as emu::launch_ex("what", &cfg, k, args...): the attributes the emulator knows are
+ * ProgrammaticStreamSerialization's (a programmatic launch); any other fails the launch */
+template <class... Param, class... Arg>
+static cudaError_t launch_ex(const char *name, const cudaLaunchConfig_t *cfg, void (*kernel)(Param...), Arg... args) {
+    bool programmatic = false;
+    for (unsigned i = 0; i < cfg->numAttrs; i++) {
+        if (cfg->attrs[i].id != cudaLaunchAttributeProgrammaticStreamSerialization) {
+            fail(cudaErrorInvalidValue, "%s: launch attribute %d, which the emulator does not know", name, (int)cfg->attrs[i].id);
+            return cudaErrorInvalidValue;
+        }
+        programmatic = cfg->attrs[i].val.programmaticStreamSerializationAllowed != 0;
+    }
+    if (programmatic && EMU_CC < 90) {
+        fail(cudaErrorNotSupported, "%s: a programmatic dependent launch on compute capability %d (9.0 on)", name, EMU_CC);
+        return cudaErrorNotSupported;
+    }
+    launch(name, kernel_address(kernel), [&]() { kernel(args...); }, cfg->gridDim, cfg->blockDim, cfg->dynamicSmemBytes, cfg->stream, programmatic);
+    return cudaSuccess;
+}
+
 static void *dynamic_smem() { return blk.smem; }
+
+/* griddepcontrol: the wait (the launch's blocks run after the previous launch's here, so it only marks the
+ * thread), and launch_dependents, which nanogpt.cu's kernels run only after the wait (so at most two kernels
+ * are in flight): earlier fails */
+static void grid_dependency_wait() { cur->grid_waited = true; }
+static void grid_dependents_launch() {
+    if (!cur->grid_waited) block_fail("griddepcontrol.launch_dependents before griddepcontrol.wait");
+}
+/* a global access the emulator sees (what): in a programmatic launch, only after the thread's wait */
+static void global_access(const char *what) {
+    if (blk.programmatic && !cur->grid_waited)
+        block_fail("%s before griddepcontrol.wait in a programmatic launch: the previous kernel may still be running", what);
+}
 
 /* ---- barriers and warp-wide operations --------------------------------------------------------------- */
 static void syncthreads() {
@@ -674,8 +724,12 @@ static void complete_copies(Thread &t, long keep_groups) {
     t.copies.resize(kept);
 }
 /* prefetch.global.L2: a hint, with nothing to do here */
-static void prefetch_l2(const void *p) { (void)p; }
+static void prefetch_l2(const void *p) {
+    (void)p;
+    global_access("prefetch.global.L2");
+}
 static void cp_async16(void *smem, const void *gmem) {
+    global_access("cp.async");
     check_smem(smem, 16, "cp.async destination");
     if ((uintptr_t)gmem % 16) block_fail("cp.async source %p: not 16-byte aligned", gmem);
 #if EMU_CC >= 80
@@ -836,6 +890,7 @@ template <typename F> static void tma_box_elements(const TmaBox &b, int c0, int 
  * written with 128-byte swizzling; its bytes count against the barrier's transaction count when they land.
  * Until then the destination reads as NaN. */
 static void tma_load(void *dst, const CUtensorMap *map, int c0, int c1, uint64_t *bar) {
+    global_access("cp.async.bulk.tensor");
     const TmaBox b = tma_box(map, dst, "cp.async.bulk.tensor destination");
     Mbarrier &m = mbar_of(bar, "cp.async.bulk.tensor's mbarrier");
     if (!m.init_fenced)
@@ -857,6 +912,7 @@ static void tma_load(void *dst, const CUtensorMap *map, int c0, int c1, uint64_t
  * (so a lane's write still to come is missing from global memory) and compared at that wait (so a write in
  * between, into a box it may still be reading, fails the launch). */
 static void tma_store(const CUtensorMap *map, int c0, int c1, const void *src) {
+    global_access("cp.async.bulk.tensor (store)");
     const TmaBox b = tma_box(map, src, "cp.async.bulk.tensor (store) source");
     /* The warp's lanes write the box; each must have run fence.proxy.async since this thread's last bulk
      * group, else the copy engine may not see its writes (the emulator cannot see which plain stores went
@@ -1143,10 +1199,15 @@ static void setmaxnreg(int inc, int regs) {
 #define __syncwarp() emu::syncwarp()
 #define __shfl_xor_sync(mask, v, lane_mask) emu::shfl_xor((mask), (v), (lane_mask))
 #define __shfl_sync(mask, v, src_lane) emu::shfl_idx((mask), (v), (src_lane))
-#define __ldg(p) (*(p))
+template <typename V> static inline V emu_ldg(const V *p) {
+    emu::global_access("__ldg");
+    return *p;
+}
+#define __ldg(p) emu_ldg(p)
 /* a store with the L2-only hint: the store, its address aligned to the value's size as on a GPU (a 16-byte
  * vector's to 16) */
 template <typename V> static inline void emu_stcg(V *p, V v) {
+    emu::global_access("__stcg");
     if ((uintptr_t)p % sizeof(V)) emu::block_fail("__stcg of %zu bytes to %p, not aligned to them", sizeof(V), (void *)p);
     *p = v;
 }

@@ -17,7 +17,8 @@
 #                                           a mutant's build takes about 0.4 GB)
 #
 # The rewrite (perl, below): every launch `kernel<<<grid, block[, smem[, stream]]>>>(args)` becomes
-# `emu::launch("kernel", emu::kernel_address(kernel), [&]() { kernel(args); }, grid, block[, smem[, stream]])`,
+# `emu::launch("kernel", emu::kernel_address(kernel), [&]() { kernel(args); }, grid, block[, smem[, stream]])`
+# (the launch helper's, cu_launch_, named by its argument; its cudaLaunchKernelEx becomes emu::launch_ex),
 # each `extern __shared__ T name[];` a pointer to the block's dynamic shared memory, and the bodies of the
 # functions written in inline PTX (cp.async, ldmatrix, mma.sync, mbarriers, the copy engine, wgmma) and the
 # single PTX statements (fences, wgmma groups, setmaxnreg) calls of their emulations; the sm_90a guard
@@ -74,6 +75,8 @@ rewrite() {
         q{__device__ __forceinline__ void mma16816<__half>\(float \(&d\)\[4\], const uint32_t \(&a\)\[4\], uint32_t b0, uint32_t b1\)} =>
             q{emu::mma16816_f16(d, a, b0, b1);},
         q{static __device__ __forceinline__ void prefetch_l2\(const void \*p\)} => q{emu::prefetch_l2(p);},
+        q{static __device__ __forceinline__ void grid_dependency_wait\(\)} => q{emu::grid_dependency_wait();},
+        q{static __device__ __forceinline__ void grid_dependents_launch\(\)} => q{emu::grid_dependents_launch();},
         # sm_90a: mbarriers, the copy engine, wgmma
         q{static __device__ __forceinline__ void mbar_init\(uint64_t \*bar, unsigned count\)} => q{emu::mbar_init(bar, count);},
         q{static __device__ __forceinline__ void mbar_expect_bytes\(uint64_t \*bar, unsigned bytes\)} => q{emu::mbar_expect_bytes(bar, bytes);},
@@ -124,13 +127,22 @@ rewrite() {
         my $n = ($src =~ s/^((?:template <>\s*)?$h \{)\n.*?^\}\n/$1 $body{$h} }\n/msg);
         die "cuda_emu.sh: nanogpt.cu has no function matching /$h/ ($n found): update test/cuda_emu.sh\n" if $n != 1;
     }
+    # the launch helper (cu_launch_): both of its launches, named by its argument
+    for my $l ([q{kernel<<<grid, block, smem, im->stream>>>(args...)},
+                q{emu::launch(what, emu::kernel_address(kernel), [&]() { kernel(args...); }, grid, block, smem, im->stream)}],
+               [q{cudaLaunchKernelEx(&cfg, kernel, args...)}, q{emu::launch_ex(what, &cfg, kernel, args...)}]) {
+        my $n = ($src =~ s/\Q$l->[0]\E/$l->[1]/g);
+        die "cuda_emu.sh: nanogpt.cu has $n of `$l->[0]` (the launch helper: 1 expected): update test/cuda_emu.sh\n" if $n != 1;
+    }
+    die "cuda_emu.sh: nanogpt.cu launches through cudaLaunchKernelEx outside its launch helper: update test/cuda_emu.sh\n"
+        if $src =~ /\bcudaLaunchKernelEx\b/;
     my $shared = ($src =~ s/extern __shared__ (?:__align__\(\d+\) )?([\w ]+?) (\w+)\[\];/$1 *$2 = ($1 *)emu::dynamic_smem();/g);
     my $launches = ($src =~ s{\b([A-Za-z_]\w*(?:<[^;{}()]*?>)?)<<<(.*?)>>>(\((?:[^()]++|(?3))*\))}{emu::launch("$1", emu::kernel_address($1), [&]() { $1$3; }, $2)}gs);
-    die "cuda_emu.sh: no kernel launch found in nanogpt.cu\n" if !$launches;
+    die "cuda_emu.sh: no kernel launch found in nanogpt.cu\n" if !$launches && $src !~ /emu::launch\(what/;
     die "cuda_emu.sh: a launch was not rewritten\n" if $src =~ /<<</;
     die "cuda_emu.sh: inline PTX the emulator does not know: $1\n" if $src =~ /^(.*\basm\b.*)$/m;
     print $src;
-    print STDERR "rewrote $launches launches, $shared dynamic shared-memory arrays\n";
+    print STDERR "rewrote the launch helper and " . ($launches || 0) . " other launches, $shared dynamic shared-memory arrays\n";
 ' <"$1" >"$2"
 }
 if ! rewrite "$EMU_SRC" "$OUT/nanogpt_emu.cpp"; then
@@ -320,7 +332,7 @@ MUTANTS=(
     "layernorm forward's variance adds the vectors past the row|80||float v = 0;\n#pragma unroll\n    for (int j = 0; j < NV; j++)\n        if ((lane + 32 * j) * VEC < C)\n#pragma unroll|float v = 0;\n#pragma unroll\n    for (int j = 0; j < NV; j++)\n#pragma unroll"
     "layernorm backward's register kernel updates the vectors past the row|80||if (c >= C) continue;\n            const V wv = *(const V *)(w + c);\n#pragma unroll\n            for (int q|const V wv = *(const V *)(w + c);\n#pragma unroll\n            for (int q"
     "layernorm backward's reduction leaves out the last load of each turn|80||for (int i = 0; i < LN_REDUCE_LOADS; i++) s += v[i];|for (int i = 0; i < LN_REDUCE_LOADS - 1; i++) s += v[i];"
-    "layernorm backward's reduction leaves db out|80||layernorm_reduce_kernel<T><<<(unsigned)((2 * C + 31) / 32)|layernorm_reduce_kernel<T><<<(unsigned)((C + 31) / 32)"
+    "layernorm backward's reduction leaves db out|80||layernorm_reduce_kernel<T>, (unsigned)((2 * C + 31) / 32)|layernorm_reduce_kernel<T>, (unsigned)((C + 31) / 32)"
     "attention's rowsum of dO O adds two lanes of a row|80||for (int k = ROWDOT_LANES / 2; k > 0; k >>= 1)|for (int k = ROWDOT_LANES / 2; k > 1; k >>= 1)"
     "attention backward (mma.sync): dK, dV keep the keys after each query|80||const bool valid = (q < T_) & (kr <= q) & (kr < T_);|const bool valid = (q < T_) & (kr < T_);"
     "attention backward (mma.sync): dQ keeps the keys after each query|80||const bool valid = (q < T_) & (kk <= q) & (kk < T_);|const bool valid = (q < T_) & (kk < T_);"
@@ -392,6 +404,9 @@ MUTANTS=(
     "wgmma attention backward: dK, dV's kernel ends with its dS^T stores unwaited|90||if (lane == 0) bulk_wait_written(); /* the dS^T tiles are written|/* the dS^T tiles are written"
     "wgmma attention backward: dQ reads a later key block's dS^T tiles|90||fb_ds_tile(kb, nqt) + 2 * (m - kb)); /* (kb, query tile 2m) */|fb_ds_tile(kb, nqt) + 2 * m - kb);"
     "wgmma attention backward: a group of heads stores dS^T at the rows of its heads' place among all|90||const int ds_row0 = (int)(((long long)y * fb_ds_tiles(T_)|const int ds_row0 = (int)(((long long)bh * fb_ds_tiles(T_)"
+    "programmatic launch: the TMA matmul touches memory before its wait|90|--matmul-only|MmEpilogue<T> ep) {\n    after_previous_kernel();\n#ifdef NGPT_WGMMA_DEVICE\n    extern __shared__ __align__(1024) unsigned char tm_smem[];|MmEpilogue<T> ep) {\n#ifdef NGPT_WGMMA_DEVICE\n    extern __shared__ __align__(1024) unsigned char tm_smem[];"
+    "programmatic launch: AdamW never waits for the kernel before it|90||ngpt_adamw h) {\n    after_previous_kernel();|ngpt_adamw h) {"
+    "programmatic launch: every kernel lets the next one launch before its own wait|90|--matmul-only|    grid_dependency_wait();\n    grid_dependents_launch();|    grid_dependents_launch();\n    grid_dependency_wait();"
 )
 mutant() { # INDEX: builds and runs mutant INDEX on its emulated GPU, into $OUT/mutant_INDEX/
     local name cc args from to d=$OUT/mutant_$1 a envs=() flags=()

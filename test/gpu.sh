@@ -17,7 +17,7 @@
 # data/gpt2/{encoder.json,vocab.bpe} carried),
 # bench (nanogpt bench and tools/bench_torch_gpt2.py: end to end, every matmul shape (and the two with GELU fused), attention,
 # LayerNorm, GELU, the loss (and with each row read twice, NGPT_LOSS_SMEM=0), memory; the step with GELU as ops of
-# their own (NGPT_FUSE_GELU=0);
+# their own (NGPT_FUSE_GELU=0); on sm_90 on, the step with plain launches, not programmatic ones (NGPT_PDL=0);
 # sampling speed with 1 and 10 samples; on Hopper the older kernels and each variant knob against the default, the
 # attention without its warpgroups' turns and a block an item (not persistent), and the TMA kernel's ping-pong build,
 # per kernel and end to end, included).
@@ -38,7 +38,8 @@
 # memcheck and synccheck 15-16 s each, racecheck bf16 121 s (every kernel and variant), f16 26 s (its default
 # kernels alone), f32 86 s (2026-11-26). Added since (fortieth session, not yet timed): the ping-pong build
 # alone first (about 13 s a call) and its two op sweeps (about 35 s: the ops cap is now 330 s), one more bench
-# --kernels pass for it and one for the loss (about 15 s each), three more bench steps (about 10 s each).
+# --kernels pass for it and one for the loss (about 15 s each), three more bench steps (about 10 s each); forty-fourth
+# session, the 20-step bench with plain launches (about 15 s).
 # So it takes two calls:
 #   GPU_SH_CURVE=0 bash test/gpu.sh ops train capped bench      then      bash test/gpu.sh profile sanitize
 # (f32 racecheck starts only with its whole cap left, else SKIP; the curve: bash test/gpu.sh train)
@@ -535,6 +536,10 @@ if want bench && [ $BUILT = 0 ] && time_left "benchmarks" 150 bench; then
         # batch 12 x accumulation 1, as the PyTorch peer steps (until 2026-11-27 nanogpt ran nanoGPT's 12 x 40, one
         # AdamW step per 40 of the peer's: about 4% in nanogpt's favour by the fourth run's optimizer share)
         echo "== nanogpt bench"; timeout $(cap_time 120) "$BUILD/nanogpt" bench --device=cuda --steps=20 --warmup=3 --gradient_accumulation_steps=1
+        if "$BUILD/nanogpt" info 2>&1 | grep -q "programmatic launches on"; then # right after the default pass, so drift falls least
+            echo "== nanogpt bench, launches not programmatic"
+            NGPT_PDL=0 timeout $(cap_time 120) "$BUILD/nanogpt" bench --device=cuda --steps=20 --warmup=3 --gradient_accumulation_steps=1
+        fi
         echo "== nanogpt bench --kernels"; timeout $(cap_time 90) "$BUILD/nanogpt" bench --device=cuda --kernels
         echo "== nanogpt bench --kernels, loss rows read twice"
         NGPT_LOSS_SMEM=0 timeout $(cap_time 90) "$BUILD/nanogpt" bench --device=cuda --kernels
@@ -722,6 +727,13 @@ if want bench && [ $BUILT = 0 ] && time_left "benchmarks" 150 bench; then
     nofuse_tok=$(bench_value "$LOG/bench.log" "== nanogpt bench, GELU ops of their own" tokens_per_s)
     row "GELU fused vs its own op, end to end" "$(target "$(awk -v a="$ours_tok" -v b="$nofuse_tok" 'BEGIN{if (b > 0) printf "%.3f", a / b}')" 1.0)" \
         "${ours_tok:-none} vs ${nofuse_tok:-none} tokens/s (NGPT_FUSE_GELU=0; op by op: bench.log's two profiled steps)"
+    # kernels launched as programmatic dependents (each one's blocks placed while the one before drains, then waiting
+    # for it) against plain launches (NGPT_PDL=0), end to end: what a step's ~430 launch gaps cost
+    nopdl_tok=$(bench_value "$LOG/bench.log" "== nanogpt bench, launches not programmatic" tokens_per_s)
+    if [ -n "$nopdl_tok" ]; then
+        row "programmatic launches vs plain, end to end" "$(target "$(awk -v a="$ours_tok" -v b="$nopdl_tok" 'BEGIN{if (b > 0) printf "%.3f", a / b}')" 1.0)" \
+            "${ours_tok:-none} vs ${nopdl_tok} tokens/s (NGPT_PDL=0) ($(awk -v a="$ours_tok" -v b="$nopdl_tok" 'BEGIN{if (a > 0 && b > 0) printf "%.3fx", a / b}'))"
+    fi
     # the classifier in chunks of 4096 rows (three a step at batch 12) against the planner's 2048 (six): each chunk
     # reads and writes the whole weight gradient, and the speed model charges a chunk 370 rows' time
     chunk_tok=$(bench_value "$LOG/bench.log" "== nanogpt bench, logits chunk 4096" tokens_per_s)

@@ -1257,6 +1257,19 @@ int main(int argc, char **argv) {
     if (check_case_failed) check_failed++;
     else { check_passed++; printf("ok %s\n", check_case_name); }
 
+    /* kernels launched as programmatic dependents from compute capability 9.0 on, unless NGPT_PDL=0 (on the emulated
+     * sm_90 too: there its checks, that each kernel waits for the one before it, have launches to look at) */
+    check_case_name = "programmatic launches where the device has them";
+    check_case_failed = 0;
+    {
+        const char *pdl = getenv("NGPT_PDL");
+        const int want = tg_cc >= 90 && !(pdl && !strcmp(pdl, "0"));
+        CHECK(strstr(desc, want ? "programmatic launches on" : "programmatic launches off") != NULL, "want them %s (NGPT_PDL %s): %s",
+              want ? "on" : "off", pdl ? pdl : "unset", desc);
+    }
+    if (check_case_failed) check_failed++;
+    else { check_passed++; printf("ok %s\n", check_case_name); }
+
     if (ngpt_cpu_backend_create(&tg_cpu, 0, err, sizeof err)) { printf("FAIL cpu backend: %s\n", err); return 1; }
     ngpt_shape shape = {16, 1024, 1600, 25, 1, 50304, 1024};
     tg_cpu_cap = tg_small ? ((size_t)256 << 20) : ((size_t)3 << 30);

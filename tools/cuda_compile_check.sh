@@ -175,12 +175,31 @@ if [ -z "$frees" ]; then ok "$SRC frees only in cu_arena_free"; else fail "$SRC 
 # 3. A library never prints or exits.
 prints=$(grep -nE '(^|[^a-z_])(printf|fprintf|puts|fputs|perror|exit|abort)[[:space:]]*\(' "$SRC" | grep -v '^[0-9]*:[[:space:]]*/\?\*')
 if [ -z "$prints" ]; then ok "$SRC never prints or exits"; else fail "$SRC prints or exits" "$(echo "$prints" | head -n 5)"; fi
-# 4. Every launch is followed by a check of the last error.
+# 4. Every launch goes through CU_LAUNCH, which checks it: the launch helper's own two (<<< >>> and
+# cudaLaunchKernelEx) are the only launches written out.
 launches=$(count '<<<')
-checks=$(count 'CU_LAUNCHED(be, ')
-if [ "$checks" -ge "$launches" ]; then ok "$SRC checks its $launches launches"; else fail "$SRC launch checks" "$launches launches, $checks CU_LAUNCHED"; fi
+launches_ex=$(count 'cudaLaunchKernelEx(')
+if [ "$launches" = 1 ] && [ "$launches_ex" = 1 ]; then
+    ok "$SRC launches only through CU_LAUNCH, which checks each launch"
+else
+    fail "$SRC launches outside CU_LAUNCH" "<<< x$launches, cudaLaunchKernelEx( x$launches_ex (want 1 each: the helper's)"
+fi
+# 5. Every kernel starts with after_previous_kernel(): launched as a programmatic dependent (sm_90 on), a kernel
+# that did not wait would read what the kernel before it is still writing.
+kernels=$(count '__global__')
+unwaited=$(KERNELS="$kernels" perl -0777 -ne '
+    my $n = 0;
+    while (/(__global__\b(?:(?!;\s*\n)[\s\S])*?\)\s*\{)\n([^\n]*)/g) {
+        my ($head, $first) = ($1, $2);
+        $n++;
+        next if $first =~ /^\s*after_previous_kernel\(\);$/;
+        my @names = grep { $_ ne "__launch_bounds__" } $head =~ /(\w+)\s*\(/g;
+        print "$names[0] ";
+    }
+    print "(found $n of the kernels) " if $n != $ENV{KERNELS};' "$SRC")
+if [ -z "$unwaited" ]; then ok "$SRC: each of its $kernels kernels starts with after_previous_kernel()"; else fail "$SRC kernels without after_previous_kernel() first" "$unwaited"; fi
 
-# 5. Models of the wgmma kernels, no GPU needed: their shared-memory layouts agree with their descriptors,
+# 6. Models of the wgmma kernels, no GPU needed: their shared-memory layouts agree with their descriptors,
 # and the TMA kernel's mbarrier pipeline neither races nor deadlocks.
 PY=$(command -v python3 || true)
 for model in tools/wgmma_layout_check.py tools/tma_pipeline_model.py; do
