@@ -56,6 +56,8 @@ typedef struct {
     int tiles_down_columns;    /* NGPT_TILE_ORDER=m: every 16-bit matmul's tiles down the rows of a column (to compare); 0: the
                                 * order chosen per product (tiles_rows_first) */
     int splitk_most;           /* NGPT_SPLITK_MAX=1..8: at most that many split-K slices a product (to compare); 0: splitk_slices' rule */
+    int fused_dbias;           /* the TMA kernel sums a weight gradient's bias gradient from its own tiles (TmColsum; NGPT_DBIAS=separate:
+                                * bias_backward reads dout again, to compare) */
     int use_wgmma_attention;   /* attention at hs = 64 on the sm_90a wgmma kernels: with the TMA matmul, and their registers */
     int attn_turns;            /* their two consumer warpgroups take turns (WgTurns; NGPT_ATTN_TURNS=0: not, to compare) */
     int attn_persistent;       /* the wgmma forward, dK, dV and dQ kernels on one block an SM, each walking its work items
@@ -1866,6 +1868,20 @@ static_assert(TM_SMEM_BYTES <= 232448, "the TMA kernel asks for more shared memo
  * until the block's pool has them, so the pool the kernel starts with (TM_THREADS x its register count, 168
  * under its launch bounds) must cover both: checked at backend creation (tma_registers_ok), else the cp.async
  * kernel runs. */
+/* The bias gradient of a weight gradient's product (A MN-major: dout, K rows of M; dbias[m] is the sum of
+ * column m over k): summed from the A tiles the product loads anyway, by warp 1 of the producer warpgroup (idle
+ * otherwise), rather than by bias_backward reading dout from memory a second time (2 GB a step of GPT-2 124M
+ * at batch 12). The tiles of the first column of tiles (n0 = 0) hold every k of their rows, each once: for
+ * those the warp adds each stage's rows into one fp32 sum per column, in k order, before it releases the
+ * stage (the stages' "empty" barriers count its arrival too), and at the tile's end adds its sums into dbias,
+ * or, where the product is split along K, writes slice z's sums to partial[z M + m], which colsum_final_kernel
+ * adds in slice order.
+ * Each column's sum runs over k in the same order in the cooperative and the ping-pong kernels and at either
+ * tile width, so the bits do not depend on the kernel. dbias NULL: nothing summed. */
+template <typename T> struct TmColsum {
+    T *dbias;
+    float *partial; /* split-K: the slices' sums, splits x M floats; NULL otherwise */
+};
 #define TM_PRODUCER_REGS 40
 #define TM_CONSUMER_REGS 232
 #define TM_REGS_NEEDED (128 * TM_PRODUCER_REGS + 2 * 128 * TM_CONSUMER_REGS)
@@ -2058,6 +2074,49 @@ static __device__ __forceinline__ void tm_consume(const unsigned char *sA, const
     asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
     if (KT > 0) mbar_arrive(&empty[(it - 1) % STAGES]);
 }
+/* The bias-gradient warp (TmColsum): the block's tiles as its producer walks them (BM x BN, A's BM x 64 k
+ * tile at sA, A_STAGE bytes apart, in boxes of 64 columns x 64 k, 8 KB apart, rows of 128 bytes swizzled);
+ * lane l sums columns l (BM / 32) .. + BM / 32 - 1 of the tiles it sums and reads them 4 or 8 bytes at a time
+ * (a warp's loads of one k row: whole rows of the boxes, no bank conflicts). Rows and columns past the matrix
+ * arrive as zeros. */
+template <typename T, int BM, int BN, int STAGES, int A_STAGE>
+static __device__ __forceinline__ void tm_colsum(const TmColsum<T> &cs, const unsigned char *sA, uint64_t *full, uint64_t *empty, int M, int N,
+                                                 int K, int kps, int tiles, int rows_first) {
+    constexpr int CPL = BM / 32; /* columns a lane */
+    const int lane = threadIdx.x & 31, c0 = lane * CPL;
+    const int box = c0 / 64 * 8192, chunk = c0 % 64 / 8, within = c0 % 8 * (int)sizeof(T);
+    uint32_t it = 0; /* as the producer's */
+    for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+        const TmTile tl = tm_tile(t, M, N, K, kps, BM, BN, rows_first);
+        const bool sums = tl.n0 == 0;
+        float acc[CPL];
+#pragma unroll
+        for (int e = 0; e < CPL; e++) acc[e] = 0.0f;
+        for (int k = tl.kb; k < tl.kb + tl.klen; k += WG_BK, it++) {
+            const int s = it % STAGES;
+            mbar_wait(&full[s], (it / STAGES) & 1);
+            if (sums) {
+                const unsigned char *a = sA + s * A_STAGE + box + within;
+#pragma unroll 8
+                for (int r = 0; r < WG_BK; r++) {
+                    const RowVec<T, CPL> v = *(const RowVec<T, CPL> *)(a + r * 128 + ((chunk ^ (r & 7)) << 4));
+#pragma unroll
+                    for (int e = 0; e < CPL; e++) acc[e] += to_f(v.v[e]);
+                }
+            }
+            __syncwarp(); /* every lane's reads of the stage are done ... */
+            if (lane == 0) mbar_arrive(&empty[s]); /* ... so it may be refilled */
+        }
+        if (!sums) continue;
+#pragma unroll
+        for (int e = 0; e < CPL; e++) {
+            const int m = tl.m0 + c0 + e;
+            if (m >= M) break;
+            if (cs.partial) cs.partial[(size_t)tl.slice * M + m] = acc[e];
+            else cs.dbias[m] = from_f<T>(to_f(cs.dbias[m]) + acc[e]);
+        }
+    }
+}
 /* A consumer warp's 16 rows from row0 of tile tl, BN columns wide (d: wgmma's accumulator layout, as in the
  * cp.async kernel: d[4i], d[4i+1] at (row g, columns 8i + 2tq, +1), d[4i+2], d[4i+3] at row g + 8), written
  * straight from d where the tile is whole (`whole`: mm_direct_ok), else staged 32 columns at a time */
@@ -2081,16 +2140,20 @@ static __device__ __forceinline__ void tm_epilogue(const MmEpilogue<T> &ep, int 
 template <typename T, bool A_K, bool B_K, int EK, int BN>
 __global__ void __launch_bounds__(TM_THREADS, 1)
     matmul_tma_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB, const __grid_constant__ CUtensorMap tmOut,
-                      const __grid_constant__ CUtensorMap tmAux, int M, int N, int K, int kps, int tiles, int rows_first, MmEpilogue<T> ep) {
+                      const __grid_constant__ CUtensorMap tmAux, int M, int N, int K, int kps, int tiles, int rows_first, MmEpilogue<T> ep,
+                      TmColsum<T> cs) {
     after_previous_kernel();
 #ifdef NGPT_WGMMA_DEVICE
     extern __shared__ __align__(1024) unsigned char tm_smem[];
     unsigned char *base = smem_align1024(tm_smem);
     unsigned char *sA = base, *sB = base + TM_STAGES * TM_A_BYTES, *epi = sB + TM_STAGES * TM_B_BYTES; /* every part 1024-byte aligned */
     uint64_t *full = (uint64_t *)(epi + 8 * TM_WARP_EPI_BYTES), *empty = full + TM_STAGES;
-    tm_init_barriers(full, empty, TM_STAGES, 2 * 128); /* a stage is read by both consumer warpgroups */
+    const bool colsum = !A_K && cs.dbias; /* warp 1 sums the bias gradient (TmColsum) */
+    tm_init_barriers(full, empty, TM_STAGES, 2 * 128 + colsum); /* a stage is read by both consumer warpgroups (and that warp) */
     if (threadIdx.x < 128) {
         tm_producer<A_K, B_K, TM_BM, BN, TM_STAGES, TM_A_BYTES, TM_B_BYTES>(&tmA, &tmB, sA, sB, full, empty, M, N, K, kps, tiles, rows_first);
+        if constexpr (!A_K)
+            if (colsum && threadIdx.x >> 5 == 1) tm_colsum<T, TM_BM, BN, TM_STAGES, TM_A_BYTES>(cs, sA, full, empty, M, N, K, kps, tiles, rows_first);
         return;
     }
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(TM_CONSUMER_REGS));
@@ -2121,7 +2184,7 @@ __global__ void __launch_bounds__(TM_THREADS, 1)
     }
     if (lane == 0) bulk_wait_written(); /* the stores are written, and the block's shared memory outlives their reads of it */
 #else
-    (void)tmA; (void)tmB; (void)tmOut; (void)tmAux; (void)M; (void)N; (void)K; (void)kps; (void)tiles; (void)rows_first; (void)ep;
+    (void)tmA; (void)tmB; (void)tmOut; (void)tmAux; (void)M; (void)N; (void)K; (void)kps; (void)tiles; (void)rows_first; (void)ep; (void)cs;
 #endif
 }
 
@@ -2150,16 +2213,19 @@ template <typename T, bool A_K, bool B_K, int EK>
 __global__ void __launch_bounds__(TM_THREADS, 1)
     matmul_tma_pingpong_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB,
                                const __grid_constant__ CUtensorMap tmOut, const __grid_constant__ CUtensorMap tmAux, int M, int N, int K, int kps,
-                               int tiles, int rows_first, MmEpilogue<T> ep) {
+                               int tiles, int rows_first, MmEpilogue<T> ep, TmColsum<T> cs) {
     after_previous_kernel();
 #ifdef NGPT_WGMMA_DEVICE
     extern __shared__ __align__(1024) unsigned char tp_smem[];
     unsigned char *base = smem_align1024(tp_smem);
     unsigned char *sA = base, *sB = base + TP_STAGES * TP_A_BYTES, *epi = sB + TP_STAGES * TM_B_BYTES;
     uint64_t *full = (uint64_t *)(epi + 8 * TM_WARP_EPI_BYTES), *empty = full + TP_STAGES;
-    tm_init_barriers(full, empty, TP_STAGES, 128); /* a stage is read by one consumer warpgroup */
+    const bool colsum = !A_K && cs.dbias; /* as the cooperative kernel's */
+    tm_init_barriers(full, empty, TP_STAGES, 128 + colsum); /* a stage is read by one consumer warpgroup (and the bias-gradient warp) */
     if (threadIdx.x < 128) {
         tm_producer<A_K, B_K, TP_BM, TM_BN, TP_STAGES, TP_A_BYTES, TM_B_BYTES>(&tmA, &tmB, sA, sB, full, empty, M, N, K, kps, tiles, rows_first);
+        if constexpr (!A_K)
+            if (colsum && threadIdx.x >> 5 == 1) tm_colsum<T, TP_BM, TM_BN, TP_STAGES, TP_A_BYTES>(cs, sA, full, empty, M, N, K, kps, tiles, rows_first);
         return;
     }
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(TM_CONSUMER_REGS));
@@ -2196,7 +2262,7 @@ __global__ void __launch_bounds__(TM_THREADS, 1)
     }
     if (lane == 0) bulk_wait_written(); /* every store written before the block's shared memory goes */
 #else
-    (void)tmA; (void)tmB; (void)tmOut; (void)tmAux; (void)M; (void)N; (void)K; (void)kps; (void)tiles; (void)rows_first; (void)ep;
+    (void)tmA; (void)tmB; (void)tmOut; (void)tmAux; (void)M; (void)N; (void)K; (void)kps; (void)tiles; (void)rows_first; (void)ep; (void)cs;
 #endif
 }
 
@@ -2233,14 +2299,14 @@ static int tma_map(const CudaImpl *im, CUtensorMap *map, const T *p, size_t inne
  * direct path the other kinds never take): the cooperative kernel's of width BN, or (PINGPONG) the ping-pong one */
 template <typename T, bool A_K, bool B_K, int EK, int BN, bool PINGPONG>
 static void tma_launch(ngpt_backend *be, unsigned grid, const CUtensorMap &ma, const CUtensorMap &mb, const CUtensorMap &mo, const CUtensorMap &mx,
-                       int M, int N, int K, int kps, int tiles, int rows_first, const MmEpilogue<T> &ep) {
+                       int M, int N, int K, int kps, int tiles, int rows_first, const MmEpilogue<T> &ep, const TmColsum<T> &cs) {
     constexpr int built = mm_direct_kind<A_K, B_K>(EK) ? EK : EPI_PLAIN;
     if constexpr (PINGPONG) {
         CU_LAUNCH(be, "matmul_tma_pingpong_kernel", matmul_tma_pingpong_kernel<T, A_K, B_K, built>, grid, TM_THREADS, TP_SMEM_BYTES, ma, mb, mo, mx,
-                  M, N, K, kps, tiles, rows_first, ep);
+                  M, N, K, kps, tiles, rows_first, ep, cs);
     } else {
         CU_LAUNCH(be, "matmul_tma_kernel", matmul_tma_kernel<T, A_K, B_K, built, BN>, grid, TM_THREADS, TM_SMEM_BYTES, ma, mb, mo, mx, M, N, K, kps,
-                  tiles, rows_first, ep);
+                  tiles, rows_first, ep, cs);
     }
 }
 
@@ -2258,11 +2324,11 @@ static int tma_tile_n(const CudaImpl *im, int M, int N, int splits) {
     return cost(TM_BN_NARROW) < 0.9 * cost(TM_BN) ? TM_BN_NARROW : TM_BN;
 }
 
-/* The TMA kernel for this product (operands checked with vec_ok by the caller): 1 when launched, 0 when the
- * driver would not encode a tensor map for them (nothing happened) */
+/* The TMA kernel for this product (operands checked with vec_ok by the caller), with its bias gradient where
+ * cs.dbias is set: 1 when launched, 0 when the driver would not encode a tensor map for them (nothing happened) */
 template <typename T, bool A_K, bool B_K>
 static int gemm_tma(ngpt_backend *be, const T *A, const T *B, int M, int N, int K, size_t lda, size_t ldb, int splits, int kps,
-                    const MmEpilogue<T> &ep_in) {
+                    const MmEpilogue<T> &ep_in, const TmColsum<T> &cs) {
     CudaImpl *im = impl_of(be);
     const bool pingpong = im->tma_pingpong == TMA_PINGPONG_ALL ||
                           (im->tma_pingpong == TMA_PINGPONG_GELU && (ep_in.kind == EPI_GELU || ep_in.kind == EPI_DGELU));
@@ -2292,10 +2358,10 @@ static int gemm_tma(ngpt_backend *be, const T *A, const T *B, int M, int N, int 
     mm_launch_kind<A_K, B_K>(ep.kind, [&](auto ek) {
         constexpr int EK = decltype(ek)::value;
         const int rows_first = tiles_rows_first(im, (M + bm - 1) / bm, (N + bn - 1) / bn);
-        if (pingpong) tma_launch<T, A_K, B_K, EK, TM_BN, true>(be, grid, ma, mb, mo, mx, M, N, K, kps, (int)tiles, rows_first, ep);
+        if (pingpong) tma_launch<T, A_K, B_K, EK, TM_BN, true>(be, grid, ma, mb, mo, mx, M, N, K, kps, (int)tiles, rows_first, ep, cs);
         else if (bn == TM_BN_NARROW)
-            tma_launch<T, A_K, B_K, EK, TM_BN_NARROW, false>(be, grid, ma, mb, mo, mx, M, N, K, kps, (int)tiles, rows_first, ep);
-        else tma_launch<T, A_K, B_K, EK, TM_BN, false>(be, grid, ma, mb, mo, mx, M, N, K, kps, (int)tiles, rows_first, ep);
+            tma_launch<T, A_K, B_K, EK, TM_BN_NARROW, false>(be, grid, ma, mb, mo, mx, M, N, K, kps, (int)tiles, rows_first, ep, cs);
+        else tma_launch<T, A_K, B_K, EK, TM_BN, false>(be, grid, ma, mb, mo, mx, M, N, K, kps, (int)tiles, rows_first, ep, cs);
     });
     return 1;
 }
@@ -2346,84 +2412,6 @@ static int splitk_slices(ngpt_backend *be, int M, int N, int K, int bm, int bn, 
     return splits;
 }
 
-/* The three layouts the model uses: FWD (A k-contig, B k-contig), DINP (A k-contig, B n-contig), DW (A m-contig, B n-contig) */
-enum { MM_FWD, MM_DINP, MM_DW };
-#define GEMM_LAYOUTS(CALL_T)                                   \
-    switch (layout) {                                          \
-    case MM_FWD: CALL_T(true, true); break;                    \
-    case MM_DINP: CALL_T(true, false); break;                  \
-    default: CALL_T(false, false); break;                      \
-    }
-
-/* 16-bit products: on sm_90a the TMA kernel where the operands allow it, else the cp.async wgmma kernel;
- * elsewhere mma.sync. Split along K when that fills the GPU better (the slices in fp32 scratch, then
- * finished in order by splitk_reduce_kernel, epilogue included). Whether a product splits depends on its
- * shape and the kernel alone, never on its epilogue, so a fused product rounds as the separate one does. */
-template <typename T, bool A_K, bool B_K>
-static void gemm_16_layout(ngpt_backend *be, const T *A, const T *B, int M, int N, int K, size_t lda, size_t ldb, const MmEpilogue<T> &ep) {
-    CudaImpl *im = impl_of(be);
-    const int tma = im->use_tma && vec_ok(A, lda) && vec_ok(B, ldb);
-    /* the TMA kernel's 128x256 tiles are twice as few: up to 8 slices (the attention projection's weight
-     * gradient, 18 tiles for C = 768, fills 126 of 132 SMs with 7) */
-    const int rule_most = tma ? 8 : 4, most = im->splitk_most && im->splitk_most < rule_most ? im->splitk_most : rule_most;
-    int splits = tma ? splitk_slices(be, M, N, K, TM_BM, TM_BN, im->sm_count, most)
-                     : splitk_slices(be, M, N, K, 128, 128, (long long)im->sm_count * im->mm_blocks_per_sm, most);
-    int kps = 0;
-    if (splits > 1) {
-        kps = ((K + splits - 1) / splits + 63) / 64 * 64; /* whole 64-wide k tiles per slice */
-        splits = (K + kps - 1) / kps;
-    }
-    if (splits < 2) {
-        splits = 1;
-        kps = 0;
-    }
-    MmEpilogue<T> ep1 = ep;
-    if (kps) ep1.partial = (float *)im->scratch;
-    if (!(tma && gemm_tma<T, A_K, B_K>(be, A, B, M, N, K, lda, ldb, splits, kps, ep1)))
-        (im->use_wgmma ? gemm_wgmma<T, A_K, B_K> : gemm_tc<T, A_K, B_K>)(be, A, B, M, N, K, lda, ldb, splits, kps, ep1);
-    if (kps && be->status == NGPT_OK) {
-        size_t MN = (size_t)M * N;
-        CU_LAUNCH(be, "splitk_reduce_kernel", splitk_reduce_kernel<T>, (unsigned)((MN + 256 * SPLITK_VEC - 1) / (256 * SPLITK_VEC)), 256, 0, ep1, M,
-                  N, splits);
-    }
-}
-template <typename T>
-static void gemm_16(ngpt_backend *be, int layout, const T *A, const T *B, int M, int N, int K, size_t lda, size_t ldb, const MmEpilogue<T> &ep) {
-#define CALL_16(AK, BK) gemm_16_layout<T, AK, BK>(be, A, B, M, N, K, lda, ldb, ep)
-    GEMM_LAYOUTS(CALL_16)
-#undef CALL_16
-}
-
-/* out (M,N, row stride ldc) = A B [+ bias] [+= old out], then the epilogue kind (EPI_GELU: aux = gelu(out);
- * EPI_DGELU: out *= gelu'(aux); EPI_RESIDUAL: out = aux + out). F32 runs the SIMT kernel and the separate op
- * after it (the same results). */
-static void gemm(ngpt_backend *be, int layout, void *out, const void *A, const void *B, const void *bias, int M, int N, int K, size_t lda,
-                 size_t ldb, size_t ldc, int accumulate, int kind = EPI_PLAIN, void *aux = NULL) {
-    if (M <= 0 || N <= 0) return;
-    const int tile_n = be->dtype == NGPT_DTYPE_F32 ? SM_TILE : MM_BN; /* the narrowest tiles of the kernels gridded on N */
-    if ((unsigned)((N + tile_n - 1) / tile_n) > 65535u) {
-        cu_fail(be, NGPT_ERR_ARG, "cuda matmul: N = %d is too large for one launch (at most %d)", N, 65535 * tile_n);
-        return;
-    }
-    if (be->dtype == NGPT_DTYPE_F32) {
-#define CALL_SIMT(AK, BK) \
-    gemm_simt<AK, BK>(be, (float *)out, (const float *)A, (const float *)B, (const float *)bias, M, N, K, lda, ldb, ldc, accumulate)
-        GEMM_LAYOUTS(CALL_SIMT)
-#undef CALL_SIMT
-        if (kind != EPI_PLAIN && ldc != (size_t)N) cu_fail(be, NGPT_ERR_ARG, "cuda matmul: a fused epilogue needs a dense output");
-        else if (kind == EPI_GELU) cu_gelu_forward(be, aux, out, (size_t)M * N);
-        else if (kind == EPI_DGELU) cu_gelu_backward(be, out, aux, out, (size_t)M * N);
-        else if (kind == EPI_RESIDUAL) cu_residual_forward(be, out, aux, out, (size_t)M * N);
-    } else if (be->dtype == NGPT_DTYPE_BF16) {
-        typedef __nv_bfloat16 T;
-        gemm_16<T>(be, layout, (const T *)A, (const T *)B, M, N, K, lda, ldb, MmEpilogue<T>{(T *)out, ldc, (const T *)bias, accumulate, kind, (T *)aux, NULL, 0});
-    } else {
-        typedef __half T;
-        gemm_16<T>(be, layout, (const T *)A, (const T *)B, M, N, K, lda, ldb, MmEpilogue<T>{(T *)out, ldc, (const T *)bias, accumulate, kind, (T *)aux, NULL, 0});
-    }
-}
-#undef GEMM_LAYOUTS
-
 /* dbias: block (x: 32 columns, y: row group) -> partial[group][col]; 8 warps take rows in turn and their sums
  * are added in warp order. Then one thread per column adds the groups in order. */
 template <typename T> __global__ void colsum_partial_kernel(float *partial, const T *x, int N, int OC, int rows_per_group) {
@@ -2472,6 +2460,107 @@ static void bias_backward(ngpt_backend *be, void *dbias, const void *dout, int N
     if (failed) return;
     DISPATCH_DTYPE(be->dtype, T, CU_LAUNCH(be, "colsum_final_kernel", colsum_final_kernel<T>, (OC + 255) / 256, 256, 0, (T *)dbias, partial, OC, G));
 }
+
+/* The three layouts the model uses: FWD (A k-contig, B k-contig), DINP (A k-contig, B n-contig), DW (A m-contig, B n-contig) */
+enum { MM_FWD, MM_DINP, MM_DW };
+#define GEMM_LAYOUTS(CALL_T)                                   \
+    switch (layout) {                                          \
+    case MM_FWD: CALL_T(true, true); break;                    \
+    case MM_DINP: CALL_T(true, false); break;                  \
+    default: CALL_T(false, false); break;                      \
+    }
+
+/* 16-bit products: on sm_90a the TMA kernel where the operands allow it, else the cp.async wgmma kernel;
+ * elsewhere mma.sync. Split along K when that fills the GPU better (the slices in fp32 scratch, then
+ * finished in order by splitk_reduce_kernel, epilogue included). Whether a product splits depends on its
+ * shape and the kernel alone, never on its epilogue, so a fused product rounds as the separate one does.
+ * dbias (a weight gradient's, DW: A is dout, lda = M): += A's column sums, by the TMA kernel from its own
+ * tiles (TmColsum; a split product's slices' sums in the scratch after the slices, where they fit), else
+ * by bias_backward. */
+template <typename T, bool A_K, bool B_K>
+static void gemm_16_layout(ngpt_backend *be, const T *A, const T *B, int M, int N, int K, size_t lda, size_t ldb, const MmEpilogue<T> &ep,
+                           T *dbias) {
+    CudaImpl *im = impl_of(be);
+    const int tma = im->use_tma && vec_ok(A, lda) && vec_ok(B, ldb);
+    /* the TMA kernel's 128x256 tiles are twice as few: up to 8 slices (the attention projection's weight
+     * gradient, 18 tiles for C = 768, fills 126 of 132 SMs with 7) */
+    const int rule_most = tma ? 8 : 4, most = im->splitk_most && im->splitk_most < rule_most ? im->splitk_most : rule_most;
+    int splits = tma ? splitk_slices(be, M, N, K, TM_BM, TM_BN, im->sm_count, most)
+                     : splitk_slices(be, M, N, K, 128, 128, (long long)im->sm_count * im->mm_blocks_per_sm, most);
+    int kps = 0;
+    if (splits > 1) {
+        kps = ((K + splits - 1) / splits + 63) / 64 * 64; /* whole 64-wide k tiles per slice */
+        splits = (K + kps - 1) / kps;
+    }
+    if (splits < 2) {
+        splits = 1;
+        kps = 0;
+    }
+    MmEpilogue<T> ep1 = ep;
+    if (kps) ep1.partial = (float *)im->scratch;
+    TmColsum<T> cs = {NULL, NULL};
+    if (dbias && !A_K && im->fused_dbias && (!kps || (size_t)splits * M * (N + 1) * sizeof(float) <= im->scratch_bytes))
+        cs = {dbias, kps ? ep1.partial + (size_t)splits * M * N : NULL};
+    const bool tma_ran = tma && gemm_tma<T, A_K, B_K>(be, A, B, M, N, K, lda, ldb, splits, kps, ep1, cs);
+    if (!tma_ran) (im->use_wgmma ? gemm_wgmma<T, A_K, B_K> : gemm_tc<T, A_K, B_K>)(be, A, B, M, N, K, lda, ldb, splits, kps, ep1);
+    if (kps && be->status == NGPT_OK) {
+        size_t MN = (size_t)M * N;
+        CU_LAUNCH(be, "splitk_reduce_kernel", splitk_reduce_kernel<T>, (unsigned)((MN + 256 * SPLITK_VEC - 1) / (256 * SPLITK_VEC)), 256, 0, ep1, M,
+                  N, splits);
+    }
+    if (!dbias || be->status != NGPT_OK) return;
+    if (!(tma_ran && cs.dbias)) bias_backward(be, dbias, A, K, M);
+    else if (cs.partial)
+        CU_LAUNCH(be, "colsum_final_kernel", colsum_final_kernel<T>, (unsigned)((M + 255) / 256), 256, 0, dbias, (const float *)cs.partial, M, splits);
+}
+template <typename T>
+static void gemm_16(ngpt_backend *be, int layout, const T *A, const T *B, int M, int N, int K, size_t lda, size_t ldb, const MmEpilogue<T> &ep,
+                    T *dbias) {
+#define CALL_16(AK, BK) gemm_16_layout<T, AK, BK>(be, A, B, M, N, K, lda, ldb, ep, dbias)
+    GEMM_LAYOUTS(CALL_16)
+#undef CALL_16
+}
+
+/* out (M,N, row stride ldc) = A B [+ bias] [+= old out], then the epilogue kind (EPI_GELU: aux = gelu(out);
+ * EPI_DGELU: out *= gelu'(aux); EPI_RESIDUAL: out = aux + out). F32 runs the SIMT kernel and the separate op
+ * after it (the same results). dbias (MM_DW only, A dense: lda = M): += the sums of A's columns over its K rows,
+ * the bias gradient (gemm_16_layout). */
+static void gemm(ngpt_backend *be, int layout, void *out, const void *A, const void *B, const void *bias, int M, int N, int K, size_t lda,
+                 size_t ldb, size_t ldc, int accumulate, int kind = EPI_PLAIN, void *aux = NULL, void *dbias = NULL) {
+    if (dbias && (layout != MM_DW || lda != (size_t)M)) {
+        cu_fail(be, NGPT_ERR_ARG, "cuda matmul: a bias gradient needs the weight gradient's layout and a dense dout");
+        return;
+    }
+    if (M <= 0 || N <= 0 || K <= 0 || be->dtype == NGPT_DTYPE_F32) {
+        if (dbias) bias_backward(be, dbias, A, K, M); /* the SIMT kernel's sums, or nothing to fuse with */
+        dbias = NULL;
+    }
+    if (M <= 0 || N <= 0) return;
+    const int tile_n = be->dtype == NGPT_DTYPE_F32 ? SM_TILE : MM_BN; /* the narrowest tiles of the kernels gridded on N */
+    if ((unsigned)((N + tile_n - 1) / tile_n) > 65535u) {
+        cu_fail(be, NGPT_ERR_ARG, "cuda matmul: N = %d is too large for one launch (at most %d)", N, 65535 * tile_n);
+        return;
+    }
+    if (be->dtype == NGPT_DTYPE_F32) {
+#define CALL_SIMT(AK, BK) \
+    gemm_simt<AK, BK>(be, (float *)out, (const float *)A, (const float *)B, (const float *)bias, M, N, K, lda, ldb, ldc, accumulate)
+        GEMM_LAYOUTS(CALL_SIMT)
+#undef CALL_SIMT
+        if (kind != EPI_PLAIN && ldc != (size_t)N) cu_fail(be, NGPT_ERR_ARG, "cuda matmul: a fused epilogue needs a dense output");
+        else if (kind == EPI_GELU) cu_gelu_forward(be, aux, out, (size_t)M * N);
+        else if (kind == EPI_DGELU) cu_gelu_backward(be, out, aux, out, (size_t)M * N);
+        else if (kind == EPI_RESIDUAL) cu_residual_forward(be, out, aux, out, (size_t)M * N);
+    } else if (be->dtype == NGPT_DTYPE_BF16) {
+        typedef __nv_bfloat16 T;
+        gemm_16<T>(be, layout, (const T *)A, (const T *)B, M, N, K, lda, ldb, MmEpilogue<T>{(T *)out, ldc, (const T *)bias, accumulate, kind, (T *)aux, NULL, 0},
+                   (T *)dbias);
+    } else {
+        typedef __half T;
+        gemm_16<T>(be, layout, (const T *)A, (const T *)B, M, N, K, lda, ldb, MmEpilogue<T>{(T *)out, ldc, (const T *)bias, accumulate, kind, (T *)aux, NULL, 0},
+                   (T *)dbias);
+    }
+}
+#undef GEMM_LAYOUTS
 
 /* out (N,OC) = bias + inp (N,C) . w^T for a few rows (decoding: one row per sample), where a 128-row tile
  * would leave the GPU nearly idle (GPT-2's 768 outputs are 6 tiles). One warp per output column reads its
@@ -2546,8 +2635,8 @@ static void cu_matmul_forward_residual(ngpt_backend *be, void *out, const void *
 static void matmul_backward_with(ngpt_backend *be, void *dinp, void *dw, void *dbias, const void *dout, const void *inp, const void *w, int N,
                                  int C, int OC, int kind, const void *pre) {
     if (dinp) gemm(be, MM_DINP, dinp, dout, w, NULL, N, C, OC, (size_t)OC, (size_t)C, (size_t)C, 0, kind, (void *)pre);
-    if (dw) gemm(be, MM_DW, dw, dout, inp, NULL, OC, C, N, (size_t)OC, (size_t)C, (size_t)C, 1);
-    if (dbias) bias_backward(be, dbias, dout, N, OC);
+    if (dw) gemm(be, MM_DW, dw, dout, inp, NULL, OC, C, N, (size_t)OC, (size_t)C, (size_t)C, 1, EPI_PLAIN, NULL, dbias); /* dbias with it */
+    else if (dbias) bias_backward(be, dbias, dout, N, OC);
 }
 static void cu_matmul_backward(ngpt_backend *be, void *dinp, void *dw, void *dbias, const void *dout, const void *inp, const void *w, int N, int C,
                                int OC) {
@@ -4561,6 +4650,8 @@ int ngpt_cuda_backend_create(ngpt_backend **out, int dtype, char *err, size_t er
     im->tiles_down_columns = order_env && !strcmp(order_env, "m");
     const char *splitk_env = getenv("NGPT_SPLITK_MAX"); /* "1" .. "8": at most that many split-K slices, to compare ("1": none) */
     im->splitk_most = splitk_env && splitk_env[0] >= '1' && splitk_env[0] <= '8' && !splitk_env[1] ? splitk_env[0] - '0' : 0;
+    const char *dbias_env = getenv("NGPT_DBIAS"); /* "separate": every bias gradient by bias_backward, to compare */
+    im->fused_dbias = !(dbias_env && !strcmp(dbias_env, "separate"));
     const char *loss_env = getenv("NGPT_LOSS_SMEM"); /* "0": the loss reads each row from global memory in both passes, to compare */
     im->loss_smem = !(loss_env && !strcmp(loss_env, "0"));
     const char *sync_env = getenv("NGPT_CUDA_SYNC");

@@ -39,7 +39,8 @@
  *   48 KiB only up to what cudaFuncSetAttribute allowed that kernel, as on a GPU.
  * - sm_90 (EMU_CC 90): dynamic shared memory starts at a shared address that is 16-byte aligned and no more.
  *   mbarriers count arrivals and transaction bytes per phase and complete as the PTX ISA says (an overwritten
- *   or uninitialised one, or one arrival too many, fails the launch). The copy engine (cp.async.bulk.tensor
+ *   or uninitialised one, one arrival too many, or a block that ends with a phase part done, as when a
+ *   count is not the arrivals each phase gets, fails the launch). The copy engine (cp.async.bulk.tensor
  *   2-D, from maps the emulated cuTensorMapEncodeTiled checked and wrote) fills boxes with zeros out of
  *   bounds and 128-byte swizzling on shared addresses; its target reads as NaN until the copy lands, which
  *   is as late as may be: one copy at a time, only while a thread waits on its barrier. Its stores (shared to
@@ -395,6 +396,16 @@ static void run_block() {
                     blk.failed = 1;
                     fail(cudaErrorLaunchFailure, "%s, block (%u,%u,%u): named barrier %d: %d of its %d threads arrived and the block ended", blk.kernel,
                          blk.idx.x, blk.idx.y, blk.idx.z, id, blk.named[id].arrived, blk.named[id].threads);
+                    return;
+                }
+            for (const Mbarrier &m : blk.mbars) /* a count that is not the arrivals a phase gets shows as a phase left part done */
+                if (m.pending != m.expected || m.tx != 0) {
+                    blk.failed = 1;
+                    fail(cudaErrorLaunchFailure,
+                         "%s, block (%u,%u,%u): the mbarrier at shared offset %ld ended with a phase part done (%d of its %d arrivals, %ld "
+                         "transaction bytes still to come): its count is not the arrivals each phase gets",
+                         blk.kernel, blk.idx.x, blk.idx.y, blk.idx.z, (long)((unsigned char *)m.addr - blk.smem), m.expected - m.pending,
+                         m.expected, m.tx);
                     return;
                 }
             return;

@@ -18,6 +18,7 @@
 # bench (nanogpt bench and tools/bench_torch_gpt2.py: end to end, every matmul shape (and the two with GELU fused), attention,
 # LayerNorm, GELU, the loss (and with each row read twice, NGPT_LOSS_SMEM=0), memory; the step with GELU as ops of
 # their own (NGPT_FUSE_GELU=0); on sm_90 on, the step with plain launches, not programmatic ones (NGPT_PDL=0);
+# where the TMA matmul runs, the step with the bias gradients summed apart from the weight gradients (NGPT_DBIAS=separate);
 # sampling speed with 1 and 10 samples; on Hopper the older kernels and each variant knob against the default, the
 # attention without its warpgroups' turns and a block an item (not persistent), and the TMA kernel's ping-pong build,
 # per kernel and end to end, included).
@@ -540,6 +541,10 @@ if want bench && [ $BUILT = 0 ] && time_left "benchmarks" 150 bench; then
             echo "== nanogpt bench, launches not programmatic"
             NGPT_PDL=0 timeout $(cap_time 120) "$BUILD/nanogpt" bench --device=cuda --steps=20 --warmup=3 --gradient_accumulation_steps=1
         fi
+        if "$BUILD/nanogpt" info 2>&1 | grep -q "matmul wgmma+tma"; then # the TMA kernel sums the bias gradients from its tiles
+            echo "== nanogpt bench, bias gradients separate"
+            NGPT_DBIAS=separate timeout $(cap_time 120) "$BUILD/nanogpt" bench --device=cuda --steps=20 --warmup=3 --gradient_accumulation_steps=1
+        fi
         echo "== nanogpt bench --kernels"; timeout $(cap_time 90) "$BUILD/nanogpt" bench --device=cuda --kernels
         echo "== nanogpt bench --kernels, loss rows read twice"
         NGPT_LOSS_SMEM=0 timeout $(cap_time 90) "$BUILD/nanogpt" bench --device=cuda --kernels
@@ -733,6 +738,13 @@ if want bench && [ $BUILT = 0 ] && time_left "benchmarks" 150 bench; then
     if [ -n "$nopdl_tok" ]; then
         row "programmatic launches vs plain, end to end" "$(target "$(awk -v a="$ours_tok" -v b="$nopdl_tok" 'BEGIN{if (b > 0) printf "%.3f", a / b}')" 1.0)" \
             "${ours_tok:-none} vs ${nopdl_tok} tokens/s (NGPT_PDL=0) ($(awk -v a="$ours_tok" -v b="$nopdl_tok" 'BEGIN{if (a > 0 && b > 0) printf "%.3fx", a / b}'))"
+    fi
+    # the weight gradients' TMA kernel summing the bias gradients from its own tiles against bias_backward reading dout
+    # again (NGPT_DBIAS=separate), end to end
+    sepdb_tok=$(bench_value "$LOG/bench.log" "== nanogpt bench, bias gradients separate" tokens_per_s)
+    if [ -n "$sepdb_tok" ]; then
+        row "bias gradients fused vs separate, end to end" "$(target "$(awk -v a="$ours_tok" -v b="$sepdb_tok" 'BEGIN{if (b > 0) printf "%.3f", a / b}')" 1.0)" \
+            "${ours_tok:-none} vs ${sepdb_tok} tokens/s (NGPT_DBIAS=separate) ($(awk -v a="$ours_tok" -v b="$sepdb_tok" 'BEGIN{if (a > 0 && b > 0) printf "%.3fx", a / b}'))"
     fi
     # the classifier in chunks of 4096 rows (three a step at batch 12) against the planner's 2048 (six): each chunk
     # reads and writes the whole weight gradient, and the speed model charges a chunk 370 rows' time

@@ -1074,6 +1074,10 @@ static void tg_matmul_sweep(void) {
     /* the weight gradient straight from the accumulators, adding the old values (mm_direct_acc): 512 x 512 with
      * K = 300, 256 wide on the TMA kernel (192 under NGPT_TILE_N, an edge tile beside), 16 mma.sync tiles */
     t_matmul(300, 512, 512, 1);
+    /* the weight gradient's bias gradient summed by the TMA kernel (TmColsum) from the tiles of its first column
+     * only: 600 x 520 in 15 tiles on the emulator's 8 SMs, so blocks take a tile it sums and one it does not, in
+     * either order (block 1: columns 256.. first, then a first-column tile), K = 200 (a partial k tile) */
+    t_matmul(200, 520, 600, 1);
     /* split-K slices of whole tiles straight from the accumulators (mm_slice_direct), two slices each: the weight
      * gradient (256 x 512, K = 2100), the input gradient (128 x 512, K = 2100, as the classifier's, whose K is the
      * vocabulary; 192 wide on the TMA kernel, an edge tile staged beside), and the residual projection's forward
