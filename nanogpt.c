@@ -10297,7 +10297,8 @@ static int cmp_doubles(const void *a, const void *b) {
 
 /* Kernel timings at the model's own shapes, in the AdamW moments (zeroed again after): each linear layer's
  * three products (the forward, the input gradient and the weight gradient, each alone; fc's forward and the MLP
- * projection's input gradient also with GELU fused, as the step runs them), the classifier's over
+ * projection's input gradient also with GELU fused, as the step runs them; the weight gradient again with its
+ * bias gradient, as the step runs it), the classifier's over
  * one planned chunk, attention forward and backward over one micro-batch, LayerNorm forward and backward, GELU
  * forward and backward as ops of their own, the loss over one chunk. Each the fastest of repeated calls
  * (time_best). */
@@ -10305,7 +10306,7 @@ typedef struct {
     char name[40];
     double flops, bytes, seconds; /* a product or attention: its FLOPs; a memory-bound op: the bytes it must move at least */
 } KernelTime;
-enum { N_KERNEL_TIMES = 24 };
+enum { N_KERNEL_TIMES = 28 };
 
 /* The fastest of repeated runs after a warm-up run: at least 5, and on until 0.2 s have passed (at most 200),
  * so that a shared machine's quiet moments are found (a peak measured in a busy one made MFU exceed 100%). */
@@ -10328,14 +10329,14 @@ typedef struct {
     char *pre; /* a product with GELU fused (matmul_forward_gelu's act, matmul_backward_gelu's pre); NULL for a plain one */
     float *lse;
     int N, C, OC, B, T, NH, backward;
-    char *bias, *dbias; /* LayerNorm's */
+    char *bias, *dbias; /* LayerNorm's; dbias also a weight gradient's bias gradient */
     int32_t *targets;   /* the loss's */
 } KernelCall;
 static void kernel_matmul(void *arg) {
     KernelCall *k = (KernelCall *)arg;
     if (k->pre && k->backward) k->be->matmul_backward_gelu(k->be, k->dx, k->dw, NULL, k->y, k->x, k->w, k->pre, k->N, k->C, k->OC);
     else if (k->pre) k->be->matmul_forward_gelu(k->be, k->y, k->pre, k->x, k->w, NULL, k->N, k->C, k->OC);
-    else if (k->backward) k->be->matmul_backward(k->be, k->dx, k->dw, NULL, k->y, k->x, k->w, k->N, k->C, k->OC);
+    else if (k->backward) k->be->matmul_backward(k->be, k->dx, k->dw, k->dbias, k->y, k->x, k->w, k->N, k->C, k->OC);
     else k->be->matmul_forward(k->be, k->y, k->x, k->w, NULL, k->N, k->C, k->OC);
 }
 static void kernel_attention(void *arg) {
@@ -10439,24 +10440,33 @@ CLI_USED static int bench_kernels(ngpt_trainer *tr, KernelTime out[N_KERNEL_TIME
         /* the backward's two products, each alone; then, where the backend fuses GELU into a product and the room
          * holds its other N x 4C operand, that product again fused, as the step runs it: fc's forward (which also
          * writes GELU of its output) and the MLP projection's input gradient (times GELU's derivative at the
-         * forward's input) */
+         * forward's input); then a layer's weight gradient with its bias gradient (dout's column sums: a
+         * reduction of its own, or on the TMA matmul summed from the tiles the product loads) */
         static const char *const products[3] = {"fwd", "dinp", "dweight"};
         int gelu_product = !strcmp(lin[i].name, "fc") ? 0 : !strcmp(lin[i].name, "mlp proj") ? 1 : -1;
         if ((gelu_product == 0 && !be->matmul_forward_gelu) || (gelu_product == 1 && !be->matmul_backward_gelu))
             gelu_product = -1; /* the backend has not fused it: the step runs the ops one by one */
         const size_t npre = gelu_product == 0 ? ny : nx;
-        const int nprod = gelu_product >= 0 && (2 * nx + 2 * nw + ny + npre) * a <= room ? 4 : 3;
+        const int has_gelu = gelu_product >= 0 && (2 * nx + 2 * nw + ny + npre) * a <= room;
+        const int has_bias = strcmp(lin[i].name, "classifier chunk") && (2 * nx + 2 * nw + ny + (size_t)lin[i].OC) * a <= room; /* the classifier has none */
+        const int nprod = 3 + has_gelu + has_bias;
         for (int pr = 0; pr < nprod; pr++, n++) {
-            const int fused = pr == 3, backward = fused ? gelu_product : pr > 0;
+            const int fused = pr == 3 && has_gelu, with_bias = pr == nprod - 1 && has_bias, backward = fused ? gelu_product : pr > 0;
             if (pr == 1) bench_fill_random(tr, k.y, ny, k.dx, nx * a, 600000000); /* dout: the forward wrote y */
             if (fused) {
                 k.pre = tr->m + (2 * nx + 2 * nw + ny) * a;
                 if (backward) bench_fill_random(tr, k.pre, npre, dx, nx * a, 700000000); /* GELU's input; dx the draws' scratch */
             }
+            if (with_bias) { /* GELU's operand is done with: its room holds the bias gradient */
+                k.pre = NULL;
+                k.dbias = tr->m + (2 * nx + 2 * nw + ny) * a;
+                be->zero(be, k.dbias, (size_t)lin[i].OC * a);
+            }
             k.backward = backward;
-            k.dx = pr == 2 ? NULL : dx;
+            k.dx = pr == 2 || with_bias ? NULL : dx;
             k.dw = pr == 1 || fused ? NULL : dw;
-            snprintf(out[n].name, sizeof out[n].name, "matmul %s %s", lin[i].name, fused ? (backward ? "dinp gelu" : "fwd gelu") : products[pr]);
+            snprintf(out[n].name, sizeof out[n].name, "matmul %s %s", lin[i].name,
+                     with_bias ? "dbias+dweight" : fused ? (backward ? "dinp gelu" : "fwd gelu") : products[pr]);
             out[n].flops = 2.0 * lin[i].N * (double)lin[i].C * lin[i].OC;
             out[n].bytes = 0;
             out[n].seconds = time_best(be, kernel_matmul, &k);

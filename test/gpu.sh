@@ -146,6 +146,9 @@ variant_vs_default() { # KERNEL "WITHOUT" "WITH" NONE DEFAULT...: "Rx (NONE's ms
         'BEGIN{printf "%.2fx (%.3f ms %s, %.3f %s: the median of %d passes, %.3f-%.3f)", o / m, o, a, m, b, k, lo, hi}'
 }
 section() { awk -v h="$2" '/^== /{on = ($0 == h); next} on' "$1"; } # FILE "== HEADER": the lines under that header
+bias_as_dweight() { # FILE: its "matmul NAME dbias+dweight" rows named "matmul NAME dweight", the others left out
+    sed -n 's/^\(matmul .*\) dbias+dweight\t/\1 dweight\t/p' "$1"
+}
 ratio() { # NAME-REGEX OURS PEER: peer time / our time summed over the matching kernels (a FLOP-weighted speed ratio)
     join -t "$(printf '\t')" <(sort "$2") <(sort "$3") | awk -F'\t' -v r="$1" '$1 ~ r {o += $2; t += $3} END {if (o > 0) printf "%.2f", t / o}'
 }
@@ -209,6 +212,11 @@ if [ "$STEPS" = selftest ]; then
         awk -F'\t' -v want="$(grep -c '^kernel ' "$BUILD/bench.log")" '$2 + 0 > 0 {n++} END {exit !(want >= 12 && n == want)}' "$BUILD/k"
     awk -F'\t' '{printf "%s\t%.6f\n", $1, ($1 ~ /^matmul/ ? 2 : 3) * $2}' "$BUILD/k" >"$BUILD/k_peer" # a peer 2x / 3x slower
     check "kernel times into ratios against a peer" test "$(ratio '^matmul' "$BUILD/k" "$BUILD/k_peer") $(ratio '^attention' "$BUILD/k" "$BUILD/k_peer")" = "2.00 3.00"
+    awk -F'\t' 'NR == FNR {if ($1 ~ / dweight$/) t[$1] = $2; next} {n = $1; if (sub(/ dbias\+dweight$/, " dweight", n)) printf "%s\t%.6f\n", $1, 1.25 * t[n]; else print}' \
+        "$BUILD/k" "$BUILD/k" >"$BUILD/k_b" # each weight gradient with its bias gradient 1.25x its time alone
+    bias_as_dweight "$BUILD/k_b" >"$BUILD/k_bd"
+    check "the weight gradients with their bias gradients ($(grep -c '^matmul .* dbias+dweight'$'\t' "$BUILD/k") rows)" \
+        test "$(grep -c '^matmul .* dbias+dweight'$'\t' "$BUILD/k") $(ratio '^matmul .* dweight$' "$BUILD/k_bd" "$BUILD/k_b")" = "4 0.80"
     check "each product of every linear layer ($(grep -c '^matmul .* \(fwd\|dinp\|dweight\)'$'\t' "$BUILD/k") rows)" \
         test "$(grep -c '^matmul .* \(fwd\|dinp\|dweight\)'$'\t' "$BUILD/k") $(ratio '^matmul .* dweight' "$BUILD/k" "$BUILD/k_peer")" = "15 2.00"
     awk -F'\t' '{printf "%s\t%.6f\n", $1, ($1 ~ /^attention/ ? 1.5 : 1) * $2}' "$BUILD/k" >"$BUILD/k_none" # attention 1.5x slower
@@ -628,6 +636,11 @@ if want bench && [ $BUILT = 0 ] && time_left "benchmarks" 150 bench; then
  $(ratio '^matmul .* fwd' "$BUILD/k_ours" "$BUILD/k_torch")x, input gradients $(ratio '^matmul .* dinp' "$BUILD/k_ours" "$BUILD/k_torch")x,\
  weight gradients $(ratio '^matmul .* dweight' "$BUILD/k_ours" "$BUILD/k_torch")x"
     row "attention vs SDPA (>= 1.0)" "$(target "$att" 1.0)" "${att:-none}x, forward + backward"
+    # each layer's weight gradient alone against it with its bias gradient (on the TMA kernel summed from the tiles the
+    # product loads, elsewhere a reduction of its own after it): what the bias gradient costs
+    bias_as_dweight "$BUILD/k_ours" >"$BUILD/k_dbias"
+    bg=$(ratio '^matmul .* dweight$' "$BUILD/k_dbias" "$BUILD/k_ours")
+    row "weight gradients with bias gradients vs alone (>= 0.95)" "$(target "$bg" 0.95)" "${bg:-none}x, FLOP-weighted over the four layers' products"
     mb=$(ratio '^(layernorm|classifier loss)' "$BUILD/k_ours" "$BUILD/k_torch")
     row "LayerNorm, loss vs torch (>= 1.0)" "$(target "$mb" 1.0)" "${mb:-none}x, time-weighted (F.layer_norm, F.cross_entropy)"
     if [ -s "$BUILD/k_mma" ]; then

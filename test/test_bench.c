@@ -154,12 +154,27 @@ static void fused_backward_gelu(ngpt_backend *be, void *dinp, void *dw, void *db
     be->gelu_backward(be, dinp, pre, dinp, (size_t)N * C);
 }
 
+/* the backend's matmul_backward, counting the calls with a bias gradient: the weight gradient's alone */
+static void (*real_matmul_backward)(ngpt_backend *, void *, void *, void *, const void *, const void *, const void *, int, int, int);
+static int bias_gradient_calls;
+static void counted_matmul_backward(ngpt_backend *be, void *dinp, void *dw, void *dbias, const void *dout, const void *inp, const void *w, int N,
+                                    int C, int OC) {
+    if (dbias) {
+        bias_gradient_calls++;
+        CHECK(!dinp && dw, "the weight gradient with its bias gradient is timed without the input gradient");
+    }
+    real_matmul_backward(be, dinp, dw, dbias, dout, inp, w, N, C, OC);
+}
+
 /* every product, attention, LayerNorm, GELU and the loss timed, in order; with the backend's GELU fusions (here
  * the test's), fc's forward and the MLP projection's input gradient again, fused, after their plain three */
 static void test_kernel_timings(void) {
     ngpt_trainer *tr = make_sized(3, 64); /* (two layers' AdamW moments hold fc's fused forward, not the MLP projection's) */
     if (!tr) return;
+    real_matmul_backward = tr->be->matmul_backward;
+    tr->be->matmul_backward = counted_matmul_backward;
     for (int fused = 0; fused < 2; fused++) {
+        bias_gradient_calls = 0;
         if (fused) {
             tr->be->matmul_forward_gelu = fused_forward_gelu;
             tr->be->matmul_backward_gelu = fused_backward_gelu;
@@ -171,22 +186,28 @@ static void test_kernel_timings(void) {
         for (int i = 0; i < n; i++) /* the products and attention count FLOPs, the memory-bound ops bytes */
             CHECK(kt[i].seconds > 0 && (i < products + 2 ? kt[i].flops > 0 && kt[i].bytes == 0 : kt[i].flops == 0 && kt[i].bytes > 0),
                   "%s: %g s, %g FLOP, %g bytes", kt[i].name, kt[i].seconds, kt[i].flops, kt[i].bytes);
-        const int f = fused; /* the rows after fc's fused forward move by one, after the MLP projection's by two */
+        /* each layer: fwd, dinp, dweight, [its GELU-fused product,] dbias+dweight; the rows after fc's fused forward
+         * move by one, after the MLP projection's by two */
+        const int f = fused;
         CHECK(n == want && !strcmp(kt[1].name, "matmul qkv dinp") && !strcmp(kt[2].name, "matmul qkv dweight") &&
-                  !strcmp(kt[8].name, "matmul fc dweight") && !strcmp(kt[9 + f].name, "matmul mlp proj fwd") &&
-                  !strcmp(kt[12 + 2 * f].name, "matmul classifier chunk fwd") && !strcmp(kt[16 + 2 * f].name, "attention bwd") &&
-                  !strcmp(kt[17 + 2 * f].name, "layernorm fwd") && !strcmp(kt[19 + 2 * f].name, "gelu fwd") &&
-                  !strcmp(kt[20 + 2 * f].name, "gelu bwd") && !strcmp(kt[21 + 2 * f].name, "classifier loss"),
-              "fusions %d: names %s, %s, %s, %s", fused, kt[1].name, kt[9 + f].name, kt[12 + 2 * f].name, kt[n - 1].name);
-        CHECK(kt[1].flops == kt[0].flops && kt[2].flops == kt[0].flops, "each product 2 N C OC FLOPs: %g, %g, %g", kt[0].flops, kt[1].flops, kt[2].flops);
+                  !strcmp(kt[3].name, "matmul qkv dbias+dweight") && !strcmp(kt[10].name, "matmul fc dweight") &&
+                  !strcmp(kt[11 + f].name, "matmul fc dbias+dweight") && !strcmp(kt[12 + f].name, "matmul mlp proj fwd") &&
+                  !strcmp(kt[15 + 2 * f].name, "matmul mlp proj dbias+dweight") && !strcmp(kt[16 + 2 * f].name, "matmul classifier chunk fwd") &&
+                  !strcmp(kt[18 + 2 * f].name, "matmul classifier chunk dweight") && !strcmp(kt[20 + 2 * f].name, "attention bwd") &&
+                  !strcmp(kt[21 + 2 * f].name, "layernorm fwd") && !strcmp(kt[23 + 2 * f].name, "gelu fwd") &&
+                  !strcmp(kt[24 + 2 * f].name, "gelu bwd") && !strcmp(kt[25 + 2 * f].name, "classifier loss"),
+              "fusions %d: names %s, %s, %s, %s", fused, kt[1].name, kt[12 + f].name, kt[16 + 2 * f].name, kt[n - 1].name);
+        CHECK(kt[1].flops == kt[0].flops && kt[2].flops == kt[0].flops && kt[3].flops == kt[0].flops, "each product 2 N C OC FLOPs: %g, %g, %g, %g",
+              kt[0].flops, kt[1].flops, kt[2].flops, kt[3].flops);
+        CHECK(bias_gradient_calls >= 4 * 6, "%d calls with a bias gradient: the four dbias+dweight rows make at least 6 each", bias_gradient_calls);
         const double n4c = 4.0 * tr->plan.micro_batch * tr->plan.req.T * tr->ms.C * (double)act_size(tr); /* GELU's N x 4C values, bytes */
-        CHECK(kt[19 + 2 * f].bytes == 2 * n4c && kt[20 + 2 * f].bytes == 3 * n4c, "GELU's bytes: %g and %g, want %g and %g (read, write; the backward reads dout too)",
-              kt[19 + 2 * f].bytes, kt[20 + 2 * f].bytes, 2 * n4c, 3 * n4c);
+        CHECK(kt[23 + 2 * f].bytes == 2 * n4c && kt[24 + 2 * f].bytes == 3 * n4c, "GELU's bytes: %g and %g, want %g and %g (read, write; the backward reads dout too)",
+              kt[23 + 2 * f].bytes, kt[24 + 2 * f].bytes, 2 * n4c, 3 * n4c);
         if (fused)
-            CHECK(!strcmp(kt[9].name, "matmul fc fwd gelu") && !strcmp(kt[13].name, "matmul mlp proj dinp gelu") && kt[9].flops == kt[6].flops &&
-                      kt[13].flops == kt[11].flops && fused_forward_calls > 5 && fused_backward_calls > 5,
-                  "the fused products: %s (%g FLOPs), %s (%g FLOPs), called %d and %d times", kt[9].name, kt[9].flops, kt[13].name,
-                  kt[13].flops, fused_forward_calls, fused_backward_calls);
+            CHECK(!strcmp(kt[11].name, "matmul fc fwd gelu") && !strcmp(kt[16].name, "matmul mlp proj dinp gelu") && kt[11].flops == kt[8].flops &&
+                      kt[16].flops == kt[14].flops && fused_forward_calls > 5 && fused_backward_calls > 5,
+                  "the fused products: %s (%g FLOPs), %s (%g FLOPs), called %d and %d times", kt[11].name, kt[11].flops, kt[16].name,
+                  kt[16].flops, fused_forward_calls, fused_backward_calls);
         CHECK(nonzero_moments(tr) == 0, "%zu bytes of the AdamW moments are not zero after the kernel timings", nonzero_moments(tr));
     }
     ngpt_trainer_free(tr);
