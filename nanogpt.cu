@@ -1874,8 +1874,8 @@ static_assert(TM_SMEM_BYTES <= 232448, "the TMA kernel asks for more shared memo
  * at batch 12). The tiles of the first column of tiles (n0 = 0) hold every k of their rows, each once: for
  * those the warp adds each stage's rows into one fp32 sum per column, in k order, before it releases the
  * stage (the stages' "empty" barriers count its arrival too), and at the tile's end adds its sums into dbias,
- * or, where the product is split along K, writes slice z's sums to partial[z M + m], which colsum_final_kernel
- * adds in slice order.
+ * or, where the product is split along K, writes slice z's sums to partial[z M + m], which splitk_reduce_kernel's
+ * last blocks add in slice order.
  * Each column's sum runs over k in the same order in the cooperative and the ping-pong kernels and at either
  * tile width, so the bits do not depend on the kernel. dbias NULL: nothing summed. */
 template <typename T> struct TmColsum {
@@ -2369,10 +2369,22 @@ static int gemm_tma(ngpt_backend *be, const T *A, const T *B, int M, int N, int 
 /* Split-K's second pass: the sum of the slices (ep.partial) in slice order, finished as any product's
  * result. Deterministic: the slice count depends only on the shape, the GPU and the planned scratch. A thread
  * takes 4 adjacent results (SPLITK_VEC), reading them 16 bytes at a time from each slice where N is a multiple
- * of 4 (every row of the slices then starts 16-byte aligned), else one at a time. */
+ * of 4 (every row of the slices then starts 16-byte aligned), else one at a time. The blocks from sums_block
+ * on (none when cs.partial is NULL) add the slices' bias-gradient sums instead (TmColsum), one column a
+ * thread in slice order, as colsum_final_kernel does: one launch fewer for each split weight gradient. */
 #define SPLITK_VEC 4
-template <typename T> __global__ void splitk_reduce_kernel(MmEpilogue<T> ep, int M, int N, int splits) {
+template <typename T> __device__ void colsum_add_slices(T *dbias, const float *partial, int OC, int G, int c) {
+    float t = 0;
+    for (int g = 0; g < G; g++) t += partial[(size_t)g * OC + c];
+    dbias[c] = from_f<T>(to_f(dbias[c]) + t);
+}
+template <typename T> __global__ void splitk_reduce_kernel(MmEpilogue<T> ep, int M, int N, int splits, TmColsum<T> cs, unsigned sums_block) {
     after_previous_kernel();
+    if (blockIdx.x >= sums_block) {
+        const int c = (int)((blockIdx.x - sums_block) * blockDim.x + threadIdx.x);
+        if (c < M) colsum_add_slices(cs.dbias, cs.partial, M, splits, c);
+        return;
+    }
     const size_t i0 = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) * SPLITK_VEC, MN = (size_t)M * N;
     if (i0 >= MN) return;
     float v[SPLITK_VEC] = {};
@@ -2433,11 +2445,8 @@ template <typename T> __global__ void colsum_partial_kernel(float *partial, cons
 }
 template <typename T> __global__ void colsum_final_kernel(T *dbias, const float *partial, int OC, int G) {
     after_previous_kernel();
-    int c = blockIdx.x * blockDim.x + threadIdx.x;
-    if (c >= OC) return;
-    float t = 0;
-    for (int g = 0; g < G; g++) t += partial[(size_t)g * OC + c];
-    dbias[c] = from_f<T>(to_f(dbias[c]) + t);
+    const int c = blockIdx.x * blockDim.x + threadIdx.x;
+    if (c < OC) colsum_add_slices(dbias, partial, OC, G, c);
 }
 static void bias_backward(ngpt_backend *be, void *dbias, const void *dout, int N, int OC) {
     CudaImpl *im = impl_of(be);
@@ -2503,15 +2512,15 @@ static void gemm_16_layout(ngpt_backend *be, const T *A, const T *B, int M, int 
         cs = {dbias, kps ? ep1.partial + (size_t)splits * M * N : NULL};
     const bool tma_ran = tma && gemm_tma<T, A_K, B_K>(be, A, B, M, N, K, lda, ldb, splits, kps, ep1, cs);
     if (!tma_ran) (im->use_wgmma ? gemm_wgmma<T, A_K, B_K> : gemm_tc<T, A_K, B_K>)(be, A, B, M, N, K, lda, ldb, splits, kps, ep1);
+    const bool tile_sums = tma_ran && cs.dbias; /* else bias_backward's, after the product */
     if (kps && be->status == NGPT_OK) {
-        size_t MN = (size_t)M * N;
-        CU_LAUNCH(be, "splitk_reduce_kernel", splitk_reduce_kernel<T>, (unsigned)((MN + 256 * SPLITK_VEC - 1) / (256 * SPLITK_VEC)), 256, 0, ep1, M,
-                  N, splits);
+        const size_t MN = (size_t)M * N;
+        const unsigned sums_block = (unsigned)((MN + 256 * SPLITK_VEC - 1) / (256 * SPLITK_VEC));
+        const unsigned blocks = sums_block + (tile_sums ? (unsigned)((M + 255) / 256) : 0);
+        CU_LAUNCH(be, "splitk_reduce_kernel", splitk_reduce_kernel<T>, blocks, 256, 0, ep1, M, N, splits, tile_sums ? cs : TmColsum<T>{NULL, NULL},
+                  sums_block);
     }
-    if (!dbias || be->status != NGPT_OK) return;
-    if (!(tma_ran && cs.dbias)) bias_backward(be, dbias, A, K, M);
-    else if (cs.partial)
-        CU_LAUNCH(be, "colsum_final_kernel", colsum_final_kernel<T>, (unsigned)((M + 255) / 256), 256, 0, dbias, (const float *)cs.partial, M, splits);
+    if (dbias && !tile_sums && be->status == NGPT_OK) bias_backward(be, dbias, A, K, M);
 }
 template <typename T>
 static void gemm_16(ngpt_backend *be, int layout, const T *A, const T *B, int M, int N, int K, size_t lda, size_t ldb, const MmEpilogue<T> &ep,

@@ -359,6 +359,8 @@ MUTANTS=(
     "TMA kernel's bias-gradient warp reads its rows unswizzled|90|--matmul-only|((chunk ^ (r & 7)) << 4)|(chunk << 4)"
     "TMA kernel's bias-gradient warp sums every tile, not only the first column's|90|--matmul-only|const bool sums = tl.n0 == 0;|const bool sums = true;"
     "TMA kernel's bias-gradient warp writes every split-K slice's sums to the first slice's|90|--matmul-only|cs.partial[(size_t)tl.slice * M + m]|cs.partial[m]"
+    "split-K reduction launched without its bias-gradient blocks|90|--matmul-only|const unsigned blocks = sums_block + (tile_sums ?|const unsigned blocks = sums_block + 0 * (tile_sums ?"
+    "split-K reduction: the first bias-gradient block reduces results instead|90|--matmul-only|if (blockIdx.x >= sums_block) {|if (blockIdx.x > sums_block) {"
     "ping-pong TMA kernel: each warpgroup takes the other's tiles (a deadlock)|90|NGPT_PINGPONG=1 --matmul-only|for (int t = blockIdx.x + cw * gridDim.x;|for (int t = blockIdx.x + (1 - cw) * gridDim.x;"
     "ping-pong TMA kernel: a warpgroup starts its main loop without its turn|90|NGPT_PINGPONG=1 --matmul-only|named_bar_sync(1 + cw, 256); /* this main loop's turn */|"
     "ping-pong TMA kernel: the block's last tile gives a turn nobody takes|90|NGPT_PINGPONG=1 --matmul-only|if (next) named_bar_arrive(2 - cw, 256);|named_bar_arrive(2 - cw, 256);"
