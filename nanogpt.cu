@@ -58,6 +58,8 @@ typedef struct {
     int splitk_most;           /* NGPT_SPLITK_MAX=1..8: at most that many split-K slices a product (to compare); 0: splitk_slices' rule */
     int fused_dbias;           /* the TMA kernel sums a weight gradient's bias gradient from its own tiles (TmColsum; NGPT_DBIAS=separate:
                                 * bias_backward reads dout again, to compare) */
+    int streamk;               /* weight gradients of too few tiles for the SMs in stream-K pieces (streamk_plan; NGPT_STREAMK=0: not) */
+    int *streamk_ready;        /* its flags, STREAMK_FLAG_BYTES after the arena (zero between launches) */
     int use_wgmma_attention;   /* attention at hs = 64 on the sm_90a wgmma kernels: with the TMA matmul, and their registers */
     int attn_turns;            /* their two consumer warpgroups take turns (WgTurns; NGPT_ATTN_TURNS=0: not, to compare) */
     int attn_persistent;       /* the wgmma forward, dK, dV and dQ kernels on one block an SM, each walking its work items
@@ -77,6 +79,7 @@ typedef struct {
     void *scratch;             /* device scratch handed over by set_scratch, 256-byte aligned */
     size_t scratch_bytes;
 } CudaImpl;
+#define STREAMK_FLAG_BYTES 8192 /* 3 flags a block: stream-K runs on at most 682 SMs */
 
 static CudaImpl *impl_of(ngpt_backend *be) { return (CudaImpl *)be->impl; }
 enum { TMA_PINGPONG_ALL = 1, TMA_PINGPONG_GELU = 2 };
@@ -241,6 +244,7 @@ static void cu_arena_free(ngpt_backend *be) {
     if (im->dev_arena) CU_CHECK(be, cudaFree(im->dev_arena));
     if (im->host_arena) CU_CHECK(be, cudaFreeHost(im->host_arena));
     im->dev_arena = im->host_arena = NULL;
+    im->streamk_ready = NULL;
     im->scratch = NULL;
     im->scratch_bytes = 0;
 }
@@ -252,7 +256,8 @@ static int cu_arena_alloc(ngpt_backend *be, size_t device_bytes, void **device, 
         cu_fail(be, NGPT_ERR_STATE, "cuda arena_alloc: the arena is already allocated");
         return NGPT_ERR_STATE;
     }
-    cudaError_t e = cudaMalloc(&im->dev_arena, device_bytes ? device_bytes : 256);
+    const size_t flags_at = (device_bytes + 255) / 256 * 256; /* stream-K's flags after the caller's bytes */
+    cudaError_t e = cudaMalloc(&im->dev_arena, flags_at + STREAMK_FLAG_BYTES);
     if (e != cudaSuccess) {
         im->dev_arena = NULL;
         cudaGetLastError();
@@ -264,6 +269,11 @@ static int cu_arena_alloc(ngpt_backend *be, size_t device_bytes, void **device, 
             cudaGetLastError();
         cu_fail(be, e == cudaErrorMemoryAllocation ? NGPT_ERR_NOMEM : NGPT_ERR_DEVICE, "cuda: cudaMalloc of the %.3f GiB device arena failed: %s (%s)",
                 device_bytes / 1073741824.0, cudaGetErrorString(e), mem);
+        return be->status;
+    }
+    im->streamk_ready = (int *)((char *)im->dev_arena + flags_at);
+    if (CU_CHECK(be, cudaMemsetAsync(im->streamk_ready, 0, STREAMK_FLAG_BYTES, im->stream))) {
+        cu_arena_free(be);
         return be->status;
     }
     e = cudaMallocHost(&im->host_arena, host_bytes ? host_bytes : 256);
@@ -1882,6 +1892,33 @@ template <typename T> struct TmColsum {
     T *dbias;
     float *partial; /* split-K: the slices' sums, splits x M floats; NULL otherwise */
 };
+/* Stream-K, for a weight gradient whose tiles are fewer than the SMs (streamk_plan): one block an SM, and block b
+ * takes the b-th of gridDim.x equal shares of all the tiles' k tiles in a row (tile by tile), so a tile's k
+ * range may be cut in up to four pieces, each summed by another block. Blocks gridDim.x / g apart (g: the
+ * greatest common divisor of the tiles and the blocks) walk the same k at the same time, on tiles `period` =
+ * tiles / g apart: the tiles are ordered so that those g tiles include every tile that reads the same rows of
+ * the larger operand (a row of tiles, for A; a column, for B), which the L2 then holds for all of them, as when
+ * every tile runs whole in one wave (in equal shares taken in the usual order, those tiles would read the same
+ * k tiles at different times: up to three times A, 170 MB, for GPT-2's qkv, six times B for its MLP
+ * projection). Each block walks its pieces from the
+ * end of its share back: first the piece that starts a tile and leaves it unfinished (written to part's slot
+ * b, flag ready[b] set), last the one that finishes a tile another block started. That finishing block waits
+ * for the flags of the blocks before it that hold the tile's earlier pieces (each wrote its piece first, so
+ * the wait is short, and holds no block of a later SM back), adds their pieces to its own, the latest first,
+ * and runs the epilogue; it clears the flags (zero between launches: they live past the arena, not in
+ * the scratch). The bias-gradient warp writes its column sums of each piece of a tile it sums (colpart, flags
+ * ready[gridDim.x + ...]: its 40 registers hold no more), and the finishing block's consumers add them, in the
+ * same order, into the bias gradient. A tile's pieces depend only on the shape and the SM count, so the bits do too. kt = 0: the usual walk. */
+struct TmStreamK {
+    float *part;    /* gridDim.x slots of TM_BM x TM_BN floats */
+    float *colpart; /* 2 gridDim.x slots of TM_BM floats: each block's unfinished piece's, then its finishing one's */
+    int *ready;     /* 3 gridDim.x flags: part's, then colpart's */
+    int kt;         /* the k tiles of a tile (every tile has all K) */
+    int period;     /* tiles / g */
+    int rows_share; /* 1: the g tiles of one k phase are whole rows of tiles (sharing A), 0: whole columns (B) */
+    int share;      /* the tiles of such a row (tiles_n) or column (tiles_m) */
+    int groups;     /* g / share: the rows (columns) of one k phase */
+};
 #define TM_PRODUCER_REGS 40
 #define TM_CONSUMER_REGS 232
 #define TM_REGS_NEEDED (128 * TM_PRODUCER_REGS + 2 * 128 * TM_CONSUMER_REGS)
@@ -1985,6 +2022,8 @@ template <typename T, int TA, int TB> static __device__ __forceinline__ void wgm
  * tiles), else down the rows of one column (sharing B's); tiles_rows_first chooses. */
 struct TmTile {
     int m0, n0, slice, kb, klen;
+    int first_block; /* stream-K: the block holding the tile's first k tile (the pieces: blocks first_block .. this);
+                      * -1: the piece leaves its tile unfinished (and goes to the block's slot); else this block */
 };
 static __device__ __forceinline__ TmTile tm_tile(int t, int M, int N, int K, int kps, int bm, int bn, int rows_first) {
     const int tiles_m = (M + bm - 1) / bm, tiles_n = (N + bn - 1) / bn;
@@ -1996,7 +2035,73 @@ static __device__ __forceinline__ TmTile tm_tile(int t, int M, int N, int K, int
     r.slice = rest / outer;
     r.kb = kps ? r.slice * kps : 0;
     r.klen = kps ? min(K - r.kb, kps) : K;
+    r.first_block = blockIdx.x;
     return r;
+}
+/* A block's walk (the producer, the bias-gradient warp and the consumers take the same): tiles blockIdx.x,
+ * + gridDim.x, ..., or in the stream-K build (SK: TmStreamK) the pieces of its share [lo, hi) of the tiles' k
+ * tiles, from its end back (32-bit: streamk_plan keeps the products of the shares' bounds and gridDim.x
+ * under 2^31). The stream-K walk is a build of its own: one walk that chose between the two at run time made
+ * the compiler build the consumers' whole loop twice (65 KB of machine code became 106). */
+struct TmWalk {
+    unsigned lo, hi; /* stream-K: the share's part still to walk; else hi is the next tile */
+    int t, p, jq, jr; /* stream-K: the tile holding k tile hi - 1: t = p + period (jq share + jr) */
+};
+template <bool SK> static __device__ __forceinline__ TmWalk tm_walk(int tiles, const TmStreamK &sk) {
+    if constexpr (!SK) return {0, blockIdx.x, 0, 0, 0, 0};
+    const unsigned total = (unsigned)tiles * (unsigned)sk.kt, lo = blockIdx.x * total / gridDim.x, hi = (blockIdx.x + 1) * total / gridDim.x;
+    const int t = hi > lo ? (int)((hi - 1) / (unsigned)sk.kt) : 0, j = t / sk.period;
+    return {lo, hi, t, t % sk.period, j / sk.share, j % sk.share};
+}
+/* the walk's next tile (or stream-K piece) into tl; false at its end. Stream-K's tiles in their k phases
+ * (TmStreamK): tile t = p + period j, j = jq share + jr, is row (column) of tiles p groups + jq, and the
+ * jr-th tile of it; the walk steps t down without dividing */
+template <bool SK>
+static __device__ __forceinline__ bool tm_next(TmWalk &w, TmTile &tl, int M, int N, int K, int kps, int bm, int bn, int rows_first, int tiles,
+                                               const TmStreamK &sk) {
+    if constexpr (!SK) {
+        if (w.hi >= (unsigned)tiles) return false;
+        tl = tm_tile((int)w.hi, M, N, K, kps, bm, bn, rows_first);
+        w.hi += gridDim.x;
+        return true;
+    }
+    if (w.hi <= w.lo) return false;
+    const unsigned kt = (unsigned)sk.kt, t0 = (unsigned)w.t * kt, k0 = (w.lo > t0 ? w.lo : t0) - t0, k1 = w.hi - t0;
+    const int across = w.p * sk.groups + w.jq;
+    tl.m0 = (sk.rows_share ? across : w.jr) * bm;
+    tl.n0 = (sk.rows_share ? w.jr : across) * bn;
+    tl.slice = 0;
+    tl.kb = (int)k0 * WG_BK;
+    tl.klen = min(K, (int)k1 * WG_BK) - tl.kb;
+    /* the block whose share holds k tile t0 */
+    tl.first_block = k1 != kt ? -1 : k0 ? (int)(((t0 + 1) * gridDim.x - 1) / ((unsigned)tiles * kt)) : (int)blockIdx.x;
+    w.hi = t0 + k0;
+    w.t--;
+    if (w.p) {
+        w.p--;
+    } else {
+        w.p = sk.period - 1;
+        if (w.jr) {
+            w.jr--;
+        } else {
+            w.jr = sk.share - 1;
+            w.jq--;
+        }
+    }
+    return true;
+}
+/* Stream-K's flags (TmStreamK): set publishes the stores its block made before the barrier that precedes it;
+ * wait_clear spins until the flag is set (acquiring those stores for the barrier after it), then clears it */
+static __device__ __forceinline__ void flag_set(int *flag) {
+    asm volatile("fence.acq_rel.gpu;\n"
+                 "st.relaxed.gpu.global.b32 [%0], 1;\n" ::"l"(flag)
+                 : "memory");
+}
+static __device__ __forceinline__ void flag_wait_clear(int *flag) {
+    int v = 0;
+    do asm volatile("ld.acquire.gpu.global.b32 %0, [%1];\n" : "=r"(v) : "l"(flag) : "memory");
+    while (!v);
+    asm volatile("st.relaxed.gpu.global.b32 [%0], 0;\n" ::"l"(flag) : "memory");
 }
 #endif
 
@@ -2025,14 +2130,15 @@ static __device__ __forceinline__ void tm_init_barriers(uint64_t *full, uint64_t
  * A_STAGE bytes apart, B's BN x 64 at sB, B_STAGE apart); `it` counts the k tiles passed so far over all its
  * tiles, so k tile it uses stage it % STAGES for the (it / STAGES)-th time, its phases of parity
  * (it / STAGES) & 1. */
-template <bool A_K, bool B_K, int BM, int BN, int STAGES, int A_STAGE, int B_STAGE>
+template <bool A_K, bool B_K, int BM, int BN, int STAGES, int A_STAGE, int B_STAGE, bool SK>
 static __device__ __forceinline__ void tm_producer(const CUtensorMap *tmA, const CUtensorMap *tmB, unsigned char *sA, unsigned char *sB,
-                                                   uint64_t *full, uint64_t *empty, int M, int N, int K, int kps, int tiles, int rows_first) {
+                                                   uint64_t *full, uint64_t *empty, int M, int N, int K, int kps, int tiles, int rows_first,
+                                                   const TmStreamK &sk) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(TM_PRODUCER_REGS));
     if (threadIdx.x != 0) return;
     uint32_t it = 0;
-    for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
-        const TmTile tl = tm_tile(t, M, N, K, kps, BM, BN, rows_first);
+    TmTile tl;
+    for (TmWalk w = tm_walk<SK>(tiles, sk); tm_next<SK>(w, tl, M, N, K, kps, BM, BN, rows_first, tiles, sk);) {
         for (int k = tl.kb; k < tl.kb + tl.klen; k += WG_BK, it++) {
             const int s = it % STAGES;
             mbar_wait(&empty[s], ((it / STAGES) & 1) ^ 1); /* its last use released (the first passes) */
@@ -2079,15 +2185,15 @@ static __device__ __forceinline__ void tm_consume(const unsigned char *sA, const
  * lane l sums columns l (BM / 32) .. + BM / 32 - 1 of the tiles it sums and reads them 4 or 8 bytes at a time
  * (a warp's loads of one k row: whole rows of the boxes, no bank conflicts). Rows and columns past the matrix
  * arrive as zeros. */
-template <typename T, int BM, int BN, int STAGES, int A_STAGE>
+template <typename T, int BM, int BN, int STAGES, int A_STAGE, bool SK>
 static __device__ __forceinline__ void tm_colsum(const TmColsum<T> &cs, const unsigned char *sA, uint64_t *full, uint64_t *empty, int M, int N,
-                                                 int K, int kps, int tiles, int rows_first) {
+                                                 int K, int kps, int tiles, int rows_first, const TmStreamK &sk) {
     constexpr int CPL = BM / 32; /* columns a lane */
     const int lane = threadIdx.x & 31, c0 = lane * CPL;
     const int box = c0 / 64 * 8192, chunk = c0 % 64 / 8, within = c0 % 8 * (int)sizeof(T);
     uint32_t it = 0; /* as the producer's */
-    for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
-        const TmTile tl = tm_tile(t, M, N, K, kps, BM, BN, rows_first);
+    TmTile tl;
+    for (TmWalk w = tm_walk<SK>(tiles, sk); tm_next<SK>(w, tl, M, N, K, kps, BM, BN, rows_first, tiles, sk);) {
         const bool sums = tl.n0 == 0;
         float acc[CPL];
 #pragma unroll
@@ -2108,6 +2214,16 @@ static __device__ __forceinline__ void tm_colsum(const TmColsum<T> &cs, const un
             if (lane == 0) mbar_arrive(&empty[s]); /* ... so it may be refilled */
         }
         if (!sums) continue;
+        if (SK && tl.first_block != (int)blockIdx.x) { /* stream-K: this piece's sums to the block's slot (of two: the
+                                                        * piece that leaves its tile unfinished, the one that finishes it),
+                                                        * for the finishing block's consumers to add (TmStreamK) */
+            const int slot = tl.first_block < 0 ? 0 : 1;
+#pragma unroll
+            for (int e = 0; e < CPL; e++) sk.colpart[((size_t)slot * gridDim.x + blockIdx.x) * BM + c0 + e] = acc[e];
+            __syncwarp();
+            if (lane == 0) flag_set(&sk.ready[(1 + slot) * gridDim.x + blockIdx.x]);
+            continue;
+        }
 #pragma unroll
         for (int e = 0; e < CPL; e++) {
             const int m = tl.m0 + c0 + e;
@@ -2137,11 +2253,11 @@ static __device__ __forceinline__ void tm_epilogue(const MmEpilogue<T> &ep, int 
 /* tmOut, tmAux: out and aux in boxes of 64 columns x 16 rows, for the direct epilogue's stores (made where
  * ep.direct is set; tmAux for EPI_GELU); for split-K, tmOut is the fp32 slices in boxes of 32 x 16. BN: the
  * tiles' width, TM_BN or TM_BN_NARROW (tma_tile_n) */
-template <typename T, bool A_K, bool B_K, int EK, int BN>
+template <typename T, bool A_K, bool B_K, int EK, int BN, bool SK = false>
 __global__ void __launch_bounds__(TM_THREADS, 1)
     matmul_tma_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB, const __grid_constant__ CUtensorMap tmOut,
                       const __grid_constant__ CUtensorMap tmAux, int M, int N, int K, int kps, int tiles, int rows_first, MmEpilogue<T> ep,
-                      TmColsum<T> cs) {
+                      TmColsum<T> cs, TmStreamK sk) {
     after_previous_kernel();
 #ifdef NGPT_WGMMA_DEVICE
     extern __shared__ __align__(1024) unsigned char tm_smem[];
@@ -2149,11 +2265,13 @@ __global__ void __launch_bounds__(TM_THREADS, 1)
     unsigned char *sA = base, *sB = base + TM_STAGES * TM_A_BYTES, *epi = sB + TM_STAGES * TM_B_BYTES; /* every part 1024-byte aligned */
     uint64_t *full = (uint64_t *)(epi + 8 * TM_WARP_EPI_BYTES), *empty = full + TM_STAGES;
     const bool colsum = !A_K && cs.dbias; /* warp 1 sums the bias gradient (TmColsum) */
+    static_assert(!SK || (!A_K && !B_K && BN == TM_BN && EK == EPI_PLAIN), "stream-K: weight gradients, tiles 256 wide");
     tm_init_barriers(full, empty, TM_STAGES, 2 * 128 + colsum); /* a stage is read by both consumer warpgroups (and that warp) */
     if (threadIdx.x < 128) {
-        tm_producer<A_K, B_K, TM_BM, BN, TM_STAGES, TM_A_BYTES, TM_B_BYTES>(&tmA, &tmB, sA, sB, full, empty, M, N, K, kps, tiles, rows_first);
+        tm_producer<A_K, B_K, TM_BM, BN, TM_STAGES, TM_A_BYTES, TM_B_BYTES, SK>(&tmA, &tmB, sA, sB, full, empty, M, N, K, kps, tiles, rows_first, sk);
         if constexpr (!A_K)
-            if (colsum && threadIdx.x >> 5 == 1) tm_colsum<T, TM_BM, BN, TM_STAGES, TM_A_BYTES>(cs, sA, full, empty, M, N, K, kps, tiles, rows_first);
+            if (colsum && threadIdx.x >> 5 == 1)
+                tm_colsum<T, TM_BM, BN, TM_STAGES, TM_A_BYTES, SK>(cs, sA, full, empty, M, N, K, kps, tiles, rows_first, sk);
         return;
     }
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(TM_CONSUMER_REGS));
@@ -2162,9 +2280,9 @@ __global__ void __launch_bounds__(TM_THREADS, 1)
     unsigned char *warp_epi = epi + ((threadIdx.x >> 5) - 4) * TM_WARP_EPI_BYTES; /* consumer warps 4..11 */
     float d[BN / 2];
     uint32_t it = 0; /* as the producer's */
-    for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
-        const TmTile tl = tm_tile(t, M, N, K, kps, TM_BM, BN, rows_first);
-        mm_prefetch_tile<TM_BM, BN, 256>(ep, M, N, tl.m0, tl.n0, threadIdx.x - 128);
+    TmTile tl;
+    for (TmWalk wk = tm_walk<SK>(tiles, sk); tm_next<SK>(wk, tl, M, N, K, kps, TM_BM, BN, rows_first, tiles, sk);) {
+        if (tl.first_block >= 0) mm_prefetch_tile<TM_BM, BN, 256>(ep, M, N, tl.m0, tl.n0, threadIdx.x - 128);
 #pragma unroll
         for (int i = 0; i < BN / 2; i++) d[i] = 0.0f;
         const int KT = (tl.klen + WG_BK - 1) / WG_BK;
@@ -2179,12 +2297,50 @@ __global__ void __launch_bounds__(TM_THREADS, 1)
         }, [] {});
 #pragma unroll
         for (int i = 0; i < BN / 2; i++) asm volatile("" : "+f"(d[i])::"memory"); /* no read of d moves above the wait */
+        if constexpr (SK) { /* stream-K (TmStreamK) */
+            const int ctid = threadIdx.x - 128;
+            if (tl.first_block < 0) { /* this piece to the block's slot, for the block that finishes the tile */
+                float4 *mine = (float4 *)(sk.part + (size_t)blockIdx.x * TM_BM * TM_BN);
+#pragma unroll
+                for (int q = 0; q < BN / 8; q++) __stcg(mine + q * 256 + ctid, make_float4(d[4 * q], d[4 * q + 1], d[4 * q + 2], d[4 * q + 3]));
+                named_bar_sync(3, 256);
+                if (ctid == 0) flag_set(&sk.ready[blockIdx.x]);
+                continue;
+            }
+            /* a tile this block finishes: the earlier pieces' blocks first_block .. blockIdx.x - 1 (none when it ran
+             * whole), added to this one's, the latest first; every tile passes here, so the epilogue has one way in */
+            const int pieces_before = (int)blockIdx.x - tl.first_block;
+            const bool sums = cs.dbias && tl.n0 == 0 && pieces_before; /* the bias-gradient warp wrote this tile's sums */
+            if (ctid == 0)
+#pragma unroll 1
+                for (int b = tl.first_block; b < (int)blockIdx.x; b++) {
+                    flag_wait_clear(&sk.ready[b]);
+                    if (sums) flag_wait_clear(&sk.ready[gridDim.x + b]);
+                }
+            if (sums && ctid == 0) flag_wait_clear(&sk.ready[2 * gridDim.x + blockIdx.x]); /* this block's own sums */
+            named_bar_sync(3, 256);
+#pragma unroll 1
+            for (int b = (int)blockIdx.x - 1; b >= tl.first_block; b--) { /* a loop: each turn 32 loads of 16 bytes */
+                const float4 *piece = (const float4 *)(sk.part + (size_t)b * TM_BM * TM_BN);
+#pragma unroll
+                for (int q = 0; q < BN / 8; q++) {
+                    const float4 u = __ldcg(piece + q * 256 + ctid);
+                    d[4 * q] += u.x, d[4 * q + 1] += u.y, d[4 * q + 2] += u.z, d[4 * q + 3] += u.w;
+                }
+            }
+            if (sums && ctid < TM_BM && tl.m0 + ctid < M) { /* the bias gradient's column m0 + ctid, in the same order */
+                float v = __ldcg(sk.colpart + ((size_t)gridDim.x + blockIdx.x) * TM_BM + ctid);
+#pragma unroll 1
+                for (int b = (int)blockIdx.x - 1; b >= tl.first_block; b--) v += __ldcg(sk.colpart + (size_t)b * TM_BM + ctid);
+                cs.dbias[tl.m0 + ctid] = from_f<T>(to_f(cs.dbias[tl.m0 + ctid]) + v);
+            }
+        }
         const bool whole = mm_direct_ok<EK, mm_direct_acc<A_K, B_K>()>(ep, M, N, tl.m0, tl.n0, TM_BM, BN);
         tm_epilogue<EK, A_K, B_K, BN>(ep, M, N, tl, tl.m0 + cw * 64 + w * 16, d, whole, lane, warp_epi, &tmOut, &tmAux);
     }
     if (lane == 0) bulk_wait_written(); /* the stores are written, and the block's shared memory outlives their reads of it */
 #else
-    (void)tmA; (void)tmB; (void)tmOut; (void)tmAux; (void)M; (void)N; (void)K; (void)kps; (void)tiles; (void)rows_first; (void)ep; (void)cs;
+    (void)tmA; (void)tmB; (void)tmOut; (void)tmAux; (void)M; (void)N; (void)K; (void)kps; (void)tiles; (void)rows_first; (void)ep; (void)cs; (void)sk;
 #endif
 }
 
@@ -2223,9 +2379,12 @@ __global__ void __launch_bounds__(TM_THREADS, 1)
     const bool colsum = !A_K && cs.dbias; /* as the cooperative kernel's */
     tm_init_barriers(full, empty, TP_STAGES, 128 + colsum); /* a stage is read by one consumer warpgroup (and the bias-gradient warp) */
     if (threadIdx.x < 128) {
-        tm_producer<A_K, B_K, TP_BM, TM_BN, TP_STAGES, TP_A_BYTES, TM_B_BYTES>(&tmA, &tmB, sA, sB, full, empty, M, N, K, kps, tiles, rows_first);
+        const TmStreamK whole_tiles = {NULL, NULL, NULL, 0, 1, 1, 1, 1};
+        tm_producer<A_K, B_K, TP_BM, TM_BN, TP_STAGES, TP_A_BYTES, TM_B_BYTES, false>(&tmA, &tmB, sA, sB, full, empty, M, N, K, kps, tiles,
+                                                                                      rows_first, whole_tiles);
         if constexpr (!A_K)
-            if (colsum && threadIdx.x >> 5 == 1) tm_colsum<T, TP_BM, TM_BN, TP_STAGES, TP_A_BYTES>(cs, sA, full, empty, M, N, K, kps, tiles, rows_first);
+            if (colsum && threadIdx.x >> 5 == 1)
+                tm_colsum<T, TP_BM, TM_BN, TP_STAGES, TP_A_BYTES, false>(cs, sA, full, empty, M, N, K, kps, tiles, rows_first, whole_tiles);
         return;
     }
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(TM_CONSUMER_REGS));
@@ -2299,14 +2458,21 @@ static int tma_map(const CudaImpl *im, CUtensorMap *map, const T *p, size_t inne
  * direct path the other kinds never take): the cooperative kernel's of width BN, or (PINGPONG) the ping-pong one */
 template <typename T, bool A_K, bool B_K, int EK, int BN, bool PINGPONG>
 static void tma_launch(ngpt_backend *be, unsigned grid, const CUtensorMap &ma, const CUtensorMap &mb, const CUtensorMap &mo, const CUtensorMap &mx,
-                       int M, int N, int K, int kps, int tiles, int rows_first, const MmEpilogue<T> &ep, const TmColsum<T> &cs) {
+                       int M, int N, int K, int kps, int tiles, int rows_first, const MmEpilogue<T> &ep, const TmColsum<T> &cs,
+                       const TmStreamK &sk) {
     constexpr int built = mm_direct_kind<A_K, B_K>(EK) ? EK : EPI_PLAIN;
     if constexpr (PINGPONG) {
         CU_LAUNCH(be, "matmul_tma_pingpong_kernel", matmul_tma_pingpong_kernel<T, A_K, B_K, built>, grid, TM_THREADS, TP_SMEM_BYTES, ma, mb, mo, mx,
                   M, N, K, kps, tiles, rows_first, ep, cs);
+    } else if (sk.kt) {
+        if constexpr (!A_K && !B_K && BN == TM_BN && built == EPI_PLAIN)
+            CU_LAUNCH(be, "matmul_tma_kernel", matmul_tma_kernel<T, A_K, B_K, built, BN, true>, grid, TM_THREADS, TM_SMEM_BYTES, ma, mb, mo, mx, M, N,
+                      K, kps, tiles, rows_first, ep, cs, sk);
+        else
+            cu_fail(be, NGPT_ERR_ARG, "cuda matmul: stream-K asked of a build without it (a %d x %d product)", M, N);
     } else {
         CU_LAUNCH(be, "matmul_tma_kernel", matmul_tma_kernel<T, A_K, B_K, built, BN>, grid, TM_THREADS, TM_SMEM_BYTES, ma, mb, mo, mx, M, N, K, kps,
-                  tiles, rows_first, ep, cs);
+                  tiles, rows_first, ep, cs, sk);
     }
 }
 
@@ -2324,22 +2490,52 @@ static int tma_tile_n(const CudaImpl *im, int M, int N, int splits) {
     return cost(TM_BN_NARROW) < 0.9 * cost(TM_BN) ? TM_BN_NARROW : TM_BN;
 }
 
+/* Stream-K (TmStreamK) for a weight gradient on the TMA kernel, into *sk: where its 128 x 256 tiles are fewer
+ * than the SMs but at least a third as many (a tile is then cut in at most four pieces), K >= 2048, the blocks'
+ * pieces fit the scratch, and the tiles of one k phase can hold whole rows of tiles (where A is the larger
+ * operand) or whole columns (B): 1, else 0 (split-K's rule). GPT-2 124M's at batch 12 on an H100 or H200
+ * (132 SMs, K = 12288): qkv's (54 tiles) and fc's and the MLP projection's (72), which split-K's rule ran as
+ * 108 blocks (qkv in two slices) and 96 (the others whole, in tiles 192 wide), so a quarter of the SMs idled.
+ * The pieces take precedence over NGPT_TILE_N and NGPT_PINGPONG, and take the tiles in their own order whatever
+ * NGPT_TILE_ORDER says, so those variants keep the default's bits; NGPT_SPLITK_MAX=1 (nothing split) turns
+ * them off, as NGPT_STREAMK=0 does. */
+static int streamk_plan(const CudaImpl *im, int M, int N, int K, TmStreamK *sk) {
+    const int tiles_m = (M + TM_BM - 1) / TM_BM, tiles_n = (N + TM_BN - 1) / TM_BN, blocks = im->sm_count;
+    const long long tiles = (long long)tiles_m * tiles_n;
+    if (!im->streamk || !im->streamk_ready || im->splitk_most == 1 || K < 2048 || blocks * 3 * (long long)sizeof(int) > STREAMK_FLAG_BYTES)
+        return 0;
+    if (tiles >= blocks || 3 * tiles < blocks || (size_t)blocks * (TM_BM * TM_BN + 2 * TM_BM) * sizeof(float) > im->scratch_bytes) return 0;
+    const int kt = (K + WG_BK - 1) / WG_BK;
+    if ((tiles * kt + 1) * blocks >= INT_MAX) return 0; /* the walk's 32-bit bounds (TmWalk) */
+    int g = blocks, r = (int)tiles; /* g = gcd(tiles, blocks): the tiles of one k phase */
+    while (r) {
+        const int q = g % r;
+        g = r;
+        r = q;
+    }
+    const int rows_share = M >= N, share = rows_share ? tiles_n : tiles_m; /* A (dout, K x M) the larger: its rows of tiles share a phase, else B's columns */
+    if (g % share) return 0;
+    *sk = {(float *)im->scratch, (float *)im->scratch + (size_t)blocks * TM_BM * TM_BN, im->streamk_ready, kt, (int)tiles / g, rows_share, share, g / share};
+    return 1;
+}
+
 /* The TMA kernel for this product (operands checked with vec_ok by the caller), with its bias gradient where
- * cs.dbias is set: 1 when launched, 0 when the driver would not encode a tensor map for them (nothing happened) */
+ * cs.dbias is set, in stream-K pieces where streamk_plan set sk: 1 when launched, 0 when the driver would not
+ * encode a tensor map for them (nothing happened) */
 template <typename T, bool A_K, bool B_K>
-static int gemm_tma(ngpt_backend *be, const T *A, const T *B, int M, int N, int K, size_t lda, size_t ldb, int splits, int kps,
+static int gemm_tma(ngpt_backend *be, const T *A, const T *B, int M, int N, int K, size_t lda, size_t ldb, int splits, int kps, const TmStreamK &sk,
                     const MmEpilogue<T> &ep_in, const TmColsum<T> &cs) {
     CudaImpl *im = impl_of(be);
-    const bool pingpong = im->tma_pingpong == TMA_PINGPONG_ALL ||
-                          (im->tma_pingpong == TMA_PINGPONG_GELU && (ep_in.kind == EPI_GELU || ep_in.kind == EPI_DGELU));
-    const int bm = pingpong ? TP_BM : TM_BM, bn = pingpong ? TM_BN : tma_tile_n(im, M, N, splits);
+    const bool pingpong = !sk.kt && (im->tma_pingpong == TMA_PINGPONG_ALL ||
+                                     (im->tma_pingpong == TMA_PINGPONG_GELU && (ep_in.kind == EPI_GELU || ep_in.kind == EPI_DGELU)));
+    const int bm = pingpong ? TP_BM : TM_BM, bn = pingpong || sk.kt ? TM_BN : tma_tile_n(im, M, N, splits);
     CUtensorMap ma, mb;
     if (tma_map(im, &ma, A, A_K ? K : M, A_K ? M : K, lda, 64, A_K ? (unsigned)bm : 64) ||
         tma_map(im, &mb, B, B_K ? K : N, B_K ? N : K, ldb, 64, B_K ? (unsigned)bn : 64))
         return 0;
     long long tiles = (long long)((M + bm - 1) / bm) * ((N + bn - 1) / bn) * splits;
     if (tiles > INT_MAX) return 0;
-    unsigned grid = (unsigned)(tiles < im->sm_count ? tiles : im->sm_count);
+    unsigned grid = (unsigned)(tiles < im->sm_count && !sk.kt ? tiles : im->sm_count);
     MmEpilogue<T> ep = ep_in;
     /* the direct epilogue's stores go through the copy engine: out (and GELU's aux) 16-byte aligned with rows
      * a multiple of 16 bytes apart, else every tile is staged; split-K slices (rows of N floats) likewise */
@@ -2357,11 +2553,11 @@ static int gemm_tma(ngpt_backend *be, const T *A, const T *B, int M, int N, int 
                     !(gelu && tma_map(im, &mx, ep.aux, (size_t)N, (size_t)M, ep.ldc, 64, 16));
     mm_launch_kind<A_K, B_K>(ep.kind, [&](auto ek) {
         constexpr int EK = decltype(ek)::value;
-        const int rows_first = tiles_rows_first(im, (M + bm - 1) / bm, (N + bn - 1) / bn);
-        if (pingpong) tma_launch<T, A_K, B_K, EK, TM_BN, true>(be, grid, ma, mb, mo, mx, M, N, K, kps, (int)tiles, rows_first, ep, cs);
+        const int rows_first = tiles_rows_first(im, (M + bm - 1) / bm, (N + bn - 1) / bn); /* (stream-K: its own order) */
+        if (pingpong) tma_launch<T, A_K, B_K, EK, TM_BN, true>(be, grid, ma, mb, mo, mx, M, N, K, kps, (int)tiles, rows_first, ep, cs, sk);
         else if (bn == TM_BN_NARROW)
-            tma_launch<T, A_K, B_K, EK, TM_BN_NARROW, false>(be, grid, ma, mb, mo, mx, M, N, K, kps, (int)tiles, rows_first, ep, cs);
-        else tma_launch<T, A_K, B_K, EK, TM_BN, false>(be, grid, ma, mb, mo, mx, M, N, K, kps, (int)tiles, rows_first, ep, cs);
+            tma_launch<T, A_K, B_K, EK, TM_BN_NARROW, false>(be, grid, ma, mb, mo, mx, M, N, K, kps, (int)tiles, rows_first, ep, cs, sk);
+        else tma_launch<T, A_K, B_K, EK, TM_BN, false>(be, grid, ma, mb, mo, mx, M, N, K, kps, (int)tiles, rows_first, ep, cs, sk);
     });
     return 1;
 }
@@ -2494,7 +2690,10 @@ static void gemm_16_layout(ngpt_backend *be, const T *A, const T *B, int M, int 
     /* the TMA kernel's 128x256 tiles are twice as few: up to 8 slices (the attention projection's weight
      * gradient, 18 tiles for C = 768, fills 126 of 132 SMs with 7) */
     const int rule_most = tma ? 8 : 4, most = im->splitk_most && im->splitk_most < rule_most ? im->splitk_most : rule_most;
-    int splits = tma ? splitk_slices(be, M, N, K, TM_BM, TM_BN, im->sm_count, most)
+    TmStreamK sk = {NULL, NULL, NULL, 0, 1, 1, 1, 1}; /* kt = 0: whole tiles (or split-K's slices) */
+    if (tma && !A_K && !B_K) streamk_plan(im, M, N, K, &sk);
+    int splits = sk.kt ? 1
+               : tma ? splitk_slices(be, M, N, K, TM_BM, TM_BN, im->sm_count, most)
                      : splitk_slices(be, M, N, K, 128, 128, (long long)im->sm_count * im->mm_blocks_per_sm, most);
     int kps = 0;
     if (splits > 1) {
@@ -2510,7 +2709,7 @@ static void gemm_16_layout(ngpt_backend *be, const T *A, const T *B, int M, int 
     TmColsum<T> cs = {NULL, NULL};
     if (dbias && !A_K && im->fused_dbias && (!kps || (size_t)splits * M * (N + 1) * sizeof(float) <= im->scratch_bytes))
         cs = {dbias, kps ? ep1.partial + (size_t)splits * M * N : NULL};
-    const bool tma_ran = tma && gemm_tma<T, A_K, B_K>(be, A, B, M, N, K, lda, ldb, splits, kps, ep1, cs);
+    const bool tma_ran = tma && gemm_tma<T, A_K, B_K>(be, A, B, M, N, K, lda, ldb, splits, kps, sk, ep1, cs);
     if (!tma_ran) (im->use_wgmma ? gemm_wgmma<T, A_K, B_K> : gemm_tc<T, A_K, B_K>)(be, A, B, M, N, K, lda, ldb, splits, kps, ep1);
     const bool tile_sums = tma_ran && cs.dbias; /* else bias_backward's, after the product */
     if (kps && be->status == NGPT_OK) {
@@ -4426,10 +4625,12 @@ static bool registers_cover(const void *kernel, int threads, long long needed) {
     }
     return (long long)fa.numRegs * threads >= needed;
 }
-/* every build of the TMA matmul (mm_direct_kind, at each tile width), then the ping-pong kernel's */
-#define TM_BUILDS 18
+/* every build of the TMA matmul (mm_direct_kind, at each tile width), then the ping-pong kernel's, then the
+ * stream-K weight gradient's */
+#define TM_WIDTH_BUILDS 6
+#define TM_BUILDS (3 * TM_WIDTH_BUILDS + 1)
 template <typename T, int BN> static void tma_builds_of_width(const void **k) {
-    const void *all[TM_BUILDS / 3] = {
+    const void *all[TM_WIDTH_BUILDS] = {
         (const void *)matmul_tma_kernel<T, true, true, EPI_PLAIN, BN>,    (const void *)matmul_tma_kernel<T, true, true, EPI_GELU, BN>,
         (const void *)matmul_tma_kernel<T, true, true, EPI_RESIDUAL, BN>, (const void *)matmul_tma_kernel<T, true, false, EPI_PLAIN, BN>,
         (const void *)matmul_tma_kernel<T, true, false, EPI_DGELU, BN>,   (const void *)matmul_tma_kernel<T, false, false, EPI_PLAIN, BN>};
@@ -4437,12 +4638,13 @@ template <typename T, int BN> static void tma_builds_of_width(const void **k) {
 }
 template <typename T> static void tma_builds(const void *(&k)[TM_BUILDS]) {
     tma_builds_of_width<T, TM_BN>(k);
-    tma_builds_of_width<T, TM_BN_NARROW>(k + TM_BUILDS / 3);
-    const void *pingpong[TM_BUILDS / 3] = {
+    tma_builds_of_width<T, TM_BN_NARROW>(k + TM_WIDTH_BUILDS);
+    const void *pingpong[TM_WIDTH_BUILDS] = {
         (const void *)matmul_tma_pingpong_kernel<T, true, true, EPI_PLAIN>,    (const void *)matmul_tma_pingpong_kernel<T, true, true, EPI_GELU>,
         (const void *)matmul_tma_pingpong_kernel<T, true, true, EPI_RESIDUAL>, (const void *)matmul_tma_pingpong_kernel<T, true, false, EPI_PLAIN>,
         (const void *)matmul_tma_pingpong_kernel<T, true, false, EPI_DGELU>,   (const void *)matmul_tma_pingpong_kernel<T, false, false, EPI_PLAIN>};
-    memcpy(k + 2 * TM_BUILDS / 3, pingpong, sizeof pingpong);
+    memcpy(k + 2 * TM_WIDTH_BUILDS, pingpong, sizeof pingpong);
+    k[3 * TM_WIDTH_BUILDS] = (const void *)matmul_tma_kernel<T, false, false, EPI_PLAIN, TM_BN, true>;
 }
 template <typename T> static bool tma_registers_ok() {
     const void *k[TM_BUILDS];
@@ -4513,7 +4715,7 @@ template <typename T> static int set_smem_attrs(ngpt_backend *be) {
         tma_builds<T>(k);
         for (int i = 0; i < TM_BUILDS; i++)
             bad |= CU_CHECK(be, cudaFuncSetAttribute(k[i], cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                                     i < 2 * TM_BUILDS / 3 ? TM_SMEM_BYTES : TP_SMEM_BYTES));
+                                                     i < 2 * TM_WIDTH_BUILDS || i == 3 * TM_WIDTH_BUILDS ? TM_SMEM_BYTES : TP_SMEM_BYTES));
         bad |= CU_CHECK(be, cudaFuncSetAttribute(attn_forward_wgmma_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, FA_SMEM_BYTES));
         bad |= CU_CHECK(be, cudaFuncSetAttribute(attn_backward_dkdv_wgmma_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, FB_DKDV_SMEM_BYTES));
         bad |= CU_CHECK(be, cudaFuncSetAttribute(attn_backward_dq_wgmma_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, FB_DQ_SMEM_BYTES));
@@ -4661,6 +4863,8 @@ int ngpt_cuda_backend_create(ngpt_backend **out, int dtype, char *err, size_t er
     im->splitk_most = splitk_env && splitk_env[0] >= '1' && splitk_env[0] <= '8' && !splitk_env[1] ? splitk_env[0] - '0' : 0;
     const char *dbias_env = getenv("NGPT_DBIAS"); /* "separate": every bias gradient by bias_backward, to compare */
     im->fused_dbias = !(dbias_env && !strcmp(dbias_env, "separate"));
+    const char *streamk_env = getenv("NGPT_STREAMK"); /* "0": those weight gradients by split-K's rule, to compare */
+    im->streamk = !(streamk_env && !strcmp(streamk_env, "0"));
     const char *loss_env = getenv("NGPT_LOSS_SMEM"); /* "0": the loss reads each row from global memory in both passes, to compare */
     im->loss_smem = !(loss_env && !strcmp(loss_env, "0"));
     const char *sync_env = getenv("NGPT_CUDA_SYNC");

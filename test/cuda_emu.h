@@ -25,7 +25,9 @@
  *   taken modulo 32), ldmatrix .x4 (and .trans), and
  *   mma.sync m16n8k16 (bf16, f16) and m16n8k8 (f16, the sm_75 path). ldmatrix rows and cp.async targets
  *   must be 16-byte aligned and inside the block's dynamic shared memory.
- * - __stcg: a plain store whose address must be aligned to the stored value's size (16 bytes for a uint4).
+ * - __stcg: a plain store whose address must be aligned to the stored value's size (16 bytes for a uint4);
+ *   __ldcg a plain load. Stream-K's flags: a wait for one that no earlier block and no thread of this one
+ *   sets is a deadlock; setting one already set fails too.
  * - Programmatic dependent launches (cudaLaunchKernelEx with programmatic stream serialization, rewritten to
  *   emu::launch_ex; sm_90 only): the blocks run after the previous launch's as any launch's do, and each
  *   thread must run griddepcontrol.wait before the global accesses the emulator sees (cp.async, the copy
@@ -867,6 +869,21 @@ static void mbar_wait(uint64_t *bar, unsigned parity) {
     }
 }
 
+/* Stream-K's flags (nanogpt.cu's flag_set, flag_wait_clear), between blocks and within one. The blocks run one
+ * after another here, so a wait for a flag no thread of this block will set (one a later block would set, on
+ * a GPU a wait that may hang) ends as a deadlock, which fails the launch; so does a flag set twice before the
+ * waiting block cleared it. */
+static void flag_set(int *flag) {
+    global_access("a stream-K flag's store");
+    if (*flag) block_fail("stream-K: flag %p set again before the block that waits on it cleared it", (void *)flag);
+    *flag = 1;
+}
+static void flag_wait_clear(int *flag) {
+    global_access("a stream-K flag's load");
+    while (!*flag) poll_wait();
+    *flag = 0;
+}
+
 /* A box of the copy engine in shared memory at smem: its map (checked), its shared address (128-byte
  * aligned, inside dynamic shared memory), the bytes of a row and of the box */
 struct TmaBox {
@@ -1215,6 +1232,11 @@ template <typename V> static inline V emu_ldg(const V *p) {
     return *p;
 }
 #define __ldg(p) emu_ldg(p)
+template <typename V> static inline V emu_ldcg(const V *p) {
+    emu::global_access("__ldcg");
+    return *p;
+}
+#define __ldcg(p) emu_ldcg(p)
 /* a store with the L2-only hint: the store, its address aligned to the value's size as on a GPU (a 16-byte
  * vector's to 16) */
 template <typename V> static inline void emu_stcg(V *p, V v) {

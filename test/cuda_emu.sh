@@ -77,6 +77,8 @@ rewrite() {
         q{static __device__ __forceinline__ void prefetch_l2\(const void \*p\)} => q{emu::prefetch_l2(p);},
         q{static __device__ __forceinline__ void grid_dependency_wait\(\)} => q{emu::grid_dependency_wait();},
         q{static __device__ __forceinline__ void grid_dependents_launch\(\)} => q{emu::grid_dependents_launch();},
+        q{static __device__ __forceinline__ void flag_set\(int \*flag\)} => q{emu::flag_set(flag);},
+        q{static __device__ __forceinline__ void flag_wait_clear\(int \*flag\)} => q{emu::flag_wait_clear(flag);},
         # sm_90a: mbarriers, the copy engine, wgmma
         q{static __device__ __forceinline__ void mbar_init\(uint64_t \*bar, unsigned count\)} => q{emu::mbar_init(bar, count);},
         q{static __device__ __forceinline__ void mbar_expect_bytes\(uint64_t \*bar, unsigned bytes\)} => q{emu::mbar_expect_bytes(bar, bytes);},
@@ -361,6 +363,11 @@ MUTANTS=(
     "TMA kernel's bias-gradient warp writes every split-K slice's sums to the first slice's|90|--matmul-only|cs.partial[(size_t)tl.slice * M + m]|cs.partial[m]"
     "split-K reduction launched without its bias-gradient blocks|90|--matmul-only|const unsigned blocks = sums_block + (tile_sums ?|const unsigned blocks = sums_block + 0 * (tile_sums ?"
     "split-K reduction: the first bias-gradient block reduces results instead|90|--matmul-only|if (blockIdx.x >= sums_block) {|if (blockIdx.x > sums_block) {"
+    "stream-K: the finishing block adds only the latest of the earlier pieces|90|--matmul-only|for (int b = (int)blockIdx.x - 1; b >= tl.first_block; b--) {|for (int b = (int)blockIdx.x - 1; b >= (int)blockIdx.x - 1; b--) {"
+    "stream-K: an unfinished piece flagged but not written|90|--matmul-only|for (int q = 0; q < BN / 8; q++) __stcg(mine|for (int q = 0; q < 0; q++) __stcg(mine"
+    "stream-K: an unfinished piece never flagged (its finishing block would wait for ever)|90|--matmul-only|if (ctid == 0) flag_set(&sk.ready[blockIdx.x]);|if (ctid < 0) flag_set(&sk.ready[blockIdx.x]);"
+    "stream-K: the finishing block adds only its own bias-gradient sums of a tile|90|--matmul-only|v += __ldcg(sk.colpart|v += 0 * __ldcg(sk.colpart"
+    "stream-K: the bias-gradient warp writes a finishing piece as an unfinished one|90|--matmul-only|const int slot = tl.first_block < 0 ? 0 : 1;|const int slot = 0;"
     "ping-pong TMA kernel: each warpgroup takes the other's tiles (a deadlock)|90|NGPT_PINGPONG=1 --matmul-only|for (int t = blockIdx.x + cw * gridDim.x;|for (int t = blockIdx.x + (1 - cw) * gridDim.x;"
     "ping-pong TMA kernel: a warpgroup starts its main loop without its turn|90|NGPT_PINGPONG=1 --matmul-only|named_bar_sync(1 + cw, 256); /* this main loop's turn */|"
     "ping-pong TMA kernel: the block's last tile gives a turn nobody takes|90|NGPT_PINGPONG=1 --matmul-only|if (next) named_bar_arrive(2 - cw, 256);|named_bar_arrive(2 - cw, 256);"

@@ -18,7 +18,8 @@
 # bench (nanogpt bench and tools/bench_torch_gpt2.py: end to end, every matmul shape (and the two with GELU fused), attention,
 # LayerNorm, GELU, the loss (and with each row read twice, NGPT_LOSS_SMEM=0), memory; the step with GELU as ops of
 # their own (NGPT_FUSE_GELU=0); on sm_90 on, the step with plain launches, not programmatic ones (NGPT_PDL=0);
-# where the TMA matmul runs, the step with the bias gradients summed apart from the weight gradients (NGPT_DBIAS=separate);
+# where the TMA matmul runs, the step with the bias gradients summed apart from the weight gradients (NGPT_DBIAS=separate)
+# and with the weight gradients of fewer tiles than SMs split by split-K's rule, not stream-K's pieces (NGPT_STREAMK=0);
 # sampling speed with 1 and 10 samples; on Hopper the older kernels and each variant knob against the default, the
 # attention without its warpgroups' turns and a block an item (not persistent), and the TMA kernel's ping-pong build,
 # per kernel and end to end, included).
@@ -552,6 +553,8 @@ if want bench && [ $BUILT = 0 ] && time_left "benchmarks" 150 bench; then
         if "$BUILD/nanogpt" info 2>&1 | grep -q "matmul wgmma+tma"; then # the TMA kernel sums the bias gradients from its tiles
             echo "== nanogpt bench, bias gradients separate"
             NGPT_DBIAS=separate timeout $(cap_time 120) "$BUILD/nanogpt" bench --device=cuda --steps=20 --warmup=3 --gradient_accumulation_steps=1
+            echo "== nanogpt bench, weight gradients by split-K's rule" # not in stream-K's pieces
+            NGPT_STREAMK=0 timeout $(cap_time 120) "$BUILD/nanogpt" bench --device=cuda --steps=20 --warmup=3 --gradient_accumulation_steps=1
         fi
         echo "== nanogpt bench --kernels"; timeout $(cap_time 90) "$BUILD/nanogpt" bench --device=cuda --kernels
     } >"$LOG/bench.log" 2>&1
@@ -589,6 +592,7 @@ if want bench && [ $BUILT = 0 ] && time_left "benchmarks" 150 bench; then
             NGPT_TILE_ORDER=m timeout $(cap_time 90) "$BUILD/nanogpt" bench --device=cuda --kernels
             echo "== nanogpt bench --kernels, at most 2 split-K slices"
             NGPT_SPLITK_MAX=2 timeout $(cap_time 90) "$BUILD/nanogpt" bench --device=cuda --kernels
+            echo "== nanogpt bench --kernels, split-K's rule"; NGPT_STREAMK=0 timeout $(cap_time 90) "$BUILD/nanogpt" bench --device=cuda --kernels
             echo "== nanogpt bench, staged epilogue"
             NGPT_EPILOGUE=staged timeout $(cap_time 90) "$BUILD/nanogpt" bench --device=cuda --steps=10 --warmup=2 --gradient_accumulation_steps=1
             if [ "$PINGPONG_OK" = 1 ]; then
@@ -608,6 +612,7 @@ if want bench && [ $BUILT = 0 ] && time_left "benchmarks" 150 bench; then
     ktimes "$LOG/bench.log" '^== nanogpt bench --kernels, tiles 256 wide$' >"$BUILD/k_wide"
     ktimes "$LOG/bench.log" '^== nanogpt bench --kernels, tiles down the columns$' >"$BUILD/k_columns"
     ktimes "$LOG/bench.log" '^== nanogpt bench --kernels, at most 2 split-K slices$' >"$BUILD/k_split2"
+    ktimes "$LOG/bench.log" "^== nanogpt bench --kernels, split-K's rule\$" >"$BUILD/k_nostreamk"
     ktimes "$LOG/bench.log" '^== nanogpt bench --kernels, attention without turns$' >"$BUILD/k_noturns"
     ktimes "$LOG/bench.log" '^== nanogpt bench --kernels, attention a block an item$' >"$BUILD/k_blockitem"
     ktimes "$LOG/bench.log" '^== nanogpt bench --kernels, loss rows read twice$' >"$BUILD/k_loss2"
@@ -762,6 +767,20 @@ if want bench && [ $BUILT = 0 ] && time_left "benchmarks" 150 bench; then
     if [ -n "$sepdb_tok" ]; then
         row "bias gradients fused vs separate, end to end" "$(target "$(awk -v a="$ours_tok" -v b="$sepdb_tok" 'BEGIN{if (b > 0) printf "%.3f", a / b}')" 1.0)" \
             "${ours_tok:-none} vs ${sepdb_tok} tokens/s (NGPT_DBIAS=separate) ($(awk -v a="$ours_tok" -v b="$sepdb_tok" 'BEGIN{if (a > 0 && b > 0) printf "%.3fx", a / b}'))"
+    fi
+    # the weight gradients of fewer tiles than SMs in stream-K's pieces (TmStreamK) against split-K's rule
+    # (NGPT_STREAMK=0): GPT-2 124M's qkv, fc and MLP projection, with and without their bias gradients, and end to end
+    nosk_tok=$(bench_value "$LOG/bench.log" "== nanogpt bench, weight gradients by split-K's rule" tokens_per_s)
+    if [ -n "$nosk_tok" ]; then
+        row "stream-K vs split-K's rule, end to end" "$(target "$(awk -v a="$ours_tok" -v b="$nosk_tok" 'BEGIN{if (b > 0) printf "%.3f", a / b}')" 1.0)" \
+            "${ours_tok:-none} vs ${nosk_tok} tokens/s (NGPT_STREAMK=0) ($(awk -v a="$ours_tok" -v b="$nosk_tok" 'BEGIN{if (a > 0 && b > 0) printf "%.3fx", a / b}'))"
+    fi
+    if [ -s "$BUILD/k_nostreamk" ]; then
+        sk=$(ratio '^matmul (qkv|fc|mlp proj) (dbias.)?dweight$' "$BUILD/k_ours" "$BUILD/k_nostreamk")
+        row "weight gradients stream-K vs split-K's rule" "$(target "$sk" 1.0)" \
+            "${sk:-none}x, FLOP-weighted over qkv's, fc's and the MLP projection's (alone and with the bias gradient): qkv\
+ $(ratio '^matmul qkv dweight$' "$BUILD/k_ours" "$BUILD/k_nostreamk")x, fc $(ratio '^matmul fc dweight$' "$BUILD/k_ours" "$BUILD/k_nostreamk")x,\
+ MLP projection $(ratio '^matmul mlp proj dweight$' "$BUILD/k_ours" "$BUILD/k_nostreamk")x"
     fi
     # the classifier in chunks of 4096 rows (three a step at batch 12) against the planner's 2048 (six): each chunk
     # reads and writes the whole weight gradient, and the speed model charges a chunk 370 rows' time

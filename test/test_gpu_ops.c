@@ -1079,10 +1079,18 @@ static void tg_matmul_sweep(void) {
      * either order (block 1: columns 256.. first, then a first-column tile), K = 200 (a partial k tile) */
     t_matmul(200, 520, 600, 1);
     /* split-K slices of whole tiles straight from the accumulators (mm_slice_direct), two slices each: the weight
-     * gradient (256 x 512, K = 2100), the input gradient (128 x 512, K = 2100, as the classifier's, whose K is the
+     * gradient (256 x 512, K = 2100; on the emulator's 8 SMs its 4 tiles on the TMA kernel are stream-K's, each
+     * in two pieces: TmStreamK), the input gradient (128 x 512, K = 2100, as the classifier's, whose K is the
      * vocabulary; 192 wide on the TMA kernel, an edge tile staged beside), and the residual projection's forward
      * (the residual build; the reduce kernel adds it) */
     t_matmul(2100, 512, 256, 1);
+    /* stream-K on the emulator's 8 SMs: a weight gradient of 3 tiles (104 x 600, K = 2048: 32 k tiles each, 12
+     * a block), cut in 3, 4 and 3 pieces; block 2 finishes tile 0 after it starts tile 1; the bias gradient's
+     * tile in pieces too, and the last an edge tile (on an H100's 132 SMs: GPT-2's qkv, fc and MLP projection
+     * weight gradients below). And a weight gradient of 2 tiles, too few for stream-K: split-K's 4 slices of
+     * whole tiles 256 wide (128 x 512, K = 4200) */
+    t_matmul(2048, 600, 104, 1);
+    t_matmul(4200, 512, 128, 1);
     t_matmul(128, 512, 2100, 0);
     t_matmul_residual(128, 2100, 512);
     if (!tg_small) t_matmul_gelu(2048, 768, 3072); /* GPT-2's MLP */

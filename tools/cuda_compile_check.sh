@@ -200,9 +200,10 @@ unwaited=$(KERNELS="$kernels" perl -0777 -ne '
 if [ -z "$unwaited" ]; then ok "$SRC: each of its $kernels kernels starts with after_previous_kernel()"; else fail "$SRC kernels without after_previous_kernel() first" "$unwaited"; fi
 
 # 6. Models of the wgmma kernels, no GPU needed: their shared-memory layouts agree with their descriptors,
-# and the TMA kernel's mbarrier pipeline neither races nor deadlocks.
+# the TMA kernel's mbarrier pipeline neither races nor deadlocks, and its stream-K walk covers every tile's k
+# tiles once, never waits on a block yet to sum its piece, and keeps the blocks of a k phase in step.
 PY=$(command -v python3 || true)
-for model in tools/wgmma_layout_check.py tools/tma_pipeline_model.py; do
+for model in tools/wgmma_layout_check.py tools/tma_pipeline_model.py tools/streamk_walk_model.py; do
     if [ -z "$PY" ]; then
         fail "$model" "python3 not found"
     elif out=$("$PY" "$model" 2>&1); then
