@@ -1892,23 +1892,23 @@ template <typename T> struct TmColsum {
     T *dbias;
     float *partial; /* split-K: the slices' sums, splits x M floats; NULL otherwise */
 };
-/* Stream-K, for a weight gradient whose tiles are fewer than the SMs (streamk_plan): one block an SM, and block b
- * takes the b-th of gridDim.x equal shares of all the tiles' k tiles in a row (tile by tile), so a tile's k
+/* Stream-K, for a weight gradient whose tiles are fewer than the SMs (streamk_plan): one block an SM, and block
+ * b takes the b-th of gridDim.x equal shares of all the tiles' k tiles in a row (tile by tile), so a tile's k
  * range may be cut in up to four pieces, each summed by another block. Blocks gridDim.x / g apart (g: the
  * greatest common divisor of the tiles and the blocks) walk the same k at the same time, on tiles `period` =
  * tiles / g apart: the tiles are ordered so that those g tiles include every tile that reads the same rows of
  * the larger operand (a row of tiles, for A; a column, for B), which the L2 then holds for all of them, as when
- * every tile runs whole in one wave (in equal shares taken in the usual order, those tiles would read the same
- * k tiles at different times: up to three times A, 170 MB, for GPT-2's qkv, six times B for its MLP
- * projection). Each block walks its pieces from the
- * end of its share back: first the piece that starts a tile and leaves it unfinished (written to part's slot
- * b, flag ready[b] set), last the one that finishes a tile another block started. That finishing block waits
- * for the flags of the blocks before it that hold the tile's earlier pieces (each wrote its piece first, so
- * the wait is short, and holds no block of a later SM back), adds their pieces to its own, the latest first,
- * and runs the epilogue; it clears the flags (zero between launches: they live past the arena, not in
- * the scratch). The bias-gradient warp writes its column sums of each piece of a tile it sums (colpart, flags
- * ready[gridDim.x + ...]: its 40 registers hold no more), and the finishing block's consumers add them, in the
- * same order, into the bias gradient. A tile's pieces depend only on the shape and the SM count, so the bits do too. kt = 0: the usual walk. */
+ * every tile runs whole in one wave (in equal shares taken in the usual order, those tiles would read the same k
+ * tiles at different times: up to three times A, 170 MB, for GPT-2's qkv, six times B for its MLP projection).
+ * Each block walks its pieces from the end of its share back: first the piece that starts a tile and leaves it
+ * unfinished (written to part's slot b, flag ready[b] set), last the one that finishes a tile another block
+ * started. That finishing block waits for the flags of the blocks before it that hold the tile's earlier pieces
+ * (each wrote its piece first, so the wait is short, and holds no block of a later SM back), adds their pieces
+ * to its own, the latest first, and runs the epilogue; it clears the flags (zero between launches: they live
+ * past the arena, not in the scratch). The bias-gradient warp writes its column sums of each piece of a tile it
+ * sums (colpart, flags ready[gridDim.x + ...]: its 40 registers hold no more), and the finishing block's
+ * consumers add them, in the same order, into the bias gradient. A tile's pieces depend only on the shape and
+ * the SM count, so the bits do too. kt = 0: no stream-K (every other build ignores it). */
 struct TmStreamK {
     float *part;    /* gridDim.x slots of TM_BM x TM_BN floats */
     float *colpart; /* 2 gridDim.x slots of TM_BM floats: each block's unfinished piece's, then its finishing one's */
@@ -2691,7 +2691,7 @@ static void gemm_16_layout(ngpt_backend *be, const T *A, const T *B, int M, int 
      * gradient, 18 tiles for C = 768, fills 126 of 132 SMs with 7) */
     const int rule_most = tma ? 8 : 4, most = im->splitk_most && im->splitk_most < rule_most ? im->splitk_most : rule_most;
     TmStreamK sk = {NULL, NULL, NULL, 0, 1, 1, 1, 1}; /* kt = 0: whole tiles (or split-K's slices) */
-    if (tma && !A_K && !B_K) streamk_plan(im, M, N, K, &sk);
+    if (tma && !A_K && !B_K && ep.kind == EPI_PLAIN) streamk_plan(im, M, N, K, &sk);
     int splits = sk.kt ? 1
                : tma ? splitk_slices(be, M, N, K, TM_BM, TM_BN, im->sm_count, most)
                      : splitk_slices(be, M, N, K, 128, 128, (long long)im->sm_count * im->mm_blocks_per_sm, most);
