@@ -373,7 +373,7 @@ MUTANTS=(
     "ping-pong TMA kernel: the block's last tile gives a turn nobody takes|90|NGPT_PINGPONG=1 --matmul-only|if (next) named_bar_arrive(2 - cw, 256);|named_bar_arrive(2 - cw, 256);"
     "ping-pong TMA kernel ends with its bulk stores unwaited|90|NGPT_PINGPONG=1 --matmul-only|if (lane == 0) bulk_wait_written(); /* every store written|/* every store written"
     "TMA kernel walks tiles 192 wide 256 columns apart|90|--matmul-only|r.n0 = (rows_first ? i : o) * bn;|r.n0 = (rows_first ? i : o) * TM_BN;"
-    "TMA kernel's consumers walk the tiles in the other order than its producer loads them|90|--matmul-only|const TmTile tl = tm_tile(t, M, N, K, kps, TM_BM, BN, rows_first);\n        mm_prefetch_tile|const TmTile tl = tm_tile(t, M, N, K, kps, TM_BM, BN, !rows_first);\n        mm_prefetch_tile"
+    "TMA kernel's consumers walk the tiles in the other order than its producer loads them|90|--matmul-only|tm_next<SK>(wk, tl, M, N, K, kps, TM_BM, BN, rows_first, tiles, sk)|tm_next<SK>(wk, tl, M, N, K, kps, TM_BM, BN, !rows_first, tiles, sk)"
     "TMA kernel walks the rows of tiles first but counts them in columns|90|--matmul-only|const int i = t % inner, o = rest % outer;|const int i = t % inner, o = rest % inner;"
     "mma.sync kernel takes its tile from the grid as if it went down the columns|80|--matmul-only|const int m0 = (rows_first ? blockIdx.y : blockIdx.x) * MM_BM, n0 = (rows_first ? blockIdx.x : blockIdx.y) * MM_BN;|const int m0 = blockIdx.x * MM_BM, n0 = blockIdx.y * MM_BN;"
     "TMA kernel's direct epilogue does not move the next group's accumulators to the front|90|--matmul-only|d[k] = d[k + 4 * FG]; /* the next group's|d[k] = d[k + 2 * FG]; /* the next group's"
@@ -418,7 +418,7 @@ MUTANTS=(
     "wgmma attention backward: dK, dV's kernel ends with its dS^T stores unwaited|90||if (lane == 0) bulk_wait_written(); /* the dS^T tiles are written|/* the dS^T tiles are written"
     "wgmma attention backward: dQ reads a later key block's dS^T tiles|90||fb_ds_tile(kb, nqt) + 2 * (m - kb)); /* (kb, query tile 2m) */|fb_ds_tile(kb, nqt) + 2 * m - kb);"
     "wgmma attention backward: a group of heads stores dS^T at the rows of its heads' place among all|90||const int ds_row0 = (int)(((long long)y * fb_ds_tiles(T_)|const int ds_row0 = (int)(((long long)bh * fb_ds_tiles(T_)"
-    "programmatic launch: the TMA matmul touches memory before its wait|90|--matmul-only|TmColsum<T> cs) {\n    after_previous_kernel();\n#ifdef NGPT_WGMMA_DEVICE\n    extern __shared__ __align__(1024) unsigned char tm_smem[];|TmColsum<T> cs) {\n#ifdef NGPT_WGMMA_DEVICE\n    extern __shared__ __align__(1024) unsigned char tm_smem[];"
+    "programmatic launch: the TMA matmul touches memory before its wait|90|--matmul-only|TmColsum<T> cs, TmStreamK sk) {\n    after_previous_kernel();\n#ifdef NGPT_WGMMA_DEVICE\n    extern __shared__ __align__(1024) unsigned char tm_smem[];|TmColsum<T> cs, TmStreamK sk) {\n#ifdef NGPT_WGMMA_DEVICE\n    extern __shared__ __align__(1024) unsigned char tm_smem[];"
     "programmatic launch: AdamW never waits for the kernel before it|90||ngpt_adamw h) {\n    after_previous_kernel();|ngpt_adamw h) {"
     "programmatic launch: every kernel lets the next one launch before its own wait|90|--matmul-only|    grid_dependency_wait();\n    grid_dependents_launch();|    grid_dependents_launch();\n    grid_dependency_wait();"
 )

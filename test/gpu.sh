@@ -41,7 +41,8 @@
 # kernels alone), f32 86 s (2026-11-26). Added since (fortieth session, not yet timed): the ping-pong build
 # alone first (about 13 s a call) and its two op sweeps (about 35 s: the ops cap is now 330 s), one more bench
 # --kernels pass for it and one for the loss (about 15 s each), three more bench steps (about 10 s each); forty-fourth
-# session, the 20-step bench with plain launches (about 15 s).
+# session, the 20-step bench with plain launches (about 15 s); forty-fifth and forty-sixth, the 20-step bench with the
+# bias gradients separate and with split-K's rule (NGPT_STREAMK=0), and a --kernels pass with the latter (about 45 s).
 # So it takes two calls:
 #   GPU_SH_CURVE=0 bash test/gpu.sh ops train capped bench      then      bash test/gpu.sh profile sanitize
 # (f32 racecheck starts only with its whole cap left, else SKIP; the curve: bash test/gpu.sh train)
