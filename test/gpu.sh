@@ -6,7 +6,9 @@
 #   NGPT_GPU_ARCH=sm_90a bash test/gpu.sh build   only the build; no GPU needed (CI's CUDA compile check)
 #   bash test/gpu.sh selftest        no GPU: the readers of nanogpt's output on a CPU build's (build.sh test)
 #
-# Steps: build (nvcc for this GPU + the C test program), ops (every CUDA op against the CPU backend, for each
+# Steps: build (nvcc for this GPU + the C test program; on Hopper the TMA matmul, the wgmma attention and the ping-pong
+# build each checked alone first: where one fails, again with its newest features off one at a time (features_off),
+# and every later step runs with the first setting that passes, else on the older kernel), ops (every CUDA op against the CPU backend, for each
 # dtype the GPU supports, with determinism and no-allocation checks), sanitize (compute-sanitizer memcheck,
 # racecheck and synccheck on the small op tests), train (test/test_gpu_train.c: whole step vs CPU,
 # determinism, no allocation while training, resume, 300-step curve), capped (GPT-2 124M on real tokens,
@@ -78,6 +80,7 @@ STEPS=${*:-"ops sanitize train capped bench"}
 
 ROWS=()
 FAILED=0
+FAULTS='illegal (memory access|address|instruction)|launch failure|misaligned address|unspecified launch|cudaError' # in a log: a kernel fault
 PINGPONG_OK=1 # the TMA kernel's ping-pong build passed alone (below), or was not tried
 row() { # check result numbers (each also appended to summary.txt at once: a call cut off keeps the rows so far)
     ROWS+=("$(printf '%-34s | %-5s | %s' "$1" "$2" "$3")")
@@ -148,6 +151,22 @@ variant_vs_default() { # KERNEL "WITHOUT" "WITH" NONE DEFAULT...: "Rx (NONE's ms
         'BEGIN{printf "%.2fx (%.3f ms %s, %.3f %s: the median of %d passes, %.3f-%.3f)", o / m, o, a, m, b, k, lo, hi}'
 }
 section() { awk -v h="$2" '/^== /{on = ($0 == h); next} on' "$1"; } # FILE "== HEADER": the lines under that header
+# The newest features of the TMA kernel and of the wgmma attention, each as the setting that turns it off, newest first.
+# Where one of those kernels fails its check alone, features_off runs the check again with each setting in turn, then all
+# together, and prints the first that passes: later steps then run with it exported and keep the kernel (the row names
+# what was turned off), where before one feature's fault sent every later step to an older kernel
+MATMUL_FEATURES="NGPT_STREAMK=0 NGPT_DBIAS=separate NGPT_PDL=0"
+ATTENTION_FEATURES="NGPT_ATTN_PERSISTENT=0 NGPT_PDL=0"
+features_off() { # "SETTING..." LOG SECONDS COMMAND...: the first of the settings (then all of them) under which COMMAND passes
+    local tries=() t
+    for t in $1; do [ "$(printenv "${t%%=*}")" = "${t#*=}" ] || tries+=("$t"); done # not those already exported
+    [ ${#tries[@]} -gt 1 ] && tries+=("${tries[*]}")
+    for t in "${tries[@]}"; do
+        echo "===== again with $t" >>"$2"
+        if env $t timeout "$3" "${@:4}" >>"$2" 2>&1; then echo "$t"; return 0; fi
+    done
+    return 1
+}
 bias_as_dweight() { # FILE: its "matmul NAME dbias+dweight" rows named "matmul NAME dweight", the others left out
     sed -n 's/^\(matmul .*\) dbias+dweight\t/\1 dweight\t/p' "$1"
 }
@@ -224,6 +243,17 @@ if [ "$STEPS" = selftest ]; then
     awk -F'\t' '{printf "%s\t%.6f\n", $1, ($1 ~ /^attention/ ? 1.5 : 1) * $2}' "$BUILD/k" >"$BUILD/k_none" # attention 1.5x slower
     tv=$(variant_vs_default "attention fwd" "without turns" "with" "$BUILD/k_none" "$BUILD/k" "$BUILD/k_peer" "$BUILD/k") # default passes t, 3t, t: median t
     check "a kernel against the median of the default passes ($tv)" grep -q '^1\.50x ([0-9.]* ms without turns, [0-9.]* with: the median of 3 passes, ' <<<"$tv"
+    # features_off on checks that pass only under some of the settings: the first setting that passes, then all together,
+    # the settings already exported left out, and none where nothing passes
+    ff() { features_off "$MATMUL_FEATURES" "$BUILD/ff.log" 5 sh -c "$1"; }
+    v=$(ff 'test "$NGPT_DBIAS" = separate')
+    check "a feature turned off ($v, $(grep -c '^===== again with' "$BUILD/ff.log") tries)" \
+        test "$v $(grep -c '^===== again with' "$BUILD/ff.log")" = "NGPT_DBIAS=separate 2"
+    v=$(ff 'test "$NGPT_DBIAS" = separate && test "$NGPT_STREAMK" = 0')
+    check "all features turned off ($v)" test "$v" = "$MATMUL_FEATURES"
+    v=$(NGPT_PDL=0 ff 'test "$NGPT_DBIAS" = separate && test "$NGPT_STREAMK" = 0 && test "$NGPT_PDL" = 0')
+    check "features turned off but those already off ($v)" test "$v" = "NGPT_STREAMK=0 NGPT_DBIAS=separate"
+    check "no setting where none passes" test "$(ff false || echo none)" = none
     # the trainer rows: each RUN(...) of a test program against its "ok" lines (test_config here, fast)
     "$CC" -O1 -std=c11 -Itest -o "$BUILD/test_config" test/test_config.c -lm -lpthread && "$BUILD/test_config" >"$BUILD/cfg.log" 2>&1
     runs=$(grep -c '^ *RUN(' test/test_config.c)
@@ -311,11 +341,19 @@ if [ $BUILT = 0 ] && "$BUILD/nanogpt" info 2>&1 | grep -q "matmul wgmma"; then
             [ $kind = wgmma ] && [ "$kinds" != wgmma ] && export NGPT_MATMUL=wgmma
             break
         fi
+        grep -A3 '^FAIL' "$LOG/wgmma.log" | head -n 20
+        if [ $rc -ge 128 ] || grep -qiE "$FAULTS" "$LOG/wgmma.log"; then # a fault: waiting after every launch names the kernel
+            echo "===== again with NGPT_CUDA_SYNC=1 (every launch waited for)" >>"$LOG/wgmma.log"
+            NGPT_MATMUL=$kind NGPT_CUDA_SYNC=1 timeout 45 "$BUILD/test_gpu_ops" --matmul-only --skip-alloc-check --dtype bf16 >>"$LOG/wgmma.log" 2>&1
+        fi
+        if [ $kind = tma ] && off=$(features_off "$MATMUL_FEATURES" "$LOG/wgmma.log" 30 \
+                env NGPT_MATMUL=tma "$BUILD/test_gpu_ops" --matmul-only --skip-alloc-check --dtype bf16); then
+            for t in $off; do export "$t"; done
+            row "$name matmul vs CPU (bf16)" FAIL "${sum:-exit $rc}; passes with $off, which later steps run with"
+            break
+        fi
         export NGPT_MATMUL=mma
         row "$name matmul vs CPU (bf16)" FAIL "${sum:-exit $rc}; later steps run on an older kernel"
-        grep -A3 '^FAIL' "$LOG/wgmma.log" | head -n 20
-        echo "===== again with NGPT_CUDA_SYNC=1 (every launch waited for)" >>"$LOG/wgmma.log"
-        NGPT_MATMUL=$kind NGPT_CUDA_SYNC=1 timeout 45 "$BUILD/test_gpu_ops" --matmul-only --skip-alloc-check --dtype bf16 >>"$LOG/wgmma.log" 2>&1
     done
     # the wgmma attention kernels come with the TMA matmul: alone first the same way, else attention stays on
     # mma.sync (NGPT_ATTENTION=mma) for every later step
@@ -328,9 +366,14 @@ if [ $BUILT = 0 ] && "$BUILD/nanogpt" info 2>&1 | grep -q "matmul wgmma"; then
         if [ $rc = 0 ]; then
             row "wgmma attention vs CPU (bf16)" PASS "${sum}; $(($(date +%s) - t0)) s"
         else
-            export NGPT_ATTENTION=mma
-            row "wgmma attention vs CPU (bf16)" FAIL "${sum:-exit $rc}; later steps run attention on mma.sync"
             grep -A3 '^FAIL' "$LOG/wgmma.log" | head -n 20
+            if off=$(features_off "$ATTENTION_FEATURES" "$LOG/wgmma.log" 40 "$BUILD/test_gpu_ops" --attention-only --skip-alloc-check --dtype bf16); then
+                for t in $off; do export "$t"; done
+                row "wgmma attention vs CPU (bf16)" FAIL "${sum:-exit $rc}; passes with $off, which later steps run with"
+            else
+                export NGPT_ATTENTION=mma
+                row "wgmma attention vs CPU (bf16)" FAIL "${sum:-exit $rc}; later steps run attention on mma.sync"
+            fi
         fi
     fi
     # the TMA kernel's ping-pong build (NGPT_PINGPONG, not the default) the same way: where it fails alone, the op
@@ -374,7 +417,7 @@ if want ops && [ $BUILT = 0 ] && time_left "op tests" 120 ops; then
     # a kernel fault is reported at a later call; waiting after every launch names the kernel itself. Only for a
     # fault (a wrong number is named as it is), and within 120 s: the steps after ops need the budget
     fault=0
-    grep -qiE 'illegal (memory access|address|instruction)|launch failure|misaligned address|unspecified launch|cudaError' "$LOG/ops.log" && fault=1
+    grep -qiE "$FAULTS" "$LOG/ops.log" && fault=1
     [ $rc -ge 128 ] && [ $rc != 124 ] && fault=1
     if [ $res = FAIL ] && [ $fault = 1 ] && time_left "op tests again with NGPT_CUDA_SYNC=1" 90 ops; then
         echo "===== again with NGPT_CUDA_SYNC=1 (every launch waited for)" >>"$LOG/ops.log"
@@ -551,11 +594,16 @@ if want bench && [ $BUILT = 0 ] && time_left "benchmarks" 150 bench; then
             echo "== nanogpt bench, launches not programmatic"
             NGPT_PDL=0 timeout $(cap_time 120) "$BUILD/nanogpt" bench --device=cuda --steps=20 --warmup=3 --gradient_accumulation_steps=1
         fi
-        if "$BUILD/nanogpt" info 2>&1 | grep -q "matmul wgmma+tma"; then # the TMA kernel sums the bias gradients from its tiles
-            echo "== nanogpt bench, bias gradients separate"
-            NGPT_DBIAS=separate timeout $(cap_time 120) "$BUILD/nanogpt" bench --device=cuda --steps=20 --warmup=3 --gradient_accumulation_steps=1
-            echo "== nanogpt bench, weight gradients by split-K's rule" # not in stream-K's pieces
-            NGPT_STREAMK=0 timeout $(cap_time 120) "$BUILD/nanogpt" bench --device=cuda --steps=20 --warmup=3 --gradient_accumulation_steps=1
+        # where the TMA kernel runs, and the feature is on (not turned off by features_off above)
+        if "$BUILD/nanogpt" info 2>&1 | grep -q "matmul wgmma+tma"; then
+            if [ -z "${NGPT_DBIAS:-}" ]; then # the TMA kernel sums the bias gradients from its tiles
+                echo "== nanogpt bench, bias gradients separate"
+                NGPT_DBIAS=separate timeout $(cap_time 120) "$BUILD/nanogpt" bench --device=cuda --steps=20 --warmup=3 --gradient_accumulation_steps=1
+            fi
+            if [ -z "${NGPT_STREAMK:-}" ]; then
+                echo "== nanogpt bench, weight gradients by split-K's rule" # not in stream-K's pieces
+                NGPT_STREAMK=0 timeout $(cap_time 120) "$BUILD/nanogpt" bench --device=cuda --steps=20 --warmup=3 --gradient_accumulation_steps=1
+            fi
         fi
         echo "== nanogpt bench --kernels"; timeout $(cap_time 90) "$BUILD/nanogpt" bench --device=cuda --kernels
     } >"$LOG/bench.log" 2>&1
@@ -576,8 +624,10 @@ if want bench && [ $BUILT = 0 ] && time_left "benchmarks" 150 bench; then
         if "$BUILD/nanogpt" info 2>&1 | grep -q "attention wgmma"; then # between default passes, so drift falls on both sides
             echo "== nanogpt bench --kernels, attention without turns"
             NGPT_ATTN_TURNS=0 timeout $(cap_time 90) "$BUILD/nanogpt" bench --device=cuda --kernels
-            echo "== nanogpt bench --kernels, attention a block an item"
-            NGPT_ATTN_PERSISTENT=0 timeout $(cap_time 90) "$BUILD/nanogpt" bench --device=cuda --kernels
+            if [ -z "${NGPT_ATTN_PERSISTENT:-}" ]; then
+                echo "== nanogpt bench --kernels, attention a block an item"
+                NGPT_ATTN_PERSISTENT=0 timeout $(cap_time 90) "$BUILD/nanogpt" bench --device=cuda --kernels
+            fi
         fi
         for s in 1 10; do echo "== nanogpt bench --sample=$s"; timeout $(cap_time 60) "$BUILD/nanogpt" bench --device=cuda --sample=$s --steps=128; done
         if "$BUILD/nanogpt" info 2>&1 | grep -q "matmul wgmma"; then # Hopper: the older kernels beside it
@@ -593,7 +643,9 @@ if want bench && [ $BUILT = 0 ] && time_left "benchmarks" 150 bench; then
             NGPT_TILE_ORDER=m timeout $(cap_time 90) "$BUILD/nanogpt" bench --device=cuda --kernels
             echo "== nanogpt bench --kernels, at most 2 split-K slices"
             NGPT_SPLITK_MAX=2 timeout $(cap_time 90) "$BUILD/nanogpt" bench --device=cuda --kernels
-            echo "== nanogpt bench --kernels, split-K's rule"; NGPT_STREAMK=0 timeout $(cap_time 90) "$BUILD/nanogpt" bench --device=cuda --kernels
+            if [ -z "${NGPT_STREAMK:-}" ]; then
+                echo "== nanogpt bench --kernels, split-K's rule"; NGPT_STREAMK=0 timeout $(cap_time 90) "$BUILD/nanogpt" bench --device=cuda --kernels
+            fi
             echo "== nanogpt bench, staged epilogue"
             NGPT_EPILOGUE=staged timeout $(cap_time 90) "$BUILD/nanogpt" bench --device=cuda --steps=10 --warmup=2 --gradient_accumulation_steps=1
             if [ "$PINGPONG_OK" = 1 ]; then
