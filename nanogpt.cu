@@ -2490,23 +2490,23 @@ static int tma_tile_n(const CudaImpl *im, int M, int N, int splits) {
     return cost(TM_BN_NARROW) < 0.9 * cost(TM_BN) ? TM_BN_NARROW : TM_BN;
 }
 
-/* Stream-K (TmStreamK) for a weight gradient on the TMA kernel, into *sk: where its 128 x 256 tiles are fewer
- * than the SMs but at least a third as many (a tile is then cut in at most four pieces), K >= 2048, the blocks'
- * pieces fit the scratch, and the tiles of one k phase can hold whole rows of tiles (where A is the larger
- * operand) or whole columns (B): 1, else 0 (split-K's rule). GPT-2 124M's at batch 12 on an H100 or H200
- * (132 SMs, K = 12288): qkv's (54 tiles) and fc's and the MLP projection's (72), which split-K's rule ran as
- * 108 blocks (qkv in two slices) and 96 (the others whole, in tiles 192 wide), so a quarter of the SMs idled.
+/* Stream-K (TmStreamK) for a weight gradient on the TMA kernel, into *sk: where its 128 x 256 tiles are fewer than
+ * the SMs but at least a third as many (a tile is then cut in at most four pieces), K >= 2048, the blocks' pieces
+ * fit the scratch, and the tiles of one k phase can hold whole rows of tiles (where A is the larger operand) or
+ * whole columns (B); elsewhere *sk is left as it was (kt = 0: split-K's rule). GPT-2 124M's at batch 12 on an H100
+ * or H200 (132 SMs, K = 12288): qkv's (54 tiles) and fc's and the MLP projection's (72), which split-K's rule ran
+ * as 108 blocks (qkv in two slices) and 96 (the others whole, in tiles 192 wide), so a quarter of the SMs idled.
  * The pieces take precedence over NGPT_TILE_N and NGPT_PINGPONG, and take the tiles in their own order whatever
- * NGPT_TILE_ORDER says, so those variants keep the default's bits; NGPT_SPLITK_MAX=1 (nothing split) turns
- * them off, as NGPT_STREAMK=0 does. */
-static int streamk_plan(const CudaImpl *im, int M, int N, int K, TmStreamK *sk) {
+ * NGPT_TILE_ORDER says, so those variants keep the default's bits; NGPT_SPLITK_MAX=1 (nothing split) turns them
+ * off, as NGPT_STREAMK=0 does. */
+static void streamk_plan(const CudaImpl *im, int M, int N, int K, TmStreamK *sk) {
     const int tiles_m = (M + TM_BM - 1) / TM_BM, tiles_n = (N + TM_BN - 1) / TM_BN, blocks = im->sm_count;
     const long long tiles = (long long)tiles_m * tiles_n;
     if (!im->streamk || !im->streamk_ready || im->splitk_most == 1 || K < 2048 || blocks * 3 * (long long)sizeof(int) > STREAMK_FLAG_BYTES)
-        return 0;
-    if (tiles >= blocks || 3 * tiles < blocks || (size_t)blocks * (TM_BM * TM_BN + 2 * TM_BM) * sizeof(float) > im->scratch_bytes) return 0;
+        return;
+    if (tiles >= blocks || 3 * tiles < blocks || (size_t)blocks * (TM_BM * TM_BN + 2 * TM_BM) * sizeof(float) > im->scratch_bytes) return;
     const int kt = (K + WG_BK - 1) / WG_BK;
-    if ((tiles * kt + 1) * blocks >= INT_MAX) return 0; /* the walk's 32-bit bounds (TmWalk) */
+    if ((tiles * kt + 1) * blocks >= INT_MAX) return; /* the walk's 32-bit bounds (TmWalk) */
     int g = blocks, r = (int)tiles; /* g = gcd(tiles, blocks): the tiles of one k phase */
     while (r) {
         const int q = g % r;
@@ -2514,9 +2514,8 @@ static int streamk_plan(const CudaImpl *im, int M, int N, int K, TmStreamK *sk) 
         r = q;
     }
     const int rows_share = M >= N, share = rows_share ? tiles_n : tiles_m; /* A (dout, K x M) the larger: its rows of tiles share a phase, else B's columns */
-    if (g % share) return 0;
+    if (g % share) return;
     *sk = {(float *)im->scratch, (float *)im->scratch + (size_t)blocks * TM_BM * TM_BN, im->streamk_ready, kt, (int)tiles / g, rows_share, share, g / share};
-    return 1;
 }
 
 /* The TMA kernel for this product (operands checked with vec_ok by the caller), with its bias gradient where
