@@ -34,7 +34,9 @@
 # The device tool brings back at most 8 files, and these are 8: a new step shares a log or replaces one.
 # On the device tool: run with carry ["data/shakespeare_char/input.txt", "data/gpt2", "gpu-prebuilt"] (all
 # git-ignored; gpu-prebuilt as made by GPU_SH_SAVE=1 below, optional). The table
-# "check | result | numbers" is printed last. Exit status 1 when any check failed (SKIP is not a failure).
+# "check | result | numbers" is printed last, and under it, where bench or capped ran, each prediction of
+# test/gpu_predictions.tsv against this call's numbers (HELD, BELOW, ABOVE; not a check: a miss fails nothing).
+# Exit status 1 when any check failed (SKIP is not a failure).
 # The default run does not fit one 10-minute device call. On an H200 (2026-12-04, prebuilt binaries): ops,
 # train (without the 300-step curve), capped and bench in one call, 374 s (ops 235 s for its 13 sweeps, under
 # the GPU_SH_OPS_S of then, 300 s; capped 44 s with its 6 GiB and 2.2 GiB bench pairs, two pairs more since; bench 77 s);
@@ -81,6 +83,7 @@ STEPS=${*:-"ops sanitize train capped bench"}
 ROWS=()
 FAILED=0
 FAULTS='illegal (memory access|address|instruction)|launch failure|misaligned address|unspecified launch|cudaError' # in a log: a kernel fault
+MEASURED="" # set by the bench and capped steps: their numbers are scored against test/gpu_predictions.tsv
 PINGPONG_OK=1 # the TMA kernel's ping-pong build passed alone (below), or was not tried
 row() { # check result numbers (each also appended to summary.txt at once: a call cut off keeps the rows so far)
     ROWS+=("$(printf '%-34s | %-5s | %s' "$1" "$2" "$3")")
@@ -151,6 +154,36 @@ variant_vs_default() { # KERNEL "WITHOUT" "WITH" NONE DEFAULT...: "Rx (NONE's ms
         'BEGIN{printf "%.2fx (%.3f ms %s, %.3f %s: the median of %d passes, %.3f-%.3f)", o / m, o, a, m, b, k, lo, hi}'
 }
 section() { awk -v h="$2" '/^== /{on = ($0 == h); next} on' "$1"; } # FILE "== HEADER": the lines under that header
+prediction_term() { # TERM KDIR BENCHLOG CAPPEDLOG: one term of test/gpu_predictions.tsv as this run measured it, else nothing
+    local t=$1 re variant=ours x
+    case $t in
+    sum:*) # ms summed over the bench --kernels rows matching REGEX, in the default pass or KDIR/k_VARIANT
+        re=${t#sum:}
+        [ "${re%@*}" != "$re" ] && variant=${re##*@} && re=${re%@*}
+        [ -s "$2/k_$variant" ] && awk -F'\t' -v r="$re" '$1 ~ r {s += $2; n++} END {if (n) printf "%.6f", s}' "$2/k_$variant" ;;
+    tok:*)
+        x=$(bench_value "$3" "== ${t#tok:}" tokens_per_s)
+        [ -z "$x" ] && x=$(bench_value "$4" "== ${t#tok:}" tokens_per_s)
+        echo "$x" ;;
+    op:*) # the profiled step's "NAME ... ms in C calls, U us each": C x U, in ms
+        section "$3" "== nanogpt bench" | awk -v n="${t#op:}" '$1 == n && $3 == "ms" && $4 == "in" {printf "%.4f", $5 * $(NF - 2) / 1000; exit}' ;;
+    esac
+}
+score_predictions() { # PREDICTIONS KDIR BENCHLOG CAPPEDLOG: "HELD|BELOW|ABOVE|NONE<TAB>value<TAB>low-high<TAB>session<TAB>description"
+    local session low high what desc a b v verdict
+    while IFS=$'\t' read -r session low high what desc; do
+        case $session in '#'* | '') continue ;; esac
+        a=$(prediction_term "${what%% / *}" "$2" "$3" "$4")
+        v=$a
+        if [ "${what% / *}" != "$what" ]; then
+            b=$(prediction_term "${what#* / }" "$2" "$3" "$4")
+            v=$(awk -v a="$a" -v b="$b" 'BEGIN{if (a > 0 && b > 0) printf "%.4f", a / b}')
+        fi
+        verdict=$(awk -v v="$v" -v l="$low" -v h="$high" 'BEGIN{if (v == "") print "NONE"; else if (v + 0 < l + 0) print "BELOW";
+                                                              else if (v + 0 > h + 0) print "ABOVE"; else print "HELD"}')
+        printf '%s\t%s\t%s-%s\t%s\t%s\n' "$verdict" "${v:-not measured}" "$low" "$high" "$session" "$desc"
+    done <"$1"
+}
 # The newest features of the TMA kernel and of the wgmma attention, each as the setting that turns it off, newest first.
 # Where one of those kernels fails its check alone, features_off runs the check again with each setting in turn, then all
 # together, and prints the first that passes: later steps then run with it exported and keep the kernel (the row names
@@ -177,7 +210,7 @@ ratio() { # NAME-REGEX OURS PEER: peer time / our time summed over the matching 
 # ---- selftest (no GPU; build.sh test runs it): the readers above on the output of a CPU build of nanogpt,
 # with the same commands and section headers as the steps below, at toy sizes ---------------------------------
 if [ "$STEPS" = selftest ]; then
-    SP=0 SF=0
+    SP=0 SF=0 T_=$'\t'
     check() { # what command...: one test line
         if "${@:2}"; then echo "ok gpu.sh reads $1"; SP=$((SP + 1)); else echo "FAIL gpu.sh reads $1"; SF=$((SF + 1)); fi
     }
@@ -243,6 +276,44 @@ if [ "$STEPS" = selftest ]; then
     awk -F'\t' '{printf "%s\t%.6f\n", $1, ($1 ~ /^attention/ ? 1.5 : 1) * $2}' "$BUILD/k" >"$BUILD/k_none" # attention 1.5x slower
     tv=$(variant_vs_default "attention fwd" "without turns" "with" "$BUILD/k_none" "$BUILD/k" "$BUILD/k_peer" "$BUILD/k") # default passes t, 3t, t: median t
     check "a kernel against the median of the default passes ($tv)" grep -q '^1\.50x ([0-9.]* ms without turns, [0-9.]* with: the median of 3 passes, ' <<<"$tv"
+    # test/gpu_predictions.tsv: each line's terms name what this script measures (the kernel rows of bench --kernels,
+    # a CPU build's plus the two GELU-fused products only the CUDA backend has; a pass's k_ file; a bench header;
+    # an op of the profiled step), and the scorer on made-up passes
+    { cut -f1 "$BUILD/k"; echo "matmul fc fwd gelu"; echo "matmul mlp proj dinp gelu"; } >"$BUILD/knames"
+    bad=$(while IFS=$'\t' read -r session low high what desc; do
+        case $session in '#'* | '') continue ;; esac
+        awk -v l="$low" -v h="$high" -v s="$session" 'BEGIN{exit !(s + 0 > 0 && l + 0 > 0 && h + 0 > l + 0)}' && [ -n "$desc" ] || echo "range: $what"
+        terms=("${what%% / *}")
+        [ "${what#* / }" != "$what" ] && terms+=("${what#* / }")
+        for t in "${terms[@]}"; do
+            case $t in
+            sum:*) re=${t#sum:} v=ours
+                [ "${re%@*}" != "$re" ] && v=${re##*@} && re=${re%@*}
+                awk -v r="$re" '$0 ~ r {n++} END {exit !n}' "$BUILD/knames" || echo "no kernel row: $t"
+                [ $v = ours ] || grep -qF ">\"\$BUILD/k_$v\"" test/gpu.sh || echo "no pass: $t" ;;
+            tok:*) grep -qF "\"== ${t#tok:}\"" test/gpu.sh || echo "no bench header: $t" ;;
+            op:*) section "$BUILD/bench.log" "== nanogpt bench" | awk -v n="${t#op:}" '$1 == n {f = 1} END {exit !f}' || echo "no op: $t" ;;
+            *) echo "unknown term: $t" ;;
+            esac
+        done
+    done <test/gpu_predictions.tsv | paste -sd ';' -)
+    check "test/gpu_predictions.tsv's $(grep -c '^[0-9]' test/gpu_predictions.tsv) predictions${bad:+: $bad}" test -z "$bad"
+    mkdir -p "$BUILD/p"
+    printf 'attention fwd\t0.100\nmatmul qkv dweight\t0.080\nmatmul qkv dbias+dweight\t0.090\n' >"$BUILD/p/k_ours"
+    printf 'matmul qkv dweight\t0.096\n' >"$BUILD/p/k_slow"
+    { echo "== nanogpt bench"; section "$BUILD/bench.log" "== nanogpt bench"; echo "== nanogpt bench, slower"; echo "bench_result tokens_per_s=1"; } >"$BUILD/p/bench.log"
+    printf '== capped, fast\nbench_result tokens_per_s=300\n' >"$BUILD/p/capped.log"
+    adamw_ms=$(section "$BUILD/bench.log" "== nanogpt bench" | awk '$1 == "adamw" {print $2}')
+    printf '%s\n' "# a comment" "1${T_}0.05${T_}0.2${T_}sum:^attention fwd\$${T_}in range" \
+        "2${T_}1.1${T_}1.3${T_}sum:^matmul qkv dweight\$@slow / sum:^matmul qkv dweight\$${T_}a ratio of passes, in range" \
+        "3${T_}0.95${T_}0.99${T_}sum:^matmul qkv dweight\$ / sum:^matmul qkv dbias[+]dweight\$${T_}below" \
+        "4${T_}0.5${T_}1.5${T_}tok:nanogpt bench / tok:nanogpt bench, slower${T_}above" \
+        "5${T_}100${T_}400${T_}tok:capped, fast${T_}capped.log's, in range" \
+        "6${T_}1${T_}2${T_}tok:capped, fast / tok:capped, missing${T_}not measured" \
+        "7${T_}$(awk -v m="$adamw_ms" 'BEGIN{printf "%.4f", m * 0.5}')${T_}$(awk -v m="$adamw_ms" 'BEGIN{printf "%.4f", m * 1.5 + 0.01}')${T_}op:adamw${T_}the op's calls times its time each, near its total" \
+        >"$BUILD/p/pred.tsv"
+    v=$(score_predictions "$BUILD/p/pred.tsv" "$BUILD/p" "$BUILD/p/bench.log" "$BUILD/p/capped.log" | cut -f1 | tr '\n' ' ')
+    check "predictions scored ($v)" test "$v" = "HELD HELD BELOW ABOVE HELD NONE HELD "
     # features_off on checks that pass only under some of the settings: the first setting that passes, then all together,
     # the settings already exported left out, and none where nothing passes
     ff() { features_off "$MATMUL_FEATURES" "$BUILD/ff.log" 5 sh -c "$1"; }
@@ -567,6 +638,7 @@ if want capped && [ $BUILT = 0 ] && time_left "2.68 GiB capped run" 180 capped; 
         row "2.68 GiB capped run" SKIP "no GPT-2 tokens: run with carry data/gpt2 (encoder.json, vocab.bpe); see capped.log"
     fi
     echo "capped: $(($(date +%s) - t0)) s"
+    MEASURED=1
 fi
 
 # ---- recipe (not in the default run: 71 s on an H200, 2026-11-26, third run): nanoGPT's shakespeare_char GPU
@@ -703,8 +775,8 @@ if want bench && [ $BUILT = 0 ] && time_left "benchmarks" 150 bench; then
     bias_as_dweight "$BUILD/k_ours" >"$BUILD/k_dbias"
     bg=$(ratio '^matmul .* dweight$' "$BUILD/k_dbias" "$BUILD/k_ours")
     row "weight gradients with bias gradients vs alone (>= 0.95)" "$(target "$bg" 0.95)" "${bg:-none}x, FLOP-weighted over the four layers' products"
-    mb=$(ratio '^(layernorm|classifier loss)' "$BUILD/k_ours" "$BUILD/k_torch")
-    row "LayerNorm, loss vs torch (>= 1.0)" "$(target "$mb" 1.0)" "${mb:-none}x, time-weighted (F.layer_norm, F.cross_entropy)"
+    lnloss=$(ratio '^(layernorm|classifier loss)' "$BUILD/k_ours" "$BUILD/k_torch")
+    row "LayerNorm, loss vs torch (>= 1.0)" "$(target "$lnloss" 1.0)" "${lnloss:-none}x, time-weighted (F.layer_norm, F.cross_entropy)"
     if [ -s "$BUILD/k_mma" ]; then
         wg=$(ratio '^matmul' "$BUILD/k_ours" "$BUILD/k_mma")
         row "default vs mma.sync matmuls" "$(target "$wg" 1.0)" "${wg:-none}x, FLOP-weighted over every shape"
@@ -841,6 +913,7 @@ if want bench && [ $BUILT = 0 ] && time_left "benchmarks" 150 bench; then
     row "logits chunk 4096 vs 2048, end to end" "$(target "$(awk -v a="$chunk_tok" -v b="$ours_tok" 'BEGIN{if (b > 0) printf "%.3f", a / b}')" 1.0)" \
         "${chunk_tok:-none} vs ${ours_tok:-none} tokens/s ($(awk -v a="$chunk_tok" -v b="$ours_tok" 'BEGIN{if (a > 0 && b > 0) printf "%.3fx", a / b}'))"
     echo "bench: $(($(date +%s) - t0)) s"
+    MEASURED=1
 fi
 
 # ---- profile (not in the default run; bash test/gpu.sh profile, about a minute): Nsight Compute on the first
@@ -932,6 +1005,13 @@ if want sanitize && [ $BUILT = 0 ]; then
     done
 fi
 
+# ---- predictions: each one test/gpu_predictions.tsv holds, against what this call's bench and capped steps
+# measured, under the table (a missed prediction is not a failed check) ---------------------------------------
+: >"$BUILD/predictions"
+if [ -n "$MEASURED" ]; then
+    score_predictions test/gpu_predictions.tsv "$BUILD" "$LOG/bench.log" "$LOG/capped.log" >"$BUILD/predictions" 2>/dev/null
+fi
+
 # ---- the table -------------------------------------------------------------------------------------------
 {
     echo
@@ -940,5 +1020,10 @@ fi
     printf '%s\n' "-----------------------------------+-------+------------------------------------------"
     for r in "${ROWS[@]}"; do echo "$r"; done
     [ $FAILED = 0 ] && echo "gpu checks: PASS" || echo "gpu checks: FAIL"
+    if [ -s "$BUILD/predictions" ]; then
+        echo
+        echo "predictions (test/gpu_predictions.tsv; $(cut -f1 "$BUILD/predictions" | sort | uniq -c | awk '{printf "%s%s %s", s, $1, $2; s = ", "}')):"
+        awk -F'\t' '{printf "%-5s %-12s in %-12s s%-3s %s\n", $1, $2, $3, $4, $5}' "$BUILD/predictions"
+    fi
 } | tee "$LOG/summary.txt" # the rows appended as they came are replaced by the whole table
 exit $FAILED
