@@ -166,7 +166,8 @@ cuda_emulator() {
     add_summary "cuda emulator" "$out"
 }
 
-# test/gpu.sh's readers of nanogpt's output, fed by a CPU build (bash test/gpu.sh selftest): added to the totals.
+# test/gpu.sh's readers of nanogpt's output, fed by a CPU build, and its GPU steps dry on stand-ins (bash test/gpu.sh
+# selftest): added to the totals.
 gpu_script_selftest() {
     local out
     set +e

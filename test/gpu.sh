@@ -4,7 +4,8 @@
 #   bash test/gpu.sh                 all steps, in order
 #   bash test/gpu.sh ops sanitize    only some steps (build always runs first)
 #   NGPT_GPU_ARCH=sm_90a bash test/gpu.sh build   only the build; no GPU needed (CI's CUDA compile check)
-#   bash test/gpu.sh selftest        no GPU: the readers of nanogpt's output on a CPU build's (build.sh test)
+#   bash test/gpu.sh selftest        no GPU: the readers of nanogpt's output on a CPU build's, and the ops, train and
+#                                    bench steps dry, on stand-ins for the GPU binaries (build.sh test)
 #
 # Steps: build (nvcc for this GPU + the C test program; on Hopper the TMA matmul, the wgmma attention and the ping-pong
 # build each checked alone first: where one fails, again with its newest features off one at a time (features_off),
@@ -154,6 +155,7 @@ variant_vs_default() { # KERNEL "WITHOUT" "WITH" NONE DEFAULT...: "Rx (NONE's ms
         'BEGIN{printf "%.2fx (%.3f ms %s, %.3f %s: the median of %d passes, %.3f-%.3f)", o / m, o, a, m, b, k, lo, hi}'
 }
 section() { awk -v h="$2" '/^== /{on = ($0 == h); next} on' "$1"; } # FILE "== HEADER": the lines under that header
+sources_stamp() { echo "$1 $(cat nanogpt.c nanogpt.cu nanogpt.h test/test_gpu_ops.c test/test_gpu_train.c test/*.h | sha256sum | cut -c1-16)"; } # ARCH
 prediction_term() { # TERM KDIR BENCHLOG CAPPEDLOG: one term of test/gpu_predictions.tsv as this run measured it, else nothing
     local t=$1 re variant=ours x
     case $t in
@@ -325,6 +327,51 @@ if [ "$STEPS" = selftest ]; then
     v=$(NGPT_PDL=0 ff 'test "$NGPT_DBIAS" = separate && test "$NGPT_STREAMK" = 0 && test "$NGPT_PDL" = 0')
     check "features turned off but those already off ($v)" test "$v" = "NGPT_STREAMK=0 NGPT_DBIAS=separate"
     check "no setting where none passes" test "$(ff false || echo none)" = none
+    # the GPU steps' own logic, dry: ops, train and bench on stand-ins (prebuilt "binaries" with the sources' stamp:
+    # nanogpt's info as an H200's and its benches the CPU build's at toy sizes; test_gpu_ops failing its checks unless
+    # NGPT_STREAMK=0, as a faulty stream-K would; test_gpu_train passing; nvidia-smi and the PyTorch peer), so a slip
+    # in a branch only a GPU run takes shows here, not in the GPU's minutes
+    D=$BUILD/dry
+    mkdir -p "$D/prebuilt" "$D/bin" "$D/out"
+    sources_stamp sm_90a >"$D/prebuilt/stamp"
+    {
+        echo '#!/usr/bin/env bash'
+        echo 'case $1 in'
+        echo 'info) echo "cuda: stand-in H200, sm_90, 132 SMs, 139.8 GiB (139.0 GiB free), bf16 yes, 16-bit matmul wgmma+tma, attention wgmma at head size 64, programmatic launches $([ "${NGPT_PDL:-}" = 0 ] && echo off || echo on)" ;;'
+        echo 'bench) keep=(); for a in "$@"; do case $a in --kernels | --sample=*) keep+=("$a") ;; esac; done'
+        echo "    exec \"$N\" bench --device=cpu --n_layer=1 --n_head=2 --n_embd=32 --block_size=16 --vocab_size=100 --batch_size=2 --steps=2 --warmup=1 --gradient_accumulation_steps=1 \"\${keep[@]}\" ;;"
+        echo '*) exit 2 ;;'
+        echo 'esac'
+    } >"$D/prebuilt/nanogpt"
+    {
+        echo '#!/usr/bin/env bash'
+        echo 'if [ "${NGPT_STREAMK:-}" != 0 ]; then echo "FAIL stand-in: a weight gradient in stream-K pieces"; echo "summary: 1 passed, 1 failed"; exit 1; fi'
+        echo 'echo "ok stand-in: a product"; echo "ok stand-in: no device allocation (bf16)"; echo "summary: 2 passed, 0 failed"'
+    } >"$D/prebuilt/test_gpu_ops"
+    {
+        echo '#!/usr/bin/env bash'
+        echo "sed -n 's/^ *RUN(\\(test_[a-z0-9_]*\\));.*/ok \\1/p' \"$ROOT/test/test_gpu_train.c\""
+    } >"$D/prebuilt/test_gpu_train"
+    {
+        echo '#!/usr/bin/env bash'
+        echo 'case "$*" in *compute_cap*) echo 9.0 ;; *query-gpu=name,*) echo "stand-in H200, 9.0, 143771 MiB, 580" ;; *query-gpu=name*) echo "stand-in H200" ;; esac'
+    } >"$D/bin/nvidia-smi"
+    grep '^kernel ' "$BUILD/bench.log" | awk '{$(NF - 3) = $(NF - 3) * 1.1; print}' >"$D/peer_kernels" # the peer 1.1x slower
+    {
+        echo '#!/usr/bin/env bash'
+        echo "case \"\$*\" in *--kernels*) cat \"$D/peer_kernels\" ;; *) echo \"bench_result tokens_per_s=$(bench_value "$BUILD/bench.log" "== nanogpt bench" tokens_per_s) memory_bytes=9000000\" ;; esac"
+    } >"$D/bin/peer"
+    chmod +x "$D/prebuilt/nanogpt" "$D/prebuilt/test_gpu_ops" "$D/prebuilt/test_gpu_train" "$D/bin/nvidia-smi" "$D/bin/peer"
+    OUT="$D/out" GPU_SH_PREBUILT="$D/prebuilt" NGPT_GPU_ARCH=sm_90a PATH="$D/bin:$PATH" PYTHON="$D/bin/peer" GPU_SH_CURVE=0 \
+        bash test/gpu.sh ops train bench >"$D/run.log" 2>&1
+    v=$(grep -E 'command not found|syntax error|unbound variable|No such file|integer expression expected|unexpected' "$D/run.log" | head -n 3 | paste -sd ';' -)
+    check "a dry run's ops, train and bench steps (${v:-no shell errors})" test -z "$v"
+    check "a dry run's TMA matmul kept with stream-K off" grep -q '^TMA wgmma matmul vs CPU (bf16) *| FAIL *| .*passes with NGPT_STREAMK=0' "$D/out/summary.txt"
+    check "a dry run's later steps with it off (op tests, trainer checks, no split-K comparison)" \
+        test "$(grep -c '^op tests vs CPU .*| PASS' "$D/out/summary.txt") $(grep -c "split-K's rule" "$D/out/bench.log")" = "1 0"
+    check "a dry run's bench rows" grep -q '^end to end vs PyTorch (>= 1.3x) *| [A-Z]* *| [0-9.]*x' "$D/out/summary.txt"
+    v=$(sed -n 's/^predictions (test\/gpu_predictions.tsv; \(.*\)):$/\1/p' "$D/out/summary.txt")
+    check "a dry run's predictions scored (${v:-none})" grep -qE '[0-9]+ (HELD|BELOW|ABOVE)' <<<"$v"
     # the trainer rows: each RUN(...) of a test program against its "ok" lines (test_config here, fast)
     "$CC" -O1 -std=c11 -Itest -o "$BUILD/test_config" test/test_config.c -lm -lpthread && "$BUILD/test_config" >"$BUILD/cfg.log" 2>&1
     runs=$(grep -c '^ *RUN(' test/test_config.c)
@@ -358,7 +405,7 @@ t0=$(date +%s)
 PREBUILT=${GPU_SH_PREBUILT:-gpu-prebuilt}
 BINS=(nanogpt test_gpu_ops test_gpu_train)
 WRAP_ALLOC="-Xlinker --wrap=cudaMalloc -Xlinker --wrap=cudaMallocHost -Xlinker --wrap=cudaFree" # the tests count them: test/cuda_alloc_count.h
-STAMP="$ARCH $(cat nanogpt.c nanogpt.cu nanogpt.h test/test_gpu_ops.c test/test_gpu_train.c test/*.h | sha256sum | cut -c1-16)"
+STAMP=$(sources_stamp "$ARCH")
 (
     echo "== $(date -u '+%Y-%m-%d %H:%M:%S UTC') on $(hostname)"
     nvidia-smi --query-gpu=name,compute_cap,memory.total,driver_version --format=csv,noheader 2>&1
