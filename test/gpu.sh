@@ -340,6 +340,9 @@ if [ "$STEPS" = selftest ]; then
         echo 'info) echo "cuda: stand-in H200, sm_90, 132 SMs, 139.8 GiB (139.0 GiB free), bf16 yes, 16-bit matmul wgmma+tma, attention wgmma at head size 64, programmatic launches $([ "${NGPT_PDL:-}" = 0 ] && echo off || echo on)" ;;'
         echo 'bench) keep=(); for a in "$@"; do case $a in --kernels | --sample=*) keep+=("$a") ;; esac; done'
         echo "    exec \"$N\" bench --device=cpu --n_layer=1 --n_head=2 --n_embd=32 --block_size=16 --vocab_size=100 --batch_size=2 --steps=2 --warmup=1 --gradient_accumulation_steps=1 \"\${keep[@]}\" ;;"
+        echo 'train) keep=(); for a in "$@"; do case $a in --data_dir=* | --out_dir=* | --max_iters=* | --log_interval=* | --eval_*=* | --micro_batch=* | --recompute=*) keep+=("$a") ;; esac; done'
+        echo "    exec \"$N\" train --device=cpu --n_layer=1 --n_head=2 --n_embd=16 --block_size=8 --batch_size=2 --gradient_accumulation_steps=1 --dropout=0 \"\${keep[@]}\" ;;"
+        echo "prepare) exec \"$N\" \"\$@\" ;;"
         echo '*) exit 2 ;;'
         echo 'esac'
     } >"$D/prebuilt/nanogpt"
@@ -362,10 +365,18 @@ if [ "$STEPS" = selftest ]; then
         echo "case \"\$*\" in *--kernels*) cat \"$D/peer_kernels\" ;; *) echo \"bench_result tokens_per_s=$(bench_value "$BUILD/bench.log" "== nanogpt bench" tokens_per_s) memory_bytes=9000000\" ;; esac"
     } >"$D/bin/peer"
     chmod +x "$D/prebuilt/nanogpt" "$D/prebuilt/test_gpu_ops" "$D/prebuilt/test_gpu_train" "$D/bin/nvidia-smi" "$D/bin/peer"
-    OUT="$D/out" GPU_SH_PREBUILT="$D/prebuilt" NGPT_GPU_ARCH=sm_90a PATH="$D/bin:$PATH" PYTHON="$D/bin/peer" GPU_SH_CURVE=0 \
-        bash test/gpu.sh ops train bench >"$D/run.log" 2>&1
+    GPT2=${NGPT_SHARED_DATA:-../shared/data}/gpt2 # the capped step's tokenizer (CI's machines have it; elsewhere that step skips)
+    OUT="$D/out" GPU_SH_PREBUILT="$D/prebuilt" NGPT_GPU_ARCH=sm_90a PATH="$D/bin:$PATH" PYTHON="$D/bin/peer" GPU_SH_CURVE=0 NGPT_GPT2_DIR="$GPT2" \
+        bash test/gpu.sh ops train capped bench >"$D/run.log" 2>&1
     v=$(grep -E 'command not found|syntax error|unbound variable|No such file|integer expression expected|unexpected' "$D/run.log" | head -n 3 | paste -sd ';' -)
-    check "a dry run's ops, train and bench steps (${v:-no shell errors})" test -z "$v"
+    check "a dry run's ops, train, capped and bench steps (${v:-no shell errors})" test -z "$v"
+    if [ -f "$GPT2/vocab.bpe" ]; then
+        v=$(grep -cE '^(2\.68 GiB: (loss curve vs uncapped|arena within the budget)|2\.68 GiB, cheaper trades pinned) *\| PASS' "$D/out/summary.txt")
+        check "a dry run's capped rows ($v of 3 curve and budget rows pass, $(grep -c '^[0-9.]* GiB: .*(> [0-9.]*) *|' "$D/out/summary.txt") bench pairs)" \
+            test "$v $(grep -c '^[0-9.]* GiB: .*(> [0-9.]*) *| [A-Z]* *| [0-9.]*x' "$D/out/summary.txt")" = "3 4"
+    else
+        check "a dry run's capped step skipped (no $GPT2)" grep -q '^2.68 GiB capped run *| SKIP' "$D/out/summary.txt"
+    fi
     check "a dry run's TMA matmul kept with stream-K off" grep -q '^TMA wgmma matmul vs CPU (bf16) *| FAIL *| .*passes with NGPT_STREAMK=0' "$D/out/summary.txt"
     check "a dry run's later steps with it off (op tests, trainer checks, no split-K comparison)" \
         test "$(grep -c '^op tests vs CPU .*| PASS' "$D/out/summary.txt") $(grep -c "split-K's rule" "$D/out/bench.log")" = "1 0"
@@ -580,10 +591,11 @@ if want capped && [ $BUILT = 0 ] && time_left "2.68 GiB capped run" 180 capped; 
     t0=$(date +%s)
     TOKDIR=${NGPT_GPT2_DIR:-data/gpt2}
     {
-        if [ -f "$TOKDIR/encoder.json" ] && [ -f "$TOKDIR/vocab.bpe" ] && [ -f data/shakespeare_char/input.txt ]; then
-            "$BUILD/nanogpt" prepare --input=data/shakespeare_char/input.txt --out="$BUILD/shk_gpt2" --tokenizer=gpt2 --tokenizer_dir="$TOKDIR"
+        SHK=${NGPT_SHARED_DATA:-../shared/data}/tinyshakespeare.txt # or the carried copy it links to (above)
+        if [ -f "$TOKDIR/encoder.json" ] && [ -f "$TOKDIR/vocab.bpe" ] && [ -f "$SHK" ]; then
+            "$BUILD/nanogpt" prepare --input="$SHK" --out="$BUILD/shk_gpt2" --tokenizer=gpt2 --tokenizer_dir="$TOKDIR"
         else
-            echo "no GPT-2 vocabulary in $TOKDIR (encoder.json, vocab.bpe) or no data/shakespeare_char/input.txt"
+            echo "no GPT-2 vocabulary in $TOKDIR (encoder.json, vocab.bpe) or no $SHK"
         fi
     } >"$LOG/capped.log" 2>&1
     if [ -f "$BUILD/shk_gpt2/train.bin" ]; then
