@@ -364,12 +364,23 @@ if [ "$STEPS" = selftest ]; then
         echo '#!/usr/bin/env bash'
         echo "case \"\$*\" in *--kernels*) cat \"$D/peer_kernels\" ;; *) echo \"bench_result tokens_per_s=$(bench_value "$BUILD/bench.log" "== nanogpt bench" tokens_per_s) memory_bytes=9000000\" ;; esac"
     } >"$D/bin/peer"
-    chmod +x "$D/prebuilt/nanogpt" "$D/prebuilt/test_gpu_ops" "$D/prebuilt/test_gpu_train" "$D/bin/nvidia-smi" "$D/bin/peer"
+    { # compute-sanitizer: the program under it, then a clean summary
+        echo '#!/usr/bin/env bash'
+        echo 'while [ "${1#-}" != "$1" ]; do case $1 in --tool | --leak-check | --error-exitcode) shift ;; esac; shift; done'
+        echo '"$@"; rc=$?; echo "========= ERROR SUMMARY: 0 errors"; exit $rc'
+    } >"$D/bin/compute-sanitizer"
+    { # ncu: a report where --export asks for one, a Speed Of Light section from it
+        echo '#!/usr/bin/env bash'
+        echo 'prev=""; for a in "$@"; do [ "$prev" = --export ] && : >"$a.ncu-rep"; prev=$a; done'
+        echo 'case "$*" in *--page\ details*) echo "  Section: GPU Speed Of Light Throughput" ;; *--page\ source*) echo "\"Address\",\"Source\"" ;; esac'
+    } >"$D/bin/ncu"
+    chmod +x "$D/prebuilt/nanogpt" "$D/prebuilt/test_gpu_ops" "$D/prebuilt/test_gpu_train" "$D/bin/"*
     GPT2=${NGPT_SHARED_DATA:-../shared/data}/gpt2 # the capped step's tokenizer (CI's machines have it; elsewhere that step skips)
     OUT="$D/out" GPU_SH_PREBUILT="$D/prebuilt" NGPT_GPU_ARCH=sm_90a PATH="$D/bin:$PATH" PYTHON="$D/bin/peer" GPU_SH_CURVE=0 NGPT_GPT2_DIR="$GPT2" \
-        bash test/gpu.sh ops train capped bench >"$D/run.log" 2>&1
+        bash test/gpu.sh ops train capped bench profile sanitize >"$D/run.log" 2>&1
     v=$(grep -E 'command not found|syntax error|unbound variable|No such file|integer expression expected|unexpected' "$D/run.log" | head -n 3 | paste -sd ';' -)
-    check "a dry run's ops, train, capped and bench steps (${v:-no shell errors})" test -z "$v"
+    check "a dry run's ops, train, capped, bench, profile and sanitize steps (${v:-no shell errors})" test -z "$v"
+    check "a dry run's profile and sanitizer rows" test "$(grep -cE '^(ncu profile|compute-sanitizer [a-z0-9 ()]*) *\| PASS' "$D/out/summary.txt")" = 6
     if [ -f "$GPT2/vocab.bpe" ]; then
         v=$(grep -cE '^(2\.68 GiB: (loss curve vs uncapped|arena within the budget)|2\.68 GiB, cheaper trades pinned) *\| PASS' "$D/out/summary.txt")
         check "a dry run's capped rows ($v of 3 curve and budget rows pass, $(grep -c '^[0-9.]* GiB: .*(> [0-9.]*) *|' "$D/out/summary.txt") bench pairs)" \
