@@ -47,10 +47,12 @@
 # kernels alone), f32 86 s (2026-11-26). Added since (fortieth session, not yet timed): the ping-pong build
 # alone first (about 13 s a call) and its two op sweeps (about 35 s: the ops cap is now 330 s), one more bench
 # --kernels pass for it and one for the loss (about 15 s each), three more bench steps (about 10 s each); forty-fourth
-# session, the 20-step bench with plain launches (about 15 s); forty-fifth and forty-sixth, the 20-step bench with the
-# bias gradients separate and with split-K's rule (NGPT_STREAMK=0), and a --kernels pass with the latter (about 45 s).
-# So it takes two calls:
-#   GPU_SH_CURVE=0 bash test/gpu.sh ops train capped bench      then      bash test/gpu.sh profile sanitize
+# session, the 20-step bench with plain launches (about 15 s); forty-fifth to forty-seventh, two 20-step benches with
+# biases (bias gradients fused and separate), one with split-K's rule (NGPT_STREAMK=0), and a --kernels pass with the
+# latter (about 60 s); the forty-seventh left six settled passes to GPU_SH_SETTLED=1 (about 70 s less).
+# So it takes two calls; with 15 minutes of device time in all (the start included), for example:
+#   GPU_SH_CURVE=0 GPU_SH_BUDGET=540 GPU_SH_OPS_S=220 bash test/gpu.sh ops train capped bench   (timeout 580)
+#   then at once: GPU_SH_BUDGET=200 bash test/gpu.sh profile sanitize
 # (f32 racecheck starts only with its whole cap left, else SKIP; the curve: bash test/gpu.sh train)
 # Give it the GPU to itself: the no-allocation checks also read free device memory, which is device-wide,
 # and the benchmarks' timings are the GPU's.
