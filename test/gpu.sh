@@ -4,8 +4,8 @@
 #   bash test/gpu.sh                 all steps, in order
 #   bash test/gpu.sh ops sanitize    only some steps (build always runs first)
 #   NGPT_GPU_ARCH=sm_90a bash test/gpu.sh build   only the build; no GPU needed (CI's CUDA compile check)
-#   bash test/gpu.sh selftest        no GPU: the readers of nanogpt's output on a CPU build's, and the ops, train and
-#                                    bench steps dry, on stand-ins for the GPU binaries (build.sh test)
+#   bash test/gpu.sh selftest        no GPU: the readers of nanogpt's output on a CPU build's, and the GPU steps dry,
+#                                    on stand-ins for the GPU binaries and tools (build.sh test)
 #
 # Steps: build (nvcc for this GPU + the C test program; on Hopper the TMA matmul, the wgmma attention and the ping-pong
 # build each checked alone first: where one fails, again with its newest features off one at a time (features_off),
