@@ -331,12 +331,12 @@ if [ "$STEPS" = selftest ]; then
     v=$(NGPT_PDL=0 ff 'test "$NGPT_DBIAS" = separate && test "$NGPT_STREAMK" = 0 && test "$NGPT_PDL" = 0')
     check "features turned off but those already off ($v)" test "$v" = "NGPT_STREAMK=0 NGPT_DBIAS=separate"
     check "no setting where none passes" test "$(ff false || echo none)" = none
-    # the GPU steps' own logic, dry: ops, train and bench on stand-ins (prebuilt "binaries" with the sources' stamp:
-    # nanogpt's info as an H200's and its benches the CPU build's at toy sizes; test_gpu_ops failing its checks unless
-    # NGPT_STREAMK=0, as a faulty stream-K would; test_gpu_train passing; nvidia-smi and the PyTorch peer), so a slip
-    # in a branch only a GPU run takes shows here, not in the GPU's minutes
+    # the GPU steps' own logic, dry, on stand-ins (prebuilt "binaries" with the sources' stamp: nanogpt's info as an
+    # H200's, its benches, trains and prepare the CPU build's at toy sizes; test_gpu_ops failing its checks unless
+    # NGPT_STREAMK=0 where GPU_DRY_FAULT is set, as a faulty stream-K would; test_gpu_train passing; nvidia-smi, the
+    # PyTorch peer, ncu and compute-sanitizer), so a slip in a branch only a GPU run takes shows here, not in the GPU's minutes
     D=$BUILD/dry
-    mkdir -p "$D/prebuilt" "$D/bin" "$D/out"
+    mkdir -p "$D/prebuilt" "$D/bin"
     sources_stamp sm_90a >"$D/prebuilt/stamp"
     {
         echo '#!/usr/bin/env bash'
@@ -380,9 +380,15 @@ if [ "$STEPS" = selftest ]; then
     } >"$D/bin/ncu"
     chmod +x "$D/prebuilt/nanogpt" "$D/prebuilt/test_gpu_ops" "$D/prebuilt/test_gpu_train" "$D/bin/"*
     GPT2=${NGPT_SHARED_DATA:-../shared/data}/gpt2 # the capped step's tokenizer (CI's machines have it; elsewhere that step skips)
-    GPU_DRY_FAULT=1 OUT="$D/out" GPU_SH_PREBUILT="$D/prebuilt" NGPT_GPU_ARCH=sm_90a PATH="$D/bin:$PATH" PYTHON="$D/bin/peer" GPU_SH_CURVE=0 \
-        GPU_SH_SETTLED=1 NGPT_GPT2_DIR="$GPT2" bash test/gpu.sh ops train capped bench profile sanitize >"$D/run.log" 2>&1
-    v=$(grep -E 'command not found|syntax error|unbound variable|No such file|integer expression expected|unexpected' "$D/run.log" | head -n 3 | paste -sd ';' -)
+    dry_run() { # OUT STEP...: test/gpu.sh's steps on the stand-ins, logs to OUT and OUT.log -> its shell errors, if any
+        local out=$1
+        shift
+        mkdir -p "$out"
+        OUT="$out" GPU_SH_PREBUILT="$D/prebuilt" NGPT_GPU_ARCH=sm_90a PATH="$D/bin:$PATH" PYTHON="$D/bin/peer" GPU_SH_CURVE=0 \
+            GPU_SH_SETTLED=1 NGPT_GPT2_DIR="$GPT2" bash test/gpu.sh "$@" >"$out.log" 2>&1
+        grep -E 'command not found|syntax error|unbound variable|No such file|integer expression expected|unexpected' "$out.log" | head -n 3 | paste -sd ';' -
+    }
+    v=$(GPU_DRY_FAULT=1 dry_run "$D/out" ops train capped bench profile sanitize)
     check "a dry run's ops, train, capped, bench, profile and sanitize steps (${v:-no shell errors})" test -z "$v"
     check "a dry run's profile and sanitizer rows" test "$(grep -cE '^(ncu profile|compute-sanitizer [a-z0-9 ()]*) *\| PASS' "$D/out/summary.txt")" = 6
     if [ -f "$GPT2/vocab.bpe" ]; then
@@ -400,9 +406,7 @@ if [ "$STEPS" = selftest ]; then
     check "a dry run's predictions scored (${v:-none})" grep -qE '[0-9]+ (HELD|BELOW|ABOVE)' <<<"$v"
     # and bench again where every kernel passes its check alone: the passes of the features left on, their rows, and
     # their predictions (stream-K's five among them) scored
-    mkdir -p "$D/out2"
-    OUT="$D/out2" GPU_SH_PREBUILT="$D/prebuilt" NGPT_GPU_ARCH=sm_90a PATH="$D/bin:$PATH" PYTHON="$D/bin/peer" bash test/gpu.sh bench >"$D/run2.log" 2>&1
-    v=$(grep -E 'command not found|syntax error|unbound variable|No such file|integer expression expected|unexpected' "$D/run2.log" | head -n 3 | paste -sd ';' -)
+    v=$(dry_run "$D/out2" bench)
     check "a dry run's bench with every feature on (${v:-no shell errors})" test -z "$v"
     v=$(grep -cE "^(TMA wgmma matmul vs CPU \(bf16\) *\| PASS|programmatic launches vs plain, end to end|bias gradients fused vs separate, end to end|\
 stream-K vs split-K's rule, end to end|weight gradients stream-K vs split-K's rule) " "$D/out2/summary.txt")
