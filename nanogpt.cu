@@ -2130,11 +2130,11 @@ static __device__ __forceinline__ void tm_init_barriers(uint64_t *full, uint64_t
  * A_STAGE bytes apart, B's BN x 64 at sB, B_STAGE apart); `it` counts the k tiles passed so far over all its
  * tiles, so k tile it uses stage it % STAGES for the (it / STAGES)-th time, its phases of parity
  * (it / STAGES) & 1. */
-template <bool A_K, bool B_K, int BM, int BN, int STAGES, int A_STAGE, int B_STAGE, bool SK>
+template <bool A_K, bool B_K, int BM, int BN, int STAGES, int A_STAGE, int B_STAGE, bool SK, int REGS = TM_PRODUCER_REGS>
 static __device__ __forceinline__ void tm_producer(const CUtensorMap *tmA, const CUtensorMap *tmB, unsigned char *sA, unsigned char *sB,
                                                    uint64_t *full, uint64_t *empty, int M, int N, int K, int kps, int tiles, int rows_first,
                                                    const TmStreamK &sk) {
-    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(TM_PRODUCER_REGS));
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(REGS));
     if (threadIdx.x != 0) return;
     uint32_t it = 0;
     TmTile tl;
@@ -2365,6 +2365,12 @@ __global__ void __launch_bounds__(TM_THREADS, 1)
 #define TP_A_BYTES (TP_BM * WG_BK * 2) /* 8 KB */
 #define TP_SMEM_BYTES (TP_STAGES * (TP_A_BYTES + TM_B_BYTES) + 1024 + 8 * TM_WARP_EPI_BYTES + 1024)
 static_assert(TP_SMEM_BYTES <= 232448, "the ping-pong TMA kernel asks for more shared memory than a Hopper block may have (227 KB)");
+/* Its builds with A K-major have no bias-gradient warp (TmColsum), so the producer keeps only what its issuing
+ * thread needs and the consumers take 240: with 232, ptxas spilled 16 to 52 bytes in its GELU epilogues (4 to 24 at
+ * 240). The block's pool covers either split (tma_registers_ok checks TM_REGS_NEEDED). */
+#define TP_PRODUCER_REGS 24
+#define TP_CONSUMER_REGS 240
+static_assert(128 * TP_PRODUCER_REGS + 2 * 128 * TP_CONSUMER_REGS <= TM_REGS_NEEDED, "setmaxnreg: the ping-pong split needs more than the pool checked");
 template <typename T, bool A_K, bool B_K, int EK>
 __global__ void __launch_bounds__(TM_THREADS, 1)
     matmul_tma_pingpong_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB,
@@ -2380,14 +2386,15 @@ __global__ void __launch_bounds__(TM_THREADS, 1)
     tm_init_barriers(full, empty, TP_STAGES, 128 + colsum); /* a stage is read by one consumer warpgroup (and the bias-gradient warp) */
     if (threadIdx.x < 128) {
         const TmStreamK whole_tiles = {NULL, NULL, NULL, 0, 1, 1, 1, 1};
-        tm_producer<A_K, B_K, TP_BM, TM_BN, TP_STAGES, TP_A_BYTES, TM_B_BYTES, false>(&tmA, &tmB, sA, sB, full, empty, M, N, K, kps, tiles,
-                                                                                      rows_first, whole_tiles);
+        tm_producer<A_K, B_K, TP_BM, TM_BN, TP_STAGES, TP_A_BYTES, TM_B_BYTES, false, A_K ? TP_PRODUCER_REGS : TM_PRODUCER_REGS>(
+            &tmA, &tmB, sA, sB, full, empty, M, N, K, kps, tiles, rows_first, whole_tiles);
         if constexpr (!A_K)
             if (colsum && threadIdx.x >> 5 == 1)
                 tm_colsum<T, TP_BM, TM_BN, TP_STAGES, TP_A_BYTES, false>(cs, sA, full, empty, M, N, K, kps, tiles, rows_first, whole_tiles);
         return;
     }
-    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(TM_CONSUMER_REGS));
+    constexpr int consumer_regs = A_K ? TP_CONSUMER_REGS : TM_CONSUMER_REGS;
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(consumer_regs));
     const int cw = (threadIdx.x >> 7) - 1; /* consumer warpgroup 0 takes the block's tiles 0, 2, 4, ... of its walk, 1 the others */
     const int lane = threadIdx.x & 31, w = (threadIdx.x >> 5) & 3;
     unsigned char *warp_epi = epi + ((threadIdx.x >> 5) - 4) * TM_WARP_EPI_BYTES;

@@ -160,13 +160,19 @@ variant_vs_default() { # KERNEL "WITHOUT" "WITH" NONE DEFAULT...: "Rx (NONE's ms
 }
 section() { awk -v h="$2" '/^== /{on = ($0 == h); next} on' "$1"; } # FILE "== HEADER": the lines under that header
 sources_stamp() { echo "$1 $(cat nanogpt.c nanogpt.cu nanogpt.h test/test_gpu_ops.c test/test_gpu_train.c test/*.h | sha256sum | cut -c1-16)"; } # ARCH
-prediction_term() { # TERM KDIR BENCHLOG CAPPEDLOG: one term of test/gpu_predictions.tsv as this run measured it, else nothing
-    local t=$1 re variant=ours x
+# A line of test/gpu_predictions.tsv predicts a term, or the ratio of two joined by " / "; a term is sum:REGEX[@VARIANT]
+# (bench --kernels rows, in the default pass or pass VARIANT), tok:HEADER (a bench's tokens/s) or op:NAME (the profiled step)
+prediction_terms() { printf '%s\n' "${1%% / *}" && if [ "${1#* / }" != "$1" ]; then printf '%s\n' "${1#* / }"; fi; } # WHAT: a term a line
+split_sum_term() { # sum:REGEX[@VARIANT]: SUM_RE, and SUM_VARIANT (ours where none is named)
+    SUM_RE=${1#sum:} SUM_VARIANT=ours
+    if [ "${SUM_RE%@*}" != "$SUM_RE" ]; then SUM_VARIANT=${SUM_RE##*@} SUM_RE=${SUM_RE%@*}; fi
+}
+prediction_term() { # TERM KDIR BENCHLOG CAPPEDLOG: one term as this run measured it, else nothing
+    local t=$1 x
     case $t in
     sum:*) # ms summed over the bench --kernels rows matching REGEX, in the default pass or KDIR/k_VARIANT
-        re=${t#sum:}
-        [ "${re%@*}" != "$re" ] && variant=${re##*@} && re=${re%@*}
-        [ -s "$2/k_$variant" ] && awk -F'\t' -v r="$re" '$1 ~ r {s += $2; n++} END {if (n) printf "%.6f", s}' "$2/k_$variant" ;;
+        split_sum_term "$t"
+        [ -s "$2/k_$SUM_VARIANT" ] && awk -F'\t' -v r="$SUM_RE" '$1 ~ r {s += $2; n++} END {if (n) printf "%.6f", s}' "$2/k_$SUM_VARIANT" ;;
     tok:*)
         x=$(bench_value "$3" "== ${t#tok:}" tokens_per_s)
         [ -z "$x" ] && x=$(bench_value "$4" "== ${t#tok:}" tokens_per_s)
@@ -176,13 +182,14 @@ prediction_term() { # TERM KDIR BENCHLOG CAPPEDLOG: one term of test/gpu_predict
     esac
 }
 score_predictions() { # PREDICTIONS KDIR BENCHLOG CAPPEDLOG: "HELD|BELOW|ABOVE|NONE<TAB>value<TAB>low-high<TAB>session<TAB>description"
-    local session low high what desc a b v verdict
+    local session low high what desc terms a b v verdict
     while IFS=$'\t' read -r session low high what desc; do
         case $session in '#'* | '') continue ;; esac
-        a=$(prediction_term "${what%% / *}" "$2" "$3" "$4")
+        mapfile -t terms < <(prediction_terms "$what")
+        a=$(prediction_term "${terms[0]}" "$2" "$3" "$4")
         v=$a
-        if [ "${what% / *}" != "$what" ]; then
-            b=$(prediction_term "${what#* / }" "$2" "$3" "$4")
+        if [ ${#terms[@]} = 2 ]; then
+            b=$(prediction_term "${terms[1]}" "$2" "$3" "$4")
             v=$(awk -v a="$a" -v b="$b" 'BEGIN{if (a > 0 && b > 0) printf "%.4f", a / b}')
         fi
         verdict=$(awk -v v="$v" -v l="$low" -v h="$high" 'BEGIN{if (v == "") print "NONE"; else if (v + 0 < l + 0) print "BELOW";
@@ -289,14 +296,12 @@ if [ "$STEPS" = selftest ]; then
     bad=$(while IFS=$'\t' read -r session low high what desc; do
         case $session in '#'* | '') continue ;; esac
         awk -v l="$low" -v h="$high" -v s="$session" 'BEGIN{exit !(s + 0 > 0 && l + 0 > 0 && h + 0 > l + 0)}' && [ -n "$desc" ] || echo "range: $what"
-        terms=("${what%% / *}")
-        [ "${what#* / }" != "$what" ] && terms+=("${what#* / }")
+        mapfile -t terms < <(prediction_terms "$what")
         for t in "${terms[@]}"; do
             case $t in
-            sum:*) re=${t#sum:} v=ours
-                [ "${re%@*}" != "$re" ] && v=${re##*@} && re=${re%@*}
-                awk -v r="$re" '$0 ~ r {n++} END {exit !n}' "$BUILD/knames" || echo "no kernel row: $t"
-                [ $v = ours ] || grep -qF ">\"\$BUILD/k_$v\"" test/gpu.sh || echo "no pass: $t" ;;
+            sum:*) split_sum_term "$t"
+                awk -v r="$SUM_RE" '$0 ~ r {n++} END {exit !n}' "$BUILD/knames" || echo "no kernel row: $t"
+                [ "$SUM_VARIANT" = ours ] || grep -qF ">\"\$BUILD/k_$SUM_VARIANT\"" test/gpu.sh || echo "no pass: $t" ;;
             tok:*) grep -qF "\"== ${t#tok:}\"" test/gpu.sh || echo "no bench header: $t" ;;
             op:*) section "$BUILD/bench.log" "== nanogpt bench" | awk -v n="${t#op:}" '$1 == n {f = 1} END {exit !f}' || echo "no op: $t" ;;
             *) echo "unknown term: $t" ;;

@@ -1298,7 +1298,7 @@ int main(int argc, char **argv) {
      * the wgmma one at hs = 64), so every kernel is held to the CPU; where the default 16-bit matmul has a
      * direct epilogue (the TMA kernel, mma.sync), the matmuls once more with NGPT_EPILOGUE=staged, and on the
      * TMA kernel with NGPT_TILE_N=192 (every product in tiles 192 wide, where the default picks per product) and
-     * with NGPT_PINGPONG=1 (every product on the ping-pong kernel, its warpgroups on tiles 128 x 128 of their own),
+     * with NGPT_PINGPONG=1 (every product on the ping-pong kernel, its warpgroups on tiles 64 x 256 of their own),
      * each held to the default run's bits (in bf16 the staged run's tiles also go down the rows of a column,
      * NGPT_TILE_ORDER=m, where the default walks along the columns of a row wherever there are more rows of
      * tiles, and so do the cp.async wgmma kernel's); and in bf16 with NGPT_SPLITK_MAX=1 (no product split along K, which
