@@ -37,7 +37,8 @@
 # On the device tool: run with carry ["data/shakespeare_char/input.txt", "data/gpt2", "gpu-prebuilt"] (all
 # git-ignored; gpu-prebuilt as made by GPU_SH_SAVE=1 below, optional). The table
 # "check | result | numbers" is printed last, and under it, where bench or capped ran, each prediction of
-# test/gpu_predictions.tsv against this call's numbers (HELD, BELOW, ABOVE; not a check: a miss fails nothing).
+# test/gpu_predictions.tsv against this call's numbers (HELD, BELOW, ABOVE; not a check: a miss fails nothing;
+# a * where a time or rate was predicted for another GPU than this one, whose verdict says little).
 # Exit status 1 when any check failed (SKIP is not a failure).
 # The default run does not fit one 10-minute device call. On an H200 (2026-12-04, prebuilt binaries): ops,
 # train (without the 300-step curve), capped and bench in one call, 374 s (ops 235 s for its 13 sweeps, under
@@ -181,8 +182,12 @@ prediction_term() { # TERM KDIR BENCHLOG CAPPEDLOG: one term as this run measure
         section "$3" "== nanogpt bench" | awk -v n="${t#op:}" '$1 == n && $3 == "ms" && $4 == "in" {printf "%.4f", $5 * $(NF - 2) / 1000; exit}' ;;
     esac
 }
-score_predictions() { # PREDICTIONS KDIR BENCHLOG CAPPEDLOG: "HELD|BELOW|ABOVE|NONE<TAB>value<TAB>low-high<TAB>session<TAB>description"
-    local session low high what desc terms a b v verdict
+# PREDICTIONS KDIR BENCHLOG CAPPEDLOG [GPU]: "HELD|BELOW|ABOVE|NONE<TAB>value<TAB>low-high<TAB>session<TAB>description";
+# a verdict gets a * where the value is one term (a time, a rate: not a ratio of two measured in this call) and GPU,
+# this run's, is not the one the file's "# made for: NAME" line names
+score_predictions() {
+    local session low high what desc terms a b v verdict made_for
+    made_for=$(sed -n 's/^# made for: //p' "$1" | head -n 1)
     while IFS=$'\t' read -r session low high what desc; do
         case $session in '#'* | '') continue ;; esac
         mapfile -t terms < <(prediction_terms "$what")
@@ -194,6 +199,7 @@ score_predictions() { # PREDICTIONS KDIR BENCHLOG CAPPEDLOG: "HELD|BELOW|ABOVE|N
         fi
         verdict=$(awk -v v="$v" -v l="$low" -v h="$high" 'BEGIN{if (v == "") print "NONE"; else if (v + 0 < l + 0) print "BELOW";
                                                               else if (v + 0 > h + 0) print "ABOVE"; else print "HELD"}')
+        if [ ${#terms[@]} = 1 ] && [ -n "${5:-}" ] && [ -n "$made_for" ] && [ "${5#*"$made_for"}" = "$5" ]; then verdict+="*"; fi
         printf '%s\t%s\t%s-%s\t%s\t%s\n' "$verdict" "${v:-not measured}" "$low" "$high" "$session" "$desc"
     done <"$1"
 }
@@ -315,7 +321,7 @@ if [ "$STEPS" = selftest ]; then
     { echo "== nanogpt bench"; section "$BUILD/bench.log" "== nanogpt bench"; echo "== nanogpt bench, slower"; echo "bench_result tokens_per_s=1"; } >"$BUILD/p/bench.log"
     printf '== capped, fast\nbench_result tokens_per_s=300\n' >"$BUILD/p/capped.log"
     adamw_ms=$(section "$BUILD/bench.log" "== nanogpt bench" | awk '$1 == "adamw" {print $2}')
-    printf '%s\n' "# a comment" "1${T_}0.05${T_}0.2${T_}sum:^attention fwd\$${T_}in range" \
+    printf '%s\n' "# a comment" "# made for: H200" "1${T_}0.05${T_}0.2${T_}sum:^attention fwd\$${T_}in range" \
         "2${T_}1.1${T_}1.3${T_}sum:^matmul qkv dweight\$@slow / sum:^matmul qkv dweight\$${T_}a ratio of passes, in range" \
         "3${T_}0.95${T_}0.99${T_}sum:^matmul qkv dweight\$ / sum:^matmul qkv dbias[+]dweight\$${T_}below" \
         "4${T_}0.5${T_}1.5${T_}tok:nanogpt bench / tok:nanogpt bench, slower${T_}above" \
@@ -323,8 +329,10 @@ if [ "$STEPS" = selftest ]; then
         "6${T_}1${T_}2${T_}tok:capped, fast / tok:capped, missing${T_}not measured" \
         "7${T_}$(awk -v m="$adamw_ms" 'BEGIN{printf "%.4f", m * 0.5}')${T_}$(awk -v m="$adamw_ms" 'BEGIN{printf "%.4f", m * 1.5 + 0.01}')${T_}op:adamw${T_}the op's calls times its time each, near its total" \
         >"$BUILD/p/pred.tsv"
-    v=$(score_predictions "$BUILD/p/pred.tsv" "$BUILD/p" "$BUILD/p/bench.log" "$BUILD/p/capped.log" | cut -f1 | tr '\n' ' ')
+    v=$(score_predictions "$BUILD/p/pred.tsv" "$BUILD/p" "$BUILD/p/bench.log" "$BUILD/p/capped.log" "NVIDIA H200" | cut -f1 | tr '\n' ' ')
     check "predictions scored ($v)" test "$v" = "HELD HELD BELOW ABOVE HELD NONE HELD "
+    v=$(score_predictions "$BUILD/p/pred.tsv" "$BUILD/p" "$BUILD/p/bench.log" "$BUILD/p/capped.log" "NVIDIA H100 80GB HBM3" | cut -f1 | tr '\n' ' ')
+    check "predictions for an H200 on another GPU: times and rates marked ($v)" test "$v" = "HELD* HELD BELOW ABOVE HELD* NONE HELD* "
     # features_off on checks that pass only under some of the settings: the first setting that passes, then all together,
     # the settings already exported left out, and none where nothing passes
     ff() { features_off "$MATMUL_FEATURES" "$BUILD/ff.log" 5 sh -c "$1"; }
@@ -366,7 +374,7 @@ if [ "$STEPS" = selftest ]; then
     } >"$D/prebuilt/test_gpu_train"
     {
         echo '#!/usr/bin/env bash'
-        echo 'case "$*" in *compute_cap*) echo 9.0 ;; *query-gpu=name,*) echo "stand-in H200, 9.0, 143771 MiB, 580" ;; *query-gpu=name*) echo "stand-in H200" ;; esac'
+        echo 'case "$*" in *compute_cap*) echo 9.0 ;; *query-gpu=name,*) echo "stand-in ${GPU_DRY_NAME:-H200}, 9.0, 143771 MiB, 580" ;; *query-gpu=name*) echo "stand-in ${GPU_DRY_NAME:-H200}" ;; esac'
     } >"$D/bin/nvidia-smi"
     grep '^kernel ' "$BUILD/bench.log" | awk '{$(NF - 3) = $(NF - 3) * 1.1; print}' >"$D/peer_kernels" # the peer 1.1x slower
     {
@@ -409,15 +417,18 @@ if [ "$STEPS" = selftest ]; then
     check "a dry run's bench rows" grep -q '^end to end vs PyTorch (>= 1.3x) *| [A-Z]* *| [0-9.]*x' "$D/out/summary.txt"
     v=$(sed -n 's/^predictions (test\/gpu_predictions.tsv; \(.*\)):$/\1/p' "$D/out/summary.txt")
     check "a dry run's predictions scored (${v:-none})" grep -qE '[0-9]+ (HELD|BELOW|ABOVE)' <<<"$v"
-    # and bench again where every kernel passes its check alone: the passes of the features left on, their rows, and
-    # their predictions (stream-K's five among them) scored
-    v=$(dry_run "$D/out2" bench)
+    # and bench again where every kernel passes its check alone, on an H100: the passes of the features left on, their
+    # rows, and their predictions (stream-K's five among them) scored, the times and rates made for an H200 marked
+    v=$(GPU_DRY_NAME=H100 dry_run "$D/out2" bench)
     check "a dry run's bench with every feature on (${v:-no shell errors})" test -z "$v"
     v=$(grep -cE "^(TMA wgmma matmul vs CPU \(bf16\) *\| PASS|programmatic launches vs plain, end to end|bias gradients fused vs separate, end to end|\
 stream-K vs split-K's rule, end to end|weight gradients stream-K vs split-K's rule) " "$D/out2/summary.txt")
     check "a dry run's rows of the features left on ($v of 5)" test "$v" = 5
     v=$(grep -c "^[A-Z]* *[0-9.]* *in [0-9.-]* *s46 " "$D/out2/summary.txt")
     check "a dry run's stream-K predictions scored ($v of 5)" test "$v" = 5
+    v="$(grep -c '^[A-Z][A-Z]*[*] ' "$D/out2/summary.txt") $(grep -c '^[*] a time or rate predicted for an H200, not this stand-in H100' "$D/out2/summary.txt")"
+    check "a dry run on an H100: the times and rates predicted for an H200 marked ($v)" \
+        test "$v" = "$(awk -F'\t' '$1 ~ /^[0-9]/ && $4 !~ / \/ / {n++} END {print n}' test/gpu_predictions.tsv) 1"
     # the trainer rows: each RUN(...) of a test program against its "ok" lines (test_config here, fast)
     "$CC" -O1 -std=c11 -Itest -o "$BUILD/test_config" test/test_config.c -lm -lpthread && "$BUILD/test_config" >"$BUILD/cfg.log" 2>&1
     runs=$(grep -c '^ *RUN(' test/test_config.c)
@@ -1115,7 +1126,7 @@ fi
 # measured, under the table (a missed prediction is not a failed check) ---------------------------------------
 : >"$BUILD/predictions"
 if [ -n "$MEASURED" ]; then
-    score_predictions test/gpu_predictions.tsv "$BUILD" "$LOG/bench.log" "$LOG/capped.log" >"$BUILD/predictions" 2>/dev/null
+    score_predictions test/gpu_predictions.tsv "$BUILD" "$LOG/bench.log" "$LOG/capped.log" "${GPU:-}" >"$BUILD/predictions" 2>/dev/null
 fi
 
 # ---- the table -------------------------------------------------------------------------------------------
@@ -1129,7 +1140,10 @@ fi
     if [ -s "$BUILD/predictions" ]; then
         echo
         echo "predictions (test/gpu_predictions.tsv; $(cut -f1 "$BUILD/predictions" | sort | uniq -c | awk '{printf "%s%s %s", s, $1, $2; s = ", "}')):"
-        awk -F'\t' '{printf "%-5s %-12s in %-12s s%-3s %s\n", $1, $2, $3, $4, $5}' "$BUILD/predictions"
+        awk -F'\t' '{printf "%-6s %-12s in %-12s s%-3s %s\n", $1, $2, $3, $4, $5}' "$BUILD/predictions"
+        if cut -f1 "$BUILD/predictions" | grep -q '[*]'; then
+            echo "* a time or rate predicted for an $(sed -n 's/^# made for: //p' test/gpu_predictions.tsv | head -n 1), not this ${GPU:-GPU}: only the ratios compare"
+        fi
     fi
 } | tee "$LOG/summary.txt" # the rows appended as they came are replaced by the whole table
 exit $FAILED
