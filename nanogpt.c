@@ -1590,6 +1590,8 @@ typedef struct {
     int passed_micro_batch, passed_recompute, passed_chunk; /* on a GPU, the cheaper trades' largest micro-batch that fits,
                                                                its trade and logits chunk, where plan_gpu_speed rated another
                                                                plan faster; else 0 */
+    int grown_from;             /* on a GPU, batch_size where plan_grow_micro_batch took a larger micro-batch; else 0 */
+    double grown_gain;          /* and its plan_gpu_speed over batch_size's plan's */
     int bf16_micro_batch, bf16_recompute; /* fp32 moments chosen freely on a GPU where the plan with bf16 moments (this one)
                                              is rated at least BF16_MOMENTS_HINT as fast; else 0 */
     int bf16_grad_accum;                  /* that plan's accumulation steps */
@@ -1988,6 +1990,41 @@ static const char *recompute_name(int rc) {
 
 static int plan_make(Plan *p, const PlanRequest *r, char *err, size_t errlen);
 
+/* On a GPU, where the micro-batch asked for (batch_size) fits and was chosen as it is: a larger one, a divisor of the
+ * step's sequences, whose products fill the SMs better. Of the larger micro-batches that fit (each at its cheapest
+ * trade, plan_fit_micro_batch's pass 0), the smallest that plan_gpu_speed rates within GROW_TIE of the fastest of
+ * them, taken where that one is rated at least GROW_GAIN as fast as the plan asked for: *p becomes its plan, and
+ * grown_from batch_size. The tokens per step stay as asked; --micro_batch pins batch_size's. GPT-2 124M at nanoGPT's
+ * 12 x 40 on a GPU of 132 SMs: 16 x 30, modeled 1.03x (12 x 1024 rows of C = 768 rated 0.972, 16's 0.999; the
+ * seventh GPU run's bench step at 12, less its AdamW, came to about 0.97 of training's rate at 64), where on 80 SMs
+ * 12 already fills them. The smallest near the fastest, not the fastest: more rows buy under GROW_TIE, and cost memory. */
+#define GROW_GAIN 1.01
+#define GROW_TIE 0.998
+static void plan_grow_micro_batch(Plan *p, const PlanRequest *r, long long seqs) {
+    const int asked = p->micro_batch;
+    const double base = plan_gpu_speed(r, asked, p->recompute, p->logits_chunk);
+    double best = 0;
+    long long last = 0; /* the largest micro-batch weighed */
+    Plan q;
+    for (long long B = asked + 1; B <= seqs; B++) {
+        if (seqs % B) continue;
+        if (!plan_fit_micro_batch(&q, r, (int)B, 0, p->moments_dtype)) break; /* nor will any larger one */
+        best = MAX(best, plan_gpu_speed(r, (int)B, q.recompute, q.logits_chunk));
+        last = B;
+        if (plan_gpu_speed(r, (int)B, RECOMPUTE_NONE, 0) >= GPU_SPEED_RATES[0]) break; /* the rate at its most: more rows buy nothing */
+    }
+    if (best < base * GROW_GAIN) return;
+    for (long long B = asked + 1; B <= last; B++)
+        if (seqs % B == 0 && plan_fit_micro_batch(&q, r, (int)B, 0, p->moments_dtype) &&
+            plan_gpu_speed(r, (int)B, q.recompute, q.logits_chunk) >= best * GROW_TIE) {
+            *p = q;
+            p->fits = 1;
+            p->grown_from = asked;
+            p->grown_gain = plan_gpu_speed(r, (int)B, q.recompute, q.logits_chunk) / base;
+            return;
+        }
+}
+
 /* For a pretrained model that does not fit, the advice that follows "What helps: a smaller block_size" into buf:
  * the largest smaller GPT-2 whose plan fits the same request, else any smaller pretrained model; "" for GPT-2
  * 124M, which has none smaller */
@@ -2129,6 +2166,7 @@ static int plan_make(Plan *p, const PlanRequest *r, char *err, size_t errlen) {
             p->passed_recompute = largest_rc;
             p->passed_chunk = largest_chunk;
         }
+        if (r->device == DEV_BACKEND_CUDA && !r->pin_micro_batch && p->micro_batch == B0 && !p->passed_micro_batch) plan_grow_micro_batch(p, r, seqs);
         if (n_moment_opts == 2 && mo == 0 && r->device == DEV_BACKEND_CUDA) plan_note_bf16_moments(p, r, (int)B0);
         return NGPT_OK;
     }
@@ -2207,6 +2245,15 @@ static int cuda_budget_after_margin(double *budget, int from_max_memory, char *e
 /* The parameters as training counts them: without the padded vocabulary rows the arena holds besides */
 static size_t plan_params_unpadded(const Plan *p) { return p->nparams - (size_t)(p->req.m.Vp - p->req.m.V) * p->req.m.C; }
 
+/* Why the micro-batch is above batch_size (p->grown_from set), into buf: plan's why line, training's note */
+static const char *grown_micro_batch_why(const Plan *p, char *buf, size_t cap) {
+    const PlanRequest *r = &p->req;
+    snprintf(buf, cap, "micro-batch %d, above batch_size %d: modeled %.2fx as fast on a GPU of %d SMs%s, the tokens per step as asked "
+             "(--micro_batch=%d keeps batch_size's)", p->micro_batch, p->grown_from, p->grown_gain, r->gpu_sms > 0 ? r->gpu_sms : 132,
+             r->gpu_sms > 0 ? "" : " (assumed: no GPU here)", p->grown_from);
+    return buf;
+}
+
 /* The offer of bf16 AdamW moments (p->bf16_micro_batch set), into buf */
 static const char *bf16_moments_hint(const Plan *p, char *buf, size_t cap) {
     const PlanRequest *r = &p->req;
@@ -2254,6 +2301,10 @@ CLI_USED static void plan_print(const Plan *p, FILE *f) {
                     plan_gpu_speed(r, p->micro_batch, p->recompute, p->logits_chunk) /
                         plan_gpu_speed(r, p->passed_micro_batch, p->passed_recompute, p->passed_chunk),
                     r->gpu_sms > 0 ? r->gpu_sms : 132, r->gpu_sms > 0 ? "" : " (assumed: no GPU here)");
+        }
+        if (p->grown_from) {
+            char why[200];
+            fprintf(f, "why          %s (docs/memory.md)\n", grown_micro_batch_why(p, why, sizeof why));
         }
         if (p->bf16_micro_batch) {
             char hint[300];
@@ -2314,6 +2365,8 @@ CLI_USED static void plan_print_json(const Plan *p, const char *error, FILE *f) 
         fprintf(f, "\"bf16_moments_offer\": {\"moments_dtype\": \"bfloat16\", \"micro_batch\": %d, \"gradient_accumulation_steps\": %d, "
                    "\"recompute\": \"%s\", \"device_bytes\": %zu, \"modeled_speedup\": %.3f}, ", p->bf16_micro_batch, p->bf16_grad_accum,
                 recompute_name(p->bf16_recompute), p->bf16_device_bytes, p->bf16_gain);
+    if (p->grown_from) /* plan_print's why line for it */
+        fprintf(f, "\"micro_batch_above_batch_size\": {\"batch_size\": %d, \"modeled_speedup\": %.3f}, ", p->grown_from, p->grown_gain);
     if (!r->inference || r->eval_only) fprintf(f, "\"eval_micro_batch\": %d, ", p->eval_micro_batch);
     fprintf(f, "\"micro_batch\": %d, \"logits_chunk\": %d, \"lanes\": %d, \"device_bytes\": %zu, \"host_bytes\": %zu, \"bytes\": {",
             p->micro_batch, p->logits_chunk, p->lanes, p->device_bytes, p->host_bytes);
@@ -12387,6 +12440,10 @@ static int cmd_train(int argc, char **argv) {
                where, params, st.micro_batch, st.grad_accum, (long long)st.micro_batch * st.grad_accum * eff->block_size, lanes,
                recompute_name(st.recompute), st.logits_chunk, st.eval_micro_batch,
                tr->plan.moments_dtype == NGPT_DTYPE_BF16 ? ", AdamW moments bf16" : "", arenas);
+    if (tr->plan.grown_from) {
+        char why[200];
+        printf("note: %s\n", grown_micro_batch_why(&tr->plan, why, sizeof why));
+    }
     if (tr->plan.bf16_micro_batch) {
         char hint[300];
         printf("note: %s\n", bf16_moments_hint(&tr->plan, hint, sizeof hint));

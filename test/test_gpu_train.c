@@ -35,6 +35,7 @@ static void config(ngpt_config *c, const char *device, const char *dtype) {
     c->batch_size = 8; c->gradient_accumulation_steps = 2; c->dropout = 0.1; c->eval_iters = 4; c->eval_interval = 1000;
     c->learning_rate = 1e-3; c->warmup_iters = 5; c->lr_decay_iters = 100; c->min_lr = 1e-4;
     if (quick) { c->n_embd = 64; c->n_head = 2; c->batch_size = 4; } /* an eighth of the matmul work; head size 32 */
+    c->micro_batch = c->batch_size; /* two micro-batches a step, as the CPU's: on a GPU the planner would take both at once */
 }
 
 /* a test that saves checkpoints writes them into its own folder: resume reads the newest in out_dir, which

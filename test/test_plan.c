@@ -2,7 +2,8 @@
  *  - sizes against values computed independently (published parameter counts, hand formulas);
  *  - a property test over random configs and budgets: aligned, disjoint, each buffer holding what its users
  *    write (worked out from the users), within budget, tokens per step kept, the largest micro-batch chosen
- *    on the CPU and the one the speed model rates fastest on a GPU (by brute force), and a refusal only when
+ *    on the CPU and the one the speed model rates fastest on a GPU (by brute force), or there one above
+ *    batch_size by plan_grow_micro_batch's rule (by brute force too), and a refusal only when
  *    the smallest plan truly does not fit;
  *  - the seed scenario: GPT-2 124M, 64 x 1024 tokens per step, in 2.68 GiB;
  *  - sampling plans: no gradients or moments, the largest forward that fits (GPT-2 XL sampled in 12 GiB);
@@ -233,9 +234,25 @@ static int buffers_hold_their_use(const Plan *p, char *why, size_t n) {
     return 1;
 }
 
+/* plan_gpu_speed of micro-batch B at its cheapest trade that fits, as plan_fit_micro_batch's pass 0 tries them
+ * (recompute none, GELU, GELU and LayerNorm at the default logits chunk, then with a smaller one; a pinned level
+ * alone, at the default chunk then a smaller one); 0 where none fits */
+static double speed_at_cheapest(const PlanRequest *r, int B, int moments_dtype) {
+    Plan q;
+    for (int level = 0; level < 4; level++) {
+        int rcl = r->pin_recompute >= 0 ? r->pin_recompute : MIN(level, 2);
+        if (r->pin_recompute >= 0 && level > 0 && level < 3) continue;
+        int chunk = 0;
+        if (level < 3 && plan_layout(&q, r, B, 1, rcl, default_chunk(r), moments_dtype) <= r->budget) chunk = q.logits_chunk;
+        else if (level == 3) chunk = plan_fit_smaller_chunk(&q, r, B, 1, rcl, moments_dtype);
+        if (chunk) return plan_gpu_speed(r, B, rcl, chunk);
+    }
+    return 0;
+}
+
 static void test_property_random_configs(void) {
     Rng rng = {77, 1, 0};
-    int fits = 0, refusals = 0, failures = 0, between = 0, whole_layers = 0;
+    int fits = 0, refusals = 0, failures = 0, between = 0, whole_layers = 0, grown = 0;
     for (int it = 0; it < 3000 && failures < 5; it++) {
         int NH = 1 + (int)rng_below(&rng, 8);
         int C = NH * (8 << rng_below(&rng, 4));
@@ -261,10 +278,14 @@ static void test_property_random_configs(void) {
             fits++;
             if (p.logits_chunk > CHUNK_STEP && p.logits_chunk < MIN(default_chunk(&r), p.train.lane_B * T)) between++;
             if (p.recompute == RECOMPUTE_LAYERS && r.pin_recompute < 0) whole_layers++;
+            if (p.grown_from) grown++;
             int ok = 1, layers = r.pin_recompute < 0 && p.recompute == RECOMPUTE_LAYERS, gpu = device == DEV_BACKEND_CUDA;
             if (plan_bytes(&p) > budget) { ok = 0; snprintf(why, sizeof why, "%.0f bytes over budget %.0f", plan_bytes(&p), budget); }
             else if ((long long)p.micro_batch * p.grad_accum != seqs) { ok = 0; snprintf(why, sizeof why, "tokens per step changed"); }
-            else if (p.micro_batch > batch) { ok = 0; snprintf(why, sizeof why, "micro-batch above batch_size"); }
+            else if (p.micro_batch > batch && !(gpu && p.grown_from == batch)) { ok = 0; snprintf(why, sizeof why, "micro-batch above batch_size"); }
+            else if (p.grown_from && (p.micro_batch <= batch || p.passed_micro_batch)) {
+                ok = 0; snprintf(why, sizeof why, "grown from %d to %d", p.grown_from, p.micro_batch);
+            }
             else if (!layout_ok(&p.train, p.region_bytes, why, sizeof why) || !layout_ok(&p.eval, p.region_bytes, why, sizeof why)) ok = 0;
             else if (p.off_region % ARENA_ALIGN || p.off_grads % ARENA_ALIGN || p.off_m % ARENA_ALIGN || p.off_v % ARENA_ALIGN) {
                 ok = 0; snprintf(why, sizeof why, "fixed buffers misaligned");
@@ -288,6 +309,20 @@ static void test_property_random_configs(void) {
                                      recompute_name(rcl), p.micro_batch, recompute_name(p.recompute));
                         }
                     }
+                }
+            } else if (p.grown_from) {
+                /* grown past batch_size: batch_size's plan (its cheapest trade) is what the larger ones were weighed
+                 * against, and the micro-batch is the smallest larger divisor rated within GROW_TIE of the fastest */
+                double base = speed_at_cheapest(&r, batch, p.moments_dtype), best = 0, mine = plan_gpu_speed(&r, p.micro_batch, p.recompute, p.logits_chunk);
+                long long want = 0;
+                for (long long B = batch + 1; B <= seqs; B++)
+                    if (seqs % B == 0) best = MAX(best, speed_at_cheapest(&r, (int)B, p.moments_dtype));
+                for (long long B = batch + 1; B <= seqs && !want; B++)
+                    if (seqs % B == 0 && speed_at_cheapest(&r, (int)B, p.moments_dtype) >= best * GROW_TIE) want = B;
+                if (!(base > 0 && mine >= base * GROW_GAIN && want == p.micro_batch && fabs(p.grown_gain - mine / base) < 1e-9)) {
+                    ok = 0;
+                    snprintf(why, sizeof why, "grown from %d to %d (speed %.4f, gain %.4f) where batch_size's speed is %.4f, the best %.4f, "
+                             "the smallest near it %lld", batch, p.micro_batch, mine, p.grown_gain, base, best, want);
                 }
             } else {
                 /* on a GPU, by brute force over every divisor and trade that fits (each at the logits chunk the trade
@@ -315,7 +350,17 @@ static void test_property_random_configs(void) {
                     }
                 }
             }
-            if (ok) {
+            if (ok && gpu && !p.grown_from && p.micro_batch == batch && !p.passed_micro_batch) {
+                /* batch_size's plan kept: no larger divisor is rated GROW_GAIN as fast */
+                double mine = plan_gpu_speed(&r, p.micro_batch, p.recompute, p.logits_chunk);
+                for (long long B = batch + 1; B <= seqs && ok; B++)
+                    if (seqs % B == 0 && speed_at_cheapest(&r, (int)B, p.moments_dtype) >= mine * GROW_GAIN) {
+                        ok = 0;
+                        snprintf(why, sizeof why, "micro-batch %lld rated %.4f kept at batch_size %d's %.4f", B,
+                                 speed_at_cheapest(&r, (int)B, p.moments_dtype), batch, mine);
+                    }
+            }
+            if (ok && !p.grown_from) {
                 /* the plan passed over (plan's why line): on a GPU, the cheaper trades' largest micro-batch that
                  * fits at its cheapest trade, where that is not the plan chosen; else none */
                 int largest_B = 0, largest_rc = 0;
@@ -376,7 +421,8 @@ static void test_property_random_configs(void) {
         }
     }
     printf("  3000 random configs: %d planned (%d with a logits chunk between %d rows and the default, %d recomputing whole layers "
-           "unpinned), %d refused\n", fits, between, CHUNK_STEP, whole_layers, refusals);
+           "unpinned, %d micro-batches above batch_size), %d refused\n", fits, between, CHUNK_STEP, whole_layers, grown, refusals);
+    CHECK(grown > 10, "the random configs should exercise micro-batches above batch_size (%d plans)", grown);
     CHECK(whole_layers > 10, "the random budgets should exercise the whole-layers pass (%d plans)", whole_layers);
     CHECK(fits > 300 && refusals > 300, "the random budgets should exercise both outcomes (%d fit, %d refused)", fits, refusals);
     CHECK(between > 10, "the random budgets should exercise the smaller-chunk search (%d plans)", between);
@@ -590,6 +636,35 @@ static void test_cheaper_trades_by_speed(void) {
 /* On a GPU whole layers are recomputed where they buy a micro-batch that plan_gpu_speed puts ahead of the
  * cheaper trades' (the 2.68 GiB card: 8 in place of 2, which ran 1.32x as fast on an H200); on the CPU only
  * where nothing cheaper fits at any micro-batch; bf16 AdamW moments after either */
+/* On a GPU with room, a micro-batch above batch_size where the speed model rates it GROW_GAIN faster: nanoGPT's
+ * GPT-2 124M config (12 x 40) on 132 SMs takes 16 x 30; on 80 SMs, or pinned, or on the CPU, 12 x 40 stays; with
+ * too little room for 16 without recomputing (6 GiB), 12 stays; GPT-2 XL's fine-tuning at 1 x 32 takes 8 x 4 */
+static void test_micro_batch_above_batch_size(void) {
+    Plan p;
+    char err[NGPT_ERRLEN];
+    PlanRequest r = request(gpt2_shape(12, 12, 768, 0), 1024, 12, 40, NGPT_DTYPE_BF16, DEV_BACKEND_CUDA, 79.0 * (1 << 30));
+    r.gpu_sms = 132;
+    CHECK(plan_make(&p, &r, err, sizeof err) == 0 && p.micro_batch == 16 && p.grad_accum == 30 && p.grown_from == 12 &&
+              p.recompute == RECOMPUTE_NONE && fabs(p.grown_gain - 0.999 / (0.999 - (log2(65536.0 / 12288) - 2) * (0.999 - 0.935))) < 1e-9,
+          "12 x 40, 132 SMs: micro-batch %d x %d, grown from %d, gain %.4f (%s)", p.micro_batch, p.grad_accum, p.grown_from, p.grown_gain, err);
+    printf("  GPT-2 124M, 12 x 40, 79 GiB, 132 SMs: micro-batch %d x %d, modeled %.3fx\n", p.micro_batch, p.grad_accum, p.grown_gain);
+    r.gpu_sms = 80;
+    CHECK(plan_make(&p, &r, err, sizeof err) == 0 && p.micro_batch == 12 && !p.grown_from, "80 SMs: micro-batch %d", p.micro_batch);
+    r.gpu_sms = 132;
+    r.pin_micro_batch = 12;
+    CHECK(plan_make(&p, &r, err, sizeof err) == 0 && p.micro_batch == 12 && !p.grown_from, "pinned: micro-batch %d", p.micro_batch);
+    r.pin_micro_batch = 0;
+    r.budget = 6.0 * (1 << 30);
+    CHECK(plan_make(&p, &r, err, sizeof err) == 0 && p.micro_batch == 12 && !p.grown_from, "6 GiB: micro-batch %d", p.micro_batch);
+    PlanRequest c = request(gpt2_shape(12, 12, 768, 0), 1024, 12, 40, NGPT_DTYPE_F32, DEV_BACKEND_CPU, 79.0 * (1 << 30));
+    CHECK(plan_make(&p, &c, err, sizeof err) == 0 && p.micro_batch == 12 && !p.grown_from, "cpu: micro-batch %d", p.micro_batch);
+    PlanRequest xl = request(gpt2_shape(48, 25, 1600, 1), 1024, 1, 32, NGPT_DTYPE_BF16, DEV_BACKEND_CUDA, 79.0 * (1 << 30));
+    xl.gpu_sms = 132;
+    CHECK(plan_make(&p, &xl, err, sizeof err) == 0 && p.micro_batch == 8 && p.grad_accum == 4 && p.grown_from == 1 && p.grown_gain > 1.4,
+          "GPT-2 XL, 1 x 32: micro-batch %d x %d, gain %.3f (%s)", p.micro_batch, p.grad_accum, p.grown_gain, err);
+    printf("  GPT-2 XL, 1 x 32, 79 GiB, 132 SMs: micro-batch %d x %d, modeled %.3fx\n", p.micro_batch, p.grad_accum, p.grown_gain);
+}
+
 static void test_whole_layers(void) {
     char err[NGPT_ERRLEN];
     ModelShape m = gpt2_shape(12, 12, 768, 0);
@@ -1018,6 +1093,7 @@ int main(void) {
     RUN(test_seed_scenario);
     RUN(test_cheaper_trades_by_speed);
     RUN(test_whole_layers);
+    RUN(test_micro_batch_above_batch_size);
     RUN(test_moments_dtype);
     RUN(test_hopper_ds_in_logits);
     RUN(test_inference_plan);
