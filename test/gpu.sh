@@ -415,6 +415,8 @@ if [ "$STEPS" = selftest ]; then
     check "a dry run's later steps with it off (op tests, trainer checks, no split-K comparison)" \
         test "$(grep -c '^op tests vs CPU .*| PASS' "$D/out/summary.txt") $(grep -c "split-K's rule" "$D/out/bench.log")" = "1 0"
     check "a dry run's bench rows" grep -q '^end to end vs PyTorch (>= 1.3x) *| [A-Z]* *| [0-9.]*x' "$D/out/summary.txt"
+    check "a dry run's micro-batch row" grep -q "^12 x 4: planner's micro-batch vs 12 *| [A-Z]* *| [0-9]* (micro-batch [0-9]* x accumulation [0-9]*) vs [0-9]*" \
+        "$D/out/summary.txt"
     v=$(sed -n 's/^predictions (test\/gpu_predictions.tsv; \(.*\)):$/\1/p' "$D/out/summary.txt")
     check "a dry run's predictions scored (${v:-none})" grep -qE '[0-9]+ (HELD|BELOW|ABOVE)' <<<"$v"
     # and bench again where every kernel passes its check alone, on an H100: the passes of the features left on, their
@@ -801,6 +803,11 @@ if want bench && [ $BUILT = 0 ] && time_left "benchmarks" 150 bench; then
         NGPT_FUSE_GELU=0 timeout $(cap_time 90) "$BUILD/nanogpt" bench --device=cuda --steps=10 --warmup=2 --gradient_accumulation_steps=1
         echo "== nanogpt bench, logits chunk 4096"
         timeout $(cap_time 90) "$BUILD/nanogpt" bench --device=cuda --steps=10 --warmup=2 --gradient_accumulation_steps=1 --logits_chunk=4096
+        # nanoGPT's batch 12 with accumulation (4 here, 40 in its config): the planner's micro-batch above 12 against 12 pinned
+        echo "== nanogpt bench, 12 x 4, the planner's micro-batch"
+        timeout $(cap_time 90) "$BUILD/nanogpt" bench --device=cuda --steps=10 --warmup=2 --gradient_accumulation_steps=4
+        echo "== nanogpt bench, 12 x 4, micro-batch 12"
+        timeout $(cap_time 90) "$BUILD/nanogpt" bench --device=cuda --steps=10 --warmup=2 --gradient_accumulation_steps=4 --micro_batch=12
         if "$BUILD/nanogpt" info 2>&1 | grep -q "attention wgmma"; then # between default passes, so drift falls on both sides
             echo "== nanogpt bench --kernels, attention without turns"
             NGPT_ATTN_TURNS=0 timeout $(cap_time 90) "$BUILD/nanogpt" bench --device=cuda --kernels
@@ -1029,6 +1036,12 @@ if want bench && [ $BUILT = 0 ] && time_left "benchmarks" 150 bench; then
     chunk_tok=$(bench_value "$LOG/bench.log" "== nanogpt bench, logits chunk 4096" tokens_per_s)
     row "logits chunk 4096 vs 2048, end to end" "$(target "$(awk -v a="$chunk_tok" -v b="$ours_tok" 'BEGIN{if (b > 0) printf "%.3f", a / b}')" 1.0)" \
         "${chunk_tok:-none} vs ${ours_tok:-none} tokens/s ($(awk -v a="$chunk_tok" -v b="$ours_tok" 'BEGIN{if (a > 0 && b > 0) printf "%.3fx", a / b}'))"
+    # the planner's micro-batch above batch_size (plan_grow_micro_batch) against batch_size's, at nanoGPT's 12 with accumulation
+    grown_tok=$(bench_value "$LOG/bench.log" "== nanogpt bench, 12 x 4, the planner's micro-batch" tokens_per_s)
+    asked_tok=$(bench_value "$LOG/bench.log" "== nanogpt bench, 12 x 4, micro-batch 12" tokens_per_s)
+    grown_plan=$(section "$LOG/bench.log" "== nanogpt bench, 12 x 4, the planner's micro-batch" | grep -o 'micro-batch [0-9]* x accumulation [0-9]*' | head -n 1)
+    row "12 x 4: planner's micro-batch vs 12" "$(target "$(awk -v a="$grown_tok" -v b="$asked_tok" 'BEGIN{if (b > 0) printf "%.3f", a / b}')" 1.0)" \
+        "${grown_tok:-none} (${grown_plan:-plan not found}) vs ${asked_tok:-none} tokens/s ($(awk -v a="$grown_tok" -v b="$asked_tok" 'BEGIN{if (a > 0 && b > 0) printf "%.3fx", a / b}'))"
     echo "bench: $(($(date +%s) - t0)) s"
     MEASURED=1
 fi
