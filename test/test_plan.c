@@ -7,7 +7,7 @@
  *    the smallest plan truly does not fit;
  *  - the seed scenario: GPT-2 124M, 64 x 1024 tokens per step, in 2.68 GiB;
  *  - sampling plans: no gradients or moments, the largest forward that fits (GPT-2 XL sampled in 12 GiB);
- *  - training with different forced micro-batches gives the same losses;
+ *  - training with different forced micro-batches, some above batch_size, gives the same losses;
  *  - a failing allocation is a clear error. */
 #define NGPT_NO_MAIN
 #include "../nanogpt.c"
@@ -853,13 +853,13 @@ static void make_dataset(int V) {
     }
 }
 
-static void losses_with_micro_batch(int mb, float *losses, int steps) {
+static void losses_with_micro_batch(int batch, int mb, float *losses, int steps) {
     ngpt_config c;
     ngpt_config_defaults(&c);
     copy_str(c.device, sizeof c.device, "cpu");
     copy_str(c.data_dir, sizeof c.data_dir, data_dir);
     c.vocab_size = 50; c.block_size = 32; c.n_layer = 2; c.n_head = 2; c.n_embd = 32; c.bias = 1;
-    c.batch_size = 8; c.gradient_accumulation_steps = 1; c.micro_batch = mb; c.dropout = 0.1;
+    c.batch_size = batch; c.gradient_accumulation_steps = 8 / batch; c.micro_batch = mb; c.dropout = 0.1;
     c.learning_rate = 3e-3; c.warmup_iters = 2; c.lr_decay_iters = 10; c.min_lr = 3e-4; c.threads = 2;
     ngpt_trainer *tr;
     char err[NGPT_ERRLEN];
@@ -1045,13 +1045,14 @@ static void test_forced_micro_batches_same_losses(void) {
     make_dataset(50);
     enum { STEPS = 6 };
     float ref[STEPS], got[STEPS];
-    losses_with_micro_batch(8, ref, STEPS);
-    int mbs[3] = {4, 2, 1};
-    for (int i = 0; i < 3; i++) {
-        losses_with_micro_batch(mbs[i], got, STEPS);
+    losses_with_micro_batch(8, 8, ref, STEPS);
+    /* 8 x 1 split smaller; and batch 2 x 4 run at micro-batches 4 and 8, above batch_size (as a GPU's planner may) */
+    int batches[5] = {8, 8, 8, 2, 2}, mbs[5] = {4, 2, 1, 4, 8};
+    for (int i = 0; i < 5; i++) {
+        losses_with_micro_batch(batches[i], mbs[i], got, STEPS);
         for (int s = 0; s < STEPS; s++)
-            CHECK(fabs(got[s] - ref[s]) <= 1e-5 * fabs(ref[s]), "micro-batch %d step %d: loss %.8f vs %.8f", mbs[i], s, (double)got[s],
-                  (double)ref[s]);
+            CHECK(fabs(got[s] - ref[s]) <= 1e-5 * fabs(ref[s]), "batch %d, micro-batch %d step %d: loss %.8f vs %.8f", batches[i], mbs[i], s,
+                  (double)got[s], (double)ref[s]);
     }
     CHECK(ref[STEPS - 1] < ref[0], "the loss should fall (%.4f -> %.4f)", (double)ref[0], (double)ref[STEPS - 1]);
 }
