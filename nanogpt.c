@@ -2000,29 +2000,47 @@ static int plan_make(Plan *p, const PlanRequest *r, char *err, size_t errlen);
  * 12 already fills them. The smallest near the fastest, not the fastest: more rows buy under GROW_TIE, and cost memory. */
 #define GROW_GAIN 1.01
 #define GROW_TIE 0.998
+/* The divisors of n (1 .. 2^31 - 1) above lo, ascending, into out, which has room for MAX_DIVISORS (no such n has
+ * more); their count. Trial division to the square root: 46,341 turns at the most. */
+#define MAX_DIVISORS 1600
+static int divisors_above(long long n, long long lo, int *out) {
+    int lows = 0, highs = 0, high[MAX_DIVISORS / 2];
+    for (long long i = 1; i * i <= n; i++)
+        if (n % i == 0) {
+            if (i > lo) out[lows++] = (int)i;
+            if (n / i != i && n / i > lo) high[highs++] = (int)(n / i);
+        }
+    while (highs > 0) out[lows++] = high[--highs];
+    return lows;
+}
 static void plan_grow_micro_batch(Plan *p, const PlanRequest *r, long long seqs) {
     const int asked = p->micro_batch;
     const double base = plan_gpu_speed(r, asked, p->recompute, p->logits_chunk);
+    int larger[MAX_DIVISORS], weighed = 0; /* the larger divisors, and how many of them fit */
+    const int n = divisors_above(seqs, asked, larger);
     double best = 0;
-    long long last = 0; /* the largest micro-batch weighed */
     Plan q;
-    for (long long B = asked + 1; B <= seqs; B++) {
-        if (seqs % B) continue;
-        if (!plan_fit_micro_batch(&q, r, (int)B, 0, p->moments_dtype)) break; /* nor will any larger one */
-        best = MAX(best, plan_gpu_speed(r, (int)B, q.recompute, q.logits_chunk));
-        last = B;
-        if (plan_gpu_speed(r, (int)B, RECOMPUTE_NONE, 0) >= GPU_SPEED_RATES[0]) break; /* the rate at its most: more rows buy nothing */
+    for (; weighed < n; weighed++) {
+        const int B = larger[weighed];
+        if (!plan_fit_micro_batch(&q, r, B, 0, p->moments_dtype)) break; /* nor will any larger one */
+        best = MAX(best, plan_gpu_speed(r, B, q.recompute, q.logits_chunk));
+        if (plan_gpu_speed(r, B, RECOMPUTE_NONE, 0) >= GPU_SPEED_RATES[0]) { /* the rate at its most: more rows buy nothing */
+            weighed++;
+            break;
+        }
     }
     if (best < base * GROW_GAIN) return;
-    for (long long B = asked + 1; B <= last; B++)
-        if (seqs % B == 0 && plan_fit_micro_batch(&q, r, (int)B, 0, p->moments_dtype) &&
-            plan_gpu_speed(r, (int)B, q.recompute, q.logits_chunk) >= best * GROW_TIE) {
+    for (int i = 0; i < weighed; i++) {
+        plan_fit_micro_batch(&q, r, larger[i], 0, p->moments_dtype); /* fits: it did above */
+        const double speed = plan_gpu_speed(r, larger[i], q.recompute, q.logits_chunk);
+        if (speed >= best * GROW_TIE) {
             *p = q;
             p->fits = 1;
             p->grown_from = asked;
-            p->grown_gain = plan_gpu_speed(r, (int)B, q.recompute, q.logits_chunk) / base;
+            p->grown_gain = speed / base;
             return;
         }
+    }
 }
 
 /* For a pretrained model that does not fit, the advice that follows "What helps: a smaller block_size" into buf:

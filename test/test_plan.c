@@ -663,6 +663,13 @@ static void test_micro_batch_above_batch_size(void) {
     CHECK(plan_make(&p, &xl, err, sizeof err) == 0 && p.micro_batch == 8 && p.grad_accum == 4 && p.grown_from == 1 && p.grown_gain > 1.4,
           "GPT-2 XL, 1 x 32: micro-batch %d x %d, gain %.3f (%s)", p.micro_batch, p.grad_accum, p.grown_gain, err);
     printf("  GPT-2 XL, 1 x 32, 79 GiB, 132 SMs: micro-batch %d x %d, modeled %.3fx\n", p.micro_batch, p.grad_accum, p.grown_gain);
+    /* the divisors it weighs (found to the square root), and a step of 2^31 - 1 sequences: a prime, none between 1 and itself */
+    int d[MAX_DIVISORS], n = divisors_above(12, 2, d);
+    CHECK(n == 4 && d[0] == 3 && d[1] == 4 && d[2] == 6 && d[3] == 12, "divisors of 12 above 2: %d (%d %d %d %d)", n, d[0], d[1], d[2], d[3]);
+    CHECK(divisors_above(2095133040, 0, d) == MAX_DIVISORS && d[0] == 1 && d[MAX_DIVISORS - 1] == 2095133040, "the most divisors below 2^31");
+    PlanRequest prime = request(gpt2_shape(12, 12, 768, 0), 1024, 1, INT_MAX, NGPT_DTYPE_BF16, DEV_BACKEND_CUDA, 79.0 * (1 << 30));
+    CHECK(plan_make(&p, &prime, err, sizeof err) == 0 && p.micro_batch == 1 && !p.grown_from, "1 x 2^31 - 1: micro-batch %d (%s)",
+          p.micro_batch, err);
 }
 
 static void test_whole_layers(void) {
