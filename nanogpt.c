@@ -2137,7 +2137,8 @@ static int plan_make(Plan *p, const PlanRequest *r, char *err, size_t errlen) {
          * pass 0's. No margin for the model's error: with one, more memory could pick a plan the model rates
          * slower (the cheaper trades at 4 where a smaller budget got whole layers at 8); without, more memory
          * at one AdamW moment precision only adds plans to choose from (fp32 moments still come first where
-         * they fit, at any speed) */
+         * they fit, at any speed). Last, on a GPU where batch_size's micro-batch was chosen as it is, one above
+         * it where the model rates that faster (plan_grow_micro_batch) */
         Plan cheap, layers;
         int cheap_B = 0, layers_B = 0, largest_B = 0, largest_rc = 0, largest_chunk = 0;
         double cheap_speed = 0, layers_speed = 0;
@@ -2321,7 +2322,7 @@ CLI_USED static void plan_print(const Plan *p, FILE *f) {
                     r->gpu_sms > 0 ? r->gpu_sms : 132, r->gpu_sms > 0 ? "" : " (assumed: no GPU here)");
         }
         if (p->grown_from) {
-            char why[200];
+            char why[256];
             fprintf(f, "why          %s (docs/memory.md)\n", grown_micro_batch_why(p, why, sizeof why));
         }
         if (p->bf16_micro_batch) {
@@ -12459,7 +12460,7 @@ static int cmd_train(int argc, char **argv) {
                recompute_name(st.recompute), st.logits_chunk, st.eval_micro_batch,
                tr->plan.moments_dtype == NGPT_DTYPE_BF16 ? ", AdamW moments bf16" : "", arenas);
     if (tr->plan.grown_from) {
-        char why[200];
+        char why[256];
         printf("note: %s\n", grown_micro_batch_why(&tr->plan, why, sizeof why));
     }
     if (tr->plan.bf16_micro_batch) {
