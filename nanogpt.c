@@ -12788,6 +12788,12 @@ static int cmd_bench(int argc, char **argv) {
             printf("classifier chunk rows %d, not the plan's %d: the kernels run in the AdamW moments' memory, which holds no more\n", crows,
                    p->logits_chunk);
         else printf("classifier chunk not timed: the kernels run in the AdamW moments' memory, which cannot hold its weights\n");
+        /* every kernel where the moments hold its operands: the GELU-fused products only where the backend fuses */
+        const int all = N_KERNEL_TIMES - (tr->be->matmul_forward_gelu && tr->be->matmul_backward_gelu ? 0 : 2);
+        if (nk < all)
+            printf("%d of the %d kernels not timed: the AdamW moments' memory (%s), where the kernels run, cannot hold their operands at "
+                   "micro-batch %d; a smaller micro-batch (--micro_batch, or batch_size with --gradient_accumulation_steps=1) may time them\n",
+                   all - nk, all, fmt_bytes(b1, sizeof b1, (double)(p->off_region - p->off_m)), p->micro_batch);
         for (int i = 0; i < nk && !rc; i++) {
             if (kt[i].flops > 0) fmt_flops(b1, sizeof b1, kt[i].flops / kt[i].seconds);
             else snprintf(b1, sizeof b1, "%.0f GB/s", kt[i].bytes / kt[i].seconds / 1e9);

@@ -207,14 +207,15 @@ cli() { # CC
     check "plan --device=cuda:0 (no config: the GPU recipe, in $dt)" "^device +cuda, $dt" "$N" plan --device=cuda:0
     check "plan: the GPU recipe" "L=6 NH=6 C=384" "$N" plan --device=cuda
     check "bench (GELU fused into the products)" $'^bench_result tokens_per_s=[0-9]\n^    matmul_forward_gelu +[0-9.]+ ms in\n^    matmul_backward_gelu +[0-9.]+ ms in' \
-        "$N" bench --device=cuda --n_layer=1 --n_head=2 --n_embd=64 --block_size=32 --vocab_size=100 --batch_size=2 --steps=2 --warmup=1
+        "$N" bench --device=cuda --n_layer=1 --n_head=2 --n_embd=64 --block_size=32 --vocab_size=100 --batch_size=2 --steps=2 --warmup=1 \
+        --gradient_accumulation_steps=1
     check "NGPT_FUSE_GELU=0 bench (GELU as ops of their own)" $'^bench_result tokens_per_s=[0-9]\n^    gelu_forward +[0-9.]+ ms in\n^    gelu_backward +[0-9.]+ ms in' \
         env NGPT_FUSE_GELU=0 "$N" bench --device=cuda --n_layer=1 --n_head=2 --n_embd=64 --block_size=32 --vocab_size=100 --batch_size=2 \
-        --steps=2 --warmup=1
+        --steps=2 --warmup=1 --gradient_accumulation_steps=1
     check "bench --kernels (the fused GELU products and the GELU ops too)" \
         $'^kernel classifier loss +[0-9.]+ ms [0-9]+ GB/s\n^kernel matmul fc fwd gelu +[0-9.]+ ms\n^kernel matmul mlp proj dinp gelu +[0-9.]+ ms\n^kernel gelu bwd +[0-9.]+ ms' \
         "$N" bench --kernels --device=cuda --n_layer=1 --n_head=2 --n_embd=64 \
-        --block_size=32 --vocab_size=100 --batch_size=2
+        --block_size=32 --vocab_size=100 --batch_size=2 --gradient_accumulation_steps=1
     echo "summary: $p passed, $f failed"
     [ $f = 0 ]
 }

@@ -1488,6 +1488,12 @@ static void test_bench_sampling(void) {
     CHECK_RUN(r, 0, "bench --kernels of a small model with GPT-2's vocabulary");
     CHECK(strstr(r->out, "classifier chunk not timed: the kernels run in the AdamW moments' memory") && strstr(r->out, "kernel matmul qkv fwd"),
           "bench --kernels says why the classifier is not timed: %.400s", r->out);
+    /* and where the layers' operands do not fit either (a micro-batch of 80 sequences of a tiny model): how many, and why */
+    r = cli("bench", "--kernels", "--n_layer=1", "--n_head=2", "--n_embd=64", "--block_size=32", "--batch_size=80", "--gradient_accumulation_steps=1",
+            "--vocab_size=100", "--device=cpu", NULL);
+    CHECK_RUN(r, 0, "bench --kernels at micro-batch 80 of a tiny model");
+    CHECK(strstr(r->out, " of the 26 kernels not timed: the AdamW moments' memory (") && strstr(r->out, "cannot hold their operands at micro-batch 80"),
+          "bench --kernels says which kernels it left out: %.400s", r->out);
 }
 
 /* the value after `key` in text, or -1 */
