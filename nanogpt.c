@@ -1681,7 +1681,7 @@ static size_t plan_scratch(const PlanRequest *r, int B, int chunk, int training,
 }
 
 /* the sequences of a micro-batch of B that lane 0 (the fullest) holds */
-static int lane_seqs(int B, int lanes) { return (B + lanes - 1) / lanes; }
+static int lane_seqs(int B, int lanes) { return B / lanes + (B % lanes != 0); } /* (B + lanes - 1) / lanes overflows at B = INT_MAX */
 
 static void layout_batch(BatchLayout *lay, const PlanRequest *r, int B, int lanes, int training, int recompute, int chunk, size_t act) {
     memset(lay, 0, sizeof *lay);
