@@ -2017,30 +2017,26 @@ static void plan_grow_micro_batch(Plan *p, const PlanRequest *r, long long seqs)
     const int asked = p->micro_batch;
     const double base = plan_gpu_speed(r, asked, p->recompute, p->logits_chunk);
     int larger[MAX_DIVISORS], weighed = 0; /* the larger divisors, and how many of them fit */
+    double speed[MAX_DIVISORS], best = 0;    /* each one's, at its cheapest trade */
     const int n = divisors_above(seqs, asked, larger);
-    double best = 0;
     Plan q;
     for (; weighed < n; weighed++) {
         const int B = larger[weighed];
         if (!plan_fit_micro_batch(&q, r, B, 0, p->moments_dtype)) break; /* nor will any larger one */
-        best = MAX(best, plan_gpu_speed(r, B, q.recompute, q.logits_chunk));
+        speed[weighed] = plan_gpu_speed(r, B, q.recompute, q.logits_chunk);
+        best = MAX(best, speed[weighed]);
         if (plan_gpu_speed(r, B, RECOMPUTE_NONE, 0) >= GPU_SPEED_RATES[0]) { /* the rate at its most: more rows buy nothing */
             weighed++;
             break;
         }
     }
     if (best < base * GROW_GAIN) return;
-    for (int i = 0; i < weighed; i++) {
-        plan_fit_micro_batch(&q, r, larger[i], 0, p->moments_dtype); /* fits: it did above */
-        const double speed = plan_gpu_speed(r, larger[i], q.recompute, q.logits_chunk);
-        if (speed >= best * GROW_TIE) {
-            *p = q;
-            p->fits = 1;
-            p->grown_from = asked;
-            p->grown_gain = speed / base;
-            return;
-        }
-    }
+    int i = 0;
+    while (speed[i] < best * GROW_TIE) i++; /* ends at the fastest, at the latest */
+    plan_fit_micro_batch(p, r, larger[i], 0, p->moments_dtype); /* fits: it did above */
+    p->fits = 1;
+    p->grown_from = asked;
+    p->grown_gain = speed[i] / base;
 }
 
 /* For a pretrained model that does not fit, the advice that follows "What helps: a smaller block_size" into buf:
