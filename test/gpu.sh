@@ -182,14 +182,24 @@ prediction_term() { # TERM KDIR BENCHLOG CAPPEDLOG: one term as this run measure
         section "$3" "== nanogpt bench" | awk -v n="${t#op:}" '$1 == n && $3 == "ms" && $4 == "in" {printf "%.4f", $5 * $(NF - 2) / 1000; exit}' ;;
     esac
 }
-# PREDICTIONS KDIR BENCHLOG CAPPEDLOG [GPU]: "HELD|BELOW|ABOVE|NONE<TAB>value<TAB>low-high<TAB>session<TAB>description";
-# a verdict gets a * where the value is one term (a time, a rate: not a ratio of two measured in this call) and GPU,
-# this run's, is not the one the file's "# made for: NAME" line names
+# PREDICTIONS KDIR BENCHLOG CAPPEDLOG [GPU]: "HELD|BELOW|ABOVE|NONE<TAB>value<TAB>low-high<TAB>session<TAB>description".
+# A time or rate (one term; a ratio of two measured in this call compares on any GPU) is predicted for the GPU its
+# sixth column names, else for the one the file's "# made for: NAME" line names. On GPU (part of nvidia-smi's name),
+# a line for another GPU named in a sixth column is left out, and so is a line for the made-for GPU where a line for
+# this GPU predicts the same value; a line for the made-for GPU on another GPU gets a * on its verdict
+predictions_made_for() { sed -n 's/^# made for: //p' "$1" | head -n 1; } # PREDICTIONS: the GPU its times and rates are for
 score_predictions() {
-    local session low high what desc terms a b v verdict made_for
-    made_for=$(sed -n 's/^# made for: //p' "$1" | head -n 1)
-    while IFS=$'\t' read -r session low high what desc; do
+    local session low high what desc for_gpu terms a b v verdict made_for this_gpus
+    made_for=$(predictions_made_for "$1")
+    # the values predicted for this GPU by name
+    this_gpus=$(awk -F'\t' -v g="${5:-}" '$1 ~ /^[0-9]/ && $6 != "" && g != "" && index(g, $6) {print $4}' "$1")
+    while IFS=$'\t' read -r session low high what desc for_gpu; do
         case $session in '#'* | '') continue ;; esac
+        if [ -n "$for_gpu" ]; then
+            [ -n "${5:-}" ] && [ "${5#*"$for_gpu"}" != "$5" ] || continue
+        elif grep -qxF -- "$what" <<<"$this_gpus"; then
+            continue
+        fi
         mapfile -t terms < <(prediction_terms "$what")
         a=$(prediction_term "${terms[0]}" "$2" "$3" "$4")
         v=$a
@@ -199,8 +209,10 @@ score_predictions() {
         fi
         verdict=$(awk -v v="$v" -v l="$low" -v h="$high" 'BEGIN{if (v == "") print "NONE"; else if (v + 0 < l + 0) print "BELOW";
                                                               else if (v + 0 > h + 0) print "ABOVE"; else print "HELD"}')
-        if [ ${#terms[@]} = 1 ] && [ -n "${5:-}" ] && [ -n "$made_for" ] && [ "${5#*"$made_for"}" = "$5" ]; then verdict+="*"; fi
-        printf '%s\t%s\t%s-%s\t%s\t%s\n' "$verdict" "${v:-not measured}" "$low" "$high" "$session" "$desc"
+        if [ ${#terms[@]} = 1 ] && [ -z "$for_gpu" ] && [ -n "${5:-}" ] && [ -n "$made_for" ] && [ "${5#*"$made_for"}" = "$5" ]; then
+            verdict+="*"
+        fi
+        printf '%s\t%s\t%s-%s\t%s\t%s\n' "$verdict" "${v:-not measured}" "$low" "$high" "$session" "$desc${for_gpu:+ [$for_gpu]}"
     done <"$1"
 }
 # The newest features of the TMA kernel and of the wgmma attention, each as the setting that turns it off, newest first.
@@ -299,10 +311,11 @@ if [ "$STEPS" = selftest ]; then
     # a CPU build's plus the two GELU-fused products only the CUDA backend has; a pass's k_ file; a bench header;
     # an op of the profiled step), and the scorer on made-up passes
     { cut -f1 "$BUILD/k"; echo "matmul fc fwd gelu"; echo "matmul mlp proj dinp gelu"; } >"$BUILD/knames"
-    bad=$(while IFS=$'\t' read -r session low high what desc; do
+    bad=$(while IFS=$'\t' read -r session low high what desc for_gpu; do
         case $session in '#'* | '') continue ;; esac
         awk -v l="$low" -v h="$high" -v s="$session" 'BEGIN{exit !(s + 0 > 0 && l + 0 > 0 && h + 0 > l + 0)}' && [ -n "$desc" ] || echo "range: $what"
         mapfile -t terms < <(prediction_terms "$what")
+        [ -z "$for_gpu" ] || [ ${#terms[@]} = 1 ] || echo "a ratio for one GPU: $what"
         for t in "${terms[@]}"; do
             case $t in
             sum:*) split_sum_term "$t"
@@ -328,11 +341,15 @@ if [ "$STEPS" = selftest ]; then
         "5${T_}100${T_}400${T_}tok:capped, fast${T_}capped.log's, in range" \
         "6${T_}1${T_}2${T_}tok:capped, fast / tok:capped, missing${T_}not measured" \
         "7${T_}$(awk -v m="$adamw_ms" 'BEGIN{printf "%.4f", m * 0.5}')${T_}$(awk -v m="$adamw_ms" 'BEGIN{printf "%.4f", m * 1.5 + 0.01}')${T_}op:adamw${T_}the op's calls times its time each, near its total" \
+        "8${T_}0.2${T_}0.3${T_}sum:^attention fwd\$${T_}line 1's for an H100${T_}H100 80GB HBM3" \
         >"$BUILD/p/pred.tsv"
-    v=$(score_predictions "$BUILD/p/pred.tsv" "$BUILD/p" "$BUILD/p/bench.log" "$BUILD/p/capped.log" "NVIDIA H200" | cut -f1 | tr '\n' ' ')
+    sp() { score_predictions "$BUILD/p/pred.tsv" "$BUILD/p" "$BUILD/p/bench.log" "$BUILD/p/capped.log" "$1" | cut -f1 | tr '\n' ' '; }
+    v=$(sp "NVIDIA H200")
     check "predictions scored ($v)" test "$v" = "HELD HELD BELOW ABOVE HELD NONE HELD "
-    v=$(score_predictions "$BUILD/p/pred.tsv" "$BUILD/p" "$BUILD/p/bench.log" "$BUILD/p/capped.log" "NVIDIA H100 80GB HBM3" | cut -f1 | tr '\n' ' ')
-    check "predictions for an H200 on another GPU: times and rates marked ($v)" test "$v" = "HELD* HELD BELOW ABOVE HELD* NONE HELD* "
+    v=$(sp "NVIDIA H100 80GB HBM3")
+    check "predictions on an H100: its own line for a time, the H200's others marked ($v)" test "$v" = "HELD BELOW ABOVE HELD* NONE HELD* BELOW "
+    v=$(sp "NVIDIA A100-SXM4-80GB")
+    check "predictions on a GPU none is for: the H200's times and rates marked ($v)" test "$v" = "HELD* HELD BELOW ABOVE HELD* NONE HELD* "
     # features_off on checks that pass only under some of the settings: the first setting that passes, then all together,
     # the settings already exported left out, and none where nothing passes
     ff() { features_off "$MATMUL_FEATURES" "$BUILD/ff.log" 5 sh -c "$1"; }
@@ -419,18 +436,20 @@ if [ "$STEPS" = selftest ]; then
         "$D/out/summary.txt"
     v=$(sed -n 's/^predictions (test\/gpu_predictions.tsv; \(.*\)):$/\1/p' "$D/out/summary.txt")
     check "a dry run's predictions scored (${v:-none})" grep -qE '[0-9]+ (HELD|BELOW|ABOVE)' <<<"$v"
-    # and bench again where every kernel passes its check alone, on an H100: the passes of the features left on, their
-    # rows, and their predictions (stream-K's five among them) scored, the times and rates made for an H200 marked
-    v=$(GPU_DRY_NAME=H100 dry_run "$D/out2" bench)
+    # and bench again where every kernel passes its check alone, on an H100 PCIe (no line is for it): the passes of the
+    # features left on, their rows, and their predictions (stream-K's five among them) scored, the times and rates
+    # made for an H200 marked, those for the H100 SXM left out
+    v=$(GPU_DRY_NAME="H100 PCIe" dry_run "$D/out2" bench)
     check "a dry run's bench with every feature on (${v:-no shell errors})" test -z "$v"
     v=$(grep -cE "^(TMA wgmma matmul vs CPU \(bf16\) *\| PASS|programmatic launches vs plain, end to end|bias gradients fused vs separate, end to end|\
 stream-K vs split-K's rule, end to end|weight gradients stream-K vs split-K's rule) " "$D/out2/summary.txt")
     check "a dry run's rows of the features left on ($v of 5)" test "$v" = 5
     v=$(grep -c "^[A-Z]* *[0-9.]* *in [0-9.-]* *s46 " "$D/out2/summary.txt")
     check "a dry run's stream-K predictions scored ($v of 5)" test "$v" = 5
-    v="$(grep -c '^[A-Z][A-Z]*[*] ' "$D/out2/summary.txt") $(grep -c '^[*] a time or rate predicted for an H200, not this stand-in H100' "$D/out2/summary.txt")"
-    check "a dry run on an H100: the times and rates predicted for an H200 marked ($v)" \
-        test "$v" = "$(awk -F'\t' '$1 ~ /^[0-9]/ && $4 !~ / \/ / {n++} END {print n}' test/gpu_predictions.tsv) 1"
+    v="$(grep -c '^[A-Z][A-Z]*[*] ' "$D/out2/summary.txt") $(grep -c '^[*] a time or rate predicted for an H200, not this stand-in H100 PCIe' \
+        "$D/out2/summary.txt") $(grep -c '\[H100 80GB HBM3\]$' "$D/out2/summary.txt")"
+    check "a dry run on an H100 PCIe: the times and rates predicted for an H200 marked, the H100 SXM's left out ($v)" \
+        test "$v" = "$(awk -F'\t' '$1 ~ /^[0-9]/ && $4 !~ / \/ / && $6 == "" {n++} END {print n}' test/gpu_predictions.tsv) 1 0"
     # the trainer rows: each RUN(...) of a test program against its "ok" lines (test_config here, fast)
     "$CC" -O1 -std=c11 -Itest -o "$BUILD/test_config" test/test_config.c -lm -lpthread && "$BUILD/test_config" >"$BUILD/cfg.log" 2>&1
     runs=$(grep -c '^ *RUN(' test/test_config.c)
@@ -1156,7 +1175,7 @@ fi
         echo "predictions (test/gpu_predictions.tsv; $(cut -f1 "$BUILD/predictions" | sort | uniq -c | awk '{printf "%s%s %s", s, $1, $2; s = ", "}')):"
         awk -F'\t' '{printf "%-6s %-12s in %-12s s%-3s %s\n", $1, $2, $3, $4, $5}' "$BUILD/predictions"
         if cut -f1 "$BUILD/predictions" | grep -q '[*]'; then
-            echo "* a time or rate predicted for an $(sed -n 's/^# made for: //p' test/gpu_predictions.tsv | head -n 1), not this ${GPU:-GPU}: only the ratios compare"
+            echo "* a time or rate predicted for an $(predictions_made_for test/gpu_predictions.tsv), not this ${GPU:-GPU}: only the ratios compare"
         fi
     fi
 } | tee "$LOG/summary.txt" # the rows appended as they came are replaced by the whole table
