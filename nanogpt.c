@@ -9759,8 +9759,32 @@ static void decode_step(ngpt_trainer *tr, const size_t *off, int S, int t, const
     be->matmul_forward(be, R + off[S_LOGITS], ln, pt(tr, P, P_WTE, 0), NULL, S, C, m->Vp);
 }
 
-/* the k-th largest of x[0..n) (k >= 1), by quickselect on a copy in tmp */
+/* The k-th largest of x[0..n) (1 <= k <= n), counting equal values apart; tmp has room for n. For k up to n / 64
+ * (nanoGPT's top_k of 200 among GPT-2's 50,257 ids), the least of a min-heap of the k largest seen, which most
+ * values pass by with one comparison; for larger k, quickselect on a copy in tmp (at 50,257 the heap is the faster
+ * up to about k = 700). */
 static float kth_largest(const float *x, float *tmp, int n, int k) {
+    if (k <= n / 64) { /* tmp[0..k): the heap, its least at tmp[0] */
+        for (int i = 0; i < k; i++) { /* the first k, each a new leaf sifted up */
+            tmp[i] = x[i];
+            for (int at = i; at > 0 && tmp[at] < tmp[(at - 1) / 2]; at = (at - 1) / 2) {
+                float t = tmp[at]; tmp[at] = tmp[(at - 1) / 2]; tmp[(at - 1) / 2] = t;
+            }
+        }
+        for (int i = k; i < n; i++) { /* a larger one replaces the least, and sifts down */
+            if (!(x[i] > tmp[0])) continue;
+            tmp[0] = x[i];
+            for (int at = 0;;) {
+                int least = at, c = 2 * at + 1;
+                if (c < k && tmp[c] < tmp[least]) least = c;
+                if (c + 1 < k && tmp[c + 1] < tmp[least]) least = c + 1;
+                if (least == at) break;
+                float t = tmp[at]; tmp[at] = tmp[least]; tmp[least] = t;
+                at = least;
+            }
+        }
+        return tmp[0];
+    }
     memcpy(tmp, x, (size_t)n * sizeof *tmp);
     int lo = 0, hi = n - 1, want = k - 1;
     while (lo < hi) {
@@ -9778,26 +9802,40 @@ static float kth_largest(const float *x, float *tmp, int n, int k) {
     return tmp[want];
 }
 
+/* sample_token's working memory, each array of V */
+typedef struct {
+    float *select;  /* kth_largest's */
+    int32_t *kept;  /* the ids at or above the cut, ascending */
+    double *weight; /* and their weights */
+} SampleScratch;
+
 /* nanoGPT's sampling from logits[0..V): / temperature, keep the top_k (ties included), softmax, draw. The weights
  * are exp((logit - max) / temperature) in double, so a tiny temperature gives the most likely token rather than
- * inf - inf; temperature 0 is that token without a draw (the lowest id among equal logits). */
-static int32_t sample_token(const float *logits, float *tmp, int V, float temperature, int top_k, Rng *rng) {
+ * inf - inf; temperature 0 is that token without a draw (the lowest id among equal logits). Each kept id's weight
+ * is computed once, and summed and drawn from in the order of the ids. */
+static int32_t sample_token(const float *logits, const SampleScratch *sc, int V, float temperature, int top_k, Rng *rng) {
     int32_t best = 0;
+    float most = logits[0]; /* held, not read again through best: no chain of loads from one id to the next */
     for (int j = 1; j < V; j++)
-        if (logits[j] > logits[best]) best = j;
+        if (logits[j] > most) most = logits[best = j];
     if (temperature == 0) return best;
-    float cut = top_k > 0 && top_k < V ? kth_largest(logits, tmp, V, top_k) : -FLT_MAX;
-    double mx = logits[best], inv_t = 1.0 / temperature, sum = 0;
-    for (int j = 0; j < V; j++) sum += logits[j] >= cut ? exp(((double)logits[j] - mx) * inv_t) : 0.0;
-    double u = (double)(rng_next(rng) >> 11) * (1.0 / 9007199254740992.0) * sum, acc = 0;
-    int32_t last = 0;
-    for (int j = 0; j < V; j++) {
-        if (logits[j] < cut) continue;
-        acc += exp(((double)logits[j] - mx) * inv_t);
-        last = j;
-        if (acc > u) return j;
+    const float cut = top_k > 0 && top_k < V ? kth_largest(logits, sc->select, V, top_k) : -FLT_MAX;
+    const double mx = most, inv_t = 1.0 / temperature;
+    double sum = 0;
+    int n = 0;
+    for (int j = 0; j < V; j++)
+        if (logits[j] >= cut) {
+            sc->kept[n] = j;
+            sc->weight[n] = exp(((double)logits[j] - mx) * inv_t);
+            sum += sc->weight[n++];
+        }
+    const double u = (double)(rng_next(rng) >> 11) * (1.0 / 9007199254740992.0) * sum;
+    double acc = 0;
+    for (int i = 0; i < n; i++) {
+        acc += sc->weight[i];
+        if (acc > u) return sc->kept[i];
     }
-    return last;
+    return n ? sc->kept[n - 1] : 0;
 }
 
 #define SAMPLE_RNG_STREAM ((uint64_t)1 << 40) /* + the sample's index: apart from training's streams */
@@ -9824,15 +9862,12 @@ int ngpt_sample(ngpt_trainer *tr, const int32_t *prompt, int n_prompt, int num_s
     ngpt_backend *be = tr->be;
     be->set_scratch(be, tr->region + off[S_SCRATCH], tr->plan.region_bytes - off[S_SCRATCH]);
     int total = n_prompt + max_new, rc = NGPT_OK;
-    float *logits = (float *)malloc((size_t)m->Vp * (S + 1) * sizeof(float)); /* S rows, then sample_token's scratch */
+    float *logits = (float *)malloc((size_t)m->Vp * S * sizeof(float));
     int32_t *tok = (int32_t *)malloc((size_t)S * sizeof(int32_t));
     Rng *rng = (Rng *)malloc((size_t)S * sizeof(Rng));
-    if (!logits || !tok || !rng) {
-        free(logits);
-        free(tok);
-        free(rng);
-        return tr_fail(tr, NGPT_ERR_NOMEM, "out of host memory");
-    }
+    const SampleScratch sc = {(float *)malloc((size_t)m->V * sizeof(float)), (int32_t *)malloc((size_t)m->V * sizeof(int32_t)),
+                              (double *)malloc((size_t)m->V * sizeof(double))};
+    if (!logits || !tok || !rng || !sc.select || !sc.kept || !sc.weight) rc = tr_fail(tr, NGPT_ERR_NOMEM, "out of host memory");
     for (int first = 0; first < num_samples && !rc; first += S) {
         int n = MIN(S, num_samples - first);
         /* each sample its own stream of draws, so sample k draws the same numbers however many are asked for and
@@ -9852,7 +9887,7 @@ int ngpt_sample(ngpt_trainer *tr, const int32_t *prompt, int n_prompt, int num_s
             }
             download_as_f32(tr, logits, tr->region + off[S_LOGITS], (size_t)n * m->Vp); /* one wait for all n rows */
             for (int s = 0; s < n; s++)
-                seqs[(size_t)s * total + len] = sample_token(logits + (size_t)s * m->Vp, logits + (size_t)S * m->Vp, m->V, temperature, top_k, &rng[s]);
+                seqs[(size_t)s * total + len] = sample_token(logits + (size_t)s * m->Vp, &sc, m->V, temperature, top_k, &rng[s]);
             len++;
             rc = be_check(tr, "sampling");
         }
@@ -9860,6 +9895,9 @@ int ngpt_sample(ngpt_trainer *tr, const int32_t *prompt, int n_prompt, int num_s
     free(logits);
     free(tok);
     free(rng);
+    free(sc.select);
+    free(sc.kept);
+    free(sc.weight);
     return rc;
 }
 

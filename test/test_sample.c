@@ -4,7 +4,8 @@
  *    each the same whatever num_samples is;
  *  - generation past block_size (the cache is rebuilt) stays valid, and greedy there is the full model's argmax over
  *    the window the rebuilt cache holds; several samples decoded at once each read their own row of Vp logits, and
- *    never draw a padded id; top-k selection is exact, and greedy finds the maximum at any id, the last included;
+ *    never draw a padded id; top-k selection is exact, draws are those of the slow obvious sampler (a sort for the
+ *    cut), and greedy finds the maximum at any id, the last included;
  *  - a sampling-only trainer holds no training memory and samples a loaded checkpoint as the full one does. */
 #define NGPT_NO_MAIN
 #include "../nanogpt.c"
@@ -325,21 +326,78 @@ static int cmp_desc(const void *x, const void *y) {
     return (a < b) - (a > b);
 }
 
+/* against a sort, by the heap (k up to N / 64) and by quickselect: every k up to 160, then every 37th */
 static void test_kth_largest(void) {
     enum { N = 1000 };
     float x[N], sorted[N], tmp[N];
     for (int trial = 0; trial < 20; trial++) {
-        for (int i = 0; i < N; i++) x[i] = (float)(ngpt_hash(8, (uint64_t)trial, (uint64_t)i) % 97); /* many ties */
+        for (int i = 0; i < N; i++) x[i] = (float)(ngpt_hash(8, (uint64_t)trial, (uint64_t)i) % (trial & 1 ? 97 : 1000003)); /* ties, or few */
         memcpy(sorted, x, sizeof x);
         qsort(sorted, N, sizeof(float), cmp_desc);
-        for (int k = 1; k <= N; k += 37) CHECK(kth_largest(x, tmp, N, k) == sorted[k - 1], "trial %d: k %d", trial, k);
+        for (int k = 1; k <= N; k += k < 160 ? 1 : 37) CHECK(kth_largest(x, tmp, N, k) == sorted[k - 1], "trial %d: k %d", trial, k);
     }
+}
+
+/* sample_token as it was written first, the slow obvious way: the cut by a sort, each weight computed in the sum
+ * over every id and again in the draw */
+static int32_t sample_token_by_sort(const float *logits, float *sorted, int V, float temperature, int top_k, Rng *rng) {
+    int32_t best = 0;
+    for (int j = 1; j < V; j++)
+        if (logits[j] > logits[best]) best = j;
+    if (temperature == 0) return best;
+    memcpy(sorted, logits, (size_t)V * sizeof *sorted);
+    qsort(sorted, (size_t)V, sizeof *sorted, cmp_desc);
+    float cut = top_k > 0 && top_k < V ? sorted[top_k - 1] : -FLT_MAX;
+    double mx = logits[best], inv_t = 1.0 / temperature, sum = 0;
+    for (int j = 0; j < V; j++) sum += logits[j] >= cut ? exp(((double)logits[j] - mx) * inv_t) : 0.0;
+    double u = (double)(rng_next(rng) >> 11) * (1.0 / 9007199254740992.0) * sum, acc = 0;
+    int32_t last = 0;
+    for (int j = 0; j < V; j++) {
+        if (logits[j] < cut) continue;
+        acc += exp(((double)logits[j] - mx) * inv_t);
+        last = j;
+        if (acc > u) return j;
+    }
+    return last;
+}
+
+/* the same draws as the slow way, on GPT-2's vocabulary of logits spread as a model's (and in whole numbers, with
+ * ties at the cut), at top_k 0 (all), 1, 40, 200, the heap's last, quickselect's first, and all but one, at
+ * temperatures 0, 0.8, 1 and 1e-30 */
+static void test_sample_token_as_by_sort(void) {
+    enum { VOCAB = 50257 };
+    float *logits = malloc(VOCAB * sizeof(float)), *sorted = malloc(VOCAB * sizeof(float));
+    SampleScratch sc = {malloc(VOCAB * sizeof(float)), malloc(VOCAB * sizeof(int32_t)), malloc(VOCAB * sizeof(double))};
+    const int ks[] = {0, 1, 40, 200, VOCAB / 64, VOCAB / 64 + 1, VOCAB - 1};
+    const float temps[] = {0.0f, 0.8f, 1.0f, 1e-30f};
+    int differ = 0, draws = 0;
+    for (int trial = 0; trial < 4; trial++) {
+        for (int j = 0; j < VOCAB; j++) {
+            const uint32_t h = ngpt_hash(11, (uint64_t)trial, (uint64_t)j);
+            logits[j] = trial & 1 ? (float)(h % 40) : 6.0f * ((float)(h % 65536) / 65536.0f - 0.5f) + (float)(h >> 28);
+        }
+        for (size_t ki = 0; ki < sizeof ks / sizeof ks[0]; ki++)
+            for (size_t ti = 0; ti < sizeof temps / sizeof temps[0]; ti++) {
+                Rng a = {3, (uint64_t)trial, 0}, b = a;
+                for (int d = 0; d < 8; d++, draws++) {
+                    const int32_t fast = sample_token(logits, &sc, VOCAB, temps[ti], ks[ki], &a);
+                    const int32_t slow = sample_token_by_sort(logits, sorted, VOCAB, temps[ti], ks[ki], &b);
+                    if (fast != slow && differ++ < 5)
+                        printf("  trial %d, top_k %d, temperature %g, draw %d: %d, the slow way %d\n", trial, ks[ki], (double)temps[ti], d, fast, slow);
+                }
+            }
+    }
+    CHECK(differ == 0, "%d of %d draws differ from the slow way's", differ, draws);
+    free(logits); free(sorted); free(sc.select); free(sc.kept); free(sc.weight);
 }
 
 /* one draw on fixed logits: temperature 0 takes the lowest id of tied maxima; top_k keeps the k largest, and
  * draws them in proportion to exp(logit / temperature), the k-th one included */
 static void test_sample_token_draws(void) {
-    float tmp[4];
+    float select[4];
+    int32_t kept[4];
+    double weight[4];
+    const SampleScratch tmp_sc = {select, kept, weight}, *tmp = &tmp_sc;
     const float tied[4] = {1.0f, 3.0f, 3.0f, 0.0f};
     Rng rng = {7, 1, 0};
     CHECK(sample_token(tied, tmp, 4, 0.0f, 0, &rng) == 1, "temperature 0 among tied maxima: id %d, expected the lowest, 1", (int)sample_token(tied, tmp, 4, 0.0f, 0, &rng));
@@ -359,7 +417,10 @@ static void test_sample_token_draws(void) {
 static void test_sample_token_max_anywhere(void) {
     enum { N = 9 };
     const float peak = 5.0f, beyond = 10.0f;
-    float logits[N + 1], tmp[N + 1];
+    float logits[N + 1], select[N];
+    int32_t kept[N];
+    double weight[N];
+    const SampleScratch tmp_sc = {select, kept, weight}, *tmp = &tmp_sc;
     Rng rng = {3, 1, 0};
     for (int at = 0; at < N; at++) {
         for (int j = 0; j < N; j++) logits[j] = (float)(j % 3) - 1.0f; /* -1, 0, 1: ties below the peak */
@@ -382,6 +443,7 @@ int main(void) {
     RUN(test_sample_only);
     RUN(test_sample_only_window_chunks);
     RUN(test_kth_largest);
+    RUN(test_sample_token_as_by_sort);
     RUN(test_sample_token_draws);
     RUN(test_sample_token_max_anywhere);
     remove_folder(dir);
