@@ -162,7 +162,9 @@ variant_vs_default() { # KERNEL "WITHOUT" "WITH" NONE DEFAULT...: "Rx (NONE's ms
 section() { awk -v h="$2" '/^== /{on = ($0 == h); next} on' "$1"; } # FILE "== HEADER": the lines under that header
 sources_stamp() { echo "$1 $(cat nanogpt.c nanogpt.cu nanogpt.h test/test_gpu_ops.c test/test_gpu_train.c test/*.h | sha256sum | cut -c1-16)"; } # ARCH
 # A line of test/gpu_predictions.tsv predicts a term, or the ratio of two joined by " / "; a term is sum:REGEX[@VARIANT]
-# (bench --kernels rows, in the default pass or pass VARIANT), tok:HEADER (a bench's tokens/s) or op:NAME (the profiled step)
+# (bench --kernels rows, in the default pass or pass VARIANT), tok:HEADER (a bench's tokens/s), op:NAME (the profiled step)
+# or sample:N (bench --sample=N's tokens/s, N one of SAMPLE_COUNTS)
+SAMPLE_COUNTS="1 10"
 prediction_terms() { printf '%s\n' "${1%% / *}" && if [ "${1#* / }" != "$1" ]; then printf '%s\n' "${1#* / }"; fi; } # WHAT: a term a line
 split_sum_term() { # sum:REGEX[@VARIANT]: SUM_RE, and SUM_VARIANT (ours where none is named)
     SUM_RE=${1#sum:} SUM_VARIANT=ours
@@ -174,6 +176,7 @@ prediction_term() { # TERM KDIR BENCHLOG CAPPEDLOG: one term as this run measure
     sum:*) # ms summed over the bench --kernels rows matching REGEX, in the default pass or KDIR/k_VARIANT
         split_sum_term "$t"
         [ -s "$2/k_$SUM_VARIANT" ] && awk -F'\t' -v r="$SUM_RE" '$1 ~ r {s += $2; n++} END {if (n) printf "%.6f", s}' "$2/k_$SUM_VARIANT" ;;
+    sample:*) bench_value "$3" "== nanogpt bench --sample=${t#sample:}" sample_tokens_per_s ;;
     tok:*)
         x=$(bench_value "$3" "== ${t#tok:}" tokens_per_s)
         [ -z "$x" ] && x=$(bench_value "$4" "== ${t#tok:}" tokens_per_s)
@@ -322,6 +325,7 @@ if [ "$STEPS" = selftest ]; then
                 awk -v r="$SUM_RE" '$0 ~ r {n++} END {exit !n}' "$BUILD/knames" || echo "no kernel row: $t"
                 [ "$SUM_VARIANT" = ours ] || grep -qF ">\"\$BUILD/k_$SUM_VARIANT\"" test/gpu.sh || echo "no pass: $t" ;;
             tok:*) grep -qF "\"== ${t#tok:}\"" test/gpu.sh || echo "no bench header: $t" ;;
+            sample:*) [[ " $SAMPLE_COUNTS " == *" ${t#sample:} "* ]] || echo "no sampling bench: $t" ;;
             op:*) section "$BUILD/bench.log" "== nanogpt bench" | awk -v n="${t#op:}" '$1 == n {f = 1} END {exit !f}' || echo "no op: $t" ;;
             *) echo "unknown term: $t" ;;
             esac
@@ -331,7 +335,8 @@ if [ "$STEPS" = selftest ]; then
     mkdir -p "$BUILD/p"
     printf 'attention fwd\t0.100\nmatmul qkv dweight\t0.080\nmatmul qkv dbias+dweight\t0.090\n' >"$BUILD/p/k_ours"
     printf 'matmul qkv dweight\t0.096\n' >"$BUILD/p/k_slow"
-    { echo "== nanogpt bench"; section "$BUILD/bench.log" "== nanogpt bench"; echo "== nanogpt bench, slower"; echo "bench_result tokens_per_s=1"; } >"$BUILD/p/bench.log"
+    { echo "== nanogpt bench"; section "$BUILD/bench.log" "== nanogpt bench"; echo "== nanogpt bench, slower"; echo "bench_result tokens_per_s=1"
+      echo "== nanogpt bench --sample=1"; echo "bench_result sample_tokens_per_s=500"; } >"$BUILD/p/bench.log"
     printf '== capped, fast\nbench_result tokens_per_s=300\n' >"$BUILD/p/capped.log"
     adamw_ms=$(section "$BUILD/bench.log" "== nanogpt bench" | awk '$1 == "adamw" {print $2}')
     printf '%s\n' "# a comment" "# made for: H200" "1${T_}0.05${T_}0.2${T_}sum:^attention fwd\$${T_}in range" \
@@ -342,14 +347,15 @@ if [ "$STEPS" = selftest ]; then
         "6${T_}1${T_}2${T_}tok:capped, fast / tok:capped, missing${T_}not measured" \
         "7${T_}$(awk -v m="$adamw_ms" 'BEGIN{printf "%.4f", m * 0.5}')${T_}$(awk -v m="$adamw_ms" 'BEGIN{printf "%.4f", m * 1.5 + 0.01}')${T_}op:adamw${T_}the op's calls times its time each, near its total" \
         "8${T_}0.2${T_}0.3${T_}sum:^attention fwd\$${T_}line 1's for an H100${T_}H100 80GB HBM3" \
+        "9${T_}400${T_}600${T_}sample:1${T_}sampling's tokens/s, in range" \
         >"$BUILD/p/pred.tsv"
     sp() { score_predictions "$BUILD/p/pred.tsv" "$BUILD/p" "$BUILD/p/bench.log" "$BUILD/p/capped.log" "$1" | cut -f1 | tr '\n' ' '; }
     v=$(sp "NVIDIA H200")
-    check "predictions scored ($v)" test "$v" = "HELD HELD BELOW ABOVE HELD NONE HELD "
+    check "predictions scored ($v)" test "$v" = "HELD HELD BELOW ABOVE HELD NONE HELD HELD "
     v=$(sp "NVIDIA H100 80GB HBM3")
-    check "predictions on an H100: its own line for a time, the H200's others marked ($v)" test "$v" = "HELD BELOW ABOVE HELD* NONE HELD* BELOW "
+    check "predictions on an H100: its own line for a time, the H200's others marked ($v)" test "$v" = "HELD BELOW ABOVE HELD* NONE HELD* BELOW HELD* "
     v=$(sp "NVIDIA A100-SXM4-80GB")
-    check "predictions on a GPU none is for: the H200's times and rates marked ($v)" test "$v" = "HELD* HELD BELOW ABOVE HELD* NONE HELD* "
+    check "predictions on a GPU none is for: the H200's times and rates marked ($v)" test "$v" = "HELD* HELD BELOW ABOVE HELD* NONE HELD* HELD* "
     # features_off on checks that pass only under some of the settings: the first setting that passes, then all together,
     # the settings already exported left out, and none where nothing passes
     ff() { features_off "$MATMUL_FEATURES" "$BUILD/ff.log" 5 sh -c "$1"; }
@@ -836,7 +842,7 @@ if want bench && [ $BUILT = 0 ] && time_left "benchmarks" 150 bench; then
                 NGPT_ATTN_PERSISTENT=0 timeout $(cap_time 90) "$BUILD/nanogpt" bench --device=cuda --kernels --gradient_accumulation_steps=1
             fi
         fi
-        for s in 1 10; do echo "== nanogpt bench --sample=$s"; timeout $(cap_time 60) "$BUILD/nanogpt" bench --device=cuda --sample=$s --steps=128; done
+        for s in $SAMPLE_COUNTS; do echo "== nanogpt bench --sample=$s"; timeout $(cap_time 60) "$BUILD/nanogpt" bench --device=cuda --sample=$s --steps=128; done
         if "$BUILD/nanogpt" info 2>&1 | grep -q "matmul wgmma"; then # Hopper: the older kernels beside it
             echo "== nanogpt bench --kernels, mma.sync"; NGPT_MATMUL=mma timeout $(cap_time 90) "$BUILD/nanogpt" bench --device=cuda --kernels --gradient_accumulation_steps=1
         fi
