@@ -72,6 +72,8 @@ typedef struct {
     const void *ln_bwd_kernel; /* layernorm_backward's last kernel and row width (its warps and shared memory follow from C): */
     int ln_bwd_C;              /* its blocks an SM asked once, not at each of a step's calls */
     int ln_bwd_per_sm;
+    int gemv_tensor_cores;     /* 16-bit products of a few rows by gemv_tc_kernel (NGPT_GEMV=simt: gemv_kernel up to its rows, the tiled
+                                * kernels beyond, to compare) */
     int loss_smem;             /* the loss keeps each row in shared memory between its passes where it fits (NGPT_LOSS_SMEM=0: not) */
     int xent_Vp;               /* the row width it was last asked for, and the shared memory that takes (0: none) */
     size_t xent_smem;
@@ -2777,11 +2779,14 @@ static void gemm(ngpt_backend *be, int layout, void *out, const void *A, const v
 #undef GEMM_LAYOUTS
 
 /* out (N,OC) = bias + inp (N,C) . w^T for a few rows (decoding: one row per sample), where a 128-row tile
- * would leave the GPU nearly idle (GPT-2's 768 outputs are 6 tiles). One warp per output column reads its
- * weight row once, coalesced, and dots it with every input row (read through the cache); the lanes' sums
- * are added by a fixed shuffle tree, so the result does not depend on the launch. */
-#define GEMV_MAX_ROWS 8
+ * would leave the GPU nearly idle (GPT-2's 768 outputs are 6 tiles) and read each weight through a tile's
+ * pipeline on a few SMs. The result does not depend on the launch: each kernel adds its partial sums in a fixed
+ * order. */
 #define GEMV_WARPS 8
+/* F32, and 16-bit rows that are not 16-byte vectors, up to GEMV_MAX_ROWS rows: one warp per output column reads
+ * its weight row once, coalesced, and dots it with every input row (read through the cache); the lanes' sums are
+ * added by a fixed shuffle tree. */
+#define GEMV_MAX_ROWS 8
 template <typename T>
 __global__ void __launch_bounds__(GEMV_WARPS * 32) gemv_kernel(T *out, const T *inp, const T *w, const T *bias, int N, int C, int OC) {
     after_previous_kernel();
@@ -2809,22 +2814,94 @@ __global__ void __launch_bounds__(GEMV_WARPS * 32) gemv_kernel(T *out, const T *
     }
 }
 
+/* 16-bit rows of 16-byte vectors (C a multiple of 8), up to GEMV_TC_ROWS rows, on the tensor cores: a block
+ * takes 8 output columns (one n8 tile of mma m16n8k16, the rows its m16) and its warps split C between them 32
+ * at a time (chunk j to warp j % GEMV_WARPS). In a chunk, lane (g, q) = (lane / 4, lane % 4) loads 16 bytes,
+ * k = 8q..8q+7, of weight row g and of input rows g and g + 8, and the chunk's two mma take those eight k in an
+ * order both operands share (the first 8q, 8q+1 as its k 2q, 2q+1 and 8q+2, 8q+3 as 2q+8, 2q+9; the second the
+ * other four likewise): each weight is one 16-byte load of one lane, each input vector feeds 8 columns, and a
+ * lane keeps GEMV_TC_LOADS chunks' loads in flight. Rows past N, columns past OC and k past C are zeros. The
+ * warps' accumulators are then added in warp order. */
+#define GEMV_TC_ROWS 16
+#define GEMV_TC_LOADS 4
+template <typename T>
+__global__ void __launch_bounds__(GEMV_WARPS * 32) gemv_tc_kernel(T *out, const T *inp, const T *w, const T *bias, int N, int C, int OC) {
+    after_previous_kernel();
+    __shared__ float4 part[GEMV_WARPS][32];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, q = lane & 3, o0 = blockIdx.x * 8;
+    const bool has_w = o0 + g < OC, has_lo = g < N, has_hi = g + 8 < N;
+    const T *wr = w + (size_t)(has_w ? o0 + g : 0) * C + 8 * q, *lo_row = inp + (size_t)(has_lo ? g : 0) * C + 8 * q,
+            *hi_row = inp + (size_t)(has_hi ? g + 8 : 0) * C + 8 * q;
+    const int chunks = (C + 31) / 32;
+    float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    for (int j0 = warp; j0 < chunks; j0 += GEMV_WARPS * GEMV_TC_LOADS) {
+        uint4 wv[GEMV_TC_LOADS], lo[GEMV_TC_LOADS], hi[GEMV_TC_LOADS];
+#pragma unroll
+        for (int u = 0; u < GEMV_TC_LOADS; u++) {
+            const int k = (j0 + u * GEMV_WARPS) * 32; /* the chunk's first k; this lane's are k + 8q.. */
+            const bool in = k + 8 * q < C;           /* C % 8 == 0: all eight or none */
+            const uint4 zero = make_uint4(0u, 0u, 0u, 0u);
+            wv[u] = in && has_w ? __ldg((const uint4 *)(wr + k)) : zero;
+            lo[u] = in && has_lo ? __ldg((const uint4 *)(lo_row + k)) : zero;
+            hi[u] = in && has_hi ? __ldg((const uint4 *)(hi_row + k)) : zero;
+        }
+#pragma unroll
+        for (int u = 0; u < GEMV_TC_LOADS; u++)
+            if (j0 + u * GEMV_WARPS < chunks) { /* the whole warp */
+                const uint32_t a0[4] = {lo[u].x, hi[u].x, lo[u].y, hi[u].y}, a1[4] = {lo[u].z, hi[u].z, lo[u].w, hi[u].w};
+                mma16816<T>(d, a0, wv[u].x, wv[u].y);
+                mma16816<T>(d, a1, wv[u].z, wv[u].w);
+            }
+    }
+    part[warp][lane] = make_float4(d[0], d[1], d[2], d[3]); /* rows g, g + 8 x columns o0 + 2q, o0 + 2q + 1 */
+    __syncthreads();
+    if (warp) return;
+    float4 s = part[0][lane];
+#pragma unroll
+    for (int v = 1; v < GEMV_WARPS; v++) {
+        const float4 p = part[v][lane];
+        s.x += p.x; s.y += p.y; s.z += p.z; s.w += p.w;
+    }
+    const int o = o0 + 2 * q;
+    const float b0 = bias && o < OC ? to_f(bias[o]) : 0.0f, b1 = bias && o + 1 < OC ? to_f(bias[o + 1]) : 0.0f;
+    if (has_lo && o < OC) out[(size_t)g * OC + o] = from_f<T>(s.x + b0);
+    if (has_lo && o + 1 < OC) out[(size_t)g * OC + o + 1] = from_f<T>(s.y + b1);
+    if (has_hi && o < OC) out[(size_t)(g + 8) * OC + o] = from_f<T>(s.z + b0);
+    if (has_hi && o + 1 < OC) out[(size_t)(g + 8) * OC + o + 1] = from_f<T>(s.w + b1);
+}
+
+/* Whether matmul_forward of N rows is a gemv, and which: 2 on the tensor cores, 1 the SIMT one, 0 not */
+static int gemv_kind(ngpt_backend *be, int N, int C, const void *inp, const void *w) {
+    if (be->dtype != NGPT_DTYPE_F32 && impl_of(be)->gemv_tensor_cores && N <= GEMV_TC_ROWS && C % 8 == 0 && aligned16(inp, w)) return 2;
+    return N <= GEMV_MAX_ROWS;
+}
+
+template <typename T>
+static void launch_gemv_tc(ngpt_backend *be, void *out, const void *inp, const void *w, const void *bias, int N, int C, int OC) {
+    CU_LAUNCH(be, "gemv_tc_kernel", gemv_tc_kernel<T>, (unsigned)((OC + 7) / 8), GEMV_WARPS * 32, 0, (T *)out, (const T *)inp, (const T *)w,
+              (const T *)bias, N, C, OC);
+}
+
 static void cu_matmul_forward(ngpt_backend *be, void *out, const void *inp, const void *w, const void *bias, int N, int C, int OC) {
     if (bad_dims(be, "matmul_forward", N, C, OC) || N == 0 || OC == 0) return;
-    if (N <= GEMV_MAX_ROWS) {
-        unsigned blocks = (unsigned)((OC + GEMV_WARPS - 1) / GEMV_WARPS);
+    switch (gemv_kind(be, N, C, inp, w)) {
+    case 2:
+        if (be->dtype == NGPT_DTYPE_BF16) launch_gemv_tc<__nv_bfloat16>(be, out, inp, w, bias, N, C, OC);
+        else launch_gemv_tc<__half>(be, out, inp, w, bias, N, C, OC);
+        return;
+    case 1:
         DISPATCH_DTYPE(be->dtype, T,
-                       CU_LAUNCH(be, "gemv_kernel", gemv_kernel<T>, blocks, GEMV_WARPS * 32, 0, (T *)out, (const T *)inp, (const T *)w,
-                                 (const T *)bias, N, C, OC));
+                       CU_LAUNCH(be, "gemv_kernel", gemv_kernel<T>, (unsigned)((OC + GEMV_WARPS - 1) / GEMV_WARPS), GEMV_WARPS * 32, 0,
+                                 (T *)out, (const T *)inp, (const T *)w, (const T *)bias, N, C, OC));
         return;
     }
     gemm(be, MM_FWD, out, inp, w, bias, N, OC, C, (size_t)C, (size_t)C, (size_t)OC, 0);
 }
-/* The fused forwards of up to GEMV_MAX_ROWS rows run as matmul_forward (gemv) and the separate op, so they
- * give the separate ops' bits at every N. */
+/* The fused forwards of rows that are a gemv run as matmul_forward and the separate op, so they give the
+ * separate ops' bits at every N. */
 static void cu_matmul_forward_gelu(ngpt_backend *be, void *pre, void *act, const void *inp, const void *w, const void *bias, int N, int C, int OC) {
     if (bad_dims(be, "matmul_forward_gelu", N, C, OC)) return;
-    if (N <= GEMV_MAX_ROWS) {
+    if (gemv_kind(be, N, C, inp, w)) {
         cu_matmul_forward(be, pre, inp, w, bias, N, C, OC);
         if (be->status == NGPT_OK) cu_gelu_forward(be, act, pre, (size_t)N * OC);
         return;
@@ -2838,7 +2915,7 @@ static void cu_matmul_forward_residual(ngpt_backend *be, void *out, const void *
         cu_fail(be, NGPT_ERR_ARG, "cuda matmul_forward_residual: res is required and out must alias none of inp, w, res");
         return;
     }
-    if (N <= GEMV_MAX_ROWS) {
+    if (gemv_kind(be, N, C, inp, w)) {
         cu_matmul_forward(be, out, inp, w, bias, N, C, OC);
         if (be->status == NGPT_OK) cu_residual_forward(be, out, res, out, (size_t)N * OC);
         return;
@@ -4871,6 +4948,8 @@ int ngpt_cuda_backend_create(ngpt_backend **out, int dtype, char *err, size_t er
     im->fused_dbias = !(dbias_env && !strcmp(dbias_env, "separate"));
     const char *streamk_env = getenv("NGPT_STREAMK"); /* "0": those weight gradients by split-K's rule, to compare */
     im->streamk = !(streamk_env && !strcmp(streamk_env, "0"));
+    const char *gemv_env = getenv("NGPT_GEMV"); /* "simt": a few rows of 16-bit products as before gemv_tc_kernel, to compare */
+    im->gemv_tensor_cores = !(gemv_env && !strcmp(gemv_env, "simt"));
     const char *loss_env = getenv("NGPT_LOSS_SMEM"); /* "0": the loss reads each row from global memory in both passes, to compare */
     im->loss_smem = !(loss_env && !strcmp(loss_env, "0"));
     const char *sync_env = getenv("NGPT_CUDA_SYNC");

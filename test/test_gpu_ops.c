@@ -1035,11 +1035,14 @@ static void tg_matmul_sweep(void) {
     t_matmul(111, 96, 200, 0);
     t_matmul(33, 70, 50, 1);   /* rows not a multiple of 8 elements: the scalar load path */
     t_matmul(1, 8, 3, 1);
-    for (int n = 1; n <= 8; n += n < 4 ? 1 : 4) { /* up to 8 rows (decoding): the forward is gemv_kernel */
-        t_matmul(n, 768, 67, 1);
-        t_matmul(n, 37, 70, 0); /* rows shorter than a warp's stride */
+    static const int gemv_rows[] = {1, 2, 3, 4, 8, 9, 13, 16}; /* decoding's few rows: the forward is a gemv */
+    for (size_t i = 0; i < sizeof gemv_rows / sizeof *gemv_rows; i++) {
+        const int n = gemv_rows[i];
+        t_matmul(n, 768, 67, 1); /* 16-bit: gemv_tc_kernel (up to 16 rows: 9 on its second 8 of the m16); f32: gemv_kernel up to 8 */
+        t_matmul(n, 200, 70, 0); /* C = 200: the last chunk of 32 k holds 8 */
+        t_matmul(n, 37, 70, 0);  /* rows that are not 16-byte vectors, shorter than a warp's stride: gemv_kernel up to 8 rows */
     }
-    t_matmul(9, 768, 67, 1);    /* just past it: the tiled kernel */
+    t_matmul(17, 768, 67, 1); /* just past them all: the tiled kernel */
     t_matmul(300, 40, 24, 1);  /* K = 40: a partial k tile */
     t_matmul(130, 264, 136, 1);
     t_matmul(257, 200, 72, 1); /* K = 200: a full and a partial 64-wide k tile (wgmma), three 128-row tiles */
@@ -1053,8 +1056,10 @@ static void tg_matmul_sweep(void) {
     t_matmul_residual(111, 96, 200);  /* edges that are not multiples of the tiles */
     t_matmul_residual(33, 71, 51);    /* odd widths: the single-element stores */
     t_matmul_residual(64, 2100, 40);  /* K = 2100 splits: the reduce kernel adds the residual */
-    t_matmul_gelu(5, 96, 200);        /* up to 8 rows the forward is a gemv: the fused ops follow it */
-    t_matmul_residual(7, 71, 51);
+    t_matmul_gelu(5, 96, 200);        /* a gemv's few rows: the fused ops follow it (gemv_tc_kernel) */
+    t_matmul_gelu(12, 96, 200);
+    t_matmul_residual(7, 71, 51);     /* (gemv_kernel: rows of 71) */
+    t_matmul_residual(14, 72, 51);    /* (gemv_tc_kernel) */
     /* whole tiles beside edge ones (rows 0-255, columns 0-511: four 128 x 256 tiles of the TMA kernel, eight
      * 128 x 128 of mma.sync), which both write straight from their accumulators (mm_epilogue_direct), each kind */
     t_matmul(300, 72, 520, 1);       /* the forward with a bias */
@@ -1102,7 +1107,8 @@ static void tg_matmul_sweep(void) {
         t_matmul(8192, 328, 1100, 1); /* the TMA kernel's persistent blocks: several tiles each, phases wrapping mid-tile */
         t_matmul(8192, 256, 128, 1);  /* dw: one tile, K = 8192: eight slices on the TMA kernel, four on the others */
         t_matmul(64, 768, 50304, 0); /* the classifier shape: OC = Vp */
-        t_matmul(3, 768, 50304, 0);  /* and as decoding meets it (gemv_kernel) */
+        t_matmul(3, 768, 50304, 0);  /* and as decoding meets it (gemv_tc_kernel at 16 bits) */
+        t_matmul(10, 768, 50304, 0); /* ten samples at once */
     }
 }
 
