@@ -10406,19 +10406,20 @@ static int cmp_doubles(const void *a, const void *b) {
  * projection's input gradient also with GELU fused, as the step runs them; the weight gradient again with its
  * bias gradient, as the step runs it), the classifier's over
  * one planned chunk, attention forward and backward over one micro-batch, LayerNorm forward and backward, GELU
- * forward and backward as ops of their own, the loss over one chunk. Each the fastest of repeated calls
- * (time_best). */
+ * forward and backward as ops of their own, the loss over one chunk; and decoding's products (sampling with the
+ * KV cache: 1 and 10 rows, one a sample, by each weight matrix, the calls of a decode run back to back). Each the
+ * fastest of repeated calls (time_best). */
 typedef struct {
     char name[40];
     double flops, bytes, seconds; /* a product or attention: its FLOPs; a memory-bound op: the bytes it must move at least */
 } KernelTime;
-enum { N_KERNEL_TIMES = 28 };
+enum { N_KERNEL_TIMES = 38, DECODE_CALLS = 32 };
 
 /* The fastest of repeated runs after a warm-up run: at least 5, and on until 0.2 s have passed (at most 200),
  * so that a shared machine's quiet moments are found (a peak measured in a busy one made MFU exceed 100%). */
-static double time_best(ngpt_backend *be, void (*run)(void *), void *ctx) {
+static double time_best_over(ngpt_backend *be, void (*run)(void *), void *ctx, double seconds) {
     double best = 1e30, start = 0;
-    for (int i = 0; i <= 200 && (i <= 5 || now_seconds() - start < 0.2); i++) {
+    for (int i = 0; i <= 200 && (i <= 5 || now_seconds() - start < seconds); i++) {
         be->sync(be);
         double t0 = now_seconds();
         if (i == 1) start = t0;
@@ -10428,6 +10429,7 @@ static double time_best(ngpt_backend *be, void (*run)(void *), void *ctx) {
     }
     return best;
 }
+static double time_best(ngpt_backend *be, void (*run)(void *), void *ctx) { return time_best_over(be, run, ctx, 0.2); }
 
 typedef struct {
     ngpt_backend *be;
@@ -10469,6 +10471,12 @@ static void kernel_gelu(void *arg) {
 static void kernel_loss(void *arg) {
     KernelCall *k = (KernelCall *)arg;
     k->be->crossentropy(k->be, k->x, k->lse, k->targets, k->N, k->C, k->OC, 1.0f / (float)k->N);
+}
+/* decoding's product, DECODE_CALLS times back to back (each a few microseconds on a GPU: one call between two
+ * synchronisations would time the synchronisation) */
+static void kernel_decode(void *arg) {
+    KernelCall *k = (KernelCall *)arg;
+    for (int i = 0; i < DECODE_CALLS; i++) k->be->matmul_forward(k->be, k->y, k->x, k->w, NULL, k->N, k->C, k->OC);
 }
 
 /* n values of the backend's dtype at dst, drawn from N(0, 1) through tmp (tmp_bytes, at least 4, apart from
@@ -10641,6 +10649,22 @@ CLI_USED static int bench_kernels(ngpt_trainer *tr, KernelTime out[N_KERNEL_TIME
         out[n].bytes = 2.0 * (double)nz * (double)a; /* the logits read, the gradient written in their place */
         out[n++].seconds = time_best(be, kernel_loss, &k);
     }
+    /* decoding's products: 1 and 10 rows by each weight matrix, by the bytes each call must move at least (the
+     * weights, the rows in and out); 0.02 s of runs each, a run DECODE_CALLS calls */
+    struct { const char *name; int C, OC; } dec[] = {{"qkv", C, 3 * C}, {"attn proj", C, C}, {"fc", C, 4 * C}, {"mlp proj", 4 * C, C}, {"classifier", C, m->Vp}};
+    for (size_t i = 0; i < sizeof dec / sizeof dec[0]; i++)
+        for (int rows = 1; rows <= 10; rows += 9, n++) {
+            size_t nx = (size_t)rows * dec[i].C, nw = (size_t)dec[i].OC * dec[i].C, ny = (size_t)rows * dec[i].OC;
+            size_t off_x = ALIGN_UP(nw * a, 256), off_y = ALIGN_UP(off_x + nx * a, 256);
+            if (off_y + ny * a > room) break; /* no room in the moments: untimed */
+            KernelCall k = {.be = be, .w = tr->m, .x = tr->m + off_x, .y = tr->m + off_y, .N = rows, .C = dec[i].C, .OC = dec[i].OC};
+            bench_fill_random(tr, k.w, nw, k.y, room - off_y, (15 + 2 * (uint64_t)i) * 100000000);
+            bench_fill_random(tr, k.x, nx, k.y, room - off_y, (16 + 2 * (uint64_t)i) * 100000000);
+            snprintf(out[n].name, sizeof out[n].name, "decode %s x%d", dec[i].name, rows);
+            out[n].flops = 0;
+            out[n].bytes = (double)(nw + nx + ny) * (double)a;
+            out[n].seconds = time_best_over(be, kernel_decode, &k, 0.02) / DECODE_CALLS;
+        }
     be->zero(be, tr->m, room);
     return n;
 }
@@ -12809,7 +12833,9 @@ static int cmd_bench(int argc, char **argv) {
            tr->ms.L, tr->ms.NH, tr->ms.C, p->req.T, tr->ms.V, dtype_name(p->req.dtype), tr->be->name, p->micro_batch, p->grad_accum,
            p->micro_batch * p->grad_accum * p->req.T, recompute_name(p->recompute), p->logits_chunk,
            p->moments_dtype == NGPT_DTYPE_BF16 ? ", AdamW moments bf16" : "");
-    if (kernels) printf("each kernel: the fastest of 5 to 200 calls (0.2 s) after a warm-up call\n");
+    if (kernels)
+        printf("each kernel: the fastest of 5 to 200 calls (0.2 s) after a warm-up call; decoding's products (decode NAME xROWS) per call, of "
+               "the fastest of 5 to 200 runs of %d calls back to back (0.02 s)\n", DECODE_CALLS);
     else printf("%d warm-up + %d timed steps on random tokens, then one with each op timed\n", warmup, steps);
     fflush(stdout);
     if (kernels) {
@@ -12831,7 +12857,7 @@ static int cmd_bench(int argc, char **argv) {
         for (int i = 0; i < nk && !rc; i++) {
             if (kt[i].flops > 0) fmt_flops(b1, sizeof b1, kt[i].flops / kt[i].seconds);
             else snprintf(b1, sizeof b1, "%.0f GB/s", kt[i].bytes / kt[i].seconds / 1e9);
-            printf("kernel %-31s %9.3f ms %s\n", kt[i].name, 1e3 * kt[i].seconds, b1);
+            printf("kernel %-31s %10.5f ms %s\n", kt[i].name, 1e3 * kt[i].seconds, b1);
         }
         if (rc) fprintf(stderr, "error: %s\n", tr->err);
         ngpt_trainer_free(tr);

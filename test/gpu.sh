@@ -24,7 +24,8 @@
 # where the TMA matmul runs, the step of GPT-2 with biases both ways: the bias gradients from the weight gradients' tiles, and
 # summed apart from them (NGPT_DBIAS=separate), and the default step with the weight gradients of fewer tiles than SMs
 # split by split-K's rule, not stream-K's pieces (NGPT_STREAMK=0);
-# sampling speed with 1 and 10 samples; on Hopper mma.sync, the staged epilogue and the newer variant knobs against the default, the
+# sampling speed with 1 and 10 samples, and decoding's products (1 and 10 rows by each weight) against torch.matmul;
+# on Hopper mma.sync, the staged epilogue and the newer variant knobs against the default, the
 # attention without its warpgroups' turns and a block an item (not persistent), and the TMA kernel's ping-pong build,
 # per kernel and end to end, included).
 # Not in the default run: recipe (nanoGPT's shakespeare_char GPU recipe, 71 s on an H200: bash test/gpu.sh
@@ -163,7 +164,7 @@ section() { awk -v h="$2" '/^== /{on = ($0 == h); next} on' "$1"; } # FILE "== H
 sources_stamp() { echo "$1 $(cat nanogpt.c nanogpt.cu nanogpt.h test/test_gpu_ops.c test/test_gpu_train.c test/*.h | sha256sum | cut -c1-16)"; } # ARCH
 # A line of test/gpu_predictions.tsv predicts a term, or the ratio of two joined by " / "; a term is sum:REGEX[@VARIANT]
 # (bench --kernels rows, in the default pass or pass VARIANT), tok:HEADER (a bench's tokens/s), op:NAME (the profiled step)
-# or sample:N (bench --sample=N's tokens/s, N one of SAMPLE_COUNTS)
+# or sample:N[@simt] (bench --sample=N's tokens/s, N one of SAMPLE_COUNTS; @simt: with NGPT_GEMV=simt)
 SAMPLE_COUNTS="1 10"
 prediction_terms() { printf '%s\n' "${1%% / *}" && if [ "${1#* / }" != "$1" ]; then printf '%s\n' "${1#* / }"; fi; } # WHAT: a term a line
 split_sum_term() { # sum:REGEX[@VARIANT]: SUM_RE, and SUM_VARIANT (ours where none is named)
@@ -176,6 +177,7 @@ prediction_term() { # TERM KDIR BENCHLOG CAPPEDLOG: one term as this run measure
     sum:*) # ms summed over the bench --kernels rows matching REGEX, in the default pass or KDIR/k_VARIANT
         split_sum_term "$t"
         [ -s "$2/k_$SUM_VARIANT" ] && awk -F'\t' -v r="$SUM_RE" '$1 ~ r {s += $2; n++} END {if (n) printf "%.6f", s}' "$2/k_$SUM_VARIANT" ;;
+    sample:*@simt) x=${t#sample:} && bench_value "$3" "== nanogpt bench --sample=${x%@simt}, NGPT_GEMV=simt" sample_tokens_per_s ;;
     sample:*) bench_value "$3" "== nanogpt bench --sample=${t#sample:}" sample_tokens_per_s ;;
     tok:*)
         x=$(bench_value "$3" "== ${t#tok:}" tokens_per_s)
@@ -300,6 +302,8 @@ if [ "$STEPS" = selftest ]; then
         awk -F'\t' -v want="$(grep -c '^kernel ' "$BUILD/bench.log")" '$2 + 0 > 0 {n++} END {exit !(want >= 12 && n == want)}' "$BUILD/k"
     awk -F'\t' '{printf "%s\t%.6f\n", $1, ($1 ~ /^matmul/ ? 2 : 3) * $2}' "$BUILD/k" >"$BUILD/k_peer" # a peer 2x / 3x slower
     check "kernel times into ratios against a peer" test "$(ratio '^matmul' "$BUILD/k" "$BUILD/k_peer") $(ratio '^attention' "$BUILD/k" "$BUILD/k_peer")" = "2.00 3.00"
+    check "decoding's products ($(grep -c '^decode .* x\(1\|10\)'$'\t' "$BUILD/k") rows)" \
+        test "$(grep -c '^decode .* x\(1\|10\)'$'\t' "$BUILD/k") $(ratio '^decode .* x1$' "$BUILD/k" "$BUILD/k_peer")" = "10 3.00"
     awk -F'\t' 'NR == FNR {if ($1 ~ / dweight$/) t[$1] = $2; next} {n = $1; if (sub(/ dbias\+dweight$/, " dweight", n)) printf "%s\t%.6f\n", $1, 1.25 * t[n]; else print}' \
         "$BUILD/k" "$BUILD/k" >"$BUILD/k_b" # each weight gradient with its bias gradient 1.25x its time alone
     bias_as_dweight "$BUILD/k_b" >"$BUILD/k_bd"
@@ -325,7 +329,7 @@ if [ "$STEPS" = selftest ]; then
                 awk -v r="$SUM_RE" '$0 ~ r {n++} END {exit !n}' "$BUILD/knames" || echo "no kernel row: $t"
                 [ "$SUM_VARIANT" = ours ] || grep -qF ">\"\$BUILD/k_$SUM_VARIANT\"" test/gpu.sh || echo "no pass: $t" ;;
             tok:*) grep -qF "\"== ${t#tok:}\"" test/gpu.sh || echo "no bench header: $t" ;;
-            sample:*) [[ " $SAMPLE_COUNTS " == *" ${t#sample:} "* ]] || echo "no sampling bench: $t" ;;
+            sample:*) x=${t#sample:} && [[ " $SAMPLE_COUNTS " == *" ${x%@simt} "* ]] || echo "no sampling bench: $t" ;;
             op:*) section "$BUILD/bench.log" "== nanogpt bench" | awk -v n="${t#op:}" '$1 == n {f = 1} END {exit !f}' || echo "no op: $t" ;;
             *) echo "unknown term: $t" ;;
             esac
@@ -336,7 +340,8 @@ if [ "$STEPS" = selftest ]; then
     printf 'attention fwd\t0.100\nmatmul qkv dweight\t0.080\nmatmul qkv dbias+dweight\t0.090\n' >"$BUILD/p/k_ours"
     printf 'matmul qkv dweight\t0.096\n' >"$BUILD/p/k_slow"
     { echo "== nanogpt bench"; section "$BUILD/bench.log" "== nanogpt bench"; echo "== nanogpt bench, slower"; echo "bench_result tokens_per_s=1"
-      echo "== nanogpt bench --sample=1"; echo "bench_result sample_tokens_per_s=500"; } >"$BUILD/p/bench.log"
+      echo "== nanogpt bench --sample=1"; echo "bench_result sample_tokens_per_s=500"
+      echo "== nanogpt bench --sample=1, NGPT_GEMV=simt"; echo "bench_result sample_tokens_per_s=250"; } >"$BUILD/p/bench.log"
     printf '== capped, fast\nbench_result tokens_per_s=300\n' >"$BUILD/p/capped.log"
     adamw_ms=$(section "$BUILD/bench.log" "== nanogpt bench" | awk '$1 == "adamw" {print $2}')
     printf '%s\n' "# a comment" "# made for: H200" "1${T_}0.05${T_}0.2${T_}sum:^attention fwd\$${T_}in range" \
@@ -348,14 +353,15 @@ if [ "$STEPS" = selftest ]; then
         "7${T_}$(awk -v m="$adamw_ms" 'BEGIN{printf "%.4f", m * 0.5}')${T_}$(awk -v m="$adamw_ms" 'BEGIN{printf "%.4f", m * 1.5 + 0.01}')${T_}op:adamw${T_}the op's calls times its time each, near its total" \
         "8${T_}0.2${T_}0.3${T_}sum:^attention fwd\$${T_}line 1's for an H100${T_}H100 80GB HBM3" \
         "9${T_}400${T_}600${T_}sample:1${T_}sampling's tokens/s, in range" \
+        "10${T_}1.5${T_}2.5${T_}sample:1 / sample:1@simt${T_}sampling's tokens/s against NGPT_GEMV=simt's, in range" \
         >"$BUILD/p/pred.tsv"
     sp() { score_predictions "$BUILD/p/pred.tsv" "$BUILD/p" "$BUILD/p/bench.log" "$BUILD/p/capped.log" "$1" | cut -f1 | tr '\n' ' '; }
     v=$(sp "NVIDIA H200")
-    check "predictions scored ($v)" test "$v" = "HELD HELD BELOW ABOVE HELD NONE HELD HELD "
+    check "predictions scored ($v)" test "$v" = "HELD HELD BELOW ABOVE HELD NONE HELD HELD HELD "
     v=$(sp "NVIDIA H100 80GB HBM3")
-    check "predictions on an H100: its own line for a time, the H200's others marked ($v)" test "$v" = "HELD BELOW ABOVE HELD* NONE HELD* BELOW HELD* "
+    check "predictions on an H100: its own line for a time, the H200's others marked ($v)" test "$v" = "HELD BELOW ABOVE HELD* NONE HELD* BELOW HELD* HELD "
     v=$(sp "NVIDIA A100-SXM4-80GB")
-    check "predictions on a GPU none is for: the H200's times and rates marked ($v)" test "$v" = "HELD* HELD BELOW ABOVE HELD* NONE HELD* HELD* "
+    check "predictions on a GPU none is for: the H200's times and rates marked ($v)" test "$v" = "HELD* HELD BELOW ABOVE HELD* NONE HELD* HELD* HELD "
     # features_off on checks that pass only under some of the settings: the first setting that passes, then all together,
     # the settings already exported left out, and none where nothing passes
     ff() { features_off "$MATMUL_FEATURES" "$BUILD/ff.log" 5 sh -c "$1"; }
@@ -438,6 +444,10 @@ if [ "$STEPS" = selftest ]; then
     check "a dry run's later steps with it off (op tests, trainer checks, no split-K comparison)" \
         test "$(grep -c '^op tests vs CPU .*| PASS' "$D/out/summary.txt") $(grep -c "split-K's rule" "$D/out/bench.log")" = "1 0"
     check "a dry run's bench rows" grep -q '^end to end vs PyTorch (>= 1.3x) *| [A-Z]* *| [0-9.]*x' "$D/out/summary.txt"
+    check "a dry run's decoding rows (the peer's products 1.1x slower; sampling with NGPT_GEMV=simt)" \
+        test "$(grep -c -e "^decoding's products vs torch.matmul (>= 1.0) *| PASS *| 1.10x, time-weighted: 1 row 1.10x, 10 rows 1.10x" \
+            -e '^sampling: gemv on tensor cores vs NGPT_GEMV=simt (>= 1.0) *| [A-Z]* *| 1 sample [0-9.]*x ([0-9.]* tokens/s with simt), 10 samples [0-9.]*x' \
+            "$D/out/summary.txt")" = 2
     check "a dry run's micro-batch row" grep -q "^12 x 4: planner's micro-batch vs 12 *| [A-Z]* *| [0-9]* (micro-batch [0-9]* x accumulation [0-9]*) vs [0-9]*" \
         "$D/out/summary.txt"
     v=$(sed -n 's/^predictions (test\/gpu_predictions.tsv; \(.*\)):$/\1/p' "$D/out/summary.txt")
@@ -843,6 +853,10 @@ if want bench && [ $BUILT = 0 ] && time_left "benchmarks" 150 bench; then
             fi
         fi
         for s in $SAMPLE_COUNTS; do echo "== nanogpt bench --sample=$s"; timeout $(cap_time 60) "$BUILD/nanogpt" bench --device=cuda --sample=$s --steps=128; done
+        for s in $SAMPLE_COUNTS; do # decoding's products as before gemv_tc_kernel: one warp an output, the tiled kernels past 8 rows
+            echo "== nanogpt bench --sample=$s, NGPT_GEMV=simt"
+            NGPT_GEMV=simt timeout $(cap_time 60) "$BUILD/nanogpt" bench --device=cuda --sample=$s --steps=128
+        done
         if "$BUILD/nanogpt" info 2>&1 | grep -q "matmul wgmma"; then # Hopper: the older kernels beside it
             echo "== nanogpt bench --kernels, mma.sync"; NGPT_MATMUL=mma timeout $(cap_time 90) "$BUILD/nanogpt" bench --device=cuda --kernels --gradient_accumulation_steps=1
         fi
@@ -912,12 +926,21 @@ if want bench && [ $BUILT = 0 ] && time_left "benchmarks" 150 bench; then
     s10=$(bench_value "$LOG/bench.log" "== nanogpt bench --sample=10" sample_tokens_per_s)
     row "sampling GPT-2 124M (KV cache)" "$([ -n "$s1" ] && [ -n "$s10" ] && echo PASS || echo FAIL)" \
         "${s1:-none} tokens/s with 1 sample, ${s10:-none} with 10 (128 new tokens each)"
+    g1=$(bench_value "$LOG/bench.log" "== nanogpt bench --sample=1, NGPT_GEMV=simt" sample_tokens_per_s)
+    g10=$(bench_value "$LOG/bench.log" "== nanogpt bench --sample=10, NGPT_GEMV=simt" sample_tokens_per_s)
+    r1=$(awk -v a="$s1" -v b="$g1" 'BEGIN{if (a > 0 && b > 0) printf "%.2f", a / b}')
+    r10=$(awk -v a="$s10" -v b="$g10" 'BEGIN{if (a > 0 && b > 0) printf "%.2f", a / b}')
+    row "sampling: gemv on tensor cores vs NGPT_GEMV=simt (>= 1.0)" "$(target "$r1" 1.0)" \
+        "1 sample ${r1:-none}x (${g1:-none} tokens/s with simt), 10 samples ${r10:-none}x (${g10:-none})"
     mm=$(ratio '^matmul' "$BUILD/k_ours" "$BUILD/k_torch")
     att=$(ratio '^attention' "$BUILD/k_ours" "$BUILD/k_torch")
     row "matmuls vs torch.matmul (>= 0.95)" "$(target "$mm" 0.95)" "${mm:-none}x, FLOP-weighted over every shape: forward\
  $(ratio '^matmul .* fwd' "$BUILD/k_ours" "$BUILD/k_torch")x, input gradients $(ratio '^matmul .* dinp' "$BUILD/k_ours" "$BUILD/k_torch")x,\
  weight gradients $(ratio '^matmul .* dweight' "$BUILD/k_ours" "$BUILD/k_torch")x"
     row "attention vs SDPA (>= 1.0)" "$(target "$att" 1.0)" "${att:-none}x, forward + backward"
+    dec=$(ratio '^decode' "$BUILD/k_ours" "$BUILD/k_torch")
+    row "decoding's products vs torch.matmul (>= 1.0)" "$(target "$dec" 1.0)" "${dec:-none}x, time-weighted: 1 row\
+ $(ratio '^decode .* x1$' "$BUILD/k_ours" "$BUILD/k_torch")x, 10 rows $(ratio '^decode .* x10$' "$BUILD/k_ours" "$BUILD/k_torch")x (sampling's matmuls)"
     # each layer's weight gradient alone against it with its bias gradient (on the TMA kernel summed from the tiles the
     # product loads, elsewhere a reduction of its own after it): what the bias gradient costs
     bias_as_dweight "$BUILD/k_ours" >"$BUILD/k_dbias"

@@ -166,8 +166,8 @@ static void counted_matmul_backward(ngpt_backend *be, void *dinp, void *dw, void
     real_matmul_backward(be, dinp, dw, dbias, dout, inp, w, N, C, OC);
 }
 
-/* every product, attention, LayerNorm, GELU and the loss timed, in order; with the backend's GELU fusions (here
- * the test's), fc's forward and the MLP projection's input gradient again, fused, after their plain three */
+/* every product, attention, LayerNorm, GELU, the loss and decoding's products timed, in order; with the backend's GELU
+ * fusions (here the test's), fc's forward and the MLP projection's input gradient again, fused, after their plain three */
 static void test_kernel_timings(void) {
     ngpt_trainer *tr = make_sized(3, 64); /* (two layers' AdamW moments hold fc's fused forward, not the MLP projection's) */
     if (!tr) return;
@@ -180,7 +180,7 @@ static void test_kernel_timings(void) {
             tr->be->matmul_backward_gelu = fused_backward_gelu;
         }
         KernelTime kt[N_KERNEL_TIMES];
-        int crows = 0, n = bench_kernels(tr, kt, &crows), want = fused ? N_KERNEL_TIMES : N_KERNEL_TIMES - 2, products = want - 7;
+        int crows = 0, n = bench_kernels(tr, kt, &crows), want = fused ? N_KERNEL_TIMES : N_KERNEL_TIMES - 2, products = want - 17;
         CHECK(crows == tr->plan.logits_chunk, "classifier rows %d, the planned chunk %d (the moments hold it)", crows, tr->plan.logits_chunk);
         CHECK(n == want, "fusions %d: %d kernel timings, expected %d", fused, n, want);
         for (int i = 0; i < n; i++) /* the products and attention count FLOPs, the memory-bound ops bytes */
@@ -208,6 +208,15 @@ static void test_kernel_timings(void) {
                       kt[16].flops == kt[14].flops && fused_forward_calls > 5 && fused_backward_calls > 5,
                   "the fused products: %s (%g FLOPs), %s (%g FLOPs), called %d and %d times", kt[11].name, kt[11].flops, kt[16].name,
                   kt[16].flops, fused_forward_calls, fused_backward_calls);
+        /* decoding's products last, by their bytes: the weights, the rows in and out */
+        const int d0 = 26 + 2 * f, C = tr->ms.C;
+        const double a = (double)act_size(tr);
+        CHECK(n == want && !strcmp(kt[d0].name, "decode qkv x1") && !strcmp(kt[d0 + 1].name, "decode qkv x10") &&
+                  !strcmp(kt[d0 + 7].name, "decode mlp proj x10") && !strcmp(kt[n - 1].name, "decode classifier x10") &&
+                  kt[d0].bytes == (3.0 * C * C + C + 3.0 * C) * a && kt[d0 + 7].bytes == (4.0 * C * C + 40.0 * C + 10.0 * C) * a &&
+                  kt[n - 1].bytes == ((double)tr->ms.Vp * C + 10.0 * C + 10.0 * tr->ms.Vp) * a,
+              "fusions %d: decoding's rows %s (%g bytes), %s (%g bytes), %s (%g bytes)", fused, kt[d0].name, kt[d0].bytes, kt[d0 + 7].name,
+              kt[d0 + 7].bytes, kt[n - 1].name, kt[n - 1].bytes);
         CHECK(nonzero_moments(tr) == 0, "%zu bytes of the AdamW moments are not zero after the kernel timings", nonzero_moments(tr));
     }
     ngpt_trainer_free(tr);

@@ -5,7 +5,8 @@ would make it fast on one GPU (torch.compile, F.scaled_dot_product_attention, fu
     python3 tools/bench_torch_gpt2.py [--steps 20 --warmup 3 --batch_size 12 --grad_accum 1 ...]
     python3 tools/bench_torch_gpt2.py --kernels [--chunk 4096]     torch.matmul at every GEMM shape of a step,
                                                                    scaled_dot_product_attention, LayerNorm and
-                                                                   the loss over one classifier chunk
+                                                                   the loss over one classifier chunk, and
+                                                                   decoding's products (1 and 10 rows)
 
 The model is nanoGPT's GPT (pre-LayerNorm blocks, GELU MLP, tied lm_head, no biases by default, vocabulary
 padded to 50304 as nanoGPT does), on random tokens. Defaults are GPT-2 124M at block 1024 and the batch of
@@ -73,6 +74,9 @@ class GPT(nn.Module):
         return F.cross_entropy(logits.view(-1, logits.size(-1)).float(), targets.view(-1))
 
 
+DECODE_CALLS = 32  # nanogpt.c's
+
+
 def timed(fn, reps=5):
     """best of reps calls after one warm-up call, in seconds"""
     fn()
@@ -96,18 +100,18 @@ def kernels(a):
         w = torch.randn(oc, c, device=dev, dtype=dt)
         dy = torch.randn(n, oc, device=dev, dtype=dt)
         s = timed(lambda: torch.matmul(x, w.t()))
-        print(f"kernel {'matmul ' + name + ' fwd':31s} {1e3 * s:9.3f} ms {2 * n * c * oc / s / 1e12:.1f} TFLOP/s")
+        print(f"kernel {'matmul ' + name + ' fwd':31s} {1e3 * s:10.5f} ms {2 * n * c * oc / s / 1e12:.1f} TFLOP/s")
         # the backward's two products, each alone: the input gradient, and the weight gradient added into the
         # gradient that is there (beta = 1), as nanogpt's accumulates
         dw = torch.zeros(oc, c, device=dev, dtype=dt)
         for product, fn in (("dinp", lambda: torch.matmul(dy, w)), ("dweight", lambda: dw.addmm_(dy.t(), x))):
             s = timed(fn)
-            print(f"kernel {'matmul ' + name + ' ' + product:31s} {1e3 * s:9.3f} ms {2 * n * c * oc / s / 1e12:.1f} TFLOP/s")
+            print(f"kernel {'matmul ' + name + ' ' + product:31s} {1e3 * s:10.5f} ms {2 * n * c * oc / s / 1e12:.1f} TFLOP/s")
     B, NH, T, hs = a.batch_size, a.n_head, a.block_size, a.n_embd // a.n_head
     q, k, v = (torch.randn(B, NH, T, hs, device=dev, dtype=dt, requires_grad=True) for _ in range(3))
     causal = 2.0 * 2.0 * B * NH * (T * (T + 1) / 2) * hs
     s = timed(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True))
-    print(f"kernel {'attention fwd':31s} {1e3 * s:9.3f} ms {causal / s / 1e12:.1f} TFLOP/s")
+    print(f"kernel {'attention fwd':31s} {1e3 * s:10.5f} ms {causal / s / 1e12:.1f} TFLOP/s")
     do = torch.randn(B, NH, T, hs, device=dev, dtype=dt)
 
     def fwd_bwd():
@@ -115,7 +119,7 @@ def kernels(a):
         y.backward(do)
     s_fb = timed(fwd_bwd)
     s_b = max(s_fb - s, 1e-9)
-    print(f"kernel {'attention bwd':31s} {1e3 * s_b:9.3f} ms {2.5 * causal / s_b / 1e12:.1f} TFLOP/s")
+    print(f"kernel {'attention bwd':31s} {1e3 * s_b:10.5f} ms {2.5 * causal / s_b / 1e12:.1f} TFLOP/s")
 
     # the memory-bound ops, in GB/s of the bytes each must move at least (its inputs read once, its outputs
     # written once): LayerNorm over the N x C activations, and the loss over one classifier chunk as autocast
@@ -125,13 +129,13 @@ def kernels(a):
     g, b = torch.randn(C, device=dev, dtype=dt, requires_grad=True), torch.randn(C, device=dev, dtype=dt, requires_grad=True)
     dy = torch.randn(N, C, device=dev, dtype=dt)
     s = timed(lambda: F.layer_norm(x, (C,), g, b))
-    print(f"kernel {'layernorm fwd':31s} {1e3 * s:9.3f} ms {2 * N * C * 2 / s / 1e9:.0f} GB/s")
+    print(f"kernel {'layernorm fwd':31s} {1e3 * s:10.5f} ms {2 * N * C * 2 / s / 1e9:.0f} GB/s")
 
     def ln_fwd_bwd():
         x.grad = g.grad = b.grad = None
         F.layer_norm(x, (C,), g, b).backward(dy)
     s_b = max(timed(ln_fwd_bwd) - s, 1e-9)
-    print(f"kernel {'layernorm bwd':31s} {1e3 * s_b:9.3f} ms {3 * N * C * 2 / s_b / 1e9:.0f} GB/s")
+    print(f"kernel {'layernorm bwd':31s} {1e3 * s_b:10.5f} ms {3 * N * C * 2 / s_b / 1e9:.0f} GB/s")
     z = torch.randn(a.chunk, a.vocab_padded, device=dev, dtype=dt, requires_grad=True)
     t = torch.randint(0, a.vocab_size, (a.chunk,), device=dev)
 
@@ -139,7 +143,21 @@ def kernels(a):
         z.grad = None
         F.cross_entropy(z.float(), t).backward()
     s = timed(loss_fwd_bwd)
-    print(f"kernel {'classifier loss':31s} {1e3 * s:9.3f} ms {2 * a.chunk * a.vocab_padded * 2 / s / 1e9:.0f} GB/s")
+    print(f"kernel {'classifier loss':31s} {1e3 * s:10.5f} ms {2 * a.chunk * a.vocab_padded * 2 / s / 1e9:.0f} GB/s")
+
+    # decoding's products (sampling with a KV cache): 1 and 10 rows, one a sample, by each weight matrix, in GB/s
+    # of the bytes a call must move at least (the weights, the rows in and out); DECODE_CALLS calls back to back a
+    # timing, as a decode runs them and as `nanogpt bench --kernels` times its own
+    for name, c, oc in (("qkv", C, 3 * C), ("attn proj", C, C), ("fc", C, 4 * C), ("mlp proj", 4 * C, C), ("classifier", C, a.vocab_padded)):
+        w = torch.randn(oc, c, device=dev, dtype=dt)
+        for rows in (1, 10):
+            x = torch.randn(rows, c, device=dev, dtype=dt)
+
+            def calls():
+                for _ in range(DECODE_CALLS):
+                    torch.matmul(x, w.t())
+            s = timed(calls) / DECODE_CALLS
+            print(f"kernel {f'decode {name} x{rows}':31s} {1e3 * s:10.5f} ms {(oc * c + rows * c + rows * oc) * 2 / s / 1e9:.0f} GB/s")
 
 
 def train(a):
