@@ -939,7 +939,7 @@ static const struct {
     const char *command, *options[7];
 } command_option_table[] = {
     {"sample", {"start", "num_samples", "max_new_tokens", "temperature", "top_k", "seed", NULL}},
-    {"bench", {"steps", "warmup", "kernels", "sample", NULL}},
+    {"bench", {"steps", "warmup", "kernels", "sample", "prompt", NULL}},
     {"plan", {"json", "sample", NULL}},
 };
 
@@ -1767,17 +1767,18 @@ static double plan_need(const Plan *p) {
 }
 
 /* Lays out everything for one choice; returns the device bytes (CPU: device + host). */
-/* Sampling's buffers in the batch region (nothing trains meanwhile): the KV cache, one position's activations
- * and logits for S sequences, the backend's scratch */
+/* Sampling's buffers in the batch region (nothing trains meanwhile): the KV cache of S sequences, the activations
+ * of n positions of each (a prompt is fed n positions at a time), the last position's logits, the backend's scratch */
 enum { S_KV, S_X, S_LN, S_STATS, S_QKV, S_ATT, S_TMP, S_FC, S_LOGITS, S_TOKENS, S_SCRATCH, N_SAMPLE_BUFS };
 
 static ngpt_shape sample_shape(const ModelShape *m, int S) { return (ngpt_shape){S, m->maxT, m->C, m->NH, m->L, m->Vp, S}; }
 
-/* offsets of sampling's buffers for S sequences (act: bytes an activation; scratch: the backend's); returns the bytes */
-static size_t sample_layout_of(const ModelShape *m, size_t act, int S, size_t scratch, size_t off[N_SAMPLE_BUFS]) {
-    size_t a = act, C = (size_t)m->C, n = (size_t)S;
-    size_t bytes[N_SAMPLE_BUFS] = {(size_t)m->L * n * 2 * (size_t)m->maxT * C * a, n * C * a, n * C * a, 2 * n * 4, n * 3 * C * a,
-                                   n * C * a, n * C * a, n * 4 * C * a, n * (size_t)m->Vp * a, n * 4, scratch};
+/* offsets of sampling's buffers for S sequences fed n positions at a time (act: bytes an activation; scratch: the
+ * backend's); returns the bytes */
+static size_t sample_layout_of(const ModelShape *m, size_t act, int S, int n, size_t scratch, size_t off[N_SAMPLE_BUFS]) {
+    size_t a = act, C = (size_t)m->C, s = (size_t)S, r = s * (size_t)n;
+    size_t bytes[N_SAMPLE_BUFS] = {(size_t)m->L * s * 2 * (size_t)m->maxT * C * a, r * C * a, r * C * a, 2 * r * 4, r * 3 * C * a,
+                                   r * C * a, r * C * a, r * 4 * C * a, s * (size_t)m->Vp * a, r * 4, scratch};
     size_t o = 0;
     for (int i = 0; i < N_SAMPLE_BUFS; i++) {
         off[i] = o;
@@ -1829,7 +1830,7 @@ static double plan_layout(Plan *p, const PlanRequest *r, int B, int lanes, int r
     if (r->inference) { /* and room to sample one sequence: a deep model's KV cache outgrows a forward pass of it */
         ngpt_shape one = sample_shape(&r->m, 1);
         size_t off[N_SAMPLE_BUFS], scratch = r->device == DEV_BACKEND_CUDA ? cuda_scratch_bytes(&one, 0) : cpu_scratch_bytes(&one, r->nthreads);
-        size_t need = sample_layout_of(&r->m, p->act_bytes, 1, scratch, off);
+        size_t need = sample_layout_of(&r->m, p->act_bytes, 1, 1, scratch, off);
         if (need > p->region_bytes) { /* counted with the working buffers, so the categories still add up to the arena */
             p->cat_bytes[CAT_WORK] += (double)(need - p->region_bytes);
             p->region_bytes = need;
@@ -3240,44 +3241,49 @@ static void cpu_attention_backward(ngpt_backend *be, void *dqkv, const void *dou
     parallel_for(cpu_of(be), (size_t)B * NH, 1, attn_backward_heads, &a);
 }
 
-/* one decoding position: append k, v at t, attend over 0..t; one (sequence, head) per item */
+/* decoding positions t..t+n-1 (row s * n + i: position t + i of sequence s): store each row's k, v at its position,
+ * attend over 0..t+i; one (row, head) per item. Positions t.. are read from qkv, not from the cache another item
+ * may be writing. */
 typedef struct {
     CpuBackend *cb;
     float *out, *kv;
     const float *qkv;
-    int t, maxT, C, NH;
+    int n, t, maxT, C, NH;
 } Decode;
 
 static void attn_decode_heads(void *arg, size_t lo, size_t hi, int tid) {
     const Decode *d = (const Decode *)arg;
-    int C = d->C, hs = C / d->NH;
+    int C = d->C, hs = C / d->NH, t = d->t;
+    size_t C3 = 3 * (size_t)C, n = (size_t)d->n;
     float scale = 1.0f / sqrtf((float)hs), *p = cpu_scratch_op(d->cb, tid);
-    for (size_t sh = lo; sh < hi; sh++) {
-        size_t sidx = sh / (size_t)d->NH;
-        int h = (int)(sh % (size_t)d->NH);
-        const float *q = d->qkv + sidx * 3 * C + (size_t)h * hs;
-        float *K = d->kv + sidx * 2 * (size_t)d->maxT * C, *V = K + (size_t)d->maxT * C;
-        memcpy(K + (size_t)d->t * C + (size_t)h * hs, q + C, (size_t)hs * sizeof(float));
-        memcpy(V + (size_t)d->t * C + (size_t)h * hs, q + 2 * C, (size_t)hs * sizeof(float));
+    for (size_t rh = lo; rh < hi; rh++) {
+        size_t r = rh / (size_t)d->NH, sidx = r / n, hoff = (size_t)(rh % (size_t)d->NH) * hs;
+        const float *chunk = d->qkv + sidx * n * C3 + hoff; /* the sequence's rows at t.. */
+        int last = t + (int)(r % n); /* this row's position */
+        const float *q = d->qkv + r * C3 + hoff;
+        float *K = d->kv + sidx * 2 * (size_t)d->maxT * C + hoff, *V = K + (size_t)d->maxT * C;
+        memcpy(K + (size_t)last * C, q + C, (size_t)hs * sizeof(float));
+        memcpy(V + (size_t)last * C, q + 2 * C, (size_t)hs * sizeof(float));
         float mx = -FLT_MAX, sum = 0;
-        for (int t2 = 0; t2 <= d->t; t2++) {
-            p[t2] = dot(q, K + (size_t)t2 * C + (size_t)h * hs, hs) * scale;
+        for (int t2 = 0; t2 <= last; t2++) {
+            const float *k = t2 < t ? K + (size_t)t2 * C : chunk + (size_t)(t2 - t) * C3 + C;
+            p[t2] = dot(q, k, hs) * scale;
             mx = fmaxf(mx, p[t2]);
         }
-        for (int t2 = 0; t2 <= d->t; t2++) { p[t2] = fast_expf(p[t2] - mx); sum += p[t2]; }
-        float *o = d->out + sidx * C + (size_t)h * hs;
-        for (int i = 0; i < hs; i++) o[i] = 0;
-        for (int t2 = 0; t2 <= d->t; t2++) {
-            const float *v = V + (size_t)t2 * C + (size_t)h * hs;
+        for (int t2 = 0; t2 <= last; t2++) { p[t2] = fast_expf(p[t2] - mx); sum += p[t2]; }
+        float *o = d->out + r * C + hoff;
+        for (int c = 0; c < hs; c++) o[c] = 0;
+        for (int t2 = 0; t2 <= last; t2++) {
+            const float *v = t2 < t ? V + (size_t)t2 * C : chunk + (size_t)(t2 - t) * C3 + 2 * C;
             float w = p[t2] / sum;
-            for (int i = 0; i < hs; i++) o[i] += w * v[i];
+            for (int c = 0; c < hs; c++) o[c] += w * v[c];
         }
     }
 }
 
-static void cpu_attention_decode(ngpt_backend *be, void *out, void *kv, const void *qkv, int S, int t, int maxT, int C, int NH) {
-    Decode d = {cpu_of(be), (float *)out, (float *)kv, (const float *)qkv, t, maxT, C, NH};
-    parallel_for(cpu_of(be), (size_t)S * NH, 4, attn_decode_heads, &d);
+static void cpu_attention_decode(ngpt_backend *be, void *out, void *kv, const void *qkv, int S, int t, int n, int maxT, int C, int NH) {
+    Decode d = {cpu_of(be), (float *)out, (float *)kv, (const float *)qkv, n, t, maxT, C, NH};
+    parallel_for(cpu_of(be), (size_t)n * S * NH, 4, attn_decode_heads, &d);
 }
 
 /* ---- elementwise ops ---- */
@@ -3661,6 +3667,7 @@ int ngpt_cpu_backend_create(ngpt_backend **out, int nthreads, char *err, size_t 
     be->fence_wait = cpu_fence;
     be->sync = cpu_sync;
     be->zero = cpu_zero;
+    be->copy = cpu_copy;
     be->fill_normal = cpu_fill_normal;
     be->cast_from_f32 = cpu_cast_from_f32;
     be->encoder_forward = cpu_encoder_forward;
@@ -9718,44 +9725,60 @@ int ngpt_evaluate(ngpt_trainer *tr, float *train_loss, float *val_loss) {
 
 /* ---- generation with a KV cache, laid out in the batch region (nothing trains meanwhile) ---- */
 
-/* offsets of the buffers for S sequences; returns the bytes */
-static size_t sample_layout(ngpt_trainer *tr, int S, size_t off[N_SAMPLE_BUFS]) {
+/* sampling's layout in the batch region: KV caches for `seqs` sequences, rows for seqs * feed positions a pass */
+typedef struct {
+    size_t off[N_SAMPLE_BUFS];
+    int seqs, feed;
+} SampleFit;
+
+/* lays out f for S sequences fed n positions at a time; returns the bytes */
+static size_t sample_layout(ngpt_trainer *tr, int S, int n, SampleFit *f) {
     ngpt_shape shape = sample_shape(&tr->ms, S);
-    return sample_layout_of(&tr->ms, act_size(tr), S, tr->be->scratch_bytes(tr->be, &shape), off);
+    f->seqs = S;
+    f->feed = n;
+    return sample_layout_of(&tr->ms, act_size(tr), S, n, tr->be->scratch_bytes(tr->be, &shape), f->off);
 }
 
-/* Runs position t for S sequences whose tokens at t are tok[0..S); leaves the logits in S_LOGITS. The tokens
- * go up from host set t % NGPT_FENCES: its fence, recorded after that set's last upload, has passed before the
- * set is written again (an upload may still be queued behind the previous step's kernels). */
-static void decode_step(ngpt_trainer *tr, const size_t *off, int S, int t, const int32_t *tok) {
+/* Runs positions t..t+n-1 of the first S sequences of layout f (S * n at most its rows) whose tokens are tok[0..S*n)
+ * (tok[s*n+i]: position t+i of sequence s); leaves the logits of position t+n-1 in S_LOGITS. The tokens go up from
+ * host set t % NGPT_FENCES: its fence, recorded after that set's last upload, has passed before the set is written
+ * again (an upload may still be queued behind the previous step's kernels). */
+static void decode_step(ngpt_trainer *tr, const SampleFit *f, int S, int t, int n, const int32_t *tok) {
     ngpt_backend *be = tr->be;
+    const size_t *off = f->off;
     const ModelShape *m = &tr->ms;
     int C = m->C;
     char *R = tr->region, *P = tr->params;
     void *x = R + off[S_X], *ln = R + off[S_LN], *qkv = R + off[S_QKV], *att = R + off[S_ATT], *tmp = R + off[S_TMP], *fc = R + off[S_FC];
-    float *mean = (float *)(R + off[S_STATS]), *rstd = mean + S;
+    float *mean = (float *)(R + off[S_STATS]), *rstd = mean + (size_t)S * n;
     int32_t *dtok = (int32_t *)(R + off[S_TOKENS]);
-    size_t kv_layer = (size_t)S * 2 * (size_t)m->maxT * C * act_size(tr);
+    size_t kv_layer = (size_t)f->seqs * 2 * (size_t)m->maxT * C * act_size(tr);
     int set = t % NGPT_FENCES;
     int32_t *h_tok = (int32_t *)host_set_buffer(tr, H_TOKENS, set);
+    int N = n * S; /* rows */
     be->fence_wait(be, set);
-    memcpy(h_tok, tok, (size_t)S * 4);
-    be->upload(be, dtok, h_tok, (size_t)S * 4);
+    memcpy(h_tok, tok, (size_t)N * 4);
+    be->upload(be, dtok, h_tok, (size_t)N * 4);
     be->fence_record(be, set);
-    be->encoder_forward(be, x, dtok, pt(tr, P, P_WTE, 0), rows(tr, pt(tr, P, P_WPE, 0), (size_t)t, (size_t)C), S, 1, C);
+    be->encoder_forward(be, x, dtok, pt(tr, P, P_WTE, 0), rows(tr, pt(tr, P, P_WPE, 0), (size_t)t, (size_t)C), S, n, C);
     for (int l = 0; l < m->L; l++) {
-        be->layernorm_forward(be, ln, mean, rstd, x, pt(tr, P, P_LN1W, l), pt_bias(tr, P, P_LN1B, l), S, C);
-        be->matmul_forward(be, qkv, ln, pt(tr, P, P_QKVW, l), pt_bias(tr, P, P_QKVB, l), S, C, 3 * C);
-        be->attention_decode(be, att, R + off[S_KV] + (size_t)l * kv_layer, qkv, S, t, m->maxT, C, m->NH);
-        be->matmul_forward(be, tmp, att, pt(tr, P, P_ATTPROJW, l), pt_bias(tr, P, P_ATTPROJB, l), S, C, C);
-        be->residual_forward(be, x, x, tmp, (size_t)S * C);
-        be->layernorm_forward(be, ln, mean, rstd, x, pt(tr, P, P_LN2W, l), pt_bias(tr, P, P_LN2B, l), S, C);
-        be->matmul_forward(be, fc, ln, pt(tr, P, P_FCW, l), pt_bias(tr, P, P_FCB, l), S, C, 4 * C);
-        be->gelu_forward(be, fc, fc, (size_t)S * 4 * C);
-        be->matmul_forward(be, tmp, fc, pt(tr, P, P_FCPROJW, l), pt_bias(tr, P, P_FCPROJB, l), S, 4 * C, C);
-        be->residual_forward(be, x, x, tmp, (size_t)S * C);
+        be->layernorm_forward(be, ln, mean, rstd, x, pt(tr, P, P_LN1W, l), pt_bias(tr, P, P_LN1B, l), N, C);
+        be->matmul_forward(be, qkv, ln, pt(tr, P, P_QKVW, l), pt_bias(tr, P, P_QKVB, l), N, C, 3 * C);
+        be->attention_decode(be, att, R + off[S_KV] + (size_t)l * kv_layer, qkv, S, t, n, m->maxT, C, m->NH);
+        be->matmul_forward(be, tmp, att, pt(tr, P, P_ATTPROJW, l), pt_bias(tr, P, P_ATTPROJB, l), N, C, C);
+        be->residual_forward(be, x, x, tmp, (size_t)N * C);
+        be->layernorm_forward(be, ln, mean, rstd, x, pt(tr, P, P_LN2W, l), pt_bias(tr, P, P_LN2B, l), N, C);
+        be->matmul_forward(be, fc, ln, pt(tr, P, P_FCW, l), pt_bias(tr, P, P_FCB, l), N, C, 4 * C);
+        be->gelu_forward(be, fc, fc, (size_t)N * 4 * C);
+        be->matmul_forward(be, tmp, fc, pt(tr, P, P_FCPROJW, l), pt_bias(tr, P, P_FCPROJB, l), N, 4 * C, C);
+        be->residual_forward(be, x, x, tmp, (size_t)N * C);
     }
-    be->layernorm_forward(be, ln, mean, rstd, x, pt(tr, P, P_LNFW, 0), pt_bias(tr, P, P_LNFB, 0), S, C);
+    /* the logits of the last position only: each sequence's last row (all S rows at once when n is 1) */
+    for (int s = 0; s < (n > 1 ? S : 1); s++) {
+        size_t r = n > 1 ? (size_t)s * n + (size_t)n - 1 : 0;
+        be->layernorm_forward(be, (char *)ln + (size_t)s * C * act_size(tr), mean + r, rstd + r, (char *)x + r * C * act_size(tr), pt(tr, P, P_LNFW, 0),
+                              pt_bias(tr, P, P_LNFB, 0), n > 1 ? 1 : S, C);
+    }
     be->matmul_forward(be, R + off[S_LOGITS], ln, pt(tr, P, P_WTE, 0), NULL, S, C, m->Vp);
 }
 
@@ -9840,6 +9863,41 @@ static int32_t sample_token(const float *logits, const SampleScratch *sc, int V,
 
 #define SAMPLE_RNG_STREAM ((uint64_t)1 << 40) /* + the sample's index: apart from training's streams */
 
+/* How sampling fits the region for num_samples: f->seqs sequences decoded at once (as many as the token staging and
+ * the region hold, at most num_samples), and rows for f->feed positions of each a pass (as many as then fit, up to
+ * block_size: a prompt, or the window a cache is rebuilt from, goes in that many at a time; each new token is one
+ * position). Nonzero when not even one sequence's KV cache fits. */
+static int sample_fit(ngpt_trainer *tr, int num_samples, SampleFit *f) {
+    size_t host_set_tokens = tr->plan.host_bytes_of[H_TOKENS] / NGPT_FENCES / sizeof(int32_t); /* decode_step's staging */
+    int S = (int)MIN((size_t)num_samples, host_set_tokens), feed = 1;
+    while (S > 1 && sample_layout(tr, S, 1, f) > tr->plan.region_bytes) S--;
+    if (sample_layout(tr, S, 1, f) > tr->plan.region_bytes) return 1;
+    for (int hi = (int)MIN((size_t)tr->ms.maxT, host_set_tokens / (size_t)S); feed < hi;) {
+        int mid = feed + (hi - feed + 1) / 2;
+        if (sample_layout(tr, S, mid, f) <= tr->plan.region_bytes) feed = mid;
+        else hi = mid - 1;
+    }
+    sample_layout(tr, S, feed, f);
+    return 0;
+}
+
+/* After the shared prompt was fed to sequence 0 alone (its pos positions): its keys and values, and its logits, copied to
+ * sequences 1..n-1 */
+static void share_prompt(ngpt_trainer *tr, const SampleFit *f, int n, int pos) {
+    ngpt_backend *be = tr->be;
+    const ModelShape *m = &tr->ms;
+    size_t a = act_size(tr), half = (size_t)m->maxT * m->C * a, used = (size_t)pos * m->C * a; /* a sequence's keys (or values) */
+    for (int l = 0; l < m->L; l++) {
+        char *kv = tr->region + f->off[S_KV] + (size_t)l * f->seqs * 2 * half;
+        for (int s = 1; s < n; s++) {
+            be->copy(be, kv + (size_t)s * 2 * half, kv, used);
+            be->copy(be, kv + (size_t)s * 2 * half + half, kv + half, used);
+        }
+    }
+    char *logits = tr->region + f->off[S_LOGITS];
+    for (int s = 1; s < n; s++) be->copy(be, logits + (size_t)s * m->Vp * a, logits, (size_t)m->Vp * a);
+}
+
 int ngpt_sample(ngpt_trainer *tr, const int32_t *prompt, int n_prompt, int num_samples, int max_new, float temperature, int top_k,
                 uint64_t seed, int32_t *out) {
     if (!tr) return NGPT_ERR_ARG;
@@ -9852,18 +9910,15 @@ int ngpt_sample(ngpt_trainer *tr, const int32_t *prompt, int n_prompt, int num_s
                        n_prompt >= 1 ? INT_MAX - n_prompt : INT_MAX - 1, n_prompt, num_samples, max_new, (double)temperature, top_k);
     for (int i = 0; i < n_prompt; i++)
         if (prompt[i] < 0 || prompt[i] >= m->V) return tr_fail(tr, NGPT_ERR_ARG, "sample: prompt token %d is %d, outside the vocabulary (0..%d)", i, prompt[i], m->V - 1);
-    size_t off[N_SAMPLE_BUFS];
-    int S = num_samples;
-    size_t host_set_tokens = tr->plan.host_bytes_of[H_TOKENS] / NGPT_FENCES / sizeof(int32_t); /* decode_step's staging */
-    if ((size_t)S > host_set_tokens) S = (int)host_set_tokens;
-    while (S > 1 && sample_layout(tr, S, off) > tr->plan.region_bytes) S--;
-    if (sample_layout(tr, S, off) > tr->plan.region_bytes)
+    SampleFit fit;
+    if (sample_fit(tr, num_samples, &fit))
         return tr_fail(tr, NGPT_ERR_NOMEM, "sample: the KV cache of one sequence does not fit the planned batch region");
+    const int S = fit.seqs, rows = fit.seqs * fit.feed;
     ngpt_backend *be = tr->be;
-    be->set_scratch(be, tr->region + off[S_SCRATCH], tr->plan.region_bytes - off[S_SCRATCH]);
+    be->set_scratch(be, tr->region + fit.off[S_SCRATCH], tr->plan.region_bytes - fit.off[S_SCRATCH]);
     int total = n_prompt + max_new, rc = NGPT_OK;
     float *logits = (float *)malloc((size_t)m->Vp * S * sizeof(float));
-    int32_t *tok = (int32_t *)malloc((size_t)S * sizeof(int32_t));
+    int32_t *tok = (int32_t *)malloc((size_t)rows * sizeof(int32_t));
     Rng *rng = (Rng *)malloc((size_t)S * sizeof(Rng));
     const SampleScratch sc = {(float *)malloc((size_t)m->V * sizeof(float)), (int32_t *)malloc((size_t)m->V * sizeof(int32_t)),
                               (double *)malloc((size_t)m->V * sizeof(double))};
@@ -9877,15 +9932,21 @@ int ngpt_sample(ngpt_trainer *tr, const int32_t *prompt, int n_prompt, int num_s
         for (int s = 0; s < n; s++) memcpy(seqs + (size_t)s * total, prompt, (size_t)n_prompt * sizeof(int32_t));
         int len = n_prompt, pos = 0, start = 0; /* the cache holds tokens start..start+pos-1 at positions 0..pos-1 */
         if (len > m->maxT) start = len - m->maxT;
+        int shared = n > 1 && be->copy; /* the samples' windows are the prompt's until their first new token */
         while (len < total && !rc) {
-            /* feed what the cache lacks, then sample one token */
+            /* feed what the cache lacks (a prompt shared by the samples to sample 0 alone, then copied), then sample one token */
+            int fed = shared ? 1 : n, per = MIN(m->maxT, rows / fed);
             while (start + pos < len) {
                 if (pos == m->maxT) { start = len - MAX(1, m->maxT / 2); pos = 0; } /* full: rebuild from the last half (one token at block_size 1) */
-                for (int s = 0; s < n; s++) tok[s] = seqs[(size_t)s * total + start + pos];
-                decode_step(tr, off, n, pos, tok);
-                pos++;
+                int k = MIN(MIN(len - (start + pos), m->maxT - pos), per);
+                for (int i = 0; i < k; i++)
+                    for (int s = 0; s < fed; s++) tok[s * k + i] = seqs[(size_t)s * total + start + pos + i];
+                decode_step(tr, &fit, fed, pos, k, tok);
+                pos += k;
             }
-            download_as_f32(tr, logits, tr->region + off[S_LOGITS], (size_t)n * m->Vp); /* one wait for all n rows */
+            if (shared) share_prompt(tr, &fit, n, pos);
+            shared = 0;
+            download_as_f32(tr, logits, tr->region + fit.off[S_LOGITS], (size_t)n * m->Vp); /* one wait for all n rows */
             for (int s = 0; s < n; s++)
                 seqs[(size_t)s * total + len] = sample_token(logits + (size_t)s * m->Vp, &sc, m->V, temperature, top_k, &rng[s]);
             len++;
@@ -11717,7 +11778,8 @@ static const char usage_commands[] =
             "            as sample reads it)\n"
             "  bench     tokens/s, MFU and time per op category on random tokens (default: GPT-2 124M, block 1024)\n"
             "            [config files] [--key=value ...] [--steps=20] [--warmup=3] [--kernels: each kernel alone]\n"
-            "            [--sample=S: generation of S samples, --steps new tokens each, with the sampling plan]\n"
+            "            [--sample=S: generation of S samples, --steps new tokens each, with the sampling plan;\n"
+            "            --prompt=P: first a P-token prompt fed to them, in prompt tokens/s]\n"
             "  prepare   text -> train.bin/val.bin: --input=FILE[,FILE...] --out=DIR [--tokenizer=char|gpt2] [--format=nanogpt|llmc]\n"
             "            [--tokenizer_dir=data/gpt2] [--val_fraction=0.1]\n"
             "  sample    [config files] text from out_dir's best checkpoint (--out_dir=DIR), one checkpoint file or pretrained weights\n"
@@ -12739,9 +12801,11 @@ static int cmd_plan(int argc, char **argv) {
 /* nanogpt bench [config file] [--key=value ...] [--steps=20] [--warmup=3] [--kernels]: nanoGPT's defaults
  * (GPT-2 124M, block 1024) on random tokens unless told otherwise; --kernels times the model's matmul shapes,
  * attention, LayerNorm and the loss instead of training steps */
-/* nanogpt bench --sample=S: a sampling trainer (its plan, its kernels) with random weights generates `steps`
- * tokens after a one-token prompt for S samples at once (temperature 1, top_k 200) */
-static int bench_sampling(ngpt_config *cfg, int samples, int steps) {
+/* nanogpt bench --sample=S [--prompt=P]: a sampling trainer (its plan, its kernels) with random weights generates
+ * `steps` tokens after a one-token prompt for S samples at once (temperature 1, top_k 200); with --prompt, first a
+ * P-token prompt of random tokens is fed to the S samples and one token drawn after it (the faster of two runs: the
+ * first loads the kernels) */
+static int bench_sampling(ngpt_config *cfg, int samples, int steps, int prompt_len) {
     char err[NGPT_ERRLEN];
     ngpt_options opt;
     memset(&opt, 0, sizeof opt);
@@ -12757,30 +12821,64 @@ static int bench_sampling(ngpt_config *cfg, int samples, int steps) {
             for (size_t q = 0; q < c; q++) host[q] = 0.02f * normal_at(1, 2000 + (uint64_t)i, j + q);
             upload_param_chunk(tr, i, j, host, c);
         }
+    if (prompt_len > tr->ms.maxT) {
+        fprintf(stderr, "error: --prompt=%d: a prompt of 1..%d tokens (block_size)\n", prompt_len, tr->ms.maxT);
+        ngpt_trainer_free(tr);
+        return 1;
+    }
     int32_t prompt[1] = {0};
-    int32_t *out = (int32_t *)malloc((size_t)samples * (size_t)(1 + steps) * sizeof(int32_t));
+    int32_t *out = (int32_t *)malloc((size_t)samples * (size_t)(1 + MAX(steps, prompt_len)) * sizeof(int32_t));
+    int32_t *long_prompt = (int32_t *)malloc((size_t)MAX(prompt_len, 1) * sizeof(int32_t));
+    if (!out || !long_prompt) {
+        fprintf(stderr, "error: out of host memory\n");
+        free(out);
+        free(long_prompt);
+        ngpt_trainer_free(tr);
+        return 1;
+    }
     char b1[32];
     printf("bench: sampling, n_layer %d, n_head %d, n_embd %d, block_size %d, vocab %d, %s on %s; arena %s; samples %d x %d new tokens "
-           "each after a 1-token prompt (top_k 200), random weights\n",
+           "each after a 1-token prompt (top_k 200)%s, random weights\n",
            tr->ms.L, tr->ms.NH, tr->ms.C, tr->ms.maxT, tr->ms.V, dtype_name(tr->plan.req.dtype), tr->be->name,
-           fmt_bytes(b1, sizeof b1, (double)tr->plan.device_bytes + (double)tr->plan.host_bytes), samples, steps);
+           fmt_bytes(b1, sizeof b1, (double)tr->plan.device_bytes + (double)tr->plan.host_bytes), samples, steps,
+           prompt_len ? ", after a timed prompt" : "");
     fflush(stdout);
-    int rc = out ? NGPT_OK : NGPT_ERR_NOMEM;
+    int rc = NGPT_OK;
+    if (prompt_len) {
+        for (int i = 0; i < prompt_len; i++) long_prompt[i] = (int32_t)(ngpt_hash(3, 3, (uint64_t)i) % (uint32_t)tr->ms.V);
+        double best = 0;
+        for (int run = 0; run < 2 && !rc; run++) {
+            double t0 = now_seconds();
+            rc = ngpt_sample(tr, long_prompt, prompt_len, samples, 1, 1.0f, 200, 1, out);
+            double t = now_seconds() - t0;
+            if (!run || t < best) best = t;
+        }
+        SampleFit fit;
+        if (!rc && !sample_fit(tr, samples, &fit)) {
+            int shared = fit.seqs > 1 && tr->be->copy, per = MIN(MIN(tr->ms.maxT, fit.seqs * fit.feed / (shared ? 1 : fit.seqs)), prompt_len);
+            printf("prompt       %.4f s: %d tokens of each of %d samples fed (%d at a time: %s, %d positions a pass), and one new token drawn, "
+                   "%.1f prompt tokens/s\n", best, prompt_len, samples, fit.seqs, shared ? "to one, its cache copied to the others" : "to each", per,
+                   samples * prompt_len / best);
+            printf("bench_result prompt_tokens_per_s=%.1f\n", samples * prompt_len / best);
+            fflush(stdout);
+        }
+    }
     double t0 = now_seconds();
     if (!rc) rc = ngpt_sample(tr, prompt, 1, samples, steps, 1.0f, 200, 1, out);
     double t = now_seconds() - t0;
-    if (rc) fprintf(stderr, "error: %s\n", out ? ngpt_last_error(tr) : "out of host memory");
+    if (rc) fprintf(stderr, "error: %s\n", ngpt_last_error(tr));
     else {
         printf("sampling     %.2f s: %.1f ms per step of all samples, %.1f tokens/s\n", t, 1e3 * t / steps, samples * steps / t);
         printf("bench_result sample_tokens_per_s=%.1f\n", samples * steps / t);
     }
     free(out);
+    free(long_prompt);
     ngpt_trainer_free(tr);
     return rc ? 1 : 0;
 }
 
 static int cmd_bench(int argc, char **argv) {
-    int steps = 20, warmup = 3, n = 0, has_file, kernels = 0, samples = 0;
+    int steps = 20, warmup = 3, n = 0, has_file, kernels = 0, samples = 0, prompt_len = 0;
     char **rest = argv, err[NGPT_ERRLEN]; /* the arguments parse_args reads, gathered in place */
     for (int i = 0; i < argc; i++) {
         double x;
@@ -12792,6 +12890,12 @@ static int cmd_bench(int argc, char **argv) {
                 return 1;
             }
             samples = (int)x;
+        } else if (!strncmp(argv[i], "--prompt=", 9)) {
+            if (parse_number(argv[i] + 9, &x) || x != floor(x) || x < 1 || x > 1e6) {
+                fprintf(stderr, "error: %s: the prompt's length is a whole number of tokens in [1, block_size]\n", argv[i]);
+                return 1;
+            }
+            prompt_len = (int)x;
         } else if (!strncmp(argv[i], "--steps=", 8) || !strncmp(argv[i], "--warmup=", 9)) {
             int is_steps = argv[i][2] == 's';
             const char *v = strchr(argv[i], '=') + 1;
@@ -12811,7 +12915,11 @@ static int cmd_bench(int argc, char **argv) {
         return 1;
     }
     /* vocab_size 0 is resolved as in training: the dataset's meta.bin (or meta.pkl) when it has one, else GPT-2's 50257 */
-    if (samples) return bench_sampling(&cfg, samples, steps);
+    if (prompt_len && !samples) {
+        fprintf(stderr, "error: --prompt=%d times a prompt fed to sampling: give --sample=S too\n", prompt_len);
+        return 1;
+    }
+    if (samples) return bench_sampling(&cfg, samples, steps, prompt_len);
     cfg.max_iters = warmup + steps + 1;
     cfg.always_save_checkpoint = 0;
     ngpt_options opt;

@@ -298,6 +298,8 @@ static int cu_arena_alloc(ngpt_backend *be, size_t device_bytes, void **device, 
  *   matmul_backward     up to RED_GROUPS row groups x OC floats of dbias partial sums (OC <= 4C planned;
  *                       a larger OC uses fewer groups)
  *   norm_sq             NORM_BLOCKS + 1 doubles
+ *   attention_decode    a 16-bit prompt's chunk at position 0: its log-sum-exp, S*NH*n floats (n <= T); without
+ *                       that room, the kernel of a warp a row
  *   attention_backward  D = rowsum(dO * O): B*NH*T floats. The wgmma backward (head size 64, sm_90a) keeps
  *                       its dS^T tiles in the scratch after D (from the next 1024 bytes), as many heads at a
  *                       time as fit; where not even one head's fit, the mma.sync kernels run. So that
@@ -348,6 +350,9 @@ static void cu_fence_wait(ngpt_backend *be, int fence) { CU_CHECK(be, cudaEventS
 static void cu_sync(ngpt_backend *be) { CU_CHECK(be, cudaStreamSynchronize(impl_of(be)->stream)); }
 static void cu_zero(ngpt_backend *be, void *dst, size_t bytes) {
     if (bytes) CU_CHECK(be, cudaMemsetAsync(dst, 0, bytes, impl_of(be)->stream));
+}
+static void cu_copy(ngpt_backend *be, void *dst, const void *src, size_t bytes) {
+    if (bytes) CU_CHECK(be, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, impl_of(be)->stream));
 }
 
 /* ======================================================================================================
@@ -4131,19 +4136,41 @@ __global__ void attn_backward_dkdv_simt_kernel(T *dqkv, const T *dout, const T *
     }
 }
 
-/* Decoding (generation with a KV cache): one warp per (sequence s, head h). Stores k and v of qkv (S,3C) at
- * position t of the cache kv (S, 2, maxT, C), then out (S,C) = softmax(q K^T * scale) V over positions 0..t.
- * Each lane writes, then reads back, its own channels of position t, so the new entry is seen in order. */
+/* One key and value of decoding's online softmax: the warp's score of q against k, then m, l and acc updated. */
 template <typename T>
-__global__ void attn_decode_kernel(T *out, T *kv, const T *qkv, int S, int t, int maxT, int C, int NH, int hs, float scale) {
+__device__ __forceinline__ void decode_attend(const T *k, const T *v, const float (&q)[ATT_MAXD], float (&acc)[ATT_MAXD], float &m, float &l,
+                                              int lane, int hs, float scale) {
+    float sc = 0;
+#pragma unroll
+    for (int i = 0; i < ATT_MAXD; i++) {
+        int d = lane + 32 * i;
+        if (d < hs) sc += q[i] * to_f(k[d]);
+    }
+    sc = warp_sum(sc) * scale;
+    float mnew = fmaxf(m, sc), corr = expf(m - mnew), pe = expf(sc - mnew);
+    l = l * corr + pe;
+#pragma unroll
+    for (int i = 0; i < ATT_MAXD; i++) {
+        int d = lane + 32 * i;
+        acc[i] = acc[i] * corr + (d < hs ? pe * to_f(v[d]) : 0.0f);
+    }
+    m = mnew;
+}
+
+/* Decoding (generation with a KV cache): one warp per (row, head h) of positions t..t+n-1 of S sequences (row
+ * s*n+i: position t+i of sequence s). Stores k and v of the row's qkv (3C) at its position of
+ * the cache kv (S, 2, maxT, C), then out (n*S, C) = softmax(q K^T * scale) V over positions 0..t+i: those before t
+ * from the cache, t.. from qkv itself (another warp may be storing them). */
+template <typename T>
+__global__ void attn_decode_kernel(T *out, T *kv, const T *qkv, int S, int t, int n, int maxT, int C, int NH, int hs, float scale) {
     after_previous_kernel();
-    size_t sh = (size_t)blockIdx.x * ATT_SIMT_WARPS + (threadIdx.x >> 5);
+    size_t rh = (size_t)blockIdx.x * ATT_SIMT_WARPS + (threadIdx.x >> 5);
     int lane = threadIdx.x & 31;
-    if (sh >= (size_t)S * NH) return;
-    size_t s = sh / (size_t)NH;
-    int h = (int)(sh % (size_t)NH);
-    const T *row = qkv + s * 3 * (size_t)C + (size_t)h * hs;
-    T *K = kv + s * 2 * (size_t)maxT * C + (size_t)h * hs, *V = K + (size_t)maxT * C;
+    if (rh >= (size_t)n * S * NH) return;
+    size_t r = rh / (size_t)NH, s = r / (size_t)n, C3 = 3 * (size_t)C, hoff = (size_t)(rh % (size_t)NH) * hs;
+    int i_pos = (int)(r % (size_t)n);
+    const T *row = qkv + r * C3 + hoff;
+    T *K = kv + s * 2 * (size_t)maxT * C + hoff, *V = K + (size_t)maxT * C;
     float q[ATT_MAXD], acc[ATT_MAXD];
 #pragma unroll
     for (int i = 0; i < ATT_MAXD; i++) {
@@ -4151,35 +4178,36 @@ __global__ void attn_decode_kernel(T *out, T *kv, const T *qkv, int S, int t, in
         q[i] = d < hs ? to_f(row[d]) : 0.0f;
         acc[i] = 0.0f;
         if (d < hs) {
-            K[(size_t)t * C + d] = row[C + d];
-            V[(size_t)t * C + d] = row[2 * C + d];
+            K[(size_t)(t + i_pos) * C + d] = row[C + d];
+            V[(size_t)(t + i_pos) * C + d] = row[2 * C + d];
         }
     }
     float m = -INFINITY, l = 0.0f;
-    for (int t2 = 0; t2 <= t; t2++) {
-        const T *k = K + (size_t)t2 * C, *v = V + (size_t)t2 * C;
-        float sc = 0;
-#pragma unroll
-        for (int i = 0; i < ATT_MAXD; i++) {
-            int d = lane + 32 * i;
-            if (d < hs) sc += q[i] * to_f(k[d]);
-        }
-        sc = warp_sum(sc) * scale;
-        float mnew = fmaxf(m, sc), corr = expf(m - mnew), pe = expf(sc - mnew);
-        l = l * corr + pe;
-#pragma unroll
-        for (int i = 0; i < ATT_MAXD; i++) {
-            int d = lane + 32 * i;
-            acc[i] = acc[i] * corr + (d < hs ? pe * to_f(v[d]) : 0.0f);
-        }
-        m = mnew;
+    for (int t2 = 0; t2 < t; t2++) decode_attend(K + (size_t)t2 * C, V + (size_t)t2 * C, q, acc, m, l, lane, hs, scale);
+    for (int j = 0; j <= i_pos; j++) {
+        const T *kj = qkv + (s * n + (size_t)j) * C3 + hoff + C;
+        decode_attend(kj, kj + C, q, acc, m, l, lane, hs, scale);
     }
-    T *o = out + s * (size_t)C + (size_t)h * hs;
+    T *o = out + r * (size_t)C + hoff;
 #pragma unroll
     for (int i = 0; i < ATT_MAXD; i++) {
         int d = lane + 32 * i;
         if (d < hs) o[d] = from_f<T>(acc[i] / l);
     }
+}
+
+/* A chunk's keys and values into the cache: row s*n+i of qkv (S, n, 3C) at position t+i of sequence s of kv
+ * (S, 2, maxT, C); a thread an element of the keys and of the values. */
+template <typename T>
+__global__ void kv_store_kernel(T *kv, const T *qkv, int S, int t, int n, int maxT, int C) {
+    after_previous_kernel();
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= (size_t)S * n * C) return;
+    size_t c = i % (size_t)C, r = i / (size_t)C, s = r / (size_t)n;
+    const T *row = qkv + r * 3 * (size_t)C;
+    T *k = kv + (s * 2 * (size_t)maxT + (size_t)t + r % (size_t)n) * C + c;
+    k[0] = row[C + c];
+    k[(size_t)maxT * C] = row[2 * C + c];
 }
 
 /* the padded head size of the tensor-core kernels for hs, or 0 when they cannot run it here */
@@ -4341,17 +4369,37 @@ static void cu_attention_backward(ngpt_backend *be, void *dqkv, const void *dout
                    attention_backward_t<Ty>(be, (Ty *)dqkv, (const Ty *)dout, (const Ty *)qkv, (const Ty *)out, lse, B, T, C, NH, drop_args(drop)));
 }
 
-static void cu_attention_decode(ngpt_backend *be, void *out, void *kv, const void *qkv, int S, int t, int maxT, int C, int NH) {
+/* A chunk of a prompt at position 0 of 16-bit caches: its rows attend among themselves alone, which is the causal
+ * self-attention of training's forward over (S, n) (the tensor-core kernels, not a warp a row over every key in turn),
+ * with its log-sum-exp in the scratch; the keys and values stored beside it. False (nothing launched) when the
+ * scratch cannot hold the log-sum-exp. */
+template <typename T>
+static bool attention_prompt_t(ngpt_backend *be, T *out, T *kv, const T *qkv, int S, int n, int maxT, int C, int NH) {
+    CudaImpl *im = impl_of(be);
+    if (sizeof(T) != 2 || n < 2 || !im->scratch || im->scratch_bytes < (size_t)S * NH * n * sizeof(float)) return false;
+    size_t elems = (size_t)S * n * C;
+    if (!CU_LAUNCH(be, "kv_store_kernel", kv_store_kernel<T>, (unsigned)((elems + 255) / 256), 256, 0, kv, qkv, S, 0, n, maxT, C))
+        attention_forward_t<T>(be, out, (float *)im->scratch, qkv, S, n, C, NH, drop_args(NULL));
+    return true;
+}
+
+static void cu_attention_decode(ngpt_backend *be, void *out, void *kv, const void *qkv, int S, int t, int n, int maxT, int C, int NH) {
     if (attn_check(be, "attention_decode", S, maxT, C, NH) || !S || !C) return;
-    if (t < 0 || t >= maxT) {
-        cu_fail(be, NGPT_ERR_ARG, "cuda attention_decode: position t = %d is outside the cache of %d positions", t, maxT);
+    if (t < 0 || n < 1 || n > maxT - t) {
+        cu_fail(be, NGPT_ERR_ARG, "cuda attention_decode: positions t = %d .. t + n - 1 (n = %d) are not within the cache's 0..%d", t, n,
+                maxT - 1);
         return;
     }
+    if (t == 0 && (long long)S * n <= INT_MAX / 3) {
+        bool done = false;
+        DISPATCH_DTYPE(be->dtype, Ty, done = attention_prompt_t<Ty>(be, (Ty *)out, (Ty *)kv, (const Ty *)qkv, S, n, maxT, C, NH));
+        if (done) return;
+    }
     int hs = C / NH;
-    size_t rows = (size_t)S * NH;
+    size_t warps = (size_t)n * S * NH;
     DISPATCH_DTYPE(be->dtype, Ty,
-                   CU_LAUNCH(be, "attn_decode_kernel", attn_decode_kernel<Ty>, (unsigned)((rows + ATT_SIMT_WARPS - 1) / ATT_SIMT_WARPS),
-                             32 * ATT_SIMT_WARPS, 0, (Ty *)out, (Ty *)kv, (const Ty *)qkv, S, t, maxT, C, NH, hs, 1.0f / sqrtf((float)hs)));
+                   CU_LAUNCH(be, "attn_decode_kernel", attn_decode_kernel<Ty>, (unsigned)((warps + ATT_SIMT_WARPS - 1) / ATT_SIMT_WARPS),
+                             32 * ATT_SIMT_WARPS, 0, (Ty *)out, (Ty *)kv, (const Ty *)qkv, S, t, n, maxT, C, NH, hs, 1.0f / sqrtf((float)hs)));
 }
 
 /* ======================================================================================================
@@ -4979,6 +5027,7 @@ int ngpt_cuda_backend_create(ngpt_backend **out, int dtype, char *err, size_t er
     be->fence_wait = cu_fence_wait;
     be->sync = cu_sync;
     be->zero = cu_zero;
+    be->copy = cu_copy;
     be->fill_normal = cu_fill_normal;
     be->cast_from_f32 = cu_cast_from_f32;
     be->encoder_forward = cu_encoder_forward;

@@ -275,7 +275,10 @@ int ngpt_load(ngpt_trainer *tr, const char *path);
  * (logits / temperature, then the top_k >= 0 most likely tokens, 0 = all; temperature 0 takes the most
  * likely token, the lowest id among equals, and draws nothing), with a KV cache. out receives
  * num_samples rows of n_prompt + max_new ids. Once a sequence fills block_size, the cache is rebuilt from
- * its last block_size/2 tokens (nanoGPT crops to the last block_size tokens at every step). The KV cache lives
+ * its last block_size/2 tokens (nanoGPT crops to the last block_size tokens at every step). The prompt, and
+ * the tokens a cache is rebuilt from, go through the model as many positions at a time as the arena holds
+ * (up to block_size), each new token one position; a prompt goes through once, its KV cache copied to the
+ * other samples (where the backend has copy). The KV cache lives
  * in the arena; the logits rows of the samples (Vp x (num_samples + 1) floats) and their ids are malloced for
  * the call and freed before it returns. n_prompt + max_new must fit an int (NGPT_ERR_ARG otherwise). Each
  * sample draws from its own stream of (seed, its index): sample k draws the same numbers for any num_samples
@@ -464,6 +467,9 @@ struct ngpt_backend {
     void (*fence_wait)(ngpt_backend *be, int fence);
     void (*sync)(ngpt_backend *be);
     void (*zero)(ngpt_backend *be, void *dst, size_t bytes);
+    /* dst = src, bytes of the device arena that do not overlap, ordered like an operation. Optional (NULL: sampling
+     * feeds a prompt to each sample, rather than to one and copying its KV cache to the others). */
+    void (*copy)(ngpt_backend *be, void *dst, const void *src, size_t bytes);
     /* f32 dst[i] = mean + std * N(0,1) from the counter-based generator (the same draws on every backend;
      * a GPU's logf/cosf may differ from the CPU's in the last bits) */
     void (*fill_normal)(ngpt_backend *be, float *dst, size_t n, float mean, float std, uint64_t seed, uint64_t stream);
@@ -502,10 +508,11 @@ struct ngpt_backend {
     /* dqkv (B,T,3C) = gradient of the attention above, from dout, qkv, out and lse; the T x T matrix is
      * never stored */
     void (*attention_backward)(ngpt_backend *be, void *dqkv, const void *dout, const void *qkv, const void *out, const float *lse, int B, int T, int C, int NH, const ngpt_dropout *drop);
-    /* One decoding position t of S sequences (generation with a KV cache): stores k and v of qkv (S,3C)
-     * at position t of kv (S, 2, maxT, C) (keys then values), then out (S,C) = each sequence's attention of
-     * q over its positions 0..t. */
-    void (*attention_decode)(ngpt_backend *be, void *out, void *kv, const void *qkv, int S, int t, int maxT, int C, int NH);
+    /* Decoding positions t..t+n-1 of S sequences (generation with a KV cache; n > 1 feeds a prompt at once).
+     * qkv (S,n,3C), out (S,n,C): row s*n+i is position t+i of sequence s. Stores each row's k and v at its
+     * position of kv (S, 2, maxT, C) (keys then values), then out = each row's attention of q over its
+     * sequence's positions 0..t+i. 0 <= t, t + n <= maxT. */
+    void (*attention_decode)(ngpt_backend *be, void *out, void *kv, const void *qkv, int S, int t, int n, int maxT, int C, int NH);
     /* exact (erf) GELU; out may alias inp, and in gelu_backward dinp may alias dout */
     void (*gelu_forward)(ngpt_backend *be, void *out, const void *inp, size_t n);
     void (*gelu_backward)(ngpt_backend *be, void *dinp, const void *inp, const void *dout, size_t n);

@@ -24,7 +24,8 @@
 # where the TMA matmul runs, the step of GPT-2 with biases both ways: the bias gradients from the weight gradients' tiles, and
 # summed apart from them (NGPT_DBIAS=separate), and the default step with the weight gradients of fewer tiles than SMs
 # split by split-K's rule, not stream-K's pieces (NGPT_STREAMK=0);
-# sampling speed with 1 and 10 samples, and decoding's products (1 and 10 rows by each weight) against torch.matmul;
+# sampling speed with 1 and 10 samples, a 1024-token prompt's with each, and decoding's products (1 and 10 rows by
+# each weight) against torch.matmul;
 # on Hopper mma.sync, the staged epilogue and the newer variant knobs against the default, the
 # attention without its warpgroups' turns and a block an item (not persistent), and the TMA kernel's ping-pong build,
 # per kernel and end to end, included).
@@ -51,7 +52,8 @@
 # --kernels pass for it and one for the loss (about 15 s each), three more bench steps (about 10 s each); forty-fourth
 # session, the 20-step bench with plain launches (about 15 s); forty-fifth to forty-seventh, two 20-step benches with
 # biases (bias gradients fused and separate), one with split-K's rule (NGPT_STREAMK=0), and a --kernels pass with the
-# latter (about 60 s); the forty-seventh left six settled passes to GPU_SH_SETTLED=1 (about 70 s less).
+# latter (about 60 s); the forty-seventh left six settled passes to GPU_SH_SETTLED=1 (about 70 s less); the fiftieth
+# and fifty-first, sampling with NGPT_GEMV=simt and a prompt's two runs (four processes, about 25 s).
 # So it takes two calls; with 15 minutes of device time in all (the start included), for example:
 #   GPU_SH_CURVE=0 GPU_SH_BUDGET=540 GPU_SH_OPS_S=220 bash test/gpu.sh ops train capped bench   (timeout 580)
 #   then at once: GPU_SH_BUDGET=200 bash test/gpu.sh profile sanitize
@@ -164,8 +166,9 @@ section() { awk -v h="$2" '/^== /{on = ($0 == h); next} on' "$1"; } # FILE "== H
 sources_stamp() { echo "$1 $(cat nanogpt.c nanogpt.cu nanogpt.h test/test_gpu_ops.c test/test_gpu_train.c test/*.h | sha256sum | cut -c1-16)"; } # ARCH
 # A line of test/gpu_predictions.tsv predicts a term, or the ratio of two joined by " / "; a term is sum:REGEX[@VARIANT]
 # (bench --kernels rows, in the default pass or pass VARIANT), tok:HEADER (a bench's tokens/s), op:NAME (the profiled step)
-# or sample:N[@simt] (bench --sample=N's tokens/s, N one of SAMPLE_COUNTS; @simt: with NGPT_GEMV=simt)
-SAMPLE_COUNTS="1 10"
+# or sample:N[@simt] (bench --sample=N's tokens/s, N one of SAMPLE_COUNTS; @simt: with NGPT_GEMV=simt), or prompt:N
+# (bench --sample=N --prompt=PROMPT_LEN's prompt tokens/s: a prompt of PROMPT_LEN fed to N samples at once)
+SAMPLE_COUNTS="1 10" PROMPT_LEN=1024
 prediction_terms() { printf '%s\n' "${1%% / *}" && if [ "${1#* / }" != "$1" ]; then printf '%s\n' "${1#* / }"; fi; } # WHAT: a term a line
 split_sum_term() { # sum:REGEX[@VARIANT]: SUM_RE, and SUM_VARIANT (ours where none is named)
     SUM_RE=${1#sum:} SUM_VARIANT=ours
@@ -179,6 +182,7 @@ prediction_term() { # TERM KDIR BENCHLOG CAPPEDLOG: one term as this run measure
         [ -s "$2/k_$SUM_VARIANT" ] && awk -F'\t' -v r="$SUM_RE" '$1 ~ r {s += $2; n++} END {if (n) printf "%.6f", s}' "$2/k_$SUM_VARIANT" ;;
     sample:*@simt) x=${t#sample:} && bench_value "$3" "== nanogpt bench --sample=${x%@simt}, NGPT_GEMV=simt" sample_tokens_per_s ;;
     sample:*) bench_value "$3" "== nanogpt bench --sample=${t#sample:}" sample_tokens_per_s ;;
+    prompt:*) bench_value "$3" "== nanogpt bench --sample=${t#prompt:} --prompt=$PROMPT_LEN" prompt_tokens_per_s ;;
     tok:*)
         x=$(bench_value "$3" "== ${t#tok:}" tokens_per_s)
         [ -z "$x" ] && x=$(bench_value "$4" "== ${t#tok:}" tokens_per_s)
@@ -279,7 +283,7 @@ if [ "$STEPS" = selftest ]; then
     {
         echo "== nanogpt bench"; "$N" bench "${toy[@]}" --steps=2 --warmup=1
         echo "== nanogpt bench --kernels"; "$N" bench "${toy[@]}" --kernels
-        echo "== nanogpt bench --sample=2"; "$N" bench "${toy[@]}" --sample=2 --steps=5
+        echo "== nanogpt bench --sample=2"; "$N" bench "${toy[@]}" --sample=2 --prompt=16 --steps=5
         echo "== nanogpt bench, pinned"; "$N" bench "${toy[@]}" --micro_batch=1 --recompute=1 --steps=2 --warmup=1
     } >"$BUILD/bench.log" 2>&1
     v=$(bench_plan_of "$BUILD/bench.log" "== nanogpt bench, pinned")
@@ -294,8 +298,10 @@ if [ "$STEPS" = selftest ]; then
         v=$(bench_value "$BUILD/bench.log" "== nanogpt bench" $key)
         check "bench's $key ($v)" positive "$v"
     done
-    v=$(bench_value "$BUILD/bench.log" "== nanogpt bench --sample=2" sample_tokens_per_s)
-    check "bench --sample's tokens/s ($v)" positive "$v"
+    for key in sample_tokens_per_s prompt_tokens_per_s; do
+        v=$(bench_value "$BUILD/bench.log" "== nanogpt bench --sample=2" $key)
+        check "bench --sample --prompt's $key ($v)" positive "$v"
+    done
     check "bench --kernels' classifier chunk ($(chunk_rows_of "$BUILD/bench.log"))" positive "$(chunk_rows_of "$BUILD/bench.log")"
     ktimes "$BUILD/bench.log" '^== nanogpt bench --kernels$' >"$BUILD/k"
     check "bench --kernels' $(wc -l <"$BUILD/k") kernel times" \
@@ -330,6 +336,7 @@ if [ "$STEPS" = selftest ]; then
                 [ "$SUM_VARIANT" = ours ] || grep -qF ">\"\$BUILD/k_$SUM_VARIANT\"" test/gpu.sh || echo "no pass: $t" ;;
             tok:*) grep -qF "\"== ${t#tok:}\"" test/gpu.sh || echo "no bench header: $t" ;;
             sample:*) x=${t#sample:} && [[ " $SAMPLE_COUNTS " == *" ${x%@simt} "* ]] || echo "no sampling bench: $t" ;;
+            prompt:*) [[ " $SAMPLE_COUNTS " == *" ${t#prompt:} "* ]] || echo "no prompt bench: $t" ;;
             op:*) section "$BUILD/bench.log" "== nanogpt bench" | awk -v n="${t#op:}" '$1 == n {f = 1} END {exit !f}' || echo "no op: $t" ;;
             *) echo "unknown term: $t" ;;
             esac
@@ -341,7 +348,8 @@ if [ "$STEPS" = selftest ]; then
     printf 'matmul qkv dweight\t0.096\n' >"$BUILD/p/k_slow"
     { echo "== nanogpt bench"; section "$BUILD/bench.log" "== nanogpt bench"; echo "== nanogpt bench, slower"; echo "bench_result tokens_per_s=1"
       echo "== nanogpt bench --sample=1"; echo "bench_result sample_tokens_per_s=500"
-      echo "== nanogpt bench --sample=1, NGPT_GEMV=simt"; echo "bench_result sample_tokens_per_s=250"; } >"$BUILD/p/bench.log"
+      echo "== nanogpt bench --sample=1, NGPT_GEMV=simt"; echo "bench_result sample_tokens_per_s=250"
+      echo "== nanogpt bench --sample=1 --prompt=$PROMPT_LEN"; echo "bench_result prompt_tokens_per_s=20000"; } >"$BUILD/p/bench.log"
     printf '== capped, fast\nbench_result tokens_per_s=300\n' >"$BUILD/p/capped.log"
     adamw_ms=$(section "$BUILD/bench.log" "== nanogpt bench" | awk '$1 == "adamw" {print $2}')
     printf '%s\n' "# a comment" "# made for: H200" "1${T_}0.05${T_}0.2${T_}sum:^attention fwd\$${T_}in range" \
@@ -354,14 +362,15 @@ if [ "$STEPS" = selftest ]; then
         "8${T_}0.2${T_}0.3${T_}sum:^attention fwd\$${T_}line 1's for an H100${T_}H100 80GB HBM3" \
         "9${T_}400${T_}600${T_}sample:1${T_}sampling's tokens/s, in range" \
         "10${T_}1.5${T_}2.5${T_}sample:1 / sample:1@simt${T_}sampling's tokens/s against NGPT_GEMV=simt's, in range" \
+        "11${T_}30${T_}35${T_}prompt:1 / sample:1${T_}a prompt's tokens/s against generation's, above" \
         >"$BUILD/p/pred.tsv"
     sp() { score_predictions "$BUILD/p/pred.tsv" "$BUILD/p" "$BUILD/p/bench.log" "$BUILD/p/capped.log" "$1" | cut -f1 | tr '\n' ' '; }
     v=$(sp "NVIDIA H200")
-    check "predictions scored ($v)" test "$v" = "HELD HELD BELOW ABOVE HELD NONE HELD HELD HELD "
+    check "predictions scored ($v)" test "$v" = "HELD HELD BELOW ABOVE HELD NONE HELD HELD HELD ABOVE "
     v=$(sp "NVIDIA H100 80GB HBM3")
-    check "predictions on an H100: its own line for a time, the H200's others marked ($v)" test "$v" = "HELD BELOW ABOVE HELD* NONE HELD* BELOW HELD* HELD "
+    check "predictions on an H100: its own line for a time, the H200's others marked ($v)" test "$v" = "HELD BELOW ABOVE HELD* NONE HELD* BELOW HELD* HELD ABOVE "
     v=$(sp "NVIDIA A100-SXM4-80GB")
-    check "predictions on a GPU none is for: the H200's times and rates marked ($v)" test "$v" = "HELD* HELD BELOW ABOVE HELD* NONE HELD* HELD* HELD "
+    check "predictions on a GPU none is for: the H200's times and rates marked ($v)" test "$v" = "HELD* HELD BELOW ABOVE HELD* NONE HELD* HELD* HELD ABOVE "
     # features_off on checks that pass only under some of the settings: the first setting that passes, then all together,
     # the settings already exported left out, and none where nothing passes
     ff() { features_off "$MATMUL_FEATURES" "$BUILD/ff.log" 5 sh -c "$1"; }
@@ -384,7 +393,7 @@ if [ "$STEPS" = selftest ]; then
         echo '#!/usr/bin/env bash'
         echo 'case $1 in'
         echo 'info) echo "cuda: stand-in H200, sm_90, 132 SMs, 139.8 GiB (139.0 GiB free), bf16 yes, 16-bit matmul wgmma+tma, attention wgmma at head size 64, programmatic launches $([ "${NGPT_PDL:-}" = 0 ] && echo off || echo on)" ;;'
-        echo 'bench) keep=(); for a in "$@"; do case $a in --kernels | --sample=*) keep+=("$a") ;; esac; done'
+        echo 'bench) keep=(); for a in "$@"; do case $a in --kernels | --sample=*) keep+=("$a") ;; --prompt=*) keep+=(--prompt=16) ;; esac; done'
         echo "    exec \"$N\" bench --device=cpu --n_layer=1 --n_head=2 --n_embd=32 --block_size=16 --vocab_size=100 --batch_size=2 --steps=2 --warmup=1 --gradient_accumulation_steps=1 \"\${keep[@]}\" ;;"
         echo 'train) keep=(); for a in "$@"; do case $a in --data_dir=* | --out_dir=* | --max_iters=* | --log_interval=* | --eval_*=* | --micro_batch=* | --recompute=*) keep+=("$a") ;; esac; done'
         echo "    exec \"$N\" train --device=cpu --n_layer=1 --n_head=2 --n_embd=16 --block_size=8 --batch_size=2 --gradient_accumulation_steps=1 --dropout=0 \"\${keep[@]}\" ;;"
@@ -448,10 +457,11 @@ if [ "$STEPS" = selftest ]; then
     check "a dry run's later steps with it off (op tests, trainer checks, no split-K comparison)" \
         test "$(grep -c '^op tests vs CPU .*| PASS' "$D/out/summary.txt") $(grep -c "split-K's rule" "$D/out/bench.log")" = "1 0"
     check "a dry run's bench rows" grep -q '^end to end vs PyTorch (>= 1.3x) *| [A-Z]* *| [0-9.]*x' "$D/out/summary.txt"
-    check "a dry run's decoding rows (the peer's products 1.1x slower; sampling with NGPT_GEMV=simt)" \
+    check "a dry run's decoding rows (the peer's products 1.1x slower; sampling with NGPT_GEMV=simt; a prompt at once)" \
         test "$(grep -c -e "^decoding's products vs torch.matmul (>= 1.0) *| PASS *| 1.10x, time-weighted: 1 row 1.10x, 10 rows 1.10x" \
             -e '^sampling: gemv on tensor cores vs NGPT_GEMV=simt (>= 1.0) *| [A-Z]* *| 1 sample [0-9.]*x ([0-9.]* tokens/s with simt), 10 samples [0-9.]*x' \
-            "$D/out/summary.txt")" = 2
+            -e '^a 1024-token prompt at once vs a token a step (>= 1.0) *| [A-Z]* *| 1 sample [0-9.]*x ([0-9.]* prompt tokens/s), 10 samples [0-9.]*x' \
+            "$D/out/summary.txt")" = 3
     check "a dry run's micro-batch row" grep -q "^12 x 4: planner's micro-batch vs 12 *| [A-Z]* *| [0-9]* (micro-batch [0-9]* x accumulation [0-9]*) vs [0-9]*" \
         "$D/out/summary.txt"
     v=$(sed -n 's/^predictions (test\/gpu_predictions.tsv; \(.*\)):$/\1/p' "$D/out/summary.txt")
@@ -857,6 +867,10 @@ if want bench && [ $BUILT = 0 ] && time_left "benchmarks" 150 bench; then
             fi
         fi
         for s in $SAMPLE_COUNTS; do echo "== nanogpt bench --sample=$s"; timeout $(cap_time 60) "$BUILD/nanogpt" bench --device=cuda --sample=$s --steps=128; done
+        for s in $SAMPLE_COUNTS; do # a whole block's prompt fed at once (its own process: the runs above load their kernels cold, as before)
+            echo "== nanogpt bench --sample=$s --prompt=$PROMPT_LEN"
+            timeout $(cap_time 60) "$BUILD/nanogpt" bench --device=cuda --sample=$s --prompt=$PROMPT_LEN --steps=1
+        done
         for s in $SAMPLE_COUNTS; do # decoding's products as before gemv_tc_kernel: one warp an output, the tiled kernels past 8 rows
             echo "== nanogpt bench --sample=$s, NGPT_GEMV=simt"
             NGPT_GEMV=simt timeout $(cap_time 60) "$BUILD/nanogpt" bench --device=cuda --sample=$s --steps=128
@@ -936,6 +950,12 @@ if want bench && [ $BUILT = 0 ] && time_left "benchmarks" 150 bench; then
     r10=$(awk -v a="$s10" -v b="$g10" 'BEGIN{if (a > 0 && b > 0) printf "%.2f", a / b}')
     row "sampling: gemv on tensor cores vs NGPT_GEMV=simt (>= 1.0)" "$(target "$r1" 1.0)" \
         "1 sample ${r1:-none}x (${g1:-none} tokens/s with simt), 10 samples ${r10:-none}x (${g10:-none})"
+    p1=$(bench_value "$LOG/bench.log" "== nanogpt bench --sample=1 --prompt=$PROMPT_LEN" prompt_tokens_per_s)
+    p10=$(bench_value "$LOG/bench.log" "== nanogpt bench --sample=10 --prompt=$PROMPT_LEN" prompt_tokens_per_s)
+    q1=$(awk -v a="$p1" -v b="$s1" 'BEGIN{if (a > 0 && b > 0) printf "%.1f", a / b}')
+    q10=$(awk -v a="$p10" -v b="$s10" 'BEGIN{if (a > 0 && b > 0) printf "%.1f", a / b}')
+    row "a $PROMPT_LEN-token prompt at once vs a token a step (>= 1.0)" "$(target "$q1" 1.0)" \
+        "1 sample ${q1:-none}x (${p1:-none} prompt tokens/s), 10 samples ${q10:-none}x (${p10:-none})"
     mm=$(ratio '^matmul' "$BUILD/k_ours" "$BUILD/k_torch")
     att=$(ratio '^attention' "$BUILD/k_ours" "$BUILD/k_torch")
     row "matmuls vs torch.matmul (>= 0.95)" "$(target "$mm" 0.95)" "${mm:-none}x, FLOP-weighted over every shape: forward\

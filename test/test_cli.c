@@ -1471,7 +1471,7 @@ static void test_nanogpt_configs(void) {
           "--device=cuda plans the GPU recipe: %.300s", with_cuda);
 }
 
-/* nanogpt bench --sample: generation timed with the sampling plan */
+/* nanogpt bench --sample [--prompt]: generation (and a prompt fed at once) timed with the sampling plan */
 static void test_bench_sampling(void) {
     CliRun *r = cli("bench", "--sample=3", "--steps=5", "--n_layer=1", "--n_head=2", "--n_embd=32", "--block_size=16", "--vocab_size=100",
                     "--device=cpu", NULL);
@@ -1482,6 +1482,20 @@ static void test_bench_sampling(void) {
     CHECK(rate > 0 && strstr(r->out, "samples 3 x 5 new tokens"), "bench --sample reports a rate: %.400s", r->out);
     r = cli("bench", "--sample=0", NULL);
     CHECK_RUN(r, 1, "bench --sample=0");
+    /* --prompt: a prompt of that many tokens fed to the samples, timed before the generation */
+    r = cli("bench", "--sample=2", "--prompt=16", "--steps=3", "--n_layer=1", "--n_head=2", "--n_embd=32", "--block_size=16", "--vocab_size=100",
+            "--device=cpu", NULL);
+    CHECK_RUN(r, 0, "bench --sample=2 --prompt=16");
+    p = strstr(r->out, "bench_result prompt_tokens_per_s=");
+    rate = p ? strtod(p + strlen("bench_result prompt_tokens_per_s="), NULL) : -1;
+    CHECK(rate > 0 && strstr(r->out, "16 tokens of each of 2 samples fed") && strstr(r->out, "bench_result sample_tokens_per_s="),
+          "bench --prompt reports the prompt's rate, then generation's: %.400s", r->out);
+    r = cli("bench", "--sample=1", "--prompt=17", "--n_layer=1", "--n_head=2", "--n_embd=32", "--block_size=16", "--vocab_size=100", "--device=cpu", NULL);
+    CHECK_RUN(r, 1, "bench --prompt past block_size");
+    CHECK(strstr(r->err, "--prompt=17: a prompt of 1..16 tokens (block_size)"), "bench --prompt names the valid range: %.300s", r->err);
+    r = cli("bench", "--prompt=8", NULL);
+    CHECK_RUN(r, 1, "bench --prompt without --sample");
+    CHECK(strstr(r->err, "give --sample=S too"), "bench --prompt alone says what it needs: %.300s", r->err);
     /* --kernels on a model whose AdamW moments cannot hold the classifier's weights: said, not a bare "rows 0" */
     r = cli("bench", "--kernels", "--n_layer=1", "--n_head=2", "--n_embd=32", "--block_size=16", "--batch_size=2", "--vocab_size=50257",
             "--device=cpu", NULL);

@@ -2,14 +2,15 @@
  *
  * Built and run by test/gpu.sh on a machine with a GPU:
  *     nvcc -c nanogpt.cu ; cc -DNGPT_CUDA -c test/test_gpu_ops.c ; link both with nvcc
- *     ./test_gpu_ops [--small] [--skip-alloc-check] [--fail-fast] [--dtype f32|bf16|f16[,...]] [--matmul-only | --attention-only | --default-kernels
- *                    | --runs-with NGPT_VARIABLE] [--without NGPT_VARIABLE]
+ *     ./test_gpu_ops [--small] [--skip-alloc-check] [--fail-fast] [--dtype f32|bf16|f16[,...]] [--matmul-only | --attention-only | --decode-only
+ *                    | --default-kernels | --runs-with NGPT_VARIABLE] [--without NGPT_VARIABLE]
  * --small keeps to small shapes (for compute-sanitizer, and the CUDA emulator of test/cuda_emu.sh); the
  * default adds GPT-2-sized ones.
  * --matmul-only runs the matmul cases alone, on the kernel NGPT_MATMUL chooses (test/gpu.sh tries each wgmma
  * kernel this way first, in its own process, so that a fault there, which poisons the CUDA context, cannot
  * take the other checks with it). --attention-only does the same with the attention cases (the wgmma
- * attention kernels, where the TMA matmul runs).
+ * attention kernels, where the TMA matmul runs); --decode-only with the KV-cache decoding cases (test/cuda_emu.sh's
+ * mutants of that kernel).
  * --default-kernels runs each dtype's sweep once, on the kernels the backend picks, without the runs on the
  * older kernels and the NGPT_EPILOGUE, NGPT_TILE_N and NGPT_SPLITK_MAX variants (test/gpu.sh's f16 racecheck:
  * the bf16 one covers those templates, and each variant doubles a racecheck's minutes).
@@ -62,7 +63,7 @@
 static ngpt_backend *tg_cpu, *tg_gpu;
 static char *tg_cpu_dev, *tg_gpu_dev, *tg_gpu_host;
 static size_t tg_cpu_cap, tg_gpu_cap, tg_host_cap, tg_cpu_base, tg_gpu_base, tg_cpu_off, tg_gpu_off;
-static int tg_small, tg_cc, tg_skip_alloc_check, tg_matmul_only, tg_attention_only, tg_default_kernels, tg_fail_fast;
+static int tg_small, tg_cc, tg_skip_alloc_check, tg_matmul_only, tg_attention_only, tg_decode_only, tg_default_kernels, tg_fail_fast;
 static const char *tg_runs_with; /* --runs-with NAME: only the runs that set the variable NAME */
 static const char *tg_without;   /* --without NAME: not the runs that set it */
 static int tg_emulated;           /* on test/cuda_emu.h's CUDA emulator, which runs the kernels on the CPU */
@@ -563,23 +564,25 @@ static void t_attention_scratch(int B, int NH, int T, int hs, float p, size_t sc
 }
 static void t_attention(int B, int NH, int T, int hs, float p) { t_attention_scratch(B, NH, T, hs, p, 0); }
 
-/* generation with a KV cache: position t of S sequences. The cache is random except position t, which is
- * NaN until the op writes it; the positions after t must come back untouched. */
-static void t_attention_decode(int S, int NH, int hs, int t, int maxT) {
+/* generation with a KV cache: positions t..t+n-1 of S sequences (row s*n+i: position t+i of s). The cache is random except
+ * those positions, which are NaN until the op writes them; the positions after them must come back untouched. */
+static void t_attention_decode(int S, int NH, int hs, int t, int n, int maxT) {
     int dt = tg_gpu->dtype, C = NH * hs;
-    tg_begin("attention_decode S=%d NH=%d hs=%d t=%d maxT=%d", S, NH, hs, t, maxT);
-    size_t nkv = (size_t)S * 2 * maxT * C;
-    float *qkv = tg_rand((size_t)S * 3 * C, 1.0f, 0, dt), *kv = tg_rand(nkv, 1.0f, 0, dt);
-    for (size_t i = 0; i < nkv; i++)
-        if ((int)((i / (size_t)C) % (size_t)maxT) == t) kv[i] = NAN;
-    TgBuf Bqkv = tg_buf((size_t)S * 3 * C, TG_ACT), Bkv = tg_buf(nkv, TG_ACT), Bout = tg_buf((size_t)S * C, TG_ACT);
+    tg_begin("attention_decode S=%d NH=%d hs=%d t=%d n=%d maxT=%d", S, NH, hs, t, n, maxT);
+    size_t nkv = (size_t)S * 2 * maxT * C, rows = (size_t)n * S;
+    float *qkv = tg_rand(rows * 3 * C, 1.0f, 0, dt), *kv = tg_rand(nkv, 1.0f, 0, dt);
+    for (size_t i = 0; i < nkv; i++) {
+        int pos = (int)((i / (size_t)C) % (size_t)maxT);
+        if (pos >= t && pos < t + n) kv[i] = NAN;
+    }
+    TgBuf Bqkv = tg_buf(rows * 3 * C, TG_ACT), Bkv = tg_buf(nkv, TG_ACT), Bout = tg_buf(rows * C, TG_ACT);
     TgOut outs[] = {{"out", &Bout, tg_tol(1e-4, 1e-2), {0}, 0}, {"kv cache", &Bkv, tg_tol(1e-6, 1e-6), {0}, 0}};
     for (int rep = 0; rep < 3; rep++) {
         ngpt_backend *be = rep ? tg_gpu : tg_cpu;
         PUT(Bqkv, qkv);
         PUT(Bkv, kv);
         POISON(Bout);
-        be->attention_decode(be, PTR(Bout), PTR(Bkv), PTR(Bqkv), S, t, maxT, C, NH);
+        be->attention_decode(be, PTR(Bout), PTR(Bkv), PTR(Bqkv), S, t, n, maxT, C, NH);
         be->sync(be);
         if (rep) tg_grab(outs, 2, rep - 1);
     }
@@ -1112,6 +1115,24 @@ static void tg_matmul_sweep(void) {
     }
 }
 
+/* decoding with the KV cache: one position, and chunks of a prompt (at position 0 the 16-bit ones run on training's
+ * attention forward) */
+static void tg_decode_sweep(void) {
+    t_attention_decode(3, 2, 64, 0, 1, 16);
+    t_attention_decode(2, 3, 48, 37, 1, 70);
+    t_attention_decode(4, 4, 32, 99, 1, 100);
+    t_attention_decode(3, 2, 64, 0, 16, 16); /* a prompt: the whole cache at once */
+    t_attention_decode(2, 3, 48, 0, 37, 70); /* head size 48, a chunk of 37 */
+    t_attention_decode(2, 3, 48, 37, 5, 70); /* after cached positions */
+    t_attention_decode(4, 4, 32, 90, 10, 100);
+    if (!tg_small) {
+        t_attention_decode(8, 12, 64, 700, 1, 1024);
+        t_attention_decode(2, 12, 64, 100, 400, 1024);
+        t_attention_decode(2, 12, 64, 0, 1024, 1024); /* GPT-2's whole block as a prompt */
+        t_attention_decode(3, 12, 64, 0, 300, 1024);
+    }
+}
+
 static void tg_attention_sweep(void) {
     int S = tg_small;
     /* the long sequences and the small scratch hold the tensor-core kernels' tiles, stages and dS^T scratch to the
@@ -1196,10 +1217,7 @@ static void tg_sweep(void) {
     t_adamw(S ? 4099 : 100003, NGPT_DTYPE_BF16);
     t_adamw_bf16_decay(S ? 8192 : 65536, 20);
     t_adamw_bf16_decay(S ? 8192 : 65536, S ? 500 : 2000);
-    t_attention_decode(3, 2, 64, 0, 16);
-    t_attention_decode(2, 3, 48, 37, 70);
-    t_attention_decode(4, 4, 32, 99, 100);
-    if (!S) t_attention_decode(8, 12, 64, 700, 1024);
+    tg_decode_sweep();
     tg_attention_sweep(); /* the long sweeps last (--fail-fast) */
     tg_matmul_sweep();
 }
@@ -1211,6 +1229,7 @@ int main(int argc, char **argv) {
         if (!strcmp(argv[i], "--small")) tg_small = 1;
         else if (!strcmp(argv[i], "--matmul-only")) tg_matmul_only = 1;
         else if (!strcmp(argv[i], "--attention-only")) tg_attention_only = 1;
+        else if (!strcmp(argv[i], "--decode-only")) tg_decode_only = 1;
         else if (!strcmp(argv[i], "--default-kernels")) tg_default_kernels = 1;
         else if (!strcmp(argv[i], "--skip-alloc-check")) tg_skip_alloc_check = 1; /* under compute-sanitizer, which allocates */
         else if (!strcmp(argv[i], "--fail-fast")) tg_fail_fast = 1;
@@ -1220,7 +1239,7 @@ int main(int argc, char **argv) {
         else {
             fprintf(stderr,
                     "usage: %s [--small] [--skip-alloc-check] [--fail-fast] [--dtype f32|bf16|f16[,...]] [--matmul-only | --attention-only | "
-                    "--default-kernels | --runs-with NGPT_VARIABLE] [--without NGPT_VARIABLE]\n",
+                    "--decode-only | --default-kernels | --runs-with NGPT_VARIABLE] [--without NGPT_VARIABLE]\n",
                     argv[0]);
             return 2;
         }
@@ -1351,8 +1370,8 @@ int main(int argc, char **argv) {
             continue; /* an older kernel only where it is not the default; the staged epilogue only beside a direct one; tiles
                        * 192 wide and the ping-pong kernel only where the TMA kernel runs; turns and persistence only where attention runs on wgmma; bf16's refusal below sm_80 checked once;
                        * a run held to the default's bits only where the default kept them */
-        if ((only && !tg_listed(only, tg_dtname(dt))) || ((tg_matmul_only || tg_attention_only || tg_default_kernels) && runs[k].env))
-            continue; /* --matmul-only, --attention-only, --default-kernels: the chosen kernels alone */
+        if ((only && !tg_listed(only, tg_dtname(dt))) || ((tg_matmul_only || tg_attention_only || tg_decode_only || tg_default_kernels) && runs[k].env))
+            continue; /* --matmul-only, --attention-only, --decode-only, --default-kernels: the chosen kernels alone */
         if (tg_runs_with && !((runs[k].env && !strcmp(runs[k].env, tg_runs_with)) || (runs[k].env2 && !strcmp(runs[k].env2, tg_runs_with))))
             continue; /* --runs-with: those runs alone (a mutant only they catch, without the sweeps before them) */
         if (tg_without && runs[k].env && !strcmp(runs[k].env, tg_without)) continue; /* --without: not those */
@@ -1416,6 +1435,7 @@ int main(int argc, char **argv) {
         clock_gettime(CLOCK_MONOTONIC, &t0);
         if (tg_matmul_only) tg_matmul_sweep();
         else if (tg_attention_only) tg_attention_sweep();
+        else if (tg_decode_only) tg_decode_sweep();
         else if (staged || unsplit) tg_matmul_sweep();
         else if (attn_variant) tg_attention_sweep();
         else if (uncached) tg_loss_sweep();

@@ -1,5 +1,7 @@
 /* test_sample.c: generation with the KV cache.
- *  - the logits of each decoding step equal those of a full forward pass over the same prefix;
+ *  - the logits of each decoding step, and of a chunk of positions fed at once (a prompt), equal those of a full
+ *    forward pass over the same prefix; a prompt shared by the samples, fed once and its cache copied, samples as
+ *    when fed to each;
  *  - top_k = 1 and temperature 0 are greedy decoding of the full model; the same seed gives the same samples,
  *    each the same whatever num_samples is;
  *  - generation past block_size (the cache is rebuilt) stays valid, and greedy there is the full model's argmax over
@@ -58,29 +60,56 @@ static int argmax_row(const float *row) {
     return best;
 }
 
+/* every parameter (the vocabulary padding rows too) drawn from N(0, std): the initial weights' greedy text soon
+ * repeats one token whatever comes before it, while large weights make each token depend on the tokens and
+ * positions before it */
+static void randomize_params(ngpt_trainer *tr, float std, uint64_t seed) {
+    size_t n = tr->plan.nparams;
+    float *p = malloc(n * sizeof *p);
+    for (size_t i = 0; p && i < n; i++) p[i] = std * normal_at(seed, 0, i);
+    CHECK(p && copy_params_in(tr, p) == 0, "random parameters: %s", tr->err);
+    free(p);
+}
+
+/* The cache filled a chunk of positions at a time (a prompt fed at once) gives,
+ * at each chunk's last position, the logits of a full forward pass over the same prefix: chunks of one position
+ * (generation), the whole block at once, and chunks of 3, 1, 6 and 2 positions in turn (a chunk after cached ones).
+ * Weights N(0, 0.3): each position's logits depend on the tokens before it. */
 static void test_decode_matches_full_forward(void) {
     ngpt_trainer *tr = make();
     if (!tr) { CHECK(0, "trainer"); return; }
+    randomize_params(tr, 0.3f, 5);
     int Vp = tr->ms.Vp;
     int32_t tok[S * T];
     for (int i = 0; i < S * T; i++) tok[i] = (int32_t)(ngpt_hash(4, 4, (uint64_t)i) % V);
     float *full = malloc((size_t)S * T * Vp * 4), *step = malloc((size_t)S * Vp * 4);
     CHECK(one_pass_holds_logits(tr, &tr->plan.eval, S, tr->plan.eval_chunk), "one pass holds all logits");
     full_logits(tr, tok, S, full);
-    size_t off[N_SAMPLE_BUFS];
-    CHECK(sample_layout(tr, S, off) <= tr->plan.region_bytes, "sample layout fits");
-    tr->be->set_scratch(tr->be, tr->region + off[S_SCRATCH], tr->plan.region_bytes - off[S_SCRATCH]);
-    double worst = 0;
-    for (int t = 0; t < T; t++) {
-        int32_t at[S];
-        for (int s = 0; s < S; s++) at[s] = tok[s * T + t];
-        decode_step(tr, off, S, t, at);
-        download_as_f32(tr, step, tr->region + off[S_LOGITS], (size_t)S * Vp);
-        for (int s = 0; s < S; s++)
-            for (int j = 0; j < V; j++) worst = fmax(worst, fabs((double)step[s * Vp + j] - full[((size_t)s * T + t) * Vp + j]));
+    double most = 0;
+    for (size_t i = 0; i < (size_t)S * T * Vp; i++) most = fmax(most, fabs((double)full[i]));
+    SampleFit f;
+    CHECK(sample_layout(tr, S, T, &f) <= tr->plan.region_bytes, "the layout for a whole block of %d sequences fits", S);
+    tr->be->set_scratch(tr->be, tr->region + f.off[S_SCRATCH], tr->plan.region_bytes - f.off[S_SCRATCH]);
+    static const int cycles[][4] = {{1, 1, 1, 1}, {T, T, T, T}, {3, 1, 6, 2}};
+    static const char *const names[] = {"one position", "the whole block", "3, 1, 6, 2 positions"};
+    for (int c = 0; c < 3; c++) {
+        double worst = 0;
+        int chunks = 0;
+        for (int t = 0; t < T; chunks++) {
+            int n = MIN(cycles[c][chunks % 4], T - t);
+            int32_t at[S * T];
+            for (int i = 0; i < n; i++)
+                for (int s = 0; s < S; s++) at[s * n + i] = tok[s * T + t + i];
+            decode_step(tr, &f, S, t, n, at);
+            t += n;
+            download_as_f32(tr, step, tr->region + f.off[S_LOGITS], (size_t)S * Vp);
+            for (int s = 0; s < S; s++)
+                for (int j = 0; j < V; j++) worst = fmax(worst, fabs((double)step[s * Vp + j] - full[((size_t)s * T + t - 1) * Vp + j]));
+        }
+        printf("  decode, %s at a time (%d chunks) vs full forward: max abs logit diff %.3g (logits up to %.3g) over %d positions x %d sequences\n",
+               names[c], chunks, worst, most, T, S);
+        CHECK(most > 1 && worst < 1e-5 * most, "%s at a time: KV-cache logits differ from the full forward by %.3g", names[c], worst);
     }
-    printf("  decode vs full forward: max abs logit diff %.3g over %d positions x %d sequences\n", worst, T, S);
-    CHECK(worst < 1e-4, "KV-cache logits differ from the full forward by %.3g", worst);
     free(full); free(step);
     ngpt_trainer_free(tr);
 }
@@ -149,13 +178,37 @@ static void test_greedy_rows(void) {
     ngpt_trainer *tr = make();
     if (!tr) { CHECK(0, "trainer"); return; }
     enum { NP = 4, NEW = 12, TOTAL = NP + NEW };
-    size_t off[N_SAMPLE_BUFS];
+    SampleFit f;
     CHECK(tr->ms.Vp != V, "Vp %d equals V: rows read V apart would pass", tr->ms.Vp);
-    CHECK(sample_layout(tr, S, off) <= tr->plan.region_bytes && tr->plan.host_bytes_of[H_TOKENS] / NGPT_FENCES / sizeof(int32_t) >= S,
+    CHECK(sample_layout(tr, S, 1, &f) <= tr->plan.region_bytes && tr->plan.host_bytes_of[H_TOKENS] / NGPT_FENCES / sizeof(int32_t) >= S,
           "the %d samples are not decoded at once", S);
     int32_t prompt[NP] = {1, 2, 3, 4}, one[TOTAL], rows[S * TOTAL];
     CHECK(ngpt_sample(tr, prompt, NP, 1, NEW, 0.0f, 0, 1, one) == 0 && ngpt_sample(tr, prompt, NP, S, NEW, 0.0f, 0, 2, rows) == 0, "%s", tr->err);
     for (int s = 0; s < S; s++) CHECK(!memcmp(rows + s * TOTAL, one, sizeof one), "sample %d of %d is not the greedy sequence", s, S);
+    ngpt_trainer_free(tr);
+}
+
+/* Samples that share a prompt: fed to sample 0 alone and its KV cache and logits copied to the others (backend copy),
+ * or fed to each (no copy), they draw the same text, token for token (12 prompt tokens: both passes are GEMMs of
+ * their rows, whose sums do not depend on the row count), and sample 0 is the text of num_samples 1 */
+static void test_shared_prompt(void) {
+    ngpt_trainer *tr = make();
+    if (!tr) { CHECK(0, "trainer"); return; }
+    randomize_params(tr, 0.3f, 31);
+    enum { NP = 12, NEW = 6, TOTAL = NP + NEW };
+    int32_t prompt[NP], copied[S * TOTAL], each[S * TOTAL], one[TOTAL];
+    for (int i = 0; i < NP; i++) prompt[i] = (int32_t)(ngpt_hash(9, 9, (uint64_t)i) % V);
+    CHECK(ngpt_sample(tr, prompt, NP, S, NEW, 0.9f, 20, 4, copied) == 0, "%s", tr->err);
+    CHECK(ngpt_sample(tr, prompt, NP, 1, NEW, 0.9f, 20, 4, one) == 0, "%s", tr->err);
+    void (*copy)(ngpt_backend *, void *, const void *, size_t) = tr->be->copy;
+    tr->be->copy = NULL;
+    CHECK(ngpt_sample(tr, prompt, NP, S, NEW, 0.9f, 20, 4, each) == 0, "%s", tr->err);
+    tr->be->copy = copy;
+    CHECK(!memcmp(copied, each, sizeof copied), "the prompt fed once and copied gives other samples than fed to each");
+    CHECK(!memcmp(copied, one, sizeof one), "sample 0 of %d is not the text of one sample", S);
+    int alike = 0;
+    for (int s = 1; s < S; s++) alike += !memcmp(copied + s * TOTAL + NP, copied + NP, NEW * sizeof(int32_t));
+    CHECK(!alike, "%d samples drew sample 0's %d new tokens (each must draw its own)", alike, NEW);
     ngpt_trainer_free(tr);
 }
 
@@ -173,17 +226,6 @@ static void test_hot_draws_stay_in_vocab(void) {
     for (int i = 0; i < S * TOTAL; i++) outside += out[i] < 0 || out[i] >= V;
     CHECK(!outside, "%d of %d tokens outside the vocabulary", outside, S * NEW);
     ngpt_trainer_free(tr);
-}
-
-/* every parameter (the vocabulary padding rows too) drawn from N(0, std): the initial weights' greedy text soon
- * repeats one token whatever comes before it, while large weights make each token depend on the tokens and
- * positions before it */
-static void randomize_params(ngpt_trainer *tr, float std, uint64_t seed) {
-    size_t n = tr->plan.nparams;
-    float *p = malloc(n * sizeof *p);
-    for (size_t i = 0; p && i < n; i++) p[i] = std * normal_at(seed, 0, i);
-    CHECK(p && copy_params_in(tr, p) == 0, "random parameters: %s", tr->err);
-    free(p);
 }
 
 /* greedy generation three blocks past block_size: whenever the cache is full it is rebuilt from the last
@@ -436,6 +478,7 @@ int main(void) {
     RUN(test_decode_matches_full_forward);
     RUN(test_greedy_and_seeds);
     RUN(test_greedy_rows);
+    RUN(test_shared_prompt);
     RUN(test_hot_draws_stay_in_vocab);
     RUN(test_greedy_past_block_size);
     RUN(test_block_size_one);
