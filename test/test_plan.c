@@ -1033,7 +1033,7 @@ static void test_sampling_need_and_kv_cache(void) {
     s.inference = 1;
     CHECK(plan_make(&p, &s, err, sizeof err) == NGPT_OK, "sampling GPT-2 XL in 12 GiB: %s", err);
     ngpt_shape one = sample_shape(&xl, 1);
-    size_t off[N_SAMPLE_BUFS], need = sample_layout_of(&xl, p.act_bytes, 1, cuda_scratch_bytes(&one, 0), off);
+    size_t off[N_SAMPLE_BUFS], need = sample_layout_of(&xl, p.act_bytes, 1, 1, cuda_scratch_bytes(&one, 0), off);
     CHECK(need <= p.region_bytes, "one sequence's KV cache and scratch %zu bytes, the region %zu", need, p.region_bytes);
 }
 
