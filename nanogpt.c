@@ -9881,6 +9881,12 @@ static int sample_fit(ngpt_trainer *tr, int num_samples, SampleFit *f) {
     return 0;
 }
 
+/* Whether n samples decoded together share their prompt: fed to the first alone, then its cache copied (share_prompt) */
+static int sample_shares_prompt(const ngpt_trainer *tr, int n) { return n > 1 && tr->be->copy != NULL; }
+
+/* Positions of each of `fed` sequences one decode_step takes: the rows sample_fit planned, split between them */
+static int sample_pass_positions(const ngpt_trainer *tr, const SampleFit *f, int fed) { return MIN(tr->ms.maxT, f->seqs * f->feed / fed); }
+
 /* After the shared prompt was fed to sequence 0 alone (its pos positions): its keys and values, and its logits, copied to
  * sequences 1..n-1 */
 static void share_prompt(ngpt_trainer *tr, const SampleFit *f, int n, int pos) {
@@ -9913,12 +9919,12 @@ int ngpt_sample(ngpt_trainer *tr, const int32_t *prompt, int n_prompt, int num_s
     SampleFit fit;
     if (sample_fit(tr, num_samples, &fit))
         return tr_fail(tr, NGPT_ERR_NOMEM, "sample: the KV cache of one sequence does not fit the planned batch region");
-    const int S = fit.seqs, rows = fit.seqs * fit.feed;
+    const int S = fit.seqs;
     ngpt_backend *be = tr->be;
     be->set_scratch(be, tr->region + fit.off[S_SCRATCH], tr->plan.region_bytes - fit.off[S_SCRATCH]);
     int total = n_prompt + max_new, rc = NGPT_OK;
     float *logits = (float *)malloc((size_t)m->Vp * S * sizeof(float));
-    int32_t *tok = (int32_t *)malloc((size_t)rows * sizeof(int32_t));
+    int32_t *tok = (int32_t *)malloc((size_t)fit.seqs * fit.feed * sizeof(int32_t));
     Rng *rng = (Rng *)malloc((size_t)S * sizeof(Rng));
     const SampleScratch sc = {(float *)malloc((size_t)m->V * sizeof(float)), (int32_t *)malloc((size_t)m->V * sizeof(int32_t)),
                               (double *)malloc((size_t)m->V * sizeof(double))};
@@ -9932,10 +9938,10 @@ int ngpt_sample(ngpt_trainer *tr, const int32_t *prompt, int n_prompt, int num_s
         for (int s = 0; s < n; s++) memcpy(seqs + (size_t)s * total, prompt, (size_t)n_prompt * sizeof(int32_t));
         int len = n_prompt, pos = 0, start = 0; /* the cache holds tokens start..start+pos-1 at positions 0..pos-1 */
         if (len > m->maxT) start = len - m->maxT;
-        int shared = n > 1 && be->copy; /* the samples' windows are the prompt's until their first new token */
+        int shared = sample_shares_prompt(tr, n); /* the samples' windows are the prompt's until their first new token */
         while (len < total && !rc) {
             /* feed what the cache lacks (a prompt shared by the samples to sample 0 alone, then copied), then sample one token */
-            int fed = shared ? 1 : n, per = MIN(m->maxT, rows / fed);
+            int fed = shared ? 1 : n, per = sample_pass_positions(tr, &fit, fed);
             while (start + pos < len) {
                 if (pos == m->maxT) { start = len - MAX(1, m->maxT / 2); pos = 0; } /* full: rebuild from the last half (one token at block_size 1) */
                 int k = MIN(MIN(len - (start + pos), m->maxT - pos), per);
@@ -12855,7 +12861,7 @@ static int bench_sampling(ngpt_config *cfg, int samples, int steps, int prompt_l
         }
         SampleFit fit;
         if (!rc && !sample_fit(tr, samples, &fit)) {
-            int shared = fit.seqs > 1 && tr->be->copy, per = MIN(MIN(tr->ms.maxT, fit.seqs * fit.feed / (shared ? 1 : fit.seqs)), prompt_len);
+            int shared = sample_shares_prompt(tr, fit.seqs), per = MIN(sample_pass_positions(tr, &fit, shared ? 1 : fit.seqs), prompt_len);
             printf("prompt       %.4f s: %d tokens of each of %d samples fed (%d at a time: %s, %d positions a pass), and one new token drawn, "
                    "%.1f prompt tokens/s\n", best, prompt_len, samples, fit.seqs, shared ? "to one, its cache copied to the others" : "to each", per,
                    samples * prompt_len / best);
