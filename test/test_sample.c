@@ -44,15 +44,6 @@ static ngpt_trainer *make_sized(int sample_only, long long seed, int block_size)
 static ngpt_trainer *make_with(int sample_only, long long seed) { return make_sized(sample_only, seed, T); }
 static ngpt_trainer *make(void) { return make_with(0, 1337); }
 
-/* logits (B*T rows of Vp) of a full forward pass over B sequences */
-static void full_logits(ngpt_trainer *tr, const int32_t *tok, int B, float *out) {
-    memcpy(tr->h_tokens, tok, (size_t)B * T * 4);
-    memset(tr->h_targets, 0, (size_t)B * T * 4);
-    use_scratch(tr, &tr->plan.eval);
-    run_micro_batch(tr, &tr->plan.eval, B, 0, 0, 0);
-    download_logits(tr, &tr->plan.eval, B, out);
-}
-
 /* the lowest id of the largest of row[0..V) */
 static int argmax_row(const float *row) {
     int best = 0;
@@ -71,46 +62,15 @@ static void randomize_params(ngpt_trainer *tr, float std, uint64_t seed) {
     free(p);
 }
 
-/* The cache filled a chunk of positions at a time (a prompt fed at once) gives,
- * at each chunk's last position, the logits of a full forward pass over the same prefix: chunks of one position
- * (generation), the whole block at once, and chunks of 3, 1, 6 and 2 positions in turn (a chunk after cached ones).
+/* The KV cache, filled a chunk of positions at a time, gives the full forward's logits (check_decode_matches_full).
  * Weights N(0, 0.3): each position's logits depend on the tokens before it. */
 static void test_decode_matches_full_forward(void) {
     ngpt_trainer *tr = make();
     if (!tr) { CHECK(0, "trainer"); return; }
     randomize_params(tr, 0.3f, 5);
-    int Vp = tr->ms.Vp;
     int32_t tok[S * T];
     for (int i = 0; i < S * T; i++) tok[i] = (int32_t)(ngpt_hash(4, 4, (uint64_t)i) % V);
-    float *full = malloc((size_t)S * T * Vp * 4), *step = malloc((size_t)S * Vp * 4);
-    CHECK(one_pass_holds_logits(tr, &tr->plan.eval, S, tr->plan.eval_chunk), "one pass holds all logits");
-    full_logits(tr, tok, S, full);
-    double most = 0;
-    for (size_t i = 0; i < (size_t)S * T * Vp; i++) most = fmax(most, fabs((double)full[i]));
-    SampleFit f;
-    CHECK(sample_layout(tr, S, T, &f) <= tr->plan.region_bytes, "the layout for a whole block of %d sequences fits", S);
-    tr->be->set_scratch(tr->be, tr->region + f.off[S_SCRATCH], tr->plan.region_bytes - f.off[S_SCRATCH]);
-    static const int cycles[][4] = {{1, 1, 1, 1}, {T, T, T, T}, {3, 1, 6, 2}};
-    static const char *const names[] = {"one position", "the whole block", "3, 1, 6, 2 positions"};
-    for (int c = 0; c < 3; c++) {
-        double worst = 0;
-        int chunks = 0;
-        for (int t = 0; t < T; chunks++) {
-            int n = MIN(cycles[c][chunks % 4], T - t);
-            int32_t at[S * T];
-            for (int i = 0; i < n; i++)
-                for (int s = 0; s < S; s++) at[s * n + i] = tok[s * T + t + i];
-            decode_step(tr, &f, S, t, n, at);
-            t += n;
-            download_as_f32(tr, step, tr->region + f.off[S_LOGITS], (size_t)S * Vp);
-            for (int s = 0; s < S; s++)
-                for (int j = 0; j < V; j++) worst = fmax(worst, fabs((double)step[s * Vp + j] - full[((size_t)s * T + t - 1) * Vp + j]));
-        }
-        printf("  decode, %s at a time (%d chunks) vs full forward: max abs logit diff %.3g (logits up to %.3g) over %d positions x %d sequences\n",
-               names[c], chunks, worst, most, T, S);
-        CHECK(most > 1 && worst < 1e-5 * most, "%s at a time: KV-cache logits differ from the full forward by %.3g", names[c], worst);
-    }
-    free(full); free(step);
+    check_decode_matches_full(tr, S, tok, 1e-5, "CPU fp32");
     ngpt_trainer_free(tr);
 }
 
@@ -122,14 +82,9 @@ static void test_greedy_and_seeds(void) {
     CHECK(ngpt_sample(tr, prompt, np, 1, nnew, 1.0f, 1, 99, out) == 0, "%s", tr->err);
     /* greedy: every new token is the argmax of the full model over its prefix */
     float *full = malloc((size_t)T * Vp * 4);
-    full_logits(tr, out, 1, full);
+    full_forward_logits(tr, out, 1, full);
     int bad = 0;
-    for (int t = np; t < total; t++) {
-        const float *row = full + (size_t)(t - 1) * Vp;
-        int best = 0;
-        for (int j = 1; j < V; j++) best = row[j] > row[best] ? j : best;
-        bad += out[t] != best;
-    }
+    for (int t = np; t < total; t++) bad += out[t] != argmax_row(full + (size_t)(t - 1) * Vp);
     CHECK(!bad, "%d greedy tokens differ from the full model's argmax", bad);
     int32_t a[3 * 30], b[3 * 30], c[3 * 30];
     CHECK(ngpt_sample(tr, prompt, np, 3, 26, 0.9f, 20, 5, a) == 0 && ngpt_sample(tr, prompt, np, 3, 26, 0.9f, 20, 5, b) == 0 &&
@@ -249,7 +204,7 @@ static void test_greedy_past_block_size(void) {
         int n = MIN(T, TOTAL - start);
         memset(win, 0, sizeof win); /* zeros past the end: no token after t - 1 reaches row t - 1 - start */
         memcpy(win, out + start, (size_t)n * sizeof(int32_t));
-        full_logits(tr, win, 1, full);
+        full_forward_logits(tr, win, 1, full);
         bad += out[t] != argmax_row(full + (size_t)(t - 1 - start) * Vp);
     }
     CHECK(rebuilds >= 3, "the cache was rebuilt %d times", rebuilds);
