@@ -131,6 +131,7 @@ compare_runs() { # OUT_DIR_A OUT_DIR_B -> "steps mean|dloss| max|dloss| tokens/s
 plan_of() { grep -m1 'plan: micro-batch' "$1" | sed 's/.*plan: //' | cut -c1-80; }          # FILE: train's plan line
 arena_of() { sed -n 's/.*memory: arena \([0-9.]* [KMG]iB\).*/\1/p' "$1" | head -n 1; }     # FILE: "2.36 GiB"
 gib_of() { awk -v a="$1" 'BEGIN{split(a, p, " "); printf "%.4f", p[1] * (p[2] == "GiB" ? 1 : p[2] == "MiB" ? 1 / 1024 : 1 / 1048576)}'; }
+over() { awk -v a="$1" -v b="$2" -v f="$3" 'BEGIN{if (a > 0 && b > 0) printf f, a / b}'; } # A B FORMAT: A / B, nothing unless both are > 0
 best_val_of() { sed -n 's/.*best val loss \([0-9.]*\).*/\1/p' "$1" | tail -n 1; }       # FILE: train's done line
 bench_value() { # FILE "== HEADER" KEY: KEY=value of the bench_result line in that section
     awk -v h="$2" -v k="$3" '/^== /{on = ($0 == h)} on && /^bench_result /{for (i = 2; i <= NF; i++) if (index($i, k "=") == 1) print substr($i, length(k) + 2)}' "$1" | head -n 1
@@ -214,7 +215,7 @@ score_predictions() {
         v=$a
         if [ ${#terms[@]} = 2 ]; then
             b=$(prediction_term "${terms[1]}" "$2" "$3" "$4")
-            v=$(awk -v a="$a" -v b="$b" 'BEGIN{if (a > 0 && b > 0) printf "%.4f", a / b}')
+            v=$(over "$a" "$b" %.4f)
         fi
         verdict=$(awk -v v="$v" -v l="$low" -v h="$high" 'BEGIN{if (v == "") print "NONE"; else if (v + 0 < l + 0) print "BELOW";
                                                               else if (v + 0 > h + 0) print "ABOVE"; else print "HELD"}')
@@ -733,7 +734,7 @@ if want capped && [ $BUILT = 0 ] && time_left "2.68 GiB capped run" 180 capped; 
             row "2.68 GiB: loss curve vs uncapped" "$ok" "$n steps, mean |d| $meand, max |d| $maxd (bf16: <= 0.02, 0.1); plan $plan"
             fits=$(awk -v v="$(gib_of "$arena")" 'BEGIN{print (v > 0 && v <= 2.68) ? "PASS" : "FAIL"}')
             row "2.68 GiB: arena within the budget" "$fits" "arena ${arena:-?}; nvidia-smi peak ${peak} MiB with the CUDA context"
-            r=$(awk -v a="$tokc" -v b="$toku" 'BEGIN{if (b > 0) printf "%.2f", a / b}')
+            r=$(over "$tokc" "$toku" %.2f)
             row "capped speed vs uncapped (>= 0.7x)" "$(awk -v v="$r" 'BEGIN{print (v != "" && v + 0 >= 0.7) ? "PASS" : "MISS"}')" \
                 "${r:-none}x: $tokc vs $toku tokens/s (median, steps 5-49)"
         fi
@@ -746,8 +747,8 @@ if want capped && [ $BUILT = 0 ] && time_left "2.68 GiB capped run" 180 capped; 
             row "2.68 GiB, cheaper trades pinned" FAIL "steps compared: ${n:-0}; see capped.log"
         else
             ok=$(awk -v a="$meand" -v b="$maxd" 'BEGIN{print (a <= 0.02 && b <= 0.1) ? "PASS" : "FAIL"}')
-            r=$(awk -v a="$tokl" -v b="$toku2" 'BEGIN{if (b > 0) printf "%.2f", a / b}')
-            rcap=$(awk -v a="${tokc:-0}" -v b="$tokl" 'BEGIN{if (a > 0 && b > 0) printf "%.2f", a / b}') # none without the capped run's speed
+            r=$(over "$tokl" "$toku2" %.2f)
+            rcap=$(over "${tokc:-0}" "$tokl" %.2f) # none without the capped run's speed
             row "2.68 GiB, cheaper trades pinned" "$ok" "${r:-none}x uncapped ($tokl tokens/s; the planner's plan ${rcap:-none}x this); curve mean |d| $meand, max |d| $maxd; plan $(plan_of "$BUILD/train_cheaper.out"); arena $(arena_of "$BUILD/train_cheaper.out")"
             row "planner's cap plan vs cheaper trades (> 1.0)" "$(awk -v v="$rcap" 'BEGIN{print (v != "" && v + 0 > 1.0) ? "PASS" : "MISS"}')" \
                 "${rcap:-none}x: $tokc vs $tokl tokens/s"
@@ -763,7 +764,7 @@ if want capped && [ $BUILT = 0 ] && time_left "2.68 GiB capped run" 180 capped; 
             local a b r
             a=$(bench_value "$LOG/capped.log" "$2" tokens_per_s)
             b=$(bench_value "$LOG/capped.log" "$3" tokens_per_s)
-            r=$(awk -v a="${a:-0}" -v b="${b:-0}" 'BEGIN{if (a > 0 && b > 0) printf "%.3f", a / b}')
+            r=$(over "${a:-0}" "${b:-0}" %.3f)
             row "$1 (> $5)" "$(awk -v v="$r" -v m="$5" 'BEGIN{print (v != "" && v + 0 > m + 0) ? "PASS" : "MISS"}')" \
                 "${r:-none}x (modeled ${4}x): $(bench_plan_of "$LOG/capped.log" "$2") ${a:-none} tokens/s vs $(bench_plan_of "$LOG/capped.log" "$3") ${b:-none}"
         }
@@ -932,10 +933,10 @@ if want bench && [ $BUILT = 0 ] && time_left "benchmarks" 150 bench; then
         awk -v v="$1" -v t="$2" 'BEGIN{print (v != "" && v + 0 >= t) ? "PASS" : "MISS"}'
     }
     if [ -n "$ours_tok" ] && [ -n "$torch_tok" ]; then
-        e2e=$(awk -v a="$ours_tok" -v b="$torch_tok" 'BEGIN{printf "%.2f", a / b}')
+        e2e=$(over "$ours_tok" "$torch_tok" %.2f)
         row "end to end vs PyTorch (>= 1.3x)" "$(target "$e2e" 1.3)" "${e2e}x: $ours_tok vs $torch_tok tokens/s, MFU $mfu"
-        memr=$(awk -v a="$ours_mem" -v b="$torch_mem" 'BEGIN{printf "%.2f", a / b}')
-        row "memory vs PyTorch (<= 1.0x)" "$(awk -v v="$memr" 'BEGIN{print (v + 0 <= 1.0) ? "PASS" : "MISS"}')" \
+        memr=$(over "$ours_mem" "$torch_mem" %.2f)
+        row "memory vs PyTorch (<= 1.0x)" "$(awk -v v="$memr" 'BEGIN{print (v != "" && v + 0 <= 1.0) ? "PASS" : "MISS"}')" \
             "${memr}x: $((ours_mem / 1048576)) vs $((torch_mem / 1048576)) MiB in use"
     else
         row "end to end vs PyTorch" FAIL "no result (nanogpt: ${ours_tok:-none}, torch: ${torch_tok:-none}); see bench.log"
@@ -946,14 +947,14 @@ if want bench && [ $BUILT = 0 ] && time_left "benchmarks" 150 bench; then
         "${s1:-none} tokens/s with 1 sample, ${s10:-none} with 10 (128 new tokens each)"
     g1=$(bench_value "$LOG/bench.log" "== nanogpt bench --sample=1, NGPT_GEMV=simt" sample_tokens_per_s)
     g10=$(bench_value "$LOG/bench.log" "== nanogpt bench --sample=10, NGPT_GEMV=simt" sample_tokens_per_s)
-    r1=$(awk -v a="$s1" -v b="$g1" 'BEGIN{if (a > 0 && b > 0) printf "%.2f", a / b}')
-    r10=$(awk -v a="$s10" -v b="$g10" 'BEGIN{if (a > 0 && b > 0) printf "%.2f", a / b}')
+    r1=$(over "$s1" "$g1" %.2f)
+    r10=$(over "$s10" "$g10" %.2f)
     row "sampling: gemv on tensor cores vs NGPT_GEMV=simt (>= 1.0)" "$(target "$r1" 1.0)" \
         "1 sample ${r1:-none}x (${g1:-none} tokens/s with simt), 10 samples ${r10:-none}x (${g10:-none})"
     p1=$(bench_value "$LOG/bench.log" "== nanogpt bench --sample=1 --prompt=$PROMPT_LEN" prompt_tokens_per_s)
     p10=$(bench_value "$LOG/bench.log" "== nanogpt bench --sample=10 --prompt=$PROMPT_LEN" prompt_tokens_per_s)
-    q1=$(awk -v a="$p1" -v b="$s1" 'BEGIN{if (a > 0 && b > 0) printf "%.1f", a / b}')
-    q10=$(awk -v a="$p10" -v b="$s10" 'BEGIN{if (a > 0 && b > 0) printf "%.1f", a / b}')
+    q1=$(over "$p1" "$s1" %.1f)
+    q10=$(over "$p10" "$s10" %.1f)
     row "a $PROMPT_LEN-token prompt at once vs a token a step (>= 1.0)" "$(target "$q1" 1.0)" \
         "1 sample ${q1:-none}x (${p1:-none} prompt tokens/s), 10 samples ${q10:-none}x (${p10:-none})"
     mm=$(ratio '^matmul' "$BUILD/k_ours" "$BUILD/k_torch")
@@ -997,7 +998,7 @@ if want bench && [ $BUILT = 0 ] && time_left "benchmarks" 150 bench; then
         row "direct vs staged TMA epilogue" "$(target "$(ratio '^matmul' "$BUILD/k_ours" "$BUILD/k_staged")" 1.0)" \
             "forward products ${dfw:-none}x, backward ${dbw:-none}x, FLOP-weighted (plain products)"
         staged_tok=$(bench_value "$LOG/bench.log" "== nanogpt bench, staged epilogue" tokens_per_s)
-        [ -n "$staged_tok" ] && row "direct vs staged TMA epilogue, end to end" "$(target "$(awk -v a="$ours_tok" -v b="$staged_tok" 'BEGIN{if (b > 0) printf "%.3f", a / b}')" 1.0)" \
+        [ -n "$staged_tok" ] && row "direct vs staged TMA epilogue, end to end" "$(target "$(over "$ours_tok" "$staged_tok" %.3f)" 1.0)" \
             "${ours_tok:-none} vs ${staged_tok:-none} tokens/s (op by op: bench.log's two profiled steps)"
     fi
     if [ -s "$BUILD/k_wide" ]; then # the TMA kernel's tile width chosen per product (192 for N = 768), against 256 everywhere
@@ -1052,8 +1053,8 @@ if want bench && [ $BUILT = 0 ] && time_left "benchmarks" 150 bench; then
  mlp proj dinp gelu $(ratio '^matmul mlp proj dinp gelu$' "$BUILD/k_pingpong" "$BUILD/k_ours")x"
         ppg_tok=$(bench_value "$LOG/bench.log" "== nanogpt bench, ping-pong for the GELU products" tokens_per_s)
         ppa_tok=$(bench_value "$LOG/bench.log" "== nanogpt bench, ping-pong" tokens_per_s)
-        ppg=$(awk -v a="$ppg_tok" -v b="$ours_tok" 'BEGIN{if (b > 0 && a > 0) printf "%.3f", a / b}')
-        ppa=$(awk -v a="$ppa_tok" -v b="$ours_tok" 'BEGIN{if (b > 0 && a > 0) printf "%.3f", a / b}')
+        ppg=$(over "$ppg_tok" "$ours_tok" %.3f)
+        ppa=$(over "$ppa_tok" "$ours_tok" %.3f)
         row "ping-pong vs cooperative, end to end" "$(target "$(printf '%s\n%s\n' "${ppg:-0}" "${ppa:-0}" | sort -g | tail -n 1)" 1.0)" \
             "GELU products on it (NGPT_PINGPONG=gelu) ${ppg:-none}x: ${ppg_tok:-none} tokens/s, every product (=1) ${ppa:-none}x: ${ppa_tok:-none}, against ${ours_tok:-none}"
     fi
@@ -1072,30 +1073,30 @@ if want bench && [ $BUILT = 0 ] && time_left "benchmarks" 150 bench; then
     if [ -n "$pl" ] && [ -n "$fu" ] && [ -n "$op" ]; then row "GELU fused vs its own op (>= 1.0)" "$verdict" "${gf#, }"
     else row "GELU fused vs its own op" FAIL "no fused or GELU rows in bench --kernels; see bench.log"; fi
     nofuse_tok=$(bench_value "$LOG/bench.log" "== nanogpt bench, GELU ops of their own" tokens_per_s)
-    row "GELU fused vs its own op, end to end" "$(target "$(awk -v a="$ours_tok" -v b="$nofuse_tok" 'BEGIN{if (b > 0) printf "%.3f", a / b}')" 1.0)" \
+    row "GELU fused vs its own op, end to end" "$(target "$(over "$ours_tok" "$nofuse_tok" %.3f)" 1.0)" \
         "${ours_tok:-none} vs ${nofuse_tok:-none} tokens/s (NGPT_FUSE_GELU=0; op by op: bench.log's two profiled steps)"
     # kernels launched as programmatic dependents (each one's blocks placed while the one before drains, then waiting
     # for it) against plain launches (NGPT_PDL=0), end to end: what a step's ~430 launch gaps cost
     nopdl_tok=$(bench_value "$LOG/bench.log" "== nanogpt bench, launches not programmatic" tokens_per_s)
     if [ -n "$nopdl_tok" ]; then
-        row "programmatic launches vs plain, end to end" "$(target "$(awk -v a="$ours_tok" -v b="$nopdl_tok" 'BEGIN{if (b > 0) printf "%.3f", a / b}')" 1.0)" \
-            "${ours_tok:-none} vs ${nopdl_tok} tokens/s (NGPT_PDL=0) ($(awk -v a="$ours_tok" -v b="$nopdl_tok" 'BEGIN{if (a > 0 && b > 0) printf "%.3fx", a / b}'))"
+        row "programmatic launches vs plain, end to end" "$(target "$(over "$ours_tok" "$nopdl_tok" %.3f)" 1.0)" \
+            "${ours_tok:-none} vs ${nopdl_tok} tokens/s (NGPT_PDL=0) ($(over "$ours_tok" "$nopdl_tok" %.3fx))"
     fi
     # the weight gradients' TMA kernel summing the bias gradients from its own tiles against bias_backward reading dout
     # again (NGPT_DBIAS=separate), end to end, GPT-2 with biases (--bias=True) both ways
     bias_tok=$(bench_value "$LOG/bench.log" "== nanogpt bench, biases" tokens_per_s)
     sepdb_tok=$(bench_value "$LOG/bench.log" "== nanogpt bench, biases, bias gradients separate" tokens_per_s)
     if [ -n "$sepdb_tok" ]; then
-        row "bias gradients fused vs separate, end to end" "$(target "$(awk -v a="$bias_tok" -v b="$sepdb_tok" 'BEGIN{if (b > 0) printf "%.3f", a / b}')" 1.0)" \
-            "${bias_tok:-none} vs ${sepdb_tok} tokens/s, both with biases (--bias=True; NGPT_DBIAS=separate) ($(awk -v a="$bias_tok" -v b="$sepdb_tok" \
- 'BEGIN{if (a > 0 && b > 0) printf "%.3fx", a / b}'); without biases ${ours_tok:-none})"
+        row "bias gradients fused vs separate, end to end" "$(target "$(over "$bias_tok" "$sepdb_tok" %.3f)" 1.0)" \
+            "${bias_tok:-none} vs ${sepdb_tok} tokens/s, both with biases (--bias=True; NGPT_DBIAS=separate)\
+ ($(over "$bias_tok" "$sepdb_tok" %.3fx); without biases ${ours_tok:-none})"
     fi
     # the weight gradients of fewer tiles than SMs in stream-K's pieces (TmStreamK) against split-K's rule
     # (NGPT_STREAMK=0): GPT-2 124M's qkv, fc and MLP projection, with and without their bias gradients, and end to end
     nosk_tok=$(bench_value "$LOG/bench.log" "== nanogpt bench, weight gradients by split-K's rule" tokens_per_s)
     if [ -n "$nosk_tok" ]; then
-        row "stream-K vs split-K's rule, end to end" "$(target "$(awk -v a="$ours_tok" -v b="$nosk_tok" 'BEGIN{if (b > 0) printf "%.3f", a / b}')" 1.0)" \
-            "${ours_tok:-none} vs ${nosk_tok} tokens/s (NGPT_STREAMK=0) ($(awk -v a="$ours_tok" -v b="$nosk_tok" 'BEGIN{if (a > 0 && b > 0) printf "%.3fx", a / b}'))"
+        row "stream-K vs split-K's rule, end to end" "$(target "$(over "$ours_tok" "$nosk_tok" %.3f)" 1.0)" \
+            "${ours_tok:-none} vs ${nosk_tok} tokens/s (NGPT_STREAMK=0) ($(over "$ours_tok" "$nosk_tok" %.3fx))"
     fi
     if [ -s "$BUILD/k_nostreamk" ]; then
         sk=$(ratio '^matmul (qkv|fc|mlp proj) (dbias.)?dweight$' "$BUILD/k_ours" "$BUILD/k_nostreamk")
@@ -1107,14 +1108,14 @@ if want bench && [ $BUILT = 0 ] && time_left "benchmarks" 150 bench; then
     # the classifier in chunks of 4096 rows (three a step at batch 12) against the planner's 2048 (six): each chunk
     # reads and writes the whole weight gradient, and the speed model charges a chunk 370 rows' time
     chunk_tok=$(bench_value "$LOG/bench.log" "== nanogpt bench, logits chunk 4096" tokens_per_s)
-    row "logits chunk 4096 vs 2048, end to end" "$(target "$(awk -v a="$chunk_tok" -v b="$ours_tok" 'BEGIN{if (b > 0) printf "%.3f", a / b}')" 1.0)" \
-        "${chunk_tok:-none} vs ${ours_tok:-none} tokens/s ($(awk -v a="$chunk_tok" -v b="$ours_tok" 'BEGIN{if (a > 0 && b > 0) printf "%.3fx", a / b}'))"
+    row "logits chunk 4096 vs 2048, end to end" "$(target "$(over "$chunk_tok" "$ours_tok" %.3f)" 1.0)" \
+        "${chunk_tok:-none} vs ${ours_tok:-none} tokens/s ($(over "$chunk_tok" "$ours_tok" %.3fx))"
     # the planner's micro-batch above batch_size (plan_grow_micro_batch) against batch_size's, at nanoGPT's 12 with accumulation
     grown_tok=$(bench_value "$LOG/bench.log" "== nanogpt bench, 12 x 4, the planner's micro-batch" tokens_per_s)
     asked_tok=$(bench_value "$LOG/bench.log" "== nanogpt bench, 12 x 4, micro-batch 12" tokens_per_s)
     grown_plan=$(section "$LOG/bench.log" "== nanogpt bench, 12 x 4, the planner's micro-batch" | grep -o 'micro-batch [0-9]* x accumulation [0-9]*' | head -n 1)
-    row "12 x 4: planner's micro-batch vs 12" "$(target "$(awk -v a="$grown_tok" -v b="$asked_tok" 'BEGIN{if (b > 0) printf "%.3f", a / b}')" 1.0)" \
-        "${grown_tok:-none} (${grown_plan:-plan not found}) vs ${asked_tok:-none} tokens/s ($(awk -v a="$grown_tok" -v b="$asked_tok" 'BEGIN{if (a > 0 && b > 0) printf "%.3fx", a / b}'))"
+    row "12 x 4: planner's micro-batch vs 12" "$(target "$(over "$grown_tok" "$asked_tok" %.3f)" 1.0)" \
+        "${grown_tok:-none} (${grown_plan:-plan not found}) vs ${asked_tok:-none} tokens/s ($(over "$grown_tok" "$asked_tok" %.3fx))"
     echo "bench: $(($(date +%s) - t0)) s"
     MEASURED=1
 fi
