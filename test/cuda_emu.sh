@@ -424,6 +424,7 @@ MUTANTS=(
     "gemv on tensor cores: rows 9-16 take the input rows before theirs|80|--matmul-only|*hi_row = inp + (size_t)(has_hi ? g + 8 : 0) * C|*hi_row = inp + (size_t)(has_hi ? g + 7 : 0) * C"
     "gemv on tensor cores: the last chunk's lanes past C load the next row's k|80|--matmul-only|const bool in = k + 8 * q < C;|const bool in = k < C;"
     "gemv on tensor cores: the warps' sums leave out the last warp's|80|--matmul-only|for (int v = 1; v < GEMV_WARPS; v++) {|for (int v = 1; v < GEMV_WARPS - 1; v++) {"
+    "gemv: rows 9-16 on gemv_kernel, which adds up 8 (the route NGPT_GEMV=simt takes)|80|--runs-with NGPT_GEMV|return N <= GEMV_MAX_ROWS;|return N <= GEMV_TC_ROWS;"
     "decoding: each row of a chunk attends over the chunk's later rows too|80|--decode-only|for (int j = 0; j <= i_pos; j++) {|for (int j = 0; j < n; j++) {"
     "decoding: a chunk's rows stored at its first position|80|--decode-only|K[(size_t)(t + i_pos) * C + d] = row[C + d];|K[(size_t)t * C + d] = row[C + d];"
     "decoding: a chunk's rows read the keys of the sequence after theirs|80|--decode-only|const T *kj = qkv + (s * n + (size_t)j) * C3 + hoff + C;|const T *kj = qkv + ((s + 1) % (size_t)S * n + (size_t)j) * C3 + hoff + C;"

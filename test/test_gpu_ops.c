@@ -1033,19 +1033,33 @@ static void t_contract(void) {
  * The sweep and main
  * ---------------------------------------------------------------------------------------------------- */
 
-static void tg_matmul_sweep(void) {
-    t_matmul(111, 96, 200, 1); /* N = 37*3: nothing is a multiple of the tiles */
-    t_matmul(111, 96, 200, 0);
-    t_matmul(33, 70, 50, 1);   /* rows not a multiple of 8 elements: the scalar load path */
-    t_matmul(1, 8, 3, 1);
-    static const int gemv_rows[] = {1, 2, 3, 4, 8, 9, 13, 16}; /* decoding's few rows: the forward is a gemv */
+/* decoding's few rows: the forward is a gemv (with NGPT_GEMV=simt, 16-bit rows of 16-byte vectors on gemv_kernel up
+ * to its 8 rows, then the tiled kernel) */
+static void tg_gemv_sweep(void) {
+    static const int gemv_rows[] = {1, 2, 3, 4, 8, 9, 13, 16};
     for (size_t i = 0; i < sizeof gemv_rows / sizeof *gemv_rows; i++) {
         const int n = gemv_rows[i];
         t_matmul(n, 768, 67, 1); /* 16-bit: gemv_tc_kernel (up to 16 rows: 9 on its second 8 of the m16); f32: gemv_kernel up to 8 */
         t_matmul(n, 200, 70, 0); /* C = 200: the last chunk of 32 k holds 8 */
         t_matmul(n, 37, 70, 0);  /* rows that are not 16-byte vectors, shorter than a warp's stride: gemv_kernel up to 8 rows */
     }
-    t_matmul(17, 768, 67, 1); /* just past them all: the tiled kernel */
+    t_matmul(17, 768, 67, 1);     /* just past them all: the tiled kernel */
+    t_matmul_gelu(5, 96, 200);    /* the fused ops follow a gemv (gemv_tc_kernel) */
+    t_matmul_gelu(12, 96, 200);
+    t_matmul_residual(7, 71, 51); /* (gemv_kernel: rows of 71) */
+    t_matmul_residual(14, 72, 51); /* (gemv_tc_kernel) */
+    if (!tg_small) {
+        t_matmul(3, 768, 50304, 0);  /* the classifier as decoding meets it (gemv_tc_kernel at 16 bits) */
+        t_matmul(10, 768, 50304, 0); /* ten samples at once */
+    }
+}
+
+static void tg_matmul_sweep(void) {
+    t_matmul(111, 96, 200, 1); /* N = 37*3: nothing is a multiple of the tiles */
+    t_matmul(111, 96, 200, 0);
+    t_matmul(33, 70, 50, 1);   /* rows not a multiple of 8 elements: the scalar load path */
+    t_matmul(1, 8, 3, 1);
+    tg_gemv_sweep();
     t_matmul(300, 40, 24, 1);  /* K = 40: a partial k tile */
     t_matmul(130, 264, 136, 1);
     t_matmul(257, 200, 72, 1); /* K = 200: a full and a partial 64-wide k tile (wgmma), three 128-row tiles */
@@ -1059,10 +1073,6 @@ static void tg_matmul_sweep(void) {
     t_matmul_residual(111, 96, 200);  /* edges that are not multiples of the tiles */
     t_matmul_residual(33, 71, 51);    /* odd widths: the single-element stores */
     t_matmul_residual(64, 2100, 40);  /* K = 2100 splits: the reduce kernel adds the residual */
-    t_matmul_gelu(5, 96, 200);        /* a gemv's few rows: the fused ops follow it (gemv_tc_kernel) */
-    t_matmul_gelu(12, 96, 200);
-    t_matmul_residual(7, 71, 51);     /* (gemv_kernel: rows of 71) */
-    t_matmul_residual(14, 72, 51);    /* (gemv_tc_kernel) */
     /* whole tiles beside edge ones (rows 0-255, columns 0-511: four 128 x 256 tiles of the TMA kernel, eight
      * 128 x 128 of mma.sync), which both write straight from their accumulators (mm_epilogue_direct), each kind */
     t_matmul(300, 72, 520, 1);       /* the forward with a bias */
@@ -1110,8 +1120,6 @@ static void tg_matmul_sweep(void) {
         t_matmul(8192, 328, 1100, 1); /* the TMA kernel's persistent blocks: several tiles each, phases wrapping mid-tile */
         t_matmul(8192, 256, 128, 1);  /* dw: one tile, K = 8192: eight slices on the TMA kernel, four on the others */
         t_matmul(64, 768, 50304, 0); /* the classifier shape: OC = Vp */
-        t_matmul(3, 768, 50304, 0);  /* and as decoding meets it (gemv_tc_kernel at 16 bits) */
-        t_matmul(10, 768, 50304, 0); /* ten samples at once */
     }
 }
 
@@ -1334,7 +1342,8 @@ int main(int argc, char **argv) {
      * dK, dV and dQ kernels a block a work item, where the default walks them with one block an SM), each held to
      * the default run's bits; and the loss
      * sweep in bf16 with NGPT_LOSS_SMEM=0 (each row read from global memory in both passes), held to the default
-     * run's bits too. */
+     * run's bits too; and the gemv cases in bf16 and f16 with NGPT_GEMV=simt (the SIMT gemv and the tiled kernel
+     * where the default takes the tensor-core gemv; test/gpu.sh's sampling bench compares the two), against the CPU. */
     int wgmma = strstr(desc, "matmul wgmma") != NULL, tma = strstr(desc, "matmul wgmma+tma") != NULL;
     int wgmma_attention = strstr(desc, "attention wgmma") != NULL;
     struct { int dtype; const char *env, *value, *env2, *value2; } runs[] = {
@@ -1342,6 +1351,8 @@ int main(int argc, char **argv) {
         {NGPT_DTYPE_BF16, NULL, NULL, NULL, NULL},
         {NGPT_DTYPE_F16, NULL, NULL, NULL, NULL},
         /* the runs with a knob, the newest first: a sweep cut short (test/gpu.sh's GPU_SH_OPS_S) loses the oldest */
+        {NGPT_DTYPE_BF16, "NGPT_GEMV", "simt", NULL, NULL},
+        {NGPT_DTYPE_F16, "NGPT_GEMV", "simt", NULL, NULL},
         {NGPT_DTYPE_BF16, "NGPT_LOSS_SMEM", "0", NULL, NULL},
         {NGPT_DTYPE_BF16, "NGPT_ATTN_PERSISTENT", "0", NULL, NULL},
         {NGPT_DTYPE_BF16, "NGPT_PINGPONG", "1", NULL, NULL},
@@ -1364,6 +1375,7 @@ int main(int argc, char **argv) {
         int staged = narrow || pingpong || (runs[k].env && !strcmp(runs[k].env, "NGPT_EPILOGUE")); /* a matmul run held to the default's bits */
         int attn_variant = runs[k].env && !strncmp(runs[k].env, "NGPT_ATTN_", 10); /* an attention run held to the default's bits */
         int uncached = runs[k].env && !strcmp(runs[k].env, "NGPT_LOSS_SMEM");      /* a loss run held to the default's bits */
+        int gemv_simt = runs[k].env && !strcmp(runs[k].env, "NGPT_GEMV");          /* the gemv cases, against the CPU */
         const int older = runs[k].env && !strcmp(runs[k].env, "NGPT_MATMUL"), older_mma = older && !strcmp(runs[k].value, "mma");
         if ((older_mma && !wgmma) || (older && !older_mma && !tma) || ((staged || uncached) && !direct) || ((narrow || pingpong) && !tma) ||
             (attn_variant && !wgmma_attention) || (runs[k].env && dt == NGPT_DTYPE_BF16 && tg_cc && tg_cc < 80))
@@ -1439,6 +1451,7 @@ int main(int argc, char **argv) {
         else if (staged || unsplit) tg_matmul_sweep();
         else if (attn_variant) tg_attention_sweep();
         else if (uncached) tg_loss_sweep();
+        else if (gemv_simt) tg_gemv_sweep();
         else if (runs[k].env) { tg_attention_sweep(); tg_matmul_sweep(); } /* the older kernels also run attention on mma.sync */
         else tg_sweep();
         if (staged || attn_variant || uncached) {
