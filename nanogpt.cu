@@ -3983,6 +3983,29 @@ __global__ void __launch_bounds__(FA_THREADS, 1)
 /* --- SIMT attention: one warp per row, lane owns channels lane, lane+32, lane+64, lane+96 (hs <= 128) --- */
 #define ATT_SIMT_WARPS 4
 #define ATT_MAXD 4
+/* One key and value of a warp's online softmax (lane owns channels lane + 32i): the score of q against k, then the
+ * running max m, sum l and output acc updated; keep scales the value's weight (dropout) but not the sum. */
+template <typename T>
+__device__ __forceinline__ void attend_one_key(const T *k, const T *v, const float (&q)[ATT_MAXD], float (&acc)[ATT_MAXD], float &m, float &l,
+                                               int lane, int hs, float scale, float keep) {
+    float sc = 0;
+#pragma unroll
+    for (int i = 0; i < ATT_MAXD; i++) {
+        int d = lane + 32 * i;
+        if (d < hs) sc += q[i] * to_f(k[d]);
+    }
+    sc = warp_sum(sc) * scale;
+    float mnew = fmaxf(m, sc), corr = expf(m - mnew), pe = expf(sc - mnew);
+    l = l * corr + pe;
+    pe *= keep;
+#pragma unroll
+    for (int i = 0; i < ATT_MAXD; i++) {
+        int d = lane + 32 * i;
+        acc[i] = acc[i] * corr + (d < hs ? pe * to_f(v[d]) : 0.0f);
+    }
+    m = mnew;
+}
+
 template <typename T>
 __global__ void attn_forward_simt_kernel(T *out, float *lse, const T *qkv, int B, int T_, int C, int NH, int hs, float scale, DropArgs dr) {
     after_previous_kernel();
@@ -4003,23 +4026,8 @@ __global__ void attn_forward_simt_kernel(T *out, float *lse, const T *qkv, int B
     }
     float m = -INFINITY, l = 0.0f;
     for (int t2 = 0; t2 <= t; t2++) {
-        const T *k = base + (size_t)t2 * ld + C, *v = base + (size_t)t2 * ld + 2 * C;
-        float s = 0;
-#pragma unroll
-        for (int i = 0; i < ATT_MAXD; i++) {
-            int d = lane + 32 * i;
-            if (d < hs) s += q[i] * to_f(k[d]);
-        }
-        s = warp_sum(s) * scale;
-        float mnew = fmaxf(m, s), corr = expf(m - mnew), pe = expf(s - mnew);
-        l = l * corr + pe;
-        if (dr.p > 0.0f) pe *= drop_factor(dr, (uint64_t)row * T_ + (uint64_t)t2);
-#pragma unroll
-        for (int i = 0; i < ATT_MAXD; i++) {
-            int d = lane + 32 * i;
-            acc[i] = acc[i] * corr + (d < hs ? pe * to_f(v[d]) : 0.0f);
-        }
-        m = mnew;
+        float keep = dr.p > 0.0f ? drop_factor(dr, (uint64_t)row * T_ + (uint64_t)t2) : 1.0f;
+        attend_one_key(base + (size_t)t2 * ld + C, base + (size_t)t2 * ld + 2 * C, q, acc, m, l, lane, hs, scale, keep);
     }
     T *o = out + ((size_t)b * T_ + t) * C + (size_t)h * hs;
 #pragma unroll
@@ -4136,39 +4144,28 @@ __global__ void attn_backward_dkdv_simt_kernel(T *dqkv, const T *dout, const T *
     }
 }
 
-/* One key and value of decoding's online softmax: the warp's score of q against k, then m, l and acc updated. */
+/* Decoding (generation with a KV cache): a block of DEC_WARPS warps per (row, head h) of positions t..t+n-1 of S
+ * sequences (row s*n+i: position t+i of sequence s). Stores k and v of the row's qkv (3C) at its position of the
+ * cache kv (S, 2, maxT, C), then out (n*S, C) = softmax(q K^T * scale) V over positions 0..t+i: those before t from
+ * the cache, t.. from qkv itself (another block may be storing them). A warp a row over every key in turn waits
+ * on a chain of one load and one shuffle reduction after another, which at a few samples and a long context is
+ * what decoding's attention takes: here the keys are split between the warps (warp w takes w, w + DEC_WARPS, ...),
+ * and a warp takes DEC_KEYS of its keys a step, their loads and reductions independent of each other. Each warp
+ * keeps its own running max, sum and output (lane: channels lane + 32i), which the block then merges in warp order. */
+#define DEC_WARPS 8
+#define DEC_KEYS 4
+static_assert(DEC_WARPS >= ATT_MAXD, "the merge takes a thread a channel of a head");
 template <typename T>
-__device__ __forceinline__ void decode_attend(const T *k, const T *v, const float (&q)[ATT_MAXD], float (&acc)[ATT_MAXD], float &m, float &l,
-                                              int lane, int hs, float scale) {
-    float sc = 0;
-#pragma unroll
-    for (int i = 0; i < ATT_MAXD; i++) {
-        int d = lane + 32 * i;
-        if (d < hs) sc += q[i] * to_f(k[d]);
-    }
-    sc = warp_sum(sc) * scale;
-    float mnew = fmaxf(m, sc), corr = expf(m - mnew), pe = expf(sc - mnew);
-    l = l * corr + pe;
-#pragma unroll
-    for (int i = 0; i < ATT_MAXD; i++) {
-        int d = lane + 32 * i;
-        acc[i] = acc[i] * corr + (d < hs ? pe * to_f(v[d]) : 0.0f);
-    }
-    m = mnew;
-}
-
-/* Decoding (generation with a KV cache): one warp per (row, head h) of positions t..t+n-1 of S sequences (row
- * s*n+i: position t+i of sequence s). Stores k and v of the row's qkv (3C) at its position of
- * the cache kv (S, 2, maxT, C), then out (n*S, C) = softmax(q K^T * scale) V over positions 0..t+i: those before t
- * from the cache, t.. from qkv itself (another warp may be storing them). */
-template <typename T>
-__global__ void attn_decode_kernel(T *out, T *kv, const T *qkv, int S, int t, int n, int maxT, int C, int NH, int hs, float scale) {
+__global__ void __launch_bounds__(DEC_WARPS * 32)
+    attn_decode_kernel(T *out, T *kv, const T *qkv, int S, int t, int n, int maxT, int C, int NH, int hs, float scale) {
     after_previous_kernel();
-    size_t rh = (size_t)blockIdx.x * ATT_SIMT_WARPS + (threadIdx.x >> 5);
-    int lane = threadIdx.x & 31;
+    __shared__ float part_acc[DEC_WARPS][32 * ATT_MAXD]; /* warp w's output, channel d at d */
+    __shared__ float part_m[DEC_WARPS], part_l[DEC_WARPS];
+    const size_t rh = blockIdx.x;
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     if (rh >= (size_t)n * S * NH) return;
     size_t r = rh / (size_t)NH, s = r / (size_t)n, C3 = 3 * (size_t)C, hoff = (size_t)(rh % (size_t)NH) * hs;
-    int i_pos = (int)(r % (size_t)n);
+    int i_pos = (int)(r % (size_t)n), last = t + i_pos;
     const T *row = qkv + r * C3 + hoff;
     T *K = kv + s * 2 * (size_t)maxT * C + hoff, *V = K + (size_t)maxT * C;
     float q[ATT_MAXD], acc[ATT_MAXD];
@@ -4177,23 +4174,65 @@ __global__ void attn_decode_kernel(T *out, T *kv, const T *qkv, int S, int t, in
         int d = lane + 32 * i;
         q[i] = d < hs ? to_f(row[d]) : 0.0f;
         acc[i] = 0.0f;
-        if (d < hs) {
-            K[(size_t)(t + i_pos) * C + d] = row[C + d];
-            V[(size_t)(t + i_pos) * C + d] = row[2 * C + d];
+        if (warp == 0 && d < hs) {
+            K[(size_t)last * C + d] = row[C + d];
+            V[(size_t)last * C + d] = row[2 * C + d];
         }
     }
     float m = -INFINITY, l = 0.0f;
-    for (int t2 = 0; t2 < t; t2++) decode_attend(K + (size_t)t2 * C, V + (size_t)t2 * C, q, acc, m, l, lane, hs, scale);
-    for (int j = 0; j <= i_pos; j++) {
-        const T *kj = qkv + (s * n + (size_t)j) * C3 + hoff + C;
-        decode_attend(kj, kj + C, q, acc, m, l, lane, hs, scale);
-    }
-    T *o = out + r * (size_t)C + hoff;
+    for (int j0 = warp; j0 <= last; j0 += DEC_WARPS * DEC_KEYS) {
+        const T *kp[DEC_KEYS], *vp[DEC_KEYS];
+        float sc[DEC_KEYS];
 #pragma unroll
-    for (int i = 0; i < ATT_MAXD; i++) {
-        int d = lane + 32 * i;
-        if (d < hs) o[d] = from_f<T>(acc[i] / l);
+        for (int u = 0; u < DEC_KEYS; u++) { /* key j: before t from the cache, from t on the chunk's own rows */
+            int j = min(j0 + u * DEC_WARPS, last);
+            kp[u] = j < t ? K + (size_t)j * C : qkv + (s * n + (size_t)(j - t)) * C3 + hoff + C;
+            vp[u] = j < t ? V + (size_t)j * C : kp[u] + C;
+            sc[u] = 0.0f;
+#pragma unroll
+            for (int i = 0; i < ATT_MAXD; i++) {
+                int d = lane + 32 * i;
+                if (d < hs) sc[u] += q[i] * to_f(kp[u][d]);
+            }
+        }
+        float mnew = m;
+#pragma unroll
+        for (int u = 0; u < DEC_KEYS; u++) { /* the keys past the last (the warp's last step) weigh nothing */
+            sc[u] = j0 + u * DEC_WARPS <= last ? warp_sum(sc[u]) * scale : -INFINITY;
+            mnew = fmaxf(mnew, sc[u]);
+        }
+        float corr = expf(m - mnew);
+        l *= corr;
+#pragma unroll
+        for (int i = 0; i < ATT_MAXD; i++) acc[i] *= corr;
+#pragma unroll
+        for (int u = 0; u < DEC_KEYS; u++) {
+            float pe = expf(sc[u] - mnew);
+            l += pe;
+#pragma unroll
+            for (int i = 0; i < ATT_MAXD; i++) {
+                int d = lane + 32 * i;
+                if (d < hs) acc[i] += pe * to_f(vp[u][d]);
+            }
+        }
+        m = mnew;
     }
+#pragma unroll
+    for (int i = 0; i < ATT_MAXD; i++) part_acc[warp][lane + 32 * i] = acc[i];
+    if (lane == 0) { part_m[warp] = m; part_l[warp] = l; }
+    __syncthreads();
+    const int d = threadIdx.x; /* a thread a channel (hs <= 128 < the block's threads) */
+    if (d >= hs) return;
+    float mx = -INFINITY, sum = 0.0f, o = 0.0f;
+#pragma unroll
+    for (int w = 0; w < DEC_WARPS; w++) mx = fmaxf(mx, part_m[w]);
+#pragma unroll
+    for (int w = 0; w < DEC_WARPS; w++) {
+        float f = part_l[w] > 0.0f ? expf(part_m[w] - mx) : 0.0f; /* a warp that had no key: l = 0, m = -inf */
+        sum += part_l[w] * f;
+        o += part_acc[w][d] * f;
+    }
+    out[r * (size_t)C + hoff + d] = from_f<T>(o / sum);
 }
 
 /* A chunk's keys and values into the cache: row s*n+i of qkv (S, n, 3C) at position t+i of sequence s of kv
@@ -4396,10 +4435,15 @@ static void cu_attention_decode(ngpt_backend *be, void *out, void *kv, const voi
         if (done) return;
     }
     int hs = C / NH;
-    size_t warps = (size_t)n * S * NH;
+    size_t blocks = (size_t)n * S * NH;
+    if (blocks > INT_MAX) {
+        cu_fail(be, NGPT_ERR_ARG, "cuda attention_decode: %zu (row, head) pairs (n %d x S %d x heads %d), more than a launch's %d blocks", blocks,
+                n, S, NH, INT_MAX);
+        return;
+    }
     DISPATCH_DTYPE(be->dtype, Ty,
-                   CU_LAUNCH(be, "attn_decode_kernel", attn_decode_kernel<Ty>, (unsigned)((warps + ATT_SIMT_WARPS - 1) / ATT_SIMT_WARPS),
-                             32 * ATT_SIMT_WARPS, 0, (Ty *)out, (Ty *)kv, (const Ty *)qkv, S, t, n, maxT, C, NH, hs, 1.0f / sqrtf((float)hs)));
+                   CU_LAUNCH(be, "attn_decode_kernel", attn_decode_kernel<Ty>, (unsigned)blocks, 32 * DEC_WARPS, 0, (Ty *)out, (Ty *)kv,
+                             (const Ty *)qkv, S, t, n, maxT, C, NH, hs, 1.0f / sqrtf((float)hs)));
 }
 
 /* ======================================================================================================
