@@ -10480,7 +10480,7 @@ typedef struct {
     char name[40];
     double flops, bytes, seconds; /* a product or attention: its FLOPs; a memory-bound op: the bytes it must move at least */
 } KernelTime;
-enum { N_KERNEL_TIMES = 38, DECODE_CALLS = 32 };
+enum { N_KERNEL_TIMES = 40, DECODE_CALLS = 32 };
 
 /* The fastest of repeated runs after a warm-up run: at least 5, and on until 0.2 s have passed (at most 200),
  * so that a shared machine's quiet moments are found (a peak measured in a busy one made MFU exceed 100%). */
@@ -10544,6 +10544,12 @@ static void kernel_loss(void *arg) {
 static void kernel_decode(void *arg) {
     KernelCall *k = (KernelCall *)arg;
     for (int i = 0; i < DECODE_CALLS; i++) k->be->matmul_forward(k->be, k->y, k->x, k->w, NULL, k->N, k->C, k->OC);
+}
+/* decoding's attention, DECODE_CALLS times: a new position of each of N sequences (its q, k, v in x) against a KV
+ * cache (w) of T positions, the new one the last, into y */
+static void kernel_kv_attention(void *arg) {
+    KernelCall *k = (KernelCall *)arg;
+    for (int i = 0; i < DECODE_CALLS; i++) k->be->attention_decode(k->be, k->y, k->w, k->x, k->N, k->T - 1, 1, k->T, k->C, k->NH);
 }
 
 /* n values of the backend's dtype at dst, drawn from N(0, 1) through tmp (tmp_bytes, at least 4, apart from
@@ -10732,6 +10738,21 @@ CLI_USED static int bench_kernels(ngpt_trainer *tr, KernelTime out[N_KERNEL_TIME
             out[n].bytes = (double)(nw + nx + ny) * (double)a;
             out[n].seconds = time_best_over(be, kernel_decode, &k, 0.02) / DECODE_CALLS;
         }
+    /* decoding's attention: a new position of 1 and of 10 sequences against a cache of block_size positions (the
+     * block's last position, the longest), by the bytes it must move at least (the cache's keys and values, the
+     * rows of q, k, v in and the output) */
+    for (int rows = 1; rows <= 10; rows += 9, n++) {
+        size_t nkv = (size_t)rows * 2 * T * C, nq = (size_t)rows * 3 * C, no = (size_t)rows * C;
+        size_t off_q = ALIGN_UP(nkv * a, 256), off_o = ALIGN_UP(off_q + nq * a, 256);
+        if (off_o + no * a > room) break; /* no room in the moments: untimed */
+        KernelCall k = {.be = be, .w = tr->m, .x = tr->m + off_q, .y = tr->m + off_o, .N = rows, .T = T, .C = C, .NH = m->NH};
+        bench_fill_random(tr, k.w, nkv, k.y, room - off_o, 2500000000);
+        bench_fill_random(tr, k.x, nq, k.y, room - off_o, 2600000000);
+        snprintf(out[n].name, sizeof out[n].name, "kv-cache attention x%d", rows);
+        out[n].flops = 0;
+        out[n].bytes = (double)(nkv + nq + no) * (double)a;
+        out[n].seconds = time_best_over(be, kernel_kv_attention, &k, 0.02) / DECODE_CALLS;
+    }
     be->zero(be, tr->m, room);
     return n;
 }
@@ -12948,8 +12969,8 @@ static int cmd_bench(int argc, char **argv) {
            p->micro_batch * p->grad_accum * p->req.T, recompute_name(p->recompute), p->logits_chunk,
            p->moments_dtype == NGPT_DTYPE_BF16 ? ", AdamW moments bf16" : "");
     if (kernels)
-        printf("each kernel: the fastest of 5 to 200 calls (0.2 s) after a warm-up call; decoding's products (decode NAME xROWS) per call, of "
-               "the fastest of 5 to 200 runs of %d calls back to back (0.02 s)\n", DECODE_CALLS);
+        printf("each kernel: the fastest of 5 to 200 calls (0.2 s) after a warm-up call; decoding's products (decode NAME xROWS) and attention "
+               "(kv-cache attention xROWS) per call, of the fastest of 5 to 200 runs of %d calls back to back (0.02 s)\n", DECODE_CALLS);
     else printf("%d warm-up + %d timed steps on random tokens, then one with each op timed\n", warmup, steps);
     fflush(stdout);
     if (kernels) {

@@ -458,11 +458,12 @@ if [ "$STEPS" = selftest ]; then
     check "a dry run's later steps with it off (op tests, trainer checks, no split-K comparison)" \
         test "$(grep -c '^op tests vs CPU .*| PASS' "$D/out/summary.txt") $(grep -c "split-K's rule" "$D/out/bench.log")" = "1 0"
     check "a dry run's bench rows" grep -q '^end to end vs PyTorch (>= 1.3x) *| [A-Z]* *| [0-9.]*x' "$D/out/summary.txt"
-    check "a dry run's decoding rows (the peer's products 1.1x slower; sampling with NGPT_GEMV=simt; a prompt at once)" \
+    check "a dry run's decoding rows (the peer's products and attention 1.1x slower; sampling with NGPT_GEMV=simt; a prompt at once)" \
         test "$(grep -c -e "^decoding's products vs torch.matmul (>= 1.0) *| PASS *| 1.10x, time-weighted: 1 row 1.10x, 10 rows 1.10x" \
+            -e "^decoding's attention vs SDPA (>= 1.0) *| PASS *| 1.10x, time-weighted: 1 sequence 1.10x, 10 sequences 1.10x" \
             -e '^sampling: gemv on tensor cores vs NGPT_GEMV=simt (>= 1.0) *| [A-Z]* *| 1 sample [0-9.]*x ([0-9.]* tokens/s with simt), 10 samples [0-9.]*x' \
             -e '^a 1024-token prompt at once vs a token a step (>= 1.0) *| [A-Z]* *| 1 sample [0-9.]*x ([0-9.]* prompt tokens/s), 10 samples [0-9.]*x' \
-            "$D/out/summary.txt")" = 3
+            "$D/out/summary.txt")" = 4
     check "a dry run's micro-batch row" grep -q "^12 x 4: planner's micro-batch vs 12 *| [A-Z]* *| [0-9]* (micro-batch [0-9]* x accumulation [0-9]*) vs [0-9]*" \
         "$D/out/summary.txt"
     v=$(sed -n 's/^predictions (test\/gpu_predictions.tsv; \(.*\)):$/\1/p' "$D/out/summary.txt")
@@ -966,6 +967,10 @@ if want bench && [ $BUILT = 0 ] && time_left "benchmarks" 150 bench; then
     dec=$(ratio '^decode' "$BUILD/k_ours" "$BUILD/k_torch")
     row "decoding's products vs torch.matmul (>= 1.0)" "$(target "$dec" 1.0)" "${dec:-none}x, time-weighted: 1 row\
  $(ratio '^decode .* x1$' "$BUILD/k_ours" "$BUILD/k_torch")x, 10 rows $(ratio '^decode .* x10$' "$BUILD/k_ours" "$BUILD/k_torch")x (sampling's matmuls)"
+    kva=$(ratio '^kv-cache attention' "$BUILD/k_ours" "$BUILD/k_torch")
+    row "decoding's attention vs SDPA (>= 1.0)" "$(target "$kva" 1.0)" "${kva:-none}x, time-weighted: 1 sequence\
+ $(ratio '^kv-cache attention x1$' "$BUILD/k_ours" "$BUILD/k_torch")x, 10 sequences $(ratio '^kv-cache attention x10$' "$BUILD/k_ours" "$BUILD/k_torch")x\
+ (a new position against a cache of the whole block)"
     # each layer's weight gradient alone against it with its bias gradient (on the TMA kernel summed from the tiles the
     # product loads, elsewhere a reduction of its own after it): what the bias gradient costs
     bias_as_dweight "$BUILD/k_ours" >"$BUILD/k_dbias"

@@ -166,7 +166,7 @@ static void counted_matmul_backward(ngpt_backend *be, void *dinp, void *dw, void
     real_matmul_backward(be, dinp, dw, dbias, dout, inp, w, N, C, OC);
 }
 
-/* every product, attention, LayerNorm, GELU, the loss and decoding's products timed, in order; with the backend's GELU
+/* every product, attention, LayerNorm, GELU, the loss, decoding's products and its attention timed, in order; with the backend's GELU
  * fusions (here the test's), fc's forward and the MLP projection's input gradient again, fused, after their plain three */
 static void test_kernel_timings(void) {
     ngpt_trainer *tr = make_sized(3, 64); /* (two layers' AdamW moments hold fc's fused forward, not the MLP projection's) */
@@ -180,7 +180,8 @@ static void test_kernel_timings(void) {
             tr->be->matmul_backward_gelu = fused_backward_gelu;
         }
         KernelTime kt[N_KERNEL_TIMES];
-        int crows = 0, n = bench_kernels(tr, kt, &crows), want = fused ? N_KERNEL_TIMES : N_KERNEL_TIMES - 2, products = want - 17;
+        int crows = 0, n = bench_kernels(tr, kt, &crows), want = fused ? N_KERNEL_TIMES : N_KERNEL_TIMES - 2,
+            products = want - 19; /* all but attention (2), LayerNorm (2), GELU (2), the loss and decoding's 12 */
         CHECK(crows == tr->plan.logits_chunk, "classifier rows %d, the planned chunk %d (the moments hold it)", crows, tr->plan.logits_chunk);
         CHECK(n == want, "fusions %d: %d kernel timings, expected %d", fused, n, want);
         for (int i = 0; i < n; i++) /* the products and attention count FLOPs, the memory-bound ops bytes */
@@ -212,7 +213,7 @@ static void test_kernel_timings(void) {
         const int d0 = 26 + 2 * f, C = tr->ms.C;
         const struct { const char *name; int C, OC; } dec[5] = {{"qkv", C, 3 * C}, {"attn proj", C, C}, {"fc", C, 4 * C}, {"mlp proj", 4 * C, C},
                                                                {"classifier", C, tr->ms.Vp}};
-        CHECK(n == want && n == d0 + 10, "fusions %d: %d kernel timings, decoding's 10 from %d", fused, n, d0);
+        CHECK(n == want && n == d0 + 12, "fusions %d: %d kernel timings, decoding's 12 from %d", fused, n, d0);
         for (int i = 0; i < 10 && d0 + i < n; i++) {
             const int rows = i % 2 ? 10 : 1, dc = dec[i / 2].C, doc = dec[i / 2].OC;
             char name[40];
@@ -221,6 +222,17 @@ static void test_kernel_timings(void) {
             CHECK(!strcmp(kt[d0 + i].name, name) && kt[d0 + i].bytes == bytes && kt[d0 + i].flops == 0 && kt[d0 + i].seconds > 0,
                   "fusions %d: row %d is %s (%g bytes, %g s), want %s (%g bytes)", fused, d0 + i, kt[d0 + i].name, kt[d0 + i].bytes,
                   kt[d0 + i].seconds, name, bytes);
+        }
+        /* then decoding's attention, 1 and 10 sequences against a cache of the whole block: its keys and values, the
+         * rows of q, k and v, the output */
+        for (int i = 0; i < 2 && d0 + 10 + i < n; i++) {
+            const int rows = i ? 10 : 1, T = tr->plan.req.T;
+            const KernelTime *k = &kt[d0 + 10 + i];
+            char name[40];
+            snprintf(name, sizeof name, "kv-cache attention x%d", rows);
+            const double bytes = ((double)rows * 2 * T * C + (double)rows * 3 * C + (double)rows * C) * (double)act_size(tr);
+            CHECK(!strcmp(k->name, name) && k->bytes == bytes && k->flops == 0 && k->seconds > 0, "fusions %d: row %d is %s (%g bytes, %g s), want %s (%g bytes)",
+                  fused, d0 + 10 + i, k->name, k->bytes, k->seconds, name, bytes);
         }
         CHECK(nonzero_moments(tr) == 0, "%zu bytes of the AdamW moments are not zero after the kernel timings", nonzero_moments(tr));
     }

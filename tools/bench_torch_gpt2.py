@@ -159,6 +159,18 @@ def kernels(a):
             s = timed(calls) / DECODE_CALLS
             print(f"kernel {f'decode {name} x{rows}':31s} {1e3 * s:10.5f} ms {(oc * c + rows * c + rows * oc) * 2 / s / 1e9:.0f} GB/s")
 
+    # decoding's attention: one new position of 1 and of 10 sequences against a KV cache of the whole block, in GB/s
+    # of the bytes a call must move at least (the cache's keys and values, the new rows of q, k, v and the output)
+    for rows in (1, 10):
+        q = torch.randn(rows, NH, 1, hs, device=dev, dtype=dt)
+        kc, vc = (torch.randn(rows, NH, T, hs, device=dev, dtype=dt) for _ in range(2))
+
+        def calls():
+            for _ in range(DECODE_CALLS):
+                F.scaled_dot_product_attention(q, kc, vc)
+        s = timed(calls) / DECODE_CALLS
+        print(f"kernel {f'kv-cache attention x{rows}':31s} {1e3 * s:10.5f} ms {(rows * 2 * T * C + rows * 4 * C) * 2 / s / 1e9:.0f} GB/s")
+
 
 def train(a):
     torch.manual_seed(1337)
