@@ -78,8 +78,8 @@ static void check_decode_matches_full(ngpt_trainer *tr, int S, const int32_t *to
             for (int s = 0; s < S; s++)
                 for (int j = 0; j < V; j++) worst = fmax(worst, fabs((double)step[s * Vp + j] - full[((size_t)s * block + t - 1) * Vp + j]));
         }
-        printf("  %s: decoding %s at a time (%d chunks) vs the full forward: max abs logit diff %.3g (logits up to %.3g), %d positions x %d "
-               "sequences\n", what, names[c], chunks, worst, most, block, S);
+        printf("  %s: decoding %s at a time (%d chunk%s) vs the full forward: max abs logit diff %.3g (logits up to %.3g), %d positions x %d "
+               "sequences\n", what, names[c], chunks, chunks == 1 ? "" : "s", worst, most, block, S);
         CHECK(most > 1 && worst < rel_tol * most, "%s: KV-cache logits, %s at a time, differ from the full forward by %.3g (logits up to %.3g)", what,
               names[c], worst, most);
     }
