@@ -4181,18 +4181,18 @@ __global__ void __launch_bounds__(DEC_WARPS * 32)
     }
     float m = -INFINITY, l = 0.0f;
     for (int j0 = warp; j0 <= last; j0 += DEC_WARPS * DEC_KEYS) {
-        const T *kp[DEC_KEYS], *vp[DEC_KEYS];
-        float sc[DEC_KEYS];
+        float sc[DEC_KEYS], vv[DEC_KEYS][ATT_MAXD]; /* the step's values loaded with its keys: one wait for both */
 #pragma unroll
         for (int u = 0; u < DEC_KEYS; u++) { /* key j: before t from the cache, from t on the chunk's own rows */
             int j = min(j0 + u * DEC_WARPS, last);
-            kp[u] = j < t ? K + (size_t)j * C : qkv + (s * n + (size_t)(j - t)) * C3 + hoff + C;
-            vp[u] = j < t ? V + (size_t)j * C : kp[u] + C;
+            const T *kp = j < t ? K + (size_t)j * C : qkv + (s * n + (size_t)(j - t)) * C3 + hoff + C;
+            const T *vp = j < t ? V + (size_t)j * C : kp + C;
             sc[u] = 0.0f;
 #pragma unroll
             for (int i = 0; i < ATT_MAXD; i++) {
                 int d = lane + 32 * i;
-                if (d < hs) sc[u] += q[i] * to_f(kp[u][d]);
+                vv[u][i] = d < hs ? to_f(vp[d]) : 0.0f;
+                if (d < hs) sc[u] += q[i] * to_f(kp[d]);
             }
         }
         float mnew = m;
@@ -4210,10 +4210,7 @@ __global__ void __launch_bounds__(DEC_WARPS * 32)
             float pe = expf(sc[u] - mnew);
             l += pe;
 #pragma unroll
-            for (int i = 0; i < ATT_MAXD; i++) {
-                int d = lane + 32 * i;
-                if (d < hs) acc[i] += pe * to_f(vp[u][d]);
-            }
+            for (int i = 0; i < ATT_MAXD; i++) acc[i] += pe * vv[u][i];
         }
         m = mnew;
     }
