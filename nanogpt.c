@@ -1766,9 +1766,10 @@ static double plan_need(const Plan *p) {
     return p->req.device == DEV_BACKEND_CUDA ? (double)p->device_bytes : (double)(p->device_bytes + p->host_bytes);
 }
 
-/* Lays out everything for one choice; returns the device bytes (CPU: device + host). */
 /* Sampling's buffers in the batch region (nothing trains meanwhile): the KV cache of S sequences, the activations
- * of n positions of each (a prompt is fed n positions at a time), the last position's logits, the backend's scratch */
+ * of n positions of each (a prompt is fed n positions at a time), the last position's logits, the backend's scratch.
+ * S_QKV holds a layer's q, k, v (3C a row) until its attention is done, then GELU's input (4C a row); the residual
+ * stream goes from S_X to S_TMP and back in each layer. */
 enum { S_KV, S_X, S_LN, S_STATS, S_QKV, S_ATT, S_TMP, S_FC, S_LOGITS, S_TOKENS, S_SCRATCH, N_SAMPLE_BUFS };
 
 static ngpt_shape sample_shape(const ModelShape *m, int S) { return (ngpt_shape){S, m->maxT, m->C, m->NH, m->L, m->Vp, S}; }
@@ -1777,7 +1778,7 @@ static ngpt_shape sample_shape(const ModelShape *m, int S) { return (ngpt_shape)
  * backend's); returns the bytes */
 static size_t sample_layout_of(const ModelShape *m, size_t act, int S, int n, size_t scratch, size_t off[N_SAMPLE_BUFS]) {
     size_t a = act, C = (size_t)m->C, s = (size_t)S, r = s * (size_t)n;
-    size_t bytes[N_SAMPLE_BUFS] = {(size_t)m->L * s * 2 * (size_t)m->maxT * C * a, r * C * a, r * C * a, 2 * r * 4, r * 3 * C * a,
+    size_t bytes[N_SAMPLE_BUFS] = {(size_t)m->L * s * 2 * (size_t)m->maxT * C * a, r * C * a, r * C * a, 2 * r * 4, r * 4 * C * a,
                                    r * C * a, r * C * a, r * 4 * C * a, s * (size_t)m->Vp * a, r * 4, scratch};
     size_t o = 0;
     for (int i = 0; i < N_SAMPLE_BUFS; i++) {
@@ -1787,6 +1788,7 @@ static size_t sample_layout_of(const ModelShape *m, size_t act, int S, int n, si
     return o;
 }
 
+/* Lays out everything for one choice; returns the device bytes (CPU: device + host). */
 static double plan_layout(Plan *p, const PlanRequest *r, int B, int lanes, int recompute, int chunk_cap, int moments_dtype) {
     memset(p, 0, sizeof *p);
     p->req = *r;
@@ -6292,6 +6294,16 @@ static void matmul_dropout_residual(ngpt_backend *be, void *out, const void *res
     be->residual_forward(be, out, res, tmp, (size_t)N * OC);
 }
 
+/* pre = inp . w^T + bias, act = gelu(pre): one fused op where the backend has it (the same bits either way) */
+static void matmul_gelu(ngpt_backend *be, void *pre, void *act, const void *inp, const void *w, const void *bias, int N, int C, int OC) {
+    if (be->matmul_forward_gelu) {
+        be->matmul_forward_gelu(be, pre, act, inp, w, bias, N, C, OC);
+        return;
+    }
+    be->matmul_forward(be, pre, inp, w, bias, N, C, OC);
+    be->gelu_forward(be, act, pre, (size_t)N * OC);
+}
+
 /* ---- one block's forward over the sequences of one lane: from the residual stream res[l] to res[l + 1],
  * keeping in layer l's slots what the backward needs. The backward of a plan that recomputes whole layers runs
  * it again (backward = 1: no MLP projection, whose output res[l + 1] is kept and is not needed to go back
@@ -6317,12 +6329,7 @@ static void layer_forward(ngpt_trainer *tr, const Lane *ln, int l, int training,
     d = drop_site(tr, training, ln, l, DROP_ATTN_RESID);
     matmul_dropout_residual(be, res_mid, res, tmp, atty, pt(tr, P, P_ATTPROJW, l), pt_bias(tr, P, P_ATTPROJB, l), N, C, C, &d);
     be->layernorm_forward(be, ln2, ln2s, ln2s + N, res_mid, pt(tr, P, P_LN2W, l), pt_bias(tr, P, P_LN2B, l), N, C);
-    if (be->matmul_forward_gelu) {
-        be->matmul_forward_gelu(be, fch, gelu, ln2, pt(tr, P, P_FCW, l), pt_bias(tr, P, P_FCB, l), N, C, 4 * C);
-    } else {
-        be->matmul_forward(be, fch, ln2, pt(tr, P, P_FCW, l), pt_bias(tr, P, P_FCB, l), N, C, 4 * C);
-        be->gelu_forward(be, gelu, fch, 4 * (size_t)N * C);
-    }
+    matmul_gelu(be, fch, gelu, ln2, pt(tr, P, P_FCW, l), pt_bias(tr, P, P_FCB, l), N, C, 4 * C);
     if (backward) return;
     d = drop_site(tr, training, ln, l, DROP_MLP_RESID);
     matmul_dropout_residual(be, res_out, res_mid, tmp, gelu, pt(tr, P, P_FCPROJW, l), pt_bias(tr, P, P_FCPROJB, l), N, 4 * C, C, &d);
@@ -9756,6 +9763,7 @@ static void decode_step(ngpt_trainer *tr, const SampleFit *f, int S, int t, int 
     int set = t % NGPT_FENCES;
     int32_t *h_tok = (int32_t *)host_set_buffer(tr, H_TOKENS, set);
     int N = n * S; /* rows */
+    const ngpt_dropout no_dropout = {0};
     be->fence_wait(be, set);
     memcpy(h_tok, tok, (size_t)N * 4);
     be->upload(be, dtok, h_tok, (size_t)N * 4);
@@ -9765,13 +9773,10 @@ static void decode_step(ngpt_trainer *tr, const SampleFit *f, int S, int t, int 
         be->layernorm_forward(be, ln, mean, rstd, x, pt(tr, P, P_LN1W, l), pt_bias(tr, P, P_LN1B, l), N, C);
         be->matmul_forward(be, qkv, ln, pt(tr, P, P_QKVW, l), pt_bias(tr, P, P_QKVB, l), N, C, 3 * C);
         be->attention_decode(be, att, R + off[S_KV] + (size_t)l * kv_layer, qkv, S, t, n, m->maxT, C, m->NH);
-        be->matmul_forward(be, tmp, att, pt(tr, P, P_ATTPROJW, l), pt_bias(tr, P, P_ATTPROJB, l), N, C, C);
-        be->residual_forward(be, x, x, tmp, (size_t)N * C);
-        be->layernorm_forward(be, ln, mean, rstd, x, pt(tr, P, P_LN2W, l), pt_bias(tr, P, P_LN2B, l), N, C);
-        be->matmul_forward(be, fc, ln, pt(tr, P, P_FCW, l), pt_bias(tr, P, P_FCB, l), N, C, 4 * C);
-        be->gelu_forward(be, fc, fc, (size_t)N * 4 * C);
-        be->matmul_forward(be, tmp, fc, pt(tr, P, P_FCPROJW, l), pt_bias(tr, P, P_FCPROJB, l), N, 4 * C, C);
-        be->residual_forward(be, x, x, tmp, (size_t)N * C);
+        matmul_dropout_residual(be, tmp, x, tmp, att, pt(tr, P, P_ATTPROJW, l), pt_bias(tr, P, P_ATTPROJB, l), N, C, C, &no_dropout);
+        be->layernorm_forward(be, ln, mean, rstd, tmp, pt(tr, P, P_LN2W, l), pt_bias(tr, P, P_LN2B, l), N, C);
+        matmul_gelu(be, qkv, fc, ln, pt(tr, P, P_FCW, l), pt_bias(tr, P, P_FCB, l), N, C, 4 * C); /* GELU's input in S_QKV, free now */
+        matmul_dropout_residual(be, x, tmp, x, fc, pt(tr, P, P_FCPROJW, l), pt_bias(tr, P, P_FCPROJB, l), N, 4 * C, C, &no_dropout);
     }
     /* the logits of the last position only: each sequence's last row (all S rows at once when n is 1) */
     for (int s = 0; s < (n > 1 ? S : 1); s++) {

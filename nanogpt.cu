@@ -2786,14 +2786,15 @@ static void gemm(ngpt_backend *be, int layout, void *out, const void *A, const v
 /* out (N,OC) = bias + inp (N,C) . w^T for a few rows (decoding: one row per sample), where a 128-row tile
  * would leave the GPU nearly idle (GPT-2's 768 outputs are 6 tiles) and read each weight through a tile's
  * pipeline on a few SMs. The result does not depend on the launch: each kernel adds its partial sums in a fixed
- * order. */
+ * order. Each result goes through the products' epilogue (mm_finish: the bias, then EPI_GELU's or EPI_RESIDUAL's
+ * step, in the separate ops' roundings), so the fused forwards of a few rows are one launch with their bits. */
 #define GEMV_WARPS 8
 /* F32, and 16-bit rows that are not 16-byte vectors, up to GEMV_MAX_ROWS rows: one warp per output column reads
  * its weight row once, coalesced, and dots it with every input row (read through the cache); the lanes' sums are
  * added by a fixed shuffle tree. */
 #define GEMV_MAX_ROWS 8
 template <typename T>
-__global__ void __launch_bounds__(GEMV_WARPS * 32) gemv_kernel(T *out, const T *inp, const T *w, const T *bias, int N, int C, int OC) {
+__global__ void __launch_bounds__(GEMV_WARPS * 32) gemv_kernel(MmEpilogue<T> ep, const T *inp, const T *w, int N, int C, int OC) {
     after_previous_kernel();
     const int lane = threadIdx.x & 31, o = blockIdx.x * GEMV_WARPS + (threadIdx.x >> 5);
     if (o >= OC) return;
@@ -2811,12 +2812,10 @@ __global__ void __launch_bounds__(GEMV_WARPS * 32) gemv_kernel(T *out, const T *
     for (int n = 0; n < GEMV_MAX_ROWS; n++)
 #pragma unroll
         for (int d = 16; d > 0; d >>= 1) acc[n] += __shfl_xor_sync(0xffffffffu, acc[n], d);
-    if (lane == 0) {
-        float b = bias ? to_f(bias[o]) : 0.0f;
+    if (lane == 0)
 #pragma unroll
         for (int n = 0; n < GEMV_MAX_ROWS; n++)
-            if (n < N) out[(size_t)n * OC + o] = from_f<T>(acc[n] + b);
-    }
+            if (n < N) mm_finish(ep, (size_t)n * OC + o, o, acc[n]);
 }
 
 /* 16-bit rows of 16-byte vectors (C a multiple of 8), up to GEMV_TC_ROWS rows, on the tensor cores: a block
@@ -2830,7 +2829,7 @@ __global__ void __launch_bounds__(GEMV_WARPS * 32) gemv_kernel(T *out, const T *
 #define GEMV_TC_ROWS 16
 #define GEMV_TC_LOADS 4
 template <typename T>
-__global__ void __launch_bounds__(GEMV_WARPS * 32) gemv_tc_kernel(T *out, const T *inp, const T *w, const T *bias, int N, int C, int OC) {
+__global__ void __launch_bounds__(GEMV_WARPS * 32) gemv_tc_kernel(MmEpilogue<T> ep, const T *inp, const T *w, int N, int C, int OC) {
     after_previous_kernel();
     __shared__ float4 part[GEMV_WARPS][32];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, q = lane & 3, o0 = blockIdx.x * 8;
@@ -2868,11 +2867,10 @@ __global__ void __launch_bounds__(GEMV_WARPS * 32) gemv_tc_kernel(T *out, const 
         s.x += p.x; s.y += p.y; s.z += p.z; s.w += p.w;
     }
     const int o = o0 + 2 * q;
-    const float b0 = bias && o < OC ? to_f(bias[o]) : 0.0f, b1 = bias && o + 1 < OC ? to_f(bias[o + 1]) : 0.0f;
-    if (has_lo && o < OC) out[(size_t)g * OC + o] = from_f<T>(s.x + b0);
-    if (has_lo && o + 1 < OC) out[(size_t)g * OC + o + 1] = from_f<T>(s.y + b1);
-    if (has_hi && o < OC) out[(size_t)(g + 8) * OC + o] = from_f<T>(s.z + b0);
-    if (has_hi && o + 1 < OC) out[(size_t)(g + 8) * OC + o + 1] = from_f<T>(s.w + b1);
+    if (has_lo && o < OC) mm_finish(ep, (size_t)g * OC + o, o, s.x);
+    if (has_lo && o + 1 < OC) mm_finish(ep, (size_t)g * OC + o + 1, o + 1, s.y);
+    if (has_hi && o < OC) mm_finish(ep, (size_t)(g + 8) * OC + o, o, s.z);
+    if (has_hi && o + 1 < OC) mm_finish(ep, (size_t)(g + 8) * OC + o + 1, o + 1, s.w);
 }
 
 /* Whether matmul_forward of N rows is a gemv, and which: 2 on the tensor cores, 1 the SIMT one, 0 not */
@@ -2881,36 +2879,33 @@ static int gemv_kind(ngpt_backend *be, int N, int C, const void *inp, const void
     return N <= GEMV_MAX_ROWS;
 }
 
-template <typename T>
-static void launch_gemv_tc(ngpt_backend *be, void *out, const void *inp, const void *w, const void *bias, int N, int C, int OC) {
-    CU_LAUNCH(be, "gemv_tc_kernel", gemv_tc_kernel<T>, (unsigned)((OC + 7) / 8), GEMV_WARPS * 32, 0, (T *)out, (const T *)inp, (const T *)w,
-              (const T *)bias, N, C, OC);
+/* gemv_tc_kernel (16-bit types alone: tensor_cores is never set for f32) or gemv_kernel */
+template <typename T> static void launch_gemv(ngpt_backend *be, bool tensor_cores, MmEpilogue<T> ep, const void *inp, const void *w, int N, int C, int OC) {
+    if constexpr (sizeof(T) == 2)
+        if (tensor_cores) {
+            CU_LAUNCH(be, "gemv_tc_kernel", gemv_tc_kernel<T>, (unsigned)((OC + 7) / 8), GEMV_WARPS * 32, 0, ep, (const T *)inp, (const T *)w, N, C, OC);
+            return;
+        }
+    CU_LAUNCH(be, "gemv_kernel", gemv_kernel<T>, (unsigned)((OC + GEMV_WARPS - 1) / GEMV_WARPS), GEMV_WARPS * 32, 0, ep, (const T *)inp, (const T *)w,
+              N, C, OC);
+}
+/* matmul_forward of rows that are a gemv, as one launch with epilogue `kind` (EPI_PLAIN; EPI_GELU: aux = gelu(out);
+ * EPI_RESIDUAL: out = aux + out, aux the residual stream); false, and nothing launched, when they are not */
+static bool gemv_forward(ngpt_backend *be, void *out, const void *inp, const void *w, const void *bias, int N, int C, int OC, int kind, void *aux) {
+    const int how = gemv_kind(be, N, C, inp, w);
+    if (!how) return false;
+    if (N > 0 && OC > 0)
+        DISPATCH_DTYPE(be->dtype, T,
+                       launch_gemv<T>(be, how == 2, MmEpilogue<T>{(T *)out, (size_t)OC, (const T *)bias, 0, kind, (T *)aux, NULL, 0}, inp, w, N, C, OC));
+    return true;
 }
 
 static void cu_matmul_forward(ngpt_backend *be, void *out, const void *inp, const void *w, const void *bias, int N, int C, int OC) {
-    if (bad_dims(be, "matmul_forward", N, C, OC) || N == 0 || OC == 0) return;
-    switch (gemv_kind(be, N, C, inp, w)) {
-    case 2:
-        if (be->dtype == NGPT_DTYPE_BF16) launch_gemv_tc<__nv_bfloat16>(be, out, inp, w, bias, N, C, OC);
-        else launch_gemv_tc<__half>(be, out, inp, w, bias, N, C, OC);
-        return;
-    case 1:
-        DISPATCH_DTYPE(be->dtype, T,
-                       CU_LAUNCH(be, "gemv_kernel", gemv_kernel<T>, (unsigned)((OC + GEMV_WARPS - 1) / GEMV_WARPS), GEMV_WARPS * 32, 0,
-                                 (T *)out, (const T *)inp, (const T *)w, (const T *)bias, N, C, OC));
-        return;
-    }
+    if (bad_dims(be, "matmul_forward", N, C, OC) || N == 0 || OC == 0 || gemv_forward(be, out, inp, w, bias, N, C, OC, EPI_PLAIN, NULL)) return;
     gemm(be, MM_FWD, out, inp, w, bias, N, OC, C, (size_t)C, (size_t)C, (size_t)OC, 0);
 }
-/* The fused forwards of rows that are a gemv run as matmul_forward and the separate op, so they give the
- * separate ops' bits at every N. */
 static void cu_matmul_forward_gelu(ngpt_backend *be, void *pre, void *act, const void *inp, const void *w, const void *bias, int N, int C, int OC) {
-    if (bad_dims(be, "matmul_forward_gelu", N, C, OC)) return;
-    if (gemv_kind(be, N, C, inp, w)) {
-        cu_matmul_forward(be, pre, inp, w, bias, N, C, OC);
-        if (be->status == NGPT_OK) cu_gelu_forward(be, act, pre, (size_t)N * OC);
-        return;
-    }
+    if (bad_dims(be, "matmul_forward_gelu", N, C, OC) || gemv_forward(be, pre, inp, w, bias, N, C, OC, EPI_GELU, act)) return;
     gemm(be, MM_FWD, pre, inp, w, bias, N, OC, C, (size_t)C, (size_t)C, (size_t)OC, 0, EPI_GELU, act);
 }
 static void cu_matmul_forward_residual(ngpt_backend *be, void *out, const void *inp, const void *w, const void *bias, const void *res, int N, int C,
@@ -2920,11 +2915,7 @@ static void cu_matmul_forward_residual(ngpt_backend *be, void *out, const void *
         cu_fail(be, NGPT_ERR_ARG, "cuda matmul_forward_residual: res is required and out must alias none of inp, w, res");
         return;
     }
-    if (gemv_kind(be, N, C, inp, w)) {
-        cu_matmul_forward(be, out, inp, w, bias, N, C, OC);
-        if (be->status == NGPT_OK) cu_residual_forward(be, out, res, out, (size_t)N * OC);
-        return;
-    }
+    if (gemv_forward(be, out, inp, w, bias, N, C, OC, EPI_RESIDUAL, (void *)res)) return;
     gemm(be, MM_FWD, out, inp, w, bias, N, OC, C, (size_t)C, (size_t)C, (size_t)OC, 0, EPI_RESIDUAL, (void *)res);
 }
 /* matmul_backward, with dinp's epilogue kind (EPI_DGELU: times gelu'(pre)) */

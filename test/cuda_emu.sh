@@ -425,6 +425,8 @@ MUTANTS=(
     "gemv on tensor cores: the last chunk's lanes past C load the next row's k|80|--matmul-only|const bool in = k + 8 * q < C;|const bool in = k < C;"
     "gemv on tensor cores: the warps' sums leave out the last warp's|80|--matmul-only|for (int v = 1; v < GEMV_WARPS; v++) {|for (int v = 1; v < GEMV_WARPS - 1; v++) {"
     "gemv: rows 9-16 on gemv_kernel, which adds up 8 (the route NGPT_GEMV=simt takes)|80|--runs-with NGPT_GEMV|return N <= GEMV_MAX_ROWS;|return N <= GEMV_TC_ROWS;"
+    "gemv: the fused forwards' epilogue left plain (no GELU output, no residual)|80|--matmul-only|(const T *)bias, 0, kind, (T *)aux, NULL, 0}, inp, w, N, C, OC));|(const T *)bias, 0, EPI_PLAIN, (T *)aux, NULL, 0}, inp, w, N, C, OC));"
+    "gemv on tensor cores: a lane's second column takes its first column's bias|80|--matmul-only|mm_finish(ep, (size_t)g * OC + o + 1, o + 1, s.y);|mm_finish(ep, (size_t)g * OC + o + 1, o, s.y);"
     "decoding: a warp's keys past its last weigh as its last|80|--decode-only|sc[u] = j0 + u * DEC_WARPS <= last ? warp_sum(sc[u]) * scale : -INFINITY;|sc[u] = warp_sum(sc[u]) * scale;"
     "decoding: a warp's step takes keys one apart, not DEC_WARPS|80|--decode-only|int j = min(j0 + u * DEC_WARPS, last);|int j = min(j0 + u, last);"
     "decoding: the running sum kept at the old max when a step raises it|80|--decode-only|        l *= corr;\n|\n"
