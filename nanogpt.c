@@ -6304,6 +6304,20 @@ static void matmul_gelu(ngpt_backend *be, void *pre, void *act, const void *inp,
     be->gelu_forward(be, act, pre, (size_t)N * OC);
 }
 
+/* ln = layernorm(inp) (mean and rstd kept), then out = ln . w^T + bias, or with act matmul_gelu's pre (out) and act;
+ * one fused op where the backend has it (the same bits; mean, rstd and ln are then not written). Decoding's: the
+ * step keeps them for the backward. */
+static void layernorm_matmul(ngpt_backend *be, void *out, void *act, void *ln, float *mean, float *rstd, const void *inp, const void *ln_w,
+                             const void *ln_b, const void *w, const void *bias, int N, int C, int OC) {
+    if (be->layernorm_matmul_forward && (!act || be->matmul_forward_gelu)) { /* NGPT_FUSE_GELU=0: GELU apart, as in the step */
+        be->layernorm_matmul_forward(be, out, act, ln, inp, ln_w, ln_b, w, bias, N, C, OC);
+        return;
+    }
+    be->layernorm_forward(be, ln, mean, rstd, inp, ln_w, ln_b, N, C);
+    if (act) matmul_gelu(be, out, act, ln, w, bias, N, C, OC);
+    else be->matmul_forward(be, out, ln, w, bias, N, C, OC);
+}
+
 /* ---- one block's forward over the sequences of one lane: from the residual stream res[l] to res[l + 1],
  * keeping in layer l's slots what the backward needs. The backward of a plan that recomputes whole layers runs
  * it again (backward = 1: no MLP projection, whose output res[l + 1] is kept and is not needed to go back
@@ -9770,19 +9784,24 @@ static void decode_step(ngpt_trainer *tr, const SampleFit *f, int S, int t, int 
     be->fence_record(be, set);
     be->encoder_forward(be, x, dtok, pt(tr, P, P_WTE, 0), rows(tr, pt(tr, P, P_WPE, 0), (size_t)t, (size_t)C), S, n, C);
     for (int l = 0; l < m->L; l++) {
-        be->layernorm_forward(be, ln, mean, rstd, x, pt(tr, P, P_LN1W, l), pt_bias(tr, P, P_LN1B, l), N, C);
-        be->matmul_forward(be, qkv, ln, pt(tr, P, P_QKVW, l), pt_bias(tr, P, P_QKVB, l), N, C, 3 * C);
+        layernorm_matmul(be, qkv, NULL, ln, mean, rstd, x, pt(tr, P, P_LN1W, l), pt_bias(tr, P, P_LN1B, l), pt(tr, P, P_QKVW, l),
+                         pt_bias(tr, P, P_QKVB, l), N, C, 3 * C);
         be->attention_decode(be, att, R + off[S_KV] + (size_t)l * kv_layer, qkv, S, t, n, m->maxT, C, m->NH);
         matmul_dropout_residual(be, tmp, x, tmp, att, pt(tr, P, P_ATTPROJW, l), pt_bias(tr, P, P_ATTPROJB, l), N, C, C, &no_dropout);
-        be->layernorm_forward(be, ln, mean, rstd, tmp, pt(tr, P, P_LN2W, l), pt_bias(tr, P, P_LN2B, l), N, C);
-        matmul_gelu(be, qkv, fc, ln, pt(tr, P, P_FCW, l), pt_bias(tr, P, P_FCB, l), N, C, 4 * C); /* GELU's input in S_QKV, free now */
+        layernorm_matmul(be, qkv, fc, ln, mean, rstd, tmp, pt(tr, P, P_LN2W, l), pt_bias(tr, P, P_LN2B, l), pt(tr, P, P_FCW, l),
+                         pt_bias(tr, P, P_FCB, l), N, C, 4 * C); /* GELU's input in S_QKV, free now */
         matmul_dropout_residual(be, x, tmp, x, fc, pt(tr, P, P_FCPROJW, l), pt_bias(tr, P, P_FCPROJB, l), N, 4 * C, C, &no_dropout);
     }
-    /* the logits of the last position only: each sequence's last row (all S rows at once when n is 1) */
-    for (int s = 0; s < (n > 1 ? S : 1); s++) {
-        size_t r = n > 1 ? (size_t)s * n + (size_t)n - 1 : 0;
+    /* the logits of the last position only: with one position, the S rows at once; else each sequence's last row */
+    if (n == 1) {
+        layernorm_matmul(be, R + off[S_LOGITS], NULL, ln, mean, rstd, x, pt(tr, P, P_LNFW, 0), pt_bias(tr, P, P_LNFB, 0), pt(tr, P, P_WTE, 0), NULL,
+                         S, C, m->Vp);
+        return;
+    }
+    for (int s = 0; s < S; s++) {
+        size_t r = (size_t)s * n + (size_t)n - 1;
         be->layernorm_forward(be, (char *)ln + (size_t)s * C * act_size(tr), mean + r, rstd + r, (char *)x + r * C * act_size(tr), pt(tr, P, P_LNFW, 0),
-                              pt_bias(tr, P, P_LNFB, 0), n > 1 ? 1 : S, C);
+                              pt_bias(tr, P, P_LNFB, 0), 1, C);
     }
     be->matmul_forward(be, R + off[S_LOGITS], ln, pt(tr, P, P_WTE, 0), NULL, S, C, m->Vp);
 }
@@ -10427,6 +10446,7 @@ static void prof_wrap(ProfBackend *p, ngpt_backend *real, const void *wte) {
     b->matmul_forward_gelu = real->matmul_forward_gelu ? prof_matmul_forward_gelu : NULL; /* timed as matmul, GELU inside */
     b->matmul_backward_gelu = real->matmul_backward_gelu ? prof_matmul_backward_gelu : NULL;
     b->matmul_forward_residual = real->matmul_forward_residual ? prof_matmul_forward_residual : NULL; /* timed as matmul */
+    b->layernorm_matmul_forward = NULL; /* decoding's: a step runs its LayerNorms and products as the ops timed here */
     b->attention_forward = prof_attention_forward;
     b->attention_backward = prof_attention_backward;
     b->gelu_forward = prof_gelu_forward;

@@ -633,20 +633,18 @@ static void cu_encoder_backward(ngpt_backend *be, void *dwte, void *dwpe, const 
 /* the register kernels' most vectors a lane, forward and backward: rows of up to 8 x 32 x VEC columns (2048
  * in 16 bits, 1024 in f32) */
 #define LN_MAX_NV 8
-/* One warp per row, the row in registers: lane l loads columns (l + 32 j) VEC .. + VEC - 1 for j < NV (the
- * vectors past C masked), all NV loads in flight at once, then the mean, the variance about it (two sums
- * over the registers, each lane's in column order) and the output. */
+/* A row of C values in a warp's registers: lane l loads columns (l + 32 j) VEC .. + VEC - 1 for j < NV (the
+ * vectors past C masked), all NV loads in flight at once. The row's mean and 1 / standard deviation from them:
+ * two sums over the registers (each lane's in column order, then the warp's), the variance about the mean. The
+ * LayerNorm kernel and the gemv that normalizes its rows (gemv_tc_kernel<T, true>) share these and ln_value, so
+ * they give the same bits. */
 template <typename T, int VEC, int NV>
-__global__ void layernorm_forward_kernel(T *out, float *mean, float *rstd, const T *inp, const T *w, const T *b, int N, int C) {
-    after_previous_kernel();
-    typedef RowVec<T, VEC> V;
-    const int row = blockIdx.x * LN_FWD_ROWS + (threadIdx.x >> 5), lane = threadIdx.x & 31;
-    if (row >= N) return;
-    const T *x = inp + (size_t)row * C;
-    V xv[NV];
+static __device__ __forceinline__ void ln_load_row(RowVec<T, VEC> (&xv)[NV], const T *x, int C, int lane) {
 #pragma unroll
     for (int j = 0; j < NV; j++)
-        if ((lane + 32 * j) * VEC < C) xv[j] = *(const V *)(x + (lane + 32 * j) * VEC);
+        if ((lane + 32 * j) * VEC < C) xv[j] = *(const RowVec<T, VEC> *)(x + (lane + 32 * j) * VEC);
+}
+template <typename T, int VEC, int NV> static __device__ __forceinline__ float2 ln_row_stats(const RowVec<T, VEC> (&xv)[NV], int C, int lane) {
     float s = 0;
 #pragma unroll
     for (int j = 0; j < NV; j++)
@@ -663,7 +661,20 @@ __global__ void layernorm_forward_kernel(T *out, float *mean, float *rstd, const
                 const float d = to_f(xv[j].v[e]) - m;
                 v += d * d;
             }
-    const float rs = 1.0f / sqrtf(warp_sum(v) / (float)C + LN_EPS);
+    return make_float2(m, 1.0f / sqrtf(warp_sum(v) / (float)C + LN_EPS));
+}
+static __device__ __forceinline__ float ln_value(float x, float m, float rs, float w, float b) { return (x - m) * rs * w + b; }
+/* One warp per row, the row in registers (ln_load_row, ln_row_stats), then the output. */
+template <typename T, int VEC, int NV>
+__global__ void layernorm_forward_kernel(T *out, float *mean, float *rstd, const T *inp, const T *w, const T *b, int N, int C) {
+    after_previous_kernel();
+    typedef RowVec<T, VEC> V;
+    const int row = blockIdx.x * LN_FWD_ROWS + (threadIdx.x >> 5), lane = threadIdx.x & 31;
+    if (row >= N) return;
+    V xv[NV];
+    ln_load_row<T, VEC, NV>(xv, inp + (size_t)row * C, C, lane);
+    const float2 stats = ln_row_stats<T, VEC, NV>(xv, C, lane);
+    const float m = stats.x, rs = stats.y;
     T *o = out + (size_t)row * C;
 #pragma unroll
     for (int j = 0; j < NV; j++) {
@@ -673,7 +684,7 @@ __global__ void layernorm_forward_kernel(T *out, float *mean, float *rstd, const
         const V bv = b ? *(const V *)(b + c) : V();
         V ov;
 #pragma unroll
-        for (int e = 0; e < VEC; e++) ov.v[e] = from_f<T>((to_f(xv[j].v[e]) - m) * rs * to_f(wv.v[e]) + (b ? to_f(bv.v[e]) : 0.0f));
+        for (int e = 0; e < VEC; e++) ov.v[e] = from_f<T>(ln_value(to_f(xv[j].v[e]), m, rs, to_f(wv.v[e]), b ? to_f(bv.v[e]) : 0.0f));
         *(V *)(o + c) = ov;
     }
     if (lane == 0) {
@@ -2828,30 +2839,68 @@ __global__ void __launch_bounds__(GEMV_WARPS * 32) gemv_kernel(MmEpilogue<T> ep,
  * warps' accumulators are then added in warp order. */
 #define GEMV_TC_ROWS 16
 #define GEMV_TC_LOADS 4
-template <typename T>
-__global__ void __launch_bounds__(GEMV_WARPS * 32) gemv_tc_kernel(MmEpilogue<T> ep, const T *inp, const T *w, int N, int C, int OC) {
+/* LayerNorm of 8 values of a row (a 16-byte vector x) whose mean and 1 / standard deviation are st, by the LayerNorm
+ * weights w and biases b of their columns: layernorm_forward_kernel's arithmetic */
+template <typename T> static __device__ __forceinline__ uint4 ln_normalize(uint4 x, float2 st, uint4 w, uint4 b) {
+    RowVec<T, 8> xv, wv, bv;
+    memcpy(&xv, &x, 16);
+    memcpy(&wv, &w, 16);
+    memcpy(&bv, &b, 16);
+#pragma unroll
+    for (int e = 0; e < 8; e++) xv.v[e] = from_f<T>(ln_value(to_f(xv.v[e]), st.x, st.y, to_f(wv.v[e]), to_f(bv.v[e])));
+    memcpy(&x, &xv, 16);
+    return x;
+}
+/* LN: the input rows are LayerNorm's input, normalized on the way in by ln_w and ln_b (ln_b may be NULL), in
+ * layernorm_forward_kernel's bits: each block first works out its rows' mean and 1 / standard deviation, a warp a
+ * row, as that kernel does (rows of at most LN_MAX_NV vectors a lane), then normalizes each loaded vector. */
+template <typename T, bool LN>
+__global__ void __launch_bounds__(GEMV_WARPS * 32)
+    gemv_tc_kernel(MmEpilogue<T> ep, const T *inp, const T *w, int N, int C, int OC, const T *ln_w, const T *ln_b) {
     after_previous_kernel();
     __shared__ float4 part[GEMV_WARPS][32];
+    __shared__ float2 row_stats[GEMV_TC_ROWS];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, q = lane & 3, o0 = blockIdx.x * 8;
     const bool has_w = o0 + g < OC, has_lo = g < N, has_hi = g + 8 < N;
     const T *wr = w + (size_t)(has_w ? o0 + g : 0) * C + 8 * q, *lo_row = inp + (size_t)(has_lo ? g : 0) * C + 8 * q,
             *hi_row = inp + (size_t)(has_hi ? g + 8 : 0) * C + 8 * q;
     const int chunks = (C + 31) / 32;
+    const uint4 zero = make_uint4(0u, 0u, 0u, 0u);
+    float2 st_lo = make_float2(0.0f, 0.0f), st_hi = st_lo;
+    if constexpr (LN) {
+        for (int r = warp; r < N; r += GEMV_WARPS) {
+            RowVec<T, 8> xv[LN_MAX_NV];
+            ln_load_row<T, 8, LN_MAX_NV>(xv, inp + (size_t)r * C, C, lane);
+            const float2 st = ln_row_stats<T, 8, LN_MAX_NV>(xv, C, lane);
+            if (lane == 0) row_stats[r] = st;
+        }
+        __syncthreads();
+        if (has_lo) st_lo = row_stats[g];
+        if (has_hi) st_hi = row_stats[g + 8];
+    }
     float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
     for (int j0 = warp; j0 < chunks; j0 += GEMV_WARPS * GEMV_TC_LOADS) {
-        uint4 wv[GEMV_TC_LOADS], lo[GEMV_TC_LOADS], hi[GEMV_TC_LOADS];
+        uint4 wv[GEMV_TC_LOADS], lo[GEMV_TC_LOADS], hi[GEMV_TC_LOADS], lnw[LN ? GEMV_TC_LOADS : 1], lnb[LN ? GEMV_TC_LOADS : 1];
 #pragma unroll
         for (int u = 0; u < GEMV_TC_LOADS; u++) {
             const int k = (j0 + u * GEMV_WARPS) * 32; /* the chunk's first k; this lane's are k + 8q.. */
             const bool in = k + 8 * q < C;           /* C % 8 == 0: all eight or none */
-            const uint4 zero = make_uint4(0u, 0u, 0u, 0u);
             wv[u] = in && has_w ? __ldg((const uint4 *)(wr + k)) : zero;
             lo[u] = in && has_lo ? __ldg((const uint4 *)(lo_row + k)) : zero;
             hi[u] = in && has_hi ? __ldg((const uint4 *)(hi_row + k)) : zero;
+            if constexpr (LN) {
+                lnw[u] = in ? __ldg((const uint4 *)(ln_w + k + 8 * q)) : zero;
+                lnb[u] = in && ln_b ? __ldg((const uint4 *)(ln_b + k + 8 * q)) : zero;
+            }
         }
 #pragma unroll
         for (int u = 0; u < GEMV_TC_LOADS; u++)
             if (j0 + u * GEMV_WARPS < chunks) { /* the whole warp */
+                if constexpr (LN)
+                    if ((j0 + u * GEMV_WARPS) * 32 + 8 * q < C) { /* k past C, and rows past N (not stored), stay zeros */
+                        if (has_lo) lo[u] = ln_normalize<T>(lo[u], st_lo, lnw[u], lnb[u]);
+                        if (has_hi) hi[u] = ln_normalize<T>(hi[u], st_hi, lnw[u], lnb[u]);
+                    }
                 const uint32_t a0[4] = {lo[u].x, hi[u].x, lo[u].y, hi[u].y}, a1[4] = {lo[u].z, hi[u].z, lo[u].w, hi[u].w};
                 mma16816<T>(d, a0, wv[u].x, wv[u].y);
                 mma16816<T>(d, a1, wv[u].z, wv[u].w);
@@ -2879,11 +2928,15 @@ static int gemv_kind(ngpt_backend *be, int N, int C, const void *inp, const void
     return N <= GEMV_MAX_ROWS;
 }
 
-/* gemv_tc_kernel (16-bit types alone: tensor_cores is never set for f32) or gemv_kernel */
-template <typename T> static void launch_gemv(ngpt_backend *be, bool tensor_cores, MmEpilogue<T> ep, const void *inp, const void *w, int N, int C, int OC) {
+/* gemv_tc_kernel (16-bit types alone: tensor_cores is never set for f32; with ln_w, normalizing its input rows)
+ * or gemv_kernel */
+template <typename T>
+static void launch_gemv(ngpt_backend *be, bool tensor_cores, MmEpilogue<T> ep, const void *inp, const void *w, int N, int C, int OC,
+                        const void *ln_w = NULL, const void *ln_b = NULL) {
     if constexpr (sizeof(T) == 2)
         if (tensor_cores) {
-            CU_LAUNCH(be, "gemv_tc_kernel", gemv_tc_kernel<T>, (unsigned)((OC + 7) / 8), GEMV_WARPS * 32, 0, ep, (const T *)inp, (const T *)w, N, C, OC);
+            CU_LAUNCH(be, "gemv_tc_kernel", ln_w ? gemv_tc_kernel<T, true> : gemv_tc_kernel<T, false>, (unsigned)((OC + 7) / 8), GEMV_WARPS * 32, 0,
+                      ep, (const T *)inp, (const T *)w, N, C, OC, (const T *)ln_w, (const T *)ln_b);
             return;
         }
     CU_LAUNCH(be, "gemv_kernel", gemv_kernel<T>, (unsigned)((OC + GEMV_WARPS - 1) / GEMV_WARPS), GEMV_WARPS * 32, 0, ep, (const T *)inp, (const T *)w,
@@ -2917,6 +2970,24 @@ static void cu_matmul_forward_residual(ngpt_backend *be, void *out, const void *
     }
     if (gemv_forward(be, out, inp, w, bias, N, C, OC, EPI_RESIDUAL, (void *)res)) return;
     gemm(be, MM_FWD, out, inp, w, bias, N, OC, C, (size_t)C, (size_t)C, (size_t)OC, 0, EPI_RESIDUAL, (void *)res);
+}
+/* layernorm_forward into ln (mean and rstd not kept), then matmul_forward of ln, or with act matmul_forward_gelu
+ * (out GELU's input, act its output). Rows that are a gemv on the tensor cores, and that the LayerNorm register
+ * kernel would take, are one launch of gemv_tc_kernel normalizing its input rows (ln left unwritten), with those
+ * ops' bits; the rest run the two ops. */
+static void cu_layernorm_matmul_forward(ngpt_backend *be, void *out, void *act, void *ln, const void *inp, const void *ln_w, const void *ln_b,
+                                        const void *w, const void *bias, int N, int C, int OC) {
+    if (bad_dims(be, "layernorm_matmul_forward", N, C, OC) || N == 0 || OC == 0) return;
+    const bool ln_in_registers = (C / 8 + 31) / 32 <= LN_MAX_NV && aligned16(ln, inp, ln_w, ln_b); /* with C % 8 == 0, as in cu_layernorm_forward */
+    if (ln_in_registers && gemv_kind(be, N, C, inp, w) == 2) { /* 16 bits, C % 8 == 0 */
+        DISPATCH_DTYPE(be->dtype, T,
+                       launch_gemv<T>(be, true, MmEpilogue<T>{(T *)out, (size_t)OC, (const T *)bias, 0, act ? EPI_GELU : EPI_PLAIN, (T *)act, NULL, 0},
+                                      inp, w, N, C, OC, ln_w, ln_b));
+        return;
+    }
+    cu_layernorm_forward(be, ln, NULL, NULL, inp, ln_w, ln_b, N, C);
+    if (act) cu_matmul_forward_gelu(be, out, act, ln, w, bias, N, C, OC);
+    else cu_matmul_forward(be, out, ln, w, bias, N, C, OC);
 }
 /* matmul_backward, with dinp's epilogue kind (EPI_DGELU: times gelu'(pre)) */
 static void matmul_backward_with(ngpt_backend *be, void *dinp, void *dw, void *dbias, const void *dout, const void *inp, const void *w, int N,
@@ -5073,6 +5144,7 @@ int ngpt_cuda_backend_create(ngpt_backend **out, int dtype, char *err, size_t er
     be->matmul_forward_gelu = fuse_gelu ? cu_matmul_forward_gelu : NULL;
     be->matmul_backward_gelu = fuse_gelu ? cu_matmul_backward_gelu : NULL;
     be->matmul_forward_residual = cu_matmul_forward_residual;
+    be->layernorm_matmul_forward = cu_layernorm_matmul_forward;
     be->attention_forward = cu_attention_forward;
     be->attention_backward = cu_attention_backward;
     be->attention_decode = cu_attention_decode;

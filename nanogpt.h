@@ -496,12 +496,16 @@ struct ngpt_backend {
      * replaces. matmul_forward_gelu: matmul_forward into pre, then gelu_forward(act, pre).
      * matmul_backward_gelu: matmul_backward, then gelu_backward(dinp, pre, dinp) (pre: GELU's input, N x C;
      * dinp and pre are required, dw and dbias may be NULL). matmul_forward_residual: matmul_forward into a
-     * temporary y, then residual_forward(out, res, y) (res: N x OC; out aliases none of inp, w, res). */
+     * temporary y, then residual_forward(out, res, y) (res: N x OC; out aliases none of inp, w, res).
+     * layernorm_matmul_forward: layernorm_forward(ln, mean and rstd not kept, inp, ln_w, ln_b), then matmul_forward
+     * (out, ln, w, bias), or with act matmul_forward_gelu(out, act, ln, w, bias); ln (N x C) may be left unwritten. */
     void (*matmul_forward_gelu)(ngpt_backend *be, void *pre, void *act, const void *inp, const void *w, const void *bias, int N, int C, int OC);
     void (*matmul_backward_gelu)(ngpt_backend *be, void *dinp, void *dw, void *dbias, const void *dout, const void *inp, const void *w,
                                  const void *pre, int N, int C, int OC);
     void (*matmul_forward_residual)(ngpt_backend *be, void *out, const void *inp, const void *w, const void *bias, const void *res, int N, int C,
                                     int OC);
+    void (*layernorm_matmul_forward)(ngpt_backend *be, void *out, void *act, void *ln, const void *inp, const void *ln_w, const void *ln_b,
+                                     const void *w, const void *bias, int N, int C, int OC);
     /* causal self-attention. qkv (B,T,3C) holds q,k,v, each split in NH heads of hs = C/NH channels.
      * out (B,T,C); lse (B,NH,T) f32 = log-sum-exp of each row of scaled scores (saved for backward). */
     void (*attention_forward)(ngpt_backend *be, void *out, float *lse, const void *qkv, int B, int T, int C, int NH, const ngpt_dropout *drop);

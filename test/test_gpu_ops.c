@@ -995,6 +995,48 @@ static void t_matmul_residual(int N, int C, int OC) {
     tg_end();
 }
 
+/* Decoding's LayerNorm and product: run 1 of the GPU uses layernorm_matmul_forward (gelu: with GELU, out its input),
+ * run 2 layernorm_forward then matmul_forward (and gelu_forward), and the two must agree bit for bit; both against
+ * the CPU's separate ops. */
+static void t_layernorm_matmul(int N, int C, int OC, int gelu, int ln_bias) {
+    int dt = tg_gpu->dtype;
+    tg_begin("layernorm + matmul%s fused N=%d C=%d OC=%d%s (GPU run 1 fused, run 2 separate: same bits)", gelu ? " + GELU" : "", N, C, OC,
+             ln_bias ? "" : ", no LayerNorm bias");
+    float *inp = tg_rand((size_t)N * C, 2.0f, 0.5f, dt), *lw = tg_rand((size_t)C, 0.5f, 1, dt), *lb = tg_rand((size_t)C, 0.5f, 0, dt);
+    float *w = tg_rand((size_t)OC * C, 1.0f / sqrtf((float)C), 0, dt), *b = tg_rand((size_t)OC, 1.0f, 0, dt);
+    TgBuf Binp = tg_buf((size_t)N * C, TG_ACT), Blw = tg_buf((size_t)C, TG_ACT), Blb = tg_buf((size_t)C, TG_ACT), Bln = tg_buf((size_t)N * C, TG_ACT);
+    TgBuf Bw = tg_buf((size_t)OC * C, TG_ACT), Bb = tg_buf((size_t)OC, TG_ACT), Bout = tg_buf((size_t)N * OC, TG_ACT);
+    TgBuf Bact = tg_buf((size_t)N * OC, TG_ACT), Bstats = tg_buf((size_t)2 * N, TG_F32);
+    TgOut outs[] = {{gelu ? "out (GELU's input)" : "out = layernorm(inp) . w^T + b", &Bout, tg_tol(1e-4, 2e-2), {0}, 0},
+                    {"act = gelu(out)", &Bact, tg_tol(1e-4, 2e-2), {0}, 0}};
+    const int n_outs = gelu ? 2 : 1;
+    if (!tg_gpu->layernorm_matmul_forward) {
+        CHECK(0, "the CUDA backend has no LayerNorm and product fused");
+        free(inp); free(lw); free(lb); free(w); free(b);
+        tg_end();
+        return;
+    }
+    for (int rep = 0; rep < 3; rep++) {
+        ngpt_backend *be = rep ? tg_gpu : tg_cpu;
+        PUT(Binp, inp); PUT(Blw, lw); PUT(Blb, lb); PUT(Bw, w); PUT(Bb, b);
+        POISON(Bout); POISON(Bact); POISON(Bln);
+        void *lbias = ln_bias ? PTR(Blb) : NULL;
+        if (rep == 1) {
+            be->layernorm_matmul_forward(be, PTR(Bout), gelu ? PTR(Bact) : NULL, PTR(Bln), PTR(Binp), PTR(Blw), lbias, PTR(Bw), PTR(Bb), N, C, OC);
+        } else {
+            float *stats = (float *)PTR(Bstats);
+            be->layernorm_forward(be, PTR(Bln), stats, stats + N, PTR(Binp), PTR(Blw), lbias, N, C);
+            be->matmul_forward(be, PTR(Bout), PTR(Bln), PTR(Bw), PTR(Bb), N, C, OC);
+            if (gelu) be->gelu_forward(be, PTR(Bact), PTR(Bout), (size_t)N * OC);
+        }
+        be->sync(be);
+        if (rep) tg_grab(outs, n_outs, rep - 1);
+    }
+    tg_finish(outs, n_outs);
+    free(inp); free(lw); free(lb); free(w); free(b);
+    tg_end();
+}
+
 /* the error contract: bad arguments are sticky NGPT_ERR_ARG with a message; too little scratch is
  * reported, not overrun; the CUDA scratch fits what nanogpt.c's planner reserves for it */
 static void t_contract(void) {
@@ -1048,6 +1090,16 @@ static void tg_gemv_sweep(void) {
     t_matmul_gelu(12, 96, 200);
     t_matmul_residual(7, 71, 51); /* (gemv_kernel: rows of 71) */
     t_matmul_residual(14, 72, 51); /* (gemv_tc_kernel) */
+    /* decoding's LayerNorm and product: 16 bits on gemv_tc_kernel<T, true> (rows 9-16 on its second 8; C = 2048: the
+     * LayerNorm kernel's most vectors a lane); f32, 17 rows, rows of 37 and of 2056 as the two ops */
+    t_layernorm_matmul(1, 768, 67, 0, 1);
+    t_layernorm_matmul(5, 96, 200, 1, 1);
+    t_layernorm_matmul(9, 768, 67, 0, 0);
+    t_layernorm_matmul(16, 200, 70, 1, 1);
+    t_layernorm_matmul(3, 2048, 40, 0, 1);
+    t_layernorm_matmul(3, 2056, 40, 1, 1);
+    t_layernorm_matmul(17, 96, 50, 0, 1);
+    t_layernorm_matmul(4, 37, 20, 1, 1);
     if (!tg_small) {
         t_matmul(3, 768, 50304, 0);  /* the classifier as decoding meets it (gemv_tc_kernel at 16 bits) */
         t_matmul(10, 768, 50304, 0); /* ten samples at once */

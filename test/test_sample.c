@@ -8,7 +8,8 @@
  *    the window the rebuilt cache holds; several samples decoded at once each read their own row of Vp logits, and
  *    never draw a padded id; top-k selection is exact, draws are those of the slow obvious sampler (a sort for the
  *    cut), and greedy finds the maximum at any id, the last included;
- *  - a sampling-only trainer holds no training memory and samples a loaded checkpoint as the full one does. */
+ *  - a sampling-only trainer holds no training memory and samples a loaded checkpoint as the full one does;
+ *  - decoding through the backend's optional fusions (as the CUDA backend's) gives the bits of the ops one by one. */
 #define NGPT_NO_MAIN
 #include "../nanogpt.c"
 #include "check.h"
@@ -428,9 +429,99 @@ static void test_sample_token_max_anywhere(void) {
     }
 }
 
+/* The backend's optional fusions, composed here from the CPU's separate ops as a GPU backend's must behave: the
+ * same bits, the residual's output aliasing none of its inputs, and the LayerNorm's output left unwritten (NaN
+ * here: anything that read it after the fused op would show). */
+static int fused_calls[3];
+static void composed_forward_gelu(ngpt_backend *be, void *pre, void *act, const void *inp, const void *w, const void *bias, int N, int C, int OC) {
+    fused_calls[0]++;
+    be->matmul_forward(be, pre, inp, w, bias, N, C, OC);
+    be->gelu_forward(be, act, pre, (size_t)N * OC);
+}
+static void composed_forward_residual(ngpt_backend *be, void *out, const void *inp, const void *w, const void *bias, const void *res, int N, int C,
+                                      int OC) {
+    fused_calls[1]++;
+    CHECK(out != res && out != inp && out != w, "matmul_forward_residual: out aliases an input");
+    be->matmul_forward(be, out, inp, w, bias, N, C, OC);
+    be->residual_forward(be, out, res, out, (size_t)N * OC);
+}
+static void composed_layernorm_matmul(ngpt_backend *be, void *out, void *act, void *ln, const void *inp, const void *ln_w, const void *ln_b,
+                                      const void *w, const void *bias, int N, int C, int OC) {
+    fused_calls[2]++;
+    float *stats = malloc((size_t)2 * N * sizeof *stats);
+    CHECK(stats != NULL, "out of host memory");
+    if (!stats) return;
+    be->layernorm_forward(be, ln, stats, stats + N, inp, ln_w, ln_b, N, C);
+    free(stats);
+    be->matmul_forward(be, out, ln, w, bias, N, C, OC);
+    if (act) be->gelu_forward(be, act, out, (size_t)N * OC);
+    for (size_t i = 0; i < (size_t)N * C; i++) ((float *)ln)[i] = NAN;
+}
+
+/* Every position's logits, decoding the S sequences of tok 1, 1, 4, 2 ... positions at a time, into out (S x T rows
+ * of Vp, row s * T + t the logits after position t; positions inside a chunk have none and stay 0) */
+static void decode_all(ngpt_trainer *tr, const int32_t *tok, float *out) {
+    const int Vp = tr->ms.Vp, cycle[4] = {1, 1, 4, 2};
+    SampleFit f;
+    CHECK(sample_layout(tr, S, T, &f) <= tr->plan.region_bytes, "the layout for a whole block of %d sequences fits", S);
+    tr->be->set_scratch(tr->be, tr->region + f.off[S_SCRATCH], tr->plan.region_bytes - f.off[S_SCRATCH]);
+    memset(out, 0, (size_t)S * T * Vp * sizeof *out);
+    float *step = malloc((size_t)S * Vp * sizeof *step);
+    int32_t chunk[S * T];
+    for (int t = 0, c = 0; step && t < T; c++) {
+        const int n = MIN(cycle[c % 4], T - t);
+        for (int i = 0; i < n; i++)
+            for (int s = 0; s < S; s++) chunk[s * n + i] = tok[s * T + t + i];
+        decode_step(tr, &f, S, t, n, chunk);
+        t += n;
+        download_as_f32(tr, step, tr->region + f.off[S_LOGITS], (size_t)S * Vp);
+        for (int s = 0; s < S; s++) memcpy(out + ((size_t)s * T + t - 1) * Vp, step + (size_t)s * Vp, (size_t)Vp * sizeof *out);
+    }
+    free(step);
+}
+
+/* decode_step through the fusions (as the CUDA backend runs it) gives the bits of the ops one by one: every logit of
+ * a decode a position and a chunk at a time, and a greedy sample of 3 past the block */
+static void test_decode_through_fusions(void) {
+    ngpt_trainer *plain = make(), *fused = make();
+    if (!plain || !fused) { CHECK(0, "trainers"); ngpt_trainer_free(plain); ngpt_trainer_free(fused); return; }
+    randomize_params(plain, 0.3f, 9);
+    randomize_params(fused, 0.3f, 9);
+    fused->be->matmul_forward_gelu = composed_forward_gelu;
+    fused->be->matmul_forward_residual = composed_forward_residual;
+    fused->be->layernorm_matmul_forward = composed_layernorm_matmul;
+    int32_t tok[S * T];
+    for (int i = 0; i < S * T; i++) tok[i] = (int32_t)(ngpt_hash(6, 6, (uint64_t)i) % V);
+    const size_t n = (size_t)S * T * plain->ms.Vp;
+    float *a = malloc(n * sizeof *a), *b = malloc(n * sizeof *b);
+    if (a && b) {
+        decode_all(plain, tok, a);
+        memset(fused_calls, 0, sizeof fused_calls);
+        decode_all(fused, tok, b);
+        CHECK(fused_calls[0] == 0 && fused_calls[1] > 0 && fused_calls[2] > 0,
+              "decode_step called the fusions %d, %d, %d times (GELU goes inside the LayerNorm's)", fused_calls[0], fused_calls[1], fused_calls[2]);
+        CHECK(memcmp(a, b, n * sizeof *a) == 0, "logits through the fusions differ from the ops one by one");
+    }
+    free(a);
+    free(b);
+    const int32_t prompt[2] = {5, 6};
+    const int total = 2 + 2 * T;
+    int32_t *ya = malloc((size_t)3 * total * sizeof *ya), *yb = malloc((size_t)3 * total * sizeof *yb);
+    if (ya && yb) {
+        CHECK(ngpt_sample(plain, prompt, 2, 3, 2 * T, 0.0f, 0, 1, ya) == NGPT_OK, "sample: %s", plain->err);
+        CHECK(ngpt_sample(fused, prompt, 2, 3, 2 * T, 0.0f, 0, 1, yb) == NGPT_OK, "sample: %s", fused->err);
+        CHECK(memcmp(ya, yb, (size_t)3 * total * sizeof *ya) == 0, "greedy samples through the fusions differ");
+    }
+    free(ya);
+    free(yb);
+    ngpt_trainer_free(plain);
+    ngpt_trainer_free(fused);
+}
+
 int main(void) {
     if (test_folder(dir, sizeof dir, "sample")) return 1;
     RUN(test_decode_matches_full_forward);
+    RUN(test_decode_through_fusions);
     RUN(test_greedy_and_seeds);
     RUN(test_greedy_rows);
     RUN(test_shared_prompt);
