@@ -6305,8 +6305,8 @@ static void matmul_gelu(ngpt_backend *be, void *pre, void *act, const void *inp,
 }
 
 /* ln = layernorm(inp) (mean and rstd kept), then out = ln . w^T + bias, or with act matmul_gelu's pre (out) and act;
- * one fused op where the backend has it (the same bits; mean, rstd and ln are then not written). Decoding's: the
- * step keeps them for the backward. */
+ * one fused op where the backend has it (the same bits; mean, rstd and ln are then not written). Decoding's
+ * alone: the training step keeps mean, rstd and ln for its backward. */
 static void layernorm_matmul(ngpt_backend *be, void *out, void *act, void *ln, float *mean, float *rstd, const void *inp, const void *ln_w,
                              const void *ln_b, const void *w, const void *bias, int N, int C, int OC) {
     if (be->layernorm_matmul_forward && (!act || be->matmul_forward_gelu)) { /* NGPT_FUSE_GELU=0: GELU apart, as in the step */

@@ -873,15 +873,19 @@ template <typename F> static void ln_by_vectors(int nv, F f) {
     else f(LnVectors<LN_MAX_NV>());
 }
 
+/* Rows the register kernels take: 16-byte vectors, at most LN_MAX_NV of them a lane */
+template <typename T> static bool ln_rows_in_registers(int C, const void *out, const void *inp, const void *w, const void *b) {
+    return rows_vectorizable<T>(C, out, inp, w, b) && (C / (16 / (int)sizeof(T)) + 31) / 32 <= LN_MAX_NV;
+}
+
 static void cu_layernorm_forward(ngpt_backend *be, void *out, float *mean, float *rstd, const void *inp, const void *w, const void *b, int N, int C) {
     if (bad_dims(be, "layernorm_forward", N, C, 0) || !N || !C) return;
     unsigned blocks = (unsigned)((N + LN_FWD_ROWS - 1) / LN_FWD_ROWS);
     DISPATCH_DTYPE(be->dtype, T, {
         constexpr int VEC = 16 / sizeof(T);
-        const int nv = (C / VEC + 31) / 32; /* vectors a lane */
         auto *kernel = layernorm_forward_any_kernel<T>;
-        if (rows_vectorizable<T>(C, out, inp, w, b) && nv <= LN_MAX_NV)
-            ln_by_vectors(nv, [&](auto k) { kernel = layernorm_forward_kernel<T, VEC, decltype(k)::value>; });
+        if (ln_rows_in_registers<T>(C, out, inp, w, b))
+            ln_by_vectors((C / VEC + 31) / 32, [&](auto k) { kernel = layernorm_forward_kernel<T, VEC, decltype(k)::value>; });
         CU_LAUNCH(be, "layernorm_forward_kernel", kernel, blocks, 32 * LN_FWD_ROWS, 0, (T *)out, mean, rstd, (const T *)inp, (const T *)w,
                   (const T *)b, N, C);
     });
@@ -2978,13 +2982,13 @@ static void cu_matmul_forward_residual(ngpt_backend *be, void *out, const void *
 static void cu_layernorm_matmul_forward(ngpt_backend *be, void *out, void *act, void *ln, const void *inp, const void *ln_w, const void *ln_b,
                                         const void *w, const void *bias, int N, int C, int OC) {
     if (bad_dims(be, "layernorm_matmul_forward", N, C, OC) || N == 0 || OC == 0) return;
-    const bool ln_in_registers = (C / 8 + 31) / 32 <= LN_MAX_NV && aligned16(ln, inp, ln_w, ln_b); /* with C % 8 == 0, as in cu_layernorm_forward */
-    if (ln_in_registers && gemv_kind(be, N, C, inp, w) == 2) { /* 16 bits, C % 8 == 0 */
-        DISPATCH_DTYPE(be->dtype, T,
-                       launch_gemv<T>(be, true, MmEpilogue<T>{(T *)out, (size_t)OC, (const T *)bias, 0, act ? EPI_GELU : EPI_PLAIN, (T *)act, NULL, 0},
-                                      inp, w, N, C, OC, ln_w, ln_b));
-        return;
-    }
+    bool fused = false;
+    if (gemv_kind(be, N, C, inp, w) == 2) /* 16 bits, C % 8 == 0 */
+        DISPATCH_DTYPE(be->dtype, T, if ((fused = ln_rows_in_registers<T>(C, ln, inp, ln_w, ln_b))) {
+            launch_gemv<T>(be, true, MmEpilogue<T>{(T *)out, (size_t)OC, (const T *)bias, 0, act ? EPI_GELU : EPI_PLAIN, (T *)act, NULL, 0}, inp,
+                           w, N, C, OC, ln_w, ln_b);
+        });
+    if (fused) return;
     cu_layernorm_forward(be, ln, NULL, NULL, inp, ln_w, ln_b, N, C);
     if (act) cu_matmul_forward_gelu(be, out, act, ln, w, bias, N, C, OC);
     else cu_matmul_forward(be, out, ln, w, bias, N, C, OC);
