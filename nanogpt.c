@@ -595,7 +595,7 @@ static const ConfigKey config_keys[] = {
     CK(recompute, KEY_INT, -1, 3, NULL, "-1 auto, 0 none, 1 GELU, 2 GELU and LayerNorm, 3 whole layers"),
     CK(logits_chunk, KEY_INT, 0, 1 << 30, NULL, "rows of logits per chunk (0 = the planner chooses)"),
     CK(moments_dtype, KEY_STR, 0, 0, "auto|float32|bfloat16", "AdamW moments: auto keeps fp32 wherever a plan fits; bfloat16 halves them (GPU, dtype bfloat16/float16)"),
-    CK(threads, KEY_INT, 0, POOL_MAX_THREADS, NULL, "CPU threads (0 = one per usable core, or one alone while that measures faster)"),
+    CK(threads, KEY_INT, 0, POOL_MAX_THREADS, NULL, "CPU threads (0 = one per usable core, or one alone while that measures faster); sampling's draws use them on a GPU too"),
     CK(on_nonfinite, KEY_STR, 0, 0, "skip|halt", "a NaN/Inf loss or gradient: skip the step (more than 10 in a row halt) or halt"),
     CK_IGNORED(wandb_log, "nanoGPT's wandb logging: not supported, ignored"),
     CK_IGNORED(wandb_project, "ignored"),
@@ -9887,6 +9887,25 @@ static int32_t sample_token(const float *logits, const SampleScratch *sc, int V,
 
 #define SAMPLE_RNG_STREAM ((uint64_t)1 << 40) /* + the sample's index: apart from training's streams */
 
+/* One step's draws: each of the n samples' next token (seqs[s * total + len]) from its row of logits, with its own
+ * stream; the samples split between the threads, each with its own scratch, so the tokens are the same on any
+ * number of threads */
+typedef struct {
+    const float *logits;
+    int Vp, V, top_k, n, len;
+    float temperature;
+    size_t total;
+    Rng *rng;
+    int32_t *seqs;
+    const SampleScratch *scratch; /* one a thread */
+} SampleDraws;
+static void sample_draws(void *arg, int ithread, int nthreads) {
+    const SampleDraws *d = (const SampleDraws *)arg;
+    for (int s = ithread; s < d->n; s += nthreads)
+        d->seqs[(size_t)s * d->total + d->len] = sample_token(d->logits + (size_t)s * d->Vp, &d->scratch[ithread], d->V, d->temperature, d->top_k,
+                                                              &d->rng[s]);
+}
+
 /* How sampling fits the region for num_samples: f->seqs sequences decoded at once (as many as the token staging and
  * the region hold, at most num_samples), and rows for f->feed positions of each a pass (as many as then fit, up to
  * block_size: a prompt, or the window a cache is rebuilt from, goes in that many at a time; each new token is one
@@ -9928,8 +9947,13 @@ static void share_prompt(ngpt_trainer *tr, const SampleFit *f, int n, int pos) {
     for (int s = 1; s < n; s++) be->copy(be, logits + (size_t)s * m->Vp * a, logits, (size_t)m->Vp * a);
 }
 
-int ngpt_sample(ngpt_trainer *tr, const int32_t *prompt, int n_prompt, int num_samples, int max_new, float temperature, int top_k,
-                uint64_t seed, int32_t *out) {
+/* ngpt_sample; with reuse_prompt, a round of samples after the first takes the prompt's keys and values from the cache
+ * where the round before left them (its samples never rebuilt their window), and the prompt's logits as the first
+ * round drew them, rather than feeding the prompt again (0: fed each round, the slow obvious way tests hold it to).
+ * A step's draws run on up to max_draw_threads host threads (at most the samples decoded at once): on a GPU each
+ * sample's draw over GPT-2's 50,257 logits takes about as long as the step's products. */
+static int sample_rounds(ngpt_trainer *tr, const int32_t *prompt, int n_prompt, int num_samples, int max_new, float temperature, int top_k,
+                         uint64_t seed, int32_t *out, int reuse_prompt, int max_draw_threads) {
     if (!tr) return NGPT_ERR_ARG;
     if (!prompt || !out) return tr_fail(tr, NGPT_ERR_ARG, "ngpt_sample: prompt and out must not be NULL");
     const ModelShape *m = &tr->ms;
@@ -9947,12 +9971,25 @@ int ngpt_sample(ngpt_trainer *tr, const int32_t *prompt, int n_prompt, int num_s
     ngpt_backend *be = tr->be;
     be->set_scratch(be, tr->region + fit.off[S_SCRATCH], tr->plan.region_bytes - fit.off[S_SCRATCH]);
     int total = n_prompt + max_new, rc = NGPT_OK;
-    float *logits = (float *)malloc((size_t)m->Vp * S * sizeof(float));
+    float *logits = (float *)malloc((size_t)m->Vp * S * sizeof(float)), *prompt_logits = (float *)malloc((size_t)m->Vp * sizeof(float));
     int32_t *tok = (int32_t *)malloc((size_t)fit.seqs * fit.feed * sizeof(int32_t));
     Rng *rng = (Rng *)malloc((size_t)S * sizeof(Rng));
-    const SampleScratch sc = {(float *)malloc((size_t)m->V * sizeof(float)), (int32_t *)malloc((size_t)m->V * sizeof(int32_t)),
-                              (double *)malloc((size_t)m->V * sizeof(double))};
-    if (!logits || !tok || !rng || !sc.select || !sc.kept || !sc.weight) rc = tr_fail(tr, NGPT_ERR_NOMEM, "out of host memory");
+    const int draw_threads = MAX(1, MIN(S, max_draw_threads));
+    const size_t V = (size_t)m->V;
+    SampleScratch *scratch = (SampleScratch *)malloc((size_t)draw_threads * sizeof(SampleScratch));
+    float *select = (float *)malloc(draw_threads * V * sizeof(float));
+    int32_t *kept = (int32_t *)malloc(draw_threads * V * sizeof(int32_t));
+    double *weight = (double *)malloc(draw_threads * V * sizeof(double));
+    PoolStorage *pool = draw_threads > 1 ? (PoolStorage *)malloc(sizeof(PoolStorage)) : NULL;
+    if (!logits || !prompt_logits || !tok || !rng || !scratch || !select || !kept || !weight || (draw_threads > 1 && !pool))
+        rc = tr_fail(tr, NGPT_ERR_NOMEM, "out of host memory");
+    for (int i = 0; !rc && i < draw_threads; i++) scratch[i] = (SampleScratch){select + i * V, kept + i * V, weight + i * V};
+    char pool_err[NGPT_ERRLEN];
+    const int pooled = pool && !rc;
+    if (pooled) pool_init(pool, draw_threads, pool_err, sizeof pool_err); /* a thread that did not start: the others draw its samples */
+    /* after a round that drew from the prompt and never rebuilt a window: every cache the next round uses (it has no
+     * more samples) holds the prompt at positions 0..prompt_pos-1, and prompt_logits its last position's logits */
+    int prompt_cached = 0, prompt_pos = 0;
     for (int first = 0; first < num_samples && !rc; first += S) {
         int n = MIN(S, num_samples - first);
         /* each sample its own stream of draws, so sample k draws the same numbers however many are asked for and
@@ -9962,12 +9999,14 @@ int ngpt_sample(ngpt_trainer *tr, const int32_t *prompt, int n_prompt, int num_s
         for (int s = 0; s < n; s++) memcpy(seqs + (size_t)s * total, prompt, (size_t)n_prompt * sizeof(int32_t));
         int len = n_prompt, pos = 0, start = 0; /* the cache holds tokens start..start+pos-1 at positions 0..pos-1 */
         if (len > m->maxT) start = len - m->maxT;
-        int shared = sample_shares_prompt(tr, n); /* the samples' windows are the prompt's until their first new token */
+        int cached = reuse_prompt && prompt_cached, rebuilt = 0;
+        if (cached) pos = prompt_pos;
+        int shared = !cached && sample_shares_prompt(tr, n); /* the samples' windows are the prompt's until their first new token */
         while (len < total && !rc) {
             /* feed what the cache lacks (a prompt shared by the samples to sample 0 alone, then copied), then sample one token */
             int fed = shared ? 1 : n, per = sample_pass_positions(tr, &fit, fed);
             while (start + pos < len) {
-                if (pos == m->maxT) { start = len - MAX(1, m->maxT / 2); pos = 0; } /* full: rebuild from the last half (one token at block_size 1) */
+                if (pos == m->maxT) { start = len - MAX(1, m->maxT / 2); pos = 0; rebuilt = 1; } /* full: rebuild from the last half (one token at block_size 1) */
                 int k = MIN(MIN(len - (start + pos), m->maxT - pos), per);
                 for (int i = 0; i < k; i++)
                     for (int s = 0; s < fed; s++) tok[s * k + i] = seqs[(size_t)s * total + start + pos + i];
@@ -9976,20 +10015,37 @@ int ngpt_sample(ngpt_trainer *tr, const int32_t *prompt, int n_prompt, int num_s
             }
             if (shared) share_prompt(tr, &fit, n, pos);
             shared = 0;
-            download_as_f32(tr, logits, tr->region + fit.off[S_LOGITS], (size_t)n * m->Vp); /* one wait for all n rows */
-            for (int s = 0; s < n; s++)
-                seqs[(size_t)s * total + len] = sample_token(logits + (size_t)s * m->Vp, &sc, m->V, temperature, top_k, &rng[s]);
+            if (cached) {
+                for (int s = 0; s < n; s++) memcpy(logits + (size_t)s * m->Vp, prompt_logits, (size_t)m->Vp * sizeof(float));
+                cached = 0;
+            } else {
+                download_as_f32(tr, logits, tr->region + fit.off[S_LOGITS], (size_t)n * m->Vp); /* one wait for all n rows */
+                if (len == n_prompt) memcpy(prompt_logits, logits, (size_t)m->Vp * sizeof(float)), prompt_pos = pos;
+            }
+            SampleDraws draws = {logits, m->Vp, m->V, top_k, n, len, temperature, (size_t)total, rng, seqs, scratch};
+            if (pooled) pool_run(&pool->pool, sample_draws, &draws);
+            else sample_draws(&draws, 0, 1);
             len++;
             rc = be_check(tr, "sampling");
         }
+        prompt_cached = max_new > 0 && !rebuilt;
     }
+    if (pooled) pool_free(pool);
     free(logits);
+    free(prompt_logits);
     free(tok);
     free(rng);
-    free(sc.select);
-    free(sc.kept);
-    free(sc.weight);
+    free(scratch);
+    free(select);
+    free(kept);
+    free(weight);
+    free(pool);
     return rc;
+}
+
+int ngpt_sample(ngpt_trainer *tr, const int32_t *prompt, int n_prompt, int num_samples, int max_new, float temperature, int top_k,
+                uint64_t seed, int32_t *out) {
+    return sample_rounds(tr, prompt, n_prompt, num_samples, max_new, temperature, top_k, seed, out, 1, tr ? tr->plan.req.nthreads : 1);
 }
 
 #define NO_CHARS                                                                                                       \
@@ -12908,9 +12964,12 @@ static int bench_sampling(ngpt_config *cfg, int samples, int steps, int prompt_l
         SampleFit fit;
         if (!rc && !sample_fit(tr, samples, &fit)) {
             int shared = sample_shares_prompt(tr, fit.seqs), per = MIN(sample_pass_positions(tr, &fit, shared ? 1 : fit.seqs), prompt_len);
-            printf("prompt       %.4f s: %d tokens of each of %d samples fed (%d at a time: %s, %d positions a pass), and one new token drawn, "
-                   "%.1f prompt tokens/s\n", best, prompt_len, samples, fit.seqs, shared ? "to one, its cache copied to the others" : "to each", per,
-                   samples * prompt_len / best);
+            int rounds = (samples + fit.seqs - 1) / fit.seqs;
+            char later[96] = "";
+            if (rounds > 1) snprintf(later, sizeof later, "; in %d rounds, the later ones taking the prompt from the cache", rounds);
+            printf("prompt       %.4f s: %d tokens of each of %d samples fed (%d at a time: %s, %d positions a pass%s), and one new token "
+                   "drawn, %.1f prompt tokens/s\n", best, prompt_len, samples, fit.seqs, shared ? "to one, its cache copied to the others" : "to each",
+                   per, later, samples * prompt_len / best);
             printf("bench_result prompt_tokens_per_s=%.1f\n", samples * prompt_len / best);
             fflush(stdout);
         }

@@ -1,7 +1,8 @@
 /* test_sample.c: generation with the KV cache.
  *  - the logits of each decoding step, and of a chunk of positions fed at once (a prompt), equal those of a full
  *    forward pass over the same prefix; a prompt shared by the samples, fed once and its cache copied, samples as
- *    when fed to each;
+ *    when fed to each, and the rounds of more samples than are decoded at once take it from the round before as when
+ *    fed each round;
  *  - top_k = 1 and temperature 0 are greedy decoding of the full model; the same seed gives the same samples,
  *    each the same whatever num_samples is;
  *  - generation past block_size (the cache is rebuilt) stays valid, and greedy there is the full model's argmax over
@@ -165,6 +166,55 @@ static void test_shared_prompt(void) {
     int alike = 0;
     for (int s = 1; s < S; s++) alike += !memcmp(copied + s * TOTAL + NP, copied + NP, NEW * sizeof(int32_t));
     CHECK(!alike, "%d samples drew sample 0's %d new tokens (each must draw its own)", alike, NEW);
+    ngpt_trainer_free(tr);
+}
+
+static size_t embedded_rows; /* the rows through encoder_forward, counted by counting_encoder_forward */
+static void (*real_encoder_forward)(ngpt_backend *, void *, const int32_t *, const void *, const void *, int, int, int);
+static void counting_encoder_forward(ngpt_backend *be, void *out, const int32_t *tokens, const void *wte, const void *wpe, int B, int T_, int C) {
+    embedded_rows += (size_t)B * T_;
+    real_encoder_forward(be, out, tokens, wte, wpe, B, T_, C);
+}
+
+/* More samples than are decoded at once (two more than a round holds): the later round takes the prompt's keys,
+ * values and logits from the round before, so the prompt goes through the model once a call (the rows through the
+ * embedding counted), and draws the samples that feeding the prompt each round draws. Past block_size, where every
+ * round rebuilds its windows, the prompt is fed each round; a prompt longer than block_size with one new token is
+ * its window, kept from round to round. The draws split between 4 host threads give the tokens of one thread. */
+static void test_prompt_reused_across_rounds(void) {
+    ngpt_trainer *tr = make();
+    if (!tr) { CHECK(0, "trainer"); return; }
+    randomize_params(tr, 0.3f, 41);
+    SampleFit fit;
+    CHECK(!sample_fit(tr, 1 << 20, &fit), "sample_fit");
+    const int n = fit.seqs + 2;
+    real_encoder_forward = tr->be->encoder_forward;
+    tr->be->encoder_forward = counting_encoder_forward;
+    const struct { int np, nnew, rebuilds; } cases[] = {{12, 5, 0}, {4, 26, 1}, {T + 7, 1, 0}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        const int np = cases[c].np, total = np + cases[c].nnew;
+        const size_t bytes = (size_t)n * total * sizeof(int32_t);
+        int32_t prompt[T + 7], *reused = malloc(bytes), *fed = malloc(bytes), *one_thread = malloc(bytes);
+        for (int i = 0; i < np; i++) prompt[i] = (int32_t)(ngpt_hash(13, c, (uint64_t)i) % V);
+        embedded_rows = 0;
+        int rc = reused && fed && one_thread ? sample_rounds(tr, prompt, np, n, cases[c].nnew, 0.9f, 20, 6, reused, 1, 4) : NGPT_ERR_NOMEM;
+        const size_t rows_reused = embedded_rows;
+        if (!rc) rc = sample_rounds(tr, prompt, np, n, cases[c].nnew, 0.9f, 20, 6, one_thread, 1, 1);
+        embedded_rows = 0;
+        if (!rc) rc = sample_rounds(tr, prompt, np, n, cases[c].nnew, 0.9f, 20, 6, fed, 0, 1);
+        CHECK(!rc, "prompt %d, %d new, %d samples: %s", np, cases[c].nnew, n, tr->err);
+        if (!rc) {
+            CHECK(!memcmp(reused, one_thread, bytes), "prompt %d, %d new: the draws on 4 threads give other tokens than on one", np, cases[c].nnew);
+            CHECK(!memcmp(reused, fed, bytes), "prompt %d, %d new: the prompt reused gives other samples than fed each round", np, cases[c].nnew);
+            const size_t saved = cases[c].rebuilds ? 0 : (size_t)MIN(np, T); /* the second round's feed */
+            CHECK(embedded_rows - rows_reused == saved, "prompt %d, %d new: %zu rows embedded with the prompt reused, %zu fed each round "
+                  "(the difference should be %zu)", np, cases[c].nnew, rows_reused, embedded_rows, saved);
+        }
+        free(reused);
+        free(fed);
+        free(one_thread);
+    }
+    tr->be->encoder_forward = real_encoder_forward;
     ngpt_trainer_free(tr);
 }
 
@@ -525,6 +575,7 @@ int main(void) {
     RUN(test_greedy_and_seeds);
     RUN(test_greedy_rows);
     RUN(test_shared_prompt);
+    RUN(test_prompt_reused_across_rounds);
     RUN(test_hot_draws_stay_in_vocab);
     RUN(test_greedy_past_block_size);
     RUN(test_block_size_one);
