@@ -278,11 +278,14 @@ int ngpt_load(ngpt_trainer *tr, const char *path);
  * its last block_size/2 tokens (nanoGPT crops to the last block_size tokens at every step). The prompt, and
  * the tokens a cache is rebuilt from, go through the model as many positions at a time as the arena holds
  * (up to block_size), each new token one position; a prompt goes through once, its KV cache copied to the
- * other samples (where the backend has copy). The KV cache lives
- * in the arena; the logits rows of the samples (Vp x (num_samples + 1) floats) and their ids are malloced for
- * the call and freed before it returns. n_prompt + max_new must fit an int (NGPT_ERR_ARG otherwise). Each
- * sample draws from its own stream of (seed, its index): sample k draws the same numbers for any num_samples
- * (its logits may differ in the last bits when computed beside other samples). */
+ * other samples (where the backend has copy) and, when there are more samples than the arena decodes at once,
+ * kept in the caches for the later rounds (unless a round rebuilt them). The KV cache lives in the arena; the
+ * logits rows (Vp floats for each sample decoded at once, and one for the prompt's), the ids fed, the draws'
+ * scratch (16 bytes an id of the vocabulary for each thread) and the threads that draw the samples' tokens (up
+ * to the config's threads, one a core by default, on a GPU too) are made for the call and freed before it
+ * returns. n_prompt + max_new must fit an int (NGPT_ERR_ARG otherwise). Each sample draws from its own stream
+ * of (seed, its index): sample k draws the same numbers for any num_samples (its logits may differ in the last
+ * bits when computed beside other samples), and on any number of threads. */
 int ngpt_sample(ngpt_trainer *tr, const int32_t *prompt, int n_prompt, int num_samples, int max_new, float temperature, int top_k,
                 uint64_t seed, int32_t *out);
 
