@@ -9950,8 +9950,8 @@ static void share_prompt(ngpt_trainer *tr, const SampleFit *f, int n, int pos) {
 /* ngpt_sample; with reuse_prompt, a round of samples after the first takes the prompt's keys and values from the cache
  * where the round before left them (its samples never rebuilt their window), and the prompt's logits as the first
  * round drew them, rather than feeding the prompt again (0: fed each round, the slow obvious way tests hold it to).
- * A step's draws run on up to max_draw_threads host threads (at most the samples decoded at once): on a GPU each
- * sample's draw over GPT-2's 50,257 logits takes about as long as the step's products. */
+ * A step's draws run on up to max_draw_threads host threads (at most the samples decoded at once): on a GPU the
+ * host's draws, one sample after another, are most of what each sample adds to a step. */
 static int sample_rounds(ngpt_trainer *tr, const int32_t *prompt, int n_prompt, int num_samples, int max_new, float temperature, int top_k,
                          uint64_t seed, int32_t *out, int reuse_prompt, int max_draw_threads) {
     if (!tr) return NGPT_ERR_ARG;
