@@ -9947,13 +9947,46 @@ static void share_prompt(ngpt_trainer *tr, const SampleFit *f, int n, int pos) {
     for (int s = 1; s < n; s++) be->copy(be, logits + (size_t)s * m->Vp * a, logits, (size_t)m->Vp * a);
 }
 
+/* The host threads a step's draws run on: pool NULL, the calling thread alone; own, a pool started for the call */
+typedef struct {
+    Pool *pool;
+    PoolStorage *own;
+    int nthreads;
+} DrawThreads;
+
+/* asked 0 (ngpt_sample): on the CPU backend its own pool, whose threads stay warm from the step's ops, on the threads
+ * those ops use now (one where the thread tuner measured one faster); on a GPU, which has no host pool, a pool of
+ * the configured threads (one per core by default) started for the call. asked > 0: a pool of that many started for
+ * the call (1: the calling thread), of at most S threads, the samples decoded at once. A thread that did not start
+ * leaves its samples to the others. Nonzero: out of host memory. */
+static int draw_threads_start(ngpt_trainer *tr, int S, int asked, DrawThreads *dt) {
+    *dt = (DrawThreads){NULL, NULL, 1};
+    if (!asked && tr->plan.req.device != DEV_BACKEND_CUDA) {
+        CpuBackend *cb = cpu_of(tr->be);
+        if (cb->active > 1 && S > 1) *dt = (DrawThreads){&cb->pool.pool, NULL, cb->nthreads};
+        return 0;
+    }
+    int n = MIN(S, asked ? asked : tr->plan.req.nthreads);
+    if (n < 2) return 0;
+    if (!(dt->own = (PoolStorage *)malloc(sizeof(PoolStorage)))) return 1;
+    char err[NGPT_ERRLEN];
+    pool_init(dt->own, n, err, sizeof err);
+    dt->pool = &dt->own->pool;
+    dt->nthreads = dt->pool->nthreads;
+    return 0;
+}
+static void draw_threads_stop(DrawThreads *dt) {
+    if (dt->own) pool_free(dt->own);
+    free(dt->own);
+    *dt = (DrawThreads){NULL, NULL, 1};
+}
+
 /* ngpt_sample; with reuse_prompt, a round of samples after the first takes the prompt's keys and values from the cache
  * where the round before left them (its samples never rebuilt their window), and the prompt's logits as the first
  * round drew them, rather than feeding the prompt again (0: fed each round, the slow obvious way tests hold it to).
- * A step's draws run on up to max_draw_threads host threads (at most the samples decoded at once): on a GPU the
- * host's draws, one sample after another, are most of what each sample adds to a step. */
+ * A step's draws split between host threads (draw_threads_start's `asked`); on a GPU the device waits for them. */
 static int sample_rounds(ngpt_trainer *tr, const int32_t *prompt, int n_prompt, int num_samples, int max_new, float temperature, int top_k,
-                         uint64_t seed, int32_t *out, int reuse_prompt, int max_draw_threads) {
+                         uint64_t seed, int32_t *out, int reuse_prompt, int draw_threads_asked) {
     if (!tr) return NGPT_ERR_ARG;
     if (!prompt || !out) return tr_fail(tr, NGPT_ERR_ARG, "ngpt_sample: prompt and out must not be NULL");
     const ModelShape *m = &tr->ms;
@@ -9974,19 +10007,16 @@ static int sample_rounds(ngpt_trainer *tr, const int32_t *prompt, int n_prompt, 
     float *logits = (float *)malloc((size_t)m->Vp * S * sizeof(float)), *prompt_logits = (float *)malloc((size_t)m->Vp * sizeof(float));
     int32_t *tok = (int32_t *)malloc((size_t)fit.seqs * fit.feed * sizeof(int32_t));
     Rng *rng = (Rng *)malloc((size_t)S * sizeof(Rng));
-    const int draw_threads = MAX(1, MIN(S, max_draw_threads));
-    const size_t V = (size_t)m->V;
-    SampleScratch *scratch = (SampleScratch *)malloc((size_t)draw_threads * sizeof(SampleScratch));
-    float *select = (float *)malloc(draw_threads * V * sizeof(float));
-    int32_t *kept = (int32_t *)malloc(draw_threads * V * sizeof(int32_t));
-    double *weight = (double *)malloc(draw_threads * V * sizeof(double));
-    PoolStorage *pool = draw_threads > 1 ? (PoolStorage *)malloc(sizeof(PoolStorage)) : NULL;
-    if (!logits || !prompt_logits || !tok || !rng || !scratch || !select || !kept || !weight || (draw_threads > 1 && !pool))
+    DrawThreads dt;
+    int no_threads = draw_threads_start(tr, S, draw_threads_asked, &dt);
+    const size_t V = (size_t)m->V, drawing = (size_t)MIN(S, dt.nthreads); /* threads past the samples have none to draw */
+    SampleScratch *scratch = (SampleScratch *)malloc(drawing * sizeof(SampleScratch));
+    float *select = (float *)malloc(drawing * V * sizeof(float));
+    int32_t *kept = (int32_t *)malloc(drawing * V * sizeof(int32_t));
+    double *weight = (double *)malloc(drawing * V * sizeof(double));
+    if (!logits || !prompt_logits || !tok || !rng || !scratch || !select || !kept || !weight || no_threads)
         rc = tr_fail(tr, NGPT_ERR_NOMEM, "out of host memory");
-    for (int i = 0; !rc && i < draw_threads; i++) scratch[i] = (SampleScratch){select + i * V, kept + i * V, weight + i * V};
-    char pool_err[NGPT_ERRLEN];
-    const int pooled = pool && !rc;
-    if (pooled) pool_init(pool, draw_threads, pool_err, sizeof pool_err); /* a thread that did not start: the others draw its samples */
+    for (size_t i = 0; !rc && i < drawing; i++) scratch[i] = (SampleScratch){select + i * V, kept + i * V, weight + i * V};
     /* after a round that drew from the prompt and never rebuilt a window: every cache the next round uses (it has no
      * more samples) holds the prompt at positions 0..prompt_pos-1, and prompt_logits its last position's logits */
     int prompt_cached = 0, prompt_pos = 0;
@@ -10023,14 +10053,14 @@ static int sample_rounds(ngpt_trainer *tr, const int32_t *prompt, int n_prompt, 
                 if (len == n_prompt) memcpy(prompt_logits, logits, (size_t)m->Vp * sizeof(float)), prompt_pos = pos;
             }
             SampleDraws draws = {logits, m->Vp, m->V, top_k, n, len, temperature, (size_t)total, rng, seqs, scratch};
-            if (pooled) pool_run(&pool->pool, sample_draws, &draws);
+            if (dt.pool) pool_run(dt.pool, sample_draws, &draws);
             else sample_draws(&draws, 0, 1);
             len++;
             rc = be_check(tr, "sampling");
         }
         prompt_cached = max_new > 0 && !rebuilt;
     }
-    if (pooled) pool_free(pool);
+    draw_threads_stop(&dt);
     free(logits);
     free(prompt_logits);
     free(tok);
@@ -10039,13 +10069,12 @@ static int sample_rounds(ngpt_trainer *tr, const int32_t *prompt, int n_prompt, 
     free(select);
     free(kept);
     free(weight);
-    free(pool);
     return rc;
 }
 
 int ngpt_sample(ngpt_trainer *tr, const int32_t *prompt, int n_prompt, int num_samples, int max_new, float temperature, int top_k,
                 uint64_t seed, int32_t *out) {
-    return sample_rounds(tr, prompt, n_prompt, num_samples, max_new, temperature, top_k, seed, out, 1, tr ? tr->plan.req.nthreads : 1);
+    return sample_rounds(tr, prompt, n_prompt, num_samples, max_new, temperature, top_k, seed, out, 1, 0);
 }
 
 #define NO_CHARS                                                                                                       \

@@ -281,9 +281,9 @@ int ngpt_load(ngpt_trainer *tr, const char *path);
  * other samples (where the backend has copy) and, when there are more samples than the arena decodes at once,
  * kept in the caches for the later rounds (unless a round rebuilt them). The KV cache lives in the arena; the
  * logits rows (Vp floats for each sample decoded at once, and one for the prompt's), the ids fed, the draws'
- * scratch (16 bytes an id of the vocabulary for each thread) and the threads that draw the samples' tokens (up
- * to the config's threads, one a core by default, on a GPU too) are made for the call and freed before it
- * returns. n_prompt + max_new must fit an int (NGPT_ERR_ARG otherwise). Each sample draws from its own stream
+ * scratch (16 bytes an id of the vocabulary for each thread) and, on a GPU, the threads that draw the samples'
+ * tokens (up to the config's threads, one a core by default) are made for the call and freed before it returns;
+ * the CPU backend draws on its own threads, as many as its ops use at the time. n_prompt + max_new must fit an int (NGPT_ERR_ARG otherwise). Each sample draws from its own stream
  * of (seed, its index): sample k draws the same numbers for any num_samples (its logits may differ in the last
  * bits when computed beside other samples), and on any number of threads. */
 int ngpt_sample(ngpt_trainer *tr, const int32_t *prompt, int n_prompt, int num_samples, int max_new, float temperature, int top_k,

@@ -176,43 +176,64 @@ static void counting_encoder_forward(ngpt_backend *be, void *out, const int32_t 
     real_encoder_forward(be, out, tokens, wte, wpe, B, T_, C);
 }
 
+/* Jobs run on the CPU backend's pool so far (each pool_run on more than one thread bumps its generation) */
+static unsigned long backend_pool_jobs(ngpt_trainer *tr) { return atomic_load(&cpu_of(tr->be)->pool.pool.generation); }
+
 /* More samples than are decoded at once (two more than a round holds): the later round takes the prompt's keys,
  * values and logits from the round before, so the prompt goes through the model once a call (the rows through the
  * embedding counted), and draws the samples that feeding the prompt each round draws. Past block_size, where every
  * round rebuilds its windows, the prompt is fed each round; a prompt longer than block_size with one new token is
- * its window, kept from round to round. The draws split between 4 host threads give the tokens of one thread. */
+ * its window, kept from round to round. The draws give the tokens of one thread on the backend's 2 threads (its pool
+ * runs one job more for each step's draws), on a pool of 4 of their own, and on the backend set to one thread by
+ * the thread tuner (then its pool runs nothing). */
 static void test_prompt_reused_across_rounds(void) {
     ngpt_trainer *tr = make();
     if (!tr) { CHECK(0, "trainer"); return; }
     randomize_params(tr, 0.3f, 41);
     SampleFit fit;
     CHECK(!sample_fit(tr, 1 << 20, &fit), "sample_fit");
-    const int n = fit.seqs + 2;
+    CHECK(cpu_of(tr->be)->nthreads == 2, "the backend has %d threads, the test wants 2", cpu_of(tr->be)->nthreads);
+    const int n = fit.seqs + 2, rounds = 2;
     real_encoder_forward = tr->be->encoder_forward;
     tr->be->encoder_forward = counting_encoder_forward;
     const struct { int np, nnew, rebuilds; } cases[] = {{12, 5, 0}, {4, 26, 1}, {T + 7, 1, 0}};
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
-        const int np = cases[c].np, total = np + cases[c].nnew;
+        const int np = cases[c].np, nnew = cases[c].nnew, total = np + nnew;
         const size_t bytes = (size_t)n * total * sizeof(int32_t);
-        int32_t prompt[T + 7], *reused = malloc(bytes), *fed = malloc(bytes), *one_thread = malloc(bytes);
+        enum { BACKEND, OWN4, ONE, TUNED_TO_ONE, FED, WAYS };
+        static const char *way[WAYS] = {"on the backend's threads", "on 4 threads of their own", "on one thread",
+                                        "on the backend tuned to one thread", "with the prompt fed each round"};
+        int32_t prompt[T + 7], *got[WAYS];
+        size_t rows[WAYS];
+        unsigned long jobs[WAYS];
+        int rc = NGPT_OK;
+        for (int w = 0; w < WAYS; w++)
+            if (!(got[w] = malloc(bytes))) rc = NGPT_ERR_NOMEM;
         for (int i = 0; i < np; i++) prompt[i] = (int32_t)(ngpt_hash(13, c, (uint64_t)i) % V);
-        embedded_rows = 0;
-        int rc = reused && fed && one_thread ? sample_rounds(tr, prompt, np, n, cases[c].nnew, 0.9f, 20, 6, reused, 1, 4) : NGPT_ERR_NOMEM;
-        const size_t rows_reused = embedded_rows;
-        if (!rc) rc = sample_rounds(tr, prompt, np, n, cases[c].nnew, 0.9f, 20, 6, one_thread, 1, 1);
-        embedded_rows = 0;
-        if (!rc) rc = sample_rounds(tr, prompt, np, n, cases[c].nnew, 0.9f, 20, 6, fed, 0, 1);
-        CHECK(!rc, "prompt %d, %d new, %d samples: %s", np, cases[c].nnew, n, tr->err);
-        if (!rc) {
-            CHECK(!memcmp(reused, one_thread, bytes), "prompt %d, %d new: the draws on 4 threads give other tokens than on one", np, cases[c].nnew);
-            CHECK(!memcmp(reused, fed, bytes), "prompt %d, %d new: the prompt reused gives other samples than fed each round", np, cases[c].nnew);
-            const size_t saved = cases[c].rebuilds ? 0 : (size_t)MIN(np, T); /* the second round's feed */
-            CHECK(embedded_rows - rows_reused == saved, "prompt %d, %d new: %zu rows embedded with the prompt reused, %zu fed each round "
-                  "(the difference should be %zu)", np, cases[c].nnew, rows_reused, embedded_rows, saved);
+        for (int w = 0; w < WAYS && !rc; w++) {
+            embedded_rows = 0;
+            unsigned long jobs0 = backend_pool_jobs(tr);
+            if (w == TUNED_TO_ONE) cpu_use_all_threads(tr->be, 0);
+            rc = sample_rounds(tr, prompt, np, n, nnew, 0.9f, 20, 6, got[w], w != FED, w == BACKEND || w == TUNED_TO_ONE ? 0 : w == OWN4 ? 4 : 1);
+            cpu_use_all_threads(tr->be, 1);
+            rows[w] = embedded_rows;
+            jobs[w] = backend_pool_jobs(tr) - jobs0;
         }
-        free(reused);
-        free(fed);
-        free(one_thread);
+        CHECK(!rc, "prompt %d, %d new, %d samples: %s", np, nnew, n, tr->err);
+        if (!rc) {
+            for (int w = 0; w < WAYS; w++)
+                CHECK(!memcmp(got[w], got[ONE], bytes), "prompt %d, %d new: the draws %s give other tokens than on one thread", np, nnew, way[w]);
+            const size_t saved = cases[c].rebuilds ? 0 : (size_t)MIN(np, T); /* the second round's feed */
+            CHECK(rows[FED] - rows[ONE] == saved, "prompt %d, %d new: %zu rows embedded with the prompt reused, %zu fed each round "
+                  "(the difference should be %zu)", np, nnew, rows[ONE], rows[FED], saved);
+            CHECK(jobs[BACKEND] - jobs[ONE] == (unsigned long)(rounds * nnew), "prompt %d, %d new: the backend's pool ran %lu jobs drawing on it, "
+                  "%lu drawing on one thread (the difference should be a job for each of the %d steps' draws)", np, nnew, jobs[BACKEND], jobs[ONE],
+                  rounds * nnew);
+            CHECK(jobs[OWN4] == jobs[ONE], "prompt %d, %d new: draws on a pool of their own ran %lu jobs on the backend's pool, not %lu", np, nnew,
+                  jobs[OWN4], jobs[ONE]);
+            CHECK(jobs[TUNED_TO_ONE] == 0, "prompt %d, %d new: tuned to one thread, the backend's pool ran %lu jobs", np, nnew, jobs[TUNED_TO_ONE]);
+        }
+        for (int w = 0; w < WAYS; w++) free(got[w]);
     }
     tr->be->encoder_forward = real_encoder_forward;
     ngpt_trainer_free(tr);
