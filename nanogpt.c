@@ -9856,33 +9856,130 @@ typedef struct {
     double *weight; /* and their weights */
 } SampleScratch;
 
+/* The largest of x[lo..hi) (hi > lo) and its lowest id */
+static void largest_in(const float *x, int lo, int hi, float *most, int32_t *best) {
+    int32_t at = lo;
+    float m = x[lo]; /* held, not read again through at: no chain of loads from one id to the next */
+    for (int j = lo + 1; j < hi; j++)
+        if (x[j] > m) m = x[at = j];
+    *most = m;
+    *best = at;
+}
+
+/* The ids j of [lo, hi) whose logit is at or above cut, ascending, into kept, and their weights exp((logit - mx) *
+ * inv_t) in double into weight, each added to *sum in turn (sum NULL: not summed); returns how many */
+static int keep_at_or_above(const float *logits, int lo, int hi, float cut, double mx, double inv_t, int32_t *kept, double *weight, double *sum) {
+    int n = 0;
+    for (int j = lo; j < hi; j++)
+        if (logits[j] >= cut) {
+            kept[n] = j;
+            weight[n] = exp(((double)logits[j] - mx) * inv_t);
+            if (sum) *sum += weight[n];
+            n++;
+        }
+    return n;
+}
+
+/* One draw from the kept ids, in segments (segment i: count[i] ids from start[i] of kept and weight, the segments in
+ * the order of their ids) whose weights add up to sum, added in the order of the ids: walked in that order */
+static int32_t draw_kept(const int32_t *kept, const double *weight, const int *start, const int *count, int nseg, double sum, Rng *rng) {
+    const double u = (double)(rng_next(rng) >> 11) * (1.0 / 9007199254740992.0) * sum;
+    double acc = 0;
+    int32_t last = 0;
+    for (int i = 0; i < nseg; i++)
+        for (int e = start[i]; e < start[i] + count[i]; e++) {
+            acc += weight[e];
+            if (acc > u) return kept[e];
+            last = kept[e];
+        }
+    return last;
+}
+
 /* nanoGPT's sampling from logits[0..V): / temperature, keep the top_k (ties included), softmax, draw. The weights
  * are exp((logit - max) / temperature) in double, so a tiny temperature gives the most likely token rather than
  * inf - inf; temperature 0 is that token without a draw (the lowest id among equal logits). Each kept id's weight
  * is computed once, and summed and drawn from in the order of the ids. */
 static int32_t sample_token(const float *logits, const SampleScratch *sc, int V, float temperature, int top_k, Rng *rng) {
-    int32_t best = 0;
-    float most = logits[0]; /* held, not read again through best: no chain of loads from one id to the next */
-    for (int j = 1; j < V; j++)
-        if (logits[j] > most) most = logits[best = j];
+    float most;
+    int32_t best;
+    largest_in(logits, 0, V, &most, &best);
     if (temperature == 0) return best;
     const float cut = top_k > 0 && top_k < V ? kth_largest(logits, sc->select, V, top_k) : -FLT_MAX;
-    const double mx = most, inv_t = 1.0 / temperature;
     double sum = 0;
-    int n = 0;
-    for (int j = 0; j < V; j++)
-        if (logits[j] >= cut) {
-            sc->kept[n] = j;
-            sc->weight[n] = exp(((double)logits[j] - mx) * inv_t);
-            sum += sc->weight[n++];
-        }
-    const double u = (double)(rng_next(rng) >> 11) * (1.0 / 9007199254740992.0) * sum;
-    double acc = 0;
-    for (int i = 0; i < n; i++) {
-        acc += sc->weight[i];
-        if (acc > u) return sc->kept[i];
+    const int start = 0, n = keep_at_or_above(logits, 0, V, cut, most, 1.0 / temperature, sc->kept, sc->weight, &sum);
+    return draw_kept(sc->kept, sc->weight, &start, &n, 1, sum, rng);
+}
+
+/* One sample's draw split between the threads of a pool, sample_token's token: thread i takes the ids [lo_i, hi_i)
+ * (split_range), finds their largest logit and, for a top_k cut, the logits at or above its range's top_k-th
+ * largest, into cand at lo_i (they hold the whole vocabulary's top_k, so the k-th largest of all the ranges' is the
+ * vocabulary's: the calling thread takes it as the cut); then thread i keeps its ids at or above the cut, with their
+ * weights, at lo_i of kept and weight, and the calling thread draws from them in the order of the ids. */
+typedef struct {
+    const float *logits;
+    float *cand, *merged;   /* V each: the ranges' candidates (and kth_largest's scratch for a range), all of them */
+    int32_t *kept;          /* V */
+    double *weight;         /* V */
+    int V, top_k, keeping;  /* keeping: the second pass */
+    float cut;
+    double mx, inv_t;
+    int start[POOL_MAX_THREADS], count[POOL_MAX_THREADS]; /* candidates, then kept, of each range */
+    float most[POOL_MAX_THREADS];
+    int32_t best[POOL_MAX_THREADS];
+} SplitDraw;
+
+static void split_draw_range(void *arg, int ithread, int nthreads) {
+    SplitDraw *d = (SplitDraw *)arg;
+    size_t lo, hi;
+    split_range((size_t)d->V, ithread, nthreads, &lo, &hi);
+    const int l = (int)lo, h = (int)hi;
+    d->start[ithread] = l;
+    d->count[ithread] = 0;
+    if (l == h) { d->best[ithread] = -1; return; } /* more threads than ids */
+    if (d->keeping) {
+        d->count[ithread] = keep_at_or_above(d->logits, l, h, d->cut, d->mx, d->inv_t, d->kept + l, d->weight + l, NULL);
+        return;
     }
-    return n ? sc->kept[n - 1] : 0;
+    largest_in(d->logits, l, h, &d->most[ithread], &d->best[ithread]);
+    if (d->top_k > 0 && d->top_k < d->V) { /* a range of top_k or fewer gives all its logits */
+        const float c = d->top_k < h - l ? kth_largest(d->logits + l, d->cand + l, h - l, d->top_k) : -INFINITY;
+        int n = 0;
+        for (int j = l; j < h; j++)
+            if (d->logits[j] >= c) d->cand[l + n++] = d->logits[j];
+        d->count[ithread] = n;
+    }
+}
+
+static int32_t sample_token_split(Pool *pool, SplitDraw *d, const float *logits, int V, float temperature, int top_k, Rng *rng) {
+    const int nt = pool->nthreads;
+    d->logits = logits;
+    d->V = V;
+    d->top_k = top_k;
+    d->keeping = 0;
+    pool_run(pool, split_draw_range, d);
+    float most = -INFINITY;
+    int32_t best = -1;
+    for (int i = 0; i < nt; i++) /* the first range's largest, then any larger: the lowest id among equals */
+        if (d->best[i] >= 0 && (best < 0 || d->most[i] > most)) most = d->most[i], best = d->best[i];
+    if (temperature == 0) return best;
+    float cut = -FLT_MAX;
+    if (top_k > 0 && top_k < V) {
+        int n = 0;
+        for (int i = 0; i < nt; i++) {
+            memmove(d->merged + n, d->cand + d->start[i], (size_t)d->count[i] * sizeof(float));
+            n += d->count[i];
+        }
+        if (n >= top_k) cut = kth_largest(d->merged, d->cand, n, top_k); /* fewer only where logits are NaN */
+    }
+    d->cut = cut;
+    d->mx = most;
+    d->inv_t = 1.0 / temperature;
+    d->keeping = 1;
+    pool_run(pool, split_draw_range, d);
+    double sum = 0; /* in the order of the ids, as one thread adds them */
+    for (int i = 0; i < nt; i++)
+        for (int e = d->start[i]; e < d->start[i] + d->count[i]; e++) sum += d->weight[e];
+    return draw_kept(d->kept, d->weight, d->start, d->count, nt, sum, rng);
 }
 
 #define SAMPLE_RNG_STREAM ((uint64_t)1 << 40) /* + the sample's index: apart from training's streams */
@@ -9957,16 +10054,16 @@ typedef struct {
 /* asked 0 (ngpt_sample): on the CPU backend its own pool, whose threads stay warm from the step's ops, on the threads
  * those ops use now (one where the thread tuner measured one faster); on a GPU, which has no host pool, a pool of
  * the configured threads (one per core by default) started for the call. asked > 0: a pool of that many started for
- * the call (1: the calling thread), of at most S threads, the samples decoded at once. A thread that did not start
- * leaves its samples to the others. Nonzero: out of host memory. */
-static int draw_threads_start(ngpt_trainer *tr, int S, int asked, DrawThreads *dt) {
+ * the call (1: the calling thread). A thread that did not start leaves its share to the others. Nonzero: out of
+ * host memory. */
+static int draw_threads_start(ngpt_trainer *tr, int asked, DrawThreads *dt) {
     *dt = (DrawThreads){NULL, NULL, 1};
     if (!asked && tr->plan.req.device != DEV_BACKEND_CUDA) {
         CpuBackend *cb = cpu_of(tr->be);
-        if (cb->active > 1 && S > 1) *dt = (DrawThreads){&cb->pool.pool, NULL, cb->nthreads};
+        if (cb->active > 1) *dt = (DrawThreads){&cb->pool.pool, NULL, cb->nthreads};
         return 0;
     }
-    int n = MIN(S, asked ? asked : tr->plan.req.nthreads);
+    int n = asked ? asked : tr->plan.req.nthreads;
     if (n < 2) return 0;
     if (!(dt->own = (PoolStorage *)malloc(sizeof(PoolStorage)))) return 1;
     char err[NGPT_ERRLEN];
@@ -10008,15 +10105,19 @@ static int sample_rounds(ngpt_trainer *tr, const int32_t *prompt, int n_prompt, 
     int32_t *tok = (int32_t *)malloc((size_t)fit.seqs * fit.feed * sizeof(int32_t));
     Rng *rng = (Rng *)malloc((size_t)S * sizeof(Rng));
     DrawThreads dt;
-    int no_threads = draw_threads_start(tr, S, draw_threads_asked, &dt);
+    int no_threads = draw_threads_start(tr, draw_threads_asked, &dt);
     const size_t V = (size_t)m->V, drawing = (size_t)MIN(S, dt.nthreads); /* threads past the samples have none to draw */
     SampleScratch *scratch = (SampleScratch *)malloc(drawing * sizeof(SampleScratch));
     float *select = (float *)malloc(drawing * V * sizeof(float));
     int32_t *kept = (int32_t *)malloc(drawing * V * sizeof(int32_t));
     double *weight = (double *)malloc(drawing * V * sizeof(double));
-    if (!logits || !prompt_logits || !tok || !rng || !scratch || !select || !kept || !weight || no_threads)
+    /* a step of few samples (at most half the threads) splits each one's draw between the threads */
+    SplitDraw *split = dt.pool ? (SplitDraw *)malloc(sizeof(SplitDraw)) : NULL;
+    float *cand = dt.pool ? (float *)malloc(V * sizeof(float)) : NULL;
+    if (!logits || !prompt_logits || !tok || !rng || !scratch || !select || !kept || !weight || no_threads || (dt.pool && (!split || !cand)))
         rc = tr_fail(tr, NGPT_ERR_NOMEM, "out of host memory");
     for (size_t i = 0; !rc && i < drawing; i++) scratch[i] = (SampleScratch){select + i * V, kept + i * V, weight + i * V};
+    if (split && !rc) *split = (SplitDraw){.cand = cand, .merged = select, .kept = kept, .weight = weight};
     /* after a round that drew from the prompt and never rebuilt a window: every cache the next round uses (it has no
      * more samples) holds the prompt at positions 0..prompt_pos-1, and prompt_logits its last position's logits */
     int prompt_cached = 0, prompt_pos = 0;
@@ -10052,9 +10153,14 @@ static int sample_rounds(ngpt_trainer *tr, const int32_t *prompt, int n_prompt, 
                 download_as_f32(tr, logits, tr->region + fit.off[S_LOGITS], (size_t)n * m->Vp); /* one wait for all n rows */
                 if (len == n_prompt) memcpy(prompt_logits, logits, (size_t)m->Vp * sizeof(float)), prompt_pos = pos;
             }
-            SampleDraws draws = {logits, m->Vp, m->V, top_k, n, len, temperature, (size_t)total, rng, seqs, scratch};
-            if (dt.pool) pool_run(dt.pool, sample_draws, &draws);
-            else sample_draws(&draws, 0, 1);
+            if (dt.pool && 2 * n <= dt.nthreads) {
+                for (int s = 0; s < n; s++)
+                    seqs[(size_t)s * total + len] = sample_token_split(dt.pool, split, logits + (size_t)s * m->Vp, m->V, temperature, top_k, &rng[s]);
+            } else {
+                SampleDraws draws = {logits, m->Vp, m->V, top_k, n, len, temperature, (size_t)total, rng, seqs, scratch};
+                if (dt.pool) pool_run(dt.pool, sample_draws, &draws);
+                else sample_draws(&draws, 0, 1);
+            }
             len++;
             rc = be_check(tr, "sampling");
         }
@@ -10069,6 +10175,8 @@ static int sample_rounds(ngpt_trainer *tr, const int32_t *prompt, int n_prompt, 
     free(select);
     free(kept);
     free(weight);
+    free(split);
+    free(cand);
     return rc;
 }
 

@@ -281,11 +281,14 @@ int ngpt_load(ngpt_trainer *tr, const char *path);
  * other samples (where the backend has copy) and, when there are more samples than the arena decodes at once,
  * kept in the caches for the later rounds (unless a round rebuilt them). The KV cache lives in the arena; the
  * logits rows (Vp floats for each sample decoded at once, and one for the prompt's), the ids fed, the draws'
- * scratch (16 bytes an id of the vocabulary for each thread) and, on a GPU, the threads that draw the samples'
- * tokens (up to the config's threads, one a core by default) are made for the call and freed before it returns;
- * the CPU backend draws on its own threads, as many as its ops use at the time. n_prompt + max_new must fit an int (NGPT_ERR_ARG otherwise). Each sample draws from its own stream
- * of (seed, its index): sample k draws the same numbers for any num_samples (its logits may differ in the last
- * bits when computed beside other samples), and on any number of threads. */
+ * scratch (16 bytes an id of the vocabulary for each thread drawing a sample, and 4 more where the draws have
+ * threads) and, on a GPU, the threads that draw (up to the config's threads, one a core by
+ * default) are made for the call and freed before it returns; the CPU backend draws on its own threads, as many
+ * as its ops use at the time. A step of at most half as many samples as threads splits each sample's draw between
+ * them; more samples, a sample a thread. n_prompt + max_new must fit an int (NGPT_ERR_ARG otherwise). Each sample
+ * draws from its own stream of (seed, its index): sample k draws the same numbers for any num_samples (its logits
+ * may differ in the last bits when computed beside other samples), and the same tokens on any number of threads
+ * (for logits that are not NaN). */
 int ngpt_sample(ngpt_trainer *tr, const int32_t *prompt, int n_prompt, int num_samples, int max_new, float temperature, int top_k,
                 uint64_t seed, int32_t *out);
 

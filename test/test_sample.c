@@ -460,6 +460,83 @@ static void test_sample_token_as_by_sort(void) {
     free(logits); free(sorted); free(sc.select); free(sc.kept); free(sc.weight);
 }
 
+/* One draw split between a pool's threads gives sample_token's token: GPT-2's vocabulary (logits spread as a
+ * model's, or whole numbers with ties across the ranges, with -inf among them) on 2, 3 and 5 threads, and small
+ * vocabularies where a range holds fewer ids than top_k, or none (more threads than ids), at every top_k that
+ * matters (0, 1, a range's size and around it, the heap's last, all but one, all, more) and at temperatures 0, 0.8, 1
+ * and 1e-30 */
+static void test_split_draw_as_sample_token(void) {
+    enum { VOCAB = 50257 };
+    float *logits = malloc(VOCAB * sizeof(float)), *cand = malloc(VOCAB * sizeof(float));
+    SampleScratch sc = {malloc(VOCAB * sizeof(float)), malloc(VOCAB * sizeof(int32_t)), malloc(VOCAB * sizeof(double))};
+    SampleScratch merge = {malloc(VOCAB * sizeof(float)), malloc(VOCAB * sizeof(int32_t)), malloc(VOCAB * sizeof(double))};
+    SplitDraw *split = malloc(sizeof *split);
+    const float temps[] = {0.0f, 0.8f, 1.0f, 1e-30f};
+    const int threads[] = {2, 3, 5}, vocabs[] = {VOCAB, 3, 7, 64};
+    int differ = 0, draws = 0;
+    for (size_t ti = 0; ti < sizeof threads / sizeof threads[0]; ti++) {
+        PoolStorage *pool = malloc(sizeof *pool);
+        char err[NGPT_ERRLEN];
+        CHECK(pool_init(pool, threads[ti], err, sizeof err) == NGPT_OK, "%s", err);
+        for (size_t vi = 0; vi < sizeof vocabs / sizeof vocabs[0]; vi++)
+            for (int trial = 0; trial < 2; trial++) {
+                const int V = vocabs[vi], range = V / threads[ti];
+                const int ks[] = {0, 1, range - 1, range, range + 1, V / 64, V / 64 + 1, 40, 200, V - 1, V, V + 5};
+                for (int j = 0; j < V; j++) {
+                    const uint32_t h = ngpt_hash(17, (uint64_t)trial, (uint64_t)j);
+                    logits[j] = trial ? (float)(h % 40) : 6.0f * ((float)(h % 65536) / 65536.0f - 0.5f) + (float)(h >> 28);
+                }
+                if (V > 10) logits[V / 2] = logits[V - 1] = -INFINITY;
+                for (size_t ki = 0; ki < sizeof ks / sizeof ks[0]; ki++) {
+                    if (ks[ki] < 0) continue;
+                    for (size_t te = 0; te < sizeof temps / sizeof temps[0]; te++) {
+                        *split = (SplitDraw){.cand = cand, .merged = merge.select, .kept = merge.kept, .weight = merge.weight};
+                        Rng a = {5, (uint64_t)trial, 0}, b = a;
+                        for (int d = 0; d < 4; d++, draws++) {
+                            const int32_t one = sample_token(logits, &sc, V, temps[te], ks[ki], &a);
+                            const int32_t split_one = sample_token_split(&pool->pool, split, logits, V, temps[te], ks[ki], &b);
+                            if (one != split_one && differ++ < 5)
+                                printf("  %d threads, V %d, trial %d, top_k %d, temperature %g, draw %d: %d, one thread %d\n", threads[ti], V, trial, ks[ki],
+                                       (double)temps[te], d, split_one, one);
+                        }
+                    }
+                }
+            }
+        pool_free(pool);
+        free(pool);
+    }
+    CHECK(differ == 0, "%d of %d split draws differ from sample_token's", differ, draws);
+    CHECK(draws > 1000, "only %d draws", draws);
+    free(logits); free(cand); free(split);
+    free(sc.select); free(sc.kept); free(sc.weight);
+    free(merge.select); free(merge.kept); free(merge.weight);
+}
+
+/* One sample on the CPU backend's 2 threads: each step's draw splits between them (two jobs on its pool, one at
+ * temperature 0, which draws nothing), with the tokens of one thread */
+static void test_one_sample_draws_split(void) {
+    ngpt_trainer *tr = make();
+    if (!tr) { CHECK(0, "trainer"); return; }
+    randomize_params(tr, 0.3f, 43);
+    enum { NP = 5, NEW = 12 };
+    int32_t prompt[NP] = {1, 5, 9, 2, 7}, split_out[NP + NEW], one_out[NP + NEW];
+    const float temps[] = {0.9f, 0.0f};
+    for (int i = 0; i < 2; i++) {
+        unsigned long jobs0 = backend_pool_jobs(tr);
+        int rc = sample_rounds(tr, prompt, NP, 1, NEW, temps[i], 20, 8, split_out, 1, 0);
+        const unsigned long jobs_split = backend_pool_jobs(tr) - jobs0;
+        jobs0 = backend_pool_jobs(tr);
+        if (!rc) rc = sample_rounds(tr, prompt, NP, 1, NEW, temps[i], 20, 8, one_out, 1, 1);
+        const unsigned long jobs_one = backend_pool_jobs(tr) - jobs0;
+        CHECK(!rc, "%s", tr->err);
+        CHECK(!memcmp(split_out, one_out, sizeof one_out), "temperature %g: the split draws give other tokens than one thread's", (double)temps[i]);
+        const unsigned long want = (unsigned long)(temps[i] > 0 ? 2 : 1) * NEW;
+        CHECK(jobs_split - jobs_one == want, "temperature %g: %lu jobs on the backend's pool with the draws split, %lu without (the difference "
+              "should be %lu)", (double)temps[i], jobs_split, jobs_one, want);
+    }
+    ngpt_trainer_free(tr);
+}
+
 /* one draw on fixed logits: temperature 0 takes the lowest id of tied maxima; top_k keeps the k largest, and
  * draws them in proportion to exp(logit / temperature), the k-th one included */
 static void test_sample_token_draws(void) {
@@ -597,6 +674,7 @@ int main(void) {
     RUN(test_greedy_rows);
     RUN(test_shared_prompt);
     RUN(test_prompt_reused_across_rounds);
+    RUN(test_one_sample_draws_split);
     RUN(test_hot_draws_stay_in_vocab);
     RUN(test_greedy_past_block_size);
     RUN(test_block_size_one);
@@ -607,6 +685,7 @@ int main(void) {
     RUN(test_sample_token_as_by_sort);
     RUN(test_sample_token_draws);
     RUN(test_sample_token_max_anywhere);
+    RUN(test_split_draw_as_sample_token);
     remove_folder(dir);
     return check_summary();
 }
