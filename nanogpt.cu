@@ -3077,19 +3077,22 @@ template <int BUFS, typename Load> static __device__ __forceinline__ void attn_t
 }
 
 /* The mma.sync kernels' two tile products, one warp's 16 rows each. Accumulators as mma16816's: x[j] holds
- * columns 8j .. 8j + 7 of the warp's rows. */
-/* x = A B^T over the head dims: A's 16 rows from row0 and B's 64 rows, both HS wide with row stride LD */
-template <typename T, int HS>
-static __device__ __forceinline__ void attn_tile_abt(float (&x)[8][4], const T *A, int row0, const T *B, int lane) {
+ * columns 8j .. 8j + 7 of the warp's rows. NJ: the tile's 64 columns (8 blocks), or a part of them, 8 NJ columns
+ * from the B rows (attn_tile_abt) or the k rows (attn_tile_pb) B points at; the products over the parts, one after
+ * another, add in the order of the whole tile's. */
+/* x = A B^T over the head dims: A's 16 rows from row0 and B's 8 NJ rows, both HS wide with row stride LD */
+template <typename T, int HS, int NJ = 8>
+static __device__ __forceinline__ void attn_tile_abt(float (&x)[NJ][4], const T *A, int row0, const T *B, int lane) {
     constexpr int LD = HS + 8;
+    static_assert(NJ % 2 == 0 && NJ <= 8, "16-column blocks of the 64");
 #pragma unroll
-    for (int j = 0; j < 8; j++) x[j][0] = x[j][1] = x[j][2] = x[j][3] = 0.0f;
+    for (int j = 0; j < NJ; j++) x[j][0] = x[j][1] = x[j][2] = x[j][3] = 0.0f;
 #pragma unroll
     for (int ks = 0; ks < HS; ks += 16) {
         uint32_t a[4];
         frag_a_mk(a, A, LD, row0, ks, lane);
 #pragma unroll
-        for (int p = 0; p < 4; p++) {
+        for (int p = 0; p < NJ / 2; p++) {
             uint32_t b[4];
             frag_b_nk(b, B, LD, p * 16, ks, lane);
             mma16816<T>(x[2 * p], a, b[0], b[1]);
@@ -3097,13 +3100,13 @@ static __device__ __forceinline__ void attn_tile_abt(float (&x)[8][4], const T *
         }
     }
 }
-/* acc += P B: P (16 x 64) is x's accumulators rounded to 16 bits, whose layout for two adjacent 8-column
- * blocks is the A fragment of one k16 step; B is 64 rows x HS with row stride LD */
-template <typename T, int HS>
-static __device__ __forceinline__ void attn_tile_pb(float (&acc)[HS / 8][4], const float (&x)[8][4], const T *B, int lane) {
+/* acc += P B: P (16 x 8 NJ) is x's accumulators rounded to 16 bits, whose layout for two adjacent 8-column
+ * blocks is the A fragment of one k16 step; B is 8 NJ rows x HS with row stride LD */
+template <typename T, int HS, int NJ = 8>
+static __device__ __forceinline__ void attn_tile_pb(float (&acc)[HS / 8][4], const float (&x)[NJ][4], const T *B, int lane) {
     constexpr int LD = HS + 8;
 #pragma unroll
-    for (int kk = 0; kk < 4; kk++) {
+    for (int kk = 0; kk < NJ / 2; kk++) {
         const uint32_t pa[4] = {pack2<T>(x[2 * kk][0], x[2 * kk][1]), pack2<T>(x[2 * kk][2], x[2 * kk][3]),
                                 pack2<T>(x[2 * kk + 1][0], x[2 * kk + 1][1]), pack2<T>(x[2 * kk + 1][2], x[2 * kk + 1][3])};
 #pragma unroll
@@ -3341,24 +3344,31 @@ __global__ void __launch_bounds__(ATT_THREADS)
         const T *Qs = Qbuf + buf * 2 * ATT_B * LD, *dOs = Qs + ATT_B * LD;
         const float *lse_s = stats + buf * 2 * ATT_B, *D_s = lse_s + ATT_B;
 
-        float st[8][4], dpt[8][4];
-        attn_tile_abt<T, HS>(st, Ks, warp * 16, Qs, lane);   /* S^T */
-        attn_tile_abt<T, HS>(dpt, Vs, warp * 16, dOs, lane); /* dP^T */
-        /* st -> dropped P^T (for dV), dpt -> dS^T (for dK) */
+        /* the query tile in PARTS of 8 NJ queries each: at head size 128, dK and dV's accumulators take 128 registers
+         * a thread, and S^T and dP^T of the whole tile 64 more (255 with spills on sm_80); half as many in halves */
+        constexpr int PARTS = HS > 64 ? 2 : 1, NJ = 8 / PARTS;
+#pragma unroll 1
+        for (int part = 0; part < PARTS; part++) {
+            const int c0 = part * 8 * NJ; /* the part's first query of the tile */
+            float st[NJ][4], dpt[NJ][4];
+            attn_tile_abt<T, HS, NJ>(st, Ks, warp * 16, Qs + c0 * LD, lane);   /* S^T */
+            attn_tile_abt<T, HS, NJ>(dpt, Vs, warp * 16, dOs + c0 * LD, lane); /* dP^T */
+            /* st -> dropped P^T (for dV), dpt -> dS^T (for dK) */
 #pragma unroll
-        for (int j = 0; j < 8; j++)
+            for (int j = 0; j < NJ; j++)
 #pragma unroll
-            for (int e = 0; e < 4; e++) {
-                int qi = j * 8 + tq * 2 + (e & 1), q = q0 + qi, kr = key[e >> 1];
-                const bool valid = (q < T_) & (kr <= q) & (kr < T_);
-                const float p = exp2_kept(valid, st[j][e] * scale_log2 - lse_s[qi]);
-                float f = 1.0f;
-                if (dr.p > 0.0f && valid) f = drop_factor(dr, ((uint64_t)bh * T_ + (uint64_t)q) * (uint64_t)T_ + (uint64_t)kr);
-                st[j][e] = p * f;
-                dpt[j][e] = p * (dpt[j][e] * f - D_s[qi]);
-            }
-        attn_tile_pb<T, HS>(dv, st, dOs, lane); /* dV += P^T dO */
-        attn_tile_pb<T, HS>(dk, dpt, Qs, lane); /* dK += dS^T Q */
+                for (int e = 0; e < 4; e++) {
+                    int qi = c0 + j * 8 + tq * 2 + (e & 1), q = q0 + qi, kr = key[e >> 1];
+                    const bool valid = (q < T_) & (kr <= q) & (kr < T_);
+                    const float p = exp2_kept(valid, st[j][e] * scale_log2 - lse_s[qi]);
+                    float f = 1.0f;
+                    if (dr.p > 0.0f && valid) f = drop_factor(dr, ((uint64_t)bh * T_ + (uint64_t)q) * (uint64_t)T_ + (uint64_t)kr);
+                    st[j][e] = p * f;
+                    dpt[j][e] = p * (dpt[j][e] * f - D_s[qi]);
+                }
+            attn_tile_pb<T, HS, NJ>(dv, st, dOs + c0 * LD, lane); /* dV += P^T dO */
+            attn_tile_pb<T, HS, NJ>(dk, dpt, Qs + c0 * LD, lane); /* dK += dS^T Q */
+        }
     }
     cp_async_wait<0>();
 #pragma unroll

@@ -338,6 +338,8 @@ MUTANTS=(
     "layernorm backward's reduction leaves db out|80||layernorm_reduce_kernel<T>, (unsigned)((2 * C + 31) / 32)|layernorm_reduce_kernel<T>, (unsigned)((C + 31) / 32)"
     "attention's rowsum of dO O adds two lanes of a row|80||for (int k = ROWDOT_LANES / 2; k > 0; k >>= 1)|for (int k = ROWDOT_LANES / 2; k > 1; k >>= 1)"
     "attention backward (mma.sync): dK, dV keep the keys after each query|80||const bool valid = (q < T_) & (kr <= q) & (kr < T_);|const bool valid = (q < T_) & (kr < T_);"
+    "attention backward (mma.sync), head size 128: dK, dV take each query tile's first half twice|80||const int c0 = part * 8 * NJ;|const int c0 = 0;"
+    "attention backward (mma.sync), head size 128: dK, dV's second half of a query tile takes the first half's lse and D|80||int qi = c0 + j * 8 + tq * 2 + (e & 1)|int qi = j * 8 + tq * 2 + (e & 1)"
     "attention backward (mma.sync): dQ keeps the keys after each query|80||const bool valid = (q < T_) & (kk <= q) & (kk < T_);|const bool valid = (q < T_) & (kk < T_);"
     "NGPT_SPLITK_MAX=1 ignored: products still split along K|80|--runs-with NGPT_SPLITK_MAX|most = im->splitk_most && im->splitk_most < rule_most ? im->splitk_most : rule_most;|most = rule_most;"
     "matmul stages its epilogue in tiles other warps may still read|80|--matmul-only|__syncthreads(); /* every warp is done with the tiles: their memory stages the epilogue */|"
