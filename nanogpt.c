@@ -10048,7 +10048,6 @@ static void share_prompt(ngpt_trainer *tr, const SampleFit *f, int n, int pos) {
 typedef struct {
     Pool *pool;
     PoolStorage *own;
-    int nthreads;
 } DrawThreads;
 
 /* asked 0 (ngpt_sample): on the CPU backend its own pool, whose threads stay warm from the step's ops, on the threads
@@ -10057,10 +10056,10 @@ typedef struct {
  * the call (1: the calling thread). A thread that did not start leaves its share to the others. Nonzero: out of
  * host memory. */
 static int draw_threads_start(ngpt_trainer *tr, int asked, DrawThreads *dt) {
-    *dt = (DrawThreads){NULL, NULL, 1};
+    *dt = (DrawThreads){NULL, NULL};
     if (!asked && tr->plan.req.device != DEV_BACKEND_CUDA) {
         CpuBackend *cb = cpu_of(tr->be);
-        if (cb->active > 1) *dt = (DrawThreads){&cb->pool.pool, NULL, cb->nthreads};
+        if (cb->active > 1) dt->pool = &cb->pool.pool;
         return 0;
     }
     int n = asked ? asked : tr->plan.req.nthreads;
@@ -10069,13 +10068,11 @@ static int draw_threads_start(ngpt_trainer *tr, int asked, DrawThreads *dt) {
     char err[NGPT_ERRLEN];
     pool_init(dt->own, n, err, sizeof err);
     dt->pool = &dt->own->pool;
-    dt->nthreads = dt->pool->nthreads;
     return 0;
 }
 static void draw_threads_stop(DrawThreads *dt) {
     if (dt->own) pool_free(dt->own);
     free(dt->own);
-    *dt = (DrawThreads){NULL, NULL, 1};
 }
 
 /* ngpt_sample; with reuse_prompt, a round of samples after the first takes the prompt's keys and values from the cache
@@ -10106,7 +10103,8 @@ static int sample_rounds(ngpt_trainer *tr, const int32_t *prompt, int n_prompt, 
     Rng *rng = (Rng *)malloc((size_t)S * sizeof(Rng));
     DrawThreads dt;
     int no_threads = draw_threads_start(tr, draw_threads_asked, &dt);
-    const size_t V = (size_t)m->V, drawing = (size_t)MIN(S, dt.nthreads); /* threads past the samples have none to draw */
+    const int draw_nt = dt.pool ? dt.pool->nthreads : 1;
+    const size_t V = (size_t)m->V, drawing = (size_t)MIN(S, draw_nt); /* threads past the samples have none to draw */
     SampleScratch *scratch = (SampleScratch *)malloc(drawing * sizeof(SampleScratch));
     float *select = (float *)malloc(drawing * V * sizeof(float));
     int32_t *kept = (int32_t *)malloc(drawing * V * sizeof(int32_t));
@@ -10153,7 +10151,7 @@ static int sample_rounds(ngpt_trainer *tr, const int32_t *prompt, int n_prompt, 
                 download_as_f32(tr, logits, tr->region + fit.off[S_LOGITS], (size_t)n * m->Vp); /* one wait for all n rows */
                 if (len == n_prompt) memcpy(prompt_logits, logits, (size_t)m->Vp * sizeof(float)), prompt_pos = pos;
             }
-            if (dt.pool && 2 * n <= dt.nthreads) {
+            if (dt.pool && 2 * n <= draw_nt) {
                 for (int s = 0; s < n; s++)
                     seqs[(size_t)s * total + len] = sample_token_split(dt.pool, split, logits + (size_t)s * m->Vp, m->V, temperature, top_k, &rng[s]);
             } else {
