@@ -10109,13 +10109,14 @@ static int sample_rounds(ngpt_trainer *tr, const int32_t *prompt, int n_prompt, 
     float *select = (float *)malloc(drawing * V * sizeof(float));
     int32_t *kept = (int32_t *)malloc(drawing * V * sizeof(int32_t));
     double *weight = (double *)malloc(drawing * V * sizeof(double));
-    /* a step of few samples (at most half the threads) splits each one's draw between the threads */
-    SplitDraw *split = dt.pool ? (SplitDraw *)malloc(sizeof(SplitDraw)) : NULL;
-    float *cand = dt.pool ? (float *)malloc(V * sizeof(float)) : NULL;
-    if (!logits || !prompt_logits || !tok || !rng || !scratch || !select || !kept || !weight || no_threads || (dt.pool && (!split || !cand)))
+    /* a step of few samples (at most half the threads) splits each one's draw between the threads; the last round has
+     * the fewest samples, so when it does not split, no round does and the split's candidates are never allocated */
+    const int last_round = num_samples - (num_samples - 1) / S * S, splits = dt.pool && 2 * last_round <= draw_nt;
+    float *cand = splits ? (float *)malloc(V * sizeof(float)) : NULL;
+    if (!logits || !prompt_logits || !tok || !rng || !scratch || !select || !kept || !weight || no_threads || (splits && !cand))
         rc = tr_fail(tr, NGPT_ERR_NOMEM, "out of host memory");
     for (size_t i = 0; !rc && i < drawing; i++) scratch[i] = (SampleScratch){select + i * V, kept + i * V, weight + i * V};
-    if (split && !rc) *split = (SplitDraw){.cand = cand, .merged = select, .kept = kept, .weight = weight};
+    SplitDraw split = {.cand = cand, .merged = select, .kept = kept, .weight = weight};
     /* after a round that drew from the prompt and never rebuilt a window: every cache the next round uses (it has no
      * more samples) holds the prompt at positions 0..prompt_pos-1, and prompt_logits its last position's logits */
     int prompt_cached = 0, prompt_pos = 0;
@@ -10151,9 +10152,9 @@ static int sample_rounds(ngpt_trainer *tr, const int32_t *prompt, int n_prompt, 
                 download_as_f32(tr, logits, tr->region + fit.off[S_LOGITS], (size_t)n * m->Vp); /* one wait for all n rows */
                 if (len == n_prompt) memcpy(prompt_logits, logits, (size_t)m->Vp * sizeof(float)), prompt_pos = pos;
             }
-            if (dt.pool && 2 * n <= draw_nt) {
+            if (splits && 2 * n <= draw_nt) {
                 for (int s = 0; s < n; s++)
-                    seqs[(size_t)s * total + len] = sample_token_split(dt.pool, split, logits + (size_t)s * m->Vp, m->V, temperature, top_k, &rng[s]);
+                    seqs[(size_t)s * total + len] = sample_token_split(dt.pool, &split, logits + (size_t)s * m->Vp, m->V, temperature, top_k, &rng[s]);
             } else {
                 SampleDraws draws = {logits, m->Vp, m->V, top_k, n, len, temperature, (size_t)total, rng, seqs, scratch};
                 if (dt.pool) pool_run(dt.pool, sample_draws, &draws);
@@ -10173,7 +10174,6 @@ static int sample_rounds(ngpt_trainer *tr, const int32_t *prompt, int n_prompt, 
     free(select);
     free(kept);
     free(weight);
-    free(split);
     free(cand);
     return rc;
 }
