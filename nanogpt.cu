@@ -48,7 +48,6 @@ typedef struct {
     cudaEvent_t fences[NGPT_FENCES]; /* made with the stream, recorded by fence_record */
     int sm_count;
     size_t smem_optin;         /* the most dynamic shared memory one block may ask for */
-    int use_wgmma;             /* 16-bit matmuls on the sm_90a wgmma kernels (else mma.sync); see matmul_choice */
     int use_tma;               /* ... on the TMA one where the operands allow it (else the cp.async one) */
     int direct_epilogue;       /* TMA and mma.sync tiles from the accumulators (NGPT_EPILOGUE=staged: not, to compare) */
     int tma_tile_n;            /* NGPT_TILE_N=192 or 256: every TMA product in tiles that wide (to compare); 0: chosen per product */
@@ -953,9 +952,8 @@ static void cu_layernorm_backward(ngpt_backend *be, void *dinp, void *dw, void *
  *   dw        dw   (OC,C) += dout^T . inp       A = dout (N,OC): m-contiguous, B = inp (N,C): n-contiguous
  * 16-bit types run on tensor cores: 128x128x32 block tiles, 8 warps of 64x32, a 3-stage cp.async pipeline
  * (plain loads on sm_75), ldmatrix (.trans for the m/n-contiguous operands) and mma.sync m16n8k16 (two
- * m16n8k8 on sm_75). On sm_90a (Hopper) they run on wgmma instead: matmul_tma_kernel where the operands
- * suit the copy engine, else matmul_wgmma_kernel (below); the environment variable NGPT_MATMUL=wgmma keeps
- * them on the latter and NGPT_MATMUL=mma on mma.sync, to compare. A product whose tiles would
+ * m16n8k8 on sm_75). On sm_90a (Hopper) they run on wgmma instead, matmul_tma_kernel, where the operands
+ * suit the copy engine, and on mma.sync where they do not (or NGPT_MATMUL=mma asks, to compare). A product whose tiles would
  * leave much of the GPU idle (the weight gradients of the C x C layers: K = B*T is long, the output small)
  * runs as 2-4 slices of K (2-8 on the TMA kernel) into fp32 scratch, added in slice order by a second
  * kernel. Edges are predicated: any M, N, K work, and rows whose length is not a multiple of 8 elements
@@ -1718,17 +1716,15 @@ static void gemm_simt(ngpt_backend *be, float *out, const float *A, const float 
     CU_LAUNCH(be, "matmul_simt_kernel", matmul_simt_kernel<A_K, B_K>, grid, 256, 0, out, A, B, bias, M, N, K, lda, ldb, ldc, accumulate);
 }
 
-/* --- Hopper (sm_90a): wgmma --------------------------------------------------------------------------
- * 128x128x64 block tiles, two warpgroups of 64 rows x 128 columns each (wgmma m64n128k16, both operands
- * from shared memory), a 4-stage cp.async pipeline that loads two tiles ahead while one wgmma group stays
- * in flight. Shared memory holds each operand the way wgmma reads it with 128-byte swizzling: rows of
- * 64 elements (128 bytes), the 16-byte chunk c of row r stored at chunk c ^ (r % 8), every tile 1024-byte
- * aligned. A k-contiguous operand is K-major (row = m or n, 64 k per row); an m- or n-contiguous operand is
- * MN-major (row = k, 64 m or n per row, blocks of 64 columns 8 KB apart) and wgmma transposes it.
- * Descriptor strides (PTX ISA, "canonical layouts", 128B swizzle): K-major: SBO = 1024 (8 rows to the next
- * 8), LBO unused; MN-major: LBO = 8192 (64 columns to the next 64), SBO = 1024 (8 k rows to the next 8).
- * The same edge handling as the mma.sync kernel: zero-filled tiles, predicated stores. Compiled only for
- * sm_90a; elsewhere the kernel body is empty and the backend never launches it (ngpt_wgmma_built). */
+/* --- Hopper (sm_90a): wgmma's building blocks -------------------------------------------------------
+ * Shared memory holds each operand the way wgmma reads it with 128-byte swizzling: rows of 64 elements
+ * (128 bytes), the 16-byte chunk c of row r stored at chunk c ^ (r % 8), every tile 1024-byte aligned. A
+ * k-contiguous operand is K-major (row = m or n, 64 k per row); an m- or n-contiguous operand is MN-major
+ * (row = k, 64 m or n per row, blocks of 64 columns 8 KB apart) and wgmma transposes it. Descriptor strides
+ * (PTX ISA, "canonical layouts", 128B swizzle): K-major: SBO = 1024 (8 rows to the next 8), LBO unused;
+ * MN-major: LBO = 8192 (64 columns to the next 64), SBO = 1024 (8 k rows to the next 8). The kernels built
+ * on them are compiled only for sm_90a; elsewhere their bodies are empty and the backend never launches
+ * them (ngpt_wgmma_built). */
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #define NGPT_WGMMA_DEVICE 1
 __device__ int ngpt_wgmma_built = 1;
@@ -1736,35 +1732,9 @@ __device__ int ngpt_wgmma_built = 1;
 __device__ int ngpt_wgmma_built = 0;
 #endif
 
-#define WG_BM 128
-#define WG_BN 128
-#define WG_BK 64
-#define WG_STAGES 4
-#define WG_THREADS 256
-#define WG_TILE_BYTES (128 * WG_BK * 2) /* one operand's tile: 128 rows (or 128 columns) x 64 k, 16 KB */
-#define WG_SMEM_BYTES (WG_STAGES * 2 * WG_TILE_BYTES + 1024) /* + room to align the tiles to 1024 bytes */
-static_assert(WG_STAGES * 2 * WG_TILE_BYTES >= 8 * STG_WARP_FLOATS * 4, "the wgmma kernel's tiles cannot hold the epilogue's staging");
+#define WG_BK 64 /* k a stage */
 
 #ifdef NGPT_WGMMA_DEVICE
-static __device__ __forceinline__ uint32_t swizzle128(uint32_t byte_offset) { return byte_offset ^ ((byte_offset >> 3) & 0x70); }
-
-/* One operand tile into a stage: 128 rows r (m or n) from r0, 64 k from k0. KCONTIG: element (r, k) at
- * g[r * ld + k], stored K-major; else at g[k * ld + r], stored MN-major. 1024 chunks of 8, 4 per thread. */
-template <typename T, bool KCONTIG>
-static __device__ __forceinline__ void wg_load_tile(unsigned char *s, const T *g, size_t ld, int r0, int R, int k0, int K, int vec) {
-#pragma unroll
-    for (int i = 0; i < 128 * WG_BK / 8 / WG_THREADS; i++) {
-        int q = threadIdx.x + i * WG_THREADS;
-        if (KCONTIG) {
-            int r = q >> 3, c = q & 7;
-            copy_chunk8((T *)(s + swizzle128((uint32_t)(r * 128 + c * 16))), g, ld, r0 + r, R, k0 + c * 8, K, vec);
-        } else {
-            int k = q >> 4, c = q & 15; /* c: chunk of 8 columns; columns 64.. go to the second 8 KB block */
-            copy_chunk8((T *)(s + swizzle128((uint32_t)((c >> 3) * 8192 + k * 128 + (c & 7) * 16))), g, ld, k0 + k, K, r0 + c * 8, R, vec);
-        }
-    }
-}
-
 static __device__ __forceinline__ uint64_t wg_desc(const unsigned char *smem, uint32_t lbo, uint32_t sbo) {
     uint32_t a = (uint32_t)__cvta_generic_to_shared(smem);
     return (uint64_t)((a & 0x3FFFF) >> 4) | ((uint64_t)(lbo >> 4) << 16) | ((uint64_t)(sbo >> 4) << 32) | (1ull << 62);
@@ -1797,92 +1767,20 @@ template <typename T, int TA, int TB> static __device__ __forceinline__ void wgm
 #endif
 }
 
-template <typename T, bool A_K, bool B_K>
-__global__ void __launch_bounds__(WG_THREADS, 1)
-    matmul_wgmma_kernel(const T *A, const T *B, int M, int N, int K, size_t lda, size_t ldb, int vecA, int vecB, int kps, int rows_first,
-                        MmEpilogue<T> ep) {
-    after_previous_kernel();
-#ifdef NGPT_WGMMA_DEVICE
-    extern __shared__ __align__(1024) unsigned char wg_smem[];
-    unsigned char *base = wg_smem + ((1024u - ((uint32_t)__cvta_generic_to_shared(wg_smem) & 1023u)) & 1023u);
-    unsigned char *sA = base, *sB = base + WG_STAGES * WG_TILE_BYTES;
-    const int m0 = (rows_first ? blockIdx.y : blockIdx.x) * WG_BM, n0 = (rows_first ? blockIdx.x : blockIdx.y) * WG_BN; /* tiles_grid */
-    mm_split_slice<A_K, B_K>(A, B, K, lda, ldb, kps);
-    const int wg = threadIdx.x >> 7; /* warpgroup: rows wg*64 .. wg*64+63 of the block tile */
-    float d[64];
-#pragma unroll
-    for (int i = 0; i < 64; i++) d[i] = 0.0f;
-
-    const int KT = (K + WG_BK - 1) / WG_BK;
-#pragma unroll
-    for (int s = 0; s < WG_STAGES - 2; s++) {
-        if (s < KT) {
-            wg_load_tile<T, A_K>(sA + s * WG_TILE_BYTES, A, lda, m0, M, s * WG_BK, K, vecA);
-            wg_load_tile<T, B_K>(sB + s * WG_TILE_BYTES, B, ldb, n0, N, s * WG_BK, K, vecB);
-        }
-        cp_async_commit();
-    }
-    for (int kt = 0; kt < KT; kt++) {
-        cp_async_wait<WG_STAGES - 3>();                                /* this thread's copies of tile kt have landed */
-        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); /* ... and are visible to the tensor cores */
-        __syncthreads(); /* everyone's are; every warpgroup has finished the wgmma of tile kt - 2 */
-        int nk = kt + WG_STAGES - 2;
-        if (nk < KT) {
-            int st = nk % WG_STAGES; /* the stage tile kt - 2 used */
-            wg_load_tile<T, A_K>(sA + st * WG_TILE_BYTES, A, lda, m0, M, nk * WG_BK, K, vecA);
-            wg_load_tile<T, B_K>(sB + st * WG_TILE_BYTES, B, ldb, n0, N, nk * WG_BK, K, vecB);
-        }
-        cp_async_commit();
-        const unsigned char *a = sA + (kt % WG_STAGES) * WG_TILE_BYTES, *b = sB + (kt % WG_STAGES) * WG_TILE_BYTES;
-        asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
-#pragma unroll
-        for (int ks = 0; ks < WG_BK / 16; ks++) {
-            uint64_t da = A_K ? wg_desc(a + wg * 64 * 128 + ks * 32, 16, 1024) : wg_desc(a + wg * 8192 + ks * 2048, 8192, 1024);
-            uint64_t db = B_K ? wg_desc(b + ks * 32, 16, 1024) : wg_desc(b + ks * 2048, 8192, 1024);
-            wgmma_m64n128k16<T, A_K ? 0 : 1, B_K ? 0 : 1>(d, da, db);
-        }
-        asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-        asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
-    }
-    asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
-#pragma unroll
-    for (int i = 0; i < 64; i++) asm volatile("" : "+f"(d[i])::"memory"); /* no read of d moves above the wait */
-    cp_async_wait<0>();
-    __syncthreads(); /* both warpgroups' products are done: the tiles' memory stages the epilogue */
-
-    /* accumulator layout: warp w of the warpgroup holds rows 16w..16w+15; d[4i], d[4i+1] at (row g, columns
-     * 8i + 2tq, +1), d[4i+2], d[4i+3] at row g + 8. Chunk c: columns 32c .. 32c + 31, fragments 4c .. 4c + 3 */
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    mm_epilogue_rows<WG_BN / 32>(ep, M, N, blockIdx.z, m0 + warp * 16, n0, d, (float *)base + warp * STG_WARP_FLOATS, lane);
-#else
-    (void)A; (void)B; (void)M; (void)N; (void)K; (void)lda; (void)ldb; (void)vecA; (void)vecB; (void)kps; (void)rows_first; (void)ep;
-#endif
-}
-
-template <typename T, bool A_K, bool B_K>
-static void gemm_wgmma(ngpt_backend *be, const T *A, const T *B, int M, int N, int K, size_t lda, size_t ldb, int splits, int kps,
-                       const MmEpilogue<T> &ep) {
-    int rows_first;
-    const dim3 grid = tiles_grid(impl_of(be), M, N, WG_BM, WG_BN, splits, &rows_first);
-    CU_LAUNCH(be, "matmul_wgmma_kernel", matmul_wgmma_kernel<T, A_K, B_K>, grid, WG_THREADS, WG_SMEM_BYTES, A, B, M, N, K, lda, ldb, vec_ok(A, lda),
-              vec_ok(B, ldb), kps, rows_first, ep);
-}
-
 /* --- Hopper (sm_90a): wgmma fed by the tensor memory accelerator, warp-specialised and persistent -----
  * 128x256x64 block tiles and three warpgroups. The first produces: one thread asks the copy engine
  * (cp.async.bulk.tensor) for each stage's A and B tiles, which complete on the stage's "full" mbarrier by
  * byte count. The other two consume: each owns 64 rows x 256 columns (wgmma m64n256k16, 128 fp32
  * accumulators a thread), waits for a stage to be full, and once the wgmma that read it has completed
  * arrives on its "empty" mbarrier, which the producer waits on before refilling it. The copy engine writes
- * the 128-byte swizzled layout that wg_load_tile writes (a K-major tile is one box of 64 k x 128 or 256
- * rows; an MN-major tile is boxes of 64 columns x 64 k, 8 KB apart), so the descriptors are those of the
- * cp.async kernel above; rows, columns and k past the matrix arrive as zeros. The grid is one block per SM
+ * the 128-byte swizzled layout above (a K-major tile is one box of 64 k x 128 or 256 rows; an MN-major tile
+ * is boxes of 64 columns x 64 k, 8 KB apart); rows, columns and k past the matrix arrive as zeros. The grid is one block per SM
  * looping over output tiles (and split-K slices), so the producer fills the next tile's stages while the
  * consumers store the last one; whole tiles are stored through shared memory by the copy engine too
  * (mm_epilogue_direct), whose writes go on while the consumers start the next tile. setmaxnreg moves
  * registers from the producer (40) to the consumers (232).
  * The operands must be 16-byte aligned with row strides a multiple of 8 elements (the copy engine's rule);
- * other products run on the cp.async kernel. Tensor maps are encoded on the host for every launch through
+ * other products run on mma.sync. Tensor maps are encoded on the host for every launch through
  * the driver's cuTensorMapEncodeTiled, reached with cudaGetDriverEntryPointByVersion (no library linked). */
 #define TM_BM 128
 #define TM_BN 256        /* the tiles' width, and the stages' room for B */
@@ -2703,8 +2601,7 @@ enum { MM_FWD, MM_DINP, MM_DW };
     default: CALL_T(false, false); break;                      \
     }
 
-/* 16-bit products: on sm_90a the TMA kernel where the operands allow it, else the cp.async wgmma kernel;
- * elsewhere mma.sync. Split along K when that fills the GPU better (the slices in fp32 scratch, then
+/* 16-bit products: on sm_90a the TMA kernel where the operands allow it; elsewhere, and for the rest, mma.sync. Split along K when that fills the GPU better (the slices in fp32 scratch, then
  * finished in order by splitk_reduce_kernel, epilogue included). Whether a product splits depends on its
  * shape and the kernel alone, never on its epilogue, so a fused product rounds as the separate one does.
  * dbias (a weight gradient's, DW: A is dout, lda = M): += A's column sums, by the TMA kernel from its own
@@ -2738,7 +2635,7 @@ static void gemm_16_layout(ngpt_backend *be, const T *A, const T *B, int M, int 
     if (dbias && !A_K && im->fused_dbias && (!kps || (size_t)splits * M * (N + 1) * sizeof(float) <= im->scratch_bytes))
         cs = {dbias, kps ? ep1.partial + (size_t)splits * M * N : NULL};
     const bool tma_ran = tma && gemm_tma<T, A_K, B_K>(be, A, B, M, N, K, lda, ldb, splits, kps, sk, ep1, cs);
-    if (!tma_ran) (im->use_wgmma ? gemm_wgmma<T, A_K, B_K> : gemm_tc<T, A_K, B_K>)(be, A, B, M, N, K, lda, ldb, splits, kps, ep1);
+    if (!tma_ran) gemm_tc<T, A_K, B_K>(be, A, B, M, N, K, lda, ldb, splits, kps, ep1);
     const bool tile_sums = tma_ran && cs.dbias; /* else bias_backward's, after the product */
     if (kps && be->status == NGPT_OK) {
         const size_t MN = (size_t)M * N;
@@ -4907,14 +4804,13 @@ template <typename T> static bool attn_registers_ok() {
            registers_cover((const void *)attn_backward_dq_wgmma_kernel<T>, FA_THREADS, FA_REGS_NEEDED);
 }
 
-/* Which kernel 16-bit matmuls run on. The wgmma kernels run where they can: a compute capability 9.0 GPU
- * and a binary with sm_90a code (ngpt_wgmma_built reads 1 only there); the TMA one of them also needs the
- * driver's tensor-map encoder and its register budget (tma_registers_ok). The TMA choice also brings the
- * wgmma attention kernels (head size 64, no dropout; their own register check, attn_registers_ok), which
- * NGPT_ATTENTION=mma alone turns off. NGPT_MATMUL picks an older kernel, to compare: "mma" (mma.sync)
- * or "wgmma" (the cp.async wgmma kernel); both keep attention on mma.sync. *encoder: the encoder when the
- * choice is MATMUL_TMA, else NULL. */
-enum { MATMUL_MMA, MATMUL_WGMMA, MATMUL_TMA };
+/* Which kernel 16-bit matmuls run on. The TMA wgmma kernel runs where it can: a compute capability 9.0 GPU, a
+ * binary with sm_90a code (ngpt_wgmma_built reads 1 only there), the driver's tensor-map encoder and the kernel's
+ * register budget (tma_registers_ok); everywhere else mma.sync, which also takes the products whose operands the
+ * copy engine cannot read. The TMA choice also brings the wgmma attention kernels (head size 64, no dropout; their
+ * own register check, attn_registers_ok), which NGPT_ATTENTION=mma alone turns off. NGPT_MATMUL=mma keeps the
+ * matmuls and attention on mma.sync, to compare. *encoder: the encoder when the choice is MATMUL_TMA, else NULL. */
+enum { MATMUL_MMA, MATMUL_TMA };
 static int matmul_choice(int cc, void **encoder) {
     const char *force = getenv("NGPT_MATMUL");
     *encoder = NULL;
@@ -4924,13 +4820,11 @@ static int matmul_choice(int cc, void **encoder) {
         cudaGetLastError();
         return MATMUL_MMA;
     }
-    if (!built) return MATMUL_MMA;
-    if (force && !strcmp(force, "wgmma")) return MATMUL_WGMMA;
-    if (!tma_registers_ok<__nv_bfloat16>() || !tma_registers_ok<__half>()) return MATMUL_WGMMA;
+    if (!built || !tma_registers_ok<__nv_bfloat16>() || !tma_registers_ok<__half>()) return MATMUL_MMA;
     *encoder = find_tensor_map_encoder();
-    return *encoder ? MATMUL_TMA : MATMUL_WGMMA;
+    return *encoder ? MATMUL_TMA : MATMUL_MMA;
 }
-static const char *matmul_name(int choice) { return choice == MATMUL_TMA ? "wgmma+tma" : choice == MATMUL_WGMMA ? "wgmma" : "mma.sync"; }
+static const char *matmul_name(int choice) { return choice == MATMUL_TMA ? "wgmma+tma" : "mma.sync"; }
 
 /* The attention kernels of padded head size HS, where attn_tc_hs lets them run: their shared memory. */
 template <typename T, int HS> static int set_attn_smem_attrs(ngpt_backend *be) {
@@ -4953,11 +4847,6 @@ template <typename T> static int set_smem_attrs(ngpt_backend *be) {
                             (int)mm_smem_bytes<true, false>(), (int)mm_smem_bytes<true, false>(), (int)mm_smem_bytes<false, false>()};
     for (int i = 0; i < 6; i++) bad |= CU_CHECK(be, cudaFuncSetAttribute(tc[i], cudaFuncAttributeMaxDynamicSharedMemorySize, tc_smem[i]));
     CudaImpl *im = impl_of(be);
-    if (im->use_wgmma) {
-        bad |= CU_CHECK(be, cudaFuncSetAttribute(matmul_wgmma_kernel<T, true, true>, cudaFuncAttributeMaxDynamicSharedMemorySize, WG_SMEM_BYTES));
-        bad |= CU_CHECK(be, cudaFuncSetAttribute(matmul_wgmma_kernel<T, true, false>, cudaFuncAttributeMaxDynamicSharedMemorySize, WG_SMEM_BYTES));
-        bad |= CU_CHECK(be, cudaFuncSetAttribute(matmul_wgmma_kernel<T, false, false>, cudaFuncAttributeMaxDynamicSharedMemorySize, WG_SMEM_BYTES));
-    }
     if (im->use_tma) {
         const void *k[TM_BUILDS];
         tma_builds<T>(k);
@@ -4969,9 +4858,7 @@ template <typename T> static int set_smem_attrs(ngpt_backend *be) {
         bad |= CU_CHECK(be, cudaFuncSetAttribute(attn_backward_dq_wgmma_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, FB_DQ_SMEM_BYTES));
     }
     int n = 0; /* the forward layout stands for all three (their shared memory differs by a few KB) */
-    if (!bad && im->use_wgmma)
-        bad |= CU_CHECK(be, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, matmul_wgmma_kernel<T, true, true>, WG_THREADS, WG_SMEM_BYTES));
-    else if (!bad)
+    if (!bad)
         bad |= CU_CHECK(be, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, matmul_tc_kernel<T, true, true, EPI_PLAIN>, MM_THREADS, mm_smem_bytes<true, true>()));
     im->mm_blocks_per_sm = n > 0 ? n : 1;
     bad |= set_attn_smem_attrs<T, 32>(be);
@@ -5091,7 +4978,6 @@ int ngpt_cuda_backend_create(ngpt_backend **out, int dtype, char *err, size_t er
     im->smem_optin = optin > 0 ? (size_t)optin : 48 * 1024;
     void *encoder = NULL;
     int choice = dtype == NGPT_DTYPE_F32 ? MATMUL_MMA : matmul_choice(cc, &encoder);
-    im->use_wgmma = choice != MATMUL_MMA && im->smem_optin >= WG_SMEM_BYTES;
     im->use_tma = tma_matmul_on(choice, im->smem_optin);
     im->encode_tensor_map = im->use_tma ? encoder : NULL;
     im->use_wgmma_attention = wgmma_attention_choice(im->use_tma);

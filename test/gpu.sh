@@ -151,12 +151,12 @@ test_results() { # SOURCE.c LOG -> "name PASS" or "name FAIL" for each RUN(name)
     done
 }
 variant_vs_default() { # KERNEL "WITHOUT" "WITH" NONE DEFAULT...: "Rx (NONE's ms WITHOUT, the median of the default passes'
-    # ms WITH, their range)"; every pass of bench --kernels but mma.sync's and cp.async wgmma's runs the default attention and
+    # ms WITH, their range)"; every pass of bench --kernels but mma.sync's runs the default attention and
     # loss, so their spread is this run's noise
     local none med
     none=$(awk -F'\t' -v n="$1" '$1 == n {print $2}' "$4")
     med=$(cat "${@:5}" 2>/dev/null | awk -F'\t' -v n="$1" '$1 == n {print $2}' | sort -g |
-        awk '{a[NR] = $1} END {if (NR) printf "%.4f %.3f %.3f %d", NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2, a[1], a[NR], NR}')
+        awk '{a[NR] = $1} END {if (NR) printf "%.6f %.3f %.3f %d", NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2, a[1], a[NR], NR}')
     [ -n "$none" ] && [ -n "$med" ] || { echo "none"; return; }
     local without=$2 with=$3
     set -- $med "$none"
@@ -551,59 +551,43 @@ fi
 BUILT=$rc
 
 # ---- wgmma first (Hopper): the newest kernels, alone in their own processes. A fault in one poisons the
-# CUDA context, so when the default (the TMA kernel) fails, the cp.async wgmma kernel is tried the same way,
-# and every later step runs on the newest kernel that passed (NGPT_MATMUL=tma, wgmma, else mma); then the
-# wgmma attention kernels the TMA choice brings, else attention runs on mma.sync (NGPT_ATTENTION=mma) ----
-if [ $BUILT = 0 ] && "$BUILD/nanogpt" info 2>&1 | grep -q "matmul wgmma"; then
-    "$BUILD/nanogpt" info 2>&1 | grep -q "matmul wgmma+tma" && kinds="tma wgmma" || kinds="wgmma"
-    for kind in $kinds; do
-        t0=$(date +%s)
-        [ $kind = tma ] && name="TMA wgmma" || name="cp.async wgmma"
-        echo "===== $name matmuls (NGPT_MATMUL=$kind)" >>"$LOG/wgmma.log"
-        # correctness alone decides the kernel: the no-allocation check is the ops step's
-        NGPT_MATMUL=$kind timeout 45 "$BUILD/test_gpu_ops" --matmul-only --skip-alloc-check --dtype bf16 >>"$LOG/wgmma.log" 2>&1
-        rc=$?
-        sum=$(grep '^summary:' "$LOG/wgmma.log" | tail -n 1)
-        if [ $rc = 0 ]; then
-            row "$name matmul vs CPU (bf16)" PASS "${sum}; $(($(date +%s) - t0)) s"
-            [ $kind = wgmma ] && [ "$kinds" != wgmma ] && export NGPT_MATMUL=wgmma
-            break
-        fi
-        grep -A3 '^FAIL' "$LOG/wgmma.log" | head -n 20
-        if [ $rc -ge 128 ] || grep -qiE "$FAULTS" "$LOG/wgmma.log"; then # a fault: waiting after every launch names the kernel
-            echo "===== again with NGPT_CUDA_SYNC=1 (every launch waited for)" >>"$LOG/wgmma.log"
-            NGPT_MATMUL=$kind NGPT_CUDA_SYNC=1 timeout 45 "$BUILD/test_gpu_ops" --matmul-only --skip-alloc-check --dtype bf16 >>"$LOG/wgmma.log" 2>&1
-        fi
-        if [ $kind = tma ] && off=$(features_off "$MATMUL_FEATURES" "$LOG/wgmma.log" 30 \
-                env NGPT_MATMUL=tma "$BUILD/test_gpu_ops" --matmul-only --skip-alloc-check --dtype bf16); then
-            for t in $off; do export "$t"; done
-            row "$name matmul vs CPU (bf16)" FAIL "${sum:-exit $rc}; passes with $off, which later steps run with"
-            break
-        fi
-        export NGPT_MATMUL=mma
-        row "$name matmul vs CPU (bf16)" FAIL "${sum:-exit $rc}; later steps run on an older kernel"
-    done
+# CUDA context, so when the default (the TMA kernel) fails, it is tried again with its newest features off
+# (features_off), else every later step runs on mma.sync (NGPT_MATMUL=mma); then the wgmma attention kernels
+# the TMA choice brings, else attention runs on mma.sync (NGPT_ATTENTION=mma) ----
+# KIND NAME SECONDS FEATURES FALLBACK WHAT: test_gpu_ops --KIND-only (bf16) alone, its row "NAME vs CPU (bf16)"; where
+# it fails, again with each of FEATURES off (features_off), the first setting that passes exported for later steps,
+# else FALLBACK exported (later steps then run WHAT). Correctness alone decides: the no-allocation check is the ops step's.
+kernel_alone() {
+    local kind=$1 name=$2 secs=$3 features=$4 fallback=$5 what=$6 t0 rc sum off t from
+    t0=$(date +%s)
+    : >>"$LOG/wgmma.log"
+    from=$(($(wc -l <"$LOG/wgmma.log") + 1)) # this kernel's lines of the log
+    echo "===== $name" >>"$LOG/wgmma.log"
+    timeout "$secs" "$BUILD/test_gpu_ops" "--$kind-only" --skip-alloc-check --dtype bf16 >>"$LOG/wgmma.log" 2>&1
+    rc=$?
+    sum=$(grep '^summary:' "$LOG/wgmma.log" | tail -n 1)
+    if [ $rc = 0 ]; then
+        row "$name vs CPU (bf16)" PASS "${sum}; $(($(date +%s) - t0)) s"
+        return
+    fi
+    tail -n +"$from" "$LOG/wgmma.log" | grep -A3 '^FAIL' | head -n 20
+    if [ $rc -ge 128 ] || tail -n +"$from" "$LOG/wgmma.log" | grep -qiE "$FAULTS"; then # a fault: waiting after every launch names the kernel
+        echo "===== again with NGPT_CUDA_SYNC=1 (every launch waited for)" >>"$LOG/wgmma.log"
+        NGPT_CUDA_SYNC=1 timeout "$secs" "$BUILD/test_gpu_ops" "--$kind-only" --skip-alloc-check --dtype bf16 >>"$LOG/wgmma.log" 2>&1
+    fi
+    if off=$(features_off "$features" "$LOG/wgmma.log" $((secs * 2 / 3)) "$BUILD/test_gpu_ops" "--$kind-only" --skip-alloc-check --dtype bf16); then
+        for t in $off; do export "$t"; done
+        row "$name vs CPU (bf16)" FAIL "${sum:-exit $rc}; passes with $off, which later steps run with"
+    else
+        export "$fallback"
+        row "$name vs CPU (bf16)" FAIL "${sum:-exit $rc}; later steps run $what"
+    fi
+}
+if [ $BUILT = 0 ] && "$BUILD/nanogpt" info 2>&1 | grep -q "matmul wgmma+tma"; then
+    kernel_alone matmul "TMA wgmma matmul" 45 "$MATMUL_FEATURES" NGPT_MATMUL=mma "on mma.sync"
     # the wgmma attention kernels come with the TMA matmul: alone first the same way, else attention stays on
     # mma.sync (NGPT_ATTENTION=mma) for every later step
-    if [ "${NGPT_MATMUL:-}" = "" ] && "$BUILD/nanogpt" info 2>&1 | grep -q "matmul wgmma+tma"; then
-        t0=$(date +%s)
-        echo "===== wgmma attention (NGPT_MATMUL unset)" >>"$LOG/wgmma.log"
-        timeout 60 "$BUILD/test_gpu_ops" --attention-only --skip-alloc-check --dtype bf16 >>"$LOG/wgmma.log" 2>&1
-        rc=$?
-        sum=$(grep '^summary:' "$LOG/wgmma.log" | tail -n 1)
-        if [ $rc = 0 ]; then
-            row "wgmma attention vs CPU (bf16)" PASS "${sum}; $(($(date +%s) - t0)) s"
-        else
-            grep -A3 '^FAIL' "$LOG/wgmma.log" | head -n 20
-            if off=$(features_off "$ATTENTION_FEATURES" "$LOG/wgmma.log" 40 "$BUILD/test_gpu_ops" --attention-only --skip-alloc-check --dtype bf16); then
-                for t in $off; do export "$t"; done
-                row "wgmma attention vs CPU (bf16)" FAIL "${sum:-exit $rc}; passes with $off, which later steps run with"
-            else
-                export NGPT_ATTENTION=mma
-                row "wgmma attention vs CPU (bf16)" FAIL "${sum:-exit $rc}; later steps run attention on mma.sync"
-            fi
-        fi
-    fi
+    [ "${NGPT_MATMUL:-}" = "" ] && kernel_alone attention "wgmma attention" 60 "$ATTENTION_FEATURES" NGPT_ATTENTION=mma "attention on mma.sync"
     # the TMA kernel's ping-pong build (NGPT_PINGPONG, not the default) the same way: where it fails alone, the op
     # tests leave out its runs and bench its passes
     if [ "${NGPT_MATMUL:-}" = "" ] && "$BUILD/nanogpt" info 2>&1 | grep -q "matmul wgmma+tma"; then
@@ -877,7 +861,7 @@ if want bench && [ $BUILT = 0 ] && time_left "benchmarks" 150 bench; then
             echo "== nanogpt bench --sample=$s, NGPT_GEMV=simt"
             NGPT_GEMV=simt timeout $(cap_time 60) "$BUILD/nanogpt" bench --device=cuda --sample=$s --steps=128
         done
-        if "$BUILD/nanogpt" info 2>&1 | grep -q "matmul wgmma"; then # Hopper: the older kernels beside it
+        if "$BUILD/nanogpt" info 2>&1 | grep -q "matmul wgmma"; then # Hopper: mma.sync beside it
             echo "== nanogpt bench --kernels, mma.sync"; NGPT_MATMUL=mma timeout $(cap_time 90) "$BUILD/nanogpt" bench --device=cuda --kernels --gradient_accumulation_steps=1
         fi
         if "$BUILD/nanogpt" info 2>&1 | grep -q "matmul wgmma+tma"; then
@@ -894,14 +878,13 @@ if want bench && [ $BUILT = 0 ] && time_left "benchmarks" 150 bench; then
             fi
         fi
         # the comparisons settled by earlier runs (docs/performance.md), again only with GPU_SH_SETTLED=1: the staged
-        # mma.sync epilogue, the cp.async wgmma kernel, tiles 256 wide, tiles down the columns, at most 2 split-K slices,
+        # mma.sync epilogue, tiles 256 wide, tiles down the columns, at most 2 split-K slices,
         # the staged TMA epilogue end to end (about 70 s of device time the newer comparisons above get instead)
         if [ "${GPU_SH_SETTLED:-0}" = 1 ] && "$BUILD/nanogpt" info 2>&1 | grep -q "matmul wgmma"; then
             echo "== nanogpt bench --kernels, mma.sync, staged epilogue"
             NGPT_MATMUL=mma NGPT_EPILOGUE=staged timeout $(cap_time 90) "$BUILD/nanogpt" bench --device=cuda --kernels --gradient_accumulation_steps=1
         fi
         if [ "${GPU_SH_SETTLED:-0}" = 1 ] && "$BUILD/nanogpt" info 2>&1 | grep -q "matmul wgmma+tma"; then
-            echo "== nanogpt bench --kernels, cp.async wgmma"; NGPT_MATMUL=wgmma timeout $(cap_time 90) "$BUILD/nanogpt" bench --device=cuda --kernels --gradient_accumulation_steps=1
             echo "== nanogpt bench --kernels, tiles 256 wide"; NGPT_TILE_N=256 timeout $(cap_time 90) "$BUILD/nanogpt" bench --device=cuda --kernels --gradient_accumulation_steps=1
             echo "== nanogpt bench --kernels, tiles down the columns"
             NGPT_TILE_ORDER=m timeout $(cap_time 90) "$BUILD/nanogpt" bench --device=cuda --kernels --gradient_accumulation_steps=1
@@ -913,7 +896,6 @@ if want bench && [ $BUILT = 0 ] && time_left "benchmarks" 150 bench; then
     } >>"$LOG/bench.log" 2>&1
     ktimes "$LOG/bench.log" '^== nanogpt bench --kernels$' >"$BUILD/k_ours"
     ktimes "$LOG/bench.log" '^== nanogpt bench --kernels, mma.sync$' >"$BUILD/k_mma"
-    ktimes "$LOG/bench.log" '^== nanogpt bench --kernels, cp.async wgmma$' >"$BUILD/k_wgmma"
     ktimes "$LOG/bench.log" '^== nanogpt bench --kernels, staged epilogue$' >"$BUILD/k_staged"
     ktimes "$LOG/bench.log" '^== nanogpt bench --kernels, mma.sync, staged epilogue$' >"$BUILD/k_mma_staged"
     ktimes "$LOG/bench.log" '^== nanogpt bench --kernels, tiles 256 wide$' >"$BUILD/k_wide"
@@ -981,14 +963,10 @@ if want bench && [ $BUILT = 0 ] && time_left "benchmarks" 150 bench; then
     if [ -s "$BUILD/k_mma" ]; then
         wg=$(ratio '^matmul' "$BUILD/k_ours" "$BUILD/k_mma")
         row "default vs mma.sync matmuls" "$(target "$wg" 1.0)" "${wg:-none}x, FLOP-weighted over every shape"
-    fi
-    if [ -s "$BUILD/k_wgmma" ]; then
-        tw=$(ratio '^matmul' "$BUILD/k_ours" "$BUILD/k_wgmma")
-        row "TMA vs cp.async wgmma matmuls" "$(target "$tw" 1.0)" "${tw:-none}x, FLOP-weighted over every shape"
-        # NGPT_MATMUL=wgmma keeps attention on mma.sync: the wgmma attention kernels against it
-        fw=$(ratio '^attention fwd' "$BUILD/k_ours" "$BUILD/k_wgmma")
-        bw=$(ratio '^attention bwd' "$BUILD/k_ours" "$BUILD/k_wgmma")
-        row "wgmma vs mma.sync attention" "$(target "$(ratio '^attention' "$BUILD/k_ours" "$BUILD/k_wgmma")" 1.0)" \
+        # NGPT_MATMUL=mma keeps attention on mma.sync too: the wgmma attention kernels against it
+        fw=$(ratio '^attention fwd' "$BUILD/k_ours" "$BUILD/k_mma")
+        bw=$(ratio '^attention bwd' "$BUILD/k_ours" "$BUILD/k_mma")
+        row "wgmma vs mma.sync attention" "$(target "$(ratio '^attention' "$BUILD/k_ours" "$BUILD/k_mma")" 1.0)" \
             "forward ${fw:-none}x, backward ${bw:-none}x"
     fi
     if [ -s "$BUILD/k_mma_staged" ]; then # the same for the mma.sync kernel (sm_80-sm_89's), on this GPU
@@ -1142,7 +1120,7 @@ if want profile && [ $BUILT = 0 ] && time_left "ncu profile" 60 profile; then
         okp=0
         # the last two: the TMA kernel's builds with GELU (template argument EK = EPI_GELU, 1) and its derivative
         # (EPI_DGELU, 2) fused, matched on the demangled name (fc's forward and the MLP projection's input gradient)
-        kernels=("regex:matmul_(tma|wgmma|tc)_kernel" "regex:attn_forward_(wgmma|tc)" "regex:attn_backward_dkdv" "regex:attn_backward_dq"
+        kernels=("regex:matmul_(tma|tc)_kernel" "regex:attn_forward_(wgmma|tc)" "regex:attn_backward_dkdv" "regex:attn_backward_dq"
             "regex:layernorm_backward_kernel" "regex:layernorm_reduce_kernel" "regex:splitk_reduce_kernel" "regex:crossentropy_kernel"
             "demangled:regex:matmul_tma_kernel<[^,]*, [^,]*, [^,]*, (\(int\))?1, " "demangled:regex:matmul_tma_kernel<[^,]*, [^,]*, [^,]*, (\(int\))?2, ")
         for k in "${kernels[@]}"; do

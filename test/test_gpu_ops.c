@@ -6,7 +6,7 @@
  *                    | --default-kernels | --runs-with NGPT_VARIABLE] [--without NGPT_VARIABLE]
  * --small keeps to small shapes (for compute-sanitizer, and the CUDA emulator of test/cuda_emu.sh); the
  * default adds GPT-2-sized ones.
- * --matmul-only runs the matmul cases alone, on the kernel NGPT_MATMUL chooses (test/gpu.sh tries each wgmma
+ * --matmul-only runs the matmul cases alone, on the kernel NGPT_MATMUL chooses (test/gpu.sh tries the TMA wgmma
  * kernel this way first, in its own process, so that a fault there, which poisons the CUDA context, cannot
  * take the other checks with it). --attention-only does the same with the attention cases (the wgmma
  * attention kernels, where the TMA matmul runs); --decode-only with the KV-cache decoding cases (test/cuda_emu.sh's
@@ -1327,7 +1327,7 @@ int main(int argc, char **argv) {
     /* and each override turns both off (the planner then reserves no dS^T); the emulator's sm_90, which has the
      * TMA matmul, runs them when nothing overrides */
     {
-        const char *vars[2] = {"NGPT_ATTENTION", "NGPT_MATMUL"}, *overrides[3][2] = {{"NGPT_ATTENTION", "mma"}, {"NGPT_MATMUL", "mma"}, {"NGPT_MATMUL", "wgmma"}};
+        const char *vars[2] = {"NGPT_ATTENTION", "NGPT_MATMUL"}, *overrides[2][2] = {{"NGPT_ATTENTION", "mma"}, {"NGPT_MATMUL", "mma"}};
         char *saved[2];
         int was_set[2];
         for (int v = 0; v < 2; v++) {
@@ -1337,7 +1337,7 @@ int main(int argc, char **argv) {
         }
         if (tg_emulated && tg_cc == 90 && !was_set[0] && !was_set[1])
             CHECK(ngpt_cuda_wgmma_attention() == 1, "the emulated sm_90 with no override: ngpt_cuda_wgmma_attention() is 0 (%s)", desc);
-        for (int o = 0; o < 3; o++) {
+        for (int o = 0; o < 2; o++) {
             for (int v = 0; v < 2; v++) unsetenv(vars[v]);
             setenv(overrides[o][0], overrides[o][1], 1);
             char with[512];
@@ -1377,16 +1377,14 @@ int main(int argc, char **argv) {
     tg_cpu->set_scratch(tg_cpu, tg_cpu_dev, cs);
     tg_cpu_base = ALIGN_UP(cs, 256);
 
-    /* Each dtype's whole sweep; where 16-bit matmuls run on wgmma (sm_90a), the matmuls and attention once
-     * more on each older kernel (NGPT_MATMUL=wgmma: the cp.async wgmma kernel, where the TMA one is the
-     * default; NGPT_MATMUL=mma: mma.sync; both with the mma.sync attention forward, where the default is
-     * the wgmma one at hs = 64), so every kernel is held to the CPU; where the default 16-bit matmul has a
-     * direct epilogue (the TMA kernel, mma.sync), the matmuls once more with NGPT_EPILOGUE=staged, and on the
-     * TMA kernel with NGPT_TILE_N=192 (every product in tiles 192 wide, where the default picks per product) and
+    /* Each dtype's whole sweep; where 16-bit matmuls run on the TMA wgmma kernel (sm_90a), the matmuls and attention
+     * once more on mma.sync (NGPT_MATMUL=mma, with the mma.sync attention, where the default is the wgmma one at
+     * hs = 64), so every kernel is held to the CPU; the 16-bit matmuls once more with NGPT_EPILOGUE=staged (whole
+     * tiles through the staged epilogue, where the default writes them from the accumulators), and on the TMA kernel with NGPT_TILE_N=192 (every product in tiles 192 wide, where the default picks per product) and
      * with NGPT_PINGPONG=1 (every product on the ping-pong kernel, its warpgroups on tiles 64 x 256 of their own),
      * each held to the default run's bits (in bf16 the staged run's tiles also go down the rows of a column,
      * NGPT_TILE_ORDER=m, where the default walks along the columns of a row wherever there are more rows of
-     * tiles, and so do the cp.async wgmma kernel's); and in bf16 with NGPT_SPLITK_MAX=1 (no product split along K, which
+     * tiles); and in bf16 with NGPT_SPLITK_MAX=1 (no product split along K, which
      * each case checks in the scratch: tg_scratch_changed; the long-K cases whole, the weight gradients' tiles
      * accumulating straight from the accumulators), against the CPU alone (splitting changes the order of the
      * sums); where attention runs on the wgmma kernels, the attention sweep once more in bf16 with
@@ -1396,7 +1394,7 @@ int main(int argc, char **argv) {
      * sweep in bf16 with NGPT_LOSS_SMEM=0 (each row read from global memory in both passes), held to the default
      * run's bits too; and the gemv cases in bf16 and f16 with NGPT_GEMV=simt (the SIMT gemv and the tiled kernel
      * where the default takes the tensor-core gemv; test/gpu.sh's sampling bench compares the two), against the CPU. */
-    int wgmma = strstr(desc, "matmul wgmma") != NULL, tma = strstr(desc, "matmul wgmma+tma") != NULL;
+    int tma = strstr(desc, "matmul wgmma+tma") != NULL;
     int wgmma_attention = strstr(desc, "attention wgmma") != NULL;
     struct { int dtype; const char *env, *value, *env2, *value2; } runs[] = {
         {NGPT_DTYPE_F32, NULL, NULL, NULL, NULL},
@@ -1415,11 +1413,8 @@ int main(int argc, char **argv) {
         {NGPT_DTYPE_F16, "NGPT_TILE_N", "192", NULL, NULL},
         {NGPT_DTYPE_BF16, "NGPT_EPILOGUE", "staged", "NGPT_TILE_ORDER", "m"},
         {NGPT_DTYPE_F16, "NGPT_EPILOGUE", "staged", NULL, NULL},
-        {NGPT_DTYPE_BF16, "NGPT_MATMUL", "wgmma", "NGPT_TILE_ORDER", "m"},
-        {NGPT_DTYPE_F16, "NGPT_MATMUL", "wgmma", NULL, NULL},
         {NGPT_DTYPE_BF16, "NGPT_MATMUL", "mma", NULL, NULL},
         {NGPT_DTYPE_F16, "NGPT_MATMUL", "mma", NULL, NULL}};
-    int direct = tma || !wgmma; /* the default 16-bit matmul has a direct epilogue: the TMA kernel or mma.sync */
     for (int k = 0; k < (int)(sizeof runs / sizeof runs[0]); k++) {
         int dt = runs[k].dtype, narrow = runs[k].env && !strcmp(runs[k].env, "NGPT_TILE_N");
         int pingpong = runs[k].env && !strcmp(runs[k].env, "NGPT_PINGPONG");
@@ -1428,18 +1423,17 @@ int main(int argc, char **argv) {
         int attn_variant = runs[k].env && !strncmp(runs[k].env, "NGPT_ATTN_", 10); /* an attention run held to the default's bits */
         int uncached = runs[k].env && !strcmp(runs[k].env, "NGPT_LOSS_SMEM");      /* a loss run held to the default's bits */
         int gemv_simt = runs[k].env && !strcmp(runs[k].env, "NGPT_GEMV");          /* the gemv cases, against the CPU */
-        const int older = runs[k].env && !strcmp(runs[k].env, "NGPT_MATMUL"), older_mma = older && !strcmp(runs[k].value, "mma");
-        if ((older_mma && !wgmma) || (older && !older_mma && !tma) || ((staged || uncached) && !direct) || ((narrow || pingpong) && !tma) ||
+        const int older = runs[k].env && !strcmp(runs[k].env, "NGPT_MATMUL");
+        if ((older && !tma) || ((narrow || pingpong) && !tma) ||
             (attn_variant && !wgmma_attention) || (runs[k].env && dt == NGPT_DTYPE_BF16 && tg_cc && tg_cc < 80))
-            continue; /* an older kernel only where it is not the default; the staged epilogue only beside a direct one; tiles
-                       * 192 wide and the ping-pong kernel only where the TMA kernel runs; turns and persistence only where attention runs on wgmma; bf16's refusal below sm_80 checked once;
-                       * a run held to the default's bits only where the default kept them */
+            continue; /* mma.sync again only where it is not the default; tiles 192 wide and the ping-pong kernel only where the
+                       * TMA kernel runs; turns and persistence only where attention runs on wgmma; bf16's refusal below sm_80 checked once */
         if ((only && !tg_listed(only, tg_dtname(dt))) || ((tg_matmul_only || tg_attention_only || tg_decode_only || tg_default_kernels) && runs[k].env))
             continue; /* --matmul-only, --attention-only, --decode-only, --default-kernels: the chosen kernels alone */
         if (tg_runs_with && !((runs[k].env && !strcmp(runs[k].env, tg_runs_with)) || (runs[k].env2 && !strcmp(runs[k].env2, tg_runs_with))))
             continue; /* --runs-with: those runs alone (a mutant only they catch, without the sweeps before them) */
         if (tg_without && runs[k].env && !strcmp(runs[k].env, tg_without)) continue; /* --without: not those */
-        tg_bits_mode = staged || attn_variant || uncached ? TG_BITS_MATCH : direct && dt != NGPT_DTYPE_F32 && !runs[k].env ? TG_BITS_KEEP : TG_BITS_OFF;
+        tg_bits_mode = staged || attn_variant || uncached ? TG_BITS_MATCH : dt != NGPT_DTYPE_F32 && !runs[k].env ? TG_BITS_KEEP : TG_BITS_OFF;
         tg_bits_matched = 0;
         tg_gpu = NULL;
         const char *envs[2] = {runs[k].env, runs[k].env2}, *values[2] = {runs[k].value, runs[k].value2};

@@ -100,7 +100,7 @@ if [ -f "$TMP/sm_90a.ptxas" ] && [ "$SRC" = nanogpt.cu ]; then
         awk -v r="$1" '/Compiling entry function/{k = $0; sub(/.*function \047/, "", k); sub(/\047 for .*/, "", k); on = (k ~ r)}
                        on && /bytes spill stores/ && ($5 + 0 > 0 || $9 + 0 > 0) {print k ": " $0}' "$TMP/sm_90a.ptxas"
     }
-    spills=$(spills_of '^_Z[0-9]+(attn_[a-z_]*wgmma|matmul_wgmma|matmul_tma)_kernel')
+    spills=$(spills_of '^_Z[0-9]+(attn_[a-z_]*wgmma|matmul_tma)_kernel')
     pingpong=$(spills_of 'matmul_tma_pingpong_kernel' | awk '{n++; if ($(NF - 7) + 0 > most) most = $(NF - 7) + 0} END{if (n) printf "%d builds spill, at most %d bytes", n, most}')
     nk=$(grep -cE "Compiling entry function '[^']*(wgmma|matmul_tma)" "$TMP/sm_90a.ptxas")
     if [ -z "$spills" ] && [ "$nk" -gt 0 ]; then

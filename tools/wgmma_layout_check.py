@@ -2,9 +2,7 @@
 """tools/wgmma_layout_check.py - no GPU needed: do nanogpt.cu's wgmma matmuls put each operand element where
 their shared-memory descriptors tell wgmma to read it?
 
-It repeats, in Python, the placement of wg_load_tile (nanogpt.cu: 128 rows or columns x 64 k of 16-bit
-elements, 16-byte chunks, 128-byte swizzle) and the descriptors of matmul_wgmma_kernel (start address, LBO,
-SBO per warpgroup and k step); then the copy-engine boxes of matmul_tma_kernel (a K-major tile as one box
+It repeats, in Python, the copy-engine boxes of matmul_tma_kernel (a K-major tile as one box
 of 64 k x its rows, an MN-major tile as boxes of 64 columns x 64 k, 8 KB apart; the copy engine writes
 element (inner i, outer j) of a box with 128-byte rows at swizzle(j * 128 + 2 i) from the box's
 1024-byte-aligned start), the byte count its "full" barrier expects, and its descriptors (A: 64 rows per
@@ -23,23 +21,6 @@ import sys
 
 def swizzle(off):
     return off ^ ((off >> 3) & 0x70)
-
-
-def placed(kcontig):
-    """byte address of each element's first byte -> (row, k) as wg_load_tile stores them"""
-    mem = {}
-    for q in range(1024):  # 128 x 64 elements in chunks of 8
-        if kcontig:  # K-major: row r holds k 0..63
-            r, c = q >> 3, q & 7
-            base = swizzle(r * 128 + c * 16)
-            for j in range(8):
-                mem[base + 2 * j] = (r, c * 8 + j)
-        else:  # MN-major: k row holds 64 columns; columns 64.. in the second 8 KB block
-            k, c = q >> 4, q & 15
-            base = swizzle((c >> 3) * 8192 + k * 128 + (c & 7) * 16)
-            for j in range(8):
-                mem[base + 2 * j] = (c * 8 + j, k)
-    return mem
 
 
 def tma_placed(kcontig, rows):
@@ -106,12 +87,6 @@ def main():
         print("nanogpt.cu's tiles changed (%s): update this check" % consts)
         return 1
     for kcontig in (True, False):
-        # the cp.async kernel: 128 x 64 tiles; A: each warpgroup wg reads its 64 rows; B: all 128 columns (n128)
-        mem = placed(kcontig)
-        assert len(mem) == 128 * 64
-        for wg in (0, 1):
-            bad += read_back(mem, kcontig, wg * 64 * 128 if kcontig else wg * 8192, 64, wg * 64)
-        bad += read_back(mem, kcontig, 0, 128, 0)
         # the TMA kernel: A 128 x 64 (two consumer warpgroups of 64 rows), B BN x 64 (n256 or n192), in a
         # stage with room for TM_B_BYTES of B
         mem_a = tma_placed(kcontig, 128)
