@@ -48,7 +48,7 @@ typedef struct {
     cudaEvent_t fences[NGPT_FENCES]; /* made with the stream, recorded by fence_record */
     int sm_count;
     size_t smem_optin;         /* the most dynamic shared memory one block may ask for */
-    int use_tma;               /* ... on the TMA one where the operands allow it (else the cp.async one) */
+    int use_tma;               /* 16-bit matmuls on the sm_90a TMA wgmma kernel where the operands allow it (else mma.sync); see matmul_choice */
     int direct_epilogue;       /* TMA and mma.sync tiles from the accumulators (NGPT_EPILOGUE=staged: not, to compare) */
     int tma_tile_n;            /* NGPT_TILE_N=192 or 256: every TMA product in tiles that wide (to compare); 0: chosen per product */
     int tma_pingpong;          /* NGPT_PINGPONG=1 (TMA_PINGPONG_ALL) or gelu: those TMA products on the ping-pong kernel (to compare) */
@@ -2153,8 +2153,8 @@ static __device__ __forceinline__ void tm_colsum(const TmColsum<T> &cs, const un
         }
     }
 }
-/* A consumer warp's 16 rows from row0 of tile tl, BN columns wide (d: wgmma's accumulator layout, as in the
- * cp.async kernel: d[4i], d[4i+1] at (row g, columns 8i + 2tq, +1), d[4i+2], d[4i+3] at row g + 8), written
+/* A consumer warp's 16 rows from row0 of tile tl, BN columns wide (d: wgmma's accumulator layout: d[4i], d[4i+1]
+ * at (row g, columns 8i + 2tq, +1), d[4i+2], d[4i+3] at row g + 8), written
  * straight from d where the tile is whole (`whole`: mm_direct_ok), else staged 32 columns at a time */
 template <int EK, bool A_K, bool B_K, int BN, typename T>
 static __device__ __forceinline__ void tm_epilogue(const MmEpilogue<T> &ep, int M, int N, const TmTile &tl, int row0, float (&d)[BN / 2], bool whole,
