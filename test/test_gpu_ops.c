@@ -11,8 +11,8 @@
  * take the other checks with it). --attention-only does the same with the attention cases (the wgmma
  * attention kernels, where the TMA matmul runs); --decode-only with the KV-cache decoding cases (test/cuda_emu.sh's
  * mutants of that kernel).
- * --default-kernels runs each dtype's sweep once, on the kernels the backend picks, without the runs on the
- * older kernels and the NGPT_EPILOGUE, NGPT_TILE_N and NGPT_SPLITK_MAX variants (test/gpu.sh's f16 racecheck:
+ * --default-kernels runs each dtype's sweep once, on the kernels the backend picks, without the runs on
+ * mma.sync beside the TMA kernel and the NGPT_EPILOGUE, NGPT_TILE_N and NGPT_SPLITK_MAX variants (test/gpu.sh's f16 racecheck:
  * the bf16 one covers those templates, and each variant doubles a racecheck's minutes).
  * On the CUDA emulator, the f32 attention sweep leaves out the long sequences and the small dS^T scratch, which
  * only the tensor-core kernels' tiles need (tg_attention_sweep).
@@ -23,8 +23,8 @@
  * --skip-alloc-check leaves out the free-memory check (compute-sanitizer allocates device memory itself).
  * --fail-fast stops at the first failed case, exit status 1 (test/cuda_emu.sh's mutants: one failure is enough
  * to catch one, and the rest of the sweep is minutes on the emulator). The sweep runs the cheap ops first, then
- * attention, then the matmuls, so that a mutant of a cheap op is caught in seconds; so do the runs on the
- * older kernels (attention, then the matmuls).
+ * attention, then the matmuls, so that a mutant of a cheap op is caught in seconds; so do the runs on
+ * mma.sync beside the TMA kernel (attention, then the matmuls).
  *
  * For every op and shape: fresh random inputs (never zeros), rounded to the GPU's storage type so that
  * both backends see the same numbers; outputs poisoned with NaN bit patterns before each run, so an
@@ -1380,7 +1380,8 @@ int main(int argc, char **argv) {
     /* Each dtype's whole sweep; where 16-bit matmuls run on the TMA wgmma kernel (sm_90a), the matmuls and attention
      * once more on mma.sync (NGPT_MATMUL=mma, with the mma.sync attention, where the default is the wgmma one at
      * hs = 64), so every kernel is held to the CPU; the 16-bit matmuls once more with NGPT_EPILOGUE=staged (whole
-     * tiles through the staged epilogue, where the default writes them from the accumulators), and on the TMA kernel with NGPT_TILE_N=192 (every product in tiles 192 wide, where the default picks per product) and
+     * tiles through the staged epilogue, where the default writes them from the accumulators), and on the TMA kernel
+     * with NGPT_TILE_N=192 (every product in tiles 192 wide, where the default picks per product) and
      * with NGPT_PINGPONG=1 (every product on the ping-pong kernel, its warpgroups on tiles 64 x 256 of their own),
      * each held to the default run's bits (in bf16 the staged run's tiles also go down the rows of a column,
      * NGPT_TILE_ORDER=m, where the default walks along the columns of a row wherever there are more rows of
@@ -1423,8 +1424,8 @@ int main(int argc, char **argv) {
         int attn_variant = runs[k].env && !strncmp(runs[k].env, "NGPT_ATTN_", 10); /* an attention run held to the default's bits */
         int uncached = runs[k].env && !strcmp(runs[k].env, "NGPT_LOSS_SMEM");      /* a loss run held to the default's bits */
         int gemv_simt = runs[k].env && !strcmp(runs[k].env, "NGPT_GEMV");          /* the gemv cases, against the CPU */
-        const int older = runs[k].env && !strcmp(runs[k].env, "NGPT_MATMUL");
-        if ((older && !tma) || ((narrow || pingpong) && !tma) ||
+        const int on_mma = runs[k].env && !strcmp(runs[k].env, "NGPT_MATMUL"); /* NGPT_MATMUL=mma: mma.sync beside the TMA kernel */
+        if (((on_mma || narrow || pingpong) && !tma) ||
             (attn_variant && !wgmma_attention) || (runs[k].env && dt == NGPT_DTYPE_BF16 && tg_cc && tg_cc < 80))
             continue; /* mma.sync again only where it is not the default; tiles 192 wide and the ping-pong kernel only where the
                        * TMA kernel runs; turns and persistence only where attention runs on wgmma; bf16's refusal below sm_80 checked once */
@@ -1498,7 +1499,7 @@ int main(int argc, char **argv) {
         else if (attn_variant) tg_attention_sweep();
         else if (uncached) tg_loss_sweep();
         else if (gemv_simt) tg_gemv_sweep();
-        else if (runs[k].env) { tg_attention_sweep(); tg_matmul_sweep(); } /* the older kernels also run attention on mma.sync */
+        else if (runs[k].env) { tg_attention_sweep(); tg_matmul_sweep(); } /* NGPT_MATMUL=mma also runs attention on mma.sync */
         else tg_sweep();
         if (staged || attn_variant || uncached) {
             tg_begin(uncached ? "NGPT_LOSS_SMEM=0: the loss's bits are the default run's"
