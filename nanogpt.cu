@@ -4712,6 +4712,59 @@ static int errf(char *err, size_t errlen, int status, const char *fmt, ...) {
     return status;
 }
 
+/* The environment switches (README, "Kernel switches"), each with the values it takes: all but NGPT_CUDA_SYNC run
+ * another kernel or way of the backend, to compare with the default, which runs where one is unset or empty. A set
+ * switch with any other value is an error (env_switches_check), so that a misspelt value, or one a switch no longer
+ * takes, cannot leave a comparison timing the default twice. The backend reads them through env_switch only. */
+struct EnvSwitch {
+    const char *name;
+    const char *values; /* ", " between them */
+};
+static const EnvSwitch env_switches[] = {
+    {"NGPT_MATMUL", "mma"},
+    {"NGPT_ATTENTION", "mma"},
+    {"NGPT_EPILOGUE", "staged"},
+    {"NGPT_TILE_N", "192, 256"},
+    {"NGPT_TILE_ORDER", "m"},
+    {"NGPT_PINGPONG", "0, 1, gelu"},
+    {"NGPT_SPLITK_MAX", "1, 2, 3, 4, 5, 6, 7, 8"},
+    {"NGPT_ATTN_TURNS", "0, 1"},
+    {"NGPT_ATTN_PERSISTENT", "0, 1"},
+    {"NGPT_FUSE_GELU", "0, 1"},
+    {"NGPT_LOSS_SMEM", "0, 1"},
+    {"NGPT_DBIAS", "separate"},
+    {"NGPT_STREAMK", "0, 1"},
+    {"NGPT_GEMV", "simt"},
+    {"NGPT_PDL", "0, 1"},
+    {"NGPT_CUDA_SYNC", "0, 1"},
+};
+/* switch name's value; NULL where it is unset or empty */
+static const char *env_switch(const char *name) {
+    const char *v = getenv(name);
+    return v && *v ? v : NULL;
+}
+/* whether value is one of list's (", " between them) */
+static bool env_value_listed(const char *list, const char *value) {
+    const size_t n = strlen(value);
+    for (const char *p = list;; p += 2) {
+        const char *end = strchr(p, ',');
+        const size_t len = end ? (size_t)(end - p) : strlen(p);
+        if (len == n && !strncmp(p, value, n)) return true;
+        if (!end) return false;
+        p = end;
+    }
+}
+/* NGPT_OK, or NGPT_ERR_ARG with err naming the first switch set to a value it does not take, and the values it does */
+static int env_switches_check(char *err, size_t errlen) {
+    for (const EnvSwitch &s : env_switches) {
+        const char *v = env_switch(s.name);
+        if (v && !env_value_listed(s.values, v))
+            return errf(err, errlen, NGPT_ERR_ARG, "the environment's %s=%s is not a value that switch takes (%s; unset or empty: the default)", s.name,
+                        v, s.values);
+    }
+    return NGPT_OK;
+}
+
 /* Device, compute capability, and whether this binary carries kernels for it. */
 static int probe_device(int *device, int *cc, char *err, size_t errlen) {
     int count = 0;
@@ -4749,7 +4802,7 @@ static int probe_device(int *device, int *cc, char *err, size_t errlen) {
  * newer, where the kernels were compiled for 9.0 or newer (the code that waits; kernels from older PTX, compiled
  * by the driver, have no wait and run the usual way). NGPT_PDL=0: not, to compare. */
 static bool programmatic_launch_on(int cc) {
-    const char *env = getenv("NGPT_PDL");
+    const char *env = env_switch("NGPT_PDL");
     if (cc < 90 || (env && !strcmp(env, "0"))) return false;
     cudaFuncAttributes fa;
     if (cudaFuncGetAttributes(&fa, fill_normal_kernel) != cudaSuccess) {
@@ -4812,7 +4865,7 @@ template <typename T> static bool attn_registers_ok() {
  * matmuls and attention on mma.sync, to compare. *encoder: the encoder when the choice is MATMUL_TMA, else NULL. */
 enum { MATMUL_MMA, MATMUL_TMA };
 static int matmul_choice(int cc, void **encoder) {
-    const char *force = getenv("NGPT_MATMUL");
+    const char *force = env_switch("NGPT_MATMUL");
     *encoder = NULL;
     if (cc != 90 || (force && !strcmp(force, "mma"))) return MATMUL_MMA;
     int built = 0;
@@ -4913,7 +4966,7 @@ static int tma_matmul_on(int choice, size_t optin) { return choice == MATMUL_TMA
  * NGPT_ATTENTION=mma keeps it on mma.sync (to compare, or to work around), and where their registers are what
  * setmaxnreg needs */
 static int wgmma_attention_choice(int tma) {
-    const char *env = getenv("NGPT_ATTENTION");
+    const char *env = env_switch("NGPT_ATTENTION");
     return tma && !(env && !strcmp(env, "mma")) && attn_registers_ok<__nv_bfloat16>() && attn_registers_ok<__half>();
 }
 
@@ -4927,6 +4980,7 @@ int ngpt_cuda_wgmma_attention(void) {
 int ngpt_cuda_describe(char *out, size_t outlen) {
     int device = 0, cc = 0;
     char err[256];
+    if (env_switches_check(err, sizeof err)) return errf(out, outlen, NGPT_ERR_ARG, "cuda: %s", err);
     int rc = probe_device(&device, &cc, err, sizeof err);
     if (rc) return errf(out, outlen, rc, "cuda: %s", err);
     cudaDeviceProp prop;
@@ -4952,6 +5006,7 @@ int ngpt_cuda_backend_create(ngpt_backend **out, int dtype, char *err, size_t er
     *out = NULL;
     if (dtype != NGPT_DTYPE_F32 && dtype != NGPT_DTYPE_BF16 && dtype != NGPT_DTYPE_F16)
         return errf(err, errlen, NGPT_ERR_ARG, "cuda backend: unknown dtype %d", dtype);
+    if (int rc = env_switches_check(err, errlen)) return rc;
     int device = 0, cc = 0;
     int rc = probe_device(&device, &cc, err, errlen);
     if (rc) return rc;
@@ -4981,29 +5036,29 @@ int ngpt_cuda_backend_create(ngpt_backend **out, int dtype, char *err, size_t er
     im->use_tma = tma_matmul_on(choice, im->smem_optin);
     im->encode_tensor_map = im->use_tma ? encoder : NULL;
     im->use_wgmma_attention = wgmma_attention_choice(im->use_tma);
-    const char *turns_env = getenv("NGPT_ATTN_TURNS"); /* "0": the wgmma attention's warpgroups issue as they come, to compare */
+    const char *turns_env = env_switch("NGPT_ATTN_TURNS"); /* "0": the wgmma attention's warpgroups issue as they come, to compare */
     im->attn_turns = !(turns_env && !strcmp(turns_env, "0"));
-    const char *persistent_env = getenv("NGPT_ATTN_PERSISTENT"); /* "0": the wgmma forward, dK, dV and dQ a block an item, to compare */
+    const char *persistent_env = env_switch("NGPT_ATTN_PERSISTENT"); /* "0": the wgmma forward, dK, dV and dQ a block an item, to compare */
     im->attn_persistent = !(persistent_env && !strcmp(persistent_env, "0"));
-    const char *epilogue_env = getenv("NGPT_EPILOGUE"); /* "staged": every TMA and mma.sync tile through the staged epilogue, to compare */
+    const char *epilogue_env = env_switch("NGPT_EPILOGUE"); /* "staged": every TMA and mma.sync tile through the staged epilogue, to compare */
     im->direct_epilogue = !(epilogue_env && !strcmp(epilogue_env, "staged"));
-    const char *tile_env = getenv("NGPT_TILE_N"); /* "192" or "256": the TMA kernel's tile width for every product, to compare */
+    const char *tile_env = env_switch("NGPT_TILE_N"); /* "192" or "256": the TMA kernel's tile width for every product, to compare */
     im->tma_tile_n = tile_env && !strcmp(tile_env, "192") ? TM_BN_NARROW : tile_env && !strcmp(tile_env, "256") ? TM_BN : 0;
-    const char *pingpong_env = getenv("NGPT_PINGPONG"); /* "1": every TMA product on the ping-pong kernel, "gelu": those with GELU, to compare */
+    const char *pingpong_env = env_switch("NGPT_PINGPONG"); /* "1": every TMA product on the ping-pong kernel, "gelu": those with GELU, to compare */
     im->tma_pingpong = !pingpong_env ? 0 : !strcmp(pingpong_env, "1") ? TMA_PINGPONG_ALL : !strcmp(pingpong_env, "gelu") ? TMA_PINGPONG_GELU : 0;
-    const char *order_env = getenv("NGPT_TILE_ORDER"); /* "m": every 16-bit matmul's tiles down the rows of a column, to compare */
+    const char *order_env = env_switch("NGPT_TILE_ORDER"); /* "m": every 16-bit matmul's tiles down the rows of a column, to compare */
     im->tiles_down_columns = order_env && !strcmp(order_env, "m");
-    const char *splitk_env = getenv("NGPT_SPLITK_MAX"); /* "1" .. "8": at most that many split-K slices, to compare ("1": none) */
+    const char *splitk_env = env_switch("NGPT_SPLITK_MAX"); /* "1" .. "8": at most that many split-K slices, to compare ("1": none) */
     im->splitk_most = splitk_env && splitk_env[0] >= '1' && splitk_env[0] <= '8' && !splitk_env[1] ? splitk_env[0] - '0' : 0;
-    const char *dbias_env = getenv("NGPT_DBIAS"); /* "separate": every bias gradient by bias_backward, to compare */
+    const char *dbias_env = env_switch("NGPT_DBIAS"); /* "separate": every bias gradient by bias_backward, to compare */
     im->fused_dbias = !(dbias_env && !strcmp(dbias_env, "separate"));
-    const char *streamk_env = getenv("NGPT_STREAMK"); /* "0": those weight gradients by split-K's rule, to compare */
+    const char *streamk_env = env_switch("NGPT_STREAMK"); /* "0": those weight gradients by split-K's rule, to compare */
     im->streamk = !(streamk_env && !strcmp(streamk_env, "0"));
-    const char *gemv_env = getenv("NGPT_GEMV"); /* "simt": a few rows of 16-bit products as before gemv_tc_kernel, to compare */
+    const char *gemv_env = env_switch("NGPT_GEMV"); /* "simt": a few rows of 16-bit products as before gemv_tc_kernel, to compare */
     im->gemv_tensor_cores = !(gemv_env && !strcmp(gemv_env, "simt"));
-    const char *loss_env = getenv("NGPT_LOSS_SMEM"); /* "0": the loss reads each row from global memory in both passes, to compare */
+    const char *loss_env = env_switch("NGPT_LOSS_SMEM"); /* "0": the loss reads each row from global memory in both passes, to compare */
     im->loss_smem = !(loss_env && !strcmp(loss_env, "0"));
-    const char *sync_env = getenv("NGPT_CUDA_SYNC");
+    const char *sync_env = env_switch("NGPT_CUDA_SYNC");
     im->sync_each_launch = sync_env && !strcmp(sync_env, "1");
     im->programmatic_launch = programmatic_launch_on(cc);
     int made = !CU_CHECK(be, cudaStreamCreateWithFlags(&im->stream, cudaStreamNonBlocking));
@@ -5039,7 +5094,7 @@ int ngpt_cuda_backend_create(ngpt_backend **out, int dtype, char *err, size_t er
     be->layernorm_backward = cu_layernorm_backward;
     be->matmul_forward = cu_matmul_forward;
     be->matmul_backward = cu_matmul_backward;
-    const char *fuse_env = getenv("NGPT_FUSE_GELU"); /* "0": no GELU fusions, the step runs each product then the GELU op, to compare */
+    const char *fuse_env = env_switch("NGPT_FUSE_GELU"); /* "0": no GELU fusions, the step runs each product then the GELU op, to compare */
     const bool fuse_gelu = !(fuse_env && !strcmp(fuse_env, "0"));
     be->matmul_forward_gelu = fuse_gelu ? cu_matmul_forward_gelu : NULL;
     be->matmul_backward_gelu = fuse_gelu ? cu_matmul_backward_gelu : NULL;

@@ -177,13 +177,13 @@ cli() { # CC
     [ "$1" -lt 80 ] && dt=float16
     rm -rf "$D"
     mkdir -p "$D"
-    check() { # NAME PATTERNS COMMAND...: the command exits 0 and prints a line matching each of PATTERNS (one a line)
+    check() { # NAME PATTERNS COMMAND...: the command exits 0 (want_rc where set) and prints a line matching each of PATTERNS (one a line)
         local name=$1 pats=$2 out rc pat matched=1
         shift 2
         out=$("$@" 2>&1)
         rc=$?
         while IFS= read -r pat; do grep -qE -- "$pat" <<<"$out" || matched=0; done <<<"$pats"
-        if [ $rc = 0 ] && [ $matched = 1 ]; then
+        if [ $rc = "${want_rc:-0}" ] && [ $matched = 1 ]; then
             echo "ok nanogpt $name"
             p=$((p + 1))
         else
@@ -197,6 +197,8 @@ cli() { # CC
     local small=(--data_dir="$D/data" --out_dir="$D/out" --eval_interval=3 --eval_iters=2 --log_interval=1 --batch_size=4
                  --gradient_accumulation_steps=2)
     check info "^cuda: nanogpt's CUDA emulator \(sm_$1" "$N" info
+    want_rc=1 check "NGPT_MATMUL=wgmma info (a value the switch does not take)" "^cuda: the environment's NGPT_MATMUL=wgmma is not a value that switch takes \(mma;" \
+        env NGPT_MATMUL=wgmma "$N" info
     check prepare "vocabulary" "$N" prepare --input="$D/text.txt" --out="$D/data"
     check "train --device=cuda:0 --dtype=$dt" "^done: 7 steps" "$N" train --device=cuda:0 --dtype=$dt "${small[@]}" \
         --n_layer=1 --n_head=2 --n_embd=64 --block_size=32 --max_iters=6 --dropout=0.1
@@ -204,6 +206,8 @@ cli() { # CC
     check "train --init_from=resume --moments_dtype=bfloat16 (its run's were fp32)" "^note: AdamW moments bf16 \(its run: fp32\): the checkpoint's were rounded to bf16" \
         "$N" train --init_from=resume --device=cuda "${small[@]}" --max_iters=9 --moments_dtype=bfloat16
     check sample "^-+$" "$N" sample --out_dir="$D/out" --data_dir="$D/data" --device=cuda --num_samples=2 --max_new_tokens=16 --start=The
+    want_rc=1 check "NGPT_TILE_N=128 train (refused before it trains)" "^error: the environment's NGPT_TILE_N=128 is not a value that switch takes \(192, 256;" \
+        env NGPT_TILE_N=128 "$N" train --device=cuda "${small[@]}" --out_dir="$D/out-refused" --max_iters=2
     check "plan --device=cuda:0 (no config: the GPU recipe, in $dt)" "^device +cuda, $dt" "$N" plan --device=cuda:0
     check "plan: the GPU recipe" "L=6 NH=6 C=384" "$N" plan --device=cuda
     check "bench (GELU fused into the products)" $'^bench_result tokens_per_s=[0-9]\n^    matmul_forward_gelu +[0-9.]+ ms in\n^    matmul_backward_gelu +[0-9.]+ ms in' \
@@ -438,6 +442,7 @@ MUTANTS=(
     "decoding: the merge leaves out the last warp's keys|80|--decode-only|float f = part_l[w] > 0.0f ? expf(part_m[w] - mx) : 0.0f;|float f = part_l[w] > 0.0f && w < DEC_WARPS - 1 ? expf(part_m[w] - mx) : 0.0f;"
     "decoding: the merge weighs every warp as if its max were the block's|80|--decode-only|float f = part_l[w] > 0.0f ? expf(part_m[w] - mx) : 0.0f;|float f = part_l[w] > 0.0f ? 1.0f : 0.0f;"
     "decoding: the merge reads the warps' parts without the barrier|80|--decode-only|part_l[warp] = l; }\n    __syncthreads();|part_l[warp] = l; }"
+    "environment switches: a value a switch does not take goes unrefused (NGPT_MATMUL=wgmma runs the default)|80|--decode-only|if (v && !env_value_listed(s.values, v))|if (v && !env_value_listed(s.values, v) && strcmp(s.name, \"NGPT_MATMUL\"))"
     "decoding: a prompt's first chunk stores its values as its keys|80|--decode-only|    k[0] = row[C + c];|    k[0] = row[2 * C + c];"
     "decoding: a prompt's first chunk leaves its last row unstored|80|--decode-only|    if (i >= (size_t)S * n * C) return;|    if (i >= (size_t)S * n * C - C) return;"
     "programmatic launch: the TMA matmul touches memory before its wait|90|--matmul-only|TmColsum<T> cs, TmStreamK sk) {\n    after_previous_kernel();\n#ifdef NGPT_WGMMA_DEVICE\n    extern __shared__ __align__(1024) unsigned char tm_smem[];|TmColsum<T> cs, TmStreamK sk) {\n#ifdef NGPT_WGMMA_DEVICE\n    extern __shared__ __align__(1024) unsigned char tm_smem[];"

@@ -1282,6 +1282,63 @@ static void tg_sweep(void) {
     tg_matmul_sweep();
 }
 
+/* The environment switches as README's table "Kernel switches" gives them: with each value it lists, and with none
+ * (set but empty), the backend is made; with a value it does not list (each's first one here: NGPT_MATMUL=wgmma is
+ * the kernel session 56 removed), ngpt_cuda_backend_create and ngpt_cuda_describe refuse it, naming the switch, the
+ * value and the values it takes. Each switch is set alone, and left as it was. */
+static void tg_env_switches(void) {
+    static const struct {
+        const char *name, *bad, *good[9];
+    } sw[] = {
+        {"NGPT_MATMUL", "wgmma", {"mma"}},
+        {"NGPT_ATTENTION", "wgmma", {"mma"}},
+        {"NGPT_EPILOGUE", "direct", {"staged"}},
+        {"NGPT_TILE_N", "128", {"192", "256"}},
+        {"NGPT_TILE_ORDER", "n", {"m"}},
+        {"NGPT_PINGPONG", "all", {"0", "1", "gelu"}},
+        {"NGPT_SPLITK_MAX", "9", {"1", "2", "3", "4", "5", "6", "7", "8"}},
+        {"NGPT_ATTN_TURNS", "off", {"0", "1"}},
+        {"NGPT_ATTN_PERSISTENT", "no", {"0", "1"}},
+        {"NGPT_FUSE_GELU", "false", {"0", "1"}},
+        {"NGPT_LOSS_SMEM", "00", {"0", "1"}},
+        {"NGPT_DBIAS", "fused", {"separate"}},
+        {"NGPT_STREAMK", "2", {"0", "1"}},
+        {"NGPT_GEMV", "tc", {"simt"}},
+        {"NGPT_PDL", "on", {"0", "1"}},
+        {"NGPT_CUDA_SYNC", "yes", {"0", "1"}},
+    };
+    check_case_name = "environment switches: the values README lists taken, others refused by name";
+    check_case_failed = 0;
+    char err[512], desc[512];
+    for (size_t i = 0; i < sizeof sw / sizeof sw[0]; i++) {
+        const char *was = getenv(sw[i].name);
+        char *saved = was ? strdup(was) : NULL;
+        for (int k = -1; k < 9; k++) { /* -1: the bad value; then "" and each good one */
+            const char *value = k < 0 ? sw[i].bad : k == 0 ? "" : sw[i].good[k - 1];
+            if (!value) break;
+            setenv(sw[i].name, value, 1);
+            ngpt_backend *be = NULL;
+            err[0] = desc[0] = 0;
+            int rc = ngpt_cuda_backend_create(&be, NGPT_DTYPE_F32, err, sizeof err), drc = ngpt_cuda_describe(desc, sizeof desc);
+            if (be) be->destroy(be);
+            if (k < 0) {
+                char named[96];
+                snprintf(named, sizeof named, "%s=%s is not a value", sw[i].name, value);
+                CHECK(rc == NGPT_ERR_ARG && strstr(err, named) && strstr(err, sw[i].good[0]), "%s=%s: create returned %d: %s", sw[i].name, value, rc, err);
+                CHECK(drc == NGPT_ERR_ARG && strstr(desc, named), "%s=%s: describe returned %d: %s", sw[i].name, value, drc, desc);
+            } else {
+                CHECK(rc == NGPT_OK, "%s=%s: create returned %d: %s", sw[i].name, value, rc, err);
+                CHECK(drc == NGPT_OK, "%s=%s: describe returned %d: %s", sw[i].name, value, drc, desc);
+            }
+        }
+        if (saved) setenv(sw[i].name, saved, 1);
+        else unsetenv(sw[i].name);
+        free(saved);
+    }
+    if (check_case_failed) check_failed++;
+    else { check_passed++; printf("ok %s\n", check_case_name); }
+}
+
 int main(int argc, char **argv) {
     setenv("CUDA_MODULE_LOADING", "EAGER", 0); /* before the first CUDA call: load every kernel now */
     const char *only = NULL;
@@ -1366,6 +1423,8 @@ int main(int argc, char **argv) {
     }
     if (check_case_failed) check_failed++;
     else { check_passed++; printf("ok %s\n", check_case_name); }
+
+    tg_env_switches();
 
     if (ngpt_cpu_backend_create(&tg_cpu, 0, err, sizeof err)) { printf("FAIL cpu backend: %s\n", err); return 1; }
     ngpt_shape shape = {16, 1024, 1600, 25, 1, 50304, 1024};

@@ -198,8 +198,32 @@ unwaited=$(KERNELS="$kernels" perl -0777 -ne '
     }
     print "(found $n of the kernels) " if $n != $ENV{KERNELS};' "$SRC")
 if [ -z "$unwaited" ]; then ok "$SRC: each of its $kernels kernels starts with after_previous_kernel()"; else fail "$SRC kernels without after_previous_kernel() first" "$unwaited"; fi
+# 6. The environment is read through env_switch alone (its one getenv), for the switches in env_switches, which
+# checks their values; each switch is in README's table of them, and the table has no other.
+README=$(dirname "$SRC")/README.md
+getenvs=$(count 'getenv(')
+table=$(awk '/^static const EnvSwitch env_switches\[\] = \{/{t=1; next} t&&/^\};/{t=0} t' "$SRC" | grep -oE '"NGPT_[A-Z_0-9]+"' | tr -d '"' | sort)
+read_names=$(grep -oE 'env_switch\("NGPT_[A-Z_0-9]+"\)' "$SRC" | grep -oE 'NGPT_[A-Z_0-9]+' | sort -u)
+readme_names=$(grep -oE '^\| `NGPT_[A-Z_0-9]+=' "$README" 2>/dev/null | grep -oE 'NGPT_[A-Z_0-9]+' | sort -u)
+if [ "$getenvs" != 1 ] || [ -z "$table" ]; then
+    fail "$SRC environment reads" "getenv( x$getenvs (want 1: env_switch's), env_switches names: ${table:-none found}"
+elif [ "$table" != "$read_names" ] || [ "$table" != "$readme_names" ]; then
+    fail "$SRC environment switches" "env_switches: $(echo $table); read by env_switch: $(echo $read_names); README's table: $(echo $readme_names)"
+else
+    ok "$SRC reads the environment through env_switch alone, its $(echo "$table" | wc -l) switches each in README's table"
+fi
+# and every switch test/gpu.sh sets takes the value it sets (a refused one would cost a GPU run its pass)
+GPU_SH=$(dirname "$SRC")/test/gpu.sh
+if [ -f "$GPU_SH" ]; then
+    pairs=$(awk '/^static const EnvSwitch env_switches\[\] = \{/{t=1; next} t&&/^\};/{t=0} t' "$SRC" | sed -nE 's/^ *\{"(NGPT_[A-Z_0-9]+)", "([^"]*)"\},.*/\1=\2/p')
+    bad=$(grep -oE "NGPT_($(echo "$table" | sed 's/^NGPT_//' | paste -sd'|'))=[A-Za-z0-9_]+" "$GPU_SH" | sort -u | while IFS== read -r name value; do
+        values=$(echo "$pairs" | sed -n "s/^$name=//p")
+        case ", $values, " in *", $value, "*) ;; *) echo "$name=$value (takes $values)" ;; esac
+    done)
+    if [ -z "$bad" ]; then ok "test/gpu.sh sets each switch to a value it takes"; else fail "test/gpu.sh sets switches to values they do not take" "$(echo $bad)"; fi
+fi
 
-# 6. Models of the wgmma kernels, no GPU needed: their shared-memory layouts agree with their descriptors,
+# 7. Models of the wgmma kernels, no GPU needed: their shared-memory layouts agree with their descriptors,
 # the TMA kernel's mbarrier pipeline neither races nor deadlocks, and its stream-K walk covers every tile's k
 # tiles once, never waits on a block yet to sum its piece, and keeps the blocks of a k phase in step.
 PY=$(command -v python3 || true)
