@@ -583,8 +583,10 @@ int ngpt_cuda_sm_count(void);                       /* its streaming multiproces
  * the build, NGPT_MATMUL and NGPT_ATTENTION, the driver allow it), whose backward keeps dS^T in scratch */
 int ngpt_cuda_wgmma_attention(void);
 int ngpt_cuda_mem_info(size_t *free_bytes, size_t *total_bytes, char *err, size_t errlen);
+/* NGPT_ERR_ARG where an environment switch (README, "Kernel switches") is set to a value it does not take; err names it */
 int ngpt_cuda_backend_create(ngpt_backend **out, int dtype, char *err, size_t errlen);
-/* a one-line description: name, compute capability, memory, bf16 support, the 16-bit matmul kernel */
+/* a one-line description: name, compute capability, memory, bf16 support, the 16-bit matmul kernel (NGPT_ERR_ARG
+ * and the switch, as ngpt_cuda_backend_create, where one is set to a value it does not take) */
 int ngpt_cuda_describe(char *out, size_t outlen);
 
 #ifdef __cplusplus
