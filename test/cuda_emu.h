@@ -58,7 +58,8 @@
  *   (168 a thread at launch). The layouts are those of the PTX ISA as this project reads it (the kernels'
  *   authors read the same pages): a misreading both share would not show here, only on a GPU.
  * - The runtime: one device of compute capability EMU_CC (80: bf16 and cp.async; 75: f16 with m16n8k8;
- *   90: the above, with 8 SMs so the persistent TMA kernel's blocks loop over several tiles);
+ *   90: the above, with 8 SMs so the persistent TMA kernel's blocks loop over several tiles; 86 and 89: 80's
+ *   with an RTX 3090's 82 SMs and 99 KB of shared memory a block);
  *   cudaMalloc and friends are host allocations counted by cudaMemGetInfo (the no-allocation check reads
  *   it); copies are synchronous; a failed launch leaves a sticky error, as a real fault does.
  * - The async proxy (sm_90): a 16-byte chunk a thread's cp.async wrote may be an operand of a wgmma issued
@@ -99,9 +100,11 @@
 #define EMU_CC 80
 #endif
 /* SMs: an A100's count below sm_90, so split-K and grids decide as on one; on sm_90 an H100 cut down to 8
- * SMs, so that the persistent TMA kernel's blocks each take several output tiles on the tests' shapes */
-#define EMU_SMS (EMU_CC >= 90 ? 8 : 108)
-#define EMU_SMEM_OPTIN (EMU_CC >= 90 ? 232448 : EMU_CC >= 80 ? 166912 : 65536)
+ * SMs, so that the persistent TMA kernel's blocks each take several output tiles on the tests' shapes; on sm_86
+ * and sm_89 (not in CI's runs: `EMU_CCS=86`) an RTX 3090's 82, with the 99 KB of shared memory a block those
+ * have, where the mma.sync matmul's 51-60 KB fit one block an SM, not two */
+#define EMU_SMS (EMU_CC >= 90 ? 8 : EMU_CC == 86 || EMU_CC == 89 ? 82 : 108)
+#define EMU_SMEM_OPTIN (EMU_CC >= 90 ? 232448 : EMU_CC == 86 || EMU_CC == 89 ? 101376 : EMU_CC >= 80 ? 166912 : 65536)
 /* registers a thread, as every kernel reports them on the emulated sm_90: the TMA kernel's count under its
  * launch bounds (384 threads, one block an SM), which is what its setmaxnreg budget starts from */
 #define EMU_REGS (EMU_CC >= 90 ? 168 : 64)

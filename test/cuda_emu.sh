@@ -11,6 +11,8 @@
 #
 #   bash test/cuda_emu.sh                   all of it
 #   EMU_CCS=80 bash test/cuda_emu.sh        one emulated GPU, no mutants (EMU_MUTANTS=0 alone skips those)
+#   EMU_CCS=86 bash test/cuda_emu.sh        sm_80's path with an RTX 3090's 99 KB of shared memory a block and
+#                                           82 SMs (also 89; not in the default run, which has 75, 80 and 90)
 #   EMU_SRC=other.cu bash test/cuda_emu.sh  another source than nanogpt.cu
 #   EMU_CCS=90 EMU_MUTANTS=1 EMU_MUTANTS_MATCH=attention bash test/cuda_emu.sh   the mutants whose names match
 #   EMU_JOBS=4 bash test/cuda_emu.sh        four programs or mutants at a time (default: the cores, at most 8;
