@@ -202,7 +202,9 @@ if [ -z "$unwaited" ]; then ok "$SRC: each of its $kernels kernels starts with a
 # checks their values; each switch is in README's table of them, and the table has no other.
 README=$(dirname "$SRC")/README.md
 getenvs=$(count 'getenv(')
-table=$(awk '/^static const EnvSwitch env_switches\[\] = \{/{t=1; next} t&&/^\};/{t=0} t' "$SRC" | grep -oE '"NGPT_[A-Z_0-9]+"' | tr -d '"' | sort)
+# each line of the table as NAME=its values (an entry written otherwise is missing here, so fails the comparison below)
+pairs=$(awk '/^static const EnvSwitch env_switches\[\] = \{/{t=1; next} t&&/^\};/{t=0} t' "$SRC" | sed -nE 's/^ *\{"(NGPT_[A-Z_0-9]+)", "([^"]*)"\},.*/\1=\2/p')
+table=$(echo "$pairs" | cut -d= -f1 | sed '/^$/d' | sort)
 read_names=$(grep -oE 'env_switch\("NGPT_[A-Z_0-9]+"\)' "$SRC" | grep -oE 'NGPT_[A-Z_0-9]+' | sort -u)
 readme_names=$(grep -oE '^\| `NGPT_[A-Z_0-9]+=' "$README" 2>/dev/null | grep -oE 'NGPT_[A-Z_0-9]+' | sort -u)
 if [ "$getenvs" != 1 ] || [ -z "$table" ]; then
@@ -215,7 +217,6 @@ fi
 # and every switch test/gpu.sh sets takes the value it sets (a refused one would cost a GPU run its pass)
 GPU_SH=$(dirname "$SRC")/test/gpu.sh
 if [ -f "$GPU_SH" ]; then
-    pairs=$(awk '/^static const EnvSwitch env_switches\[\] = \{/{t=1; next} t&&/^\};/{t=0} t' "$SRC" | sed -nE 's/^ *\{"(NGPT_[A-Z_0-9]+)", "([^"]*)"\},.*/\1=\2/p')
     bad=$(grep -oE "NGPT_($(echo "$table" | sed 's/^NGPT_//' | paste -sd'|'))=[A-Za-z0-9_]+" "$GPU_SH" | sort -u | while IFS== read -r name value; do
         values=$(echo "$pairs" | sed -n "s/^$name=//p")
         case ", $values, " in *", $value, "*) ;; *) echo "$name=$value (takes $values)" ;; esac
