@@ -993,24 +993,44 @@ static __device__ __forceinline__ void ldsm_x4_t(uint32_t (&r)[4], const void *p
                  : "r"(a));
 }
 
-/* Fragment loads for mma m16n8k16 from shared-memory tiles with a row stride of ld elements.
- * Lane l addresses row (l % 8) of the 8x8 matrix l / 8; the four matrices land in r[0..3]. */
+/* Fragment loads for mma m16n8k16 from shared-memory tiles whose layout `at` places element (row, column) of
+ * the tile as stored at s + at(row, column) (rows of 16-bit values; a column a multiple of 8 starts a 16-byte
+ * chunk, which the layout keeps whole). Lane l addresses row (l % 8) of the 8x8 matrix l / 8; the four
+ * matrices land in r[0..3]. */
 /* A (16 rows x 16 k) from a [m][k] tile: a0..a3 = (rows 0-7, k 0-7), (rows 8-15, k 0-7), (rows 0-7, k 8-15), (rows 8-15, k 8-15) */
-template <typename T> static __device__ __forceinline__ void frag_a_mk(uint32_t (&a)[4], const T *s, int ld, int m0, int k0, int lane) {
-    ldsm_x4(a, s + (size_t)(m0 + (lane & 15)) * ld + k0 + (lane >> 4) * 8);
+template <typename T, typename At>
+static __device__ __forceinline__ void frag_a_mk(uint32_t (&a)[4], const T *s, At at, int m0, int k0, int lane) {
+    ldsm_x4(a, s + at(m0 + (lane & 15), k0 + (lane >> 4) * 8));
 }
 /* A (16 rows x 16 k) from a [k][m] tile (transposed load) */
-template <typename T> static __device__ __forceinline__ void frag_a_km(uint32_t (&a)[4], const T *s, int ld, int m0, int k0, int lane) {
-    ldsm_x4_t(a, s + (size_t)(k0 + (lane & 7) + (lane >> 4) * 8) * ld + m0 + ((lane >> 3) & 1) * 8);
+template <typename T, typename At>
+static __device__ __forceinline__ void frag_a_km(uint32_t (&a)[4], const T *s, At at, int m0, int k0, int lane) {
+    ldsm_x4_t(a, s + at(k0 + (lane & 7) + (lane >> 4) * 8, m0 + ((lane >> 3) & 1) * 8));
 }
 /* B of two n8 tiles (n0..n0+15) x 16 k from a [n][k] tile: b[0], b[1] for n0..n0+7, b[2], b[3] for n0+8.. */
-template <typename T> static __device__ __forceinline__ void frag_b_nk(uint32_t (&b)[4], const T *s, int ld, int n0, int k0, int lane) {
-    ldsm_x4(b, s + (size_t)(n0 + (lane & 7) + (lane >> 4) * 8) * ld + k0 + ((lane >> 3) & 1) * 8);
+template <typename T, typename At>
+static __device__ __forceinline__ void frag_b_nk(uint32_t (&b)[4], const T *s, At at, int n0, int k0, int lane) {
+    ldsm_x4(b, s + at(n0 + (lane & 7) + (lane >> 4) * 8, k0 + ((lane >> 3) & 1) * 8));
 }
 /* B of two n8 tiles from a [k][n] tile (transposed load) */
-template <typename T> static __device__ __forceinline__ void frag_b_kn(uint32_t (&b)[4], const T *s, int ld, int n0, int k0, int lane) {
-    ldsm_x4_t(b, s + (size_t)(k0 + (lane & 7) + ((lane >> 3) & 1) * 8) * ld + n0 + (lane >> 4) * 8);
+template <typename T, typename At>
+static __device__ __forceinline__ void frag_b_kn(uint32_t (&b)[4], const T *s, At at, int n0, int k0, int lane) {
+    ldsm_x4_t(b, s + at(k0 + (lane & 7) + ((lane >> 3) & 1) * 8, n0 + (lane >> 4) * 8));
 }
+/* The layout of the mma.sync kernels' shared-memory tiles: rows of COLS 16-bit values, unpadded, each row's
+ * 16-byte chunks XOR-swizzled so that 8 consecutive rows at one chunk (what an ldmatrix matrix reads) lie in the
+ * 8 distinct groups of 4 banks, (byte offset / 16) % 8. A row of 8 or more chunks has its chunk c at c ^ (r % 8);
+ * narrower rows share a 128-byte line (4 chunks: 2 rows), so the line, r / 2, picks the swizzle, c ^ (r / 2 % 4).
+ * A quarter warp's 16-byte stores of 8 consecutive chunks land in distinct groups too. A tile may be addressed
+ * from any row that is a multiple of 8 (the swizzle repeats every 8 rows). */
+template <int COLS> struct SwizzledRows {
+    static constexpr int CHUNKS = COLS / 8, SPAN = CHUNKS < 8 ? CHUNKS : 8, ROWS_A_LINE = 8 / SPAN;
+    static_assert(COLS % 8 == 0 && CHUNKS >= 2 && (CHUNKS & (CHUNKS - 1)) == 0, "rows of 2, 4, 8, ... 16-byte chunks");
+    /* element (row, col) of the tile (col a multiple of 8: the start of its 16-byte chunk, which stays whole) */
+    __device__ __forceinline__ int operator()(int row, int col) const {
+        return row * COLS + (((col >> 3) ^ (row / ROWS_A_LINE % SPAN)) << 3) + (col & 7);
+    }
+};
 
 /* d (16x8, f32) += a (16x16) b (16x8). Accumulator layout: d[0], d[1] at (row lane/4, cols 2*(lane%4) + 0, 1),
  * d[2], d[3] at row lane/4 + 8. */
@@ -1077,32 +1097,31 @@ static int vec_ok(const void *p, size_t ld) { return ((uintptr_t)p % 16 == 0) &&
 #define MM_BM 128
 #define MM_BN 128
 #define MM_BK 32
-#define MM_PAD 8 /* elements of padding per shared-memory row: 16 bytes, so ldmatrix rows hit distinct banks */
 #define MM_STAGES 3
 #define MM_THREADS 256
 
-template <bool KCONTIG, int ROWS> struct MmTile {
-    /* KCONTIG: [ROWS][BK + PAD] ; else [BK][ROWS + PAD] */
-    static constexpr int LD = KCONTIG ? MM_BK + MM_PAD : ROWS + MM_PAD;
-    static constexpr int ELEMS = KCONTIG ? ROWS * (MM_BK + MM_PAD) : MM_BK * (ROWS + MM_PAD);
+/* An operand's stage, swizzled (SwizzledRows): KCONTIG, ROWS rows (m or n) of BK; else BK rows (k) of ROWS.
+ * Unpadded, the three stages take 48 KB, so an SM of 100 KB (sm_86, sm_89) runs two blocks, not one. */
+template <bool KCONTIG, int ROWS> struct MmTile : SwizzledRows<KCONTIG ? MM_BK : ROWS> {
+    static constexpr int ELEMS = ROWS * MM_BK;
 };
-template <bool A_K, bool B_K> static constexpr size_t mm_smem_bytes() {
-    return (size_t)MM_STAGES * (MmTile<A_K, MM_BM>::ELEMS + MmTile<B_K, MM_BN>::ELEMS) * 2;
-}
+#define MM_SMEM_BYTES (MM_STAGES * (MM_BM + MM_BN) * MM_BK * 2) /* every layout's stages */
+static_assert(MM_SMEM_BYTES <= 48 * 1024 && 2 * (MM_SMEM_BYTES + 1024) <= 100 * 1024,
+              "the mma.sync matmul launches without opting into more shared memory, two blocks to an SM of 100 KB (sm_86, sm_89: 1 KB kept a block)");
 
 /* One ROWS x BK tile of an operand into shared memory: row r (m or n) in [r0, r0 + ROWS), k in [k0, k0 + BK).
  * KCONTIG: element (r, k) at g[r * ld + k]; else at g[k * ld + r]. */
 template <typename T, bool KCONTIG, int ROWS>
 static __device__ __forceinline__ void mm_load_tile(T *s, const T *g, size_t ld, int r0, int R, int k0, int K, int vec) {
-    constexpr int LD = MmTile<KCONTIG, ROWS>::LD;
+    constexpr MmTile<KCONTIG, ROWS> at;
     constexpr int CHUNKS = ROWS * MM_BK / 8;
     for (int q = threadIdx.x; q < CHUNKS; q += MM_THREADS) {
         if (KCONTIG) {
             int r = q / (MM_BK / 8), kc = (q % (MM_BK / 8)) * 8;
-            copy_chunk8(s + r * LD + kc, g, ld, r0 + r, R, k0 + kc, K, vec);
+            copy_chunk8(s + at(r, kc), g, ld, r0 + r, R, k0 + kc, K, vec);
         } else {
             int k = q / (ROWS / 8), rc = (q % (ROWS / 8)) * 8;
-            copy_chunk8(s + k * LD + rc, g, ld, k0 + k, K, r0 + rc, R, vec);
+            copy_chunk8(s + at(k, rc), g, ld, k0 + k, K, r0 + rc, R, vec);
         }
     }
 }
@@ -1165,9 +1184,7 @@ template <typename T> static __device__ __forceinline__ void mm_finish(const MmE
 #define STG_WARP_FLOATS (16 * STG_LD) /* one warp's staging block, 2304 bytes */
 template <typename T> struct alignas(16) MmVec8 { T v[8]; };
 /* the mma.sync kernel stages in its tiles' memory (after a barrier): room for its 8 warps in every layout */
-static_assert(mm_smem_bytes<true, true>() >= 8 * STG_WARP_FLOATS * 4 && mm_smem_bytes<true, false>() >= 8 * STG_WARP_FLOATS * 4 &&
-                  mm_smem_bytes<false, false>() >= 8 * STG_WARP_FLOATS * 4,
-              "the mma.sync kernel's tiles cannot hold the epilogue's staging");
+static_assert(MM_SMEM_BYTES >= 8 * STG_WARP_FLOATS * 4, "the mma.sync kernel's tiles cannot hold the epilogue's staging");
 /* fragment jj (0..3) of a 16 x 32 chunk: (v0, v1) at row g, columns 8 jj + 2 tq and + 1; (v2, v3) at row g + 8 */
 static __device__ __forceinline__ void mm_stage(float *stg, int lane, int jj, float v0, float v1, float v2, float v3) {
     const int g = lane >> 2, tq = lane & 3;
@@ -1593,14 +1610,14 @@ __global__ void __launch_bounds__(MM_THREADS, 2) /* two blocks an SM, every buil
             uint32_t af[4][4], bf[4][2];
 #pragma unroll
             for (int i = 0; i < 4; i++) {
-                if (A_K) frag_a_mk(af[i], a, TA::LD, wm + i * 16, kk, lane);
-                else frag_a_km(af[i], a, TA::LD, wm + i * 16, kk, lane);
+                if (A_K) frag_a_mk(af[i], a, TA(), wm + i * 16, kk, lane);
+                else frag_a_km(af[i], a, TA(), wm + i * 16, kk, lane);
             }
 #pragma unroll
             for (int p = 0; p < 2; p++) {
                 uint32_t r[4];
-                if (B_K) frag_b_nk(r, b, TB::LD, wn + p * 16, kk, lane);
-                else frag_b_kn(r, b, TB::LD, wn + p * 16, kk, lane);
+                if (B_K) frag_b_nk(r, b, TB(), wn + p * 16, kk, lane);
+                else frag_b_kn(r, b, TB(), wn + p * 16, kk, lane);
                 bf[2 * p][0] = r[0]; bf[2 * p][1] = r[1];
                 bf[2 * p + 1][0] = r[2]; bf[2 * p + 1][1] = r[3];
             }
@@ -1699,7 +1716,7 @@ static void tc_launch(ngpt_backend *be, const T *A, const T *B, int M, int N, in
     constexpr int built = mm_direct_kind<A_K, B_K>(EK) ? EK : EPI_PLAIN;
     int rows_first;
     const dim3 grid = tiles_grid(impl_of(be), M, N, MM_BM, MM_BN, splits, &rows_first);
-    CU_LAUNCH(be, "matmul_tc_kernel", matmul_tc_kernel<T, A_K, B_K, built>, grid, MM_THREADS, mm_smem_bytes<A_K, B_K>(), A, B, M, N, K, lda, ldb,
+    CU_LAUNCH(be, "matmul_tc_kernel", matmul_tc_kernel<T, A_K, B_K, built>, grid, MM_THREADS, MM_SMEM_BYTES, A, B, M, N, K, lda, ldb,
               vec_ok(A, lda), vec_ok(B, ldb), kps, rows_first, ep);
 }
 template <typename T, bool A_K, bool B_K>
@@ -2934,23 +2951,27 @@ static void cu_matmul_backward_gelu(ngpt_backend *be, void *dinp, void *dw, void
 
 /* Shared memory: the forward holds Q and two K, V pairs (the next key tile loads while the current one is
  * used); each backward kernel holds its fixed pair (K, V or Q, dO) and BUFS of the tiles it loops over
- * (with, for dK/dV, their rows of lse and D). Two up to HS = 64; one at HS = 128, which keeps the backward
- * at 68.5 KiB, inside what sm_86/89 allow a block (99 KiB). */
+ * (with, for dK/dV, their rows of lse and D). Two up to HS = 64, where the forward takes 40 KiB and the
+ * backward 49 KiB, so that an SM of sm_86/89 (100 KiB, 1 KiB kept a block) runs two blocks of each; one at
+ * HS = 128, which keeps the backward at 64.5 KiB, inside what those allow a block (99 KiB). */
 template <int HS> struct AttnSmem {
     static constexpr int BUFS = HS <= 64 ? 2 : 1;
-    static constexpr size_t TILE = (size_t)ATT_B * (HS + 8) * 2;
+    static constexpr size_t TILE = (size_t)ATT_B * HS * 2; /* rows unpadded, swizzled (SwizzledRows<HS>) */
     static constexpr size_t FWD = 5 * TILE;
     static constexpr size_t BWD = (2 + 2 * BUFS) * TILE + (size_t)BUFS * 2 * ATT_B * sizeof(float);
     static constexpr size_t MOST = FWD > BWD ? FWD : BWD;
 };
+static_assert(2 * (AttnSmem<64>::MOST + 1024) <= 100 * 1024 && AttnSmem<128>::MOST <= 99 * 1024,
+              "the mma.sync attention at HS 64 two blocks to an SM of sm_86/89, at HS 128 one");
 
 /* one 64 x HS tile of rows t0.. of a (B*T, ld) matrix part, columns [0, hs), zero-padded */
 template <typename T, int HS>
 static __device__ __forceinline__ void attn_load_tile(T *s, const T *base, size_t ld, int t0, int T_, int hs, int vec) {
-    constexpr int LD = HS + 8, CPR = HS / 8; /* chunks per row */
+    constexpr SwizzledRows<HS> at;
+    constexpr int CPR = HS / 8; /* chunks per row */
     for (int q = threadIdx.x; q < ATT_B * CPR; q += ATT_THREADS) {
         int r = q / CPR, c = (q % CPR) * 8;
-        copy_chunk8(s + r * LD + c, base, ld, t0 + r, T_, c, hs, vec);
+        copy_chunk8(s + at(r, c), base, ld, t0 + r, T_, c, hs, vec);
     }
 }
 
@@ -2977,31 +2998,31 @@ template <int BUFS, typename Load> static __device__ __forceinline__ void attn_t
  * columns 8j .. 8j + 7 of the warp's rows. NJ: the tile's 64 columns (8 blocks), or a part of them, 8 NJ columns
  * from the B rows (attn_tile_abt) or the k rows (attn_tile_pb) B points at; the products over the parts, one after
  * another, add in the order of the whole tile's. */
-/* x = A B^T over the head dims: A's 16 rows from row0 and B's 8 NJ rows, both HS wide with row stride LD */
+/* x = A B^T over the head dims: A's 16 rows from row0 and B's 8 NJ rows, both tiles of SwizzledRows<HS> */
 template <typename T, int HS, int NJ = 8>
 static __device__ __forceinline__ void attn_tile_abt(float (&x)[NJ][4], const T *A, int row0, const T *B, int lane) {
-    constexpr int LD = HS + 8;
+    constexpr SwizzledRows<HS> at;
     static_assert(NJ % 2 == 0 && NJ <= 8, "16-column blocks of the 64");
 #pragma unroll
     for (int j = 0; j < NJ; j++) x[j][0] = x[j][1] = x[j][2] = x[j][3] = 0.0f;
 #pragma unroll
     for (int ks = 0; ks < HS; ks += 16) {
         uint32_t a[4];
-        frag_a_mk(a, A, LD, row0, ks, lane);
+        frag_a_mk(a, A, at, row0, ks, lane);
 #pragma unroll
         for (int p = 0; p < NJ / 2; p++) {
             uint32_t b[4];
-            frag_b_nk(b, B, LD, p * 16, ks, lane);
+            frag_b_nk(b, B, at, p * 16, ks, lane);
             mma16816<T>(x[2 * p], a, b[0], b[1]);
             mma16816<T>(x[2 * p + 1], a, b[2], b[3]);
         }
     }
 }
 /* acc += P B: P (16 x 8 NJ) is x's accumulators rounded to 16 bits, whose layout for two adjacent 8-column
- * blocks is the A fragment of one k16 step; B is 8 NJ rows x HS with row stride LD */
+ * blocks is the A fragment of one k16 step; B is 8 NJ rows x HS, a tile of SwizzledRows<HS> */
 template <typename T, int HS, int NJ = 8>
 static __device__ __forceinline__ void attn_tile_pb(float (&acc)[HS / 8][4], const float (&x)[NJ][4], const T *B, int lane) {
-    constexpr int LD = HS + 8;
+    constexpr SwizzledRows<HS> at;
 #pragma unroll
     for (int kk = 0; kk < NJ / 2; kk++) {
         const uint32_t pa[4] = {pack2<T>(x[2 * kk][0], x[2 * kk][1]), pack2<T>(x[2 * kk][2], x[2 * kk][3]),
@@ -3009,7 +3030,7 @@ static __device__ __forceinline__ void attn_tile_pb(float (&acc)[HS / 8][4], con
 #pragma unroll
         for (int dp = 0; dp < HS / 16; dp++) {
             uint32_t b[4];
-            frag_b_kn(b, B, LD, dp * 16, kk * 16, lane);
+            frag_b_kn(b, B, at, dp * 16, kk * 16, lane);
             mma16816<T>(acc[2 * dp], pa, b[0], b[1]);
             mma16816<T>(acc[2 * dp + 1], pa, b[2], b[3]);
         }
@@ -3078,7 +3099,7 @@ template <typename T, int HS, bool VEC_OUT>
 __global__ void __launch_bounds__(ATT_THREADS)
     attn_forward_tc_kernel(T *out, float *lse, const T *qkv, int T_, int C, int NH, int hs, float scale_log2, DropArgs dr, int vec) {
     after_previous_kernel();
-    constexpr int LD = HS + 8, ND = HS / 8;
+    constexpr int LD = HS, ND = HS / 8; /* a tile's rows (SwizzledRows<HS>): offsets of whole rows, multiples of 8, keep the swizzle */
     extern __shared__ __align__(16) unsigned char att_smem[];
     T *Qs = (T *)att_smem; /* then K, V of even key tiles, then K, V of odd ones */
     const int nqb = (T_ + ATT_B - 1) / ATT_B;
@@ -3197,7 +3218,7 @@ __global__ void __launch_bounds__(ATT_THREADS)
     attn_backward_dkdv_tc_kernel(T *dqkv, const T *dout, const T *qkv, const float *lse, const float *Dsum, int T_, int C, int NH, int hs,
                                  float scale, float scale_log2, DropArgs dr, int vec_qkv, int vec_do, int vec_out) {
     after_previous_kernel();
-    constexpr int LD = HS + 8, ND = HS / 8;
+    constexpr int LD = HS, ND = HS / 8; /* a tile's rows (SwizzledRows<HS>): offsets of whole rows, multiples of 8, keep the swizzle */
     extern __shared__ __align__(16) unsigned char att_smem[];
     constexpr int BUFS = AttnSmem<HS>::BUFS;
     T *Ks = (T *)att_smem, *Vs = Ks + ATT_B * LD, *Qbuf = Vs + ATT_B * LD; /* buffer i: Q, dO at Qbuf + 2i tiles */
@@ -3283,7 +3304,7 @@ __global__ void __launch_bounds__(ATT_THREADS)
     attn_backward_dq_tc_kernel(T *dqkv, const T *dout, const T *qkv, const float *lse, const float *Dsum, int T_, int C, int NH, int hs, float scale,
                                float scale_log2, DropArgs dr, int vec_qkv, int vec_do, int vec_out) {
     after_previous_kernel();
-    constexpr int LD = HS + 8, ND = HS / 8;
+    constexpr int LD = HS, ND = HS / 8; /* a tile's rows (SwizzledRows<HS>): offsets of whole rows, multiples of 8, keep the swizzle */
     extern __shared__ __align__(16) unsigned char att_smem[];
     constexpr int BUFS = AttnSmem<HS>::BUFS;
     T *Qs = (T *)att_smem, *dOs = Qs + ATT_B * LD, *Kbuf = dOs + ATT_B * LD; /* buffer i: K, V at Kbuf + 2i tiles */
@@ -4877,7 +4898,19 @@ static int matmul_choice(int cc, void **encoder) {
     *encoder = find_tensor_map_encoder();
     return *encoder ? MATMUL_TMA : MATMUL_MMA;
 }
-static const char *matmul_name(int choice) { return choice == MATMUL_TMA ? "wgmma+tma" : "mma.sync"; }
+/* the 16-bit matmul kernel chosen, and for mma.sync how many blocks of it an SM runs at once (two where the
+ * SM has the shared memory for them: not on sm_75's 64 KB) */
+static void matmul_describe(int choice, char *out, size_t outlen) {
+    int n = 0;
+    if (choice == MATMUL_TMA) {
+        snprintf(out, outlen, "wgmma+tma");
+    } else if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, matmul_tc_kernel<__half, true, true, EPI_PLAIN>, MM_THREADS, MM_SMEM_BYTES) != cudaSuccess) {
+        cudaGetLastError();
+        snprintf(out, outlen, "mma.sync");
+    } else {
+        snprintf(out, outlen, "mma.sync, %d block%s an SM", n, n == 1 ? "" : "s");
+    }
+}
 
 /* The attention kernels of padded head size HS, where attn_tc_hs lets them run: their shared memory. */
 template <typename T, int HS> static int set_attn_smem_attrs(ngpt_backend *be) {
@@ -4890,15 +4923,10 @@ template <typename T, int HS> static int set_attn_smem_attrs(ngpt_backend *be) {
     return bad;
 }
 
-/* Opt the big-tile kernels into more than 48 KB of dynamic shared memory. */
+/* Opt the big-tile kernels into more than 48 KB of dynamic shared memory (the mma.sync matmul needs no more),
+ * and note how many mma.sync matmul blocks an SM runs at once. */
 template <typename T> static int set_smem_attrs(ngpt_backend *be) {
     int bad = 0;
-    const void *tc[6] = {(const void *)matmul_tc_kernel<T, true, true, EPI_PLAIN>,    (const void *)matmul_tc_kernel<T, true, true, EPI_GELU>,
-                         (const void *)matmul_tc_kernel<T, true, true, EPI_RESIDUAL>, (const void *)matmul_tc_kernel<T, true, false, EPI_PLAIN>,
-                         (const void *)matmul_tc_kernel<T, true, false, EPI_DGELU>,   (const void *)matmul_tc_kernel<T, false, false, EPI_PLAIN>};
-    const int tc_smem[6] = {(int)mm_smem_bytes<true, true>(), (int)mm_smem_bytes<true, true>(), (int)mm_smem_bytes<true, true>(),
-                            (int)mm_smem_bytes<true, false>(), (int)mm_smem_bytes<true, false>(), (int)mm_smem_bytes<false, false>()};
-    for (int i = 0; i < 6; i++) bad |= CU_CHECK(be, cudaFuncSetAttribute(tc[i], cudaFuncAttributeMaxDynamicSharedMemorySize, tc_smem[i]));
     CudaImpl *im = impl_of(be);
     if (im->use_tma) {
         const void *k[TM_BUILDS];
@@ -4910,9 +4938,8 @@ template <typename T> static int set_smem_attrs(ngpt_backend *be) {
         bad |= CU_CHECK(be, cudaFuncSetAttribute(attn_backward_dkdv_wgmma_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, FB_DKDV_SMEM_BYTES));
         bad |= CU_CHECK(be, cudaFuncSetAttribute(attn_backward_dq_wgmma_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, FB_DQ_SMEM_BYTES));
     }
-    int n = 0; /* the forward layout stands for all three (their shared memory differs by a few KB) */
-    if (!bad)
-        bad |= CU_CHECK(be, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, matmul_tc_kernel<T, true, true, EPI_PLAIN>, MM_THREADS, mm_smem_bytes<true, true>()));
+    int n = 0; /* the forward layout stands for all three (the same shared memory, registers within a few) */
+    if (!bad) bad |= CU_CHECK(be, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, matmul_tc_kernel<T, true, true, EPI_PLAIN>, MM_THREADS, MM_SMEM_BYTES));
     im->mm_blocks_per_sm = n > 0 ? n : 1;
     bad |= set_attn_smem_attrs<T, 32>(be);
     bad |= set_attn_smem_attrs<T, 64>(be);
@@ -4997,9 +5024,11 @@ int ngpt_cuda_describe(char *out, size_t outlen) {
     void *encoder = NULL;
     const int choice = matmul_choice(cc, &encoder);
     const int wgmma_attention = wgmma_attention_choice(tma_matmul_on(choice, prop.sharedMemPerBlockOptin));
+    char matmul[64];
+    matmul_describe(choice, matmul, sizeof matmul);
     return errf(out, outlen, NGPT_OK, "cuda: %s, sm_%d, %d SMs, %.1f GiB (%.1f GiB free), bf16 %s, 16-bit matmul %s, attention %s, programmatic launches %s",
                 prop.name, cc, prop.multiProcessorCount, tb / 1073741824.0, fb / 1073741824.0, cc >= 80 ? "yes" : "no (fp16 with loss scaling)",
-                matmul_name(choice), wgmma_attention ? "wgmma at head size 64" : "mma.sync", programmatic_launch_on(cc) ? "on" : "off");
+                matmul, wgmma_attention ? "wgmma at head size 64" : "mma.sync", programmatic_launch_on(cc) ? "on" : "off");
 }
 
 int ngpt_cuda_backend_create(ngpt_backend **out, int dtype, char *err, size_t errlen) {

@@ -24,7 +24,8 @@
  * - Warp operations with their PTX data layouts: __shfl_xor_sync, __shfl_sync (each lane its own source lane,
  *   taken modulo 32), ldmatrix .x4 (and .trans), and
  *   mma.sync m16n8k16 (bf16, f16) and m16n8k8 (f16, the sm_75 path). ldmatrix rows and cp.async targets
- *   must be 16-byte aligned and inside the block's dynamic shared memory.
+ *   must be 16-byte aligned and inside the block's dynamic shared memory, and the 8 rows of each matrix an
+ *   ldmatrix reads in 8 distinct groups of 4 banks (no bank conflict).
  * - __stcg: a plain store whose address must be aligned to the stored value's size (16 bytes for a uint4);
  *   __ldcg a plain load. Stream-K's flags: a wait for one that no earlier block and no thread of this one
  *   sets is a deadlock; setting one already set fails too.
@@ -68,7 +69,8 @@
  *   only once the thread that initialised it has run fence.mbarrier_init (or fence.proxy.async).
  * Not emulated: timing, the memory model beyond barriers, cp.async, the copy engine and those proxy fences
  *   (which plain stores a fence covers: a bulk store only asks that every lane of the issuing warp has
- *   run fence.proxy.async since the issuing thread's last bulk group), bank conflicts, clusters.
+ *   run fence.proxy.async since the issuing thread's last bulk group), bank conflicts other than ldmatrix's,
+ *   clusters.
  */
 #ifndef NGPT_CUDA_EMU_H
 #define NGPT_CUDA_EMU_H
@@ -102,7 +104,7 @@
 /* SMs: an A100's count below sm_90, so split-K and grids decide as on one; on sm_90 an H100 cut down to 8
  * SMs, so that the persistent TMA kernel's blocks each take several output tiles on the tests' shapes; on sm_86
  * and sm_89 (not in CI's runs: `EMU_CCS=86`) an RTX 3090's 82, with the 99 KB of shared memory a block those
- * have, where the mma.sync matmul's 51-60 KB fit one block an SM, not two */
+ * have (100 KB an SM: the mma.sync matmul's 48 KB fit two blocks, its 51-60 KB before 2026-12-07 one) */
 #define EMU_SMS (EMU_CC >= 90 ? 8 : EMU_CC == 86 || EMU_CC == 89 ? 82 : 108)
 #define EMU_SMEM_OPTIN (EMU_CC >= 90 ? 232448 : EMU_CC == 86 || EMU_CC == 89 ? 101376 : EMU_CC >= 80 ? 166912 : 65536)
 /* registers a thread, as every kernel reports them on the emulated sm_90: the TMA kernel's count under its
@@ -563,8 +565,26 @@ static float f16_to_f(uint16_t b) {
     return __half2float(__half(r));
 }
 
+/* Shared memory serves 128 bytes a cycle from 32 banks of 4 bytes; ldmatrix reads each 8x8 matrix's eight 16-byte
+ * rows at once, so without a conflict they lie in the 8 distinct groups of 4 banks, (address / 16) % 8. A
+ * conflict serialises the matrix (the kernels' tiles are padded or swizzled so that none does): fail on one. */
+static void ldmatrix_banks_check(const WarpSlot &w) {
+    for (int j = 0; j < 4; j++) {
+        int lane_of_group[8] = {-1, -1, -1, -1, -1, -1, -1, -1};
+        for (int r = 0; r < 8; r++) {
+            const int lane = 8 * j + r, group = (int)(((const unsigned char *)w.ptr[lane] - blk.smem) >> 4 & 7);
+            if (lane_of_group[group] >= 0)
+                block_fail("ldmatrix matrix %d: the rows of lanes %d and %d (shared offsets %td, %td) are in the same banks", j,
+                           lane_of_group[group], lane, (const unsigned char *)w.ptr[lane_of_group[group]] - blk.smem,
+                           (const unsigned char *)w.ptr[lane] - blk.smem);
+            lane_of_group[group] = lane;
+        }
+    }
+}
+
 /* the last lane to arrive computes everyone's results */
 static void warp_compute(WarpSlot &w) {
+    if (w.op == OP_LDSM || w.op == OP_LDSM_T) ldmatrix_banks_check(w);
     for (int l = 0; l < 32; l++) {
         int g = l >> 2, t = l & 3;
         switch (w.op) {

@@ -199,6 +199,12 @@ cli() { # CC
     local small=(--data_dir="$D/data" --out_dir="$D/out" --eval_interval=3 --eval_iters=2 --log_interval=1 --batch_size=4
                  --gradient_accumulation_steps=2)
     check info "^cuda: nanogpt's CUDA emulator \(sm_$1" "$N" info
+    # the 16-bit matmul: the TMA kernel on sm_90; mma.sync two blocks an SM where the SM has 100 KB or more
+    # (an RTX 3090's too, sm_86), one on sm_75's 64 KB
+    local mm="mma.sync, 2 blocks an SM"
+    [ "$1" = 90 ] && mm="wgmma\+tma"
+    [ "$1" = 75 ] && mm="mma.sync, 1 block an SM"
+    check "info (16-bit matmul ${mm//\\/})" "16-bit matmul $mm, attention" "$N" info
     want_rc=1 check "NGPT_MATMUL=wgmma info (a value the switch does not take)" "^cuda: the environment's NGPT_MATMUL=wgmma is not a value that switch takes \(mma;" \
         env NGPT_MATMUL=wgmma "$N" info
     check prepare "vocabulary" "$N" prepare --input="$D/text.txt" --out="$D/data"
@@ -313,10 +319,11 @@ MUTANTS=(
     "bf16 AdamW moments round with dice biased upward|80||r.x = (unsigned short)((u + (bits & 0xffffu)) >> 16);|r.x = (unsigned short)((u + (bits & 0xffffu) + 0x2000u) >> 16);"
     "matmul reads a stage before its cp.async lands|80|--matmul-only|cp_async_wait<MM_STAGES - 2>();|cp_async_wait<MM_STAGES - 1>();"
     "matmul without the barrier after the wait|80|--matmul-only|__syncthreads();                /* ... everyone's have|/* ... everyone's have"
-    "matmul B fragments from the wrong 8x8 matrices|80|--matmul-only|(lane & 7) + ((lane >> 3) & 1) * 8) * ld + n0 + (lane >> 4) * 8|(lane & 7) + ((lane >> 4) & 1) * 8) * ld + n0 + ((lane >> 3) & 1) * 8"
+    "matmul B fragments from the wrong 8x8 matrices|80|--matmul-only|(lane & 7) + ((lane >> 3) & 1) * 8, n0 + (lane >> 4) * 8)|(lane & 7) + ((lane >> 4) & 1) * 8, n0 + ((lane >> 3) & 1) * 8)"
     "attention refills a buffer other warps still read|80||int it, int last) {\n    __syncthreads();|int it, int last) {"
     "attention reads a key tile before it lands|80||cp_async_wait<1>(); /* every group|cp_async_wait<2>(); /* every group"
-    "matmul launched without its shared-memory attribute|80|--matmul-only|cudaFuncSetAttribute(tc[i], cudaFuncAttributeMaxDynamicSharedMemorySize, tc_smem[i])|cudaFuncSetAttribute(tc[i], cudaFuncAttributeMaxDynamicSharedMemorySize, i ? tc_smem[i] : 0)"
+    "mma.sync tiles unswizzled (right values; an ldmatrix matrix's rows two or more to a bank group)|80|--matmul-only|return row * COLS + (((col >> 3) ^ (row / ROWS_A_LINE % SPAN)) << 3) + (col & 7);|return row * COLS + col;"
+    "mma.sync tiles of 128 bytes or more a row swizzled by row pairs (right values; rows two to a bank group)|80||return row * COLS + (((col >> 3) ^ (row / ROWS_A_LINE % SPAN)) << 3) + (col & 7);|return row * COLS + (((col >> 3) ^ (row / 2 % SPAN)) << 3) + (col & 7);"
     "half a warp skips a reduction's shuffles (a deadlock)|80||float warp_sum(float v) {|float warp_sum(float v) {\n    if ((threadIdx.x & 31) >= 16) return v;"
     "cross-entropy keeps only the first of each turn's vectors of the row in shared memory|80||if (CACHED) row_cache[j / VEC] = x[u];|if (CACHED && u == 0) row_cache[j / VEC] = x[u];"
     "elementwise ops leave out the last of the values after the last whole vector|80||if (VEC > 1 && tail < n)|if (VEC > 1 && tail + 1 < n)"
