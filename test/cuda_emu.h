@@ -567,7 +567,8 @@ static float f16_to_f(uint16_t b) {
 
 /* Shared memory serves 128 bytes a cycle from 32 banks of 4 bytes; ldmatrix reads each 8x8 matrix's eight 16-byte
  * rows at once, so without a conflict they lie in the 8 distinct groups of 4 banks, (address / 16) % 8. A
- * conflict serialises the matrix (the kernels' tiles are padded or swizzled so that none does): fail on one. */
+ * conflict serialises the matrix (the kernels' tiles are padded or swizzled so that none does): fail on one.
+ * Groups are counted from the block's shared memory, whose start is 16-byte aligned: any start moves all alike. */
 static void ldmatrix_banks_check(const WarpSlot &w) {
     for (int j = 0; j < 4; j++) {
         int lane_of_group[8] = {-1, -1, -1, -1, -1, -1, -1, -1};
