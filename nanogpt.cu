@@ -4813,8 +4813,10 @@ static int probe_device(int *device, int *cc, char *err, size_t errlen) {
     e = cudaFuncGetAttributes(&fa, fill_normal_kernel);
     if (e != cudaSuccess) {
         cudaGetLastError();
-        return errf(err, errlen, NGPT_ERR_DEVICE, "this build has no kernels for compute capability %d.%d (%s): rebuild nanogpt.cu with -arch=sm_%d",
-                    major, minor, cudaGetErrorString(e), *cc);
+        return errf(err, errlen, NGPT_ERR_DEVICE,
+                    "this build has no kernels for compute capability %d.%d (%s): rebuild with CUDA_ARCHS=%d ./build.sh (nvcc: "
+                    "-gencode arch=compute_%d,code=sm_%d)",
+                    major, minor, cudaGetErrorString(e), *cc, *cc, *cc);
     }
     return NGPT_OK;
 }

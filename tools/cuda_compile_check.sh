@@ -10,7 +10,8 @@
 set -u
 cd "$(dirname "$0")/.." || exit 1
 NVCC=${NVCC:-nvcc}
-ARCHS=${NGPT_CUDA_ARCHS:-"75 80 86 89 90a"}
+ALL_ARCHS="75 80 86 89 90a"
+ARCHS=${NGPT_CUDA_ARCHS:-$ALL_ARCHS}
 JOBS=${JOBS:-$(nproc 2>/dev/null || echo 2)}
 SRC=${NGPT_CU_SRC:-nanogpt.cu}
 passed=0
@@ -67,6 +68,18 @@ for a in $ARCHS; do
         sed 's/^/    /' "$TMP/sm_$a.log" | head -n 30
     fi
 done
+
+# ./build.sh's default build makes machine code for each architecture this script compiles: a card whose
+# architecture it leaves out (the T4's sm_75 until 2026-12-07) finds no kernels and trains on the CPU.
+built=$(sed -n 's/^CUDA_ARCHS=${CUDA_ARCHS:-"\([^"]*\)"}.*/\1/p' build.sh)
+left_out=$(for a in $ALL_ARCHS; do case " $built " in *" $a "*) ;; *) printf ' sm_%s' "$a" ;; esac; done)
+if [ -z "$built" ]; then
+    fail "build.sh's default architectures" "no line CUDA_ARCHS=\${CUDA_ARCHS:-\"...\"} in build.sh"
+elif [ -n "$left_out" ]; then
+    fail "build.sh's default architectures" "\"$built\" leaves out$left_out"
+else
+    ok "build.sh's default build covers$(for a in $ALL_ARCHS; do printf ' sm_%s' "$a"; done)"
+fi
 
 # The TMA kernels' setmaxnreg (the matmul's, TM_*, and attention's, FA_*) moves registers between warpgroups
 # inside the block's pool: every build of them must start with the registers that needs ((128 x producer +
