@@ -961,6 +961,13 @@ static void cu_layernorm_backward(ngpt_backend *be, void *dinp, void *dw, void *
  * ==================================================================================================== */
 
 /* --- tensor-core building blocks (sm_75+; cp.async on sm_80+) --- */
+/* Device code for sm_75 (Turing): no cp.async, 64 KB of shared memory an SM. (The CUDA emulator rewrites this
+ * guard to its own compute capability.) */
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+#define DEVICE_SM75 1
+#else
+#define DEVICE_SM75 0
+#endif
 static __device__ __forceinline__ void cp_async16(void *smem, const void *gmem) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
     unsigned s = (unsigned)__cvta_generic_to_shared(smem);
@@ -1077,20 +1084,25 @@ template <> __device__ __forceinline__ uint32_t pack2<__half>(float lo, float hi
     return r;
 }
 
-/* dst[j] = src[outer * ld + inner + j] for j < 8, zero where outer >= outer_lim or inner + j >= inner_lim.
- * vec: 16-byte copies are allowed (ld a multiple of 8 elements and src 16-byte aligned). */
+/* The 8 values src[outer * ld + inner + j], j < 8, as 16 bytes; zero where outer >= outer_lim or inner + j >=
+ * inner_lim. vec: one 16-byte load is allowed (ld a multiple of 8 elements and src 16-byte aligned). */
 template <typename T>
-static __device__ __forceinline__ void copy_chunk8(T *dst, const T *src, size_t ld, int outer, int outer_lim, int inner, int inner_lim, int vec) {
+static __device__ __forceinline__ uint4 fetch_chunk8(const T *src, size_t ld, int outer, int outer_lim, int inner, int inner_lim, int vec) {
+    uint4 r = make_uint4(0u, 0u, 0u, 0u);
     if (outer < outer_lim && inner < inner_lim) {
         const T *g = src + (size_t)outer * ld + inner;
-        if (vec && inner + 8 <= inner_lim) {
-            cp_async16(dst, g);
-            return;
-        }
-        for (int j = 0; j < 8; j++) dst[j] = inner + j < inner_lim ? g[j] : from_f<T>(0.0f);
-    } else {
-        *(uint4 *)dst = make_uint4(0u, 0u, 0u, 0u);
+        if (vec && inner + 8 <= inner_lim) return *(const uint4 *)g;
+        T e[8];
+        for (int j = 0; j < 8; j++) e[j] = inner + j < inner_lim ? g[j] : from_f<T>(0.0f);
+        memcpy(&r, e, sizeof r);
     }
+    return r;
+}
+/* the same 8 values into dst (16-byte aligned shared memory), whole chunks by cp.async */
+template <typename T>
+static __device__ __forceinline__ void copy_chunk8(T *dst, const T *src, size_t ld, int outer, int outer_lim, int inner, int inner_lim, int vec) {
+    if (vec && outer < outer_lim && inner + 8 <= inner_lim) cp_async16(dst, src + (size_t)outer * ld + inner);
+    else *(uint4 *)dst = fetch_chunk8(src, ld, outer, outer_lim, inner, inner_lim, 0);
 }
 static int vec_ok(const void *p, size_t ld) { return ((uintptr_t)p % 16 == 0) && (ld % 8 == 0); }
 
@@ -1109,20 +1121,55 @@ template <bool KCONTIG, int ROWS> struct MmTile : SwizzledRows<KCONTIG ? MM_BK :
 static_assert(MM_SMEM_BYTES <= 48 * 1024 && 2 * (MM_SMEM_BYTES + 1024) <= 100 * 1024,
               "the mma.sync matmul launches without opting into more shared memory, two blocks to an SM of 100 KB (sm_86, sm_89: 1 KB kept a block)");
 
-/* One ROWS x BK tile of an operand into shared memory: row r (m or n) in [r0, r0 + ROWS), k in [k0, k0 + BK).
- * KCONTIG: element (r, k) at g[r * ld + k]; else at g[k * ld + r]. */
+/* One ROWS x BK tile of an operand: row r (m or n) in [r0, r0 + ROWS), k in [k0, k0 + BK). KCONTIG: element (r, k)
+ * at g[r * ld + k]; else at g[k * ld + r]. The tile is CHUNKS 16-byte chunks; thread t takes chunks t, t + MM_THREADS,
+ * ...: chunk q is the 8 values from (row, col) of the stage (rows of KCONTIG ? BK : ROWS), which are (outer, inner)
+ * of g from (o0, i0). */
+template <bool KCONTIG, int ROWS> struct MmOperandTile {
+    static constexpr int CHUNKS = ROWS * MM_BK / 8, A_THREAD = CHUNKS / MM_THREADS, PER_ROW = (KCONTIG ? MM_BK : ROWS) / 8;
+    static_assert(CHUNKS % MM_THREADS == 0, "whole chunks a thread");
+    int o0, olim, i0, ilim;
+    __device__ __forceinline__ MmOperandTile(int r0, int R, int k0, int K)
+        : o0(KCONTIG ? r0 : k0), olim(KCONTIG ? R : K), i0(KCONTIG ? k0 : r0), ilim(KCONTIG ? K : R) {}
+    static __device__ __forceinline__ int row(int q) { return q / PER_ROW; }
+    static __device__ __forceinline__ int col(int q) { return q % PER_ROW * 8; }
+};
+/* the tile into its stage s, by cp.async where whole chunks allow */
 template <typename T, bool KCONTIG, int ROWS>
 static __device__ __forceinline__ void mm_load_tile(T *s, const T *g, size_t ld, int r0, int R, int k0, int K, int vec) {
     constexpr MmTile<KCONTIG, ROWS> at;
-    constexpr int CHUNKS = ROWS * MM_BK / 8;
-    for (int q = threadIdx.x; q < CHUNKS; q += MM_THREADS) {
-        if (KCONTIG) {
-            int r = q / (MM_BK / 8), kc = (q % (MM_BK / 8)) * 8;
-            copy_chunk8(s + at(r, kc), g, ld, r0 + r, R, k0 + kc, K, vec);
-        } else {
-            int k = q / (ROWS / 8), rc = (q % (ROWS / 8)) * 8;
-            copy_chunk8(s + at(k, rc), g, ld, k0 + k, K, r0 + rc, R, vec);
-        }
+    typedef MmOperandTile<KCONTIG, ROWS> Op;
+    const Op t(r0, R, k0, K);
+    for (int q = threadIdx.x; q < Op::CHUNKS; q += MM_THREADS) /* rolled: sm_80 120-121 registers, unrolled 123-128 */
+        copy_chunk8(s + at(Op::row(q), Op::col(q)), g, ld, t.o0 + Op::row(q), t.olim, t.i0 + Op::col(q), t.ilim, vec);
+}
+/* sm_75 has no cp.async, and there a copy to shared memory is a load whose wait holds the thread before it can
+ * store: a block would stall on each k tile's loads before its products, and the only block of the SM with it
+ * (48 KB of the 64). There the kernel fetches a k tile into registers (mm_fetch_tile) before the products of the
+ * tile before it, and stores them to their stage (mm_store_tile) after those, so the loads' latency passes under
+ * the products. */
+#define MM_STAGE_IN_REGISTERS DEVICE_SM75
+/* the two blocks an SM the kernel's registers are bounded for; one on sm_75, which runs one */
+#define MM_BLOCKS_AN_SM (DEVICE_SM75 ? 1 : 2)
+template <typename T, bool KCONTIG, int ROWS>
+static __device__ __forceinline__ void mm_fetch_tile(uint4 (&v)[MmOperandTile<KCONTIG, ROWS>::A_THREAD], const T *g, size_t ld, int r0, int R,
+                                                     int k0, int K, int vec) {
+    typedef MmOperandTile<KCONTIG, ROWS> Op;
+    const Op t(r0, R, k0, K);
+#pragma unroll
+    for (int i = 0; i < Op::A_THREAD; i++) {
+        const int q = threadIdx.x + i * MM_THREADS;
+        v[i] = fetch_chunk8(g, ld, t.o0 + Op::row(q), t.olim, t.i0 + Op::col(q), t.ilim, vec);
+    }
+}
+template <typename T, bool KCONTIG, int ROWS>
+static __device__ __forceinline__ void mm_store_tile(T *s, const uint4 (&v)[MmOperandTile<KCONTIG, ROWS>::A_THREAD]) {
+    constexpr MmTile<KCONTIG, ROWS> at;
+    typedef MmOperandTile<KCONTIG, ROWS> Op;
+#pragma unroll
+    for (int i = 0; i < Op::A_THREAD; i++) {
+        const int q = threadIdx.x + i * MM_THREADS;
+        *(uint4 *)(s + at(Op::row(q), Op::col(q))) = v[i];
     }
 }
 
@@ -1565,7 +1612,7 @@ static dim3 tiles_grid(const CudaImpl *im, int M, int N, int bm, int bn, int spl
 }
 
 template <typename T, bool A_K, bool B_K, int EK>
-__global__ void __launch_bounds__(MM_THREADS, 2) /* two blocks an SM, every build (split-K counts on the plain one's) */
+__global__ void __launch_bounds__(MM_THREADS, MM_BLOCKS_AN_SM) /* every build alike (split-K counts on the plain one's) */
     matmul_tc_kernel(const T *A, const T *B, int M, int N, int K, size_t lda, size_t ldb, int vecA, int vecB, int kps, int rows_first,
                      MmEpilogue<T> ep) {
     after_previous_kernel();
@@ -1597,11 +1644,16 @@ __global__ void __launch_bounds__(MM_THREADS, 2) /* two blocks an SM, every buil
     for (int kt = 0; kt < KT; kt++) {
         cp_async_wait<MM_STAGES - 2>(); /* this thread's copies of tile kt have landed */
         __syncthreads();                /* ... everyone's have, and everyone is done with tile kt - 1 */
-        int nk = kt + MM_STAGES - 1;    /* refill the stage tile kt - 1 used */
+        const int nk = kt + MM_STAGES - 1, st = nk % MM_STAGES; /* refill the stage tile kt - 1 used */
+        uint4 fa[MmOperandTile<A_K, MM_BM>::A_THREAD], fb[MmOperandTile<B_K, MM_BN>::A_THREAD]; /* MM_STAGE_IN_REGISTERS */
         if (nk < KT) {
-            int st = nk % MM_STAGES;
-            mm_load_tile<T, A_K, MM_BM>(sA + st * TA::ELEMS, A, lda, m0, M, nk * MM_BK, K, vecA);
-            mm_load_tile<T, B_K, MM_BN>(sB + st * TB::ELEMS, B, ldb, n0, N, nk * MM_BK, K, vecB);
+            if constexpr (MM_STAGE_IN_REGISTERS) {
+                mm_fetch_tile<T, A_K, MM_BM>(fa, A, lda, m0, M, nk * MM_BK, K, vecA);
+                mm_fetch_tile<T, B_K, MM_BN>(fb, B, ldb, n0, N, nk * MM_BK, K, vecB);
+            } else {
+                mm_load_tile<T, A_K, MM_BM>(sA + st * TA::ELEMS, A, lda, m0, M, nk * MM_BK, K, vecA);
+                mm_load_tile<T, B_K, MM_BN>(sB + st * TB::ELEMS, B, ldb, n0, N, nk * MM_BK, K, vecB);
+            }
         }
         cp_async_commit();
         const T *a = sA + (kt % MM_STAGES) * TA::ELEMS, *b = sB + (kt % MM_STAGES) * TB::ELEMS;
@@ -1625,6 +1677,12 @@ __global__ void __launch_bounds__(MM_THREADS, 2) /* two blocks an SM, every buil
             for (int i = 0; i < 4; i++)
 #pragma unroll
                 for (int j = 0; j < 4; j++) mma16816<T>(acc[i][j], af[i], bf[j][0], bf[j][1]);
+        }
+        if constexpr (MM_STAGE_IN_REGISTERS) {
+            if (nk < KT) { /* tile nk, fetched before these products, into the stage tile kt - 1 left */
+                mm_store_tile<T, A_K, MM_BM>(sA + st * TA::ELEMS, fa);
+                mm_store_tile<T, B_K, MM_BN>(sB + st * TB::ELEMS, fb);
+            }
         }
     }
     cp_async_wait<0>();
@@ -2946,6 +3004,14 @@ static void cu_matmul_backward_gelu(ngpt_backend *be, void *dinp, void *dw, void
 
 #define ATT_B 64 /* query rows and keys per tile */
 #define ATT_THREADS 128
+/* sm_75's 64 KB of shared memory hold one block of each kernel (AttnSmem): bounded for one block, ptxas gives
+ * them the registers they use; left to itself it held dQ at head size 64 to 168 and spilled 28 bytes (nvcc 13.0).
+ * Elsewhere ptxas's own choice (dQ 167-168 on sm_80 and sm_86, three blocks an SM by registers). */
+#if DEVICE_SM75
+#define ATT_LAUNCH_BOUNDS __launch_bounds__(ATT_THREADS, 1)
+#else
+#define ATT_LAUNCH_BOUNDS __launch_bounds__(ATT_THREADS)
+#endif
 #define LOG2E_F 1.4426950408889634f
 #define LN2_F 0.6931471805599453f
 
@@ -3096,7 +3162,7 @@ static __device__ __forceinline__ float exp2_kept(bool keep, float x) { return e
 /* VEC_OUT: out's rows in 16-byte vectors (attn_store_row's vec), a template argument here: with both ways of
  * storing in one kernel ptxas spilled 8 bytes at HS = 64 (its 128 registers), with either alone none */
 template <typename T, int HS, bool VEC_OUT>
-__global__ void __launch_bounds__(ATT_THREADS)
+__global__ void ATT_LAUNCH_BOUNDS
     attn_forward_tc_kernel(T *out, float *lse, const T *qkv, int T_, int C, int NH, int hs, float scale_log2, DropArgs dr, int vec) {
     after_previous_kernel();
     constexpr int LD = HS, ND = HS / 8; /* a tile's rows (SwizzledRows<HS>): offsets of whole rows, multiples of 8, keep the swizzle */
@@ -3214,7 +3280,7 @@ template <typename T, int VEC> __global__ void attn_rowdot_kernel(float *D, cons
 /* dK, dV of one 64-key tile: loop over the query tiles at and after it. Per warp 16 keys; S^T = K Q^T has
  * the keys as rows, so P^T and dS^T are A fragments of dV += P^T dO and dK += dS^T Q. */
 template <typename T, int HS>
-__global__ void __launch_bounds__(ATT_THREADS)
+__global__ void ATT_LAUNCH_BOUNDS
     attn_backward_dkdv_tc_kernel(T *dqkv, const T *dout, const T *qkv, const float *lse, const float *Dsum, int T_, int C, int NH, int hs,
                                  float scale, float scale_log2, DropArgs dr, int vec_qkv, int vec_do, int vec_out) {
     after_previous_kernel();
@@ -3300,7 +3366,7 @@ __global__ void __launch_bounds__(ATT_THREADS)
 
 /* dQ of one 64-query tile: loop over the key tiles up to the diagonal. */
 template <typename T, int HS>
-__global__ void __launch_bounds__(ATT_THREADS)
+__global__ void ATT_LAUNCH_BOUNDS
     attn_backward_dq_tc_kernel(T *dqkv, const T *dout, const T *qkv, const float *lse, const float *Dsum, int T_, int C, int NH, int hs, float scale,
                                float scale_log2, DropArgs dr, int vec_qkv, int vec_do, int vec_out) {
     after_previous_kernel();

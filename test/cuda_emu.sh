@@ -127,6 +127,8 @@ rewrite() {
     }
     my $arch = ($src =~ s/^#if defined\(__CUDA_ARCH__\) && defined\(__CUDA_ARCH_FEAT_SM90_ALL\)$/#if EMU_CC == 90/mg);
     die "cuda_emu.sh: nanogpt.cu has no sm_90a guard (#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)) to rewrite\n" if $arch != 1;
+    my $sm75 = ($src =~ s/^#if defined\(__CUDA_ARCH__\) && __CUDA_ARCH__ < 800$/#if EMU_CC < 80/mg); # the matmul staged through registers
+    die "cuda_emu.sh: nanogpt.cu has $sm75 guards #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800 to rewrite (1 expected)\n" if $sm75 != 1;
     for my $h (sort keys %body) {
         my $n = ($src =~ s/^((?:template <>\s*)?$h \{)\n.*?^\}\n/$1 $body{$h} }\n/msg);
         die "cuda_emu.sh: nanogpt.cu has no function matching /$h/ ($n found): update test/cuda_emu.sh\n" if $n != 1;
@@ -319,6 +321,9 @@ MUTANTS=(
     "bf16 AdamW moments round with dice biased upward|80||r.x = (unsigned short)((u + (bits & 0xffffu)) >> 16);|r.x = (unsigned short)((u + (bits & 0xffffu) + 0x2000u) >> 16);"
     "matmul reads a stage before its cp.async lands|80|--matmul-only|cp_async_wait<MM_STAGES - 2>();|cp_async_wait<MM_STAGES - 1>();"
     "matmul without the barrier after the wait|80|--matmul-only|__syncthreads();                /* ... everyone's have|/* ... everyone's have"
+    "sm_75 matmul stores a fetched tile into the stage its products read|75|--matmul-only|mm_store_tile<T, A_K, MM_BM>(sA + st * TA::ELEMS, fa);|mm_store_tile<T, A_K, MM_BM>(sA + (kt % MM_STAGES) * TA::ELEMS, fa);"
+    "sm_75 matmul fetches the k tile after the one its stage waits for|75|--matmul-only|mm_fetch_tile<T, B_K, MM_BN>(fb, B, ldb, n0, N, nk * MM_BK, K, vecB);|mm_fetch_tile<T, B_K, MM_BN>(fb, B, ldb, n0, N, (nk + 1) * MM_BK, K, vecB);"
+    "sm_75 matmul without the barrier after the wait (a stage stored while others read it)|75|--matmul-only|__syncthreads();                /* ... everyone's have|/* ... everyone's have"
     "matmul B fragments from the wrong 8x8 matrices|80|--matmul-only|(lane & 7) + ((lane >> 3) & 1) * 8, n0 + (lane >> 4) * 8)|(lane & 7) + ((lane >> 4) & 1) * 8, n0 + ((lane >> 3) & 1) * 8)"
     "attention refills a buffer other warps still read|80||int it, int last) {\n    __syncthreads();|int it, int last) {"
     "attention reads a key tile before it lands|80||cp_async_wait<1>(); /* every group|cp_async_wait<2>(); /* every group"
@@ -458,6 +463,7 @@ MUTANTS=(
     "programmatic launch: AdamW never waits for the kernel before it|90||ngpt_adamw h) {\n    after_previous_kernel();|ngpt_adamw h) {"
     "programmatic launch: every kernel lets the next one launch before its own wait|90|--matmul-only|    grid_dependency_wait();\n    grid_dependents_launch();|    grid_dependents_launch();\n    grid_dependency_wait();"
 )
+mutant_dtype() { [ "$1" -lt 80 ] && echo f16 || echo bf16; } # CC: the 16-bit type it runs (sm_75 has no bf16)
 mutant() { # INDEX: builds and runs mutant INDEX on its emulated GPU, into $OUT/mutant_INDEX/
     local name cc args from to d=$OUT/mutant_$1 a envs=() flags=()
     IFS='|' read -r name cc args from to <<<"${MUTANTS[$1]}"
@@ -473,7 +479,7 @@ mutant() { # INDEX: builds and runs mutant INDEX on its emulated GPU, into $OUT/
         print $src;' <"$EMU_SRC" >"$d/mutant.cu" 2>"$d/log" || return
     { rewrite "$d/mutant.cu" "$d/emu.cpp" && $CXX $CXXFLAGS -DEMU_CC="$cc" -include test/cuda_emu.h -c "$d/emu.cpp" -o "$d/emu.o" &&
         $CXX -o "$d/test_gpu_ops" "$OUT/test_gpu_ops.o" "$d/emu.o" "$OUT/cuda_emu_runtime_$cc.o" -lm -lpthread $WRAP_ALLOC; } >"$d/log" 2>&1 || return
-    env "${envs[@]}" "$d/test_gpu_ops" --small --fail-fast --dtype bf16 "${flags[@]}" >"$d/log" 2>&1
+    env "${envs[@]}" "$d/test_gpu_ops" --small --fail-fast --dtype "$(mutant_dtype "$cc")" "${flags[@]}" >"$d/log" 2>&1
     echo $? >"$d/rc"
 }
 todo=()
@@ -491,7 +497,7 @@ fi
 wait_pooled
 report_runs
 if [ "$EMU_MUTANTS" = 1 ]; then
-    echo "== mutants of nanogpt.cu on the emulated GPUs (each must fail test_gpu_ops --small --fail-fast --dtype bf16)"
+    echo "== mutants of nanogpt.cu on the emulated GPUs (each must fail test_gpu_ops --small --fail-fast --dtype bf16, f16 on sm_75)"
     for i in "${todo[@]}"; do
         d=$OUT/mutant_$i
         name=${MUTANTS[$i]%%|*}
