@@ -4966,13 +4966,17 @@ static int matmul_choice(int cc, void **encoder) {
     *encoder = find_tensor_map_encoder();
     return *encoder ? MATMUL_TMA : MATMUL_MMA;
 }
-/* the 16-bit matmul kernel chosen, and for mma.sync how many blocks of it an SM runs at once (two where the
- * SM has the shared memory for them: not on sm_75's 64 KB) */
+/* how many mma.sync matmul blocks an SM runs at once (two where the SM has the shared memory for them: not on
+ * sm_75's 64 KB); the forward layout stands for all three (the same shared memory, registers within a few) */
+template <typename T> static cudaError_t mma_matmul_blocks_an_sm(int *n) {
+    return cudaOccupancyMaxActiveBlocksPerMultiprocessor(n, matmul_tc_kernel<T, true, true, EPI_PLAIN>, MM_THREADS, MM_SMEM_BYTES);
+}
+/* the 16-bit matmul kernel chosen, and for mma.sync its blocks an SM */
 static void matmul_describe(int choice, char *out, size_t outlen) {
     int n = 0;
     if (choice == MATMUL_TMA) {
         snprintf(out, outlen, "wgmma+tma");
-    } else if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, matmul_tc_kernel<__half, true, true, EPI_PLAIN>, MM_THREADS, MM_SMEM_BYTES) != cudaSuccess) {
+    } else if (mma_matmul_blocks_an_sm<__half>(&n) != cudaSuccess) {
         cudaGetLastError();
         snprintf(out, outlen, "mma.sync");
     } else {
@@ -5006,8 +5010,8 @@ template <typename T> static int set_smem_attrs(ngpt_backend *be) {
         bad |= CU_CHECK(be, cudaFuncSetAttribute(attn_backward_dkdv_wgmma_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, FB_DKDV_SMEM_BYTES));
         bad |= CU_CHECK(be, cudaFuncSetAttribute(attn_backward_dq_wgmma_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, FB_DQ_SMEM_BYTES));
     }
-    int n = 0; /* the forward layout stands for all three (the same shared memory, registers within a few) */
-    if (!bad) bad |= CU_CHECK(be, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, matmul_tc_kernel<T, true, true, EPI_PLAIN>, MM_THREADS, MM_SMEM_BYTES));
+    int n = 0;
+    if (!bad) bad |= CU_CHECK(be, mma_matmul_blocks_an_sm<T>(&n));
     im->mm_blocks_per_sm = n > 0 ? n : 1;
     bad |= set_attn_smem_attrs<T, 32>(be);
     bad |= set_attn_smem_attrs<T, 64>(be);
