@@ -1088,6 +1088,7 @@ template <> __device__ __forceinline__ uint32_t pack2<__half>(float lo, float hi
  * inner_lim. vec: one 16-byte load is allowed (ld a multiple of 8 elements and src 16-byte aligned). */
 template <typename T>
 static __device__ __forceinline__ uint4 fetch_chunk8(const T *src, size_t ld, int outer, int outer_lim, int inner, int inner_lim, int vec) {
+    static_assert(sizeof(T) == 2, "8 values of a 16-bit type");
     uint4 r = make_uint4(0u, 0u, 0u, 0u);
     if (outer < outer_lim && inner < inner_lim) {
         const T *g = src + (size_t)outer * ld + inner;
