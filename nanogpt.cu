@@ -48,6 +48,7 @@ typedef struct {
     cudaEvent_t fences[NGPT_FENCES]; /* made with the stream, recorded by fence_record */
     int sm_count;
     size_t smem_optin;         /* the most dynamic shared memory one block may ask for */
+    int device_sm75;           /* compute capability 7.x: the device code is sm_75's (DEVICE_SM75), the attention's layout AttnSmem's TURING */
     int use_tma;               /* 16-bit matmuls on the sm_90a TMA wgmma kernel where the operands allow it (else mma.sync); see matmul_choice */
     int direct_epilogue;       /* TMA and mma.sync tiles from the accumulators (NGPT_EPILOGUE=staged: not, to compare) */
     int tma_tile_n;            /* NGPT_TILE_N=192 or 256: every TMA product in tiles that wide (to compare); 0: chosen per product */
@@ -2996,7 +2997,8 @@ static void cu_matmul_backward_gelu(ngpt_backend *be, void *dinp, void *dw, void
  * sum per row (online softmax, exp2 domain) and saves lse. Backward is deterministic: D = rowsum(dO*O),
  * then one kernel per key tile for dK, dV (looping over query tiles) and one per query tile for dQ
  * (looping over key tiles); every output element is written once, by one thread. Each loop loads its next
- * tile while it computes with the current one (two buffers; at HS = 128 the backward keeps one).
+ * tile while it computes with the current one (two buffers; at HS = 128 the backward keeps one; on sm_75 every
+ * kernel one, two blocks an SM taking turns instead: AttnSmem).
  * On Hopper, at hs = 64 without dropout, the same algorithm runs on wgmma (attn_forward_wgmma_kernel and
  * the backward pair after it).
  * F32 (and a 16-bit head size the tensor-core kernels cannot fit) runs SIMT kernels of the same math,
@@ -3005,31 +3007,58 @@ static void cu_matmul_backward_gelu(ngpt_backend *be, void *dinp, void *dw, void
 
 #define ATT_B 64 /* query rows and keys per tile */
 #define ATT_THREADS 128
-/* sm_75's 64 KB of shared memory hold one block of each kernel (AttnSmem): bounded for one block, ptxas gives
- * them the registers they use; left to itself it held dQ at head size 64 to 168 and spilled 28 bytes (nvcc 13.0).
- * Elsewhere ptxas's own choice (dQ 167-168 on sm_80 and sm_86, three blocks an SM by registers). */
+/* sm_75's 64 KB of shared memory hold two blocks of each kernel at head size 64 (AttnSmem), and so do its registers
+ * at up to 255 a thread (65,536 an SM): bounded for two blocks, ptxas gives them the registers they use; left to
+ * itself it held dQ at head size 64 to 168 and spilled 28 bytes (nvcc 13.0). Elsewhere ptxas's own choice (dQ
+ * 167-168 on sm_80 and sm_86, three blocks an SM by registers). */
 #if DEVICE_SM75
-#define ATT_LAUNCH_BOUNDS __launch_bounds__(ATT_THREADS, 1)
+#define ATT_LAUNCH_BOUNDS __launch_bounds__(ATT_THREADS, 2)
 #else
 #define ATT_LAUNCH_BOUNDS __launch_bounds__(ATT_THREADS)
 #endif
 #define LOG2E_F 1.4426950408889634f
 #define LN2_F 0.6931471805599453f
 
-/* Shared memory: the forward holds Q and two K, V pairs (the next key tile loads while the current one is
- * used); each backward kernel holds its fixed pair (K, V or Q, dO) and BUFS of the tiles it loops over
- * (with, for dK/dV, their rows of lse and D). Two up to HS = 64, where the forward takes 40 KiB and the
- * backward 49 KiB, so that an SM of sm_86/89 (100 KiB, 1 KiB kept a block) runs two blocks of each; one at
- * HS = 128, which keeps the backward at 64.5 KiB, inside what those allow a block (99 KiB). */
-template <int HS> struct AttnSmem {
-    static constexpr int BUFS = HS <= 64 ? 2 : 1;
+/* Shared memory: the forward holds Q and FWD_BUFS K, V pairs (with two, the next key tile loads while the current
+ * one is used); each backward kernel holds its fixed pair (K, V or Q, dO) and BWD_BUFS of the tiles it loops over
+ * (with, for dK/dV, their rows of lse and D where STATS_SHARED). Two buffers up to HS = 64, where the forward takes
+ * 40 KiB and the backward 48-48.5 KiB, so that an SM of sm_86/89 (100 KiB, 1 KiB kept a block) runs two blocks of
+ * each; one at HS = 128, which keeps the backward at 64.5 KiB, inside what those allow a block (99 KiB).
+ * TURING (sm_75: DEVICE_SM75 in device code, compute capability 7.x on the host): one buffer in every kernel, and
+ * up to HS = 64 dK/dV reads lse and D from global memory, so that at HS = 64 the forward takes 24 KiB and each
+ * backward 32 KiB, two blocks of each in an SM's 64 KiB (sm_75 keeps none a block). At HS = 128 (64.5 KiB, over
+ * sm_75's 64 a block) the SIMT kernels run; its dK/dV keeps the statistics in shared memory, where reading them
+ * from global memory spilled 8 bytes at its 255 registers. Without cp.async a second buffer's loads wait
+ * in the threads that issue them, before the tile they were to overlap (one block an SM stood idle through every
+ * load); with two blocks an SM one block's loads overlap the other's products. The host may size a launch for
+ * the layout of compute capability 8.0 and on while the device runs sm_75 code (its PTX compiled for a newer
+ * GPU): every size of that layout covers TURING's. */
+template <int HS, bool TURING = false> struct AttnSmem {
+    static constexpr int FWD_BUFS = TURING ? 1 : 2;
+    static constexpr int BWD_BUFS = HS <= 64 && !TURING ? 2 : 1;
+    static constexpr bool STATS_SHARED = !TURING || HS > 64;
     static constexpr size_t TILE = (size_t)ATT_B * HS * 2; /* rows unpadded, swizzled (SwizzledRows<HS>) */
-    static constexpr size_t FWD = 5 * TILE;
-    static constexpr size_t BWD = (2 + 2 * BUFS) * TILE + (size_t)BUFS * 2 * ATT_B * sizeof(float);
-    static constexpr size_t MOST = FWD > BWD ? FWD : BWD;
+    static constexpr size_t FWD = (1 + 2 * FWD_BUFS) * TILE;
+    static constexpr size_t DQ = (2 + 2 * BWD_BUFS) * TILE;
+    static constexpr size_t DKDV = DQ + (STATS_SHARED ? (size_t)BWD_BUFS * 2 * ATT_B * sizeof(float) : 0);
+    static constexpr size_t MOST = FWD > DKDV ? FWD : DKDV;
 };
 static_assert(2 * (AttnSmem<64>::MOST + 1024) <= 100 * 1024 && AttnSmem<128>::MOST <= 99 * 1024,
               "the mma.sync attention at HS 64 two blocks to an SM of sm_86/89, at HS 128 one");
+static_assert(2 * AttnSmem<64, true>::MOST <= 64 * 1024, "the mma.sync attention at HS 64 two blocks to an SM of sm_75");
+/* the shared memory of each kernel at padded head size HS, as the device's code lays it out (AttnSmem) */
+struct AttnSmemBytes {
+    size_t fwd, dq, dkdv, most;
+};
+template <int HS, bool TURING> static AttnSmemBytes attn_smem_bytes_of() {
+    typedef AttnSmem<HS, TURING> L;
+    return {L::FWD, L::DQ, L::DKDV, L::MOST};
+}
+/* whether a GPU of compute capability cc runs sm_75's device code (DEVICE_SM75): 7.x, the oldest the builds have */
+static bool device_code_sm75(int cc) { return cc < 80; }
+template <int HS> static AttnSmemBytes attn_smem_bytes(bool device_sm75) {
+    return device_sm75 ? attn_smem_bytes_of<HS, true>() : attn_smem_bytes_of<HS, false>();
+}
 
 /* one 64 x HS tile of rows t0.. of a (B*T, ld) matrix part, columns [0, hs), zero-padded */
 template <typename T, int HS>
@@ -3168,7 +3197,8 @@ __global__ void ATT_LAUNCH_BOUNDS
     after_previous_kernel();
     constexpr int LD = HS, ND = HS / 8; /* a tile's rows (SwizzledRows<HS>): offsets of whole rows, multiples of 8, keep the swizzle */
     extern __shared__ __align__(16) unsigned char att_smem[];
-    T *Qs = (T *)att_smem; /* then K, V of even key tiles, then K, V of odd ones */
+    constexpr int BUFS = AttnSmem<HS, DEVICE_SM75>::FWD_BUFS;
+    T *Qs = (T *)att_smem; /* then K, V of even key tiles, then (two buffers) K, V of odd ones */
     const int nqb = (T_ + ATT_B - 1) / ATT_B;
     const int qb = nqb - 1 - (int)blockIdx.x; /* longest rows first */
     const int bh = blockIdx.y, b = bh / NH, h = bh % NH;
@@ -3182,8 +3212,8 @@ __global__ void ATT_LAUNCH_BOUNDS
         attn_load_tile<T, HS>(Kd + ATT_B * LD, qbase + 2 * C, ld, kb * ATT_B, T_, hs, vec);
     };
     attn_load_tile<T, HS>(Qs, qbase, ld, q0, T_, hs, vec);
-    load_key_tile(0, 0);
-    cp_async_commit(); /* group 0: Q and key tile 0; then one group per key tile */
+    if (BUFS == 2) load_key_tile(0, 0);
+    cp_async_commit(); /* group 0: Q (and, double-buffered, key tile 0); then one group per key tile */
 
     float o[ND][4];
 #pragma unroll
@@ -3192,8 +3222,8 @@ __global__ void ATT_LAUNCH_BOUNDS
     int qrow[2] = {q0 + warp * 16 + g, q0 + warp * 16 + g + 8};
 
     for (int kb = 0; kb <= qb; kb++) {
-        attn_tile_step<2>(load_key_tile, kb, qb);
-        const T *Ks = Qs + (1 + 2 * (kb & 1)) * ATT_B * LD, *Vs = Ks + ATT_B * LD;
+        attn_tile_step<BUFS>(load_key_tile, kb, qb);
+        const T *Ks = Qs + (1 + 2 * (BUFS == 2 ? kb & 1 : 0)) * ATT_B * LD, *Vs = Ks + ATT_B * LD;
 
         float s[8][4];
         attn_tile_abt<T, HS>(s, Qs, warp * 16, Ks, lane);
@@ -3287,9 +3317,10 @@ __global__ void ATT_LAUNCH_BOUNDS
     after_previous_kernel();
     constexpr int LD = HS, ND = HS / 8; /* a tile's rows (SwizzledRows<HS>): offsets of whole rows, multiples of 8, keep the swizzle */
     extern __shared__ __align__(16) unsigned char att_smem[];
-    constexpr int BUFS = AttnSmem<HS>::BUFS;
+    typedef AttnSmem<HS, DEVICE_SM75> L;
+    constexpr int BUFS = L::BWD_BUFS;
     T *Ks = (T *)att_smem, *Vs = Ks + ATT_B * LD, *Qbuf = Vs + ATT_B * LD; /* buffer i: Q, dO at Qbuf + 2i tiles */
-    float *stats = (float *)(Qbuf + BUFS * 2 * ATT_B * LD);                 /* buffer i: lse, D at stats + 2i * ATT_B */
+    float *stats = (float *)(Qbuf + BUFS * 2 * ATT_B * LD); /* STATS_SHARED: buffer i's lse, D at stats + 2i * ATT_B */
     const int nqb = (T_ + ATT_B - 1) / ATT_B;
     const int kb = blockIdx.x; /* small kb first: they have the longest loops */
     const int bh = blockIdx.y, b = bh / NH, h = bh % NH;
@@ -3298,18 +3329,19 @@ __global__ void ATT_LAUNCH_BOUNDS
     const size_t ld = (size_t)3 * C;
     const T *qbase = qkv + (size_t)b * T_ * ld + (size_t)h * hs;
     const T *dobase = dout + (size_t)b * T_ * C + (size_t)h * hs;
-    /* query tile qb into buffer buf: Q and dO by cp.async, lse (log2 domain) and D by plain stores */
+    /* query tile qb into buffer buf: Q and dO by cp.async, lse (log2 domain) and D (STATS_SHARED) by plain stores */
     auto load_query_tile = [&](int qb, int buf) {
         const int q0 = qb * ATT_B;
         T *Qd = Qbuf + buf * 2 * ATT_B * LD;
         float *st = stats + buf * 2 * ATT_B;
         attn_load_tile<T, HS>(Qd, qbase, ld, q0, T_, hs, vec_qkv);
         attn_load_tile<T, HS>(Qd + ATT_B * LD, dobase, (size_t)C, q0, T_, hs, vec_do);
-        for (int i = threadIdx.x; i < ATT_B; i += ATT_THREADS) {
-            int q = q0 + i;
-            st[i] = q < T_ ? lse[(size_t)bh * T_ + q] * LOG2E_F : 0.0f;
-            st[ATT_B + i] = q < T_ ? Dsum[(size_t)bh * T_ + q] : 0.0f;
-        }
+        if (L::STATS_SHARED)
+            for (int i = threadIdx.x; i < ATT_B; i += ATT_THREADS) {
+                int q = q0 + i;
+                st[i] = q < T_ ? lse[(size_t)bh * T_ + q] * LOG2E_F : 0.0f;
+                st[ATT_B + i] = q < T_ ? Dsum[(size_t)bh * T_ + q] : 0.0f;
+            }
     };
     attn_load_tile<T, HS>(Ks, qbase + C, ld, k0, T_, hs, vec_qkv);
     attn_load_tile<T, HS>(Vs, qbase + 2 * C, ld, k0, T_, hs, vec_qkv);
@@ -3345,11 +3377,13 @@ __global__ void ATT_LAUNCH_BOUNDS
                 for (int e = 0; e < 4; e++) {
                     int qi = c0 + j * 8 + tq * 2 + (e & 1), q = q0 + qi, kr = key[e >> 1];
                     const bool valid = (q < T_) & (kr <= q) & (kr < T_);
-                    const float p = exp2_kept(valid, st[j][e] * scale_log2 - lse_s[qi]);
+                    /* lse and D from global memory where not STATS_SHARED: a row past T reads row T - 1's (p is 0) */
+                    const size_t row = (size_t)bh * T_ + (q < T_ ? q : T_ - 1);
+                    const float p = exp2_kept(valid, st[j][e] * scale_log2 - (L::STATS_SHARED ? lse_s[qi] : lse[row] * LOG2E_F));
                     float f = 1.0f;
                     if (dr.p > 0.0f && valid) f = drop_factor(dr, ((uint64_t)bh * T_ + (uint64_t)q) * (uint64_t)T_ + (uint64_t)kr);
                     st[j][e] = p * f;
-                    dpt[j][e] = p * (dpt[j][e] * f - D_s[qi]);
+                    dpt[j][e] = p * (dpt[j][e] * f - (L::STATS_SHARED ? D_s[qi] : Dsum[row]));
                 }
             attn_tile_pb<T, HS, NJ>(dv, st, dOs + c0 * LD, lane); /* dV += P^T dO */
             attn_tile_pb<T, HS, NJ>(dk, dpt, Qs + c0 * LD, lane); /* dK += dS^T Q */
@@ -3373,7 +3407,7 @@ __global__ void ATT_LAUNCH_BOUNDS
     after_previous_kernel();
     constexpr int LD = HS, ND = HS / 8; /* a tile's rows (SwizzledRows<HS>): offsets of whole rows, multiples of 8, keep the swizzle */
     extern __shared__ __align__(16) unsigned char att_smem[];
-    constexpr int BUFS = AttnSmem<HS>::BUFS;
+    constexpr int BUFS = AttnSmem<HS, DEVICE_SM75>::BWD_BUFS;
     T *Qs = (T *)att_smem, *dOs = Qs + ATT_B * LD, *Kbuf = dOs + ATT_B * LD; /* buffer i: K, V at Kbuf + 2i tiles */
     const int nqb = (T_ + ATT_B - 1) / ATT_B;
     const int qb = nqb - 1 - (int)blockIdx.x;
@@ -4312,9 +4346,11 @@ static int attn_tc_hs(ngpt_backend *be, int hs, int B, int NH) {
     if (be->dtype == NGPT_DTYPE_F32 || hs <= 0 || hs > 128) return 0;
     if ((long long)B * NH > 65535) return 0; /* their grid.y; the SIMT kernels' grids are one-dimensional */
     int HS = hs <= 32 ? 32 : hs <= 64 ? 64 : 128;
-    /* room for the largest of the three kernels (the forward's five tiles, or a backward's buffers) */
-    size_t need = HS == 32 ? AttnSmem<32>::MOST : HS == 64 ? AttnSmem<64>::MOST : AttnSmem<128>::MOST;
-    return need <= impl_of(be)->smem_optin ? HS : 0;
+    /* room for the largest of the three kernels (the forward's tiles, or dK, dV's buffers) */
+    const CudaImpl *im = impl_of(be);
+    const bool sm75 = im->device_sm75;
+    size_t need = HS == 32 ? attn_smem_bytes<32>(sm75).most : HS == 64 ? attn_smem_bytes<64>(sm75).most : attn_smem_bytes<128>(sm75).most;
+    return need <= im->smem_optin ? HS : 0;
 }
 
 static int attn_check(ngpt_backend *be, const char *op, int B, int T, int C, int NH) {
@@ -4339,7 +4375,7 @@ static void attn_forward_tc(ngpt_backend *be, T *out, float *lse, const T *qkv, 
     int vec = vec_ok(qkv, (size_t)3 * C) && hs % 8 == 0 && C % 8 == 0;
     const bool vec_out = vec_ok(out, (size_t)C) && hs == HS; /* whole 32-column groups of the head, 16-byte aligned */
     auto *kernel = vec_out ? attn_forward_tc_kernel<T, HS, true> : attn_forward_tc_kernel<T, HS, false>;
-    CU_LAUNCH(be, "attn_forward_tc_kernel", kernel, grid, ATT_THREADS, AttnSmem<HS>::FWD, out, lse, qkv, T_, C, NH, hs, scale_log2, dr, vec);
+    CU_LAUNCH(be, "attn_forward_tc_kernel", kernel, grid, ATT_THREADS, attn_smem_bytes<HS>(impl_of(be)->device_sm75).fwd, out, lse, qkv, T_, C, NH, hs, scale_log2, dr, vec);
 }
 /* Whether the wgmma attention kernels may run this shape: head size 64, no dropout, a backend that runs them
  * (use_wgmma_attention), B*NH blocks in grid.y, the copy engine's row coordinates in an int */
@@ -4401,10 +4437,10 @@ static void attn_backward_tc(ngpt_backend *be, T *dqkv, const T *dout, const T *
     dim3 grid((unsigned)((T_ + ATT_B - 1) / ATT_B), (unsigned)(B * NH));
     int vq = vec_ok(qkv, (size_t)3 * C) && hs % 8 == 0 && C % 8 == 0, vd = vec_ok(dout, (size_t)C) && hs % 8 == 0;
     int vo = vec_ok(dqkv, (size_t)3 * C) && hs == HS; /* dQ, dK, dV rows: whole 32-column groups, 16-byte aligned */
-    size_t smem = AttnSmem<HS>::BWD;
-    if (CU_LAUNCH(be, "attn_backward_dkdv_tc_kernel", attn_backward_dkdv_tc_kernel<T, HS>, grid, ATT_THREADS, smem, dqkv, dout, qkv, lse, D, T_, C,
-                  NH, hs, scale, scale_log2, dr, vq, vd, vo)) return;
-    CU_LAUNCH(be, "attn_backward_dq_tc_kernel", attn_backward_dq_tc_kernel<T, HS>, grid, ATT_THREADS, smem, dqkv, dout, qkv, lse, D, T_, C, NH, hs,
+    const AttnSmemBytes smem = attn_smem_bytes<HS>(impl_of(be)->device_sm75);
+    if (CU_LAUNCH(be, "attn_backward_dkdv_tc_kernel", attn_backward_dkdv_tc_kernel<T, HS>, grid, ATT_THREADS, smem.dkdv, dqkv, dout, qkv, lse, D,
+                  T_, C, NH, hs, scale, scale_log2, dr, vq, vd, vo)) return;
+    CU_LAUNCH(be, "attn_backward_dq_tc_kernel", attn_backward_dq_tc_kernel<T, HS>, grid, ATT_THREADS, smem.dq, dqkv, dout, qkv, lse, D, T_, C, NH, hs,
               scale, scale_log2, dr, vq, vd, vo);
 }
 
@@ -4985,14 +5021,32 @@ static void matmul_describe(int choice, char *out, size_t outlen) {
     }
 }
 
+/* The 16-bit attention at head size 64: wgmma, or mma.sync and the blocks of its dK, dV kernel (the most shared
+ * memory and registers of the three) an SM, in the layout of compute capability cc (AttnSmem) */
+static void attention_describe(int wgmma, int cc, char *out, size_t outlen) {
+    const AttnSmemBytes smem = attn_smem_bytes<64>(device_code_sm75(cc));
+    auto *kernel = attn_backward_dkdv_tc_kernel<__half, 64>;
+    int n = 0;
+    if (wgmma) {
+        snprintf(out, outlen, "wgmma at head size 64");
+    } else if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem.dkdv) != cudaSuccess ||
+               cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, ATT_THREADS, smem.dkdv) != cudaSuccess) {
+        cudaGetLastError();
+        snprintf(out, outlen, "mma.sync");
+    } else {
+        snprintf(out, outlen, "mma.sync, %d block%s an SM", n, n == 1 ? "" : "s");
+    }
+}
+
 /* The attention kernels of padded head size HS, where attn_tc_hs lets them run: their shared memory. */
 template <typename T, int HS> static int set_attn_smem_attrs(ngpt_backend *be) {
-    if (AttnSmem<HS>::MOST > impl_of(be)->smem_optin) return 0;
+    const AttnSmemBytes smem = attn_smem_bytes<HS>(impl_of(be)->device_sm75);
+    if (smem.most > impl_of(be)->smem_optin) return 0;
     int bad = 0;
-    bad |= CU_CHECK(be, cudaFuncSetAttribute(attn_forward_tc_kernel<T, HS, true>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)AttnSmem<HS>::FWD));
-    bad |= CU_CHECK(be, cudaFuncSetAttribute(attn_forward_tc_kernel<T, HS, false>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)AttnSmem<HS>::FWD));
-    bad |= CU_CHECK(be, cudaFuncSetAttribute(attn_backward_dkdv_tc_kernel<T, HS>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)AttnSmem<HS>::BWD));
-    bad |= CU_CHECK(be, cudaFuncSetAttribute(attn_backward_dq_tc_kernel<T, HS>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)AttnSmem<HS>::BWD));
+    bad |= CU_CHECK(be, cudaFuncSetAttribute(attn_forward_tc_kernel<T, HS, true>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem.fwd));
+    bad |= CU_CHECK(be, cudaFuncSetAttribute(attn_forward_tc_kernel<T, HS, false>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem.fwd));
+    bad |= CU_CHECK(be, cudaFuncSetAttribute(attn_backward_dkdv_tc_kernel<T, HS>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem.dkdv));
+    bad |= CU_CHECK(be, cudaFuncSetAttribute(attn_backward_dq_tc_kernel<T, HS>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem.dq));
     return bad;
 }
 
@@ -5097,11 +5151,12 @@ int ngpt_cuda_describe(char *out, size_t outlen) {
     void *encoder = NULL;
     const int choice = matmul_choice(cc, &encoder);
     const int wgmma_attention = wgmma_attention_choice(tma_matmul_on(choice, prop.sharedMemPerBlockOptin));
-    char matmul[64];
+    char matmul[64], attention[64];
     matmul_describe(choice, matmul, sizeof matmul);
+    attention_describe(wgmma_attention, cc, attention, sizeof attention);
     return errf(out, outlen, NGPT_OK, "cuda: %s, sm_%d, %d SMs, %.1f GiB (%.1f GiB free), bf16 %s, 16-bit matmul %s, attention %s, programmatic launches %s",
                 prop.name, cc, prop.multiProcessorCount, tb / 1073741824.0, fb / 1073741824.0, cc >= 80 ? "yes" : "no (fp16 with loss scaling)",
-                matmul, wgmma_attention ? "wgmma at head size 64" : "mma.sync", programmatic_launch_on(cc) ? "on" : "off");
+                matmul, attention, programmatic_launch_on(cc) ? "on" : "off");
 }
 
 int ngpt_cuda_backend_create(ngpt_backend **out, int dtype, char *err, size_t errlen) {
@@ -5133,6 +5188,7 @@ int ngpt_cuda_backend_create(ngpt_backend **out, int dtype, char *err, size_t er
     }
     im->sm_count = sms;
     im->smem_optin = optin > 0 ? (size_t)optin : 48 * 1024;
+    im->device_sm75 = device_code_sm75(cc);
     void *encoder = NULL;
     int choice = dtype == NGPT_DTYPE_F32 ? MATMUL_MMA : matmul_choice(cc, &encoder);
     im->use_tma = tma_matmul_on(choice, im->smem_optin);

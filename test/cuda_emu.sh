@@ -202,11 +202,12 @@ cli() { # CC
                  --gradient_accumulation_steps=2)
     check info "^cuda: nanogpt's CUDA emulator \(sm_$1" "$N" info
     # the 16-bit matmul: the TMA kernel on sm_90; mma.sync two blocks an SM where the SM has 100 KB or more
-    # (an RTX 3090's too, sm_86), one on sm_75's 64 KB
-    local mm="mma.sync, 2 blocks an SM"
-    [ "$1" = 90 ] && mm="wgmma\+tma"
+    # (an RTX 3090's too, sm_86), one on sm_75's 64 KB. The attention: wgmma on sm_90; else mma.sync, two
+    # blocks of its dK, dV kernel an SM (sm_75's 64 KB too, in its own layout)
+    local mm="mma.sync, 2 blocks an SM" att="mma.sync, 2 blocks an SM"
+    [ "$1" = 90 ] && mm="wgmma\+tma" att="wgmma at head size 64"
     [ "$1" = 75 ] && mm="mma.sync, 1 block an SM"
-    check "info (16-bit matmul ${mm//\\/})" "16-bit matmul $mm, attention" "$N" info
+    check "info (16-bit matmul ${mm//\\/}, attention $att)" "16-bit matmul $mm, attention $att," "$N" info
     want_rc=1 check "NGPT_MATMUL=wgmma info (a value the switch does not take)" "^cuda: the environment's NGPT_MATMUL=wgmma is not a value that switch takes \(mma;" \
         env NGPT_MATMUL=wgmma "$N" info
     check prepare "vocabulary" "$N" prepare --input="$D/text.txt" --out="$D/data"
@@ -324,6 +325,12 @@ MUTANTS=(
     "sm_75 matmul stores a fetched tile into the stage its products read|75|--matmul-only|mm_store_tile<T, A_K, MM_BM>(sA + st * TA::ELEMS, fa);|mm_store_tile<T, A_K, MM_BM>(sA + (kt % MM_STAGES) * TA::ELEMS, fa);"
     "sm_75 matmul fetches the k tile after the one its stage waits for|75|--matmul-only|mm_fetch_tile<T, B_K, MM_BN>(fb, B, ldb, n0, N, nk * MM_BK, K, vecB);|mm_fetch_tile<T, B_K, MM_BN>(fb, B, ldb, n0, N, (nk + 1) * MM_BK, K, vecB);"
     "sm_75 matmul without the barrier after the wait (a stage stored while others read it)|75|--matmul-only|__syncthreads();                /* ... everyone's have|/* ... everyone's have"
+    "sm_75 attention forward: key tiles from a second buffer it does not have|75||(1 + 2 * (BUFS == 2 ? kb & 1 : 0))|(1 + 2 * (kb & 1))"
+    "sm_75 attention refills its one buffer while other warps still read it|75||int it, int last) {\n    __syncthreads();|int it, int last) {"
+    "sm_75 attention dK, dV: lse from global memory left in the natural-log domain|75||: lse[row] * LOG2E_F)|: lse[row])"
+    "sm_75 attention dK, dV: D from global memory for the row after|75||: Dsum[row])|: Dsum[row + 1])"
+    "attention launched with sm_75's shared memory where the device code is sm_80's|80||static bool device_code_sm75(int cc) { return cc < 80; }|static bool device_code_sm75(int cc) { return cc < 90; }"
+    "sm_75 attention launched with sm_80's shared memory (one block an SM)|75||static bool device_code_sm75(int cc) { return cc < 80; }|static bool device_code_sm75(int cc) { return cc < 75; }"
     "matmul B fragments from the wrong 8x8 matrices|80|--matmul-only|(lane & 7) + ((lane >> 3) & 1) * 8, n0 + (lane >> 4) * 8)|(lane & 7) + ((lane >> 4) & 1) * 8, n0 + ((lane >> 3) & 1) * 8)"
     "attention refills a buffer other warps still read|80||int it, int last) {\n    __syncthreads();|int it, int last) {"
     "attention reads a key tile before it lands|80||cp_async_wait<1>(); /* every group|cp_async_wait<2>(); /* every group"

@@ -1401,6 +1401,11 @@ int main(int argc, char **argv) {
             ngpt_cuda_describe(with, sizeof with);
             CHECK(ngpt_cuda_wgmma_attention() == 0 && strstr(with, "attention mma.sync"), "%s=%s: ngpt_cuda_wgmma_attention() %d for: %s",
                   overrides[o][0], overrides[o][1], ngpt_cuda_wgmma_attention(), with);
+            /* two blocks of its dK, dV kernel at head size 64 an SM on every GPU it runs on: 64 KiB of shared memory
+             * an SM hold two in sm_75's layout, 100 KiB or more in the others', and 255 registers a thread would */
+            const char *mma = strstr(with, "attention mma.sync, ");
+            CHECK(mma && atoi(mma + strlen("attention mma.sync, ")) >= 2, "%s=%s: not two mma.sync attention blocks an SM: %s", overrides[o][0],
+                  overrides[o][1], with);
         }
         for (int v = 0; v < 2; v++) {
             if (was_set[v] && saved[v]) setenv(vars[v], saved[v], 1);
