@@ -4375,7 +4375,8 @@ static void attn_forward_tc(ngpt_backend *be, T *out, float *lse, const T *qkv, 
     int vec = vec_ok(qkv, (size_t)3 * C) && hs % 8 == 0 && C % 8 == 0;
     const bool vec_out = vec_ok(out, (size_t)C) && hs == HS; /* whole 32-column groups of the head, 16-byte aligned */
     auto *kernel = vec_out ? attn_forward_tc_kernel<T, HS, true> : attn_forward_tc_kernel<T, HS, false>;
-    CU_LAUNCH(be, "attn_forward_tc_kernel", kernel, grid, ATT_THREADS, attn_smem_bytes<HS>(impl_of(be)->device_sm75).fwd, out, lse, qkv, T_, C, NH, hs, scale_log2, dr, vec);
+    const size_t smem = attn_smem_bytes<HS>(impl_of(be)->device_sm75).fwd;
+    CU_LAUNCH(be, "attn_forward_tc_kernel", kernel, grid, ATT_THREADS, smem, out, lse, qkv, T_, C, NH, hs, scale_log2, dr, vec);
 }
 /* Whether the wgmma attention kernels may run this shape: head size 64, no dropout, a backend that runs them
  * (use_wgmma_attention), B*NH blocks in grid.y, the copy engine's row coordinates in an int */
