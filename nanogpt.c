@@ -1767,7 +1767,8 @@ static double plan_need(const Plan *p) {
 }
 
 /* Sampling's buffers in the batch region (nothing trains meanwhile): the KV cache of S sequences, the activations
- * of n positions of each (a prompt is fed n positions at a time), the last position's logits, the backend's scratch.
+ * of n positions of each (a prompt is fed n positions at a time), the last position's logits, the tokens fed (and the
+ * step's first position after them), the backend's scratch.
  * S_QKV holds a layer's q, k, v (3C a row) until its attention is done, then GELU's input (4C a row); the residual
  * stream goes from S_X to S_TMP and back in each layer. */
 enum { S_KV, S_X, S_LN, S_STATS, S_QKV, S_ATT, S_TMP, S_FC, S_LOGITS, S_TOKENS, S_SCRATCH, N_SAMPLE_BUFS };
@@ -1779,7 +1780,7 @@ static ngpt_shape sample_shape(const ModelShape *m, int S) { return (ngpt_shape)
 static size_t sample_layout_of(const ModelShape *m, size_t act, int S, int n, size_t scratch, size_t off[N_SAMPLE_BUFS]) {
     size_t a = act, C = (size_t)m->C, s = (size_t)S, r = s * (size_t)n;
     size_t bytes[N_SAMPLE_BUFS] = {(size_t)m->L * s * 2 * (size_t)m->maxT * C * a, r * C * a, r * C * a, 2 * r * 4, r * 4 * C * a,
-                                   r * C * a, r * C * a, r * 4 * C * a, s * (size_t)m->Vp * a, r * 4, scratch};
+                                   r * C * a, r * C * a, r * 4 * C * a, s * (size_t)m->Vp * a, (r + 1) * 4, scratch};
     size_t o = 0;
     for (int i = 0; i < N_SAMPLE_BUFS; i++) {
         off[i] = o;
@@ -3283,7 +3284,13 @@ static void attn_decode_heads(void *arg, size_t lo, size_t hi, int tid) {
     }
 }
 
-static void cpu_attention_decode(ngpt_backend *be, void *out, void *kv, const void *qkv, int S, int t, int n, int maxT, int C, int NH) {
+static void cpu_attention_decode(ngpt_backend *be, void *out, void *kv, const void *qkv, int S, int t, int n, int maxT, int C, int NH,
+                                 const int32_t *t_at) {
+    if (t_at) t = *t_at;
+    if (t < 0 || t > maxT - n) { /* a position read from t_at that is outside the cache */
+        for (size_t i = 0; i < (size_t)n * S * C; i++) ((float *)out)[i] = NAN;
+        return;
+    }
     Decode d = {cpu_of(be), (float *)out, (float *)kv, (const float *)qkv, n, t, maxT, C, NH};
     parallel_for(cpu_of(be), (size_t)n * S * NH, 4, attn_decode_heads, &d);
 }
@@ -6161,6 +6168,7 @@ struct ngpt_trainer {
     double peak_flops; /* the backend's matmul FLOP/s measured at creation (ngpt_options.measure_peak); 0: not measured */
     int peak_raised;   /* a step beat peak_flops, which was said once and raised to it */
     int unlogged;      /* the last ngpt_train wrote no log.jsonl (eval_only into an out_dir it cannot write) */
+    long long graph_steps; /* decoding steps run as a recorded graph (decode_step), since creation */
     ThreadTuner tune; /* CPU with threads = 0: all cores or one, whichever runs steps faster */
 };
 
@@ -9760,11 +9768,20 @@ static size_t sample_layout(ngpt_trainer *tr, int S, int n, SampleFit *f) {
     return sample_layout_of(&tr->ms, act_size(tr), S, n, tr->be->scratch_bytes(tr->be, &shape), f->off);
 }
 
-/* Runs positions t..t+n-1 of the first S sequences of layout f (S * n at most its rows) whose tokens are tok[0..S*n)
- * (tok[s*n+i]: position t+i of sequence s); leaves the logits of position t+n-1 in S_LOGITS. The tokens go up from
- * host set t % NGPT_FENCES: its fence, recorded after that set's last upload, has passed before the set is written
- * again (an upload may still be queued behind the previous step's kernels). */
-static void decode_step(ngpt_trainer *tr, const SampleFit *f, int S, int t, int n, const int32_t *tok) {
+/* A decoding step's layers and logits recorded as one graph (the backend's graph_begin .. graph_end), for S sequences
+ * at one new position each: every later step of S sequences replays it, reading its position from the device (the
+ * int32 after the step's tokens). graph NULL: not recorded yet, or recorded for another S; failed: recordings that
+ * failed (each such step runs its ops one by one; after the first, which may have been an op's first call, setting
+ * up what the recording could not, a second gives up on graphs for the call). */
+typedef struct {
+    void *graph;
+    int S, failed;
+} DecodeGraph;
+#define DECODE_GRAPH_TRIES 2
+
+/* decode_step's layers and logits: positions t..t+n-1 of S sequences from their embeddings in S_X (t_at: NULL, or
+ * where attention_decode reads t) */
+static void decode_layers(ngpt_trainer *tr, const SampleFit *f, int S, int t, int n, const int32_t *t_at) {
     ngpt_backend *be = tr->be;
     const size_t *off = f->off;
     const ModelShape *m = &tr->ms;
@@ -9772,21 +9789,13 @@ static void decode_step(ngpt_trainer *tr, const SampleFit *f, int S, int t, int 
     char *R = tr->region, *P = tr->params;
     void *x = R + off[S_X], *ln = R + off[S_LN], *qkv = R + off[S_QKV], *att = R + off[S_ATT], *tmp = R + off[S_TMP], *fc = R + off[S_FC];
     float *mean = (float *)(R + off[S_STATS]), *rstd = mean + (size_t)S * n;
-    int32_t *dtok = (int32_t *)(R + off[S_TOKENS]);
     size_t kv_layer = (size_t)f->seqs * 2 * (size_t)m->maxT * C * act_size(tr);
-    int set = t % NGPT_FENCES;
-    int32_t *h_tok = (int32_t *)host_set_buffer(tr, H_TOKENS, set);
     int N = n * S; /* rows */
     const ngpt_dropout no_dropout = {0};
-    be->fence_wait(be, set);
-    memcpy(h_tok, tok, (size_t)N * 4);
-    be->upload(be, dtok, h_tok, (size_t)N * 4);
-    be->fence_record(be, set);
-    be->encoder_forward(be, x, dtok, pt(tr, P, P_WTE, 0), rows(tr, pt(tr, P, P_WPE, 0), (size_t)t, (size_t)C), S, n, C);
     for (int l = 0; l < m->L; l++) {
         layernorm_matmul(be, qkv, NULL, ln, mean, rstd, x, pt(tr, P, P_LN1W, l), pt_bias(tr, P, P_LN1B, l), pt(tr, P, P_QKVW, l),
                          pt_bias(tr, P, P_QKVB, l), N, C, 3 * C);
-        be->attention_decode(be, att, R + off[S_KV] + (size_t)l * kv_layer, qkv, S, t, n, m->maxT, C, m->NH);
+        be->attention_decode(be, att, R + off[S_KV] + (size_t)l * kv_layer, qkv, S, t, n, m->maxT, C, m->NH, t_at);
         matmul_dropout_residual(be, tmp, x, tmp, att, pt(tr, P, P_ATTPROJW, l), pt_bias(tr, P, P_ATTPROJB, l), N, C, C, &no_dropout);
         layernorm_matmul(be, qkv, fc, ln, mean, rstd, tmp, pt(tr, P, P_LN2W, l), pt_bias(tr, P, P_LN2B, l), pt(tr, P, P_FCW, l),
                          pt_bias(tr, P, P_FCB, l), N, C, 4 * C); /* GELU's input in S_QKV, free now */
@@ -9804,6 +9813,47 @@ static void decode_step(ngpt_trainer *tr, const SampleFit *f, int S, int t, int 
                               pt_bias(tr, P, P_LNFB, 0), 1, C);
     }
     be->matmul_forward(be, R + off[S_LOGITS], ln, pt(tr, P, P_WTE, 0), NULL, S, C, m->Vp);
+}
+
+/* Runs positions t..t+n-1 of the first S sequences of layout f (S * n at most its rows) whose tokens are tok[0..S*n)
+ * (tok[s*n+i]: position t+i of sequence s); leaves the logits of position t+n-1 in S_LOGITS. The tokens go up from
+ * host set t % NGPT_FENCES, with t after them: its fence, recorded after that set's last upload, has passed before
+ * the set is written again (an upload may still be queued behind the previous step's kernels). With g (not NULL) and
+ * a backend that records graphs, a step of one position runs its layers as g's graph, recorded at the first such
+ * step of S sequences (tr->graph_steps counts the steps it ran). */
+static void decode_step(ngpt_trainer *tr, const SampleFit *f, int S, int t, int n, const int32_t *tok, DecodeGraph *g) {
+    ngpt_backend *be = tr->be;
+    int C = tr->ms.C;
+    int32_t *dtok = (int32_t *)(tr->region + f->off[S_TOKENS]);
+    int set = t % NGPT_FENCES;
+    int32_t *h_tok = (int32_t *)host_set_buffer(tr, H_TOKENS, set);
+    int N = n * S; /* rows */
+    be->fence_wait(be, set);
+    memcpy(h_tok, tok, (size_t)N * 4);
+    h_tok[N] = t;
+    be->upload(be, dtok, h_tok, (size_t)(N + 1) * 4);
+    be->fence_record(be, set);
+    const void *wpe_row = rows(tr, pt(tr, tr->params, P_WPE, 0), (size_t)t, (size_t)C); /* the position's: outside a graph */
+    be->encoder_forward(be, tr->region + f->off[S_X], dtok, pt(tr, tr->params, P_WTE, 0), wpe_row, S, n, C);
+    if (n == 1 && g && be->graph_begin && g->failed < DECODE_GRAPH_TRIES) {
+        if (g->graph && g->S != S) {
+            be->graph_free(be, g->graph);
+            g->graph = NULL;
+        }
+        if (!g->graph) {
+            be->graph_begin(be);
+            decode_layers(tr, f, S, t, n, dtok + N);
+            g->graph = be->graph_end(be);
+            g->S = S;
+            g->failed += !g->graph;
+        }
+        if (g->graph) {
+            be->graph_launch(be, g->graph);
+            tr->graph_steps++;
+            return;
+        }
+    }
+    decode_layers(tr, f, S, t, n, NULL);
 }
 
 /* The k-th largest of x[0..n) (1 <= k <= n), counting equal values apart; tmp has room for n. For k up to n / 64
@@ -10008,7 +10058,7 @@ static void sample_draws(void *arg, int ithread, int nthreads) {
  * block_size: a prompt, or the window a cache is rebuilt from, goes in that many at a time; each new token is one
  * position). Nonzero when not even one sequence's KV cache fits. */
 static int sample_fit(ngpt_trainer *tr, int num_samples, SampleFit *f) {
-    size_t host_set_tokens = tr->plan.host_bytes_of[H_TOKENS] / NGPT_FENCES / sizeof(int32_t); /* decode_step's staging */
+    size_t host_set_tokens = tr->plan.host_bytes_of[H_TOKENS] / NGPT_FENCES / sizeof(int32_t) - 1; /* decode_step's staging, less t */
     int S = (int)MIN((size_t)num_samples, host_set_tokens), feed = 1;
     while (S > 1 && sample_layout(tr, S, 1, f) > tr->plan.region_bytes) S--;
     if (sample_layout(tr, S, 1, f) > tr->plan.region_bytes) return 1;
@@ -10120,6 +10170,7 @@ static int sample_rounds(ngpt_trainer *tr, const int32_t *prompt, int n_prompt, 
     /* after a round that drew from the prompt and never rebuilt a window: every cache the next round uses (it has no
      * more samples) holds the prompt at positions 0..prompt_pos-1, and prompt_logits its last position's logits */
     int prompt_cached = 0, prompt_pos = 0;
+    DecodeGraph graph = {NULL, 0, 0};
     for (int first = 0; first < num_samples && !rc; first += S) {
         int n = MIN(S, num_samples - first);
         /* each sample its own stream of draws, so sample k draws the same numbers however many are asked for and
@@ -10140,7 +10191,7 @@ static int sample_rounds(ngpt_trainer *tr, const int32_t *prompt, int n_prompt, 
                 int k = MIN(MIN(len - (start + pos), m->maxT - pos), per);
                 for (int i = 0; i < k; i++)
                     for (int s = 0; s < fed; s++) tok[s * k + i] = seqs[(size_t)s * total + start + pos + i];
-                decode_step(tr, &fit, fed, pos, k, tok);
+                decode_step(tr, &fit, fed, pos, k, tok, shared ? NULL : &graph); /* a shared prompt's one token: not recorded for it */
                 pos += k;
             }
             if (shared) share_prompt(tr, &fit, n, pos);
@@ -10165,6 +10216,8 @@ static int sample_rounds(ngpt_trainer *tr, const int32_t *prompt, int n_prompt, 
         }
         prompt_cached = max_new > 0 && !rebuilt;
     }
+    if (graph.graph) be->graph_free(be, graph.graph);
+    if (!rc) rc = be_check(tr, "sampling");
     draw_threads_stop(&dt);
     free(logits);
     free(prompt_logits);
@@ -10765,7 +10818,7 @@ static void kernel_decode(void *arg) {
  * cache (w) of T positions, the new one the last, into y */
 static void kernel_kv_attention(void *arg) {
     KernelCall *k = (KernelCall *)arg;
-    for (int i = 0; i < DECODE_CALLS; i++) k->be->attention_decode(k->be, k->y, k->w, k->x, k->N, k->T - 1, 1, k->T, k->C, k->NH);
+    for (int i = 0; i < DECODE_CALLS; i++) k->be->attention_decode(k->be, k->y, k->w, k->x, k->N, k->T - 1, 1, k->T, k->C, k->NH, NULL);
 }
 
 /* n values of the backend's dtype at dst, drawn from N(0, 1) through tmp (tmp_bytes, at least 4, apart from
@@ -13110,11 +13163,14 @@ static int bench_sampling(ngpt_config *cfg, int samples, int steps, int prompt_l
         }
     }
     double t0 = now_seconds();
+    const long long graph_steps = tr->graph_steps;
     if (!rc) rc = ngpt_sample(tr, prompt, 1, samples, steps, 1.0f, 200, 1, out);
     double t = now_seconds() - t0;
     if (rc) fprintf(stderr, "error: %s\n", ngpt_last_error(tr));
     else {
-        printf("sampling     %.2f s: %.1f ms per step of all samples, %.1f tokens/s\n", t, 1e3 * t / steps, samples * steps / t);
+        char graphs[96] = "";
+        if (tr->be->graph_begin) snprintf(graphs, sizeof graphs, "; %lld steps' layers as one recorded graph each", tr->graph_steps - graph_steps);
+        printf("sampling     %.2f s: %.1f ms per step of all samples, %.1f tokens/s%s\n", t, 1e3 * t / steps, samples * steps / t, graphs);
         printf("bench_result sample_tokens_per_s=%.1f\n", samples * steps / t);
     }
     free(out);

@@ -67,6 +67,8 @@ typedef struct {
     void *encode_tensor_map;   /* the driver's cuTensorMapEncodeTiled (TMA kernel only) */
     int mm_blocks_per_sm;      /* blocks of that matmul kernel one SM runs at once (split-K's wave size) */
     int sync_each_launch;      /* NGPT_CUDA_SYNC=1: wait for every kernel (debugging: faults named by kernel) */
+    int capturing;             /* between graph_begin and graph_end, recording the stream's work (a status set then is the
+                                * recording's: graph_end clears it) */
     int programmatic_launch;   /* kernels launched as programmatic dependents (compute capability 9.0 on, kernels built for it;
                                 * NGPT_PDL=0: not, to compare): see after_previous_kernel */
     const void *ln_bwd_kernel; /* layernorm_backward's last kernel and row width (its warps and shared memory follow from C): */
@@ -353,6 +355,47 @@ static void cu_zero(ngpt_backend *be, void *dst, size_t bytes) {
 }
 static void cu_copy(ngpt_backend *be, void *dst, const void *src, size_t bytes) {
     if (bytes) CU_CHECK(be, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, impl_of(be)->stream));
+}
+
+/* Graphs (CUDA graphs): the stream's work between graph_begin and graph_end recorded, not run (stream capture),
+ * and replayed by graph_launch as one launch, so that a decoding step's dozens of small kernels cost the host one
+ * call, not one each. Programmatic launches are recorded as such (their edges let each kernel's blocks be placed
+ * while the one before drains, as in the stream). A recording that fails (a call stream capture does not allow,
+ * an op's argument error) leaves the status as it was at graph_begin: the caller runs the ops itself, and any
+ * error of its own shows again there. */
+static void cu_graph_begin(ngpt_backend *be) {
+    CudaImpl *im = impl_of(be);
+    im->capturing = 0;
+    if (be->status != NGPT_OK) return;
+    if (cudaStreamBeginCapture(im->stream, cudaStreamCaptureModeThreadLocal) != cudaSuccess) {
+        (void)cudaGetLastError(); /* no recording: the ops run one by one, where an error of the device's shows */
+        return;
+    }
+    im->capturing = 1;
+}
+static void *cu_graph_end(ngpt_backend *be) {
+    CudaImpl *im = impl_of(be);
+    if (!im->capturing) return NULL;
+    im->capturing = 0;
+    cudaGraph_t graph = NULL;
+    cudaGraphExec_t exec = NULL;
+    cudaError_t e = cudaStreamEndCapture(im->stream, &graph);
+    if (e == cudaSuccess && be->status == NGPT_OK) e = cudaGraphInstantiate(&exec, graph, 0);
+    if (graph) (void)cudaGraphDestroy(graph);
+    if (e != cudaSuccess || be->status != NGPT_OK) {
+        if (exec) (void)cudaGraphExecDestroy(exec);
+        (void)cudaGetLastError();
+        be->status = NGPT_OK;
+        be->msg[0] = '\0';
+        return NULL;
+    }
+    return (void *)exec;
+}
+static void cu_graph_launch(ngpt_backend *be, void *graph) {
+    CU_CHECK(be, cudaGraphLaunch((cudaGraphExec_t)graph, impl_of(be)->stream));
+}
+static void cu_graph_free(ngpt_backend *be, void *graph) {
+    if (graph) CU_CHECK(be, cudaGraphExecDestroy((cudaGraphExec_t)graph));
 }
 
 /* ======================================================================================================
@@ -4252,7 +4295,7 @@ __global__ void attn_backward_dkdv_simt_kernel(T *dqkv, const T *dout, const T *
 static_assert(DEC_WARPS >= ATT_MAXD, "the merge takes a thread a channel of a head");
 template <typename T>
 __global__ void __launch_bounds__(DEC_WARPS * 32)
-    attn_decode_kernel(T *out, T *kv, const T *qkv, int S, int t, int n, int maxT, int C, int NH, int hs, float scale) {
+    attn_decode_kernel(T *out, T *kv, const T *qkv, int S, int t, int n, int maxT, int C, int NH, int hs, float scale, const int *t_at) {
     after_previous_kernel();
     __shared__ float part_acc[DEC_WARPS][32 * ATT_MAXD]; /* warp w's output, channel d at d */
     __shared__ float part_m[DEC_WARPS], part_l[DEC_WARPS];
@@ -4260,6 +4303,11 @@ __global__ void __launch_bounds__(DEC_WARPS * 32)
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     if (rh >= (size_t)n * S * NH) return;
     size_t r = rh / (size_t)NH, s = r / (size_t)n, C3 = 3 * (size_t)C, hoff = (size_t)(rh % (size_t)NH) * hs;
+    if (t_at) t = *t_at; /* a graph's replay: this step's position */
+    if (t < 0 || t > maxT - n) { /* outside the cache: NaN out, nothing stored */
+        if ((int)threadIdx.x < hs) out[r * (size_t)C + hoff + threadIdx.x] = from_f<T>(NAN);
+        return;
+    }
     int i_pos = (int)(r % (size_t)n), last = t + i_pos;
     const T *row = qkv + r * C3 + hoff;
     T *K = kv + s * 2 * (size_t)maxT * C + hoff, *V = K + (size_t)maxT * C;
@@ -4517,14 +4565,15 @@ static bool attention_prompt_t(ngpt_backend *be, T *out, T *kv, const T *qkv, in
     return true;
 }
 
-static void cu_attention_decode(ngpt_backend *be, void *out, void *kv, const void *qkv, int S, int t, int n, int maxT, int C, int NH) {
+static void cu_attention_decode(ngpt_backend *be, void *out, void *kv, const void *qkv, int S, int t, int n, int maxT, int C, int NH,
+                                const int32_t *t_at) {
     if (attn_check(be, "attention_decode", S, maxT, C, NH) || !S || !C) return;
     if (t < 0 || n < 1 || n > maxT - t) {
         cu_fail(be, NGPT_ERR_ARG, "cuda attention_decode: positions t = %d .. t + n - 1 (n = %d) are not within the cache's 0..%d", t, n,
                 maxT - 1);
         return;
     }
-    if (t == 0 && (long long)S * n <= INT_MAX / 3) {
+    if (t == 0 && !t_at && (long long)S * n <= INT_MAX / 3) {
         bool done = false;
         DISPATCH_DTYPE(be->dtype, Ty, done = attention_prompt_t<Ty>(be, (Ty *)out, (Ty *)kv, (const Ty *)qkv, S, n, maxT, C, NH));
         if (done) return;
@@ -4538,7 +4587,7 @@ static void cu_attention_decode(ngpt_backend *be, void *out, void *kv, const voi
     }
     DISPATCH_DTYPE(be->dtype, Ty,
                    CU_LAUNCH(be, "attn_decode_kernel", attn_decode_kernel<Ty>, (unsigned)blocks, 32 * DEC_WARPS, 0, (Ty *)out, (Ty *)kv,
-                             (const Ty *)qkv, S, t, n, maxT, C, NH, hs, 1.0f / sqrtf((float)hs)));
+                             (const Ty *)qkv, S, t, n, maxT, C, NH, hs, 1.0f / sqrtf((float)hs), (const int *)t_at));
 }
 
 /* ======================================================================================================
@@ -4861,6 +4910,7 @@ static const EnvSwitch env_switches[] = {
     {"NGPT_STREAMK", "0, 1"},
     {"NGPT_GEMV", "simt"},
     {"NGPT_PDL", "0, 1"},
+    {"NGPT_GRAPHS", "0, 1"},
     {"NGPT_CUDA_SYNC", "0, 1"},
 };
 /* switch name's value; NULL where it is unset or empty */
@@ -5269,6 +5319,13 @@ int ngpt_cuda_backend_create(ngpt_backend **out, int dtype, char *err, size_t er
     be->crossentropy = cu_crossentropy;
     be->norm_sq = cu_norm_sq;
     be->adamw = cu_adamw;
+    const char *graphs_env = env_switch("NGPT_GRAPHS"); /* "0": decoding's ops launched one by one, to compare */
+    if (!(graphs_env && !strcmp(graphs_env, "0")) && !im->sync_each_launch) { /* a wait after each launch cannot be recorded */
+        be->graph_begin = cu_graph_begin;
+        be->graph_end = cu_graph_end;
+        be->graph_launch = cu_graph_launch;
+        be->graph_free = cu_graph_free;
+    }
     *out = be;
     return NGPT_OK;
 }

@@ -521,8 +521,11 @@ struct ngpt_backend {
     /* Decoding positions t..t+n-1 of S sequences (generation with a KV cache; n > 1 feeds a prompt at once).
      * qkv (S,n,3C), out (S,n,C): row s*n+i is position t+i of sequence s. Stores each row's k and v at its
      * position of kv (S, 2, maxT, C) (keys then values), then out = each row's attention of q over its
-     * sequence's positions 0..t+i. 0 <= t, t + n <= maxT. */
-    void (*attention_decode)(ngpt_backend *be, void *out, void *kv, const void *qkv, int S, int t, int n, int maxT, int C, int NH);
+     * sequence's positions 0..t+i. 0 <= t, t + n <= maxT. t_at: NULL, or a device int32 the op reads t from when it
+     * runs (so that a graph replays it at each step's position); when that t is outside 0..maxT-n, every row of out
+     * gets NaN and nothing is stored. */
+    void (*attention_decode)(ngpt_backend *be, void *out, void *kv, const void *qkv, int S, int t, int n, int maxT, int C, int NH,
+                             const int32_t *t_at);
     /* exact (erf) GELU; out may alias inp, and in gelu_backward dinp may alias dout */
     void (*gelu_forward)(ngpt_backend *be, void *out, const void *inp, size_t n);
     void (*gelu_backward)(ngpt_backend *be, void *dinp, const void *inp, const void *dout, size_t n);
@@ -544,6 +547,15 @@ struct ngpt_backend {
      * gradients); the ops called inside must give the same results as when the lanes run one after another.
      * NULL: one after another. */
     void (*run_lanes)(ngpt_backend *be, int lanes, void (*fn)(void *ctx, int lane), void *ctx);
+    /* Optional (NULL: not offered; the CUDA backend's CUDA graphs). The ops called between graph_begin and graph_end
+     * are recorded, not run, as one graph; each graph_launch runs them in order on the buffers' contents at that
+     * time, as one operation. Between the two, only ops and copies between device buffers may be called (no
+     * upload, download, fence, sync, norm_sq or arena call). graph_end returns NULL when the recording failed:
+     * then the backend's status is as it was at graph_begin, and the caller runs the ops itself. */
+    void (*graph_begin)(ngpt_backend *be);
+    void *(*graph_end)(ngpt_backend *be);
+    void (*graph_launch)(ngpt_backend *be, void *graph);
+    void (*graph_free)(ngpt_backend *be, void *graph);
 };
 
 /* The counter-based generator shared by both backends: 32 random bits from (seed, stream, i). */

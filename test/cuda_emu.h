@@ -3,7 +3,7 @@
  * sm_75..sm_90a paths on machines without a GPU (CI's). It is a test of the kernels' logic, not a GPU run.
  *
  * test/cuda_emu.sh rewrites nanogpt.cu for a host C++ compiler (each `k<<<grid, block, smem, stream>>>(args)`
- * becomes emu::launch("k", emu::kernel_address(k), [&]() { k(args); }, grid, block, smem, stream), and the
+ * becomes emu::launch("k", emu::kernel_address(k), [=]() { k(args); }, grid, block, smem, stream), and the
  * functions in inline PTX call the emulations below instead) and compiles it with this header forced in
  * first (-include); this header compiled alone with -DEMU_RUNTIME is the runtime (cudaMalloc, copies,
  * device attributes), an object of its own so that test_gpu_train can wrap cudaMalloc at link time as it
@@ -63,6 +63,11 @@
  *   with an RTX 3090's 82 SMs and 99 KB of shared memory a block);
  *   cudaMalloc and friends are host allocations counted by cudaMemGetInfo (the no-allocation check reads
  *   it); copies are synchronous; a failed launch leaves a sticky error, as a real fault does.
+ * - Stream capture (CUDA graphs): between cudaStreamBeginCapture and cudaStreamEndCapture, launches, memsets and
+ *   device-to-device copies are recorded with their arguments by value (as a graph node holds them), not run; a
+ *   graph's launch runs them in order, on the memory as it is then. A wait (stream or event synchronize), an event
+ *   record, an allocation, a copy to or from the host, or a graph's launch during the capture fails, and so
+ *   does the capture's end (cudaErrorStreamCaptureInvalidated).
  * - The async proxy (sm_90): a 16-byte chunk a thread's cp.async wrote may be an operand of a wgmma issued
  *   only after that thread's fence.proxy.async (plain stores, the kernels' zero-filled edges, are not
  *   tracked); the copy engine's writes are the async proxy's own. The copy engine may be given an mbarrier
@@ -91,6 +96,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <type_traits>
 #include <vector>
@@ -119,6 +125,9 @@ namespace emu {
 extern cudaError_t sticky, last;
 void fail(cudaError_t e, const char *fmt, ...);
 int smem_allowed(const void *kernel); /* dynamic shared memory a launch of kernel may ask for */
+/* Stream capture (CUDA graphs): while the stream is captured, a launch, copy or memset is appended to the graph
+ * being recorded (capture_record returns true) instead of run; a graph's launch runs them in order */
+bool capture_record(const std::function<void()> &op);
 
 /* What the emulated driver's cuTensorMapEncodeTiled writes into a CUtensorMap (128 opaque bytes), and the
  * emulated copy engine reads: a 2-D tiled map of 16-bit or 32-bit floats, 128-byte swizzling, zeros out of bounds */
@@ -442,7 +451,7 @@ template <class F> static void call_body(void *f) { (*(F *)f)(); }
 
 /* the kernel k names, or a pointer k holds (a launch through a variable): the key of its cudaFuncSetAttribute */
 template <class F> static const void *kernel_address(F *k) { return (const void *)k; }
-/* k<<<grid, block, smem, stream>>>(args) as emu::launch("k", emu::kernel_address(k), [&]() { k(args); }, grid, block, smem, stream);
+/* k<<<grid, block, smem, stream>>>(args) as emu::launch("k", emu::kernel_address(k), [=]() { k(args); }, grid, block, smem, stream);
  * programmatic: a programmatic dependent launch (launch_ex). The blocks run after the previous launch's as any
  * launch's do; what is checked is that each thread waits (griddepcontrol.wait) before its first global access
  * that the emulator sees (cp.async, the copy engine, __ldg, __stcg) and before it ends. */
@@ -451,6 +460,9 @@ static void launch(const char *name, const void *kernel, F &&body, dim3 grid, di
                    bool programmatic = false) {
     (void)stream;
     if (sticky != cudaSuccess) return; /* the context is dead after a fault */
+    typedef typename std::decay<F>::type Recorded;
+    const Recorded recorded(body); /* the [=] lambda: the launch's arguments by value, as a graph node holds them */
+    if (capture_record([=]() { launch(name, kernel, recorded, grid, block, smem, stream, programmatic); })) return;
     unsigned long long n = (unsigned long long)block.x * block.y * block.z;
     if (n == 0 || n > 1024 || grid.x == 0 || grid.y == 0 || grid.z == 0 || grid.y > 65535 || grid.z > 65535 || grid.x > 2147483647u) {
         fail(cudaErrorInvalidConfiguration, "%s: invalid launch configuration: grid (%u,%u,%u), block (%u,%u,%u)", name, grid.x, grid.y, grid.z,
@@ -501,7 +513,7 @@ static cudaError_t launch_ex(const char *name, const cudaLaunchConfig_t *cfg, vo
         fail(cudaErrorNotSupported, "%s: a programmatic dependent launch on compute capability %d (9.0 on)", name, EMU_CC);
         return cudaErrorNotSupported;
     }
-    launch(name, kernel_address(kernel), [&]() { kernel(args...); }, cfg->gridDim, cfg->blockDim, cfg->dynamicSmemBytes, cfg->stream, programmatic);
+    launch(name, kernel_address(kernel), [=]() { kernel(args...); }, cfg->gridDim, cfg->blockDim, cfg->dynamicSmemBytes, cfg->stream, programmatic);
     return cudaSuccess;
 }
 
@@ -1312,7 +1324,25 @@ int smem_allowed(const void *kernel) {
 }
 static size_t device_bytes;
 static int fake_handle;
+/* the graph being recorded (NULL: none), and whether a call the capture does not allow has spoilt it */
+static std::vector<std::function<void()>> *capturing;
+static bool capture_invalidated;
+bool capture_record(const std::function<void()> &op) {
+    if (!capturing) return false;
+    capturing->push_back(op);
+    return true;
+}
+/* a call that waits for the device or allocates, which stream capture does not allow: it fails, and so does the capture */
+static bool capture_refuses(const char *call) {
+    if (!capturing) return false;
+    fprintf(stderr, "cuda emulator: %s during stream capture (not allowed)\n", call);
+    capture_invalidated = true;
+    if (last == cudaSuccess) last = cudaErrorStreamCaptureUnsupported;
+    return true;
+}
 } // namespace emu
+struct CUgraph_st { std::vector<std::function<void()>> ops; };
+struct CUgraphExec_st { std::vector<std::function<void()>> ops; };
 
 static cudaError_t emu_ret(cudaError_t e) {
     if (e != cudaSuccess && emu::last == cudaSuccess) emu::last = e;
@@ -1359,6 +1389,7 @@ cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total) {
 cudaError_t cudaMalloc(void **p, size_t bytes) {
     *p = NULL;
     if (emu::sticky) return emu::sticky;
+    if (emu::capture_refuses("cudaMalloc")) return cudaErrorStreamCaptureUnsupported;
     if (bytes > EMU_TOTAL_MEM - emu::device_bytes) return emu_ret(cudaErrorMemoryAllocation);
     size_t rounded = (bytes + ((size_t)2 << 20) - 1) / ((size_t)2 << 20) * ((size_t)2 << 20); /* whole 2 MiB pages, as the driver counts */
     if (posix_memalign(p, 256, bytes ? bytes : 1)) return emu_ret(cudaErrorMemoryAllocation);
@@ -1385,15 +1416,63 @@ cudaError_t cudaFreeHost(void *p) {
     return cudaSuccess;
 }
 cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes, cudaMemcpyKind kind, cudaStream_t stream) {
-    (void)kind; (void)stream;
+    (void)stream;
     if (emu::sticky) return emu::sticky;
+    if (emu::capturing && kind != cudaMemcpyDeviceToDevice) { /* the graphs nanogpt.cu records copy between device buffers only */
+        emu::capture_refuses("a copy to or from the host");
+        return cudaErrorStreamCaptureUnsupported;
+    }
+    if (emu::capture_record([=]() { if (bytes) memmove(dst, src, bytes); })) return cudaSuccess;
     if (bytes) memmove(dst, src, bytes);
     return cudaSuccess;
 }
 cudaError_t cudaMemsetAsync(void *dst, int value, size_t bytes, cudaStream_t stream) {
     (void)stream;
     if (emu::sticky) return emu::sticky;
+    if (emu::capture_record([=]() { if (bytes) memset(dst, value, bytes); })) return cudaSuccess;
     if (bytes) memset(dst, value, bytes);
+    return cudaSuccess;
+}
+cudaError_t cudaStreamBeginCapture(cudaStream_t s, cudaStreamCaptureMode mode) {
+    (void)s; (void)mode;
+    if (emu::sticky) return emu::sticky;
+    if (emu::capturing) return emu_ret(cudaErrorIllegalState);
+    emu::capturing = new std::vector<std::function<void()>>();
+    emu::capture_invalidated = false;
+    return cudaSuccess;
+}
+cudaError_t cudaStreamEndCapture(cudaStream_t s, cudaGraph_t *graph) {
+    (void)s;
+    *graph = NULL;
+    if (!emu::capturing) return emu_ret(cudaErrorIllegalState);
+    std::vector<std::function<void()>> *ops = emu::capturing;
+    emu::capturing = NULL;
+    if (emu::capture_invalidated) {
+        delete ops;
+        return emu_ret(cudaErrorStreamCaptureInvalidated);
+    }
+    *graph = new CUgraph_st{*ops};
+    delete ops;
+    return cudaSuccess;
+}
+cudaError_t cudaGraphInstantiate(cudaGraphExec_t *exec, cudaGraph_t graph, unsigned long long flags) {
+    (void)flags;
+    *exec = new CUgraphExec_st{graph->ops};
+    return cudaSuccess;
+}
+cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t s) {
+    (void)s;
+    if (emu::sticky) return emu::sticky;
+    if (emu::capture_refuses("cudaGraphLaunch")) return cudaErrorStreamCaptureUnsupported; /* nanogpt.cu records no graph in a graph */
+    for (const std::function<void()> &op : exec->ops) op();
+    return cudaSuccess;
+}
+cudaError_t cudaGraphDestroy(cudaGraph_t graph) {
+    delete graph;
+    return cudaSuccess;
+}
+cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec) {
+    delete exec;
     return cudaSuccess;
 }
 cudaError_t cudaMemcpyFromSymbol(void *dst, const void *symbol, size_t bytes, size_t offset, cudaMemcpyKind kind) {
@@ -1412,6 +1491,7 @@ cudaError_t cudaStreamDestroy(cudaStream_t s) {
 }
 cudaError_t cudaStreamSynchronize(cudaStream_t s) {
     (void)s;
+    if (emu::capture_refuses("cudaStreamSynchronize")) return cudaErrorStreamCaptureUnsupported;
     return emu::sticky;
 }
 cudaError_t cudaEventCreateWithFlags(cudaEvent_t *e, unsigned flags) {
@@ -1425,10 +1505,12 @@ cudaError_t cudaEventDestroy(cudaEvent_t e) {
 }
 cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) {
     (void)e; (void)s;
+    if (emu::capture_refuses("cudaEventRecord")) return cudaErrorStreamCaptureUnsupported;
     return emu::sticky;
 }
 cudaError_t cudaEventSynchronize(cudaEvent_t e) {
     (void)e;
+    if (emu::capture_refuses("cudaEventSynchronize")) return cudaErrorStreamCaptureUnsupported;
     return emu::sticky;
 }
 cudaError_t cudaGetLastError(void) {

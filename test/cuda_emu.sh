@@ -19,7 +19,7 @@
 #                                           a mutant's build takes about 0.4 GB)
 #
 # The rewrite (perl, below): every launch `kernel<<<grid, block[, smem[, stream]]>>>(args)` becomes
-# `emu::launch("kernel", emu::kernel_address(kernel), [&]() { kernel(args); }, grid, block[, smem[, stream]])`
+# `emu::launch("kernel", emu::kernel_address(kernel), [=]() { kernel(args); }, grid, block[, smem[, stream]])`
 # (the launch helper's, cu_launch_, named by its argument; its cudaLaunchKernelEx becomes emu::launch_ex),
 # each `extern __shared__ T name[];` a pointer to the block's dynamic shared memory, and the bodies of the
 # functions written in inline PTX (cp.async, ldmatrix, mma.sync, mbarriers, the copy engine, wgmma) and the
@@ -135,7 +135,7 @@ rewrite() {
     }
     # the launch helper (cu_launch_): both of its launches, named by its argument
     for my $l ([q{kernel<<<grid, block, smem, im->stream>>>(args...)},
-                q{emu::launch(what, emu::kernel_address(kernel), [&]() { kernel(args...); }, grid, block, smem, im->stream)}],
+                q{emu::launch(what, emu::kernel_address(kernel), [=]() { kernel(args...); }, grid, block, smem, im->stream)}],
                [q{cudaLaunchKernelEx(&cfg, kernel, args...)}, q{emu::launch_ex(what, &cfg, kernel, args...)}]) {
         my $n = ($src =~ s/\Q$l->[0]\E/$l->[1]/g);
         die "cuda_emu.sh: nanogpt.cu has $n of `$l->[0]` (the launch helper: 1 expected): update test/cuda_emu.sh\n" if $n != 1;
@@ -143,7 +143,7 @@ rewrite() {
     die "cuda_emu.sh: nanogpt.cu launches through cudaLaunchKernelEx outside its launch helper: update test/cuda_emu.sh\n"
         if $src =~ /\bcudaLaunchKernelEx\b/;
     my $shared = ($src =~ s/extern __shared__ (?:__align__\(\d+\) )?([\w ]+?) (\w+)\[\];/$1 *$2 = ($1 *)emu::dynamic_smem();/g);
-    my $launches = ($src =~ s{\b([A-Za-z_]\w*(?:<[^;{}()]*?>)?)<<<(.*?)>>>(\((?:[^()]++|(?3))*\))}{emu::launch("$1", emu::kernel_address($1), [&]() { $1$3; }, $2)}gs);
+    my $launches = ($src =~ s{\b([A-Za-z_]\w*(?:<[^;{}()]*?>)?)<<<(.*?)>>>(\((?:[^()]++|(?3))*\))}{emu::launch("$1", emu::kernel_address($1), [=]() { $1$3; }, $2)}gs);
     die "cuda_emu.sh: no kernel launch found in nanogpt.cu\n" if !$launches && $src !~ /emu::launch\(what/;
     die "cuda_emu.sh: a launch was not rewritten\n" if $src =~ /<<</;
     die "cuda_emu.sh: inline PTX the emulator does not know: $1\n" if $src =~ /^(.*\basm\b.*)$/m;
@@ -174,7 +174,8 @@ build_cc() {
 }
 # the command line on the emulated GPU, as a user runs it: info, prepare, train (cuda:0; bf16, or fp16 with
 # loss scaling on the sm_75), resume (and again with bf16 moments: the note that its run's were fp32), sample,
-# plan (the default job: the GPU recipe and the card's dtype), bench (and with NGPT_FUSE_GELU=0), bench --kernels;
+# plan (the default job: the GPU recipe and the card's dtype), bench (and with NGPT_FUSE_GELU=0), bench --kernels,
+# bench --sample (its steps as recorded graphs, and with NGPT_GRAPHS=0 not);
 # each must exit 0 and say what it should
 cli() { # CC
     local N=$OUT/nanogpt_sm$1 D=$OUT/cli_sm$1 p=0 f=0 dt=bfloat16
@@ -217,6 +218,10 @@ cli() { # CC
     check "train --init_from=resume --moments_dtype=bfloat16 (its run's were fp32)" "^note: AdamW moments bf16 \(its run: fp32\): the checkpoint's were rounded to bf16" \
         "$N" train --init_from=resume --device=cuda "${small[@]}" --max_iters=9 --moments_dtype=bfloat16
     check sample "^-+$" "$N" sample --out_dir="$D/out" --data_dir="$D/data" --device=cuda --num_samples=2 --max_new_tokens=16 --start=The
+    local tiny=(--device=cuda --n_layer=1 --n_head=2 --n_embd=64 --block_size=32 --vocab_size=100)
+    check "bench --sample=2 (each new token's layers one recorded graph; the shared prompt's token not)" \
+        "^sampling .* tokens/s; 5 steps' layers as one recorded graph each\$" "$N" bench --sample=2 --steps=6 "${tiny[@]}"
+    check "NGPT_GRAPHS=0 bench --sample=2 (no graphs)" "^sampling .* tokens/s\$" env NGPT_GRAPHS=0 "$N" bench --sample=2 --steps=6 "${tiny[@]}"
     want_rc=1 check "NGPT_TILE_N=128 train (refused before it trains)" "^error: the environment's NGPT_TILE_N=128 is not a value that switch takes \(192, 256;" \
         env NGPT_TILE_N=128 "$N" train --device=cuda "${small[@]}" --out_dir="$D/out-refused" --max_iters=2
     check "plan --device=cuda:0 (no config: the GPU recipe, in $dt)" "^device +cuda, $dt" "$N" plan --device=cuda:0
@@ -463,6 +468,10 @@ MUTANTS=(
     "decoding: the merge leaves out the last warp's keys|80|--decode-only|float f = part_l[w] > 0.0f ? expf(part_m[w] - mx) : 0.0f;|float f = part_l[w] > 0.0f && w < DEC_WARPS - 1 ? expf(part_m[w] - mx) : 0.0f;"
     "decoding: the merge weighs every warp as if its max were the block's|80|--decode-only|float f = part_l[w] > 0.0f ? expf(part_m[w] - mx) : 0.0f;|float f = part_l[w] > 0.0f ? 1.0f : 0.0f;"
     "decoding: the merge reads the warps' parts without the barrier|80|--decode-only|part_l[warp] = l; }\n    __syncthreads();|part_l[warp] = l; }"
+    "decoding in a graph: the kernel keeps the recorded position, not the one t_at holds when it runs|80|--decode-only|    if (t_at) t = *t_at; /* a graph's replay: this step's position */|    (void)t_at;"
+    "decoding in a graph: a chunk recorded at position 0 runs on the prompt's kernels|80|--decode-only|if (t == 0 && !t_at && (long long)S * n <= INT_MAX / 3) {|if (t == 0 && (long long)S * n <= INT_MAX / 3) {"
+    "decoding in a graph: a position outside the cache goes on to store its keys|80|--decode-only|from_f<T>(NAN);\n        return;\n    }|from_f<T>(NAN);\n    }"
+    "graphs: a failed recording's error left in the backend's status (the caller cannot fall back)|80|--decode-only|        be->status = NGPT_OK;\n        be->msg[0]|        be->msg[0]"
     "environment switches: a value a switch does not take goes unrefused (NGPT_MATMUL=wgmma runs the default)|80|--decode-only|if (v && !env_value_listed(s.values, v))|if (v && !env_value_listed(s.values, v) && strcmp(s.name, \"NGPT_MATMUL\"))"
     "decoding: a prompt's first chunk stores its values as its keys|80|--decode-only|    k[0] = row[C + c];|    k[0] = row[2 * C + c];"
     "decoding: a prompt's first chunk leaves its last row unstored|80|--decode-only|    if (i >= (size_t)S * n * C) return;|    if (i >= (size_t)S * n * C - C) return;"

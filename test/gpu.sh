@@ -24,8 +24,9 @@
 # where the TMA matmul runs, the step of GPT-2 with biases both ways: the bias gradients from the weight gradients' tiles, and
 # summed apart from them (NGPT_DBIAS=separate), and the default step with the weight gradients of fewer tiles than SMs
 # split by split-K's rule, not stream-K's pieces (NGPT_STREAMK=0);
-# sampling speed with 1 and 10 samples, a 1024-token prompt's with each, and decoding's products (1 and 10 rows by
-# each weight) against torch.matmul;
+# sampling speed with 1 and 10 samples (and with each new token's kernels launched one by one, not replayed as a
+# recorded graph: NGPT_GRAPHS=0), a 1024-token prompt's with each, and decoding's products (1 and 10 rows by each
+# weight) against torch.matmul;
 # on Hopper mma.sync, the staged epilogue and the newer variant knobs against the default, the
 # attention without its warpgroups' turns and a block an item (not persistent), and the TMA kernel's ping-pong build,
 # per kernel and end to end, included).
@@ -167,7 +168,8 @@ section() { awk -v h="$2" '/^== /{on = ($0 == h); next} on' "$1"; } # FILE "== H
 sources_stamp() { echo "$1 $(cat nanogpt.c nanogpt.cu nanogpt.h test/test_gpu_ops.c test/test_gpu_train.c test/*.h | sha256sum | cut -c1-16)"; } # ARCH
 # A line of test/gpu_predictions.tsv predicts a term, or the ratio of two joined by " / "; a term is sum:REGEX[@VARIANT]
 # (bench --kernels rows, in the default pass or pass VARIANT), tok:HEADER (a bench's tokens/s), op:NAME (the profiled step)
-# or sample:N[@simt] (bench --sample=N's tokens/s, N one of SAMPLE_COUNTS; @simt: with NGPT_GEMV=simt), or prompt:N
+# or sample:N[@simt|@nographs] (bench --sample=N's tokens/s, N one of SAMPLE_COUNTS; @simt: with NGPT_GEMV=simt, @nographs:
+# with NGPT_GRAPHS=0), or prompt:N
 # (bench --sample=N --prompt=PROMPT_LEN's prompt tokens/s: a prompt of PROMPT_LEN fed to N samples at once)
 SAMPLE_COUNTS="1 10" PROMPT_LEN=1024
 prediction_terms() { printf '%s\n' "${1%% / *}" && if [ "${1#* / }" != "$1" ]; then printf '%s\n' "${1#* / }"; fi; } # WHAT: a term a line
@@ -182,6 +184,7 @@ prediction_term() { # TERM KDIR BENCHLOG CAPPEDLOG: one term as this run measure
         split_sum_term "$t"
         [ -s "$2/k_$SUM_VARIANT" ] && awk -F'\t' -v r="$SUM_RE" '$1 ~ r {s += $2; n++} END {if (n) printf "%.6f", s}' "$2/k_$SUM_VARIANT" ;;
     sample:*@simt) x=${t#sample:} && bench_value "$3" "== nanogpt bench --sample=${x%@simt}, NGPT_GEMV=simt" sample_tokens_per_s ;;
+    sample:*@nographs) x=${t#sample:} && bench_value "$3" "== nanogpt bench --sample=${x%@nographs}, NGPT_GRAPHS=0" sample_tokens_per_s ;;
     sample:*) bench_value "$3" "== nanogpt bench --sample=${t#sample:}" sample_tokens_per_s ;;
     prompt:*) bench_value "$3" "== nanogpt bench --sample=${t#prompt:} --prompt=$PROMPT_LEN" prompt_tokens_per_s ;;
     tok:*)
@@ -336,7 +339,7 @@ if [ "$STEPS" = selftest ]; then
                 awk -v r="$SUM_RE" '$0 ~ r {n++} END {exit !n}' "$BUILD/knames" || echo "no kernel row: $t"
                 [ "$SUM_VARIANT" = ours ] || grep -qF ">\"\$BUILD/k_$SUM_VARIANT\"" test/gpu.sh || echo "no pass: $t" ;;
             tok:*) grep -qF "\"== ${t#tok:}\"" test/gpu.sh || echo "no bench header: $t" ;;
-            sample:*) x=${t#sample:} && [[ " $SAMPLE_COUNTS " == *" ${x%@simt} "* ]] || echo "no sampling bench: $t" ;;
+            sample:*) x=${t#sample:} && x=${x%@simt} && [[ " $SAMPLE_COUNTS " == *" ${x%@nographs} "* ]] || echo "no sampling bench: $t" ;;
             prompt:*) [[ " $SAMPLE_COUNTS " == *" ${t#prompt:} "* ]] || echo "no prompt bench: $t" ;;
             op:*) section "$BUILD/bench.log" "== nanogpt bench" | awk -v n="${t#op:}" '$1 == n {f = 1} END {exit !f}' || echo "no op: $t" ;;
             *) echo "unknown term: $t" ;;
@@ -350,6 +353,7 @@ if [ "$STEPS" = selftest ]; then
     { echo "== nanogpt bench"; section "$BUILD/bench.log" "== nanogpt bench"; echo "== nanogpt bench, slower"; echo "bench_result tokens_per_s=1"
       echo "== nanogpt bench --sample=1"; echo "bench_result sample_tokens_per_s=500"
       echo "== nanogpt bench --sample=1, NGPT_GEMV=simt"; echo "bench_result sample_tokens_per_s=250"
+      echo "== nanogpt bench --sample=1, NGPT_GRAPHS=0"; echo "bench_result sample_tokens_per_s=400"
       echo "== nanogpt bench --sample=1 --prompt=$PROMPT_LEN"; echo "bench_result prompt_tokens_per_s=20000"; } >"$BUILD/p/bench.log"
     printf '== capped, fast\nbench_result tokens_per_s=300\n' >"$BUILD/p/capped.log"
     adamw_ms=$(section "$BUILD/bench.log" "== nanogpt bench" | awk '$1 == "adamw" {print $2}')
@@ -364,14 +368,15 @@ if [ "$STEPS" = selftest ]; then
         "9${T_}400${T_}600${T_}sample:1${T_}sampling's tokens/s, in range" \
         "10${T_}1.5${T_}2.5${T_}sample:1 / sample:1@simt${T_}sampling's tokens/s against NGPT_GEMV=simt's, in range" \
         "11${T_}30${T_}35${T_}prompt:1 / sample:1${T_}a prompt's tokens/s against generation's, above" \
+        "12${T_}1.1${T_}1.3${T_}sample:1 / sample:1@nographs${T_}sampling's tokens/s against NGPT_GRAPHS=0's, in range" \
         >"$BUILD/p/pred.tsv"
     sp() { score_predictions "$BUILD/p/pred.tsv" "$BUILD/p" "$BUILD/p/bench.log" "$BUILD/p/capped.log" "$1" | cut -f1 | tr '\n' ' '; }
     v=$(sp "NVIDIA H200")
-    check "predictions scored ($v)" test "$v" = "HELD HELD BELOW ABOVE HELD NONE HELD HELD HELD ABOVE "
+    check "predictions scored ($v)" test "$v" = "HELD HELD BELOW ABOVE HELD NONE HELD HELD HELD ABOVE HELD "
     v=$(sp "NVIDIA H100 80GB HBM3")
-    check "predictions on an H100: its own line for a time, the H200's others marked ($v)" test "$v" = "HELD BELOW ABOVE HELD* NONE HELD* BELOW HELD* HELD ABOVE "
+    check "predictions on an H100: its own line for a time, the H200's others marked ($v)" test "$v" = "HELD BELOW ABOVE HELD* NONE HELD* BELOW HELD* HELD ABOVE HELD "
     v=$(sp "NVIDIA A100-SXM4-80GB")
-    check "predictions on a GPU none is for: the H200's times and rates marked ($v)" test "$v" = "HELD* HELD BELOW ABOVE HELD* NONE HELD* HELD* HELD ABOVE "
+    check "predictions on a GPU none is for: the H200's times and rates marked ($v)" test "$v" = "HELD* HELD BELOW ABOVE HELD* NONE HELD* HELD* HELD ABOVE HELD "
     # features_off on checks that pass only under some of the settings: the first setting that passes, then all together,
     # the settings already exported left out, and none where nothing passes
     ff() { features_off "$MATMUL_FEATURES" "$BUILD/ff.log" 5 sh -c "$1"; }
@@ -458,12 +463,13 @@ if [ "$STEPS" = selftest ]; then
     check "a dry run's later steps with it off (op tests, trainer checks, no split-K comparison)" \
         test "$(grep -c '^op tests vs CPU .*| PASS' "$D/out/summary.txt") $(grep -c "split-K's rule" "$D/out/bench.log")" = "1 0"
     check "a dry run's bench rows" grep -q '^end to end vs PyTorch (>= 1.3x) *| [A-Z]* *| [0-9.]*x' "$D/out/summary.txt"
-    check "a dry run's decoding rows (the peer's products and attention 1.1x slower; sampling with NGPT_GEMV=simt; a prompt at once)" \
+    check "a dry run's decoding rows (the peer's products and attention 1.1x slower; sampling with NGPT_GEMV=simt and NGPT_GRAPHS=0; a prompt at once)" \
         test "$(grep -c -e "^decoding's products vs torch.matmul (>= 1.0) *| PASS *| 1.10x, time-weighted: 1 row 1.10x, 10 rows 1.10x" \
             -e "^decoding's attention vs SDPA (>= 1.0) *| PASS *| 1.10x, time-weighted: 1 sequence 1.10x, 10 sequences 1.10x" \
             -e '^sampling: gemv on tensor cores vs NGPT_GEMV=simt (>= 1.0) *| [A-Z]* *| 1 sample [0-9.]*x ([0-9.]* tokens/s with simt), 10 samples [0-9.]*x' \
+            -e '^sampling: a recorded graph a token vs NGPT_GRAPHS=0 (>= 1.0) *| [A-Z]* *| 1 sample [0-9.]*x ([0-9.]* tokens/s without), 10 samples [0-9.]*x' \
             -e '^a 1024-token prompt at once vs a token a step (>= 1.0) *| [A-Z]* *| 1 sample [0-9.]*x ([0-9.]* prompt tokens/s), 10 samples [0-9.]*x' \
-            "$D/out/summary.txt")" = 4
+            "$D/out/summary.txt")" = 5
     check "a dry run's micro-batch row" grep -q "^12 x 4: planner's micro-batch vs 12 *| [A-Z]* *| [0-9]* (micro-batch [0-9]* x accumulation [0-9]*) vs [0-9]*" \
         "$D/out/summary.txt"
     v=$(sed -n 's/^predictions (test\/gpu_predictions.tsv; \(.*\)):$/\1/p' "$D/out/summary.txt")
@@ -861,6 +867,10 @@ if want bench && [ $BUILT = 0 ] && time_left "benchmarks" 150 bench; then
             echo "== nanogpt bench --sample=$s, NGPT_GEMV=simt"
             NGPT_GEMV=simt timeout $(cap_time 60) "$BUILD/nanogpt" bench --device=cuda --sample=$s --steps=128
         done
+        for s in $SAMPLE_COUNTS; do # each new token's kernels launched one by one, not replayed as a recorded graph
+            echo "== nanogpt bench --sample=$s, NGPT_GRAPHS=0"
+            NGPT_GRAPHS=0 timeout $(cap_time 60) "$BUILD/nanogpt" bench --device=cuda --sample=$s --steps=128
+        done
         if "$BUILD/nanogpt" info 2>&1 | grep -q "matmul wgmma"; then # Hopper: mma.sync beside it
             echo "== nanogpt bench --kernels, mma.sync"; NGPT_MATMUL=mma timeout $(cap_time 90) "$BUILD/nanogpt" bench --device=cuda --kernels --gradient_accumulation_steps=1
         fi
@@ -928,12 +938,16 @@ if want bench && [ $BUILT = 0 ] && time_left "benchmarks" 150 bench; then
     s10=$(bench_value "$LOG/bench.log" "== nanogpt bench --sample=10" sample_tokens_per_s)
     row "sampling GPT-2 124M (KV cache)" "$([ -n "$s1" ] && [ -n "$s10" ] && echo PASS || echo FAIL)" \
         "${s1:-none} tokens/s with 1 sample, ${s10:-none} with 10 (128 new tokens each)"
-    g1=$(bench_value "$LOG/bench.log" "== nanogpt bench --sample=1, NGPT_GEMV=simt" sample_tokens_per_s)
-    g10=$(bench_value "$LOG/bench.log" "== nanogpt bench --sample=10, NGPT_GEMV=simt" sample_tokens_per_s)
-    r1=$(over "$s1" "$g1" %.2f)
-    r10=$(over "$s10" "$g10" %.2f)
-    row "sampling: gemv on tensor cores vs NGPT_GEMV=simt (>= 1.0)" "$(target "$r1" 1.0)" \
-        "1 sample ${r1:-none}x (${g1:-none} tokens/s with simt), 10 samples ${r10:-none}x (${g10:-none})"
+    sampling_vs_switch() { # NAME SWITCH WORDS: the default's sampling tokens/s (s1, s10) over those with SWITCH, as a row
+        local v1 v10 r1 r10
+        v1=$(bench_value "$LOG/bench.log" "== nanogpt bench --sample=1, $2" sample_tokens_per_s)
+        v10=$(bench_value "$LOG/bench.log" "== nanogpt bench --sample=10, $2" sample_tokens_per_s)
+        r1=$(over "$s1" "$v1" %.2f)
+        r10=$(over "$s10" "$v10" %.2f)
+        row "$1 (>= 1.0)" "$(target "$r1" 1.0)" "1 sample ${r1:-none}x (${v1:-none} tokens/s $3), 10 samples ${r10:-none}x (${v10:-none})"
+    }
+    sampling_vs_switch "sampling: gemv on tensor cores vs NGPT_GEMV=simt" NGPT_GEMV=simt "with simt"
+    sampling_vs_switch "sampling: a recorded graph a token vs NGPT_GRAPHS=0" NGPT_GRAPHS=0 without
     p1=$(bench_value "$LOG/bench.log" "== nanogpt bench --sample=1 --prompt=$PROMPT_LEN" prompt_tokens_per_s)
     p10=$(bench_value "$LOG/bench.log" "== nanogpt bench --sample=10 --prompt=$PROMPT_LEN" prompt_tokens_per_s)
     q1=$(over "$p1" "$s1" %.1f)

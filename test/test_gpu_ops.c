@@ -565,29 +565,92 @@ static void t_attention_scratch(int B, int NH, int T, int hs, float p, size_t sc
 static void t_attention(int B, int NH, int T, int hs, float p) { t_attention_scratch(B, NH, T, hs, p, 0); }
 
 /* generation with a KV cache: positions t..t+n-1 of S sequences (row s*n+i: position t+i of s). The cache is random except
- * those positions, which are NaN until the op writes them; the positions after them must come back untouched. */
-static void t_attention_decode(int S, int NH, int hs, int t, int n, int maxT) {
+ * those positions, which are NaN until the op writes them; the positions after them must come back untouched.
+ * graph: the GPU reads t from a device int32 (t_at), and the op is given another position as its t; there the op is
+ * recorded as a graph (graph_begin .. graph_end, where the backend records graphs) and launched twice, first at
+ * another position, then, on a fresh cache, at t: a graph that kept its recording's t, or its first launch's, fails;
+ * then once more at a position outside the cache, which must leave every output NaN and the cache as it was */
+static void t_attention_decode_as(int S, int NH, int hs, int t, int n, int maxT, int graph) {
     int dt = tg_gpu->dtype, C = NH * hs;
-    tg_begin("attention_decode S=%d NH=%d hs=%d t=%d n=%d maxT=%d", S, NH, hs, t, n, maxT);
+    tg_begin("attention_decode S=%d NH=%d hs=%d t=%d n=%d maxT=%d%s", S, NH, hs, t, n, maxT, graph ? " (t on the device, as a graph)" : "");
     size_t nkv = (size_t)S * 2 * maxT * C, rows = (size_t)n * S;
     float *qkv = tg_rand(rows * 3 * C, 1.0f, 0, dt), *kv = tg_rand(nkv, 1.0f, 0, dt);
     for (size_t i = 0; i < nkv; i++) {
         int pos = (int)((i / (size_t)C) % (size_t)maxT);
         if (pos >= t && pos < t + n) kv[i] = NAN;
     }
-    TgBuf Bqkv = tg_buf(rows * 3 * C, TG_ACT), Bkv = tg_buf(nkv, TG_ACT), Bout = tg_buf(rows * C, TG_ACT);
+    const int32_t other = t ? 0 : maxT - n; /* a position the cache also has room for */
+    TgBuf Bqkv = tg_buf(rows * 3 * C, TG_ACT), Bkv = tg_buf(nkv, TG_ACT), Bout = tg_buf(rows * C, TG_ACT), Bt = tg_buf(1, TG_I32);
     TgOut outs[] = {{"out", &Bout, tg_tol(1e-4, 1e-2), {0}, 0}, {"kv cache", &Bkv, tg_tol(1e-6, 1e-6), {0}, 0}};
     for (int rep = 0; rep < 3; rep++) {
         ngpt_backend *be = rep ? tg_gpu : tg_cpu;
+        const int32_t *t_at = graph && rep ? (const int32_t *)PTR(Bt) : NULL; /* the CPU's, the reference: at t itself */
+        void *g = NULL;
+        if (graph && rep && be->graph_begin) {
+            be->graph_begin(be);
+            be->attention_decode(be, PTR(Bout), PTR(Bkv), PTR(Bqkv), S, other, n, maxT, C, NH, t_at);
+            g = be->graph_end(be);
+            CHECK(g != NULL, "graph_end recorded no graph of attention_decode (the op then runs alone)");
+        }
+        if (g) {
+            PUT(Bqkv, qkv);
+            PUT(Bkv, kv);
+            PUT(Bt, &other);
+            be->graph_launch(be, g);
+            be->sync(be);
+        }
         PUT(Bqkv, qkv);
         PUT(Bkv, kv);
         POISON(Bout);
-        be->attention_decode(be, PTR(Bout), PTR(Bkv), PTR(Bqkv), S, t, n, maxT, C, NH);
+        if (graph) PUT(Bt, &t);
+        if (g) be->graph_launch(be, g);
+        else be->attention_decode(be, PTR(Bout), PTR(Bkv), PTR(Bqkv), S, t_at ? other : t, n, maxT, C, NH, t_at);
         be->sync(be);
         if (rep) tg_grab(outs, 2, rep - 1);
+        if (graph && rep) { /* then at a position outside the cache: every output NaN, the cache as it was */
+            const int32_t outside = maxT - n + 1;
+            PUT(Bt, &outside);
+            if (g) be->graph_launch(be, g);
+            else be->attention_decode(be, PTR(Bout), PTR(Bkv), PTR(Bqkv), S, other, n, maxT, C, NH, t_at);
+            be->sync(be);
+            void *kv_raw = tg_raw_gpu(&Bkv), *out_raw = tg_raw_gpu(&Bout);
+            float *got = tg_raw_to_f32(&Bout, out_raw);
+            size_t finite = 0;
+            for (size_t i = 0; i < rows * C; i++) finite += !isnan(got[i]);
+            CHECK(finite == 0 && !memcmp(kv_raw, outs[1].raw[rep - 1], tg_gbytes(&Bkv)), "at position %d, outside the cache: %zu outputs not NaN, cache %s",
+                  outside, finite, memcmp(kv_raw, outs[1].raw[rep - 1], tg_gbytes(&Bkv)) ? "written" : "as it was");
+            free(kv_raw); free(out_raw); free(got);
+        }
+        if (g) be->graph_free(be, g);
     }
     tg_finish(outs, 2);
     free(qkv); free(kv);
+    tg_end();
+}
+static void t_attention_decode(int S, int NH, int hs, int t, int n, int maxT) { t_attention_decode_as(S, NH, hs, t, n, maxT, 0); }
+
+/* a recording the device cannot make (a wait inside it) gives no graph and leaves the backend's status clear, so the
+ * caller runs the ops itself; the stream works after it */
+static void t_graph_recording_fails(void) {
+    tg_begin("graph_end after a wait inside the recording");
+    if (!tg_gpu->graph_begin) {
+        printf("  no graphs on this backend (NGPT_GRAPHS=0 or NGPT_CUDA_SYNC=1)\n");
+        tg_end();
+        return;
+    }
+    tg_gpu->graph_begin(tg_gpu);
+    tg_gpu->sync(tg_gpu);
+    void *g = tg_gpu->graph_end(tg_gpu);
+    CHECK(g == NULL && tg_gpu->status == NGPT_OK, "a recording with a wait inside gave %s, status %d (%s)", g ? "a graph" : "no graph", tg_gpu->status,
+          tg_gpu->msg);
+    if (g) tg_gpu->graph_free(tg_gpu, g);
+    int32_t v[64];
+    for (int i = 0; i < 64; i++) v[i] = i * 7;
+    TgBuf b = tg_buf(64, TG_I32);
+    tg_put_gpu(&b, v);
+    void *raw = tg_raw_gpu(&b);
+    CHECK(!memcmp(raw, v, sizeof v), "the stream after the failed recording: an upload and a download disagree");
+    free(raw);
     tg_end();
 }
 
@@ -1185,6 +1248,9 @@ static void tg_decode_sweep(void) {
     t_attention_decode(2, 3, 48, 0, 37, 70); /* head size 48, a chunk of 37 */
     t_attention_decode(2, 3, 48, 37, 5, 70); /* after cached positions */
     t_attention_decode(4, 4, 32, 90, 10, 100);
+    t_attention_decode_as(3, 2, 64, 5, 1, 16, 1); /* sampling's graphs: one position, t read when the graph runs */
+    t_attention_decode_as(2, 3, 48, 9, 4, 70, 1); /* a chunk recorded at 0: run on the kernel of a position a row, not the prompt's */
+    t_graph_recording_fails();
     if (!tg_small) {
         t_attention_decode(8, 12, 64, 700, 1, 1024);
         t_attention_decode(2, 12, 64, 100, 400, 1024);

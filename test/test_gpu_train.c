@@ -9,7 +9,8 @@
  *  - 300 steps of the default Tiny Shakespeare char model: the GPU loss curve follows the CPU's;
  *  - a run resumed from a checkpoint on the GPU is bit-identical to an uninterrupted one (fp32 and bf16 moments),
  *    and one resumed at the other moments precision steps on;
- *  - generation with the KV cache gives the full forward's logits at every step;
+ *  - generation with the KV cache gives the full forward's logits at every step, and its steps of one position run
+ *    as a recorded CUDA graph (unless NGPT_GRAPHS=0);
  *  - a sampling-only bf16 trainer, loaded from a checkpoint, samples as the trained one;
  *  - moments_dtype = bfloat16 halves the moments and follows the fp32 moments' losses;
  *  - fp16's dynamic loss scale doubles after 2000 good steps, halves on an overflow (whose step changes nothing) and
@@ -342,7 +343,15 @@ static void test_sample_kv_cache(void) {
     enum { NP = 40, NEW = 24, NS = 3 };
     int32_t long_prompt[NP], out_gpu[NS * (NP + NEW)], out_cpu[NS * (NP + NEW)];
     for (int i = 0; i < NP; i++) long_prompt[i] = (int32_t)(ngpt_hash(6, 6, (uint64_t)i) % (uint32_t)V);
+    const long long graph_steps = tr->graph_steps;
     CHECK(ngpt_sample(tr, long_prompt, NP, NS, NEW, 1.0f, 1, 5, out_gpu) == 0, "sample (gpu): %s", tr->err);
+    /* after the prompt, each new token but the last is a step of one position: all of them the recorded graph, in
+     * each round, where the backend records graphs (NGPT_GRAPHS=0: none) */
+    SampleFit fit;
+    CHECK(!sample_fit(tr, NS, &fit), "sample_fit");
+    const long long rounds = (NS + fit.seqs - 1) / fit.seqs, want = tr->be->graph_begin ? rounds * (NEW - 1) : 0;
+    printf("  ngpt_sample: %lld of its steps ran as the recorded graph (%lld rounds)\n", tr->graph_steps - graph_steps, rounds);
+    CHECK(tr->graph_steps - graph_steps == want, "%lld steps ran as the recorded graph, not %lld", tr->graph_steps - graph_steps, want);
     ngpt_config cc;
     config(&cc, "cpu", "float32");
     ngpt_trainer *tc = make(&cc);

@@ -10,7 +10,8 @@
  *    never draw a padded id; top-k selection is exact, draws are those of the slow obvious sampler (a sort for the
  *    cut), and greedy finds the maximum at any id, the last included;
  *  - a sampling-only trainer holds no training memory and samples a loaded checkpoint as the full one does;
- *  - decoding through the backend's optional fusions (as the CUDA backend's) gives the bits of the ops one by one. */
+ *  - decoding through the backend's optional fusions (as the CUDA backend's) gives the bits of the ops one by one;
+ *  - attention_decode reads its position from t_at, where given, when it runs (a graph's replay on a GPU). */
 #define NGPT_NO_MAIN
 #include "../nanogpt.c"
 #include "check.h"
@@ -620,12 +621,55 @@ static void decode_all(ngpt_trainer *tr, const int32_t *tok, float *out) {
         const int n = MIN(cycle[c % 4], T - t);
         for (int i = 0; i < n; i++)
             for (int s = 0; s < S; s++) chunk[s * n + i] = tok[s * T + t + i];
-        decode_step(tr, &f, S, t, n, chunk);
+        decode_step(tr, &f, S, t, n, chunk, NULL);
         t += n;
         download_as_f32(tr, step, tr->region + f.off[S_LOGITS], (size_t)S * Vp);
         for (int s = 0; s < S; s++) memcpy(out + ((size_t)s * T + t - 1) * Vp, step + (size_t)s * Vp, (size_t)Vp * sizeof *out);
     }
     free(step);
+}
+
+/* attention_decode given t_at reads its position there when it runs (a graph's replay on a GPU; the CPU's device memory
+ * is the host's): the bits of the call given that position whatever t says; a position outside the cache gives rows of
+ * NaN and stores nothing */
+static void test_decode_position_read_at_run(void) {
+    ngpt_trainer *tr = make();
+    if (!tr) { CHECK(0, "trainer"); return; }
+    ngpt_backend *be = tr->be;
+    SampleFit f;
+    CHECK(sample_layout(tr, S, T, &f) <= tr->plan.region_bytes, "the layout for a whole block of %d sequences fits", S);
+    be->set_scratch(be, tr->region + f.off[S_SCRATCH], tr->plan.region_bytes - f.off[S_SCRATCH]);
+    enum { NH = 4, C = 32, MAXT = 12, N = 2 };
+    const int t = 5;
+    const size_t nqkv = (size_t)S * N * 3 * C, nkv = (size_t)S * 2 * MAXT * C, nout = (size_t)S * N * C;
+    float *qkv = malloc(nqkv * sizeof *qkv), *kv0 = malloc(nkv * sizeof *kv0), *kv_a = malloc(nkv * sizeof *kv_a), *kv_b = malloc(nkv * sizeof *kv_b);
+    float *out_a = malloc(nout * sizeof *out_a), *out_b = malloc(nout * sizeof *out_b);
+    int32_t at[1];
+    if (qkv && kv0 && kv_a && kv_b && out_a && out_b) {
+        for (size_t i = 0; i < nqkv; i++) qkv[i] = normal_at(4, 1, i);
+        for (size_t i = 0; i < nkv; i++) kv0[i] = normal_at(4, 2, i);
+        memcpy(kv_a, kv0, nkv * sizeof *kv0);
+        memcpy(kv_b, kv0, nkv * sizeof *kv0);
+        be->attention_decode(be, out_a, kv_a, qkv, S, t, N, MAXT, C, NH, NULL);
+        at[0] = t;
+        be->attention_decode(be, out_b, kv_b, qkv, S, 0, N, MAXT, C, NH, at);
+        CHECK(!memcmp(out_a, out_b, nout * sizeof *out_a) && !memcmp(kv_a, kv_b, nkv * sizeof *kv_a),
+              "attention_decode at t_at = %d differs from the call given t = %d", t, t);
+        CHECK(memcmp(kv_a, kv0, nkv * sizeof *kv0) != 0, "attention_decode stored no keys and values");
+        for (int bad = 0; bad < 2; bad++) {
+            at[0] = bad ? -1 : MAXT - N + 1;
+            memcpy(kv_b, kv0, nkv * sizeof *kv0);
+            be->attention_decode(be, out_b, kv_b, qkv, S, t, N, MAXT, C, NH, at);
+            size_t finite = 0;
+            for (size_t i = 0; i < nout; i++) finite += !isnan(out_b[i]);
+            CHECK(finite == 0 && !memcmp(kv_b, kv0, nkv * sizeof *kv0), "t_at = %d, outside the cache's 0..%d: %zu values of out not NaN, cache %s",
+                  at[0], MAXT - N, finite, memcmp(kv_b, kv0, nkv * sizeof *kv0) ? "written" : "untouched");
+        }
+    } else {
+        CHECK(0, "out of host memory");
+    }
+    free(qkv); free(kv0); free(kv_a); free(kv_b); free(out_a); free(out_b);
+    ngpt_trainer_free(tr);
 }
 
 /* decode_step through the fusions (as the CUDA backend runs it) gives the bits of the ops one by one: every logit of
@@ -670,6 +714,7 @@ int main(void) {
     if (test_folder(dir, sizeof dir, "sample")) return 1;
     RUN(test_decode_matches_full_forward);
     RUN(test_decode_through_fusions);
+    RUN(test_decode_position_read_at_run);
     RUN(test_greedy_and_seeds);
     RUN(test_greedy_rows);
     RUN(test_shared_prompt);

@@ -65,6 +65,8 @@ static void check_decode_matches_full(ngpt_trainer *tr, int S, const int32_t *to
     tr->be->set_scratch(tr->be, tr->region + f.off[S_SCRATCH], tr->plan.region_bytes - f.off[S_SCRATCH]);
     const int cycles[][4] = {{1, 1, 1, 1}, {block, block, block, block}, {3, 1, 6, 2}};
     const char *const names[] = {"one position", "the whole block", "3, 1, 6, 2 positions"};
+    DecodeGraph graph = {NULL, 0, 0}; /* a backend that records graphs runs each step of one position as one */
+    const long long graph_steps = tr->graph_steps;
     for (int c = 0; c < 3; c++) {
         double worst = 0;
         int chunks = 0;
@@ -72,7 +74,7 @@ static void check_decode_matches_full(ngpt_trainer *tr, int S, const int32_t *to
             int n = MIN(cycles[c][chunks % 4], block - t);
             for (int i = 0; i < n; i++)
                 for (int s = 0; s < S; s++) chunk[s * n + i] = tokens[s * block + t + i];
-            decode_step(tr, &f, S, t, n, chunk);
+            decode_step(tr, &f, S, t, n, chunk, &graph);
             t += n;
             download_as_f32(tr, step, tr->region + f.off[S_LOGITS], (size_t)S * Vp);
             for (int s = 0; s < S; s++)
@@ -82,7 +84,11 @@ static void check_decode_matches_full(ngpt_trainer *tr, int S, const int32_t *to
                "sequences\n", what, names[c], chunks, chunks == 1 ? "" : "s", worst, most, block, S);
         CHECK(most > 1 && worst < rel_tol * most, "%s: KV-cache logits, %s at a time, differ from the full forward by %.3g (logits up to %.3g)", what,
               names[c], worst, most);
+        if (c == 0 && tr->be->graph_begin)
+            CHECK(tr->graph_steps - graph_steps == block, "%s: %lld of the %d steps of one position ran as the recorded graph", what,
+                  tr->graph_steps - graph_steps, block);
     }
+    if (graph.graph) tr->be->graph_free(tr->be, graph.graph);
 done:
     free(full);
     free(step);
