@@ -96,7 +96,10 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <functional>
+#ifdef EMU_RUNTIME
+#include <functional> /* the graphs' recorded operations */
+#include <memory>
+#endif
 #include <map>
 #include <type_traits>
 #include <vector>
@@ -125,9 +128,11 @@ namespace emu {
 extern cudaError_t sticky, last;
 void fail(cudaError_t e, const char *fmt, ...);
 int smem_allowed(const void *kernel); /* dynamic shared memory a launch of kernel may ask for */
-/* Stream capture (CUDA graphs): while the stream is captured, a launch, copy or memset is appended to the graph
- * being recorded (capture_record returns true) instead of run; a graph's launch runs them in order */
-bool capture_record(const std::function<void()> &op);
+/* Stream capture (CUDA graphs): while the stream is captured (capture_active), a launch, copy or memset is appended to
+ * the graph being recorded instead of run; a graph's launch runs them in order. capture_record appends a launch:
+ * run(arg) at each of the graph's launches, destroy(arg) with the last graph that holds it. */
+bool capture_active();
+void capture_record(void (*run)(void *), void (*destroy)(void *), void *arg);
 
 /* What the emulated driver's cuTensorMapEncodeTiled writes into a CUtensorMap (128 opaque bytes), and the
  * emulated copy engine reads: a 2-D tiled map of 16-bit or 32-bit floats, 128-byte swizzling, zeros out of bounds */
@@ -451,18 +456,10 @@ template <class F> static void call_body(void *f) { (*(F *)f)(); }
 
 /* the kernel k names, or a pointer k holds (a launch through a variable): the key of its cudaFuncSetAttribute */
 template <class F> static const void *kernel_address(F *k) { return (const void *)k; }
-/* k<<<grid, block, smem, stream>>>(args) as emu::launch("k", emu::kernel_address(k), [=]() { k(args); }, grid, block, smem, stream);
- * programmatic: a programmatic dependent launch (launch_ex). The blocks run after the previous launch's as any
- * launch's do; what is checked is that each thread waits (griddepcontrol.wait) before its first global access
- * that the emulator sees (cp.async, the copy engine, __ldg, __stcg) and before it ends. */
-template <class F>
-static void launch(const char *name, const void *kernel, F &&body, dim3 grid, dim3 block, size_t smem = 0, cudaStream_t stream = 0,
-                   bool programmatic = false) {
-    (void)stream;
-    if (sticky != cudaSuccess) return; /* the context is dead after a fault */
-    typedef typename std::decay<F>::type Recorded;
-    const Recorded recorded(body); /* the [=] lambda: the launch's arguments by value, as a graph node holds them */
-    if (capture_record([=]() { launch(name, kernel, recorded, grid, block, smem, stream, programmatic); })) return;
+
+/* Runs a launch's blocks: body(body_arg) is the kernel with its arguments, in every thread of every block */
+static void launch_blocks(const char *name, const void *kernel, void (*body)(void *), void *body_arg, dim3 grid, dim3 block, size_t smem,
+                          bool programmatic) {
     unsigned long long n = (unsigned long long)block.x * block.y * block.z;
     if (n == 0 || n > 1024 || grid.x == 0 || grid.y == 0 || grid.z == 0 || grid.y > 65535 || grid.z > 65535 || grid.x > 2147483647u) {
         fail(cudaErrorInvalidConfiguration, "%s: invalid launch configuration: grid (%u,%u,%u), block (%u,%u,%u)", name, grid.x, grid.y, grid.z,
@@ -474,11 +471,10 @@ static void launch(const char *name, const void *kernel, F &&body, dim3 grid, di
              smem_allowed(kernel));
         return;
     }
-    typedef typename std::remove_reference<F>::type Body;
     blk.kernel = name;
     blk.programmatic = programmatic;
-    blk.body = call_body<Body>;
-    blk.body_arg = (void *)&body;
+    blk.body = body;
+    blk.body_arg = body_arg;
     blk.dim = block;
     blk.grid = grid;
     blk.nthreads = (int)n;
@@ -495,6 +491,41 @@ static void launch(const char *name, const void *kernel, F &&body, dim3 grid, di
                 run_block();
                 if (blk.failed) return;
             }
+}
+
+/* A launch recorded into a graph: its body (the [=] lambda, which holds the arguments by value, as a graph node does)
+ * and its configuration */
+template <class Body> struct RecordedLaunch {
+    Body body;
+    const char *name;
+    const void *kernel;
+    dim3 grid, block;
+    size_t smem;
+    bool programmatic;
+};
+template <class Body> static void run_recorded(void *p) {
+    RecordedLaunch<Body> *r = (RecordedLaunch<Body> *)p;
+    if (sticky != cudaSuccess) return;
+    launch_blocks(r->name, r->kernel, call_body<const Body>, (void *)&r->body, r->grid, r->block, r->smem, r->programmatic);
+}
+template <class Body> static void delete_recorded(void *p) { delete (RecordedLaunch<Body> *)p; }
+
+/* k<<<grid, block, smem, stream>>>(args) as emu::launch("k", emu::kernel_address(k), [=]() { k(args); }, grid, block, smem, stream);
+ * programmatic: a programmatic dependent launch (launch_ex). The blocks run after the previous launch's as any
+ * launch's do; what is checked is that each thread waits (griddepcontrol.wait) before its first global access
+ * that the emulator sees (cp.async, the copy engine, __ldg, __stcg) and before it ends. While the stream is
+ * captured, the launch is recorded instead. */
+template <class F>
+static void launch(const char *name, const void *kernel, F &&body, dim3 grid, dim3 block, size_t smem = 0, cudaStream_t stream = 0,
+                   bool programmatic = false) {
+    (void)stream;
+    if (sticky != cudaSuccess) return; /* the context is dead after a fault */
+    typedef typename std::decay<F>::type Body;
+    if (capture_active()) {
+        capture_record(run_recorded<Body>, delete_recorded<Body>, new RecordedLaunch<Body>{body, name, kernel, grid, block, smem, programmatic});
+        return;
+    }
+    launch_blocks(name, kernel, call_body<const Body>, (void *)&body, grid, block, smem, programmatic);
 }
 
 /* cudaLaunchKernelEx(&cfg, k, args...) as emu::launch_ex("what", &cfg, k, args...): the attributes the emulator knows are
@@ -1327,7 +1358,13 @@ static int fake_handle;
 /* the graph being recorded (NULL: none), and whether a call the capture does not allow has spoilt it */
 static std::vector<std::function<void()>> *capturing;
 static bool capture_invalidated;
-bool capture_record(const std::function<void()> &op) {
+bool capture_active() { return capturing != NULL; }
+void capture_record(void (*run)(void *), void (*destroy)(void *), void *arg) {
+    std::shared_ptr<void> held(arg, destroy); /* the graph and each instance of it share the recorded launch */
+    capturing->push_back([run, held]() { run(held.get()); });
+}
+/* a copy or memset: recorded when the stream is captured (true), else for the caller to run */
+static bool capture_op(const std::function<void()> &op) {
     if (!capturing) return false;
     capturing->push_back(op);
     return true;
@@ -1422,14 +1459,14 @@ cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes, cudaMemcpy
         emu::capture_refuses("a copy to or from the host");
         return cudaErrorStreamCaptureUnsupported;
     }
-    if (emu::capture_record([=]() { if (bytes) memmove(dst, src, bytes); })) return cudaSuccess;
+    if (emu::capture_op([=]() { if (bytes) memmove(dst, src, bytes); })) return cudaSuccess;
     if (bytes) memmove(dst, src, bytes);
     return cudaSuccess;
 }
 cudaError_t cudaMemsetAsync(void *dst, int value, size_t bytes, cudaStream_t stream) {
     (void)stream;
     if (emu::sticky) return emu::sticky;
-    if (emu::capture_record([=]() { if (bytes) memset(dst, value, bytes); })) return cudaSuccess;
+    if (emu::capture_op([=]() { if (bytes) memset(dst, value, bytes); })) return cudaSuccess;
     if (bytes) memset(dst, value, bytes);
     return cudaSuccess;
 }
