@@ -10704,9 +10704,64 @@ static void prof_wrap(ProfBackend *p, ngpt_backend *real, const void *wte) {
     b->run_lanes = NULL; /* the lanes one after another: one op at a time, timed alone */
 }
 
+/* A copy of the backend's table that adds up the time the host is blocked waiting for the device (sync, download,
+ * fence_wait, and norm_sq, whose two launches count with its wait): the timed steps run on it, so a step's time less
+ * those waits is the host's own (launching the ops, drawing the batch, the loop). Near the whole step, the device
+ * waits for the host; on the CPU backend every op runs on the host, so there it says nothing. Shares impl and hands
+ * a failure back to the real table as ProfBackend does. */
+typedef struct {
+    ngpt_backend be;    /* what the trainer calls */
+    ngpt_backend inner; /* the real table */
+    double waited;      /* seconds blocked in the calls above */
+} WaitBackend;
+
+static void wait_sync(ngpt_backend *be) {
+    WaitBackend *w = (WaitBackend *)be;
+    double t0 = now_seconds();
+    w->inner.sync(be);
+    w->waited += now_seconds() - t0;
+}
+static void wait_download(ngpt_backend *be, void *host_dst, const void *src, size_t bytes) {
+    WaitBackend *w = (WaitBackend *)be;
+    double t0 = now_seconds();
+    w->inner.download(be, host_dst, src, bytes);
+    w->waited += now_seconds() - t0;
+}
+static void wait_fence_wait(ngpt_backend *be, int fence) {
+    WaitBackend *w = (WaitBackend *)be;
+    double t0 = now_seconds();
+    w->inner.fence_wait(be, fence);
+    w->waited += now_seconds() - t0;
+}
+static double wait_norm_sq(ngpt_backend *be, const void *x, size_t n) {
+    WaitBackend *w = (WaitBackend *)be;
+    double t0 = now_seconds(), s = w->inner.norm_sq(be, x, n);
+    w->waited += now_seconds() - t0;
+    return s;
+}
+static void wait_wrap(WaitBackend *w, ngpt_backend *real) {
+    memset(w, 0, sizeof *w);
+    w->inner = *real;
+    w->be = *real;
+    w->be.sync = wait_sync;
+    w->be.download = wait_download;
+    w->be.fence_wait = wait_fence_wait;
+    w->be.norm_sq = wait_norm_sq;
+}
+/* ends a wrap: a failure recorded on the copy goes to the real table */
+static void wait_unwrap(WaitBackend *w, ngpt_backend *real) {
+    if (w->be.status && !real->status) {
+        real->status = w->be.status;
+        memcpy(real->msg, w->be.msg, sizeof real->msg);
+    }
+}
+
 typedef struct {
     int steps, warmup;
     double median_step_seconds, tokens_per_step, tokens_per_second;
+    double host_step_seconds; /* the timed steps' time outside waits for the device (WaitBackend), a step on average */
+    double wait_step_seconds; /* their time in those waits, a step on average */
+    double host_share;        /* host_step_seconds over the two together */
     double flops_per_token;    /* nanoGPT's estimate_mfu count */
     int peak_size;             /* the square matmul the peak was measured on (0: no room) */
     double peak_flops;         /* FLOP/s of the backend's matmul at peak_size, in the run's precision, or the steps' model
@@ -11078,13 +11133,28 @@ CLI_USED static int bench_run(ngpt_trainer *tr, int warmup, int steps, BenchResu
     Rng rng = {(uint64_t)tr->cfg.seed, 0xBE7C4, 0};
     double *times = (double *)calloc((size_t)MAX(steps, 1), sizeof *times);
     if (!times) return tr_fail(tr, NGPT_ERR_NOMEM, "out of host memory for %d step times", steps);
+    ngpt_backend *real = tr->be;
+    WaitBackend waits;
+    wait_wrap(&waits, real);
+    tr->be = &waits.be;
+    double timed = 0, timed_waits = 0;
     for (int i = 0; i < warmup + steps && !rc; i++) {
         float loss;
+        double waited = waits.waited;
         rc = train_step_with(tr, fill_random_tokens, &rng, &loss, NULL, NULL);
-        if (!rc && i >= warmup) times[i - warmup] = tr->last_step_seconds;
+        if (!rc && i >= warmup) {
+            times[i - warmup] = tr->last_step_seconds;
+            timed += tr->last_step_seconds;
+            timed_waits += waits.waited - waited;
+        }
         if (!rc && slow) fprintf(stderr, "bench: step %d of %d: %.1f s\n", i + 1, warmup + steps + 1, tr->last_step_seconds);
     }
+    tr->be = real;
+    wait_unwrap(&waits, real);
     if (!rc && steps > 0) {
+        r->host_step_seconds = MAX(0.0, timed - timed_waits) / steps;
+        r->wait_step_seconds = timed_waits / steps;
+        r->host_share = timed > 0 ? r->host_step_seconds * steps / timed : 0;
         qsort(times, (size_t)steps, sizeof *times, cmp_doubles);
         r->median_step_seconds = times[steps / 2];
         r->tokens_per_step = tr->last_step_tokens;
@@ -11095,7 +11165,6 @@ CLI_USED static int bench_run(ngpt_trainer *tr, int warmup, int steps, BenchResu
     free(times);
     if (rc) return rc;
     ProfBackend prof;
-    ngpt_backend *real = tr->be;
     prof_wrap(&prof, real, pt(tr, tr->params, P_WTE, 0));
     tr->be = &prof.be;
     float loss;
@@ -13282,6 +13351,9 @@ static int cmd_bench(int argc, char **argv) {
     }
     char b1[32], b2[32];
     printf("step         %.2f ms (median), %.0f tokens/s\n", 1e3 * r.median_step_seconds, r.tokens_per_second);
+    if (strcmp(tr->be->name, "cpu"))
+        printf("host         %.2f ms a step outside waits for the device, %.0f%% of the steps' time (near 100%%: the device waits "
+               "for the host's launches)\n", 1e3 * r.host_step_seconds, 100 * r.host_share);
     if (r.peak_size && r.peak_measured > 0)
         printf("matmul peak  %s, the steps' model FLOP/s: above the %s measured on this backend's matmul (%d x %d x %d, %s) while the "
                "machine was busier, so MFU is over the steps' own rate\n", fmt_flops(b1, sizeof b1, r.peak_flops),
@@ -13308,8 +13380,8 @@ static int cmd_bench(int argc, char **argv) {
     fmt_bytes(b1, sizeof b1, r.arena_bytes);
     fmt_bytes(b2, sizeof b2, r.memory_in_use);
     printf("memory       arenas %s (allocated once); %s %s\n", b1, strcmp(tr->be->name, "cpu") ? "device memory in use" : "peak resident", b2);
-    printf("bench_result tokens_per_s=%.0f mfu=%.4f peak_tflops=%.2f memory_bytes=%.0f\n", r.tokens_per_second, r.mfu, r.peak_flops / 1e12,
-           r.memory_in_use);
+    printf("bench_result tokens_per_s=%.0f mfu=%.4f peak_tflops=%.2f memory_bytes=%.0f host_share=%.4f\n", r.tokens_per_second, r.mfu,
+           r.peak_flops / 1e12, r.memory_in_use, r.host_share);
     ngpt_trainer_free(tr);
     return 0;
 }

@@ -114,6 +114,49 @@ static void test_bench_peak_and_mfu(void) {
     ngpt_trainer_free(tr);
 }
 
+/* the backend's sync, slowed: 0.2 s blocked a call, as a host waits for a device still at work; with sync_fails set, a
+ * call on a copy of the table (the timed steps' WaitBackend, not the matmul peak's real table) records a failure instead */
+static void (*real_sync)(ngpt_backend *);
+static ngpt_backend *real_table;
+static int sync_fails;
+static void slow_sync(ngpt_backend *be) {
+    if (sync_fails && be != real_table) {
+        be->status = NGPT_ERR_DEVICE;
+        snprintf(be->msg, sizeof be->msg, "the slowed sync's failure");
+        return;
+    }
+    struct timespec d = {0, 200000000};
+    nanosleep(&d, NULL);
+    real_sync(be);
+}
+
+/* the host's share of a step: the steps' time less the host's waits for the device (sync, download, fence_wait, norm_sq).
+ * On the CPU backend the ops run on the host, so nearly all of a step is the host's; with each sync blocked 0.2 s (a
+ * sync a step at least), the steps' waits grow by that and the host's share falls */
+static void test_bench_host_share(void) {
+    ngpt_trainer *tr = make();
+    if (!tr) return;
+    BenchResult plain, slowed;
+    CHECK(bench_run(tr, 1, 3, &plain) == 0, "bench: %s", tr->err);
+    CHECK(plain.host_share > 0.5 && plain.host_share <= 1 && plain.host_step_seconds > 0, "CPU backend: host share %g, %g s a step",
+          plain.host_share, plain.host_step_seconds);
+    real_sync = tr->be->sync;
+    real_table = tr->be;
+    tr->be->sync = slow_sync;
+    CHECK(bench_run(tr, 1, 3, &slowed) == 0, "bench: %s", tr->err);
+    CHECK(slowed.wait_step_seconds >= 0.2 && slowed.wait_step_seconds >= plain.wait_step_seconds + 0.19 &&
+              slowed.host_share < plain.host_share && slowed.host_share > 0,
+          "slowed syncs: %g s a step in waits (%g before), %g s outside them (%g before), share %g (%g before)", slowed.wait_step_seconds,
+          plain.wait_step_seconds, slowed.host_step_seconds, plain.host_step_seconds, slowed.host_share, plain.host_share);
+    /* a failure the wrapped table records reaches the real one */
+    sync_fails = 1;
+    BenchResult failed;
+    CHECK(bench_run(tr, 1, 3, &failed) != 0 && tr->be->status == NGPT_ERR_DEVICE && strstr(tr->be->msg, "slowed sync's failure"),
+          "a sync's failure in the timed steps: status %d, '%s'", tr->be->status, tr->be->msg);
+    sync_fails = 0;
+    ngpt_trainer_free(tr);
+}
+
 static void test_profiling_changes_nothing(void) {
     ngpt_trainer *a = make(), *b = make();
     if (!a || !b) return;
@@ -630,6 +673,7 @@ int main(void) {
     RUN(test_threads_above_cpus);
     RUN(test_bench_numbers);
     RUN(test_bench_peak_and_mfu);
+    RUN(test_bench_host_share);
     RUN(test_train_measures_peak);
     RUN(test_report_rates_and_eta);
     RUN(test_report_evaluation_losses);
