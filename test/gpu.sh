@@ -26,7 +26,8 @@
 # split by split-K's rule, not stream-K's pieces (NGPT_STREAMK=0);
 # sampling speed with 1 and 10 samples (and with each new token's kernels launched one by one, not replayed as a
 # recorded graph: NGPT_GRAPHS=0), a 1024-token prompt's with each, and decoding's products (1 and 10 rows by each
-# weight) against torch.matmul;
+# weight) against torch.matmul; nanoGPT's shakespeare_char model (dropout 0.2) against the peer of the same model,
+# and nanogpt's without dropout; each nanogpt bench's host share of a step;
 # on Hopper mma.sync, the staged epilogue and the newer variant knobs against the default, the
 # attention without its warpgroups' turns and a block an item (not persistent), and the TMA kernel's ping-pong build,
 # per kernel and end to end, included).
@@ -54,7 +55,9 @@
 # session, the 20-step bench with plain launches (about 15 s); forty-fifth to forty-seventh, two 20-step benches with
 # biases (bias gradients fused and separate), one with split-K's rule (NGPT_STREAMK=0), and a --kernels pass with the
 # latter (about 60 s); the forty-seventh left six settled passes to GPU_SH_SETTLED=1 (about 70 s less); the fiftieth
-# and fifty-first, sampling with NGPT_GEMV=simt and a prompt's two runs (four processes, about 25 s).
+# and fifty-first, sampling with NGPT_GEMV=simt and a prompt's two runs (four processes, about 25 s); the sixty-first,
+# sampling with NGPT_GRAPHS=0 (two processes, about 10 s); the sixty-second, the shakespeare_char pair and nanogpt's run
+# without dropout (three processes; the peer's torch.compile most of it, about 60 s by reckoning).
 # So it takes two calls; with 15 minutes of device time in all (the start included), for example:
 #   GPU_SH_CURVE=0 GPU_SH_BUDGET=540 GPU_SH_OPS_S=220 bash test/gpu.sh ops train capped bench   (timeout 580)
 #   then at once: GPU_SH_BUDGET=200 bash test/gpu.sh profile sanitize
@@ -168,10 +171,13 @@ section() { awk -v h="$2" '/^== /{on = ($0 == h); next} on' "$1"; } # FILE "== H
 sources_stamp() { echo "$1 $(cat nanogpt.c nanogpt.cu nanogpt.h test/test_gpu_ops.c test/test_gpu_train.c test/*.h | sha256sum | cut -c1-16)"; } # ARCH
 # A line of test/gpu_predictions.tsv predicts a term, or the ratio of two joined by " / "; a term is sum:REGEX[@VARIANT]
 # (bench --kernels rows, in the default pass or pass VARIANT), tok:HEADER (a bench's tokens/s), op:NAME (the profiled step)
+# host:HEADER (that bench's host_share: its steps' time outside waits for the device, over their time),
 # or sample:N[@simt|@nographs] (bench --sample=N's tokens/s, N one of SAMPLE_COUNTS; @simt: with NGPT_GEMV=simt, @nographs:
 # with NGPT_GRAPHS=0), or prompt:N
 # (bench --sample=N --prompt=PROMPT_LEN's prompt tokens/s: a prompt of PROMPT_LEN fed to N samples at once)
 SAMPLE_COUNTS="1 10" PROMPT_LEN=1024
+# the PyTorch peer's arguments for data/shakespeare_char/train.cfg's model (bench's char-model pair)
+CHAR_MODEL_PEER="--n_layer 6 --n_head 6 --n_embd 384 --block_size 256 --batch_size 64 --grad_accum 1 --vocab_size 65 --dropout 0.2"
 prediction_terms() { printf '%s\n' "${1%% / *}" && if [ "${1#* / }" != "$1" ]; then printf '%s\n' "${1#* / }"; fi; } # WHAT: a term a line
 split_sum_term() { # sum:REGEX[@VARIANT]: SUM_RE, and SUM_VARIANT (ours where none is named)
     SUM_RE=${1#sum:} SUM_VARIANT=ours
@@ -187,6 +193,7 @@ prediction_term() { # TERM KDIR BENCHLOG CAPPEDLOG: one term as this run measure
     sample:*@nographs) x=${t#sample:} && bench_value "$3" "== nanogpt bench --sample=${x%@nographs}, NGPT_GRAPHS=0" sample_tokens_per_s ;;
     sample:*) bench_value "$3" "== nanogpt bench --sample=${t#sample:}" sample_tokens_per_s ;;
     prompt:*) bench_value "$3" "== nanogpt bench --sample=${t#prompt:} --prompt=$PROMPT_LEN" prompt_tokens_per_s ;;
+    host:*) bench_value "$3" "== ${t#host:}" host_share ;;
     tok:*)
         x=$(bench_value "$3" "== ${t#tok:}" tokens_per_s)
         [ -z "$x" ] && x=$(bench_value "$4" "== ${t#tok:}" tokens_per_s)
@@ -339,6 +346,7 @@ if [ "$STEPS" = selftest ]; then
                 awk -v r="$SUM_RE" '$0 ~ r {n++} END {exit !n}' "$BUILD/knames" || echo "no kernel row: $t"
                 [ "$SUM_VARIANT" = ours ] || grep -qF ">\"\$BUILD/k_$SUM_VARIANT\"" test/gpu.sh || echo "no pass: $t" ;;
             tok:*) grep -qF "\"== ${t#tok:}\"" test/gpu.sh || echo "no bench header: $t" ;;
+            host:*) grep -qF "\"== ${t#host:}\"" test/gpu.sh || echo "no bench header: $t" ;;
             sample:*) x=${t#sample:} && x=${x%@simt} && [[ " $SAMPLE_COUNTS " == *" ${x%@nographs} "* ]] || echo "no sampling bench: $t" ;;
             prompt:*) [[ " $SAMPLE_COUNTS " == *" ${t#prompt:} "* ]] || echo "no prompt bench: $t" ;;
             op:*) section "$BUILD/bench.log" "== nanogpt bench" | awk -v n="${t#op:}" '$1 == n {f = 1} END {exit !f}' || echo "no op: $t" ;;
@@ -350,7 +358,7 @@ if [ "$STEPS" = selftest ]; then
     mkdir -p "$BUILD/p"
     printf 'attention fwd\t0.100\nmatmul qkv dweight\t0.080\nmatmul qkv dbias+dweight\t0.090\n' >"$BUILD/p/k_ours"
     printf 'matmul qkv dweight\t0.096\n' >"$BUILD/p/k_slow"
-    { echo "== nanogpt bench"; section "$BUILD/bench.log" "== nanogpt bench"; echo "== nanogpt bench, slower"; echo "bench_result tokens_per_s=1"
+    { echo "== nanogpt bench"; section "$BUILD/bench.log" "== nanogpt bench"; echo "== nanogpt bench, slower"; echo "bench_result tokens_per_s=1 host_share=0.5"
       echo "== nanogpt bench --sample=1"; echo "bench_result sample_tokens_per_s=500"
       echo "== nanogpt bench --sample=1, NGPT_GEMV=simt"; echo "bench_result sample_tokens_per_s=250"
       echo "== nanogpt bench --sample=1, NGPT_GRAPHS=0"; echo "bench_result sample_tokens_per_s=400"
@@ -369,14 +377,15 @@ if [ "$STEPS" = selftest ]; then
         "10${T_}1.5${T_}2.5${T_}sample:1 / sample:1@simt${T_}sampling's tokens/s against NGPT_GEMV=simt's, in range" \
         "11${T_}30${T_}35${T_}prompt:1 / sample:1${T_}a prompt's tokens/s against generation's, above" \
         "12${T_}1.1${T_}1.3${T_}sample:1 / sample:1@nographs${T_}sampling's tokens/s against NGPT_GRAPHS=0's, in range" \
+        "13${T_}0.4${T_}0.6${T_}host:nanogpt bench, slower${T_}the host's share of a step, in range" \
         >"$BUILD/p/pred.tsv"
     sp() { score_predictions "$BUILD/p/pred.tsv" "$BUILD/p" "$BUILD/p/bench.log" "$BUILD/p/capped.log" "$1" | cut -f1 | tr '\n' ' '; }
     v=$(sp "NVIDIA H200")
-    check "predictions scored ($v)" test "$v" = "HELD HELD BELOW ABOVE HELD NONE HELD HELD HELD ABOVE HELD "
+    check "predictions scored ($v)" test "$v" = "HELD HELD BELOW ABOVE HELD NONE HELD HELD HELD ABOVE HELD HELD "
     v=$(sp "NVIDIA H100 80GB HBM3")
-    check "predictions on an H100: its own line for a time, the H200's others marked ($v)" test "$v" = "HELD BELOW ABOVE HELD* NONE HELD* BELOW HELD* HELD ABOVE HELD "
+    check "predictions on an H100: its own line for a time, the H200's others marked ($v)" test "$v" = "HELD BELOW ABOVE HELD* NONE HELD* BELOW HELD* HELD ABOVE HELD HELD* "
     v=$(sp "NVIDIA A100-SXM4-80GB")
-    check "predictions on a GPU none is for: the H200's times and rates marked ($v)" test "$v" = "HELD* HELD BELOW ABOVE HELD* NONE HELD* HELD* HELD ABOVE HELD "
+    check "predictions on a GPU none is for: the H200's times and rates marked ($v)" test "$v" = "HELD* HELD BELOW ABOVE HELD* NONE HELD* HELD* HELD ABOVE HELD HELD* "
     # features_off on checks that pass only under some of the settings: the first setting that passes, then all together,
     # the settings already exported left out, and none where nothing passes
     ff() { features_off "$MATMUL_FEATURES" "$BUILD/ff.log" 5 sh -c "$1"; }
@@ -426,6 +435,7 @@ if [ "$STEPS" = selftest ]; then
         echo 'case "$*" in'
         echo '*--kernels*) awk '"'"'/^== /{on = ($0 == "== nanogpt bench --kernels"); next} on && /^kernel /{$(NF - 3) = $(NF - 3) * 1.1; k[n++] = $0}'
         echo '    END{for (i = 0; i < n; i++) print k[i]}'"'"' "$OUT/bench.log" ;;'
+        echo '*--vocab_size\ 65*--dropout\ 0.2*) echo "bench_result tokens_per_s=1000 memory_bytes=900000" ;;'
         echo "*) echo \"bench_result tokens_per_s=$(bench_value "$BUILD/bench.log" "== nanogpt bench" tokens_per_s) memory_bytes=9000000\" ;;"
         echo 'esac'
     } >"$D/bin/peer"
@@ -463,6 +473,8 @@ if [ "$STEPS" = selftest ]; then
     check "a dry run's later steps with it off (op tests, trainer checks, no split-K comparison)" \
         test "$(grep -c '^op tests vs CPU .*| PASS' "$D/out/summary.txt") $(grep -c "split-K's rule" "$D/out/bench.log")" = "1 0"
     check "a dry run's bench rows" grep -q '^end to end vs PyTorch (>= 1.3x) *| [A-Z]* *| [0-9.]*x' "$D/out/summary.txt"
+    check "a dry run's shakespeare_char row (the peer's arguments read)" \
+        grep -q "^shakespeare_char model vs PyTorch (>= 1.0) *| [A-Z]* *| [0-9.]*x: [0-9]* vs 1000 tokens/s (dropout 0.2; without it nanogpt's [0-9]*, [0-9.]*x)" "$D/out/summary.txt"
     check "a dry run's decoding rows (the peer's products and attention 1.1x slower; sampling with NGPT_GEMV=simt and NGPT_GRAPHS=0; a prompt at once)" \
         test "$(grep -c -e "^decoding's products vs torch.matmul (>= 1.0) *| PASS *| 1.10x, time-weighted: 1 row 1.10x, 10 rows 1.10x" \
             -e "^decoding's attention vs SDPA (>= 1.0) *| PASS *| 1.10x, time-weighted: 1 sequence 1.10x, 10 sequences 1.10x" \
@@ -837,6 +849,15 @@ if want bench && [ $BUILT = 0 ] && time_left "benchmarks" 150 bench; then
     {
         echo "== tools/bench_torch_gpt2.py"; timeout $(cap_time 300) "$PY" -u tools/bench_torch_gpt2.py --steps 20 --warmup 3 --grad_accum 1
         echo "== tools/bench_torch_gpt2.py --kernels"; timeout $(cap_time 120) "$PY" -u tools/bench_torch_gpt2.py --kernels --chunk "${chunk:-4096}"
+        # nanoGPT's shakespeare_char model (data/shakespeare_char/train.cfg: 6 layers, 384 channels, block 256, batch 64,
+        # dropout 0.2; 65 characters), most nanoGPT users' first GPU run, on random tokens on both sides; then nanogpt's
+        # step without dropout (on Hopper the wgmma attention, which dropout keeps on mma.sync, and no dropout ops)
+        echo "== nanogpt bench, shakespeare_char model"
+        timeout $(cap_time 60) "$BUILD/nanogpt" bench --device=cuda data/shakespeare_char/train.cfg --vocab_size=65 --steps=50 --warmup=5
+        echo "== tools/bench_torch_gpt2.py, shakespeare_char model"
+        timeout $(cap_time 180) "$PY" -u tools/bench_torch_gpt2.py --steps 50 --warmup 5 $CHAR_MODEL_PEER
+        echo "== nanogpt bench, shakespeare_char model without dropout"
+        timeout $(cap_time 60) "$BUILD/nanogpt" bench --device=cuda data/shakespeare_char/train.cfg --vocab_size=65 --steps=50 --warmup=5 --dropout=0
     } >>"$LOG/bench.log" 2>&1
     {
         echo "== nanogpt bench --kernels, loss rows read twice"
@@ -946,6 +967,12 @@ if want bench && [ $BUILT = 0 ] && time_left "benchmarks" 150 bench; then
         r10=$(over "$s10" "$v10" %.2f)
         row "$1 (>= 1.0)" "$(target "$r1" 1.0)" "1 sample ${r1:-none}x (${v1:-none} tokens/s $3), 10 samples ${r10:-none}x (${v10:-none})"
     }
+    char_tok=$(bench_value "$LOG/bench.log" "== nanogpt bench, shakespeare_char model" tokens_per_s)
+    char_peer=$(bench_value "$LOG/bench.log" "== tools/bench_torch_gpt2.py, shakespeare_char model" tokens_per_s)
+    char_nodrop=$(bench_value "$LOG/bench.log" "== nanogpt bench, shakespeare_char model without dropout" tokens_per_s)
+    cr=$(over "$char_tok" "$char_peer" %.2f)
+    row "shakespeare_char model vs PyTorch (>= 1.0)" "$(target "$cr" 1.0)" "${cr:-none}x: ${char_tok:-none} vs ${char_peer:-none} tokens/s\
+ (dropout 0.2; without it nanogpt's ${char_nodrop:-none}, $(over "$char_nodrop" "$char_tok" %.2f)x)"
     sampling_vs_switch "sampling: gemv on tensor cores vs NGPT_GEMV=simt" NGPT_GEMV=simt "with simt"
     sampling_vs_switch "sampling: a recorded graph a token vs NGPT_GRAPHS=0" NGPT_GRAPHS=0 without
     p1=$(bench_value "$LOG/bench.log" "== nanogpt bench --sample=1 --prompt=$PROMPT_LEN" prompt_tokens_per_s)

@@ -30,9 +30,9 @@ from torch.nn import functional as F
 
 
 class Block(nn.Module):
-    def __init__(self, C, NH, bias):
+    def __init__(self, C, NH, bias, dropout):
         super().__init__()
-        self.NH = NH
+        self.NH, self.dropout = NH, dropout
         self.ln_1 = nn.LayerNorm(C, bias=bias)
         self.c_attn = nn.Linear(C, 3 * C, bias=bias)
         self.c_proj = nn.Linear(C, C, bias=bias)
@@ -44,17 +44,19 @@ class Block(nn.Module):
         B, T, C = x.shape
         q, k, v = self.c_attn(self.ln_1(x)).split(C, dim=2)
         q, k, v = (t.view(B, T, self.NH, C // self.NH).transpose(1, 2) for t in (q, k, v))
-        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-        x = x + self.c_proj(y.transpose(1, 2).contiguous().view(B, T, C))
-        return x + self.mlp_proj(F.gelu(self.c_fc(self.ln_2(x))))
+        p = self.dropout if self.training else 0.0  # nanoGPT's four places: attention, both residual branches, embeddings
+        y = F.scaled_dot_product_attention(q, k, v, dropout_p=p, is_causal=True)
+        x = x + F.dropout(self.c_proj(y.transpose(1, 2).contiguous().view(B, T, C)), p, self.training)
+        return x + F.dropout(self.mlp_proj(F.gelu(self.c_fc(self.ln_2(x)))), p, self.training)
 
 
 class GPT(nn.Module):
-    def __init__(self, L, NH, C, T, Vp, bias):
+    def __init__(self, L, NH, C, T, Vp, bias, dropout):
         super().__init__()
+        self.dropout = dropout
         self.wte = nn.Embedding(Vp, C)
         self.wpe = nn.Embedding(T, C)
-        self.blocks = nn.ModuleList([Block(C, NH, bias) for _ in range(L)])
+        self.blocks = nn.ModuleList([Block(C, NH, bias, dropout) for _ in range(L)])
         self.ln_f = nn.LayerNorm(C, bias=bias)
         self.lm_head = nn.Linear(C, Vp, bias=False)
         self.lm_head.weight = self.wte.weight
@@ -67,7 +69,7 @@ class GPT(nn.Module):
 
     def forward(self, idx, targets):
         T = idx.shape[1]
-        x = self.wte(idx) + self.wpe(torch.arange(T, device=idx.device))
+        x = F.dropout(self.wte(idx) + self.wpe(torch.arange(T, device=idx.device)), self.dropout, self.training)
         for b in self.blocks:
             x = b(x)
         logits = self.lm_head(self.ln_f(x))
@@ -176,7 +178,7 @@ def train(a):
     torch.manual_seed(1337)
     torch.backends.cuda.matmul.allow_tf32 = True
     torch.backends.cudnn.allow_tf32 = True
-    model = GPT(a.n_layer, a.n_head, a.n_embd, a.block_size, a.vocab_padded, bool(a.bias)).cuda()
+    model = GPT(a.n_layer, a.n_head, a.n_embd, a.block_size, a.vocab_padded, bool(a.bias), a.dropout).cuda()
     decay = [p for p in model.parameters() if p.dim() >= 2]
     rest = [p for p in model.parameters() if p.dim() < 2]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": rest, "weight_decay": 0.0}],
@@ -205,7 +207,7 @@ def train(a):
     free, total = torch.cuda.mem_get_info()
     tok = B * T * GA / med
     print(f"torch {torch.__version__}, {torch.cuda.get_device_name()}: n_layer {a.n_layer}, n_head {a.n_head}, "
-          f"n_embd {a.n_embd}, block_size {T}, micro-batch {B} x accumulation {GA}, compile {bool(a.compile)}")
+          f"n_embd {a.n_embd}, block_size {T}, vocab {a.vocab_size}, dropout {a.dropout}, micro-batch {B} x accumulation {GA}, compile {bool(a.compile)}")
     print(f"step         {1e3 * med:.2f} ms (median), {tok:.0f} tokens/s")
     print(f"memory       allocated peak {torch.cuda.max_memory_allocated() / 2**30:.2f} GiB, reserved peak "
           f"{torch.cuda.max_memory_reserved() / 2**30:.2f} GiB, device in use {(total - free) / 2**30:.2f} GiB")
@@ -220,6 +222,7 @@ def main():
     p.add_argument("--block_size", type=int, default=1024)
     p.add_argument("--vocab_size", type=int, default=50257)
     p.add_argument("--bias", type=int, default=0)
+    p.add_argument("--dropout", type=float, default=0.0, help="nanoGPT's dropout (its shakespeare_char recipe: 0.2)")
     p.add_argument("--batch_size", type=int, default=12)
     p.add_argument("--grad_accum", type=int, default=1)
     p.add_argument("--steps", type=int, default=20)
