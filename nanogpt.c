@@ -10748,11 +10748,11 @@ static void wait_wrap(WaitBackend *w, ngpt_backend *real) {
     w->be.fence_wait = wait_fence_wait;
     w->be.norm_sq = wait_norm_sq;
 }
-/* ends a wrap: a failure recorded on the copy goes to the real table */
-static void wait_unwrap(WaitBackend *w, ngpt_backend *real) {
-    if (w->be.status && !real->status) {
-        real->status = w->be.status;
-        memcpy(real->msg, w->be.msg, sizeof real->msg);
+/* ends a wrap (WaitBackend, ProfBackend): a failure recorded on the copy of the table goes to the real one */
+static void hand_back_status(const ngpt_backend *copy, ngpt_backend *real) {
+    if (copy->status && !real->status) {
+        real->status = copy->status;
+        memcpy(real->msg, copy->msg, sizeof real->msg);
     }
 }
 
@@ -10761,7 +10761,6 @@ typedef struct {
     double median_step_seconds, tokens_per_step, tokens_per_second;
     double host_step_seconds; /* the timed steps' time outside waits for the device (WaitBackend), a step on average */
     double wait_step_seconds; /* their time in those waits, a step on average */
-    double host_share;        /* host_step_seconds over the two together */
     double flops_per_token;    /* nanoGPT's estimate_mfu count */
     int peak_size;             /* the square matmul the peak was measured on (0: no room) */
     double peak_flops;         /* FLOP/s of the backend's matmul at peak_size, in the run's precision, or the steps' model
@@ -11117,6 +11116,12 @@ static void bench_take_mfu(BenchResult *r) {
     if (r->peak_flops > 0) r->mfu = model / r->peak_flops;
 }
 
+/* the host's share of r's timed steps: their time outside waits for the device over their time (0 without steps) */
+CLI_USED static double bench_host_share(const BenchResult *r) {
+    double step = r->host_step_seconds + r->wait_step_seconds;
+    return step > 0 ? r->host_step_seconds / step : 0;
+}
+
 /* warmup + steps optimizer steps on random tokens (timed), then one more with every op timed */
 CLI_USED static int bench_run(ngpt_trainer *tr, int warmup, int steps, BenchResult *r) {
     memset(r, 0, sizeof *r);
@@ -11150,11 +11155,10 @@ CLI_USED static int bench_run(ngpt_trainer *tr, int warmup, int steps, BenchResu
         if (!rc && slow) fprintf(stderr, "bench: step %d of %d: %.1f s\n", i + 1, warmup + steps + 1, tr->last_step_seconds);
     }
     tr->be = real;
-    wait_unwrap(&waits, real);
+    hand_back_status(&waits.be, real);
     if (!rc && steps > 0) {
         r->host_step_seconds = MAX(0.0, timed - timed_waits) / steps;
         r->wait_step_seconds = timed_waits / steps;
-        r->host_share = timed > 0 ? r->host_step_seconds * steps / timed : 0;
         qsort(times, (size_t)steps, sizeof *times, cmp_doubles);
         r->median_step_seconds = times[steps / 2];
         r->tokens_per_step = tr->last_step_tokens;
@@ -11171,10 +11175,7 @@ CLI_USED static int bench_run(ngpt_trainer *tr, int warmup, int steps, BenchResu
     double t0 = now_seconds();
     rc = train_step_with(tr, fill_random_tokens, &rng, &loss, NULL, NULL);
     tr->be = real;
-    if (prof.be.status && !real->status) {
-        real->status = prof.be.status;
-        memcpy(real->msg, prof.be.msg, sizeof real->msg);
-    }
+    hand_back_status(&prof.be, real);
     if (rc) return rc;
     r->profiled_step_seconds = now_seconds() - t0;
     memcpy(r->op_seconds, prof.seconds, sizeof r->op_seconds);
@@ -13353,7 +13354,7 @@ static int cmd_bench(int argc, char **argv) {
     printf("step         %.2f ms (median), %.0f tokens/s\n", 1e3 * r.median_step_seconds, r.tokens_per_second);
     if (strcmp(tr->be->name, "cpu"))
         printf("host         %.2f ms a step outside waits for the device, %.0f%% of the steps' time (near 100%%: the device waits "
-               "for the host's launches)\n", 1e3 * r.host_step_seconds, 100 * r.host_share);
+               "for the host's launches)\n", 1e3 * r.host_step_seconds, 100 * bench_host_share(&r));
     if (r.peak_size && r.peak_measured > 0)
         printf("matmul peak  %s, the steps' model FLOP/s: above the %s measured on this backend's matmul (%d x %d x %d, %s) while the "
                "machine was busier, so MFU is over the steps' own rate\n", fmt_flops(b1, sizeof b1, r.peak_flops),
@@ -13381,7 +13382,7 @@ static int cmd_bench(int argc, char **argv) {
     fmt_bytes(b2, sizeof b2, r.memory_in_use);
     printf("memory       arenas %s (allocated once); %s %s\n", b1, strcmp(tr->be->name, "cpu") ? "device memory in use" : "peak resident", b2);
     printf("bench_result tokens_per_s=%.0f mfu=%.4f peak_tflops=%.2f memory_bytes=%.0f host_share=%.4f\n", r.tokens_per_second, r.mfu,
-           r.peak_flops / 1e12, r.memory_in_use, r.host_share);
+           r.peak_flops / 1e12, r.memory_in_use, bench_host_share(&r));
     ngpt_trainer_free(tr);
     return 0;
 }
