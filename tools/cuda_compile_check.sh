@@ -3,7 +3,7 @@
 # and check the rules nanogpt.cu keeps. Needs nvcc, no GPU: ./build.sh test runs it when nvcc is present.
 #
 #   tools/cuda_compile_check.sh                          sm_75 sm_80 sm_86 sm_89 sm_90a
-#   NGPT_CUDA_ARCHS="80 90a" tools/cuda_compile_check.sh  a subset (NVCC and JOBS can be set too)
+#   NGPT_CUDA_ARCHS="80 90a" tools/cuda_compile_check.sh  a subset (NVCC, JOBS and SM90A_KNOWN_SPILLS can be set too)
 #
 # Prints "ok NAME" or "FAIL NAME: why" per check and closes with "summary: P passed, F failed"; exit status 1
 # when a check failed. Without nvcc it says so and passes nothing and fails nothing.
@@ -120,6 +120,33 @@ if [ -f "$TMP/sm_90a.ptxas" ] && [ "$SRC" = nanogpt.cu ]; then
         ok "sm_90a: the $nk builds of the wgmma kernels spill nothing${pingpong:+, but for the ping-pong build (NGPT_PINGPONG only, reported, not failed): $pingpong}"
     else
         fail "sm_90a wgmma kernels spill (or none found: $nk)" "$(echo "$spills" | head -n 4)"
+    fi
+fi
+# sm_90a's other kernels: LayerNorm, the loss, AdamW, GELU, the embeddings, sampling's products are Hopper's own
+# path, and the mma.sync matmul and attention its fallback. None may spill, but for the builds below, where ptxas
+# (nvcc 13.0) keeps the most registers that leave a block more an SM and spills a few bytes: reported, not failed,
+# up to the bytes listed (whether the block is worth the spill is for a GPU run to say; docs/performance.md,
+# 2026-12-08). Each entry is MANGLED-NAME-REGEX=BYTES, BYTES the most of the build's spill stores and loads.
+SM90A_KNOWN_SPILLS=${SM90A_KNOWN_SPILLS:-"attn_backward_dkdv_tc_kernelI.*Li32EE=12 encoder_backward_wte_kernelIfLi4EE=8"}
+# PTXAS-FILE: "known BYTES KERNEL" or "new BYTES KERNEL" for each spilling build that is not a wgmma kernel's
+other_spills() {
+    awk -v known="$SM90A_KNOWN_SPILLS" '
+        BEGIN { n = split(known, entries, " "); for (i = 1; i <= n; i++) { split(entries[i], kv, "="); re[i] = kv[1]; most[i] = kv[2] + 0 } }
+        /Compiling entry function/ { k = $0; sub(/.*function \047/, "", k); sub(/\047 for .*/, "", k); wgmma = (k ~ /wgmma|matmul_tma/) }
+        !wgmma && /bytes spill stores/ && ($5 + 0 > 0 || $9 + 0 > 0) {
+            bytes = $5 + 0 > $9 + 0 ? $5 + 0 : $9 + 0; allowed = 0
+            for (i = 1; i <= n; i++) if (k ~ re[i] && bytes <= most[i]) allowed = 1
+            print (allowed ? "known " : "new ") bytes " " k }' "$1"
+}
+if [ -f "$TMP/sm_90a.ptxas" ] && [ "$SRC" = nanogpt.cu ]; then
+    found=$(other_spills "$TMP/sm_90a.ptxas")
+    new=$(echo "$found" | awk '$1 == "new" {print $3 " (" $2 " bytes)"}')
+    known=$(echo "$found" | awk '$1 == "known" {n++; if ($2 > b) b = $2} END{if (n) printf "%d builds, at most %d bytes", n, b}')
+    nk=$(grep 'Compiling entry function' "$TMP/sm_90a.ptxas" | grep -cvE 'wgmma|matmul_tma')
+    if [ -z "$new" ] && [ "$nk" -gt 0 ]; then
+        ok "sm_90a: none of its other $nk kernels spills${known:+, but for the known ones (reported, not failed): $known}"
+    else
+        fail "sm_90a kernels spill beyond the known ones (or none found: $nk)" "$(echo "$new" | head -n 4 | c++filt 2>/dev/null || echo "$new" | head -n 4)"
     fi
 fi
 # Below sm_90 every kernel is the card's own path (the mma.sync matmul and attention on the T4 and the RTX 20, 30
