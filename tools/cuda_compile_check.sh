@@ -128,18 +128,14 @@ fi
 # up to the bytes listed (whether the block is worth the spill is for a GPU run to say; docs/performance.md,
 # 2026-12-08). Each entry is MANGLED-NAME-REGEX=BYTES, BYTES the most of the build's spill stores and loads.
 SM90A_KNOWN_SPILLS=${SM90A_KNOWN_SPILLS:-"attn_backward_dkdv_tc_kernelI.*Li32EE=12 encoder_backward_wte_kernelIfLi4EE=8"}
-# PTXAS-FILE: "known BYTES KERNEL" or "new BYTES KERNEL" for each spilling build that is not a wgmma kernel's
-other_spills() {
-    awk -v known="$SM90A_KNOWN_SPILLS" '
-        BEGIN { n = split(known, entries, " "); for (i = 1; i <= n; i++) { split(entries[i], kv, "="); re[i] = kv[1]; most[i] = kv[2] + 0 } }
-        /Compiling entry function/ { k = $0; sub(/.*function \047/, "", k); sub(/\047 for .*/, "", k); wgmma = (k ~ /wgmma|matmul_tma/) }
-        !wgmma && /bytes spill stores/ && ($5 + 0 > 0 || $9 + 0 > 0) {
-            bytes = $5 + 0 > $9 + 0 ? $5 + 0 : $9 + 0; allowed = 0
-            for (i = 1; i <= n; i++) if (k ~ re[i] && bytes <= most[i]) allowed = 1
-            print (allowed ? "known " : "new ") bytes " " k }' "$1"
-}
 if [ -f "$TMP/sm_90a.ptxas" ] && [ "$SRC" = nanogpt.cu ]; then
-    found=$(other_spills "$TMP/sm_90a.ptxas")
+    # spills_of's lines for the kernels other than wgmma's, as "known BYTES KERNEL" or "new BYTES KERNEL" (BYTES: the
+    # more of the line's spill stores and loads)
+    found=$(spills_of '.' | grep -vE '^[^:]*(wgmma|matmul_tma)' | awk -v known="$SM90A_KNOWN_SPILLS" '
+        BEGIN { n = split(known, entries, " "); for (i = 1; i <= n; i++) { split(entries[i], kv, "="); re[i] = kv[1]; most[i] = kv[2] + 0 } }
+        { k = $1; sub(/:$/, "", k); stores = $(NF - 7) + 0; loads = $(NF - 3) + 0; bytes = stores > loads ? stores : loads; allowed = 0
+          for (i = 1; i <= n; i++) if (k ~ re[i] && bytes <= most[i]) allowed = 1
+          print (allowed ? "known " : "new ") bytes " " k }')
     new=$(echo "$found" | awk '$1 == "new" {print $3 " (" $2 " bytes)"}')
     known=$(echo "$found" | awk '$1 == "known" {n++; if ($2 > b) b = $2} END{if (n) printf "%d builds, at most %d bytes", n, b}')
     nk=$(grep 'Compiling entry function' "$TMP/sm_90a.ptxas" | grep -cvE 'wgmma|matmul_tma')
